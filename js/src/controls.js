@@ -1,0 +1,222 @@
+// Header toolbar: title, "N of M samples", text filter, attempt filter and
+// mode, expand mode, sort key and direction, toggles, lane height, fit
+// buttons. Reflects state without re-triggering; reports user changes.
+
+import { SORT_KEYS, SORT_LABELS } from "./layout.js";
+import { formatNumber } from "./format.js";
+
+/**
+ * The user-facing settings the toolbar edits (also saved in `view_state`).
+ * @typedef {Object} Settings
+ * @property {string} filter
+ * @property {number} attempt -1 = all
+ * @property {"filter"|"highlight"} attemptMode
+ * @property {import("./layout.js").SortKey} sort
+ * @property {boolean} desc
+ * @property {boolean} showEvents
+ * @property {boolean} showOpen
+ * @property {boolean} showUnmatched
+ * @property {number} laneH
+ * @property {boolean} expandAll
+ */
+
+/**
+ * @typedef {Object} ControlActions
+ * @property {(patch: Partial<Settings>) => void} change
+ * @property {() => void} fitAll
+ * @property {() => void} fitFiltered
+ */
+
+export const LANE_MIN = 6;
+export const LANE_MAX = 40;
+
+/**
+ * @param {string} tag
+ * @param {string} [cls]
+ * @param {string} [text]
+ * @returns {HTMLElement}
+ */
+function el(tag, cls, text) {
+  const e = document.createElement(tag);
+  if (cls) e.className = cls;
+  if (text !== undefined) e.textContent = text;
+  return e;
+}
+
+/**
+ * @param {string} label
+ * @param {HTMLElement} control
+ */
+function field(label, control) {
+  const l = el("label", "stw-field");
+  l.appendChild(el("span", "stw-field-label", label));
+  l.appendChild(control);
+  return l;
+}
+
+/**
+ * @param {[string, string][]} options
+ */
+function select(options) {
+  const s = /** @type {HTMLSelectElement} */ (el("select", "stw-select"));
+  for (const [v, t] of options) {
+    const o = /** @type {HTMLOptionElement} */ (el("option", "", t));
+    o.value = v;
+    s.appendChild(o);
+  }
+  return s;
+}
+
+/** @param {string} label */
+function checkbox(label) {
+  const l = el("label", "stw-check");
+  const c = /** @type {HTMLInputElement} */ (el("input"));
+  c.type = "checkbox";
+  l.appendChild(c);
+  l.appendChild(document.createTextNode(label));
+  return { wrap: l, input: c };
+}
+
+export class Controls {
+  /**
+   * @param {HTMLElement} host
+   * @param {ControlActions} act
+   */
+  constructor(host, act) {
+    this.host = host;
+    this.act = act;
+    /** @type {ReturnType<typeof setTimeout>|undefined} */
+    this.filterTimer = undefined;
+
+    const top = el("div", "stw-titlebar");
+    this.title = el("div", "stw-title");
+    this.count = el("div", "stw-count");
+    top.appendChild(this.title);
+    top.appendChild(this.count);
+    host.appendChild(top);
+
+    const bar = el("div", "stw-toolbar");
+    this.filter = /** @type {HTMLInputElement} */ (el("input", "stw-input"));
+    this.filter.type = "search";
+    this.filter.placeholder = "sample id / source / status / label / trace id";
+    this.filter.spellcheck = false;
+    this.filter.addEventListener("input", () => {
+      clearTimeout(this.filterTimer);
+      this.filterTimer = setTimeout(() => act.change({ filter: this.filter.value }), 120);
+    });
+    this.filter.addEventListener("keydown", (e) => {
+      if (e.key === "Enter") {
+        clearTimeout(this.filterTimer);
+        act.change({ filter: this.filter.value });
+      }
+      if (e.key === "Escape" && this.filter.value) {
+        e.stopPropagation();
+        this.filter.value = "";
+        act.change({ filter: "" });
+      }
+    });
+    const fWrap = field("Filter", this.filter);
+    fWrap.classList.add("stw-field-filter");
+    bar.appendChild(fWrap);
+
+    this.attempt = select([["-1", "all attempts"]]);
+    this.attempt.addEventListener("change", () => act.change({ attempt: Number(this.attempt.value) }));
+    bar.appendChild(field("Attempt", this.attempt));
+
+    this.attemptMode = select([
+      ["filter", "filter segments"],
+      ["highlight", "highlight"],
+    ]);
+    this.attemptMode.addEventListener("change", () => act.change({ attemptMode: this.attemptMode.value === "highlight" ? "highlight" : "filter" }));
+    bar.appendChild(field("Attempt view", this.attemptMode));
+
+    this.view = select([
+      ["collapsed", "collapsed"],
+      ["expanded", "expanded"],
+    ]);
+    this.view.title = "expand or collapse every row (click a row label to toggle one)";
+    this.view.addEventListener("change", () => act.change({ expandAll: this.view.value === "expanded" }));
+    bar.appendChild(field("View", this.view));
+
+    this.sort = select(SORT_KEYS.map((k) => [k, SORT_LABELS[k]]));
+    this.sort.addEventListener("change", () => act.change({ sort: /** @type {any} */ (this.sort.value) }));
+    bar.appendChild(field("Sort", this.sort));
+    const desc = checkbox("desc");
+    this.desc = desc.input;
+    this.desc.addEventListener("change", () => act.change({ desc: this.desc.checked }));
+    bar.appendChild(desc.wrap);
+
+    const ev = checkbox("instant events");
+    this.showEvents = ev.input;
+    this.showEvents.addEventListener("change", () => act.change({ showEvents: this.showEvents.checked }));
+    bar.appendChild(ev.wrap);
+    const op = checkbox("open spans");
+    this.showOpen = op.input;
+    this.showOpen.addEventListener("change", () => act.change({ showOpen: this.showOpen.checked }));
+    bar.appendChild(op.wrap);
+    const um = checkbox("unmatched ends");
+    this.showUnmatched = um.input;
+    this.showUnmatched.addEventListener("change", () => act.change({ showUnmatched: this.showUnmatched.checked }));
+    bar.appendChild(um.wrap);
+
+    this.lane = /** @type {HTMLInputElement} */ (el("input", "stw-range"));
+    this.lane.type = "range";
+    this.lane.min = String(LANE_MIN);
+    this.lane.max = String(LANE_MAX);
+    this.lane.step = "1";
+    this.lane.addEventListener("input", () => act.change({ laneH: Number(this.lane.value) }));
+    bar.appendChild(field("Lane height", this.lane));
+
+    const fitAll = el("button", "stw-btn", "fit all");
+    fitAll.title = "show the whole time range";
+    fitAll.addEventListener("click", act.fitAll);
+    const fitF = el("button", "stw-btn", "fit filtered");
+    fitF.title = "fit the time range of the filtered rows";
+    fitF.addEventListener("click", act.fitFiltered);
+    bar.appendChild(fitAll);
+    bar.appendChild(fitF);
+    host.appendChild(bar);
+  }
+
+  /**
+   * Reflect state into the inputs (without firing change events).
+   * @param {Settings} s
+   * @param {{title: string, nRows: number, nTotal: number, nPayload: number, maxAttempt: number}} info
+   */
+  update(s, info) {
+    this.title.textContent = info.title;
+    const shown = info.nTotal !== info.nPayload ? ` (${formatNumber(info.nPayload)} in this view)` : "";
+    this.count.textContent = `${formatNumber(info.nRows)} of ${formatNumber(info.nTotal)} samples${shown}`;
+    if (document.activeElement !== this.filter && this.filter.value !== s.filter) this.filter.value = s.filter;
+    // Attempt options: all, 0..maxAttempt.
+    const want = info.maxAttempt + 2;
+    if (this.attempt.options.length !== want) {
+      while (this.attempt.options.length > 1) this.attempt.remove(1);
+      for (let a = 0; a <= info.maxAttempt; a++) {
+        const o = /** @type {HTMLOptionElement} */ (el("option", "", `only attempt ${a}`));
+        o.value = String(a);
+        this.attempt.appendChild(o);
+      }
+    }
+    this.attempt.value = String(s.attempt);
+    this.attemptMode.value = s.attemptMode;
+    this.attemptMode.disabled = s.attempt < 0;
+    this.view.value = s.expandAll ? "expanded" : "collapsed";
+    this.sort.value = s.sort;
+    this.desc.checked = s.desc;
+    this.showEvents.checked = s.showEvents;
+    this.showOpen.checked = s.showOpen;
+    this.showUnmatched.checked = s.showUnmatched;
+    if (Number(this.lane.value) !== s.laneH) this.lane.value = String(s.laneH);
+  }
+
+  /** Put the keyboard focus in the filter box ("/" shortcut). */
+  focusFilter() {
+    this.filter.focus();
+    this.filter.select();
+  }
+
+  dispose() {
+    clearTimeout(this.filterTimer);
+  }
+}

@@ -1,0 +1,170 @@
+// Small helpers over the anywidget model: debounced writes of synced state
+// (with a guard so our own writes are not mistaken for kernel changes), and
+// the "attrs" request/response over custom messages keyed by `req`.
+
+/**
+ * The part of the anywidget model interface the renderer uses.
+ * @typedef {Object} AnyModel
+ * @property {(key: string) => any} get
+ * @property {(key: string, value: any) => void} set
+ * @property {() => void} save_changes
+ * @property {(event: string, cb: (...args: any[]) => void) => void} on
+ * @property {(event?: string | null, cb?: ((...args: any[]) => void) | null) => void} off
+ * @property {(content: any, callbacks?: any, buffers?: any[]) => void} send
+ */
+
+export class Sync {
+  /** @param {AnyModel} model */
+  constructor(model) {
+    this.model = model;
+    /** True while this view is writing, so change handlers can ignore the echo. */
+    this.writing = false;
+    /** @type {Map<string, ReturnType<typeof setTimeout>>} */
+    this.timers = new Map();
+    /** @type {Map<string, () => any>} */
+    this.pending = new Map();
+  }
+
+  /** @param {string} key */
+  get(key) {
+    try {
+      return this.model.get(key);
+    } catch {
+      return undefined;
+    }
+  }
+
+  /**
+   * Write now and save.
+   * @param {string} key
+   * @param {any} value
+   */
+  setNow(key, value) {
+    const t = this.timers.get(key);
+    if (t !== undefined) clearTimeout(t);
+    this.timers.delete(key);
+    this.pending.delete(key);
+    this.write(key, value);
+  }
+
+  /**
+   * Write after `ms` of quiet; the value is computed when the timer fires.
+   * @param {string} key
+   * @param {() => any} valueFn
+   * @param {number} ms
+   */
+  setLater(key, valueFn, ms) {
+    const t = this.timers.get(key);
+    if (t !== undefined) clearTimeout(t);
+    this.pending.set(key, valueFn);
+    this.timers.set(
+      key,
+      setTimeout(() => {
+        this.timers.delete(key);
+        const fn = this.pending.get(key);
+        this.pending.delete(key);
+        if (fn) this.write(key, fn());
+      }, ms),
+    );
+  }
+
+  /** Write every pending value now (used on cleanup). */
+  flush() {
+    for (const [key, fn] of this.pending) {
+      const t = this.timers.get(key);
+      if (t !== undefined) clearTimeout(t);
+      this.write(key, fn());
+    }
+    this.timers.clear();
+    this.pending.clear();
+  }
+
+  /** Drop pending writes. */
+  cancel() {
+    for (const t of this.timers.values()) clearTimeout(t);
+    this.timers.clear();
+    this.pending.clear();
+  }
+
+  /**
+   * @param {string} key
+   * @param {any} value
+   */
+  write(key, value) {
+    this.writing = true;
+    try {
+      this.model.set(key, value);
+      this.model.save_changes();
+    } catch (err) {
+      console.warn(`slime-trace-widget: could not sync ${key}`, err);
+    } finally {
+      this.writing = false;
+    }
+  }
+}
+
+/**
+ * @typedef {Object} AttrsReply
+ * @property {string} type
+ * @property {number} req
+ * @property {string} kind
+ * @property {number} index
+ * @property {Record<string, any>|null} [detail]
+ * @property {string} [error]
+ */
+
+let reqCounter = Math.floor(Math.random() * 1e6) * 1000;
+
+/** Ask the kernel (or a snapshot's local model) for an item's attributes. */
+export class AttrsClient {
+  /**
+   * @param {AnyModel} model
+   * @param {number} [timeoutMs]
+   */
+  constructor(model, timeoutMs = 20000) {
+    this.model = model;
+    this.timeoutMs = timeoutMs;
+    /** @type {Map<number, {resolve: (r: AttrsReply) => void, reject: (e: Error) => void, timer: ReturnType<typeof setTimeout>}>} */
+    this.waiting = new Map();
+    /** @param {any} msg */
+    this.onMsg = (msg) => {
+      if (!msg || typeof msg !== "object" || msg.type !== "attrs") return;
+      const w = this.waiting.get(msg.req);
+      if (!w) return; // another view's request, or already timed out
+      clearTimeout(w.timer);
+      this.waiting.delete(msg.req);
+      w.resolve(/** @type {AttrsReply} */ (msg));
+    };
+    model.on("msg:custom", this.onMsg);
+  }
+
+  /**
+   * @param {"span"|"event"} kind
+   * @param {number} index payload index
+   * @returns {{req: number, promise: Promise<AttrsReply>}}
+   */
+  request(kind, index) {
+    const req = ++reqCounter;
+    const promise = new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.waiting.delete(req);
+        reject(new Error("no reply from the kernel (is it running?)"));
+      }, this.timeoutMs);
+      this.waiting.set(req, { resolve, reject, timer });
+      try {
+        this.model.send({ type: "attrs", kind, index, req });
+      } catch (err) {
+        clearTimeout(timer);
+        this.waiting.delete(req);
+        reject(err instanceof Error ? err : new Error(String(err)));
+      }
+    });
+    return { req, promise: /** @type {Promise<AttrsReply>} */ (promise) };
+  }
+
+  dispose() {
+    for (const w of this.waiting.values()) clearTimeout(w.timer);
+    this.waiting.clear();
+    this.model.off("msg:custom", this.onMsg);
+  }
+}

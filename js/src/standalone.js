@@ -1,0 +1,146 @@
+// A local stand-in for the anywidget model, so an HTML snapshot (or the dev
+// harness) can call the same `render` with no kernel: get / set / on / off /
+// save_changes / send over in-memory state, answering "attrs" requests from
+// attributes embedded in the page.
+
+/**
+ * Attributes embedded in a page: `{"span": {"<index>": detail, ...},
+ * "event": {...}}` (objects keyed by payload index, or arrays indexed by it),
+ * or a function `(kind, index) => detail` (may return a promise).
+ * @typedef {{span?: Record<string, any>|any[], event?: Record<string, any>|any[]} | ((kind: string, index: number) => any)} AttrsSource
+ */
+
+/**
+ * @typedef {Object} LocalModelOptions
+ * @property {AttrsSource} [attrs]
+ * @property {(changes: Record<string, any>) => void} [onSave] called by save_changes with the keys set since the last save
+ * @property {(msg: any) => void} [onSend] called with every message the renderer sends
+ */
+
+/**
+ * Create a model over `state`. `state` is either a payload
+ * (`{version, meta, buffers}`) or an object of trait values
+ * `{payload, selected, view_range, view_state}`.
+ * @param {any} state
+ * @param {LocalModelOptions} [opts]
+ * @returns {import("./model.js").AnyModel & {attrsFor: (kind: string, index: number) => Promise<any>}}
+ */
+export function createLocalModel(state, opts = {}) {
+  const isPayload = state && typeof state === "object" && "buffers" in state && "meta" in state;
+  /** @type {Record<string, any>} */
+  const values = {
+    payload: null,
+    selected: {},
+    view_range: [],
+    view_state: {},
+    ...(isPayload ? { payload: state } : state || {}),
+  };
+  /** @type {Map<string, Set<(...args: any[]) => void>>} */
+  const handlers = new Map();
+  /** @type {Record<string, any>} */
+  let dirty = {};
+
+  /**
+   * @param {string} event
+   * @param {...any} args
+   */
+  const emit = (event, ...args) => {
+    const hs = handlers.get(event);
+    if (!hs) return;
+    for (const h of [...hs]) {
+      try {
+        h(...args);
+      } catch (err) {
+        console.error(`slime-trace-widget: handler for ${event} failed`, err);
+      }
+    }
+  };
+
+  /**
+   * @param {string} kind
+   * @param {number} index
+   */
+  const attrsFor = async (kind, index) => {
+    const src = opts.attrs;
+    if (!src) return null;
+    if (typeof src === "function") return await src(kind, index);
+    const table = kind === "event" ? src.event : src.span;
+    if (!table) return null;
+    const v = Array.isArray(table) ? table[index] : table[String(index)];
+    return v === undefined ? null : v;
+  };
+
+  const model = {
+    /** @param {string} key */
+    get(key) {
+      return values[key];
+    },
+    /**
+     * @param {string} key
+     * @param {any} value
+     */
+    set(key, value) {
+      const old = values[key];
+      values[key] = value;
+      dirty[key] = value;
+      if (old !== value) {
+        emit(`change:${key}`, value);
+        emit("change", { [key]: value });
+      }
+    },
+    save_changes() {
+      const changes = dirty;
+      dirty = {};
+      if (opts.onSave && Object.keys(changes).length) opts.onSave(changes);
+    },
+    /**
+     * @param {string} event
+     * @param {(...args: any[]) => void} cb
+     */
+    on(event, cb) {
+      let hs = handlers.get(event);
+      if (!hs) {
+        hs = new Set();
+        handlers.set(event, hs);
+      }
+      hs.add(cb);
+    },
+    /**
+     * @param {string|null} [event]
+     * @param {((...args: any[]) => void)|null} [cb]
+     */
+    off(event, cb) {
+      if (!event) {
+        if (!cb) handlers.clear();
+        else for (const hs of handlers.values()) hs.delete(cb);
+        return;
+      }
+      const hs = handlers.get(event);
+      if (!hs) return;
+      if (cb) hs.delete(cb);
+      else hs.clear();
+    },
+    /** @param {any} msg */
+    send(msg) {
+      if (opts.onSend) opts.onSend(msg);
+      if (!msg || typeof msg !== "object" || msg.type !== "attrs") return;
+      const { kind, index, req } = msg;
+      // Reply asynchronously, like a kernel would.
+      setTimeout(async () => {
+        /** @type {Record<string, any>} */
+        const reply = { type: "attrs", req, kind, index };
+        try {
+          const detail = await attrsFor(kind, index);
+          reply.detail = detail;
+          if (detail === null) reply.error = "attributes are not embedded in this page";
+        } catch (err) {
+          reply.detail = null;
+          reply.error = String(err);
+        }
+        emit("msg:custom", reply, []);
+      }, 0);
+    },
+    attrsFor,
+  };
+  return model;
+}

@@ -1,0 +1,310 @@
+"""One pass over the raw records of every trace carrier, into flat columns.
+
+This is the only place that touches event dicts one by one; everything after it
+(depth, clipping, lanes, PD lanes, DataFrames) is vectorised in ``frames``.
+
+Reading rules (the same reading slime's viewer gives):
+
+* Records are in recording order, not time order. A ``span_end`` pairs with the
+  earliest unpaired ``span_start`` of the same ``span_id`` anywhere in the
+  carrier, even one recorded after it (damaged or merged carriers).
+* A start without ``parent_span_id`` takes as parent the most recently started
+  span still open at that point in recording order (and begun no later than
+  it); so does an instant event. Root spans written by slime carry no parent
+  and usually meet no open span.
+* A ``span_end`` whose start never appears is an *unmatched end*; it becomes an
+  event row of kind ``unmatched_end``.
+* A parent link to an id the carrier does not hold is kept as text but treated
+  as "no parent" (counted ``unknown_parent``); a link that would close a cycle is
+  cut (counted ``parent_cycle``).
+* Records that cannot be read are skipped and counted by kind: non-dict records,
+  missing/non-numeric/non-finite ``ts``, unknown ``type``, non-dict ``attrs``
+  (the record is kept without attrs), a ``span_start`` without ``span_id`` (kept
+  as a span under a synthetic id), duplicate span ids (both kept).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+SPAN_START = "span_start"
+SPAN_END = "span_end"
+INSTANT = "event"
+
+_TS_LIMIT = 1e15  # rejects NaN (comparisons fail) and inf in one test
+
+# An end seen before any start of its id: (span_id, name, ts, attempt, attrs, parent_id).
+_EarlyEnd = tuple[str, str, float, int, "dict | None", "str | None"]
+
+
+@dataclass
+class RecordColumns:
+    """Column lists filled by :func:`read_carrier` (appending to lists is the
+    cheapest way to build columns from a Python loop; transposing tuples costs more).
+
+    Span columns have one entry per ``span_start``; ``end_*`` columns one entry
+    per paired ``span_end`` with ``end_span`` the span index it closes; event
+    columns one entry per instant event or unmatched end (``event_span_id`` is
+    the orphan's span id, None for instant events).
+    """
+
+    span_row: list[int] = field(default_factory=list)
+    span_name: list[str] = field(default_factory=list)
+    span_start: list[float] = field(default_factory=list)
+    span_id: list[str] = field(default_factory=list)
+    span_parent_id: list[str | None] = field(default_factory=list)
+    span_parent: list[int] = field(default_factory=list)
+    span_attempt: list[int] = field(default_factory=list)
+    span_attrs: list[dict | None] = field(default_factory=list)
+    end_span: list[int] = field(default_factory=list)
+    end_ts: list[float] = field(default_factory=list)
+    end_attempt: list[int] = field(default_factory=list)
+    end_attrs: list[dict | None] = field(default_factory=list)
+    event_row: list[int] = field(default_factory=list)
+    event_name: list[str] = field(default_factory=list)
+    event_ts: list[float] = field(default_factory=list)
+    event_attempt: list[int] = field(default_factory=list)
+    event_parent_id: list[str | None] = field(default_factory=list)
+    event_parent: list[int] = field(default_factory=list)
+    event_span_id: list[str | None] = field(default_factory=list)
+    event_attrs: list[dict | None] = field(default_factory=list)
+    raw_records: int = 0
+    warnings: Counter[str] = field(default_factory=Counter)
+
+    def add_end(self, index: int, ts: float, attempt: int, attrs: dict | None) -> None:
+        self.end_span.append(index)
+        self.end_ts.append(ts)
+        self.end_attempt.append(attempt)
+        self.end_attrs.append(attrs)
+
+    def add_event(self, row: int, name: str, ts: float, attempt: int, parent_id: str | None,
+                  parent: int, span_id: str | None, attrs: dict | None) -> None:
+        self.event_row.append(row)
+        self.event_name.append(name)
+        self.event_ts.append(ts)
+        self.event_attempt.append(attempt)
+        self.event_parent_id.append(parent_id)
+        self.event_parent.append(parent)
+        self.event_span_id.append(span_id)
+        self.event_attrs.append(attrs)
+
+
+def read_carrier(row: int, records: list, out: RecordColumns) -> None:
+    """Append the spans and events of one carrier's ``events`` list to ``out``."""
+    warn = out.warnings
+    add_row, add_name = out.span_row.append, out.span_name.append
+    add_start, add_id = out.span_start.append, out.span_id.append
+    add_parent_id, add_parent = out.span_parent_id.append, out.span_parent.append
+    add_attempt, add_attrs = out.span_attempt.append, out.span_attrs.append
+    add_end, add_event = out.add_end, out.add_event
+    starts = out.span_start
+    first_index = len(out.span_row)
+    # Per-carrier state. ``open_ids``: spans started and not yet ended, in
+    # recording order (parent inference, FIFO pairing); ``first_by_id``: parent
+    # lookup; ``extra_starts``: later starts reusing an open id.
+    open_ids: dict[str, int] = {}
+    first_by_id: dict[str, int] = {}
+    extra_starts: dict[str, list[int]] = {}
+    deferred: list[int] = []
+    deferred_events: list[int] = []
+    early_ends: list[_EarlyEnd] = []
+    index = first_index
+
+    for record in records:
+        if type(record) is not dict:
+            warn["record_not_a_dict"] += 1
+            continue
+        get = record.get
+        ts = get("ts")
+        if type(ts) is not float:
+            ts = _coerce_ts(ts)
+        if not -_TS_LIMIT < ts < _TS_LIMIT:  # type: ignore[operator]
+            warn["bad_ts"] += 1
+            continue
+        name = get("name")
+        if type(name) is not str:
+            name = _coerce_name(name, warn)
+        attempt = get("attempt", 0)
+        if type(attempt) is not int:
+            attempt = _coerce_attempt(attempt, warn)
+        attrs = get("attrs")
+        if attrs is not None and (type(attrs) is not dict or not attrs):
+            attrs = _read_attrs(attrs, warn)
+        kind = get("type")
+
+        if kind == SPAN_START:
+            sid = get("span_id")
+            if type(sid) is not str:
+                sid = _coerce_span_id(sid, row, index, warn)
+            pid = get("parent_span_id")
+            if pid is None:
+                if open_ids:
+                    pid = _infer_parent(open_ids, starts, ts)
+            elif type(pid) is not str:
+                pid = str(pid)
+            parent = first_by_id.get(pid, -1) if pid is not None else -1
+            if parent < 0 and pid is not None:
+                deferred.append(index)
+            if sid in first_by_id:
+                warn["duplicate_span_id"] += 1
+                if sid in open_ids:
+                    extra_starts.setdefault(sid, []).append(index)
+                else:
+                    open_ids[sid] = index
+            else:
+                first_by_id[sid] = index
+                open_ids[sid] = index
+            add_row(row)
+            add_name(name)
+            add_start(ts)
+            add_id(sid)
+            add_parent_id(pid)
+            add_parent(parent)
+            add_attempt(attempt)
+            add_attrs(attrs)
+            index += 1
+        elif kind == SPAN_END:
+            sid = get("span_id")
+            if type(sid) is not str:
+                sid = str(sid)
+            start_index = open_ids.pop(sid, -1)
+            if start_index >= 0:
+                add_end(start_index, ts, attempt, attrs)
+                waiting = extra_starts.get(sid)
+                if waiting:
+                    open_ids[sid] = waiting.pop(0)
+            else:
+                pid = get("parent_span_id")
+                if pid is None and open_ids:
+                    pid = _infer_parent(open_ids, starts, ts)
+                early_ends.append((sid, name, ts, attempt, attrs, pid))
+        elif kind == INSTANT:
+            pid = get("parent_span_id")
+            if pid is None:
+                if open_ids:
+                    pid = _infer_parent(open_ids, starts, ts)
+                parent = first_by_id.get(pid, -1) if pid is not None else -1
+            else:
+                if type(pid) is not str:
+                    pid = str(pid)
+                parent = first_by_id.get(pid, -1)
+                if parent < 0:
+                    deferred_events.append(len(out.event_row))
+            add_event(row, name, ts, attempt, pid, parent, None, attrs)
+        else:
+            warn["unknown_record_type"] += 1
+
+    out.raw_records += len(records)
+    _pair_early_ends(out, row, open_ids, extra_starts, first_by_id, early_ends, deferred_events)
+    _resolve_deferred_parents(out, first_by_id, deferred)
+    for position in deferred_events:
+        out.event_parent[position] = first_by_id.get(out.event_parent_id[position], -1)
+
+
+def _infer_parent(open_ids: dict[str, int], starts: list[float], ts: float) -> str | None:
+    """The most recently started open span that began at or before ``ts``.
+
+    Recording order alone would adopt a span that starts later in a carrier
+    whose records were shuffled; requiring the parent to have begun keeps the
+    picture truthful there and costs one comparison in the common case.
+    """
+    for sid in reversed(open_ids):
+        if starts[open_ids[sid]] <= ts:
+            return sid
+    return None
+
+
+def _pair_early_ends(
+    out: RecordColumns,
+    row: int,
+    open_ids: dict[str, int],
+    extra_starts: dict[str, list[int]],
+    first_by_id: dict[str, int],
+    early_ends: list[_EarlyEnd],
+    deferred_events: list[int],
+) -> None:
+    """Pair ends recorded before their start; the rest become unmatched-end events."""
+    for sid, name, ts, attempt, attrs, parent_id in early_ends:
+        index = open_ids.pop(sid, -1)
+        if index >= 0:
+            out.add_end(index, ts, attempt, attrs)
+            waiting = extra_starts.get(sid)
+            if waiting:
+                open_ids[sid] = waiting.pop(0)
+            out.warnings["end_recorded_before_start"] += 1
+            continue
+        if sid in first_by_id:
+            out.warnings["duplicate_span_end"] += 1
+            continue
+        deferred_events.append(len(out.event_row))
+        out.add_event(row, name, ts, attempt, parent_id, -1, sid, attrs)
+
+
+def _resolve_deferred_parents(
+    out: RecordColumns, first_by_id: dict[str, int], deferred: list[int]
+) -> None:
+    """Resolve parents named before they started; cut links that would close a cycle."""
+    parents = out.span_parent
+    for index in deferred:
+        parent = first_by_id.get(out.span_parent_id[index], -1)  # type: ignore[arg-type]
+        if parent < 0:
+            out.warnings["unknown_parent"] += 1
+            continue
+        parents[index] = parent
+        if _reaches(parents, parent, index):
+            parents[index] = -1
+            out.warnings["parent_cycle"] += 1
+
+
+def _reaches(parents: list[int], start: int, target: int) -> bool:
+    """True when walking up from ``start`` arrives at ``target`` (bounded walk)."""
+    node = start
+    for _ in range(len(parents) + 1):
+        if node == target:
+            return True
+        if node < 0:
+            return False
+        node = parents[node]
+    return True
+
+
+def _coerce_ts(value: Any) -> float:
+    """Accept ints and numpy numbers; anything else (str, None, bool) is unreadable."""
+    if value is None or isinstance(value, (bool, str, bytes)):
+        return float("nan")
+    try:
+        return float(value)
+    except (TypeError, ValueError, OverflowError):
+        return float("nan")
+
+
+def _coerce_name(value: Any, warn: Counter[str]) -> str:
+    warn["bad_name"] += 1
+    return "<unnamed>" if value is None else str(value)
+
+
+def _coerce_attempt(value: Any, warn: Counter[str]) -> int:
+    try:
+        if not isinstance(value, bool):
+            return max(0, int(value))
+    except (TypeError, ValueError, OverflowError):
+        pass
+    warn["bad_attempt"] += 1
+    return 0
+
+
+def _coerce_span_id(value: Any, row: int, index: int, warn: Counter[str]) -> str:
+    if value is None:
+        warn["span_start_without_id"] += 1
+        return f"~missing-{row}-{index}"
+    return str(value)
+
+
+def _read_attrs(attrs: Any, warn: Counter[str]) -> dict | None:
+    """Empty dicts read as "no attrs"; non-dicts are dropped and counted."""
+    if type(attrs) is dict or isinstance(attrs, dict):
+        return dict(attrs) if attrs else None
+    warn["attrs_not_a_dict"] += 1
+    return None

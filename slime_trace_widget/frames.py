@@ -1,0 +1,647 @@
+"""Flatten rollout dumps into three pandas DataFrames: samples, spans, events.
+
+This is the data model every other part reads (widget, snapshot, CLI,
+analysis). The raw records are walked once (``carrier.read_carrier``); all the
+rest is numpy/pandas over whole columns.
+
+Choices this module makes where the format leaves one:
+
+* **Identity.** ``samples.index`` is the sample *row* (position across all
+  dumps given, in order), because sample indices repeat in eval dumps and
+  across rollouts. ``spans.index`` / ``events.index`` are stable ids the widget
+  uses to refer back to a row.
+* **Times** are epoch seconds (float64). ``TraceFrames.t0`` is the earliest
+  timestamp; :meth:`TraceFrames.with_offsets` adds ``*_rel`` columns.
+* **Attributes as columns.** Every attribute key becomes a column
+  ``"attr.<key>"``; when a key is set both at start and at end, the column holds
+  the *end* value (the later, usually final one) and both stay available whole
+  in ``start_attrs`` / ``end_attrs``. At most ``MAX_ATTR_COLUMNS`` keys (the
+  most frequent) get a column; the rest are counted as ``attr_columns_capped``.
+* **Duration** is ``end - start`` and NaN for open spans; ``display_end`` is
+  where the timeline draws a span to. An open span's display end is the
+  earliest of the row's last timestamp (``row_end``), the next sibling's start
+  (``next_sibling``) and the nearest closed ancestor's end (``ancestor_end``),
+  never before its start; ``clip_reason`` names which one won. A closed span
+  whose end precedes its start is drawn with zero width and counted
+  (``end_before_start``).
+* **Lanes.** An expanded row gives each depth a lane; the virtual ``[P]`` and
+  ``[D]`` spans (see ``pd_lanes``) get their own lanes just below the depth of
+  their generation span's children; real ``sglang_pd_*`` spans are flagged
+  ``pd_detail`` and share their virtual lane. An event sits on its parent's lane.
+* **Rewards.** ``reward`` is the scalar reward (NaN when missing); a dict
+  reward stays whole in ``reward_detail`` and ``reward`` is NaN rather than a
+  guessed key.
+* **Attempts.** A span belongs to the attempt on its start record
+  (``attempt``); ``end_attempt`` keeps the end record's. ``samples.attempts`` is
+  the highest attempt seen (records or carrier) plus one.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from operator import itemgetter
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .carrier import RecordColumns, read_carrier
+from .pd_lanes import LANE_SUFFIX, PHASE_SPANS, SUMMARY_EVENT, build_virtual_spans, find_pd_detail
+from .samples import SampleFields, sample_fields
+from .values import PLAIN_TYPES, json_safe, plain_value
+
+MAX_ATTR_COLUMNS = 500
+ATTR_PREFIX = "attr."
+CLIP_REASONS = ["row_end", "next_sibling", "ancestor_end"]
+STATES = ["closed", "open"]
+EVENT_KINDS = ["instant", "unmatched_end"]
+PD_FORMS = ["children", "attrs"]
+
+
+@dataclass
+class TraceFrames:
+    """The flattened view of one or more dumps.
+
+    ``span_core`` / ``event_core`` hold every column except the ``attr.*``
+    ones; :attr:`spans` / :attr:`events` add those on first access (and keep
+    them). Splitting a million attribute dicts into columns costs as much as
+    the rest of the flattening, and the timeline never needs it, so a widget
+    opened on a big dump does not pay for it.
+    """
+
+    samples: pd.DataFrame
+    span_core: pd.DataFrame
+    event_core: pd.DataFrame
+    segments: pd.DataFrame = field(default_factory=pd.DataFrame)
+    paths: list[str] = field(default_factory=list)
+    rollout_ids: list[int | None] = field(default_factory=list)
+    warnings: Counter[str] = field(default_factory=Counter)
+    t0: float = float("nan")
+    t1: float = float("nan")
+    _spans: pd.DataFrame | None = field(default=None, repr=False)
+    _events: pd.DataFrame | None = field(default=None, repr=False)
+
+    @property
+    def spans(self) -> pd.DataFrame:
+        """One row per span (virtual PD spans last), with ``attr.<key>`` columns."""
+        if self._spans is None:
+            core = self.span_core
+            merged = [_merge(a, b) for a, b in zip(core["start_attrs"], core["end_attrs"],
+                                                   strict=True)]
+            self._spans = _with_attr_columns(core, merged, self.warnings)
+        return self._spans
+
+    @property
+    def events(self) -> pd.DataFrame:
+        """One row per instant event and unmatched end, with ``attr.<key>`` columns."""
+        if self._events is None:
+            core = self.event_core
+            self._events = _with_attr_columns(core, core["attrs"].tolist(), self.warnings)
+        return self._events
+
+    def with_offsets(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """Copy of ``frame`` with ``<col>_rel`` (seconds since ``t0``) for its time columns."""
+        out = frame.copy()
+        for column in ("start", "end", "display_end", "ts"):
+            if column in out.columns:
+                out[f"{column}_rel"] = out[column] - self.t0
+        return out
+
+    def summary(self) -> str:
+        """A short human-readable account (what the README's main job prints)."""
+        spans = self.span_core[~self.span_core["virtual"]]
+        lines = [
+            f"{len(self.samples)} samples ({int(self.samples['traced'].sum())} traced) "
+            f"from {len(self.paths)} dump(s), rollout ids {self.rollout_ids}",
+            f"{len(spans)} spans ({int((spans['state'] == 'open').sum())} open), "
+            f"{int(self.span_core['virtual'].sum())} virtual PD spans, "
+            f"{int((self.event_core['kind'] == 'instant').sum())} instant events, "
+            f"{int((self.event_core['kind'] == 'unmatched_end').sum())} unmatched ends",
+        ]
+        if self.t1 == self.t1:
+            lines.append(f"wall time {self.t1 - self.t0:.1f} s")
+        if len(spans):
+            by_name = spans.groupby("name", observed=True)["duration"].agg(["count", "sum"])
+            by_name = by_name.sort_values("sum", ascending=False).head(8)
+            lines.append("time by span name:")
+            lines += [f"  {name:<28} {int(r['count']):>7} spans {r['sum']:>12.1f} s"
+                      for name, r in by_name.iterrows()]
+        if self.warnings:
+            lines.append("warnings: " + ", ".join(f"{k}={v}" for k, v in self.warnings.items()))
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return (f"TraceFrames(samples={len(self.samples)}, spans={len(self.span_core)}, "
+                f"events={len(self.event_core)}, dumps={len(self.paths)})")
+
+
+def load_frames(path_or_glob: Any, *, trusted: bool = False) -> TraceFrames:
+    """Load one dump, a glob or a list of paths and flatten them into one set of frames."""
+    from .dump import load_dumps
+
+    return build_frames(load_dumps(path_or_glob, trusted=trusted))
+
+
+def build_frames(source: Any) -> TraceFrames:
+    """Flatten dumps: a ``LoadedDump``, a list of them, a dump dict or a list of samples."""
+    dumps = _as_dump_list(source)
+    records = RecordColumns()
+    fields: list[SampleFields] = []
+    warnings: Counter[str] = Counter()
+    for dump_number, dump in enumerate(dumps):
+        warnings.update(dump["warnings"])
+        for sample in dump["samples"]:
+            info = sample_fields(sample, dump["rollout_id"], dump_number)
+            if info.carrier_problem:
+                warnings[info.carrier_problem] += 1
+            if info.events is not None:
+                read_carrier(len(fields), info.events, records)
+            fields.append(info)
+    warnings.update(records.warnings)
+    span_cols = _span_columns(records)
+    event_cols = _event_columns(records)
+    first, last, top_attempt = _row_extents(len(fields), span_cols, event_cols)
+    spans, segments = _span_table(span_cols, event_cols, last, warnings)
+    events = _event_table(event_cols, spans)
+    samples = _sample_table(fields, first, last, top_attempt, spans, events)
+    finite = np.isfinite(first)
+    return TraceFrames(
+        samples=samples,
+        span_core=spans,
+        event_core=events,
+        segments=segments,
+        paths=[dump["path"] for dump in dumps],
+        rollout_ids=[dump["rollout_id"] for dump in dumps],
+        warnings=+warnings,
+        t0=float(first[finite].min()) if finite.any() else float("nan"),
+        t1=float(last[finite].max()) if finite.any() else float("nan"),
+    )
+
+
+# --------------------------------------------------------------------------- inputs
+
+
+def _as_dump_list(source: Any) -> list[dict[str, Any]]:
+    """Normalise the accepted inputs to dicts with path, rollout_id, samples, warnings."""
+    if hasattr(source, "samples") and not isinstance(source, (list, tuple, dict)):
+        return [_dump_dict(source)]
+    if isinstance(source, dict):
+        samples = source.get("samples")
+        if not isinstance(samples, list):
+            raise ValueError("a dump dict needs a 'samples' list")
+        return [{"path": source.get("path", "<memory>"), "rollout_id": source.get("rollout_id"),
+                 "samples": samples, "warnings": Counter()}]
+    if isinstance(source, (list, tuple)):
+        if source and all(hasattr(d, "samples") and not isinstance(d, dict) for d in source):
+            return [_dump_dict(d) for d in source]
+        return [{"path": "<memory>", "rollout_id": None, "samples": list(source),
+                 "warnings": Counter()}]
+    raise TypeError(f"cannot build frames from {type(source).__name__}")
+
+
+def _dump_dict(dump: Any) -> dict[str, Any]:
+    return {"path": str(getattr(dump, "path", "<memory>")),
+            "rollout_id": getattr(dump, "rollout_id", None),
+            "samples": list(dump.samples),
+            "warnings": Counter(getattr(dump, "warnings", None) or {})}
+
+
+# --------------------------------------------------------------------------- columns
+
+
+def _span_columns(records: RecordColumns) -> dict[str, Any]:
+    """Span columns as numpy arrays, with the paired ends scattered into place."""
+    n = len(records.span_row)
+    ends = np.full(n, np.nan)
+    end_attempts = np.full(n, -1, dtype=np.int64)
+    end_attrs = np.full(n, None, dtype=object)
+    index = np.asarray(records.end_span, dtype=np.int64)
+    ends[index] = records.end_ts
+    end_attempts[index] = records.end_attempt
+    end_attrs[index] = _object_array(records.end_attrs)
+    return {
+        "rows": np.asarray(records.span_row, dtype=np.int64),
+        "names": pd.Categorical(records.span_name),
+        "starts": np.asarray(records.span_start, dtype=np.float64),
+        "ends": ends,
+        "parents": np.asarray(records.span_parent, dtype=np.int64),
+        "ids": _object_array(records.span_id),
+        "parent_ids": _object_array(records.span_parent_id),
+        "attempts": np.asarray(records.span_attempt, dtype=np.int64),
+        "end_attempts": end_attempts,
+        "start_attrs": records.span_attrs,
+        "end_attrs": end_attrs.tolist(),
+    }
+
+
+def _event_columns(records: RecordColumns) -> dict[str, Any]:
+    return {
+        "rows": np.asarray(records.event_row, dtype=np.int64),
+        "names": pd.Categorical(records.event_name),
+        "ts": np.asarray(records.event_ts, dtype=np.float64),
+        "attempts": np.asarray(records.event_attempt, dtype=np.int64),
+        "parent_ids": _object_array(records.event_parent_id),
+        "span_ids": _object_array(records.event_span_id),
+        "parents": np.asarray(records.event_parent, dtype=np.int64),
+        "attrs": records.event_attrs,
+    }
+
+
+def _object_array(values: list) -> np.ndarray:
+    """1-d object array of ``values`` (``np.asarray`` would turn dicts or None oddly)."""
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
+    return out
+
+
+def _row_extents(
+    n: int, spans: dict[str, Any], events: dict[str, Any]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """First and last readable timestamp and highest attempt of every sample row."""
+    first = np.full(n, np.inf)
+    last = np.full(n, -np.inf)
+    top = np.zeros(n, dtype=np.int64)
+    for rows, times, attempts in (
+        (spans["rows"], spans["starts"], spans["attempts"]),
+        (spans["rows"], spans["ends"], spans["end_attempts"]),
+        (events["rows"], events["ts"], events["attempts"]),
+    ):
+        known = np.isfinite(times)
+        np.minimum.at(first, rows[known], times[known])
+        np.maximum.at(last, rows[known], times[known])
+        np.maximum.at(top, rows, attempts)
+    first[~np.isfinite(first)] = np.nan
+    last[~np.isfinite(last)] = np.nan
+    return first, last, top
+
+
+# --------------------------------------------------------------------------- spans
+
+
+def _span_table(
+    cols: dict[str, Any], event_cols: dict[str, Any], row_last: np.ndarray,
+    warnings: Counter[str],
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The spans table (real spans, then virtual PD spans) and the PD segments table."""
+    names: pd.Categorical = cols["names"]
+    rows, starts, ends, parents = cols["rows"], cols["starts"], cols["ends"], cols["parents"]
+    pd_detail = find_pd_detail(names, parents)
+    virtual = build_virtual_spans(names, starts, ends, parents, cols["end_attrs"],
+                                  _pd_summaries(event_cols), pd_detail)
+    n_real, n_virtual = len(rows), len(virtual.generation)
+    gen = np.asarray(virtual.generation, dtype=np.int64)
+    suffix = np.array([LANE_SUFFIX[p] for p in virtual.phase], dtype=object)
+    ids = cols["ids"]
+
+    rows = np.concatenate([rows, rows[gen]])
+    names = _append_virtual_names(names, gen, suffix)
+    starts = np.concatenate([starts, np.asarray(virtual.start, dtype=np.float64)])
+    ends = np.concatenate([ends, np.asarray(virtual.end, dtype=np.float64)])
+    parents = np.concatenate([parents, gen])
+    parent_ids = np.concatenate([cols["parent_ids"], ids[gen]])
+    ids = np.concatenate([ids, ids[gen] + suffix])
+    attempts = np.concatenate([cols["attempts"], cols["attempts"][gen]])
+    end_attempts = np.concatenate([cols["end_attempts"], cols["end_attempts"][gen]])
+    start_attrs = cols["start_attrs"] + [None] * n_virtual
+    end_attrs = cols["end_attrs"] + virtual.attrs
+    pd_detail = np.concatenate([pd_detail, np.zeros(n_virtual, dtype=bool)])
+    is_virtual = np.arange(len(rows)) >= n_real
+    phase_kind = np.zeros(len(rows), dtype=np.int64)
+    phase_kind[n_real:] = [1 if p == "prefill" else 2 for p in virtual.phase]
+
+    depth = _depths(parents)
+    open_mask = np.isnan(ends)
+    display_end, clip = _display_ends(rows, starts, ends, parents, open_mask, row_last)
+    backwards = ~open_mask & (ends < starts)
+    if backwards.any():
+        warnings["end_before_start"] += int(backwards.sum())
+    lanes = _lanes(rows, depth, parents, names, pd_detail, phase_kind)
+    codes = np.asarray(names.codes)
+    frame = pd.DataFrame({
+        "sample_row": rows,
+        "span_id": ids,
+        "parent_span_id": parent_ids,
+        "parent_index": parents,
+        "parent_name": pd.Categorical.from_codes(
+            np.where(parents >= 0, codes[np.maximum(parents, 0)], -1), dtype=names.dtype),
+        "name": names,
+        "start": starts,
+        "end": ends,
+        "display_end": display_end,
+        "duration": ends - starts,
+        "state": pd.Categorical.from_codes(open_mask.astype(np.int8), categories=STATES),
+        "clip_reason": pd.Categorical.from_codes(clip, categories=CLIP_REASONS),
+        "depth": depth.astype(np.int32),
+        "lane": lanes.astype(np.int32),
+        "attempt": attempts.astype(np.int32),
+        "end_attempt": end_attempts.astype(np.int32),
+        "virtual": is_virtual,
+        "pd_detail": pd_detail,
+        "pd_form": pd.Categorical([None] * n_real + virtual.form, categories=PD_FORMS),
+        "error": _has_key(end_attrs, "error_type"),
+        "start_attrs": _object_array(start_attrs),
+        "end_attrs": _object_array(end_attrs),
+    })
+    segments = pd.DataFrame({
+        "span_index": np.asarray(virtual.seg_owner, dtype=np.int64) + n_real,
+        "name": pd.Categorical(virtual.seg_name),
+        "start": np.asarray(virtual.seg_start, dtype=np.float64),
+        "end": np.asarray(virtual.seg_end, dtype=np.float64),
+        "duration": np.asarray(virtual.seg_duration, dtype=np.float64),
+    })
+    return frame, segments
+
+
+def _append_virtual_names(
+    names: pd.Categorical, generation: np.ndarray, suffix: np.ndarray
+) -> pd.Categorical:
+    """Names for the virtual spans (``"<generation name> [P]"``), built on the codes."""
+    categories = [str(c) for c in names.categories]
+    codes = np.asarray(names.codes)
+    new_codes = np.empty(len(generation), dtype=codes.dtype if len(categories) < 30000
+                         else np.int32)
+    lookup = {name: i for i, name in enumerate(categories)}
+    for position, (code, tail) in enumerate(zip(codes[generation].tolist(), suffix.tolist(),
+                                                strict=True)):
+        label = categories[code] + tail
+        new_codes[position] = lookup.setdefault(label, len(lookup))
+    all_categories = list(lookup)
+    return pd.Categorical.from_codes(np.concatenate([codes.astype(new_codes.dtype), new_codes]),
+                                     categories=pd.Index(all_categories, dtype=object))
+
+
+def _pd_summaries(events: dict[str, Any]) -> dict[int, dict]:
+    """``sglang_pd_summary`` attrs keyed by the index of their generation span."""
+    names: pd.Categorical = events["names"]
+    if SUMMARY_EVENT not in names.categories:
+        return {}
+    code = names.categories.get_loc(SUMMARY_EVENT)
+    parents, attrs = events["parents"], events["attrs"]
+    return {int(parents[i]): attrs[i]
+            for i in np.flatnonzero(np.asarray(names.codes) == code).tolist()
+            if parents[i] >= 0 and isinstance(attrs[i], dict)}
+
+
+def _depths(parents: np.ndarray) -> np.ndarray:
+    """Depth from the parent chain (links are acyclic after ``carrier`` cut cycles)."""
+    depth = np.zeros(len(parents), dtype=np.int64)
+    has_parent = parents >= 0
+    safe = np.maximum(parents, 0)
+    for _ in range(len(parents) + 1):
+        updated = np.where(has_parent, depth[safe] + 1, 0)
+        if np.array_equal(updated, depth):
+            break
+        depth = updated
+    return depth
+
+
+def _display_ends(
+    rows: np.ndarray,
+    starts: np.ndarray,
+    ends: np.ndarray,
+    parents: np.ndarray,
+    open_mask: np.ndarray,
+    row_last: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Display end for every span and the clip reason code (-1 for closed spans)."""
+    display = np.where(open_mask, starts, np.maximum(ends, starts))
+    clip = np.full(len(starts), -1, dtype=np.int8)
+    open_index = np.flatnonzero(open_mask)
+    if not len(open_index):
+        return display, clip
+    order = np.argsort(rows, kind="stable")
+    sorted_rows = rows[order]
+    for index in open_index.tolist():
+        row = rows[index]
+        members = order[np.searchsorted(sorted_rows, row):np.searchsorted(sorted_rows, row + 1)]
+        start = starts[index]
+        candidates = [row_last[row] if row_last[row] == row_last[row] else start, np.inf, np.inf]
+        member_starts = starts[members]
+        siblings = (parents[members] == parents[index]) & (member_starts > start)
+        if siblings.any():
+            candidates[1] = float(member_starts[siblings].min())
+        ancestor = parents[index]
+        while ancestor >= 0 and open_mask[ancestor]:
+            ancestor = parents[ancestor]
+        if ancestor >= 0:
+            candidates[2] = float(ends[ancestor])
+        reason = int(np.argmin(candidates))
+        display[index] = max(start, candidates[reason])
+        clip[index] = reason
+    return display, clip
+
+
+def _lanes(
+    rows: np.ndarray,
+    depth: np.ndarray,
+    parents: np.ndarray,
+    names: pd.Categorical,
+    pd_detail: np.ndarray,
+    phase_kind: np.ndarray,
+) -> np.ndarray:
+    """Lane per span: dense rank of (depth, real/[P]/[D]) within each sample row.
+
+    Virtual spans already sit at their generation's child depth; real PD spans
+    take the key of the virtual lane that draws them.
+    """
+    key = depth * 3 + phase_kind
+    detail = np.flatnonzero(pd_detail)
+    if len(detail):
+        codes = np.asarray(names.codes)
+        phase_of_code = np.array([PHASE_SPANS.get(str(c), "") for c in names.categories],
+                                 dtype=object)
+        phase_span = np.where(phase_of_code[codes[detail]] != "", detail, parents[detail])
+        phase = phase_of_code[codes[phase_span]]
+        generation = parents[phase_span]
+        valid = (phase != "") & (generation >= 0)
+        key[detail[valid]] = (depth[generation[valid]] + 1) * 3 + np.where(
+            phase[valid] == "prefill", 1, 2)
+    stride = int(key.max()) + 1 if len(key) else 1
+    unique, inverse = np.unique(rows * stride + key, return_inverse=True)
+    unique_rows = unique // stride
+    first_of_row = np.searchsorted(unique_rows, unique_rows)
+    return (np.arange(len(unique)) - first_of_row)[inverse]
+
+
+def _merge(start: dict | None, end: dict | None) -> dict | None:
+    if not end:
+        return start
+    if not start:
+        return end
+    return {**start, **end}
+
+
+def _has_key(dicts: list[dict | None], key: str) -> np.ndarray:
+    return np.fromiter((bool(d) and key in d for d in dicts), dtype=bool, count=len(dicts))
+
+
+def _with_attr_columns(
+    frame: pd.DataFrame, attrs: list[dict | None], warnings: Counter[str]
+) -> pd.DataFrame:
+    """Append ``attr.<key>`` columns built from per-row attribute dicts.
+
+    Rows are grouped by their key tuple (spans of one name share it), so values
+    are pulled out with C-level ``itemgetter`` calls rather than per-value Python.
+    """
+    groups: dict[tuple, list[int]] = {}
+    for position, value in enumerate(attrs):
+        if value:
+            keys = tuple(value)
+            members = groups.get(keys)
+            if members is None:
+                groups[keys] = [position]
+            else:
+                members.append(position)
+    if not groups:
+        return frame
+    frequency: Counter[str] = Counter()
+    for keys, members in groups.items():
+        for key in keys:
+            frequency[key] += len(members)
+    kept = {key for key, _ in frequency.most_common(MAX_ATTR_COLUMNS)}
+    if len(frequency) > MAX_ATTR_COLUMNS:
+        warnings["attr_columns_capped"] += len(frequency) - MAX_ATTR_COLUMNS
+    pieces: dict[Any, list[tuple[np.ndarray, tuple]]] = {}
+    for keys, members in groups.items():
+        wanted = [key for key in keys if key in kept]
+        if not wanted:
+            continue
+        rows = [attrs[i] for i in members]
+        if len(wanted) > 1:
+            values = list(zip(*map(itemgetter(*wanted), rows), strict=True))
+        else:
+            values = [tuple(map(itemgetter(wanted[0]), rows))]
+        member_index = np.asarray(members, dtype=np.int64)
+        for key, column_values in zip(wanted, values, strict=True):
+            pieces.setdefault(key, []).append((member_index, column_values))
+    ordered = sorted(pieces, key=lambda k: -frequency[k])
+    attr_frame = pd.DataFrame({ATTR_PREFIX + str(key): _attr_column(pieces[key], len(attrs))
+                               for key in ordered}, index=frame.index)
+    return pd.concat([frame, attr_frame], axis=1)
+
+
+def _attr_column(pieces: list[tuple[np.ndarray, tuple]], n: int) -> Any:
+    """One attribute column from its (row positions, values) pieces, with a real dtype.
+
+    Numbers become float64 (NaN where absent, as pandas does for gaps) or int64
+    when every row has one; text and mixed values stay ``object`` (None where
+    absent; converting a million strings to Arrow costs more than the whole
+    flattening); values pandas cannot compare (lists, dicts, arrays) become text.
+    """
+    kinds: set[type] = set()
+    for _, values in pieces:
+        kinds.update(map(type, values))
+    covered = sum(len(index) for index, _ in pieces)
+    if kinds <= {int, float} or kinds <= {bool}:
+        dtype = (np.float64 if float in kinds or covered < n
+                 else bool if kinds == {bool} else np.int64)
+        try:
+            column = np.full(n, np.nan) if dtype is np.float64 else np.empty(n, dtype=dtype)
+            for index, values in pieces:
+                column[index] = values
+            return column
+        except OverflowError:  # ints beyond int64/float range: fall through to object
+            pass
+    column = np.empty(n, dtype=object)
+    for index, values in pieces:
+        holder = np.empty(len(values), dtype=object)
+        holder[:] = values
+        column[index] = holder
+    if not kinds <= PLAIN_TYPES:
+        odd = [i for i, v in enumerate(column.tolist()) if type(v) not in PLAIN_TYPES]
+        for i in odd:
+            column[i] = _hashable(plain_value(column[i]))
+    return pd.Series(column, dtype=object, copy=False)
+
+
+def _hashable(value: Any) -> Any:
+    """Lists/dicts in a column would break groupby and ==; keep them as compact text."""
+    if isinstance(value, (list, dict)):
+        return json.dumps(json_safe(value, 2000), ensure_ascii=False)
+    return value
+
+
+# --------------------------------------------------------------------------- events
+
+
+def _event_table(cols: dict[str, Any], spans: pd.DataFrame) -> pd.DataFrame:
+    parents = cols["parents"]
+    has_parent = parents >= 0
+    safe = np.maximum(parents, 0)
+    span_names: pd.Categorical = spans["name"].array  # type: ignore[assignment]
+    if len(spans):
+        parent_codes = np.where(has_parent, np.asarray(span_names.codes)[safe], -1)
+        lane = np.where(has_parent, spans["lane"].to_numpy()[safe], 0)
+        depth = np.where(has_parent, spans["depth"].to_numpy()[safe] + 1, 0)
+    else:
+        parent_codes = np.full(len(parents), -1)
+        lane = depth = np.zeros(len(parents), dtype=np.int64)
+    unmatched = np.fromiter((sid is not None for sid in cols["span_ids"]), dtype=bool,
+                            count=len(parents))
+    frame = pd.DataFrame({
+        "sample_row": cols["rows"],
+        "name": cols["names"],
+        "ts": cols["ts"],
+        "attempt": cols["attempts"].astype(np.int32),
+        "parent_span_id": cols["parent_ids"],
+        "parent_index": parents,
+        "parent_name": pd.Categorical.from_codes(parent_codes, dtype=span_names.dtype),
+        "kind": pd.Categorical.from_codes(unmatched.astype(np.int8), categories=EVENT_KINDS),
+        "span_id": cols["span_ids"],
+        "depth": depth.astype(np.int32),
+        "lane": lane.astype(np.int32),
+        "attrs": pd.Series(cols["attrs"], dtype=object),
+    })
+    return frame
+
+
+# --------------------------------------------------------------------------- samples
+
+
+def _sample_table(
+    fields: list[SampleFields],
+    first: np.ndarray,
+    last: np.ndarray,
+    top_attempt: np.ndarray,
+    spans: pd.DataFrame,
+    events: pd.DataFrame,
+) -> pd.DataFrame:
+    n = len(fields)
+    real = spans[~spans["virtual"].to_numpy()]
+    span_rows = real["sample_row"].to_numpy()
+    is_open = (real["state"] == "open").to_numpy()
+    event_rows = events["sample_row"].to_numpy()
+    unmatched = (events["kind"] == "unmatched_end").to_numpy()
+    lanes = np.zeros(n, dtype=np.int64)
+    if len(spans):
+        np.maximum.at(lanes, spans["sample_row"].to_numpy(), spans["lane"].to_numpy() + 1)
+    traced = np.array([f.events is not None for f in fields], dtype=bool)
+    carrier_attempt = np.array([f.carrier_attempt for f in fields], dtype=np.int64)
+    attempts = np.where(traced, np.maximum(top_attempt, carrier_attempt) + 1, 0)
+    frame = pd.DataFrame({
+        "rollout_id": pd.array([f.rollout_id for f in fields], dtype="Int64"),
+        "dump": np.array([f.dump for f in fields], dtype=np.int32),
+        "sample_index": pd.array([f.index for f in fields], dtype="Int64"),
+        "group_index": pd.array([f.group_index for f in fields], dtype="Int64"),
+        "source": pd.Categorical([f.source for f in fields]),
+        "status": pd.Categorical([f.status for f in fields]),
+        "label": pd.Series([f.label for f in fields], dtype=object),
+        "reward": np.array([f.reward for f in fields], dtype=np.float64),
+        "reward_detail": pd.Series([f.reward_detail for f in fields], dtype=object),
+        "response_length": pd.array([f.response_length for f in fields], dtype="Int64"),
+        "trace_id": pd.Series([f.trace_id for f in fields], dtype=object),
+        "traced": traced,
+        "attempts": attempts.astype(np.int32),
+        "start": first,
+        "end": last,
+        "duration": last - first,
+        "n_spans": np.bincount(span_rows[~is_open], minlength=n)[:n],
+        "n_open_spans": np.bincount(span_rows[is_open], minlength=n)[:n],
+        "n_events": np.bincount(event_rows[~unmatched], minlength=n)[:n],
+        "n_unmatched_ends": np.bincount(event_rows[unmatched], minlength=n)[:n],
+        "n_lanes": lanes,
+    })
+    frame.index.name = "row"
+    return frame

@@ -1,0 +1,207 @@
+"""Virtual ``[P]`` / ``[D]`` spans for SGLang prefill/decode (PD) timings.
+
+Both generations of the format give the same virtual spans, so the timeline
+and every analysis read PD data one way:
+
+* **child-span form** (current): a generation span has children
+  ``sglang_pd_prefill`` / ``sglang_pd_decode``, each with segment children
+  (``sglang_pd_prefill_forward`` ...). Each phase span becomes a virtual span
+  named ``"<generation name> [P]"`` (or ``[D]``) with the same interval, whose
+  segments are the phase's children. The real ``sglang_pd_*`` spans stay in the
+  spans table, flagged ``pd_detail`` (the timeline draws them through the
+  virtual lane instead of a lane of their own).
+* **attribute form** (first releases): the generation span's end attributes
+  hold ``pd_*_duration`` keys; segments are laid end to end from the
+  generation span's start in SGLang's order, as slime's viewer does. The
+  oldest release wrote ``pd_bootstrap_duration`` (read as the prefill
+  bootstrap) and ``pd_alloc_waiting_duration`` (read as the decode
+  allocation wait).
+
+Segments with a missing or non-positive duration are left out. Summary keys
+(``pd_transfer_speed_gb_s``, ``pd_transfer_total_mb``,
+``pd_prefill_retry_count``), from the ``sglang_pd_summary`` event or the
+attributes, are copied into both virtual spans' end attributes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+PHASE_SPANS = {"sglang_pd_prefill": "prefill", "sglang_pd_decode": "decode"}
+PD_PREFIX = "sglang_pd_"
+SUMMARY_EVENT = "sglang_pd_summary"
+SUMMARY_KEYS = ("pd_transfer_speed_gb_s", "pd_transfer_total_mb", "pd_prefill_retry_count")
+LANE_SUFFIX = {"prefill": " [P]", "decode": " [D]"}
+
+#: Attribute-form segments per phase, in SGLang's order: (segment name, keys read).
+ATTRIBUTE_SEGMENTS: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
+    "prefill": (
+        ("prefill_bootstrap_queue", ("pd_prefill_bootstrap_queue_duration",)),
+        ("prefill_bootstrap", ("pd_prefill_bootstrap_duration", "pd_bootstrap_duration")),
+        ("prefill_alloc_wait", ("pd_prefill_alloc_wait_duration",)),
+        ("prefill_forward", ("pd_prefill_forward_duration",)),
+        ("prefill_transfer_queue", ("pd_prefill_transfer_queue_duration",)),
+    ),
+    "decode": (
+        ("decode_prealloc", ("pd_decode_prealloc_duration",)),
+        ("decode_bootstrap", ("pd_decode_bootstrap_duration",)),
+        ("decode_alloc_wait", ("pd_decode_alloc_wait_duration", "pd_alloc_waiting_duration")),
+        ("decode_transfer", ("pd_decode_transfer_duration",)),
+        ("decode_forward", ("pd_decode_forward_duration",)),
+    ),
+}
+_DURATION_KEYS = frozenset(
+    key for phase in ATTRIBUTE_SEGMENTS.values() for _, keys in phase for key in keys
+)
+
+
+@dataclass
+class VirtualSpans:
+    """Virtual spans to append to the spans table, and their segments.
+
+    Span lists are parallel; ``seg_*`` lists are parallel too, ``seg_owner``
+    being the position of the owning virtual span in the span lists.
+    """
+
+    generation: list[int] = field(default_factory=list)  # index of the generation span
+    phase: list[str] = field(default_factory=list)
+    start: list[float] = field(default_factory=list)
+    end: list[float] = field(default_factory=list)
+    attrs: list[dict[str, Any]] = field(default_factory=list)
+    form: list[str] = field(default_factory=list)  # "children" or "attrs"
+    seg_owner: list[int] = field(default_factory=list)
+    seg_name: list[str] = field(default_factory=list)
+    seg_start: list[float] = field(default_factory=list)
+    seg_end: list[float] = field(default_factory=list)
+    seg_duration: list[float] = field(default_factory=list)
+
+    def add(self, generation: int, phase: str, start: float, end: float,
+            attrs: dict[str, Any], form: str) -> int:
+        self.generation.append(generation)
+        self.phase.append(phase)
+        self.start.append(start)
+        self.end.append(end)
+        self.attrs.append(attrs)
+        self.form.append(form)
+        return len(self.generation) - 1
+
+    def add_segment(self, owner: int, name: str, start: float, duration: float) -> None:
+        """Record a segment; its duration also goes into the owner's attrs as ``<name>_s``."""
+        self.seg_owner.append(owner)
+        self.seg_name.append(name)
+        self.seg_start.append(start)
+        self.seg_end.append(start + duration)
+        self.seg_duration.append(duration)
+        self.attrs[owner][f"{name}_s"] = duration
+
+
+def find_pd_detail(names: pd.Categorical, parents: np.ndarray) -> np.ndarray:
+    """Mask of real ``sglang_pd_*`` spans (phases and their segments) under a parent."""
+    by_name = np.array([str(c).startswith(PD_PREFIX) for c in names.categories], dtype=bool)
+    codes = np.asarray(names.codes)
+    return by_name[codes] & (codes >= 0) & (parents >= 0)
+
+
+def build_virtual_spans(
+    names: pd.Categorical,
+    starts: np.ndarray,
+    ends: np.ndarray,
+    parents: np.ndarray,
+    end_attrs: list[dict | None],
+    summaries: dict[int, dict],
+    pd_detail: np.ndarray,
+) -> VirtualSpans:
+    """Return the ``[P]``/``[D]`` spans of both PD forms.
+
+    ``summaries`` maps a generation span index to its ``sglang_pd_summary`` attrs;
+    ``pd_detail`` marks the real PD spans, whose own duration keys are not a
+    generation's attribute-form timings.
+    """
+    out = VirtualSpans()
+    with_children = _from_child_spans(names, starts, ends, parents, end_attrs, summaries, out)
+    with_children.update(np.flatnonzero(pd_detail).tolist())
+    _from_attributes(starts, end_attrs, with_children, out)
+    return out
+
+
+def _from_child_spans(
+    names: pd.Categorical,
+    starts: np.ndarray,
+    ends: np.ndarray,
+    parents: np.ndarray,
+    end_attrs: list[dict | None],
+    summaries: dict[int, dict],
+    out: VirtualSpans,
+) -> set[int]:
+    """Virtual spans from ``sglang_pd_prefill``/``decode`` spans; segments are their children.
+
+    A segment's duration is its ``pd_<segment>_duration`` end attribute when
+    present (exact), else ``end - start`` (epoch subtraction loses digits).
+    """
+    categories = [str(c) for c in names.categories]
+    codes = np.asarray(names.codes)
+    phase_codes = [i for i, c in enumerate(categories) if c in PHASE_SPANS]
+    phase_index = np.flatnonzero(np.isin(codes, phase_codes) & (parents >= 0))
+    if not len(phase_index):
+        return set()
+    owner_of_phase = {}
+    for phase_span in phase_index.tolist():
+        generation = int(parents[phase_span])
+        phase = PHASE_SPANS[categories[codes[phase_span]]]
+        attrs: dict[str, Any] = {"phase": phase}
+        own = end_attrs[phase_span]
+        if own and "duration_s" in own:
+            attrs["duration_s"] = own["duration_s"]
+        attrs.update(summaries.get(generation, {}))
+        owner_of_phase[phase_span] = out.add(generation, phase, float(starts[phase_span]),
+                                             float(ends[phase_span]), attrs, "children")
+    children = np.flatnonzero(np.isin(parents, phase_index))
+    with np.errstate(invalid="ignore"):
+        children = children[(ends[children] - starts[children]) > 0]
+    children = children[np.lexsort((starts[children], parents[children]))]
+    seg_names = [c.removeprefix(PD_PREFIX) for c in categories]
+    for child, parent, start, end, code in zip(
+        children.tolist(), parents[children].tolist(), starts[children].tolist(),
+        ends[children].tolist(), codes[children].tolist(), strict=True,
+    ):
+        name = seg_names[code]
+        exact = _first_number(end_attrs[child] or {}, (f"pd_{name}_duration",))
+        out.add_segment(owner_of_phase[parent], name, start, exact or end - start)
+    return {int(parents[p]) for p in phase_index.tolist()}
+
+
+def _from_attributes(
+    starts: np.ndarray, end_attrs: list[dict | None], skip: set[int], out: VirtualSpans
+) -> None:
+    for index, attrs in enumerate(end_attrs):
+        if not attrs or _DURATION_KEYS.isdisjoint(attrs) or index in skip:
+            continue
+        cursor = float(starts[index])
+        summary = {key: attrs[key] for key in SUMMARY_KEYS if key in attrs}
+        for phase, layout in ATTRIBUTE_SEGMENTS.items():
+            segments = []
+            for seg_name, keys in layout:
+                duration = _first_number(attrs, keys)
+                if duration > 0:
+                    segments.append((seg_name, cursor, duration))
+                    cursor += duration
+            if not segments:
+                continue
+            phase_attrs: dict[str, Any] = {"phase": phase,
+                                           "duration_s": sum(seg[2] for seg in segments)}
+            phase_attrs.update(summary)
+            owner = out.add(index, phase, segments[0][1], cursor, phase_attrs, "attrs")
+            for name, start, duration in segments:
+                out.add_segment(owner, name, start, duration)
+
+
+def _first_number(attrs: dict, keys: tuple[str, ...]) -> float:
+    for key in keys:
+        value = attrs.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value == value:
+            return float(value)
+    return 0.0

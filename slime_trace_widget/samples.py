@@ -1,0 +1,133 @@
+"""Read the per-sample fields of a dump record (dict or placeholder object).
+
+Samples arrive as ``Sample.to_dict()`` dicts, as objects whose class was not
+installed (inert placeholders from the safe loader, already turned into dicts
+by ``dump``), or as anything else a damaged dump holds. Each field is read
+defensively: a missing or odd field gives ``None``/NaN, never an exception.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from .values import plain_value
+
+_SOURCE_KEYS = ("source", "source_name")
+
+
+@dataclass
+class SampleFields:
+    """What the samples table and the carrier reader need from one sample."""
+
+    rollout_id: int | None
+    dump: int
+    index: int | None
+    group_index: int | None
+    source: str | None
+    status: str | None
+    label: str | None
+    reward: float
+    reward_detail: Any
+    response_length: int | None
+    trace_id: str | None
+    carrier_attempt: int
+    events: list | None  # None = untraced (or unreadable carrier)
+    carrier_problem: str | None  # warning kind when the carrier could not be read
+
+
+def sample_fields(sample: Any, rollout_id: int | None, dump: int) -> SampleFields:
+    """Extract :class:`SampleFields` from one sample record."""
+    record = sample if isinstance(sample, dict) else _fields_of(sample)
+    carrier = record.get("trace")
+    events, problem = _carrier_events(carrier)
+    carrier_dict = carrier if isinstance(carrier, dict) else {}
+    reward, detail = _reward(record.get("reward"))
+    index = _int_or_none(record.get("index"))
+    group = _int_or_none(record.get("group_index"))
+    return SampleFields(
+        rollout_id=rollout_id if rollout_id is not None else _int_or_none(record.get("rollout_id")),
+        dump=dump,
+        index=index if index is not None else _int_or_none(carrier_dict.get("sample_id")),
+        group_index=group if group is not None else _int_or_none(carrier_dict.get("group_id")),
+        source=_source(record.get("metadata")),
+        status=_status_text(record.get("status")),
+        label=_text_or_none(record.get("label")),
+        reward=reward,
+        reward_detail=detail,
+        response_length=_int_or_none(record.get("response_length")),
+        trace_id=_text_or_none(carrier_dict.get("trace_id")),
+        carrier_attempt=_int_or_none(carrier_dict.get("attempt")) or 0,
+        events=events,
+        carrier_problem=problem,
+    )
+
+
+def _fields_of(sample: Any) -> dict:
+    fields = getattr(sample, "__dict__", None)
+    return fields if isinstance(fields, dict) else {}
+
+
+def _carrier_events(carrier: Any) -> tuple[list | None, str | None]:
+    if carrier is None:
+        return None, None
+    if not isinstance(carrier, dict):
+        return None, "carrier_not_a_dict"
+    events = carrier.get("events")
+    if events is None:
+        return [], None
+    if not isinstance(events, list):
+        return None, "events_not_a_list"
+    return events, None
+
+
+def _source(metadata: Any) -> str | None:
+    if not isinstance(metadata, dict):
+        return None
+    for key in _SOURCE_KEYS:
+        if metadata.get(key) is not None:
+            return str(metadata[key])
+    for key, value in metadata.items():
+        if isinstance(key, str) and "source" in key and value is not None:
+            return str(value)
+    return None
+
+
+def _status_text(status: Any) -> str | None:
+    """Status string from a str, an Enum, or a placeholder that recorded the enum's value."""
+    if status is None or isinstance(status, str):
+        return status
+    value = getattr(status, "value", None)
+    if isinstance(value, str):
+        return value
+    args = getattr(status, "args", None)
+    if isinstance(args, (tuple, list)) and len(args) == 1 and isinstance(args[0], str):
+        return args[0]
+    return str(status)
+
+
+def _reward(reward: Any) -> tuple[float, Any]:
+    if isinstance(reward, dict):
+        return math.nan, plain_value(reward)
+    try:
+        if reward is None or isinstance(reward, (str, bytes)):
+            return math.nan, None
+        return float(reward), None
+    except (TypeError, ValueError, OverflowError):
+        return math.nan, plain_value(reward)
+
+
+def _int_or_none(value: Any) -> int | None:
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        return int(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
+def _text_or_none(value: Any) -> str | None:
+    if value is None:
+        return None
+    return value if isinstance(value, str) else str(plain_value(value))
