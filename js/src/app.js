@@ -878,6 +878,10 @@ export class App {
     if (this.rows.length === 0) this.paintEmpty(g);
     this.overview.paint(this.theme, this.cursor);
     const dt = performance.now() - t;
+    if (!this.sideEl.hidden) {
+      const mh = this.root.classList.contains("stw-narrow") ? "" : `${this.mainEl.offsetHeight}px`;
+      if (this.sideEl.style.maxHeight !== mh) this.sideEl.style.maxHeight = mh;
+    }
     this.frameLog.push(dt);
     if (this.frameLog.length > FRAME_LOG) this.frameLog.splice(0, this.frameLog.length - FRAME_LOG);
     this.root.dataset.rows = String(this.rows.length);

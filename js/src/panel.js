@@ -314,14 +314,12 @@ export function renderDetails(host, d, h, detailSpan, st, act) {
   }
 
   // Header.
-  const head = el("div", "stw-panel-head");
-  const t = el("div", "stw-panel-title");
+  const t = el("div", "stw-panel-title stw-wrap");
   const sw = el("span", "stw-swatch");
   sw.style.background = h.type === "segment" ? colorForSegment(title) : colorForName(title);
   t.appendChild(sw);
   t.appendChild(document.createTextNode(title));
-  t.title = title;
-  head.appendChild(t);
+  const head = el("div", "stw-panel-head");
   head.appendChild(el("span", "stw-badge", kind));
   const btns = el("div", "stw-panel-btns");
   const focus = el("button", "stw-btn", "focus");
@@ -360,6 +358,7 @@ export function renderDetails(host, d, h, detailSpan, st, act) {
   btns.appendChild(close);
   head.appendChild(btns);
   host.appendChild(head);
+  host.appendChild(t);
   host.appendChild(copyMsg);
   host.appendChild(el("div", "stw-panel-sub", sampleLabel(d, s)));
 
@@ -483,17 +482,20 @@ function renderPd(host, phases, current) {
   const table = el("table", "stw-table");
   const thead = el("thead");
   const hr = el("tr");
-  for (const hd of ["phase", "ms", "%"]) hr.appendChild(el("th", hd === "phase" ? "" : "stw-num", hd));
+  for (const hd of ["phase", "ms", "%"]) hr.appendChild(el("th", hd === "phase" ? "stw-col-name" : "stw-num", hd));
   thead.appendChild(hr);
   table.appendChild(thead);
   const tb = el("tbody");
   for (const p of phases) {
     const tr = el("tr", p.name === current ? "stw-row-current" : "");
-    const td = el("td", "stw-name-cell");
+    const td = el("td");
+    const wrap = el("div", "stw-name-cell");
     const sw = el("span", "stw-swatch");
     sw.style.background = colorForSegment(p.name);
-    td.appendChild(sw);
-    td.appendChild(document.createTextNode(`[${p.phase}] ${p.name}`));
+    wrap.appendChild(sw);
+    wrap.appendChild(el("span", "stw-ellipsis", `[${p.phase}] ${p.name}`));
+    wrap.title = `[${p.phase}] ${p.name}`;
+    td.appendChild(wrap);
     tr.appendChild(td);
     tr.appendChild(el("td", "stw-num", formatMs(p.dur).replace(" ms", "")));
     const pc = el("td", "stw-num", formatPct(p.dur / total));

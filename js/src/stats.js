@@ -254,7 +254,17 @@ export function renderBrushPanel(host, d, sum, onClose, onName) {
   const table = el("table", "stw-table");
   const thead = el("thead");
   const hr = el("tr");
-  for (const h of ["name", "count", "total in range", "mean", "p95"]) hr.appendChild(el("th", h === "name" ? "" : "stw-num", h));
+  for (const [h, tip] of [
+    ["name", "span name"],
+    ["count", "spans overlapping the range"],
+    ["in range", "time inside the range, summed over the spans (clipped to the range)"],
+    ["mean", "mean full duration of those spans"],
+    ["p95", "95th percentile of their full durations"],
+  ]) {
+    const th = el("th", h === "name" ? "stw-col-name" : "stw-num", h);
+    th.title = tip;
+    hr.appendChild(th);
+  }
   thead.appendChild(hr);
   table.appendChild(thead);
   const tb = el("tbody");
@@ -262,13 +272,15 @@ export function renderBrushPanel(host, d, sum, onClose, onName) {
   for (const e of sum.entries) {
     const tr = el("tr");
     const nm = nameOf(d, e.name);
-    const td = el("td", "stw-name-cell");
+    const td = el("td");
+    const wrap = el("div", "stw-name-cell");
     const sw = el("span", "stw-swatch");
     sw.style.background = colorForName(nm);
-    td.appendChild(sw);
-    td.appendChild(document.createTextNode(nm));
-    td.title = nm;
-    td.addEventListener("click", () => onName(e.name));
+    wrap.appendChild(sw);
+    wrap.appendChild(el("span", "stw-ellipsis", nm));
+    wrap.title = `${nm}: click to highlight`;
+    wrap.addEventListener("click", () => onName(e.name));
+    td.appendChild(wrap);
     tr.appendChild(td);
     tr.appendChild(el("td", "stw-num", formatNumber(e.count)));
     const tot = el("td", "stw-num");

@@ -1,0 +1,162 @@
+"""TraceTimeline: the notebook widget (a thin anywidget class).
+
+The Python side holds the frames and answers questions; the front end
+(``js/``, bundled into ``static/``) draws. State crosses as traitlets:
+``payload`` (binary columns, see ``docs/payload.md``), ``selected`` (what the
+user clicked), ``view_range`` (two-way zoom) and ``view_state`` (filters, sort
+and toggles, read back by :meth:`to_html`). Attributes stay in the kernel and
+are sent on request when an item is clicked.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import anywidget
+import pandas as pd
+import traitlets
+
+from .details import event_detail, span_detail
+from .frames import TraceFrames, build_frames, load_frames
+from .payload import EncodedView, encode
+
+_STATIC = Path(__file__).parent / "static"
+_log = logging.getLogger(__name__)
+
+
+class TraceTimeline(anywidget.AnyWidget):
+    """Interactive timeline of slime rollout traces, one row per sample."""
+
+    _esm = _STATIC / "widget.js"
+    _css = _STATIC / "widget.css"
+
+    payload = traitlets.Dict().tag(sync=True)
+    selected = traitlets.Dict().tag(sync=True)
+    view_range = traitlets.List(traitlets.Float(), default_value=[]).tag(sync=True)
+    view_state = traitlets.Dict().tag(sync=True)
+    height = traitlets.Int(640).tag(sync=True)
+
+    def __init__(self, frames: TraceFrames, *, title: str | None = None,
+                 align: str = "global", **kwargs: Any) -> None:
+        self._frames = frames
+        self._title = title
+        self._align = align
+        self._view = encode(frames, title=title, align=align)
+        super().__init__(payload=self._view.payload, **kwargs)
+        self.on_msg(self._on_message)
+
+    # ------------------------------------------------------------------ constructors
+
+    @classmethod
+    def from_dump(cls, path_or_glob: Any, *, trusted: bool = False, **kwargs: Any
+                  ) -> TraceTimeline:
+        """Open one dump, a glob, or a list of dumps (combined into one view).
+
+        ``trusted=True`` unpickles with torch's full unpickler, which runs code
+        from the file; keep the default for files you did not write.
+        """
+        return cls(load_frames(path_or_glob, trusted=trusted), **kwargs)
+
+    @classmethod
+    def from_frames(cls, frames: TraceFrames | Any, **kwargs: Any) -> TraceTimeline:
+        """Show frames already built (or anything :func:`build_frames` accepts)."""
+        if not isinstance(frames, TraceFrames):
+            frames = build_frames(frames)
+        return cls(frames, **kwargs)
+
+    # ------------------------------------------------------------------ data access
+
+    @property
+    def frames(self) -> TraceFrames:
+        return self._frames
+
+    @property
+    def samples(self) -> pd.DataFrame:
+        return self._frames.samples
+
+    @property
+    def spans(self) -> pd.DataFrame:
+        return self._frames.spans
+
+    @property
+    def events(self) -> pd.DataFrame:
+        return self._frames.events
+
+    @property
+    def view(self) -> EncodedView:
+        """The payload currently shown and its maps back to frame rows."""
+        return self._view
+
+    # ------------------------------------------------------------------ pandas round trip
+
+    def show(self, samples: pd.DataFrame | pd.Index | None = None,
+             spans: pd.DataFrame | pd.Index | None = None) -> TraceTimeline:
+        """Show only these samples and/or spans (pandas filters) in this same widget.
+
+        ``tl.show()`` with no argument shows everything again.
+        """
+        self._view = encode(self._frames, samples=samples, spans=spans, title=self._title,
+                            align=self._align)
+        self.selected = {}
+        self.payload = self._view.payload
+        return self
+
+    # ------------------------------------------------------------------ selection
+
+    @traitlets.validate("selected")
+    def _complete_selection(self, proposal: dict[str, Any]) -> dict[str, Any]:
+        """Add the frame index and span id to a selection made in the front end."""
+        value = dict(proposal["value"] or {})
+        if not value or "index" not in value:
+            return value
+        try:
+            frame_index = self._frame_index(value.get("kind", "span"), int(value["index"]))
+        except (IndexError, TypeError, ValueError):
+            _log.debug("selection out of range: %r", value)
+            return {}
+        value["frame_index"] = frame_index
+        if value.get("kind", "span") == "span":
+            value["span_id"] = str(self._frames.span_core.at[frame_index, "span_id"])
+        else:
+            span_id = self._frames.event_core.at[frame_index, "span_id"]
+            value["span_id"] = None if span_id is None else str(span_id)
+        return value
+
+    def _frame_index(self, kind: str, payload_index: int) -> int:
+        table = self._view.span_index if kind == "span" else self._view.event_index
+        if not 0 <= payload_index < len(table):
+            raise IndexError(payload_index)
+        return int(table[payload_index])
+
+    @property
+    def selected_span(self) -> pd.Series | None:
+        """The clicked span as a row of :attr:`spans` (all attrs), or None."""
+        if self.selected.get("kind", "span") != "span" or "frame_index" not in self.selected:
+            return None
+        return self.spans.loc[self.selected["frame_index"]]
+
+    @property
+    def selected_event(self) -> pd.Series | None:
+        """The clicked instant event / unmatched end as a row of :attr:`events`, or None."""
+        if self.selected.get("kind") != "event" or "frame_index" not in self.selected:
+            return None
+        return self.events.loc[self.selected["frame_index"]]
+
+    # ------------------------------------------------------------------ messages
+
+    def _on_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        if not isinstance(content, dict) or content.get("type") != "attrs":
+            return
+        reply: dict[str, Any] = {"type": "attrs", "req": content.get("req"),
+                                 "kind": content.get("kind"), "index": content.get("index")}
+        try:
+            kind = "span" if content.get("kind") == "span" else "event"
+            frame_index = self._frame_index(kind, int(content["index"]))
+            detail = (span_detail if kind == "span" else event_detail)(self._frames, frame_index)
+            reply["detail"] = detail
+        except Exception as exc:  # a bad request must never break the kernel's comm
+            _log.debug("attrs request failed: %r", content, exc_info=True)
+            reply["error"] = f"{type(exc).__name__}: {exc}"
+        self.send(reply)
