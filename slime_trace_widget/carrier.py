@@ -108,6 +108,7 @@ def read_carrier(row: int, records: list, out: RecordColumns) -> None:
     first_by_id: dict[str, int] = {}
     extra_starts: dict[str, list[int]] = {}
     deferred: list[int] = []
+    inferred: set[int] = set()
     deferred_events: list[int] = []
     early_ends: list[_EarlyEnd] = []
     index = first_index
@@ -142,6 +143,8 @@ def read_carrier(row: int, records: list, out: RecordColumns) -> None:
             if pid is None:
                 if open_ids:
                     pid = _infer_parent(open_ids, starts, ts)
+                    if pid is not None:
+                        inferred.add(index)
             elif type(pid) is not str:
                 pid = str(pid)
             parent = first_by_id.get(pid, -1) if pid is not None else -1
@@ -198,7 +201,7 @@ def read_carrier(row: int, records: list, out: RecordColumns) -> None:
 
     out.raw_records += len(records)
     _pair_early_ends(out, row, open_ids, extra_starts, first_by_id, early_ends, deferred_events)
-    _resolve_deferred_parents(out, first_by_id, deferred)
+    _resolve_deferred_parents(out, first_by_id, deferred, inferred)
     for position in deferred_events:
         out.event_parent[position] = first_by_id.get(out.event_parent_id[position], -1)
 
@@ -243,9 +246,13 @@ def _pair_early_ends(
 
 
 def _resolve_deferred_parents(
-    out: RecordColumns, first_by_id: dict[str, int], deferred: list[int]
+    out: RecordColumns, first_by_id: dict[str, int], deferred: list[int], inferred: set[int]
 ) -> None:
-    """Resolve parents named before they started; cut links that would close a cycle."""
+    """Resolve parents named before they started; break any cycle that closes.
+
+    A cycle is broken at an *inferred* link when it has one (recorded data
+    beats a guess), else at the link being resolved.
+    """
     parents = out.span_parent
     for index in deferred:
         parent = first_by_id.get(out.span_parent_id[index], -1)  # type: ignore[arg-type]
@@ -253,21 +260,28 @@ def _resolve_deferred_parents(
             out.warnings["unknown_parent"] += 1
             continue
         parents[index] = parent
-        if _reaches(parents, parent, index):
-            parents[index] = -1
+        cycle = _cycle_through(parents, index)
+        if cycle:
             out.warnings["parent_cycle"] += 1
+            guessed = [node for node in cycle if node in inferred]
+            cut = guessed[0] if guessed else index
+            parents[cut] = -1
+            if guessed:
+                out.span_parent_id[cut] = None
 
 
-def _reaches(parents: list[int], start: int, target: int) -> bool:
-    """True when walking up from ``start`` arrives at ``target`` (bounded walk)."""
-    node = start
-    for _ in range(len(parents) + 1):
-        if node == target:
-            return True
+def _cycle_through(parents: list[int], start: int) -> list[int]:
+    """The nodes of the parent cycle through ``start``, or [] when there is none."""
+    path = [start]
+    node = parents[start]
+    for _ in range(len(parents)):
         if node < 0:
-            return False
+            return []
+        if node == start:
+            return path
+        path.append(node)
         node = parents[node]
-    return True
+    return []
 
 
 def _coerce_ts(value: Any) -> float:

@@ -617,7 +617,7 @@ def _sample_table(
     lanes = np.zeros(n, dtype=np.int64)
     if len(spans):
         np.maximum.at(lanes, spans["sample_row"].to_numpy(), spans["lane"].to_numpy() + 1)
-    traced = np.array([f.events is not None for f in fields], dtype=bool)
+    traced = np.array([bool(f.events) for f in fields], dtype=bool)  # has records
     carrier_attempt = np.array([f.carrier_attempt for f in fields], dtype=np.int64)
     attempts = np.where(traced, np.maximum(top_attempt, carrier_attempt) + 1, 0)
     frame = pd.DataFrame({
