@@ -327,11 +327,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--rollout-id", type=int, default=0)
     args = parser.parse_args(argv)
-    samples = make_demo_samples(args.samples, args.seed, rollout_id=args.rollout_id)
-    from .dump import save_dump
+    path = write_demo_dump(args.path, n_samples=args.samples, seed=args.seed,
+                           rollout_id=args.rollout_id)
+    from .frames import load_frames
 
-    save_dump(args.path, samples, rollout_id=args.rollout_id)
-    print(f"wrote {args.path}: {len(samples)} samples, {count_records(samples)} trace records")
+    frames = load_frames(path)
+    print(f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB)")
+    print(frames.summary())
     return 0
 
 

@@ -96,6 +96,7 @@ export class Controls {
     host.appendChild(top);
 
     const bar = el("div", "stw-toolbar");
+    const bar2 = el("div", "stw-toolbar");
     this.filter = /** @type {HTMLInputElement} */ (el("input", "stw-input"));
     this.filter.type = "search";
     this.filter.placeholder = "sample id / source / status / label / trace id";
@@ -149,15 +150,15 @@ export class Controls {
     const ev = checkbox("instant events");
     this.showEvents = ev.input;
     this.showEvents.addEventListener("change", () => act.change({ showEvents: this.showEvents.checked }));
-    bar.appendChild(ev.wrap);
+    bar2.appendChild(ev.wrap);
     const op = checkbox("open spans");
     this.showOpen = op.input;
     this.showOpen.addEventListener("change", () => act.change({ showOpen: this.showOpen.checked }));
-    bar.appendChild(op.wrap);
+    bar2.appendChild(op.wrap);
     const um = checkbox("unmatched ends");
     this.showUnmatched = um.input;
     this.showUnmatched.addEventListener("change", () => act.change({ showUnmatched: this.showUnmatched.checked }));
-    bar.appendChild(um.wrap);
+    bar2.appendChild(um.wrap);
 
     this.lane = /** @type {HTMLInputElement} */ (el("input", "stw-range"));
     this.lane.type = "range";
@@ -165,7 +166,7 @@ export class Controls {
     this.lane.max = String(LANE_MAX);
     this.lane.step = "1";
     this.lane.addEventListener("input", () => act.change({ laneH: Number(this.lane.value) }));
-    bar.appendChild(field("Lane height", this.lane));
+    bar2.appendChild(field("Lane height", this.lane));
 
     const fitAll = el("button", "stw-btn", "fit all");
     fitAll.title = "show the whole time range";
@@ -173,9 +174,12 @@ export class Controls {
     const fitF = el("button", "stw-btn", "fit filtered");
     fitF.title = "fit the time range of the filtered rows";
     fitF.addEventListener("click", act.fitFiltered);
-    bar.appendChild(fitAll);
-    bar.appendChild(fitF);
+    const fits = el("div", "stw-btn-group");
+    fits.appendChild(fitAll);
+    fits.appendChild(fitF);
+    bar2.appendChild(fits);
     host.appendChild(bar);
+    host.appendChild(bar2);
   }
 
   /**

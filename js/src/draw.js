@@ -7,7 +7,7 @@ import { F_OPEN, F_ERROR, F_VIRTUAL, F_PD_DETAIL, LK_SPANS, LK_VIRTUAL, EV_INSTA
 import { ROW_PAD, laneGap, barBox, visibleRows } from "./layout.js";
 import { RunBuffer, ClusterBuffer, EventScratch, mergeLane } from "./lod.js";
 import { scaleOf, xOf, canvasY, pdBand, markerGeom, rowEventClusters } from "./hit.js";
-import { colorForName, colorForSegment, mix, textOn } from "./colors.js";
+import { colorForName, colorForSegment, mix, textOn, luminance } from "./colors.js";
 import { niceStep, formatTick, formatDuration } from "./format.js";
 
 /** @typedef {import("./decode.js").Data} Data */
@@ -42,7 +42,9 @@ export class ColorTable {
     this.text = new Array(n * NV);
     for (let i = 0; i < n; i++) {
       const name = names[i] ?? `name#${i}`;
-      const base = colorForName(name);
+      let base = colorForName(name);
+      // Very light colours (the wrapper spans) glare on a dark background.
+      if (theme.dark && luminance(base) > 0.5) base = mix(base, theme.bg, 0.45);
       const seg = colorForSegment(name);
       const dimK = theme.dark ? 0.72 : 0.75;
       const f = [base, mix(base, theme.bg, dimK), seg, mix(seg, theme.bg, dimK), mix(base, theme.bg, 0.5), mix(base, theme.bg, 0.82)];

@@ -67,7 +67,7 @@ export function deviceToCss(px, py, dpr) {
  * @param {number} phase PD_PREFILL or PD_DECODE
  */
 export function pdBand(box, phase) {
-  const bandH = Math.max(4, Math.round(box.h * 0.42));
+  const bandH = Math.max(4, Math.round(box.h * 0.36));
   const half = bandH / 2;
   const top = box.y + box.h - bandH;
   return phase === PD_DECODE ? { y: top + half, h: half } : { y: top, h: half };

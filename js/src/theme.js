@@ -27,6 +27,29 @@ import { luminance, mix } from "./colors.js";
 /** @param {string} v @param {string} fb */
 const or = (v, fb) => (v && v.trim() ? v.trim() : fb);
 
+/** @type {CanvasRenderingContext2D|null|undefined} */
+let probe;
+
+/**
+ * Normalise any CSS colour ("white", "hsl(...)", "#abc") to the canvas's
+ * canonical "#rrggbb" / "rgba(...)" form so it can be parsed and mixed.
+ * @param {string} c
+ * @param {string} fb
+ */
+export function normColor(c, fb) {
+  if (probe === undefined) {
+    try {
+      probe = typeof document !== "undefined" ? document.createElement("canvas").getContext("2d") : null;
+    } catch {
+      probe = null;
+    }
+  }
+  if (!probe) return c || fb;
+  probe.fillStyle = fb;
+  probe.fillStyle = c;
+  return String(probe.fillStyle);
+}
+
 /**
  * Read the theme from the computed custom properties of `el`.
  * @param {HTMLElement} el
@@ -34,7 +57,8 @@ const or = (v, fb) => (v && v.trim() ? v.trim() : fb);
  */
 export function readTheme(el) {
   const cs = getComputedStyle(el);
-  const v = (/** @type {string} */ name, /** @type {string} */ fb) => or(cs.getPropertyValue(name), fb);
+  const raw = (/** @type {string} */ name, /** @type {string} */ fb) => or(cs.getPropertyValue(name), fb);
+  const v = (/** @type {string} */ name, /** @type {string} */ fb) => normColor(raw(name, fb), fb);
   const bg = solid(v("--stw-bg", "#ffffff"), "#ffffff");
   const dark = luminance(bg) < 0.35;
   const fg0 = v("--stw-fg0", dark ? "#ffffff" : "#111111");
@@ -51,8 +75,8 @@ export function readTheme(el) {
     border1: v("--stw-border1", dark ? "#555555" : "#bdbdbd"),
     border2: v("--stw-border2", dark ? "#3a3a3a" : "#e0e0e0"),
     brand,
-    font: v("--stw-font", "system-ui, sans-serif"),
-    mono: v("--stw-mono", "monospace"),
+    font: raw("--stw-font", "system-ui, sans-serif"),
+    mono: raw("--stw-mono", "monospace"),
     error: dark ? "#ff6b6b" : "#d32f2f",
     cursor: dark ? "#ff5252" : "#d32f2f",
     stripe: mix(bg, dark ? "#ffffff" : "#000000", dark ? 0.035 : 0.022),
@@ -69,7 +93,7 @@ export function readTheme(el) {
  */
 function solid(c, fb) {
   const s = c.trim();
-  if (!s || s === "transparent" || /rgba\([^)]*,\s*0\)$/.test(s)) return fb;
+  if (!s || s === "transparent" || /rgba\([^)]*,\s*0(\.0*)?\)$/.test(s)) return fb;
   return s;
 }
 

@@ -1,0 +1,133 @@
+"""The real widget in real JupyterLab, driven by Playwright in headless Chromium."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from slime_trace_widget.dump import save_dump
+from slime_trace_widget.frames import load_frames
+from slime_trace_widget.payload import encode
+from tests.browser import VIEWPORT, JupyterLab, NotebookPage, launch_chromium
+
+pytestmark = pytest.mark.browser
+
+FIXTURES = Path(__file__).parent / "fixtures"
+ARTIFACTS = Path(__file__).parent.parent / "test-artifacts"
+HOSTILE_ATTR = '<img src=x onerror="window.__pwned=1">'
+HOSTILE_NAME = "<script>window.__pwned=2</script>gen"
+
+
+def _hostile_dump(path: Path) -> Path:
+    t = 1_767_225_600.0
+    records = [
+        {"type": "span_start", "name": HOSTILE_NAME, "ts": t, "trace_id": "h", "sample_id": 0,
+         "group_id": 0, "attempt": 0, "span_id": "s1", "attrs": {"html": HOSTILE_ATTR}},
+        {"type": "span_end", "name": HOSTILE_NAME, "ts": t + 5, "trace_id": "h", "sample_id": 0,
+         "group_id": 0, "attempt": 0, "span_id": "s1",
+         "attrs": {"js": "javascript:alert(1)", "css": "</style><style>*{display:none}"}},
+    ]
+    sample = {"index": 0, "group_index": 0, "status": "completed", "label": HOSTILE_ATTR,
+              "metadata": {"source": "<b>src</b>"},
+              "trace": {"version": 1, "trace_id": "h", "sample_id": 0, "group_id": 0,
+                        "attempt": 0, "events": records}}
+    save_dump(path, [sample], rollout_id=1)
+    return path
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory):
+    server = JupyterLab(tmp_path_factory.mktemp("lab"))
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = launch_chromium(playwright)
+        yield browser
+        browser.close()
+
+
+def _payload_index(frames, sample_row: int, name: str) -> int:
+    view = encode(frames)
+    spans = frames.span_core
+    for position, frame_index in enumerate(view.span_index):
+        span = spans.loc[frame_index]
+        if span["sample_row"] == sample_row and span["name"] == name:
+            return position
+    raise AssertionError(f"no {name} in sample {sample_row}")
+
+
+def _click_span(page, root_selector: str, index: int) -> None:
+    root = page.locator(root_selector)
+    root.evaluate("(el, i) => el.stwDebug.scrollToRow(0)", index)
+    rect = root.evaluate("(el, i) => el.stwDebug.spanRect(i)", index)
+    assert rect, f"span {index} is not on screen"
+    page.mouse.click(rect["x"] + min(rect["w"] / 2, 20), rect["y"] + rect["h"] / 2)
+
+
+def test_timeline_in_jupyterlab(lab: JupyterLab, chromium, tmp_path: Path) -> None:
+    dump = lab.notebooks / "small.pt"
+    shutil.copy(FIXTURES / "small.pt", dump)
+    hostile = _hostile_dump(lab.notebooks / "hostile.pt")
+    frames = load_frames(dump)
+    target = _payload_index(frames, 0, "sglang_generate")
+    low_reward = int((frames.samples["reward"] < 0.5).sum())
+    url = lab.write_notebook("widget.ipynb", [
+        "from slime_trace_widget import TraceTimeline\n"
+        f"tl = TraceTimeline.from_dump({str(dump)!r})\ntl",
+        "print('SELECTED=' + str(tl.selected_span['name']) + '|' + str(tl.selected['span_id']))",
+        "tl.show(samples=tl.samples.query('reward < 0.5'))\nprint('ROWS', len(tl.view.sample_rows))",
+        f"h = TraceTimeline.from_dump({str(hostile)!r})\nh",
+    ])
+    page = chromium.new_page(viewport=VIEWPORT, device_scale_factor=1)
+    dialogs: list[str] = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    notebook = NotebookPage(page)
+    notebook.open(url)
+
+    notebook.run_cell(0)
+    first = ".jp-Cell:nth-child(1) .stw-root"
+    page.wait_for_selector(f'{first}[data-ready="1"]', timeout=60_000)
+    root = page.locator(first)
+    assert root.get_attribute("data-rows") == "8"
+    assert int(root.get_attribute("data-drawn-rows")) > 0
+
+    _click_span(page, first, target)
+    details = page.locator(".jp-Cell:nth-child(1) .stw-details")
+    details.get_by_text("prompt_tokens").first.wait_for(timeout=30_000)
+    assert "sglang_generate" in details.inner_text()
+
+    notebook.run_cell(1)
+    span_id = frames.span_core.loc[encode(frames).span_index[target], "span_id"]
+    assert f"SELECTED=sglang_generate|{span_id}" in notebook.output_text(1)
+
+    notebook.run_cell(2)
+    assert f"ROWS {low_reward}" in notebook.output_text(2)
+    page.wait_for_function(
+        "([sel, n]) => document.querySelector(sel)?.dataset.rows === String(n)",
+        arg=[first, low_reward], timeout=30_000)
+    assert f"{low_reward} of 8 samples" in page.locator(f"{first} .stw-header").inner_text()
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "jupyterlab-timeline.png"))
+
+    notebook.run_cell(3)
+    second = ".jp-Cell:nth-child(4) .stw-root"
+    page.wait_for_selector(f'{second}[data-ready="1"]', timeout=60_000)
+    _click_span(page, second, 0)
+    hostile_panel = page.locator(".jp-Cell:nth-child(4) .stw-details")
+    hostile_panel.get_by_text(HOSTILE_ATTR).first.wait_for(timeout=30_000)
+    assert HOSTILE_NAME in page.locator(".jp-Cell:nth-child(4)").inner_text()
+    assert page.evaluate("() => window.__pwned") is None
+    assert page.locator(".jp-Cell:nth-child(4) .stw-root img").count() == 0
+    assert page.locator(".jp-Cell:nth-child(4) .stw-root script").count() == 0
+    assert dialogs == []
+    page.screenshot(path=str(ARTIFACTS / "jupyterlab-hostile.png"))
+    page.close()
