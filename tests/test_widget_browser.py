@@ -84,7 +84,8 @@ def test_timeline_in_jupyterlab(lab: JupyterLab, chromium, tmp_path: Path) -> No
         "from slime_trace_widget import TraceTimeline\n"
         f"tl = TraceTimeline.from_dump({str(dump)!r})\ntl",
         "print('SELECTED=' + str(tl.selected_span['name']) + '|' + str(tl.selected['span_id']))",
-        "tl.show(samples=tl.samples.query('reward < 0.5'))\nprint('ROWS', len(tl.view.sample_rows))",
+        "tl.show(samples=tl.samples.query('reward < 0.5'))\n"
+        "print('ROWS', len(tl.view.sample_rows))",
         f"h = TraceTimeline.from_dump({str(hostile)!r})\nh",
     ])
     page = chromium.new_page(viewport=VIEWPORT, device_scale_factor=1)

@@ -1,0 +1,124 @@
+"""Payload encoding: decoded back in Python, it must say what the frames say."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from slime_trace_widget.frames import load_frames
+from slime_trace_widget.payload import (
+    CLIP_SHIFT,
+    COLUMN_DTYPES,
+    FLAG_OPEN,
+    FLAG_VIRTUAL,
+    encode,
+)
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def decode(payload: dict) -> dict[str, np.ndarray]:
+    """The Python twin of js/src/decode.js (typed arrays from little-endian bytes)."""
+    kinds = {"u1": "<u1", "u2": "<u2", "u4": "<u4", "i4": "<i4", "f4": "<f4", "f8": "<f8"}
+    return {name: np.frombuffer(buf, dtype=kinds[payload["meta"]["columns"][name]])
+            for name, buf in payload["buffers"].items()}
+
+
+@pytest.fixture(scope="module")
+def frames():
+    return load_frames(FIXTURES / "edge_open_span.pt")
+
+
+def test_round_trip_spans(frames) -> None:
+    view = encode(frames)
+    cols = decode(view.payload)
+    meta = view.payload["meta"]
+    json.dumps(meta, allow_nan=False)  # the JSON part is plain JSON
+    assert set(view.payload["buffers"]) == set(COLUMN_DTYPES)
+    core = frames.span_core.loc[view.span_index]
+    assert not core["pd_detail"].any()
+    assert len(view.span_index) == int((~frames.span_core["pd_detail"]).sum())
+    names = np.array(meta["names"], dtype=object)[cols["span_name"]]
+    assert (names == core["name"].astype(str).to_numpy()).all()
+    np.testing.assert_allclose(cols["span_start"] + meta["t0"], core["start"], atol=1e-3)
+    np.testing.assert_allclose(cols["span_end"] + meta["t0"], core["display_end"], atol=1e-3)
+    sample_of_span = np.asarray(meta["samples"]["row"])[cols["span_sample"]]
+    assert (sample_of_span == core["sample_row"].to_numpy()).all()
+    assert (cols["span_lane"] == core["lane"].to_numpy()).all()
+    is_open = (cols["span_flags"] & FLAG_OPEN) > 0
+    assert (is_open == (core["state"] == "open").to_numpy()).all()
+    assert is_open.sum() == 9
+    assert ((cols["span_flags"] & FLAG_VIRTUAL) > 0).sum() == int(core["virtual"].sum())
+    clip = (cols["span_flags"] >> CLIP_SHIFT) & 3
+    assert (clip[is_open] > 0).all() and (clip[~is_open] == 0).all()
+    # sorted by sample, lane, start: what the renderer's binary search relies on
+    keys = np.lexsort((cols["span_start"], cols["span_lane"], cols["span_sample"]))
+    assert (keys == np.arange(len(keys))).all()
+    # parents point at the parent's payload position
+    parents = cols["span_parent"]
+    has = parents >= 0
+    assert (view.span_index[parents[has]] == core["parent_index"].to_numpy()[has]).all()
+
+
+def test_segments_and_events(frames) -> None:
+    view = encode(frames)
+    cols = decode(view.payload)
+    owners = cols["seg_span"]
+    assert len(owners) == len(frames.segments)
+    assert ((cols["span_flags"][owners] & FLAG_VIRTUAL) > 0).all()
+    events = frames.event_core.loc[view.event_index]
+    np.testing.assert_allclose(cols["ev_ts"] + view.payload["meta"]["t0"], events["ts"],
+                               atol=1e-3)
+    assert len(view.event_index) == len(frames.event_core)
+
+
+def test_bytes_per_span_within_budget(frames) -> None:
+    view = encode(frames)
+    span_bytes = sum(len(b) for k, b in view.payload["buffers"].items() if k.startswith("span_"))
+    assert span_bytes / len(view.span_index) <= 24
+
+
+def test_sample_filter_limits_rows_and_spans(frames) -> None:
+    chosen = frames.samples[frames.samples["status"] == "truncated"]
+    view = encode(frames, samples=chosen)
+    assert view.sample_rows.tolist() == chosen.index.tolist()
+    assert view.payload["meta"]["n_samples_total"] == len(frames.samples)
+    assert set(frames.span_core.loc[view.span_index, "sample_row"]) <= set(chosen.index)
+
+
+def test_span_filter_limits_rows_to_owners(frames) -> None:
+    long = frames.spans[(frames.spans["duration"] > 10) & ~frames.spans["virtual"]]
+    view = encode(frames, spans=long)
+    assert sorted(view.span_index.tolist()) == sorted(long.index.tolist())
+    assert view.sample_rows.tolist() == sorted(long["sample_row"].unique().tolist())
+    cols = decode(view.payload)
+    parents = cols["span_parent"]
+    assert ((parents == -1) | (parents < len(view.span_index))).all()
+
+
+def test_explicitly_chosen_pd_spans_are_drawn(frames) -> None:
+    pd_spans = frames.spans[frames.spans["name"] == "sglang_pd_decode_forward"]
+    view = encode(frames, spans=pd_spans)
+    assert len(view.span_index) == len(pd_spans)
+
+
+def test_rollout_alignment_offsets() -> None:
+    both = load_frames([FIXTURES / "small.pt", FIXTURES / "legacy_v1_pd.pt"])
+    view = encode(both, align="rollout")
+    cols = decode(view.payload)
+    assert view.payload["meta"]["rollouts"] == ["rollout 0", "rollout 3"]
+    offsets = cols["smp_offset"]
+    rollout = cols["smp_rollout"]
+    assert offsets[rollout == 0].max() == pytest.approx(0.0)
+    assert offsets[rollout == 1].min() > 0
+    starts = cols["smp_start"]
+    assert starts[rollout == 1].min() == pytest.approx(0.0, abs=1e-3)
+
+
+def test_empty_dump_encodes() -> None:
+    view = encode(load_frames(FIXTURES / "edge_empty.pt"))
+    assert view.n_bytes == 0
+    assert view.payload["meta"]["n_samples_total"] == 0

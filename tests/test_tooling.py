@@ -1,0 +1,54 @@
+"""The project's own checks: ruff, the JS unit tests and type check, the wheel's bundle."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).parent.parent
+JS = ROOT / "js"
+
+
+def _run(command: list[str], cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess:
+    result = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    assert result.returncode == 0, f"{' '.join(command)} failed:\n{result.stdout}\n{result.stderr}"
+    return result
+
+
+@pytest.fixture(scope="module")
+def node_modules() -> Path:
+    if not (JS / "node_modules" / ".bin" / "tsc").exists():
+        _run(["npm", "ci", "--no-audit", "--no-fund"], JS)
+    return JS / "node_modules"
+
+
+def test_ruff_is_clean() -> None:
+    _run([sys.executable, "-m", "ruff", "check", "."], ROOT)
+
+
+def test_js_unit_tests(node_modules: Path) -> None:
+    result = _run(["npm", "test", "--silent"], JS)
+    assert "# fail 0" in result.stdout
+
+
+def test_js_type_check(node_modules: Path) -> None:
+    _run(["npm", "run", "typecheck", "--silent"], JS)
+
+
+@pytest.mark.slow
+def test_wheel_ships_the_bundle(tmp_path: Path) -> None:
+    source = tmp_path / "src"
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(
+        "node_modules", "static", ".git", "test-artifacts", "benchmarks", "*.pt", ".ruff_cache",
+        "__pycache__", ".hypothesis", "build", "dist"))
+    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path / "w"),
+          str(source)], tmp_path)
+    wheel = next((tmp_path / "w").glob("slime_trace_widget-*.whl"))
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "slime_trace_widget/static/widget.js" in names
+    assert "slime_trace_widget/static/widget.css" in names

@@ -1,0 +1,100 @@
+"""TraceTimeline's Python side: pandas round trip, selection, attribute requests."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from slime_trace_widget import TraceTimeline
+from slime_trace_widget.frames import load_frames
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@pytest.fixture
+def timeline() -> TraceTimeline:
+    return TraceTimeline.from_dump(FIXTURES / "small.pt")
+
+
+def _replies(timeline: TraceTimeline) -> list[dict]:
+    sent: list[dict] = []
+    timeline.send = sent.append  # type: ignore[method-assign]
+    return sent
+
+
+def test_dataframes_are_exposed(timeline: TraceTimeline) -> None:
+    assert len(timeline.samples) == 8
+    assert "attr.prompt_tokens" in timeline.spans.columns
+    assert set(timeline.events["kind"]) == {"instant"}
+    assert timeline.frames.paths[0].endswith("small.pt")
+
+
+def test_show_filters_in_place_and_resets(timeline: TraceTimeline) -> None:
+    before = timeline.payload
+    timeline.show(spans=timeline.spans[timeline.spans.duration > 10])
+    assert timeline.payload is not before
+    rows = timeline.view.sample_rows.tolist()
+    assert rows == sorted(timeline.spans[timeline.spans.duration > 10]["sample_row"].unique())
+    timeline.show(samples=timeline.samples.query("reward < 0.5"))
+    assert len(timeline.view.sample_rows) == int((timeline.samples.reward < 0.5).sum())
+    timeline.show()
+    assert len(timeline.view.sample_rows) == 8
+
+
+def test_selection_gets_span_id_and_row(timeline: TraceTimeline) -> None:
+    seen: list[dict] = []
+    timeline.observe(lambda change: seen.append(change["new"]), "selected")
+    timeline.selected = {"kind": "span", "index": 5, "sample_row": 1, "name": "x"}
+    frame_index = int(timeline.view.span_index[5])
+    assert timeline.selected["span_id"] == timeline.spans.loc[frame_index, "span_id"]
+    assert timeline.selected_span.name == frame_index
+    assert seen and seen[-1]["frame_index"] == frame_index
+    timeline.selected = {"kind": "span", "index": 10**9}
+    assert timeline.selected == {} and timeline.selected_span is None
+
+
+def test_event_selection(timeline: TraceTimeline) -> None:
+    timeline.selected = {"kind": "event", "index": 0}
+    event = timeline.selected_event
+    assert event is not None and event["kind"] == "instant"
+    assert timeline.selected_span is None
+
+
+def test_attrs_request_answers_with_json(timeline: TraceTimeline) -> None:
+    sent = _replies(timeline)
+    timeline._on_message(timeline, {"type": "attrs", "kind": "span", "index": 3, "req": 7}, [])
+    reply = sent[-1]
+    assert reply["req"] == 7 and "detail" in reply
+    json.dumps(reply, allow_nan=False)
+    detail = reply["detail"]
+    assert detail["sample"]["source"] in {"math500", "deepsearch_webwalker"}
+    timeline._on_message(timeline, {"type": "attrs", "kind": "span", "index": -1, "req": 8}, [])
+    assert "error" in sent[-1]
+    timeline._on_message(timeline, "not a dict", [])
+    assert len(sent) == 2
+
+
+def test_virtual_span_detail_has_segments(timeline: TraceTimeline) -> None:
+    sent = _replies(timeline)
+    core = timeline.frames.span_core
+    position = next(i for i, idx in enumerate(timeline.view.span_index) if core.loc[idx, "virtual"])
+    timeline._on_message(timeline, {"type": "attrs", "kind": "span", "index": position,
+                                    "req": 1}, [])
+    segments = sent[-1]["detail"]["segments"]
+    assert segments and {"name", "start", "end", "duration"} <= set(segments[0])
+
+
+def test_from_frames_accepts_raw_samples() -> None:
+    frames = load_frames(FIXTURES / "small.pt")
+    assert TraceTimeline.from_frames(frames).frames is frames
+    raw = TraceTimeline.from_frames([{"index": 0, "trace": None}])
+    assert len(raw.samples) == 1
+
+
+def test_view_range_is_a_synced_trait(timeline: TraceTimeline) -> None:
+    timeline.view_range = [1.0, 5.0]
+    state = timeline.get_state()
+    assert state["view_range"] == [1.0, 5.0]
+    assert "payload" in state
