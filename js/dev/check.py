@@ -355,6 +355,20 @@ with sync_playwright() as p:
     page.screenshot(path=str(outdir / "dpr2.png"), clip={"x": 0, "y": 200, "width": 800, "height": 300})
     browser.close()
 
+    # ---- state restored from view_state / view_range (a snapshot)
+    if len(sys.argv) > 3:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=ARGS)
+        page = browser.new_context(viewport={"width": 1600, "height": 900}).new_page()
+        page.goto(Path(sys.argv[3]).resolve().as_uri())
+        page.wait_for_selector(".stw-root[data-ready='1']", timeout=60000)
+        st = page.evaluate(f"{R}.stwDebug.state()")
+        check("snapshot restores filter/sort/toggles/lane height/expanded/zoom",
+              st["filter"] == "deepsearch" and st["sort"] == "reward" and st["desc"] and not st["showEvents"] and st["laneHeight"] == 12
+              and st["expanded"] == [3] and abs(st["viewStart"] - 30) < 1e-6 and abs(st["viewEnd"] - 90) < 1e-6 and st["highlight"] == "tool_call", json.dumps(st)[:300])
+        check("restored controls reflect the state", page.input_value("input.stw-input") == "deepsearch" and page.input_value("select.stw-select >> nth=3") == "reward")
+        page.screenshot(path=str(outdir / "restored.png"))
+        browser.close()
+
 fails = [n for n, ok in results if not ok]
 print(f"\n{len(results) - len(fails)}/{len(results)} checks passed")
 sys.exit(1 if fails else 0)

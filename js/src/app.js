@@ -89,6 +89,7 @@ export class App {
     this.raf = 0;
     this.disposed = false;
     this.viewportH = MAX_VIEWPORT_H;
+    this.labelW = -1;
     /** @type {number|undefined} scroll offset restored from view_state on the first frame */
     this.pendingScroll = undefined;
     /** @type {import("./stats.js").CursorCounts|null} */
@@ -213,6 +214,9 @@ export class App {
     this.ro?.observe(this.scrollEl);
     this.ro?.observe(root);
     this.stopTheme = watchTheme(() => this.reTheme());
+    // Browser zoom and moving between screens change devicePixelRatio.
+    this.onWinResize = () => this.requestFrame();
+    window.addEventListener("resize", this.onWinResize);
 
     this.onPayload = () => this.replacePayload();
     this.onViewRange = () => {
@@ -347,10 +351,25 @@ export class App {
 
   // ------------------------------------------------------------ view
 
+  /** Width the row labels need (longest labels measured), cached per payload. */
+  labelWidth() {
+    if (this.labelW >= 0) return this.labelW;
+    const d = this.d;
+    /** @type {string[]} */
+    const labels = [];
+    for (let s = 0; s < d.nSamples; s++) labels.push(sampleLabel(d, s) + (Number.isNaN(d.smpStart[s]) ? " (untraced)" : ""));
+    labels.sort((a, b) => b.length - a.length);
+    const font = `12px ${this.theme.font}`;
+    let w = 60;
+    for (const l of labels.slice(0, 40)) w = Math.max(w, this.painter.textWidth(font, l));
+    this.labelW = w;
+    return w;
+  }
+
   /** @returns {Geo} */
   geo() {
     const width = Math.max(200, this.scrollEl.clientWidth || this.mainEl.clientWidth || 800);
-    const gutter = Math.round(Math.max(150, Math.min(250, width * 0.16)));
+    const gutter = Math.round(Math.max(120, Math.min(this.labelWidth() + 36, 300, width * 0.26)));
     const plotX = gutter + 8;
     return { width, height: this.viewportH, gutter, plotX, plotW: Math.max(40, width - plotX - 12), axisH: AXIS_H, scrollTop: this.scrollEl.scrollTop, t0: this.view.t0, t1: this.view.t1 };
   }
@@ -779,6 +798,7 @@ export class App {
     const oldView = this.view;
     const hadSel = !!this.selection;
     this.d = decodePayload(this.sync.get("payload"));
+    this.labelW = -1;
     this.colors = new ColorTable(this.d.names, this.theme);
     this.legend = legendInfo(this.d);
     if (this.highlight >= this.d.names.length) this.highlight = -1;
@@ -835,6 +855,7 @@ export class App {
     this.theme = readTheme(this.root);
     this.colors = new ColorTable(this.d.names, this.theme);
     this.painter.resetTextCache();
+    this.labelW = -1;
     this.requestFrame();
   }
 
@@ -874,6 +895,7 @@ export class App {
       hover: this.hover,
       hoverRow: this.hoverRow,
       selRow,
+      raiseShown: this.highlight >= 0,
     });
     if (this.rows.length === 0) this.paintEmpty(g);
     this.overview.paint(this.theme, this.cursor);
@@ -1009,6 +1031,7 @@ export class App {
     this.ro?.disconnect();
     this.stopTheme();
     this.scrollEl.removeEventListener("scroll", this.onScroll);
+    window.removeEventListener("resize", this.onWinResize);
     this.model.off("change:payload", this.onPayload);
     this.model.off("change:view_range", this.onViewRange);
     this.model.off("change:selected", this.onSelected);

@@ -28,7 +28,11 @@ const NV = 6;
 const N_LAYERS = 9;
 const PD_LAYER = 8;
 
-/** Fill colours of every (name, variant), rebuilt per payload and theme. */
+/**
+ * Fill colours of every (name, variant), rebuilt per payload and theme.
+ * Rectangles are batched by style id: one id per distinct fill colour, so a
+ * payload with thousands of names still has a few hundred batches at most.
+ */
 export class ColorTable {
   /**
    * @param {string[]} names
@@ -36,29 +40,47 @@ export class ColorTable {
    */
   constructor(names, theme) {
     const n = Math.max(1, names.length + 1);
-    /** @type {string[]} */
-    this.fills = new Array(n * NV);
-    /** @type {string[]} */
-    this.text = new Array(n * NV);
+    /** style id of (name * NV + variant) */
+    this.styleOf = new Uint16Array(n * NV);
+    /** @type {string[]} fill colour of each style id */
+    this.fills = [];
+    /** @type {string[]} label colour on each style id */
+    this.text = [];
+    /** @type {Map<string, number>} */
+    const ids = new Map();
+    const dimK = theme.dark ? 0.72 : 0.75;
     for (let i = 0; i < n; i++) {
       const name = names[i] ?? `name#${i}`;
       let base = colorForName(name);
       // Very light colours (the wrapper spans) glare on a dark background.
       if (theme.dark && luminance(base) > 0.5) base = mix(base, theme.bg, 0.45);
       const seg = colorForSegment(name);
-      const dimK = theme.dark ? 0.72 : 0.75;
       const f = [base, mix(base, theme.bg, dimK), seg, mix(seg, theme.bg, dimK), mix(base, theme.bg, 0.5), mix(base, theme.bg, 0.82)];
       for (let v = 0; v < NV; v++) {
-        this.fills[i * NV + v] = f[v];
-        this.text[i * NV + v] = textOn(f[v]);
+        let id = ids.get(f[v]);
+        if (id === undefined) {
+          id = this.fills.length;
+          ids.set(f[v], id);
+          this.fills.push(f[v]);
+          this.text.push(textOn(f[v]));
+        }
+        this.styleOf[i * NV + v] = id;
       }
     }
-    this.nStyles = n * NV;
+    this.nStyles = this.fills.length;
     this.nNames = n;
+  }
+  /**
+   * Style id of a name index and variant.
+   * @param {number} name
+   * @param {number} variant
+   */
+  style(name, variant) {
+    return this.styleOf[Math.min(name, this.nNames - 1) * NV + variant];
   }
   /** @param {number} name */
   base(name) {
-    return this.fills[Math.min(name, this.nNames - 1) * NV];
+    return this.fills[this.style(name, V_SPAN)];
   }
 }
 
@@ -135,6 +157,7 @@ class RectBatch {
  * @property {Hit|null} hover
  * @property {number} hoverRow -1 for none
  * @property {number} selRow -1 for none
+ * @property {boolean} raiseShown draw undimmed spans of collapsed rows on top (legend highlight)
  */
 
 /**
@@ -231,6 +254,7 @@ export class Painter {
     /** @type {Map<string, Map<number, number>>} */
     this.widthCache = new Map();
     this.drawnRows = 0;
+    this.badgeFill = "#444444";
   }
 
   /**
@@ -288,7 +312,8 @@ export class Painter {
       if (this.textWidth(font, text.slice(0, mid) + "…") <= maxW) lo = mid;
       else hi = mid - 1;
     }
-    return lo <= 0 ? "" : text.slice(0, lo) + "…";
+    // A label cut to one or two letters says nothing: leave the bar bare.
+    return lo < 3 ? "" : text.slice(0, lo) + "…";
   }
 
   /** Clear the font-width cache (theme/font change). */
@@ -416,8 +441,7 @@ export class Painter {
                 if (b < g.plotX - 2 || a > g.plotX + g.plotW + 2) continue;
                 if (a < g.plotX - 2) a = g.plotX - 2;
                 if (b > g.plotX + g.plotW + 2) b = g.plotX + g.plotW + 2;
-                const sn = Math.min(d.segName[sg], maxName);
-                const key = layer * nStyles + sn * NV + (dim ? V_SEG_DIM : V_SEG);
+                const key = layer * nStyles + colors.style(d.segName[sg], dim ? V_SEG_DIM : V_SEG);
                 rects.push(a, pb.y, Math.max(0.6, b - a), pb.h, key);
                 if (ex && labelOk && b - a >= minLabelW) this.pushLabel(a, pb.y, b - a, pb.h, sg, layer, key, 1);
               }
@@ -432,15 +456,15 @@ export class Painter {
                   sn = d.segName[sg];
                 }
               }
-              const key = sn >= 0 ? layer * nStyles + Math.min(sn, maxName) * NV + (dim ? V_SEG_DIM : V_SEG) : layer * nStyles + nm * NV + (dim ? V_SPAN_DIM : V_SPAN);
+              const key = layer * nStyles + (sn >= 0 ? colors.style(sn, dim ? V_SEG_DIM : V_SEG) : colors.style(nm, dim ? V_SPAN_DIM : V_SPAN));
               rects.push(x0, pb.y, w, pb.h, key);
             }
             continue;
           }
-          const layer = ex ? 0 : Math.min(d.spanDepth[i], 7);
+          const layer = ex ? 0 : S.raiseShown && !dim ? 7 : Math.min(d.spanDepth[i], 6);
           const open = single && fl & F_OPEN;
           const variant = open ? (dim ? V_OPEN_DIM : V_OPEN) : dim ? V_SPAN_DIM : V_SPAN;
-          const key = layer * nStyles + nm * NV + variant;
+          const key = layer * nStyles + colors.style(nm, variant);
           rects.push(x0, y, w, barH, key);
           if (single) {
             if (open) this.opens.push(x0, y, w, barH, nm);
@@ -623,7 +647,7 @@ export class Painter {
               badges.push(x, cy, m.r, n, ev);
               continue;
             }
-            const fill = evVis[ev] === 2 ? colors.fills[Math.min(d.evName[ev], colors.nNames - 1) * NV + V_SPAN_DIM] : colors.base(d.evName[ev]);
+            const fill = colors.fills[colors.style(d.evName[ev], evVis[ev] === 2 ? V_SPAN_DIM : V_SPAN)];
             let arr = singles.get(fill);
             if (!arr) {
               arr = [];
@@ -653,8 +677,9 @@ export class Painter {
       ctx.fill();
       ctx.stroke();
     }
-    // Clusters: a small dark pill with the count.
+    // Clusters: a small grey pill with the count.
     if (badges.length) {
+      this.badgeFill = mix(theme.fg1, theme.bg, 0.28);
       const font = `bold 8px ${theme.font}`;
       ctx.font = font;
       ctx.textAlign = "center";
@@ -668,7 +693,7 @@ export class Painter {
         const label = n > 99 ? "99+" : String(n);
         const showText = rr >= 4;
         const w = showText ? Math.max(rr * 2, this.textWidth(font, label) + 5) : rr * 2;
-        ctx.fillStyle = theme.fg1;
+        ctx.fillStyle = this.badgeFill;
         ctx.strokeStyle = theme.bg;
         ctx.beginPath();
         roundRect(ctx, x - w / 2, y - rr, w, rr * 2, rr);
@@ -899,7 +924,7 @@ export class Painter {
       const b = Math.max(S.brush[0], S.brush[1]);
       pill((xOf(g, a) + xOf(g, b)) / 2, `${formatDuration(b - a)}`, theme.brand);
     }
-    if (Number.isFinite(S.cursor)) pill(xOf(g, S.cursor), formatDuration(S.cursor), theme.cursor);
+    if (Number.isFinite(S.cursor) && S.cursor >= g.t0 && S.cursor <= g.t1) pill(xOf(g, S.cursor), formatDuration(S.cursor), theme.cursor);
     ctx.restore();
   }
 }

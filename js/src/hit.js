@@ -24,7 +24,7 @@ import { firstReaching, clusterSorted, gatherEvents, ClusterBuffer, EventScratch
  */
 
 /** Px within which events are clustered into one marker. */
-export const CLUSTER_PX = 6;
+export const CLUSTER_PX = 8;
 
 /** @param {Geo} g @returns {TimeScale} */
 export function scaleOf(g) {

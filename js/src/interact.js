@@ -191,6 +191,9 @@ export class Interaction {
     const t = /** @type {HTMLElement|null} */ (e.target);
     if (t && (t.tagName === "INPUT" || t.tagName === "SELECT" || t.tagName === "TEXTAREA")) return;
     if (e.ctrlKey || e.metaKey || e.altKey) return;
+    // The widget owns plain letter keys while it has the focus: a notebook's
+    // command-mode shortcuts (a, b, x, d d, ...) must not act on its cell.
+    if (e.key.length === 1) e.stopPropagation();
     const k = e.key.toLowerCase();
     if (k === "w" || k === "s" || k === "a" || k === "d") {
       e.preventDefault();

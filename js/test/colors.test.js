@@ -38,3 +38,14 @@ test("colour helpers", () => {
   assert.equal(textOn("#ffffff"), "#1b1f24");
   assert.equal(textOn("#000000"), "#ffffff");
 });
+
+test("ColorTable batches by distinct fill, not by name", async () => {
+  const { ColorTable } = await import("../src/draw.js");
+  const names = Array.from({ length: 5000 }, (_, i) => `span_${i}`);
+  const theme = { bg: "#ffffff", dark: false };
+  const t = new ColorTable(names, /** @type {any} */ (theme));
+  assert.ok(t.nStyles < 300, `${t.nStyles} styles`);
+  assert.equal(t.base(0), colorForName("span_0"));
+  assert.equal(t.fills[t.style(123, 0)], colorForName("span_123"));
+  assert.notEqual(t.style(1, 0), t.style(1, 1));
+});
