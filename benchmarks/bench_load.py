@@ -212,7 +212,8 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("path", nargs="?", help="existing dump to time (default: build one)")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="where to build the dump")
-    parser.add_argument("--samples", type=int, default=1800)
+    parser.add_argument("--samples", type=int,
+                        help="samples to build (default: 1800 synthetic, 3600 demo: ~250k spans)")
     parser.add_argument("--turns", type=int, default=10)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--repeats", type=int, default=3)
@@ -227,9 +228,9 @@ def main(argv: list[str] | None = None) -> None:
     if not args.path:
         start = time.perf_counter()
         if args.demo:
-            build_demo(path, args.samples, args.seed)
+            build_demo(path, args.samples or 3600, args.seed)
         else:
-            build_synthetic(path, args.samples, args.turns, args.seed)
+            build_synthetic(path, args.samples or 1800, args.turns, args.seed)
         print(f"built {path} in {time.perf_counter() - start:.1f} s")
     report(path, args.repeats)
 

@@ -19,14 +19,18 @@ from .values import MAX_STRING_CHARS, json_safe
 def sample_summary(frames: TraceFrames, row: int) -> dict[str, Any]:
     """The sample fields the panel lists above the item."""
     sample = frames.samples.loc[row]
+    reward = _maybe_float(sample["reward"])
     return json_safe({
         "row": int(row),
+        "id": _maybe_int(sample["sample_index"]),
+        "group": _maybe_int(sample["group_index"]),
         "sample_index": _maybe_int(sample["sample_index"]),
         "group_index": _maybe_int(sample["group_index"]),
         "rollout_id": _maybe_int(sample["rollout_id"]),
         "source": _maybe_text(sample["source"]),
         "status": _maybe_text(sample["status"]),
-        "reward": _maybe_float(sample["reward"]),
+        # a dict reward is shown whole where a scalar would be
+        "reward": reward if reward is not None else sample["reward_detail"],
         "reward_detail": sample["reward_detail"],
         "label": _maybe_text(sample["label"]),
         "trace_id": _maybe_text(sample["trace_id"]),

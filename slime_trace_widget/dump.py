@@ -771,7 +771,7 @@ def _expand(spec: PathLike) -> list[str]:
     return matches
 
 
-def _expand_all(paths_or_glob: PathLike | Iterable[PathLike]) -> list[str]:
+def expand_paths(paths_or_glob: PathLike | Iterable[PathLike]) -> list[str]:
     """Expand every path/glob, keeping the caller's order and dropping repeats."""
     specs = [paths_or_glob] if isinstance(paths_or_glob, (str, os.PathLike)) else paths_or_glob
     return list(dict.fromkeys(path for spec in specs for path in _expand(spec)))
@@ -821,7 +821,7 @@ def load_dumps(
     ``progress=True/False`` forces it on or off. Raises DumpError if a glob matches
     nothing or any file is unreadable.
     """
-    paths = _expand_all(paths_or_glob)
+    paths = expand_paths(paths_or_glob)
     line = _ProgressLine() if _wants_progress(paths, progress) else None
     loaded = []
     try:

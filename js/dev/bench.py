@@ -24,6 +24,7 @@ with sync_playwright() as p:
     boot = page.evaluate("window.__stwBootMs")
     info = page.evaluate(f"[{R}.dataset.rows, {R}.dataset.drawnRows]")
     print(f"page ready {load:.1f}s, boot(decode b64+import) {boot:.0f} ms, firstPaint {fp:.0f} ms, rows {info[0]} drawn {info[1]}")
+    page.evaluate("window.__long = []; new PerformanceObserver((l) => { for (const e of l.getEntries()) window.__long.push(Math.round(e.duration)); }).observe({type: 'longtask', buffered: false})")
     box = page.locator("canvas.stw-canvas").bounding_box()
     cx, cy = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
     results = {}
@@ -45,11 +46,11 @@ with sync_playwright() as p:
 
     def run(name, fn):
         # clear the log by reading its current length (the log is capped at 600)
-        before = page.evaluate(f"{R}.stwDebug.frameTimes().length")
+        before = page.evaluate(f"{R}.stwDebug.frameCount")
         fn()
         time.sleep(0.2)
-        after = page.evaluate(f"{R}.stwDebug.frameTimes()")
-        fr = after[before:] if len(after) > before else after[-60:]
+        n = page.evaluate(f"{R}.stwDebug.frameCount") - before
+        fr = page.evaluate(f"{R}.stwDebug.frameTimes()")[-n:] if n > 0 else []
         results[name] = fr
         print(f"{name:28s} frames {len(fr):4d}  p50 {pct(fr, .5):6.2f} ms  p95 {pct(fr, .95):6.2f} ms  max {max(fr) if fr else 0:6.2f} ms")
 
@@ -114,6 +115,28 @@ with sync_playwright() as p:
         drag_pan()
         page.evaluate(f"""(() => {{ const el = document.querySelector('input.stw-range'); el.value = '18'; el.dispatchEvent(new Event('input')); }})()""")
 
+    def hover_sweep():
+        for i in range(60):
+            page.mouse.move(box["x"] + 300 + i * 15, cy + (i % 7) * 9)
+
+    def clicks():
+        for i in range(6):
+            page.mouse.click(box["x"] + 400 + i * 120, cy)
+            time.sleep(0.05)
+        page.keyboard.press("Escape")
+
+    def filter_typing():
+        page.fill("input.stw-input", "")
+        page.type("input.stw-input", "deepsearch", delay=30)
+        page.keyboard.press("Enter")
+        time.sleep(0.2)
+        page.fill("input.stw-input", "")
+        page.keyboard.press("Enter")
+
+    fit()
+    run("hover sweep", hover_sweep)
+    run("clicks (cursor+select)", clicks)
+    run("filter typing", filter_typing)
     fit()
     run("pan (fit all)", drag_pan)
     run("wheel zoom in/out", wheel_zoom)
@@ -127,6 +150,7 @@ with sync_playwright() as p:
     run("lane height 6, pan", small_lanes_zoomed_out)
     allf = [x for v in results.values() for x in v]
     print(f"ALL frames {len(allf)}  p50 {pct(allf, .5):.2f} ms  p95 {pct(allf, .95):.2f} ms  max {max(allf):.2f}")
+    print("long tasks (>50 ms) during the run:", page.evaluate("window.__long"))
     errs = log["errors"] + [c for c in log["console"] if c.startswith("error")]
     if errs: print("errors", errs[:10])
     browser.close()

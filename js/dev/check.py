@@ -314,6 +314,23 @@ with sync_playwright() as p:
     time.sleep(0.2)
     check("change:payload re-renders", "replaced.pt" in page.inner_text(".stw-title"))
 
+    # ---- degenerate payloads never break the view
+    saved_payload = "window.__keep = window.__stwModel.get('payload')"
+    ev(saved_payload)
+    model("(m.set('payload', {version: 1, meta: {}, buffers: {}}), 0)")
+    time.sleep(0.2)
+    check("empty payload renders", ev(f"{R}.dataset.rows") == "0" and "0 of 0" in page.inner_text(".stw-count"))
+    model("(m.set('payload', null), 0)")
+    time.sleep(0.2)
+    one = {"version": 1, "meta": {"title": "one", "names": ["x"], "samples": {"row": [0], "sample_index": [None]}}, "buffers": {"smp_start": "AAAAAA==", "smp_end": "AAAAAA==", "span_sample": "AAAAAA==", "span_start": "AAAAAA==", "span_end": "AAAAAA=="}}
+    page.evaluate("(p) => window.__stwModel.set('payload', p)", one)
+    time.sleep(0.2)
+    check("one zero-length span renders", ev(f"{R}.dataset.rows") == "1" and dbg("d.state().viewEnd > d.state().viewStart"))
+    page.screenshot(path=str(outdir / "one.png"))
+    ev("window.__stwModel.set('payload', window.__keep)")
+    time.sleep(0.2)
+    check("payload restored", int(ev(f"{R}.dataset.rows")) == total)
+
     # ---- theme switch at runtime (JupyterLab-style body attribute)
     px0 = page.evaluate("(() => { const c = document.querySelector('canvas.stw-canvas'); const x = c.getContext('2d'); return Array.from(x.getImageData(c.width - 3, c.height - 3, 1, 1).data); })()")
     page.evaluate("(() => { document.body.classList.add('dark'); document.body.setAttribute('data-jp-theme-light', 'false'); })()")

@@ -85,6 +85,7 @@ export class App {
     this.pendingReq = -1;
     /** @type {number[]} */
     this.frameLog = [];
+    this.frameCount = 0;
     this.firstPaintMs = -1;
     this.raf = 0;
     this.disposed = false;
@@ -234,6 +235,11 @@ export class App {
     model.on("change:payload", this.onPayload);
     model.on("change:view_range", this.onViewRange);
     model.on("change:selected", this.onSelected);
+    this.onHeight = () => {
+      this.sizeViewport();
+      this.requestFrame();
+    };
+    model.on("change:height", this.onHeight);
 
     this.installDebug();
     this.requestFrame();
@@ -342,8 +348,14 @@ export class App {
     this.sizeViewport();
   }
 
+  /** Most the rows area may take: the `height` trait (timeline px) when the kernel sets one. */
+  maxViewport() {
+    const h = Number(this.sync.get("height"));
+    return Number.isFinite(h) && h > 0 ? Math.max(MIN_VIEWPORT_H, h - OVERVIEW_H) : MAX_VIEWPORT_H;
+  }
+
   sizeViewport() {
-    const want = Math.max(MIN_VIEWPORT_H, Math.min(MAX_VIEWPORT_H, AXIS_H + this.L.totalHeight + 2));
+    const want = Math.max(MIN_VIEWPORT_H, Math.min(this.maxViewport(), AXIS_H + this.L.totalHeight + 2));
     this.viewportH = want;
     this.scrollEl.style.height = `${want}px`;
     this.spacer.style.height = `${Math.max(0, AXIS_H + this.L.totalHeight - want)}px`;
@@ -569,23 +581,28 @@ export class App {
     if (!sel || !("kind" in sel)) {
       if (this.selection) {
         this.selection = null;
+        this.pendingReq = -1;
         this.detailsEl.replaceChildren();
         this.updateSide();
         this.requestFrame();
       }
       return;
     }
+    // The kernel echoes our own selection back completed (span_id, frame
+    // index): nothing to do when it names what is already selected.
+    if (this.selection) {
+      const cur = /** @type {any} */ (this.selectedValue(this.selection));
+      if (cur.kind === sel.kind && cur.index === Number(sel.index)) return;
+    }
     if (sel.kind === "span") {
       const i = spanFromPayload(d, Number(sel.index));
-      if (i < 0 || i >= d.nSpans) return;
-      if (this.selection && this.selection.type === "span" && this.selection.span === i) return;
+      if (!(i >= 0 && i < d.nSpans)) return;
       const s = d.spanSample[i];
       const row = this.L.rowOfSample[s] ?? -1;
       this.selection = { type: "span", row, sample: s, span: i, t: d.spanStart[i] };
     } else if (sel.kind === "event") {
       const i = evFromPayload(d, Number(sel.index));
-      if (i < 0 || i >= d.nEvents) return;
-      if (this.selection && this.selection.type === "event" && this.selection.ev === i) return;
+      if (!(i >= 0 && i < d.nEvents)) return;
       const s = d.evSample[i];
       const row = this.L.rowOfSample[s] ?? -1;
       this.selection = { type: "event", row, sample: s, ev: i, count: 1, members: [i], t: d.evTs[i] };
@@ -905,6 +922,7 @@ export class App {
       if (this.sideEl.style.maxHeight !== mh) this.sideEl.style.maxHeight = mh;
     }
     this.frameLog.push(dt);
+    this.frameCount++;
     if (this.frameLog.length > FRAME_LOG) this.frameLog.splice(0, this.frameLog.length - FRAME_LOG);
     this.root.dataset.rows = String(this.rows.length);
     this.root.dataset.drawnRows = String(drawn);
@@ -965,6 +983,10 @@ export class App {
       },
       get firstPaintMs() {
         return self.firstPaintMs;
+      },
+      /** Frames painted since render (frameTimes keeps the last 600). */
+      get frameCount() {
+        return self.frameCount;
       },
       state() {
         return {
@@ -1035,6 +1057,7 @@ export class App {
     this.model.off("change:payload", this.onPayload);
     this.model.off("change:view_range", this.onViewRange);
     this.model.off("change:selected", this.onSelected);
+    this.model.off("change:height", this.onHeight);
     this.root.remove();
   }
 }

@@ -1,0 +1,128 @@
+// Boot a standalone HTML snapshot: the page inlines this bundle and one
+// gzip-compressed, base64-encoded data block; nothing is fetched, so the page
+// works from file:// with the network off. The data block is
+//   "STW1" | u32 header length | header JSON | column bytes | details JSON
+// where the header holds the payload meta (buffers as [offset, length] into
+// the column bytes), the synced state and where the details section lies.
+// Details (attributes) are parsed on the first click, not at start-up.
+
+import { createLocalModel } from "./standalone.js";
+
+const MAGIC = "STW1";
+
+/**
+ * @typedef {Object} SnapshotHeader
+ * @property {{version: number, meta: any, buffers: Record<string, [number, number]>}} payload
+ * @property {{view_state?: any, view_range?: number[], selected?: any}} state
+ * @property {[number, number]} details  offset and length of the details JSON
+ */
+
+/**
+ * @typedef {Object} SnapshotDetails
+ * @property {Record<string, any[]>} spans    columns indexed by payload span
+ * @property {Record<string, any[]>} events   columns indexed by payload event
+ * @property {any[]} samples                  summary per payload sample
+ * @property {Record<string, any[]>} segments exact PD segments, sorted by owner span
+ */
+
+/** @param {string} b64 */
+export function base64ToBytes(b64) {
+  const bin = atob(b64);
+  const out = new Uint8Array(bin.length);
+  for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
+  return out;
+}
+
+/** @param {Uint8Array} bytes */
+async function gunzip(bytes) {
+  const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+  return new Uint8Array(await new Response(stream).arrayBuffer());
+}
+
+/**
+ * Split a decompressed data block into header, payload and a lazy details reader.
+ * @param {Uint8Array} raw
+ */
+export function parseBlock(raw) {
+  const magic = new TextDecoder().decode(raw.subarray(0, 4));
+  if (magic !== MAGIC) throw new Error(`not a slime-trace-widget snapshot block (${magic})`);
+  const view = new DataView(raw.buffer, raw.byteOffset, raw.byteLength);
+  const headerLength = view.getUint32(4, true);
+  const base = 8 + headerLength;
+  /** @type {SnapshotHeader} */
+  const header = JSON.parse(new TextDecoder().decode(raw.subarray(8, base)));
+  /** @type {Record<string, DataView>} */
+  const buffers = {};
+  for (const [name, [offset, length]] of Object.entries(header.payload.buffers)) {
+    buffers[name] = new DataView(raw.buffer, raw.byteOffset + base + offset, length);
+  }
+  const payload = { version: header.payload.version, meta: header.payload.meta, buffers };
+  /** @type {SnapshotDetails|null} */
+  let details = null;
+  const readDetails = () => {
+    if (!details) {
+      const [offset, length] = header.details;
+      details = JSON.parse(new TextDecoder().decode(raw.subarray(base + offset, base + offset + length)));
+    }
+    return /** @type {SnapshotDetails} */ (details);
+  };
+  return { header, payload, readDetails };
+}
+
+/**
+ * The detail object the panel expects, assembled from the columnar tables.
+ * @param {SnapshotDetails} details
+ * @param {any} payload
+ * @param {string} kind
+ * @param {number} index
+ */
+export function detailFor(details, payload, kind, index) {
+  const table = kind === "event" ? details.events : details.spans;
+  const columns = Object.keys(table);
+  if (!columns.length || index < 0 || index >= table[columns[0]].length) return null;
+  /** @type {Record<string, any>} */
+  const out = {};
+  for (const column of columns) out[column] = table[column][index];
+  const sampleColumn = kind === "event" ? "ev_sample" : "span_sample";
+  const sample = payload.buffers[sampleColumn].getUint32(index * 4, true);
+  out.sample = details.samples[sample] ?? null;
+  if (kind !== "event") out.segments = segmentsOf(details.segments, index);
+  return out;
+}
+
+/**
+ * Segments owned by span `index` (the owner column is sorted: binary search).
+ * @param {Record<string, any[]>} segments
+ * @param {number} index
+ */
+function segmentsOf(segments, index) {
+  const owners = segments.owner || [];
+  let lo = 0;
+  let hi = owners.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (owners[mid] < index) lo = mid + 1;
+    else hi = mid;
+  }
+  const out = [];
+  for (let i = lo; i < owners.length && owners[i] === index; i++) {
+    out.push({ name: segments.name[i], start: segments.start[i], end: segments.end[i], duration: segments.duration[i] });
+  }
+  return out;
+}
+
+/**
+ * Read the page's data block and render the timeline into `host`.
+ * @param {HTMLElement} dataElement element whose text is the base64 data block
+ * @param {HTMLElement} host
+ * @param {(ctx: {model: any, el: HTMLElement}) => () => void} render
+ */
+export async function bootSnapshot(dataElement, host, render) {
+  const raw = await gunzip(base64ToBytes((dataElement.textContent || "").trim()));
+  const { header, payload, readDetails } = parseBlock(raw);
+  const model = createLocalModel(
+    { payload, selected: {}, view_range: [], view_state: {}, ...header.state },
+    { attrs: (kind, index) => detailFor(readDetails(), payload, kind, index) },
+  );
+  return render({ model, el: host });
+}

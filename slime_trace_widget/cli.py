@@ -1,0 +1,211 @@
+"""``slime-trace-viewer``: dumps to an offline HTML timeline, served on localhost.
+
+Compatible with the workflow of slime's ``tools/trace_timeline_viewer.py``:
+``slime-trace-viewer rollout_0.pt`` writes ``rollout_0.trace_timeline_cache.stw``
+(the page's data block: payload and attributes, plain data, no pickle) and
+``rollout_0.trace_timeline_viewer.html`` beside the dump (or in
+``--out-dir``), then serves that folder on 127.0.0.1. A cache newer than every
+input dump, built from the same files by the same version, is reused, so a
+second run skips loading and flattening (``--rebuild`` forces them). Several
+dumps or a glob make one combined view.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import http.server
+import os
+import sys
+import tempfile
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+from . import __version__
+from .dump import DumpError, expand_paths
+from .snapshot import block_header, data_block, page
+
+CACHE_SUFFIX = ".trace_timeline_cache.stw"
+HTML_SUFFIX = ".trace_timeline_viewer.html"
+
+
+class CliError(Exception):
+    """A problem to report in one line (no traceback) with a non-zero exit."""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return _run(args)
+    except (CliError, DumpError) as exc:
+        print(f"slime-trace-viewer: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="slime-trace-viewer",
+        description="Turn slime rollout dumps into an offline HTML timeline and serve it.")
+    parser.add_argument("dumps", nargs="*", help="dump files or globs (rollout_*.pt)")
+    parser.add_argument("--demo", action="store_true",
+                        help="simulate a rollout, write demo_rollout.pt and open it")
+    parser.add_argument("--demo-samples", type=int, default=256)
+    parser.add_argument("--out-dir", help="where to write the cache and page "
+                                          "(default: beside the first dump)")
+    parser.add_argument("--rebuild", action="store_true", help="ignore an existing cache")
+    parser.add_argument("--no-serve", action="store_true", help="only write the files")
+    parser.add_argument("--host", default="127.0.0.1",
+                        help="interface to serve on (default 127.0.0.1: this machine only)")
+    parser.add_argument("--port", type=int, default=9999)
+    parser.add_argument("--perfetto", action="store_true",
+                        help="also write <name>.perfetto.json for ui.perfetto.dev")
+    parser.add_argument("--parquet", action="store_true",
+                        help="also write a <name>.parquet/ folder (hive layout)")
+    parser.add_argument("--trusted", action="store_true",
+                        help="unpickle with torch's full unpickler (runs code from the file)")
+    return parser
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.demo:
+        inputs = [_demo_dump(Path(args.out_dir or "."), args.demo_samples)]
+    elif args.dumps:
+        inputs = [Path(p) for p in expand_paths(args.dumps)]
+    else:
+        raise CliError("give a dump (rollout_0.pt), a glob, or --demo")
+    for path in inputs:
+        if not path.is_file():
+            raise CliError(f"{path}: no such file")
+    out_dir = Path(args.out_dir) if args.out_dir else inputs[0].parent
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stem = _stem(inputs)
+    cache = out_dir / f"{stem}{CACHE_SUFFIX}"
+    html_path = out_dir / f"{stem}{HTML_SUFFIX}"
+
+    frames = None
+    source = _source_note(inputs)
+    if args.rebuild or not _cache_is_fresh(cache, inputs, source):
+        frames = _load(inputs, args.trusted)
+        from .payload import encode
+
+        view = encode(frames)
+        _atomic_write(cache, data_block(frames, view, source=source))
+        print(f"built {cache.name} from {len(inputs)} dump(s): {len(frames.samples)} samples, "
+              f"{len(view.span_index)} spans drawn")
+    else:
+        print(f"reusing {cache.name} (newer than its dumps; --rebuild to rebuild)")
+    block = cache.read_bytes()
+    title = block_header(cache)["payload"]["meta"]["title"]
+    _atomic_write(html_path, page(block, title).encode())
+    print(f"wrote {html_path}")
+    if args.perfetto or args.parquet:
+        frames = frames or _load(inputs, args.trusted)
+        _exports(frames, out_dir, stem, args)
+    if args.no_serve:
+        return 0
+    serve(out_dir, html_path.name, args.host, args.port)
+    return 0
+
+
+def _demo_dump(folder: Path, samples: int) -> Path:
+    from .demo import write_demo_dump
+
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "demo_rollout.pt"
+    if not path.exists():
+        write_demo_dump(path, n_samples=samples, seed=0)
+        print(f"wrote demo dump {path} ({samples} samples)")
+    return path
+
+
+def _stem(inputs: list[Path]) -> str:
+    first = inputs[0].name.removesuffix(".pt")
+    return first if len(inputs) == 1 else f"{first}+{len(inputs) - 1}"
+
+
+def _source_note(inputs: list[Path]) -> dict:
+    """What a cache was built from: version, and every input's path, size and mtime."""
+    return {"version": __version__,
+            "inputs": [[str(p.resolve()), p.stat().st_size, p.stat().st_mtime_ns]
+                       for p in inputs]}
+
+
+def _cache_is_fresh(cache: Path, inputs: list[Path], source: dict) -> bool:
+    if not cache.exists():
+        return False
+    if any(cache.stat().st_mtime_ns <= p.stat().st_mtime_ns for p in inputs):
+        return False
+    try:
+        return block_header(cache).get("source") == source
+    except (OSError, ValueError, EOFError):
+        return False
+
+
+def _load(inputs: list[Path], trusted: bool):
+    from .frames import load_frames
+
+    return load_frames([str(p) for p in inputs], trusted=trusted)
+
+
+def _exports(frames, out_dir: Path, stem: str, args: argparse.Namespace) -> None:
+    from .interop import export_perfetto, to_parquet
+
+    if args.perfetto:
+        print(f"wrote {export_perfetto(frames, out_dir / f'{stem}.perfetto.json')}")
+    if args.parquet:
+        try:
+            print(f"wrote {to_parquet(frames, out_dir / f'{stem}.parquet')}")
+        except ImportError as exc:
+            raise CliError(f"--parquet needs pyarrow ({exc})") from exc
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    """Write via a temp file and rename, so a crash never leaves half a page or cache."""
+    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data)
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    """Static files from one folder; one log line per request on stderr."""
+
+    def log_message(self, format: str, *args: object) -> None:
+        sys.stderr.write(f"{self.address_string()} {format % args}\n")
+
+
+def make_server(folder: Path, host: str, port: int) -> http.server.ThreadingHTTPServer:
+    """A threaded static server for ``folder`` (port 0 picks a free one)."""
+    handler = functools.partial(_QuietHandler, directory=str(folder))
+    try:
+        return http.server.ThreadingHTTPServer((host, port), handler)
+    except OSError as exc:
+        raise CliError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
+
+
+def serve(folder: Path, page_name: str, host: str, port: int,
+          ready: threading.Event | None = None) -> None:
+    """Serve ``folder`` until Ctrl-C, printing the page's URL."""
+    server = make_server(folder, host, port)
+    shown_host = host if host not in ("0.0.0.0", "::") else "127.0.0.1"
+    print(f"serving {folder} at http://{shown_host}:{server.server_address[1]}/{page_name}"
+          "  (Ctrl-C to stop)", flush=True)
+    if ready is not None:
+        ready.set()
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        print("stopped", flush=True)
+    finally:
+        server.server_close()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
