@@ -101,6 +101,12 @@ class TraceFrames:
             self._events = _with_attr_columns(core, core["attrs"].tolist(), self.warnings)
         return self._events
 
+    def to_parquet(self, directory: Any) -> Any:
+        """Write samples/spans/events/segments as hive-partitioned Parquet (see ``interop``)."""
+        from .interop import to_parquet
+
+        return to_parquet(self, directory)
+
     def with_offsets(self, frame: pd.DataFrame) -> pd.DataFrame:
         """Copy of ``frame`` with ``<col>_rel`` (seconds since ``t0``) for its time columns."""
         out = frame.copy()

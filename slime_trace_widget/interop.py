@@ -122,8 +122,10 @@ def _nesting_tracks(spans: pd.DataFrame) -> np.ndarray:
 def _complete_events(spans: pd.DataFrame, tracks: np.ndarray, pid_of_row: np.ndarray,
                      t0: float) -> list[dict[str, Any]]:
     rows = spans["sample_row"].to_numpy()
+    # Round both ends, then subtract: adjacent spans (one ends where the next starts)
+    # stay adjacent instead of overlapping by a rounding error.
     ts = np.round((spans["start"].to_numpy() - t0) * 1e6, 3)
-    dur = np.round((spans["display_end"].to_numpy() - spans["start"].to_numpy()) * 1e6, 3)
+    dur = np.round((spans["display_end"].to_numpy() - t0) * 1e6, 3) - ts
     out = []
     for i, (name, state, attempt, span_id, start_attrs, end_attrs) in enumerate(zip(
         spans["name"].astype(str), spans["state"].astype(str), spans["attempt"].tolist(),

@@ -21,6 +21,7 @@ import traitlets
 from .details import event_detail, span_detail
 from .frames import TraceFrames, build_frames, load_frames
 from .payload import EncodedView, encode
+from .snapshot import write_snapshot
 
 _STATIC = Path(__file__).parent / "static"
 _log = logging.getLogger(__name__)
@@ -102,6 +103,18 @@ class TraceTimeline(anywidget.AnyWidget):
         self.selected = {}
         self.payload = self._view.payload
         return self
+
+    # ------------------------------------------------------------------ sharing
+
+    def to_html(self, path: str | Path) -> Path:
+        """Write a standalone HTML snapshot of what this widget shows now.
+
+        The same rows (``show`` filters), sort, text filter, toggles and zoom;
+        all attributes of the included spans are embedded, so the file opens
+        anywhere from ``file://`` without a kernel or a network.
+        """
+        return write_snapshot(path, self._frames, self._view, view_state=dict(self.view_state),
+                              view_range=list(self.view_range))
 
     # ------------------------------------------------------------------ selection
 

@@ -1,0 +1,99 @@
+"""Perfetto JSON checked against the trace event format; Parquet read back with DuckDB."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from slime_trace_widget.frames import load_frames
+from slime_trace_widget.interop import export_perfetto
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@pytest.fixture(scope="module")
+def frames():
+    return load_frames([FIXTURES / "small.pt", FIXTURES / "legacy_v1_pd.pt",
+                        FIXTURES / "edge_open_span.pt"])
+
+
+@pytest.fixture(scope="module")
+def trace(frames, tmp_path_factory):
+    path = export_perfetto(frames, tmp_path_factory.mktemp("perfetto") / "t.json")
+    return json.loads(path.read_text())
+
+
+def test_required_fields_per_phase(trace) -> None:
+    events = trace["traceEvents"]
+    assert {e["ph"] for e in events} == {"M", "X", "i"}
+    for event in events:
+        assert {"ph", "name", "pid", "tid"} <= set(event)
+        if event["ph"] == "X":
+            assert isinstance(event["ts"], float) and event["dur"] >= 0 and event["ts"] >= 0
+        if event["ph"] == "i":
+            assert event["s"] == "t" and event["ts"] >= 0
+        if event["ph"] == "M":
+            key = "sort_index" if event["name"].endswith("sort_index") else "name"
+            assert key in event["args"]
+
+
+def test_units_are_microseconds_from_dump_start(frames, trace) -> None:
+    spans = frames.span_core[~frames.span_core["virtual"]]
+    complete = [e for e in trace["traceEvents"] if e["ph"] == "X"]
+    assert len(complete) == len(spans) + int((frames.span_core["pd_form"] == "attrs").sum())
+    first = spans.sort_values("start").iloc[0]
+    match = next(e for e in complete if e["args"]["span_id"] == first["span_id"])
+    assert match["ts"] == pytest.approx((first["start"] - frames.t0) * 1e6, abs=1)
+    assert match["dur"] == pytest.approx((first["display_end"] - first["start"]) * 1e6, abs=1)
+    assert {e["args"]["state"] for e in complete} == {"closed", "open"}
+
+
+def test_every_thread_is_named_and_complete_events_nest(trace) -> None:
+    named = {(e["pid"], e["tid"]) for e in trace["traceEvents"]
+             if e["ph"] == "M" and e["name"] == "thread_name"}
+    by_thread = defaultdict(list)
+    for event in trace["traceEvents"]:
+        if event["ph"] in "Xi":
+            assert (event["pid"], event["tid"]) in named
+        if event["ph"] == "X":
+            start = event["ts"]
+            by_thread[(event["pid"], event["tid"])].append((start, start + event["dur"]))
+    processes = {e["args"]["name"] for e in trace["traceEvents"] if e["name"] == "process_name"}
+    assert processes == {"rollout 0", "rollout 3", "rollout 9"}
+    for intervals in by_thread.values():
+        stack: list[float] = []
+        for start, end in sorted(intervals, key=lambda se: (se[0], -se[1])):
+            while stack and stack[-1] <= start + 1e-6:
+                stack.pop()
+            assert not stack or end <= stack[-1] + 1e-6, "partial overlap on one thread"
+            stack.append(end)
+
+
+def test_parquet_read_back_with_duckdb(frames, tmp_path: Path) -> None:
+    root = frames.to_parquet(tmp_path / "pq")
+    spans = f"read_parquet('{root}/spans/*/*.parquet', hive_partitioning=true)"
+    samples = f"read_parquet('{root}/samples/*/*.parquet', hive_partitioning=true)"
+    rows = duckdb.sql(f"select rollout_id, count(*), sum(coalesce(duration, 0)) from {spans} "
+                      "group by 1 order by 1").fetchall()
+    expected = frames.spans.assign(rollout=frames.samples.loc[
+        frames.spans["sample_row"], "rollout_id"].to_numpy()).groupby("rollout")
+    assert [r[0] for r in rows] == [0, 3, 9]
+    for rollout_id, count, total in rows:
+        group = expected.get_group(rollout_id)
+        assert count == len(group)
+        assert total == pytest.approx(group["duration"].fillna(0).sum())
+    joined = duckdb.sql(
+        f"select s.status, count(*) from {spans} p join {samples} s "
+        "on p.rollout_id = s.rollout_id and p.sample_row = s.row group by 1 order by 1"
+    ).fetchall()
+    assert sum(c for _, c in joined) == len(frames.spans)
+    attrs = duckdb.sql(f"select start_attrs from {spans} where start_attrs is not null "
+                       "limit 1").fetchall()[0][0]
+    assert isinstance(json.loads(attrs), dict)
+    finish = duckdb.sql(f"select count(*) from {spans} where \"attr.finish_reason\" = 'length'"
+                        ).fetchall()[0][0]
+    assert finish == int((frames.spans["attr.finish_reason"] == "length").sum())
