@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import random
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -292,17 +293,31 @@ class _Rollout:
 
 
 def make_demo_samples(n_samples: int = 64, seed: int = 0, **options: Any) -> list[dict]:
-    """Run a simulated rollout of ``n_samples`` samples and return them as dump records."""
+    """Run a simulated rollout of ``n_samples`` samples and return them as dump records.
+
+    Works inside Jupyter too: the kernel's own event loop is running there, so
+    the simulation then runs its loop in a worker thread.
+    """
     config = DemoConfig(n_samples=n_samples, seed=seed, **options)
     rollout = _Rollout(config)
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        _simulate(rollout)
+    else:
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            pool.submit(_simulate, rollout).result()
+    return rollout.samples
+
+
+def _simulate(rollout: _Rollout) -> None:
     loop = SimulatedClockLoop()
-    start = EPOCH + 3600.0 * config.rollout_id
+    start = EPOCH + 3600.0 * rollout.config.rollout_id
     try:
         with use_clock(lambda: start + loop.time()):
             loop.run_until_complete(rollout.run())
     finally:
         loop.close()
-    return rollout.samples
 
 
 def write_demo_dump(path: str | Path, *, n_samples: int = 64, seed: int = 0,

@@ -150,6 +150,60 @@ def load_frames(path_or_glob: Any, *, trusted: bool = False) -> TraceFrames:
     return build_frames(load_dumps(path_or_glob, trusted=trusted))
 
 
+def combine_frames(parts: list[TraceFrames]) -> TraceFrames:
+    """One set of frames from several (e.g. two rollouts to compare), ids renumbered."""
+    if len(parts) == 1:
+        return parts[0]
+    samples, spans, events, segments = [], [], [], []
+    row_offset = span_offset = event_offset = dump_offset = 0
+    warnings: Counter[str] = Counter()
+    for part in parts:
+        samples.append(part.samples.assign(dump=part.samples["dump"] + dump_offset)
+                       .set_axis(part.samples.index + row_offset))
+        core = part.span_core
+        spans.append(core.assign(
+            sample_row=core["sample_row"] + row_offset,
+            parent_index=np.where(core["parent_index"] >= 0,
+                                  core["parent_index"] + span_offset, -1),
+        ).set_axis(core.index + span_offset))
+        events.append(part.event_core.assign(
+            sample_row=part.event_core["sample_row"] + row_offset,
+            parent_index=np.where(part.event_core["parent_index"] >= 0,
+                                  part.event_core["parent_index"] + span_offset, -1),
+        ).set_axis(part.event_core.index + event_offset))
+        segments.append(part.segments.assign(span_index=part.segments["span_index"]
+                                             + span_offset))
+        warnings.update(part.warnings)
+        row_offset += len(part.samples)
+        span_offset += len(core)
+        event_offset += len(part.event_core)
+        dump_offset += max(len(part.paths), 1)
+    combined_samples = pd.concat(samples)
+    combined_samples.index.name = "row"
+    t0s = [p.t0 for p in parts if p.t0 == p.t0]
+    t1s = [p.t1 for p in parts if p.t1 == p.t1]
+    return TraceFrames(
+        samples=_recategorize(combined_samples),
+        span_core=_recategorize(pd.concat(spans)),
+        event_core=_recategorize(pd.concat(events)),
+        segments=_recategorize(pd.concat(segments, ignore_index=True)),
+        paths=[path for p in parts for path in (p.paths or ["<memory>"])],
+        rollout_ids=[r for p in parts for r in (p.rollout_ids or [None])],
+        warnings=warnings,
+        t0=min(t0s) if t0s else float("nan"),
+        t1=max(t1s) if t1s else float("nan"),
+    )
+
+
+def _recategorize(frame: pd.DataFrame) -> pd.DataFrame:
+    """Concatenating categoricals with different categories gives objects; restore them."""
+    for column in ("name", "parent_name", "source", "status", "state", "clip_reason", "kind",
+                   "pd_form"):
+        if column in frame.columns and frame[column].dtype != "category":
+            frame[column] = frame[column].astype("category")
+    return frame
+
+
 def build_frames(source: Any) -> TraceFrames:
     """Flatten dumps: a ``LoadedDump``, a list of them, a dump dict or a list of samples."""
     dumps = _as_dump_list(source)

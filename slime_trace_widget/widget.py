@@ -19,7 +19,7 @@ import pandas as pd
 import traitlets
 
 from .details import event_detail, span_detail
-from .frames import TraceFrames, build_frames, load_frames
+from .frames import TraceFrames, build_frames, combine_frames, load_frames
 from .payload import EncodedView, encode
 from .snapshot import write_snapshot
 
@@ -40,10 +40,13 @@ class TraceTimeline(anywidget.AnyWidget):
     height = traitlets.Int(640).tag(sync=True)
 
     def __init__(self, frames: TraceFrames, *, title: str | None = None,
-                 align: str = "global", **kwargs: Any) -> None:
+                 align: str | None = None, **kwargs: Any) -> None:
+        """``align``: "global" (one clock) or "rollout" (each dump from its own start);
+        the default compares several dumps by their shape, "rollout", else "global"."""
         self._frames = frames
         self._title = title
-        self._align = align
+        self._align = align or ("rollout" if len(frames.paths) > 1 else "global")
+        align = self._align
         self._view = encode(frames, title=title, align=align)
         super().__init__(payload=self._view.payload, **kwargs)
         self.on_msg(self._on_message)
@@ -61,9 +64,14 @@ class TraceTimeline(anywidget.AnyWidget):
         return cls(load_frames(path_or_glob, trusted=trusted), **kwargs)
 
     @classmethod
-    def from_frames(cls, frames: TraceFrames | Any, **kwargs: Any) -> TraceTimeline:
-        """Show frames already built (or anything :func:`build_frames` accepts)."""
-        if not isinstance(frames, TraceFrames):
+    def from_frames(cls, frames: TraceFrames | list[TraceFrames] | Any, **kwargs: Any
+                    ) -> TraceTimeline:
+        """Show frames already built, several of them side by side (a list), or anything
+        :func:`build_frames` accepts."""
+        if isinstance(frames, list) and frames and all(isinstance(f, TraceFrames)
+                                                      for f in frames):
+            frames = combine_frames(frames)
+        elif not isinstance(frames, TraceFrames):
             frames = build_frames(frames)
         return cls(frames, **kwargs)
 

@@ -282,7 +282,7 @@ export class App {
       expand_all: s.expandAll,
       expanded: [...this.expanded].sort((a, b) => a - b),
       collapsed: [...this.collapsed].sort((a, b) => a - b),
-      highlight: this.highlight >= 0 ? nameOf(this.d, this.highlight) : null,
+      highlight: this.highlight >= 0 ? this.d.names[this.highlight] ?? null : null,
       view: [this.view.t0, this.view.t1],
       cursor: Number.isFinite(this.cursor) ? this.cursor : null,
       scroll_top: Math.round(this.scrollEl.scrollTop),

@@ -636,7 +636,7 @@ function deriveGlobals(d) {
  */
 export function nameOf(d, i) {
   const n = d.names[i];
-  return n === undefined ? `name#${i}` : n;
+  return n === undefined ? `name#${i}` : n === "" ? "(no name)" : n;
 }
 
 /**

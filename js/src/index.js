@@ -4,6 +4,7 @@
 import "./styles.css";
 import { App } from "./app.js";
 import { createLocalModel } from "./standalone.js";
+import { bootSnapshot } from "./snapshot.js";
 
 /**
  * @param {{ model: import("./model.js").AnyModel, el: HTMLElement }} ctx
@@ -25,5 +26,5 @@ function render({ model, el }) {
   return () => app?.dispose();
 }
 
-export { createLocalModel, render };
+export { createLocalModel, render, bootSnapshot };
 export default { render };

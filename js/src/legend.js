@@ -105,7 +105,7 @@ export function renderLegend(host, d, info, highlight, onClick) {
     const sw = el("span", shape);
     sw.style.background = color;
     b.appendChild(sw);
-    b.appendChild(document.createTextNode(text));
+    b.appendChild(el("span", "stw-legend-text", text.length > 48 ? text.slice(0, 47) + "…" : text));
     b.title = `${text}: ${count.toLocaleString("en-US")} — click to highlight`;
     b.addEventListener("click", () => onClick(name));
     g.appendChild(b);
