@@ -399,7 +399,9 @@ def _span_table(
         "end_attempt": end_attempts.astype(np.int32),
         "virtual": is_virtual,
         "pd_detail": pd_detail,
-        "pd_form": pd.Categorical([None] * n_real + virtual.form, categories=PD_FORMS),
+        "pd_form": pd.Categorical.from_codes(
+            np.concatenate([np.full(n_real, -1), [PD_FORMS.index(f) for f in virtual.form]])
+            .astype(np.int8), categories=PD_FORMS),
         "error": _has_key(end_attrs, "error_type"),
         "start_attrs": _object_array(start_attrs),
         "end_attrs": _object_array(end_attrs),
@@ -534,7 +536,7 @@ def _merge(start: dict | None, end: dict | None) -> dict | None:
 
 
 def _has_key(dicts: list[dict | None], key: str) -> np.ndarray:
-    return np.fromiter((bool(d) and key in d for d in dicts), dtype=bool, count=len(dicts))
+    return np.array([d is not None and key in d for d in dicts], dtype=bool)
 
 
 def _with_attr_columns(
@@ -669,9 +671,9 @@ def _sample_table(
     events: pd.DataFrame,
 ) -> pd.DataFrame:
     n = len(fields)
-    real = spans[~spans["virtual"].to_numpy()]
-    span_rows = real["sample_row"].to_numpy()
-    is_open = (real["state"] == "open").to_numpy()
+    real = ~spans["virtual"].to_numpy()
+    span_rows = spans["sample_row"].to_numpy()[real]
+    is_open = np.asarray(spans["state"].array.codes)[real] == STATES.index("open")
     event_rows = events["sample_row"].to_numpy()
     unmatched = (events["kind"] == "unmatched_end").to_numpy()
     lanes = np.zeros(n, dtype=np.int64)

@@ -148,30 +148,51 @@ def _from_child_spans(
     phase_index = np.flatnonzero(np.isin(codes, phase_codes) & (parents >= 0))
     if not len(phase_index):
         return set()
-    owner_of_phase = {}
-    for phase_span in phase_index.tolist():
-        generation = int(parents[phase_span])
-        phase = PHASE_SPANS[categories[codes[phase_span]]]
+    first_owner = len(out.generation)
+    generations = parents[phase_index]
+    phases = [PHASE_SPANS[categories[c]] for c in codes[phase_index].tolist()]
+    for phase_span, generation, phase in zip(phase_index.tolist(), generations.tolist(), phases,
+                                             strict=True):
         attrs: dict[str, Any] = {"phase": phase}
         own = end_attrs[phase_span]
         if own and "duration_s" in own:
             attrs["duration_s"] = own["duration_s"]
-        attrs.update(summaries.get(generation, {}))
-        owner_of_phase[phase_span] = out.add(generation, phase, float(starts[phase_span]),
-                                             float(ends[phase_span]), attrs, "children")
-    children = np.flatnonzero(np.isin(parents, phase_index))
+        summary = summaries.get(generation)
+        if summary:
+            attrs.update(summary)
+        out.attrs.append(attrs)
+    out.generation += generations.tolist()
+    out.phase += phases
+    out.start += starts[phase_index].tolist()
+    out.end += ends[phase_index].tolist()
+    out.form += ["children"] * len(phase_index)
+
+    owner_of_span = np.full(len(parents), -1, dtype=np.int64)
+    owner_of_span[phase_index] = np.arange(first_owner, first_owner + len(phase_index))
+    children = np.flatnonzero(owner_of_span[np.maximum(parents, 0)] >= 0)
+    children = children[parents[children] >= 0]
     with np.errstate(invalid="ignore"):
         children = children[(ends[children] - starts[children]) > 0]
     children = children[np.lexsort((starts[children], parents[children]))]
     seg_names = [c.removeprefix(PD_PREFIX) for c in categories]
-    for child, parent, start, end, code in zip(
-        children.tolist(), parents[children].tolist(), starts[children].tolist(),
-        ends[children].tolist(), codes[children].tolist(), strict=True,
-    ):
-        name = seg_names[code]
-        exact = _first_number(end_attrs[child] or {}, (f"pd_{name}_duration",))
-        out.add_segment(owner_of_phase[parent], name, start, exact or end - start)
-    return {int(parents[p]) for p in phase_index.tolist()}
+    names_of = [seg_names[c] for c in codes[children].tolist()]
+    child_starts = starts[children].tolist()
+    spans_of = (ends[children] - starts[children]).tolist()
+    owners = owner_of_span[parents[children]].tolist()
+    for child, owner, name, span in zip(children.tolist(), owners, names_of, spans_of,
+                                        strict=True):
+        own = end_attrs[child]
+        exact = own.get(f"pd_{name}_duration") if own else None
+        duration = exact if type(exact) is float and exact > 0 else span
+        out.attrs[owner][f"{name}_s"] = duration
+        out.seg_duration.append(duration)
+    out.seg_owner += owners
+    out.seg_name += names_of
+    out.seg_start += child_starts
+    out.seg_end += [start + duration for start, duration in
+                    zip(child_starts, out.seg_duration[-len(child_starts):], strict=True)
+                    ] if child_starts else []
+    return set(generations.tolist())
 
 
 def _from_attributes(

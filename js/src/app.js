@@ -209,6 +209,7 @@ export class App {
     this.onScroll = () => {
       this.tooltip.hidden = true;
       this.requestFrame();
+      this.saveViewState();
     };
     this.scrollEl.addEventListener("scroll", this.onScroll, { passive: true });
     this.ro = typeof ResizeObserver !== "undefined" ? new ResizeObserver(() => this.requestFrame()) : null;

@@ -428,8 +428,10 @@ export function renderDetails(host, d, h, detailSpan, st, act) {
 
   // PD phases.
   if (h.type !== "event") {
-    const fromDetail = detail ? pdFromDetail(detail.segments) : null;
-    const phases = fromDetail || pdBreakdown(d, detailSpan >= 0 ? detailSpan : h.span);
+    // The payload knows both phases of a generation (and which is which);
+    // the kernel's `segments` only fill in when the payload has none.
+    const fromPayload = pdBreakdown(d, detailSpan >= 0 ? detailSpan : h.span);
+    const phases = fromPayload.length ? fromPayload : (detail && pdFromDetail(detail.segments)) || [];
     if (phases.length) renderPd(section(host, "PD phases"), phases, h.type === "segment" ? nameOf(d, d.segName[h.seg]) : "");
   }
 
