@@ -283,7 +283,7 @@ def _span_columns(records: RecordColumns) -> dict[str, Any]:
     end_attrs[index] = _object_array(records.end_attrs)
     return {
         "rows": np.asarray(records.span_row, dtype=np.int64),
-        "names": pd.Categorical(records.span_name),
+        "names": _categorical(records.span_name),
         "starts": np.asarray(records.span_start, dtype=np.float64),
         "ends": ends,
         "parents": np.asarray(records.span_parent, dtype=np.int64),
@@ -299,7 +299,7 @@ def _span_columns(records: RecordColumns) -> dict[str, Any]:
 def _event_columns(records: RecordColumns) -> dict[str, Any]:
     return {
         "rows": np.asarray(records.event_row, dtype=np.int64),
-        "names": pd.Categorical(records.event_name),
+        "names": _categorical(records.event_name),
         "ts": np.asarray(records.event_ts, dtype=np.float64),
         "attempts": np.asarray(records.event_attempt, dtype=np.int64),
         "parent_ids": _object_array(records.event_parent_id),
@@ -307,6 +307,13 @@ def _event_columns(records: RecordColumns) -> dict[str, Any]:
         "parents": np.asarray(records.event_parent, dtype=np.int64),
         "attrs": records.event_attrs,
     }
+
+
+def _categorical(values: list[str]) -> pd.Categorical:
+    """Categorical in first-seen order; ``pd.factorize`` hashes in C, several times
+    faster than ``pd.Categorical`` on a list of Python strings."""
+    codes, uniques = pd.factorize(np.array(values, dtype=object))
+    return pd.Categorical.from_codes(codes, categories=pd.Index(uniques, dtype=object))
 
 
 def _object_array(values: list) -> np.ndarray:
