@@ -1,12 +1,14 @@
-"""Everything about one span or event, as JSON-safe data for the details panel.
+"""Everything about spans and events, as JSON-safe data for the details panel.
 
 The kernel keeps the attributes; the renderer asks for one item when it is
-clicked (notebook) or reads the same dicts embedded in the page (HTML
-snapshot). Both go through these functions so the panel shows the same thing.
+clicked (notebook) or reads the same fields embedded column-wise in the page
+(HTML snapshot, built for many items at once). Both use the column builders
+below, so the panel shows the same fields either way.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -16,93 +18,121 @@ from .frames import TraceFrames
 from .values import MAX_STRING_CHARS, json_safe
 
 
-def sample_summary(frames: TraceFrames, row: int) -> dict[str, Any]:
-    """The sample fields the panel lists above the item."""
-    sample = frames.samples.loc[row]
-    reward = _maybe_float(sample["reward"])
-    return json_safe({
-        "row": int(row),
-        "id": _maybe_int(sample["sample_index"]),
-        "group": _maybe_int(sample["group_index"]),
-        "sample_index": _maybe_int(sample["sample_index"]),
-        "group_index": _maybe_int(sample["group_index"]),
-        "rollout_id": _maybe_int(sample["rollout_id"]),
-        "source": _maybe_text(sample["source"]),
-        "status": _maybe_text(sample["status"]),
+def span_columns(frames: TraceFrames, indices: np.ndarray | list[int],
+                 max_chars: int = MAX_STRING_CHARS) -> dict[str, list]:
+    """Detail fields of the spans ``indices`` (``spans.index`` values), column-wise."""
+    spans = frames.span_core.loc[indices]
+    return {
+        "kind": ["span"] * len(spans),
+        "index": spans.index.tolist(),
+        "name": _texts(spans["name"]),
+        "span_id": _texts(spans["span_id"]),
+        "parent_span_id": _texts(spans["parent_span_id"]),
+        "parent_name": _texts(spans["parent_name"]),
+        "start": _numbers(spans["start"]),
+        "end": _numbers(spans["end"]),
+        "display_end": _numbers(spans["display_end"]),
+        "duration": _numbers(spans["duration"]),
+        "state": _texts(spans["state"]),
+        "clip_reason": _texts(spans["clip_reason"]),
+        "attempt": spans["attempt"].tolist(),
+        "end_attempt": spans["end_attempt"].tolist(),
+        "virtual": spans["virtual"].tolist(),
+        "start_attrs": [json_safe(a or {}, max_chars) for a in spans["start_attrs"]],
+        "end_attrs": [json_safe(a or {}, max_chars) for a in spans["end_attrs"]],
+    }
+
+
+def event_columns(frames: TraceFrames, indices: np.ndarray | list[int],
+                  max_chars: int = MAX_STRING_CHARS) -> dict[str, list]:
+    """Detail fields of the events ``indices`` (``events.index`` values), column-wise."""
+    events = frames.event_core.loc[indices]
+    return {
+        "kind": _texts(events["kind"]),
+        "index": events.index.tolist(),
+        "name": _texts(events["name"]),
+        "ts": _numbers(events["ts"]),
+        "attempt": events["attempt"].tolist(),
+        "span_id": _texts(events["span_id"]),
+        "parent_span_id": _texts(events["parent_span_id"]),
+        "parent_name": _texts(events["parent_name"]),
+        "attrs": [json_safe(a or {}, max_chars) for a in events["attrs"]],
+    }
+
+
+def segment_columns(frames: TraceFrames, span_indices: np.ndarray | list[int]) -> dict[str, list]:
+    """Exact PD segments of the given virtual spans, column-wise, with their owner."""
+    segments = frames.segments
+    chosen = segments[segments["span_index"].isin(span_indices)] if len(segments) else segments
+    return {
+        "owner": chosen["span_index"].tolist() if len(chosen) else [],
+        "name": _texts(chosen["name"]) if len(chosen) else [],
+        "start": _numbers(chosen["start"]) if len(chosen) else [],
+        "end": _numbers(chosen["end"]) if len(chosen) else [],
+        "duration": _numbers(chosen["duration"]) if len(chosen) else [],
+    }
+
+
+def sample_summaries(frames: TraceFrames, rows: np.ndarray | list[int],
+                     max_chars: int = MAX_STRING_CHARS) -> list[dict[str, Any]]:
+    """The sample fields the panel lists above the item, one dict per row."""
+    samples = frames.samples.loc[rows]
+    rewards = _numbers(samples["reward"])
+    columns = {
+        "row": samples.index.tolist(),
+        "id": _ints(samples["sample_index"]),
+        "group": _ints(samples["group_index"]),
+        "rollout_id": _ints(samples["rollout_id"]),
+        "source": _texts(samples["source"]),
+        "status": _texts(samples["status"]),
         # a dict reward is shown whole where a scalar would be
-        "reward": reward if reward is not None else sample["reward_detail"],
-        "reward_detail": sample["reward_detail"],
-        "label": _maybe_text(sample["label"]),
-        "trace_id": _maybe_text(sample["trace_id"]),
-        "attempts": int(sample["attempts"]),
-        "start": _maybe_float(sample["start"]),
-        "end": _maybe_float(sample["end"]),
-        "duration": _maybe_float(sample["duration"]),
-    })
+        "reward": [detail if reward is None else reward
+                   for reward, detail in zip(rewards, samples["reward_detail"], strict=True)],
+        "label": _texts(samples["label"]),
+        "trace_id": _texts(samples["trace_id"]),
+        "attempts": samples["attempts"].tolist(),
+        "start": _numbers(samples["start"]),
+        "end": _numbers(samples["end"]),
+        "duration": _numbers(samples["duration"]),
+    }
+    names = list(columns)
+    return [json_safe(dict(zip(names, values, strict=True)), max_chars)
+            for values in zip(*columns.values(), strict=True)]
 
 
 def span_detail(frames: TraceFrames, index: int, max_chars: int = MAX_STRING_CHARS) -> dict:
     """Timing, parent, attributes, PD segments and sample summary of span ``index``."""
-    span = frames.span_core.loc[index]
-    segments = frames.segments
-    own = segments[segments["span_index"].to_numpy() == index] if len(segments) else segments
-    detail = {
-        "kind": "span",
-        "index": int(index),
-        "name": str(span["name"]),
-        "span_id": _maybe_text(span["span_id"]),
-        "parent_span_id": _maybe_text(span["parent_span_id"]),
-        "parent_name": _maybe_text(span["parent_name"]),
-        "start": float(span["start"]),
-        "end": _maybe_float(span["end"]),
-        "display_end": float(span["display_end"]),
-        "duration": _maybe_float(span["duration"]),
-        "state": str(span["state"]),
-        "clip_reason": _maybe_text(span["clip_reason"]),
-        "attempt": int(span["attempt"]),
-        "end_attempt": int(span["end_attempt"]),
-        "virtual": bool(span["virtual"]),
-        "start_attrs": span["start_attrs"] or {},
-        "end_attrs": span["end_attrs"] or {},
-        "segments": [
-            {"name": str(s.name), "start": float(s.start), "end": float(s.end),
-             "duration": float(s.duration)}
-            for s in own.itertuples(index=False)
-        ],
-        "sample": sample_summary(frames, int(span["sample_row"])),
-    }
-    return json_safe(detail, max_chars)
+    detail = _first_row(span_columns(frames, [index], max_chars))
+    segments = segment_columns(frames, [index])
+    detail["segments"] = [dict(zip(("name", "start", "end", "duration"), values, strict=True))
+                          for values in zip(segments["name"], segments["start"],
+                                            segments["end"], segments["duration"], strict=True)]
+    row = int(frames.span_core.at[index, "sample_row"])
+    detail["sample"] = sample_summaries(frames, [row], max_chars)[0]
+    return detail
 
 
 def event_detail(frames: TraceFrames, index: int, max_chars: int = MAX_STRING_CHARS) -> dict:
     """Time, parent, attributes and sample summary of event ``index``."""
-    event = frames.event_core.loc[index]
-    detail = {
-        "kind": str(event["kind"]),
-        "index": int(index),
-        "name": str(event["name"]),
-        "ts": float(event["ts"]),
-        "attempt": int(event["attempt"]),
-        "span_id": _maybe_text(event["span_id"]),
-        "parent_span_id": _maybe_text(event["parent_span_id"]),
-        "parent_name": _maybe_text(event["parent_name"]),
-        "attrs": event["attrs"] or {},
-        "sample": sample_summary(frames, int(event["sample_row"])),
-    }
-    return json_safe(detail, max_chars)
+    detail = _first_row(event_columns(frames, [index], max_chars))
+    row = int(frames.event_core.at[index, "sample_row"])
+    detail["sample"] = sample_summaries(frames, [row], max_chars)[0]
+    return detail
 
 
-def _maybe_int(value: Any) -> int | None:
-    return None if pd.isna(value) else int(value)
+def _first_row(columns: dict[str, list]) -> dict[str, Any]:
+    return {name: values[0] for name, values in columns.items()}
 
 
-def _maybe_float(value: Any) -> float | None:
-    if value is None or pd.isna(value):
-        return None
-    return float(value)
+def _numbers(series: pd.Series) -> list[float | None]:
+    values = series.to_numpy(dtype=np.float64)
+    return [v if math.isfinite(v) else None for v in values.tolist()]
 
 
-def _maybe_text(value: Any) -> str | None:
-    if value is None or (isinstance(value, float) and np.isnan(value)):
-        return None
-    return str(value)
+def _ints(series: pd.Series) -> list[int | None]:
+    return [None if pd.isna(v) else int(v) for v in series]
+
+
+def _texts(series: pd.Series) -> list[str | None]:
+    return [None if v is None or (isinstance(v, float) and v != v) else str(v)
+            for v in series.tolist()]

@@ -29,9 +29,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .details import event_columns, sample_summaries, segment_columns, span_columns
 from .frames import TraceFrames
 from .payload import EncodedView, encode
-from .values import json_safe
 
 SNAPSHOT_MAX_CHARS = 20_000
 MAGIC = b"STW1"
@@ -168,82 +168,16 @@ def _concatenate(buffers: dict[str, bytes]) -> tuple[bytes, dict[str, list[int]]
 
 
 def _details(frames: TraceFrames, view: EncodedView, max_chars: int) -> dict[str, Any]:
-    """Columnar attribute tables in payload order (see ``js/src/snapshot.js``)."""
-    spans = frames.span_core.loc[view.span_index]
-    events = frames.event_core.loc[view.event_index]
-    span_position = pd.Series(np.arange(len(view.span_index)), index=view.span_index)
-    segments = frames.segments[frames.segments["span_index"].isin(view.span_index)]
-    owners = span_position.loc[segments["span_index"]].to_numpy()
-    order = np.argsort(owners, kind="stable")
-    segments = segments.iloc[order]
+    """Columnar detail tables in payload order (read by ``js/src/snapshot.js``)."""
+    segments = segment_columns(frames, view.span_index)
+    position = pd.Series(np.arange(len(view.span_index)), index=view.span_index)
+    owners = position.loc[segments["owner"]].to_numpy() if segments["owner"] else np.zeros(0)
+    order = np.argsort(owners, kind="stable").tolist()
+    segments = {name: [values[i] for i in order] for name, values in segments.items()}
+    segments["owner"] = owners[order].tolist()
     return {
-        "spans": {
-            "kind": ["span"] * len(spans),
-            "name": _texts(spans["name"]),
-            "span_id": _texts(spans["span_id"]),
-            "parent_span_id": _texts(spans["parent_span_id"]),
-            "parent_name": _texts(spans["parent_name"]),
-            "start": _numbers(spans["start"]),
-            "end": _numbers(spans["end"]),
-            "duration": _numbers(spans["duration"]),
-            "state": _texts(spans["state"]),
-            "clip_reason": _texts(spans["clip_reason"]),
-            "attempt": spans["attempt"].tolist(),
-            "end_attempt": spans["end_attempt"].tolist(),
-            "start_attrs": [json_safe(a or {}, max_chars) for a in spans["start_attrs"]],
-            "end_attrs": [json_safe(a or {}, max_chars) for a in spans["end_attrs"]],
-        },
-        "events": {
-            "kind": _texts(events["kind"]),
-            "name": _texts(events["name"]),
-            "ts": _numbers(events["ts"]),
-            "attempt": events["attempt"].tolist(),
-            "span_id": _texts(events["span_id"]),
-            "parent_span_id": _texts(events["parent_span_id"]),
-            "parent_name": _texts(events["parent_name"]),
-            "attrs": [json_safe(a or {}, max_chars) for a in events["attrs"]],
-        },
-        "samples": _sample_summaries(frames.samples.loc[view.sample_rows], max_chars),
-        "segments": {
-            "owner": owners[order].tolist(),
-            "name": _texts(segments["name"]),
-            "start": _numbers(segments["start"]),
-            "end": _numbers(segments["end"]),
-            "duration": _numbers(segments["duration"]),
-        },
+        "spans": span_columns(frames, view.span_index, max_chars),
+        "events": event_columns(frames, view.event_index, max_chars),
+        "samples": sample_summaries(frames, view.sample_rows, max_chars),
+        "segments": segments,
     }
-
-
-def _sample_summaries(samples: pd.DataFrame, max_chars: int) -> list[dict[str, Any]]:
-    """The fields of ``details.sample_summary`` for many samples at once."""
-    columns = {
-        "row": samples.index.tolist(),
-        "id": _ints(samples["sample_index"]),
-        "group": _ints(samples["group_index"]),
-        "rollout_id": _ints(samples["rollout_id"]),
-        "source": _texts(samples["source"]),
-        "status": _texts(samples["status"]),
-        "reward": [d if r is None else r for r, d in zip(_numbers(samples["reward"]),
-                                                          samples["reward_detail"], strict=True)],
-        "label": _texts(samples["label"]),
-        "trace_id": _texts(samples["trace_id"]),
-        "attempts": samples["attempts"].tolist(),
-        "duration": _numbers(samples["duration"]),
-    }
-    names = list(columns)
-    return [json_safe(dict(zip(names, values, strict=True)), max_chars)
-            for values in zip(*columns.values(), strict=True)]
-
-
-def _numbers(series: pd.Series) -> list[float | None]:
-    values = series.to_numpy(dtype=np.float64)
-    return [None if v != v or v in (np.inf, -np.inf) else v for v in values.tolist()]
-
-
-def _ints(series: pd.Series) -> list[int | None]:
-    return [None if pd.isna(v) else int(v) for v in series]
-
-
-def _texts(series: pd.Series) -> list[str | None]:
-    return [None if v is None or (isinstance(v, float) and v != v) else str(v)
-            for v in series.tolist()]

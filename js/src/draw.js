@@ -3,6 +3,7 @@
 // unmatched markers, event markers and cluster badges, cursor, brush range,
 // selection. Only visible rows and the visible time window are touched.
 
+import { sizeCanvas } from "./canvas.js";
 import { F_OPEN, F_ERROR, F_VIRTUAL, F_PD_DETAIL, LK_SPANS, LK_VIRTUAL, EV_INSTANT, EV_UNMATCHED, nameOf, sampleLabel, statusOf } from "./decode.js";
 import { ROW_PAD, laneGap, barBox, visibleRows } from "./layout.js";
 import { RunBuffer, ClusterBuffer, EventScratch, mergeLane } from "./lod.js";
@@ -264,12 +265,7 @@ export class Painter {
    * @param {number} dpr
    */
   resize(w, h, dpr) {
-    const pw = Math.max(1, Math.round(w * dpr));
-    const ph = Math.max(1, Math.round(h * dpr));
-    if (this.canvas.width !== pw) this.canvas.width = pw;
-    if (this.canvas.height !== ph) this.canvas.height = ph;
-    this.canvas.style.width = `${w}px`;
-    this.canvas.style.height = `${h}px`;
+    sizeCanvas(this.canvas, w, h, dpr);
     this.w = w;
     this.h = h;
     this.dpr = dpr;

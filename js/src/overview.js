@@ -5,6 +5,7 @@
 /** @typedef {import("./decode.js").Data} Data */
 /** @typedef {import("./theme.js").Theme} Theme */
 
+import { sizeCanvas } from "./canvas.js";
 import { formatNumber } from "./format.js";
 
 /**
@@ -101,12 +102,7 @@ export class Overview {
    * @param {number} dpr
    */
   resize(w, h, dpr) {
-    const pw = Math.max(1, Math.round(w * dpr));
-    const ph = Math.max(1, Math.round(h * dpr));
-    if (this.canvas.width !== pw) this.canvas.width = pw;
-    if (this.canvas.height !== ph) this.canvas.height = ph;
-    this.canvas.style.width = `${w}px`;
-    this.canvas.style.height = `${h}px`;
+    sizeCanvas(this.canvas, w, h, dpr);
     this.w = w;
     this.h = h;
     this.dpr = dpr;
