@@ -174,18 +174,42 @@ def _atomic_write(path: Path, data: bytes) -> None:
         raise
 
 
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    """Static files from one folder; one log line per request on stderr."""
+class _FolderHandler(http.server.SimpleHTTPRequestHandler):
+    """Static files from one folder and nothing else.
+
+    ``..`` is already dropped by the base class; on top of that a path that
+    resolves outside the folder (a symlink) or names a hidden file is a 404,
+    and folders are not listed, so the page's neighbours in a dump directory
+    stay private.
+    """
+
+    def translate_path(self, path: str) -> str:
+        candidate = Path(super().translate_path(path))
+        root = Path(self.directory).resolve()
+        resolved = candidate.resolve()
+        inside = resolved == root or root in resolved.parents
+        hidden = any(part.startswith(".") for part in resolved.relative_to(root).parts
+                     ) if inside else True
+        return str(resolved) if inside and not hidden else str(root / ".refused")
+
+    def list_directory(self, path: str | os.PathLike[str]) -> None:
+        self.send_error(404, "No listing")
+        return None
 
     def log_message(self, format: str, *args: object) -> None:
         sys.stderr.write(f"{self.address_string()} {format % args}\n")
 
 
+class _Server(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 256  # a burst of page loads should queue, not be refused
+
+
 def make_server(folder: Path, host: str, port: int) -> http.server.ThreadingHTTPServer:
     """A threaded static server for ``folder`` (port 0 picks a free one)."""
-    handler = functools.partial(_QuietHandler, directory=str(folder))
+    handler = functools.partial(_FolderHandler, directory=str(folder))
     try:
-        return http.server.ThreadingHTTPServer((host, port), handler)
+        return _Server((host, port), handler)
     except OSError as exc:
         raise CliError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
 
