@@ -162,9 +162,10 @@ def main(argv: list[str] | None = None) -> None:
     source = demo_dump("250k_spans")
     start = time.perf_counter()
     frames = load_frames(source)
+    loading = time.perf_counter() - start
     print(f"dump: {source} ({source.stat().st_size / 1e6:.1f} MB, {len(frames.samples):,} "
-          f"samples, {len(frames.span_core):,} spans); load_frames {_fmt_s(time.perf_counter() - start)}"
-          " (not counted below)")
+          f"samples, {len(frames.span_core):,} spans); load_frames {_fmt_s(loading)} "
+          "(not counted below)")
     with tempfile.TemporaryDirectory(prefix="stw-bench-export-") as temp:
         folder = Path(temp)
         page = bench_write(frames, folder, args.repeats)

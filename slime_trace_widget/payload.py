@@ -92,12 +92,14 @@ def encode(
     names = _NameTable()
     buffers: dict[str, bytes] = {}
     buffers.update(_sample_columns(frames, sample_rows, core, span_sel, offsets, t0))
-    span_order, span_cols = _span_columns(core, span_sel, sample_pos, names, t0)
+    span_order, span_cols = _span_columns(core, span_sel, sample_pos, names, t0, offsets)
     buffers.update(span_cols)
     span_pos = np.full(len(core), -1, dtype=np.int64)
     span_pos[span_order] = np.arange(len(span_order))
-    buffers.update(_segment_columns(segments, span_pos, names, t0))
-    event_order, event_cols = _event_columns(events, event_sel, sample_pos, span_pos, names, t0)
+    span_offsets = offsets[sample_pos[core["sample_row"].to_numpy()[span_order]]]
+    buffers.update(_segment_columns(segments, span_pos, span_offsets, names, t0))
+    event_order, event_cols = _event_columns(events, event_sel, sample_pos, span_pos, names, t0,
+                                             offsets)
     buffers.update(event_cols)
 
     meta = {
@@ -234,7 +236,7 @@ def _code_or_last(categorical: pd.Categorical, cap: int) -> np.ndarray:
 
 def _span_columns(
     core: pd.DataFrame, selection: np.ndarray, sample_pos: np.ndarray, names: _NameTable,
-    t0: float,
+    t0: float, offsets: np.ndarray,
 ) -> tuple[np.ndarray, dict[str, bytes]]:
     rows = sample_pos[core["sample_row"].to_numpy()[selection]]
     lanes = core["lane"].to_numpy()[selection]
@@ -251,10 +253,12 @@ def _span_columns(
     parent_pos[order] = np.arange(len(order))
     parents = chosen["parent_index"].to_numpy()
     parent_payload = np.where(parents >= 0, parent_pos[np.maximum(parents, 0)], -1)
+    samples = sample_pos[chosen["sample_row"].to_numpy()]
+    base = t0 + offsets[samples]
     columns = {
-        "span_sample": _pack("span_sample", sample_pos[chosen["sample_row"].to_numpy()]),
-        "span_start": _pack("span_start", chosen["start"].to_numpy() - t0),
-        "span_end": _pack("span_end", chosen["display_end"].to_numpy() - t0),
+        "span_sample": _pack("span_sample", samples),
+        "span_start": _pack("span_start", chosen["start"].to_numpy() - base),
+        "span_end": _pack("span_end", chosen["display_end"].to_numpy() - base),
         "span_name": _pack("span_name", names.codes_for(chosen["name"])),
         "span_lane": _pack("span_lane", np.minimum(chosen["lane"].to_numpy(), 255)),
         "span_depth": _pack("span_depth", np.minimum(chosen["depth"].to_numpy(), 255)),
@@ -266,8 +270,10 @@ def _span_columns(
 
 
 def _segment_columns(
-    segments: pd.DataFrame, span_pos: np.ndarray, names: _NameTable, t0: float
+    segments: pd.DataFrame, span_pos: np.ndarray, span_offsets: np.ndarray, names: _NameTable,
+    t0: float,
 ) -> dict[str, bytes]:
+    """PD segments of the virtual spans in the payload, sorted by owner then start."""
     if len(segments):
         owners = span_pos[segments["span_index"].to_numpy()]
         shown = segments[owners >= 0]
@@ -275,21 +281,21 @@ def _segment_columns(
         order = np.lexsort((shown["start"].to_numpy(), owners))
         shown, owners = shown.iloc[order], owners[order]
         name_codes = names.codes_for(shown["name"])
+        base = t0 + span_offsets[owners]
+        start, end = shown["start"].to_numpy() - base, shown["end"].to_numpy() - base
     else:
-        shown, owners, name_codes = segments, np.zeros(0), np.zeros(0)
-    start = shown["start"].to_numpy() if len(shown) else np.zeros(0)
-    end = shown["end"].to_numpy() if len(shown) else np.zeros(0)
+        owners = name_codes = start = end = np.zeros(0)
     return {
         "seg_span": _pack("seg_span", owners),
-        "seg_start": _pack("seg_start", start - t0),
-        "seg_end": _pack("seg_end", end - t0),
+        "seg_start": _pack("seg_start", start),
+        "seg_end": _pack("seg_end", end),
         "seg_name": _pack("seg_name", name_codes),
     }
 
 
 def _event_columns(
     events: pd.DataFrame, selection: np.ndarray, sample_pos: np.ndarray, span_pos: np.ndarray,
-    names: _NameTable, t0: float,
+    names: _NameTable, t0: float, offsets: np.ndarray,
 ) -> tuple[np.ndarray, dict[str, bytes]]:
     rows = sample_pos[events["sample_row"].to_numpy()[selection]]
     lanes = events["lane"].to_numpy()[selection]
@@ -297,9 +303,10 @@ def _event_columns(
     order = selection[np.lexsort((ts, lanes, rows))]
     chosen = events.iloc[order]
     parents = chosen["parent_index"].to_numpy()
+    samples = sample_pos[chosen["sample_row"].to_numpy()]
     columns = {
-        "ev_sample": _pack("ev_sample", sample_pos[chosen["sample_row"].to_numpy()]),
-        "ev_ts": _pack("ev_ts", chosen["ts"].to_numpy() - t0),
+        "ev_sample": _pack("ev_sample", samples),
+        "ev_ts": _pack("ev_ts", chosen["ts"].to_numpy() - t0 - offsets[samples]),
         "ev_name": _pack("ev_name", names.codes_for(chosen["name"])),
         "ev_lane": _pack("ev_lane", np.minimum(chosen["lane"].to_numpy(), 255)),
         "ev_kind": _pack("ev_kind", np.asarray(chosen["kind"].array.codes)),

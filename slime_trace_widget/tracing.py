@@ -16,6 +16,12 @@ Three rules shape the implementation:
 * **Nesting is per trace and per context.** The innermost open span of every
   trace lives in one ``ContextVar``, so each asyncio task (and each thread) sees
   its own parents: a thousand concurrent rollouts never adopt each other's spans.
+  A trace is told apart by its id *and* its carrier object, because
+  ``copy.deepcopy`` of a bound sample (how slime fans a prompt out into a group)
+  gives carriers that share a ``trace_id``.
+* **One damaged member costs only its own records.** A group span writes into
+  every member separately, so a member whose carrier is broken never keeps the
+  others from getting their start and end records.
 * **The hot path stays lean** (a few microseconds per span): ids come from
   ``os.urandom`` instead of ``uuid.uuid4`` objects, a span is one small object
   that is its own context manager, and attribute values are only inspected when
@@ -103,6 +109,9 @@ PD_SUMMARY_KEYS = ("pd_transfer_speed_gb_s", "pd_transfer_total_mb", "pd_prefill
 MAX_ERROR_MESSAGE_CHARS = 2000
 # Stand-in text for attribute values that could not be pickled into a dump.
 MAX_REPR_CHARS = 1000
+# torch.save's default protocol (what save_dump and slime write); a value that only
+# pickles under a newer protocol would make the whole dump unsaveable.
+_DUMP_PICKLE_PROTOCOL = 2
 # _trace_children nest two levels (phase, step); the bound only stops runaway garbage input.
 _MAX_CHILD_DEPTH = 8
 _PLAIN_TYPES = frozenset({str, int, float, bool, type(None)})
@@ -110,8 +119,10 @@ _PLAIN_TYPES = frozenset({str, int, float, bool, type(None)})
 _ARRAY_MODULES = ("numpy", "torch")
 
 Clock = Callable[[], float]
+# (trace_id, id(carrier)): deep-copied samples share a trace_id but not a carrier.
+_TraceKey = tuple[Any, int]
 # Innermost open span id of every trace in this context, and the handles of the innermost span.
-_Active = tuple[dict[str, str], tuple["TraceHandle", ...]]
+_Active = tuple[dict[_TraceKey, str], tuple["TraceHandle", ...]]
 
 _NOTHING_ACTIVE: _Active = ({}, ())
 _ACTIVE: ContextVar[_Active] = ContextVar("slime_trace_widget_active", default=_NOTHING_ACTIVE)
@@ -157,8 +168,16 @@ def get_clock() -> Clock:
 
 
 def _now() -> float:
+    """The current time; raises (and so loses the records) when the clock gives no usable time.
+
+    NaN or inf would be written into every record and then dropped by every reader
+    as a bad timestamp, so they count as a failing clock.
+    """
     clock = _CONTEXT_CLOCK.get()
-    return float(_global_clock() if clock is None else clock())
+    ts = float(_global_clock() if clock is None else clock())
+    if not math.isfinite(ts):
+        raise ValueError(f"the clock returned {ts!r}")
+    return ts
 
 
 # --------------------------------------------------------------------------- carriers
@@ -187,6 +206,11 @@ class TraceHandle:
     def attempt(self) -> Any:
         """The carrier's current attempt (0 until :func:`trace_next_attempt`)."""
         return self.carrier.get("attempt", 0)
+
+    @property
+    def key(self) -> _TraceKey:
+        """What nesting is tracked by: the trace id and the carrier object it writes into."""
+        return (self.trace_id, id(self.carrier))
 
     def __repr__(self) -> str:
         return (

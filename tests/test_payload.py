@@ -116,6 +116,15 @@ def test_rollout_alignment_offsets() -> None:
     assert offsets[rollout == 1].min() > 0
     starts = cols["smp_start"]
     assert starts[rollout == 1].min() == pytest.approx(0.0, abs=1e-3)
+    # spans, segments and events move with their sample: all drawn near 0 in both rollouts
+    span_rollout = rollout[cols["span_sample"]]
+    for group in (0, 1):
+        assert cols["span_start"][span_rollout == group].min() == pytest.approx(0.0, abs=1e-3)
+        assert cols["ev_ts"][rollout[cols["ev_sample"]] == group].max() < 60
+    assert cols["seg_start"].max() < 60
+    spans = both.span_core.loc[view.span_index]
+    absolute = cols["span_start"] + view.payload["meta"]["t0"] + offsets[cols["span_sample"]]
+    np.testing.assert_allclose(absolute, spans["start"], atol=0.05)
 
 
 def test_empty_dump_encodes() -> None:

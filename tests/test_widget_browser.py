@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from slime_trace_widget.dump import save_dump
@@ -77,6 +78,8 @@ def test_timeline_in_jupyterlab(lab: JupyterLab, chromium, tmp_path: Path) -> No
     dump = lab.notebooks / "small.pt"
     shutil.copy(FIXTURES / "small.pt", dump)
     hostile = _hostile_dump(lab.notebooks / "hostile.pt")
+    rollout3 = lab.notebooks / "rollout_3.pt"
+    shutil.copy(FIXTURES / "legacy_v1_pd.pt", rollout3)
     frames = load_frames(dump)
     target = _payload_index(frames, 0, "sglang_generate")
     low_reward = int((frames.samples["reward"] < 0.5).sum())
@@ -87,6 +90,10 @@ def test_timeline_in_jupyterlab(lab: JupyterLab, chromium, tmp_path: Path) -> No
         "tl.show(samples=tl.samples.query('reward < 0.5'))\n"
         "print('ROWS', len(tl.view.sample_rows))",
         f"h = TraceTimeline.from_dump({str(hostile)!r})\nh",
+        "tl.view_range = [1.0, 3.0]",
+        "print('RANGE', tl.view_range)",
+        f"both = TraceTimeline.from_dump([{str(dump)!r}, {str(rollout3)!r}])\n"
+        "print('ALIGN', both.payload['meta']['align'])\nboth",
     ])
     page = chromium.new_page(viewport=VIEWPORT, device_scale_factor=1)
     dialogs: list[str] = []
@@ -131,4 +138,37 @@ def test_timeline_in_jupyterlab(lab: JupyterLab, chromium, tmp_path: Path) -> No
     assert page.locator(".jp-Cell:nth-child(4) .stw-root script").count() == 0
     assert dialogs == []
     page.screenshot(path=str(ARTIFACTS / "jupyterlab-hostile.png"))
+
+    # view_range is two-way: Python zooms the view, the user's zoom comes back
+    notebook.run_cell(4)
+    page.wait_for_function(
+        "sel => Math.abs(document.querySelector(sel).stwDebug.state().viewStart - 1) < 1e-3",
+        arg=first, timeout=30_000)
+    state = root.evaluate("el => el.stwDebug.state()")
+    assert abs(state["viewEnd"] - 3.0) < 1e-3
+    root.locator(".stw-scroll canvas").first.click(position={"x": 700, "y": 10})
+    page.keyboard.press("w")
+    page.wait_for_function(
+        "sel => document.querySelector(sel).stwDebug.state().viewEnd - "
+        "document.querySelector(sel).stwDebug.state().viewStart < 1.99",
+        arg=first, timeout=30_000)
+    page.wait_for_timeout(600)  # the front end debounces view_range writes
+    notebook.run_cell(5)
+    reported = notebook.output_text(5)
+    start, end = (float(x) for x in reported.split("[")[1].split("]")[0].split(","))
+    assert end - start < 1.99 and (start, end) != (1.0, 3.0)
+
+    # comparison view: two dumps, each drawn from its own start
+    notebook.run_cell(6)
+    assert "ALIGN rollout" in notebook.output_text(6)
+    third = ".jp-Cell:nth-child(7) .stw-root"
+    page.wait_for_selector(f'{third}[data-ready="1"]', timeout=60_000)
+    assert page.locator(third).get_attribute("data-rows") == "16"
+    assert "16 of 16 samples" in page.locator(f"{third} .stw-header").inner_text()
+    compared = encode(load_frames([dump, rollout3]), align="rollout")
+    later = int(np.flatnonzero(compared.span_index >= len(frames.span_core))[0])
+    rect = page.locator(third).evaluate("(el, i) => el.stwDebug.spanRect(i)", later)
+    assert rect and rect["w"] > 1, "the second rollout is drawn from its own start"
+    page.locator(third).scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS / "jupyterlab-compare.png"))
     page.close()

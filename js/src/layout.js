@@ -93,7 +93,8 @@ export function sortValue(d, s, key) {
 
 /**
  * Rows sorted by `key`; missing values (NaN) last in both directions; ties
- * keep payload order.
+ * keep payload order. In a comparison view (several rollouts, each aligned to
+ * its own start) rows stay grouped by rollout, sorted within each group.
  * @param {Data} d
  * @param {Uint32Array} rows
  * @param {SortKey} key
@@ -107,7 +108,13 @@ export function sortRows(d, rows, key, desc) {
   const order = new Array(n);
   for (let i = 0; i < n; i++) order[i] = i;
   const sign = desc ? -1 : 1;
+  const grouped = d.meta.align === "rollout" && d.meta.rollouts.length > 1;
   order.sort((a, b) => {
+    if (grouped) {
+      const ga = d.smpRollout[rows[a]];
+      const gb = d.smpRollout[rows[b]];
+      if (ga !== gb) return ga - gb;
+    }
     const va = vals[a];
     const vb = vals[b];
     const na = Number.isNaN(va);

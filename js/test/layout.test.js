@@ -90,3 +90,20 @@ test("visible rows from scrollTop (binary search) match a linear scan", () => {
   assert.equal(rowAtY(L, L.rowTop[2]), 2);
   assert.equal(rowAtY(L, L.rowTop[2] - 0.01), 1);
 });
+
+test("comparison view keeps rows grouped by rollout, sorted within each group", () => {
+  const samples = [
+    { sample_index: 0, rollout: 1, start: 1, end: 9 },
+    { sample_index: 1, rollout: 0, start: 2, end: 3 },
+    { sample_index: 2, rollout: 1, start: 0, end: 2 },
+    { sample_index: 3, rollout: 0, start: 0, end: 8 },
+  ];
+  const spans = samples.map((s, i) => ({ sample: i, start: s.start, end: s.end, name: "a" }));
+  const meta = { rollouts: ["rollout 12", "rollout 13"], align: "rollout" };
+  const d = decodePayload(makePayload({ samples, spans, meta }).payload);
+  const all = filterSamples(d, "");
+  assert.deepEqual(Array.from(sortRows(d, all, "start", false)), [3, 1, 2, 0]);
+  assert.deepEqual(Array.from(sortRows(d, all, "duration", true)), [3, 1, 0, 2]);
+  const global = decodePayload(makePayload({ samples, spans, meta: { ...meta, align: "global" } }).payload);
+  assert.deepEqual(Array.from(sortRows(global, all, "start", false)), [2, 3, 0, 1]);
+});
