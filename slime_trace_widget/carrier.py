@@ -98,7 +98,9 @@ def read_carrier(row: int, records: list, out: RecordColumns) -> None:
     add_start, add_id = out.span_start.append, out.span_id.append
     add_parent_id, add_parent = out.span_parent_id.append, out.span_parent.append
     add_attempt, add_attrs = out.span_attempt.append, out.span_attrs.append
-    add_end, add_event = out.add_end, out.add_event
+    add_event = out.add_event
+    end_span, end_ts = out.end_span.append, out.end_ts.append
+    end_attempt, end_attrs = out.end_attempt.append, out.end_attrs.append
     starts = out.span_start
     first_index = len(out.span_row)
     # Per-carrier state. ``open_ids``: spans started and not yet ended, in
@@ -174,7 +176,10 @@ def read_carrier(row: int, records: list, out: RecordColumns) -> None:
                 sid = str(sid)
             start_index = open_ids.pop(sid, -1)
             if start_index >= 0:
-                add_end(start_index, ts, attempt, attrs)
+                end_span(start_index)
+                end_ts(ts)
+                end_attempt(attempt)
+                end_attrs(attrs)
                 waiting = extra_starts.get(sid)
                 if waiting:
                     open_ids[sid] = waiting.pop(0)
