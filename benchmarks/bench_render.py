@@ -1,8 +1,10 @@
 """Benchmark: the timeline widget in real JupyterLab, driven by Playwright.
 
-Prints, for demo dumps of about 250k spans and of the largest demo size
-(11,000 samples), the payload size per span, the time to first paint and frame
-times during a scripted session (drag pans, wheel zooms, held W/S/A/D, expand
+Prints, for a demo dump of about 250k spans and one of 11,000 samples (about
+1M spans in the frames, of which ~550k reach the payload: the PD detail spans
+travel as segments; ``--big-samples 20000`` gives ~1M payload spans), the
+payload size per span, the time to first paint and frame times during a
+scripted session (drag pans, wheel zooms, held W/S/A/D, expand
 all, label clicks, row scrolling, a zoom down to a 1 s window and back out).
 Debian's Chromium runs headless at a fixed 1600x900 viewport and device scale
 factor 1, so runs compare. Figures only: nothing here asserts a time.
@@ -29,6 +31,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -247,6 +250,7 @@ def triple(values: list[float]) -> str:
 
 
 def verdict(ok: bool) -> str:
+    """A word a reader's eye finds next to the target (MISS in capitals)."""
     return "ok" if ok else "MISS"
 
 
@@ -284,7 +288,8 @@ class Session:
 
     # ------------------------------------------------------------ recording
 
-    def record(self, name: str, action: Any) -> None:
+    def record(self, name: str, action: Callable[[], object]) -> None:
+        """Run ``action`` as one step, so each gesture gets its own frame statistics."""
         self.page.evaluate("() => window.__stwStep.begin()")
         action()
         time.sleep(0.25)  # let the last frames of the step land
@@ -298,6 +303,7 @@ class Session:
         return pct(self.page.evaluate("() => window.__stwStep.end()")["rafAll"], 0.5)
 
     def state(self) -> dict[str, Any]:
+        """The renderer's own view of itself: checks that a gesture really did something."""
         return self.handle.evaluate("el => el.stwDebug.state()")
 
     def window_s(self) -> float:
@@ -311,6 +317,7 @@ class Session:
         time.sleep(0.1)
 
     def drag(self, dx_per_move: float = 8.0, moves: int = 40) -> None:
+        """Pan left and back, one pointermove per Playwright call (each one a frame)."""
         mouse = self.page.mouse
         mouse.move(self.plot_x, self.mid_y)
         mouse.down()
@@ -321,6 +328,9 @@ class Session:
         mouse.up()
 
     def wheel(self, notches: int, delta: float = 120.0, x: float | None = None) -> None:
+        """Wheel up ``notches`` times (down when negative) at ``x``; over the plot that
+        zooms at the pointer, over the labels it scrolls. A 16 ms pause per notch keeps
+        the browser from coalescing them, as a hand on a mouse wheel would."""
         mouse = self.page.mouse
         mouse.move(self.plot_x if x is None else x, self.mid_y)
         for _ in range(abs(notches)):
@@ -341,13 +351,21 @@ class Session:
         return [(row, y) for row, y in self.handle.evaluate(
             LABEL_ROWS, [self.label_x, self.top, self.bottom])]
 
-    def click_labels(self, count: int) -> int:
-        """Click up to ``count`` row labels bottom-up (a toggle keeps rows above in place)."""
+    def expand_labels(self, count: int) -> list[int]:
+        """Click the top ``count`` row labels bottom-up (a toggle keeps rows above in place)."""
         rows = self.label_rows()[:count]
         for _, y in reversed(rows):
             self.page.mouse.click(self.label_x, y + 6)
             time.sleep(0.05)
-        return len(rows)
+        return [row for row, _ in rows]
+
+    def collapse_labels(self, rows: list[int]) -> None:
+        """Click these rows' labels top-down, finding each again after the one above shrank."""
+        for row in sorted(rows):
+            y = dict(self.label_rows()).get(row)
+            if y is not None:
+                self.page.mouse.click(self.label_x, y + 6)
+                time.sleep(0.05)
 
     # ------------------------------------------------------------ the script
 
@@ -381,10 +399,11 @@ class Session:
         self.record("expand all, pan, zoom, collapse", expand_all)
 
         def expand_rows() -> None:
-            notes["labels_clicked"] = self.click_labels(8)
+            rows = self.expand_labels(8)
+            notes["labels_clicked"] = len(rows)
             notes["rows_expanded"] = len(self.state()["expanded"])
             self.drag(6.0, 30)
-            self.click_labels(8)
+            self.collapse_labels(rows)
             notes["rows_expanded_after"] = len(self.state()["expanded"])
 
         self.record("expand single rows (labels)", expand_rows)
@@ -418,6 +437,9 @@ def open_widget(lab: JupyterLab, browser: Any, case: Case) -> tuple[Any, dict[st
     """Run the from_dump cell, then the display cell; returns the page and the timings."""
     url = lab.write_notebook(f"bench_{case.key}.ipynb",
                              [FROM_DUMP_CELL.format(path=str(case.path)), "tl"])
+    # A workspace per case: the default one would reopen the previous case's notebook,
+    # and NotebookPage's selectors would then find its cells first.
+    url = url.replace("/lab/tree/", f"/lab/workspaces/bench-{case.key}/tree/")
     page = browser.new_page(viewport=VIEWPORT, device_scale_factor=1)
     page.add_init_script(PROBES)
     errors: list[str] = []  # keeps filling during the interactions; printed at the end
@@ -542,6 +564,7 @@ def report(case: Case, stats: dict[str, Any], session: Session, cadence: float,
 
 
 def run_case(lab: JupyterLab, browser: Any, case: Case) -> None:
+    """One size in a fresh page and kernel, freed before the next size starts."""
     load_before = os.getloadavg()[0]
     page, stats = open_widget(lab, browser, case)
     try:
@@ -557,11 +580,14 @@ def run_case(lab: JupyterLab, browser: Any, case: Case) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("sizes", nargs="*", choices=["250k", "1m"],
-                        help="which sizes to run (default: both)")
+    # No argparse choices: Python 3.11 checks an empty nargs="*" list against them.
+    parser.add_argument("sizes", nargs="*", help="250k and/or 1m (default: both)")
     parser.add_argument("--big-samples", type=int, default=11_000,
                         help="demo samples of the large dump (11,000 give ~550k payload spans)")
     args = parser.parse_args(argv)
+    sizes = args.sizes or ["250k", "1m"]
+    if unknown := set(sizes) - {"250k", "1m"}:
+        parser.error(f"unknown sizes {sorted(unknown)}; choose 250k and/or 1m")
     cases = {
         "250k": Case("250k", demo_dump("250k_spans"), first_paint_target=True,
                      frame_target=False),
@@ -580,7 +606,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"Chromium {browser.version} headless, viewport {VIEWPORT['width']}x"
                       f"{VIEWPORT['height']}, device scale factor 1")
                 try:
-                    for size in args.sizes or ["250k", "1m"]:
+                    for size in sizes:
                         run_case(lab, browser, cases[size])
                 finally:
                     browser.close()
