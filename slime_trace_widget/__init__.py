@@ -3,21 +3,38 @@
 The notebook entry point is :class:`TraceTimeline` (``TraceTimeline.from_dump(path)``);
 the data model is :class:`TraceFrames` (``load_frames(path)``); the recording API
 lives in :mod:`slime_trace_widget.tracing`.
+
+Names are imported on first use: ``import slime_trace_widget.tracing`` in a
+rollout worker, or the CLI's cached path, should not pay for torch, pandas and
+the widget stack.
 """
 
-from .dump import DumpError, load_dump, load_dumps, save_dump
-from .frames import TraceFrames, build_frames, load_frames
-from .widget import TraceTimeline
+from __future__ import annotations
 
-__version__ = "0.1.0"
+import importlib
+from typing import Any
 
-__all__ = [
-    "DumpError",
-    "TraceFrames",
-    "TraceTimeline",
-    "build_frames",
-    "load_dump",
-    "load_dumps",
-    "load_frames",
-    "save_dump",
-]
+from ._version import __version__
+
+_EXPORTS = {
+    "DumpError": ".paths",
+    "TraceFrames": ".frames",
+    "TraceTimeline": ".widget",
+    "analysis": None,
+    "build_frames": ".frames",
+    "load_dump": ".dump",
+    "load_dumps": ".dump",
+    "load_frames": ".frames",
+    "save_dump": ".dump",
+}
+
+__all__ = [*_EXPORTS, "__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module = _EXPORTS[name]
+    if module is None:
+        return importlib.import_module(f".{name}", __name__)
+    return getattr(importlib.import_module(module, __name__), name)

@@ -22,9 +22,9 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
-from . import __version__
-from .dump import DumpError, expand_paths
-from .snapshot import block_header, data_block, page
+from ._version import __version__
+from .htmlpage import Blocks, page, read_cache
+from .paths import DumpError, expand_paths
 
 CACHE_SUFFIX = ".trace_timeline_cache.stw"
 HTML_SUFFIX = ".trace_timeline_viewer.html"
@@ -87,19 +87,21 @@ def _run(args: argparse.Namespace) -> int:
 
     frames = None
     source = _source_note(inputs)
-    if args.rebuild or not _cache_is_fresh(cache, inputs, source):
+    blocks = None if args.rebuild else _fresh_cache(cache, inputs, source)
+    if blocks is None:
         frames = _load(inputs, args.trusted)
         from .payload import encode
+        from .snapshot import data_blocks
 
         view = encode(frames)
-        _atomic_write(cache, data_block(frames, view, source=source))
+        blocks = data_blocks(frames, view, source=source)
+        _atomic_write(cache, blocks.to_bytes())
         print(f"built {cache.name} from {len(inputs)} dump(s): {len(frames.samples)} samples, "
               f"{len(view.span_index)} spans drawn")
     else:
         print(f"reusing {cache.name} (newer than its dumps; --rebuild to rebuild)")
-    block = cache.read_bytes()
-    title = block_header(cache)["payload"]["meta"]["title"]
-    _atomic_write(html_path, page(block, title).encode())
+    title = blocks.header()["payload"]["meta"]["title"]
+    _atomic_write(html_path, page(blocks, title).encode())
     print(f"wrote {html_path}")
     if args.perfetto or args.parquet:
         frames = frames or _load(inputs, args.trusted)
@@ -133,15 +135,16 @@ def _source_note(inputs: list[Path]) -> dict:
                        for p in inputs]}
 
 
-def _cache_is_fresh(cache: Path, inputs: list[Path], source: dict) -> bool:
-    if not cache.exists():
-        return False
-    if any(cache.stat().st_mtime_ns <= p.stat().st_mtime_ns for p in inputs):
-        return False
+def _fresh_cache(cache: Path, inputs: list[Path], source: dict) -> Blocks | None:
+    """The cached blocks when newer than every input and built from the same inputs."""
+    if not cache.exists() or any(cache.stat().st_mtime_ns <= p.stat().st_mtime_ns
+                                 for p in inputs):
+        return None
     try:
-        return block_header(cache).get("source") == source
+        blocks = read_cache(cache)
+        return blocks if blocks.header().get("source") == source else None
     except (OSError, ValueError, EOFError):
-        return False
+        return None
 
 
 def _load(inputs: list[Path], trusted: bool):

@@ -73,7 +73,6 @@ import collections
 import copyreg
 import datetime
 import decimal
-import glob
 import numbers
 import os
 import pickle
@@ -90,13 +89,10 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
-__all__ = ["DumpError", "LoadedDump", "Placeholder", "load_dump", "load_dumps", "save_dump"]
+from .paths import DumpError, PathLike, expand_paths
 
-PathLike = str | os.PathLike
-
-
-class DumpError(ValueError):
-    """A dump could not be read; the one-line message names the file and the problem."""
+__all__ = ["DumpError", "LoadedDump", "Placeholder", "expand_paths", "load_dump", "load_dumps",
+           "save_dump"]
 
 
 @dataclass
@@ -750,31 +746,8 @@ def load_dump(path: PathLike, *, trusted: bool = False) -> LoadedDump:
 # ---------------------------------------------------------------------------
 # Many files.
 
-_GLOB_CHARS = frozenset("*?[")
 # Safe loading measured ~25 MB/s on a 2-CPU box (benchmarks/bench_load.py).
 _EXPECTED_BYTES_PER_SECOND = 30e6
-
-
-def _natural_key(path: str) -> list:
-    """Sort key that orders rollout_2 before rollout_10."""
-    return [int(part) if part.isdigit() else part.lower() for part in re.split(r"(\d+)", path)]
-
-
-def _expand(spec: PathLike) -> list[str]:
-    """One path, or the naturally sorted matches of a glob (which must match something)."""
-    text = os.path.expanduser(os.fspath(spec))
-    if isinstance(spec, os.PathLike) or not _GLOB_CHARS & set(text):
-        return [text]
-    matches = sorted(glob.glob(text, recursive=True), key=_natural_key)
-    if not matches:
-        raise DumpError(f"{text}: no files match this pattern")
-    return matches
-
-
-def expand_paths(paths_or_glob: PathLike | Iterable[PathLike]) -> list[str]:
-    """Expand every path/glob, keeping the caller's order and dropping repeats."""
-    specs = [paths_or_glob] if isinstance(paths_or_glob, (str, os.PathLike)) else paths_or_glob
-    return list(dict.fromkeys(path for spec in specs for path in _expand(spec)))
 
 
 def _interactive() -> bool:

@@ -119,6 +119,8 @@ def json_safe(value: Any, max_chars: int = MAX_STRING_CHARS, _depth: int = 0) ->
     if _depth > _MAX_DEPTH:
         return "<nested too deep>"
     if kind is dict:
+        if _json_ready(value, max_chars):
+            return value
         return {
             truncate(_plain_key(k), 1000): json_safe(v, max_chars, _depth + 1)
             for k, v in value.items()
@@ -126,6 +128,23 @@ def json_safe(value: Any, max_chars: int = MAX_STRING_CHARS, _depth: int = 0) ->
     if kind in (list, tuple):
         return [json_safe(v, max_chars, _depth + 1) for v in value]
     return json_safe(plain_value(value), max_chars, _depth + 1)
+
+
+def _json_ready(mapping: dict, max_chars: int) -> bool:
+    """True when a flat dict is already JSON-safe (the common attrs case): no copy needed."""
+    for key, item in mapping.items():
+        kind = type(item)
+        if type(key) is not str or len(key) > 1000:
+            return False
+        if kind is str:
+            if len(item) > max_chars:
+                return False
+        elif kind is float:
+            if item - item != 0.0:  # NaN and ±inf
+                return False
+        elif kind not in (int, bool, type(None)):
+            return False
+    return True
 
 
 def _nonfinite_text(value: float) -> str:

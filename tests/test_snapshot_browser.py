@@ -265,9 +265,9 @@ def _details_title(page: Any) -> Any:
     return page.locator(".stw-details .stw-panel-title")
 
 
-def _inlined_data(html: str) -> str:
-    match = re.search(r'<script type="text/plain" id="stw-data">(.*?)</script>', html, re.S)
-    assert match, "no data block in the page"
+def _inlined_block(html: str, block: str) -> str:
+    match = re.search(rf'<script type="text/plain" id="stw-{block}">(.*?)</script>', html, re.S)
+    assert match, f"no {block} block in the page"
     return match.group(1)
 
 
@@ -349,7 +349,7 @@ def test_hostile_snapshot_shows_text_not_markup(chromium: Any, hostile: Snapshot
         # Nothing ran, nothing became an element, nothing was hidden.
         assert page.evaluate("() => window.__pwned") is None
         assert root.locator("img, script, style, iframe, a[href], svg").count() == 0
-        assert page.evaluate("() => document.scripts.length") == 3
+        assert page.evaluate("() => document.scripts.length") == 4
         assert page.evaluate("() => document.images.length") == 0
         assert page.evaluate("() => document.querySelectorAll('style').length") == 2
         assert root.is_visible() and details.is_visible()
@@ -370,11 +370,13 @@ def test_snapshot_file_has_no_urls_and_a_sealed_data_block(
     snap: Snapshot = request.getfixturevalue(name)
     html = snap.path.read_text(encoding="utf-8")
     assert "http://" not in html and "https://" not in html
-    data = _inlined_data(html)
-    assert "</script" not in data.lower()
-    assert re.fullmatch(r"[A-Za-z0-9+/=\s]*", data), "data block is not plain base64"
-    assert html.lower().count("</script") == 3  # bundle, data, boot script: no breakout
-    block = gzip.decompress(base64.b64decode(data))
+    blocks = [_inlined_block(html, block) for block in ("data", "details")]
+    for data in blocks:
+        assert "</script" not in data.lower()
+        assert re.fullmatch(r"[A-Za-z0-9+/=\s]*", data), "a block is not plain base64"
+    # bundle, data, details, boot script: no breakout
+    assert html.lower().count("</script") == 4
+    block = b"".join(gzip.decompress(base64.b64decode(data)) for data in blocks)
     if name == "hostile":
         # The strings are really in there, so the checks above are not vacuous.
         for value in (IMG, SCRIPT, CSS, JS_URL):

@@ -1,10 +1,11 @@
-// Boot a standalone HTML snapshot: the page inlines this bundle and one
-// gzip-compressed, base64-encoded data block; nothing is fetched, so the page
-// works from file:// with the network off. The data block is
-//   "STW1" | u32 header length | header JSON | column bytes | details JSON
-// where the header holds the payload meta (buffers as [offset, length] into
-// the column bytes), the synced state and where the details section lies.
-// Details (attributes) are parsed on the first click, not at start-up.
+// Boot a standalone HTML snapshot: the page inlines this bundle and two
+// gzip-compressed, base64-encoded blocks; nothing is fetched, so the page
+// works from file:// with the network off.
+//   data block:    "STW1" | u32 header length | header JSON | column bytes
+//   details block: the details JSON (attributes), decoded on the first click
+// The header holds the payload meta (buffers as [offset, length] into the
+// column bytes) and the synced state. Keeping the details apart means the
+// first paint only inflates the columns, a few percent of the page.
 
 import { createLocalModel } from "./standalone.js";
 
@@ -14,7 +15,6 @@ const MAGIC = "STW1";
  * @typedef {Object} SnapshotHeader
  * @property {{version: number, meta: any, buffers: Record<string, [number, number]>}} payload
  * @property {{view_state?: any, view_range?: number[], selected?: any}} state
- * @property {[number, number]} details  offset and length of the details JSON
  */
 
 /**
@@ -27,6 +27,8 @@ const MAGIC = "STW1";
 
 /** @param {string} b64 */
 export function base64ToBytes(b64) {
+  const native = /** @type {any} */ (Uint8Array).fromBase64;
+  if (typeof native === "function") return /** @type {Uint8Array} */ (native(b64));
   const bin = atob(b64);
   const out = new Uint8Array(bin.length);
   for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
@@ -35,12 +37,13 @@ export function base64ToBytes(b64) {
 
 /** @param {Uint8Array} bytes */
 async function gunzip(bytes) {
-  const stream = new Blob([/** @type {BlobPart} */ (bytes)]).stream().pipeThrough(new DecompressionStream("gzip"));
+  const blob = new Blob([/** @type {BlobPart} */ (bytes)]);
+  const stream = blob.stream().pipeThrough(new DecompressionStream("gzip"));
   return new Uint8Array(await new Response(stream).arrayBuffer());
 }
 
 /**
- * Split a decompressed data block into header, payload and a lazy details reader.
+ * Split a decompressed data block into its header and payload.
  * @param {Uint8Array} raw
  */
 export function parseBlock(raw) {
@@ -56,17 +59,7 @@ export function parseBlock(raw) {
   for (const [name, [offset, length]] of Object.entries(header.payload.buffers)) {
     buffers[name] = new DataView(raw.buffer, raw.byteOffset + base + offset, length);
   }
-  const payload = { version: header.payload.version, meta: header.payload.meta, buffers };
-  /** @type {SnapshotDetails|null} */
-  let details = null;
-  const readDetails = () => {
-    if (!details) {
-      const [offset, length] = header.details;
-      details = JSON.parse(new TextDecoder().decode(raw.subarray(base + offset, base + offset + length)));
-    }
-    return /** @type {SnapshotDetails} */ (details);
-  };
-  return { header, payload, readDetails };
+  return { header, payload: { version: header.payload.version, meta: header.payload.meta, buffers } };
 }
 
 /**
@@ -112,17 +105,25 @@ function segmentsOf(segments, index) {
 }
 
 /**
- * Read the page's data block and render the timeline into `host`.
+ * Read the page's blocks and render the timeline into `host`.
  * @param {HTMLElement} dataElement element whose text is the base64 data block
+ * @param {HTMLElement} detailsElement element whose text is the base64 details block
  * @param {HTMLElement} host
  * @param {(ctx: {model: any, el: HTMLElement}) => () => void} render
  */
-export async function bootSnapshot(dataElement, host, render) {
+export async function bootSnapshot(dataElement, detailsElement, host, render) {
   const raw = await gunzip(base64ToBytes((dataElement.textContent || "").trim()));
-  const { header, payload, readDetails } = parseBlock(raw);
+  const { header, payload } = parseBlock(raw);
+  /** @type {Promise<SnapshotDetails>|null} */
+  let details = null;
+  const readDetails = () => {
+    details ??= gunzip(base64ToBytes((detailsElement.textContent || "").trim()))
+      .then((bytes) => JSON.parse(new TextDecoder().decode(bytes)));
+    return details;
+  };
   const model = createLocalModel(
     { payload, selected: {}, view_range: [], view_state: {}, ...header.state },
-    { attrs: (kind, index) => detailFor(readDetails(), payload, kind, index) },
+    { attrs: async (kind, index) => detailFor(await readDetails(), payload, kind, index) },
   );
   return render({ model, el: host });
 }

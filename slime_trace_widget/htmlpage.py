@@ -1,0 +1,133 @@
+"""The offline HTML page around a snapshot's two blocks, with no heavy imports.
+
+Kept apart from ``snapshot`` (which builds the blocks from frames and needs
+pandas) so the CLI's cached path, which only rewraps blocks it stored, starts
+in a fraction of a second.
+
+A page carries the JS bundle and two gzip-then-base64 blocks, each in its own
+``text/plain`` script element: the *data block*
+(``b"STW1" | u32 header length | header JSON | column bytes``) and the *details
+block* (attributes as JSON, inflated by the page on the first click only).
+Base64 has no ``<``, so nothing in a dump can close a script element; the title
+is HTML-escaped; a Content-Security-Policy forbids any network access.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import html
+import json
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+MAGIC = b"STW1"
+CACHE_MAGIC = b"STWC"
+_STATIC = Path(__file__).parent / "static"
+
+_CSP = ("default-src 'none'; script-src 'unsafe-inline' blob:; style-src 'unsafe-inline'; "
+        "img-src data: blob:; font-src data:")
+
+_PAGE = """<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="{csp}">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{title}</title>
+<style>{css}</style>
+<style>
+html, body {{ margin: 0; background: #f3f4f6; }}
+body {{ padding: 12px; }}
+#stw-error {{ color: #b00020; font-family: monospace; white-space: pre-wrap; }}
+@media (prefers-color-scheme: dark) {{
+  html, body {{ background: #111214; }}
+  #app {{ --jp-layout-color0: #1b1c1f; --jp-layout-color1: #222327;
+    --jp-layout-color2: #2c2e33; --jp-ui-font-color0: #ffffff;
+    --jp-ui-font-color1: rgba(255,255,255,0.87); --jp-ui-font-color2: rgba(255,255,255,0.54);
+    --jp-border-color1: #4b4d52; --jp-border-color2: #36383c; --jp-brand-color1: #42a5f5; }}
+}}
+</style>
+</head>
+<body>
+<div id="app"></div>
+<div id="stw-error"></div>
+<script type="text/plain" id="stw-bundle">{bundle}</script>
+<script type="text/plain" id="stw-data">{data}</script>
+<script type="text/plain" id="stw-details">{details}</script>
+<script type="module">
+try {{
+  const text = document.getElementById("stw-bundle").textContent.trim();
+  const binary = atob(text);
+  const bytes = new Uint8Array(binary.length);
+  for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
+  const url = URL.createObjectURL(new Blob([bytes], {{ type: "text/javascript" }}));
+  const bundle = await import(url);
+  await bundle.bootSnapshot(document.getElementById("stw-data"),
+                            document.getElementById("stw-details"),
+                            document.getElementById("app"), bundle.render);
+}} catch (err) {{
+  document.getElementById("stw-error").textContent =
+    "This snapshot could not be opened: " + (err && err.message ? err.message : err);
+}}
+</script>
+</body>
+</html>
+"""
+
+
+@dataclass(frozen=True)
+class Blocks:
+    """A snapshot's compressed data block and details block."""
+
+    data: bytes
+    details: bytes
+
+    def to_bytes(self) -> bytes:
+        """One file's worth (the CLI cache): both blocks behind a small container header."""
+        return CACHE_MAGIC + struct.pack("<I", len(self.data)) + self.data + self.details
+
+    @classmethod
+    def from_bytes(cls, raw: bytes) -> Blocks:
+        if raw[:4] != CACHE_MAGIC or len(raw) < 8:
+            raise ValueError("not a slime-trace-widget cache file")
+        (length,) = struct.unpack("<I", raw[4:8])
+        return cls(raw[8:8 + length], raw[8 + length:])
+
+    def header(self) -> dict[str, Any]:
+        """The data block's header, inflating only its first bytes."""
+        stream = gzip.GzipFile(fileobj=_Bytes(self.data))
+        start = stream.read(8)
+        if len(start) != 8 or start[:4] != MAGIC:
+            raise ValueError("not a slime-trace-widget data block")
+        (length,) = struct.unpack("<I", start[4:])
+        return json.loads(stream.read(length))
+
+
+class _Bytes:
+    """The smallest file-like object GzipFile needs, without copying ``data``."""
+
+    def __init__(self, data: bytes) -> None:
+        self._view = memoryview(data)
+        self._position = 0
+
+    def read(self, size: int = -1) -> bytes:
+        end = len(self._view) if size < 0 else min(len(self._view), self._position + size)
+        chunk = self._view[self._position:end].tobytes()
+        self._position = end
+        return chunk
+
+
+def page(blocks: Blocks, title: str) -> str:
+    """Wrap both blocks and the bundle in the offline HTML page."""
+    bundle = base64.b64encode((_STATIC / "widget.js").read_bytes()).decode()
+    css = (_STATIC / "widget.css").read_text().replace("</style", "<\\\\/style")
+    return _PAGE.format(csp=_CSP, title=html.escape(title), css=css, bundle=bundle,
+                        data=base64.b64encode(blocks.data).decode(),
+                        details=base64.b64encode(blocks.details).decode())
+
+
+def read_cache(path: str | Path) -> Blocks:
+    return Blocks.from_bytes(Path(path).read_bytes())

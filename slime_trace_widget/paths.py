@@ -1,0 +1,43 @@
+"""Dump paths and the loader's error type, without importing torch.
+
+The CLI resolves globs and reports bad input before it knows whether it will
+load anything (a cached run never does), so these live apart from ``dump``.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+from collections.abc import Iterable
+
+PathLike = str | os.PathLike
+
+_GLOB_CHARS = frozenset("*?[")
+
+
+class DumpError(ValueError):
+    """A dump could not be read; the one-line message names the file and the problem."""
+
+
+def _natural_key(path: str) -> list:
+    """Sort key that orders rollout_2 before rollout_10."""
+    return [int(part) if part.isdigit() else part.lower() for part in re.split(r"(\d+)", path)]
+
+
+def _expand(spec: PathLike) -> list[str]:
+    """One path, or the naturally sorted matches of a glob (which must match something)."""
+    text = os.path.expanduser(os.fspath(spec))
+    if isinstance(spec, os.PathLike) or not _GLOB_CHARS & set(text):
+        return [text]
+    matches = sorted(glob.glob(text, recursive=True), key=_natural_key)
+    if not matches:
+        raise DumpError(f"{text}: no files match this pattern")
+    return matches
+
+
+def expand_paths(paths_or_glob: PathLike | Iterable[PathLike]) -> list[str]:
+    """Expand every path/glob, keeping the caller's order and dropping repeats."""
+    specs = [paths_or_glob] if isinstance(paths_or_glob, (str, os.PathLike)) else paths_or_glob
+    return list(dict.fromkeys(path for spec in specs for path in _expand(spec)))
+
