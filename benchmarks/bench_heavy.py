@@ -2,7 +2,8 @@
 
 For each heavy input of ``tests/heavy_inputs.py`` (one sample of 100,000 trace
 records; 5,000 samples, here with full demo traces; a 10 MB attribute string;
-200 dumps behind one glob) prints:
+200 dumps behind one glob; and 10 MB span/event names, status and source, which
+the payload does not cut yet, see ``test_heavy_input.py``) prints:
 
 * time to frames (``load_frames``), to payload (``encode``) and to snapshot;
 * peak memory of load + encode, each figure from a fresh subprocess so the cases
@@ -75,6 +76,7 @@ def builders() -> dict[str, Callable[[Path], str]]:
         "many_samples": lambda folder: heavy_inputs.build_many_samples(folder, full=True),
         "huge_string": heavy_inputs.build_huge_string,
         "many_dumps": heavy_inputs.build_many_dumps,
+        "huge_names": heavy_inputs.build_huge_names,
     }
 
 

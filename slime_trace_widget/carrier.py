@@ -20,20 +20,44 @@ Reading rules (the same reading slime's viewer gives):
 * Records that cannot be read are skipped and counted by kind: non-dict records,
   missing/non-numeric/non-finite ``ts``, unknown ``type``, non-dict ``attrs``
   (the record is kept without attrs), a ``span_start`` without ``span_id`` (kept
-  as a span under a synthetic id), duplicate span ids (both kept).
+  as a span under a synthetic id), duplicate span ids (both kept). An
+  ``attempt`` that is not a whole number in ``[0, MAX_ATTEMPT]`` reads as 0
+  (counted ``bad_attempt``); names and ids that are not text are turned into
+  bounded text.
+
+The reader's cost stays linear however a file is crafted: parent inference
+looks at the :data:`PARENT_SCAN` most recently opened spans only, and parents
+resolved late are checked for cycles with a union-find rather than by walking
+the chain each time.
 """
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, deque
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any
+
+from .values import bounded_int, short_text
 
 SPAN_START = "span_start"
 SPAN_END = "span_end"
 INSTANT = "event"
 
-_TS_LIMIT = 1e15  # rejects NaN (comparisons fail) and inf in one test
+#: Timestamps are kept only strictly inside ``±TS_LIMIT``: one test rejects NaN
+#: (comparisons fail), inf and values float32 offsets could not hold.
+TS_LIMIT = 1e15
+
+#: Highest attempt number kept; frames store attempts as int32.
+MAX_ATTEMPT = 2**31 - 2
+
+#: Open spans parent inference looks back through. A real carrier finds the
+#: parent at the first or second; a crafted one (thousands of open spans that
+#: all begin after the record) would make every record scan all of them.
+PARENT_SCAN = 256
+
+#: Longest text kept for a name or id that was not a string.
+_TEXT_LIMIT = 1000
 
 # An end seen before any start of its id: (span_id, name, ts, attempt, attrs, parent_id).
 _EarlyEnd = tuple[str, str, float, int, "dict | None", "str | None"]
@@ -108,7 +132,7 @@ def read_carrier(row: int, records: list, out: RecordColumns) -> None:
     # lookup; ``extra_starts``: later starts reusing an open id.
     open_ids: dict[str, int] = {}
     first_by_id: dict[str, int] = {}
-    extra_starts: dict[str, list[int]] = {}
+    extra_starts: dict[str, deque[int]] = {}
     deferred: list[int] = []
     inferred: set[int] = set()
     deferred_events: list[int] = []
@@ -123,14 +147,14 @@ def read_carrier(row: int, records: list, out: RecordColumns) -> None:
         ts = get("ts")
         if type(ts) is not float:
             ts = _coerce_ts(ts)
-        if not -_TS_LIMIT < ts < _TS_LIMIT:  # type: ignore[operator]
+        if not -TS_LIMIT < ts < TS_LIMIT:  # type: ignore[operator]
             warn["bad_ts"] += 1
             continue
         name = get("name")
         if type(name) is not str:
             name = _coerce_name(name, warn)
         attempt = get("attempt", 0)
-        if type(attempt) is not int:
+        if type(attempt) is not int or not 0 <= attempt <= MAX_ATTEMPT:
             attempt = _coerce_attempt(attempt, warn)
         attrs = get("attrs")
         if attrs is not None and (type(attrs) is not dict or not attrs):
@@ -148,14 +172,14 @@ def read_carrier(row: int, records: list, out: RecordColumns) -> None:
                     if pid is not None:
                         inferred.add(index)
             elif type(pid) is not str:
-                pid = str(pid)
+                pid = short_text(pid, _TEXT_LIMIT)
             parent = first_by_id.get(pid, -1) if pid is not None else -1
             if parent < 0 and pid is not None:
                 deferred.append(index)
             if sid in first_by_id:
                 warn["duplicate_span_id"] += 1
                 if sid in open_ids:
-                    extra_starts.setdefault(sid, []).append(index)
+                    extra_starts.setdefault(sid, deque()).append(index)
                 else:
                     open_ids[sid] = index
             else:
@@ -173,7 +197,7 @@ def read_carrier(row: int, records: list, out: RecordColumns) -> None:
         elif kind == SPAN_END:
             sid = get("span_id")
             if type(sid) is not str:
-                sid = str(sid)
+                sid = short_text(sid, _TEXT_LIMIT)
             start_index = open_ids.pop(sid, -1)
             if start_index >= 0:
                 end_span(start_index)
@@ -182,7 +206,7 @@ def read_carrier(row: int, records: list, out: RecordColumns) -> None:
                 end_attrs(attrs)
                 waiting = extra_starts.get(sid)
                 if waiting:
-                    open_ids[sid] = waiting.pop(0)
+                    open_ids[sid] = waiting.popleft()
             else:
                 pid = get("parent_span_id")
                 if pid is None and open_ids:
@@ -196,7 +220,7 @@ def read_carrier(row: int, records: list, out: RecordColumns) -> None:
                 parent = first_by_id.get(pid, -1) if pid is not None else -1
             else:
                 if type(pid) is not str:
-                    pid = str(pid)
+                    pid = short_text(pid, _TEXT_LIMIT)
                 parent = first_by_id.get(pid, -1)
                 if parent < 0:
                     deferred_events.append(len(out.event_row))
@@ -206,7 +230,7 @@ def read_carrier(row: int, records: list, out: RecordColumns) -> None:
 
     out.raw_records += len(records)
     _pair_early_ends(out, row, open_ids, extra_starts, first_by_id, early_ends, deferred_events)
-    _resolve_deferred_parents(out, first_by_id, deferred, inferred)
+    _resolve_deferred_parents(out, first_by_id, deferred, inferred, first_index)
     for position in deferred_events:
         out.event_parent[position] = first_by_id.get(out.event_parent_id[position], -1)
 
@@ -216,9 +240,11 @@ def _infer_parent(open_ids: dict[str, int], starts: list[float], ts: float) -> s
 
     Recording order alone would adopt a span that starts later in a carrier
     whose records were shuffled; requiring the parent to have begun keeps the
-    picture truthful there and costs one comparison in the common case.
+    picture truthful there and costs one comparison in the common case. Only
+    the last :data:`PARENT_SCAN` open spans are considered, so the cost per
+    record is bounded.
     """
-    for sid in reversed(open_ids):
+    for sid in islice(reversed(open_ids), PARENT_SCAN):
         if starts[open_ids[sid]] <= ts:
             return sid
     return None
@@ -228,7 +254,7 @@ def _pair_early_ends(
     out: RecordColumns,
     row: int,
     open_ids: dict[str, int],
-    extra_starts: dict[str, list[int]],
+    extra_starts: dict[str, deque[int]],
     first_by_id: dict[str, int],
     early_ends: list[_EarlyEnd],
     deferred_events: list[int],
@@ -240,7 +266,7 @@ def _pair_early_ends(
             out.add_end(index, ts, attempt, attrs)
             waiting = extra_starts.get(sid)
             if waiting:
-                open_ids[sid] = waiting.pop(0)
+                open_ids[sid] = waiting.popleft()
             out.warnings["end_recorded_before_start"] += 1
             continue
         if sid in first_by_id:
@@ -251,23 +277,30 @@ def _pair_early_ends(
 
 
 def _resolve_deferred_parents(
-    out: RecordColumns, first_by_id: dict[str, int], deferred: list[int], inferred: set[int]
+    out: RecordColumns, first_by_id: dict[str, int], deferred: list[int], inferred: set[int],
+    first_index: int,
 ) -> None:
     """Resolve parents named before they started; break any cycle that closes.
 
     A cycle is broken at an *inferred* link when it has one (recorded data
-    beats a guess), else at the link being resolved.
+    beats a guess), else at the link being resolved. A deferred span is still
+    a root when its link is resolved, so the link closes a cycle exactly when
+    the parent is already in its tree; :class:`_Trees` answers that without
+    walking the chain, which made a crafted carrier quadratic.
     """
+    if not deferred:
+        return
     parents = out.span_parent
+    trees = _Trees(parents, first_index)
     for index in deferred:
         parent = first_by_id.get(out.span_parent_id[index], -1)  # type: ignore[arg-type]
         if parent < 0:
             out.warnings["unknown_parent"] += 1
             continue
         parents[index] = parent
-        cycle = _cycle_through(parents, index)
-        if cycle:
+        if not trees.join(index, parent):
             out.warnings["parent_cycle"] += 1
+            cycle = _cycle_from(parents, index)
             guessed = [node for node in cycle if node in inferred]
             cut = guessed[0] if guessed else index
             parents[cut] = -1
@@ -275,18 +308,49 @@ def _resolve_deferred_parents(
                 out.span_parent_id[cut] = None
 
 
-def _cycle_through(parents: list[int], start: int) -> list[int]:
-    """The nodes of the parent cycle through ``start``, or [] when there is none."""
-    path = [start]
+class _Trees:
+    """Union-find over one carrier's spans: which spans hang in the same tree.
+
+    Cutting a cycle never splits a tree (the cycle's nodes and everything
+    below them stay connected under the cut node), so sets only ever merge.
+    """
+
+    def __init__(self, parents: list[int], first_index: int) -> None:
+        self._offset = first_index
+        self._up = list(range(len(parents) - first_index))
+        for child in range(first_index, len(parents)):
+            if parents[child] >= 0:
+                self.join(child, parents[child])
+
+    def _root(self, node: int) -> int:
+        up = self._up
+        node -= self._offset
+        while up[node] != node:
+            up[node] = up[up[node]]  # path halving keeps later lookups short
+            node = up[node]
+        return node
+
+    def join(self, child: int, parent: int) -> bool:
+        """Merge the two trees; False when they already were one (a cycle closes)."""
+        child_root, parent_root = self._root(child), self._root(parent)
+        if child_root == parent_root:
+            return False
+        self._up[child_root] = parent_root
+        return True
+
+
+def _cycle_from(parents: list[int], start: int) -> list[int]:
+    """The nodes of the parent cycle through ``start``, starting there.
+
+    Only called when a cycle is known to exist; each span is on at most one
+    such cycle, so these walks add up to the carrier's size.
+    """
+    cycle = [start]
     node = parents[start]
-    for _ in range(len(parents)):
-        if node < 0:
-            return []
-        if node == start:
-            return path
-        path.append(node)
+    while node != start:
+        cycle.append(node)
         node = parents[node]
-    return []
+    return cycle
 
 
 def _coerce_ts(value: Any) -> float:
@@ -295,30 +359,28 @@ def _coerce_ts(value: Any) -> float:
         return float("nan")
     try:
         return float(value)
-    except (TypeError, ValueError, OverflowError):
+    except Exception:  # any object a damaged record holds (tensors of many elements raise too)
         return float("nan")
 
 
 def _coerce_name(value: Any, warn: Counter[str]) -> str:
     warn["bad_name"] += 1
-    return "<unnamed>" if value is None else str(value)
+    return "<unnamed>" if value is None else short_text(value, _TEXT_LIMIT)
 
 
 def _coerce_attempt(value: Any, warn: Counter[str]) -> int:
-    try:
-        if not isinstance(value, bool):
-            return max(0, int(value))
-    except (TypeError, ValueError, OverflowError):
-        pass
-    warn["bad_attempt"] += 1
-    return 0
+    attempt = bounded_int(value, 0, MAX_ATTEMPT)
+    if attempt is None:
+        warn["bad_attempt"] += 1
+        return 0
+    return attempt
 
 
 def _coerce_span_id(value: Any, row: int, index: int, warn: Counter[str]) -> str:
     if value is None:
         warn["span_start_without_id"] += 1
         return f"~missing-{row}-{index}"
-    return str(value)
+    return short_text(value, _TEXT_LIMIT)
 
 
 def _read_attrs(attrs: Any, warn: Counter[str]) -> dict | None:

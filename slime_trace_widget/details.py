@@ -15,7 +15,8 @@ import numpy as np
 import pandas as pd
 
 from .frames import TraceFrames
-from .values import MAX_STRING_CHARS, json_safe
+from .payload import NAME_CHARS
+from .values import MAX_STRING_CHARS, json_safe, truncate
 
 
 def span_columns(frames: TraceFrames, indices: np.ndarray | list[int],
@@ -134,5 +135,6 @@ def _ints(series: pd.Series) -> list[int | None]:
 
 
 def _texts(series: pd.Series) -> list[str | None]:
-    return [None if v is None or (isinstance(v, float) and v != v) else str(v)
-            for v in series.tolist()]
+    """Text of a column, cut to ``NAME_CHARS``: names and ids, not attribute values."""
+    return [None if v is None or (isinstance(v, float) and v != v)
+            else truncate(str(v), NAME_CHARS) for v in series.tolist()]

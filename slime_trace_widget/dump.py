@@ -60,7 +60,11 @@ Python functions on the list are handed out as fresh per-load forwarders so
 their attributes cannot be changed either.
 
 Zip files holding TorchScript (``constants.pkl``) are refused outright, because
-``torch.load`` would hand them to ``torch.jit.load``, which runs their code.
+``torch.load`` would hand them to ``torch.jit.load``, which runs their code. So
+are tar files (torch's pre-0.4 format), which torch extracts to disk and whose
+symlinked members it would open. Persistent ids, the one other way a pickle
+reaches torch's own code, are screened: a legacy ``module`` id would make torch
+write a ``.patch`` file named and filled by the dump.
 
 ``trusted=True`` skips all of this and calls ``torch.load(weights_only=False)``,
 which runs any code the file contains. Use it only for files you made.
@@ -73,11 +77,13 @@ import collections
 import copyreg
 import datetime
 import decimal
+import itertools
 import numbers
 import os
 import pickle
 import re
 import sys
+import tarfile
 import types
 import uuid
 import zipfile
@@ -90,6 +96,7 @@ import numpy as np
 import torch
 
 from .paths import DumpError, PathLike, expand_paths
+from .values import bounded_int, short_text
 
 __all__ = ["DumpError", "LoadedDump", "Placeholder", "expand_paths", "load_dump", "load_dumps",
            "save_dump"]
@@ -103,7 +110,8 @@ class LoadedDump:
     placeholders, listed in ``blocked_globals``), ``placeholder_sample_object`` /
     ``object_sample_converted`` (samples that were objects, now dicts),
     ``sample_not_a_dict`` (items skipped), ``tensor_state_dropped`` /
-    ``tensor_hooks_dropped`` / ``tensor_subclass_dropped`` (tensor extras not restored).
+    ``tensor_hooks_dropped`` / ``tensor_subclass_dropped`` (tensor extras not restored),
+    ``module_id_ignored`` (legacy module ids answered without torch's source check).
     """
 
     path: str
@@ -223,10 +231,18 @@ def _describe_args(args: tuple) -> str:
     """Short argument list for a repr; only scalars are shown so repr cannot recurse."""
     if not args:
         return ""
-    parts = [repr(a) if isinstance(a, _SCALARS) or a is None else f"<{type(a).__name__}>"
-             for a in args]
-    text = ", ".join(parts)
+    text = ", ".join(_describe_arg(a) for a in args[:8])
     return f"({text[:117]}...)" if len(text) > 120 else f"({text})"
+
+
+def _describe_arg(arg: Any) -> str:
+    """One argument, cheaply: a 100 MB string is cut before repr and a huge int (whose
+    repr raises) is summarised, because the repr is built each time a value is shown."""
+    if isinstance(arg, str):
+        return repr(arg[:120])
+    if isinstance(arg, int) and arg.bit_length() > 64:
+        return f"<int of {arg.bit_length()} bits>"
+    return repr(arg) if isinstance(arg, _SCALARS) or arg is None else f"<{type(arg).__name__}>"
 
 
 def _make_placeholder_class(module: str, name: str) -> type:
@@ -515,12 +531,34 @@ def _session_wrappers(session: _LoadSession) -> dict[tuple[str, str], Callable]:
 
 
 class _RestrictedUnpickler(pickle.Unpickler):
-    """C unpickler with only ``find_class`` replaced, so loading keeps C speed."""
+    """C unpickler with ``find_class`` replaced and persistent ids screened.
+
+    Every other opcode runs in C, so loading keeps C speed.
+    """
 
     _session: ClassVar[_LoadSession]
 
     def find_class(self, module: str, name: str) -> Any:
         return self._session.resolve(module, name)
+
+    def persistent_load(self, pid: Any) -> Any:
+        """Pass storage ids to torch's handler; answer legacy module ids without it.
+
+        torch assigns its handler after creating the unpickler. The C code keeps
+        calling this method (looked up at creation), and the assignment lands in
+        the instance dict, where it is read here. For a legacy ``("module", cls,
+        file, source)`` id torch compares ``source`` with the class's source and
+        may write ``<cls.__name__>.patch`` with that text: a file the dump
+        names, with content the dump chooses. Sample dumps hold no modules, so
+        the class is returned without the comparison.
+        """
+        if isinstance(pid, tuple) and pid and pid[0] in ("module", b"module"):
+            self._session.warnings["module_id_ignored"] += 1
+            return pid[1] if len(pid) > 1 else None
+        handler = vars(self).get("persistent_load")
+        if handler is None:
+            raise pickle.UnpicklingError("persistent id in a pickle that has no storages")
+        return handler(pid)
 
 
 def _restricted_pickle_module(session: _LoadSession) -> types.SimpleNamespace:
@@ -611,12 +649,20 @@ def _sample_records(items: list) -> tuple[list[dict], Counter]:
 _EVAL_NAME = re.compile(r"(?:^|_)eval_(\d+)")
 _ROLLOUT_NAME = re.compile(r"rollout_(?:eval_)?(\d+)")
 _ZIP_MAGIC = b"PK\x03\x04"
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
 def _one_line(text: str, limit: int = 240) -> str:
-    """Collapse an exception text to one short line for a DumpError message."""
+    """Collapse an exception text to one short line for a DumpError message.
+
+    The text can quote the file (torch echoes a bad ``byteorder`` record), so
+    control characters are shown escaped: printing the message must not send
+    escape sequences to the user's terminal.
+    """
     line = " ".join(str(text).split())
-    return line if len(line) <= limit else line[: limit - 3] + "..."
+    line = line if len(line) <= limit else line[: limit - 3] + "..."
+    return line if line.isprintable() else "".join(
+        c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in line)
 
 
 def _read_header(path: str) -> bytes:
@@ -652,6 +698,21 @@ def _is_torchscript(names: list[str]) -> bool:
     return any(name.rsplit("/", 1)[-1] == "constants.pkl" for name in names)
 
 
+def _is_tar(path: str) -> bool:
+    """Whether torch.load would read the file as its pre-0.4 tar format.
+
+    torch tries that format first for every file that is not a zip, the way
+    this does, and extracts members into a temporary folder before unpickling:
+    a member that is a symlink makes it open any file on the machine (a FIFO
+    or ``/dev/stdin`` never returns). slime never wrote that format.
+    """
+    try:
+        with tarfile.open(path, mode="r:"):
+            return True
+    except (tarfile.TarError, OSError, ValueError):
+        return False
+
+
 def _load_failure(path: str, header: bytes, exc: BaseException) -> DumpError:
     """A DumpError saying which kind of file torch choked on and why."""
     detail = _one_line(f"{type(exc).__name__}: {exc}")
@@ -670,6 +731,9 @@ def _torch_load(path: str, header: bytes, session: _LoadSession | None) -> Any:
         names = _zip_names(path)  # a damaged archive gets a clear message in both modes
         if session is not None and _is_torchscript(names):
             raise DumpError(f"{path}: is a TorchScript archive, not a rollout dump (refused)")
+    elif session is not None and _is_tar(path):
+        raise DumpError(f"{path}: is a tar archive (torch's pre-0.4 format), not a rollout dump "
+                        "(refused)")
     if session is None:
         return torch.load(path, map_location="cpu", weights_only=False)
     module = _restricted_pickle_module(session)
@@ -683,7 +747,12 @@ def _rollout_id_from_name(path: str) -> int | None:
     """The id in ``rollout_7.pt`` / ``rollout_eval_3.pt`` / ``eval_3.pt``, if any."""
     stem = os.path.basename(path)
     match = _ROLLOUT_NAME.search(stem) or _EVAL_NAME.search(stem)
-    return int(match.group(1)) if match else None
+    return _rollout_id(match.group(1)) if match else None
+
+
+def _rollout_id(value: Any) -> int | None:
+    """``value`` as a rollout id if it fits the int64 column ids are kept in, else None."""
+    return bounded_int(value, _INT64_MIN, _INT64_MAX)
 
 
 def _unpack(obj: Any, path: str) -> tuple[list, int | None, str]:
@@ -695,13 +764,13 @@ def _unpack(obj: Any, path: str) -> tuple[list, int | None, str]:
         raise DumpError(f"{path}: top-level object is a {type(obj).__name__}, "
                         "expected a dict with 'samples' or a list of samples")
     if "samples" not in obj:
-        keys = ", ".join(repr(k) for k in list(obj)[:8])
+        keys = _one_line(", ".join(repr(short_text(k, 60)) for k in itertools.islice(obj, 8)))
         raise DumpError(f"{path}: top-level dict has no 'samples' key (keys: {keys})")
     samples = obj["samples"]
     if not isinstance(samples, list):
         raise DumpError(f"{path}: 'samples' is a {type(samples).__name__}, expected a list")
     rollout_id = obj.get("rollout_id")
-    if isinstance(rollout_id, numbers.Integral) and not isinstance(rollout_id, bool):
+    if isinstance(rollout_id, numbers.Integral) and _rollout_id(rollout_id) is not None:
         rollout_id = int(rollout_id)
     else:
         rollout_id = _rollout_id_from_name(path)
@@ -765,21 +834,53 @@ def _wants_progress(paths: list[str], progress: bool | None) -> bool:
     return long_load and _interactive()
 
 
+def _terminal_columns(stream: Any) -> int:
+    """Columns of the terminal ``stream`` writes to; 0 when it is not a terminal."""
+    try:
+        if stream.isatty():
+            return os.get_terminal_size(stream.fileno()).columns
+    except (AttributeError, OSError, ValueError):
+        pass
+    return 0
+
+
 class _ProgressLine:
-    """A single rewritten ``[i/n] name`` line on stderr (no tqdm needed)."""
+    """A single rewritten ``[i/n] name`` line on stderr (no tqdm needed).
+
+    Progress never costs the load: when stderr is missing (``None`` under
+    pythonw and some service runners), closed or broken, the line just stops.
+    In a terminal the line is kept narrower than the window, because ``\r``
+    returns to the start of the last screen row only: a line that wraps would
+    leave a copy behind at every update. The name is cut at its start, since
+    its end (the rollout number) is what tells files apart.
+    """
 
     def __init__(self) -> None:
+        self._stream: Any = sys.stderr
+        self._columns = _terminal_columns(self._stream)
         self._width = 0
 
     def show(self, index: int, total: int, path: str) -> None:
-        text = f"[{index}/{total}] {os.path.basename(path)}"
-        sys.stderr.write("\r" + text.ljust(self._width))
-        sys.stderr.flush()
+        text = f"[{index}/{total}] "
+        name = os.path.basename(path)
+        room = self._columns - 1 - len(text)
+        if self._columns and len(name) > room:
+            name = "…" + name[len(name) - room + 1:] if room > 1 else ""
+        text += name
+        self._write("\r" + text.ljust(self._width))
         self._width = max(self._width, len(text))
 
     def close(self) -> None:
-        sys.stderr.write("\n")
-        sys.stderr.flush()
+        self._write("\n")
+
+    def _write(self, text: str) -> None:
+        if self._stream is None:
+            return
+        try:
+            self._stream.write(text)
+            self._stream.flush()
+        except (AttributeError, OSError, ValueError):
+            self._stream = None
 
 
 def load_dumps(

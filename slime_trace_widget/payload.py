@@ -21,9 +21,13 @@ import numpy as np
 import pandas as pd
 
 from .frames import TraceFrames
+from .values import truncate
 
 PAYLOAD_VERSION = 1
 LABEL_CHARS = 200
+#: Names, statuses and sources longer than this travel cut (with a marker); the
+#: kernel keeps them whole. A label on screen never shows more.
+NAME_CHARS = 1000
 MAX_NAMES = 65535
 
 FLAG_OPEN = 1
@@ -189,7 +193,7 @@ class _NameTable:
         if len(self.values) >= MAX_NAMES:
             return self.code_overflow()
         self._codes[name] = len(self.values)
-        self.values.append(name)
+        self.values.append(truncate(name, NAME_CHARS))
         return self._codes[name]
 
     def code_overflow(self) -> int:
@@ -321,7 +325,7 @@ def _event_columns(
 
 
 def _categories(series: pd.Series) -> list[str]:
-    return [str(c) for c in series.array.categories] + [""]
+    return [truncate(str(c), NAME_CHARS) for c in series.array.categories] + [""]
 
 
 def _rollout_labels(frames: TraceFrames) -> list[str]:
@@ -338,8 +342,9 @@ def _sample_strings(samples: pd.DataFrame, rows: np.ndarray) -> dict[str, list]:
         "row": rows.tolist(),
         "sample_index": _nullable_ints(chosen["sample_index"]),
         "group_index": _nullable_ints(chosen["group_index"]),
-        "trace_id": [None if t is None else str(t) for t in chosen["trace_id"]],
-        "label": [None if v is None else str(v)[:LABEL_CHARS] for v in chosen["label"]],
+        "trace_id": [None if t is None else truncate(str(t), NAME_CHARS)
+                     for t in chosen["trace_id"]],
+        "label": [None if v is None else truncate(str(v), LABEL_CHARS) for v in chosen["label"]],
     }
 
 

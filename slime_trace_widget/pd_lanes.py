@@ -17,19 +17,24 @@ and every analysis read PD data one way:
   bootstrap) and ``pd_alloc_waiting_duration`` (read as the decode
   allocation wait).
 
-Segments with a missing or non-positive duration are left out. Summary keys
-(``pd_transfer_speed_gb_s``, ``pd_transfer_total_mb``,
-``pd_prefill_retry_count``), from the ``sglang_pd_summary`` event or the
-attributes, are copied into both virtual spans' end attributes.
+Segments with a missing, non-positive or non-finite duration are left out, as
+are any that would end outside the timestamp range the carrier reader accepts
+(``carrier.TS_LIMIT``), so virtual spans end where real ones can. Summary keys
+(``pd_transfer_speed_gb_s``, ``pd_transfer_total_mb``, ``pd_prefill_retry_count``),
+from the ``sglang_pd_summary`` event or the attributes, are copied into both
+virtual spans' end attributes.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from .carrier import TS_LIMIT
 
 PHASE_SPANS = {"sglang_pd_prefill": "prefill", "sglang_pd_decode": "decode"}
 PD_PREFIX = "sglang_pd_"
@@ -123,8 +128,9 @@ def build_virtual_spans(
     """
     out = VirtualSpans()
     with_children = _from_child_spans(names, starts, ends, parents, end_attrs, summaries, out)
-    with_children.update(np.flatnonzero(pd_detail).tolist())
-    _from_attributes(starts, end_attrs, with_children, out)
+    skip = pd_detail.copy()
+    skip[list(with_children)] = True
+    _from_attributes(starts, end_attrs, skip, out)
     return out
 
 
@@ -183,7 +189,7 @@ def _from_child_spans(
                                         strict=True):
         own = end_attrs[child]
         exact = own.get(f"pd_{name}_duration") if own else None
-        duration = exact if type(exact) is float and exact > 0 else span
+        duration = exact if type(exact) is float and 0 < exact < TS_LIMIT else span
         out.attrs[owner][f"{name}_s"] = duration
         out.seg_duration.append(duration)
     out.seg_owner += owners
@@ -196,10 +202,12 @@ def _from_child_spans(
 
 
 def _from_attributes(
-    starts: np.ndarray, end_attrs: list[dict | None], skip: set[int], out: VirtualSpans
+    starts: np.ndarray, end_attrs: list[dict | None], skip: np.ndarray, out: VirtualSpans
 ) -> None:
-    for index, attrs in enumerate(end_attrs):
-        if not attrs or _DURATION_KEYS.isdisjoint(attrs) or index in skip:
+    """Virtual spans from ``pd_*_duration`` end attributes of spans not in ``skip``."""
+    for index in np.flatnonzero(~skip).tolist():
+        attrs = end_attrs[index]
+        if not attrs or _DURATION_KEYS.isdisjoint(attrs):
             continue
         cursor = float(starts[index])
         summary = {key: attrs[key] for key in SUMMARY_KEYS if key in attrs}
@@ -207,7 +215,7 @@ def _from_attributes(
             segments = []
             for seg_name, keys in layout:
                 duration = _first_number(attrs, keys)
-                if duration > 0:
+                if duration > 0 and cursor + duration < TS_LIMIT:
                     segments.append((seg_name, cursor, duration))
                     cursor += duration
             if not segments:
@@ -221,8 +229,14 @@ def _from_attributes(
 
 
 def _first_number(attrs: dict, keys: tuple[str, ...]) -> float:
+    """The first finite number under ``keys``, else 0.0 (an int past float range is none)."""
     for key in keys:
         value = attrs.get(key)
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and value == value:
-            return float(value)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            try:
+                number = float(value)
+            except OverflowError:
+                continue
+            if math.isfinite(number):
+                return number
     return 0.0

@@ -4,6 +4,9 @@ Samples arrive as ``Sample.to_dict()`` dicts, as objects whose class was not
 installed (inert placeholders from the safe loader, already turned into dicts
 by ``dump``), or as anything else a damaged dump holds. Each field is read
 defensively: a missing or odd field gives ``None``/NaN, never an exception.
+Integers outside the int64 columns they go to read as missing, and text is
+made with :func:`values.short_text`, which stays fast on crafted values
+(``str`` of a pickled list-of-lists that shares its halves never returns).
 """
 
 from __future__ import annotations
@@ -12,9 +15,12 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from .values import plain_value
+from .carrier import MAX_ATTEMPT
+from .values import bounded_int, plain_value, short_text
 
 _SOURCE_KEYS = ("source", "source_name")
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+_TEXT_LIMIT = 10_000
 
 
 @dataclass
@@ -58,7 +64,7 @@ def sample_fields(sample: Any, rollout_id: int | None, dump: int) -> SampleField
         reward_detail=detail,
         response_length=_int_or_none(record.get("response_length")),
         trace_id=_text_or_none(carrier_dict.get("trace_id")),
-        carrier_attempt=_int_or_none(carrier_dict.get("attempt")) or 0,
+        carrier_attempt=bounded_int(carrier_dict.get("attempt"), 0, MAX_ATTEMPT) or 0,
         events=events,
         carrier_problem=problem,
     )
@@ -87,10 +93,10 @@ def _source(metadata: Any) -> str | None:
         return None
     for key in _SOURCE_KEYS:
         if metadata.get(key) is not None:
-            return str(metadata[key])
+            return short_text(metadata[key], _TEXT_LIMIT)
     for key, value in metadata.items():
         if isinstance(key, str) and "source" in key and value is not None:
-            return str(value)
+            return short_text(value, _TEXT_LIMIT)
     return None
 
 
@@ -104,7 +110,7 @@ def _status_text(status: Any) -> str | None:
     args = getattr(status, "args", None)
     if isinstance(args, (tuple, list)) and len(args) == 1 and isinstance(args[0], str):
         return args[0]
-    return str(status)
+    return short_text(status, _TEXT_LIMIT)
 
 
 def _reward(reward: Any) -> tuple[float, Any]:
@@ -114,20 +120,15 @@ def _reward(reward: Any) -> tuple[float, Any]:
         if reward is None or isinstance(reward, (str, bytes)):
             return math.nan, None
         return float(reward), None
-    except (TypeError, ValueError, OverflowError):
+    except Exception:  # an int past float range, a tensor of many elements, an odd object
         return math.nan, plain_value(reward)
 
 
 def _int_or_none(value: Any) -> int | None:
-    if value is None or isinstance(value, bool):
-        return None
-    try:
-        return int(value)
-    except (TypeError, ValueError, OverflowError):
-        return None
+    return bounded_int(value, _INT64_MIN, _INT64_MAX)
 
 
 def _text_or_none(value: Any) -> str | None:
     if value is None:
         return None
-    return value if isinstance(value, str) else str(plain_value(value))
+    return value if isinstance(value, str) else short_text(value, _TEXT_LIMIT)

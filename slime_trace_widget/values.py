@@ -10,11 +10,25 @@ conversions are needed and they are deliberately different:
 * :func:`json_safe` runs only where data leaves Python (widget messages, HTML
   snapshot, Perfetto JSON): NaN/inf become strings, long strings are cut with
   a visible marker, and depth is bounded.
+
+Both are bounded by the work they do, not only by depth: a pickle can refer to
+one object many times (its memo), so a few hundred bytes can stand for a list
+of lists whose expansion has 2**40 elements, or for one long string repeated a
+million times. A conversion takes at most :data:`MAX_STEPS` steps (one per
+container element) and ``json_safe`` keeps at most :data:`TOTAL_CHARS_FACTOR`
+times its per-string limit in all; what does not fit becomes a marker saying
+how much was left out. :func:`short_text` is the same bounded conversion for
+names, ids and keys that must become one string.
 """
 
 from __future__ import annotations
 
+import decimal
+import json
 import math
+import operator
+import sys
+from collections import deque
 from typing import Any
 
 #: Types that need no conversion; checked by identity on the hot path.
@@ -26,131 +40,73 @@ MAX_ARRAY_ELEMENTS = 1000
 #: Longest string kept whole when data leaves Python.
 MAX_STRING_CHARS = 100_000
 
+#: Most container elements one conversion visits (well under a second of work).
+MAX_STEPS = 100_000
+
+#: ``json_safe`` keeps at most this many times ``max_chars`` characters per value.
+TOTAL_CHARS_FACTOR = 4
+
 _MAX_DEPTH = 32
+#: ``int.__str__`` refuses more than 4,300 digits, about 14,280 bits.
+_MAX_INT_BITS = 14_000
+#: A Decimal with more digits is summarised rather than printed.
+_MAX_DECIMAL_DIGITS = 100
+_SEQUENCES = (list, tuple, set, frozenset, deque)
 
 
-def plain_value(value: Any, _depth: int = 0) -> Any:
+class _Budget:
+    """What one conversion may still spend; shared by the whole walk of one value."""
+
+    __slots__ = ("chars", "steps")
+
+    def __init__(self, steps: int, chars: int) -> None:
+        self.steps = steps
+        self.chars = chars
+
+
+def plain_value(value: Any) -> Any:
     """Return ``value`` as plain Python data (scalars, str, list, dict)."""
-    kind = type(value)
-    if kind in PLAIN_TYPES:
+    if type(value) in PLAIN_TYPES:
         return value
-    if _depth > _MAX_DEPTH:
-        return _describe(value)
-    if kind is dict:
-        return {_plain_key(k): plain_value(v, _depth + 1) for k, v in value.items()}
-    if kind in (list, tuple):
-        return [plain_value(v, _depth + 1) for v in value]
-    return _plain_other(value, _depth)
+    return _plain(value, 0, _Budget(MAX_STEPS, 0))
 
 
-def plain_attrs(attrs: dict) -> dict:
-    """Fast path for an attribute dict: copy only when some value needs converting."""
-    for key, value in attrs.items():
-        if type(value) not in PLAIN_TYPES or type(key) is not str:
-            return {_plain_key(k): plain_value(v, 1) for k, v in attrs.items()}
-    return attrs
-
-
-def _plain_key(key: Any) -> str:
-    return key if type(key) is str else str(key)
-
-
-def _plain_other(value: Any, depth: int) -> Any:
-    """Convert numpy/torch values and other objects without importing torch eagerly."""
-    if isinstance(value, (bool, int, float, str)):
-        # Subclasses (numpy.float64 is a float subclass, IntEnum, str enums).
-        if isinstance(value, bool):
-            return bool(value)
-        if isinstance(value, int):
-            return int(value)
-        if isinstance(value, float):
-            return float(value)
-        return str(value)
-    if isinstance(value, dict):
-        return {_plain_key(k): plain_value(v, depth + 1) for k, v in value.items()}
-    if isinstance(value, (list, tuple, set, frozenset)):
-        return [plain_value(v, depth + 1) for v in value]
-    if isinstance(value, (bytes, bytearray)):
-        return f"<{len(value)} bytes>"
-    array_like = _array_to_plain(value, depth)
-    if array_like is not _NOT_ARRAY:
-        return array_like
-    return _describe(value)
-
-
-_NOT_ARRAY = object()
-
-
-def _array_to_plain(value: Any, depth: int) -> Any:
-    """numpy arrays/scalars and torch tensors: small ones as lists, big ones summarised."""
-    shape = getattr(value, "shape", None)
-    tolist = getattr(value, "tolist", None)
-    if shape is None or not callable(tolist):
-        return _NOT_ARRAY
-    try:
-        size = 1
-        for dim in tuple(shape):
-            size *= int(dim)
-        if size > MAX_ARRAY_ELEMENTS:
-            dtype = getattr(value, "dtype", "?")
-            return f"<{type(value).__name__} shape={tuple(int(d) for d in shape)} dtype={dtype}>"
-        return plain_value(tolist(), depth + 1)
-    except Exception:  # a broken __array__ or placeholder must not stop the flattening
-        return _describe(value)
-
-
-def _describe(value: Any) -> str:
-    try:
-        text = repr(value)
-    except Exception:
-        text = f"<{type(value).__name__}>"
-    return text if len(text) <= 500 else text[:500] + "…"
-
-
-def json_safe(value: Any, max_chars: int = MAX_STRING_CHARS, _depth: int = 0) -> Any:
+def json_safe(value: Any, max_chars: int = MAX_STRING_CHARS) -> Any:
     """Return data ``json.dumps(..., allow_nan=False)`` accepts; strings cut to ``max_chars``."""
-    kind = type(value)
-    if kind is str:
-        return truncate(value, max_chars)
-    if kind is float:
-        return value if math.isfinite(value) else _nonfinite_text(value)
-    if kind in (int, bool, type(None)):
-        return value
-    if _depth > _MAX_DEPTH:
-        return "<nested too deep>"
-    if kind is dict:
-        if _json_ready(value, max_chars):
-            return value
-        return {
-            truncate(_plain_key(k), 1000): json_safe(v, max_chars, _depth + 1)
-            for k, v in value.items()
-        }
-    if kind in (list, tuple):
-        return [json_safe(v, max_chars, _depth + 1) for v in value]
-    return json_safe(plain_value(value), max_chars, _depth + 1)
+    return _json(value, max_chars, _Budget(MAX_STEPS, TOTAL_CHARS_FACTOR * max_chars), 0)
 
 
-def _json_ready(mapping: dict, max_chars: int) -> bool:
-    """True when a flat dict is already JSON-safe (the common attrs case): no copy needed."""
-    for key, item in mapping.items():
-        kind = type(item)
-        if type(key) is not str or len(key) > 1000:
-            return False
-        if kind is str:
-            if len(item) > max_chars:
-                return False
-        elif kind is float:
-            if item - item != 0.0:  # NaN and ±inf
-                return False
-        elif kind not in (int, bool, type(None)):
-            return False
-    return True
+def short_text(value: Any, limit: int = 1000) -> str:
+    """``str(value)`` for a name, id or key, at most ``limit`` characters.
+
+    Never raises (``str`` of a 5,000-digit int does) and never expands shared
+    references (``str`` of a pickled list-of-lists can take forever).
+    """
+    return _text(value, limit, _Budget(MAX_STEPS, limit))
 
 
-def _nonfinite_text(value: float) -> str:
-    if math.isnan(value):
-        return "NaN"
-    return "Infinity" if value > 0 else "-Infinity"
+def bounded_int(value: Any, low: int, high: int) -> int | None:
+    """``int(value)`` when that is a whole number in ``[low, high]``, else None.
+
+    Accepts what ``int()`` does (ints, numpy and tensor scalars, floats, numeric
+    text) but never raises and never calls ``int`` on a Decimal, which computes
+    every digit: ``int(Decimal("1e999999999"))`` does not return. Bounds keep
+    the value inside the integer columns it is stored in.
+    """
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        if isinstance(value, (str, bytes)):
+            number = int(value) if len(value) <= 100 else None
+        else:
+            try:
+                number = operator.index(value)
+            except TypeError:
+                real = float(value)
+                number = int(real) if math.isfinite(real) else None
+    except Exception:  # whatever a damaged field holds: text, lists, tensors of many elements
+        return None
+    return number if number is not None and low <= number <= high else None
 
 
 def truncate(text: str, max_chars: int) -> str:
@@ -158,3 +114,190 @@ def truncate(text: str, max_chars: int) -> str:
     if len(text) <= max_chars:
         return text
     return f"{text[:max_chars]}…[truncated {len(text) - max_chars} chars]"
+
+
+# --------------------------------------------------------------------------- plain data
+
+
+def _plain(value: Any, depth: int, budget: _Budget) -> Any:
+    kind = type(value)
+    if kind in PLAIN_TYPES:
+        return value
+    if depth > _MAX_DEPTH:
+        return f"<{kind.__name__} nested too deep>"
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for position, (key, item) in enumerate(value.items()):
+            if budget.steps <= 0:
+                out["…"] = f"[{len(value) - position} more keys]"
+                break
+            budget.steps -= 1
+            out[_text(key, 1000, budget)] = _plain(item, depth + 1, budget)
+        return out
+    if isinstance(value, _SEQUENCES):
+        items = []
+        for item in value:
+            if budget.steps <= 0:
+                items.append(f"…[{len(value) - len(items)} more items]")
+                break
+            budget.steps -= 1
+            items.append(_plain(item, depth + 1, budget))
+        return items
+    return _plain_scalar(value, depth, budget)
+
+
+def _plain_scalar(value: Any, depth: int, budget: _Budget) -> Any:
+    """Scalar subclasses, bytes, numpy/torch values and other objects."""
+    if isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, int):  # IntEnum and other int subclasses
+        return int(value)
+    if isinstance(value, float):  # numpy.float64 is a float subclass
+        return float(value)
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, (bytes, bytearray)):
+        return f"<{len(value)} bytes>"
+    if isinstance(value, _array_types()):
+        return _array_to_plain(value, depth, budget)
+    return _describe(value)
+
+
+def _array_types() -> tuple[type, ...]:
+    """numpy and torch array types, from modules already imported (never imports them).
+
+    Only real arrays are read through ``shape``/``tolist``: a placeholder from
+    the safe loader can carry planted attributes of those names.
+    """
+    found: list[type] = []
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        found += [numpy.ndarray, numpy.generic]
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        found.append(torch.Tensor)
+    return tuple(found)
+
+
+def _array_to_plain(value: Any, depth: int, budget: _Budget) -> Any:
+    """numpy arrays/scalars and torch tensors: small ones as lists, big ones summarised."""
+    try:
+        shape = tuple(int(d) for d in value.shape)
+        if math.prod(shape) > MAX_ARRAY_ELEMENTS:
+            return f"<{type(value).__name__} shape={shape} dtype={value.dtype}>"
+        return _plain(value.tolist(), depth + 1, budget)
+    except Exception:  # an odd tensor (meta, sparse) must not stop the flattening
+        return _describe(value)
+
+
+def _describe(value: Any) -> str:
+    """A short repr; reprs that could be huge or slow to build are summarised instead."""
+    if isinstance(value, slice) and not all(type(part) in PLAIN_TYPES for part in
+                                            (value.start, value.stop, value.step)):
+        return "<slice>"
+    if isinstance(value, decimal.Decimal):
+        digits = len(value.as_tuple().digits)
+        if digits > _MAX_DECIMAL_DIGITS:
+            return f"<Decimal of {digits} digits>"
+    try:
+        text = repr(value)
+    except Exception:
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= 500 else text[:500] + "…"
+
+
+def _big_int_text(value: int) -> str:
+    return f"<int of {value.bit_length()} bits>"
+
+
+def _text(value: Any, limit: int, budget: _Budget) -> str:
+    """One string for ``value``; its steps come out of ``budget``, its characters do not
+    (a key or a name has its own ``limit``)."""
+    kind = type(value)
+    if kind is str:
+        return truncate(value, limit)
+    if kind is int and value.bit_length() > _MAX_INT_BITS:
+        return _big_int_text(value)
+    if kind in PLAIN_TYPES:
+        return str(value)
+    inner = _Budget(budget.steps, limit)
+    safe = _json(value, limit, inner, 0)
+    budget.steps = inner.steps
+    return truncate(safe if type(safe) is str else json.dumps(safe, ensure_ascii=False), limit)
+
+
+# --------------------------------------------------------------------------- JSON
+
+
+def _json(value: Any, max_chars: int, budget: _Budget, depth: int) -> Any:
+    kind = type(value)
+    if kind is str:
+        keep = min(max_chars, max(budget.chars, 0))
+        budget.chars -= min(len(value), keep)
+        return truncate(value, keep)
+    if kind is float:
+        return value if math.isfinite(value) else _nonfinite_text(value)
+    if kind is int:
+        return value if value.bit_length() <= _MAX_INT_BITS else _big_int_text(value)
+    if kind is bool or value is None:
+        return value
+    if depth > _MAX_DEPTH:
+        return "<nested too deep>"
+    if kind is dict and _json_ready(value, max_chars, budget):
+        return value
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for position, (key, item) in enumerate(value.items()):
+            if budget.steps <= 0:
+                out["…"] = f"[{len(value) - position} more keys]"
+                break
+            budget.steps -= 1
+            out[_text(key, 1000, budget)] = _json(item, max_chars, budget, depth + 1)
+        return out
+    if isinstance(value, _SEQUENCES):
+        items = []
+        for item in value:
+            if budget.steps <= 0:
+                items.append(f"…[{len(value) - len(items)} more items]")
+                break
+            budget.steps -= 1
+            items.append(_json(item, max_chars, budget, depth + 1))
+        return items
+    return _json(_plain_scalar(value, depth, budget), max_chars, budget, depth + 1)
+
+
+def _json_ready(mapping: dict, max_chars: int, budget: _Budget) -> bool:
+    """True when a flat dict is already JSON-safe (the common attrs case): no copy needed.
+
+    Its size is charged to ``budget``, so a dict reused across a value still
+    counts each time it appears.
+    """
+    chars = 0
+    for key, item in mapping.items():
+        kind = type(item)
+        if type(key) is not str or len(key) > 1000:
+            return False
+        chars += len(key)
+        if kind is str:
+            if len(item) > max_chars:
+                return False
+            chars += len(item)
+        elif kind is float:
+            if item - item != 0.0:  # NaN and ±inf
+                return False
+        elif kind is int:
+            if item.bit_length() > _MAX_INT_BITS:
+                return False
+        elif kind is not bool and item is not None:
+            return False
+    if len(mapping) > budget.steps or chars > budget.chars:
+        return False
+    budget.steps -= len(mapping)
+    budget.chars -= chars
+    return True
+
+
+def _nonfinite_text(value: float) -> str:
+    if math.isnan(value):
+        return "NaN"
+    return "Infinity" if value > 0 else "-Infinity"

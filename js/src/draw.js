@@ -300,6 +300,10 @@ export class Painter {
    */
   fit(font, text, maxW) {
     if (maxW <= 4) return "";
+    // No glyph is narrower than ~1 px at label sizes: a longer prefix can never
+    // fit, and measuring (and caching) a multi-MB name would stall the frame.
+    const longest = Math.ceil(maxW) + 1;
+    if (text.length > longest) text = text.slice(0, longest);
     if (this.textWidth(font, text) <= maxW) return text;
     let lo = 0;
     let hi = text.length;
