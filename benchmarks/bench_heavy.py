@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import subprocess
 import sys
@@ -39,6 +38,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).parent))
+
+from percentiles import triple  # noqa: E402
 
 from slime_trace_widget import TraceTimeline  # noqa: E402
 from slime_trace_widget.frames import load_frames  # noqa: E402
@@ -84,19 +86,6 @@ def timed(fn: Callable[[], Any]) -> tuple[Any, float]:
     start = time.perf_counter()
     result = fn()
     return result, time.perf_counter() - start
-
-
-def pct(values: list[float], q: float) -> float:
-    """Nearest-rank percentile (NaN for no values)."""
-    if not values:
-        return math.nan
-    ordered = sorted(values)
-    return ordered[max(0, min(len(ordered) - 1, math.ceil(q * len(ordered)) - 1))]
-
-
-def triple(values: list[float]) -> str:
-    top = max(values) if values else math.nan
-    return f"{pct(values, 0.5):7.2f} / {pct(values, 0.95):7.2f} / {top:7.2f}"
 
 
 def memory(source: str, mode: str) -> dict[str, Any]:

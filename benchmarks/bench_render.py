@@ -40,6 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).parent))
 
 from demo_dumps import OUT, demo_dump
+from percentiles import pct, triple
 
 from slime_trace_widget.demo import write_demo_dump
 from tests.browser import VIEWPORT, JupyterLab, NotebookPage, launch_chromium
@@ -233,20 +234,6 @@ def big_dump(n_samples: int, seed: int = 7) -> Path:
         OUT.mkdir(parents=True, exist_ok=True)
         write_demo_dump(path, n_samples=n_samples, seed=seed)
     return path
-
-
-def pct(values: list[float], q: float) -> float:
-    """Nearest-rank percentile (NaN for no values), so p95 of few frames is a real frame."""
-    if not values:
-        return math.nan
-    ordered = sorted(values)
-    return ordered[max(0, min(len(ordered) - 1, math.ceil(q * len(ordered)) - 1))]
-
-
-def triple(values: list[float]) -> str:
-    """p50 / p95 / max, fixed width."""
-    top = max(values) if values else math.nan
-    return f"{pct(values, 0.5):6.2f} /{pct(values, 0.95):6.2f} /{top:7.2f}"
 
 
 def verdict(ok: bool) -> str:
