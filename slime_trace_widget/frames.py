@@ -412,7 +412,7 @@ def _span_table(
         "error": _has_key(end_attrs, "error_type"),
         "start_attrs": _object_array(start_attrs),
         "end_attrs": _object_array(end_attrs),
-    })
+    }, copy=False)  # every column is a fresh array: pandas need not copy it again
     segments = pd.DataFrame({
         "span_index": np.asarray(virtual.seg_owner, dtype=np.int64) + n_real,
         "name": pd.Categorical(virtual.seg_name),
@@ -662,7 +662,7 @@ def _event_table(cols: dict[str, Any], spans: pd.DataFrame) -> pd.DataFrame:
         "depth": depth.astype(np.int32),
         "lane": lane.astype(np.int32),
         "attrs": pd.Series(cols["attrs"], dtype=object),
-    })
+    }, copy=False)
     return frame
 
 
