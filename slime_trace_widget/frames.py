@@ -50,7 +50,7 @@ import pandas as pd
 from .carrier import RecordColumns, read_carrier
 from .pd_lanes import LANE_SUFFIX, PHASE_SPANS, SUMMARY_EVENT, build_virtual_spans, find_pd_detail
 from .samples import SampleFields, sample_fields
-from .values import PLAIN_TYPES, json_safe, plain_value
+from .values import PLAIN_TYPES, clean_text, json_safe, plain_value
 
 MAX_ATTR_COLUMNS = 500
 ATTR_PREFIX = "attr."
@@ -287,8 +287,8 @@ def _span_columns(records: RecordColumns) -> dict[str, Any]:
         "starts": np.asarray(records.span_start, dtype=np.float64),
         "ends": ends,
         "parents": np.asarray(records.span_parent, dtype=np.int64),
-        "ids": _object_array(records.span_id),
-        "parent_ids": _object_array(records.span_parent_id),
+        "ids": _object_array(_clean_ids(records.span_id)),
+        "parent_ids": _object_array(_clean_ids(records.span_parent_id)),
         "attempts": np.asarray(records.span_attempt, dtype=np.int64),
         "end_attempts": end_attempts,
         "start_attrs": records.span_attrs,
@@ -302,8 +302,8 @@ def _event_columns(records: RecordColumns) -> dict[str, Any]:
         "names": _categorical(records.event_name),
         "ts": np.asarray(records.event_ts, dtype=np.float64),
         "attempts": np.asarray(records.event_attempt, dtype=np.int64),
-        "parent_ids": _object_array(records.event_parent_id),
-        "span_ids": _object_array(records.event_span_id),
+        "parent_ids": _object_array(_clean_ids(records.event_parent_id)),
+        "span_ids": _object_array(_clean_ids(records.event_span_id)),
         "parents": np.asarray(records.event_parent, dtype=np.int64),
         "attrs": records.event_attrs,
     }
@@ -313,7 +313,18 @@ def _categorical(values: list[str]) -> pd.Categorical:
     """Categorical in first-seen order; ``pd.factorize`` hashes in C, several times
     faster than ``pd.Categorical`` on a list of Python strings."""
     codes, uniques = pd.factorize(np.array(values, dtype=object))
+    cleaned = [clean_text(u) for u in uniques]
+    if any(c is not u for c, u in zip(cleaned, uniques, strict=True)):
+        remap, uniques = pd.factorize(np.array(cleaned, dtype=object))
+        codes = np.where(codes >= 0, remap[np.maximum(codes, 0)], -1)
     return pd.Categorical.from_codes(codes, categories=pd.Index(uniques, dtype=object))
+
+
+def _clean_ids(values: list) -> list:
+    """Ids and labels as encodable text (see ``values.clean_text``); all-ASCII lists pass."""
+    if all(map(str.isascii, filter(None, values))):  # C-level scan; None is skipped
+        return values
+    return [v if v is None else clean_text(v) for v in values]
 
 
 def _object_array(values: list) -> np.ndarray:
@@ -694,13 +705,13 @@ def _sample_table(
         "dump": np.array([f.dump for f in fields], dtype=np.int32),
         "sample_index": pd.array([f.index for f in fields], dtype="Int64"),
         "group_index": pd.array([f.group_index for f in fields], dtype="Int64"),
-        "source": pd.Categorical([f.source for f in fields]),
-        "status": pd.Categorical([f.status for f in fields]),
-        "label": pd.Series([f.label for f in fields], dtype=object),
+        "source": _categorical([f.source for f in fields]),
+        "status": _categorical([f.status for f in fields]),
+        "label": pd.Series(_clean_ids([f.label for f in fields]), dtype=object),
         "reward": np.array([f.reward for f in fields], dtype=np.float64),
         "reward_detail": pd.Series([f.reward_detail for f in fields], dtype=object),
         "response_length": pd.array([f.response_length for f in fields], dtype="Int64"),
-        "trace_id": pd.Series([f.trace_id for f in fields], dtype=object),
+        "trace_id": pd.Series(_clean_ids([f.trace_id for f in fields]), dtype=object),
         "traced": traced,
         "attempts": attempts.astype(np.int32),
         "start": first,

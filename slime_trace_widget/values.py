@@ -110,10 +110,32 @@ def bounded_int(value: Any, low: int, high: int) -> int | None:
 
 
 def truncate(text: str, max_chars: int) -> str:
-    """Cut ``text`` to ``max_chars`` with a marker that says how much is missing."""
+    """Cut ``text`` to ``max_chars`` with a marker that says how much is missing.
+
+    Every string that leaves Python passes here, so it also makes the text
+    encodable (see :func:`clean_text`).
+    """
+    text = clean_text(text)
     if len(text) <= max_chars:
         return text
     return f"{text[:max_chars]}…[truncated {len(text) - max_chars} chars]"
+
+
+def clean_text(text: str) -> str:
+    """``text`` with lone surrogates replaced by U+FFFD (split pairs rejoined).
+
+    Pickles keep lone surrogates (``"\\ud800"``), but UTF-8 cannot encode them:
+    Arrow-backed pandas strings, JSON for the browser and the kernel's
+    messages all fail on them. ASCII text, nearly every name and id, returns
+    at the cost of one scan.
+    """
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
 
 
 # --------------------------------------------------------------------------- plain data
@@ -275,11 +297,11 @@ def _json_ready(mapping: dict, max_chars: int, budget: _Budget) -> bool:
     chars = 0
     for key, item in mapping.items():
         kind = type(item)
-        if type(key) is not str or len(key) > 1000:
+        if type(key) is not str or len(key) > 1000 or clean_text(key) is not key:
             return False
         chars += len(key)
         if kind is str:
-            if len(item) > max_chars:
+            if len(item) > max_chars or (not item.isascii() and clean_text(item) is not item):
                 return False
             chars += len(item)
         elif kind is float:

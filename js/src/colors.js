@@ -75,7 +75,9 @@ export function hashString(s) {
  * @returns {string}
  */
 export function colorForName(name) {
-  const pinned = PINNED[name];
+  // Own keys only: a span named "constructor" or "__proto__" must not find
+  // Object.prototype's members in the table.
+  const pinned = Object.hasOwn(PINNED, name) ? PINNED[name] : undefined;
   if (pinned) return pinned;
   if (/^(sglang_)?pd_|prefill|decode/.test(name)) {
     const seg = segmentColor(name);

@@ -49,3 +49,12 @@ test("ColorTable batches by distinct fill, not by name", async () => {
   assert.equal(t.fills[t.style(123, 0)], colorForName("span_123"));
   assert.notEqual(t.style(1, 0), t.style(1, 1));
 });
+
+test("names that are Object.prototype members get ordinary palette colours", () => {
+  for (const name of ["constructor", "__proto__", "toString", "hasOwnProperty", "valueOf"]) {
+    const colour = colorForName(name);
+    assert.equal(typeof colour, "string");
+    assert.equal(colour, colorForName(name));
+    assert.ok(!colour.includes("function"), `${name} -> ${colour}`);
+  }
+});
