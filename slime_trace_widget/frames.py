@@ -38,8 +38,11 @@ Choices this module makes where the format leaves one:
 
 from __future__ import annotations
 
+import gc
 import json
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Any
@@ -206,6 +209,28 @@ def _recategorize(frame: pd.DataFrame) -> pd.DataFrame:
 
 def build_frames(source: Any) -> TraceFrames:
     """Flatten dumps: a ``LoadedDump``, a list of them, a dump dict or a list of samples."""
+    with _cyclic_gc_paused():
+        return _build_frames(source)
+
+
+@contextmanager
+def _cyclic_gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while flattening.
+
+    Flattening allocates millions of small containers and creates no reference
+    cycles, yet each allocation burst triggers collections that re-scan every
+    raw event dict of the dump (hundreds of MB): pausing it saves 10-20 %.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _build_frames(source: Any) -> TraceFrames:
     dumps = _as_dump_list(source)
     records = RecordColumns()
     fields: list[SampleFields] = []
