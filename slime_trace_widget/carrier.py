@@ -160,6 +160,8 @@ def read_carrier(row: int, records: list, out: RecordColumns) -> None:
         if attrs is not None and (type(attrs) is not dict or not attrs):
             attrs = _read_attrs(attrs, warn)
         kind = get("type")
+        if type(kind) is not str and not isinstance(kind, str):
+            kind = None  # an array here would compare element-wise below
 
         if kind == SPAN_START:
             sid = get("span_id")
@@ -211,6 +213,8 @@ def read_carrier(row: int, records: list, out: RecordColumns) -> None:
                 pid = get("parent_span_id")
                 if pid is None and open_ids:
                     pid = _infer_parent(open_ids, starts, ts)
+                elif pid is not None and type(pid) is not str:
+                    pid = short_text(pid, _TEXT_LIMIT)
                 early_ends.append((sid, name, ts, attempt, attrs, pid))
         elif kind == INSTANT:
             pid = get("parent_span_id")

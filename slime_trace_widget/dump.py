@@ -66,6 +66,12 @@ symlinked members it would open. Persistent ids, the one other way a pickle
 reaches torch's own code, are screened: a legacy ``module`` id would make torch
 write a ``.patch`` file named and filled by the dump.
 
+Memory: on Linux a safe load runs under an ``RLIMIT_DATA`` cap of 64 times the
+file's size (at least 4 GiB) above what the process already uses, so a few bytes
+asking the C unpickler for gigabytes fail with a DumpError instead of waking the
+OOM killer. CPU is not capped: hashing a pickled tuple that shares its halves
+(as a dict key) is exponential inside the C unpickler and cannot be interrupted.
+
 ``trusted=True`` skips all of this and calls ``torch.load(weights_only=False)``,
 which runs any code the file contains. Use it only for files you made.
 """
@@ -74,6 +80,7 @@ import _codecs
 import _compat_pickle
 import builtins
 import collections
+import contextlib
 import copyreg
 import datetime
 import decimal
@@ -84,11 +91,12 @@ import pickle
 import re
 import sys
 import tarfile
+import threading
 import types
 import uuid
 import zipfile
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -97,6 +105,11 @@ import torch
 
 from .paths import DumpError, PathLike, expand_paths
 from .values import bounded_int, short_text
+
+try:
+    import resource
+except ImportError:  # Windows: loads run without a memory cap
+    resource = None  # type: ignore[assignment]
 
 __all__ = ["DumpError", "LoadedDump", "Placeholder", "expand_paths", "load_dump", "load_dumps",
            "save_dump"]
@@ -651,6 +664,13 @@ _ROLLOUT_NAME = re.compile(r"rollout_(?:eval_)?(\d+)")
 _ZIP_MAGIC = b"PK\x03\x04"
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
+#: New memory a safe load may take: this many times the file's size, at least the
+#: floor. Loaded samples take a few times their pickled size (the 212 MB demo dump
+#: grows the data segment by 1.2 GB), so only what no such file could need is refused.
+_LOAD_MEMORY_FACTOR = 64
+_LOAD_MEMORY_FLOOR = 4 << 30
+_BUDGET_LOCK = threading.Lock()
+
 
 def _one_line(text: str, limit: int = 240) -> str:
     """Collapse an exception text to one short line for a DumpError message.
@@ -716,6 +736,8 @@ def _is_tar(path: str) -> bool:
 def _load_failure(path: str, header: bytes, exc: BaseException) -> DumpError:
     """A DumpError saying which kind of file torch choked on and why."""
     detail = _one_line(f"{type(exc).__name__}: {exc}")
+    if isinstance(exc, MemoryError):
+        detail = "MemoryError: it asks for more memory than a file of its size could need"
     if header.startswith(_ZIP_MAGIC):
         problem = "cannot load torch zip archive"
     elif header.startswith(b"\x80"):
@@ -738,9 +760,57 @@ def _torch_load(path: str, header: bytes, session: _LoadSession | None) -> Any:
         return torch.load(path, map_location="cpu", weights_only=False)
     module = _restricted_pickle_module(session)
     try:
-        return torch.load(path, map_location="cpu", weights_only=False, pickle_module=module)
+        with _memory_budget(path):
+            return torch.load(path, map_location="cpu", weights_only=False, pickle_module=module)
     finally:
         session.modified_classes = session.guard.restore()
+
+
+@contextlib.contextmanager
+def _memory_budget(path: str) -> Iterator[None]:
+    """Cap the data segment (``RLIMIT_DATA``) while one safe load runs, where the OS allows.
+
+    A few hostile bytes can ask the C unpickler for far more memory than the
+    file could hold (a memo index of 2**30 zero-fills 16 GiB; ``list(range(10**9))``
+    builds a billion ints) and the OOM killer then ends the kernel, or another
+    process. Capped, the allocation fails and the load becomes a DumpError. The
+    limit is process-wide, so it is set only when no other load in the process
+    holds it, and put back afterwards; without rlimits or ``/proc`` (Windows,
+    macOS) the load runs uncapped.
+    """
+    used = _data_segment_bytes()
+    if resource is None or used is None or not _BUDGET_LOCK.acquire(blocking=False):
+        yield
+        return
+    try:
+        soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
+        cap = used + max(_LOAD_MEMORY_FLOOR, _LOAD_MEMORY_FACTOR * os.path.getsize(path))
+        held = [limit for limit in (soft, hard) if limit != resource.RLIM_INFINITY]
+        capped = not held or min(held) > cap  # else the process is already held to less
+        if capped:
+            try:
+                resource.setrlimit(resource.RLIMIT_DATA, (cap, hard))
+            except (ValueError, OSError):
+                capped = False
+        try:
+            yield
+        finally:
+            if capped:
+                resource.setrlimit(resource.RLIMIT_DATA, (soft, hard))
+    finally:
+        _BUDGET_LOCK.release()
+
+
+def _data_segment_bytes() -> int | None:
+    """The process's data segment as RLIMIT_DATA counts it (``VmData``), on Linux."""
+    try:
+        with open("/proc/self/status", encoding="utf-8", errors="replace") as status:
+            for line in status:
+                if line.startswith("VmData:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
 
 
 def _rollout_id_from_name(path: str) -> int | None:

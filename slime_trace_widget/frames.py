@@ -53,7 +53,7 @@ import pandas as pd
 from .carrier import RecordColumns, read_carrier
 from .pd_lanes import LANE_SUFFIX, PHASE_SPANS, SUMMARY_EVENT, build_virtual_spans, find_pd_detail
 from .samples import SampleFields, sample_fields
-from .values import PLAIN_TYPES, clean_text, json_safe, plain_value
+from .values import PLAIN_TYPES, clean_text, json_safe, plain_value, short_text
 
 MAX_ATTR_COLUMNS = 500
 ATTR_PREFIX = "attr."
@@ -490,16 +490,18 @@ def _pd_summaries(events: dict[str, Any]) -> dict[int, dict]:
 
 
 def _depths(parents: np.ndarray) -> np.ndarray:
-    """Depth from the parent chain (links are acyclic after ``carrier`` cut cycles)."""
-    depth = np.zeros(len(parents), dtype=np.int64)
-    has_parent = parents >= 0
-    safe = np.maximum(parents, 0)
-    for _ in range(len(parents) + 1):
-        updated = np.where(has_parent, depth[safe] + 1, 0)
-        if np.array_equal(updated, depth):
-            break
-        depth = updated
-    return depth
+    """Depth from the parent chain by pointer jumping: O(n log depth), so a crafted
+    100,000-deep chain costs ~17 vectorised rounds (links are acyclic after
+    ``carrier`` cut cycles)."""
+    depth = (parents >= 0).astype(np.int64)
+    ancestor = parents.copy()
+    while True:
+        jumping = ancestor >= 0
+        if not jumping.any():
+            return depth
+        target = ancestor[jumping]
+        depth[jumping] += depth[target]
+        ancestor[jumping] = ancestor[target]
 
 
 def _display_ends(
@@ -510,32 +512,57 @@ def _display_ends(
     open_mask: np.ndarray,
     row_last: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Display end for every span and the clip reason code (-1 for closed spans)."""
+    """Display end for every span and the clip reason code (-1 for closed spans).
+
+    Linear in the number of spans plus log-time per open span, however many
+    spans are open: siblings are found by binary search in (row, parent, start)
+    order, and the nearest closed ancestor by pointer jumping over open ones.
+    """
     display = np.where(open_mask, starts, np.maximum(ends, starts))
     clip = np.full(len(starts), -1, dtype=np.int8)
     open_index = np.flatnonzero(open_mask)
     if not len(open_index):
         return display, clip
-    order = np.argsort(rows, kind="stable")
-    sorted_rows = rows[order]
-    for index in open_index.tolist():
-        row = rows[index]
-        members = order[np.searchsorted(sorted_rows, row):np.searchsorted(sorted_rows, row + 1)]
-        start = starts[index]
-        candidates = [row_last[row] if row_last[row] == row_last[row] else start, np.inf, np.inf]
-        member_starts = starts[members]
-        siblings = (parents[members] == parents[index]) & (member_starts > start)
-        if siblings.any():
-            candidates[1] = float(member_starts[siblings].min())
-        ancestor = parents[index]
-        while ancestor >= 0 and open_mask[ancestor]:
-            ancestor = parents[ancestor]
-        if ancestor >= 0:
-            candidates[2] = float(ends[ancestor])
-        reason = int(np.argmin(candidates))
-        display[index] = max(start, candidates[reason])
-        clip[index] = reason
+    own_start = starts[open_index]
+    last = row_last[rows[open_index]]
+    row_end = np.where(np.isnan(last), own_start, last)
+    next_sibling = _next_sibling_starts(rows, parents, starts, open_index)
+    closed = _nearest_closed_ancestor(parents, open_mask)[open_index]
+    ancestor_end = np.where(closed >= 0, ends[np.maximum(closed, 0)], np.inf)
+    candidates = np.stack([row_end, next_sibling, ancestor_end])
+    reason = np.argmin(candidates, axis=0)
+    display[open_index] = np.maximum(own_start, candidates[reason, np.arange(len(open_index))])
+    clip[open_index] = reason
     return display, clip
+
+
+def _next_sibling_starts(rows: np.ndarray, parents: np.ndarray, starts: np.ndarray,
+                         chosen: np.ndarray) -> np.ndarray:
+    """For each span in ``chosen``: the earliest later start among its siblings (or inf)."""
+    group = rows * (len(parents) + 1) + (parents + 1)
+    order = np.lexsort((starts, group))
+    sorted_group, sorted_start = group[order], starts[order]
+    out = np.full(len(chosen), np.inf)
+    for k, (g, start) in enumerate(zip(group[chosen].tolist(), starts[chosen].tolist(),
+                                       strict=True)):
+        lo = np.searchsorted(sorted_group, g, "left")
+        hi = np.searchsorted(sorted_group, g, "right")
+        after = lo + np.searchsorted(sorted_start[lo:hi], start, "right")
+        if after < hi:
+            out[k] = sorted_start[after]
+    return out
+
+
+def _nearest_closed_ancestor(parents: np.ndarray, open_mask: np.ndarray) -> np.ndarray:
+    """Index of each span's nearest closed ancestor (-1 for none), by pointer jumping:
+    a pointer only ever moves past open spans, so no closed ancestor is skipped."""
+    pointer = parents.copy()
+    while True:
+        pending = pointer >= 0
+        pending[pending] = open_mask[pointer[pending]]
+        if not pending.any():
+            return pointer
+        pointer[pending] = pointer[pointer[pending]]
 
 
 def _lanes(
@@ -622,7 +649,7 @@ def _with_attr_columns(
         for key, column_values in zip(wanted, values, strict=True):
             pieces.setdefault(key, []).append((member_index, column_values))
     ordered = sorted(pieces, key=lambda k: -frequency[k])
-    attr_frame = pd.DataFrame({ATTR_PREFIX + str(key): _attr_column(pieces[key], len(attrs))
+    attr_frame = pd.DataFrame({ATTR_PREFIX + short_text(key): _attr_column(pieces[key], len(attrs))
                                for key in ordered}, index=frame.index)
     return pd.concat([frame, attr_frame], axis=1)
 

@@ -315,10 +315,16 @@ def _event_columns(
         "ev_lane": _pack("ev_lane", np.minimum(chosen["lane"].to_numpy(), 255)),
         "ev_kind": _pack("ev_kind", np.asarray(chosen["kind"].array.codes)),
         "ev_attempt": _pack("ev_attempt", np.minimum(chosen["attempt"].to_numpy(), 255)),
-        "ev_parent": _pack("ev_parent", np.where(parents >= 0,
-                                                 span_pos[np.maximum(parents, 0)], -1)),
+        "ev_parent": _pack("ev_parent", _parent_positions(parents, span_pos)),
     }
     return order, columns
+
+
+def _parent_positions(parents: np.ndarray, span_pos: np.ndarray) -> np.ndarray:
+    """Payload position of each parent span (-1 for none, or when no span is shown)."""
+    if not len(span_pos):
+        return np.full(len(parents), -1, dtype=np.int64)
+    return np.where(parents >= 0, span_pos[np.maximum(parents, 0)], -1)
 
 
 # --------------------------------------------------------------------------- strings
