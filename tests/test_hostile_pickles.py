@@ -858,7 +858,8 @@ def test_recorded_cycle_is_cut_at_the_link_that_closes_it() -> None:
 
 
 def test_deep_chain_depths_are_linear() -> None:
-    n = 60_000  # ~7 s today, well under a second once linear
+    """Depths were found by one array pass per level: O(n * depth), 7 s for this chain."""
+    n = 60_000
     sample = {"index": 0, "trace": {"events": chain_records(n)}}
     started = time.perf_counter()
     with time_limit(120):
@@ -868,7 +869,8 @@ def test_deep_chain_depths_are_linear() -> None:
 
 
 def test_many_open_spans_display_ends_are_linear() -> None:
-    n = 10_000  # ~8 s today
+    """Each open span's clip scanned its whole row and walked its ancestors: 8 s here."""
+    n = 10_000
     records = [record("span_start", "open", float(i), f"o{i}") for i in range(n)]
     started = time.perf_counter()
     with time_limit(120):
@@ -878,6 +880,7 @@ def test_many_open_spans_display_ends_are_linear() -> None:
 
 
 def test_huge_int_attribute_key_gets_a_column() -> None:
+    """Columns were named with str(key), which raises for a 5,000-digit int."""
     sample = {"index": 0, "trace": {"events": [
         record("span_start", "a", 0.0, "a", attrs={10**5000: 1}),
         record("span_end", "a", 1.0, "a")]}}
