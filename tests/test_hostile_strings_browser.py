@@ -35,7 +35,7 @@ from slime_trace_widget.frames import TraceFrames, load_frames
 from slime_trace_widget.payload import NAME_CHARS, EncodedView, encode
 from slime_trace_widget.snapshot import SNAPSHOT_MAX_CHARS, write_snapshot
 from slime_trace_widget.values import MAX_STRING_CHARS, truncate
-from tests.browser import VIEWPORT, JupyterLab, NotebookPage, free_port, launch_chromium
+from tests.browser import VIEWPORT, JupyterLab, NotebookPage, free_port
 
 pytestmark = pytest.mark.browser
 
@@ -425,24 +425,6 @@ def dump(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def frames(dump: Path) -> TraceFrames:
     return load_frames(dump)
-
-
-@pytest.fixture(scope="module")
-def chromium() -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = launch_chromium(playwright)
-        yield browser
-        browser.close()
-
-
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JupyterLab]:
-    server = JupyterLab(tmp_path_factory.mktemp("lab"))
-    server.start()
-    yield server
-    server.stop()
 
 
 @contextmanager

@@ -26,7 +26,7 @@ from slime_trace_widget.dump import save_dump
 from slime_trace_widget.frames import TraceFrames, load_frames
 from slime_trace_widget.payload import EncodedView, encode
 from slime_trace_widget.snapshot import SNAPSHOT_MAX_CHARS, write_snapshot
-from tests.browser import VIEWPORT, launch_chromium
+from tests.browser import VIEWPORT
 
 pytestmark = pytest.mark.browser
 
@@ -148,16 +148,6 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> Snapshot:
     frames = load_frames(_hostile_dump(folder / "hostile.pt"))
     view = encode(frames, title=TITLE)
     return Snapshot(write_snapshot(folder / "hostile.html", frames, view), frames, view)
-
-
-@pytest.fixture(scope="module")
-def chromium() -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = launch_chromium(playwright)
-        yield browser
-        browser.close()
 
 
 # ---------------------------------------------------------------------- page helpers

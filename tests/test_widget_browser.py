@@ -11,7 +11,7 @@ import pytest
 from slime_trace_widget.dump import save_dump
 from slime_trace_widget.frames import load_frames
 from slime_trace_widget.payload import encode
-from tests.browser import VIEWPORT, JupyterLab, NotebookPage, launch_chromium
+from tests.browser import VIEWPORT, JupyterLab, NotebookPage
 
 pytestmark = pytest.mark.browser
 
@@ -36,24 +36,6 @@ def _hostile_dump(path: Path) -> Path:
                         "attempt": 0, "events": records}}
     save_dump(path, [sample], rollout_id=1)
     return path
-
-
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory):
-    server = JupyterLab(tmp_path_factory.mktemp("lab"))
-    server.start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="module")
-def chromium():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = launch_chromium(playwright)
-        yield browser
-        browser.close()
 
 
 def _payload_index(frames, sample_row: int, name: str) -> int:
