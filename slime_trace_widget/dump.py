@@ -66,11 +66,13 @@ symlinked members it would open. Persistent ids, the one other way a pickle
 reaches torch's own code, are screened: a legacy ``module`` id would make torch
 write a ``.patch`` file named and filled by the dump.
 
-Memory: on Linux a safe load runs under an ``RLIMIT_DATA`` cap of 64 times the
-file's size (at least 4 GiB) above what the process already uses, so a few bytes
-asking the C unpickler for gigabytes fail with a DumpError instead of waking the
-OOM killer. CPU is not capped: hashing a pickled tuple that shares its halves
-(as a dict key) is exponential inside the C unpickler and cannot be interrupted.
+Resources: some hostile pickles need no code to do harm. A dict key that is a
+tuple sharing its halves takes 2**64 steps to hash, int keys chosen to collide
+make dict insertion quadratic, a few bytes can ask for gigabytes; all of that runs
+inside the C unpickler, where no signal can stop it. So by default a safe load is
+first rehearsed in a disposable child process under a CPU time limit and a memory
+cap (see :mod:`slime_trace_widget.isolation`), and only a file that loads there is
+loaded here, from the same bytes.
 
 ``trusted=True`` skips all of this and calls ``torch.load(weights_only=False)``,
 which runs any code the file contains. Use it only for files you made.
@@ -80,10 +82,10 @@ import _codecs
 import _compat_pickle
 import builtins
 import collections
-import contextlib
 import copyreg
 import datetime
 import decimal
+import io
 import itertools
 import numbers
 import os
@@ -91,14 +93,13 @@ import pickle
 import re
 import sys
 import tarfile
-import threading
 import types
 import uuid
 import zipfile
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 import torch
@@ -106,13 +107,8 @@ import torch
 from .paths import DumpError, PathLike, expand_paths
 from .values import bounded_int, short_text
 
-try:
-    import resource
-except ImportError:  # Windows: loads run without a memory cap
-    resource = None  # type: ignore[assignment]
-
-__all__ = ["DumpError", "LoadedDump", "Placeholder", "expand_paths", "load_dump", "load_dumps",
-           "save_dump"]
+__all__ = ["DumpError", "LoadedDump", "Placeholder", "ReadWatcher", "expand_paths", "load_dump",
+           "load_dump_bytes", "load_dumps", "save_dump"]
 
 
 @dataclass
@@ -415,10 +411,31 @@ class _ClassGuard:
         return touched
 
 
+class ReadWatcher(Protocol):
+    """Sees every read the restricted unpickler makes, before it gets the bytes.
+
+    Readers are numbered in the order torch creates unpicklers during one load
+    (a zip dump has one; a legacy file several), which is the same in every
+    process loading the same bytes. :mod:`.isolation` uses this to report how
+    far a rehearsal got, and to hold the real load behind it.
+    """
+
+    def allow(self, reader: int, start: int, end: int, exact: bool) -> int:
+        """How far reader ``reader`` may read from ``start``: ``end`` when ``exact``,
+        else anything in ``(start, end]``."""
+        ...
+
+    def loaded(self, reader: int) -> None:
+        """Reader ``reader`` finished its pickle."""
+        ...
+
+
 class _LoadSession:
     """State of one safe load: resolved globals, placeholders made, warnings counted."""
 
-    def __init__(self) -> None:
+    def __init__(self, watcher: ReadWatcher | None = None) -> None:
+        self.watcher = watcher
+        self.readers = 0
         self.warnings: Counter[str] = Counter()
         self.blocked: dict[str, None] = {}  # insertion-ordered set of "module.name"
         self.guard = _ClassGuard()
@@ -551,6 +568,22 @@ class _RestrictedUnpickler(pickle.Unpickler):
 
     _session: ClassVar[_LoadSession]
 
+    def __init__(self, file: Any, **kwargs: Any) -> None:
+        session = self._session
+        self._reader = session.readers
+        session.readers += 1
+        if _seekable(file):
+            file = _PrefetchingReader(file, self._reader, session.watcher)
+        elif session.watcher is not None:
+            raise pickle.UnpicklingError("the guarded load needs a seekable file")
+        super().__init__(file, **kwargs)
+
+    def load(self) -> Any:
+        result = super().load()
+        if self._session.watcher is not None:
+            self._session.watcher.loaded(self._reader)
+        return result
+
     def find_class(self, module: str, name: str) -> Any:
         return self._session.resolve(module, name)
 
@@ -572,6 +605,59 @@ class _RestrictedUnpickler(pickle.Unpickler):
         if handler is None:
             raise pickle.UnpicklingError("persistent id in a pickle that has no storages")
         return handler(pid)
+
+
+def _seekable(file: Any) -> bool:
+    seekable = getattr(file, "seekable", None)
+    return bool(seekable and seekable() and not hasattr(file, "peek"))
+
+
+class _PrefetchingReader:
+    """A file view with ``peek``, so the C unpickler reads the pickle in large slices.
+
+    Handed a plain file (torch passes a ``BytesIO``), the C unpickler calls
+    ``read`` once per opcode argument: 15 million Python calls for a 58 MB dump.
+    Given ``peek`` it works from the peeked buffer and only calls ``read`` to
+    advance past what it used, which halves the load time. ``peek`` reads ahead
+    and seeks back, so the file position always matches what the unpickler
+    consumed: torch's legacy format reads tensor data right after the pickle.
+    Every read is shown to the session's watcher first.
+    """
+
+    _SLICE = 1 << 20
+
+    def __init__(self, file: Any, reader: int, watcher: ReadWatcher | None) -> None:
+        self._file = file
+        self._reader = reader
+        self._watcher = watcher
+
+    def peek(self, size: int = 0) -> bytes:
+        start = self._file.tell()
+        data = self._file.read(max(size, self._SLICE))
+        self._file.seek(start)
+        if self._watcher is None or not data:
+            return data
+        end = self._watcher.allow(self._reader, start, start + len(data), False)
+        return data[: end - start]
+
+    def read(self, size: int = -1) -> bytes:
+        return self._allowed(self._file.tell(), self._file.read(size))
+
+    def readline(self, size: int = -1) -> bytes:
+        return self._allowed(self._file.tell(), self._file.readline(size))
+
+    def readinto(self, buffer: Any) -> int:
+        start = self._file.tell()
+        count = self._file.readinto(buffer)
+        if self._watcher is not None and count:
+            self._watcher.allow(self._reader, start, start + count, True)
+        return count
+
+    def _allowed(self, start: int, data: bytes) -> bytes:
+        """``data`` (read from ``start``) once the watcher lets the unpickler have it."""
+        if self._watcher is not None and data:
+            self._watcher.allow(self._reader, start, start + len(data), True)
+        return data
 
 
 def _restricted_pickle_module(session: _LoadSession) -> types.SimpleNamespace:
@@ -664,14 +750,6 @@ _ROLLOUT_NAME = re.compile(r"rollout_(?:eval_)?(\d+)")
 _ZIP_MAGIC = b"PK\x03\x04"
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
-#: New memory a safe load may take: this many times the file's size, at least the
-#: floor. Loaded samples take a few times their pickled size (the 212 MB demo dump
-#: grows the data segment by 1.2 GB), so only what no such file could need is refused.
-_LOAD_MEMORY_FACTOR = 64
-_LOAD_MEMORY_FLOOR = 4 << 30
-_BUDGET_LOCK = threading.Lock()
-
-
 def _one_line(text: str, limit: int = 240) -> str:
     """Collapse an exception text to one short line for a DumpError message.
 
@@ -703,10 +781,10 @@ def _read_header(path: str) -> bytes:
     return header
 
 
-def _zip_names(path: str) -> list[str]:
+def _zip_names(path: str, source: Any) -> list[str]:
     """Member names of a zip dump; a clear error for a truncated or damaged archive."""
     try:
-        with zipfile.ZipFile(path) as archive:
+        with zipfile.ZipFile(source) as archive:
             return archive.namelist()
     except (zipfile.BadZipFile, OSError, ValueError) as exc:
         problem = f"corrupt or truncated torch zip archive ({_one_line(exc)})"
@@ -718,8 +796,8 @@ def _is_torchscript(names: list[str]) -> bool:
     return any(name.rsplit("/", 1)[-1] == "constants.pkl" for name in names)
 
 
-def _is_tar(path: str) -> bool:
-    """Whether torch.load would read the file as its pre-0.4 tar format.
+def _is_tar(data: bytes) -> bool:
+    """Whether torch.load would read the bytes as its pre-0.4 tar format.
 
     torch tries that format first for every file that is not a zip, the way
     this does, and extracts members into a temporary folder before unpickling:
@@ -727,7 +805,7 @@ def _is_tar(path: str) -> bool:
     or ``/dev/stdin`` never returns). slime never wrote that format.
     """
     try:
-        with tarfile.open(path, mode="r:"):
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:"):
             return True
     except (tarfile.TarError, OSError, ValueError):
         return False
@@ -747,70 +825,42 @@ def _load_failure(path: str, header: bytes, exc: BaseException) -> DumpError:
     return DumpError(f"{path}: {problem} ({detail})")
 
 
-def _torch_load(path: str, header: bytes, session: _LoadSession | None) -> Any:
-    """Run torch.load, restricted unless ``session`` is None (trusted)."""
+def _read_all(path: str) -> bytes:
+    """The whole file: the rehearsal and the load must see the same bytes."""
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except OSError as exc:
+        raise DumpError(f"{path}: cannot be read ({_one_line(exc.strerror or exc)})") from exc
+
+
+def _load_trusted(path: str, header: bytes) -> tuple[Any, None]:
+    """Plain torch.load, which runs any code the file holds."""
     if header.startswith(_ZIP_MAGIC):
-        names = _zip_names(path)  # a damaged archive gets a clear message in both modes
-        if session is not None and _is_torchscript(names):
+        _zip_names(path, path)  # a damaged archive gets the same clear message as a safe load
+    return torch.load(path, map_location="cpu", weights_only=False), None
+
+
+def _load_restricted(path: str, data: bytes,
+                     watcher: ReadWatcher | None) -> tuple[Any, _LoadSession]:
+    """torch.load of in-memory bytes with the restricted unpickler."""
+    if data.startswith(_ZIP_MAGIC):
+        if _is_torchscript(_zip_names(path, io.BytesIO(data))):
             raise DumpError(f"{path}: is a TorchScript archive, not a rollout dump (refused)")
-    elif session is not None and _is_tar(path):
+    elif _is_tar(data):
         raise DumpError(f"{path}: is a tar archive (torch's pre-0.4 format), not a rollout dump "
                         "(refused)")
-    if session is None:
-        return torch.load(path, map_location="cpu", weights_only=False)
+    session = _LoadSession(watcher)
     module = _restricted_pickle_module(session)
     try:
-        with _memory_budget(path):
-            return torch.load(path, map_location="cpu", weights_only=False, pickle_module=module)
+        obj = torch.load(io.BytesIO(data), map_location="cpu", weights_only=False,
+                         pickle_module=module)
     finally:
         session.modified_classes = session.guard.restore()
-
-
-@contextlib.contextmanager
-def _memory_budget(path: str) -> Iterator[None]:
-    """Cap the data segment (``RLIMIT_DATA``) while one safe load runs, where the OS allows.
-
-    A few hostile bytes can ask the C unpickler for far more memory than the
-    file could hold (a memo index of 2**30 zero-fills 16 GiB; ``list(range(10**9))``
-    builds a billion ints) and the OOM killer then ends the kernel, or another
-    process. Capped, the allocation fails and the load becomes a DumpError. The
-    limit is process-wide, so it is set only when no other load in the process
-    holds it, and put back afterwards; without rlimits or ``/proc`` (Windows,
-    macOS) the load runs uncapped.
-    """
-    used = _data_segment_bytes()
-    if resource is None or used is None or not _BUDGET_LOCK.acquire(blocking=False):
-        yield
-        return
-    try:
-        soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
-        cap = used + max(_LOAD_MEMORY_FLOOR, _LOAD_MEMORY_FACTOR * os.path.getsize(path))
-        held = [limit for limit in (soft, hard) if limit != resource.RLIM_INFINITY]
-        capped = not held or min(held) > cap  # else the process is already held to less
-        if capped:
-            try:
-                resource.setrlimit(resource.RLIMIT_DATA, (cap, hard))
-            except (ValueError, OSError):
-                capped = False
-        try:
-            yield
-        finally:
-            if capped:
-                resource.setrlimit(resource.RLIMIT_DATA, (soft, hard))
-    finally:
-        _BUDGET_LOCK.release()
-
-
-def _data_segment_bytes() -> int | None:
-    """The process's data segment as RLIMIT_DATA counts it (``VmData``), on Linux."""
-    try:
-        with open("/proc/self/status", encoding="utf-8", errors="replace") as status:
-            for line in status:
-                if line.startswith("VmData:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
+    if session.modified_classes:
+        touched = ", ".join(session.modified_classes)
+        raise DumpError(f"{path}: refused: the file tried to modify {touched} (undone)")
+    return obj, session
 
 
 def _rollout_id_from_name(path: str) -> int | None:
@@ -847,7 +897,14 @@ def _unpack(obj: Any, path: str) -> tuple[list, int | None, str]:
     return samples, rollout_id, "eval" if is_eval else "rollout"
 
 
-def load_dump(path: PathLike, *, trusted: bool = False) -> LoadedDump:
+def load_dump(
+    path: PathLike,
+    *,
+    trusted: bool = False,
+    isolate: bool = True,
+    time_limit: float | None = None,
+    memory_limit: int | None = None,
+) -> LoadedDump:
     """Load one slime dump into plain sample dicts, without running code from it.
 
     Accepts ``{"rollout_id": k, "samples": [...]}``, ``{"samples": [Sample, ...]}``
@@ -857,20 +914,57 @@ def load_dump(path: PathLike, *, trusted: bool = False) -> LoadedDump:
     ``blocked_globals``. ``trusted=True`` uses plain ``torch.load`` and so runs any
     code in the file: only for files you produced yourself.
 
+    The safe load is first rehearsed in a child process (``isolate=True``) that
+    may use ``time_limit`` CPU seconds (default 10 s plus 1 s per MB) and
+    ``memory_limit`` bytes of new memory (default 64 times the file size, at
+    least 4 GiB); ``isolate=False`` skips that guard, for platforms that cannot
+    start a child process.
+
     Raises DumpError (one line naming the file) for anything unreadable.
     """
     name = os.fspath(path)
     header = _read_header(name)
-    session = None if trusted else _LoadSession()
+    if trusted:
+        return _loaded(name, header, _guarded(name, header, _load_trusted, name, header))
+    data = _read_all(name)
+    if not isolate:
+        return load_dump_bytes(name, data)
+    from .isolation import Rehearsal
+
+    with Rehearsal(name, data, time_limit=time_limit, memory_limit=memory_limit) as rehearsal:
+        if not header.startswith(_ZIP_MAGIC):
+            # torch reads a legacy file's tensor data after the pickle, unwatched.
+            rehearsal.finish()
+        loaded = load_dump_bytes(name, data, rehearsal)
+        rehearsal.finish()
+    return loaded
+
+
+def load_dump_bytes(name: str, data: bytes, watcher: ReadWatcher | None = None) -> LoadedDump:
+    """The safe load of a dump's bytes in this process, with no CPU or memory guard.
+
+    ``name`` is the file name used in messages and for the rollout id. This is
+    what an isolated rehearsal runs, and then what :func:`load_dump` runs, with
+    ``watcher`` keeping it behind the rehearsal.
+    """
+    header = data[:8]
+    return _loaded(name, header, _guarded(name, header, _load_restricted, name, data, watcher))
+
+
+def _guarded(name: str, header: bytes, load: Callable[..., tuple[Any, _LoadSession | None]],
+             *args: Any) -> tuple[Any, _LoadSession | None]:
+    """Run a loader, turning anything it raises into a DumpError naming the file."""
     try:
-        obj = _torch_load(name, header, session)
+        return load(*args)
     except DumpError:
         raise
     except Exception as exc:
         raise _load_failure(name, header, exc) from exc
-    if session is not None and session.modified_classes:
-        touched = ", ".join(session.modified_classes)
-        raise DumpError(f"{name}: refused: the file tried to modify {touched} (undone)")
+
+
+def _loaded(name: str, header: bytes, result: tuple[Any, _LoadSession | None]) -> LoadedDump:
+    """The LoadedDump for what torch returned: samples unpacked and made plain dicts."""
+    obj, session = result
     samples, rollout_id, kind = _unpack(obj, name)
     try:
         records, counts = _sample_records(samples)
@@ -879,7 +973,7 @@ def load_dump(path: PathLike, *, trusted: bool = False) -> LoadedDump:
     warnings = counts if session is None else session.warnings + counts
     return LoadedDump(path=name, rollout_id=rollout_id, samples=records, warnings=warnings,
                       kind=kind, blocked_globals=[] if session is None else list(session.blocked),
-                      trusted=trusted)
+                      trusted=session is None)
 
 
 # ---------------------------------------------------------------------------
@@ -958,12 +1052,16 @@ def load_dumps(
     *,
     trusted: bool = False,
     progress: bool | None = None,
+    isolate: bool = True,
+    time_limit: float | None = None,
+    memory_limit: int | None = None,
 ) -> list[LoadedDump]:
     """Load several dumps: a path, a glob (natural order), or a list of paths/globs.
 
     A progress line is printed to stderr for long loads in a terminal or notebook;
-    ``progress=True/False`` forces it on or off. Raises DumpError if a glob matches
-    nothing or any file is unreadable.
+    ``progress=True/False`` forces it on or off. The other options apply to each
+    file as in :func:`load_dump`. Raises DumpError if a glob matches nothing or any
+    file is unreadable.
     """
     paths = expand_paths(paths_or_glob)
     line = _ProgressLine() if _wants_progress(paths, progress) else None
@@ -972,7 +1070,8 @@ def load_dumps(
         for index, path in enumerate(paths, 1):
             if line is not None:
                 line.show(index, len(paths), path)
-            loaded.append(load_dump(path, trusted=trusted))
+            loaded.append(load_dump(path, trusted=trusted, isolate=isolate,
+                                    time_limit=time_limit, memory_limit=memory_limit))
     finally:
         if line is not None:
             line.close()

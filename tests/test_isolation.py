@@ -1,0 +1,220 @@
+"""The isolated rehearsal: files that hurt without running code stop in a child process.
+
+A tuple key that shares its halves (2**64 leaves to hash) and int keys that all
+hash to 0 (quadratic dict insertion) freeze the C unpickler, where no signal
+reaches it. Loads of such files run in a subprocess here, with a timeout, so a
+broken guard fails the test instead of hanging the suite.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from slime_trace_widget import DumpError, isolation
+from slime_trace_widget import dump as dump_module
+from slime_trace_widget.dump import load_dump
+from slime_trace_widget.frames import load_frames
+from tests.test_hostile_pickles import (
+    APPENDS,
+    BENIGN_SPANS,
+    EMPTY_DICT,
+    EMPTY_LIST,
+    MARK,
+    NONE,
+    PROTO2,
+    SETITEM,
+    SETITEMS,
+    STOP,
+    benign_sample,
+    benign_spans,
+    op_text,
+    op_value,
+    write_zip,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def tuple_key_bomb() -> bytes:
+    """A dict keyed by ``()`` paired with itself 64 times (DUP, TUPLE2): 2**64 leaves."""
+    return EMPTY_DICT + b")" + b"2\x86" * 64 + op_value(1) + SETITEM
+
+
+def colliding_int_keys(count: int = 200_000) -> bytes:
+    """A dict of int keys that all hash to 0 (multiples of 2**61 - 1): about 4 minutes of
+    probing for 200,000 keys, in a 2.4 MB file."""
+    keys = b"".join(op_value(i * (2**61 - 1)) + NONE for i in range(1, count + 1))
+    return EMPTY_DICT + MARK + keys + SETITEMS
+
+
+BOMBS = {"tuple key of 2**64 leaves": tuple_key_bomb, "200,000 colliding int keys":
+         colliding_int_keys}
+
+
+def write_bomb_after_samples(path: Path, bomb: bytes, benign_count: int = 3000) -> None:
+    """A dump whose samples list holds ``benign_count`` traced samples, then the bomb.
+
+    The benign part (about 2 MB) keeps this process's load busy while the child
+    reaches the bomb, so a gate that let the load run ahead would hang it.
+    """
+    samples = op_value(benign_sample()) * benign_count + bomb
+    write_zip(path, PROTO2 + EMPTY_DICT + op_text("samples") + EMPTY_LIST + MARK + samples
+              + APPENDS + SETITEM + STOP)
+
+
+LOAD_IN_SUBPROCESS = """
+import sys, time
+from slime_trace_widget import DumpError
+from slime_trace_widget.dump import load_dump
+started = time.perf_counter()
+try:
+    load_dump(sys.argv[1], time_limit=float(sys.argv[2]))
+except DumpError as exc:
+    print(f"{time.perf_counter() - started:.1f} s DumpError: {exc}")
+else:
+    print("loaded")
+"""
+
+
+def load_in_subprocess(path: Path, time_limit: float, timeout: float = 90) -> str:
+    """Load ``path`` in a fresh interpreter; what it printed. A hang fails the test."""
+    result = subprocess.run([sys.executable, "-c", LOAD_IN_SUBPROCESS, str(path),
+                             str(time_limit)], capture_output=True, text=True,
+                            timeout=timeout, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def live_processes_in_group(group: int) -> list[int]:
+    """Pids in process group ``group`` that still run (zombies awaiting a reaper excluded)."""
+    live = []
+    for entry in Path("/proc").iterdir():
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue  # not a process, or gone meanwhile
+        state, _, pgrp = stat.rsplit(")", 1)[1].split()[:3]
+        if int(pgrp) == group and state not in ("Z", "X"):
+            live.append(int(entry.name))
+    return live
+
+
+@pytest.mark.parametrize("bomb", list(BOMBS), ids=list(BOMBS))
+def test_cpu_bombs_are_refused_instead_of_freezing_the_process(tmp_path: Path,
+                                                                bomb: str) -> None:
+    path = tmp_path / "rollout_1.pt"
+    write_bomb_after_samples(path, BOMBS[bomb]())
+    out = load_in_subprocess(path, time_limit=3)
+    assert "DumpError" in out and str(path) in out and "CPU time" in out, out
+
+
+def test_default_time_limit_stops_a_bomb_opened_as_a_widget(tmp_path: Path) -> None:
+    """No limit given: the default (10 s plus 1 s per MB) applies to the widget's load."""
+    path = tmp_path / "rollout_1.pt"
+    write_bomb_after_samples(path, tuple_key_bomb(), benign_count=10)
+    script = ("import sys\nfrom slime_trace_widget import DumpError, TraceTimeline\n"
+              "try:\n    TraceTimeline.from_dump(sys.argv[1])\n"
+              "except DumpError as exc:\n    print(exc)\n")
+    result = subprocess.run([sys.executable, "-c", script, str(path)], capture_output=True,
+                            text=True, timeout=120, cwd=ROOT)
+    assert "refused: loading it took more than 10" in result.stdout, result.stdout + result.stderr
+    assert "s of CPU time" in result.stdout
+
+
+def test_interrupting_a_stuck_load_ends_the_child_and_the_next_load_works(
+        tmp_path: Path) -> None:
+    bomb = tmp_path / "rollout_1.pt"
+    write_bomb_after_samples(bomb, tuple_key_bomb(), benign_count=10)
+    benign = tmp_path / "rollout_2.pt"
+    torch.save({"rollout_id": 2, "samples": [benign_sample()]}, benign)
+    load_dump(benign)  # the helper is running
+    helper = isolation._HELPER._process
+    assert helper is not None
+    timer = threading.Timer(2.0, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        load_dump(bomb, time_limit=120)
+    timer.join()
+    assert time.monotonic() - started < 60
+    assert live_processes_in_group(helper.pid) == []  # the helper and the stuck child
+    assert benign_spans(load_frames(benign)) == BENIGN_SPANS
+
+
+def test_a_file_that_changes_during_the_load_is_refused(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """The child reads the file itself; bytes that differ from what is loaded here fail."""
+    path = tmp_path / "rollout_1.pt"
+    torch.save({"rollout_id": 1, "samples": [benign_sample()]}, path)
+    other = (FIXTURES / "small.pt").read_bytes()
+    monkeypatch.setattr(dump_module, "_read_all", lambda name: other)
+    with pytest.raises(DumpError, match="changed while it was being loaded"):
+        load_dump(path)
+
+
+def test_the_helper_does_not_import_modules_planted_in_the_working_directory(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    marker = tmp_path / "planted_ran"
+    for module in ("numpy", "torch", "slime_trace_widget"):
+        (tmp_path / f"{module}.py").write_text(f"open({str(marker)!r}, 'w').close()\n")
+    subprocess.run([sys.executable, "-c", "import numpy"], cwd=tmp_path, check=False,
+                   capture_output=True)
+    assert marker.exists(), "a plain `python -c` here imports the planted module"
+    marker.unlink()
+    monkeypatch.chdir(tmp_path)
+    isolation._HELPER.stop()  # the next load starts a helper from this directory
+    assert load_dump(FIXTURES / "small.pt").samples
+    assert not marker.exists()
+
+
+def test_a_helper_that_cannot_start_gives_a_dump_error(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "rollout_1.pt"
+    torch.save({"rollout_id": 1, "samples": [benign_sample()]}, path)
+    isolation._HELPER.stop()
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "no-such-python"))
+    with pytest.raises(DumpError, match=r"could not start the isolated loader.*isolate=False"):
+        load_dump(path)
+    assert load_dump(path, isolate=False).samples[0]["index"] == 0
+    monkeypatch.undo()
+    assert load_dump(path).samples[0]["index"] == 0
+
+
+@pytest.mark.parametrize("fixture", sorted(p.name for p in FIXTURES.glob("*.pt")
+                                           if "corrupt" not in p.name))
+def test_isolated_and_in_process_loads_agree(fixture: str) -> None:
+    """Every fixture layout (zip, legacy, objects, eval) loads the same either way."""
+    isolated = load_dump(FIXTURES / fixture)
+    in_process = load_dump(FIXTURES / fixture, isolate=False)
+    assert repr(isolated.samples) == repr(in_process.samples)
+    assert isolated.warnings == in_process.warnings
+    assert isolated.blocked_globals == in_process.blocked_globals
+
+
+@pytest.mark.parametrize("fixture", ["edge_corrupt_empty_file.pt", "edge_corrupt_garbage.pt",
+                                     "edge_corrupt_truncated.pt"])
+def test_corrupt_files_give_the_same_message_either_way(fixture: str) -> None:
+    messages = []
+    for isolate in (True, False):
+        with pytest.raises(DumpError) as caught:
+            load_dump(FIXTURES / fixture, isolate=isolate)
+        messages.append(str(caught.value))
+    assert messages[0] == messages[1]
+
+
+def test_child_deaths_are_explained() -> None:
+    request = {"path": "rollout_1.pt", "cpu_seconds": 5.0}
+    cpu = isolation._death_message(request, -signal.SIGXCPU)
+    crash = isolation._death_message(request, -signal.SIGSEGV)
+    assert cpu.startswith("rollout_1.pt: refused") and "more than 5 s of CPU time" in cpu
+    assert crash.startswith("rollout_1.pt:") and "crashed" in crash and "SIGSEGV" in crash
