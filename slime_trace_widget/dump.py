@@ -70,9 +70,9 @@ Resources: some hostile pickles need no code to do harm. A dict key that is a
 tuple sharing its halves takes 2**64 steps to hash, int keys chosen to collide
 make dict insertion quadratic, a few bytes can ask for gigabytes; all of that runs
 inside the C unpickler, where no signal can stop it. So by default a safe load is
-first rehearsed in a disposable child process under a CPU time limit and a memory
-cap (see :mod:`slime_trace_widget.isolation`), and only a file that loads there is
-loaded here, from the same bytes.
+rehearsed in a disposable child process under a CPU time limit and a memory cap
+(see :mod:`slime_trace_widget.isolation`), and the load here, of the same bytes,
+is only handed bytes the child's unpickler has already got through.
 
 ``trusted=True`` skips all of this and calls ``torch.load(weights_only=False)``,
 which runs any code the file contains. Use it only for files you made.

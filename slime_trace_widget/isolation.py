@@ -31,6 +31,7 @@ opcode ending at or before ``at`` has run), ``reader``/``done``, and last
 from __future__ import annotations
 
 import atexit
+import contextlib
 import hashlib
 import json
 import math
@@ -103,6 +104,7 @@ class Rehearsal:
         self._deadline = 0.0
         self._reached: dict[int, float] = {}
         self._verdict: dict | None = None
+        self._abandoned = False
 
     def __enter__(self) -> Rehearsal:
         _HELPER.lock.acquire()
@@ -114,8 +116,15 @@ class Rehearsal:
             raise
         return self
 
-    def __exit__(self, kind: type | None, *_: object) -> None:
+    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
         try:
+            if self._verdict is None and kind is not None and issubclass(kind, Exception) \
+                    and not self._abandoned:
+                # The load here failed on bytes the child got through first: the child,
+                # running the same code, fails the same way at once. Take its verdict,
+                # which keeps the helper for the next file.
+                with contextlib.suppress(DumpError):
+                    self.finish()
             if self._verdict is None:  # left early: the child's messages would be stale
                 _HELPER.stop()
         finally:
@@ -147,6 +156,7 @@ class Rehearsal:
             self._verdict = message
             raise DumpError(str(message["error"]))
         if "digest" in message and message["digest"] != self._digest:
+            self._abandoned = True
             raise DumpError(f"{self._name}: refused: the file changed while it was being loaded")
         if "reader" in message:
             self._reached[int(message["reader"])] = (
