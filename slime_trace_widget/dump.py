@@ -35,6 +35,12 @@ The allowlist (module, name) resolves to real objects:
   time / datetime / timedelta / timezone / tzinfo``, ``decimal.Decimal``,
   ``uuid.UUID``.
 
+``torch.Tensor``, ``torch.nn.Parameter``, the storage classes and ``numpy.ndarray``
+may be named only as data (what torch's and numpy's rebuild functions take):
+calling one with a size returns memory nobody initialised, leftover bytes of this
+process, so such a call becomes a placeholder; an array ``_reconstruct`` makes
+without filling it, and a legacy storage the file never supplies, are zeros.
+
 Everything else (``os.system``, ``builtins.eval``, ``subprocess.Popen``,
 ``functools.partial``, ``torch.load``, ``slime.utils.types.Sample``...) is
 replaced by a :class:`Placeholder` subclass made for that name. Calling it,
@@ -355,6 +361,7 @@ def _static_globals() -> dict[tuple[str, str], object]:
 
 
 _STATIC_GLOBALS = _static_globals()
+_NUMPY_RECONSTRUCT = np.zeros(1).__reduce__()[0]
 _ALLOWED_TYPES = frozenset(v for v in _STATIC_GLOBALS.values() if isinstance(v, type))
 
 
@@ -370,6 +377,52 @@ def _forwarder(function: Callable) -> Callable:
         return function(*args, **kwargs)
 
     return forward
+
+
+def _data_only_classes() -> frozenset[type]:
+    """Allowed classes whose call hands out uninitialised memory (see _DataOnlyClass)."""
+    storages = {v for v in _STATIC_GLOBALS.values() if isinstance(v, type)
+                and issubclass(v, torch.storage.TypedStorage | torch.UntypedStorage)}
+    return frozenset({torch.Tensor, torch.nn.Parameter, np.ndarray, *storages})
+
+
+_DATA_ONLY_CLASSES = _data_only_classes()
+
+
+class _DataOnlyClass:
+    """Stand-in for an allowed class that a file may name but not call.
+
+    ``torch.Tensor(n)``, a storage class called with a size and
+    ``numpy.ndarray(shape)`` return memory nobody initialised: leftover bytes of
+    this process (heap addresses, earlier data), which the widget would show as
+    values and a shared snapshot would carry. torch's and numpy's own pickles
+    never call these classes, they pass them to rebuild functions, which unwrap
+    the stand-in (:func:`_unwrap`). A call becomes an inert placeholder, and
+    since the stand-in has no attributes of its own, BUILD cannot touch the
+    real class through it.
+    """
+
+    __slots__ = ("_module", "_name", "_session", "cls")
+
+    def __init__(self, cls: type, module: str, name: str, session: "_LoadSession") -> None:
+        self.cls = cls
+        self._module = module
+        self._name = name
+        self._session = session
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Placeholder:
+        return self._session.blocked_call(self._module, self._name, *args)
+
+    def __reduce__(self) -> tuple[type, tuple[str]]:
+        return (str, (repr(self),))
+
+    def __repr__(self) -> str:
+        return f"<class {self._module}.{self._name}>"
+
+
+def _unwrap(value: Any) -> Any:
+    """The real class behind a _DataOnlyClass stand-in; anything else as it is."""
+    return value.cls if isinstance(value, _DataOnlyClass) else value
 
 
 _MISSING = object()
@@ -436,6 +489,8 @@ class _LoadSession:
     def __init__(self, watcher: ReadWatcher | None = None) -> None:
         self.watcher = watcher
         self.readers = 0
+        self.last_pickle: Any = None  # what the latest pickle of the file held
+        self.legacy_storages: list[tuple[Any, Any]] = []  # (storage key, storage) handed out
         self.warnings: Counter[str] = Counter()
         self.blocked: dict[str, None] = {}  # insertion-ordered set of "module.name"
         self.guard = _ClassGuard()
@@ -453,7 +508,9 @@ class _LoadSession:
             obj = self._wrapped[key]
         elif key in _STATIC_GLOBALS:
             obj = _STATIC_GLOBALS[key]
-            if isinstance(obj, types.FunctionType):
+            if obj in _DATA_ONLY_CLASSES:
+                obj = _DataOnlyClass(obj, *key, self)
+            elif isinstance(obj, types.FunctionType):
                 obj = _forwarder(obj)
             elif _is_mutable_class(obj):
                 self.guard.watch(obj)
@@ -519,6 +576,7 @@ def _session_wrappers(session: _LoadSession) -> dict[tuple[str, str], Callable]:
         return param
 
     def rebuild_from_type_v2(func: Any, new_type: Any, args: Any, state: Any) -> Any:
+        new_type = _unwrap(new_type)
         result = func(*args)
         if not isinstance(result, torch.Tensor):
             return result
@@ -535,6 +593,14 @@ def _session_wrappers(session: _LoadSession) -> dict[tuple[str, str], Callable]:
         if isinstance(cls, type) and cls in _ALLOWED_TYPES and base in _ALLOWED_TYPES:
             return copyreg._reconstructor(cls, base, state)
         return session.blocked_call("copyreg", "_reconstructor", cls, base, state)
+
+    def reconstruct(cls: Any, shape: Any, dtype: Any) -> Any:
+        # numpy pickles an array as an empty one plus BUILD with its data; a file that
+        # asks for a shape and no BUILD would get uninitialised memory, so it gets zeros.
+        if _unwrap(cls) is not np.ndarray:
+            return session.blocked_call("numpy.core.multiarray", "_reconstruct", cls, shape)
+        array = _NUMPY_RECONSTRUCT(np.ndarray, shape, dtype)
+        return np.zeros(array.shape, array.dtype) if array.size else array
 
     def encode(*args: Any) -> Any:
         plain = (len(args) == 2 and all(isinstance(a, str) for a in args)
@@ -555,6 +621,8 @@ def _session_wrappers(session: _LoadSession) -> dict[tuple[str, str], Callable]:
         ("torch._utils", "_rebuild_parameter_with_state"): rebuild_parameter,
         ("torch._tensor", "_rebuild_from_type_v2"): rebuild_from_type_v2,
         ("copyreg", "_reconstructor"): reconstructor,
+        ("numpy.core.multiarray", "_reconstruct"): reconstruct,
+        ("numpy._core.multiarray", "_reconstruct"): reconstruct,
         ("_codecs", "encode"): encode,
         ("builtins", "getattr"): nested_getattr,
     }
@@ -604,7 +672,12 @@ class _RestrictedUnpickler(pickle.Unpickler):
         handler = vars(self).get("persistent_load")
         if handler is None:
             raise pickle.UnpicklingError("persistent id in a pickle that has no storages")
-        return handler(pid)
+        if not isinstance(pid, tuple):
+            return handler(pid)
+        storage = handler(tuple(_unwrap(part) for part in pid))
+        if len(pid) == 6:  # the legacy format's ("storage", type, key, location, size, view)
+            self._session.legacy_storages.append((pid[2], storage))
+        return storage
 
 
 def _seekable(file: Any) -> bool:
@@ -665,7 +738,8 @@ def _restricted_pickle_module(session: _LoadSession) -> types.SimpleNamespace:
     unpickler = type("RestrictedUnpickler", (_RestrictedUnpickler,), {"_session": session})
 
     def load(file: Any, **kwargs: Any) -> Any:
-        return unpickler(file, **kwargs).load()
+        session.last_pickle = unpickler(file, **kwargs).load()
+        return session.last_pickle
 
     return types.SimpleNamespace(__name__=f"{__name__}.restricted_pickle",
                                  Unpickler=unpickler, load=load)
@@ -841,6 +915,22 @@ def _load_trusted(path: str, header: bytes) -> tuple[Any, None]:
     return torch.load(path, map_location="cpu", weights_only=False), None
 
 
+def _clear_unfilled_storages(session: _LoadSession) -> None:
+    """Zero legacy storages whose data the file never supplied.
+
+    torch allocates a legacy storage, uninitialised, when the pickle first names
+    it, and fills it only if its key is in the list pickled after the data
+    (the file's last pickle): a key left out would show leftover memory.
+    """
+    if not session.legacy_storages:
+        return
+    filled = session.last_pickle if isinstance(session.last_pickle, list) else []
+    filled_keys = {key for key in filled if isinstance(key, str | bytes | int)}
+    for key, storage in session.legacy_storages:
+        if key not in filled_keys and hasattr(storage, "fill_"):
+            storage.fill_(0)
+
+
 def _load_restricted(path: str, data: bytes,
                      watcher: ReadWatcher | None) -> tuple[Any, _LoadSession]:
     """torch.load of in-memory bytes with the restricted unpickler."""
@@ -857,6 +947,7 @@ def _load_restricted(path: str, data: bytes,
                          pickle_module=module)
     finally:
         session.modified_classes = session.guard.restore()
+    _clear_unfilled_storages(session)
     if session.modified_classes:
         touched = ", ".join(session.modified_classes)
         raise DumpError(f"{path}: refused: the file tried to modify {touched} (undone)")
