@@ -617,15 +617,7 @@ def _with_attr_columns(
     Rows are grouped by their key tuple (spans of one name share it), so values
     are pulled out with C-level ``itemgetter`` calls rather than per-value Python.
     """
-    groups: dict[tuple, list[int]] = {}
-    for position, value in enumerate(attrs):
-        if value:
-            keys = tuple(value)
-            members = groups.get(keys)
-            if members is None:
-                groups[keys] = [position]
-            else:
-                members.append(position)
+    attrs, groups = _group_by_keys(attrs)
     if not groups:
         return frame
     frequency: Counter[str] = Counter()
@@ -652,6 +644,35 @@ def _with_attr_columns(
     attr_frame = pd.DataFrame({ATTR_PREFIX + short_text(key): _attr_column(pieces[key], len(attrs))
                                for key in ordered}, index=frame.index)
     return pd.concat([frame, attr_frame], axis=1)
+
+
+def _group_by_keys(attrs: list[dict | None]) -> tuple[list[dict | None], dict[tuple, list[int]]]:
+    """Row positions by key tuple, for rows with attributes; keys other than str made text.
+
+    Only str keys may become dict keys here: their hashes are salted per process,
+    while ints, floats and tuples hash the same everywhere, so a dump can hold
+    thousands of attribute keys that all collide (multiples of 2**61 - 1), which
+    made this grouping quadratic (51 s for 40,000 spans). A row with another key
+    gets a copy keyed by its keys' text, which is also its column's name. Only
+    the first row of each key tuple pays for the check.
+    """
+    groups: dict[tuple, list[int]] = {}
+    renamed: dict[int, dict] = {}
+    for position, value in enumerate(attrs):
+        if not value:
+            continue
+        keys = tuple(value)
+        members = groups.get(keys)
+        if members is not None:
+            members.append(position)
+        elif all(type(key) is str for key in keys):
+            groups[keys] = [position]
+        else:
+            text_keyed = renamed[position] = {short_text(k): v for k, v in value.items()}
+            groups.setdefault(tuple(text_keyed), []).append(position)
+    if renamed:
+        attrs = [renamed.get(position, value) for position, value in enumerate(attrs)]
+    return attrs, groups
 
 
 def _attr_column(pieces: list[tuple[np.ndarray, tuple]], n: int) -> Any:
