@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from .frames import TraceFrames
-from .values import json_safe
+from .values import clean_text, json_safe
 
 PERFETTO_MAX_CHARS = 10_000
 UNKNOWN_ROLLOUT = -1
@@ -188,16 +188,21 @@ def to_parquet(frames: TraceFrames, directory: str | Path) -> Path:
 
 
 def _parquet_ready(table: pd.DataFrame) -> pd.DataFrame:
-    """Columns Arrow can store: dicts and mixed objects become JSON text."""
-    out = table.copy()
+    """Columns Arrow can store: dicts and mixed objects become JSON text, and text is
+    made valid UTF-8 (a dump's strings may hold lone surrogates, which Arrow refuses)."""
+    out = table.rename(columns=lambda name: clean_text(name) if isinstance(name, str) else name)
     for column in out.columns:
         series = out[column]
         if series.dtype != object:
             continue
         kinds = set(map(type, series.dropna().tolist()))
-        if kinds <= {str} or kinds <= {bool} or not kinds:
+        if kinds <= {bool} or not kinds:
             out[column] = series.astype(object).where(series.notna(), None)
             continue
+        if kinds <= {str}:
+            out[column] = [None if v is None or v != v else clean_text(v) for v in series]
+            continue
         out[column] = [None if v is None or (isinstance(v, float) and v != v)
-                       else json.dumps(json_safe(v), ensure_ascii=False) for v in series]
+                       else clean_text(json.dumps(json_safe(v), ensure_ascii=False))
+                       for v in series]
     return out

@@ -9,8 +9,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from slime_trace_widget.frames import load_frames
-from slime_trace_widget.interop import export_perfetto
+from slime_trace_widget.frames import build_frames, load_frames
+from slime_trace_widget.interop import export_perfetto, to_parquet
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -97,3 +97,25 @@ def test_parquet_read_back_with_duckdb(frames, tmp_path: Path) -> None:
     finish = duckdb.sql(f"select count(*) from {spans} where \"attr.finish_reason\" = 'length'"
                         ).fetchall()[0][0]
     assert finish == int((frames.spans["attr.finish_reason"] == "length").sum())
+
+
+def test_parquet_takes_text_with_lone_surrogates(tmp_path: Path) -> None:
+    """Pickled strings may hold lone surrogates, which Arrow refuses: the export used to
+    stop with a UnicodeEncodeError. They come out as U+FFFD."""
+    records = [
+        {"type": "span_start", "name": "n\ud800", "ts": 1.0, "span_id": "a", "trace_id": "t",
+         "attempt": 0, "attrs": {"k\ud800": "v\udc00", "nested": {"q": ["\udc01"]}}},
+        {"type": "span_end", "name": "n\ud800", "ts": 2.0, "span_id": "a", "trace_id": "t",
+         "attempt": 0},
+        {"type": "event", "name": "e", "ts": 1.5, "trace_id": "t", "attempt": 0,
+         "attrs": {"z": "\ud800"}}]
+    sample = {"index": 0, "rollout_id": 3, "label": "bad\ud800",
+              "trace": {"trace_id": "t", "events": records}}
+    out = to_parquet(build_frames([sample]), tmp_path / "pq")
+    spans = duckdb.sql(f"select * from read_parquet('{out}/spans/*/*.parquet')").df()
+    assert spans.loc[0, "name"] == "n\ufffd" and spans.loc[0, "attr.k\ufffd"] == "v\ufffd"
+    assert json.loads(spans.loc[0, "attr.nested"]) == {"q": ["\ufffd"]}
+    events = duckdb.sql(f"select * from read_parquet('{out}/events/*/*.parquet')").df()
+    assert events.loc[0, "attr.z"] == "\ufffd"
+    samples = duckdb.sql(f"select * from read_parquet('{out}/samples/*/*.parquet')").df()
+    assert samples.loc[0, "label"] == "bad\ufffd"
