@@ -29,6 +29,7 @@ import math
 import operator
 import sys
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 #: Types that need no conversion; checked by identity on the hot path.
@@ -52,6 +53,7 @@ _MAX_INT_BITS = 14_000
 #: A Decimal with more digits is summarised rather than printed.
 _MAX_DECIMAL_DIGITS = 100
 _SEQUENCES = (list, tuple, set, frozenset, deque)
+_CONTAINERS = (dict, *_SEQUENCES)
 
 
 class _Budget:
@@ -147,25 +149,34 @@ def _plain(value: Any, depth: int, budget: _Budget) -> Any:
         return value
     if depth > _MAX_DEPTH:
         return f"<{kind.__name__} nested too deep>"
-    if isinstance(value, dict):
-        out: dict[str, Any] = {}
-        for position, (key, item) in enumerate(value.items()):
-            if budget.steps <= 0:
-                out["…"] = f"[{len(value) - position} more keys]"
-                break
-            budget.steps -= 1
-            out[_text(key, 1000, budget)] = _plain(item, depth + 1, budget)
-        return out
-    if isinstance(value, _SEQUENCES):
-        items = []
-        for item in value:
-            if budget.steps <= 0:
-                items.append(f"…[{len(value) - len(items)} more items]")
-                break
-            budget.steps -= 1
-            items.append(_plain(item, depth + 1, budget))
-        return items
+    if isinstance(value, _CONTAINERS):
+        return _each_item(value, budget, lambda item: _plain(item, depth + 1, budget))
     return _plain_scalar(value, depth, budget)
+
+
+def _each_item(container: Any, budget: _Budget, convert: Callable[[Any], Any]) -> dict | list:
+    """A dict (keys made text) or a sequence (as a list) with ``convert`` applied to each
+    item, until ``budget`` runs out of steps; a marker then says how much was left out.
+
+    Shared by the plain-data and the JSON walkers, which differ only in ``convert``.
+    """
+    if isinstance(container, dict):
+        out: dict[str, Any] = {}
+        for position, (key, item) in enumerate(container.items()):
+            if budget.steps <= 0:
+                out["…"] = f"[{len(container) - position} more keys]"
+                break
+            budget.steps -= 1
+            out[_text(key, 1000, budget)] = convert(item)
+        return out
+    items = []
+    for item in container:
+        if budget.steps <= 0:
+            items.append(f"…[{len(container) - len(items)} more items]")
+            break
+        budget.steps -= 1
+        items.append(convert(item))
+    return items
 
 
 def _plain_scalar(value: Any, depth: int, budget: _Budget) -> Any:
@@ -267,24 +278,8 @@ def _json(value: Any, max_chars: int, budget: _Budget, depth: int) -> Any:
         return "<nested too deep>"
     if kind is dict and _json_ready(value, max_chars, budget):
         return value
-    if isinstance(value, dict):
-        out: dict[str, Any] = {}
-        for position, (key, item) in enumerate(value.items()):
-            if budget.steps <= 0:
-                out["…"] = f"[{len(value) - position} more keys]"
-                break
-            budget.steps -= 1
-            out[_text(key, 1000, budget)] = _json(item, max_chars, budget, depth + 1)
-        return out
-    if isinstance(value, _SEQUENCES):
-        items = []
-        for item in value:
-            if budget.steps <= 0:
-                items.append(f"…[{len(value) - len(items)} more items]")
-                break
-            budget.steps -= 1
-            items.append(_json(item, max_chars, budget, depth + 1))
-        return items
+    if isinstance(value, _CONTAINERS):
+        return _each_item(value, budget, lambda item: _json(item, max_chars, budget, depth + 1))
     return _json(_plain_scalar(value, depth, budget), max_chars, budget, depth + 1)
 
 
