@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import signal
 import socket
@@ -19,6 +20,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -172,3 +174,83 @@ class NotebookPage:
 
     def output_text(self, index: int) -> str:
         return self.cell(index).locator(".jp-OutputArea").inner_text()
+
+
+# ---------------------------------------------------------------------- the page guard
+
+#: Installed before any page script. A request the Content-Security-Policy blocks never
+#: reaches the route, so its violation event is how the attempt is still seen.
+CSP_WATCH = """
+window.__stwViolations = [];
+document.addEventListener("securitypolicyviolation",
+  (e) => window.__stwViolations.push(`${e.violatedDirective} ${e.blockedURI}`));
+"""
+
+
+class PageGuard:
+    """What a page under test must never do: request a URL ``allowed`` refuses (such
+    requests are aborted as well as noted), break its CSP, log an error, throw, or open
+    a dialog. ``file:`` URLs it requests are kept in ``files`` for the caller to judge;
+    ``watch`` is more init script for checks of the caller's own."""
+
+    def __init__(self, page: Any, allowed: Callable[[str], bool], watch: str = "") -> None:
+        self.page = page
+        self.allowed = allowed
+        self.foreign: list[str] = []
+        self.files: list[str] = []
+        self.console_errors: list[str] = []
+        self.page_errors: list[str] = []
+        self.dialogs: list[str] = []
+        page.add_init_script(CSP_WATCH + watch)
+        page.route("**/*", self._route)
+        page.on("request", self._request)
+        page.on("websocket", lambda ws: self._check(ws.url))
+        page.on("console", lambda m: m.type == "error" and self.console_errors.append(m.text))
+        page.on("pageerror", lambda e: self.page_errors.append(str(e)))
+        page.on("dialog", self._dialog)
+
+    def _route(self, route: Any) -> None:
+        if self._check(route.request.url):
+            route.continue_()
+        else:
+            route.abort()
+
+    def _request(self, request: Any) -> None:
+        """Also sees requests that skip routing (the route sees them first otherwise)."""
+        if request.url.startswith("file:"):
+            self.files.append(request.url)
+        self._check(request.url)
+
+    def _check(self, url: str) -> bool:
+        ok = self.allowed(url)
+        if not ok and url not in self.foreign:
+            self.foreign.append(url)
+        return ok
+
+    def _dialog(self, dialog: Any) -> None:
+        self.dialogs.append(f"{dialog.type}: {dialog.message}")
+        dialog.dismiss()
+
+    def check(self) -> None:
+        """Fail on anything recorded."""
+        assert self.foreign == [], f"requests the page may not make: {self.foreign}"
+        violations = self.page.evaluate("() => window.__stwViolations")
+        assert violations == [], f"CSP violations: {violations}"
+        assert self.dialogs == [], f"dialogs: {self.dialogs}"
+        assert self.page_errors == [], f"page errors: {self.page_errors}"
+        assert self.console_errors == [], f"console errors: {self.console_errors}"
+
+
+def origin_of(url: str) -> Callable[[str], bool]:
+    """Requests a page may make: its own origin (http and websocket), blobs and data URLs."""
+    match = re.match(r"(https?)://([^/]+)", url)
+    assert match, url
+    websocket = "wss" if match[1] == "https" else "ws"
+    own = (f"{match[1]}://{match[2]}/", f"{websocket}://{match[2]}/")
+    return lambda target: target.startswith((*own, "blob:", "data:"))
+
+
+def file_only(target: str) -> bool:
+    """Requests a page opened from disk may make: files, blobs and data URLs (callers
+    check which files in ``PageGuard.files``)."""
+    return target.startswith(("file:", "blob:", "data:"))

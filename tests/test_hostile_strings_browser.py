@@ -17,7 +17,6 @@ surface (clicks, tooltips, legend, filter box, pans).
 from __future__ import annotations
 
 import json
-import re
 import signal
 import subprocess
 import sys
@@ -35,7 +34,15 @@ from slime_trace_widget.frames import TraceFrames, load_frames
 from slime_trace_widget.payload import NAME_CHARS, EncodedView, encode
 from slime_trace_widget.snapshot import SNAPSHOT_MAX_CHARS, write_snapshot
 from slime_trace_widget.values import MAX_STRING_CHARS, truncate
-from tests.browser import VIEWPORT, JupyterLab, NotebookPage, free_port
+from tests.browser import (
+    VIEWPORT,
+    JupyterLab,
+    NotebookPage,
+    PageGuard,
+    file_only,
+    free_port,
+    origin_of,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -125,14 +132,10 @@ def write_hostile_dump(path: Path, table: dict[str, str]) -> Path:
 
 # ---------------------------------------------------------------------- the page guard
 
-#: Installed before any page script: records elements of these kinds added inside a
-#: ``.stw-root`` (even ones removed again at once), and CSP violations, which a
-#: blocked request shows instead of reaching the route.
+#: More init script for the guard: records elements of these kinds added inside a
+#: ``.stw-root`` (even ones removed again at once).
 _WATCH = """
 window.__stwMade = [];
-window.__stwViolations = [];
-document.addEventListener("securitypolicyviolation",
-  (e) => window.__stwViolations.push(`${e.violatedDirective} ${e.blockedURI}`));
 const made = "img, svg, iframe, script, style, link, object, embed, a[href], [srcdoc]";
 new MutationObserver((records) => {
   for (const record of records) {
@@ -161,68 +164,12 @@ _LIVE_ATTRIBUTES = """
 """
 
 
-class Guard:
-    """Everything a page must not do with the dump's text: reach a foreign origin,
-    log an error, throw, or open a dialog. Foreign requests are aborted as well."""
-
-    def __init__(self, page: Any, allowed: Callable[[str], bool]) -> None:
-        self.page = page
-        self.allowed = allowed
-        self.foreign: list[str] = []
-        self.console_errors: list[str] = []
-        self.page_errors: list[str] = []
-        self.dialogs: list[str] = []
-        page.add_init_script(_WATCH)
-        page.route("**/*", self._route)
-        page.on("request", lambda r: self._check(r.url))
-        page.on("websocket", lambda ws: self._check(ws.url))
-        page.on("console", lambda m: m.type == "error" and self.console_errors.append(m.text))
-        page.on("pageerror", lambda e: self.page_errors.append(str(e)))
-        page.on("dialog", self._dialog)
-
-    def _route(self, route: Any) -> None:
-        if self._check(route.request.url):
-            route.continue_()
-        else:
-            route.abort()
-
-    def _check(self, url: str) -> bool:
-        ok = self.allowed(url)
-        if not ok and url not in self.foreign:
-            self.foreign.append(url)
-        return ok
-
-    def _dialog(self, dialog: Any) -> None:
-        self.dialogs.append(f"{dialog.type}: {dialog.message}")
-        dialog.dismiss()
-
-    def check(self) -> None:
-        """Fail on anything recorded, and on any sign that a string became live."""
-        page = self.page
-        assert self.foreign == [], f"requests outside the page's origin: {self.foreign}"
-        assert page.evaluate("() => window.__stwViolations") == [], "CSP violations"
-        assert self.dialogs == [], f"dialogs: {self.dialogs}"
-        assert self.page_errors == [], f"page errors: {self.page_errors}"
-        assert self.console_errors == [], f"console errors: {self.console_errors}"
-        assert page.evaluate("() => window.__pwned") is None, "a hostile string ran"
-        assert page.evaluate("() => ({}).polluted") is None, "Object.prototype was polluted"
-        assert page.evaluate("() => window.__stwMade") == [], "elements made from dump text"
-        assert page.evaluate(_LIVE_ATTRIBUTES) == [], "live attributes from dump text"
-
-
-def origin_of(url: str) -> Callable[[str], bool]:
-    """Requests a page may make: its own origin (http and websocket), blobs and data URLs."""
-    match = re.match(r"(https?)://([^/]+)", url)
-    assert match, url
-    websocket = "wss" if match[1] == "https" else "ws"
-    own = (f"{match[1]}://{match[2]}/", f"{websocket}://{match[2]}/")
-    return lambda target: target.startswith((*own, "blob:", "data:"))
-
-
-def file_only(target: str) -> bool:
-    """Requests a page opened from disk may make: files, blobs and data URLs (that the only
-    file is the page itself is checked in test_snapshot_browser)."""
-    return target.startswith(("file:", "blob:", "data:"))
+def check_text_stayed_text(page: Any) -> None:
+    """Fail on any sign that a string of the dump became live in ``page``."""
+    assert page.evaluate("() => window.__pwned") is None, "a hostile string ran"
+    assert page.evaluate("() => ({}).polluted") is None, "Object.prototype was polluted"
+    assert page.evaluate("() => window.__stwMade") == [], "elements made from dump text"
+    assert page.evaluate(_LIVE_ATTRIBUTES) == [], "live attributes from dump text"
 
 
 # ---------------------------------------------------------------------- driving a timeline
@@ -429,12 +376,13 @@ def frames(dump: Path) -> TraceFrames:
 
 @contextmanager
 def guarded(browser: Any, allowed: Callable[[str], bool]) -> Iterator[Any]:
-    """A fresh page under a :class:`Guard`, checked when the block ends cleanly."""
+    """A fresh page under a :class:`PageGuard`, checked when the block ends cleanly."""
     page = browser.new_page(viewport=WINDOW, device_scale_factor=1)
-    guard = Guard(page, allowed)
+    guard = PageGuard(page, allowed, _WATCH)
     try:
         yield page
         guard.check()
+        check_text_stayed_text(page)
     finally:
         page.close()
 

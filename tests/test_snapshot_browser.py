@@ -26,14 +26,13 @@ from slime_trace_widget.dump import save_dump
 from slime_trace_widget.frames import TraceFrames, load_frames
 from slime_trace_widget.payload import EncodedView, encode
 from slime_trace_widget.snapshot import SNAPSHOT_MAX_CHARS, write_snapshot
-from tests.browser import VIEWPORT
+from tests.browser import VIEWPORT, PageGuard, file_only
 
 pytestmark = pytest.mark.browser
 
 FIXTURES = Path(__file__).parent / "fixtures"
 READY = '.stw-root[data-ready="1"]'
 #: Schemes a snapshot may touch: itself, and the blob it imports its bundle from.
-LOCAL_SCHEMES = ("file:", "blob:", "data:")
 
 # Hostile strings; each aims at a different way text could turn into markup or code.
 IMG = "<img src=x onerror=window.__pwned=1>"
@@ -53,15 +52,6 @@ SPAN_ID = f"id{SCRIPT}"
 LABEL_0 = f"{IMG} label"
 LABEL_1 = f"{BIDI}{NUL}{CSS}"
 STATUS = "<b>completed</b>"
-
-# Watches for violations of the page's Content-Security-Policy: a blocked
-# request never reaches the route, so this is how an attempt is still seen.
-_CSP_WATCH = """
-window.__stwViolations = [];
-document.addEventListener("securitypolicyviolation",
-  (e) => window.__stwViolations.push(`${e.violatedDirective} ${e.blockedURI}`));
-"""
-
 
 # ---------------------------------------------------------------------- data
 
@@ -153,72 +143,19 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> Snapshot:
 # ---------------------------------------------------------------------- page helpers
 
 
-class Guard:
-    """Records what a snapshot page must never do: reach past its own file, log
-    an error, or open a dialog. Non-local requests are aborted as well as noted."""
-
-    def __init__(self, page: Any) -> None:
-        self.page = page
-        self.remote: list[str] = []
-        self.files: list[str] = []
-        self.console_errors: list[str] = []
-        self.page_errors: list[str] = []
-        self.dialogs: list[str] = []
-        page.add_init_script(_CSP_WATCH)
-        page.route("**/*", self._route)
-        page.on("request", self._request)
-        page.on("websocket", lambda ws: self._remote(ws.url))
-        page.on("console", lambda m: m.type == "error" and self.console_errors.append(m.text))
-        page.on("pageerror", lambda e: self.page_errors.append(str(e)))
-        page.on("dialog", self._dialog)
-
-    def _route(self, route: Any) -> None:
-        url = route.request.url
-        if url.startswith(LOCAL_SCHEMES):
-            route.continue_()
-        else:
-            self._remote(url)
-            route.abort()
-
-    def _request(self, request: Any) -> None:
-        """Also sees requests that skip routing (the route sees them first otherwise)."""
-        url = request.url
-        if url.startswith("file:"):
-            self.files.append(url)
-        elif not url.startswith(LOCAL_SCHEMES):
-            self._remote(url)
-
-    def _remote(self, url: str) -> None:
-        if url not in self.remote:
-            self.remote.append(url)
-
-    def _dialog(self, dialog: Any) -> None:
-        self.dialogs.append(f"{dialog.type}: {dialog.message}")
-        dialog.dismiss()
-
-    def check(self, url: str) -> None:
-        """Fail on anything recorded; the only file read is the page itself."""
-        violations = self.page.evaluate("() => window.__stwViolations")
-        assert self.remote == [], f"network requests: {self.remote}"
-        assert self.files == [url], f"file requests besides the page: {self.files}"
-        assert violations == [], f"CSP violations: {violations}"
-        assert self.console_errors == [], f"console errors: {self.console_errors}"
-        assert self.page_errors == [], f"page errors: {self.page_errors}"
-        assert self.dialogs == [], f"dialogs: {self.dialogs}"
-        assert self.page.locator("#stw-error").inner_text() == ""
-
-
 @contextmanager
 def opened(browser: Any, path: Path) -> Iterator[Any]:
     """The snapshot open and drawn; the guard is checked when the block ends cleanly."""
     page = browser.new_page(viewport=VIEWPORT, device_scale_factor=1)
-    guard = Guard(page)
+    guard = PageGuard(page, file_only)
     url = path.resolve().as_uri()
     try:
         page.goto(url)
         page.wait_for_selector(READY, timeout=20_000)
         yield page
-        guard.check(url)
+        guard.check()
+        assert guard.files == [url], f"file requests besides the page: {guard.files}"
+        assert page.locator("#stw-error").inner_text() == ""
     finally:
         page.close()
 
