@@ -927,8 +927,11 @@ def _clear_unfilled_storages(session: _LoadSession) -> None:
     filled = session.last_pickle if isinstance(session.last_pickle, list) else []
     filled_keys = {key for key in filled if isinstance(key, str | bytes | int)}
     for key, storage in session.legacy_storages:
-        if key not in filled_keys and hasattr(storage, "fill_"):
-            storage.fill_(0)
+        if key not in filled_keys:
+            # The untyped view: TypedStorage.fill_ warns that typed storages are deprecated.
+            untyped = getattr(storage, "_untyped_storage", storage)
+            if hasattr(untyped, "fill_"):
+                untyped.fill_(0)
 
 
 def _load_restricted(path: str, data: bytes,

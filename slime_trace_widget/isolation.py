@@ -284,7 +284,7 @@ def serve() -> None:
         broken = None
     except BaseException as exc:  # report it per request rather than dying silently
         broken = f"{type(exc).__name__}: {exc}"
-    out = _Messages(sys.stdout.fileno())
+    out = _Messages(_private_stdout())
     for line in sys.stdin.buffer:
         request = json.loads(line)
         if broken is not None:
@@ -294,6 +294,19 @@ def serve() -> None:
             _rehearse_in_child(request, out)
         else:
             _rehearse(request, out)
+
+
+def _private_stdout() -> int:
+    """A descriptor for the messages, with fd 1 itself sent to /dev/null.
+
+    Anything else printing to stdout in the helper or a child (a library's
+    notice) would otherwise land in the middle of the message stream.
+    """
+    channel = os.dup(sys.stdout.fileno())
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return channel
 
 
 class _Messages:
@@ -331,6 +344,7 @@ def _rehearse_in_child(request: dict, out: _Messages) -> None:
         code = 1
         try:
             os.close(read_end)
+            os.close(out.fd)  # only the helper answers the parent
             _apply_limits(request)
             _rehearse(request, _Messages(write_end))
             code = 0
