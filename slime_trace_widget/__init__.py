@@ -30,11 +30,20 @@ _EXPORTS = {
 
 __all__ = [*_EXPORTS, "__version__"]
 
+#: Names whose use means a dump is about to be loaded: the safe loader's helper
+#: process is started before their modules are imported, so its torch import runs
+#: alongside this one (see :mod:`slime_trace_widget.isolation`).
+_LOADING_NAMES = frozenset({"TraceTimeline", "load_dump", "load_dumps", "load_frames"})
+
 
 def __getattr__(name: str) -> Any:
     if name not in _EXPORTS:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     module = _EXPORTS[name]
+    if name in _LOADING_NAMES:
+        from .isolation import start_helper
+
+        start_helper()
     if module is None:
         return importlib.import_module(f".{name}", __name__)
     return getattr(importlib.import_module(module, __name__), name)

@@ -148,6 +148,10 @@ def _fresh_cache(cache: Path, inputs: list[Path], source: dict) -> Blocks | None
 
 
 def _load(inputs: list[Path], trusted: bool):
+    if not trusted:  # its torch import then overlaps this process's
+        from .isolation import start_helper
+
+        start_helper()
     from .frames import load_frames
 
     return load_frames([str(p) for p in inputs], trusted=trusted)

@@ -110,6 +110,7 @@ from typing import Any, ClassVar, Protocol
 import numpy as np
 import torch
 
+from .isolation import Rehearsal, start_helper
 from .paths import DumpError, PathLike, expand_paths
 from .values import bounded_int, short_text
 
@@ -1023,8 +1024,6 @@ def load_dump(
     data = _read_all(name)
     if not isolate:
         return load_dump_bytes(name, data)
-    from .isolation import Rehearsal
-
     with Rehearsal(name, data, time_limit=time_limit, memory_limit=memory_limit) as rehearsal:
         if not header.startswith(_ZIP_MAGIC):
             # torch reads a legacy file's tensor data after the pickle, unwatched.
@@ -1201,3 +1200,8 @@ def save_dump(path: PathLike, samples: Iterable[Any], *, rollout_id: int | None 
         if os.path.exists(partial):
             os.remove(partial)
     return target
+
+
+# The first safe load needs the rehearsal helper, which takes as long to start as
+# importing torch; starting it with this module lets the two imports overlap.
+start_helper()

@@ -51,7 +51,7 @@ try:
 except ImportError:  # Windows: rehearsals run without CPU or memory limits of their own
     resource = None  # type: ignore[assignment]
 
-__all__ = ["Rehearsal", "default_memory_limit", "default_time_limit", "serve"]
+__all__ = ["Rehearsal", "default_memory_limit", "default_time_limit", "serve", "start_helper"]
 
 #: CPU seconds a rehearsal may take: a floor plus this much per MB of file. Safe
 #: loading runs at about 50 MB/s (benchmarks/bench_load.py), so a genuine dump
@@ -173,6 +173,28 @@ class _Helper:
         self._process: subprocess.Popen | None = None
         self._lines: queue.Queue[bytes] = queue.Queue()
 
+    def forget(self) -> None:
+        """In a forked copy of this process: drop the parent's helper without touching it.
+
+        Its pipes and lock belong to the parent (the lock may even be held by a
+        thread that does not exist here); this process starts its own helper.
+        """
+        self.lock = threading.Lock()
+        self._process = None
+        self._lines = queue.Queue()
+
+    def start_early(self) -> None:
+        """Start the helper now, so its torch import overlaps this process's own
+        imports; a failure is left for the first load to report."""
+        if _IN_HELPER or not self.lock.acquire(blocking=False):
+            return
+        try:
+            self._running("")
+        except DumpError:
+            pass
+        finally:
+            self.lock.release()
+
     def send(self, name: str, request: dict) -> None:
         """Start a rehearsal (the caller holds ``lock``)."""
         process = self._running(name)
@@ -269,8 +291,17 @@ def _forward_lines(stream: Any, lines: queue.Queue[bytes]) -> None:
     lines.put(b"")
 
 
+#: True in the helper and its children, which load dumps without a helper of their own.
+_IN_HELPER = False
 _HELPER = _Helper()
 atexit.register(_HELPER.stop)
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_HELPER.forget)
+
+
+def start_helper() -> None:
+    """Start the rehearsal helper ahead of the first load (see :meth:`_Helper.start_early`)."""
+    _HELPER.start_early()
 
 
 # ---------------------------------------------------------------------------
@@ -279,6 +310,8 @@ atexit.register(_HELPER.stop)
 
 def serve() -> None:
     """Helper main loop: rehearse each request line, relaying the child's messages."""
+    global _IN_HELPER
+    _IN_HELPER = True
     try:
         from .dump import load_dump_bytes  # noqa: F401  (imported once, before any fork)
         broken = None

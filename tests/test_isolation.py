@@ -218,3 +218,50 @@ def test_child_deaths_are_explained() -> None:
     crash = isolation._death_message(request, -signal.SIGSEGV)
     assert cpu.startswith("rollout_1.pt: refused") and "more than 5 s of CPU time" in cpu
     assert crash.startswith("rollout_1.pt:") and "crashed" in crash and "SIGSEGV" in crash
+
+
+def children_of(pid: int) -> list[int]:
+    """Pids whose parent is ``pid`` and that still run."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        state, parent = stat.rsplit(")", 1)[1].split()[:2]
+        if int(parent) == pid and state not in ("Z", "X"):
+            found.append(int(entry.name))
+    return found
+
+
+def test_the_helper_starts_no_helper_of_its_own() -> None:
+    """The helper imports the loader module, which starts a helper in any other process."""
+    load_dump(FIXTURES / "small.pt")
+    helper = isolation._HELPER._process
+    assert helper is not None
+    deadline = time.monotonic() + 10
+    while children_of(helper.pid) and time.monotonic() < deadline:
+        time.sleep(0.1)  # the last rehearsal child may still be exiting
+    assert children_of(helper.pid) == []
+
+
+def test_a_forked_process_loads_with_its_own_helper() -> None:
+    """A fork (a DataLoader worker, say) must not talk to its parent's helper over the
+    pipes it inherited: both sides would read each other's answers."""
+    load_dump(FIXTURES / "small.pt")
+    helper = isolation._HELPER._process
+    assert helper is not None
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            ok = len(load_dump(FIXTURES / "small.pt").samples) == 8
+            mine = isolation._HELPER._process
+            code = 0 if ok and mine is not None and mine.pid != helper.pid else 2
+            isolation._HELPER.stop()
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert isolation._HELPER._process is helper and helper.poll() is None
+    assert len(load_dump(FIXTURES / "small.pt").samples) == 8
