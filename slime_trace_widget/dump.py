@@ -93,6 +93,7 @@ import datetime
 import decimal
 import io
 import itertools
+import math
 import numbers
 import os
 import pickle
@@ -110,12 +111,12 @@ from typing import Any, ClassVar, Protocol
 import numpy as np
 import torch
 
-from .isolation import Rehearsal, start_helper
+from .isolation import Rehearsal
 from .paths import DumpError, PathLike, expand_paths
 from .values import bounded_int, short_text
 
-__all__ = ["DumpError", "LoadedDump", "Placeholder", "ReadWatcher", "expand_paths", "load_dump",
-           "load_dump_bytes", "load_dumps", "save_dump"]
+__all__ = ["CheckedArray", "DumpError", "LoadedDump", "Placeholder", "ReadWatcher", "expand_paths",
+           "load_dump", "load_dump_bytes", "load_dumps", "save_dump"]
 
 
 @dataclass
@@ -355,7 +356,6 @@ def _static_globals() -> dict[tuple[str, str], object]:
         table[("datetime", cls.__name__)] = cls
     table[("decimal", "Decimal")] = decimal.Decimal
     table[("uuid", "UUID")] = uuid.UUID
-    table[("torch._utils", "_rebuild_tensor")] = torch._utils._rebuild_tensor
     table.update(_numpy_globals())
     table.update(_torch_globals())
     return table
@@ -406,10 +406,12 @@ class _DataOnlyClass:
     __slots__ = ("_module", "_name", "_session", "cls")
 
     def __init__(self, cls: type, module: str, name: str, session: "_LoadSession") -> None:
-        self.cls = cls
-        self._module = module
-        self._name = name
-        self._session = session
+        for slot, value in (("cls", cls), ("_module", module), ("_name", name),
+                            ("_session", session)):
+            object.__setattr__(self, slot, value)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"{self!r} is read-only")
 
     def __call__(self, *args: Any, **kwargs: Any) -> Placeholder:
         return self._session.blocked_call(self._module, self._name, *args)
@@ -492,6 +494,7 @@ class _LoadSession:
         self.readers = 0
         self.last_pickle: Any = None  # what the latest pickle of the file held
         self.legacy_storages: list[tuple[Any, Any]] = []  # (storage key, storage) handed out
+        self.dtypes: list[np.dtype] = []  # numpy dtypes the file made, checked after BUILD
         self.warnings: Counter[str] = Counter()
         self.blocked: dict[str, None] = {}  # insertion-ordered set of "module.name"
         self.guard = _ClassGuard()
@@ -535,6 +538,116 @@ class _LoadSession:
         return self.placeholder_class(module, name)(*args)
 
 
+_REBUILD_V3 = torch._utils._rebuild_tensor_v3
+_NUMPY_CORES = ("numpy.core", "numpy._core")
+_NUMPY_SCALAR = np.float64(0).__reduce__()[0]
+_NUMPY_FROMBUFFER = np.zeros(1).__reduce_ex__(5)[0]
+
+
+class CheckedArray(np.ndarray):
+    """A numpy array the safe loader rebuilt: its pickled state is checked before numpy
+    reads it.
+
+    numpy's ``ndarray.__setstate__`` trusts the state it is given: an object
+    array whose shape promises more items than its list holds reads pointers
+    past the list's end, and the process crashes once they are touched; a
+    structured dtype with a field outside its item reads past each element.
+    Behaves as an ``ndarray`` otherwise, and pickles as a plain one.
+    """
+
+    def __setstate__(self, state: Any) -> None:
+        parts = state if isinstance(state, tuple) else ()
+        if len(parts) in (4, 5):
+            shape, dtype, data = parts[-4], parts[-3], parts[-1]
+            _refuse_bad_dtype(dtype)
+            if isinstance(dtype, np.dtype) and dtype.hasobject:
+                expected = _element_count(shape)
+                if not isinstance(data, list) or len(data) != expected:
+                    count = len(data) if isinstance(data, list) else type(data).__name__
+                    raise pickle.UnpicklingError(
+                        f"a numpy object array of {expected} items comes with {count}")
+        super().__setstate__(state)
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        return self.view(np.ndarray).__reduce_ex__(protocol)
+
+
+def _element_count(shape: Any) -> int | None:
+    """How many items a shape holds, or None when it is not a tuple of sizes."""
+    try:
+        return math.prod(int(n) for n in shape)
+    except (TypeError, ValueError):
+        return None
+#: ``numpy.dtypes.*DType``: calling one makes a dtype, which must pass the same checks.
+_NUMPY_DTYPE_CLASSES = {key: value for key, value in _STATIC_GLOBALS.items()
+                        if key[0] == "numpy.dtypes"}
+
+
+def _check_within_storage(storage: Any, offset: Any, size: Any, stride: Any,
+                          dtype: Any) -> None:
+    """Refuse a tensor whose elements would lie outside its storage.
+
+    torch checks this for storages read from a zip, but a legacy file can hand
+    out an empty storage that ``set_`` then grows without initialising it; a
+    tensor over it would show leftover memory. torch's own pickles always fit.
+    """
+    if isinstance(storage, torch.storage.TypedStorage):
+        available = storage._size()  # size() would warn that TypedStorage is deprecated
+    elif isinstance(storage, torch.UntypedStorage) and isinstance(dtype, torch.dtype):
+        available = storage.nbytes() // torch._utils._element_size(dtype)
+    else:
+        return  # not a storage: the rebuild itself fails
+    try:
+        sizes, strides, start = [int(n) for n in size], [int(n) for n in stride], int(offset)
+    except (TypeError, ValueError):
+        return  # not numbers: the rebuild itself fails
+    if len(sizes) != len(strides) or min([start, *sizes, *strides]) < 0:
+        return  # torch refuses these itself
+    reach = sum((n - 1) * step for n, step in zip(sizes, strides, strict=True))
+    extent = 0 if 0 in sizes else start + 1 + reach
+    if extent > available:
+        raise pickle.UnpicklingError(
+            f"a tensor reaches past its storage ({extent} elements, storage has {available})")
+
+
+def _check_dtypes(session: "_LoadSession") -> None:
+    """Refuse numpy dtypes a file built with fields outside their own item size.
+
+    BUILD can give a structured dtype a field at offset 65536 of a 4-byte item;
+    reading that field (the widget showing the value) reads whatever memory
+    lies there. Arrays and scalars check their dtype as they are made; this
+    catches the dtypes left as values.
+    """
+    for dtype in session.dtypes:
+        _refuse_bad_dtype(dtype)
+
+
+def _refuse_bad_dtype(dtype: Any) -> None:
+    """Raise UnpicklingError for a numpy dtype whose fields do not fit in it."""
+    problem = _dtype_problem(dtype) if isinstance(dtype, np.dtype) else None
+    if problem:
+        raise pickle.UnpicklingError(f"a numpy dtype {problem}")
+
+
+def _dtype_problem(dtype: np.dtype, depth: int = 0) -> str | None:
+    """What is wrong with ``dtype``, or None: fields and subarrays must fit in it."""
+    if depth > 32:
+        return "is nested too deep"
+    if dtype.subdtype is not None:
+        base, shape = dtype.subdtype
+        if base.itemsize * int(np.prod(shape)) > dtype.itemsize:
+            return "has a subarray larger than its item"
+        return _dtype_problem(base, depth + 1)
+    for described in (dtype.fields or {}).values():
+        field_type, offset = described[0], described[1]
+        if offset < 0 or offset + field_type.itemsize > dtype.itemsize:
+            return "has a field outside its item"
+        problem = _dtype_problem(field_type, depth + 1)
+        if problem:
+            return problem
+    return None
+
+
 def _apply_plain_state(tensor: torch.Tensor, state: Any, session: _LoadSession) -> None:
     """Copy a tensor's pickled Python attributes, but only new public ones.
 
@@ -562,12 +675,25 @@ def _session_wrappers(session: _LoadSession) -> dict[tuple[str, str], Callable]:
 
     def without_hooks(rebuild: Callable) -> Callable:
         def rebuild_tensor(*args: Any) -> torch.Tensor:
+            _check_within_storage(*args[:4], args[6] if rebuild is _REBUILD_V3 else None)
             # args[5] is backward_hooks: torch never serialises live hooks, so keep none.
             if len(args) > 5 and not (isinstance(args[5], dict) and not args[5]):
                 session.warnings["tensor_hooks_dropped"] += 1
             return rebuild(*args[:5], OrderedDict(), *args[6:])
 
         return rebuild_tensor
+
+    def rebuild_tensor_v1(storage: Any, offset: Any, size: Any, stride: Any) -> torch.Tensor:
+        _check_within_storage(storage, offset, size, stride, None)
+        return torch._utils._rebuild_tensor(storage, offset, size, stride)
+
+    def dtype_maker(make: Callable[..., np.dtype]) -> Callable[..., np.dtype]:
+        def make_dtype(*args: Any, **kwargs: Any) -> np.dtype:
+            dtype = make(*args, **kwargs)
+            session.dtypes.append(dtype)  # BUILD sets its state later: checked after the load
+            return dtype
+
+        return make_dtype
 
     def rebuild_parameter(data: Any, requires_grad: Any, _hooks: Any, state: Any = None) -> Any:
         if not isinstance(data, torch.Tensor):
@@ -601,7 +727,17 @@ def _session_wrappers(session: _LoadSession) -> dict[tuple[str, str], Callable]:
         if _unwrap(cls) is not np.ndarray:
             return session.blocked_call("numpy.core.multiarray", "_reconstruct", cls, shape)
         array = _NUMPY_RECONSTRUCT(np.ndarray, shape, dtype)
-        return np.zeros(array.shape, array.dtype) if array.size else array
+        if array.size:
+            array = np.zeros(array.shape, array.dtype)
+        return array.view(CheckedArray)
+
+    def scalar(dtype: Any, *args: Any) -> Any:
+        _refuse_bad_dtype(dtype)
+        return _NUMPY_SCALAR(dtype, *args)
+
+    def frombuffer(buffer: Any, dtype: Any, *args: Any) -> Any:
+        _refuse_bad_dtype(dtype)
+        return _NUMPY_FROMBUFFER(buffer, dtype, *args)
 
     def encode(*args: Any) -> Any:
         plain = (len(args) == 2 and all(isinstance(a, str) for a in args)
@@ -616,14 +752,18 @@ def _session_wrappers(session: _LoadSession) -> dict[tuple[str, str], Callable]:
         return session.blocked_call("builtins", "getattr", owner, attr)
 
     return {
+        ("torch._utils", "_rebuild_tensor"): rebuild_tensor_v1,
         ("torch._utils", "_rebuild_tensor_v2"): without_hooks(torch._utils._rebuild_tensor_v2),
-        ("torch._utils", "_rebuild_tensor_v3"): without_hooks(torch._utils._rebuild_tensor_v3),
+        ("torch._utils", "_rebuild_tensor_v3"): without_hooks(_REBUILD_V3),
+        ("numpy", "dtype"): dtype_maker(np.dtype),
+        **{key: dtype_maker(cls) for key, cls in _NUMPY_DTYPE_CLASSES.items()},
         ("torch._utils", "_rebuild_parameter"): rebuild_parameter,
         ("torch._utils", "_rebuild_parameter_with_state"): rebuild_parameter,
         ("torch._tensor", "_rebuild_from_type_v2"): rebuild_from_type_v2,
         ("copyreg", "_reconstructor"): reconstructor,
-        ("numpy.core.multiarray", "_reconstruct"): reconstruct,
-        ("numpy._core.multiarray", "_reconstruct"): reconstruct,
+        **{(f"{core}.multiarray", "_reconstruct"): reconstruct for core in _NUMPY_CORES},
+        **{(f"{core}.multiarray", "scalar"): scalar for core in _NUMPY_CORES},
+        **{(f"{core}.numeric", "_frombuffer"): frombuffer for core in _NUMPY_CORES},
         ("_codecs", "encode"): encode,
         ("builtins", "getattr"): nested_getattr,
     }
@@ -952,6 +1092,7 @@ def _load_restricted(path: str, data: bytes,
     finally:
         session.modified_classes = session.guard.restore()
     _clear_unfilled_storages(session)
+    _check_dtypes(session)
     if session.modified_classes:
         touched = ", ".join(session.modified_classes)
         raise DumpError(f"{path}: refused: the file tried to modify {touched} (undone)")
@@ -1025,7 +1166,11 @@ def load_dump(
     if not isolate:
         return load_dump_bytes(name, data)
     with Rehearsal(name, data, time_limit=time_limit, memory_limit=memory_limit) as rehearsal:
-        if not header.startswith(_ZIP_MAGIC):
+        if data.startswith(_ZIP_MAGIC):
+            # Opening the archive and inflating data.pkl come before any watched read:
+            # wait until the child has got through them to the pickle.
+            rehearsal.allow(0, 0, 0, True)
+        else:
             # torch reads a legacy file's tensor data after the pickle, unwatched.
             rehearsal.finish()
         loaded = load_dump_bytes(name, data, rehearsal)
@@ -1201,7 +1346,3 @@ def save_dump(path: PathLike, samples: Iterable[Any], *, rollout_id: int | None 
             os.remove(partial)
     return target
 
-
-# The first safe load needs the rehearsal helper, which takes as long to start as
-# importing torch; starting it with this module lets the two imports overlap.
-start_helper()

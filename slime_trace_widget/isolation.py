@@ -64,10 +64,12 @@ TIME_SECONDS_PER_MB = 1.0
 MEMORY_FACTOR = 64
 MEMORY_FLOOR_BYTES = 4 << 30
 
-# The helper must not put the caller's working directory on sys.path: a dump folder
-# could hold a planted ``numpy.py``. ``-c`` puts it first; it is removed before any import.
-_HELPER_COMMAND = ("import sys; del sys.path[0]; "
-                   "from slime_trace_widget.isolation import serve; serve()")
+# The helper must not have the caller's working directory on sys.path (a dump folder
+# could hold a planted ``numpy.py``): ``-c`` puts it there as "", removed before any
+# import. It must import this very copy of the package: its folder is put first.
+_PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_HELPER_COMMAND = ("import sys; sys.path[:] = [sys.argv[1]] + [p for p in sys.path if p and "
+                   "p != sys.argv[1]]; from slime_trace_widget.isolation import serve; serve()")
 
 
 def default_time_limit(size: int) -> float:
@@ -96,8 +98,13 @@ class Rehearsal:
         cpu_seconds = (default_time_limit(len(data)) if time_limit is None
                        else float(time_limit))
         memory_bytes = (default_memory_limit(len(data)) if memory_limit is None
-                        else int(memory_limit))
-        self._request = {"path": name, "cpu_seconds": cpu_seconds, "memory_bytes": memory_bytes}
+                        else float(memory_limit))
+        if not cpu_seconds > 0 or not memory_bytes > 0:
+            raise ValueError("time_limit and memory_limit must be positive")
+        # The helper has its own working directory: it opens the absolute path and
+        # names the file as the caller did.
+        self._request = {"path": os.path.abspath(name), "name": name,
+                         "cpu_seconds": cpu_seconds, "memory_bytes": memory_bytes}
         # Wall-clock backstop for what the CPU limit cannot see (a child blocked on
         # I/O); generous, since on a busy machine a CPU second takes longer.
         self._wall_seconds = 3 * cpu_seconds + 30
@@ -132,6 +139,8 @@ class Rehearsal:
 
     def allow(self, reader: int, start: int, end: int, exact: bool) -> int:
         """Wait until the child has finished every opcode in the bytes to be handed out."""
+        if self._verdict is not None and "error" in self._verdict:
+            raise DumpError(str(self._verdict["error"]))
         while self._verdict is None:  # after the child's "ok" everything is allowed
             reached = self._reached.get(reader, -1.0)
             if reached >= end:
@@ -206,6 +215,9 @@ class _Helper:
             self.stop()
             raise DumpError(f"{name}: the isolated loader stopped unexpectedly ({exc}); "
                             "nothing was loaded") from exc
+        except BaseException:  # interrupted mid-line: the helper would misread what follows
+            self.stop()
+            raise
 
     def receive(self, name: str, seconds: float) -> dict:
         """The next message of the running rehearsal; any failure stops the helper.
@@ -214,7 +226,7 @@ class _Helper:
         not outlive the interrupted load.
         """
         try:
-            line = self._lines.get(timeout=max(seconds, 0.0))
+            line = self._lines.get(timeout=max(seconds, 0.0) if math.isfinite(seconds) else None)
             message = json.loads(line) if line else None
         except queue.Empty:
             self.stop()
@@ -238,8 +250,8 @@ class _Helper:
         self.stop()
         try:
             process = subprocess.Popen(
-                [sys.executable, "-c", _HELPER_COMMAND], stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=_helper_environment(),
+                [sys.executable, *_interpreter_flags(), "-c", _HELPER_COMMAND, _PACKAGE_PARENT],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                 start_new_session=True)
         except OSError as exc:
             raise DumpError(f"{name}: could not start the isolated loader ({exc}); "
@@ -268,17 +280,13 @@ class _Helper:
                 stream.close()
 
 
-def _helper_environment() -> dict[str, str]:
-    """This environment, with this copy of the package first on the helper's path.
-
-    The helper must import the same code as this process, also when the package
-    was found through a ``sys.path`` entry added at run time (a notebook's
-    ``sys.path.insert``), which a new interpreter would not have.
-    """
-    package_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    inherited = os.environ.get("PYTHONPATH")
-    path = package_parent if not inherited else package_parent + os.pathsep + inherited
-    return {**os.environ, "PYTHONPATH": path}
+def _interpreter_flags() -> list[str]:
+    """This interpreter's isolation flags (-I, -E, -s), so the helper finds modules alike."""
+    flags = sys.flags
+    if flags.isolated:
+        return ["-I"]
+    return [flag for flag, on in (("-E", flags.ignore_environment),
+                                  ("-s", flags.no_user_site)) if on]
 
 
 def _forward_lines(stream: Any, lines: queue.Queue[bytes]) -> None:
@@ -317,11 +325,13 @@ def serve() -> None:
         broken = None
     except BaseException as exc:  # report it per request rather than dying silently
         broken = f"{type(exc).__name__}: {exc}"
+    if len(sys.argv) > 1 and sys.argv[1] != _PACKAGE_PARENT:
+        broken = f"it imported slime_trace_widget from {_PACKAGE_PARENT}, not {sys.argv[1]}"
     out = _Messages(_private_stdout())
     for line in sys.stdin.buffer:
         request = json.loads(line)
         if broken is not None:
-            out.send({"error": f"{request['path']}: the isolated loader cannot start "
+            out.send({"error": f"{request['name']}: the isolated loader cannot start "
                                f"({broken})"})
         elif hasattr(os, "fork"):
             _rehearse_in_child(request, out)
@@ -399,11 +409,13 @@ def _rehearse_in_child(request: dict, out: _Messages) -> None:
 
 def _death_message(request: dict, code: int) -> str:
     """Why a rehearsal child ended without a verdict, from its exit code."""
-    name = request["path"]
-    cpu_signals = {getattr(signal, "SIGXCPU", None), signal.SIGKILL}
-    if code < 0 and -code in cpu_signals:
+    name = request["name"]
+    if code < 0 and -code == getattr(signal, "SIGXCPU", None):
         return (f"{name}: refused: loading it took more than {request['cpu_seconds']:g} s of "
                 "CPU time (load_dump's time_limit; a dump of this size needs far less)")
+    if code < 0 and -code == signal.SIGKILL:
+        return (f"{name}: refused: the system killed the isolated child loading it (out of "
+                "memory, or far past the CPU time limit); nothing was loaded")
     if code < 0:
         return (f"{name}: the loader crashed on it in the isolated child "
                 f"({signal.Signals(-code).name}); nothing was loaded")
@@ -415,14 +427,28 @@ def _apply_limits(request: dict) -> None:
     if resource is None:
         return
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    cpu = max(1, math.ceil(request["cpu_seconds"]))
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))
+    if math.isfinite(request["cpu_seconds"]):
+        # SIGXCPU at the soft limit ends the child; the hard one (SIGKILL) is a backstop.
+        cpu = max(1, math.ceil(request["cpu_seconds"]))
+        _lower_limit(resource.RLIMIT_CPU, cpu, cpu + 5)
     used = _data_segment_bytes()
-    if used is not None:
+    if used is not None and math.isfinite(request["memory_bytes"]):
         cap = used + int(request["memory_bytes"])
-        hard = resource.getrlimit(resource.RLIMIT_DATA)[1]
-        if hard == resource.RLIM_INFINITY or cap < hard:
-            resource.setrlimit(resource.RLIMIT_DATA, (cap, hard))
+        _lower_limit(resource.RLIMIT_DATA, cap, None)
+
+
+def _lower_limit(kind: int, soft: int, hard: int | None) -> None:
+    """Set a resource limit no higher than the one the process already has."""
+    old_soft, old_hard = resource.getrlimit(kind)
+    infinite = resource.RLIM_INFINITY
+    if old_hard != infinite:
+        soft = min(soft, old_hard)
+        hard = old_hard if hard is None else min(hard, old_hard)
+    elif hard is None:
+        hard = infinite
+    if old_soft != infinite and old_soft < soft:
+        soft = old_soft
+    resource.setrlimit(kind, (soft, hard))
 
 
 def _data_segment_bytes() -> int | None:
@@ -441,9 +467,9 @@ def _rehearse(request: dict, out: _Messages) -> None:
     """Read the file and load it as load_dump would, reporting progress and the verdict."""
     from .dump import load_dump_bytes
 
-    name = request["path"]
+    name = request["name"]
     try:
-        with open(name, "rb") as handle:
+        with open(request["path"], "rb") as handle:
             data = handle.read()
         out.send({"digest": hashlib.blake2b(data).hexdigest()})
         load_dump_bytes(name, data, _ProgressReporter(out))

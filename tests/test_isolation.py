@@ -8,12 +8,14 @@ broken guard fails the test instead of hanging the suite.
 
 from __future__ import annotations
 
+import io
 import os
 import signal
 import subprocess
 import sys
 import threading
 import time
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -213,10 +215,12 @@ def test_corrupt_files_give_the_same_message_either_way(fixture: str) -> None:
 
 
 def test_child_deaths_are_explained() -> None:
-    request = {"path": "rollout_1.pt", "cpu_seconds": 5.0}
+    request = {"path": "/data/rollout_1.pt", "name": "rollout_1.pt", "cpu_seconds": 5.0}
     cpu = isolation._death_message(request, -signal.SIGXCPU)
+    killed = isolation._death_message(request, -signal.SIGKILL)
     crash = isolation._death_message(request, -signal.SIGSEGV)
     assert cpu.startswith("rollout_1.pt: refused") and "more than 5 s of CPU time" in cpu
+    assert killed.startswith("rollout_1.pt: refused") and "out of memory" in killed
     assert crash.startswith("rollout_1.pt:") and "crashed" in crash and "SIGSEGV" in crash
 
 
@@ -265,3 +269,50 @@ def test_a_forked_process_loads_with_its_own_helper() -> None:
     assert os.waitstatus_to_exitcode(status) == 0
     assert isolation._HELPER._process is helper and helper.poll() is None
     assert len(load_dump(FIXTURES / "small.pt").samples) == 8
+
+
+def test_a_relative_path_is_the_callers_after_a_chdir(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The helper keeps the directory it started in; it must open the caller's file."""
+    load_dump(FIXTURES / "small.pt")  # the helper runs, started from elsewhere
+    folder = tmp_path / "run"
+    folder.mkdir()
+    torch.save({"rollout_id": 4, "samples": [benign_sample()]}, folder / "rollout_4.pt")
+    monkeypatch.chdir(folder)
+    dump = load_dump("rollout_4.pt")
+    assert dump.path == "rollout_4.pt" and dump.rollout_id == 4
+
+
+INFLATE_AND_MEASURE = """
+import resource, sys
+from slime_trace_widget import DumpError
+from slime_trace_widget.dump import load_dump
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+try:
+    load_dump(sys.argv[1], memory_limit=256 << 20)
+    print("loaded")
+except DumpError as exc:
+    print(f"DumpError: {exc}")
+print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) // 1024, "MB more")
+"""
+
+
+def test_a_compressed_data_record_is_inflated_in_the_child_only(tmp_path: Path) -> None:
+    """torch opens the archive and inflates data.pkl before the first watched read: a
+    1.5 MB file whose deflated record holds 1.5 GB used to inflate in the kernel too."""
+    buffer = io.BytesIO()
+    torch.save({"samples": []}, buffer)
+    path = tmp_path / "rollout_1.pt"
+    with zipfile.ZipFile(io.BytesIO(buffer.getvalue())) as source, \
+            zipfile.ZipFile(path, "w") as target:
+        for info in source.infolist():
+            data = source.read(info.filename)
+            if info.filename.endswith("/data.pkl"):
+                target.writestr(info.filename, data + bytes(1500 << 20), zipfile.ZIP_DEFLATED)
+            else:
+                target.writestr(info, data)
+    result = subprocess.run([sys.executable, "-c", INFLATE_AND_MEASURE, str(path)],
+                            capture_output=True, text=True, timeout=120, cwd=ROOT)
+    lines = result.stdout.splitlines()
+    assert lines and lines[0].startswith("DumpError") and "allocate" in lines[0], result
+    assert int(lines[-1].split()[0]) < 500, lines  # the kernel never held the 1.5 GB

@@ -19,6 +19,7 @@ import torch
 from slime_trace_widget.dump import DumpError, Placeholder, load_dump
 from tests.test_hostile_pickles import (
     BINPERSID,
+    BUILD,
     MARK,
     NEWFALSE,
     TUPLE,
@@ -123,3 +124,50 @@ def test_genuine_numpy_and_torch_values_still_load(tmp_path: Path) -> None:
     assert loaded["tensor"].tolist() == [0.0, 1.0, 2.0, 3.0]
     assert isinstance(loaded["param"], torch.nn.Parameter)
     assert loaded["half"].dtype == torch.bfloat16 and loaded["empty"].shape == (0,)
+
+
+def legacy_tensor(key: str, numel: int, size: int, view: object = None) -> bytes:
+    pid = (MARK + op_text("storage") + op_global("torch", "IntStorage") + op_text(key)
+           + op_text("cpu") + op_value(numel) + op_value(view) + TUPLE + BINPERSID)
+    return op_call(op_global("torch._utils", "_rebuild_tensor_v2"), pid, op_value(0),
+                   op_value((size,)), op_value((1,)), NEWFALSE,
+                   op_call(op_global("collections", "OrderedDict")))
+
+
+def test_a_tensor_larger_than_its_storage_is_refused(tmp_path: Path) -> None:
+    """A legacy root named twice with size 0 comes back the second time as a fresh empty
+    storage, which torch's ``set_`` grows to the tensor's size without clearing."""
+    path = tmp_path / "rollout_1.pt"
+    tensors = MARK + legacy_tensor("0", 0, 0) + legacy_tensor("0", 0, ELEMENTS) + TUPLE
+    write_legacy(path, dump_stream(tensors, "metadata"))
+    spray_the_heap()
+    with pytest.raises(DumpError, match="reaches past its storage"):
+        load_dump(path)
+
+
+def test_structured_dtypes_must_fit_their_items(tmp_path: Path) -> None:
+    """BUILD can put a field 64 KiB past a 4-byte item; reading it reads other memory."""
+    dtype = np.dtype([("a", "u4")])
+    dtype.__setstate__((3, "|", None, ("a",), {"a": (np.dtype("u4"), 1 << 16)}, 4, 1, 16))
+    path = tmp_path / "rollout_1.pt"
+    torch.save({"samples": [{"index": 0, "v": np.zeros(64, dtype)}]}, path)
+    for isolate in (True, False):
+        with pytest.raises(DumpError, match="field outside its item"):
+            load_dump(path, isolate=isolate)
+
+
+@pytest.mark.parametrize("count", [0, 1, 2])
+def test_object_arrays_must_hold_as_many_items_as_their_shape(tmp_path: Path,
+                                                              count: int) -> None:
+    """numpy's ndarray.__setstate__ reads past a short list: the array then holds stray
+    pointers and the process crashes once they are touched."""
+    array = op_call(op_global("numpy.core.multiarray", "_reconstruct"),
+                    op_global("numpy", "ndarray"), op_value((0,)), op_value(b"b"))
+    state = (MARK + op_value(1) + op_value((3,)) + op_call(
+        op_global("numpy", "dtype"), op_value("O8"), op_value(False), op_value(True))
+        + op_value(False) + op_value(list(range(count))) + TUPLE)
+    path = tmp_path / "rollout_1.pt"
+    write_zip(path, dump_stream(array + state + BUILD, "metadata"))
+    for isolate in (True, False):
+        with pytest.raises(DumpError, match=f"object array of 3 items comes with {count}"):
+            load_dump(path, isolate=isolate)
