@@ -39,7 +39,11 @@ The allowlist (module, name) resolves to real objects:
 may be named only as data (what torch's and numpy's rebuild functions take):
 calling one with a size returns memory nobody initialised, leftover bytes of this
 process, so such a call becomes a placeholder; an array ``_reconstruct`` makes
-without filling it, and a legacy storage the file never supplies, are zeros.
+without filling it, and a legacy storage the file never supplies, are zeros; a
+tensor reaching past its storage is refused. numpy trusts pickled state: arrays
+come back as :class:`CheckedArray` (an ``ndarray`` subclass that pickles as a
+plain one), whose BUILD refuses an object array with fewer items than its shape,
+and dtypes whose fields lie outside their item are refused.
 
 Everything else (``os.system``, ``builtins.eval``, ``subprocess.Popen``,
 ``functools.partial``, ``torch.load``, ``slime.utils.types.Sample``...) is
