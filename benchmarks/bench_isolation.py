@@ -5,6 +5,8 @@ Prints, for this machine:
 * the rehearsal helper's cold start (first safe load of a session) and the cost
   of one rehearsal on a small dump (a fork and a second load beside this one);
 * 200 small dumps behind one glob, rehearsed and in-process;
+* a fresh interpreter's import + ``TraceTimeline.from_dump`` of bench_load's 58 MB
+  dump, safe against trusted;
 * each denial-of-service file with the default limits: seconds until the
   DumpError, and its message. Without the rehearsal the first two would hold the
   process for hours (2**64 tuple leaves to hash; 200,000 int keys on one hash,
@@ -18,6 +20,7 @@ Figures only, no assertions. About a minute on 2 CPUs.
 from __future__ import annotations
 
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -37,6 +40,7 @@ from tests.test_isolation import (  # noqa: E402
 )
 
 SMALL = ROOT / "tests" / "fixtures" / "small.pt"
+BENCH_DUMP = ROOT / "benchmarks" / "out" / "bench_dump.pt"
 GLOB_FILES = 200
 
 
@@ -54,7 +58,8 @@ def report_overhead(folder: Path) -> None:
     started = time.perf_counter()
     load_dump(SMALL)
     cold = time.perf_counter() - started
-    print(f"first safe load of a session (helper start + {SMALL.name})  {cold * 1000:8.0f} ms")
+    print(f"first safe load of a session ({SMALL.name}; helper started by the imports) "
+          f"{cold * 1000:6.0f} ms")
     rehearsed = best_of(20, lambda: load_dump(SMALL))
     in_process = best_of(20, lambda: load_dump(SMALL, isolate=False))
     extra = (rehearsed - in_process) * 1000
@@ -67,6 +72,32 @@ def report_overhead(folder: Path) -> None:
     in_process = best_of(3, lambda: load_dumps(pattern, progress=False, isolate=False))
     print(f"{GLOB_FILES} dumps by glob, rehearsed            {rehearsed:8.2f} s    in-process "
           f"{in_process:6.2f} s   (+{(rehearsed - in_process) / GLOB_FILES * 1000:.1f} ms/file)")
+
+
+FIRST_USE = """
+import sys, time
+started = time.perf_counter()
+from slime_trace_widget import TraceTimeline
+TraceTimeline.from_dump(sys.argv[1], trusted=sys.argv[2] == "trusted")
+print(time.perf_counter() - started)
+"""
+
+
+def report_first_use(path: Path, repeats: int = 3) -> None:
+    """A fresh interpreter: import, then ``TraceTimeline.from_dump``, safe and trusted.
+
+    The package starts the helper when a loading name is first used, so its torch
+    import runs beside this process's own imports.
+    """
+    best = {}
+    for _ in range(repeats):
+        for mode in ("safe", "trusted"):
+            out = subprocess.run([sys.executable, "-c", FIRST_USE, str(path), mode], check=True,
+                                 capture_output=True, text=True, cwd=ROOT).stdout
+            best[mode] = min(best.get(mode, float("inf")), float(out.split()[-1]))
+    print(f"fresh process, import + from_dump of {path.name} ({path.stat().st_size / 1e6:.0f} MB):"
+          f" safe {best['safe']:.2f} s, trusted {best['trusted']:.2f} s, "
+          f"ratio {best['safe'] / best['trusted']:.3f}")
 
 
 def report_refusals(folder: Path) -> None:
@@ -96,6 +127,10 @@ def main() -> None:
         folder = Path(tmp)
         (folder / "glob").mkdir()
         report_overhead(folder / "glob")
+        if BENCH_DUMP.exists():
+            report_first_use(BENCH_DUMP)
+        else:
+            print(f"(no {BENCH_DUMP}: run benchmarks/bench_load.py first for the first-use figure)")
         print()
         report_refusals(folder)
 
