@@ -97,18 +97,23 @@ def load_in_subprocess(path: Path, time_limit: float, timeout: float = 90) -> st
     return result.stdout
 
 
-def live_processes_in_group(group: int) -> list[int]:
-    """Pids in process group ``group`` that still run (zombies awaiting a reaper excluded)."""
-    live = []
+def running_processes() -> list[tuple[int, int, int]]:
+    """(pid, parent pid, process group) of every process that still runs (zombies
+    awaiting a reaper left out), read from /proc."""
+    found = []
     for entry in Path("/proc").iterdir():
         try:
             stat = (entry / "stat").read_text()
         except OSError:
             continue  # not a process, or gone meanwhile
-        state, _, pgrp = stat.rsplit(")", 1)[1].split()[:3]
-        if int(pgrp) == group and state not in ("Z", "X"):
-            live.append(int(entry.name))
-    return live
+        state, parent, group = stat.rsplit(")", 1)[1].split()[:3]
+        if state not in ("Z", "X"):
+            found.append((int(entry.name), int(parent), int(group)))
+    return found
+
+
+def live_processes_in_group(group: int) -> list[int]:
+    return [pid for pid, _, pgrp in running_processes() if pgrp == group]
 
 
 @pytest.mark.parametrize("bomb", list(BOMBS), ids=list(BOMBS))
@@ -225,17 +230,7 @@ def test_child_deaths_are_explained() -> None:
 
 
 def children_of(pid: int) -> list[int]:
-    """Pids whose parent is ``pid`` and that still run."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        state, parent = stat.rsplit(")", 1)[1].split()[:2]
-        if int(parent) == pid and state not in ("Z", "X"):
-            found.append(int(entry.name))
-    return found
+    return [child for child, parent, _ in running_processes() if parent == pid]
 
 
 def test_the_helper_starts_no_helper_of_its_own() -> None:
