@@ -102,10 +102,12 @@ def running_processes() -> list[tuple[int, int, int]]:
     awaiting a reaper left out), read from /proc."""
     found = []
     for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue  # self, thread-self, and what is not a process
         try:
             stat = (entry / "stat").read_text()
         except OSError:
-            continue  # not a process, or gone meanwhile
+            continue  # gone meanwhile
         state, parent, group = stat.rsplit(")", 1)[1].split()[:3]
         if state not in ("Z", "X"):
             found.append((int(entry.name), int(parent), int(group)))
