@@ -185,12 +185,15 @@ def _from_child_spans(
     child_starts = starts[children].tolist()
     spans_of = (ends[children] - starts[children]).tolist()
     owners = owner_of_span[parents[children]].tolist()
+    # The attribute names per segment name, made once rather than once per segment.
+    exact_key = {name: f"pd_{name}_duration" for name in set(names_of)}
+    total_key = {name: f"{name}_s" for name in exact_key}
     for child, owner, name, span in zip(children.tolist(), owners, names_of, spans_of,
                                         strict=True):
         own = end_attrs[child]
-        exact = own.get(f"pd_{name}_duration") if own else None
+        exact = own.get(exact_key[name]) if own else None
         duration = exact if type(exact) is float and 0 < exact < TS_LIMIT else span
-        out.attrs[owner][f"{name}_s"] = duration
+        out.attrs[owner][total_key[name]] = duration
         out.seg_duration.append(duration)
     out.seg_owner += owners
     out.seg_name += names_of
