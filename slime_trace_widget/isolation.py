@@ -157,6 +157,8 @@ class Rehearsal:
         """Wait for the child's verdict; raise DumpError unless it loaded the file."""
         while self._verdict is None:
             self._next_message()
+        if "error" in self._verdict:
+            raise DumpError(str(self._verdict["error"]))
 
     def _next_message(self) -> None:
         """Take one message from the child; raise DumpError when it failed."""
