@@ -308,17 +308,19 @@ def _canonical(module: str, name: str) -> tuple[str, str]:
     return _TORCH_MODULE_ALIASES.get(module, module), name
 
 
+# numpy's pickle helpers, found from numpy's own reductions so no shim is imported.
+# Files reach them only through the checking wrappers in _session_wrappers, under
+# both module names numpy has used.
+_NUMPY_CORES = ("numpy.core", "numpy._core")
+_NUMPY_RECONSTRUCT = np.zeros(1).__reduce__()[0]
+_NUMPY_SCALAR = np.float64(0).__reduce__()[0]
+_NUMPY_FROMBUFFER = np.zeros(1).__reduce_ex__(5)[0]
+
+
 def _numpy_globals() -> dict[tuple[str, str], object]:
-    """numpy's pickle helpers, found from numpy's own reductions so no shim is imported."""
-    reconstruct = np.zeros(1).__reduce__()[0]
-    scalar = np.float64(0).__reduce__()[0]
-    frombuffer = np.zeros(1).__reduce_ex__(5)[0]
+    """numpy's array and dtype classes (the helpers that build them are wrapped per load)."""
     table: dict[tuple[str, str], object] = {("numpy", "ndarray"): np.ndarray,
                                              ("numpy", "dtype"): np.dtype}
-    for core in ("numpy.core", "numpy._core"):
-        table[(f"{core}.multiarray", "_reconstruct")] = reconstruct
-        table[(f"{core}.multiarray", "scalar")] = scalar
-        table[(f"{core}.numeric", "_frombuffer")] = frombuffer
     dtypes = getattr(np, "dtypes", None)
     for name in dir(dtypes) if dtypes is not None else ():
         value = getattr(dtypes, name)
@@ -366,7 +368,6 @@ def _static_globals() -> dict[tuple[str, str], object]:
 
 
 _STATIC_GLOBALS = _static_globals()
-_NUMPY_RECONSTRUCT = np.zeros(1).__reduce__()[0]
 _ALLOWED_TYPES = frozenset(v for v in _STATIC_GLOBALS.values() if isinstance(v, type))
 
 
@@ -543,9 +544,6 @@ class _LoadSession:
 
 
 _REBUILD_V3 = torch._utils._rebuild_tensor_v3
-_NUMPY_CORES = ("numpy.core", "numpy._core")
-_NUMPY_SCALAR = np.float64(0).__reduce__()[0]
-_NUMPY_FROMBUFFER = np.zeros(1).__reduce_ex__(5)[0]
 
 
 class CheckedArray(np.ndarray):

@@ -139,8 +139,7 @@ class Rehearsal:
 
     def allow(self, reader: int, start: int, end: int, exact: bool) -> int:
         """Wait until the child has finished every opcode in the bytes to be handed out."""
-        if self._verdict is not None and "error" in self._verdict:
-            raise DumpError(str(self._verdict["error"]))
+        self._raise_if_refused()
         while self._verdict is None:  # after the child's "ok" everything is allowed
             reached = self._reached.get(reader, -1.0)
             if reached >= end:
@@ -157,7 +156,10 @@ class Rehearsal:
         """Wait for the child's verdict; raise DumpError unless it loaded the file."""
         while self._verdict is None:
             self._next_message()
-        if "error" in self._verdict:
+        self._raise_if_refused()
+
+    def _raise_if_refused(self) -> None:
+        if self._verdict is not None and "error" in self._verdict:
             raise DumpError(str(self._verdict["error"]))
 
     def _next_message(self) -> None:
