@@ -416,6 +416,20 @@ def cli_server(dump: Path, folder: Path) -> Iterator[str]:
                 process.kill()
 
 
+@contextmanager
+def snapshot_exercised(browser: Any, frames: TraceFrames, path: Path,
+                       shown: dict[str, str]) -> Iterator[Any]:
+    """``frames`` written as a snapshot at ``path``, opened from file:// under the guard,
+    with every string of ``shown`` looked at through the timeline."""
+    view = encode(frames, title=TITLE)
+    write_snapshot(path, frames, view)
+    with guarded(browser, file_only) as page:
+        page.goto(path.as_uri())
+        exercise(Timeline(page, ".stw-root", frames, view), shown, surface="snapshot",
+                 title=TITLE, detail_chars=SNAPSHOT_MAX_CHARS)
+        yield page
+
+
 # ---------------------------------------------------------------------- tests
 
 
@@ -434,12 +448,7 @@ def test_every_hostile_string_is_in_the_dump(tmp_path: Path) -> None:
 
 
 def test_snapshot_from_file(chromium: Any, frames: TraceFrames, tmp_path: Path) -> None:
-    view = encode(frames, title=TITLE)
-    path = write_snapshot(tmp_path / "hostile.html", frames, view)
-    with guarded(chromium, file_only) as page:
-        page.goto(path.as_uri())
-        exercise(Timeline(page, ".stw-root", frames, view), SHOWN, surface="snapshot",
-                 title=TITLE, detail_chars=SNAPSHOT_MAX_CHARS)
+    with snapshot_exercised(chromium, frames, tmp_path / "hostile.html", SHOWN) as page:
         assert page.title() == TITLE
 
 
@@ -476,12 +485,8 @@ def test_prototype_names_render(chromium: Any, tmp_path: Path) -> None:
     """
     table = {key: HOSTILE[key] for key in PROTOTYPE_NAMES}
     frames = load_frames(write_hostile_dump(tmp_path / "prototype.pt", table))
-    view = encode(frames, title=TITLE)
-    path = write_snapshot(tmp_path / "prototype.html", frames, view)
-    with guarded(chromium, file_only) as page:
-        page.goto(path.as_uri())
-        exercise(Timeline(page, ".stw-root", frames, view), table, surface="snapshot",
-                 title=TITLE, detail_chars=SNAPSHOT_MAX_CHARS)
+    with snapshot_exercised(chromium, frames, tmp_path / "prototype.html", table):
+        pass
 
 
 def test_lone_surrogates_reach_every_surface(tmp_path: Path) -> None:
