@@ -33,7 +33,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from demo_dumps import demo_dump
 
-from slime_trace_widget.frames import TraceFrames, load_frames
+from slime_trace_widget.frames import TraceFrames
+from slime_trace_widget.load import load_frames
 from slime_trace_widget.payload import encode
 from slime_trace_widget.snapshot import write_snapshot
 from tests.browser import VIEWPORT, launch_chromium

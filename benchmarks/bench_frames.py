@@ -21,8 +21,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 from demo_dumps import demo_dump
 
 from slime_trace_widget.demo import count_records
-from slime_trace_widget.dump import load_dump
-from slime_trace_widget.frames import build_frames, load_frames
+from slime_trace_widget.frames import build_frames
+from slime_trace_widget.load import load_dump, load_frames
 
 
 def deep_size(samples: list[dict]) -> int:

@@ -43,7 +43,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from percentiles import triple  # noqa: E402
 
 from slime_trace_widget import TraceTimeline  # noqa: E402
-from slime_trace_widget.frames import load_frames  # noqa: E402
+from slime_trace_widget.load import load_frames  # noqa: E402
 from slime_trace_widget.payload import encode  # noqa: E402
 from tests import heavy_inputs  # noqa: E402
 from tests.browser import VIEWPORT, launch_chromium  # noqa: E402
@@ -54,7 +54,8 @@ FRAME_LOG = 600
 
 MEMORY_PROBE = """
 import json, sys, tracemalloc
-from slime_trace_widget.frames import load_frames
+from slime_trace_widget.load import load_frames  # noqa: E402
+
 from slime_trace_widget.payload import encode
 
 def hwm_kb():

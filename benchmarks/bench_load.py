@@ -2,12 +2,12 @@
 
 Builds a synthetic dump with at least 250k spans (or reuses a given path), then
 times ``load_dump`` in fresh subprocesses so each run's peak RSS is its own.
-The target is safe/trusted <= 1.3: the restricted unpickler and the isolated
-rehearsal running beside it must not cost much. Modes: ``safe`` is the default
-load with the rehearsal helper already running (every load after the first in a
-session), ``safe cold`` includes starting the helper, ``in-process`` is
-``isolate=False``. Peak RSS is this process's; the rehearsal child holds a second
-copy of the samples while it runs.
+The target is safe/trusted <= 1.3: the restricted unpickler and the worker that
+loads the file first must not cost much. Modes: ``safe`` is the default load with
+a worker already running (every load after the first in a session), ``safe cold``
+includes starting it, ``in-process`` is ``isolate=False``. Peak RSS is this
+process's; the worker holds a second copy of the samples while it runs. The
+frames path (workers flatten, only columns come back) is in bench_pipeline.py.
 
     python benchmarks/bench_load.py                 # build benchmarks/out/bench_dump.pt
     python benchmarks/bench_load.py path/to/rollout_3.pt
@@ -123,7 +123,7 @@ def synthetic_sample(rng: random.Random, index: int, turns: int, t0: float) -> d
 
 def build_synthetic(path: Path, n_samples: int, turns: int, seed: int) -> int:
     """Write the synthetic dump with slime_trace_widget.dump.save_dump; returns span count."""
-    from slime_trace_widget.dump import save_dump
+    from slime_trace_widget.load import save_dump
 
     rng = random.Random(seed)
     samples = [synthetic_sample(rng, i, turns, 1.7e9) for i in range(n_samples)]
@@ -161,7 +161,7 @@ def measure(mode: str, path: str) -> None:
     """Child process: load once in ``mode`` and print seconds and peak RSS growth as JSON."""
     import torch
 
-    from slime_trace_widget.dump import load_dump
+    from slime_trace_widget.load import load_dump
 
     if mode == "safe":  # start the rehearsal helper with a tiny load first
         load_dump(REPO / "tests" / "fixtures" / "small.pt")
@@ -187,7 +187,7 @@ def run_child(mode: str, path: Path) -> dict:
 
 def count_spans(path: Path) -> int:
     """Span starts in the file, counted from the loaded records."""
-    from slime_trace_widget.dump import load_dump
+    from slime_trace_widget.load import load_dump
 
     return sum(1 for s in load_dump(path).samples
                for e in ((s.get("trace") or {}).get("events") or [])

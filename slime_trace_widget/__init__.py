@@ -5,8 +5,8 @@ the data model is :class:`TraceFrames` (``load_frames(path)``); the recording AP
 lives in :mod:`slime_trace_widget.tracing`.
 
 Names are imported on first use: ``import slime_trace_widget.tracing`` in a
-rollout worker, or the CLI's cached path, should not pay for torch, pandas and
-the widget stack.
+rollout worker, or the CLI's cached path, should not pay for pandas and the
+widget stack; loading never imports torch unless raw samples are asked for.
 """
 
 from __future__ import annotations
@@ -17,22 +17,22 @@ from typing import Any
 from ._version import __version__
 
 _EXPORTS = {
-    "DumpError": ".paths",
+    "DumpError": ".load",
     "TraceFrames": ".frames",
     "TraceTimeline": ".widget",
     "analysis": None,
     "build_frames": ".frames",
-    "load_dump": ".dump",
-    "load_dumps": ".dump",
-    "load_frames": ".frames",
-    "save_dump": ".dump",
+    "load_dump": ".load",
+    "load_dumps": ".load",
+    "load_frames": ".load",
+    "save_dump": ".load",
 }
 
 __all__ = [*_EXPORTS, "__version__"]
 
-#: Names whose use means a dump is about to be loaded: the safe loader's helper
-#: process is started before their modules are imported, so its torch import runs
-#: alongside this one (see :mod:`slime_trace_widget.isolation`).
+#: Names whose use means a dump is about to be loaded: a worker process is started
+#: before their modules are imported, so its imports run alongside these
+#: (see :mod:`slime_trace_widget.load.pool`).
 _LOADING_NAMES = frozenset({"TraceTimeline", "load_dump", "load_dumps", "load_frames"})
 
 
@@ -41,9 +41,9 @@ def __getattr__(name: str) -> Any:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     module = _EXPORTS[name]
     if name in _LOADING_NAMES:
-        from .isolation import start_helper
+        from .load import start_worker
 
-        start_helper()
+        start_worker()
     if module is None:
         return importlib.import_module(f".{name}", __name__)
     return getattr(importlib.import_module(module, __name__), name)

@@ -24,7 +24,8 @@ from pathlib import Path
 
 from ._version import __version__
 from .htmlpage import Blocks, page, read_cache
-from .paths import DumpError, expand_paths
+from .load.errors import DumpError
+from .load.paths import expand_paths
 
 CACHE_SUFFIX = ".trace_timeline_cache.stw"
 HTML_SUFFIX = ".trace_timeline_viewer.html"
@@ -148,11 +149,7 @@ def _fresh_cache(cache: Path, inputs: list[Path], source: dict) -> Blocks | None
 
 
 def _load(inputs: list[Path], trusted: bool):
-    if not trusted:  # its torch import then overlaps this process's
-        from .isolation import start_helper
-
-        start_helper()
-    from .frames import load_frames
+    from .load import load_frames
 
     return load_frames([str(p) for p in inputs], trusted=trusted)
 

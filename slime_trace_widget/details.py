@@ -4,6 +4,12 @@ The kernel keeps the attributes; the renderer asks for one item when it is
 clicked (notebook) or reads the same fields embedded column-wise in the page
 (HTML snapshot, built for many items at once). Both use the column builders
 below, so the panel shows the same fields either way.
+
+A sample's texts (prompt, response, label, metadata) can run to megabytes, so
+the summary carries only the start of each (:data:`TEXT_PREVIEW_CHARS`) and its
+full length; the panel's "show all" asks for one text whole with
+:func:`sample_text` (notebook), or reads a longer cut embedded in the page
+(snapshot).
 """
 
 from __future__ import annotations
@@ -16,13 +22,22 @@ import pandas as pd
 
 from .frames import TraceFrames
 from .payload import NAME_CHARS
-from .values import MAX_STRING_CHARS, json_safe, truncate
+from .values import MAX_STRING_CHARS, clean_text, json_safe, truncate
+
+#: Sample fields the panel shows as text, each with a "show all" control when cut.
+SAMPLE_TEXT_FIELDS = ("prompt", "response", "label", "metadata")
+#: Characters of each sample text in a summary: a few screens of the panel, and
+#: small enough that a click on a span stays quick however long the texts are.
+TEXT_PREVIEW_CHARS = 2_000
+#: Most characters of one sample text sent for "show all" (the loader keeps no more).
+FULL_TEXT_CHARS = 2_000_000
 
 
 def span_columns(frames: TraceFrames, indices: np.ndarray | list[int],
                  max_chars: int = MAX_STRING_CHARS) -> dict[str, list]:
     """Detail fields of the spans ``indices`` (``spans.index`` values), column-wise."""
     spans = frames.span_core.loc[indices]
+    start_attrs, end_attrs = frames.span_attrs(spans.index)
     return {
         "kind": ["span"] * len(spans),
         "index": spans.index.tolist(),
@@ -39,8 +54,8 @@ def span_columns(frames: TraceFrames, indices: np.ndarray | list[int],
         "attempt": spans["attempt"].tolist(),
         "end_attempt": spans["end_attempt"].tolist(),
         "virtual": spans["virtual"].tolist(),
-        "start_attrs": [json_safe(a or {}, max_chars) for a in spans["start_attrs"]],
-        "end_attrs": [json_safe(a or {}, max_chars) for a in spans["end_attrs"]],
+        "start_attrs": [json_safe(a or {}, max_chars) for a in start_attrs],
+        "end_attrs": [json_safe(a or {}, max_chars) for a in end_attrs],
     }
 
 
@@ -57,7 +72,7 @@ def event_columns(frames: TraceFrames, indices: np.ndarray | list[int],
         "span_id": _texts(events["span_id"]),
         "parent_span_id": _texts(events["parent_span_id"]),
         "parent_name": _texts(events["parent_name"]),
-        "attrs": [json_safe(a or {}, max_chars) for a in events["attrs"]],
+        "attrs": [json_safe(a or {}, max_chars) for a in frames.event_attr_dicts(events.index)],
     }
 
 
@@ -75,8 +90,14 @@ def segment_columns(frames: TraceFrames, span_indices: np.ndarray | list[int]) -
 
 
 def sample_summaries(frames: TraceFrames, rows: np.ndarray | list[int],
-                     max_chars: int = MAX_STRING_CHARS) -> list[dict[str, Any]]:
-    """The sample fields the panel lists above the item, one dict per row."""
+                     max_chars: int = MAX_STRING_CHARS,
+                     preview_chars: int = TEXT_PREVIEW_CHARS) -> list[dict[str, Any]]:
+    """The sample fields the panel lists above the item, one dict per row.
+
+    Each of :data:`SAMPLE_TEXT_FIELDS` comes as its first ``preview_chars``
+    characters and its full length (``<field>_chars``), added after ``json_safe``,
+    whose budget for all strings together would otherwise cut them further.
+    """
     samples = frames.samples.loc[rows]
     rewards = _numbers(samples["reward"])
     columns = {
@@ -89,7 +110,6 @@ def sample_summaries(frames: TraceFrames, rows: np.ndarray | list[int],
         # a dict reward is shown whole where a scalar would be
         "reward": [detail if reward is None else reward
                    for reward, detail in zip(rewards, samples["reward_detail"], strict=True)],
-        "label": _texts(samples["label"]),
         "trace_id": _texts(samples["trace_id"]),
         "attempts": samples["attempts"].tolist(),
         "start": _numbers(samples["start"]),
@@ -97,8 +117,32 @@ def sample_summaries(frames: TraceFrames, rows: np.ndarray | list[int],
         "duration": _numbers(samples["duration"]),
     }
     names = list(columns)
-    return [json_safe(dict(zip(names, values, strict=True)), max_chars)
-            for values in zip(*columns.values(), strict=True)]
+    summaries = [json_safe(dict(zip(names, values, strict=True)), max_chars)
+                 for values in zip(*columns.values(), strict=True)]
+    for field in SAMPLE_TEXT_FIELDS:
+        for summary, value in zip(summaries, samples[field].tolist(), strict=True):
+            summary[field], summary[f"{field}_chars"] = cut_text(value, preview_chars)
+    return summaries
+
+
+def sample_text(frames: TraceFrames, row: int, field: str,
+                max_chars: int = FULL_TEXT_CHARS) -> dict[str, Any]:
+    """Sample text ``field`` of sample ``row`` whole, up to ``max_chars``, for "show all".
+
+    ``chars`` is the full length, so the panel can say what is still left out.
+    """
+    if field not in SAMPLE_TEXT_FIELDS:
+        raise ValueError(f"field must be one of {', '.join(SAMPLE_TEXT_FIELDS)}")
+    text, chars = cut_text(frames.samples.at[row, field], max_chars)
+    return {"text": text, "chars": chars}
+
+
+def cut_text(text: Any, max_chars: int) -> tuple[str | None, int | None]:
+    """The first ``max_chars`` characters of ``text``, sendable, and its full length;
+    ``(None, None)`` for a sample without that text (None, or NaN in a table)."""
+    if not isinstance(text, str):
+        return None, None
+    return clean_text(text[:max_chars]), len(text)
 
 
 def span_detail(frames: TraceFrames, index: int, max_chars: int = MAX_STRING_CHARS) -> dict:

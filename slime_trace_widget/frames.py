@@ -15,8 +15,7 @@ Choices this module makes where the format leaves one:
 * **Attributes as columns.** Every attribute key becomes a column
   ``"attr.<key>"``; when a key is set both at start and at end, the column holds
   the *end* value (the later, usually final one) and both stay available whole
-  in ``start_attrs`` / ``end_attrs``. At most ``MAX_ATTR_COLUMNS`` keys (the
-  most frequent) get a column; the rest are counted as ``attr_columns_capped``.
+  in ``start_attrs`` / ``end_attrs`` (see ``attr_columns``).
 * **Duration** is ``end - start`` and NaN for open spans; ``display_end`` is
   where the timeline draws a span to. An open span's display end is the
   earliest of the row's last timestamp (``row_end``), the next sibling's start
@@ -38,25 +37,24 @@ Choices this module makes where the format leaves one:
 
 from __future__ import annotations
 
+import dataclasses
 import gc
-import json
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from operator import itemgetter
 from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
+from .attr_columns import AttrTable, attr_frame, merged_attr_frame
 from .carrier import RecordColumns, read_carrier
 from .pd_lanes import LANE_SUFFIX, PHASE_SPANS, SUMMARY_EVENT, build_virtual_spans, find_pd_detail
 from .samples import SampleFields, sample_fields
-from .values import PLAIN_TYPES, clean_text, json_safe, plain_value, short_text
+from .values import clean_text
 
-MAX_ATTR_COLUMNS = 500
-ATTR_PREFIX = "attr."
 CLIP_REASONS = ["row_end", "next_sibling", "ancestor_end"]
 STATES = ["closed", "open"]
 EVENT_KINDS = ["instant", "unmatched_end"]
@@ -67,22 +65,27 @@ PD_FORMS = ["children", "attrs"]
 class TraceFrames:
     """The flattened view of one or more dumps.
 
-    ``span_core`` / ``event_core`` hold every column except the ``attr.*``
-    ones; :attr:`spans` / :attr:`events` add those on first access (and keep
-    them). Splitting a million attribute dicts into columns costs as much as
-    the rest of the flattening, and the timeline never needs it, so a widget
-    opened on a big dump does not pay for it.
+    ``span_core`` / ``event_core`` hold every column except attributes, which
+    live as typed columns in ``span_start_attrs`` / ``span_end_attrs`` /
+    ``event_attrs`` (one row per core row, in order). :attr:`spans` /
+    :attr:`events` join them on first access (and keep them): the timeline
+    never needs them, so a widget opened on a big dump does not pay for it.
+    ``failures`` lists the dumps that could not be read (path, reason).
     """
 
     samples: pd.DataFrame
     span_core: pd.DataFrame
     event_core: pd.DataFrame
+    span_start_attrs: AttrTable
+    span_end_attrs: AttrTable
+    event_attrs: AttrTable
     segments: pd.DataFrame = field(default_factory=pd.DataFrame)
     paths: list[str] = field(default_factory=list)
     rollout_ids: list[int | None] = field(default_factory=list)
     warnings: Counter[str] = field(default_factory=Counter)
     t0: float = float("nan")
     t1: float = float("nan")
+    failures: list[tuple[str, str]] = field(default_factory=list)
     _spans: pd.DataFrame | None = field(default=None, repr=False)
     _events: pd.DataFrame | None = field(default=None, repr=False)
 
@@ -91,9 +94,11 @@ class TraceFrames:
         """One row per span (virtual PD spans last), with ``attr.<key>`` columns."""
         if self._spans is None:
             core = self.span_core
-            merged = [_merge(a, b) for a, b in zip(core["start_attrs"], core["end_attrs"],
-                                                   strict=True)]
-            self._spans = _with_attr_columns(core, merged, self.warnings)
+            dicts = pd.DataFrame({
+                "start_attrs": _object_series(self.span_start_attrs.dicts(), core.index),
+                "end_attrs": _object_series(self.span_end_attrs.dicts(), core.index)})
+            attrs = merged_attr_frame(self.span_start_attrs, self.span_end_attrs, core.index)
+            self._spans = pd.concat([core, dicts, attrs], axis=1)
         return self._spans
 
     @property
@@ -101,8 +106,19 @@ class TraceFrames:
         """One row per instant event and unmatched end, with ``attr.<key>`` columns."""
         if self._events is None:
             core = self.event_core
-            self._events = _with_attr_columns(core, core["attrs"].tolist(), self.warnings)
+            dicts = pd.DataFrame({"attrs": _object_series(self.event_attrs.dicts(), core.index)})
+            self._events = pd.concat([core, dicts, attr_frame(self.event_attrs, core.index)],
+                                     axis=1)
         return self._events
+
+    def span_attrs(self, indices: Any) -> tuple[list[dict | None], list[dict | None]]:
+        """Start and end attribute dicts of the spans ``indices`` (``spans.index`` labels)."""
+        positions = self.span_core.index.get_indexer(indices)
+        return self.span_start_attrs.rows(positions), self.span_end_attrs.rows(positions)
+
+    def event_attr_dicts(self, indices: Any) -> list[dict | None]:
+        """Attribute dicts of the events ``indices`` (``events.index`` labels)."""
+        return self.event_attrs.rows(self.event_core.index.get_indexer(indices))
 
     def to_parquet(self, directory: Any) -> Any:
         """Write samples/spans/events/segments as hive-partitioned Parquet (see ``interop``)."""
@@ -146,15 +162,12 @@ class TraceFrames:
                 f"events={len(self.event_core)}, dumps={len(self.paths)})")
 
 
-def load_frames(path_or_glob: Any, *, trusted: bool = False) -> TraceFrames:
-    """Load one dump, a glob or a list of paths and flatten them into one set of frames."""
-    from .dump import load_dumps
+def combine_frames(parts: list[TraceFrames], *, one_dump: bool = False) -> TraceFrames:
+    """One set of frames from several (e.g. two rollouts to compare), ids renumbered.
 
-    return build_frames(load_dumps(path_or_glob, trusted=trusted))
-
-
-def combine_frames(parts: list[TraceFrames]) -> TraceFrames:
-    """One set of frames from several (e.g. two rollouts to compare), ids renumbered."""
+    ``one_dump``: the parts are consecutive slices of one dump's samples (flattened
+    in parallel), so they keep one dump number, path and rollout id.
+    """
     if len(parts) == 1:
         return parts[0]
     samples, spans, events, segments = [], [], [], []
@@ -180,7 +193,7 @@ def combine_frames(parts: list[TraceFrames]) -> TraceFrames:
         row_offset += len(part.samples)
         span_offset += len(core)
         event_offset += len(part.event_core)
-        dump_offset += max(len(part.paths), 1)
+        dump_offset += 0 if one_dump else max(len(part.paths), 1)
     combined_samples = pd.concat(samples)
     combined_samples.index.name = "row"
     t0s = [p.t0 for p in parts if p.t0 == p.t0]
@@ -189,12 +202,45 @@ def combine_frames(parts: list[TraceFrames]) -> TraceFrames:
         samples=_recategorize(combined_samples),
         span_core=_recategorize(pd.concat(spans)),
         event_core=_recategorize(pd.concat(events)),
+        span_start_attrs=AttrTable.concat([p.span_start_attrs for p in parts]),
+        span_end_attrs=AttrTable.concat([p.span_end_attrs for p in parts]),
+        event_attrs=AttrTable.concat([p.event_attrs for p in parts]),
         segments=_recategorize(pd.concat(segments, ignore_index=True)),
-        paths=[path for p in parts for path in (p.paths or ["<memory>"])],
-        rollout_ids=[r for p in parts for r in (p.rollout_ids or [None])],
+        paths=[path for p in parts[:1 if one_dump else None] for path in (p.paths or ["<memory>"])],
+        rollout_ids=[r for p in parts[:1 if one_dump else None] for r in (p.rollout_ids or [None])],
         warnings=warnings,
         t0=min(t0s) if t0s else float("nan"),
         t1=max(t1s) if t1s else float("nan"),
+        failures=[failure for p in parts for failure in p.failures],
+    )
+
+
+def virtual_spans_last(frames: TraceFrames) -> TraceFrames:
+    """The same frames with every virtual PD span after every real one, as one build
+    gives them (joined slices of a dump interleave them); span ids renumbered."""
+    virtual = frames.span_core["virtual"].to_numpy()
+    order = np.concatenate([np.flatnonzero(~virtual), np.flatnonzero(virtual)])
+    if (order == np.arange(len(order))).all():
+        return frames
+    new_position = np.empty(len(order), dtype=np.int64)
+    new_position[order] = np.arange(len(order))
+
+    def renumber(links: pd.Series) -> np.ndarray:
+        values = links.to_numpy()
+        return np.where(values >= 0, new_position[np.maximum(values, 0)], -1)
+
+    core = frames.span_core.iloc[order].reset_index(drop=True)
+    core["parent_index"] = renumber(core["parent_index"])
+    take = pa.array(order)
+    return dataclasses.replace(
+        frames,
+        span_core=core,
+        event_core=frames.event_core.assign(parent_index=renumber(
+            frames.event_core["parent_index"])),
+        segments=frames.segments.assign(span_index=new_position[
+            frames.segments["span_index"].to_numpy()]),
+        span_start_attrs=AttrTable(frames.span_start_attrs.table.take(take)),
+        span_end_attrs=AttrTable(frames.span_end_attrs.table.take(take)),
     )
 
 
@@ -248,7 +294,7 @@ def _build_frames(source: Any) -> TraceFrames:
     span_cols = _span_columns(records)
     event_cols = _event_columns(records)
     first, last, top_attempt = _row_extents(len(fields), span_cols, event_cols)
-    spans, segments = _span_table(span_cols, event_cols, last, warnings)
+    spans, segments, start_attrs, end_attrs = _span_table(span_cols, event_cols, last, warnings)
     events = _event_table(event_cols, spans)
     samples = _sample_table(fields, first, last, top_attempt, spans, events)
     finite = np.isfinite(first)
@@ -256,6 +302,9 @@ def _build_frames(source: Any) -> TraceFrames:
         samples=samples,
         span_core=spans,
         event_core=events,
+        span_start_attrs=AttrTable.from_dicts(start_attrs, warnings),
+        span_end_attrs=AttrTable.from_dicts(end_attrs, warnings),
+        event_attrs=AttrTable.from_dicts(event_cols["attrs"], warnings),
         segments=segments,
         paths=[dump["path"] for dump in dumps],
         rollout_ids=[dump["rollout_id"] for dump in dumps],
@@ -352,6 +401,11 @@ def _clean_ids(values: list) -> list:
     return [v if v is None else clean_text(v) for v in values]
 
 
+def _object_series(values: list, index: pd.Index) -> pd.Series:
+    """A column of dicts (or None) that pandas keeps as objects."""
+    return pd.Series(_object_array(values), index=index, dtype=object, copy=False)
+
+
 def _object_array(values: list) -> np.ndarray:
     """1-d object array of ``values`` (``np.asarray`` would turn dicts or None oddly).
 
@@ -395,8 +449,9 @@ def _row_extents(
 def _span_table(
     cols: dict[str, Any], event_cols: dict[str, Any], row_last: np.ndarray,
     warnings: Counter[str],
-) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The spans table (real spans, then virtual PD spans) and the PD segments table."""
+) -> tuple[pd.DataFrame, pd.DataFrame, list, list]:
+    """The spans table (real spans, then virtual PD spans), the PD segments table and
+    the spans' start and end attribute dicts."""
     names: pd.Categorical = cols["names"]
     rows, starts, ends, parents = cols["rows"], cols["starts"], cols["ends"], cols["parents"]
     pd_detail = find_pd_detail(names, parents)
@@ -455,17 +510,15 @@ def _span_table(
             np.concatenate([np.full(n_real, -1), [PD_FORMS.index(f) for f in virtual.form]])
             .astype(np.int8), categories=PD_FORMS),
         "error": _has_key(end_attrs, "error_type"),
-        "start_attrs": _object_array(start_attrs),
-        "end_attrs": _object_array(end_attrs),
     }, copy=False)  # every column is a fresh array: pandas need not copy it again
     segments = pd.DataFrame({
         "span_index": np.asarray(virtual.seg_owner, dtype=np.int64) + n_real,
-        "name": pd.Categorical(virtual.seg_name),
+        "name": _categorical(virtual.seg_name),
         "start": np.asarray(virtual.seg_start, dtype=np.float64),
         "end": np.asarray(virtual.seg_end, dtype=np.float64),
         "duration": np.asarray(virtual.seg_duration, dtype=np.float64),
     })
-    return frame, segments
+    return frame, segments, start_attrs, end_attrs
 
 
 def _append_virtual_names(
@@ -606,123 +659,8 @@ def _lanes(
     return (np.arange(len(unique)) - first_of_row)[inverse]
 
 
-def _merge(start: dict | None, end: dict | None) -> dict | None:
-    if not end:
-        return start
-    if not start:
-        return end
-    return {**start, **end}
-
-
 def _has_key(dicts: list[dict | None], key: str) -> np.ndarray:
     return np.array([d is not None and key in d for d in dicts], dtype=bool)
-
-
-def _with_attr_columns(
-    frame: pd.DataFrame, attrs: list[dict | None], warnings: Counter[str]
-) -> pd.DataFrame:
-    """Append ``attr.<key>`` columns built from per-row attribute dicts.
-
-    Rows are grouped by their key tuple (spans of one name share it), so values
-    are pulled out with C-level ``itemgetter`` calls rather than per-value Python.
-    """
-    attrs, groups = _group_by_keys(attrs)
-    if not groups:
-        return frame
-    frequency: Counter[str] = Counter()
-    for keys, members in groups.items():
-        for key in keys:
-            frequency[key] += len(members)
-    kept = {key for key, _ in frequency.most_common(MAX_ATTR_COLUMNS)}
-    if len(frequency) > MAX_ATTR_COLUMNS:
-        warnings["attr_columns_capped"] += len(frequency) - MAX_ATTR_COLUMNS
-    pieces: dict[Any, list[tuple[np.ndarray, tuple]]] = {}
-    for keys, members in groups.items():
-        wanted = [key for key in keys if key in kept]
-        if not wanted:
-            continue
-        rows = [attrs[i] for i in members]
-        if len(wanted) > 1:
-            values = list(zip(*map(itemgetter(*wanted), rows), strict=True))
-        else:
-            values = [tuple(map(itemgetter(wanted[0]), rows))]
-        member_index = np.asarray(members, dtype=np.int64)
-        for key, column_values in zip(wanted, values, strict=True):
-            pieces.setdefault(key, []).append((member_index, column_values))
-    ordered = sorted(pieces, key=lambda k: -frequency[k])
-    attr_frame = pd.DataFrame({ATTR_PREFIX + short_text(key): _attr_column(pieces[key], len(attrs))
-                               for key in ordered}, index=frame.index)
-    return pd.concat([frame, attr_frame], axis=1)
-
-
-def _group_by_keys(attrs: list[dict | None]) -> tuple[list[dict | None], dict[tuple, list[int]]]:
-    """Row positions by key tuple, for rows with attributes; keys other than str made text.
-
-    Only str keys may become dict keys here: their hashes are salted per process,
-    while ints, floats and tuples hash the same everywhere, so a dump can hold
-    thousands of attribute keys that all collide (multiples of 2**61 - 1), which
-    made this grouping quadratic (51 s for 40,000 spans). A row with another key
-    gets a copy keyed by its keys' text, which is also its column's name. Only
-    the first row of each key tuple pays for the check.
-    """
-    groups: dict[tuple, list[int]] = {}
-    renamed: dict[int, dict] = {}
-    for position, value in enumerate(attrs):
-        if not value:
-            continue
-        keys = tuple(value)
-        members = groups.get(keys)
-        if members is not None:
-            members.append(position)
-        elif all(type(key) is str for key in keys):
-            groups[keys] = [position]
-        else:
-            text_keyed = renamed[position] = {short_text(k): v for k, v in value.items()}
-            groups.setdefault(tuple(text_keyed), []).append(position)
-    if renamed:
-        attrs = [renamed.get(position, value) for position, value in enumerate(attrs)]
-    return attrs, groups
-
-
-def _attr_column(pieces: list[tuple[np.ndarray, tuple]], n: int) -> Any:
-    """One attribute column from its (row positions, values) pieces, with a real dtype.
-
-    Numbers become float64 (NaN where absent, as pandas does for gaps) or int64
-    when every row has one; text and mixed values stay ``object`` (None where
-    absent; converting a million strings to Arrow costs more than the whole
-    flattening); values pandas cannot compare (lists, dicts, arrays) become text.
-    """
-    kinds: set[type] = set()
-    for _, values in pieces:
-        kinds.update(map(type, values))
-    covered = sum(len(index) for index, _ in pieces)
-    if kinds <= {int, float} or kinds <= {bool}:
-        dtype = (np.float64 if float in kinds or covered < n
-                 else bool if kinds == {bool} else np.int64)
-        try:
-            column = np.full(n, np.nan) if dtype is np.float64 else np.empty(n, dtype=dtype)
-            for index, values in pieces:
-                column[index] = values
-            return column
-        except OverflowError:  # ints beyond int64/float range: fall through to object
-            pass
-    column = np.empty(n, dtype=object)
-    for index, values in pieces:
-        holder = np.empty(len(values), dtype=object)
-        holder[:] = values
-        column[index] = holder
-    if not kinds <= PLAIN_TYPES:
-        odd = [i for i, v in enumerate(column.tolist()) if type(v) not in PLAIN_TYPES]
-        for i in odd:
-            column[i] = _hashable(plain_value(column[i]))
-    return pd.Series(column, dtype=object, copy=False)
-
-
-def _hashable(value: Any) -> Any:
-    """Lists/dicts in a column would break groupby and ==; keep them as compact text."""
-    if isinstance(value, (list, dict)):
-        return json.dumps(json_safe(value, 2000), ensure_ascii=False)
-    return value
 
 
 # --------------------------------------------------------------------------- events
@@ -754,7 +692,6 @@ def _event_table(cols: dict[str, Any], spans: pd.DataFrame) -> pd.DataFrame:
         "span_id": cols["span_ids"],
         "depth": depth.astype(np.int32),
         "lane": lane.astype(np.int32),
-        "attrs": pd.Series(cols["attrs"], dtype=object),
     }, copy=False)
     return frame
 
@@ -794,6 +731,9 @@ def _sample_table(
         "reward_detail": pd.Series([f.reward_detail for f in fields], dtype=object),
         "response_length": pd.array([f.response_length for f in fields], dtype="Int64"),
         "trace_id": pd.Series(_clean_ids([f.trace_id for f in fields]), dtype=object),
+        "prompt": pd.Series(_clean_ids([f.prompt for f in fields]), dtype=object),
+        "response": pd.Series(_clean_ids([f.response for f in fields]), dtype=object),
+        "metadata": pd.Series(_clean_ids([f.metadata for f in fields]), dtype=object),
         "traced": traced,
         "attempts": attempts.astype(np.int32),
         "start": first,

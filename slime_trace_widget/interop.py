@@ -62,8 +62,9 @@ def perfetto_trace(frames: TraceFrames) -> dict[str, Any]:
                            "tid": tid, "args": {"name": _thread_name(sample, track)}})
             events.append({"ph": "M", "name": "thread_sort_index", "pid": int(pid_of_row[row]),
                            "tid": tid, "args": {"sort_index": tid}})
-    events += _complete_events(spans, tracks, pid_of_row, t0)
-    events += _instant_events(frames.event_core, pid_of_row, t0)
+    start_attrs, end_attrs = frames.span_attrs(spans.index)
+    events += _complete_events(spans, start_attrs, end_attrs, tracks, pid_of_row, t0)
+    events += _instant_events(frames.event_core, frames.event_attrs.dicts(), pid_of_row, t0)
     return {"traceEvents": events, "displayTimeUnit": "ms",
             "otherData": {"source": "slime-trace-widget", "t0_epoch_s": t0,
                           "dumps": frames.paths}}
@@ -119,7 +120,8 @@ def _nesting_tracks(spans: pd.DataFrame) -> np.ndarray:
     return np.minimum(tracks, 63)
 
 
-def _complete_events(spans: pd.DataFrame, tracks: np.ndarray, pid_of_row: np.ndarray,
+def _complete_events(spans: pd.DataFrame, starts_of: list, ends_of: list,
+                     tracks: np.ndarray, pid_of_row: np.ndarray,
                      t0: float) -> list[dict[str, Any]]:
     rows = spans["sample_row"].to_numpy()
     # Round both ends, then subtract: adjacent spans (one ends where the next starts)
@@ -129,7 +131,7 @@ def _complete_events(spans: pd.DataFrame, tracks: np.ndarray, pid_of_row: np.nda
     out = []
     for i, (name, state, attempt, span_id, start_attrs, end_attrs) in enumerate(zip(
         spans["name"].astype(str), spans["state"].astype(str), spans["attempt"].tolist(),
-        spans["span_id"].tolist(), spans["start_attrs"], spans["end_attrs"], strict=True,
+        spans["span_id"].tolist(), starts_of, ends_of, strict=True,
     )):
         args = json_safe({**(start_attrs or {}), **(end_attrs or {})}, PERFETTO_MAX_CHARS)
         args.update(span_id=span_id, state=state, attempt=attempt)
@@ -140,13 +142,13 @@ def _complete_events(spans: pd.DataFrame, tracks: np.ndarray, pid_of_row: np.nda
     return out
 
 
-def _instant_events(events: pd.DataFrame, pid_of_row: np.ndarray,
+def _instant_events(events: pd.DataFrame, attrs_of: list, pid_of_row: np.ndarray,
                     t0: float) -> list[dict[str, Any]]:
     rows = events["sample_row"].to_numpy()
     ts = np.round((events["ts"].to_numpy() - t0) * 1e6, 3)
     out = []
     for i, (name, kind, attrs) in enumerate(zip(events["name"].astype(str),
-                                                events["kind"].astype(str), events["attrs"],
+                                                events["kind"].astype(str), attrs_of,
                                                 strict=True)):
         args = json_safe(attrs or {}, PERFETTO_MAX_CHARS)
         args["kind"] = kind

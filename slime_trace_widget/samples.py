@@ -19,8 +19,14 @@ from .carrier import MAX_ATTEMPT
 from .values import bounded_int, plain_value, short_text
 
 _SOURCE_KEYS = ("source", "source_name")
+#: The fields of a sample record that flattening reads; the rest (token lists,
+#: log-probs, loss masks, multimodal inputs) can be dropped before it.
+READ_FIELDS = frozenset({"trace", "reward", "index", "group_index", "rollout_id", "metadata",
+                         "status", "label", "response_length", "prompt", "response"})
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 _TEXT_LIMIT = 10_000
+#: Longest prompt, response or metadata text kept (the panel shows the start of it).
+SAMPLE_TEXT_LIMIT = 2_000_000
 
 
 @dataclass
@@ -38,6 +44,9 @@ class SampleFields:
     reward_detail: Any
     response_length: int | None
     trace_id: str | None
+    prompt: str | None  # a chat prompt (list of messages) as JSON text
+    response: str | None
+    metadata: str | None  # JSON text
     carrier_attempt: int
     events: list | None  # None = untraced (or unreadable carrier)
     carrier_problem: str | None  # warning kind when the carrier could not be read
@@ -64,6 +73,9 @@ def sample_fields(sample: Any, rollout_id: int | None, dump: int) -> SampleField
         reward_detail=detail,
         response_length=_int_or_none(record.get("response_length")),
         trace_id=_text_or_none(carrier_dict.get("trace_id")),
+        prompt=_long_text(record.get("prompt")),
+        response=_long_text(record.get("response")),
+        metadata=_long_text(record.get("metadata")),
         carrier_attempt=bounded_int(carrier_dict.get("attempt"), 0, MAX_ATTEMPT) or 0,
         events=events,
         carrier_problem=problem,
@@ -126,6 +138,15 @@ def _reward(reward: Any) -> tuple[float, Any]:
 
 def _int_or_none(value: Any) -> int | None:
     return bounded_int(value, _INT64_MIN, _INT64_MAX)
+
+
+def _long_text(value: Any) -> str | None:
+    """Text a user reads to understand a sample; containers become JSON text."""
+    if value is None:
+        return None
+    if type(value) is str:
+        return value[:SAMPLE_TEXT_LIMIT]
+    return short_text(value, SAMPLE_TEXT_LIMIT)
 
 
 def _text_or_none(value: Any) -> str | None:

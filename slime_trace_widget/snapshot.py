@@ -6,6 +6,13 @@ draws the same picture, plus every attribute of the included spans and events
 opens from ``file://`` with the network off (see ``htmlpage`` for the page and
 its two blocks). Strings in attributes longer than :data:`SNAPSHOT_MAX_CHARS`
 are cut with a ``…[truncated N chars]`` marker.
+
+The samples' prompts, responses, labels and metadata are embedded too, so the
+panel's "show all" works without a kernel: each text is cut to
+:data:`SNAPSHOT_MAX_CHARS`, or to less when all of them together would pass
+:data:`SNAPSHOT_TEXT_BUDGET` (thousands of samples of long agent transcripts
+would otherwise make a page of hundreds of megabytes), and the panel says how
+much of a text the page leaves out.
 """
 
 from __future__ import annotations
@@ -19,12 +26,24 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .details import event_columns, sample_summaries, segment_columns, span_columns
+from .details import (
+    SAMPLE_TEXT_FIELDS,
+    TEXT_PREVIEW_CHARS,
+    cut_text,
+    event_columns,
+    sample_summaries,
+    segment_columns,
+    span_columns,
+)
 from .frames import TraceFrames
 from .htmlpage import MAGIC, Blocks, page
 from .payload import EncodedView, encode
 
 SNAPSHOT_MAX_CHARS = 20_000
+#: Characters of sample text one page holds: about 4 MB of page for natural text
+#: after gzip and base64 (at most twice that, counting the previews that the
+#: summaries repeat from the longer cuts).
+SNAPSHOT_TEXT_BUDGET = 8_000_000
 #: zlib level 4 compresses a 250k-span page within ~10 % of level 6 at twice the speed.
 COMPRESS_LEVEL = 4
 
@@ -37,11 +56,12 @@ def snapshot_html(
     view_range: list[float] | None = None,
     title: str | None = None,
     max_chars: int = SNAPSHOT_MAX_CHARS,
+    text_budget: int = SNAPSHOT_TEXT_BUDGET,
 ) -> str:
     """The snapshot page as text: ``view`` (default: everything) of ``frames``."""
     view = view or encode(frames, title=title)
     blocks = data_blocks(frames, view, view_state=view_state, view_range=view_range,
-                         max_chars=max_chars)
+                         max_chars=max_chars, text_budget=text_budget)
     return page(blocks, view.payload["meta"]["title"])
 
 
@@ -60,6 +80,7 @@ def data_blocks(
     view_state: dict | None = None,
     view_range: list[float] | None = None,
     max_chars: int = SNAPSHOT_MAX_CHARS,
+    text_budget: int = SNAPSHOT_TEXT_BUDGET,
     source: dict | None = None,
 ) -> Blocks:
     """The compressed data and details blocks of a page; ``source`` notes its inputs."""
@@ -73,7 +94,7 @@ def data_blocks(
         "source": source or {},
     }, allow_nan=False, separators=(",", ":")).encode()
     data = MAGIC + struct.pack("<I", len(header)) + header + buffers
-    details = json.dumps(_details(frames, view, max_chars), allow_nan=False,
+    details = json.dumps(_details(frames, view, max_chars, text_budget), allow_nan=False,
                          ensure_ascii=False, separators=(",", ":")).encode()
     return Blocks(gzip.compress(data, compresslevel=COMPRESS_LEVEL, mtime=0),
                   gzip.compress(details, compresslevel=COMPRESS_LEVEL, mtime=0))
@@ -92,7 +113,8 @@ def _concatenate(buffers: dict[str, bytes]) -> tuple[bytes, dict[str, list[int]]
     return b"".join(parts), offsets
 
 
-def _details(frames: TraceFrames, view: EncodedView, max_chars: int) -> dict[str, Any]:
+def _details(frames: TraceFrames, view: EncodedView, max_chars: int,
+             text_budget: int) -> dict[str, Any]:
     """Columnar detail tables in payload order (read by ``js/src/snapshot.js``)."""
     segments = segment_columns(frames, view.span_index)
     position = pd.Series(np.arange(len(view.span_index)), index=view.span_index)
@@ -100,9 +122,48 @@ def _details(frames: TraceFrames, view: EncodedView, max_chars: int) -> dict[str
     order = np.argsort(owners, kind="stable").tolist()
     segments = {name: [values[i] for i in order] for name, values in segments.items()}
     segments["owner"] = owners[order].tolist()
+    preview, texts = _sample_texts(frames, view.sample_rows, max_chars, text_budget)
     return {
         "spans": span_columns(frames, view.span_index, max_chars),
         "events": event_columns(frames, view.event_index, max_chars),
-        "samples": sample_summaries(frames, view.sample_rows, max_chars),
+        "samples": sample_summaries(frames, view.sample_rows, max_chars, preview),
+        "sample_texts": texts,
         "segments": segments,
     }
+
+
+def _sample_texts(frames: TraceFrames, rows: np.ndarray, max_chars: int,
+                  budget: int) -> tuple[int, dict[str, list[str | None]]]:
+    """How many characters of each text the summaries preview, and per field, per
+    payload sample, the longer cut "show all" shows (None where the preview is all
+    the page holds).
+
+    All texts share ``budget`` equally, each up to ``max_chars``; with many long
+    texts the previews get shorter than the notebook's, so the page stays bounded.
+    """
+    columns = {field: frames.samples.loc[rows, field].tolist() for field in SAMPLE_TEXT_FIELDS}
+    lengths = [min(len(v), max_chars) for values in columns.values() for v in values
+               if isinstance(v, str)]
+    cap = equal_share(lengths, budget)
+    preview = min(TEXT_PREVIEW_CHARS, cap)
+    longer = cap > preview  # else the previews are all the page can hold
+    return preview, {
+        field: [cut_text(v, cap)[0] if longer and isinstance(v, str) and len(v) > preview
+                else None for v in values]
+        for field, values in columns.items()}
+
+
+def equal_share(lengths: list[int], budget: int) -> int:
+    """The largest cut at which texts of ``lengths`` fit ``budget`` characters together.
+
+    Texts shorter than the cut stay whole and leave their unused share to the
+    longer ones, which are all cut at the same length.
+    """
+    remaining, left = budget, len(lengths)
+    for length in sorted(lengths):
+        share = remaining // left
+        if length > share:
+            return share
+        remaining -= length
+        left -= 1
+    return max(lengths, default=0)

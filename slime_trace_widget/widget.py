@@ -5,12 +5,14 @@ The Python side holds the frames and answers questions; the front end
 ``payload`` (binary columns, see ``docs/payload.md``), ``selected`` (what the
 user clicked), ``view_range`` (two-way zoom) and ``view_state`` (filters, sort
 and toggles, read back by :meth:`to_html`). Attributes stay in the kernel and
-are sent on request when an item is clicked.
+are sent on request when an item is clicked, and so does a sample's whole
+prompt, response, label or metadata when the panel's "show all" asks for it.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +20,9 @@ import anywidget
 import pandas as pd
 import traitlets
 
-from .details import event_detail, span_detail
-from .frames import TraceFrames, build_frames, combine_frames, load_frames
+from .details import event_detail, sample_text, span_detail
+from .frames import TraceFrames, build_frames, combine_frames
+from .load import load_frames
 from .payload import EncodedView, encode
 from .snapshot import write_snapshot
 
@@ -168,16 +171,41 @@ class TraceTimeline(anywidget.AnyWidget):
     # ------------------------------------------------------------------ messages
 
     def _on_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
-        if not isinstance(content, dict) or content.get("type") != "attrs":
+        """Answer the front end's requests (``docs/payload.md``); other messages are ignored."""
+        if not isinstance(content, dict):
             return
-        reply: dict[str, Any] = {"type": "attrs", "req": content.get("req"),
-                                 "kind": content.get("kind"), "index": content.get("index")}
+        if content.get("type") == "attrs":
+            self._reply(content, ("kind", "index"), self._attrs)
+        elif content.get("type") == "sample_text":
+            self._reply(content, ("sample", "field"), self._sample_text)
+
+    def _reply(self, content: dict[str, Any], echo: tuple[str, ...],
+               answer: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
+        """Send ``answer(content)`` under the request's type, ``req`` and ``echo`` keys.
+
+        A bad request gets a reply with an ``error`` instead: an exception here would
+        break the kernel's comm, and the front end would wait for nothing.
+        """
+        reply: dict[str, Any] = {"type": content["type"], "req": content.get("req"),
+                                 **{key: content.get(key) for key in echo}}
         try:
-            kind = "span" if content.get("kind") == "span" else "event"
-            frame_index = self._frame_index(kind, int(content["index"]))
-            detail = (span_detail if kind == "span" else event_detail)(self._frames, frame_index)
-            reply["detail"] = detail
-        except Exception as exc:  # a bad request must never break the kernel's comm
-            _log.debug("attrs request failed: %r", content, exc_info=True)
+            reply.update(answer(content))
+        except Exception as exc:
+            _log.debug("%s request failed: %r", content["type"], content, exc_info=True)
             reply["error"] = f"{type(exc).__name__}: {exc}"
         self.send(reply)
+
+    def _attrs(self, content: dict[str, Any]) -> dict[str, Any]:
+        """Details of payload span or event ``index`` (see ``details.span_detail``)."""
+        kind = "span" if content.get("kind") == "span" else "event"
+        frame_index = self._frame_index(kind, int(content["index"]))
+        return {"detail": (span_detail if kind == "span" else event_detail)(self._frames,
+                                                                           frame_index)}
+
+    def _sample_text(self, content: dict[str, Any]) -> dict[str, Any]:
+        """The whole text ``field`` of payload sample ``sample`` (see ``details.sample_text``)."""
+        rows = self._view.sample_rows
+        position = content.get("sample")
+        if type(position) is not int or not 0 <= position < len(rows):
+            raise IndexError("no such sample in this view")
+        return sample_text(self._frames, int(rows[position]), content.get("field"))

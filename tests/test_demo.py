@@ -7,7 +7,8 @@ from pathlib import Path
 import torch
 
 from slime_trace_widget.demo import count_records, main, make_demo_samples
-from slime_trace_widget.frames import build_frames, load_frames
+from slime_trace_widget.frames import build_frames
+from slime_trace_widget.load import load_frames
 
 
 def test_demo_is_deterministic_by_seed() -> None:

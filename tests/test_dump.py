@@ -32,12 +32,13 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from slime_trace_widget.dump import (
+from slime_trace_widget.load import (
     DumpError,
     LoadedDump,
     Placeholder,
     load_dump,
     load_dumps,
+    load_frames,
     save_dump,
 )
 
@@ -441,9 +442,9 @@ def test_placeholder_classes_are_read_only():
 def test_restricted_unpickler_is_the_c_unpickler():
     import _pickle
 
-    from slime_trace_widget import dump as module
+    from slime_trace_widget.load import unpickler
 
-    assert issubclass(module._RestrictedUnpickler, _pickle.Unpickler)
+    assert issubclass(unpickler.RestrictedUnpickler, _pickle.Unpickler)
 
 
 # --------------------------------------------------------------------------- benign values
@@ -634,8 +635,8 @@ def test_bad_input_is_a_one_line_dump_error(tmp_path, make, problem):
 
 
 def test_truncated_fixture_chains_the_cause():
-    """In-process the original exception is chained; an isolated load reports the child's
-    message, the same text (tests/test_isolation.py), without a Python cause to chain."""
+    """In-process the original exception is chained; a worker's load reports the same
+    text (tests/test_workers.py), without a Python cause to chain."""
     with pytest.raises(DumpError) as info:
         load_dump(FIXTURES / "edge_corrupt_truncated.pt", isolate=False)
     assert info.value.__cause__ is not None
@@ -650,24 +651,21 @@ def test_load_dumps_glob_natural_order(tmp_path, capsys):
     save_dump(tmp_path / "eval_4.pt", [{"index": 4}])
     dumps = load_dumps(str(tmp_path / "rollout_*.pt"))
     assert [d.rollout_id for d in dumps] == [1, 2, 10]
-    assert capsys.readouterr().err == ""  # not a terminal: no progress line
+    assert capsys.readouterr().err == ""  # not a terminal: no progress bar
     evals = load_dumps([tmp_path / "eval_4.pt", str(tmp_path / "rollout_1*.pt")], progress=True)
     assert [(d.kind, d.rollout_id) for d in evals] == [("eval", 4), ("rollout", 1),
                                                       ("rollout", 10)]
-    err = capsys.readouterr().err
-    assert "\r[1/3] eval_4.pt" in err and "[3/3] rollout_10.pt" in err and err.endswith("\n")
+    assert "3/3 dumps" in capsys.readouterr().err
 
 
-def test_load_dumps_shows_progress_for_many_files_when_watched(tmp_path, capsys, monkeypatch):
-    from slime_trace_widget import dump as module
-
+def test_load_frames_shows_progress_for_many_files_when_watched(tmp_path, capsys, monkeypatch):
     for i in range(4):
         save_dump(tmp_path / f"rollout_{i}.pt", [])
-    monkeypatch.setattr(module, "_interactive", lambda: True)
-    load_dumps(str(tmp_path / "*.pt"))
-    assert "[4/4] rollout_3.pt" in capsys.readouterr().err
-    load_dumps(str(tmp_path / "rollout_[12].pt"))  # two small files: not worth a progress line
-    assert capsys.readouterr().err == ""
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
+    load_frames(str(tmp_path / "*.pt"))
+    assert "4/4 dumps" in capsys.readouterr().err
+    load_frames(str(tmp_path / "rollout_[12].pt"))  # two small files: not worth a bar
+    assert "dumps" not in capsys.readouterr().err
 
 
 def test_load_dumps_single_path_and_duplicates(tmp_path):

@@ -14,7 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from slime_trace_widget.details import span_detail
-from slime_trace_widget.frames import TraceFrames, build_frames, load_frames
+from slime_trace_widget.frames import TraceFrames, build_frames
+from slime_trace_widget.load import load_frames
 
 FIXTURES = Path(__file__).parent / "fixtures"
 T0 = 1_700_000_000.0

@@ -48,8 +48,8 @@ from slime_trace_widget.details import (
     span_columns,
     span_detail,
 )
-from slime_trace_widget.dump import DumpError, load_dump
 from slime_trace_widget.frames import TraceFrames, build_frames
+from slime_trace_widget.load import DumpError, load_dump
 from slime_trace_widget.payload import encode
 from tests.test_hostile_pickles import dag, time_limit
 

@@ -25,8 +25,8 @@ import pytest
 
 from slime_trace_widget import TraceTimeline
 from slime_trace_widget.details import event_detail, span_detail
-from slime_trace_widget.dump import load_dumps, save_dump
-from slime_trace_widget.frames import TraceFrames, build_frames, load_frames
+from slime_trace_widget.frames import TraceFrames, build_frames
+from slime_trace_widget.load import load_dumps, load_frames, save_dump
 from slime_trace_widget.payload import encode
 from slime_trace_widget.tracing import bind_trace, trace_event, trace_span
 from slime_trace_widget.values import MAX_STRING_CHARS
@@ -161,8 +161,7 @@ def test_two_hundred_dumps_by_glob(tmp_path, capsys):
     assert [d.rollout_id for d in dumps] == list(range(MANY_DUMPS))
     assert [Path(d.path).name for d in dumps] == [f"rollout_{i}.pt" for i in range(MANY_DUMPS)]
     err = capsys.readouterr().err
-    assert err.startswith(f"\r[1/{MANY_DUMPS}] rollout_0.pt")
-    assert f"\r[{MANY_DUMPS}/{MANY_DUMPS}] rollout_{MANY_DUMPS - 1}.pt" in err
+    assert f"{MANY_DUMPS}/{MANY_DUMPS} dumps" in err
     assert err.count("\n") == 1 and err.endswith("\n")  # one line, rewritten in place
     load_dumps(pattern, progress=False)
     assert capsys.readouterr().err == ""
@@ -213,7 +212,7 @@ class NarrowTerminal(io.StringIO):
 
 
 def test_progress_line_fits_a_narrow_terminal(tmp_path, monkeypatch):
-    """Regression: a line wider than the terminal wraps, and each \\r update left a copy."""
+    """A line wider than the terminal wraps, and each \\r update would leave a copy."""
     names = [f"rollout_eval_aime2024_temperature_0.6_step_{i:06d}.pt" for i in range(12)]
     for i, name in enumerate(names):
         save_dump(tmp_path / name, [{"index": i}], rollout_id=i)
@@ -222,12 +221,9 @@ def test_progress_line_fits_a_narrow_terminal(tmp_path, monkeypatch):
     monkeypatch.setattr(os, "get_terminal_size", lambda fd: os.terminal_size((40, 24)))
 
     load_dumps(str(tmp_path / "*.pt"), progress=True)
-    updates = terminal.getvalue().rstrip("\n").split("\r")[1:]
-    assert len(updates) == len(names)
-    assert all(len(update) < 40 for update in updates)
-    for update, name in zip(updates, names, strict=True):
-        assert update.rstrip().endswith(name[-12:])
-    assert updates[-1].startswith("[12/12] …")
+    updates = [u for u in terminal.getvalue().rstrip("\n").split("\r") if u.strip()]
+    assert updates and all(len(update) <= 40 for update in updates)
+    assert "100%" in updates[-1]
 
 
 # --------------------------------------------------------------------------- recording cost

@@ -49,8 +49,8 @@ from torch.serialization import MAGIC_NUMBER, PROTOCOL_VERSION
 from slime_trace_widget import DumpError, TraceTimeline
 from slime_trace_widget.carrier import RecordColumns, read_carrier
 from slime_trace_widget.details import span_detail
-from slime_trace_widget.dump import load_dump
-from slime_trace_widget.frames import TraceFrames, build_frames, load_frames
+from slime_trace_widget.frames import TraceFrames, build_frames
+from slime_trace_widget.load import load_dump, load_frames
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -29,8 +29,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from slime_trace_widget.dump import load_dump, save_dump
-from slime_trace_widget.frames import TraceFrames, load_frames
+from slime_trace_widget.frames import TraceFrames
+from slime_trace_widget.load import load_dump, load_frames, save_dump
 from slime_trace_widget.payload import NAME_CHARS, EncodedView, encode
 from slime_trace_widget.snapshot import SNAPSHOT_MAX_CHARS, write_snapshot
 from slime_trace_widget.values import MAX_STRING_CHARS, truncate

@@ -9,8 +9,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from slime_trace_widget.frames import build_frames, load_frames
+from slime_trace_widget.frames import build_frames
 from slime_trace_widget.interop import export_perfetto, to_parquet
+from slime_trace_widget.load import load_frames
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from slime_trace_widget.frames import load_frames
+from slime_trace_widget.load import load_frames
 from slime_trace_widget.payload import (
     CLIP_SHIFT,
     COLUMN_DTYPES,

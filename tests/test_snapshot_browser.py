@@ -22,8 +22,8 @@ import numpy as np
 import pytest
 
 from slime_trace_widget import TraceTimeline
-from slime_trace_widget.dump import save_dump
-from slime_trace_widget.frames import TraceFrames, load_frames
+from slime_trace_widget.frames import TraceFrames
+from slime_trace_widget.load import load_frames, save_dump
 from slime_trace_widget.payload import EncodedView, encode
 from slime_trace_widget.snapshot import SNAPSHOT_MAX_CHARS, write_snapshot
 from tests.browser import VIEWPORT, PageGuard, file_only
@@ -213,7 +213,8 @@ def test_small_snapshot_works_offline(chromium: Any, small: Snapshot) -> None:
         assert "sglang_generate" in _details_title(page).inner_text()
         assert span["span_id"] in text
         # Every attribute came from the data embedded in the page (there is no kernel).
-        for attrs in (span["start_attrs"], span["end_attrs"]):
+        start_attrs, end_attrs = small.frames.span_attrs([span.name])
+        for attrs in (*start_attrs, *end_attrs):
             for key, value in (attrs or {}).items():
                 assert key in text
                 if isinstance(value, (int, str)):

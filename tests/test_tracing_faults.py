@@ -32,8 +32,8 @@ from typing import Any
 import pytest
 
 from slime_trace_widget import tracing
-from slime_trace_widget.dump import load_dump, save_dump
 from slime_trace_widget.frames import TraceFrames, build_frames
+from slime_trace_widget.load import load_dump, save_dump
 from slime_trace_widget.tracing import (
     MAX_REPR_CHARS,
     TRACE_CHILDREN_KEY,

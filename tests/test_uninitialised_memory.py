@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import torch
 
-from slime_trace_widget.dump import DumpError, Placeholder, load_dump
+from slime_trace_widget.load import DumpError, Placeholder, load_dump
 from tests.test_hostile_pickles import (
     BINPERSID,
     BUILD,

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from slime_trace_widget import TraceTimeline
-from slime_trace_widget.frames import load_frames
+from slime_trace_widget.load import load_frames
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

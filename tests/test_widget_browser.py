@@ -8,8 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from slime_trace_widget.dump import save_dump
-from slime_trace_widget.frames import load_frames
+from slime_trace_widget.load import load_frames, save_dump
 from slime_trace_widget.payload import encode
 from tests.browser import VIEWPORT, JupyterLab, NotebookPage
 

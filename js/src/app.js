@@ -14,7 +14,7 @@ import { legendInfo, renderLegend } from "./legend.js";
 import { cursorCounts, brushSummary, renderStatsBar, renderBrushPanel } from "./stats.js";
 import { renderDetails } from "./panel.js";
 import { readTheme, watchTheme } from "./theme.js";
-import { Sync, AttrsClient } from "./model.js";
+import { Sync, Requests } from "./model.js";
 import { formatDuration, formatNumber } from "./format.js";
 
 /** @typedef {import("./model.js").AnyModel} AnyModel */
@@ -63,7 +63,7 @@ export class App {
     this.host = host;
     this.renderStart = t0;
     this.sync = new Sync(model);
-    this.attrs = new AttrsClient(model);
+    this.requests = new Requests(model);
     /** @type {Settings} */
     this.s = defaultSettings();
     /** @type {Set<number>} sample row ids expanded (when not expand-all) */
@@ -558,10 +558,11 @@ export class App {
         if (row < 0) return;
         this.select({ type: "span", row, sample: s, span: i, t: d.spanStart[i] });
       },
+      sampleText: (/** @type {string} */ field) => this.requests.sampleText(h.sample, field).promise,
     };
     renderDetails(this.detailsEl, d, h, detailSpan, { status: "loading", detail: null }, actions);
     this.updateSide();
-    const { req, promise } = this.attrs.request(kind, index);
+    const { req, promise } = this.requests.attrs(kind, index);
     this.pendingReq = req;
     promise.then(
       (reply) => {
@@ -1050,7 +1051,7 @@ export class App {
     this.interaction.dispose();
     this.overview.dispose();
     this.controls.dispose();
-    this.attrs.dispose();
+    this.requests.dispose();
     this.ro?.disconnect();
     this.stopTheme();
     this.scrollEl.removeEventListener("scroll", this.onScroll);

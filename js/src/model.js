@@ -1,6 +1,6 @@
 // Small helpers over the anywidget model: debounced writes of synced state
 // (with a guard so our own writes are not mistaken for kernel changes), and
-// the "attrs" request/response over custom messages keyed by `req`.
+// requests answered over custom messages keyed by `req` (attributes, sample texts).
 
 /**
  * The part of the anywidget model interface the renderer uses.
@@ -113,10 +113,25 @@ export class Sync {
  * @property {string} [error]
  */
 
+/**
+ * @typedef {Object} SampleTextReply
+ * @property {string} type
+ * @property {number} req
+ * @property {number} sample payload sample index
+ * @property {string} field
+ * @property {string|null} [text] the text, cut where the kernel or page stops
+ * @property {number|null} [chars] the whole text's length, in code points
+ * @property {string} [error]
+ */
+
 let reqCounter = Math.floor(Math.random() * 1e6) * 1000;
 
-/** Ask the kernel (or a snapshot's local model) for an item's attributes. */
-export class AttrsClient {
+/**
+ * Ask the kernel (or a snapshot's local model) for what it keeps back from the
+ * payload: an item's attributes, a sample's whole text. Replies are matched to
+ * requests by `req` and type, since every view of a widget hears every reply.
+ */
+export class Requests {
   /**
    * @param {AnyModel} model
    * @param {number} [timeoutMs]
@@ -124,16 +139,16 @@ export class AttrsClient {
   constructor(model, timeoutMs = 20000) {
     this.model = model;
     this.timeoutMs = timeoutMs;
-    /** @type {Map<number, {resolve: (r: AttrsReply) => void, reject: (e: Error) => void, timer: ReturnType<typeof setTimeout>}>} */
+    /** @type {Map<number, {type: string, resolve: (r: any) => void, reject: (e: Error) => void, timer: ReturnType<typeof setTimeout>}>} */
     this.waiting = new Map();
     /** @param {any} msg */
     this.onMsg = (msg) => {
-      if (!msg || typeof msg !== "object" || msg.type !== "attrs") return;
+      if (!msg || typeof msg !== "object") return;
       const w = this.waiting.get(msg.req);
-      if (!w) return; // another view's request, or already timed out
+      if (!w || w.type !== msg.type) return; // another view's request, or already timed out
       clearTimeout(w.timer);
       this.waiting.delete(msg.req);
-      w.resolve(/** @type {AttrsReply} */ (msg));
+      w.resolve(msg);
     };
     model.on("msg:custom", this.onMsg);
   }
@@ -143,23 +158,42 @@ export class AttrsClient {
    * @param {number} index payload index
    * @returns {{req: number, promise: Promise<AttrsReply>}}
    */
-  request(kind, index) {
+  attrs(kind, index) {
+    return this.ask({ type: "attrs", kind, index });
+  }
+
+  /**
+   * @param {number} sample payload sample index
+   * @param {string} field "prompt", "response", "label" or "metadata"
+   * @returns {{req: number, promise: Promise<SampleTextReply>}}
+   */
+  sampleText(sample, field) {
+    return this.ask({ type: "sample_text", sample, field });
+  }
+
+  /**
+   * Send `content` with a fresh `req`; the promise settles with the reply, or
+   * fails when none comes within the timeout.
+   * @param {{type: string} & Record<string, any>} content
+   * @returns {{req: number, promise: Promise<any>}}
+   */
+  ask(content) {
     const req = ++reqCounter;
     const promise = new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         this.waiting.delete(req);
         reject(new Error("no reply from the kernel (is it running?)"));
       }, this.timeoutMs);
-      this.waiting.set(req, { resolve, reject, timer });
+      this.waiting.set(req, { type: content.type, resolve, reject, timer });
       try {
-        this.model.send({ type: "attrs", kind, index, req });
+        this.model.send({ ...content, req });
       } catch (err) {
         clearTimeout(timer);
         this.waiting.delete(req);
         reject(err instanceof Error ? err : new Error(String(err)));
       }
     });
-    return { req, promise: /** @type {Promise<AttrsReply>} */ (promise) };
+    return { req, promise };
   }
 
   dispose() {

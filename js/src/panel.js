@@ -1,6 +1,6 @@
-// Details panel (DOM) for the clicked item: sample summary, timing, parent,
-// PD phase breakdown, start/end attributes as a collapsible key/value tree,
-// copy as JSON. All data text goes through textContent.
+// Details panel (DOM) for the clicked item: sample summary and texts, timing,
+// parent, PD phase breakdown, start/end attributes as a collapsible key/value
+// tree, copy as JSON. All data text goes through textContent.
 
 import { F_OPEN, F_VIRTUAL, F_ERROR, F_PD_DETAIL, PD_DECODE, CLIP_REASONS, clipReasonOf, nameOf, sampleLabel, statusOf, sourceOf, sampleRowId, EV_UNMATCHED } from "./decode.js";
 import { formatDuration, formatEpoch, formatMs, formatNumber, formatPct } from "./format.js";
@@ -8,9 +8,17 @@ import { colorForName, colorForSegment } from "./colors.js";
 
 /** @typedef {import("./decode.js").Data} Data */
 /** @typedef {import("./hit.js").Hit} Hit */
+/** @typedef {import("./model.js").SampleTextReply} SampleTextReply */
 
 /** Strings longer than this are cut with a "show all" control. */
 export const TRUNCATE_AT = 300;
+
+/**
+ * Sample texts shown under the sample summary, in this order. The kernel sends
+ * the start of each (`<field>` in the summary) with its length (`<field>_chars`);
+ * "show all" asks for the rest.
+ */
+export const SAMPLE_TEXT_FIELDS = ["prompt", "response", "label", "metadata"];
 
 /**
  * @typedef {Object} DetailState
@@ -24,6 +32,7 @@ export const TRUNCATE_AT = 300;
  * @property {() => void} close
  * @property {() => void} focus
  * @property {(span: number) => void} selectSpan internal span index
+ * @property {(field: string) => Promise<SampleTextReply>} sampleText the selected sample's whole text `field`
  */
 
 /**
@@ -181,6 +190,101 @@ function renderString(s) {
   span.appendChild(document.createTextNode(" "));
   span.appendChild(btn);
   return span;
+}
+
+/**
+ * Length of `s` in code points, the unit the kernel counts text lengths in
+ * (a character outside the BMP is one code point but two UTF-16 units).
+ * @param {string} s
+ */
+export function codePointLength(s) {
+  let pairs = 0;
+  for (let i = 0; i + 1 < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0xd800 || c > 0xdbff) continue;
+    const next = s.charCodeAt(i + 1);
+    if (next >= 0xdc00 && next <= 0xdfff) {
+      pairs++;
+      i++;
+    }
+  }
+  return s.length - pairs;
+}
+
+/**
+ * The line under a cut text saying how much of it is shown; "" when it is whole.
+ * @param {string} text the text shown
+ * @param {number|null|undefined} chars the whole text's length, in code points
+ */
+export function textNote(text, chars) {
+  const shown = codePointLength(text);
+  if (typeof chars !== "number" || chars <= shown) return "";
+  return `first ${formatNumber(shown)} of ${formatNumber(chars)} characters, ${formatNumber(chars - shown)} left out`;
+}
+
+/**
+ * One sample text: its name and size, the text as sent with the summary, and
+ * when that is cut a "show all" control that fetches the whole text (then
+ * toggles between the two).
+ * @param {string} field
+ * @param {string} preview
+ * @param {number|null} chars
+ * @param {(field: string) => Promise<SampleTextReply>} fetchText
+ * @param {string} cutWhere what to say when even the whole text came back cut
+ */
+function renderSampleText(field, preview, chars, fetchText, cutWhere) {
+  const box = el("div", "stw-text-field");
+  const head = el("div", "stw-text-head");
+  head.appendChild(el("span", "stw-k", field));
+  if (typeof chars === "number") head.appendChild(el("span", "stw-text-size", `${formatNumber(chars)} chars`));
+  box.appendChild(head);
+  const empty = preview === "" && !chars; // a snapshot of many texts may preview none of one
+  const body = el("div", empty ? "stw-v stw-text stw-empty" : "stw-v stw-text", empty ? "(empty)" : preview);
+  box.appendChild(body);
+  const previewNote = textNote(preview, chars);
+  if (!previewNote) return box;
+  const foot = el("div", "stw-text-foot");
+  const note = el("span", "stw-text-note", previewNote);
+  const btn = /** @type {HTMLButtonElement} */ (el("button", "stw-link", "show all"));
+  foot.appendChild(note);
+  foot.appendChild(document.createTextNode(" "));
+  foot.appendChild(btn);
+  box.appendChild(foot);
+  /** @type {string|null} fetched on the first "show all", kept for the next */
+  let whole = null;
+  let expanded = false;
+  /**
+   * @param {string} text
+   * @param {string} noteText
+   */
+  const show = (text, noteText) => {
+    body.textContent = text;
+    note.textContent = noteText;
+    btn.textContent = expanded ? "show less" : "show all";
+  };
+  const showWhole = (/** @type {string} */ text) => {
+    const left = textNote(text, chars);
+    show(text, left && `${left} ${cutWhere}`);
+  };
+  btn.addEventListener("click", async () => {
+    expanded = !expanded;
+    if (!expanded) return show(preview, previewNote);
+    if (whole !== null) return showWhole(whole);
+    btn.disabled = true;
+    btn.textContent = "loading…";
+    try {
+      const reply = await fetchText(field);
+      if (typeof reply.text !== "string") throw new Error(reply.error || "no text in the reply");
+      whole = reply.text;
+      showWhole(whole);
+    } catch (err) {
+      expanded = false;
+      show(preview, `${previewNote}; could not load the rest: ${err instanceof Error ? err.message : String(err)}`);
+    } finally {
+      btn.disabled = false;
+    }
+  });
+  return box;
 }
 
 /**
@@ -366,7 +470,6 @@ export function renderDetails(host, d, h, detailSpan, st, act) {
   const ks = detail && detail.sample && typeof detail.sample === "object" ? detail.sample : {};
   const pick = (/** @type {string} */ key, /** @type {any} */ fallback) => (key in ks && ks[key] !== undefined ? ks[key] : fallback);
   const reward = pick("reward", Number.isFinite(d.smpReward[s]) ? d.smpReward[s] : null);
-  const label = pick("label", sm.label[s] ?? null);
   const sec1 = section(host, "Sample");
   /** @type {[string, string|HTMLElement][]} */
   const srows = [
@@ -375,12 +478,20 @@ export function renderDetails(host, d, h, detailSpan, st, act) {
     ["source", String(pick("source", sourceOf(d, s)))],
     ["status", String(pick("status", statusOf(d, s)))],
     ["reward", reward === null || typeof reward !== "object" ? (typeof reward === "number" ? formatNumberExact(reward) : String(reward ?? "—")) : renderValue(reward, 1)],
-    ["label", label === null ? "—" : typeof label === "string" ? renderString(label) : renderValue(label, 1)],
     ["attempts", String(pick("attempts", d.smpAttempts[s]))],
     ["duration", formatDuration(typeof ks.duration === "number" ? ks.duration : d.smpEnd[s] - d.smpStart[s])],
     ["trace id", String(sm.trace_id[s] ?? "—")],
   ];
   kvRows(sec1, srows);
+  // The label is in the payload too, so it shows before the kernel's reply.
+  const texts = { ...ks, label: pick("label", sm.label[s] ?? null) };
+  const cutWhere = d.meta.attrs_embedded ? "(the rest is not in this snapshot)" : "(the rest is in the widget's .samples table)";
+  for (const field of SAMPLE_TEXT_FIELDS) {
+    const text = texts[field];
+    const chars = texts[`${field}_chars`];
+    if (typeof text !== "string") continue;
+    sec1.appendChild(renderSampleText(field, text, typeof chars === "number" ? chars : null, act.sampleText, cutWhere));
+  }
 
   // Timing.
   const secT = section(host, h.type === "event" ? "Event" : h.type === "segment" ? "PD phase" : "Span");

@@ -2,7 +2,8 @@
 // gzip-compressed, base64-encoded blocks; nothing is fetched, so the page
 // works from file:// with the network off.
 //   data block:    "STW1" | u32 header length | header JSON | column bytes
-//   details block: the details JSON (attributes), decoded on the first click
+//   details block: the details JSON (attributes, sample texts), decoded on
+//                  the first click
 // The header holds the payload meta (buffers as [offset, length] into the
 // column bytes) and the synced state. Keeping the details apart means the
 // first paint only inflates the columns, a few percent of the page.
@@ -22,6 +23,8 @@ const MAGIC = "STW1";
  * @property {Record<string, any[]>} spans    columns indexed by payload span
  * @property {Record<string, any[]>} events   columns indexed by payload event
  * @property {any[]} samples                  summary per payload sample
+ * @property {Record<string, (string|null)[]>} sample_texts per field, per payload sample: the
+ *   text "show all" shows (null where the summary's preview is all of it)
  * @property {Record<string, any[]>} segments exact PD segments, sorted by owner span
  */
 
@@ -84,6 +87,20 @@ export function detailFor(details, payload, kind, index) {
 }
 
 /**
+ * Sample text `field` of payload sample `sample` as the page holds it, with the
+ * whole text's length, for "show all"; null for a sample or field it lacks.
+ * @param {SnapshotDetails} details
+ * @param {number} sample
+ * @param {string} field
+ */
+export function textFor(details, sample, field) {
+  const summary = Number.isInteger(sample) ? details.samples[sample] : undefined;
+  const texts = details.sample_texts ?? {};
+  if (!summary || typeof field !== "string" || !Object.hasOwn(texts, field)) return null;
+  return { text: texts[field][sample] ?? summary[field] ?? null, chars: summary[`${field}_chars`] ?? null };
+}
+
+/**
  * Segments owned by span `index` (the owner column is sorted: binary search).
  * @param {Record<string, any[]>} segments
  * @param {number} index
@@ -123,7 +140,10 @@ export async function bootSnapshot(dataElement, detailsElement, host, render) {
   };
   const model = createLocalModel(
     { payload, selected: {}, view_range: [], view_state: {}, ...header.state },
-    { attrs: async (kind, index) => detailFor(await readDetails(), payload, kind, index) },
+    {
+      attrs: async (kind, index) => detailFor(await readDetails(), payload, kind, index),
+      sampleText: async (sample, field) => textFor(await readDetails(), sample, field),
+    },
   );
   return render({ model, el: host });
 }

@@ -1,7 +1,7 @@
 // A local stand-in for the anywidget model, so an HTML snapshot (or the dev
 // harness) can call the same `render` with no kernel: get / set / on / off /
-// save_changes / send over in-memory state, answering "attrs" requests from
-// attributes embedded in the page.
+// save_changes / send over in-memory state, answering "attrs" and
+// "sample_text" requests from data embedded in the page.
 
 /**
  * Attributes embedded in a page: `{"span": {"<index>": detail, ...},
@@ -11,8 +11,16 @@
  */
 
 /**
+ * Sample texts embedded in a page: `(sample, field) => {text, chars}` for a
+ * payload sample index, or null when the page does not hold that text (may
+ * return a promise).
+ * @typedef {(sample: number, field: string) => ({text: string|null, chars: number|null} | null | Promise<{text: string|null, chars: number|null} | null>)} SampleTextSource
+ */
+
+/**
  * @typedef {Object} LocalModelOptions
  * @property {AttrsSource} [attrs]
+ * @property {SampleTextSource} [sampleText]
  * @property {(changes: Record<string, any>) => void} [onSave] called by save_changes with the keys set since the last save
  * @property {(msg: any) => void} [onSend] called with every message the renderer sends
  */
@@ -70,6 +78,25 @@ export function createLocalModel(state, opts = {}) {
     return v === undefined ? null : v;
   };
 
+  /**
+   * Emit `head` plus what `answer` resolves to, asynchronously like a kernel
+   * would; when `answer` throws, `head` plus `failed` and the error.
+   * @param {Record<string, any>} head
+   * @param {() => Promise<Record<string, any>>} answer
+   * @param {Record<string, any>} failed
+   */
+  const replyLater = (head, answer, failed) => {
+    setTimeout(async () => {
+      let body;
+      try {
+        body = await answer();
+      } catch (err) {
+        body = { ...failed, error: String(err) };
+      }
+      emit("msg:custom", { ...head, ...body }, []);
+    }, 0);
+  };
+
   const model = {
     /** @param {string} key */
     get(key) {
@@ -123,22 +150,18 @@ export function createLocalModel(state, opts = {}) {
     /** @param {any} msg */
     send(msg) {
       if (opts.onSend) opts.onSend(msg);
-      if (!msg || typeof msg !== "object" || msg.type !== "attrs") return;
-      const { kind, index, req } = msg;
-      // Reply asynchronously, like a kernel would.
-      setTimeout(async () => {
-        /** @type {Record<string, any>} */
-        const reply = { type: "attrs", req, kind, index };
-        try {
-          const detail = await attrsFor(kind, index);
-          reply.detail = detail;
-          if (detail === null) reply.error = "attributes are not embedded in this page";
-        } catch (err) {
-          reply.detail = null;
-          reply.error = String(err);
-        }
-        emit("msg:custom", reply, []);
-      }, 0);
+      if (!msg || typeof msg !== "object") return;
+      if (msg.type === "attrs") {
+        replyLater({ type: "attrs", req: msg.req, kind: msg.kind, index: msg.index }, async () => {
+          const detail = await attrsFor(msg.kind, msg.index);
+          return detail === null ? { detail, error: "attributes are not embedded in this page" } : { detail };
+        }, { detail: null });
+      } else if (msg.type === "sample_text") {
+        replyLater({ type: "sample_text", req: msg.req, sample: msg.sample, field: msg.field }, async () => {
+          const found = opts.sampleText ? await opts.sampleText(msg.sample, msg.field) : null;
+          return found ?? { text: null, chars: null, error: "this text is not embedded in this page" };
+        }, { text: null, chars: null });
+      }
     },
     attrsFor,
   };

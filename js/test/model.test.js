@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { createLocalModel } from "../src/standalone.js";
-import { Sync, AttrsClient } from "../src/model.js";
+import { Sync, Requests } from "../src/model.js";
 import { makePayload } from "./make_payload.js";
 
 const wait = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -49,11 +49,11 @@ test("local model answers attrs requests from an embedded map or a function", as
   assert.deepEqual(out[0].detail, { kind: "span", i: 5 });
 });
 
-test("AttrsClient resolves by req, ignores other replies, times out", async () => {
+test("Requests resolves by req, ignores other replies, times out", async () => {
   const m = createLocalModel({}, { attrs: (kind, i) => ({ i }) });
-  const c = new AttrsClient(m, 200);
-  const a = c.request("span", 1);
-  const b = c.request("span", 2);
+  const c = new Requests(m, 200);
+  const a = c.attrs("span", 1);
+  const b = c.attrs("span", 2);
   assert.notEqual(a.req, b.req);
   const [ra, rb] = await Promise.all([a.promise, b.promise]);
   assert.equal(ra.detail.i, 1);
@@ -61,10 +61,40 @@ test("AttrsClient resolves by req, ignores other replies, times out", async () =
   // A model that never answers: the request times out.
   const silent = createLocalModel({});
   silent.send = () => {};
-  const c2 = new AttrsClient(silent, 30);
-  await assert.rejects(c2.request("span", 1).promise, /no reply/);
+  const c2 = new Requests(silent, 30);
+  await assert.rejects(c2.attrs("span", 1).promise, /no reply/);
   c.dispose();
   c2.dispose();
+});
+
+test("local model answers sample_text requests; a reply of another type is not a match", async () => {
+  const texts = { 0: { prompt: { text: "P".repeat(50), chars: 80 } } };
+  const m = createLocalModel({}, {
+    sampleText: (sample, field) => texts[sample]?.[field] ?? null,
+    attrs: () => ({ name: "x" }),
+  });
+  const c = new Requests(m, 200);
+  const hit = await c.sampleText(0, "prompt").promise;
+  assert.deepEqual(hit, { type: "sample_text", req: hit.req, sample: 0, field: "prompt", text: "P".repeat(50), chars: 80 });
+  const miss = await c.sampleText(3, "response").promise;
+  assert.equal(miss.text, null);
+  assert.match(miss.error, /not embedded/);
+  // A page without sample texts, and one whose source throws, still answer.
+  const bare = await new Requests(createLocalModel({})).sampleText(0, "prompt").promise;
+  assert.match(bare.error, /not embedded/);
+  const broken = createLocalModel({}, { sampleText: () => { throw new Error("boom"); } });
+  const failed = await new Requests(broken).sampleText(0, "prompt").promise;
+  assert.equal(failed.text, null);
+  assert.match(failed.error, /boom/);
+  // An "attrs" reply that happens to carry a sample_text request's req is not its answer.
+  const slow = createLocalModel({});
+  slow.send = () => {};
+  const waiting = new Requests(slow, 40);
+  const { req, promise } = waiting.sampleText(0, "prompt");
+  waiting.onMsg({ type: "attrs", req, detail: {} });
+  await assert.rejects(promise, /no reply/);
+  c.dispose();
+  waiting.dispose();
 });
 
 test("Sync: debounced writes, the writing flag guards echoes", async () => {

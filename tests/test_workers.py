@@ -1,4 +1,4 @@
-"""The isolated rehearsal: files that hurt without running code stop in a child process.
+"""Worker processes: files that hurt without running code stop in a child process.
 
 A tuple key that shares its halves (2**64 leaves to hash) and int keys that all
 hash to 0 (quadratic dict insertion) freeze the C unpickler, where no signal
@@ -21,10 +21,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from slime_trace_widget import DumpError, isolation
-from slime_trace_widget import dump as dump_module
-from slime_trace_widget.dump import load_dump
-from slime_trace_widget.frames import load_frames
+from slime_trace_widget import DumpError
+from slime_trace_widget.load import load_dump, load_frames, pool, worker
 from tests.test_hostile_pickles import (
     APPENDS,
     BENIGN_SPANS,
@@ -77,10 +75,10 @@ def write_bomb_after_samples(path: Path, bomb: bytes, benign_count: int = 3000) 
 LOAD_IN_SUBPROCESS = """
 import sys, time
 from slime_trace_widget import DumpError
-from slime_trace_widget.dump import load_dump
+from slime_trace_widget import load
 started = time.perf_counter()
 try:
-    load_dump(sys.argv[1], time_limit=float(sys.argv[2]))
+    getattr(load, sys.argv[3])(sys.argv[1], time_limit=float(sys.argv[2]))
 except DumpError as exc:
     print(f"{time.perf_counter() - started:.1f} s DumpError: {exc}")
 else:
@@ -88,10 +86,11 @@ else:
 """
 
 
-def load_in_subprocess(path: Path, time_limit: float, timeout: float = 90) -> str:
+def load_in_subprocess(path: Path, time_limit: float, timeout: float = 90,
+                       loader: str = "load_dump") -> str:
     """Load ``path`` in a fresh interpreter; what it printed. A hang fails the test."""
     result = subprocess.run([sys.executable, "-c", LOAD_IN_SUBPROCESS, str(path),
-                             str(time_limit)], capture_output=True, text=True,
+                             str(time_limit), loader], capture_output=True, text=True,
                             timeout=timeout, cwd=ROOT)
     assert result.returncode == 0, result.stderr
     return result.stdout
@@ -118,12 +117,13 @@ def live_processes_in_group(group: int) -> list[int]:
     return [pid for pid, _, pgrp in running_processes() if pgrp == group]
 
 
+@pytest.mark.parametrize("loader", ["load_dump", "load_frames"])
 @pytest.mark.parametrize("bomb", list(BOMBS), ids=list(BOMBS))
-def test_cpu_bombs_are_refused_instead_of_freezing_the_process(tmp_path: Path,
-                                                                bomb: str) -> None:
+def test_cpu_bombs_are_refused_instead_of_freezing_the_process(tmp_path: Path, bomb: str,
+                                                                loader: str) -> None:
     path = tmp_path / "rollout_1.pt"
     write_bomb_after_samples(path, BOMBS[bomb]())
-    out = load_in_subprocess(path, time_limit=3)
+    out = load_in_subprocess(path, time_limit=3, loader=loader)
     assert "DumpError" in out and str(path) in out and "CPU time" in out, out
 
 
@@ -147,7 +147,7 @@ def test_interrupting_a_stuck_load_ends_the_child_and_the_next_load_works(
     benign = tmp_path / "rollout_2.pt"
     torch.save({"rollout_id": 2, "samples": [benign_sample()]}, benign)
     load_dump(benign)  # the helper is running
-    helper = isolation._HELPER._process
+    helper = pool._IDLE.workers[0]._process
     assert helper is not None
     timer = threading.Timer(2.0, os.kill, (os.getpid(), signal.SIGINT))
     timer.start()
@@ -165,11 +165,16 @@ def test_interrupting_a_stuck_load_ends_the_child_and_the_next_load_works(
 
 def test_a_file_that_changes_during_the_load_is_refused(tmp_path: Path,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    """The child reads the file itself; bytes that differ from what is loaded here fail."""
+    """The worker reads the file itself; bytes that differ from what is loaded here fail."""
     path = tmp_path / "rollout_1.pt"
     torch.save({"rollout_id": 1, "samples": [benign_sample()]}, path)
-    other = (FIXTURES / "small.pt").read_bytes()
-    monkeypatch.setattr(dump_module, "_read_all", lambda name: other)
+    run_jobs = pool._run_jobs
+
+    def run_then_replace(*args: object) -> None:
+        run_jobs(*args)
+        path.write_bytes((FIXTURES / "small.pt").read_bytes())
+
+    monkeypatch.setattr(pool, "_run_jobs", run_then_replace)
     with pytest.raises(DumpError, match="changed while it was being loaded"):
         load_dump(path)
 
@@ -184,8 +189,9 @@ def test_the_helper_does_not_import_modules_planted_in_the_working_directory(
     assert marker.exists(), "a plain `python -c` here imports the planted module"
     marker.unlink()
     monkeypatch.chdir(tmp_path)
-    isolation._HELPER.stop()  # the next load starts a helper from this directory
+    pool._IDLE.stop_all()  # the next load starts a helper from this directory
     assert load_dump(FIXTURES / "small.pt").samples
+    assert len(load_frames(FIXTURES / "small.pt").samples) == 8
     assert not marker.exists()
 
 
@@ -193,10 +199,12 @@ def test_a_helper_that_cannot_start_gives_a_dump_error(tmp_path: Path,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "rollout_1.pt"
     torch.save({"rollout_id": 1, "samples": [benign_sample()]}, path)
-    isolation._HELPER.stop()
+    pool._IDLE.stop_all()
     monkeypatch.setattr(sys, "executable", str(tmp_path / "no-such-python"))
-    with pytest.raises(DumpError, match=r"could not start the isolated loader.*isolate=False"):
+    with pytest.raises(DumpError, match=r"could not start the loader's worker"):
         load_dump(path)
+    with pytest.raises(DumpError, match=r"could not start the loader's worker"):
+        load_frames(path)
     assert load_dump(path, isolate=False).samples[0]["index"] == 0
     monkeypatch.undo()
     assert load_dump(path).samples[0]["index"] == 0
@@ -226,9 +234,9 @@ def test_corrupt_files_give_the_same_message_either_way(fixture: str) -> None:
 
 def test_child_deaths_are_explained() -> None:
     request = {"path": "/data/rollout_1.pt", "name": "rollout_1.pt", "cpu_seconds": 5.0}
-    cpu = isolation._death_message(request, -signal.SIGXCPU)
-    killed = isolation._death_message(request, -signal.SIGKILL)
-    crash = isolation._death_message(request, -signal.SIGSEGV)
+    cpu = worker._death_message(request, -signal.SIGXCPU)
+    killed = worker._death_message(request, -signal.SIGKILL)
+    crash = worker._death_message(request, -signal.SIGSEGV)
     assert cpu.startswith("rollout_1.pt: refused") and "more than 5 s of CPU time" in cpu
     assert killed.startswith("rollout_1.pt: refused") and "out of memory" in killed
     assert crash.startswith("rollout_1.pt:") and "crashed" in crash and "SIGSEGV" in crash
@@ -241,7 +249,7 @@ def children_of(pid: int) -> list[int]:
 def test_the_helper_starts_no_helper_of_its_own() -> None:
     """The helper imports the loader module, which starts a helper in any other process."""
     load_dump(FIXTURES / "small.pt")
-    helper = isolation._HELPER._process
+    helper = pool._IDLE.workers[0]._process
     assert helper is not None
     deadline = time.monotonic() + 10
     while children_of(helper.pid) and time.monotonic() < deadline:
@@ -253,21 +261,21 @@ def test_a_forked_process_loads_with_its_own_helper() -> None:
     """A fork (a DataLoader worker, say) must not talk to its parent's helper over the
     pipes it inherited: both sides would read each other's answers."""
     load_dump(FIXTURES / "small.pt")
-    helper = isolation._HELPER._process
+    helper = pool._IDLE.workers[0]._process
     assert helper is not None
     pid = os.fork()
     if pid == 0:
         code = 1
         try:
             ok = len(load_dump(FIXTURES / "small.pt").samples) == 8
-            mine = isolation._HELPER._process
+            mine = pool._IDLE.workers[0]._process
             code = 0 if ok and mine is not None and mine.pid != helper.pid else 2
-            isolation._HELPER.stop()
+            pool._IDLE.stop_all()
         finally:
             os._exit(code)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
-    assert isolation._HELPER._process is helper and helper.poll() is None
+    assert pool._IDLE.workers[0]._process is helper and helper.poll() is None
     assert len(load_dump(FIXTURES / "small.pt").samples) == 8
 
 
@@ -286,10 +294,10 @@ def test_a_relative_path_is_the_callers_after_a_chdir(tmp_path: Path,
 INFLATE_AND_MEASURE = """
 import resource, sys
 from slime_trace_widget import DumpError
-from slime_trace_widget.dump import load_dump
+from slime_trace_widget import load
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 try:
-    load_dump(sys.argv[1], memory_limit=256 << 20)
+    getattr(load, sys.argv[2])(sys.argv[1], memory_limit=256 << 20)
     print("loaded")
 except DumpError as exc:
     print(f"DumpError: {exc}")
@@ -297,9 +305,12 @@ print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) // 1024, "MB
 """
 
 
-def test_a_compressed_data_record_is_inflated_in_the_child_only(tmp_path: Path) -> None:
-    """torch opens the archive and inflates data.pkl before the first watched read: a
-    1.5 MB file whose deflated record holds 1.5 GB used to inflate in the kernel too."""
+@pytest.mark.parametrize("loader", ["load_dump", "load_frames"])
+def test_a_compressed_data_record_is_inflated_in_the_child_only(tmp_path: Path,
+                                                                 loader: str) -> None:
+    """A 1.5 MB file whose deflated record holds 1.5 GB: torch inflates it whole, in the
+    worker only (refused at the memory limit); the frames worker streams the record
+    and stops at the pickle's end, never inflating the padding."""
     buffer = io.BytesIO()
     torch.save({"samples": []}, buffer)
     path = tmp_path / "rollout_1.pt"
@@ -311,8 +322,67 @@ def test_a_compressed_data_record_is_inflated_in_the_child_only(tmp_path: Path) 
                 target.writestr(info.filename, data + bytes(1500 << 20), zipfile.ZIP_DEFLATED)
             else:
                 target.writestr(info, data)
-    result = subprocess.run([sys.executable, "-c", INFLATE_AND_MEASURE, str(path)],
+    result = subprocess.run([sys.executable, "-c", INFLATE_AND_MEASURE, str(path), loader],
                             capture_output=True, text=True, timeout=120, cwd=ROOT)
     lines = result.stdout.splitlines()
-    assert lines and lines[0].startswith("DumpError") and "allocate" in lines[0], result
+    if loader == "load_dump":
+        assert lines and lines[0].startswith("DumpError") and str(path) in lines[0], result
+    else:
+        assert lines and lines[0] == "loaded", result
     assert int(lines[-1].split()[0]) < 500, lines  # the kernel never held the 1.5 GB
+
+
+# --------------------------------------------------------------------------- many dumps
+
+
+def test_many_dumps_combine_in_path_order_and_failures_are_listed(tmp_path: Path) -> None:
+    """Two workers finish in any order; rows follow the paths, a bad dump is skipped."""
+    for rollout in (3, 1, 2):
+        samples = [benign_sample() for _ in range(rollout * 40)]  # sizes differ: finish order too
+        torch.save({"rollout_id": rollout, "samples": samples}, tmp_path / f"rollout_{rollout}.pt")
+    (tmp_path / "rollout_9.pt").write_bytes(b"not a dump at all")
+    paths = [tmp_path / f"rollout_{r}.pt" for r in (3, 9, 1, 2)]
+    with pytest.warns(RuntimeWarning, match=r"skipped .*rollout_9\.pt: .*not a torch dump"):
+        frames = load_frames(paths, workers=2)
+    assert frames.rollout_ids == [3, 1, 2]
+    assert frames.samples.groupby("dump")["rollout_id"].first().tolist() == [3, 1, 2]
+    assert [name for name, _ in frames.failures] == [str(tmp_path / "rollout_9.pt")]
+    one_by_one = [load_frames(p) for p in (paths[0], paths[2], paths[3])]
+    assert len(frames.span_core) == sum(len(f.span_core) for f in one_by_one)
+
+
+def test_every_dump_failing_is_a_dump_error(tmp_path: Path) -> None:
+    for name in ("rollout_1.pt", "rollout_2.pt"):
+        (tmp_path / name).write_bytes(b"garbage")
+    with pytest.raises(DumpError, match="no dump could be loaded"):
+        load_frames(str(tmp_path / "*.pt"))
+
+
+def test_the_default_pool_is_one_worker_per_core_and_never_more_than_dumps() -> None:
+    paths = [str(FIXTURES / "small.pt")] * 50
+    assert pool.default_workers(paths) == max(1, min(os.cpu_count() or 1, 50))
+    assert pool.default_workers(paths[:1]) == 1
+
+
+def test_a_job_waits_while_memory_is_short(monkeypatch: pytest.MonkeyPatch) -> None:
+    job = pool._Job(0, "a.pt", 100 << 20, {})
+    monkeypatch.setattr(pool, "_available_memory", lambda: 8 << 30)
+    assert pool._fits(job, [])  # one job always runs
+    assert pool._fits(job, [job])
+    monkeypatch.setattr(pool, "_available_memory", lambda: 1 << 20)
+    assert not pool._fits(job, [job])
+
+
+def test_output_that_is_not_a_workers_is_refused(tmp_path: Path) -> None:
+    """The caller checks what a worker wrote: a row reference outside its table fails."""
+    from slime_trace_widget.frames import build_frames
+    from slime_trace_widget.load.wire import WireError, read_frames, write_frames
+
+    frames = build_frames([benign_sample()])
+    frames.span_core["sample_row"] = 10**6
+    write_frames(frames, str(tmp_path))
+    with pytest.raises(WireError, match=r"sample_row points outside"):
+        read_frames(str(tmp_path))
+    (tmp_path / "segments.arrow").write_bytes(b"ARROW1 but not really")
+    with pytest.raises(WireError, match=r"segments\.arrow"):
+        read_frames(str(tmp_path))

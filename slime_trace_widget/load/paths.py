@@ -1,4 +1,4 @@
-"""Dump paths and the loader's error type, without importing torch.
+"""Dump paths: one path, a glob, or a list of them, in natural order.
 
 The CLI resolves globs and reports bad input before it knows whether it will
 load anything (a cached run never does), so these live apart from ``dump``.
@@ -11,13 +11,12 @@ import os
 import re
 from collections.abc import Iterable
 
+from .errors import DumpError
+
 PathLike = str | os.PathLike
 
 _GLOB_CHARS = frozenset("*?[")
 
-
-class DumpError(ValueError):
-    """A dump could not be read; the one-line message names the file and the problem."""
 
 
 def _natural_key(path: str) -> list:

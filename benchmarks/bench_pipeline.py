@@ -1,0 +1,446 @@
+"""Benchmark: dump to frames on the shapes users bring, ours against slime's viewer.
+
+For each shape of demo_dumps.SHAPES (62 MB agentic, 612 MB with token lists,
+146 MB with ~1M records) it prints:
+
+* slime's ``tools/trace_timeline_viewer.py`` building its cache from the dump
+  (``--no-serve --rebuild``): wall seconds and the peak RSS of its process tree;
+* ours, ``load_frames(path)`` in a fresh interpreter (imports count, no cache
+  helps): seconds for imports + load, the caller's RSS growth over the load
+  (VmHWM after minus VmRSS before) and the process tree's peak RSS, sampled
+  from here every 20 ms and summed over the tree; and slime/ours;
+* the CLI's first run (``python -m slime_trace_widget DUMP --no-serve``, fresh
+  out dir): wall seconds and slime/CLI.
+
+Then eight 62 MB dumps in one ``load_frames`` call against one call after
+another, and a hash-bomb dump (a dict key whose hashing takes 2**60 steps) that
+must end in a DumpError within the load's time limit. Last, the targets, met or
+not. Figures only, no assertions. slime's viewer is not part of this project:
+its path comes from ``--slime-viewer`` or ``$SLIME_VIEWER``.
+
+    python benchmarks/bench_pipeline.py
+    python benchmarks/bench_pipeline.py --shapes 62mb_agentic 146mb_1m
+    SLIME_VIEWER=~/slime/tools/trace_timeline_viewer.py python benchmarks/bench_pipeline.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import inspect
+import json
+import os
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import zipfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+
+OUT = Path(__file__).parent / "out"  # where demo_dumps keeps the dumps; temp dirs go there too
+DEFAULT_VIEWER = "/work/scratch/slime/trace_timeline_viewer.py"
+MANY = 8
+BOMB_DEPTH = 60
+BOMB_TIME_LIMIT = 5.0
+#: A child still running after this long is killed (the bomb's must answer much sooner).
+CHILD_TIMEOUT = 1800.0
+BOMB_TIMEOUT = 120.0
+SAMPLE_SECONDS = 0.02
+PAGE = os.sysconf("SC_PAGE_SIZE")
+MB = 1e6
+
+
+# ----------------------------------------------------------------------- measuring
+
+
+def _dumps() -> ModuleType:
+    """demo_dumps, imported by the parent only: a child's imports belong to its figures."""
+    import demo_dumps
+
+    return demo_dumps
+
+
+def _rss(pid: int) -> int:
+    """Resident bytes of one process (0 once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/statm") as statm:
+            return int(statm.read().split()[1]) * PAGE
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def _children(pid: int) -> list[int]:
+    kids: list[int] = []
+    try:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/children") as listing:
+                kids.extend(int(kid) for kid in listing.read().split())
+    except OSError:
+        pass
+    return kids
+
+
+def tree_rss(pid: int) -> int:
+    """RSS summed over ``pid`` and all its descendants at this moment."""
+    total, pending = 0, [pid]
+    while pending:
+        current = pending.pop()
+        total += _rss(current)
+        pending.extend(_children(current))
+    return total
+
+
+@dataclass
+class Run:
+    """One child process: its wall time, the tree's peak RSS, and what it printed."""
+
+    seconds: float
+    peak: int
+    returncode: int | None
+    stdout: str
+    stderr: str
+
+    def result(self) -> dict:
+        """The JSON line a ``--child`` run prints last."""
+        lines = self.stdout.strip().splitlines()
+        if self.returncode != 0 or not lines:
+            tail = self.stderr.strip().splitlines()[-1:] or ["no output"]
+            raise RuntimeError(f"child failed ({self.returncode}): {tail[0]}")
+        return json.loads(lines[-1])
+
+
+def run_sampled(argv: list[str], cwd: Path | None = None,
+                timeout: float = CHILD_TIMEOUT) -> Run:
+    """Run ``argv`` while a thread samples its process tree's RSS every 20 ms.
+
+    The child gets its own session, so a timeout can kill it with everything it
+    started.
+    """
+    proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    peak = 0
+    done = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak
+        while not done.is_set():
+            peak = max(peak, tree_rss(proc.pid))
+            done.wait(SAMPLE_SECONDS)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    started = time.perf_counter()
+    sampler.start()
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+        returncode: int | None = proc.returncode
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        stdout, stderr = proc.communicate()
+        returncode = None
+    seconds = time.perf_counter() - started
+    done.set()
+    sampler.join()
+    return Run(seconds, peak, returncode, stdout, stderr)
+
+
+def run_child(mode: str, paths: list[Path], timeout: float = CHILD_TIMEOUT) -> Run:
+    """This script's ``--child`` mode in a fresh interpreter."""
+    return run_sampled([sys.executable, __file__, "--child", mode, *map(str, paths)],
+                       timeout=timeout)
+
+
+# ----------------------------------------------------------------------- children
+
+
+def _status_bytes(field: str) -> int:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024
+    raise LookupError(field)
+
+
+def child(mode: str, paths: list[str]) -> None:
+    """Child process: import, load in ``mode``, print seconds and RSS growth as JSON."""
+    started = time.perf_counter()
+    from slime_trace_widget import DumpError, load_frames
+
+    before = _status_bytes("VmRSS")
+    figures: dict[str, object] = {}
+    if mode == "one":
+        figures["spans"] = len(load_frames(paths[0]).spans)
+    elif mode == "many":
+        figures["spans"] = len(load_frames(paths).spans)
+    elif mode == "sequential":
+        frames = [load_frames(path) for path in paths]  # all kept, as one call keeps them
+        figures["spans"] = sum(len(part.spans) for part in frames)
+    elif mode == "bomb":
+        figures["outcome"] = _load_bomb(paths[0], load_frames, DumpError)
+    else:
+        raise SystemExit(f"unknown child mode {mode!r}")
+    figures["seconds"] = time.perf_counter() - started
+    figures["growth"] = _status_bytes("VmHWM") - before
+    if mode == "many":
+        figures["workers"] = _pool_size(paths)
+    print(json.dumps(figures), flush=True)
+
+
+def _pool_size(paths: list[str]) -> int | None:
+    """Workers the loader uses for ``paths`` (the CPU count before it chose its own)."""
+    try:
+        from slime_trace_widget.load import default_workers
+    except ImportError:
+        return os.cpu_count()
+    return default_workers(paths)
+
+
+def _load_bomb(path: str, load_frames: Callable[..., object], error: type[Exception]) -> str:
+    """The outcome of loading the bomb, with the 5 s time limit where the loader takes one."""
+    options = ({"time_limit": BOMB_TIME_LIMIT}
+               if "time_limit" in inspect.signature(load_frames).parameters else {})
+    try:
+        load_frames(path, **options)
+    except error as exc:
+        return f"DumpError: {(str(exc).splitlines() or [''])[0][:120]}"
+    except Exception as exc:
+        return f"{type(exc).__name__} (not DumpError): {str(exc)[:120]}"
+    return "loaded without an error"
+
+
+# ----------------------------------------------------------------------- inputs
+
+
+def _pickle_text(text: str) -> bytes:
+    data = text.encode()
+    return b"X" + struct.pack("<I", len(data)) + data  # BINUNICODE
+
+
+def hash_bomb_pickle(depth: int = BOMB_DEPTH) -> bytes:
+    """``{"rollout_id": 0, "samples": [{key: 1}]}``, ``key`` nested ``(t, t)`` ``depth`` deep.
+
+    The memo makes both halves of each level one object, so the pickle is a few
+    hundred bytes, while hashing ``key`` to store it visits 2**depth leaves.
+    """
+    ops = [b"\x80\x02", b"}", _pickle_text("rollout_id"), b"K\x00", b"s",  # PROTO 2, dict
+           _pickle_text("samples"), b"]", b"}", b"N"]  # list, sample dict, None
+    for level in range(depth):
+        memo = struct.pack("<I", level)
+        ops += [b"r" + memo, b"j" + memo, b"\x86"]  # LONG_BINPUT, LONG_BINGET, TUPLE2
+    ops += [b"K\x01", b"s", b"a", b"s", b"."]  # the key's value, SETITEM, APPEND, SETITEM
+    return b"".join(ops)
+
+
+def write_hash_bomb(path: Path) -> Path:
+    """The bomb in torch's zip layout, as ``torch.save`` would lay out a dump."""
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as archive:
+        archive.writestr("archive/data.pkl", hash_bomb_pickle())
+        archive.writestr("archive/version", "3\n")
+        archive.writestr("archive/byteorder", "little")
+    return path
+
+
+def _place(source: Path, folder: Path, name: str) -> Path:
+    """``source`` under ``folder/name``: a hard link when possible, else a copy.
+
+    Not a symlink: slime's viewer resolves links and would write its cache beside
+    the original.
+    """
+    target = folder / name
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copyfile(source, target)
+    return target
+
+
+# ----------------------------------------------------------------------- reports
+
+
+def _ratio(numerator: float | None, denominator: float | None) -> float | None:
+    return numerator / denominator if numerator and denominator else None
+
+
+def _fmt(value: float | None, spec: str, unit: str = "") -> str:
+    return "-" if value is None else f"{value:{spec}}{unit}"
+
+
+def report_viewer(viewer: Path | None, dump: Path) -> Run | None:
+    """slime's viewer on a private copy of ``dump`` (it writes its cache beside it)."""
+    if viewer is None:
+        return None
+    with tempfile.TemporaryDirectory(dir=OUT) as folder:
+        copy = _place(dump, Path(folder), dump.name)
+        run = run_sampled([sys.executable, str(viewer), str(copy), "--no-serve", "--rebuild"],
+                          cwd=Path(folder))
+    if run.returncode != 0:
+        print(f"  slime viewer failed ({run.returncode}): {run.stderr.strip()[-300:]}")
+        return None
+    return run
+
+
+def report_shape(shape: str, viewer: Path | None, results: dict) -> None:
+    """slime's viewer, our load and our CLI on one shape."""
+    dumps = _dumps()
+    dump = dumps.demo_dump(shape)
+    print(f"\n== {shape}: {dump.name}  {dump.stat().st_size / MB:.1f} MB  "
+          f"{dumps.SHAPES[shape][0]:,} samples ==")
+    if viewer is None:
+        print("  slime viewer not found: skipped")
+    slime = report_viewer(viewer, dump)
+    ours = run_child("one", [dump])
+    figures = ours.result()
+    with tempfile.TemporaryDirectory(dir=OUT) as out_dir:
+        cli = run_sampled([sys.executable, "-m", "slime_trace_widget", str(dump), "--no-serve",
+                           "--out-dir", out_dir])
+    slime_s = slime.seconds if slime else None
+    slime_peak = slime.peak if slime else None
+    print(f"  {'':34}{'wall s':>9}{'caller +MB':>12}{'tree peak MB':>14}")
+    print(f"  {'slime viewer, cache build':34}{_fmt(slime_s, '.2f'):>9}{'-':>12}"
+          f"{_fmt(slime.peak / MB if slime else None, '.0f'):>14}")
+    print(f"  {'ours, imports + load_frames':34}{figures['seconds']:9.2f}"
+          f"{figures['growth'] / MB:12.0f}{ours.peak / MB:14.0f}"
+          f"   (process {ours.seconds:.2f} s, {figures['spans']:,} spans)")
+    cli_note = "" if cli.returncode == 0 else f"   (exit {cli.returncode})"
+    print(f"  {'CLI first run':34}{cli.seconds:9.2f}{'-':>12}{cli.peak / MB:14.0f}{cli_note}")
+    speed = _ratio(slime_s, figures["seconds"])
+    print(f"  slime/ours speed {_fmt(speed, '.2f', 'x')}   ours/slime tree peak "
+          f"{_fmt(_ratio(ours.peak, slime_peak), '.2f', 'x')}   slime/CLI speed "
+          f"{_fmt(_ratio(slime_s, cli.seconds), '.2f', 'x')}")
+    results[shape] = {"speed": speed, "growth": figures["growth"],
+                      "peak_ratio": _ratio(ours.peak, slime_peak),
+                      "cli_speed": _ratio(slime_s, cli.seconds) if cli.returncode == 0 else None}
+
+
+def report_many(results: dict) -> None:
+    """Eight dumps in one call against one call after another, in one fresh interpreter each."""
+    dumps = [_dumps().demo_dump("62mb_agentic", seed=7 + k, rollout_id=k) for k in range(MANY)]
+    print(f"\n== {MANY} dumps of the 62mb_agentic shape "
+          f"({sum(p.stat().st_size for p in dumps) / MB:.0f} MB) ==")
+    with tempfile.TemporaryDirectory(dir=OUT) as folder:
+        paths = [_place(dump, Path(folder), f"rollout_{k}.pt") for k, dump in enumerate(dumps)]
+        together = run_child("many", paths)
+        apart = run_child("sequential", paths)
+    one_call, one_by_one = together.result(), apart.result()
+    speedup = one_by_one["seconds"] / one_call["seconds"]
+    print(f"  {'':34}{'wall s':>9}{'caller +MB':>12}{'tree peak MB':>14}")
+    for label, figures, run in (("load_frames(8 paths)", one_call, together),
+                                ("[load_frames(p) for p in paths]", one_by_one, apart)):
+        print(f"  {label:34}{figures['seconds']:9.2f}{figures['growth'] / MB:12.0f}"
+              f"{run.peak / MB:14.0f}   ({figures['spans']:,} spans)")
+    print(f"  speedup {speedup:.2f}x   pool size {one_call['workers']}")
+    results["many"] = speedup
+
+
+def report_bomb(results: dict) -> None:
+    """Time the hash bomb's refusal."""
+    with tempfile.TemporaryDirectory(dir=OUT) as folder:
+        bomb = write_hash_bomb(Path(folder) / "rollout_0.pt")
+        print(f"\n== hash bomb: a {BOMB_DEPTH}-level tuple key, {bomb.stat().st_size} bytes ==")
+        run = run_child("bomb", [bomb], timeout=BOMB_TIMEOUT)
+    if run.returncode is None:
+        print(f"  no answer within {BOMB_TIMEOUT:.0f} s: killed")
+        results["bomb"] = None
+        return
+    figures = run.result()
+    print(f"  {figures['outcome']}")
+    print(f"  {figures['seconds']:.2f} s   caller +{figures['growth'] / MB:.0f} MB   "
+          f"tree peak {run.peak / MB:.0f} MB")
+    results["bomb"] = figures
+
+
+def _verdict(ok: bool | None) -> str:
+    return "not measured" if ok is None else "met" if ok else "not met"
+
+
+def _at_least(value: float | None, target: float) -> bool | None:
+    return None if value is None else value >= target
+
+
+def summarize(results: dict) -> None:
+    """Each target with its figure: met, not met, or not measured."""
+    print("\n== targets ==")
+    rows = []
+    big = results.get("612mb_tokens")
+    if big:
+        rows.append(("612 MB: path-to-frames >= 2.5x faster than slime",
+                     _at_least(big["speed"], 2.5), _fmt(big["speed"], ".2f", "x")))
+        rows.append(("612 MB: caller growth <= 1 GB", big["growth"] <= 1000 * MB,
+                     f"{big['growth'] / MB:.0f} MB"))
+        rows.append(("612 MB: tree peak <= 1.3x slime's",
+                     None if big["peak_ratio"] is None else big["peak_ratio"] <= 1.3,
+                     _fmt(big["peak_ratio"], ".2f", "x")))
+    if "146mb_1m" in results:
+        speed = results["146mb_1m"]["speed"]
+        rows.append(("146 MB: path-to-frames >= 3x faster than slime", _at_least(speed, 3.0),
+                     _fmt(speed, ".2f", "x")))
+    if "62mb_agentic" in results:
+        speed = results["62mb_agentic"]["cli_speed"]
+        rows.append(("62 MB: CLI first run >= 3x faster than slime", _at_least(speed, 3.0),
+                     _fmt(speed, ".2f", "x")))
+    if "many" in results:
+        rows.append((f"{MANY}x62 MB: one call >= 1.6x faster than one by one",
+                     results["many"] >= 1.6, f"{results['many']:.2f}x"))
+    if "bomb" in results:
+        bomb = results["bomb"]
+        ok = bomb is not None and bomb["outcome"].startswith("DumpError") \
+            and bomb["growth"] < 512 * MB
+        figure = ("killed" if bomb is None
+                  else f"{bomb['outcome'].split(':')[0]}, +{bomb['growth'] / MB:.0f} MB, "
+                       f"{bomb['seconds']:.1f} s")
+        rows.append(("hash bomb: DumpError, growth < 512 MB", ok, figure))
+    for label, ok, figure in rows:
+        print(f"  {label:55} {_verdict(ok):>12}   {figure}")
+
+
+def _attempt(part: Callable[[], None]) -> None:
+    """Run one measurement; a failing child is reported and the others still run."""
+    try:
+        part()
+    except RuntimeError as exc:
+        print(f"  failed: {exc}")
+
+
+def _viewer(path: str) -> Path | None:
+    viewer = Path(path).expanduser()
+    return viewer if viewer.is_file() else None
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--shapes", nargs="+", help="keys of demo_dumps.SHAPES (default: all)")
+    parser.add_argument("--slime-viewer", default=os.environ.get("SLIME_VIEWER", DEFAULT_VIEWER),
+                        help="slime's tools/trace_timeline_viewer.py (default: $SLIME_VIEWER, "
+                             f"else {DEFAULT_VIEWER})")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("paths", nargs="*", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        child(args.child, args.paths)
+        return
+    shapes = args.shapes or list(_dumps().SHAPES)
+    unknown = set(shapes) - set(_dumps().SHAPES)
+    if unknown:
+        parser.error(f"unknown shapes: {', '.join(sorted(unknown))}")
+    print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} (timings assume an "
+          "otherwise idle machine)")
+    viewer = _viewer(args.slime_viewer)
+    if viewer is None:
+        print(f"slime viewer not found: skipped ({args.slime_viewer})")
+    OUT.mkdir(parents=True, exist_ok=True)
+    results: dict = {}
+    for shape in shapes:
+        _attempt(functools.partial(report_shape, shape, viewer, results))
+    _attempt(functools.partial(report_many, results))
+    _attempt(functools.partial(report_bomb, results))
+    summarize(results)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,516 @@
+"""The caller's side of loading: worker processes, one dump each, columns back.
+
+``load_frames`` sends each dump to a worker (:mod:`.worker`) and reads back
+only the frames, as Arrow files checked by :mod:`.wire`; the caller never
+unpickles a file it did not write and never holds token lists or raw records.
+Several dumps load at once, one per core and no more than memory allows, and
+are combined in path order. A dump that fails is skipped with a warning and
+listed in ``frames.failures``. ``load_dump`` (raw samples) has a worker load the
+file first, under the same limits, and then loads the same bytes here.
+"""
+
+from __future__ import annotations
+
+import atexit
+import hashlib
+import json
+import math
+import os
+import queue
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import warnings
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import DumpError
+from .files import LoadedDump, load_dump_bytes, load_trusted, read_header
+from .paths import PathLike, expand_paths
+
+__all__ = ["default_memory_limit", "default_time_limit", "default_workers", "load_dump",
+           "load_dumps", "load_frames", "start_worker"]
+
+#: CPU seconds a worker may take: a floor plus this much per MB of file. Loading
+#: and flattening run at 25-50 MB/s, so a genuine dump needs a small part of it.
+TIME_FLOOR_SECONDS = 10.0
+TIME_SECONDS_PER_MB = 1.0
+#: New memory a worker may take: this many times the file's size, at least the floor.
+MEMORY_FACTOR = 64
+MEMORY_FLOOR_BYTES = 4 << 30
+#: What a worker is expected to need at its peak, to decide how many run at once:
+#: loaded samples take several times their pickled size, plus the interpreter.
+PEAK_FACTOR = 8
+PEAK_BASE_BYTES = 400 << 20
+
+_PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# The worker must not have the caller's working directory on sys.path (a dump folder
+# could hold a planted ``numpy.py``): ``-c`` puts it there as "", removed before any
+# import. It must import this very copy of the package: its folder is put first.
+_WORKER_COMMAND = ("import sys; sys.path[:] = [sys.argv[1]] + [p for p in sys.path if p and "
+                   "p != sys.argv[1]]; from slime_trace_widget.load.worker import serve; serve()")
+
+
+def default_time_limit(size: int) -> float:
+    """CPU seconds allowed for a file of ``size`` bytes."""
+    return TIME_FLOOR_SECONDS + TIME_SECONDS_PER_MB * size / 1e6
+
+
+def default_memory_limit(size: int) -> int:
+    """Bytes of new memory allowed for a file of ``size`` bytes."""
+    return max(MEMORY_FLOOR_BYTES, MEMORY_FACTOR * size)
+
+
+def default_workers(paths: list[str]) -> int:
+    """Workers to run at once: one per core, no more than dumps, at least one."""
+    return max(1, min(os.cpu_count() or 1, len(paths)))
+
+
+# --------------------------------------------------------------------------- worker processes
+
+
+class _Worker:
+    """One helper process and the job it runs; restarted after any failure."""
+
+    def __init__(self, inbox: queue.Queue) -> None:
+        self.inbox = inbox
+        self._process: subprocess.Popen | None = None
+        self.job: _Job | None = None
+
+    def start(self) -> None:
+        if self._process is not None and self._process.poll() is None:
+            return
+        self.stop()
+        try:
+            process = subprocess.Popen(
+                [sys.executable, *_interpreter_flags(), "-c", _WORKER_COMMAND, _PACKAGE_PARENT],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                start_new_session=True)
+        except OSError as exc:
+            raise DumpError(f"could not start the loader's worker process ({exc})") from exc
+        self._process = process
+        threading.Thread(target=_forward_lines, args=(process.stdout, self),
+                         name="slime-trace-worker", daemon=True).start()
+
+    def send(self, job: _Job) -> None:
+        self.start()
+        process = self._process
+        assert process is not None and process.stdin is not None
+        self.job = job
+        try:
+            process.stdin.write(json.dumps(job.request).encode("ascii") + b"\n")
+            process.stdin.flush()
+        except OSError as exc:
+            self.stop()
+            raise DumpError(f"{job.name}: the loader's worker stopped unexpectedly ({exc})") \
+                from exc
+        except BaseException:  # interrupted mid-line: the helper would misread what follows
+            self.stop()
+            raise
+
+    def owns(self, stream: Any) -> bool:
+        return self._process is not None and self._process.stdout is stream
+
+    def stop(self) -> None:
+        """End the helper and any job it is running (its whole process group)."""
+        process, self._process = self._process, None
+        if process is None:
+            return
+        try:
+            if hasattr(os, "killpg"):
+                os.killpg(process.pid, signal.SIGKILL)
+            else:
+                process.kill()
+        except OSError:
+            pass  # already gone
+        process.wait()
+        for stream in (process.stdin, process.stdout):
+            if stream is not None:
+                stream.close()
+
+
+def _interpreter_flags() -> list[str]:
+    """This interpreter's isolation flags (-I, -E, -s), so the worker finds modules alike."""
+    flags = sys.flags
+    if flags.isolated:
+        return ["-I"]
+    return [flag for flag, on in (("-E", flags.ignore_environment),
+                                  ("-s", flags.no_user_site)) if on]
+
+
+def _forward_lines(stream: Any, worker: _Worker) -> None:
+    """Move the helper's output lines to the inbox of the pool using it; None: it ended."""
+    try:
+        for line in iter(stream.readline, b""):
+            worker.inbox.put((worker, stream, line))
+    except (OSError, ValueError):
+        pass  # closed by stop()
+    worker.inbox.put((worker, stream, None))
+
+
+class _Idle:
+    """Helpers kept between loads, so a second load starts warm."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.workers: list[_Worker] = []
+
+    def take(self, count: int, inbox: queue.Queue) -> list[_Worker]:
+        with self.lock:
+            taken, self.workers = self.workers[:count], self.workers[count:]
+        for worker in taken:
+            worker.inbox = inbox
+        return taken + [_Worker(inbox) for _ in range(count - len(taken))]
+
+    def give_back(self, workers: list[_Worker]) -> None:
+        with self.lock:
+            self.workers.extend(w for w in workers if w._process is not None)
+
+    def stop_all(self) -> None:
+        with self.lock:
+            workers, self.workers = self.workers, []
+        for worker in workers:
+            worker.stop()
+
+    def forget(self) -> None:
+        """In a forked copy of this process: the parent's helpers are not ours to use."""
+        self.lock = threading.Lock()
+        self.workers = []
+
+
+_IDLE = _Idle()
+atexit.register(_IDLE.stop_all)
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_IDLE.forget)
+
+
+def start_worker() -> None:
+    """Start one helper now, so its imports overlap the caller's own (a failure waits
+    for the first load to report it)."""
+    if _IDLE.workers:
+        return
+    worker = _Worker(queue.Queue())
+    try:
+        worker.start()
+    except DumpError:
+        return
+    _IDLE.give_back([worker])
+
+
+# --------------------------------------------------------------------------- jobs
+
+
+@dataclass
+class _Job:
+    index: int
+    name: str
+    size: int
+    request: dict
+    deadline: float = math.inf
+    verdict: dict | None = None
+    digest: str | None = None
+
+
+def _job(index: int, path: str, kind: str, out: str | None, time_limit: float | None,
+         memory_limit: int | None) -> _Job:
+    size = os.path.getsize(path)
+    cpu_seconds = default_time_limit(size) if time_limit is None else float(time_limit)
+    memory_bytes = default_memory_limit(size) if memory_limit is None else float(memory_limit)
+    if not cpu_seconds > 0 or not memory_bytes > 0:
+        raise ValueError("time_limit and memory_limit must be positive")
+    request = {"job": kind, "path": os.path.abspath(path), "name": path, "out": out,
+               "cpu_seconds": cpu_seconds, "memory_bytes": memory_bytes}
+    return _Job(index, path, size, request)
+
+
+def _run_jobs(jobs: list[_Job], workers: int, progress: Any) -> None:
+    """Run ``jobs`` on up to ``workers`` helpers at once; each gets its ``verdict``.
+
+    A job starts only while the expected peaks of running jobs fit in available
+    memory (one always runs). Ctrl-C stops every helper before it propagates.
+    """
+    inbox: queue.Queue = queue.Queue()
+    pool = _IDLE.take(workers, inbox)
+    pending = list(jobs)
+    running: dict[int, _Worker] = {}
+    try:
+        while pending or running:
+            free = [w for w in pool if w.job is None]
+            while pending and free and _fits(pending[0], [w.job for w in running.values()]):
+                job, worker = pending.pop(0), free.pop(0)
+                # Wall-clock backstop for what the CPU limit cannot see; generous, since on
+                # a busy machine a CPU second takes longer.
+                job.deadline = time.monotonic() + 3 * job.request["cpu_seconds"] + 30
+                worker.send(job)
+                running[id(worker)] = worker
+            _take_message(inbox, running, progress)
+    except BaseException:
+        for worker in pool:
+            worker.stop()
+        raise
+    _IDLE.give_back(pool)
+
+
+def _fits(job: _Job, running: list[_Job | None]) -> bool:
+    if not running:
+        return True
+    need = sum(_peak(j.size) for j in running if j is not None) + _peak(job.size)
+    available = _available_memory()
+    return available is None or need <= available
+
+
+def _peak(size: int) -> int:
+    return PEAK_BASE_BYTES + PEAK_FACTOR * size
+
+
+def _available_memory() -> int | None:
+    """MemAvailable of this machine, on Linux."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as info:
+            for line in info:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def _take_message(inbox: queue.Queue, running: dict[int, _Worker], progress: Any) -> None:
+    """Wait for one message from a running job (or its deadline) and act on it."""
+    deadline = min(w.job.deadline for w in running.values() if w.job is not None)
+    try:
+        worker, stream, line = inbox.get(timeout=max(0.0, deadline - time.monotonic()))
+    except queue.Empty:
+        for worker in list(running.values()):
+            job = worker.job
+            if job is not None and time.monotonic() >= job.deadline:
+                _conclude(worker, running, {"error": f"{job.name}: refused: loading it did not "
+                                                     "finish within the time limit",
+                                            "stuck": True}, progress)
+        return
+    if not worker.owns(stream) or id(worker) not in running or worker.job is None:
+        return  # a line from a helper already stopped
+    message = _parse(line)
+    if message is None:
+        _conclude(worker, running, {"error": f"{worker.job.name}: the loader's worker stopped "
+                                             "unexpectedly; nothing was loaded",
+                                    "stuck": True}, progress)
+    elif "digest" in message:
+        worker.job.digest = str(message["digest"])
+    elif "ok" in message or "error" in message:
+        _conclude(worker, running, message, progress)
+
+
+def _parse(line: bytes | None) -> dict | None:
+    if not line:
+        return None
+    try:
+        message = json.loads(line)
+    except ValueError:
+        return None
+    return message if isinstance(message, dict) else None
+
+
+def _conclude(worker: _Worker, running: dict[int, _Worker], verdict: dict,
+              progress: Any) -> None:
+    job = worker.job
+    assert job is not None
+    job.verdict = verdict
+    worker.job = None
+    del running[id(worker)]
+    if verdict.get("stuck"):
+        worker.stop()  # the job still runs: end it, the next one gets a fresh helper
+    if progress is not None:
+        progress.update(job.size)
+
+
+# --------------------------------------------------------------------------- public API
+
+
+def load_frames(paths_or_glob: PathLike | Iterable[PathLike], *, trusted: bool = False,
+                workers: int | None = None, progress: bool | None = None,
+                time_limit: float | None = None, memory_limit: int | None = None) -> Any:
+    """Load one dump, a glob or a list of them into one :class:`TraceFrames`.
+
+    Each dump is read and flattened in a worker process under ``time_limit``
+    CPU seconds (default 10 s plus 1 s per MB) and ``memory_limit`` bytes of new
+    memory (default 64 times the file size, at least 4 GiB); only its columns
+    come back. ``workers`` dumps load at once (default: one per core, fewer when
+    memory is short). A dump that fails is skipped with a warning and listed in
+    ``frames.failures``; DumpError when every dump fails. ``trusted=True``
+    unpickles here with torch's full unpickler, which runs code from the file.
+    """
+    paths = expand_paths(paths_or_glob)
+    for path in paths:
+        read_header(path)
+    if not trusted:
+        start_worker()  # its imports overlap the ones below
+    from ..frames import build_frames, combine_frames
+    from .wire import WireError, read_parts
+
+    if trusted:
+        return build_frames([load_trusted(path) for path in paths])
+    # On disk, not in /dev/shm: files read once need no RAM of their own.
+    scratch = tempfile.mkdtemp(prefix="slime-trace-")
+    try:
+        jobs = []
+        pool_size = workers or default_workers(paths)
+        # Cores no dump would use flatten slices of one dump at once.
+        ways = max(1, (os.cpu_count() or 1) // max(1, min(pool_size, len(paths))))
+        for index, path in enumerate(paths):
+            out = os.path.join(scratch, str(index))
+            os.mkdir(out)
+            jobs.append(_job(index, path, "frames", out, time_limit, memory_limit))
+            jobs[-1].request["ways"] = ways
+        with _progress_bar([job.size for job in jobs], progress) as bar:
+            _run_jobs(jobs, pool_size, bar)
+        parts, failures = [], []
+        for job in jobs:
+            assert job.verdict is not None
+            if "ok" in job.verdict:
+                try:
+                    parts.append(read_parts(job.request["out"]))
+                    continue
+                except WireError as exc:
+                    job.verdict = {"error": f"{job.name}: the worker's output was refused ({exc})"}
+            failures.append((job.name, str(job.verdict.get("error"))))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    if not parts:
+        raise DumpError(failures[0][1] if len(failures) == 1 else
+                        "no dump could be loaded: " + "; ".join(r for _, r in failures))
+    for name, reason in failures:
+        warnings.warn(f"skipped {name}: {reason}", RuntimeWarning, stacklevel=2)
+    frames = combine_frames(parts)
+    frames.failures = failures
+    return frames
+
+
+def load_dump(path: PathLike, *, trusted: bool = False, isolate: bool = True,
+              time_limit: float | None = None, memory_limit: int | None = None) -> LoadedDump:
+    """Load one slime dump into plain sample dicts, without running code from it.
+
+    A worker process loads the file first under ``time_limit`` CPU seconds and
+    ``memory_limit`` bytes (see :func:`load_frames`); only when it succeeds are the
+    same bytes (checked by digest) loaded here, with real torch tensors. Pickled
+    ``Sample`` objects and other unknown classes come back as dicts of their
+    fields; refused globals are listed in ``blocked_globals``. ``isolate=False``
+    skips the worker (for platforms that cannot start one): a hostile file can then
+    freeze or exhaust this process. ``trusted=True`` uses plain ``torch.load``,
+    which runs any code in the file.
+    """
+    name = os.fspath(path)
+    read_header(name)
+    if trusted:
+        return load_trusted(name)
+    if not isolate:
+        with open(name, "rb") as handle:
+            return load_dump_bytes(name, handle.read(), "torch")
+    job = _job(0, name, "check", None, time_limit, memory_limit)
+    _run_jobs([job], 1, None)
+    assert job.verdict is not None
+    if "error" in job.verdict:
+        raise DumpError(str(job.verdict["error"]))
+    with open(name, "rb") as handle:
+        data = handle.read()
+    if hashlib.blake2b(data).hexdigest() != job.digest:
+        raise DumpError(f"{name}: refused: the file changed while it was being loaded")
+    return load_dump_bytes(name, data, "torch")
+
+
+def load_dumps(paths_or_glob: PathLike | Iterable[PathLike], *, trusted: bool = False,
+               isolate: bool = True, progress: bool | None = None,
+               time_limit: float | None = None, memory_limit: int | None = None
+               ) -> list[LoadedDump]:
+    """:func:`load_dump` of every path or glob match, in order (natural order for globs),
+    with a progress bar as :func:`load_frames` shows one."""
+    paths = expand_paths(paths_or_glob)
+    sizes = [os.path.getsize(p) if os.path.isfile(p) else 0 for p in paths]
+    loaded = []
+    with _progress_bar(sizes, progress) as bar:
+        for path, size in zip(paths, sizes, strict=True):
+            loaded.append(load_dump(path, trusted=trusted, isolate=isolate,
+                                    time_limit=time_limit, memory_limit=memory_limit))
+            if bar is not None:
+                bar.update(size)
+    return loaded
+
+
+class _NoBar:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *_: object) -> None:
+        return None
+
+
+def _progress_bar(sizes: list[int], progress: bool | None) -> Any:
+    """A tqdm bar counting the bytes of the dumps loaded (a notebook bar in Jupyter).
+
+    By default it shows for loads that take a while, in a terminal or a kernel;
+    a missing or broken stderr never costs the load.
+    """
+    total = sum(sizes)
+    if progress is None:
+        isatty = getattr(sys.stderr, "isatty", None)
+        watched = bool(isatty and isatty()) or "ipykernel" in sys.modules
+        progress = watched and (len(sizes) > 3 or total > 30e6)
+    if not progress:
+        return _NoBar()
+    return _Progress(total, len(sizes))
+
+
+class _QuietStream:
+    """stderr for the bar: a missing, closed or broken stderr never costs the load."""
+
+    def __init__(self) -> None:
+        self._stream: Any = sys.stderr
+
+    def write(self, text: str) -> None:
+        try:
+            self._stream.write(text)
+        except (AttributeError, OSError, ValueError):
+            self._stream = None
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except (AttributeError, OSError, ValueError):
+            self._stream = None
+
+    def isatty(self) -> bool:
+        try:
+            return bool(self._stream.isatty())
+        except (AttributeError, OSError, ValueError):
+            return False
+
+    def fileno(self) -> int:
+        return self._stream.fileno()
+
+
+class _Progress:
+    """tqdm counting bytes, with the dumps done so far beside it."""
+
+    def __init__(self, total: int, dumps: int) -> None:
+        from tqdm.auto import tqdm
+
+        self._dumps, self._done = dumps, 0
+        self._bar = tqdm(total=total, unit="B", unit_scale=True, unit_divisor=1024,
+                         desc="loading", postfix=f"0/{dumps} dumps", file=_QuietStream(),
+                         dynamic_ncols=True)
+
+    def __enter__(self) -> _Progress:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._bar.close()
+
+    def update(self, size: int) -> None:
+        self._done += 1
+        self._bar.set_postfix_str(f"{self._done}/{self._dumps} dumps", refresh=False)
+        self._bar.update(size)

@@ -1,0 +1,168 @@
+"""Tensors as real torch tensors: the extension ``load_dump`` uses (through ``torch.load``).
+
+Imported only when a caller asks for raw samples with their tensors; the
+frames worker reads tensors as numpy arrays without importing torch
+(:mod:`.plain_tensors`).
+"""
+
+from __future__ import annotations
+
+import io
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from .allowlist import refuse_past_storage, tensor_extent, unwrap
+from .placeholders import split_state
+from .unpickler import LoadSession, restricted_pickle_module
+
+__all__ = ["TORCH_TENSORS", "torch_load"]
+
+_REBUILD_V3 = torch._utils._rebuild_tensor_v3
+
+
+def _torch_globals() -> dict[tuple[str, str], object]:
+    """torch classes and constants a tensor-holding dump names."""
+    table: dict[tuple[str, str], object] = {
+        ("torch", "Size"): torch.Size,
+        ("torch", "device"): torch.device,
+        ("torch", "Tensor"): torch.Tensor,
+        ("torch._tensor", "Tensor"): torch.Tensor,
+        ("torch.nn", "Parameter"): torch.nn.Parameter,
+        ("torch.nn.parameter", "Parameter"): torch.nn.Parameter,
+        ("torch", "UntypedStorage"): torch.UntypedStorage,
+        ("torch.storage", "UntypedStorage"): torch.UntypedStorage,
+        ("torch", "TypedStorage"): torch.storage.TypedStorage,
+        ("torch.storage", "TypedStorage"): torch.storage.TypedStorage,
+    }
+    for name, value in vars(torch).items():
+        legacy_storage = (isinstance(value, type) and name.endswith("Storage")
+                          and issubclass(value, torch.storage.TypedStorage))
+        if isinstance(value, torch.dtype) or legacy_storage:
+            table[("torch", name)] = value
+    return table
+
+
+def _check_within_storage(storage: Any, offset: Any, size: Any, stride: Any,
+                          dtype: Any) -> None:
+    """Refuse a tensor whose elements would lie outside its storage.
+
+    torch checks this for storages read from a zip, but a legacy file can hand
+    out an empty storage that ``set_`` then grows without initialising it.
+    """
+    if isinstance(storage, torch.storage.TypedStorage):
+        available = storage._size()  # size() would warn that TypedStorage is deprecated
+    elif isinstance(storage, torch.UntypedStorage) and isinstance(dtype, torch.dtype):
+        available = storage.nbytes() // torch._utils._element_size(dtype)
+    else:
+        return  # not a storage: the rebuild itself fails
+    refuse_past_storage(tensor_extent(offset, size, stride), available)
+
+
+def _apply_plain_state(tensor: torch.Tensor, state: Any, session: LoadSession) -> None:
+    """Copy a tensor's pickled Python attributes, but only new public ones.
+
+    Existing attributes (``grad``, ``data``, ``__class__``, hooks...) have setters
+    with side effects, so they are never assigned from the file.
+    """
+    for part in split_state(state):
+        if not isinstance(part, dict):
+            continue
+        for key, value in part.items():
+            fresh = (isinstance(key, str) and key.isidentifier() and not key.startswith("_")
+                     and not hasattr(type(tensor), key))
+            if fresh:
+                tensor.__dict__[key] = value
+            else:
+                session.warnings["tensor_state_dropped"] += 1
+
+
+class _TorchTensors:
+    """The :class:`~.unpickler.TensorSupport` that rebuilds real torch tensors."""
+
+    def __init__(self) -> None:
+        self.globals = _torch_globals()
+        storages = {v for v in self.globals.values() if isinstance(v, type)
+                    and issubclass(v, torch.storage.TypedStorage | torch.UntypedStorage)}
+        self.data_only = frozenset({torch.Tensor, torch.nn.Parameter, *storages})
+
+    def wrappers(self, session: LoadSession) -> dict[tuple[str, str], Callable]:
+        def without_hooks(rebuild: Callable) -> Callable:
+            def rebuild_tensor(*args: Any) -> torch.Tensor:
+                _check_within_storage(*args[:4], args[6] if rebuild is _REBUILD_V3 else None)
+                # args[5] is backward_hooks: torch never serialises live hooks, so keep none.
+                if len(args) > 5 and not (isinstance(args[5], dict) and not args[5]):
+                    session.warnings["tensor_hooks_dropped"] += 1
+                return rebuild(*args[:5], OrderedDict(), *args[6:])
+
+            return rebuild_tensor
+
+        def rebuild_tensor_v1(storage: Any, offset: Any, size: Any, stride: Any) -> Any:
+            _check_within_storage(storage, offset, size, stride, None)
+            return torch._utils._rebuild_tensor(storage, offset, size, stride)
+
+        def rebuild_parameter(data: Any, requires_grad: Any, _hooks: Any,
+                              state: Any = None) -> Any:
+            if not isinstance(data, torch.Tensor):
+                return session.blocked_call("torch._utils", "_rebuild_parameter", data)
+            param = torch.nn.Parameter(data, bool(requires_grad))
+            _apply_plain_state(param, state, session)
+            return param
+
+        def rebuild_from_type_v2(func: Any, new_type: Any, args: Any, state: Any) -> Any:
+            new_type = unwrap(new_type)
+            result = func(*args)
+            if not isinstance(result, torch.Tensor):
+                return result
+            if new_type is torch.Tensor or new_type is torch.nn.Parameter:
+                result = result if type(result) is new_type else result.as_subclass(new_type)
+            else:
+                session.warnings["tensor_subclass_dropped"] += 1
+            _apply_plain_state(result, state, session)
+            return result
+
+        return {
+            ("torch._utils", "_rebuild_tensor"): rebuild_tensor_v1,
+            ("torch._utils", "_rebuild_tensor_v2"): without_hooks(torch._utils._rebuild_tensor_v2),
+            ("torch._utils", "_rebuild_tensor_v3"): without_hooks(_REBUILD_V3),
+            ("torch._utils", "_rebuild_parameter"): rebuild_parameter,
+            ("torch._utils", "_rebuild_parameter_with_state"): rebuild_parameter,
+            ("torch._tensor", "_rebuild_from_type_v2"): rebuild_from_type_v2,
+        }
+
+
+TORCH_TENSORS = _TorchTensors()
+
+
+def _clear_unfilled_storages(session: LoadSession) -> None:
+    """Zero legacy storages whose data the file never supplied.
+
+    torch allocates a legacy storage, uninitialised, when the pickle first names
+    it, and fills it only if its key is in the list pickled after the data
+    (the file's last pickle): a key left out would show leftover memory.
+    """
+    if not session.legacy_storages:
+        return
+    filled = session.last_pickle if isinstance(session.last_pickle, list) else []
+    filled_keys = {key for key in filled if isinstance(key, str | bytes | int)}
+    for key, storage in session.legacy_storages:
+        if key not in filled_keys:
+            # The untyped view: TypedStorage.fill_ warns that typed storages are deprecated.
+            untyped = getattr(storage, "_untyped_storage", storage)
+            if hasattr(untyped, "fill_"):
+                untyped.fill_(0)
+
+
+def torch_load(session: LoadSession, data: bytes) -> Any:
+    """``torch.load`` of in-memory bytes (zip or legacy format) with the restricted unpickler."""
+    obj = torch.load(io.BytesIO(data), map_location="cpu", weights_only=False,
+                     pickle_module=restricted_pickle_module(session))
+    _clear_unfilled_storages(session)
+    return obj
+
+
+def torch_load_trusted(path: str) -> Any:
+    """Plain torch.load, which runs any code the file holds."""
+    return torch.load(path, map_location="cpu", weights_only=False)

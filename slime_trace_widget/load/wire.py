@@ -1,0 +1,232 @@
+"""TraceFrames across a process boundary as Arrow IPC files: written by a worker,
+read and checked by the caller.
+
+Reading runs no code from the files and trusts nothing in them: every table
+must have exactly the columns and Arrow types that frames of this version
+have, Arrow's full validation must pass, and every row reference (sample row,
+parent span, segment owner) must point inside its table. Anything else is a
+``WireError``. Attribute tables are free-form (one column per key) but may
+only hold numbers, bools and text.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections import Counter
+from functools import cache
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from ..attr_columns import AttrTable
+from ..frames import TraceFrames, build_frames, combine_frames, virtual_spans_last
+
+__all__ = ["WireError", "read_frames", "read_parts", "write_frames"]
+
+_CORE_TABLES = ("samples", "span_core", "event_core", "segments")
+_ATTR_TABLES = ("span_start_attrs", "span_end_attrs", "event_attrs")
+_META = "meta.json"
+#: Text columns the build keeps as objects (the rest pandas infers as str).
+_OBJECT_TEXT = frozenset({"label", "trace_id", "reward_detail", "prompt", "response", "metadata"})
+_MAX_META_BYTES = 64 << 20
+
+
+class WireError(ValueError):
+    """A worker's output is not what a worker of this version writes."""
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def write_frames(frames: TraceFrames, directory: str) -> None:
+    """Write ``frames`` into ``directory`` (one ``.arrow`` file per table, and meta.json)."""
+    for name in _CORE_TABLES:
+        _write(_encode(getattr(frames, name)), os.path.join(directory, f"{name}.arrow"))
+    for name in _ATTR_TABLES:
+        _write(getattr(frames, name).table, os.path.join(directory, f"{name}.arrow"))
+    meta = {"paths": frames.paths, "rollout_ids": frames.rollout_ids,
+            "warnings": dict(frames.warnings), "t0": _number(frames.t0),
+            "t1": _number(frames.t1)}
+    with open(os.path.join(directory, _META), "w", encoding="utf-8") as stream:
+        json.dump(meta, stream)
+
+
+def _write(table: pa.Table, path: str) -> None:
+    with pa.OSFile(path, "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
+        writer.write_table(table)
+
+
+def _number(value: float) -> float | None:
+    return value if math.isfinite(value) else None
+
+
+def _encode(frame: pd.DataFrame) -> pa.Table:
+    return pa.table({name: _encode_column(frame[name]) for name in frame.columns})
+
+
+def _encode_column(series: pd.Series) -> pa.Array:
+    dtype = series.dtype
+    if isinstance(dtype, pd.CategoricalDtype):
+        codes = np.asarray(series.cat.codes, dtype=np.int32)
+        categories = pa.array([str(c) for c in dtype.categories], type=pa.string())
+        return pa.DictionaryArray.from_arrays(pa.array(codes, mask=codes < 0), categories)
+    if isinstance(dtype, pd.Int64Dtype):
+        return pa.array(series.to_numpy(dtype=np.int64, na_value=0), type=pa.int64(),
+                        mask=series.isna().to_numpy())
+    if series.name == "reward_detail":  # plain data (a dict reward) as JSON text
+        return pa.array([None if v is None else json.dumps(v, allow_nan=True)
+                         for v in series.tolist()], type=pa.string())
+    if pd.api.types.is_object_dtype(dtype) or pd.api.types.is_string_dtype(dtype):
+        return pa.array(np.asarray(series, dtype=object), type=pa.string(), from_pandas=True)
+    return pa.array(series.to_numpy())
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def read_parts(directory: str) -> TraceFrames:
+    """The frames of one dump a worker wrote as ``part0``, ``part1``... (slices of its
+    samples, flattened at once), joined in order."""
+    try:
+        numbers = sorted(int(name[4:]) for name in os.listdir(directory)
+                         if name.startswith("part") and name[4:].isdigit())
+    except OSError as exc:
+        raise WireError(f"{exc}") from exc
+    if not numbers or numbers != list(range(len(numbers))):
+        raise WireError(f"parts {numbers[:8]} are not part0..partN")
+    parts = [read_frames(os.path.join(directory, f"part{n}")) for n in numbers]
+    return virtual_spans_last(combine_frames(parts, one_dump=True))
+
+
+def read_frames(directory: str) -> TraceFrames:
+    """The frames a worker wrote into ``directory``; WireError when anything is off."""
+    reference = _reference()
+    tables = {name: _read(os.path.join(directory, f"{name}.arrow")) for name in
+              (*_CORE_TABLES, *_ATTR_TABLES)}
+    frames_parts: dict[str, Any] = {}
+    for name in _CORE_TABLES:
+        frames_parts[name] = _decode(tables[name], getattr(reference, name), name)
+    for name in _ATTR_TABLES:
+        frames_parts[name] = AttrTable(_checked_attrs(tables[name], name))
+    meta = _read_meta(os.path.join(directory, _META))
+    frames = TraceFrames(**frames_parts, **meta)
+    _check_references(frames)
+    return frames
+
+
+def _read(path: str) -> pa.Table:
+    try:
+        with pa.memory_map(path) as source:
+            table = pa.ipc.open_file(source).read_all()
+        table.validate(full=True)
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        raise WireError(f"{os.path.basename(path)}: {exc}") from exc
+    return table
+
+
+@cache
+def _reference() -> TraceFrames:
+    """Empty frames: the columns and dtypes every worker's tables must have."""
+    return build_frames([])
+
+
+def _decode(table: pa.Table, reference: pd.DataFrame, name: str) -> pd.DataFrame:
+    expected = list(reference.columns)
+    if table.column_names != expected:
+        raise WireError(f"{name}: columns {table.column_names[:8]}... are not {expected[:8]}...")
+    columns = {}
+    for column in expected:
+        try:
+            columns[column] = _decode_column(table.column(column), reference[column])
+        except (TypeError, ValueError, pa.ArrowException) as exc:
+            raise WireError(f"{name}.{column}: {exc}") from exc
+    frame = pd.DataFrame(columns, copy=False)
+    frame.index.name = reference.index.name
+    return frame
+
+
+def _decode_column(column: pa.ChunkedArray, reference: pd.Series) -> Any:
+    dtype = reference.dtype
+    array = column.combine_chunks()
+    if isinstance(dtype, pd.CategoricalDtype):
+        if not pa.types.is_dictionary(array.type) or array.type.value_type != pa.string():
+            raise TypeError(f"expected dictionary-encoded text, got {array.type}")
+        codes = array.indices.to_numpy(zero_copy_only=False)
+        codes = np.where(array.is_null().to_numpy(zero_copy_only=False), -1, codes)
+        names = array.dictionary.to_pylist()
+        # Fixed vocabularies keep their dtype; names found in a dump are objects, as built.
+        categories = pd.Index(names, dtype=dtype.categories.dtype if len(dtype.categories)
+                              else object)
+        if categories.has_duplicates:
+            raise ValueError("repeated categories")
+        return pd.Categorical.from_codes(codes.astype(np.int32), categories=categories)
+    if isinstance(dtype, pd.Int64Dtype):
+        _expect(array, pa.int64())
+        return pd.array(array.to_pandas(), dtype="Int64")
+    if pd.api.types.is_object_dtype(dtype) or pd.api.types.is_string_dtype(dtype):
+        _expect(array, pa.string())
+        values = np.empty(len(array), dtype=object)
+        values[:] = array.to_pylist()
+        if reference.name == "reward_detail":
+            values[:] = [None if v is None else json.loads(v) for v in values.tolist()]
+        if reference.name not in _OBJECT_TEXT:  # text pandas infers as str, as the build does
+            return values
+        return pd.Series(values, dtype=object, copy=False)
+    _expect(array, pa.from_numpy_dtype(dtype))
+    if array.null_count:
+        raise ValueError("nulls in a column that has none")
+    return array.to_numpy(zero_copy_only=False)
+
+
+def _expect(array: pa.Array, kind: pa.DataType) -> None:
+    if array.type != kind:
+        raise TypeError(f"expected {kind}, got {array.type}")
+
+
+def _checked_attrs(table: pa.Table, name: str) -> pa.Table:
+    for field in table.schema:
+        kind = field.type
+        if not (pa.types.is_integer(kind) or pa.types.is_floating(kind)
+                or pa.types.is_boolean(kind) or kind == pa.string()):
+            raise WireError(f"{name}.{field.name[:80]}: attributes cannot be {kind}")
+    return table
+
+
+def _read_meta(path: str) -> dict[str, Any]:
+    try:
+        if os.path.getsize(path) > _MAX_META_BYTES:
+            raise WireError("meta.json is too large")
+        with open(path, encoding="utf-8") as stream:
+            meta = json.load(stream)
+        paths = [str(p) for p in meta["paths"]]
+        rollout_ids = [None if r is None else int(r) for r in meta["rollout_ids"]]
+        warnings = Counter({str(k): int(v) for k, v in dict(meta["warnings"]).items()})
+        t0, t1 = (float("nan") if meta[k] is None else float(meta[k]) for k in ("t0", "t1"))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise WireError(f"meta.json: {exc}") from exc
+    return {"paths": paths, "rollout_ids": rollout_ids, "warnings": warnings,
+            "t0": t0, "t1": t1}
+
+
+def _check_references(frames: TraceFrames) -> None:
+    """Every row reference must point inside its table."""
+    n_samples, n_spans = len(frames.samples), len(frames.span_core)
+    checks = (
+        ("span_core.sample_row", frames.span_core["sample_row"], 0, n_samples),
+        ("span_core.parent_index", frames.span_core["parent_index"], -1, n_spans),
+        ("event_core.sample_row", frames.event_core["sample_row"], 0, n_samples),
+        ("event_core.parent_index", frames.event_core["parent_index"], -1, n_spans),
+        ("segments.span_index", frames.segments["span_index"], 0, n_spans),
+    )
+    for name, values, low, high in checks:
+        array = values.to_numpy()
+        if len(array) and (array.min() < low or array.max() >= high):
+            raise WireError(f"{name} points outside its table")
+    for name, rows in (("span_start_attrs", n_spans), ("span_end_attrs", n_spans),
+                       ("event_attrs", len(frames.event_core))):
+        if len(getattr(frames, name)) != rows:
+            raise WireError(f"{name} has {len(getattr(frames, name))} rows, expected {rows}")
