@@ -18,8 +18,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from .values import PLAIN_TYPES, clean_text, json_safe, plain_value, short_text
+from .values import (
+    MAX_STEPS,
+    PLAIN_TYPES,
+    TOTAL_CHARS_FACTOR,
+    clean_text,
+    json_safe,
+    plain_value,
+    short_text,
+)
 
 __all__ = ["ATTR_PREFIX", "MAX_ATTR_COLUMNS", "AttrTable"]
 
@@ -95,14 +104,13 @@ class AttrTable:
                     names[field.name] = pa.field(field.name, _common_type(known.type, field.type),
                                                  metadata=known.metadata)
         columns = {}
-        for name, field in names.items():
-            chunks = [_as_type(part.table, name, field.type) for part in parts]
+        for name, field in names.items():  # chunks keep the parts' buffers: no copy
+            chunks = [chunk for part in parts for chunk in _as_type(part.table, name, field.type)]
             columns[name] = pa.chunked_array(chunks, type=field.type)
         total = sum(len(part) for part in parts)
         if not columns:
             return cls(_empty(total))
-        schema = pa.schema(list(names.values()))
-        return cls(pa.table(columns, schema=schema).combine_chunks())
+        return cls(pa.table(columns, schema=pa.schema(list(names.values()))))
 
     # ------------------------------------------------------------------ reading
 
@@ -117,6 +125,16 @@ class AttrTable:
     def rows(self, positions: np.ndarray | list[int]) -> list[dict[str, Any] | None]:
         """The attribute dicts of the rows at ``positions`` (None for no attributes)."""
         return _dicts(self.table.take(pa.array(np.asarray(positions, dtype=np.int64))))
+
+    def json_rows(self, positions: np.ndarray | list[int], max_chars: int) -> list[dict]:
+        """:func:`values.json_safe` of the dicts at ``positions``, checked column by
+        column: when no text is longer than ``max_chars`` and no float is NaN or
+        infinite, the dicts are JSON-ready as they are (the common case, in C)."""
+        table = self.table.take(pa.array(np.asarray(positions, dtype=np.int64)))
+        rows = _dicts(table)
+        if _json_ready(table, max_chars):
+            return [row or {} for row in rows]
+        return [json_safe(row or {}, max_chars) for row in rows]
 
     def dicts(self) -> list[dict[str, Any] | None]:
         """Every row's attribute dict (None for no attributes)."""
@@ -135,7 +153,7 @@ def merged_attr_frame(start: AttrTable, end: AttrTable, index: pd.Index) -> pd.D
             late, early = end.column(key), start.column(key)
             kind = _common_type(late.type, early.type)
             late, early = late.cast(kind, safe=False), early.cast(kind, safe=False)
-            combined = pa.compute.coalesce(late, early)
+            combined = pc.coalesce(late, early)
         else:
             combined = (end if in_end else start).column(key)
         columns[ATTR_PREFIX + key] = _pandas_column(combined, index)
@@ -322,11 +340,12 @@ def _common_type(one: pa.DataType, other: pa.DataType) -> pa.DataType:
     return pa.string()
 
 
-def _as_type(table: pa.Table, name: str, kind: pa.DataType) -> pa.Array:
+def _as_type(table: pa.Table, name: str, kind: pa.DataType) -> list[pa.Array]:
+    """The chunks of one column of ``table`` as ``kind`` (all nulls when it lacks it)."""
     if name not in table.column_names:
-        return pa.nulls(table.num_rows, kind)
-    column = table.column(name).combine_chunks()
-    return column if column.type == kind else column.cast(kind, safe=False)
+        return [pa.nulls(table.num_rows, kind)] if table.num_rows else []
+    column = table.column(name)
+    return (column if column.type == kind else column.cast(kind, safe=False)).chunks
 
 
 def _pandas_column(column: pa.ChunkedArray | pa.Array, index: pd.Index) -> Any:
@@ -342,6 +361,26 @@ def _pandas_column(column: pa.ChunkedArray | pa.Array, index: pd.Index) -> Any:
     values = np.empty(len(column), dtype=object)
     values[:] = column.to_pylist()
     return pd.Series(values, index=index, dtype=object, copy=False)
+
+
+def _json_ready(table: pa.Table, max_chars: int) -> bool:
+    """Whether every value of ``table`` is JSON-ready text, number or bool that
+    ``json_safe(..., max_chars)`` would leave alone (a row's texts included)."""
+    longest_texts = 0
+    for field in table.schema:
+        column = table.column(field.name)
+        if field.name == _OVERFLOW or (field.metadata and field.metadata.get(_JSON_FIELD)):
+            if column.null_count < len(column):
+                return False  # nested or overflow values: json_safe walks them
+        elif field.type == pa.string():
+            longest = pc.max(pc.utf8_length(column)).as_py() or 0
+            if longest > max_chars or len(field.name) > 1000:
+                return False
+            longest_texts += longest + len(field.name)
+        elif pa.types.is_floating(field.type) and \
+                pc.all(pc.is_finite(column)).as_py() not in (True, None):
+            return False
+    return longest_texts <= TOTAL_CHARS_FACTOR * max_chars and table.num_columns <= MAX_STEPS
 
 
 def _dicts(table: pa.Table) -> list[dict[str, Any] | None]:

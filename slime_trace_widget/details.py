@@ -37,7 +37,7 @@ def span_columns(frames: TraceFrames, indices: np.ndarray | list[int],
                  max_chars: int = MAX_STRING_CHARS) -> dict[str, list]:
     """Detail fields of the spans ``indices`` (``spans.index`` values), column-wise."""
     spans = frames.span_core.loc[indices]
-    start_attrs, end_attrs = frames.span_attrs(spans.index)
+    start_attrs, end_attrs = frames.span_attrs_json(spans.index, max_chars)
     return {
         "kind": ["span"] * len(spans),
         "index": spans.index.tolist(),
@@ -54,8 +54,8 @@ def span_columns(frames: TraceFrames, indices: np.ndarray | list[int],
         "attempt": spans["attempt"].tolist(),
         "end_attempt": spans["end_attempt"].tolist(),
         "virtual": spans["virtual"].tolist(),
-        "start_attrs": [json_safe(a or {}, max_chars) for a in start_attrs],
-        "end_attrs": [json_safe(a or {}, max_chars) for a in end_attrs],
+        "start_attrs": start_attrs,
+        "end_attrs": end_attrs,
     }
 
 
@@ -72,7 +72,7 @@ def event_columns(frames: TraceFrames, indices: np.ndarray | list[int],
         "span_id": _texts(events["span_id"]),
         "parent_span_id": _texts(events["parent_span_id"]),
         "parent_name": _texts(events["parent_name"]),
-        "attrs": [json_safe(a or {}, max_chars) for a in frames.event_attr_dicts(events.index)],
+        "attrs": frames.event_attrs_json(events.index, max_chars),
     }
 
 

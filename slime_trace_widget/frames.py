@@ -116,9 +116,17 @@ class TraceFrames:
         positions = self.span_core.index.get_indexer(indices)
         return self.span_start_attrs.rows(positions), self.span_end_attrs.rows(positions)
 
-    def event_attr_dicts(self, indices: Any) -> list[dict | None]:
-        """Attribute dicts of the events ``indices`` (``events.index`` labels)."""
-        return self.event_attrs.rows(self.event_core.index.get_indexer(indices))
+    def span_attrs_json(self, indices: Any, max_chars: int) -> tuple[list[dict], list[dict]]:
+        """Start and end attributes of the spans ``indices``, JSON-safe (strings cut to
+        ``max_chars``): what leaves Python for the details panel and the snapshot."""
+        positions = self.span_core.index.get_indexer(indices)
+        return (self.span_start_attrs.json_rows(positions, max_chars),
+                self.span_end_attrs.json_rows(positions, max_chars))
+
+    def event_attrs_json(self, indices: Any, max_chars: int) -> list[dict]:
+        """Attributes of the events ``indices``, JSON-safe (strings cut to ``max_chars``)."""
+        return self.event_attrs.json_rows(self.event_core.index.get_indexer(indices), max_chars)
+
 
     def to_parquet(self, directory: Any) -> Any:
         """Write samples/spans/events/segments as hive-partitioned Parquet (see ``interop``)."""

@@ -350,6 +350,8 @@ def load_frames(paths_or_glob: PathLike | Iterable[PathLike], *, trusted: bool =
         read_header(path)
     if not trusted:
         start_worker()  # its imports overlap the ones below
+    import pyarrow as pa
+
     from ..frames import build_frames, combine_frames
     from .wire import WireError, read_parts
 
@@ -388,6 +390,8 @@ def load_frames(paths_or_glob: PathLike | Iterable[PathLike], *, trusted: bool =
         warnings.warn(f"skipped {name}: {reason}", RuntimeWarning, stacklevel=2)
     frames = combine_frames(parts)
     frames.failures = failures
+    del parts
+    pa.default_memory_pool().release_unused()  # what reading and joining held, back to the system
     return frames
 
 

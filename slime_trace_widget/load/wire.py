@@ -120,7 +120,9 @@ def read_frames(directory: str) -> TraceFrames:
 
 def _read(path: str) -> pa.Table:
     try:
-        with pa.memory_map(path) as source:
+        # Read into memory, not mapped: the file is deleted next, and a mapping would
+        # keep its pages in this process for as long as the columns live.
+        with pa.OSFile(path) as source:
             table = pa.ipc.open_file(source).read_all()
         table.validate(full=True)
     except (pa.ArrowException, OSError, ValueError) as exc:
