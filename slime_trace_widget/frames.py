@@ -37,7 +37,6 @@ Choices this module makes where the format leaves one:
 
 from __future__ import annotations
 
-import dataclasses
 import gc
 from collections import Counter
 from collections.abc import Iterator
@@ -47,7 +46,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 
 from .attr_columns import AttrTable, attr_frame, merged_attr_frame
 from .carrier import RecordColumns, read_carrier
@@ -170,12 +168,8 @@ class TraceFrames:
                 f"events={len(self.event_core)}, dumps={len(self.paths)})")
 
 
-def combine_frames(parts: list[TraceFrames], *, one_dump: bool = False) -> TraceFrames:
-    """One set of frames from several (e.g. two rollouts to compare), ids renumbered.
-
-    ``one_dump``: the parts are consecutive slices of one dump's samples (flattened
-    in parallel), so they keep one dump number, path and rollout id.
-    """
+def combine_frames(parts: list[TraceFrames]) -> TraceFrames:
+    """One set of frames from several (e.g. two rollouts to compare), ids renumbered."""
     if len(parts) == 1:
         return parts[0]
     samples, spans, events, segments = [], [], [], []
@@ -201,7 +195,7 @@ def combine_frames(parts: list[TraceFrames], *, one_dump: bool = False) -> Trace
         row_offset += len(part.samples)
         span_offset += len(core)
         event_offset += len(part.event_core)
-        dump_offset += 0 if one_dump else max(len(part.paths), 1)
+        dump_offset += max(len(part.paths), 1)
     combined_samples = pd.concat(samples)
     combined_samples.index.name = "row"
     t0s = [p.t0 for p in parts if p.t0 == p.t0]
@@ -214,41 +208,12 @@ def combine_frames(parts: list[TraceFrames], *, one_dump: bool = False) -> Trace
         span_end_attrs=AttrTable.concat([p.span_end_attrs for p in parts]),
         event_attrs=AttrTable.concat([p.event_attrs for p in parts]),
         segments=_recategorize(pd.concat(segments, ignore_index=True)),
-        paths=[path for p in parts[:1 if one_dump else None] for path in (p.paths or ["<memory>"])],
-        rollout_ids=[r for p in parts[:1 if one_dump else None] for r in (p.rollout_ids or [None])],
+        paths=[path for p in parts for path in (p.paths or ["<memory>"])],
+        rollout_ids=[r for p in parts for r in (p.rollout_ids or [None])],
         warnings=warnings,
         t0=min(t0s) if t0s else float("nan"),
         t1=max(t1s) if t1s else float("nan"),
         failures=[failure for p in parts for failure in p.failures],
-    )
-
-
-def virtual_spans_last(frames: TraceFrames) -> TraceFrames:
-    """The same frames with every virtual PD span after every real one, as one build
-    gives them (joined slices of a dump interleave them); span ids renumbered."""
-    virtual = frames.span_core["virtual"].to_numpy()
-    order = np.concatenate([np.flatnonzero(~virtual), np.flatnonzero(virtual)])
-    if (order == np.arange(len(order))).all():
-        return frames
-    new_position = np.empty(len(order), dtype=np.int64)
-    new_position[order] = np.arange(len(order))
-
-    def renumber(links: pd.Series) -> np.ndarray:
-        values = links.to_numpy()
-        return np.where(values >= 0, new_position[np.maximum(values, 0)], -1)
-
-    core = frames.span_core.iloc[order].reset_index(drop=True)
-    core["parent_index"] = renumber(core["parent_index"])
-    take = pa.array(order)
-    return dataclasses.replace(
-        frames,
-        span_core=core,
-        event_core=frames.event_core.assign(parent_index=renumber(
-            frames.event_core["parent_index"])),
-        segments=frames.segments.assign(span_index=new_position[
-            frames.segments["span_index"].to_numpy()]),
-        span_start_attrs=AttrTable(frames.span_start_attrs.table.take(take)),
-        span_end_attrs=AttrTable(frames.span_end_attrs.table.take(take)),
     )
 
 

@@ -353,7 +353,7 @@ def load_frames(paths_or_glob: PathLike | Iterable[PathLike], *, trusted: bool =
     import pyarrow as pa
 
     from ..frames import build_frames, combine_frames
-    from .wire import WireError, read_parts
+    from .wire import WireError, read_frames
 
     if trusted:
         return build_frames([load_trusted(path) for path in paths])
@@ -361,22 +361,18 @@ def load_frames(paths_or_glob: PathLike | Iterable[PathLike], *, trusted: bool =
     scratch = tempfile.mkdtemp(prefix="slime-trace-")
     try:
         jobs = []
-        pool_size = workers or default_workers(paths)
-        # Cores no dump would use flatten slices of one dump at once.
-        ways = max(1, (os.cpu_count() or 1) // max(1, min(pool_size, len(paths))))
         for index, path in enumerate(paths):
             out = os.path.join(scratch, str(index))
             os.mkdir(out)
             jobs.append(_job(index, path, "frames", out, time_limit, memory_limit))
-            jobs[-1].request["ways"] = ways
         with _progress_bar([job.size for job in jobs], progress) as bar:
-            _run_jobs(jobs, pool_size, bar)
+            _run_jobs(jobs, workers or default_workers(paths), bar)
         parts, failures = [], []
         for job in jobs:
             assert job.verdict is not None
             if "ok" in job.verdict:
                 try:
-                    parts.append(read_parts(job.request["out"]))
+                    parts.append(read_frames(job.request["out"]))
                     continue
                 except WireError as exc:
                     job.verdict = {"error": f"{job.name}: the worker's output was refused ({exc})"}

@@ -23,9 +23,9 @@ import pandas as pd
 import pyarrow as pa
 
 from ..attr_columns import AttrTable
-from ..frames import TraceFrames, build_frames, combine_frames, virtual_spans_last
+from ..frames import TraceFrames, build_frames
 
-__all__ = ["WireError", "read_frames", "read_parts", "write_frames"]
+__all__ = ["WireError", "read_frames", "write_frames"]
 
 _CORE_TABLES = ("samples", "span_core", "event_core", "segments")
 _ATTR_TABLES = ("span_start_attrs", "span_end_attrs", "event_attrs")
@@ -86,20 +86,6 @@ def _encode_column(series: pd.Series) -> pa.Array:
 
 
 # --------------------------------------------------------------------------- reading
-
-
-def read_parts(directory: str) -> TraceFrames:
-    """The frames of one dump a worker wrote as ``part0``, ``part1``... (slices of its
-    samples, flattened at once), joined in order."""
-    try:
-        numbers = sorted(int(name[4:]) for name in os.listdir(directory)
-                         if name.startswith("part") and name[4:].isdigit())
-    except OSError as exc:
-        raise WireError(f"{exc}") from exc
-    if not numbers or numbers != list(range(len(numbers))):
-        raise WireError(f"parts {numbers[:8]} are not part0..partN")
-    parts = [read_frames(os.path.join(directory, f"part{n}")) for n in numbers]
-    return virtual_spans_last(combine_frames(parts, one_dump=True))
 
 
 def read_frames(directory: str) -> TraceFrames:

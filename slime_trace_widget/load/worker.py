@@ -13,18 +13,12 @@ single-threaded, which makes forking it safe, unlike forking a Jupyter kernel.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
-import itertools
 import json
 import math
 import os
 import signal
 import sys
-from collections import Counter
-from typing import Any
-
-import numpy as np
 
 try:
     import resource
@@ -94,97 +88,27 @@ def _run_job(request: dict, out: _Messages) -> None:
 
 
 def _frames_job(request: dict) -> None:
-    """Read the dump (no torch for zip files), flatten it, write the frames as Arrow files.
-
-    With ``ways`` > 1 the samples are split into that many consecutive slices of
-    about equal record counts, flattened at once by forked copies of this process
-    (the samples are shared, not copied); each slice is written as ``part<k>``.
-    """
+    """Read the dump (no torch for zip files), flatten it, write the frames as Arrow files."""
+    from ..frames import build_frames
     from .files import load_dump_file
+    from .wire import write_frames
 
     loaded = load_dump_file(request["path"], "plain")
     loaded.path = request["name"]
     _drop_unread_fields(loaded.samples)
-    slices = _slices(loaded.samples, int(request.get("ways", 1)))
-    children = []
-    for number, (start, stop) in enumerate(slices[1:], 1):
-        part = dataclasses.replace(loaded, samples=loaded.samples[start:stop],
-                                   warnings=Counter())
-        children.append(_fork_part(part, request["out"], number))
-    start, stop = slices[0]
-    _write_part(dataclasses.replace(loaded, samples=loaded.samples[start:stop]),
-                request["out"], 0)
-    del loaded  # token lists and raw records die here, with the process
-    for number, pid in enumerate(children, 1):
-        _, status = os.waitpid(pid, 0)
-        if os.waitstatus_to_exitcode(status) != 0:
-            raise DumpError(_part_failure(request, number, os.waitstatus_to_exitcode(status)))
+    frames = build_frames(loaded)
+    del loaded  # what is left of the samples dies here, with the process
+    write_frames(frames, request["out"])
 
 
 def _drop_unread_fields(samples: list) -> None:
-    """Free what flattening never reads (token lists, log-probs...) before it starts, so
-    the forked processes that share the samples do not copy it."""
+    """Free what flattening never reads (token lists, log-probs...) before it starts:
+    the peak of a big dump's load then stays that of unpickling it."""
     for sample in samples:
         if isinstance(sample, dict):
             for key in [key for key in sample
                         if not (type(key) is str and key in READ_FIELDS)]:
                 del sample[key]
-
-
-#: Records below which one process flattens a dump alone (forking costs more).
-_SPLIT_MIN_RECORDS = 50_000
-
-
-def _slices(samples: list, ways: int) -> list[tuple[int, int]]:
-    """Consecutive (start, stop) slices of ``samples`` with about equal record counts."""
-    counts = np.fromiter((_record_count(s) for s in samples), dtype=np.int64,
-                         count=len(samples))
-    total = int(counts.sum())
-    ways = max(1, min(ways, len(samples), total // _SPLIT_MIN_RECORDS))
-    if ways == 1:
-        return [(0, len(samples))]
-    cuts = np.searchsorted(np.cumsum(counts), [total * k // ways for k in range(1, ways)])
-    bounds = [0, *sorted(set(int(c) + 1 for c in cuts)), len(samples)]
-    return [(a, b) for a, b in itertools.pairwise(bounds) if b > a]
-
-
-def _record_count(sample: Any) -> int:
-    carrier = sample.get("trace") if isinstance(sample, dict) else None
-    events = carrier.get("events") if isinstance(carrier, dict) else None
-    return len(events) if isinstance(events, list) else 0
-
-
-def _write_part(part: Any, out: str, number: int) -> None:
-    from ..frames import build_frames
-    from .wire import write_frames
-
-    directory = os.path.join(out, f"part{number}")
-    os.mkdir(directory)
-    write_frames(build_frames(part), directory)
-
-
-def _fork_part(part: Any, out: str, number: int) -> int:
-    """Flatten ``part`` in a forked copy of this process; its error goes to a file."""
-    pid = os.fork()
-    if pid:
-        return pid
-    code = 1
-    try:
-        _write_part(part, out, number)
-        code = 0
-    except BaseException as exc:
-        with open(os.path.join(out, f"part{number}.error"), "w", encoding="utf-8") as note:
-            note.write(" ".join(f"{type(exc).__name__}: {exc}".split())[:240])
-    finally:
-        os._exit(code)
-
-
-def _part_failure(request: dict, number: int, code: int) -> str:
-    try:
-        with open(os.path.join(request["out"], f"part{number}.error"), encoding="utf-8") as note:
-            return f"{request['name']}: could not be flattened ({note.read()})"
-    except OSError:
-        return _death_message(request, code)
 
 
 def _check_job(request: dict) -> str:
