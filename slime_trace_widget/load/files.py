@@ -177,19 +177,20 @@ def load_dump_bytes(name: str, data: bytes, mode: str = "torch") -> LoadedDump:
     is ``"torch"`` (real tensors) or ``"plain"`` (numpy arrays, no torch import,
     zip files only; a legacy file is read through torch all the same).
     """
-    return _safe_load(name, data, mode)
+    return _safe_load(name, None, data, mode)
 
 
-def load_dump_file(path: str, mode: str = "plain") -> LoadedDump:
-    """:func:`load_dump_bytes` of a file; a zip read in plain mode is never held whole."""
-    read_header(path)
-    return _safe_load(path, None, mode)
+def load_dump_file(path: str, mode: str = "plain", name: str | None = None) -> LoadedDump:
+    """:func:`load_dump_bytes` of the file at ``path``, named ``name`` (default: the path)
+    in messages and on the result; a zip read in plain mode is never held whole."""
+    return _safe_load(path if name is None else name, path, None, mode)
 
 
-def _safe_load(name: str, data: bytes | None, mode: str) -> LoadedDump:
-    header = data[:8] if data is not None else read_header(name)
+def _safe_load(name: str, path: str | None, data: bytes | None, mode: str) -> LoadedDump:
+    """The restricted load of ``data``, or of the file at ``path`` when ``data`` is None."""
+    header = data[:8] if data is not None else read_header(path)
     try:
-        obj, session = _load_restricted(name, data, mode)
+        obj, session = _load_restricted(name, path, data, header, mode)
     except DumpError:
         raise
     except Exception as exc:
@@ -211,23 +212,24 @@ def load_trusted(path: str) -> LoadedDump:
     return _loaded(path, obj, None)
 
 
-def _load_restricted(path: str, data: bytes | None, mode: str) -> tuple[Any, LoadSession]:
-    """Unpickle a file (``data`` None) or its bytes with the restricted unpickler."""
+def _load_restricted(name: str, path: str | None, data: bytes | None, header: bytes,
+                     mode: str) -> tuple[Any, LoadSession]:
+    """Unpickle a file (``data`` None) or its bytes with the restricted unpickler;
+    ``name`` is what messages call it."""
     plain_zip = None
     source: Any = path if data is None else io.BytesIO(data)
-    header = read_header(path) if data is None else data[:8]
     if header.startswith(ZIP_MAGIC):
-        names = _zip_names(path, source)
+        names = _zip_names(name, source)
         if _is_torchscript(names):
-            raise DumpError(f"{path}: is a TorchScript archive, not a rollout dump (refused)")
+            raise DumpError(f"{name}: is a TorchScript archive, not a rollout dump (refused)")
         pickles = [n for n in names if n.rsplit("/", 1)[-1] == "data.pkl" and n.count("/") == 1]
         if mode == "plain":
             if len(pickles) != 1:
-                raise DumpError(f"{path}: a torch zip archive needs one <name>/data.pkl "
+                raise DumpError(f"{name}: a torch zip archive needs one <name>/data.pkl "
                                 f"record, this one has {len(pickles)}")
             plain_zip = pickles[0]
     elif _is_tar(data := _read_all(path) if data is None else data):
-        raise DumpError(f"{path}: is a tar archive (torch's pre-0.4 format), not a rollout dump "
+        raise DumpError(f"{name}: is a tar archive (torch's pre-0.4 format), not a rollout dump "
                         "(refused)")
     if plain_zip is not None:
         from .plain_tensors import PLAIN_TENSORS, plain_zip_load
@@ -247,7 +249,7 @@ def _load_restricted(path: str, data: bytes | None, mode: str) -> tuple[Any, Loa
     check_dtypes(session)
     if session.modified_classes:
         touched = ", ".join(session.modified_classes)
-        raise DumpError(f"{path}: refused: the file tried to modify {touched} (undone)")
+        raise DumpError(f"{name}: refused: the file tried to modify {touched} (undone)")
     return obj, session
 
 

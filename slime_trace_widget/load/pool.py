@@ -207,7 +207,6 @@ def start_worker() -> None:
 
 @dataclass
 class _Job:
-    index: int
     name: str
     size: int
     request: dict
@@ -216,7 +215,7 @@ class _Job:
     digest: str | None = None
 
 
-def _job(index: int, path: str, kind: str, out: str | None, time_limit: float | None,
+def _job(path: str, kind: str, out: str | None, time_limit: float | None,
          memory_limit: int | None) -> _Job:
     size = os.path.getsize(path)
     cpu_seconds = default_time_limit(size) if time_limit is None else float(time_limit)
@@ -225,7 +224,7 @@ def _job(index: int, path: str, kind: str, out: str | None, time_limit: float | 
         raise ValueError("time_limit and memory_limit must be positive")
     request = {"job": kind, "path": os.path.abspath(path), "name": path, "out": out,
                "cpu_seconds": cpu_seconds, "memory_bytes": memory_bytes}
-    return _Job(index, path, size, request)
+    return _Job(path, size, request)
 
 
 def _run_jobs(jobs: list[_Job], workers: int, progress: Any) -> None:
@@ -237,18 +236,16 @@ def _run_jobs(jobs: list[_Job], workers: int, progress: Any) -> None:
     inbox: queue.Queue = queue.Queue()
     pool = _IDLE.take(workers, inbox)
     pending = list(jobs)
-    running: dict[int, _Worker] = {}
     try:
-        while pending or running:
+        while pending or any(w.job is not None for w in pool):
             free = [w for w in pool if w.job is None]
-            while pending and free and _fits(pending[0], [w.job for w in running.values()]):
+            while pending and free and _fits(pending[0], [w.job for w in pool if w.job]):
                 job, worker = pending.pop(0), free.pop(0)
                 # Wall-clock backstop for what the CPU limit cannot see; generous, since on
                 # a busy machine a CPU second takes longer.
                 job.deadline = time.monotonic() + 3 * job.request["cpu_seconds"] + 30
                 worker.send(job)
-                running[id(worker)] = worker
-            _take_message(inbox, running, progress)
+            _take_message(inbox, [w for w in pool if w.job is not None], progress)
     except BaseException:
         for worker in pool:
             worker.stop()
@@ -256,10 +253,10 @@ def _run_jobs(jobs: list[_Job], workers: int, progress: Any) -> None:
     _IDLE.give_back(pool)
 
 
-def _fits(job: _Job, running: list[_Job | None]) -> bool:
+def _fits(job: _Job, running: list[_Job]) -> bool:
     if not running:
         return True
-    need = sum(_peak(j.size) for j in running if j is not None) + _peak(job.size)
+    need = sum(_peak(j.size) for j in running) + _peak(job.size)
     available = _available_memory()
     return available is None or need <= available
 
@@ -280,30 +277,28 @@ def _available_memory() -> int | None:
     return None
 
 
-def _take_message(inbox: queue.Queue, running: dict[int, _Worker], progress: Any) -> None:
-    """Wait for one message from a running job (or its deadline) and act on it."""
-    deadline = min(w.job.deadline for w in running.values() if w.job is not None)
+def _take_message(inbox: queue.Queue, busy: list[_Worker], progress: Any) -> None:
+    """Wait for one message from a busy worker (or the first deadline) and act on it."""
+    deadline = min(w.job.deadline for w in busy if w.job is not None)
     try:
         worker, stream, line = inbox.get(timeout=max(0.0, deadline - time.monotonic()))
     except queue.Empty:
-        for worker in list(running.values()):
+        for worker in busy:
             job = worker.job
             if job is not None and time.monotonic() >= job.deadline:
-                _conclude(worker, running, {"error": f"{job.name}: refused: loading it did not "
-                                                     "finish within the time limit",
-                                            "stuck": True}, progress)
+                _conclude(worker, {"error": f"{job.name}: refused: loading it did not "
+                                            "finish within the time limit"}, progress, stuck=True)
         return
-    if not worker.owns(stream) or id(worker) not in running or worker.job is None:
-        return  # a line from a helper already stopped
+    if not worker.owns(stream) or worker.job is None:
+        return  # a line from a helper already stopped, or from an idle one
     message = _parse(line)
     if message is None:
-        _conclude(worker, running, {"error": f"{worker.job.name}: the loader's worker stopped "
-                                             "unexpectedly; nothing was loaded",
-                                    "stuck": True}, progress)
+        _conclude(worker, {"error": f"{worker.job.name}: the loader's worker stopped "
+                                    "unexpectedly; nothing was loaded"}, progress, stuck=True)
     elif "digest" in message:
         worker.job.digest = str(message["digest"])
     elif "ok" in message or "error" in message:
-        _conclude(worker, running, message, progress)
+        _conclude(worker, message, progress)
 
 
 def _parse(line: bytes | None) -> dict | None:
@@ -316,15 +311,15 @@ def _parse(line: bytes | None) -> dict | None:
     return message if isinstance(message, dict) else None
 
 
-def _conclude(worker: _Worker, running: dict[int, _Worker], verdict: dict,
-              progress: Any) -> None:
+def _conclude(worker: _Worker, verdict: dict, progress: Any, stuck: bool = False) -> None:
+    """Give the worker's job its verdict and free the worker; ``stuck``: the job may
+    still run, so the helper is ended and the next job gets a fresh one."""
     job = worker.job
     assert job is not None
     job.verdict = verdict
     worker.job = None
-    del running[id(worker)]
-    if verdict.get("stuck"):
-        worker.stop()  # the job still runs: end it, the next one gets a fresh helper
+    if stuck:
+        worker.stop()
     if progress is not None:
         progress.update(job.size)
 
@@ -364,7 +359,7 @@ def load_frames(paths_or_glob: PathLike | Iterable[PathLike], *, trusted: bool =
         for index, path in enumerate(paths):
             out = os.path.join(scratch, str(index))
             os.mkdir(out)
-            jobs.append(_job(index, path, "frames", out, time_limit, memory_limit))
+            jobs.append(_job(path, "frames", out, time_limit, memory_limit))
         with _progress_bar([job.size for job in jobs], progress) as bar:
             _run_jobs(jobs, workers or default_workers(paths), bar)
         parts, failures = [], []
@@ -411,7 +406,7 @@ def load_dump(path: PathLike, *, trusted: bool = False, isolate: bool = True,
     if not isolate:
         with open(name, "rb") as handle:
             return load_dump_bytes(name, handle.read(), "torch")
-    job = _job(0, name, "check", None, time_limit, memory_limit)
+    job = _job(name, "check", None, time_limit, memory_limit)
     _run_jobs([job], 1, None)
     assert job.verdict is not None
     if "error" in job.verdict:

@@ -75,8 +75,8 @@ def _run_job(request: dict, out: _Messages) -> None:
             _frames_job(request)
         else:
             out.send({"digest": _check_job(request)})
-    except DumpError as exc:  # named as the caller named the file
-        out.send({"error": str(exc).replace(request["path"], name)})
+    except DumpError as exc:
+        out.send({"error": str(exc)})
     except MemoryError:
         out.send({"error": f"{name}: refused: loading it needs more memory than a file of "
                            "its size could (the loader's memory_limit)"})
@@ -93,8 +93,7 @@ def _frames_job(request: dict) -> None:
     from .files import load_dump_file
     from .wire import write_frames
 
-    loaded = load_dump_file(request["path"], "plain")
-    loaded.path = request["name"]
+    loaded = load_dump_file(request["path"], "plain", name=request["name"])
     _drop_unread_fields(loaded.samples)
     frames = build_frames(loaded)
     del loaded  # what is left of the samples dies here, with the process
