@@ -30,6 +30,16 @@ def test_frames_round_trip(tmp_path: Path) -> None:
     assert_same_frames(read_frames(str(tmp_path)), frames)
 
 
+def test_big_ids_and_missing_ones_come_back_exact(tmp_path: Path) -> None:
+    samples = make_demo_samples(3)
+    samples[0]["index"], samples[1]["index"] = 2**60 + 1, None
+    samples[1].pop("trace")  # no carrier to take the index from either
+    frames = build_frames(samples)
+    write_frames(frames, str(tmp_path))
+    back = read_frames(str(tmp_path)).samples["sample_index"]
+    assert back.iloc[0] == 2**60 + 1 and pd.isna(back.iloc[1]) and str(back.dtype) == "Int64"
+
+
 def test_a_column_of_the_wrong_type_is_refused(tmp_path: Path) -> None:
     frames = build_frames(make_demo_samples(4))
     frames.samples["reward"] = frames.samples["reward"].astype("float32")

@@ -154,7 +154,9 @@ def _decode_column(column: pa.ChunkedArray, reference: pd.Series) -> Any:
         return pd.Categorical.from_codes(codes.astype(np.int32), categories=categories)
     if isinstance(dtype, pd.Int64Dtype):
         _expect(array, pa.int64())
-        return pd.array(array.to_pandas(), dtype="Int64")
+        # Not through floats: ids past 2**53 must come back exact.
+        return pd.arrays.IntegerArray(array.fill_null(0).to_numpy(),
+                                      array.is_null().to_numpy(zero_copy_only=False))
     if pd.api.types.is_object_dtype(dtype) or pd.api.types.is_string_dtype(dtype):
         _expect(array, pa.string())
         values = np.empty(len(array), dtype=object)
