@@ -136,6 +136,23 @@ class AttrTable:
             return [row or {} for row in rows]
         return [json_safe(row or {}, max_chars) for row in rows]
 
+    def take(self, positions: np.ndarray | list[int]) -> AttrTable:
+        """The rows at ``positions``, in that order."""
+        return AttrTable(self.table.take(pa.array(np.asarray(positions, dtype=np.int64))))
+
+    def is_json(self, key: str) -> bool:
+        """Whether the text of column ``key`` is JSON (the key held lists or dicts)."""
+        metadata = self.table.schema.field(key).metadata
+        return bool(metadata and metadata.get(_JSON_FIELD))
+
+    def explicit_nones(self) -> dict[int, list[str]]:
+        """Per row (by position), the keys whose value was None (their columns are null)."""
+        return {position: json.loads(text) for position, text in _sparse(self.table, _NONE_KEYS)}
+
+    def overflow(self) -> dict[int, dict]:
+        """Per row (by position), the attributes past :data:`MAX_ATTR_COLUMNS`."""
+        return {position: json.loads(text) for position, text in _sparse(self.table, _OVERFLOW)}
+
     def dicts(self) -> list[dict[str, Any] | None]:
         """Every row's attribute dict (None for no attributes)."""
         return _dicts(self.table)
@@ -325,6 +342,16 @@ def _sparse_text(rows: dict[int, Any], n: int) -> pa.Array:
     return _text_array(values)
 
 
+def _sparse(table: pa.Table, name: str) -> list[tuple[int, str]]:
+    """(position, text) of the non-null rows of a sparse text column, if ``table`` has it."""
+    if name not in table.column_names:
+        return []
+    column = table.column(name)
+    positions = np.flatnonzero(~np.asarray(column.is_null().to_numpy(zero_copy_only=False)))
+    return list(zip(positions.tolist(), column.take(pa.array(positions)).to_pylist(),
+                    strict=True))
+
+
 def _empty(n: int) -> pa.Table:
     """A table of ``n`` rows without attributes (a table needs a column to have rows)."""
     return pa.table({_NONE_KEYS: pa.nulls(n, pa.string())})
@@ -419,9 +446,6 @@ def _dicts(table: pa.Table) -> list[dict[str, Any] | None]:
                 out[position] = dict(zip(keys, row, strict=True))
     for extra, decode in ((_NONE_KEYS, lambda text: dict.fromkeys(json.loads(text))),
                           (_OVERFLOW, json.loads)):
-        if extra not in table.column_names:
-            continue
-        for position, text in enumerate(table.column(extra).to_pylist()):
-            if text is not None:
-                out[position] = {**(out[position] or {}), **decode(text)}
+        for position, text in _sparse(table, extra):
+            out[position] = {**(out[position] or {}), **decode(text)}
     return out

@@ -33,11 +33,10 @@ TEXT_PREVIEW_CHARS = 2_000
 FULL_TEXT_CHARS = 2_000_000
 
 
-def span_columns(frames: TraceFrames, indices: np.ndarray | list[int],
-                 max_chars: int = MAX_STRING_CHARS) -> dict[str, list]:
-    """Detail fields of the spans ``indices`` (``spans.index`` values), column-wise."""
+def span_columns(frames: TraceFrames, indices: np.ndarray | list[int]) -> dict[str, list]:
+    """Detail fields of the spans ``indices`` (``spans.index`` values), column-wise,
+    attributes aside (one span's: :func:`span_detail`; a page's: ``page_attrs``)."""
     spans = frames.span_core.loc[indices]
-    start_attrs, end_attrs = frames.span_attrs_json(spans.index, max_chars)
     return {
         "kind": ["span"] * len(spans),
         "index": spans.index.tolist(),
@@ -54,14 +53,12 @@ def span_columns(frames: TraceFrames, indices: np.ndarray | list[int],
         "attempt": spans["attempt"].tolist(),
         "end_attempt": spans["end_attempt"].tolist(),
         "virtual": spans["virtual"].tolist(),
-        "start_attrs": start_attrs,
-        "end_attrs": end_attrs,
     }
 
 
-def event_columns(frames: TraceFrames, indices: np.ndarray | list[int],
-                  max_chars: int = MAX_STRING_CHARS) -> dict[str, list]:
-    """Detail fields of the events ``indices`` (``events.index`` values), column-wise."""
+def event_columns(frames: TraceFrames, indices: np.ndarray | list[int]) -> dict[str, list]:
+    """Detail fields of the events ``indices`` (``events.index`` values), column-wise,
+    attributes aside."""
     events = frames.event_core.loc[indices]
     return {
         "kind": _texts(events["kind"]),
@@ -72,7 +69,6 @@ def event_columns(frames: TraceFrames, indices: np.ndarray | list[int],
         "span_id": _texts(events["span_id"]),
         "parent_span_id": _texts(events["parent_span_id"]),
         "parent_name": _texts(events["parent_name"]),
-        "attrs": frames.event_attrs_json(events.index, max_chars),
     }
 
 
@@ -147,7 +143,8 @@ def cut_text(text: Any, max_chars: int) -> tuple[str | None, int | None]:
 
 def span_detail(frames: TraceFrames, index: int, max_chars: int = MAX_STRING_CHARS) -> dict:
     """Timing, parent, attributes, PD segments and sample summary of span ``index``."""
-    detail = _first_row(span_columns(frames, [index], max_chars))
+    detail = _first_row(span_columns(frames, [index]))
+    (detail["start_attrs"],), (detail["end_attrs"],) = frames.span_attrs_json([index], max_chars)
     segments = segment_columns(frames, [index])
     detail["segments"] = [dict(zip(("name", "start", "end", "duration"), values, strict=True))
                           for values in zip(segments["name"], segments["start"],
@@ -159,7 +156,8 @@ def span_detail(frames: TraceFrames, index: int, max_chars: int = MAX_STRING_CHA
 
 def event_detail(frames: TraceFrames, index: int, max_chars: int = MAX_STRING_CHARS) -> dict:
     """Time, parent, attributes and sample summary of event ``index``."""
-    detail = _first_row(event_columns(frames, [index], max_chars))
+    detail = _first_row(event_columns(frames, [index]))
+    (detail["attrs"],) = frames.event_attrs_json([index], max_chars)
     row = int(frames.event_core.at[index, "sample_row"])
     detail["sample"] = sample_summaries(frames, [row], max_chars)[0]
     return detail
@@ -179,6 +177,9 @@ def _ints(series: pd.Series) -> list[int | None]:
 
 
 def _texts(series: pd.Series) -> list[str | None]:
-    """Text of a column, cut to ``NAME_CHARS``: names and ids, not attribute values."""
-    return [None if v is None or (isinstance(v, float) and v != v)
-            else truncate(str(v), NAME_CHARS) for v in series.tolist()]
+    """Text of a column, cut to ``NAME_CHARS``: names and ids, not attribute values.
+    Each distinct value is cut once (names repeat across thousands of spans)."""
+    codes, distinct = pd.factorize(series, use_na_sentinel=True)
+    cut = np.array([None, *(truncate(str(v), NAME_CHARS)
+                            for v in np.asarray(distinct, dtype=object).tolist())], dtype=object)
+    return cut[codes + 1].tolist()

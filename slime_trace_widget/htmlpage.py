@@ -5,10 +5,10 @@ pandas) so the CLI's cached path, which only rewraps blocks it stored, starts
 in a fraction of a second.
 
 A page carries the JS bundle and two gzip-then-base64 blocks, each in its own
-``text/plain`` script element: the *data block*
-(``b"STW1" | u32 header length | header JSON | column bytes``) and the *details
-block* (attributes and sample texts as JSON, inflated by the page on the first
-click only).
+``text/plain`` script element, both laid out as ``b"STW1" | u32 header length |
+header JSON | bytes``: the *data block* (payload columns) and the *details
+block* (item fields, sample texts and attribute tables, inflated by the page
+on the first click only).
 Base64 has no ``<``, so nothing in a dump can close a script element; the title
 is HTML-escaped; a Content-Security-Policy forbids any network access.
 """

@@ -2,7 +2,8 @@
 
 The page carries the same JS bundle and payload as the notebook widget, so it
 draws the same picture, plus every attribute of the included spans and events
-(the notebook fetches those from the kernel; a snapshot has no kernel). It
+(the notebook fetches those from the kernel; a snapshot has no kernel), column
+by column (``page_attrs``). It
 opens from ``file://`` with the network off (see ``htmlpage`` for the page and
 its two blocks). Strings in attributes longer than :data:`SNAPSHOT_MAX_CHARS`
 are cut with a ``…[truncated N chars]`` marker.
@@ -17,7 +18,6 @@ much of a text the page leaves out.
 
 from __future__ import annotations
 
-import gzip
 import json
 import struct
 from pathlib import Path
@@ -36,7 +36,9 @@ from .details import (
     span_columns,
 )
 from .frames import TraceFrames
+from .gzip_parallel import gzip_all
 from .htmlpage import MAGIC, Blocks, page
+from .page_attrs import page_attr_table
 from .payload import EncodedView, encode
 
 SNAPSHOT_MAX_CHARS = 20_000
@@ -85,19 +87,27 @@ def data_blocks(
 ) -> Blocks:
     """The compressed data and details blocks of a page; ``source`` notes its inputs."""
     payload = view.payload
-    buffers, offsets = _concatenate(payload["buffers"])
+    body, offsets = _concatenate(payload["buffers"])
     meta = dict(payload["meta"], attrs_embedded=True)
-    header = json.dumps({
+    data = _block({
         "payload": {"version": payload["version"], "meta": meta, "buffers": offsets},
         "state": {"view_state": view_state or {}, "view_range": list(view_range or []),
                   "selected": {}},
         "source": source or {},
-    }, allow_nan=False, separators=(",", ":")).encode()
-    data = MAGIC + struct.pack("<I", len(header)) + header + buffers
-    details = json.dumps(_details(frames, view, max_chars, text_budget), allow_nan=False,
-                         ensure_ascii=False, separators=(",", ":")).encode()
-    return Blocks(gzip.compress(data, compresslevel=COMPRESS_LEVEL, mtime=0),
-                  gzip.compress(details, compresslevel=COMPRESS_LEVEL, mtime=0))
+    }, body)
+    attr_buffers: dict[str, bytes] = {}
+    details = _details(frames, view, max_chars, text_budget, attr_buffers)
+    body, details["buffers"] = _concatenate(attr_buffers)
+    return Blocks(*gzip_all([data, _block(details, body)], COMPRESS_LEVEL))
+
+
+def _block(header: dict[str, Any], body: bytes) -> bytes:
+    """``MAGIC | u32 header length | header JSON | body``, the JSON padded with
+    spaces so that the body, whose buffers are 8-byte aligned, starts aligned too."""
+    text = json.dumps(header, allow_nan=False, ensure_ascii=False,
+                      separators=(",", ":")).encode()
+    text += b" " * (-(len(MAGIC) + 4 + len(text)) % 8)
+    return MAGIC + struct.pack("<I", len(text)) + text + body
 
 
 def _concatenate(buffers: dict[str, bytes]) -> tuple[bytes, dict[str, list[int]]]:
@@ -113,19 +123,25 @@ def _concatenate(buffers: dict[str, bytes]) -> tuple[bytes, dict[str, list[int]]
     return b"".join(parts), offsets
 
 
-def _details(frames: TraceFrames, view: EncodedView, max_chars: int,
-             text_budget: int) -> dict[str, Any]:
-    """Columnar detail tables in payload order (read by ``js/src/snapshot.js``)."""
+def _details(frames: TraceFrames, view: EncodedView, max_chars: int, text_budget: int,
+             buffers: dict[str, bytes]) -> dict[str, Any]:
+    """Columnar detail tables in payload order (read by ``js/src/snapshot.js``); the
+    attribute tables' bytes go to ``buffers``."""
     segments = segment_columns(frames, view.span_index)
     position = pd.Series(np.arange(len(view.span_index)), index=view.span_index)
     owners = position.loc[segments["owner"]].to_numpy() if segments["owner"] else np.zeros(0)
     order = np.argsort(owners, kind="stable").tolist()
     segments = {name: [values[i] for i in order] for name, values in segments.items()}
     segments["owner"] = owners[order].tolist()
+    span_rows = frames.span_core.index.get_indexer(view.span_index)
+    event_rows = frames.event_core.index.get_indexer(view.event_index)
     preview, texts = _sample_texts(frames, view.sample_rows, max_chars, text_budget)
     return {
-        "spans": span_columns(frames, view.span_index, max_chars),
-        "events": event_columns(frames, view.event_index, max_chars),
+        "spans": span_columns(frames, view.span_index),
+        "events": event_columns(frames, view.event_index),
+        "span_start_attrs": page_attr_table(frames.span_start_attrs, span_rows, max_chars, buffers),
+        "span_end_attrs": page_attr_table(frames.span_end_attrs, span_rows, max_chars, buffers),
+        "event_attrs": page_attr_table(frames.event_attrs, event_rows, max_chars, buffers),
         "samples": sample_summaries(frames, view.sample_rows, max_chars, preview),
         "sample_texts": texts,
         "segments": segments,

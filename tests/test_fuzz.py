@@ -50,6 +50,7 @@ from slime_trace_widget.details import (
 )
 from slime_trace_widget.frames import TraceFrames, build_frames
 from slime_trace_widget.load import DumpError, load_dump
+from slime_trace_widget.page_attrs import page_attr_table
 from slime_trace_widget.payload import encode
 from tests.test_hostile_pickles import dag, time_limit
 
@@ -118,8 +119,12 @@ def check_frames(frames: TraceFrames) -> None:
     assert len(frames.spans) == len(spans) and len(frames.events) == len(frames.event_core)
     json.dumps(encode(frames).payload["meta"], allow_nan=False)
     # Every item's details at once (what a snapshot embeds), then single clicks.
+    every_span, every_event = np.arange(len(spans)), np.arange(len(frames.event_core))
     json.dumps([span_columns(frames, spans.index), event_columns(frames, frames.event_core.index),
-                sample_summaries(frames, frames.samples.index)], allow_nan=False)
+                sample_summaries(frames, frames.samples.index),
+                page_attr_table(frames.span_start_attrs, every_span, 100, {}),
+                page_attr_table(frames.span_end_attrs, every_span, 100, {}),
+                page_attr_table(frames.event_attrs, every_event, 100, {})], allow_nan=False)
     for index in spans.index[:1].append(spans.index[-1:]):
         json.dumps(span_detail(frames, index), allow_nan=False)
     for index in frames.event_core.index[:1]:

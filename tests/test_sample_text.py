@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import struct
 from typing import Any
 
 import pytest
@@ -222,7 +223,9 @@ def _embedded(frames: TraceFrames, **options: Any) -> dict[tuple[str, int], dict
     summary's ``preview`` and ``chars``, the ``longer`` cut and the ``whole`` text."""
     view = encode(frames)
     blocks = data_blocks(frames, view, **options)
-    details = json.loads(gzip.decompress(blocks.details))
+    raw = gzip.decompress(blocks.details)
+    (length,) = struct.unpack("<I", raw[4:8])
+    details = json.loads(raw[8:8 + length])
     assert set(details["sample_texts"]) == set(SAMPLE_TEXT_FIELDS)
     return {(field, row): {"preview": details["samples"][position][field],
                            "chars": details["samples"][position][f"{field}_chars"],

@@ -1,6 +1,8 @@
 // Payload (docs/payload.md) -> typed columns plus derived per-sample and
 // per-lane index ranges used by layout, level of detail and hit testing.
 
+import { base64ToBytes } from "./bytes.js";
+
 /** Span flag bits. */
 export const F_OPEN = 1;
 export const F_VIRTUAL = 2;
@@ -150,17 +152,6 @@ const LITTLE_ENDIAN_HOST = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
  * @property {number} globalEnd
  * @property {boolean} hasPd
  */
-
-/**
- * Decode base64 text to bytes.
- * @param {string} b64
- */
-function base64ToBytes(b64) {
-  const bin = atob(b64);
-  const out = new Uint8Array(bin.length);
-  for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
-  return out;
-}
 
 /**
  * Turn one buffer (DataView, ArrayBuffer, any typed array, base64 string or a

@@ -2,12 +2,15 @@
 // gzip-compressed, base64-encoded blocks; nothing is fetched, so the page
 // works from file:// with the network off.
 //   data block:    "STW1" | u32 header length | header JSON | column bytes
-//   details block: the details JSON (attributes, sample texts), decoded on
-//                  the first click
+//   details block: "STW1" | u32 header length | details JSON (item fields,
+//                  sample texts, attribute tables as in page_attrs.js) |
+//                  the tables' bytes; inflated on the first click
 // The header holds the payload meta (buffers as [offset, length] into the
 // column bytes) and the synced state. Keeping the details apart means the
 // first paint only inflates the columns, a few percent of the page.
 
+import { base64ToBytes } from "./bytes.js";
+import { attrRow } from "./page_attrs.js";
 import { createLocalModel } from "./standalone.js";
 
 const MAGIC = "STW1";
@@ -26,17 +29,11 @@ const MAGIC = "STW1";
  * @property {Record<string, (string|null)[]>} sample_texts per field, per payload sample: the
  *   text "show all" shows (null where the summary's preview is all of it)
  * @property {Record<string, any[]>} segments exact PD segments, sorted by owner span
+ * @property {import("./page_attrs.js").PageAttrTable} [span_start_attrs] per payload span
+ * @property {import("./page_attrs.js").PageAttrTable} [span_end_attrs]   per payload span
+ * @property {import("./page_attrs.js").PageAttrTable} [event_attrs]      per payload event
+ * @property {import("./page_attrs.js").Buffers} views the attribute tables' byte strings
  */
-
-/** @param {string} b64 */
-export function base64ToBytes(b64) {
-  const native = /** @type {any} */ (Uint8Array).fromBase64;
-  if (typeof native === "function") return /** @type {Uint8Array} */ (native(b64));
-  const bin = atob(b64);
-  const out = new Uint8Array(bin.length);
-  for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
-  return out;
-}
 
 /** @param {Uint8Array} bytes */
 async function gunzip(bytes) {
@@ -46,23 +43,52 @@ async function gunzip(bytes) {
 }
 
 /**
+ * A decompressed block's JSON header and the bytes after it.
+ * @param {Uint8Array} raw
+ */
+function splitBlock(raw) {
+  const magic = new TextDecoder().decode(raw.subarray(0, 4));
+  if (magic !== MAGIC) throw new Error(`not a slime-trace-widget snapshot block (${magic})`);
+  const headerLength = new DataView(raw.buffer, raw.byteOffset, raw.byteLength).getUint32(4, true);
+  const base = 8 + headerLength;
+  return { header: JSON.parse(new TextDecoder().decode(raw.subarray(8, base))), body: raw.subarray(base) };
+}
+
+/**
+ * Views of the named byte strings of a block's body.
+ * @param {Uint8Array} body
+ * @param {Record<string, [number, number]>} places offset and length of each
+ */
+function viewsOf(body, places) {
+  /** @type {Record<string, DataView>} */
+  const views = {};
+  for (const [name, [offset, length]] of Object.entries(places)) {
+    if (offset < 0 || length < 0 || offset + length > body.length) throw new Error(`snapshot buffer ${name} is out of range`);
+    views[name] = new DataView(body.buffer, body.byteOffset + offset, length);
+  }
+  return views;
+}
+
+/**
  * Split a decompressed data block into its header and payload.
  * @param {Uint8Array} raw
  */
 export function parseBlock(raw) {
-  const magic = new TextDecoder().decode(raw.subarray(0, 4));
-  if (magic !== MAGIC) throw new Error(`not a slime-trace-widget snapshot block (${magic})`);
-  const view = new DataView(raw.buffer, raw.byteOffset, raw.byteLength);
-  const headerLength = view.getUint32(4, true);
-  const base = 8 + headerLength;
+  const { header, body } = splitBlock(raw);
   /** @type {SnapshotHeader} */
-  const header = JSON.parse(new TextDecoder().decode(raw.subarray(8, base)));
-  /** @type {Record<string, DataView>} */
-  const buffers = {};
-  for (const [name, [offset, length]] of Object.entries(header.payload.buffers)) {
-    buffers[name] = new DataView(raw.buffer, raw.byteOffset + base + offset, length);
-  }
-  return { header, payload: { version: header.payload.version, meta: header.payload.meta, buffers } };
+  const typedHeader = header;
+  const buffers = viewsOf(body, typedHeader.payload.buffers);
+  return { header: typedHeader, payload: { version: typedHeader.payload.version, meta: typedHeader.payload.meta, buffers } };
+}
+
+/**
+ * The details tables of a decompressed details block, with its byte strings.
+ * @param {Uint8Array} raw
+ * @returns {SnapshotDetails}
+ */
+export function parseDetails(raw) {
+  const { header, body } = splitBlock(raw);
+  return { ...header, views: viewsOf(body, header.buffers ?? {}) };
 }
 
 /**
@@ -79,6 +105,12 @@ export function detailFor(details, payload, kind, index) {
   /** @type {Record<string, any>} */
   const out = {};
   for (const column of columns) out[column] = table[column][index];
+  if (kind === "event") {
+    out.attrs = attrRow(details.event_attrs, index, details.views);
+  } else {
+    out.start_attrs = attrRow(details.span_start_attrs, index, details.views);
+    out.end_attrs = attrRow(details.span_end_attrs, index, details.views);
+  }
   const sampleColumn = kind === "event" ? "ev_sample" : "span_sample";
   const sample = payload.buffers[sampleColumn].getUint32(index * 4, true);
   out.sample = details.samples[sample] ?? null;
@@ -135,7 +167,7 @@ export async function bootSnapshot(dataElement, detailsElement, host, render) {
   let details = null;
   const readDetails = () => {
     details ??= gunzip(base64ToBytes((detailsElement.textContent || "").trim()))
-      .then((bytes) => JSON.parse(new TextDecoder().decode(bytes)));
+      .then(parseDetails);
     return details;
   };
   const model = createLocalModel(

@@ -1,0 +1,105 @@
+"""Attribute tables a page embeds: written by Python, read back by the page's own
+decoder (``js/src/page_attrs.js``, run in Node), row for row what the kernel sends."""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from slime_trace_widget import attr_columns
+from slime_trace_widget.attr_columns import AttrTable
+from slime_trace_widget.page_attrs import page_attr_table
+
+DECODER = Path(__file__).parent.parent / "js" / "src" / "page_attrs.js"
+MAX_CHARS = 40
+
+#: Every kind a column can have, absent keys, explicit Nones, text past the cut,
+#: NaN and infinities, ints past 2**53 and past int64, nesting, odd keys.
+ROWS = [
+    {"turn": 1, "tool": "python", "ok": True, "latency": 0.5, "id": 2**60 + 1},
+    None,
+    {"turn": 2, "latency": math.nan, "reason": None, "long": "x" * 100},
+    {"nested": {"hits": [1, 2], "text": "y" * 100}, "mixed": 1, "latency": math.inf},
+    {"mixed": "text", "tool": "search", "huge": 2**70, "ok": False, "__proto__": "p"},
+    {},
+    {"latency": -math.inf, "turn": None, "tool": "<b>bold</b>", "ok": None},
+    {"turn": 3, "tool": "python", "nested": [1, "two", None]},
+]
+
+
+def _table(attrs: AttrTable, positions: np.ndarray) -> tuple[dict, dict[str, bytes]]:
+    buffers: dict[str, bytes] = {}
+    return page_attr_table(attrs, positions, MAX_CHARS, buffers), buffers
+
+
+def _decoded(written: tuple[dict, dict[str, bytes]], rows: int, expected: list) -> None:
+    """Decode every row of a written table in Node and compare with ``expected`` there
+    (JSON parsed by the same engine), keys in order. Each buffer sits at an odd
+    offset of its own ArrayBuffer, as no block guarantees alignment to the reader."""
+    table, buffers = written
+    node = shutil.which("node")
+    assert node, "Node is needed for the front end's tests"
+    script = f"""
+import {{ attrRow }} from {json.dumps(DECODER.as_uri())};
+import {{ readFileSync }} from "node:fs";
+const [table, encoded, expected] = JSON.parse(readFileSync(0, "utf8"));
+const views = {{}};
+for (const [name, text] of Object.entries(encoded)) {{
+  const bytes = Buffer.from(text, "base64");
+  const holder = new Uint8Array(bytes.length + 1);
+  holder.set(bytes, 1);
+  views[name] = new DataView(holder.buffer, 1, bytes.length);
+}}
+const got = [];
+for (let row = 0; row < {rows}; row++) got.push(attrRow(table, row, views));
+const same = JSON.stringify(got.map((r) => r && Object.entries(r))) ===
+  JSON.stringify(expected.map((r) => r && Object.entries(r)));
+if (!same) {{ console.log(JSON.stringify({{ got, expected }})); process.exit(1); }}
+if (attrRow(table, {rows}, views) !== null || attrRow(table, -1, views) !== null) process.exit(2);
+"""
+    result = subprocess.run([node, "--input-type=module", "-e", script],
+                            input=json.dumps([table, {name: base64.b64encode(data).decode()
+                                                      for name, data in buffers.items()},
+                                               expected], allow_nan=False),
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_every_row_reads_back_as_the_kernel_sends_it() -> None:
+    attrs = AttrTable.from_dicts(ROWS)
+    every = np.arange(len(ROWS))
+    _decoded(_table(attrs, every), len(ROWS), attrs.json_rows(every, MAX_CHARS))
+
+
+def test_rows_in_the_order_asked_and_keys_past_the_cap(monkeypatch) -> None:
+    monkeypatch.setattr(attr_columns, "MAX_ATTR_COLUMNS", 3)
+    attrs = AttrTable.from_dicts(ROWS)
+    order = np.array([7, 0, 4, 4, 2])
+    written = _table(attrs, order)
+    assert written[0]["overflow"]  # keys past the cap ride per row
+    _decoded(written, len(order), attrs.json_rows(order, MAX_CHARS))
+
+
+def test_texts_written_once_numbers_as_bytes() -> None:
+    rows = [{"model": "qwen3-4b", "tokens": k} for k in range(1000)]
+    table, buffers = _table(AttrTable.from_dicts(rows), np.arange(1000))
+    columns = {column["key"]: column for column in table["columns"]}
+    assert buffers[columns["model"]["data"]] == b"qwen3-4b"
+    assert buffers[columns["model"]["codes"]] == bytes(4000)
+    tokens = columns["tokens"]
+    assert tokens["kind"] == "i64" and "valid" not in tokens
+    assert np.frombuffer(buffers[tokens["values"]], "<i8").tolist() == list(range(1000))
+
+
+@pytest.mark.parametrize("rows", [[], [None, {}]])
+def test_tables_without_attributes(rows: list) -> None:
+    attrs = AttrTable.from_dicts(rows)
+    every = np.arange(len(rows))
+    _decoded(_table(attrs, every), len(rows), attrs.json_rows(every, MAX_CHARS))
