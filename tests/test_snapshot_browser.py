@@ -25,6 +25,7 @@ from slime_trace_widget import TraceTimeline
 from slime_trace_widget.frames import TraceFrames
 from slime_trace_widget.load import load_frames, save_dump
 from slime_trace_widget.payload import EncodedView, encode
+from slime_trace_widget import gzip_parallel
 from slime_trace_widget.snapshot import SNAPSHOT_MAX_CHARS, write_snapshot
 from tests.browser import VIEWPORT, PageGuard, file_only
 
@@ -128,7 +129,9 @@ class Snapshot:
 def small(tmp_path_factory: pytest.TempPathFactory) -> Snapshot:
     frames = load_frames(FIXTURES / "small.pt")
     view = encode(frames)
-    path = write_snapshot(tmp_path_factory.mktemp("snap") / "small.html", frames, view)
+    with pytest.MonkeyPatch.context() as patch:  # blocks deflated in several pieces
+        patch.setattr(gzip_parallel, "MIN_PIECE", 4096)
+        path = write_snapshot(tmp_path_factory.mktemp("snap") / "small.html", frames, view)
     return Snapshot(path, frames, view)
 
 
