@@ -21,11 +21,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from slime_trace_widget import TraceTimeline
+from slime_trace_widget import TraceTimeline, gzip_parallel
 from slime_trace_widget.frames import TraceFrames
 from slime_trace_widget.load import load_frames, save_dump
 from slime_trace_widget.payload import EncodedView, encode
-from slime_trace_widget import gzip_parallel
 from slime_trace_widget.snapshot import SNAPSHOT_MAX_CHARS, write_snapshot
 from tests.browser import VIEWPORT, PageGuard, file_only
 
