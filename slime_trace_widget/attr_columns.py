@@ -163,7 +163,14 @@ class AttrTable:
 
 def merged_attr_frame(start: AttrTable, end: AttrTable, index: pd.Index) -> pd.DataFrame:
     """``attr.<key>`` columns: the end value where a key has one, else the start value."""
-    columns: dict[str, Any] = {}
+    return pd.DataFrame({name: _pandas_column(column, index)
+                         for name, column in merged_attr_arrays(start, end).items()},
+                        index=index)
+
+
+def merged_attr_arrays(start: AttrTable, end: AttrTable) -> dict[str, pa.ChunkedArray]:
+    """:func:`merged_attr_frame`'s columns as Arrow data, named ``attr.<key>``."""
+    columns: dict[str, pa.ChunkedArray] = {}
     for key in dict.fromkeys([*end.keys, *start.keys]):
         in_end, in_start = key in end.keys, key in start.keys
         if in_end and in_start:
@@ -173,8 +180,8 @@ def merged_attr_frame(start: AttrTable, end: AttrTable, index: pd.Index) -> pd.D
             combined = pc.coalesce(late, early)
         else:
             combined = (end if in_end else start).column(key)
-        columns[ATTR_PREFIX + key] = _pandas_column(combined, index)
-    return pd.DataFrame(columns, index=index)
+        columns[ATTR_PREFIX + key] = combined
+    return columns
 
 
 def attr_frame(attrs: AttrTable, index: pd.Index) -> pd.DataFrame:

@@ -25,7 +25,7 @@ import tempfile
 import threading
 import time
 import warnings
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -216,19 +216,21 @@ class _Job:
 
 
 def _job(path: str, kind: str, out: str | None, time_limit: float | None,
-         memory_limit: int | None) -> _Job:
+         memory_limit: int | None, **fields: Any) -> _Job:
     size = os.path.getsize(path)
     cpu_seconds = default_time_limit(size) if time_limit is None else float(time_limit)
     memory_bytes = default_memory_limit(size) if memory_limit is None else float(memory_limit)
     if not cpu_seconds > 0 or not memory_bytes > 0:
         raise ValueError("time_limit and memory_limit must be positive")
     request = {"job": kind, "path": os.path.abspath(path), "name": path, "out": out,
-               "cpu_seconds": cpu_seconds, "memory_bytes": memory_bytes}
+               "cpu_seconds": cpu_seconds, "memory_bytes": memory_bytes, **fields}
     return _Job(path, size, request)
 
 
-def _run_jobs(jobs: list[_Job], workers: int, progress: Any) -> None:
-    """Run ``jobs`` on up to ``workers`` helpers at once; each gets its ``verdict``.
+def _run_jobs(jobs: list[_Job], workers: int, progress: Any,
+              on_done: Callable[[_Job], None] | None = None) -> None:
+    """Run ``jobs`` on up to ``workers`` helpers at once; each gets its ``verdict``,
+    and ``on_done`` (if given) sees it as soon as it has one.
 
     A job starts only while the expected peaks of running jobs fit in available
     memory (one always runs). Ctrl-C stops every helper before it propagates.
@@ -245,7 +247,12 @@ def _run_jobs(jobs: list[_Job], workers: int, progress: Any) -> None:
                 # a busy machine a CPU second takes longer.
                 job.deadline = time.monotonic() + 3 * job.request["cpu_seconds"] + 30
                 worker.send(job)
+            running = [w.job for w in pool if w.job is not None]
             _take_message(inbox, [w for w in pool if w.job is not None], progress)
+            if on_done is not None:
+                for job in running:
+                    if job.verdict is not None:
+                        on_done(job)
     except BaseException:
         for worker in pool:
             worker.stop()
@@ -256,12 +263,13 @@ def _run_jobs(jobs: list[_Job], workers: int, progress: Any) -> None:
 def _fits(job: _Job, running: list[_Job]) -> bool:
     if not running:
         return True
-    need = sum(_peak(j.size) for j in running) + _peak(job.size)
+    need = sum(expected_peak(j.size) for j in running) + expected_peak(job.size)
     available = _available_memory()
     return available is None or need <= available
 
 
-def _peak(size: int) -> int:
+def expected_peak(size: int) -> int:
+    """Memory a worker is expected to peak at for a dump of ``size`` bytes."""
     return PEAK_BASE_BYTES + PEAK_FACTOR * size
 
 
@@ -384,6 +392,21 @@ def load_frames(paths_or_glob: PathLike | Iterable[PathLike], *, trusted: bool =
     del parts
     pa.default_memory_pool().release_unused()  # what reading and joining held, back to the system
     return frames
+
+
+def convert_in_workers(paths: list[str], out: str, stems: list[str], *,
+                       on_done: Callable[[str, dict], None], workers: int | None = None,
+                       progress: bool | None = None, time_limit: float | None = None,
+                       memory_limit: int | None = None) -> None:
+    """Write each dump of ``paths`` into the run dataset at ``out`` (file names from
+    ``stems``), each read, flattened and written in a worker process under the limits
+    of :func:`load_frames`; ``on_done(path, verdict)`` as each ends, in this thread.
+    A verdict is ``{"ok": True, "report": {...}}`` or ``{"error": "..."}``."""
+    jobs = [_job(path, "dataset", out, time_limit, memory_limit, stem=stem)
+            for path, stem in zip(paths, stems, strict=True)]
+    with _progress_bar([job.size for job in jobs], progress) as bar:
+        _run_jobs(jobs, workers or default_workers(paths), bar,
+                  on_done=lambda job: on_done(job.name, job.verdict or {}))
 
 
 def load_dump(path: PathLike, *, trusted: bool = False, isolate: bool = True,

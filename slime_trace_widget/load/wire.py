@@ -25,10 +25,12 @@ import pyarrow as pa
 from ..attr_columns import AttrTable
 from ..frames import TraceFrames, build_frames
 
-__all__ = ["WireError", "read_frames", "write_frames"]
+__all__ = ["ATTR_TABLES", "CORE_TABLES", "WireError", "check_references", "checked_attrs",
+           "decode_table", "encode_table", "meta_of", "parse_meta", "read_frames",
+           "write_frames"]
 
-_CORE_TABLES = ("samples", "span_core", "event_core", "segments")
-_ATTR_TABLES = ("span_start_attrs", "span_end_attrs", "event_attrs")
+CORE_TABLES = ("samples", "span_core", "event_core", "segments")
+ATTR_TABLES = ("span_start_attrs", "span_end_attrs", "event_attrs")
 _META = "meta.json"
 #: Text columns the build keeps as objects (the rest pandas infers as str).
 _OBJECT_TEXT = frozenset({"label", "trace_id", "reward_detail", "prompt", "response", "metadata"})
@@ -44,15 +46,19 @@ class WireError(ValueError):
 
 def write_frames(frames: TraceFrames, directory: str) -> None:
     """Write ``frames`` into ``directory`` (one ``.arrow`` file per table, and meta.json)."""
-    for name in _CORE_TABLES:
-        _write(_encode(getattr(frames, name)), os.path.join(directory, f"{name}.arrow"))
-    for name in _ATTR_TABLES:
+    for name in CORE_TABLES:
+        _write(encode_table(getattr(frames, name)), os.path.join(directory, f"{name}.arrow"))
+    for name in ATTR_TABLES:
         _write(getattr(frames, name).table, os.path.join(directory, f"{name}.arrow"))
-    meta = {"paths": frames.paths, "rollout_ids": frames.rollout_ids,
+    with open(os.path.join(directory, _META), "w", encoding="utf-8") as stream:
+        json.dump(meta_of(frames), stream)
+
+
+def meta_of(frames: TraceFrames) -> dict[str, Any]:
+    """What frames hold besides their tables, as JSON-ready data (see :func:`parse_meta`)."""
+    return {"paths": frames.paths, "rollout_ids": frames.rollout_ids,
             "warnings": dict(frames.warnings), "t0": _number(frames.t0),
             "t1": _number(frames.t1)}
-    with open(os.path.join(directory, _META), "w", encoding="utf-8") as stream:
-        json.dump(meta, stream)
 
 
 def _write(table: pa.Table, path: str) -> None:
@@ -64,7 +70,8 @@ def _number(value: float) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def _encode(frame: pd.DataFrame) -> pa.Table:
+def encode_table(frame: pd.DataFrame) -> pa.Table:
+    """A core frame (samples, span_core, event_core, segments) as an Arrow table."""
     return pa.table({name: _encode_column(frame[name]) for name in frame.columns})
 
 
@@ -90,17 +97,16 @@ def _encode_column(series: pd.Series) -> pa.Array:
 
 def read_frames(directory: str) -> TraceFrames:
     """The frames a worker wrote into ``directory``; WireError when anything is off."""
-    reference = _reference()
     tables = {name: _read(os.path.join(directory, f"{name}.arrow")) for name in
-              (*_CORE_TABLES, *_ATTR_TABLES)}
+              (*CORE_TABLES, *ATTR_TABLES)}
     frames_parts: dict[str, Any] = {}
-    for name in _CORE_TABLES:
-        frames_parts[name] = _decode(tables[name], getattr(reference, name), name)
-    for name in _ATTR_TABLES:
-        frames_parts[name] = AttrTable(_checked_attrs(tables[name], name))
+    for name in CORE_TABLES:
+        frames_parts[name] = decode_table(tables[name], name)
+    for name in ATTR_TABLES:
+        frames_parts[name] = AttrTable(checked_attrs(tables[name], name))
     meta = _read_meta(os.path.join(directory, _META))
     frames = TraceFrames(**frames_parts, **meta)
-    _check_references(frames)
+    check_references(frames)
     return frames
 
 
@@ -122,7 +128,10 @@ def _reference() -> TraceFrames:
     return build_frames([])
 
 
-def _decode(table: pa.Table, reference: pd.DataFrame, name: str) -> pd.DataFrame:
+def decode_table(table: pa.Table, name: str) -> pd.DataFrame:
+    """Core frame ``name`` from ``table``, which must have exactly the columns and
+    types that frames of this version have (WireError otherwise)."""
+    reference: pd.DataFrame = getattr(_reference(), name)
     expected = list(reference.columns)
     if table.column_names != expected:
         raise WireError(f"{name}: columns {table.column_names[:8]}... are not {expected[:8]}...")
@@ -177,7 +186,8 @@ def _expect(array: pa.Array, kind: pa.DataType) -> None:
         raise TypeError(f"expected {kind}, got {array.type}")
 
 
-def _checked_attrs(table: pa.Table, name: str) -> pa.Table:
+def checked_attrs(table: pa.Table, name: str) -> pa.Table:
+    """``table`` if it holds only numbers, bools and text (WireError otherwise)."""
     for field in table.schema:
         kind = field.type
         if not (pa.types.is_integer(kind) or pa.types.is_floating(kind)
@@ -191,18 +201,25 @@ def _read_meta(path: str) -> dict[str, Any]:
         if os.path.getsize(path) > _MAX_META_BYTES:
             raise WireError("meta.json is too large")
         with open(path, encoding="utf-8") as stream:
-            meta = json.load(stream)
+            return parse_meta(json.load(stream))
+    except (OSError, ValueError) as exc:
+        raise WireError(f"meta.json: {exc}") from exc
+
+
+def parse_meta(meta: Any) -> dict[str, Any]:
+    """TraceFrames keyword arguments from :func:`meta_of`'s data, checked (WireError)."""
+    try:
         paths = [str(p) for p in meta["paths"]]
         rollout_ids = [None if r is None else int(r) for r in meta["rollout_ids"]]
         warnings = Counter({str(k): int(v) for k, v in dict(meta["warnings"]).items()})
         t0, t1 = (float("nan") if meta[k] is None else float(meta[k]) for k in ("t0", "t1"))
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise WireError(f"meta.json: {exc}") from exc
+    except (ValueError, KeyError, TypeError) as exc:
+        raise WireError(f"frames meta: {exc}") from exc
     return {"paths": paths, "rollout_ids": rollout_ids, "warnings": warnings,
             "t0": t0, "t1": t1}
 
 
-def _check_references(frames: TraceFrames) -> None:
+def check_references(frames: TraceFrames) -> None:
     """Every row reference must point inside its table."""
     n_samples, n_spans = len(frames.samples), len(frames.span_core)
     checks = (

@@ -19,6 +19,7 @@ import math
 import os
 import signal
 import sys
+from pathlib import Path
 
 try:
     import resource
@@ -61,8 +62,10 @@ def _prepare(job: str) -> None:
     """Import what a job needs once, in the helper, so each forked child starts warm."""
     from . import files  # noqa: F401
 
-    if job == "frames":
+    if job in ("frames", "dataset"):
         from . import plain_tensors, wire  # noqa: F401
+    if job == "dataset":
+        from ..dataset import layout  # noqa: F401
     else:
         from . import torch_tensors  # noqa: F401
 
@@ -70,9 +73,12 @@ def _prepare(job: str) -> None:
 def _run_job(request: dict, out: _Messages) -> None:
     """Do one job as the loader would and report its verdict."""
     name = request["name"]
+    verdict: dict = {"ok": True}
     try:
         if request["job"] == "frames":
             _frames_job(request)
+        elif request["job"] == "dataset":
+            verdict["report"] = _dataset_job(request)
         else:
             out.send({"digest": _check_job(request)})
     except DumpError as exc:
@@ -84,7 +90,7 @@ def _run_job(request: dict, out: _Messages) -> None:
         detail = " ".join(f"{type(exc).__name__}: {exc}".split())[:240]
         out.send({"error": f"{name}: could not be loaded ({detail})"})
     else:
-        out.send({"ok": True})
+        out.send(verdict)
 
 
 def _frames_job(request: dict) -> None:
@@ -98,6 +104,24 @@ def _frames_job(request: dict) -> None:
     frames = build_frames(loaded)
     del loaded  # what is left of the samples dies here, with the process
     write_frames(frames, request["out"])
+
+
+def _dataset_job(request: dict) -> dict:
+    """Read and flatten the dump as for frames, then write its tables into the run
+    dataset at ``out``; report what was written and the file's content hash."""
+    from ..dataset.layout import write_dump
+    from ..dataset.manifest import content_hash
+    from ..frames import build_frames
+    from .files import load_dump_file
+
+    digest = content_hash(request["path"])
+    loaded = load_dump_file(request["path"], "plain", name=request["name"])
+    _drop_unread_fields(loaded.samples)
+    frames = build_frames(loaded)
+    del loaded
+    report = write_dump(frames, Path(request["out"]), os.path.basename(request["path"]),
+                        request["stem"])
+    return {**report, "blake2b": digest}
 
 
 def _drop_unread_fields(samples: list) -> None:

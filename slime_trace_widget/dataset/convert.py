@@ -1,0 +1,155 @@
+"""Convert a run's dumps into the run dataset: on the local worker pool or on Ray.
+
+Both engines run the same per-dump job (the guarded load and flatten of
+``load_frames``, then ``layout.write_dump``) where the dump is, so only a small
+report per dump reaches the driver, which keeps the manifest. Dumps are
+converted only when new or changed; one that is still being written is left
+for the next run; one that fails is recorded with its error and retried next
+run. The dumps themselves are only ever read.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..load.paths import PathLike, expand_paths
+from ..load.pool import convert_in_workers, default_workers, expected_peak
+from .manifest import Manifest
+
+#: A dump modified this recently may still be being written (slime saves a step's
+#: dump at its end, in one go): it waits for the next run.
+SETTLE_SECONDS = 10.0
+ENGINES = ("local", "ray")
+
+
+@dataclass
+class ConvertReport:
+    """What one convert run did, by dump path."""
+
+    converted: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    in_progress: list[str] = field(default_factory=list)
+    failed: list[tuple[str, str]] = field(default_factory=list)
+    removed_files: int = 0
+
+    def summary(self) -> str:
+        return (f"{len(self.converted)} converted, {len(self.unchanged)} unchanged, "
+                f"{len(self.in_progress)} still being written, {len(self.failed)} failed")
+
+
+def convert(paths_or_globs: PathLike | Iterable[PathLike], out: str | Path, *,
+            engine: str = "local", address: str | None = None, workers: int | None = None,
+            progress: bool | None = None, settle_seconds: float = SETTLE_SECONDS,
+            time_limit: float | None = None, memory_limit: int | None = None) -> ConvertReport:
+    """Bring the run dataset at ``out`` up to date with the dumps given.
+
+    ``engine="ray"`` runs each dump as a Ray task on the cluster at ``address``
+    (default: a local Ray started for the job, with ``workers`` CPUs); the
+    workers must see the dumps and ``out`` at the same paths.
+    """
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}")
+    root = Path(out).resolve()
+    root.mkdir(parents=True, exist_ok=True)
+    manifest = Manifest.load(root)
+    report = ConvertReport()
+    todo: list[str] = []
+    stats: dict[str, os.stat_result] = {}
+    for path in (os.path.abspath(p) for p in expand_paths(paths_or_globs)):
+        stat = os.stat(path)
+        if manifest.unchanged(path, stat):
+            report.unchanged.append(path)
+        elif _being_written(path, stat, settle_seconds):
+            report.in_progress.append(path)
+        else:
+            todo.append(path)
+            stats[path] = stat
+
+    def done(path: str, verdict: dict[str, Any]) -> None:
+        for stale in manifest.record(path, stats[path], verdict):
+            report.removed_files += _remove_inside(root, stale)
+        manifest.save()
+        if "ok" in verdict:
+            report.converted.append(path)
+        else:
+            report.failed.append((path, str(verdict.get("error"))))
+
+    if todo:
+        stems = [manifest.stem(path) for path in todo]
+        limits = {"time_limit": time_limit, "memory_limit": memory_limit}
+        if engine == "local":
+            convert_in_workers(todo, str(root), stems, on_done=done, workers=workers,
+                               progress=progress, **limits)
+        else:
+            _convert_on_ray(todo, str(root), stems, done, address, workers, limits)
+    manifest.save()
+    return report
+
+
+def _being_written(path: str, stat: os.stat_result, settle_seconds: float) -> bool:
+    """Modified within ``settle_seconds``, or growing while we look."""
+    if time.time() - stat.st_mtime < settle_seconds:
+        return True
+    return os.stat(path).st_size != stat.st_size
+
+
+def _remove_inside(root: Path, relative: str) -> int:
+    """Delete a file of the dataset (never anything outside ``root``)."""
+    target = (root / relative).resolve()
+    if root not in target.parents:
+        return 0
+    try:
+        target.unlink()
+    except FileNotFoundError:
+        return 0
+    return 1
+
+
+# --------------------------------------------------------------------------- Ray
+
+
+def _convert_on_ray(paths: list[str], out: str, stems: list[str],
+                    done: Callable[[str, dict], None], address: str | None,
+                    workers: int | None, limits: dict[str, Any]) -> None:
+    try:
+        import ray
+    except ImportError as exc:
+        raise RuntimeError('engine="ray" needs Ray: pip install "slime-trace-widget[ray]"'
+                           ) from exc
+    started = not ray.is_initialized()
+    if started:
+        if address:
+            ray.init(address=address, log_to_driver=False)
+        else:
+            ray.init(num_cpus=workers or default_workers(paths), include_dashboard=False,
+                     log_to_driver=False)
+    try:
+        task = ray.remote(num_cpus=1, max_retries=0)(convert_one)
+        pending = {task.options(memory=expected_peak(os.path.getsize(path))).remote(
+            path, out, stem, limits): path for path, stem in zip(paths, stems, strict=True)}
+        while pending:
+            ready, _ = ray.wait(list(pending), num_returns=1)
+            for ref in ready:
+                path = pending.pop(ref)
+                try:
+                    verdict = ray.get(ref)
+                except Exception as exc:  # the task died: the dump is retried next run
+                    verdict = {"error": f"{path}: the Ray task failed ({type(exc).__name__}: "
+                                        f"{' '.join(str(exc).split())[:240]})"}
+                done(path, verdict)
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def convert_one(path: str, out: str, stem: str, limits: dict[str, Any]) -> dict[str, Any]:
+    """One dump's job where it runs (a Ray task): the local pool's guarded worker."""
+    verdicts: list[dict] = []
+    convert_in_workers([path], out, [stem], on_done=lambda _, verdict: verdicts.append(verdict),
+                       workers=1, progress=False, **limits)
+    return verdicts[0]
