@@ -19,6 +19,7 @@ import os
 import sys
 import tempfile
 import threading
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -36,9 +37,11 @@ class CliError(Exception):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    converting = argv[:1] == ["convert"]
+    args = (_convert_parser() if converting else _parser()).parse_args(argv[converting:])
     try:
-        return _run(args)
+        return _convert(args) if converting else _run(args)
     except (CliError, DumpError) as exc:
         print(f"slime-trace-viewer: {exc}", file=sys.stderr)
         return 2
@@ -68,6 +71,35 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--trusted", action="store_true",
                         help="unpickle with torch's full unpickler (runs code from the file)")
     return parser
+
+
+def _convert_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="slime-trace-viewer convert",
+        description="Convert a run's dumps into one Parquet dataset, partitioned by rollout "
+                    "id; a rerun converts only new or changed dumps.")
+    parser.add_argument("dumps", nargs="+", help="dump files or globs (debug/rollout_*.pt)")
+    parser.add_argument("--out", required=True, help="the dataset's folder")
+    parser.add_argument("--engine", choices=("local", "ray"), default="local",
+                        help="local worker processes (default) or Ray tasks")
+    parser.add_argument("--address", help="Ray cluster address (default: a local Ray)")
+    parser.add_argument("--workers", type=int, help="dumps at once (default: one per core)")
+    return parser
+
+
+def _convert(args: argparse.Namespace) -> int:
+    from .dataset import convert
+
+    with warnings.catch_warnings():  # failures are listed below, one line each
+        warnings.simplefilter("ignore", RuntimeWarning)
+        report = convert(args.dumps, args.out, engine=args.engine, address=args.address,
+                         workers=args.workers)
+    for path, reason in report.failed:
+        print(f"failed {path}: {reason}", file=sys.stderr)
+    for path in report.in_progress:
+        print(f"later {path}: still being written")
+    print(f"{args.out}: {report.summary()}")
+    return 1 if report.failed else 0
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -69,3 +69,23 @@ def plot_concurrency(frames: TraceFrames, names: list[str] | None = None,
     ax.legend(fontsize="small", ncol=2)
     ax.set_title("concurrency")
     return ax
+
+
+def plot_rollout_trends(trends: Any, columns: list[str] | None = None, ax: Any = None) -> Any:
+    """Columns of ``analysis.rollout_trends`` over rollout id, one line per column and
+    dump kind (train and eval apart); default: sample duration p50, p95 and max."""
+    ax = _axes(ax)
+    columns = columns or ["duration_p50", "duration_p95", "duration_max"]
+    if trends.empty:
+        ax.set_title("no rollouts to plot")
+        return ax
+    for kind, rows in trends.groupby("dump_kind", sort=True):
+        rows = rows.sort_values("rollout_id")
+        for column in columns:
+            ax.plot(rows["rollout_id"], rows[column], marker="o", markersize=3,
+                    label=column if trends["dump_kind"].nunique() == 1 else f"{column} ({kind})")
+    ax.set_xlabel("rollout id")
+    ax.set_ylabel(", ".join(columns) if len(columns) < 3 else "value")
+    ax.legend(fontsize="small")
+    ax.set_title("trends across the run")
+    return ax

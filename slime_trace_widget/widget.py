@@ -67,6 +67,16 @@ class TraceTimeline(anywidget.AnyWidget):
         return cls(load_frames(path_or_glob, trusted=trusted), **kwargs)
 
     @classmethod
+    def from_dataset(cls, directory: Any, rollouts: Any = None, *, where: str | None = None,
+                     kinds: Any = None, **kwargs: Any) -> TraceTimeline:
+        """Open rollouts of a run dataset (``slime-trace-viewer convert``), reading only
+        their files; ``where`` keeps the samples a SQL condition holds for."""
+        from .dataset import open_dataset
+
+        return cls(open_dataset(directory, rollouts=rollouts, where=where, kinds=kinds),
+                   **kwargs)
+
+    @classmethod
     def from_frames(cls, frames: TraceFrames | list[TraceFrames] | Any, **kwargs: Any
                     ) -> TraceTimeline:
         """Show frames already built, several of them side by side (a list), or anything

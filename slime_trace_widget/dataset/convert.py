@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import time
+import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -78,6 +79,8 @@ def convert(paths_or_globs: PathLike | Iterable[PathLike], out: str | Path, *,
             report.converted.append(path)
         else:
             report.failed.append((path, str(verdict.get("error"))))
+            warnings.warn(f"not converted {path}: {verdict.get('error')} (retried next run)",
+                          RuntimeWarning, stacklevel=4)
 
     if todo:
         stems = [manifest.stem(path) for path in todo]

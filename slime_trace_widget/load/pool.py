@@ -337,8 +337,13 @@ def _conclude(worker: _Worker, verdict: dict, progress: Any, stuck: bool = False
 
 def load_frames(paths_or_glob: PathLike | Iterable[PathLike], *, trusted: bool = False,
                 workers: int | None = None, progress: bool | None = None,
-                time_limit: float | None = None, memory_limit: int | None = None) -> Any:
+                time_limit: float | None = None, memory_limit: int | None = None,
+                rollouts: Iterable[int] | None = None, where: str | None = None) -> Any:
     """Load one dump, a glob or a list of them into one :class:`TraceFrames`.
+
+    A run dataset's folder (``slime-trace-viewer convert``) opens lazily instead:
+    only the ``rollouts`` asked for (default all) and the samples for which the
+    SQL condition ``where`` holds (see :func:`dataset.open_dataset`).
 
     Each dump is read and flattened in a worker process under ``time_limit``
     CPU seconds (default 10 s plus 1 s per MB) and ``memory_limit`` bytes of new
@@ -348,6 +353,13 @@ def load_frames(paths_or_glob: PathLike | Iterable[PathLike], *, trusted: bool =
     ``frames.failures``; DumpError when every dump fails. ``trusted=True``
     unpickles here with torch's full unpickler, which runs code from the file.
     """
+    if isinstance(paths_or_glob, (str, os.PathLike)) and os.path.isdir(paths_or_glob):
+        from ..dataset import open_dataset
+
+        return open_dataset(paths_or_glob, rollouts=rollouts, where=where)
+    if rollouts is not None or where is not None:
+        raise ValueError("rollouts= and where= select from a run dataset's folder; "
+                         "for dumps, pass the paths you want")
     paths = expand_paths(paths_or_glob)
     for path in paths:
         read_header(path)
