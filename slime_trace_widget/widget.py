@@ -21,6 +21,7 @@ import pandas as pd
 import traitlets
 
 from .details import event_detail, sample_text, span_detail
+from .follow import POLL_SECONDS, SETTLE_SECONDS, DumpWatcher, Poller
 from .frames import TraceFrames, build_frames, combine_frames
 from .load import load_frames
 from .payload import EncodedView, encode
@@ -47,6 +48,7 @@ class TraceTimeline(anywidget.AnyWidget):
         """``align``: "global" (one clock) or "rollout" (each dump from its own start);
         the default compares several dumps by their shape, "rollout", else "global"."""
         self._frames = frames
+        self._poller: Poller | None = None
         self._title = title
         self._align = align or ("rollout" if len(frames.paths) > 1 else "global")
         align = self._align
@@ -75,6 +77,43 @@ class TraceTimeline(anywidget.AnyWidget):
 
         return cls(open_dataset(directory, rollouts=rollouts, where=where, kinds=kinds),
                    **kwargs)
+
+    @classmethod
+    def follow(cls, folder: str | Path, pattern: str = "*.pt", *,
+               interval: float = POLL_SECONDS, settle_seconds: float = SETTLE_SECONDS,
+               **kwargs: Any) -> TraceTimeline:
+        """Show the complete dumps in ``folder`` and add each new one as slime writes
+        it, loading only the new ones (every ``interval`` seconds, once a file has not
+        changed for ``settle_seconds``). ``stop_following()`` ends it."""
+        watcher = DumpWatcher(folder, pattern, settle_seconds)
+        first = watcher.new_dumps()
+        frames = load_frames(first, progress=False) if first else build_frames([])
+        timeline = cls(frames, **{"align": "global", **kwargs})
+
+        def look() -> None:
+            new = watcher.new_dumps()
+            if new:
+                timeline.add_frames(load_frames(new, progress=False))
+
+        timeline._poller = Poller(look, lambda exc: _log.warning(
+            "following %s: %s", folder, exc), interval)
+        return timeline
+
+    def stop_following(self) -> None:
+        """Stop adding new dumps (see :meth:`follow`)."""
+        if self._poller is not None:
+            self._poller.stop()
+            self._poller = None
+
+    def add_frames(self, frames: TraceFrames) -> TraceTimeline:
+        """Add more dumps' frames to what this widget shows (everything is shown again)."""
+        self._frames = combine_frames([self._frames, frames]) if len(self._frames.paths) \
+            else frames
+        return self.show()
+
+    def close(self) -> None:
+        self.stop_following()
+        super().close()
 
     @classmethod
     def from_frames(cls, frames: TraceFrames | list[TraceFrames] | Any, **kwargs: Any

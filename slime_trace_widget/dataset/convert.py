@@ -11,20 +11,17 @@ run. The dumps themselves are only ever read.
 from __future__ import annotations
 
 import os
-import time
 import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..follow import SETTLE_SECONDS, being_written
 from ..load.paths import PathLike, expand_paths
 from ..load.pool import convert_in_workers, default_workers, expected_peak
 from .manifest import Manifest
 
-#: A dump modified this recently may still be being written (slime saves a step's
-#: dump at its end, in one go): it waits for the next run.
-SETTLE_SECONDS = 10.0
 ENGINES = ("local", "ray")
 
 
@@ -65,7 +62,7 @@ def convert(paths_or_globs: PathLike | Iterable[PathLike], out: str | Path, *,
         stat = os.stat(path)
         if manifest.unchanged(path, stat):
             report.unchanged.append(path)
-        elif _being_written(path, stat, settle_seconds):
+        elif being_written(path, stat, settle_seconds):
             report.in_progress.append(path)
         else:
             todo.append(path)
@@ -92,13 +89,6 @@ def convert(paths_or_globs: PathLike | Iterable[PathLike], out: str | Path, *,
             _convert_on_ray(todo, str(root), stems, done, address, workers, limits)
     manifest.save()
     return report
-
-
-def _being_written(path: str, stat: os.stat_result, settle_seconds: float) -> bool:
-    """Modified within ``settle_seconds``, or growing while we look."""
-    if time.time() - stat.st_mtime < settle_seconds:
-        return True
-    return os.stat(path).st_size != stat.st_size
 
 
 def _remove_inside(root: Path, relative: str) -> int:

@@ -1,0 +1,85 @@
+"""Following a live run: the dumps slime adds to a folder, each reported once,
+when it is complete.
+
+slime writes a step's dump when the step ends; a file still being written
+(modified within the settle time, or growing) is left for a later look. The
+notebook (``TraceTimeline.follow``) and the CLI (``--follow``) load only the
+new dumps and add them to what they show.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+#: A dump modified this recently may still be being written (slime saves a step's
+#: dump at its end, in one go): it waits for a later look.
+SETTLE_SECONDS = 10.0
+#: Seconds between looks at the folder.
+POLL_SECONDS = 5.0
+
+
+def being_written(path: str, stat: os.stat_result, settle_seconds: float) -> bool:
+    """Whether a dump may still be being written: modified within ``settle_seconds``,
+    or growing while we look."""
+    if time.time() - stat.st_mtime < settle_seconds:
+        return True
+    return os.stat(path).st_size != stat.st_size
+
+
+class DumpWatcher:
+    """New complete dumps matching ``pattern`` in ``folder``, each returned once."""
+
+    def __init__(self, folder: str | Path, pattern: str = "*.pt",
+                 settle_seconds: float = SETTLE_SECONDS) -> None:
+        self.folder = Path(folder)
+        self.pattern = pattern
+        self.settle_seconds = settle_seconds
+        self.seen: set[str] = set()
+
+    def new_dumps(self) -> list[str]:
+        """Dumps not returned before that are complete now, in name order."""
+        found = []
+        for path in sorted(self.folder.glob(self.pattern)):
+            name = str(path)
+            if name in self.seen or not path.is_file():
+                continue
+            if not being_written(name, os.stat(name), self.settle_seconds):
+                self.seen.add(name)
+                found.append(name)
+        return found
+
+
+class Poller:
+    """Calls ``look`` every ``interval`` seconds on a daemon thread until stopped.
+
+    An exception in ``look`` is handed to ``report`` and the polling goes on: a
+    dump that cannot be read must not end the following.
+    """
+
+    def __init__(self, look: Callable[[], None], report: Callable[[BaseException], None],
+                 interval: float = POLL_SECONDS) -> None:
+        self._look, self._report, self.interval = look, report, interval
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="slime-trace-follow",
+                                        daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                self._look()
+            except Exception as exc:  # reported, and the next look tries again
+                self._report(exc)
+
+    def stop(self) -> None:
+        self._stop.set()
+        if threading.current_thread() is not self._thread:
+            self._thread.join(timeout=30)
+
+    @property
+    def running(self) -> bool:
+        return self._thread.is_alive() and not self._stop.is_set()
