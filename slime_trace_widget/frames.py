@@ -127,8 +127,10 @@ class TraceFrames:
 
 
     def to_parquet(self, directory: Any) -> Any:
-        """Write samples/spans/events/segments as hive-partitioned Parquet (see ``interop``)."""
-        from .interop import to_parquet
+        """Write samples/spans/events/segments as hive-partitioned Parquet (see ``parquet``).
+
+        The exporter is imported here, on use, so the data model imports no exporter."""
+        from .parquet import to_parquet
 
         return to_parquet(self, directory)
 
