@@ -3,10 +3,7 @@
 Every function takes :class:`TraceFrames` and returns a DataFrame the user can
 keep filtering. Conventions shared by all of them:
 
-* **Measured spans** are the real spans plus the derived ``[P]``/``[D]``
-  spans of the attribute PD form (the only record of those phases); derived
-  spans of the child-span form are skipped because the real ``sglang_pd_*``
-  spans they mirror are already counted.
+* Only measured spans count (:func:`measured_spans`).
 * Statistics use closed spans (open spans have no duration); ``open`` counts
   the others.
 * A span's *self time* is its duration minus the time covered by its
@@ -17,12 +14,13 @@ keep filtering. Conventions shared by all of them:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
-from .frames import TraceFrames
+if TYPE_CHECKING:
+    from .frames import TraceFrames
 
 QUANTILES = (0.5, 0.9, 0.99)
 TURN_SPAN = "sglang_generate"
@@ -30,7 +28,13 @@ ALIVE = "(alive)"
 
 
 def measured_spans(frames: TraceFrames) -> pd.DataFrame:
-    """Spans that carry their own time (see module docstring)."""
+    """Spans that carry their own time: the one rule analyses, plots and exports share.
+
+    These are the real spans plus the derived ``[P]``/``[D]`` spans of the
+    attribute PD form (the only record of those phases); derived spans of the
+    child-span form are skipped because the real ``sglang_pd_*`` spans they
+    mirror are already counted.
+    """
     core = frames.span_core
     keep = ~core["virtual"].to_numpy() | (core["pd_form"] == "attrs").to_numpy()
     return core[keep]

@@ -190,6 +190,20 @@ def attr_frame(attrs: AttrTable, index: pd.Index) -> pd.DataFrame:
                          for key in attrs.keys}, index=index)
 
 
+def span_attr_frames(start: AttrTable, end: AttrTable, index: pd.Index) -> list[pd.DataFrame]:
+    """What ``TraceFrames.spans`` joins to the span core: the ``start_attrs`` and
+    ``end_attrs`` dicts, then the merged ``attr.<key>`` columns."""
+    dicts = pd.DataFrame({"start_attrs": _dict_column(start, index),
+                          "end_attrs": _dict_column(end, index)})
+    return [dicts, merged_attr_frame(start, end, index)]
+
+
+def event_attr_frames(attrs: AttrTable, index: pd.Index) -> list[pd.DataFrame]:
+    """What ``TraceFrames.events`` joins to the event core: the ``attrs`` dicts, then
+    the ``attr.<key>`` columns."""
+    return [pd.DataFrame({"attrs": _dict_column(attrs, index)}), attr_frame(attrs, index)]
+
+
 # --------------------------------------------------------------------------- internals
 
 
@@ -335,6 +349,14 @@ def _drop_nones(pieces: list[tuple[np.ndarray, tuple]], key: str,
         if mask.any():
             kept.append((index[mask], tuple(v for v in values if v is not None)))
     return kept
+
+
+def _dict_column(attrs: AttrTable, index: pd.Index) -> pd.Series:
+    """Every row's attribute dict (or None) as a column pandas keeps as objects
+    (``fromiter`` takes each dict as it is, where ``np.asarray`` would not)."""
+    dicts = attrs.dicts()
+    return pd.Series(np.fromiter(dicts, dtype=object, count=len(dicts)), index=index,
+                     dtype=object, copy=False)
 
 
 def _json_rows(rows: dict[int, dict]) -> dict[int, str]:

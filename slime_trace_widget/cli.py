@@ -187,7 +187,8 @@ def _load(inputs: list[Path], trusted: bool):
 
 
 def _exports(frames, out_dir: Path, stem: str, args: argparse.Namespace) -> None:
-    from .interop import export_perfetto, to_parquet
+    from .parquet import to_parquet
+    from .perfetto import export_perfetto
 
     if args.perfetto:
         print(f"wrote {export_perfetto(frames, out_dir / f'{stem}.perfetto.json')}")

@@ -1,38 +1,14 @@
-"""Flatten rollout dumps into three pandas DataFrames: samples, spans, events.
+"""The data model: dumps flattened into three DataFrames, samples, spans and events.
 
-This is the data model every other part reads (widget, snapshot, CLI,
-analysis). The raw records are walked once (``carrier.read_carrier``); all the
-rest is numpy/pandas over whole columns.
-
-Choices this module makes where the format leaves one:
-
-* **Identity.** ``samples.index`` is the sample *row* (position across all
-  dumps given, in order), because sample indices repeat in eval dumps and
-  across rollouts. ``spans.index`` / ``events.index`` are stable ids the widget
-  uses to refer back to a row.
-* **Times** are epoch seconds (float64). ``TraceFrames.t0`` is the earliest
-  timestamp; :meth:`TraceFrames.with_offsets` adds ``*_rel`` columns.
-* **Attributes as columns.** Every attribute key becomes a column
-  ``"attr.<key>"``; when a key is set both at start and at end, the column holds
-  the *end* value (the later, usually final one) and both stay available whole
-  in ``start_attrs`` / ``end_attrs`` (see ``attr_columns``).
-* **Duration** is ``end - start`` and NaN for open spans; ``display_end`` is
-  where the timeline draws a span to. An open span's display end is the
-  earliest of the row's last timestamp (``row_end``), the next sibling's start
-  (``next_sibling``) and the nearest closed ancestor's end (``ancestor_end``),
-  never before its start; ``clip_reason`` names which one won. A closed span
-  whose end precedes its start is drawn with zero width and counted
-  (``end_before_start``).
-* **Lanes.** An expanded row gives each depth a lane; the virtual ``[P]`` and
-  ``[D]`` spans (see ``pd_lanes``) get their own lanes just below the depth of
-  their generation span's children; real ``sglang_pd_*`` spans are flagged
-  ``pd_detail`` and share their virtual lane. An event sits on its parent's lane.
-* **Rewards.** ``reward`` is the scalar reward (NaN when missing); a dict
-  reward stays whole in ``reward_detail`` and ``reward`` is NaN rather than a
-  guessed key.
-* **Attempts.** A span belongs to the attempt on its start record
-  (``attempt``); ``end_attempt`` keeps the end record's. ``samples.attempts`` is
-  the highest attempt seen (records or carrier) plus one.
+Every other part reads it (widget, snapshot, CLI, analysis, exports). Records
+are walked once (``carrier.read_carrier``); the rest is numpy/pandas over whole
+columns. ``samples.index`` is the sample *row* (position across the dumps
+given, as sample indices repeat); ``spans.index`` / ``events.index`` are stable
+ids. Times are epoch seconds; ``duration`` is NaN for open spans. A span
+belongs to the attempt on its start record (``end_attempt`` keeps the end's);
+``reward`` is NaN unless scalar (a dict reward stays in ``reward_detail``).
+Span geometry (depths, display ends, lanes) lives in ``span_geometry``; the
+``attr.<key>`` columns in ``attr_columns``.
 """
 
 from __future__ import annotations
@@ -47,13 +23,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .attr_columns import AttrTable, attr_frame, merged_attr_frame
+from .attr_columns import AttrTable, event_attr_frames, span_attr_frames
 from .carrier import RecordColumns, read_carrier
-from .pd_lanes import LANE_SUFFIX, PHASE_SPANS, SUMMARY_EVENT, build_virtual_spans, find_pd_detail
+from .pd_lanes import LANE_SUFFIX, SUMMARY_EVENT, build_virtual_spans, find_pd_detail
 from .samples import SampleFields, sample_fields
+from .span_geometry import CLIP_REASONS, display_ends, span_depths, span_lanes
 from .values import clean_text
 
-CLIP_REASONS = ["row_end", "next_sibling", "ancestor_end"]
 STATES = ["closed", "open"]
 EVENT_KINDS = ["instant", "unmatched_end"]
 PD_FORMS = ["children", "attrs"]
@@ -92,11 +68,8 @@ class TraceFrames:
         """One row per span (virtual PD spans last), with ``attr.<key>`` columns."""
         if self._spans is None:
             core = self.span_core
-            dicts = pd.DataFrame({
-                "start_attrs": _object_series(self.span_start_attrs.dicts(), core.index),
-                "end_attrs": _object_series(self.span_end_attrs.dicts(), core.index)})
-            attrs = merged_attr_frame(self.span_start_attrs, self.span_end_attrs, core.index)
-            self._spans = pd.concat([core, dicts, attrs], axis=1)
+            attrs = span_attr_frames(self.span_start_attrs, self.span_end_attrs, core.index)
+            self._spans = pd.concat([core, *attrs], axis=1)
         return self._spans
 
     @property
@@ -104,8 +77,7 @@ class TraceFrames:
         """One row per instant event and unmatched end, with ``attr.<key>`` columns."""
         if self._events is None:
             core = self.event_core
-            dicts = pd.DataFrame({"attrs": _object_series(self.event_attrs.dicts(), core.index)})
-            self._events = pd.concat([core, dicts, attr_frame(self.event_attrs, core.index)],
+            self._events = pd.concat([core, *event_attr_frames(self.event_attrs, core.index)],
                                      axis=1)
         return self._events
 
@@ -125,10 +97,11 @@ class TraceFrames:
         """Attributes of the events ``indices``, JSON-safe (strings cut to ``max_chars``)."""
         return self.event_attrs.json_rows(self.event_core.index.get_indexer(indices), max_chars)
 
-
     def to_parquet(self, directory: Any) -> Any:
-        """Write samples/spans/events/segments as hive-partitioned Parquet (see ``interop``)."""
-        from .interop import to_parquet
+        """Write samples/spans/events/segments as hive-partitioned Parquet (see ``parquet``).
+
+        The exporter is imported here, on use, so the data model imports no exporter."""
+        from .parquet import to_parquet
 
         return to_parquet(self, directory)
 
@@ -374,25 +347,13 @@ def _clean_ids(values: list) -> list:
     return [v if v is None else clean_text(v) for v in values]
 
 
-def _object_series(values: list, index: pd.Index) -> pd.Series:
-    """A column of dicts (or None) that pandas keeps as objects."""
-    return pd.Series(_object_array(values), index=index, dtype=object, copy=False)
-
-
 def _object_array(values: list) -> np.ndarray:
     """1-d object array of ``values`` (``np.asarray`` would turn dicts or None oddly).
 
     ``fromiter`` takes each item as it is, 4 times faster than assigning a list of
-    dicts to a slice (numpy inspects each item there); object dtype needs numpy 1.23.
+    dicts to a slice (numpy inspects each item there).
     """
-    if _FROMITER_TAKES_OBJECTS:
-        return np.fromiter(values, dtype=object, count=len(values))
-    out = np.empty(len(values), dtype=object)
-    out[:] = values
-    return out
-
-
-_FROMITER_TAKES_OBJECTS = np.lib.NumpyVersion(np.__version__) >= "1.23.0"
+    return np.fromiter(values, dtype=object, count=len(values))
 
 
 def _row_extents(
@@ -451,13 +412,13 @@ def _span_table(
     phase_kind = np.zeros(len(rows), dtype=np.int64)
     phase_kind[n_real:] = [1 if p == "prefill" else 2 for p in virtual.phase]
 
-    depth = _depths(parents)
+    depth = span_depths(parents)
     open_mask = np.isnan(ends)
-    display_end, clip = _display_ends(rows, starts, ends, parents, open_mask, row_last)
+    display_end, clip = display_ends(rows, starts, ends, parents, open_mask, row_last)
     backwards = ~open_mask & (ends < starts)
     if backwards.any():
         warnings["end_before_start"] += int(backwards.sum())
-    lanes = _lanes(rows, depth, parents, names, pd_detail, phase_kind)
+    lanes = span_lanes(rows, depth, parents, names, pd_detail, phase_kind)
     codes = np.asarray(names.codes)
     frame = pd.DataFrame({
         "sample_row": rows,
@@ -522,114 +483,6 @@ def _pd_summaries(events: dict[str, Any]) -> dict[int, dict]:
     return {int(parents[i]): attrs[i]
             for i in np.flatnonzero(np.asarray(names.codes) == code).tolist()
             if parents[i] >= 0 and isinstance(attrs[i], dict)}
-
-
-def _depths(parents: np.ndarray) -> np.ndarray:
-    """Depth from the parent chain by pointer jumping: O(n log depth), so a crafted
-    100,000-deep chain costs ~17 vectorised rounds (links are acyclic after
-    ``carrier`` cut cycles)."""
-    depth = (parents >= 0).astype(np.int64)
-    ancestor = parents.copy()
-    while True:
-        jumping = ancestor >= 0
-        if not jumping.any():
-            return depth
-        target = ancestor[jumping]
-        depth[jumping] += depth[target]
-        ancestor[jumping] = ancestor[target]
-
-
-def _display_ends(
-    rows: np.ndarray,
-    starts: np.ndarray,
-    ends: np.ndarray,
-    parents: np.ndarray,
-    open_mask: np.ndarray,
-    row_last: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Display end for every span and the clip reason code (-1 for closed spans).
-
-    Linear in the number of spans plus log-time per open span, however many
-    spans are open: siblings are found by binary search in (row, parent, start)
-    order, and the nearest closed ancestor by pointer jumping over open ones.
-    """
-    display = np.where(open_mask, starts, np.maximum(ends, starts))
-    clip = np.full(len(starts), -1, dtype=np.int8)
-    open_index = np.flatnonzero(open_mask)
-    if not len(open_index):
-        return display, clip
-    own_start = starts[open_index]
-    last = row_last[rows[open_index]]
-    row_end = np.where(np.isnan(last), own_start, last)
-    next_sibling = _next_sibling_starts(rows, parents, starts, open_index)
-    closed = _nearest_closed_ancestor(parents, open_mask)[open_index]
-    ancestor_end = np.where(closed >= 0, ends[np.maximum(closed, 0)], np.inf)
-    candidates = np.stack([row_end, next_sibling, ancestor_end])
-    reason = np.argmin(candidates, axis=0)
-    display[open_index] = np.maximum(own_start, candidates[reason, np.arange(len(open_index))])
-    clip[open_index] = reason
-    return display, clip
-
-
-def _next_sibling_starts(rows: np.ndarray, parents: np.ndarray, starts: np.ndarray,
-                         chosen: np.ndarray) -> np.ndarray:
-    """For each span in ``chosen``: the earliest later start among its siblings (or inf)."""
-    group = rows * (len(parents) + 1) + (parents + 1)
-    order = np.lexsort((starts, group))
-    sorted_group, sorted_start = group[order], starts[order]
-    out = np.full(len(chosen), np.inf)
-    for k, (g, start) in enumerate(zip(group[chosen].tolist(), starts[chosen].tolist(),
-                                       strict=True)):
-        lo = np.searchsorted(sorted_group, g, "left")
-        hi = np.searchsorted(sorted_group, g, "right")
-        after = lo + np.searchsorted(sorted_start[lo:hi], start, "right")
-        if after < hi:
-            out[k] = sorted_start[after]
-    return out
-
-
-def _nearest_closed_ancestor(parents: np.ndarray, open_mask: np.ndarray) -> np.ndarray:
-    """Index of each span's nearest closed ancestor (-1 for none), by pointer jumping:
-    a pointer only ever moves past open spans, so no closed ancestor is skipped."""
-    pointer = parents.copy()
-    while True:
-        pending = pointer >= 0
-        pending[pending] = open_mask[pointer[pending]]
-        if not pending.any():
-            return pointer
-        pointer[pending] = pointer[pointer[pending]]
-
-
-def _lanes(
-    rows: np.ndarray,
-    depth: np.ndarray,
-    parents: np.ndarray,
-    names: pd.Categorical,
-    pd_detail: np.ndarray,
-    phase_kind: np.ndarray,
-) -> np.ndarray:
-    """Lane per span: dense rank of (depth, real/[P]/[D]) within each sample row.
-
-    Virtual spans already sit at their generation's child depth; real PD spans
-    take the key of the virtual lane that draws them.
-    """
-    key = depth * 3 + phase_kind
-    detail = np.flatnonzero(pd_detail)
-    if len(detail):
-        codes = np.asarray(names.codes)
-        phase_of_code = np.array([PHASE_SPANS.get(str(c), "") for c in names.categories],
-                                 dtype=object)
-        phase_span = np.where(phase_of_code[codes[detail]] != "", detail, parents[detail])
-        phase = phase_of_code[codes[phase_span]]
-        generation = parents[phase_span]
-        valid = (phase != "") & (generation >= 0)
-        key[detail[valid]] = (depth[generation[valid]] + 1) * 3 + np.where(
-            phase[valid] == "prefill", 1, 2)
-    stride = int(key.max()) + 1 if len(key) else 1
-    unique, inverse = np.unique(rows * stride + key, return_inverse=True)
-    unique_rows = unique // stride
-    first_of_row = np.searchsorted(unique_rows, unique_rows)
-    return (np.arange(len(unique)) - first_of_row)[inverse]
 
 
 def _has_key(dicts: list[dict | None], key: str) -> np.ndarray:

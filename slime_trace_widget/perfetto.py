@@ -1,39 +1,30 @@
-"""Exports for other tools: Perfetto / chrome://tracing JSON, and Parquet.
+"""Export to Perfetto / chrome://tracing: Chrome trace event JSON.
 
-Perfetto: Chrome trace event JSON, times in microseconds rebased to the dump
-start (epoch microseconds lose precision in doubles). One process per rollout,
-one thread per sample, named and ordered with metadata events. Complete
-(``X``) events must nest on a thread, but a sample's spans need not (concurrent
-tool calls, PD phases that outlast their generation), so spans that would
-partly overlap go to extra threads of the same sample ("#12 ⋯1"), placed
-right after it. Real spans are exported; derived ``[P]``/``[D]`` spans only for
-the attribute PD form, where no real phase spans exist.
-
-Parquet: ``samples``, ``spans``, ``events`` and ``segments`` tables, each in a
-hive layout partitioned by rollout id (``spans/rollout_id=3/part-0.parquet``;
-``-1`` when the dump has none), so DuckDB, Spark, Dask or Ray Data read a folder
-of many rollouts as one table. Attribute dicts are stored as JSON text;
-``attr.*`` columns keep their type when it is uniform and become JSON text
-otherwise. Rows join on ``(rollout_id, sample_row)``.
+Times are microseconds rebased to the dump start (epoch microseconds lose
+precision in doubles). One process per rollout, one thread per sample, named
+and ordered with metadata events. Complete (``X``) events must nest on a
+thread, but a sample's spans need not (concurrent tool calls, PD phases that
+outlast their generation), so spans that would partly overlap go to extra
+threads of the same sample ("#12 ⋯1"), placed right after it. The spans
+exported are the measured ones (``analysis.measured_spans``).
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
-from .frames import TraceFrames
-from .values import clean_text, json_safe
+from .analysis import measured_spans
+from .values import json_safe
+
+if TYPE_CHECKING:
+    from .frames import TraceFrames
 
 PERFETTO_MAX_CHARS = 10_000
-UNKNOWN_ROLLOUT = -1
-
-
-# --------------------------------------------------------------------------- Perfetto
 
 
 def perfetto_trace(frames: TraceFrames) -> dict[str, Any]:
@@ -48,9 +39,7 @@ def perfetto_trace(frames: TraceFrames) -> dict[str, Any]:
                        "args": {"name": label}})
         events.append({"ph": "M", "name": "process_sort_index", "pid": dump + 1, "tid": 0,
                        "args": {"sort_index": dump}})
-    spans = frames.span_core
-    keep = ~spans["virtual"].to_numpy() | (spans["pd_form"] == "attrs").to_numpy()
-    spans = spans[keep]
+    spans = measured_spans(frames)
     tracks = _nesting_tracks(spans)
     extra_tracks: dict[int, int] = {}
     for row, track in zip(spans["sample_row"].tolist(), tracks.tolist(), strict=True):
@@ -155,56 +144,4 @@ def _instant_events(events: pd.DataFrame, attrs_of: list, pid_of_row: np.ndarray
         out.append({"ph": "i", "s": "t", "name": name, "cat": kind,
                     "pid": int(pid_of_row[rows[i]]), "tid": _tid(rows[i], 0),
                     "ts": float(ts[i]), "args": args})
-    return out
-
-
-# --------------------------------------------------------------------------- Parquet
-
-
-def to_parquet(frames: TraceFrames, directory: str | Path) -> Path:
-    """Write the frames as hive-partitioned Parquet tables under ``directory``."""
-    root = Path(directory)
-    rollout_of_row = frames.samples["rollout_id"].fillna(UNKNOWN_ROLLOUT).astype(np.int64)
-    tables = {
-        "samples": frames.samples.reset_index(),
-        "spans": frames.spans.reset_index(names="span_index"),
-        "events": frames.events.reset_index(names="event_index"),
-        "segments": frames.segments.copy(),
-    }
-    row_of = {
-        "samples": tables["samples"]["row"],
-        "spans": tables["spans"]["sample_row"],
-        "events": tables["events"]["sample_row"],
-        "segments": frames.span_core["sample_row"].reindex(
-            tables["segments"]["span_index"]).reset_index(drop=True),
-    }
-    for name, table in tables.items():
-        table = _parquet_ready(table)
-        rollout = rollout_of_row.reindex(row_of[name].to_numpy()).to_numpy()
-        for value in np.unique(rollout) if len(rollout) else []:
-            part = root / name / f"rollout_id={int(value)}"
-            part.mkdir(parents=True, exist_ok=True)
-            chosen = table[rollout == value].drop(columns=["rollout_id"], errors="ignore")
-            chosen.to_parquet(part / "part-0.parquet", index=False)
-    return root
-
-
-def _parquet_ready(table: pd.DataFrame) -> pd.DataFrame:
-    """Columns Arrow can store: dicts and mixed objects become JSON text, and text is
-    made valid UTF-8 (a dump's strings may hold lone surrogates, which Arrow refuses)."""
-    out = table.rename(columns=lambda name: clean_text(name) if isinstance(name, str) else name)
-    for column in out.columns:
-        series = out[column]
-        if series.dtype != object:
-            continue
-        kinds = set(map(type, series.dropna().tolist()))
-        if kinds <= {bool} or not kinds:
-            out[column] = series.astype(object).where(series.notna(), None)
-            continue
-        if kinds <= {str}:
-            out[column] = [None if v is None or v != v else clean_text(v) for v in series]
-            continue
-        out[column] = [None if v is None or (isinstance(v, float) and v != v)
-                       else clean_text(json.dumps(json_safe(v), ensure_ascii=False))
-                       for v in series]
     return out

@@ -10,8 +10,9 @@ import duckdb
 import pytest
 
 from slime_trace_widget.frames import build_frames
-from slime_trace_widget.interop import export_perfetto, to_parquet
 from slime_trace_widget.load import load_frames
+from slime_trace_widget.parquet import to_parquet
+from slime_trace_widget.perfetto import export_perfetto
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
