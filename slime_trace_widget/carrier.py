@@ -38,11 +38,22 @@ from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any
 
+from .schema import (
+    EVENT,
+    RECORD_ATTEMPT,
+    RECORD_ATTRS,
+    RECORD_NAME,
+    RECORD_PARENT_SPAN_ID,
+    RECORD_SPAN_ID,
+    RECORD_TS,
+    RECORD_TYPE,
+    SPAN_END,
+    SPAN_START,
+)
 from .values import bounded_int, short_text
 
-SPAN_START = "span_start"
-SPAN_END = "span_end"
-INSTANT = "event"
+#: The instant-event record type (the name this module has always used).
+INSTANT = EVENT
 
 #: Timestamps are kept only strictly inside ``±TS_LIMIT``: one test rejects NaN
 #: (comparisons fail), inf and values float32 offsets could not hold.
@@ -144,30 +155,30 @@ def read_carrier(row: int, records: list, out: RecordColumns) -> None:
             warn["record_not_a_dict"] += 1
             continue
         get = record.get
-        ts = get("ts")
+        ts = get(RECORD_TS)
         if type(ts) is not float:
             ts = _coerce_ts(ts)
         if not -TS_LIMIT < ts < TS_LIMIT:  # type: ignore[operator]
             warn["bad_ts"] += 1
             continue
-        name = get("name")
+        name = get(RECORD_NAME)
         if type(name) is not str:
             name = _coerce_name(name, warn)
-        attempt = get("attempt", 0)
+        attempt = get(RECORD_ATTEMPT, 0)
         if type(attempt) is not int or not 0 <= attempt <= MAX_ATTEMPT:
             attempt = _coerce_attempt(attempt, warn)
-        attrs = get("attrs")
+        attrs = get(RECORD_ATTRS)
         if attrs is not None and (type(attrs) is not dict or not attrs):
             attrs = _read_attrs(attrs, warn)
-        kind = get("type")
+        kind = get(RECORD_TYPE)
         if type(kind) is not str and not isinstance(kind, str):
             kind = None  # an array here would compare element-wise below
 
         if kind == SPAN_START:
-            sid = get("span_id")
+            sid = get(RECORD_SPAN_ID)
             if type(sid) is not str:
                 sid = _coerce_span_id(sid, row, index, warn)
-            pid = get("parent_span_id")
+            pid = get(RECORD_PARENT_SPAN_ID)
             if pid is None:
                 if open_ids:
                     pid = _infer_parent(open_ids, starts, ts)
@@ -197,7 +208,7 @@ def read_carrier(row: int, records: list, out: RecordColumns) -> None:
             add_attrs(attrs)
             index += 1
         elif kind == SPAN_END:
-            sid = get("span_id")
+            sid = get(RECORD_SPAN_ID)
             if type(sid) is not str:
                 sid = short_text(sid, _TEXT_LIMIT)
             start_index = open_ids.pop(sid, -1)
@@ -210,14 +221,14 @@ def read_carrier(row: int, records: list, out: RecordColumns) -> None:
                 if waiting:
                     open_ids[sid] = waiting.popleft()
             else:
-                pid = get("parent_span_id")
+                pid = get(RECORD_PARENT_SPAN_ID)
                 if pid is None and open_ids:
                     pid = _infer_parent(open_ids, starts, ts)
                 elif pid is not None and type(pid) is not str:
                     pid = short_text(pid, _TEXT_LIMIT)
                 early_ends.append((sid, name, ts, attempt, attrs, pid))
         elif kind == INSTANT:
-            pid = get("parent_span_id")
+            pid = get(RECORD_PARENT_SPAN_ID)
             if pid is None:
                 if open_ids:
                     pid = _infer_parent(open_ids, starts, ts)

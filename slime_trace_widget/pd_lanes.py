@@ -35,11 +35,20 @@ import numpy as np
 import pandas as pd
 
 from .carrier import TS_LIMIT
+from .schema import (
+    PD_DURATION_ATTR,
+    PD_PHASE_ATTR,
+    PD_PHASE_LABELS,
+    PD_SPAN_PREFIX,
+    PD_SUMMARY_EVENT,
+    PD_SUMMARY_KEYS,
+)
 
-PHASE_SPANS = {"sglang_pd_prefill": "prefill", "sglang_pd_decode": "decode"}
-PD_PREFIX = "sglang_pd_"
-SUMMARY_EVENT = "sglang_pd_summary"
-SUMMARY_KEYS = ("pd_transfer_speed_gb_s", "pd_transfer_total_mb", "pd_prefill_retry_count")
+# The record format's PD names, under the names this module has always exported.
+PHASE_SPANS = PD_PHASE_LABELS
+PD_PREFIX = PD_SPAN_PREFIX
+SUMMARY_EVENT = PD_SUMMARY_EVENT
+SUMMARY_KEYS = PD_SUMMARY_KEYS
 LANE_SUFFIX = {"prefill": " [P]", "decode": " [D]"}
 
 #: Attribute-form segments per phase, in SGLang's order: (segment name, keys read).
@@ -159,10 +168,10 @@ def _from_child_spans(
     phases = [PHASE_SPANS[categories[c]] for c in codes[phase_index].tolist()]
     for phase_span, generation, phase in zip(phase_index.tolist(), generations.tolist(), phases,
                                              strict=True):
-        attrs: dict[str, Any] = {"phase": phase}
+        attrs: dict[str, Any] = {PD_PHASE_ATTR: phase}
         own = end_attrs[phase_span]
-        if own and "duration_s" in own:
-            attrs["duration_s"] = own["duration_s"]
+        if own and PD_DURATION_ATTR in own:
+            attrs[PD_DURATION_ATTR] = own[PD_DURATION_ATTR]
         summary = summaries.get(generation)
         if summary:
             attrs.update(summary)
@@ -223,8 +232,8 @@ def _from_attributes(
                     cursor += duration
             if not segments:
                 continue
-            phase_attrs: dict[str, Any] = {"phase": phase,
-                                           "duration_s": sum(seg[2] for seg in segments)}
+            phase_attrs: dict[str, Any] = {PD_PHASE_ATTR: phase,
+                                           PD_DURATION_ATTR: sum(seg[2] for seg in segments)}
             phase_attrs.update(summary)
             owner = out.add(index, phase, segments[0][1], cursor, phase_attrs, "attrs")
             for name, start, duration in segments:
