@@ -1,34 +1,14 @@
 """One pass over the raw records of every trace carrier, into flat columns.
 
-This is the only place that touches event dicts one by one; everything after it
-(depth, clipping, lanes, PD lanes, DataFrames) is vectorised in ``frames``.
-
-Reading rules (the same reading slime's viewer gives):
-
-* Records are in recording order, not time order. A ``span_end`` pairs with the
-  earliest unpaired ``span_start`` of the same ``span_id`` anywhere in the
-  carrier, even one recorded after it (damaged or merged carriers).
-* A start without ``parent_span_id`` takes as parent the most recently started
-  span still open at that point in recording order (and begun no later than
-  it); so does an instant event. Root spans written by slime carry no parent
-  and usually meet no open span.
-* A ``span_end`` whose start never appears is an *unmatched end*; it becomes an
-  event row of kind ``unmatched_end``.
-* A parent link to an id the carrier does not hold is kept as text but treated
-  as "no parent" (counted ``unknown_parent``); a link that would close a cycle is
-  cut (counted ``parent_cycle``).
-* Records that cannot be read are skipped and counted by kind: non-dict records,
-  missing/non-numeric/non-finite ``ts``, unknown ``type``, non-dict ``attrs``
-  (the record is kept without attrs), a ``span_start`` without ``span_id`` (kept
-  as a span under a synthetic id), duplicate span ids (both kept). An
-  ``attempt`` that is not a whole number in ``[0, MAX_ATTEMPT]`` reads as 0
-  (counted ``bad_attempt``); names and ids that are not text are turned into
-  bounded text.
-
-The reader's cost stays linear however a file is crafted: parent inference
-looks at the :data:`PARENT_SCAN` most recently opened spans only, and parents
-resolved late are checked for cycles with a union-find rather than by walking
-the chain each time.
+This is the only place that touches record dicts one by one; everything after
+it (depth, clipping, lanes, PD lanes, DataFrames) is vectorised in ``frames``.
+It reads records as slime's viewer does: an end pairs with the earliest
+unpaired start of its ``span_id`` (even one recorded later); a start or event
+without a parent takes the most recently started open span that began no later;
+unmatched ends become ``unmatched_end`` events; links to unknown ids count as
+``unknown_parent`` and links that would close a cycle are cut. Unreadable
+records are skipped and counted by kind, and the cost stays linear however a
+file is crafted (:data:`PARENT_SCAN`, a union-find for late parents).
 """
 
 from __future__ import annotations
