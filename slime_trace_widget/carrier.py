@@ -1,34 +1,14 @@
 """One pass over the raw records of every trace carrier, into flat columns.
 
-This is the only place that touches event dicts one by one; everything after it
-(depth, clipping, lanes, PD lanes, DataFrames) is vectorised in ``frames``.
-
-Reading rules (the same reading slime's viewer gives):
-
-* Records are in recording order, not time order. A ``span_end`` pairs with the
-  earliest unpaired ``span_start`` of the same ``span_id`` anywhere in the
-  carrier, even one recorded after it (damaged or merged carriers).
-* A start without ``parent_span_id`` takes as parent the most recently started
-  span still open at that point in recording order (and begun no later than
-  it); so does an instant event. Root spans written by slime carry no parent
-  and usually meet no open span.
-* A ``span_end`` whose start never appears is an *unmatched end*; it becomes an
-  event row of kind ``unmatched_end``.
-* A parent link to an id the carrier does not hold is kept as text but treated
-  as "no parent" (counted ``unknown_parent``); a link that would close a cycle is
-  cut (counted ``parent_cycle``).
-* Records that cannot be read are skipped and counted by kind: non-dict records,
-  missing/non-numeric/non-finite ``ts``, unknown ``type``, non-dict ``attrs``
-  (the record is kept without attrs), a ``span_start`` without ``span_id`` (kept
-  as a span under a synthetic id), duplicate span ids (both kept). An
-  ``attempt`` that is not a whole number in ``[0, MAX_ATTEMPT]`` reads as 0
-  (counted ``bad_attempt``); names and ids that are not text are turned into
-  bounded text.
-
-The reader's cost stays linear however a file is crafted: parent inference
-looks at the :data:`PARENT_SCAN` most recently opened spans only, and parents
-resolved late are checked for cycles with a union-find rather than by walking
-the chain each time.
+This is the only place that touches record dicts one by one; everything after
+it (depth, clipping, lanes, PD lanes, DataFrames) is vectorised in ``frames``.
+It reads records as slime's viewer does: an end pairs with the earliest
+unpaired start of its ``span_id`` (even one recorded later); a start or event
+without a parent takes the most recently started open span that began no later;
+unmatched ends become ``unmatched_end`` events; links to unknown ids count as
+``unknown_parent`` and links that would close a cycle are cut. Unreadable
+records are skipped and counted by kind, and the cost stays linear however a
+file is crafted (:data:`PARENT_SCAN`, a union-find for late parents).
 """
 
 from __future__ import annotations
@@ -38,11 +18,22 @@ from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any
 
+from .schema import (
+    EVENT,
+    RECORD_ATTEMPT,
+    RECORD_ATTRS,
+    RECORD_NAME,
+    RECORD_PARENT_SPAN_ID,
+    RECORD_SPAN_ID,
+    RECORD_TS,
+    RECORD_TYPE,
+    SPAN_END,
+    SPAN_START,
+)
 from .values import bounded_int, short_text
 
-SPAN_START = "span_start"
-SPAN_END = "span_end"
-INSTANT = "event"
+#: The instant-event record type (the name this module has always used).
+INSTANT = EVENT
 
 #: Timestamps are kept only strictly inside ``±TS_LIMIT``: one test rejects NaN
 #: (comparisons fail), inf and values float32 offsets could not hold.
@@ -144,30 +135,30 @@ def read_carrier(row: int, records: list, out: RecordColumns) -> None:
             warn["record_not_a_dict"] += 1
             continue
         get = record.get
-        ts = get("ts")
+        ts = get(RECORD_TS)
         if type(ts) is not float:
             ts = _coerce_ts(ts)
         if not -TS_LIMIT < ts < TS_LIMIT:  # type: ignore[operator]
             warn["bad_ts"] += 1
             continue
-        name = get("name")
+        name = get(RECORD_NAME)
         if type(name) is not str:
             name = _coerce_name(name, warn)
-        attempt = get("attempt", 0)
+        attempt = get(RECORD_ATTEMPT, 0)
         if type(attempt) is not int or not 0 <= attempt <= MAX_ATTEMPT:
             attempt = _coerce_attempt(attempt, warn)
-        attrs = get("attrs")
+        attrs = get(RECORD_ATTRS)
         if attrs is not None and (type(attrs) is not dict or not attrs):
             attrs = _read_attrs(attrs, warn)
-        kind = get("type")
+        kind = get(RECORD_TYPE)
         if type(kind) is not str and not isinstance(kind, str):
             kind = None  # an array here would compare element-wise below
 
         if kind == SPAN_START:
-            sid = get("span_id")
+            sid = get(RECORD_SPAN_ID)
             if type(sid) is not str:
                 sid = _coerce_span_id(sid, row, index, warn)
-            pid = get("parent_span_id")
+            pid = get(RECORD_PARENT_SPAN_ID)
             if pid is None:
                 if open_ids:
                     pid = _infer_parent(open_ids, starts, ts)
@@ -197,7 +188,7 @@ def read_carrier(row: int, records: list, out: RecordColumns) -> None:
             add_attrs(attrs)
             index += 1
         elif kind == SPAN_END:
-            sid = get("span_id")
+            sid = get(RECORD_SPAN_ID)
             if type(sid) is not str:
                 sid = short_text(sid, _TEXT_LIMIT)
             start_index = open_ids.pop(sid, -1)
@@ -210,14 +201,14 @@ def read_carrier(row: int, records: list, out: RecordColumns) -> None:
                 if waiting:
                     open_ids[sid] = waiting.popleft()
             else:
-                pid = get("parent_span_id")
+                pid = get(RECORD_PARENT_SPAN_ID)
                 if pid is None and open_ids:
                     pid = _infer_parent(open_ids, starts, ts)
                 elif pid is not None and type(pid) is not str:
                     pid = short_text(pid, _TEXT_LIMIT)
                 early_ends.append((sid, name, ts, attempt, attrs, pid))
         elif kind == INSTANT:
-            pid = get("parent_span_id")
+            pid = get(RECORD_PARENT_SPAN_ID)
             if pid is None:
                 if open_ids:
                     pid = _infer_parent(open_ids, starts, ts)

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .schema import CARRIER_EVENTS, PD_SEGMENTS, PD_SUMMARY_KEYS, SAMPLE_TRACE_KEY
 from .tracing import (
     TraceSpan,
     build_sglang_meta_trace_attrs,
@@ -35,6 +36,9 @@ from .tracing import (
     use_clock,
 )
 
+#: SGLang meta keys of the PD segment durations, per phase in timeline order.
+PREFILL_KEYS = tuple(key for key, _ in PD_SEGMENTS["prefill"])
+DECODE_KEYS = tuple(key for key, _ in PD_SEGMENTS["decode"])
 #: Simulated wall clock of the first record (2026-01-01 00:00:00 UTC).
 EPOCH = 1767225600.0
 
@@ -427,23 +431,24 @@ class _Rollout:
     def _pd_meta(self, duration: float) -> dict[str, float]:
         rng = self.rng
         prefill = {
-            "pd_prefill_bootstrap_queue_duration": rng.uniform(0.0, 0.05),
-            "pd_prefill_bootstrap_duration": rng.uniform(0.0, 0.03),
-            "pd_prefill_alloc_wait_duration": rng.choice((0.0, rng.uniform(0.0, 0.2))),
-            "pd_prefill_forward_duration": rng.uniform(0.005, 0.3),
-            "pd_prefill_transfer_queue_duration": rng.uniform(0.0, 0.08),
+            PREFILL_KEYS[0]: rng.uniform(0.0, 0.05),  # bootstrap queue
+            PREFILL_KEYS[1]: rng.uniform(0.0, 0.03),  # bootstrap
+            PREFILL_KEYS[2]: rng.choice((0.0, rng.uniform(0.0, 0.2))),  # alloc wait
+            PREFILL_KEYS[3]: rng.uniform(0.005, 0.3),  # forward
+            PREFILL_KEYS[4]: rng.uniform(0.0, 0.08),  # transfer queue
         }
         decode = {
-            "pd_decode_prealloc_duration": rng.uniform(0.0, 0.04),
-            "pd_decode_bootstrap_duration": rng.uniform(0.0, 0.02),
-            "pd_decode_alloc_wait_duration": rng.choice((0.0, rng.uniform(0.0, 0.3))),
-            "pd_decode_transfer_duration": rng.uniform(0.01, 0.2),
+            DECODE_KEYS[0]: rng.uniform(0.0, 0.04),  # prealloc
+            DECODE_KEYS[1]: rng.uniform(0.0, 0.02),  # bootstrap
+            DECODE_KEYS[2]: rng.choice((0.0, rng.uniform(0.0, 0.3))),  # alloc wait
+            DECODE_KEYS[3]: rng.uniform(0.01, 0.2),  # transfer
         }
         used = sum(prefill.values()) + sum(decode.values())
-        decode["pd_decode_forward_duration"] = max(0.01, duration - used)
-        stats = {"pd_transfer_speed_gb_s": round(rng.uniform(2.0, 40.0), 3),
-                 "pd_transfer_total_mb": round(rng.uniform(5.0, 60.0), 3),
-                 "pd_prefill_retry_count": rng.choice((0, 0, 0, 1, 2))}
+        decode[DECODE_KEYS[4]] = max(0.01, duration - used)  # forward
+        speed, total, retries = PD_SUMMARY_KEYS
+        stats = {speed: round(rng.uniform(2.0, 40.0), 3),
+                 total: round(rng.uniform(5.0, 60.0), 3),
+                 retries: rng.choice((0, 0, 0, 1, 2))}
         return {k: round(v, 6) for k, v in {**prefill, **decode}.items()} | stats
 
     async def _tool_call(self, sample: dict, turn: int) -> None:
@@ -517,7 +522,7 @@ def write_demo_dump(path: str | Path, *, n_samples: int = 64, seed: int = 0,
 
 def count_records(samples: list[dict]) -> int:
     """Number of raw trace records across ``samples`` (the size unit of the benchmarks)."""
-    return sum(len((s.get("trace") or {}).get("events") or ()) for s in samples)
+    return sum(len((s.get(SAMPLE_TRACE_KEY) or {}).get(CARRIER_EVENTS) or ()) for s in samples)
 
 
 def main(argv: list[str] | None = None) -> int:

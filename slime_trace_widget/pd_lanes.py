@@ -1,28 +1,13 @@
 """Virtual ``[P]`` / ``[D]`` spans for SGLang prefill/decode (PD) timings.
 
-Both generations of the format give the same virtual spans, so the timeline
-and every analysis read PD data one way:
-
-* **child-span form** (current): a generation span has children
-  ``sglang_pd_prefill`` / ``sglang_pd_decode``, each with segment children
-  (``sglang_pd_prefill_forward`` ...). Each phase span becomes a virtual span
-  named ``"<generation name> [P]"`` (or ``[D]``) with the same interval, whose
-  segments are the phase's children. The real ``sglang_pd_*`` spans stay in the
-  spans table, flagged ``pd_detail`` (the timeline draws them through the
-  virtual lane instead of a lane of their own).
-* **attribute form** (first releases): the generation span's end attributes
-  hold ``pd_*_duration`` keys; segments are laid end to end from the
-  generation span's start in SGLang's order, as slime's viewer does. The
-  oldest release wrote ``pd_bootstrap_duration`` (read as the prefill
-  bootstrap) and ``pd_alloc_waiting_duration`` (read as the decode
-  allocation wait).
-
-Segments with a missing, non-positive or non-finite duration are left out, as
-are any that would end outside the timestamp range the carrier reader accepts
-(``carrier.TS_LIMIT``), so virtual spans end where real ones can. Summary keys
-(``pd_transfer_speed_gb_s``, ``pd_transfer_total_mb``, ``pd_prefill_retry_count``),
-from the ``sglang_pd_summary`` event or the attributes, are copied into both
-virtual spans' end attributes.
+Both forms of the format give the same virtual spans, so the timeline and every
+analysis read PD data one way. In the child-span form each ``sglang_pd_prefill``
+/ ``sglang_pd_decode`` span becomes a virtual span ``"<generation name> [P]"``
+(or ``[D]``) over the same interval, its children the segments; the real spans
+stay, flagged ``pd_detail``. In the attribute form the generation span's
+``pd_*_duration`` end attributes are laid end to end from its start. Segments
+that are missing, non-positive, non-finite or past ``carrier.TS_LIMIT`` are left
+out; the summary keys go into both virtual spans' end attributes.
 """
 
 from __future__ import annotations
@@ -35,11 +20,20 @@ import numpy as np
 import pandas as pd
 
 from .carrier import TS_LIMIT
+from .schema import (
+    PD_DURATION_ATTR,
+    PD_PHASE_ATTR,
+    PD_PHASE_LABELS,
+    PD_SPAN_PREFIX,
+    PD_SUMMARY_EVENT,
+    PD_SUMMARY_KEYS,
+)
 
-PHASE_SPANS = {"sglang_pd_prefill": "prefill", "sglang_pd_decode": "decode"}
-PD_PREFIX = "sglang_pd_"
-SUMMARY_EVENT = "sglang_pd_summary"
-SUMMARY_KEYS = ("pd_transfer_speed_gb_s", "pd_transfer_total_mb", "pd_prefill_retry_count")
+# The record format's PD names, under the names this module has always exported.
+PHASE_SPANS = PD_PHASE_LABELS
+PD_PREFIX = PD_SPAN_PREFIX
+SUMMARY_EVENT = PD_SUMMARY_EVENT
+SUMMARY_KEYS = PD_SUMMARY_KEYS
 LANE_SUFFIX = {"prefill": " [P]", "decode": " [D]"}
 
 #: Attribute-form segments per phase, in SGLang's order: (segment name, keys read).
@@ -159,10 +153,10 @@ def _from_child_spans(
     phases = [PHASE_SPANS[categories[c]] for c in codes[phase_index].tolist()]
     for phase_span, generation, phase in zip(phase_index.tolist(), generations.tolist(), phases,
                                              strict=True):
-        attrs: dict[str, Any] = {"phase": phase}
+        attrs: dict[str, Any] = {PD_PHASE_ATTR: phase}
         own = end_attrs[phase_span]
-        if own and "duration_s" in own:
-            attrs["duration_s"] = own["duration_s"]
+        if own and PD_DURATION_ATTR in own:
+            attrs[PD_DURATION_ATTR] = own[PD_DURATION_ATTR]
         summary = summaries.get(generation)
         if summary:
             attrs.update(summary)
@@ -223,8 +217,8 @@ def _from_attributes(
                     cursor += duration
             if not segments:
                 continue
-            phase_attrs: dict[str, Any] = {"phase": phase,
-                                           "duration_s": sum(seg[2] for seg in segments)}
+            phase_attrs: dict[str, Any] = {PD_PHASE_ATTR: phase,
+                                           PD_DURATION_ATTR: sum(seg[2] for seg in segments)}
             phase_attrs.update(summary)
             owner = out.add(index, phase, segments[0][1], cursor, phase_attrs, "attrs")
             for name, start, duration in segments:

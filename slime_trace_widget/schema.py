@@ -1,0 +1,112 @@
+"""The trace record format: one definition for the writer, the reader, the PD lanes and the demo.
+
+A traced sample holds a *carrier* dict at ``sample["trace"]`` (or ``sample.trace``):
+identity keys plus an append-only ``events`` list of *records*. A record is a
+``span_start``, a ``span_end`` or an instant ``event``. SGLang's prefill/decode (PD)
+timings are recorded as ``sglang_pd_*`` child spans and a summary event. The
+format is slime's (``slime.observability.trace_utils``); docs/trace-format.md
+describes it. Standard library only, so any module can import it.
+"""
+
+from __future__ import annotations
+
+#: Carrier format version written into every carrier.
+TRACE_VERSION = 1
+
+#: Attribute of a sample object (or key of a dict sample) that holds its carrier.
+SAMPLE_TRACE_KEY = "trace"
+
+# Carrier keys, in the order slime writes them.
+CARRIER_VERSION = "version"
+CARRIER_TRACE_ID = "trace_id"
+CARRIER_EVENTS = "events"
+CARRIER_SAMPLE_ID = "sample_id"
+CARRIER_GROUP_ID = "group_id"
+CARRIER_ATTEMPT = "attempt"
+CARRIER_KEYS = (
+    CARRIER_VERSION,
+    CARRIER_TRACE_ID,
+    CARRIER_EVENTS,
+    CARRIER_SAMPLE_ID,
+    CARRIER_GROUP_ID,
+    CARRIER_ATTEMPT,
+)
+
+# Record types.
+SPAN_START = "span_start"
+SPAN_END = "span_end"
+EVENT = "event"
+RECORD_TYPES = (SPAN_START, SPAN_END, EVENT)
+
+# Record keys, in the order slime writes them. ``span_id`` is on span records only;
+# ``parent_span_id`` on starts and events that have a parent; ``attrs`` when not empty.
+RECORD_TYPE = "type"
+RECORD_NAME = "name"
+RECORD_TS = "ts"
+RECORD_TRACE_ID = "trace_id"
+RECORD_SAMPLE_ID = "sample_id"
+RECORD_GROUP_ID = "group_id"
+RECORD_ATTEMPT = "attempt"
+RECORD_SPAN_ID = "span_id"
+RECORD_PARENT_SPAN_ID = "parent_span_id"
+RECORD_ATTRS = "attrs"
+RECORD_KEYS = (
+    RECORD_TYPE,
+    RECORD_NAME,
+    RECORD_TS,
+    RECORD_TRACE_ID,
+    RECORD_SAMPLE_ID,
+    RECORD_GROUP_ID,
+    RECORD_ATTEMPT,
+    RECORD_SPAN_ID,
+    RECORD_PARENT_SPAN_ID,
+    RECORD_ATTRS,
+)
+
+#: Instant event that ``trace_next_attempt`` records, and its attribute holding the new attempt.
+ATTEMPT_START_EVENT = "attempt_start"
+ATTEMPT_ATTR = "attempt"
+#: End attributes of a span whose block raised.
+ERROR_TYPE_ATTR = "error_type"
+ERROR_MESSAGE_ATTR = "error_message"
+
+#: Reserved key in span attrs: child spans to synthesise, not an attribute.
+TRACE_CHILDREN_KEY = "_trace_children"
+
+#: SGLang ``meta_info`` keys kept as generation span attributes.
+SGLANG_META_KEYS = (
+    "prompt_tokens",
+    "completion_tokens",
+    "cached_tokens",
+    "queue_time",
+    "e2e_latency",
+    "decode_throughput",
+)
+
+#: PD phase span name -> phase label.
+PD_PHASE_LABELS = {"sglang_pd_prefill": "prefill", "sglang_pd_decode": "decode"}
+#: Common prefix of every PD span name.
+PD_SPAN_PREFIX = "sglang_pd_"
+_PD_STEPS = {
+    "prefill": ("bootstrap_queue", "bootstrap", "alloc_wait", "forward", "transfer_queue"),
+    "decode": ("prealloc", "bootstrap", "alloc_wait", "transfer", "forward"),
+}
+#: Per phase label: ((meta duration key, child span name), ...), in timeline order.
+PD_SEGMENTS = {
+    label: tuple((f"pd_{label}_{step}_duration", f"sglang_pd_{label}_{step}") for step in steps)
+    for label, steps in _PD_STEPS.items()
+}
+#: (phase span name, phase label, segments), in timeline order.
+PD_PHASES = tuple((name, label, PD_SEGMENTS[label]) for name, label in PD_PHASE_LABELS.items())
+#: Attributes of a PD phase span.
+PD_PHASE_ATTR = "phase"
+PD_DURATION_ATTR = "duration_s"
+#: Instant event after the phases, carrying the summary keys present in the meta.
+PD_SUMMARY_EVENT = "sglang_pd_summary"
+PD_SUMMARY_KEYS = ("pd_transfer_speed_gb_s", "pd_transfer_total_mb", "pd_prefill_retry_count")
+
+# The same tables under the names slime's trace_utils gives them.
+SGLANG_TRACE_META_KEYS = SGLANG_META_KEYS
+SGLANG_PD_PREFILL_SEGMENTS = PD_SEGMENTS["prefill"]
+SGLANG_PD_DECODE_SEGMENTS = PD_SEGMENTS["decode"]
+SGLANG_PD_SUMMARY_KEYS = PD_SUMMARY_KEYS
