@@ -240,3 +240,11 @@ def _union_lengths(intervals: pd.DataFrame, key: str) -> pd.Series:
     if merged.empty:
         return pd.Series(dtype=float)
     return (merged["end"] - merged["start"]).clip(lower=0).groupby(merged[key]).sum()
+
+
+def rollout_trends(source: Any, heaviest: int = 3) -> pd.DataFrame:
+    """Trends across a run, one row per dump of a run dataset folder (or of frames),
+    computed in DuckDB: see :func:`slime_trace_widget.dataset.trends.rollout_trends`."""
+    from .dataset.trends import rollout_trends as trends_of
+
+    return trends_of(source, heaviest)

@@ -8,16 +8,18 @@ import shutil
 import time
 from pathlib import Path
 
+import matplotlib
 import numpy as np
 import pandas as pd
 import pytest
 
-from slime_trace_widget import TraceTimeline
+from slime_trace_widget import TraceTimeline, analysis
 from slime_trace_widget.cli import main as cli_main
 from slime_trace_widget.dataset import Manifest, convert, dump_kind, layout, open_dataset
 from slime_trace_widget.dataset.trends import rollout_trends
 from slime_trace_widget.load import DumpError, load_frames, save_dump
 from slime_trace_widget.load.files import load_trusted
+from slime_trace_widget.plots import plot_rollout_trends
 
 FIXTURES = Path(__file__).parent / "fixtures"
 #: file name in the run -> fixture; rollout_7 holds rollout id 3 like the eval dump.
@@ -138,7 +140,8 @@ def test_a_failing_dump_is_recorded_and_retried(run: Path, tmp_path: Path) -> No
     entry = Manifest.load(root).dumps[str(broken)]
     assert entry["status"] == "failed" and "rollout_5.pt" in entry["error"]
     with pytest.warns(RuntimeWarning):
-        assert [p for p, _ in convert(str(run / "*.pt"), root, progress=False).failed] == [str(broken)]
+        failed = convert(str(run / "*.pt"), root, progress=False).failed
+    assert [p for p, _ in failed] == [str(broken)]
     shutil.copy(FIXTURES / "small.pt", broken)
     _settle(broken)
     assert convert(str(run / "*.pt"), root, progress=False).converted == [str(broken)]
@@ -204,6 +207,10 @@ def test_trends_over_the_dataset_match_the_frames(run: Path, tmp_path: Path) -> 
     assert np.isclose(row["straggler_share"],
                       (first["duration"] > 2 * first["duration"].median()).mean())
     assert {"pd_transfer_mb", "tool_errors", "sglang_generate_p50"} <= set(trends.columns)
+    pd.testing.assert_frame_equal(analysis.rollout_trends(root), trends)
+    matplotlib.use("Agg")
+    ax = plot_rollout_trends(trends, ["duration_p95", "wall_s"])
+    assert len(ax.get_lines()) == 4  # two columns, train and eval apart
 
 
 def test_cli_convert(run: Path, tmp_path: Path, capsys) -> None:

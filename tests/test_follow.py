@@ -7,6 +7,8 @@ import shutil
 import time
 from pathlib import Path
 
+import pytest
+
 from slime_trace_widget import TraceTimeline
 from slime_trace_widget import widget as widget_module
 from slime_trace_widget.follow import DumpWatcher, Poller
@@ -42,6 +44,7 @@ def test_watcher_returns_each_complete_dump_once(tmp_path: Path) -> None:
     assert watcher.new_dumps() == [str(tmp_path / "rollout_1.pt")]
 
 
+@pytest.mark.filterwarnings("ignore:skipped .*rollout_1.pt:RuntimeWarning")
 def test_timeline_follows_a_folder(tmp_path: Path, monkeypatch) -> None:
     _place(FIXTURES / "small.pt", tmp_path / "rollout_0.pt")
     loaded: list[list[str]] = []

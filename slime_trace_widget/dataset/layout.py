@@ -32,12 +32,11 @@ from ..load.wire import (
     meta_of,
     parse_meta,
 )
+from ..parquet import UNKNOWN_ROLLOUT  # samples without a rollout id (read back as missing)
 
 TABLES = ("samples", "spans", "events", "segments",
           "span_start_attrs", "span_end_attrs", "event_attrs")
 PARTITION = "rollout_id"
-#: Partition of samples without a rollout id (read back as missing).
-UNKNOWN_ROLLOUT = -1
 DUMP_FILE, DUMP_KIND = "dump_file", "dump_kind"
 _POSITION = {"samples": "row", "spans": "span_index", "events": "event_index",
              "span_start_attrs": "span_index", "span_end_attrs": "span_index",
