@@ -1,27 +1,12 @@
 """Attribute tables as a snapshot page embeds them: column by column, numbers
 and texts as bytes (read by ``js/src/page_attrs.js``).
 
-A page holds the attributes of every drawn span and event. As one JSON dict per
-row, 50k spans with a few dozen attributes each made 25 MB of JSON that took
-longer to write and compress than the dump took to load. As columns, numbers
-are their bytes, a text repeated across rows is written once, and texts reach
-the page as UTF-8 bytes (Arrow's own buffers), neither escaped nor parsed.
-
-A table is ``{"rows": n, "columns": [...], "nones": {...}, "overflow": {...}}``.
-Columns name their byte strings, which the block carries after its JSON (see
-``snapshot``); each is ``{"key", "kind", "valid"?, ...}``, with ``valid`` a
-bitmap (bit i, least significant first, set where row i has the key; absent
-when every row has it) and by kind:
-
-- ``f64``, ``i64``: ``values``, little-endian float64 / int64 per row;
-- ``bool``: ``values``, one byte per row;
-- ``text``, ``json``: ``codes``, int32 per row indexing a dictionary of texts
-  (``json``: JSON texts of nested data) held as UTF-8 ``data`` cut at int32
-  ``offsets`` (Arrow's string layout).
-
-``nones`` lists per row the keys whose value was None, ``overflow`` the
-attributes past the column cap; both keyed by row number as text. Texts are
-cut to ``max_chars`` as everywhere else (:func:`values.truncate`), and
+As one JSON dict per row, 50k spans with a few dozen attributes each made
+25 MB of JSON that took longer to write and compress than the dump took to
+load. As columns, numbers are their bytes, a text repeated across rows is
+written once, and texts reach the page as Arrow's own UTF-8 buffers, neither
+escaped nor parsed. The layout of a table is in ``docs/payload.md`` ("Snapshot
+attribute tables"); texts are cut to ``max_chars`` as everywhere else, and
 non-finite floats read as the text ``json_safe`` gives them.
 """
 

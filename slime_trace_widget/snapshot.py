@@ -1,19 +1,15 @@
 """Standalone HTML snapshot: the widget's bundle and data in one offline file.
 
-The page carries the same JS bundle and payload as the notebook widget, so it
-draws the same picture, plus every attribute of the included spans and events
-(the notebook fetches those from the kernel; a snapshot has no kernel), column
-by column (``page_attrs``). It
-opens from ``file://`` with the network off (see ``htmlpage`` for the page and
-its two blocks). Strings in attributes longer than :data:`SNAPSHOT_MAX_CHARS`
-are cut with a ``…[truncated N chars]`` marker.
-
-The samples' prompts, responses, labels and metadata are embedded too, so the
-panel's "show all" works without a kernel: each text is cut to
-:data:`SNAPSHOT_MAX_CHARS`, or to less when all of them together would pass
-:data:`SNAPSHOT_TEXT_BUDGET` (thousands of samples of long agent transcripts
-would otherwise make a page of hundreds of megabytes), and the panel says how
-much of a text the page leaves out.
+The page carries the notebook widget's JS bundle and payload, so it draws the
+same picture, plus what the notebook asks the kernel for: every attribute of
+the included spans and events (column by column, ``page_attrs``) and the
+samples' texts. It opens from ``file://`` with the network off (``htmlpage``
+has the page and its two blocks). Attribute strings longer than
+:data:`SNAPSHOT_MAX_CHARS` are cut with a ``…[truncated N chars]`` marker; each
+sample text is cut to :data:`SNAPSHOT_MAX_CHARS`, or less when all of them
+together would pass :data:`SNAPSHOT_TEXT_BUDGET` (thousands of long agent
+transcripts would make a page of hundreds of megabytes), and the panel says
+how much the page leaves out.
 """
 
 from __future__ import annotations

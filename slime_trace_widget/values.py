@@ -1,24 +1,14 @@
 """Turn attribute values from dumps into plain Python data, and plain data into JSON.
 
-Dumps hold whatever user code passed to ``span.set``: numpy scalars, tensors,
-NaN/inf, nested dicts, inert placeholders from the safe unpickler. Two
-conversions are needed and they are deliberately different:
-
-* :func:`plain_value` runs once while flattening, so that DataFrame columns
-  hold values pandas can compare (``spans["attr.x"] > 5`` must not meet a
-  tensor). It keeps strings whole and NaN as NaN.
-* :func:`json_safe` runs only where data leaves Python (widget messages, HTML
-  snapshot, Perfetto JSON): NaN/inf become strings, long strings are cut with
-  a visible marker, and depth is bounded.
-
-Both are bounded by the work they do, not only by depth: a pickle can refer to
-one object many times (its memo), so a few hundred bytes can stand for a list
-of lists whose expansion has 2**40 elements, or for one long string repeated a
-million times. A conversion takes at most :data:`MAX_STEPS` steps (one per
-container element) and ``json_safe`` keeps at most :data:`TOTAL_CHARS_FACTOR`
-times its per-string limit in all; what does not fit becomes a marker saying
-how much was left out. :func:`short_text` is the same bounded conversion for
-names, ids and keys that must become one string.
+Two conversions, deliberately different: :func:`plain_value` runs once while
+flattening so DataFrame columns hold comparable values (strings whole, NaN as
+NaN); :func:`json_safe` runs only where data leaves Python (widget messages,
+snapshot, Perfetto): NaN/inf become strings, long strings are cut with a
+visible marker, depth is bounded. Both are bounded by the work they do, not
+only by depth (a pickle's memo lets a few bytes stand for 2**40 elements): at
+most :data:`MAX_STEPS` steps, and ``json_safe`` keeps at most
+:data:`TOTAL_CHARS_FACTOR` times its per-string limit in all. :func:`short_text`
+is the same bounded conversion for names, ids and keys.
 """
 
 from __future__ import annotations
