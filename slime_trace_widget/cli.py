@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import functools
 import http.server
+import json
 import os
 import sys
 import tempfile
@@ -30,6 +31,8 @@ from .load.paths import expand_paths
 
 CACHE_SUFFIX = ".trace_timeline_cache.stw"
 HTML_SUFFIX = ".trace_timeline_viewer.html"
+#: What a followed page polls: ``{"version": n, "dumps": k}``, rewritten on each change.
+FOLLOW_STATE = "follow.json"
 
 
 class CliError(Exception):
@@ -70,6 +73,10 @@ def _parser() -> argparse.ArgumentParser:
                         help="also write a <name>.parquet/ folder (hive layout)")
     parser.add_argument("--trusted", action="store_true",
                         help="unpickle with torch's full unpickler (runs code from the file)")
+    parser.add_argument("--follow", metavar="DIR",
+                        help="serve DIR's dumps and add each new one as slime writes it")
+    parser.add_argument("--pattern", default="*.pt", help="dump files to follow (*.pt)")
+    parser.add_argument("--interval", type=float, help="seconds between looks (5)")
     return parser
 
 
@@ -103,6 +110,8 @@ def _convert(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    if args.follow:
+        return _follow(args)
     if args.demo:
         inputs = [_demo_dump(Path(args.out_dir or "."), args.demo_samples)]
     elif args.dumps:
@@ -142,6 +151,52 @@ def _run(args: argparse.Namespace) -> int:
     if args.no_serve:
         return 0
     serve(out_dir, html_path.name, args.host, args.port)
+    return 0
+
+
+def _follow(args: argparse.Namespace) -> int:
+    """Serve a page of a run's dumps that grows as slime writes new ones: only new
+    dumps load; the page sees ``follow.json`` change and offers the update."""
+    from .follow import POLL_SECONDS, DumpWatcher, Poller
+    from .frames import build_frames, combine_frames
+    from .payload import encode
+    from .snapshot import data_blocks
+
+    folder = Path(args.follow)
+    if not folder.is_dir():
+        raise CliError(f"{folder}: not a folder")
+    if args.no_serve or args.dumps or args.demo:
+        raise CliError("--follow serves one folder's dumps: no dump paths, --demo or --no-serve")
+    out_dir = Path(args.out_dir) if args.out_dir else folder
+    out_dir.mkdir(parents=True, exist_ok=True)
+    html_path = out_dir / f"{folder.resolve().name}{HTML_SUFFIX}"
+    watcher = DumpWatcher(folder, args.pattern)
+    shown = {"frames": build_frames([]), "version": 0}
+
+    def publish(new: list[str]) -> None:
+        if new:
+            added = _load([Path(p) for p in new], args.trusted)
+            shown["frames"] = (combine_frames([shown["frames"], added])
+                               if len(shown["frames"].paths) else added)
+            print(f"added {len(new)} dump(s), {len(shown['frames'].paths)} in all", flush=True)
+        shown["version"] += 1
+        follow = {"state": FOLLOW_STATE, "version": shown["version"]}
+        frames = shown["frames"]
+        blocks = data_blocks(frames, encode(frames, title=f"{folder.name} (following)"),
+                             source={"follow": follow})
+        _atomic_write(html_path, page(blocks, blocks.header()["payload"]["meta"]["title"],
+                                      follow=True).encode())
+        _atomic_write(out_dir / FOLLOW_STATE, json.dumps(
+            {"version": shown["version"], "dumps": len(frames.paths)}).encode())
+
+    publish(watcher.new_dumps())
+    poller = Poller(lambda: publish(new) if (new := watcher.new_dumps()) else None,
+                    lambda exc: print(f"slime-trace-viewer: {exc}", file=sys.stderr, flush=True),
+                    POLL_SECONDS if args.interval is None else args.interval)
+    try:
+        serve(out_dir, html_path.name, args.host, args.port)
+    finally:
+        poller.stop()
     return 0
 
 
