@@ -10,7 +10,9 @@ header JSON | bytes``: the *data block* (payload columns) and the *details
 block* (item fields, sample texts and attribute tables, inflated by the page
 on the first click only).
 Base64 has no ``<``, so nothing in a dump can close a script element; the title
-is HTML-escaped; a Content-Security-Policy forbids any network access.
+is HTML-escaped; a Content-Security-Policy forbids any network access. The page
+template and its palette come from js/ (``src/page.html``, ``src/styles.css``)
+through the built ``static/`` files, so no node is needed at run time.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import base64
 import gzip
 import html
 import json
+import re
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,52 +34,8 @@ _STATIC = Path(__file__).parent / "static"
 _CSP = ("default-src 'none'; script-src 'unsafe-inline' blob:; style-src 'unsafe-inline'; "
         "img-src data: blob:; font-src data:")
 
-_PAGE = """<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="{csp}">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{title}</title>
-<style>{css}</style>
-<style>
-html, body {{ margin: 0; background: #f3f4f6; }}
-body {{ padding: 12px; }}
-#stw-error {{ color: #b00020; font-family: monospace; white-space: pre-wrap; }}
-@media (prefers-color-scheme: dark) {{
-  html, body {{ background: #111214; }}
-  #app {{ --jp-layout-color0: #1b1c1f; --jp-layout-color1: #222327;
-    --jp-layout-color2: #2c2e33; --jp-ui-font-color0: #ffffff;
-    --jp-ui-font-color1: rgba(255,255,255,0.87); --jp-ui-font-color2: rgba(255,255,255,0.54);
-    --jp-border-color1: #4b4d52; --jp-border-color2: #36383c; --jp-brand-color1: #42a5f5; }}
-}}
-</style>
-</head>
-<body>
-<div id="app"></div>
-<div id="stw-error"></div>
-<script type="text/plain" id="stw-bundle">{bundle}</script>
-<script type="text/plain" id="stw-data">{data}</script>
-<script type="text/plain" id="stw-details">{details}</script>
-<script type="module">
-try {{
-  const text = document.getElementById("stw-bundle").textContent.trim();
-  const binary = atob(text);
-  const bytes = new Uint8Array(binary.length);
-  for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
-  const url = URL.createObjectURL(new Blob([bytes], {{ type: "text/javascript" }}));
-  const bundle = await import(url);
-  await bundle.bootSnapshot(document.getElementById("stw-data"),
-                            document.getElementById("stw-details"),
-                            document.getElementById("app"), bundle.render);
-}} catch (err) {{
-  document.getElementById("stw-error").textContent =
-    "This snapshot could not be opened: " + (err && err.message ? err.message : err);
-}}
-</script>
-</body>
-</html>
-"""
+#: ``@@NAME@@`` slots of the page template (js/src/page.html, copied into static/ by the build).
+_SLOT = re.compile(r"@@([A-Z]+)@@")
 
 
 @dataclass(frozen=True)
@@ -125,9 +84,12 @@ def page(blocks: Blocks, title: str) -> str:
     """Wrap both blocks and the bundle in the offline HTML page."""
     bundle = base64.b64encode((_STATIC / "widget.js").read_bytes()).decode()
     css = (_STATIC / "widget.css").read_text().replace("</style", "<\\\\/style")
-    return _PAGE.format(csp=_CSP, title=html.escape(title), css=css, bundle=bundle,
-                        data=base64.b64encode(blocks.data).decode(),
-                        details=base64.b64encode(blocks.details).decode())
+    slots = {"CSP": _CSP, "TITLE": html.escape(title), "CSS": css, "BUNDLE": bundle,
+             "DATA": base64.b64encode(blocks.data).decode(),
+             "DETAILS": base64.b64encode(blocks.details).decode()}
+    template = (_STATIC / "page.html").read_text(encoding="utf-8")
+    # One pass: text put into a slot is never scanned for slots again.
+    return _SLOT.sub(lambda m: slots[m[1]], template)
 
 
 def read_cache(path: str | Path) -> Blocks:

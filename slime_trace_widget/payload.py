@@ -13,8 +13,10 @@ them, and then drawn as ordinary spans.
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -23,29 +25,23 @@ import pandas as pd
 from .frames import TraceFrames
 from .values import truncate
 
-PAYLOAD_VERSION = 1
+#: The column table and codes shared with js/src/decode.js (one source for both sides).
+CONTRACT: dict[str, Any] = json.loads(
+    (Path(__file__).parent / "payload_contract.json").read_text(encoding="utf-8"))
+
+PAYLOAD_VERSION: int = CONTRACT["version"]
 LABEL_CHARS = 200
 #: Names, statuses and sources longer than this travel cut (with a marker); the
 #: kernel keeps them whole. A label on screen never shows more.
 NAME_CHARS = 1000
 MAX_NAMES = 65535
 
-FLAG_OPEN = 1
-FLAG_VIRTUAL = 2
-FLAG_ERROR = 4
-CLIP_SHIFT = 4
+FLAG_OPEN: int = CONTRACT["span_flags"]["open"]
+FLAG_VIRTUAL: int = CONTRACT["span_flags"]["virtual"]
+FLAG_ERROR: int = CONTRACT["span_flags"]["error"]
+CLIP_SHIFT: int = CONTRACT["clip_shift"]
 
-COLUMN_DTYPES: dict[str, str] = {
-    "smp_start": "f4", "smp_end": "f4", "smp_reward": "f8", "smp_status": "u1",
-    "smp_source": "u2", "smp_rollout": "u2", "smp_attempts": "u2", "smp_lanes": "u2",
-    "smp_open": "u4", "smp_offset": "f4",
-    "span_sample": "u4", "span_start": "f4", "span_end": "f4", "span_name": "u2",
-    "span_lane": "u1", "span_depth": "u1", "span_flags": "u1", "span_attempt": "u1",
-    "span_parent": "i4",
-    "seg_span": "u4", "seg_start": "f4", "seg_end": "f4", "seg_name": "u2",
-    "ev_sample": "u4", "ev_ts": "f4", "ev_name": "u2", "ev_lane": "u1", "ev_kind": "u1",
-    "ev_attempt": "u1", "ev_parent": "i4",
-}
+COLUMN_DTYPES: dict[str, str] = dict(CONTRACT["columns"])
 _NUMPY_DTYPES = {"u1": "<u1", "u2": "<u2", "u4": "<u4", "i4": "<i4", "f4": "<f4", "f8": "<f8"}
 
 
@@ -105,6 +101,8 @@ def encode(
     event_order, event_cols = _event_columns(events, event_sel, sample_pos, span_pos, names, t0,
                                              offsets)
     buffers.update(event_cols)
+    _check_order(buffers, "span")
+    _check_order(buffers, "ev")
 
     meta = {
         "title": title or _default_title(frames),
@@ -243,7 +241,7 @@ def _span_columns(
     t0: float, offsets: np.ndarray,
 ) -> tuple[np.ndarray, dict[str, bytes]]:
     rows = sample_pos[core["sample_row"].to_numpy()[selection]]
-    lanes = core["lane"].to_numpy()[selection]
+    lanes = np.minimum(core["lane"].to_numpy()[selection], 255)  # as packed: u1
     starts = core["start"].to_numpy()[selection]
     order = selection[np.lexsort((starts, lanes, rows))]
     chosen = core.iloc[order]
@@ -251,7 +249,7 @@ def _span_columns(
         (chosen["state"] == "open").to_numpy().astype(np.int64) * FLAG_OPEN
         | chosen["virtual"].to_numpy().astype(np.int64) * FLAG_VIRTUAL
         | chosen["error"].to_numpy().astype(np.int64) * FLAG_ERROR
-        | (np.asarray(chosen["clip_reason"].array.codes, dtype=np.int64) + 1) << CLIP_SHIFT
+        | (_contract_codes(chosen["clip_reason"], "clip_reasons") + 1) << CLIP_SHIFT
     )
     parent_pos = np.full(len(core), -1, dtype=np.int64)
     parent_pos[order] = np.arange(len(order))
@@ -302,7 +300,7 @@ def _event_columns(
     names: _NameTable, t0: float, offsets: np.ndarray,
 ) -> tuple[np.ndarray, dict[str, bytes]]:
     rows = sample_pos[events["sample_row"].to_numpy()[selection]]
-    lanes = events["lane"].to_numpy()[selection]
+    lanes = np.minimum(events["lane"].to_numpy()[selection], 255)  # as packed: u1
     ts = events["ts"].to_numpy()[selection]
     order = selection[np.lexsort((ts, lanes, rows))]
     chosen = events.iloc[order]
@@ -313,11 +311,39 @@ def _event_columns(
         "ev_ts": _pack("ev_ts", chosen["ts"].to_numpy() - t0 - offsets[samples]),
         "ev_name": _pack("ev_name", names.codes_for(chosen["name"])),
         "ev_lane": _pack("ev_lane", np.minimum(chosen["lane"].to_numpy(), 255)),
-        "ev_kind": _pack("ev_kind", np.asarray(chosen["kind"].array.codes)),
+        "ev_kind": _pack("ev_kind", _contract_codes(chosen["kind"], "event_kinds")),
         "ev_attempt": _pack("ev_attempt", np.minimum(chosen["attempt"].to_numpy(), 255)),
         "ev_parent": _pack("ev_parent", _parent_positions(parents, span_pos)),
     }
     return order, columns
+
+
+def _contract_codes(series: pd.Series, table: str) -> np.ndarray:
+    """Positions of a categorical's values in the contract's ``table`` (-1 for missing)."""
+    names: list[str] = CONTRACT[table]
+    categories = [str(c) for c in series.array.categories]  # type: ignore[union-attr]
+    unknown = sorted(set(categories) - set(names))
+    if unknown:
+        raise ValueError(f"payload: {table} {unknown} are not in payload_contract.json")
+    lookup = np.array([names.index(c) for c in categories] + [-1], dtype=np.int64)
+    return lookup[np.asarray(series.array.codes, dtype=np.int64)]  # type: ignore[union-attr]
+
+
+def _check_order(buffers: dict[str, bytes], kind: str) -> None:
+    """Fail on spans (events) out of (sample, lane, time) order, as packed.
+
+    The renderer binary-searches each lane and does not reorder, so a payload
+    out of order would draw wrong rather than fail loudly there.
+    """
+    sample, lane, time = (np.frombuffer(buffers[name], dtype=_NUMPY_DTYPES[COLUMN_DTYPES[name]])
+                          for name in CONTRACT["sort_keys"][kind])
+    d_sample = np.diff(sample.astype(np.int64))
+    d_lane = np.diff(lane.astype(np.int64))
+    back = (d_sample < 0) | ((d_sample == 0) & ((d_lane < 0) | ((d_lane == 0)
+                                                              & (np.diff(time) < 0))))
+    if back.any():
+        raise RuntimeError(f"payload: {kind} columns out of (sample, lane, time) order "
+                             f"at position {int(np.argmax(back)) + 1}")
 
 
 def _parent_positions(parents: np.ndarray, span_pos: np.ndarray) -> np.ndarray:

@@ -6,13 +6,10 @@
 // spans they stand for, open spans, unmatched ends, instant events and
 // clusters of them, retries (attempts 0-2), errors, a few hostile strings.
 
-import { rng } from "../test/make_payload.js";
+import { rng, COLUMNS } from "../test/make_payload.js";
+import { F_OPEN, F_VIRTUAL, F_ERROR, F_PD_DETAIL, CLIP_REASONS, CLIP_SHIFT } from "../src/decode.js";
 
-const F_OPEN = 1;
-const F_VIRTUAL = 2;
-const F_ERROR = 4;
-const F_PD_DETAIL = 8;
-const CLIP_ROW_END = 1 << 4;
+const CLIP_ROW_END = CLIP_REASONS.indexOf("row end") << CLIP_SHIFT;
 
 const PREFILL = ["bootstrap_queue", "bootstrap", "alloc_wait", "forward", "transfer_queue"];
 const DECODE = ["prealloc", "bootstrap", "alloc_wait", "transfer", "forward"];
@@ -39,7 +36,7 @@ export function generate(opt = {}) {
   const sources = ["deepsearch_with_tool", "math_dapo", "code_agent", "<img src=x onerror=alert(1)>"];
   /** @type {Record<string, number[]>} */
   const c = {};
-  for (const k of ["smp_start", "smp_end", "smp_reward", "smp_status", "smp_source", "smp_rollout", "smp_attempts", "smp_lanes", "smp_open", "smp_offset", "span_sample", "span_start", "span_end", "span_name", "span_lane", "span_depth", "span_flags", "span_attempt", "span_parent", "seg_span", "seg_start", "seg_end", "seg_name", "ev_sample", "ev_ts", "ev_name", "ev_lane", "ev_kind", "ev_attempt", "ev_parent"]) c[k] = [];
+  for (const k of Object.keys(COLUMNS)) c[k] = [];
   const samples = { row: /** @type {number[]} */ ([]), sample_index: /** @type {(number|null)[]} */ ([]), group_index: /** @type {(number|null)[]} */ ([]), trace_id: /** @type {(string|null)[]} */ ([]), label: /** @type {(string|null)[]} */ ([]) };
 
   // Estimate the number of groups so that samples overlap: starts spread over

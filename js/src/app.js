@@ -1,21 +1,31 @@
-// One rendered view of the widget: builds the DOM, owns the view state,
-// wires data -> layout -> frame, syncs `selected` / `view_range` /
-// `view_state` with the model, and exposes the testing hooks (root.stwDebug).
+// One rendered view of the widget: owns the view state and wires data ->
+// layout -> frame and the model's traits (`selected`, `view_range`,
+// `view_state`, `payload`, `height`) to it. The DOM skeleton (shell.js), view
+// state (viewstate.js), selection values (selection.js), tooltip, frame loop
+// and test hooks (debug.js) live in their own modules.
 
-import { decodePayload, nameOf, sampleLabel, sourceOf, statusOf, sampleRowId, spanToPayload, spanFromPayload, evToPayload, evFromPayload, detailSpanForSegment, F_OPEN, F_ERROR, F_VIRTUAL, EV_UNMATCHED, CLIP_REASONS, clipReasonOf } from "./decode.js";
-import { filterSamples, sortRows, buildLayout, SORT_KEYS } from "./layout.js";
+import { decodePayload, sampleLabel, sampleRowId } from "./decode.js";
+import { filterSamples, sortRows, buildLayout } from "./layout.js";
 import { spanVisibility, eventVisibility } from "./filters.js";
 import { hitTest, timeAt } from "./hit.js";
-import { Painter, ColorTable, spanBox, eventBox, hitBox } from "./draw.js";
+import { Painter } from "./draw.js";
+import { paintEmpty } from "./margins.js";
+import { ColorTable } from "./colors.js";
 import { Overview, activeHistogram } from "./overview.js";
 import { Interaction } from "./interact.js";
-import { Controls, LANE_MIN, LANE_MAX } from "./controls.js";
+import { Controls } from "./controls.js";
 import { legendInfo, renderLegend } from "./legend.js";
 import { cursorCounts, brushSummary, renderStatsBar, renderBrushPanel } from "./stats.js";
-import { renderDetails } from "./panel.js";
 import { readTheme, watchTheme } from "./theme.js";
 import { Sync, Requests } from "./model.js";
 import { formatDuration, formatNumber } from "./format.js";
+import { buildShell, updateSide } from "./shell.js";
+import { defaultSettings, validRange, restoreViewState, viewStateOf } from "./viewstate.js";
+import { selectedValue, selectsSame, hitOfSelected, loadDetails } from "./selection.js";
+import { followTraits } from "./traits.js";
+import { fillTooltip, placeTooltip, sameHit } from "./tooltip.js";
+import { FrameLoop } from "./frameloop.js";
+import { installDebug } from "./debug.js";
 
 /** @typedef {import("./model.js").AnyModel} AnyModel */
 /** @typedef {import("./hit.js").Hit} Hit */
@@ -27,30 +37,6 @@ const AXIS_H = 26;
 const OVERVIEW_H = 44;
 const MAX_VIEWPORT_H = 560;
 const MIN_VIEWPORT_H = 120;
-const FRAME_LOG = 600;
-
-/** @returns {Settings} */
-function defaultSettings() {
-  return { filter: "", attempt: -1, attemptMode: "filter", sort: "start", desc: false, showEvents: true, showOpen: true, showUnmatched: true, laneH: 18, expandAll: false };
-}
-
-/**
- * @param {string} tag
- * @param {string} [cls]
- * @param {string} [text]
- * @returns {HTMLElement}
- */
-function el(tag, cls, text) {
-  const e = document.createElement(tag);
-  if (cls) e.className = cls;
-  if (text !== undefined) e.textContent = text;
-  return e;
-}
-
-/** @param {any} v */
-function validRange(v) {
-  return Array.isArray(v) && v.length === 2 && Number.isFinite(v[0]) && Number.isFinite(v[1]) && v[1] > v[0];
-}
 
 export class App {
   /**
@@ -60,8 +46,6 @@ export class App {
    */
   constructor(model, host, t0) {
     this.model = model;
-    this.host = host;
-    this.renderStart = t0;
     this.sync = new Sync(model);
     this.requests = new Requests(model);
     /** @type {Settings} */
@@ -83,12 +67,7 @@ export class App {
     this.hover = null;
     this.hoverRow = -1;
     this.pendingReq = -1;
-    /** @type {number[]} */
-    this.frameLog = [];
-    this.frameCount = 0;
-    this.firstPaintMs = -1;
-    this.raf = 0;
-    this.disposed = false;
+    this.loop = new FrameLoop(() => this.frame(), t0);
     this.viewportH = MAX_VIEWPORT_H;
     this.labelW = -1;
     /** @type {number|undefined} scroll offset restored from view_state on the first frame */
@@ -97,46 +76,23 @@ export class App {
     this.counts = null;
 
     // ---- DOM
-    const root = el("div", "stw-root");
-    root.tabIndex = 0;
-    root.setAttribute("role", "application");
-    root.setAttribute("aria-label", "trace timeline");
+    const ui = buildShell(host);
+    const root = ui.root;
     this.root = root;
-    this.headerEl = el("div", "stw-header");
-    this.statsEl = el("div", "stw-stats");
-    this.legendEl = el("div", "stw-legend");
-    const body = el("div", "stw-body");
-    this.mainEl = el("div", "stw-main");
-    this.ovCanvas = /** @type {HTMLCanvasElement} */ (el("canvas", "stw-overview"));
-    this.scrollEl = el("div", "stw-scroll");
-    this.canvas = /** @type {HTMLCanvasElement} */ (el("canvas", "stw-canvas"));
-    this.spacer = el("div", "stw-spacer");
-    this.tooltip = el("div", "stw-tooltip");
-    this.tooltip.hidden = true;
-    this.sideEl = el("div", "stw-side");
-    this.detailsEl = el("div", "stw-panel stw-details");
-    this.brushEl = el("div", "stw-panel stw-brushpanel");
-    this.footerEl = el("div", "stw-footer");
-    this.footerView = el("span", "stw-footer-view");
-    this.footerHint = el("span", "stw-footer-hint", "drag = pan · wheel = zoom (over labels: scroll) · click = cursor & select · shift-drag = range summary · click a label = expand · W/S zoom · A/D pan · F focus · Esc clear · / filter");
-    this.footerEl.appendChild(this.footerView);
-    this.footerEl.appendChild(this.footerHint);
-    this.scrollEl.appendChild(this.canvas);
-    this.scrollEl.appendChild(this.spacer);
-    this.mainEl.appendChild(this.ovCanvas);
-    this.mainEl.appendChild(this.scrollEl);
-    this.mainEl.appendChild(this.tooltip);
-    this.sideEl.appendChild(this.detailsEl);
-    this.sideEl.appendChild(this.brushEl);
-    body.appendChild(this.mainEl);
-    body.appendChild(this.sideEl);
-    root.appendChild(this.headerEl);
-    root.appendChild(this.statsEl);
-    root.appendChild(this.legendEl);
-    root.appendChild(body);
-    root.appendChild(this.footerEl);
-    host.appendChild(root);
-    this.updateSide();
+    this.headerEl = ui.headerEl;
+    this.statsEl = ui.statsEl;
+    this.legendEl = ui.legendEl;
+    this.mainEl = ui.mainEl;
+    this.ovCanvas = ui.ovCanvas;
+    this.scrollEl = ui.scrollEl;
+    this.canvas = ui.canvas;
+    this.spacer = ui.spacer;
+    this.tooltip = ui.tooltip;
+    this.sideEl = ui.sideEl;
+    this.detailsEl = ui.detailsEl;
+    this.brushEl = ui.brushEl;
+    this.footerEl = ui.footerEl;
+    this.footerView = ui.footerView;
 
     this.theme = readTheme(root);
     this.painter = new Painter(this.canvas);
@@ -220,29 +176,9 @@ export class App {
     this.onWinResize = () => this.requestFrame();
     window.addEventListener("resize", this.onWinResize);
 
-    this.onPayload = () => this.replacePayload();
-    this.onViewRange = () => {
-      if (this.sync.writing) return;
-      const v = this.sync.get("view_range");
-      if (!validRange(v)) return;
-      if (Math.abs(v[0] - this.view.t0) < 1e-9 && Math.abs(v[1] - this.view.t1) < 1e-9) return;
-      this.setView(v[0], v[1]);
-    };
-    this.onSelected = () => {
-      if (this.sync.writing) return;
-      const sel = this.sync.get("selected");
-      if (sel && typeof sel === "object") this.applySelectedFromModel(sel);
-    };
-    model.on("change:payload", this.onPayload);
-    model.on("change:view_range", this.onViewRange);
-    model.on("change:selected", this.onSelected);
-    this.onHeight = () => {
-      this.sizeViewport();
-      this.requestFrame();
-    };
-    model.on("change:height", this.onHeight);
+    this.unfollow = followTraits(this);
 
-    this.installDebug();
+    installDebug(this);
     this.requestFrame();
   }
 
@@ -250,44 +186,12 @@ export class App {
 
   /** @param {any} vs */
   restoreState(vs) {
-    if (!vs || typeof vs !== "object") return;
-    const s = this.s;
-    if (typeof vs.filter === "string") s.filter = vs.filter;
-    if (Number.isInteger(vs.attempt)) s.attempt = vs.attempt;
-    if (vs.attempt_mode === "highlight" || vs.attempt_mode === "filter") s.attemptMode = vs.attempt_mode;
-    if (SORT_KEYS.includes(vs.sort)) s.sort = vs.sort;
-    if (typeof vs.desc === "boolean") s.desc = vs.desc;
-    if (typeof vs.show_events === "boolean") s.showEvents = vs.show_events;
-    if (typeof vs.show_open === "boolean") s.showOpen = vs.show_open;
-    if (typeof vs.show_unmatched === "boolean") s.showUnmatched = vs.show_unmatched;
-    if (Number.isFinite(vs.lane_height)) s.laneH = Math.max(LANE_MIN, Math.min(LANE_MAX, Math.round(vs.lane_height)));
-    if (typeof vs.expand_all === "boolean") s.expandAll = vs.expand_all;
-    if (Array.isArray(vs.expanded)) this.expanded = new Set(vs.expanded.filter(Number.isFinite));
-    if (Array.isArray(vs.collapsed)) this.collapsed = new Set(vs.collapsed.filter(Number.isFinite));
-    if (typeof vs.highlight === "string") this.highlight = this.d.names.indexOf(vs.highlight);
+    restoreViewState(this, vs, this.d.names);
   }
 
   /** The `view_state` value (docs/payload.md). */
   viewState() {
-    const s = this.s;
-    return {
-      filter: s.filter,
-      attempt: s.attempt,
-      attempt_mode: s.attemptMode,
-      sort: s.sort,
-      desc: s.desc,
-      show_events: s.showEvents,
-      show_open: s.showOpen,
-      show_unmatched: s.showUnmatched,
-      lane_height: s.laneH,
-      expand_all: s.expandAll,
-      expanded: [...this.expanded].sort((a, b) => a - b),
-      collapsed: [...this.collapsed].sort((a, b) => a - b),
-      highlight: this.highlight >= 0 ? this.d.names[this.highlight] ?? null : null,
-      view: [this.view.t0, this.view.t1],
-      cursor: Number.isFinite(this.cursor) ? this.cursor : null,
-      scroll_top: Math.round(this.scrollEl.scrollTop),
-    };
+    return viewStateOf(this, this.d.names, this.view, this.cursor, this.scrollEl.scrollTop);
   }
 
   saveViewState() {
@@ -525,7 +429,7 @@ export class App {
       return;
     }
     this.sync.setNow("selected", this.selectedValue(h));
-    this.loadDetails(h);
+    loadDetails(this, h);
   }
 
   /**
@@ -533,48 +437,7 @@ export class App {
    * @param {Hit} h
    */
   selectedValue(h) {
-    const d = this.d;
-    if (h.type === "event") return { kind: "event", index: evToPayload(d, h.ev), sample_row: sampleRowId(d, h.sample), name: nameOf(d, d.evName[h.ev]) };
-    if (h.type === "span" || h.type === "segment") {
-      const i = h.type === "segment" ? detailSpanForSegment(d, h.seg) : h.span;
-      return { kind: "span", index: spanToPayload(d, i), sample_row: sampleRowId(d, h.sample), name: nameOf(d, d.spanName[i]) };
-    }
-    return {};
-  }
-
-  /** @param {Hit} h */
-  loadDetails(h) {
-    const d = this.d;
-    if (h.type !== "span" && h.type !== "segment" && h.type !== "event") return;
-    const detailSpan = h.type === "segment" ? detailSpanForSegment(d, h.seg) : h.type === "span" ? h.span : -1;
-    const kind = h.type === "event" ? "event" : "span";
-    const index = h.type === "event" ? evToPayload(d, h.ev) : spanToPayload(d, detailSpan);
-    const actions = {
-      close: () => this.select(null),
-      focus: () => this.focusSelection(),
-      selectSpan: (/** @type {number} */ i) => {
-        const s = d.spanSample[i];
-        const row = this.L.rowOfSample[s];
-        if (row < 0) return;
-        this.select({ type: "span", row, sample: s, span: i, t: d.spanStart[i] });
-      },
-      sampleText: (/** @type {string} */ field) => this.requests.sampleText(h.sample, field).promise,
-    };
-    renderDetails(this.detailsEl, d, h, detailSpan, { status: "loading", detail: null }, actions);
-    this.updateSide();
-    const { req, promise } = this.requests.attrs(kind, index);
-    this.pendingReq = req;
-    promise.then(
-      (reply) => {
-        if (this.disposed || reply.req !== this.pendingReq || this.selection !== h) return; // stale
-        const ok = reply.detail && typeof reply.detail === "object";
-        renderDetails(this.detailsEl, d, h, detailSpan, ok ? { status: "ok", detail: /** @type {Record<string, any>} */ (reply.detail) } : { status: "error", detail: null, error: reply.error || "no attributes" }, actions);
-      },
-      (err) => {
-        if (this.disposed || req !== this.pendingReq || this.selection !== h) return;
-        renderDetails(this.detailsEl, d, h, detailSpan, { status: "error", detail: null, error: String(err && err.message ? err.message : err) }, actions);
-      },
-    );
+    return selectedValue(this.d, h);
   }
 
   /** @param {any} sel `selected` from the kernel */
@@ -590,26 +453,11 @@ export class App {
       }
       return;
     }
-    // The kernel echoes our own selection back completed (span_id, frame
-    // index): nothing to do when it names what is already selected.
-    if (this.selection) {
-      const cur = /** @type {any} */ (this.selectedValue(this.selection));
-      if (cur.kind === sel.kind && cur.index === Number(sel.index)) return;
-    }
-    if (sel.kind === "span") {
-      const i = spanFromPayload(d, Number(sel.index));
-      if (!(i >= 0 && i < d.nSpans)) return;
-      const s = d.spanSample[i];
-      const row = this.L.rowOfSample[s] ?? -1;
-      this.selection = { type: "span", row, sample: s, span: i, t: d.spanStart[i] };
-    } else if (sel.kind === "event") {
-      const i = evFromPayload(d, Number(sel.index));
-      if (!(i >= 0 && i < d.nEvents)) return;
-      const s = d.evSample[i];
-      const row = this.L.rowOfSample[s] ?? -1;
-      this.selection = { type: "event", row, sample: s, ev: i, count: 1, members: [i], t: d.evTs[i] };
-    } else return;
-    this.loadDetails(this.selection);
+    if (selectsSame(d, this.selection, sel)) return;
+    const h = hitOfSelected(d, this.L, sel);
+    if (!h) return;
+    this.selection = h;
+    loadDetails(this, h);
     this.requestFrame();
   }
 
@@ -713,102 +561,8 @@ export class App {
       return;
     }
     this.canvas.style.cursor = h.type === "label" ? "pointer" : "";
-    if (!same) this.fillTooltip(h);
-    const mr = this.mainEl.getBoundingClientRect();
-    this.tooltip.hidden = false;
-    const tw = this.tooltip.offsetWidth;
-    const th = this.tooltip.offsetHeight;
-    let x = clientX - mr.left + 14;
-    let y = clientY - mr.top + 16;
-    if (x + tw > mr.width - 4) x = Math.max(4, clientX - mr.left - tw - 14);
-    if (y + th > mr.height - 4) y = Math.max(4, clientY - mr.top - th - 12);
-    this.tooltip.style.transform = `translate(${Math.round(x)}px, ${Math.round(y)}px)`;
-  }
-
-  /** @param {Hit} h */
-  fillTooltip(h) {
-    const d = this.d;
-    const tt = this.tooltip;
-    tt.replaceChildren();
-    /** @param {string} k @param {string} v */
-    const line = (k, v) => {
-      const row = el("div", "stw-tt-row");
-      row.appendChild(el("span", "stw-tt-k", k));
-      row.appendChild(el("span", "stw-tt-v", v));
-      tt.appendChild(row);
-    };
-    const s = "sample" in h ? h.sample : -1;
-    const sampleLine = () => {
-      const si = d.meta.samples.sample_index[s];
-      line("sample", si === null || si === undefined ? `row ${sampleRowId(d, s)}` : String(si));
-      line("source", sourceOf(d, s) || "—");
-    };
-    if (h.type === "label") {
-      tt.appendChild(el("div", "stw-tt-title", sampleLabel(d, s)));
-      line("status", statusOf(d, s) || "—");
-      line("reward", Number.isFinite(d.smpReward[s]) ? formatNumber(d.smpReward[s]) : "—");
-      line("duration", formatDuration(d.smpEnd[s] - d.smpStart[s]));
-      line("lanes", String(d.nLanes[s]));
-      if (d.smpOpen[s]) line("open spans", String(d.smpOpen[s]));
-      const lab = d.meta.samples.label[s];
-      if (lab) line("label", lab.length > 120 ? lab.slice(0, 120) + "…" : lab);
-      if (d.nLanes[s] > 1) tt.appendChild(el("div", "stw-tt-hint", "click to expand / collapse"));
-      return;
-    }
-    if (h.type === "span") {
-      const i = h.span;
-      const fl = d.spanFlags[i];
-      tt.appendChild(el("div", "stw-tt-title", nameOf(d, d.spanName[i])));
-      sampleLine();
-      line("attempt", String(d.spanAttempt[i]));
-      const p = d.spanParent[i];
-      line("parent", p >= 0 ? nameOf(d, d.spanName[p]) : "—");
-      line("start", formatDuration(d.spanStart[i]));
-      line(fl & F_OPEN ? "display end" : "end", formatDuration(d.spanEnd[i]));
-      line("duration", formatDuration(d.spanEnd[i] - d.spanStart[i]));
-      if (fl & F_OPEN) line("state", `open (clipped at ${CLIP_REASONS[clipReasonOf(fl)] || "display end"})`);
-      if (fl & F_ERROR) line("error", "yes");
-      if (fl & F_VIRTUAL) line("PD", "virtual lane");
-      return;
-    }
-    if (h.type === "segment") {
-      const g = h.seg;
-      const v = h.span;
-      tt.appendChild(el("div", "stw-tt-title", `${nameOf(d, d.spanName[v])} ${nameOf(d, d.segName[g])}`));
-      sampleLine();
-      line("attempt", String(d.spanAttempt[v]));
-      const p = d.spanParent[v];
-      line("parent", p >= 0 ? nameOf(d, d.spanName[p]) : "—");
-      line("start", formatDuration(d.segStart[g]));
-      line("end", formatDuration(d.segEnd[g]));
-      const dur = d.segEnd[g] - d.segStart[g];
-      const vd = d.spanEnd[v] - d.spanStart[v];
-      line("duration", `${formatDuration(dur)}${vd > 0 ? ` (${((dur / vd) * 100).toFixed(1)}% of ${nameOf(d, d.spanName[v])})` : ""}`);
-      return;
-    }
-    if (h.type === "event") {
-      const e = h.ev;
-      const unmatched = d.evKind[e] === EV_UNMATCHED;
-      if (h.count > 1) {
-        const counts = new Map();
-        for (const m of h.members) counts.set(nameOf(d, d.evName[m]), (counts.get(nameOf(d, d.evName[m])) || 0) + 1);
-        tt.appendChild(el("div", "stw-tt-title", `${h.count} ${unmatched ? "unmatched ends" : "events"}`));
-        for (const [n, c] of [...counts].slice(0, 8)) line(n, `×${c}`);
-        const ts = h.members.map((m) => d.evTs[m]);
-        sampleLine();
-        line("from", formatDuration(Math.min(...ts)));
-        line("to", formatDuration(Math.max(...ts)));
-        tt.appendChild(el("div", "stw-tt-hint", "zoom in to separate them"));
-        return;
-      }
-      tt.appendChild(el("div", "stw-tt-title", unmatched ? `unmatched end: ${nameOf(d, d.evName[e])}` : nameOf(d, d.evName[e])));
-      sampleLine();
-      line("attempt", String(d.evAttempt[e]));
-      const p = d.evParent[e];
-      line("parent", p >= 0 ? nameOf(d, d.spanName[p]) : "—");
-      line("time", formatDuration(d.evTs[e]));
-      if (unmatched) tt.appendChild(el("div", "stw-tt-hint", "an end record whose start is missing"));
-    }
+    if (!same) fillTooltip(this.tooltip, this.d, h);
+    placeTooltip(this.tooltip, this.mainEl, clientX, clientY);
   }
 
   // ------------------------------------------------------------ payload
@@ -863,11 +617,7 @@ export class App {
   }
 
   updateSide() {
-    const any = this.detailsEl.childElementCount > 0 || this.brushEl.childElementCount > 0;
-    this.sideEl.hidden = !any;
-    this.detailsEl.hidden = this.detailsEl.childElementCount === 0;
-    this.brushEl.hidden = this.brushEl.childElementCount === 0;
-    this.root.classList.toggle("stw-has-side", any);
+    updateSide(this);
   }
 
   reTheme() {
@@ -881,13 +631,10 @@ export class App {
   // ------------------------------------------------------------ frames
 
   requestFrame() {
-    if (this.raf || this.disposed) return;
-    this.raf = requestAnimationFrame(() => this.frame());
+    this.loop.request();
   }
 
   frame() {
-    this.raf = 0;
-    if (this.disposed) return;
     const t = performance.now();
     const width = this.root.clientWidth;
     this.root.classList.toggle("stw-narrow", width > 0 && width < 980);
@@ -916,33 +663,18 @@ export class App {
       selRow,
       raiseShown: this.highlight >= 0,
     });
-    if (this.rows.length === 0) this.paintEmpty(g);
+    if (this.rows.length === 0) paintEmpty(this.painter, this.theme, this.d, g);
     this.overview.paint(this.theme, this.cursor);
     const dt = performance.now() - t;
     if (!this.sideEl.hidden) {
       const mh = this.root.classList.contains("stw-narrow") ? "" : `${this.mainEl.offsetHeight}px`;
       if (this.sideEl.style.maxHeight !== mh) this.sideEl.style.maxHeight = mh;
     }
-    this.frameLog.push(dt);
-    this.frameCount++;
-    if (this.frameLog.length > FRAME_LOG) this.frameLog.splice(0, this.frameLog.length - FRAME_LOG);
+    this.loop.record(dt);
     this.root.dataset.rows = String(this.rows.length);
     this.root.dataset.drawnRows = String(drawn);
     this.updateFooter();
-    if (this.firstPaintMs < 0) {
-      this.firstPaintMs = performance.now() - this.renderStart;
-      this.root.dataset.ready = "1";
-    }
-  }
-
-  /** @param {Geo} g */
-  paintEmpty(g) {
-    const ctx = this.painter.ctx;
-    ctx.fillStyle = this.theme.fg2;
-    ctx.font = `13px ${this.theme.font}`;
-    ctx.textBaseline = "middle";
-    const msg = this.d.nSamples === 0 ? "no samples in this payload" : "no samples match the filter";
-    ctx.fillText(msg, g.plotX + 12, g.axisH + 30);
+    this.loop.painted(this.root);
   }
 
   updateFooter() {
@@ -951,102 +683,8 @@ export class App {
     if (this.footerView.textContent !== txt) this.footerView.textContent = txt;
   }
 
-  // ------------------------------------------------------------ testing hooks
-
-  installDebug() {
-    const self = this;
-    /** @param {{x: number, y: number, w: number, h: number}|null} b */
-    const toClient = (b) => {
-      if (!b) return null;
-      const g = self.geo();
-      const x0 = Math.max(b.x, g.plotX);
-      const x1 = Math.min(b.x + b.w, g.plotX + g.plotW);
-      const y0 = Math.max(b.y, g.axisH);
-      const y1 = Math.min(b.y + b.h, g.height);
-      if (x1 - x0 <= 0 || y1 - y0 <= 0) return null;
-      const r = self.canvas.getBoundingClientRect();
-      return { x: r.left + x0, y: r.top + y0, w: x1 - x0, h: y1 - y0 };
-    };
-    /** @type {any} */ (this.root).stwDebug = {
-      /** @param {number} index payload span index */
-      spanRect(index) {
-        return toClient(spanBox(self.d, self.L, self.geo(), spanFromPayload(self.d, index)));
-      },
-      /** @param {number} index payload event index */
-      eventRect(index) {
-        return toClient(eventBox(self.d, self.L, self.geo(), evFromPayload(self.d, index)));
-      },
-      /** @param {number} sampleIndex payload sample index */
-      rowOfSample(sampleIndex) {
-        return self.L.rowOfSample[sampleIndex] ?? -1;
-      },
-      frameTimes() {
-        return self.frameLog.slice();
-      },
-      get firstPaintMs() {
-        return self.firstPaintMs;
-      },
-      /** Frames painted since render (frameTimes keeps the last 600). */
-      get frameCount() {
-        return self.frameCount;
-      },
-      state() {
-        return {
-          viewStart: self.view.t0,
-          viewEnd: self.view.t1,
-          sort: self.s.sort,
-          desc: self.s.desc,
-          filter: self.s.filter,
-          attempt: self.s.attempt,
-          attemptMode: self.s.attemptMode,
-          showEvents: self.s.showEvents,
-          showOpen: self.s.showOpen,
-          showUnmatched: self.s.showUnmatched,
-          laneHeight: self.s.laneH,
-          expandAll: self.s.expandAll,
-          expanded: [...self.expanded],
-          collapsed: [...self.collapsed],
-          highlight: self.highlight >= 0 ? nameOf(self.d, self.highlight) : null,
-          cursor: Number.isFinite(self.cursor) ? self.cursor : null,
-          brush: self.brush ? [...self.brush] : null,
-          selected: self.selection ? self.selectedValue(self.selection) : null,
-          rows: self.rows.length,
-          scrollTop: self.scrollEl.scrollTop,
-          counts: self.counts ? { notStarted: self.counts.notStarted, running: self.counts.running, ended: self.counts.ended } : null,
-        };
-      },
-      /**
-       * @param {number} a
-       * @param {number} b
-       */
-      setView(a, b) {
-        self.setView(a, b);
-        self.userView();
-      },
-      /** @param {number} i */
-      scrollToRow(i) {
-        const r = Math.max(0, Math.min(self.rows.length - 1, i));
-        self.scrollEl.scrollTop = self.L.rowTop[r] ?? 0;
-        self.requestFrame();
-      },
-      /**
-       * What is at a client point (for tests).
-       * @param {number} clientX
-       * @param {number} clientY
-       */
-      hitAt(clientX, clientY) {
-        const r = self.canvas.getBoundingClientRect();
-        return self.hitAt(clientX - r.left, clientY - r.top);
-      },
-      selectionRect() {
-        return toClient(hitBox(self.d, self.L, self.geo(), self.selection));
-      },
-    };
-  }
-
   dispose() {
-    this.disposed = true;
-    cancelAnimationFrame(this.raf);
+    this.loop.dispose();
     this.sync.flush();
     this.interaction.dispose();
     this.overview.dispose();
@@ -1056,23 +694,7 @@ export class App {
     this.stopTheme();
     this.scrollEl.removeEventListener("scroll", this.onScroll);
     window.removeEventListener("resize", this.onWinResize);
-    this.model.off("change:payload", this.onPayload);
-    this.model.off("change:view_range", this.onViewRange);
-    this.model.off("change:selected", this.onSelected);
-    this.model.off("change:height", this.onHeight);
+    this.unfollow();
     this.root.remove();
   }
-}
-
-/**
- * @param {Hit|null} a
- * @param {Hit|null} b
- */
-function sameHit(a, b) {
-  if (a === b) return true;
-  if (!a || !b || a.type !== b.type) return false;
-  if (a.type === "span" && b.type === "span") return a.span === b.span;
-  if (a.type === "segment" && b.type === "segment") return a.seg === b.seg;
-  if (a.type === "event" && b.type === "event") return a.ev === b.ev && a.count === b.count;
-  return false;
 }

@@ -165,3 +165,70 @@ export function luminance(c) {
 export function textOn(c) {
   return luminance(c) > 0.36 ? "#1b1f24" : "#ffffff";
 }
+
+/** @typedef {import("./theme.js").Theme} Theme */
+
+/** Style variants per name (ColorTable). */
+export const V_SPAN = 0;
+export const V_SPAN_DIM = 1;
+export const V_SEG = 2;
+export const V_SEG_DIM = 3;
+export const V_OPEN = 4;
+export const V_OPEN_DIM = 5;
+const NV = 6;
+
+/**
+ * Fill colours of every (name, variant), rebuilt per payload and theme.
+ * Rectangles are batched by style id: one id per distinct fill colour, so a
+ * payload with thousands of names still has a few hundred batches at most.
+ */
+export class ColorTable {
+  /**
+   * @param {string[]} names
+   * @param {Theme} theme
+   */
+  constructor(names, theme) {
+    const n = Math.max(1, names.length + 1);
+    /** style id of (name * NV + variant) */
+    this.styleOf = new Uint16Array(n * NV);
+    /** @type {string[]} fill colour of each style id */
+    this.fills = [];
+    /** @type {string[]} label colour on each style id */
+    this.text = [];
+    /** @type {Map<string, number>} */
+    const ids = new Map();
+    const dimK = theme.dark ? 0.72 : 0.75;
+    for (let i = 0; i < n; i++) {
+      const name = names[i] ?? `name#${i}`;
+      let base = colorForName(name);
+      // Very light colours (the wrapper spans) glare on a dark background.
+      if (theme.dark && luminance(base) > 0.5) base = mix(base, theme.bg, 0.45);
+      const seg = colorForSegment(name);
+      const f = [base, mix(base, theme.bg, dimK), seg, mix(seg, theme.bg, dimK), mix(base, theme.bg, 0.5), mix(base, theme.bg, 0.82)];
+      for (let v = 0; v < NV; v++) {
+        let id = ids.get(f[v]);
+        if (id === undefined) {
+          id = this.fills.length;
+          ids.set(f[v], id);
+          this.fills.push(f[v]);
+          this.text.push(textOn(f[v]));
+        }
+        this.styleOf[i * NV + v] = id;
+      }
+    }
+    this.nStyles = this.fills.length;
+    this.nNames = n;
+  }
+  /**
+   * Style id of a name index and variant.
+   * @param {number} name
+   * @param {number} variant
+   */
+  style(name, variant) {
+    return this.styleOf[Math.min(name, this.nNames - 1) * NV + variant];
+  }
+  /** @param {number} name */
+  base(name) {
+    return this.fills[this.style(name, V_SPAN)];
+  }
+}

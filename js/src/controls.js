@@ -4,6 +4,7 @@
 
 import { SORT_KEYS, SORT_LABELS } from "./layout.js";
 import { formatNumber } from "./format.js";
+import { el } from "./dom.js";
 
 /**
  * The user-facing settings the toolbar edits (also saved in `view_state`).
@@ -29,19 +30,6 @@ import { formatNumber } from "./format.js";
 
 export const LANE_MIN = 6;
 export const LANE_MAX = 40;
-
-/**
- * @param {string} tag
- * @param {string} [cls]
- * @param {string} [text]
- * @returns {HTMLElement}
- */
-function el(tag, cls, text) {
-  const e = document.createElement(tag);
-  if (cls) e.className = cls;
-  if (text !== undefined) e.textContent = text;
-  return e;
-}
 
 /**
  * @param {string} label

@@ -2,37 +2,40 @@
 // per-lane index ranges used by layout, level of detail and hit testing.
 
 import { base64ToBytes } from "./bytes.js";
+import CONTRACT from "../../slime_trace_widget/payload_contract.json" with { type: "json" };
 
-/** Span flag bits. */
-export const F_OPEN = 1;
-export const F_VIRTUAL = 2;
-export const F_ERROR = 4;
-export const F_PD_DETAIL = 8;
+/** Span flag bits (slime_trace_widget/payload_contract.json). */
+export const F_OPEN = CONTRACT.span_flags.open;
+export const F_VIRTUAL = CONTRACT.span_flags.virtual;
+export const F_ERROR = CONTRACT.span_flags.error;
+export const F_PD_DETAIL = CONTRACT.span_flags.pd_detail;
+export const CLIP_SHIFT = CONTRACT.clip_shift;
 /** @param {number} flags */
-export const clipReasonOf = (flags) => (flags >> 4) & 3;
-export const CLIP_REASONS = ["", "row end", "next sibling", "ancestor end"];
+export const clipReasonOf = (flags) => (flags >> CLIP_SHIFT) & 3;
+/** Clip reason of code k (0 = none), as shown. */
+export const CLIP_REASONS = ["", ...CONTRACT.clip_reasons.map((r) => r.replace(/_/g, " "))];
 
 /** Lane kinds (bits of Data.laneKind). */
-export const LK_SPANS = 1;
-export const LK_VIRTUAL = 2;
-export const LK_DETAIL = 4;
+export const LK_SPANS = CONTRACT.lane_kinds.spans;
+export const LK_VIRTUAL = CONTRACT.lane_kinds.virtual;
+export const LK_DETAIL = CONTRACT.lane_kinds.detail;
 
-/** Event kinds. */
-export const EV_INSTANT = 0;
-export const EV_UNMATCHED = 1;
+/** Event kinds (ev_kind codes). */
+export const EV_INSTANT = CONTRACT.event_kinds.indexOf("instant");
+export const EV_UNMATCHED = CONTRACT.event_kinds.indexOf("unmatched_end");
 
 /** PD phase of a virtual span. */
-export const PD_NONE = 0;
-export const PD_PREFILL = 1;
-export const PD_DECODE = 2;
+export const PD_NONE = CONTRACT.pd_phases.none;
+export const PD_PREFILL = CONTRACT.pd_phases.prefill;
+export const PD_DECODE = CONTRACT.pd_phases.decode;
 
 /**
  * @typedef {Uint8Array|Uint16Array|Uint32Array|Int32Array|Float32Array|Float64Array} Typed
  * @typedef {"u1"|"u2"|"u4"|"i4"|"f4"|"f8"} Dtype
  */
 
-/** @type {Record<Dtype, any>} */
-const CTORS = {
+/** Typed-array constructor of each dtype. @type {Record<Dtype, any>} */
+export const CTORS = {
   u1: Uint8Array,
   u2: Uint16Array,
   u4: Uint32Array,
@@ -41,39 +44,8 @@ const CTORS = {
   f8: Float64Array,
 };
 
-/** Default dtypes of the columns (docs/payload.md), used when meta.columns omits one. */
-export const DEFAULT_DTYPES = /** @type {Record<string, Dtype>} */ ({
-  smp_start: "f4",
-  smp_end: "f4",
-  smp_reward: "f8",
-  smp_status: "u1",
-  smp_source: "u2",
-  smp_rollout: "u2",
-  smp_attempts: "u2",
-  smp_lanes: "u2",
-  smp_open: "u4",
-  smp_offset: "f4",
-  span_sample: "u4",
-  span_start: "f4",
-  span_end: "f4",
-  span_name: "u2",
-  span_lane: "u1",
-  span_depth: "u1",
-  span_flags: "u1",
-  span_attempt: "u1",
-  span_parent: "i4",
-  seg_span: "u4",
-  seg_start: "f4",
-  seg_end: "f4",
-  seg_name: "u2",
-  ev_sample: "u4",
-  ev_ts: "f4",
-  ev_name: "u2",
-  ev_lane: "u1",
-  ev_kind: "u1",
-  ev_attempt: "u1",
-  ev_parent: "i4",
-});
+/** Dtypes of the columns (the contract), used when meta.columns omits one. */
+export const DEFAULT_DTYPES = /** @type {Record<string, Dtype>} */ (CONTRACT.columns);
 
 const LITTLE_ENDIAN_HOST = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
 
@@ -143,10 +115,6 @@ const LITTLE_ENDIAN_HOST = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
  * @property {Uint32Array} spanSegOff segments of span i: segOrder[spanSegOff[i] .. spanSegOff[i+1])
  * @property {Uint8Array} spanPd PD phase of each span (virtual spans only)
  * @property {Uint8Array} spanHasChild bit 0: a drawn (non-PD) span has this span as parent; bit 1: a virtual PD span does
- * @property {Uint32Array|null} spanToPayload internal span index -> payload index (null: identity)
- * @property {Uint32Array|null} spanFromPayload payload span index -> internal (null: identity)
- * @property {Uint32Array|null} evToPayload
- * @property {Uint32Array|null} evFromPayload
  * @property {number} maxAttempt highest attempt seen (0-based)
  * @property {number} globalStart
  * @property {number} globalEnd
@@ -283,40 +251,14 @@ function isSorted(a, b, t) {
 }
 
 /**
- * Permutation sorting by (a, b, t), NaN times last.
- * @param {ArrayLike<number>} a
- * @param {ArrayLike<number>} b
- * @param {ArrayLike<number>} t
- */
-function sortPermutation(a, b, t) {
-  const idx = new Uint32Array(a.length);
-  for (let i = 0; i < idx.length; i++) idx[i] = i;
-  const tv = (/** @type {number} */ i) => (Number.isNaN(t[i]) ? Infinity : t[i]);
-  return Uint32Array.from(Array.from(idx).sort((x, y) => a[x] - a[y] || b[x] - b[y] || tv(x) - tv(y) || x - y));
-}
-
-/**
- * @template {Typed} T
- * @param {T} col
- * @param {Uint32Array} perm
- * @returns {T}
- */
-function permute(col, perm) {
-  const C = /** @type {any} */ (col.constructor);
-  const out = new C(col.length);
-  for (let i = 0; i < perm.length; i++) out[i] = col[perm[i]];
-  return out;
-}
-
-/**
  * Decode a payload object into columns and derived ranges.
  * @param {any} payload `{version, meta, buffers}` (docs/payload.md)
  * @returns {Data}
  */
 export function decodePayload(payload) {
   const p = payload && typeof payload === "object" ? payload : {};
-  if (p.version !== undefined && p.version !== 1) {
-    console.warn(`slime-trace-widget: payload version ${p.version} is newer than this renderer (1)`);
+  if (p.version !== undefined && p.version !== CONTRACT.version) {
+    console.warn(`slime-trace-widget: payload version ${p.version} is newer than this renderer (${CONTRACT.version})`);
   }
   const meta = normaliseMeta(p.meta);
   const buffers = /** @type {Record<string, unknown>} */ (p.buffers && typeof p.buffers === "object" ? p.buffers : {});
@@ -384,10 +326,6 @@ export function decodePayload(payload) {
     spanSegOff: new Uint32Array(nSpans + 1),
     spanPd: new Uint8Array(nSpans),
     spanHasChild: new Uint8Array(nSpans),
-    spanToPayload: null,
-    spanFromPayload: null,
-    evToPayload: null,
-    evFromPayload: null,
     maxAttempt: 0,
     globalStart: 0,
     globalEnd: 1,
@@ -399,7 +337,7 @@ export function decodePayload(payload) {
   for (let i = 0; i < nSpans; i++) if (d.spanSample[i] >= nSamples) d.spanSample[i] = nSamples;
   for (let i = 0; i < nEvents; i++) if (d.evSample[i] >= nSamples) d.evSample[i] = nSamples;
 
-  repairOrder(d);
+  warnIfUnsorted(d);
   deriveRanges(d);
   deriveSegments(d);
   deriveGlobals(d);
@@ -408,50 +346,16 @@ export function decodePayload(payload) {
 
 /**
  * The contract sorts spans by (sample, lane, start) and events by
- * (sample, lane, ts). If a producer breaks that, reorder here and keep maps to
- * the payload indices so selection and attribute requests still use them.
+ * (sample, lane, ts), and the encoder checks it (payload.py); the binary
+ * searches here rely on it. Another producer that breaks it gets a warning.
  * @param {Data} d
  */
-function repairOrder(d) {
+function warnIfUnsorted(d) {
   if (!isSorted(d.spanSample, d.spanLane, d.spanStart)) {
-    console.warn("slime-trace-widget: spans not sorted by (sample, lane, start); reordering");
-    const perm = sortPermutation(d.spanSample, d.spanLane, d.spanStart);
-    const inv = new Uint32Array(perm.length);
-    for (let i = 0; i < perm.length; i++) inv[perm[i]] = i;
-    d.spanSample = permute(d.spanSample, perm);
-    d.spanStart = permute(d.spanStart, perm);
-    d.spanEnd = permute(d.spanEnd, perm);
-    d.spanName = permute(d.spanName, perm);
-    d.spanLane = permute(d.spanLane, perm);
-    d.spanDepth = permute(d.spanDepth, perm);
-    d.spanFlags = permute(d.spanFlags, perm);
-    d.spanAttempt = permute(d.spanAttempt, perm);
-    const parent = permute(d.spanParent, perm);
-    for (let i = 0; i < parent.length; i++) if (parent[i] >= 0 && parent[i] < inv.length) parent[i] = inv[parent[i]];
-    d.spanParent = parent;
-    const segSpan = new Uint32Array(d.segSpan);
-    for (let i = 0; i < segSpan.length; i++) if (segSpan[i] < inv.length) segSpan[i] = inv[segSpan[i]];
-    d.segSpan = segSpan;
-    const evParent = new Int32Array(d.evParent);
-    for (let i = 0; i < evParent.length; i++) if (evParent[i] >= 0 && evParent[i] < inv.length) evParent[i] = inv[evParent[i]];
-    d.evParent = evParent;
-    d.spanToPayload = perm;
-    d.spanFromPayload = inv;
+    console.warn("slime-trace-widget: spans not sorted by (sample, lane, start); some may not be drawn or picked");
   }
   if (!isSorted(d.evSample, d.evLane, d.evTs)) {
-    console.warn("slime-trace-widget: events not sorted by (sample, lane, ts); reordering");
-    const perm = sortPermutation(d.evSample, d.evLane, d.evTs);
-    const inv = new Uint32Array(perm.length);
-    for (let i = 0; i < perm.length; i++) inv[perm[i]] = i;
-    d.evSample = permute(d.evSample, perm);
-    d.evTs = permute(d.evTs, perm);
-    d.evName = permute(d.evName, perm);
-    d.evLane = permute(d.evLane, perm);
-    d.evKind = permute(d.evKind, perm);
-    d.evAttempt = permute(d.evAttempt, perm);
-    d.evParent = permute(d.evParent, perm);
-    d.evToPayload = perm;
-    d.evFromPayload = inv;
+    console.warn("slime-trace-widget: events not sorted by (sample, lane, ts); some may not be drawn or picked");
   }
 }
 
@@ -675,22 +579,13 @@ export function sampleRowId(d, s) {
   return typeof r === "number" ? r : s;
 }
 
-/** @param {Data} d @param {number} i internal span index */
-export const spanToPayload = (d, i) => (d.spanToPayload ? d.spanToPayload[i] : i);
-/** @param {Data} d @param {number} i payload span index */
-export const spanFromPayload = (d, i) => (d.spanFromPayload ? (i >= 0 && i < d.nSpans ? d.spanFromPayload[i] : -1) : i);
-/** @param {Data} d @param {number} i */
-export const evToPayload = (d, i) => (d.evToPayload ? d.evToPayload[i] : i);
-/** @param {Data} d @param {number} i */
-export const evFromPayload = (d, i) => (d.evFromPayload ? (i >= 0 && i < d.nEvents ? d.evFromPayload[i] : -1) : i);
-
 /**
- * The PD-detail span (flag bit 3) a segment stands for: same sample, a name
+ * The PD-detail span (F_PD_DETAIL) a segment stands for: same sample, a name
  * that ends with the segment's name, and the closest interval. Falls back to
  * the virtual span. Computed on demand (hover and click only).
  * @param {Data} d
  * @param {number} seg
- * @returns {number} internal span index
+ * @returns {number} span index
  */
 export function detailSpanForSegment(d, seg) {
   const v = d.segSpan[seg];

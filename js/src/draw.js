@@ -1,89 +1,28 @@
-// Canvas painting of the timeline: time axis, row backgrounds and labels,
-// spans (batched by colour, merged below a pixel), PD phases, open and
-// unmatched markers, event markers and cluster badges, cursor, brush range,
-// selection. Only visible rows and the visible time window are touched.
+// Canvas painting of the timeline: row backgrounds, spans (batched by colour,
+// merged below a pixel), PD phases, open and unmatched markers, event markers
+// and cluster badges, cursor, brush range, selection; margins.js adds the label
+// gutter and the time axis. Only visible rows and the visible time window are
+// touched. Box geometry (what is drawn where) lives in hit.js.
 
-import { sizeCanvas } from "./canvas.js";
-import { F_OPEN, F_ERROR, F_VIRTUAL, F_PD_DETAIL, LK_SPANS, LK_VIRTUAL, EV_INSTANT, EV_UNMATCHED, nameOf, sampleLabel, statusOf } from "./decode.js";
+import { sizeCanvas, roundRect } from "./canvas.js";
+import { paintGutter, paintAxis } from "./margins.js";
+import { F_OPEN, F_ERROR, F_VIRTUAL, LK_SPANS, LK_VIRTUAL, EV_INSTANT, EV_UNMATCHED, nameOf } from "./decode.js";
 import { ROW_PAD, laneGap, barBox, visibleRows } from "./layout.js";
 import { RunBuffer, ClusterBuffer, EventScratch, mergeLane } from "./lod.js";
-import { scaleOf, xOf, canvasY, pdBand, markerGeom, rowEventClusters } from "./hit.js";
-import { colorForName, colorForSegment, mix, textOn, luminance } from "./colors.js";
-import { niceStep, formatTick, formatDuration } from "./format.js";
+import { scaleOf, xOf, canvasY, pdBand, markerGeom, rowEventClusters, hitBox } from "./hit.js";
+import { V_SPAN, V_SPAN_DIM, V_SEG, V_SEG_DIM, V_OPEN, V_OPEN_DIM, mix } from "./colors.js";
+import { niceStep } from "./format.js";
 
 /** @typedef {import("./decode.js").Data} Data */
 /** @typedef {import("./layout.js").Layout} Layout */
 /** @typedef {import("./hit.js").Geo} Geo */
 /** @typedef {import("./hit.js").Hit} Hit */
 /** @typedef {import("./theme.js").Theme} Theme */
+/** @typedef {import("./colors.js").ColorTable} ColorTable */
 
-/** Style variants per name. */
-const V_SPAN = 0;
-const V_SPAN_DIM = 1;
-const V_SEG = 2;
-const V_SEG_DIM = 3;
-const V_OPEN = 4;
-const V_OPEN_DIM = 5;
-const NV = 6;
 /** Layers: collapsed depth 0..7, PD band on top. */
 const N_LAYERS = 9;
 const PD_LAYER = 8;
-
-/**
- * Fill colours of every (name, variant), rebuilt per payload and theme.
- * Rectangles are batched by style id: one id per distinct fill colour, so a
- * payload with thousands of names still has a few hundred batches at most.
- */
-export class ColorTable {
-  /**
-   * @param {string[]} names
-   * @param {Theme} theme
-   */
-  constructor(names, theme) {
-    const n = Math.max(1, names.length + 1);
-    /** style id of (name * NV + variant) */
-    this.styleOf = new Uint16Array(n * NV);
-    /** @type {string[]} fill colour of each style id */
-    this.fills = [];
-    /** @type {string[]} label colour on each style id */
-    this.text = [];
-    /** @type {Map<string, number>} */
-    const ids = new Map();
-    const dimK = theme.dark ? 0.72 : 0.75;
-    for (let i = 0; i < n; i++) {
-      const name = names[i] ?? `name#${i}`;
-      let base = colorForName(name);
-      // Very light colours (the wrapper spans) glare on a dark background.
-      if (theme.dark && luminance(base) > 0.5) base = mix(base, theme.bg, 0.45);
-      const seg = colorForSegment(name);
-      const f = [base, mix(base, theme.bg, dimK), seg, mix(seg, theme.bg, dimK), mix(base, theme.bg, 0.5), mix(base, theme.bg, 0.82)];
-      for (let v = 0; v < NV; v++) {
-        let id = ids.get(f[v]);
-        if (id === undefined) {
-          id = this.fills.length;
-          ids.set(f[v], id);
-          this.fills.push(f[v]);
-          this.text.push(textOn(f[v]));
-        }
-        this.styleOf[i * NV + v] = id;
-      }
-    }
-    this.nStyles = this.fills.length;
-    this.nNames = n;
-  }
-  /**
-   * Style id of a name index and variant.
-   * @param {number} name
-   * @param {number} variant
-   */
-  style(name, variant) {
-    return this.styleOf[Math.min(name, this.nNames - 1) * NV + variant];
-  }
-  /** @param {number} name */
-  base(name) {
-    return this.fills[this.style(name, V_SPAN)];
-  }
-}
 
 /** Rectangles of one frame, later drawn grouped by (layer, style). */
 class RectBatch {
@@ -160,77 +99,6 @@ class RectBatch {
  * @property {number} selRow -1 for none
  * @property {boolean} raiseShown draw undimmed spans of collapsed rows on top (legend highlight)
  */
-
-/**
- * Canvas box (CSS px, unclipped) of a span as drawn; null when its row is
- * filtered out or the span is never drawn (PD detail).
- * @param {Data} d
- * @param {Layout} L
- * @param {Geo} g
- * @param {number} i internal span index
- * @returns {{x: number, y: number, w: number, h: number}|null}
- */
-export function spanBox(d, L, g, i) {
-  if (i < 0 || i >= d.nSpans) return null;
-  const r = L.rowOfSample[d.spanSample[i]] ?? -1;
-  if (r < 0 || d.spanFlags[i] & F_PD_DETAIL) return null;
-  const ex = !!L.expanded[r];
-  let box = barBox(L, r, ex ? d.spanLane[i] : 0);
-  if (!ex && d.spanFlags[i] & F_VIRTUAL) box = pdBand(box, d.spanPd[i]);
-  const s = d.spanStart[i];
-  let e = d.spanEnd[i];
-  if (!(e >= s)) e = s;
-  const x0 = xOf(g, s);
-  const x1 = xOf(g, e);
-  return { x: x0, y: canvasY(g, box.y), w: Math.max(1, x1 - x0), h: box.h };
-}
-
-/**
- * Canvas box of a PD segment.
- * @param {Data} d
- * @param {Layout} L
- * @param {Geo} g
- * @param {number} seg
- */
-export function segmentBox(d, L, g, seg) {
-  const b = spanBox(d, L, g, d.segSpan[seg]);
-  if (!b) return null;
-  const x0 = xOf(g, d.segStart[seg]);
-  const x1 = xOf(g, d.segEnd[seg]);
-  return { x: x0, y: b.y, w: Math.max(1, x1 - x0), h: b.h };
-}
-
-/**
- * Canvas box around an event marker.
- * @param {Data} d
- * @param {Layout} L
- * @param {Geo} g
- * @param {number} ev
- */
-export function eventBox(d, L, g, ev) {
-  if (ev < 0 || ev >= d.nEvents) return null;
-  const r = L.rowOfSample[d.evSample[ev]] ?? -1;
-  if (r < 0) return null;
-  const box = barBox(L, r, L.expanded[r] ? d.evLane[ev] : 0);
-  const m = markerGeom(box);
-  const x = xOf(g, d.evTs[ev]);
-  return { x: x - m.r, y: canvasY(g, m.cy) - m.r, w: 2 * m.r, h: 2 * m.r };
-}
-
-/**
- * Canvas box of a hit item (span, segment, event).
- * @param {Data} d
- * @param {Layout} L
- * @param {Geo} g
- * @param {Hit|null} h
- */
-export function hitBox(d, L, g, h) {
-  if (!h) return null;
-  if (h.type === "span") return spanBox(d, L, g, h.span);
-  if (h.type === "segment") return segmentBox(d, L, g, h.seg);
-  if (h.type === "event") return eventBox(d, L, g, h.ev);
-  return null;
-}
 
 export class Painter {
   /** @param {HTMLCanvasElement} canvas */
@@ -379,8 +247,8 @@ export class Painter {
     this.paintOverlays(S);
     ctx.restore();
 
-    this.paintGutter(S, r0, r1);
-    this.paintAxis(S, step, firstTick);
+    paintGutter(this, S, r0, r1);
+    paintAxis(this, S, step, firstTick);
     return this.drawnRows;
   }
 
@@ -786,178 +654,5 @@ export class Painter {
     }
   }
 
-  /**
-   * Row labels, expand carets, lane names, status dots.
-   * @param {Scene} S
-   * @param {number} r0
-   * @param {number} r1
-   */
-  paintGutter(S, r0, r1) {
-    const { ctx } = this;
-    const { d, L, g, theme } = S;
-    const top = g.axisH;
-    ctx.fillStyle = theme.bg1;
-    ctx.fillRect(0, top, g.gutter, this.h - top);
-    ctx.save();
-    ctx.beginPath();
-    ctx.rect(0, top, g.gutter, this.h - top);
-    ctx.clip();
-    const laneH = L.laneH;
-    const fontSize = laneH >= 16 ? 12 : laneH >= 11 ? 11 : 9;
-    const font = `${fontSize}px ${theme.font}`;
-    const small = `${Math.min(fontSize, 10)}px ${theme.font}`;
-    ctx.textBaseline = "middle";
-    for (let r = r0; r < r1; r++) {
-      const s = L.rows[r];
-      const y0 = canvasY(g, L.rowTop[r]);
-      const h = L.rowTop[r + 1] - L.rowTop[r];
-      if (r === S.selRow || r === S.hoverRow) {
-        ctx.fillStyle = r === S.selRow ? theme.selRow : theme.hoverRow;
-        ctx.fillRect(0, y0, g.gutter, h);
-      } else if (r % 2 === 1) {
-        ctx.fillStyle = theme.stripe;
-        ctx.fillRect(0, y0, g.gutter, h);
-      }
-      const cy = y0 + ROW_PAD + laneH / 2;
-      if (laneH < 7) continue;
-      const canExpand = d.nLanes[s] > 1;
-      if (canExpand) {
-        ctx.fillStyle = theme.fg2;
-        ctx.beginPath();
-        if (L.expanded[r]) {
-          ctx.moveTo(6, cy - 2);
-          ctx.lineTo(14, cy - 2);
-          ctx.lineTo(10, cy + 3);
-        } else {
-          ctx.moveTo(8, cy - 4);
-          ctx.lineTo(13, cy);
-          ctx.lineTo(8, cy + 4);
-        }
-        ctx.closePath();
-        ctx.fill();
-      }
-      const status = statusOf(d, s);
-      const bad = status && status !== "completed";
-      const untraced = Number.isNaN(d.smpStart[s]);
-      ctx.font = font;
-      ctx.fillStyle = untraced ? theme.fg2 : theme.fg1;
-      const label = sampleLabel(d, s) + (untraced ? " (untraced)" : "");
-      const maxW = g.gutter - 20 - (bad ? 14 : 6);
-      ctx.fillText(this.fit(font, label, maxW), 18, cy + 0.5);
-      if (bad) {
-        ctx.fillStyle = status === "truncated" ? "#e0912f" : status === "pending" ? theme.fg2 : theme.error;
-        ctx.beginPath();
-        ctx.arc(g.gutter - 9, cy, 3.5, 0, Math.PI * 2);
-        ctx.fill();
-      }
-      if (L.expanded[r] && laneH >= 11) {
-        ctx.font = small;
-        ctx.fillStyle = theme.fg2;
-        ctx.textAlign = "right";
-        const base = d.laneBase[s];
-        for (let l = 1; l < d.nLanes[s]; l++) {
-          const k = base + l;
-          const name = laneName(d, k);
-          if (!name) continue;
-          ctx.fillText(this.fit(small, name, g.gutter - 34), g.gutter - 8, y0 + ROW_PAD + l * laneH + laneH / 2 + 0.5);
-        }
-        ctx.textAlign = "left";
-      }
-    }
-    ctx.restore();
-    ctx.fillStyle = theme.border1;
-    ctx.fillRect(g.gutter - 1, top, 1, this.h - top);
-  }
 
-  /**
-   * Time axis with readable relative ticks, cursor and brush labels.
-   * @param {Scene} S
-   * @param {number} step
-   * @param {number} firstTick
-   */
-  paintAxis(S, step, firstTick) {
-    const { ctx } = this;
-    const { g, theme } = S;
-    const W = this.w;
-    ctx.fillStyle = theme.bg1;
-    ctx.fillRect(0, 0, W, g.axisH);
-    ctx.fillStyle = theme.border1;
-    ctx.fillRect(0, g.axisH - 1, W, 1);
-    const font = `11px ${theme.font}`;
-    ctx.font = font;
-    ctx.textBaseline = "middle";
-    const offsetMode = step < 1e-3;
-    const base = offsetMode ? Math.floor(g.t0 / (step * 10)) * step * 10 : 0;
-    ctx.fillStyle = theme.fg2;
-    ctx.fillText(offsetMode ? `@ ${formatTick(base, 1e-3)}` : "sample", 8, g.axisH / 2);
-    ctx.save();
-    ctx.beginPath();
-    ctx.rect(g.plotX - 1, 0, g.plotW + 12, g.axisH);
-    ctx.clip();
-    ctx.strokeStyle = theme.border1;
-    ctx.beginPath();
-    for (let t = firstTick; t <= g.t1; t += step) {
-      const x = Math.round(xOf(g, t)) + 0.5;
-      ctx.moveTo(x, g.axisH - 6);
-      ctx.lineTo(x, g.axisH);
-    }
-    ctx.stroke();
-    ctx.fillStyle = theme.fg1;
-    let n = 0;
-    for (let t = firstTick; t <= g.t1 && n < 200; t += step, n++) {
-      const tt = Math.abs(t) < step * 1e-6 ? 0 : t;
-      const x = xOf(g, tt);
-      ctx.fillText(formatTick(tt, step, base), x + 4, g.axisH / 2 - 1);
-    }
-    const pill = (/** @type {number} */ x, /** @type {string} */ text, /** @type {string} */ bg) => {
-      const w = this.textWidth(font, text) + 10;
-      const px = Math.min(Math.max(x - w / 2, g.plotX), g.plotX + g.plotW - w);
-      ctx.fillStyle = bg;
-      ctx.beginPath();
-      roundRect(ctx, px, 3, w, g.axisH - 8, 4);
-      ctx.fill();
-      ctx.fillStyle = "#ffffff";
-      ctx.fillText(text, px + 5, g.axisH / 2 - 1);
-    };
-    if (S.brush) {
-      const a = Math.min(S.brush[0], S.brush[1]);
-      const b = Math.max(S.brush[0], S.brush[1]);
-      pill((xOf(g, a) + xOf(g, b)) / 2, `${formatDuration(b - a)}`, theme.brand);
-    }
-    if (Number.isFinite(S.cursor) && S.cursor >= g.t0 && S.cursor <= g.t1) pill(xOf(g, S.cursor), formatDuration(S.cursor), theme.cursor);
-    ctx.restore();
-  }
-}
-
-/**
- * Name shown for an expanded lane: "[P]"/"[D]" for PD lanes, else the name
- * of its first drawable span.
- * @param {Data} d
- * @param {number} k lane slot
- */
-export function laneName(d, k) {
-  for (let i = d.laneSpanOff[k]; i < d.laneSpanOff[k + 1]; i++) {
-    if (d.spanFlags[i] & F_PD_DETAIL) continue;
-    return nameOf(d, d.spanName[i]);
-  }
-  return "";
-}
-
-/**
- * Rounded rectangle path (works where ctx.roundRect is missing).
- * @param {CanvasRenderingContext2D} ctx
- * @param {number} x
- * @param {number} y
- * @param {number} w
- * @param {number} h
- * @param {number} r
- */
-function roundRect(ctx, x, y, w, h, r) {
-  const rr = Math.min(r, w / 2, h / 2);
-  ctx.moveTo(x + rr, y);
-  ctx.arcTo(x + w, y, x + w, y + h, rr);
-  ctx.arcTo(x + w, y + h, x, y + h, rr);
-  ctx.arcTo(x, y + h, x, y, rr);
-  ctx.arcTo(x, y, x + w, y, rr);
-  ctx.closePath();
 }

@@ -2,7 +2,7 @@
 // All coordinates are CSS pixels of the timeline canvas; the backing store is
 // CSS size × devicePixelRatio, so device pixels are divided by dpr first.
 
-import { F_VIRTUAL, EV_INSTANT, EV_UNMATCHED, LK_SPANS, LK_VIRTUAL, PD_DECODE } from "./decode.js";
+import { F_VIRTUAL, F_PD_DETAIL, EV_INSTANT, EV_UNMATCHED, LK_SPANS, LK_VIRTUAL, PD_DECODE } from "./decode.js";
 import { barBox, laneAtY, rowAtY } from "./layout.js";
 import { firstReaching, clusterSorted, gatherEvents, ClusterBuffer, EventScratch } from "./lod.js";
 
@@ -81,6 +81,77 @@ export function markerGeom(box) {
   const r = Math.max(2.5, Math.min(4, box.h * 0.24));
   // Markers ride along the top edge of the bar, leaving its body readable.
   return { cy: box.y + Math.min(r + 1, box.h / 2), r };
+}
+
+/**
+ * Canvas box (CSS px, unclipped) of a span as drawn; null when its row is
+ * filtered out or the span is never drawn (PD detail).
+ * @param {Data} d
+ * @param {Layout} L
+ * @param {Geo} g
+ * @param {number} i span index
+ * @returns {{x: number, y: number, w: number, h: number}|null}
+ */
+export function spanBox(d, L, g, i) {
+  if (i < 0 || i >= d.nSpans) return null;
+  const r = L.rowOfSample[d.spanSample[i]] ?? -1;
+  if (r < 0 || d.spanFlags[i] & F_PD_DETAIL) return null;
+  const ex = !!L.expanded[r];
+  let box = barBox(L, r, ex ? d.spanLane[i] : 0);
+  if (!ex && d.spanFlags[i] & F_VIRTUAL) box = pdBand(box, d.spanPd[i]);
+  const s = d.spanStart[i];
+  let e = d.spanEnd[i];
+  if (!(e >= s)) e = s;
+  const x0 = xOf(g, s);
+  const x1 = xOf(g, e);
+  return { x: x0, y: canvasY(g, box.y), w: Math.max(1, x1 - x0), h: box.h };
+}
+
+/**
+ * Canvas box of a PD segment.
+ * @param {Data} d
+ * @param {Layout} L
+ * @param {Geo} g
+ * @param {number} seg
+ */
+export function segmentBox(d, L, g, seg) {
+  const b = spanBox(d, L, g, d.segSpan[seg]);
+  if (!b) return null;
+  const x0 = xOf(g, d.segStart[seg]);
+  const x1 = xOf(g, d.segEnd[seg]);
+  return { x: x0, y: b.y, w: Math.max(1, x1 - x0), h: b.h };
+}
+
+/**
+ * Canvas box around an event marker.
+ * @param {Data} d
+ * @param {Layout} L
+ * @param {Geo} g
+ * @param {number} ev
+ */
+export function eventBox(d, L, g, ev) {
+  if (ev < 0 || ev >= d.nEvents) return null;
+  const r = L.rowOfSample[d.evSample[ev]] ?? -1;
+  if (r < 0) return null;
+  const box = barBox(L, r, L.expanded[r] ? d.evLane[ev] : 0);
+  const m = markerGeom(box);
+  const x = xOf(g, d.evTs[ev]);
+  return { x: x - m.r, y: canvasY(g, m.cy) - m.r, w: 2 * m.r, h: 2 * m.r };
+}
+
+/**
+ * Canvas box of a hit item (span, segment, event).
+ * @param {Data} d
+ * @param {Layout} L
+ * @param {Geo} g
+ * @param {Hit|null} h
+ */
+export function hitBox(d, L, g, h) {
+  if (!h) return null;
+  if (h.type === "span") return spanBox(d, L, g, h.span);
+  if (h.type === "segment") return segmentBox(d, L, g, h.seg);
+  if (h.type === "event") return eventBox(d, L, g, h.ev);
+  return null;
 }
 
 /**

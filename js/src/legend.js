@@ -4,6 +4,7 @@
 
 import { F_PD_DETAIL, F_VIRTUAL, EV_INSTANT, nameOf } from "./decode.js";
 import { colorForName, colorForSegment } from "./colors.js";
+import { el } from "./dom.js";
 
 /** @typedef {import("./decode.js").Data} Data */
 
@@ -61,18 +62,6 @@ function phaseRank(name) {
   const order = ["bootstrap_queue", "prealloc", "bootstrap", "alloc_wait", "forward", "transfer_queue", "transfer"];
   const k = order.findIndex((o) => n.includes(o));
   return dec + (k < 0 ? 9 : k);
-}
-
-/**
- * @param {string} tag
- * @param {string} [cls]
- * @param {string} [text]
- */
-function el(tag, cls, text) {
-  const e = document.createElement(tag);
-  if (cls) e.className = cls;
-  if (text !== undefined) e.textContent = text;
-  return e;
 }
 
 /**

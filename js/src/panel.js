@@ -2,9 +2,11 @@
 // parent, PD phase breakdown, start/end attributes as a collapsible key/value
 // tree, copy as JSON. All data text goes through textContent.
 
-import { F_OPEN, F_VIRTUAL, F_ERROR, F_PD_DETAIL, PD_DECODE, CLIP_REASONS, clipReasonOf, nameOf, sampleLabel, statusOf, sourceOf, sampleRowId, EV_UNMATCHED } from "./decode.js";
+import { F_OPEN, F_VIRTUAL, F_ERROR, F_PD_DETAIL, PD_DECODE, CLIP_REASONS, clipReasonOf, nameOf, sampleLabel, statusOf, sourceOf, EV_UNMATCHED } from "./decode.js";
 import { formatDuration, formatEpoch, formatMs, formatNumber, formatPct } from "./format.js";
 import { colorForName, colorForSegment } from "./colors.js";
+import { el } from "./dom.js";
+import { localSummary } from "./tooltip.js";
 
 /** @typedef {import("./decode.js").Data} Data */
 /** @typedef {import("./hit.js").Hit} Hit */
@@ -34,19 +36,6 @@ export const SAMPLE_TEXT_FIELDS = ["prompt", "response", "label", "metadata"];
  * @property {(span: number) => void} selectSpan internal span index
  * @property {(field: string) => Promise<SampleTextReply>} sampleText the selected sample's whole text `field`
  */
-
-/**
- * @param {string} tag
- * @param {string} [cls]
- * @param {string} [text]
- * @returns {HTMLElement}
- */
-function el(tag, cls, text) {
-  const e = document.createElement(tag);
-  if (cls) e.className = cls;
-  if (text !== undefined) e.textContent = text;
-  return e;
-}
 
 /**
  * PD phases of a span from the payload: the segments of its virtual [P]/[D]
@@ -344,48 +333,6 @@ function kvRows(host, rows) {
   }
   host.appendChild(box);
   return box;
-}
-
-/**
- * Plain-data summary of a selection from the payload alone (used for the
- * copy-as-JSON fallback and before the attributes arrive).
- * @param {Data} d
- * @param {Hit} h
- */
-export function localSummary(d, h) {
-  const sm = d.meta.samples;
-  if (!("sample" in h)) return {};
-  const s = h.sample;
-  /** @type {Record<string, any>} */
-  const out = {
-    sample: {
-      row: sampleRowId(d, s),
-      id: sm.sample_index[s] ?? null,
-      group: sm.group_index[s] ?? null,
-      source: sourceOf(d, s),
-      status: statusOf(d, s),
-      reward: Number.isFinite(d.smpReward[s]) ? d.smpReward[s] : null,
-      label: sm.label[s] ?? null,
-      attempts: d.smpAttempts[s],
-      duration: d.smpEnd[s] - d.smpStart[s],
-      trace_id: sm.trace_id[s] ?? null,
-    },
-  };
-  if (h.type === "span" || h.type === "segment") {
-    const i = h.span;
-    out.name = nameOf(d, d.spanName[i]);
-    out.start = d.spanStart[i];
-    out.end = d.spanEnd[i];
-    out.open = !!(d.spanFlags[i] & F_OPEN);
-    out.attempt = d.spanAttempt[i];
-    if (h.type === "segment") out.segment = { name: nameOf(d, d.segName[h.seg]), start: d.segStart[h.seg], end: d.segEnd[h.seg] };
-  } else if (h.type === "event") {
-    out.name = nameOf(d, d.evName[h.ev]);
-    out.ts = d.evTs[h.ev];
-    out.kind = d.evKind[h.ev] === EV_UNMATCHED ? "unmatched end" : "instant";
-    out.count = h.count;
-  }
-  return out;
 }
 
 /**

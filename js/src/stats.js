@@ -6,6 +6,7 @@ import { F_VIRTUAL, LK_SPANS, nameOf } from "./decode.js";
 import { firstReaching } from "./lod.js";
 import { colorForName } from "./colors.js";
 import { formatDuration, formatNumber } from "./format.js";
+import { el } from "./dom.js";
 
 /** @typedef {import("./decode.js").Data} Data */
 
@@ -154,18 +155,6 @@ export function brushSummary(d, rows, vis, a, b) {
 }
 
 // ---------------------------------------------------------------- DOM
-
-/**
- * @param {string} tag
- * @param {string} [cls]
- * @param {string} [text]
- */
-function el(tag, cls, text) {
-  const e = document.createElement(tag);
-  if (cls) e.className = cls;
-  if (text !== undefined) e.textContent = text;
-  return e;
-}
 
 /**
  * @param {string} label

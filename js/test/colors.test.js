@@ -40,7 +40,7 @@ test("colour helpers", () => {
 });
 
 test("ColorTable batches by distinct fill, not by name", async () => {
-  const { ColorTable } = await import("../src/draw.js");
+  const { ColorTable } = await import("../src/colors.js");
   const names = Array.from({ length: 5000 }, (_, i) => `span_${i}`);
   const theme = { bg: "#ffffff", dark: false };
   const t = new ColorTable(names, /** @type {any} */ (theme));

@@ -1,39 +1,12 @@
 // Build payloads in the docs/payload.md format from plain arrays, so tests
 // (and the dev harness) need no Python.
 
-/** @type {Record<string, [string, any]>} */
-export const COLUMNS = {
-  smp_start: ["f4", Float32Array],
-  smp_end: ["f4", Float32Array],
-  smp_reward: ["f8", Float64Array],
-  smp_status: ["u1", Uint8Array],
-  smp_source: ["u2", Uint16Array],
-  smp_rollout: ["u2", Uint16Array],
-  smp_attempts: ["u2", Uint16Array],
-  smp_lanes: ["u2", Uint16Array],
-  smp_open: ["u4", Uint32Array],
-  smp_offset: ["f4", Float32Array],
-  span_sample: ["u4", Uint32Array],
-  span_start: ["f4", Float32Array],
-  span_end: ["f4", Float32Array],
-  span_name: ["u2", Uint16Array],
-  span_lane: ["u1", Uint8Array],
-  span_depth: ["u1", Uint8Array],
-  span_flags: ["u1", Uint8Array],
-  span_attempt: ["u1", Uint8Array],
-  span_parent: ["i4", Int32Array],
-  seg_span: ["u4", Uint32Array],
-  seg_start: ["f4", Float32Array],
-  seg_end: ["f4", Float32Array],
-  seg_name: ["u2", Uint16Array],
-  ev_sample: ["u4", Uint32Array],
-  ev_ts: ["f4", Float32Array],
-  ev_name: ["u2", Uint16Array],
-  ev_lane: ["u1", Uint8Array],
-  ev_kind: ["u1", Uint8Array],
-  ev_attempt: ["u1", Uint8Array],
-  ev_parent: ["i4", Int32Array],
-};
+import { CTORS, DEFAULT_DTYPES } from "../src/decode.js";
+
+/** Each column's dtype and typed-array constructor, from the payload contract. */
+export const COLUMNS = /** @type {Record<string, [string, any]>} */ (
+  Object.fromEntries(Object.entries(DEFAULT_DTYPES).map(([name, dtype]) => [name, [dtype, CTORS[dtype]]]))
+);
 
 /**
  * Pack typed columns into `buffers` of DataViews. With `unaligned`, all

@@ -1,0 +1,86 @@
+// The widget's DOM skeleton: header, stats bar, legend, the timeline (overview
+// strip, scrolled canvas, tooltip), the side panels and the footer. App fills it.
+
+import { el } from "./dom.js";
+
+const HINT = "drag = pan · wheel = zoom (over labels: scroll) · click = cursor & select · shift-drag = range summary · click a label = expand · W/S zoom · A/D pan · F focus · Esc clear · / filter";
+
+/**
+ * @typedef {Object} Shell
+ * @property {HTMLElement} root
+ * @property {HTMLElement} headerEl
+ * @property {HTMLElement} statsEl
+ * @property {HTMLElement} legendEl
+ * @property {HTMLElement} mainEl
+ * @property {HTMLCanvasElement} ovCanvas
+ * @property {HTMLElement} scrollEl
+ * @property {HTMLCanvasElement} canvas
+ * @property {HTMLElement} spacer
+ * @property {HTMLElement} tooltip
+ * @property {HTMLElement} sideEl
+ * @property {HTMLElement} detailsEl
+ * @property {HTMLElement} brushEl
+ * @property {HTMLElement} footerEl
+ * @property {HTMLElement} footerView
+ */
+
+/**
+ * Build the skeleton and append it to `host`.
+ * @param {HTMLElement} host
+ * @returns {Shell}
+ */
+export function buildShell(host) {
+  const root = el("div", "stw-root");
+  root.tabIndex = 0;
+  root.setAttribute("role", "application");
+  root.setAttribute("aria-label", "trace timeline");
+  const headerEl = el("div", "stw-header");
+  const statsEl = el("div", "stw-stats");
+  const legendEl = el("div", "stw-legend");
+  const body = el("div", "stw-body");
+  const mainEl = el("div", "stw-main");
+  const ovCanvas = /** @type {HTMLCanvasElement} */ (el("canvas", "stw-overview"));
+  const scrollEl = el("div", "stw-scroll");
+  const canvas = /** @type {HTMLCanvasElement} */ (el("canvas", "stw-canvas"));
+  const spacer = el("div", "stw-spacer");
+  const tooltip = el("div", "stw-tooltip");
+  tooltip.hidden = true;
+  const sideEl = el("div", "stw-side");
+  const detailsEl = el("div", "stw-panel stw-details");
+  const brushEl = el("div", "stw-panel stw-brushpanel");
+  const footerEl = el("div", "stw-footer");
+  const footerView = el("span", "stw-footer-view");
+  const footerHint = el("span", "stw-footer-hint", HINT);
+  footerEl.appendChild(footerView);
+  footerEl.appendChild(footerHint);
+  scrollEl.appendChild(canvas);
+  scrollEl.appendChild(spacer);
+  mainEl.appendChild(ovCanvas);
+  mainEl.appendChild(scrollEl);
+  mainEl.appendChild(tooltip);
+  sideEl.appendChild(detailsEl);
+  sideEl.appendChild(brushEl);
+  body.appendChild(mainEl);
+  body.appendChild(sideEl);
+  root.appendChild(headerEl);
+  root.appendChild(statsEl);
+  root.appendChild(legendEl);
+  root.appendChild(body);
+  root.appendChild(footerEl);
+  host.appendChild(root);
+  const shell = { root, headerEl, statsEl, legendEl, mainEl, ovCanvas, scrollEl, canvas, spacer, tooltip, sideEl, detailsEl, brushEl, footerEl, footerView };
+  updateSide(shell);
+  return shell;
+}
+
+/**
+ * Show the side column only when the details or the range panel has content.
+ * @param {Pick<Shell, "root"|"sideEl"|"detailsEl"|"brushEl">} ui
+ */
+export function updateSide(ui) {
+  const any = ui.detailsEl.childElementCount > 0 || ui.brushEl.childElementCount > 0;
+  ui.sideEl.hidden = !any;
+  ui.detailsEl.hidden = ui.detailsEl.childElementCount === 0;
+  ui.brushEl.hidden = ui.brushEl.childElementCount === 0;
+  ui.root.classList.toggle("stw-has-side", any);
+}

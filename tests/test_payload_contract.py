@@ -1,0 +1,137 @@
+"""One payload contract: the encoder, the decoder and the docs read the same table.
+
+``js/test/fixtures/golden_payload.json`` is a payload written by this encoder
+(buffers in base64) with the values it must decode to, taken from the frames;
+``js/test/golden.test.js`` decodes it. Regenerate it after a deliberate change
+with ``PYTHONPATH=. python tests/test_payload_contract.py``.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from slime_trace_widget.load import load_frames
+from slime_trace_widget.payload import CONTRACT, encode
+
+ROOT = Path(__file__).parent.parent
+FIXTURES = Path(__file__).parent / "fixtures"
+GOLDEN = ROOT / "js" / "test" / "fixtures" / "golden_payload.json"
+#: Three dumps combined, seven samples picked to hold PD segments, a retry, an
+#: error, unmatched ends and spans left open for each clip reason seen.
+DUMPS = ("small.pt", "edge_orphan_end.pt", "edge_open_span.pt")
+ROWS = [1, 6, 7, 8, 16, 17, 19]
+
+
+def _times(values: Any, t0: float) -> list[float | None]:
+    return [None if v != v else round(float(v) - t0, 6) for v in values]
+
+
+def golden() -> dict[str, Any]:
+    """The golden payload and, from the frames, what each payload item must say."""
+    frames = load_frames([FIXTURES / name for name in DUMPS])
+    view = encode(frames, samples=frames.samples.index[ROWS])
+    payload = view.payload
+    t0 = payload["meta"]["t0"]
+    spans = frames.span_core.loc[view.span_index]
+    span_pos = {int(index): k for k, index in enumerate(view.span_index)}
+    events = frames.event_core.loc[view.event_index]
+    samples = frames.samples.iloc[view.sample_rows]
+    segments = frames.segments[frames.segments["span_index"].isin(view.span_index)]
+    sample_pos = {int(row): k for k, row in enumerate(view.sample_rows)}
+    expected = {
+        "samples": {
+            "row": [int(r) for r in view.sample_rows],
+            "status": [str(v) for v in samples["status"]],
+            "source": [str(v) for v in samples["source"]],
+            "start": _times(samples["start"], t0),
+            "end": _times(samples["end"], t0),
+            "attempts": [int(v) for v in samples["attempts"]],
+        },
+        "spans": {
+            "sample": [sample_pos[int(r)] for r in spans["sample_row"]],
+            "name": [str(v) for v in spans["name"]],
+            "start": _times(spans["start"], t0),
+            "end": _times(spans["display_end"], t0),
+            "lane": [int(v) for v in spans["lane"]],
+            "depth": [int(v) for v in spans["depth"]],
+            "open": [bool(v) for v in spans["state"] == "open"],
+            "virtual": [bool(v) for v in spans["virtual"]],
+            "error": [bool(v) for v in spans["error"]],
+            "clip_reason": [None if v != v else str(v) for v in spans["clip_reason"]],
+            "attempt": [int(v) for v in spans["attempt"]],
+            "parent": [span_pos.get(int(p), -1) for p in spans["parent_index"]],
+        },
+        "segments": sorted(
+            ([span_pos[int(s)], str(n), round(float(a) - t0, 6), round(float(b) - t0, 6)]
+             for s, n, a, b in zip(segments["span_index"], segments["name"],
+                                   segments["start"], segments["end"], strict=True)),
+            key=lambda seg: (seg[0], seg[2])),
+        "events": {
+            "sample": [sample_pos[int(r)] for r in events["sample_row"]],
+            "name": [str(v) for v in events["name"]],
+            "ts": _times(events["ts"], t0),
+            "kind": [str(v) for v in events["kind"]],
+            "lane": [int(v) for v in events["lane"]],
+            "parent": [span_pos.get(int(p), -1) for p in events["parent_index"]],
+        },
+    }
+    wire = {**payload, "buffers": {name: base64.b64encode(raw).decode()
+                                   for name, raw in payload["buffers"].items()}}
+    return {"payload": wire, "expected": expected}
+
+
+def golden_text() -> str:
+    return json.dumps(golden(), indent=1, sort_keys=True, allow_nan=False) + "\n"
+
+
+def test_golden_payload_is_current() -> None:
+    assert GOLDEN.exists(), f"missing {GOLDEN}: run python {Path(__file__).relative_to(ROOT)}"
+    assert GOLDEN.read_text(encoding="utf-8") == golden_text(), (
+        f"{GOLDEN.relative_to(ROOT)} is stale (the encoder or the fixtures changed): "
+        f"regenerate with PYTHONPATH=. python {Path(__file__).relative_to(ROOT)}")
+
+
+def test_golden_payload_covers_the_flags() -> None:
+    spans = golden()["expected"]["spans"]
+    events = golden()["expected"]["events"]
+    for flag in ("open", "virtual", "error"):
+        assert any(spans[flag]), flag
+    assert max(spans["attempt"]) > 0
+    assert set(events["kind"]) == set(CONTRACT["event_kinds"])
+    assert len({s for s in spans["clip_reason"] if s}) >= 2
+
+
+def test_golden_payload_sorted_as_the_contract_says() -> None:
+    payload = json.loads(GOLDEN.read_text(encoding="utf-8"))["payload"]
+    dtypes = {"u1": "<u1", "u2": "<u2", "u4": "<u4", "i4": "<i4", "f4": "<f4", "f8": "<f8"}
+    for keys in CONTRACT["sort_keys"].values():
+        cols = [np.frombuffer(base64.b64decode(payload["buffers"][k]),
+                              dtype=dtypes[payload["meta"]["columns"][k]]) for k in keys]
+        order = np.lexsort(cols[::-1])
+        assert (order == np.arange(len(order))).all(), keys
+
+
+def test_docs_name_every_column_and_point_to_the_contract() -> None:
+    docs = (ROOT / "docs" / "payload.md").read_text(encoding="utf-8")
+    assert "payload_contract.json" in docs
+    for name in CONTRACT["columns"]:
+        assert re.search(rf"`{name}`", docs), name
+
+
+def test_contract_codes_match_the_frames() -> None:
+    frames = load_frames(FIXTURES / "edge_open_span.pt")
+    assert list(frames.span_core["clip_reason"].array.categories) == CONTRACT["clip_reasons"]
+    assert list(frames.event_core["kind"].array.categories) == CONTRACT["event_kinds"]
+
+
+if __name__ == "__main__":
+    GOLDEN.parent.mkdir(parents=True, exist_ok=True)
+    GOLDEN.write_text(golden_text(), encoding="utf-8")
+    print(f"wrote {GOLDEN.relative_to(ROOT)}", file=sys.stderr)
