@@ -177,7 +177,7 @@ def _follow(args: argparse.Namespace) -> int:
         if new:
             added = _load([Path(p) for p in new], args.trusted)
             shown["frames"] = (combine_frames([shown["frames"], added])
-                               if len(shown["frames"].paths) else added)
+                               if len(shown["frames"].samples) else added)
             print(f"added {len(new)} dump(s), {len(shown['frames'].paths)} in all", flush=True)
         shown["version"] += 1
         follow = {"state": FOLLOW_STATE, "version": shown["version"]}

@@ -80,11 +80,13 @@ class _Bytes:
         return chunk
 
 
-def page(blocks: Blocks, title: str) -> str:
-    """Wrap both blocks and the bundle in the offline HTML page."""
+def page(blocks: Blocks, title: str, follow: bool = False) -> str:
+    """Wrap both blocks and the bundle in the offline HTML page; ``follow``: a served
+    page of a followed run, which may fetch its state file from its own origin."""
     bundle = base64.b64encode((_STATIC / "widget.js").read_bytes()).decode()
     css = (_STATIC / "widget.css").read_text().replace("</style", "<\\\\/style")
-    slots = {"CSP": _CSP, "TITLE": html.escape(title), "CSS": css, "BUNDLE": bundle,
+    csp = f"{_CSP}; connect-src 'self'" if follow else _CSP
+    slots = {"CSP": csp, "TITLE": html.escape(title), "CSS": css, "BUNDLE": bundle,
              "DATA": base64.b64encode(blocks.data).decode(),
              "DETAILS": base64.b64encode(blocks.details).decode()}
     template = (_STATIC / "page.html").read_text(encoding="utf-8")

@@ -107,8 +107,8 @@ class TraceTimeline(anywidget.AnyWidget):
 
     def add_frames(self, frames: TraceFrames) -> TraceTimeline:
         """Add more dumps' frames to what this widget shows (everything is shown again)."""
-        self._frames = combine_frames([self._frames, frames]) if len(self._frames.paths) \
-            else frames
+        self._frames = combine_frames([self._frames, frames]) if len(self._frames.samples) \
+            else frames  # nothing shown yet (a followed folder that was empty)
         return self.show()
 
     def close(self) -> None:

@@ -74,6 +74,7 @@ def test_an_empty_folder_fills_in(tmp_path: Path) -> None:
         assert len(timeline.samples) == 0
         _place(FIXTURES / "small.pt", tmp_path / "rollout_0.pt")
         _wait_for(lambda: len(timeline.samples) == 8)
+        assert timeline.frames.paths == [str(tmp_path / "rollout_0.pt")]
     finally:
         timeline.close()
 

@@ -10,6 +10,7 @@
 // first paint only inflates the columns, a few percent of the page.
 
 import { base64ToBytes } from "./bytes.js";
+import { followUpdates, takeKeptView } from "./follow.js";
 import { attrRow } from "./page_attrs.js";
 import { createLocalModel } from "./standalone.js";
 
@@ -170,12 +171,16 @@ export async function bootSnapshot(dataElement, detailsElement, host, render) {
       .then(parseDetails);
     return details;
   };
+  const follow = /** @type {any} */ (header).source?.follow;
+  const kept = follow ? takeKeptView(globalThis.sessionStorage) : null;
   const model = createLocalModel(
-    { payload, selected: {}, view_range: [], view_state: {}, ...header.state },
+    { payload, selected: {}, view_range: [], view_state: {}, ...header.state, ...kept },
     {
       attrs: async (kind, index) => detailFor(await readDetails(), payload, kind, index),
       sampleText: async (sample, field) => textFor(await readDetails(), sample, field),
     },
   );
-  return render({ model, el: host });
+  const cleanup = render({ model, el: host });
+  if (follow) followUpdates(host, follow, model);
+  return cleanup;
 }

@@ -1,0 +1,84 @@
+"""``slime-trace-viewer --follow DIR`` in Chromium: the served page offers new dumps
+as slime writes them, and the update keeps the view."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from slime_trace_widget.cli import FOLLOW_STATE
+from tests.browser import VIEWPORT, free_port
+
+FIXTURES = Path(__file__).parent / "fixtures"
+READY = '.stw-root[data-ready="1"]'
+
+
+def _place(source: Path, target: Path) -> None:
+    partial = target.with_name(f".{target.name}.partial")
+    shutil.copy(source, partial)
+    os.replace(partial, target)
+    then = time.time() - 3600
+    os.utime(target, (then, then))
+
+
+def _state(url: str) -> dict:
+    with urllib.request.urlopen(url.rsplit("/", 1)[0] + "/" + FOLLOW_STATE, timeout=10) as r:
+        return json.loads(r.read())
+
+
+def test_followed_page_offers_new_dumps(chromium: Any, tmp_path: Path) -> None:
+    run = tmp_path / "debug"
+    run.mkdir()
+    _place(FIXTURES / "small.pt", run / "rollout_0.pt")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "slime_trace_widget", "--follow", str(run), "--port",
+         str(free_port()), "--interval", "0.2", "--out-dir", str(tmp_path / "out")],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    page = None
+    try:
+        url = None
+        deadline = time.monotonic() + 120
+        while url is None and time.monotonic() < deadline:
+            line = process.stdout.readline()
+            if line.startswith("serving"):
+                url = line.split(" at ")[1].split()[0]
+        assert url, process.stderr.read() if process.poll() is not None else "no URL"
+        assert _state(url) == {"version": 1, "dumps": 1}
+        page = chromium.new_page(viewport=VIEWPORT, device_scale_factor=1)
+        page.goto(url)
+        page.wait_for_selector(READY, timeout=30_000)
+        assert page.locator(".stw-root").get_attribute("data-rows") == "8"
+        kept = page.locator(".stw-root").evaluate("""(el) => {
+            const d = el.stwDebug, s = d.state(), w = s.viewEnd - s.viewStart;
+            d.setView(s.viewStart + w / 4, s.viewStart + w / 2);
+            return [d.state().viewStart, d.state().viewEnd];
+        }""")
+
+        _place(FIXTURES / "rollout_eval_3.pt", run / "rollout_1.pt")
+        banner = page.locator(".stw-follow-banner")
+        banner.wait_for(timeout=60_000)
+        assert "2 dump(s)" in banner.inner_text()
+        assert _state(url) == {"version": 2, "dumps": 2}
+        page.locator(".stw-follow-update").click()
+        page.wait_for_selector('.stw-root[data-rows="30"][data-ready="1"]', timeout=30_000)
+        assert page.locator(".stw-follow-banner").count() == 0
+        again = page.locator(".stw-root").evaluate(
+            "(el) => [el.stwDebug.state().viewStart, el.stwDebug.state().viewEnd]")
+        assert again == kept  # the zoom survived the update
+        assert page.locator("#stw-error").inner_text() == ""
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=60) == 0
+    finally:
+        if page is not None:
+            page.close()
+        if process.poll() is None:
+            process.kill()
+            process.wait()
