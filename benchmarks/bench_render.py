@@ -43,7 +43,7 @@ from demo_dumps import OUT, demo_dump
 from percentiles import pct, triple
 
 from slime_trace_widget.demo import write_demo_dump
-from tests.browser import VIEWPORT, JupyterLab, NotebookPage, launch_chromium
+from slime_trace_widget.devtools.browser import VIEWPORT, JupyterLab, NotebookPage, launch_chromium
 
 FIRST_PAINT_TARGET_MS = 1000.0
 FRAME_P95_TARGET_MS = 16.0

@@ -55,7 +55,7 @@ def test_meta_that_is_not_meta_is_refused(tmp_path: Path) -> None:
         read_frames(str(tmp_path))
 
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parents[1] / "fixtures"
 
 
 @pytest.mark.parametrize("fixture", sorted(p.name for p in FIXTURES.glob("*.pt")

@@ -53,8 +53,8 @@ from slime_trace_widget.tracing import (
     use_clock,
 )
 
-FIXTURES = Path(__file__).parent / "fixtures"
-REPO = Path(__file__).resolve().parents[1]
+FIXTURES = Path(__file__).parents[1] / "fixtures"
+REPO = Path(__file__).resolve().parents[2]
 LOGGER = "slime_trace_widget.tracing"
 
 

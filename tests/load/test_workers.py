@@ -23,7 +23,7 @@ import torch
 
 from slime_trace_widget import DumpError
 from slime_trace_widget.load import load_dump, load_frames, pool, worker
-from tests.test_hostile_pickles import (
+from tests.load.test_hostile_pickles import (
     APPENDS,
     BENIGN_SPANS,
     EMPTY_DICT,
@@ -41,8 +41,8 @@ from tests.test_hostile_pickles import (
     write_zip,
 )
 
-ROOT = Path(__file__).resolve().parent.parent
-FIXTURES = Path(__file__).parent / "fixtures"
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = Path(__file__).parents[1] / "fixtures"
 
 
 def tuple_key_bomb() -> bytes:

@@ -17,7 +17,7 @@ from slime_trace_widget.payload import (
     encode,
 )
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parents[1] / "fixtures"
 
 
 def decode(payload: dict) -> dict[str, np.ndarray]:

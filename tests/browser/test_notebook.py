@@ -9,7 +9,7 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
-NOTEBOOK = Path(__file__).parent.parent / "notebooks" / "quickstart.ipynb"
+NOTEBOOK = Path(__file__).parents[2] / "notebooks" / "quickstart.ipynb"
 
 
 def test_quickstart_is_stored_without_outputs() -> None:

@@ -21,7 +21,7 @@ from slime_trace_widget.load import DumpError, load_frames, save_dump
 from slime_trace_widget.load.files import load_trusted
 from slime_trace_widget.plots import plot_rollout_trends
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parents[1] / "fixtures"
 #: file name in the run -> fixture; rollout_7 holds rollout id 3 like the eval dump.
 RUN = {"rollout_0.pt": "small.pt", "rollout_eval_3.pt": "rollout_eval_3.pt",
        "rollout_7.pt": "legacy_v1_pd.pt"}

@@ -14,7 +14,7 @@ from slime_trace_widget.load import load_frames
 from slime_trace_widget.parquet import to_parquet
 from slime_trace_widget.perfetto import export_perfetto
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parents[1] / "fixtures"
 
 
 @pytest.fixture(scope="module")

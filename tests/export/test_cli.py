@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from slime_trace_widget.cli import CACHE_SUFFIX, HTML_SUFFIX, main
-from tests.browser import free_port
+from slime_trace_widget.devtools.browser import free_port
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parents[1] / "fixtures"
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from slime_trace_widget.load import DumpError, Placeholder, load_dump
-from tests.test_hostile_pickles import (
+from tests.load.test_hostile_pickles import (
     BINPERSID,
     BUILD,
     MARK,

@@ -22,15 +22,15 @@ import numpy as np
 import pytest
 
 from slime_trace_widget import TraceTimeline, gzip_parallel
+from slime_trace_widget.devtools.browser import VIEWPORT, PageGuard, file_only
 from slime_trace_widget.frames import TraceFrames
 from slime_trace_widget.load import load_frames, save_dump
 from slime_trace_widget.payload import EncodedView, encode
 from slime_trace_widget.snapshot import SNAPSHOT_MAX_CHARS, write_snapshot
-from tests.browser import VIEWPORT, PageGuard, file_only
 
 pytestmark = pytest.mark.browser
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parents[1] / "fixtures"
 READY = '.stw-root[data-ready="1"]'
 #: Schemes a snapshot may touch: itself, and the blob it imports its bundle from.
 

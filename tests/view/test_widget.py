@@ -10,7 +10,7 @@ import pytest
 from slime_trace_widget import TraceTimeline
 from slime_trace_widget.load import load_frames
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parents[1] / "fixtures"
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from slime_trace_widget import TraceTimeline
 from slime_trace_widget import widget as widget_module
 from slime_trace_widget.follow import DumpWatcher, Poller
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parents[1] / "fixtures"
 
 
 def _place(source: Path, target: Path, age: float = 3600) -> None:

@@ -52,9 +52,9 @@ from slime_trace_widget.frames import TraceFrames, build_frames
 from slime_trace_widget.load import DumpError, load_dump
 from slime_trace_widget.page_attrs import page_attr_table
 from slime_trace_widget.payload import encode
-from tests.test_hostile_pickles import dag, time_limit
+from tests.load.test_hostile_pickles import dag, time_limit
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SMALL = (ROOT / "tests" / "fixtures" / "small.pt").read_bytes()
 SUMMARY = ROOT / "test-artifacts" / "fuzz_summary.json"
 

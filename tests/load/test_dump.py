@@ -42,7 +42,7 @@ from slime_trace_widget.load import (
     save_dump,
 )
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parents[1] / "fixtures"
 FIXTURE_MARKER = Path("/tmp/slime_trace_widget_fixture_PWNED")
 
 # From tests/fixtures/README.md: samples, traced samples, span starts, span ends,
@@ -636,7 +636,7 @@ def test_bad_input_is_a_one_line_dump_error(tmp_path, make, problem):
 
 def test_truncated_fixture_chains_the_cause():
     """In-process the original exception is chained; a worker's load reports the same
-    text (tests/test_workers.py), without a Python cause to chain."""
+    text (tests/load/test_workers.py), without a Python cause to chain."""
     with pytest.raises(DumpError) as info:
         load_dump(FIXTURES / "edge_corrupt_truncated.pt", isolate=False)
     assert info.value.__cause__ is not None

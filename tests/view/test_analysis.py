@@ -7,7 +7,7 @@ import pytest
 
 from slime_trace_widget import analysis
 from slime_trace_widget.frames import build_frames
-from tests.test_frames import rec, sample
+from tests.flatten.test_frames import rec, sample
 
 
 @pytest.fixture

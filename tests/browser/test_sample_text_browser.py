@@ -16,10 +16,10 @@ import pytest
 
 from slime_trace_widget.demo import make_demo_samples
 from slime_trace_widget.details import TEXT_PREVIEW_CHARS
+from slime_trace_widget.devtools.browser import VIEWPORT, JupyterLab, NotebookPage
 from slime_trace_widget.frames import build_frames
 from slime_trace_widget.snapshot import SNAPSHOT_MAX_CHARS, write_snapshot
-from tests.browser import VIEWPORT, JupyterLab, NotebookPage
-from tests.test_snapshot_browser import opened
+from tests.browser.test_snapshot_browser import opened
 
 pytestmark = pytest.mark.browser
 

@@ -3,7 +3,7 @@
 ``js/test/fixtures/golden_payload.json`` is a payload written by this encoder
 (buffers in base64) with the values it must decode to, taken from the frames;
 ``js/test/golden.test.js`` decodes it. Regenerate it after a deliberate change
-with ``PYTHONPATH=. python tests/test_payload_contract.py``.
+with ``PYTHONPATH=. python tests/view/test_payload_contract.py``.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ import numpy as np
 from slime_trace_widget.load import load_frames
 from slime_trace_widget.payload import CONTRACT, encode
 
-ROOT = Path(__file__).parent.parent
-FIXTURES = Path(__file__).parent / "fixtures"
+ROOT = Path(__file__).parents[2]
+FIXTURES = Path(__file__).parents[1] / "fixtures"
 GOLDEN = ROOT / "js" / "test" / "fixtures" / "golden_payload.json"
 #: Three dumps combined, seven samples picked to hold PD segments, a retry, an
 #: error, unmatched ends and spans left open for each clip reason seen.

@@ -17,7 +17,7 @@ from slime_trace_widget.details import span_detail
 from slime_trace_widget.frames import TraceFrames, build_frames
 from slime_trace_widget.load import load_frames
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parents[1] / "fixtures"
 T0 = 1_700_000_000.0
 
 

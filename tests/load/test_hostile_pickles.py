@@ -10,7 +10,7 @@ loads every file once more with ``torch.load(weights_only=False)`` in a
 subprocess and checks that each marker *does* appear there: a vector that
 would not run anyway proves nothing.
 
-tests/test_dump.py already covers some payloads against ``load_dump`` alone
+tests/load/test_dump.py already covers some payloads against ``load_dump`` alone
 (os.system, eval, exec, Popen and partial in trace attrs, double BUILD on an
 OrderedDict, BUILD on the Counter class, protocol-0 ``__import__`` chains); the
 vectors here use other encodings, placements and containers, so the table
@@ -52,7 +52,7 @@ from slime_trace_widget.details import span_detail
 from slime_trace_widget.frames import TraceFrames, build_frames
 from slime_trace_widget.load import load_dump, load_frames
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 # --------------------------------------------------------------------------- pickle opcodes
 

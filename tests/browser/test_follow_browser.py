@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from slime_trace_widget.cli import FOLLOW_STATE
-from tests.browser import VIEWPORT, free_port
+from slime_trace_widget.devtools.browser import VIEWPORT, free_port
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parents[1] / "fixtures"
 READY = '.stw-root[data-ready="1"]'
 
 

@@ -8,14 +8,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from slime_trace_widget.devtools.browser import VIEWPORT, JupyterLab, NotebookPage
 from slime_trace_widget.load import load_frames, save_dump
 from slime_trace_widget.payload import encode
-from tests.browser import VIEWPORT, JupyterLab, NotebookPage
 
 pytestmark = pytest.mark.browser
 
-FIXTURES = Path(__file__).parent / "fixtures"
-ARTIFACTS = Path(__file__).parent.parent / "test-artifacts"
+FIXTURES = Path(__file__).parents[1] / "fixtures"
+ARTIFACTS = Path(__file__).parents[2] / "test-artifacts"
 HOSTILE_ATTR = '<img src=x onerror="window.__pwned=1">'
 HOSTILE_NAME = "<script>window.__pwned=2</script>gen"
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.browser import JupyterLab, launch_chromium
+from slime_trace_widget.devtools.browser import JupyterLab, launch_chromium
 
 
 @pytest.fixture(scope="module")

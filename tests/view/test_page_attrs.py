@@ -17,7 +17,7 @@ from slime_trace_widget import attr_columns
 from slime_trace_widget.attr_columns import AttrTable
 from slime_trace_widget.page_attrs import page_attr_table
 
-DECODER = Path(__file__).parent.parent / "js" / "src" / "page_attrs.js"
+DECODER = Path(__file__).parents[2] / "js" / "src" / "page_attrs.js"
 MAX_CHARS = 40
 
 #: Every kind a column can have, absent keys, explicit Nones, text past the cut,

@@ -9,7 +9,7 @@ the snapshot opened from ``file://`` and the page the CLI serves must each show
 it as text: nothing runs, no element is made from it, no request leaves the
 page's origin, long strings are cut visibly, and the page keeps working.
 
-tests/test_snapshot_browser.py covers a first set of strings on the snapshot
+tests/browser/test_snapshot_browser.py covers a first set of strings on the snapshot
 alone; this file runs a larger table through the same interactions on every
 surface (clicks, tooltips, legend, filter box, pans).
 """
@@ -29,12 +29,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from slime_trace_widget.frames import TraceFrames
-from slime_trace_widget.load import load_dump, load_frames, save_dump
-from slime_trace_widget.payload import NAME_CHARS, EncodedView, encode
-from slime_trace_widget.snapshot import SNAPSHOT_MAX_CHARS, write_snapshot
-from slime_trace_widget.values import MAX_STRING_CHARS, truncate
-from tests.browser import (
+from slime_trace_widget.devtools.browser import (
     VIEWPORT,
     JupyterLab,
     NotebookPage,
@@ -43,6 +38,11 @@ from tests.browser import (
     free_port,
     origin_of,
 )
+from slime_trace_widget.frames import TraceFrames
+from slime_trace_widget.load import load_dump, load_frames, save_dump
+from slime_trace_widget.payload import NAME_CHARS, EncodedView, encode
+from slime_trace_widget.snapshot import SNAPSHOT_MAX_CHARS, write_snapshot
+from slime_trace_widget.values import MAX_STRING_CHARS, truncate
 
 pytestmark = pytest.mark.browser
 
