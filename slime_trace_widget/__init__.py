@@ -18,6 +18,7 @@ from ._version import __version__
 
 _EXPORTS = {
     "DumpError": ".load",
+    "RunView": ".run_view",
     "TraceFrames": ".frames",
     "TraceTimeline": ".widget",
     "analysis": None,

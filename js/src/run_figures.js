@@ -1,0 +1,39 @@
+// Figures of the run overview's cells (run_table.js): bar scales and cell text.
+
+/**
+ * @typedef {Record<string, string|number|null>} RunRow one dump's figures
+ * @typedef {{label: string, key: string, kind: "text"|"number"|"share"}} RunColumn
+ */
+
+/**
+ * Largest finite value of each numeric column (0 when there is none).
+ * @param {RunRow[]} rows
+ * @param {RunColumn[]} columns
+ * @returns {Record<string, number>}
+ */
+export function columnMaxima(rows, columns) {
+  /** @type {Record<string, number>} */
+  const out = {};
+  for (const { key, kind } of columns) {
+    if (kind === "text") continue;
+    let top = 0;
+    for (const row of rows) {
+      const v = row[key];
+      if (typeof v === "number" && Number.isFinite(v) && v > top) top = v;
+    }
+    out[key] = top;
+  }
+  return out;
+}
+
+/**
+ * A cell's text: shares as percent, seconds and counts with few digits, "–" when missing.
+ * @param {string|number|null|undefined} value
+ * @param {RunColumn["kind"]} kind
+ */
+export function cellText(value, kind) {
+  if (value === null || value === undefined || (typeof value === "number" && !Number.isFinite(value))) return "–";
+  if (typeof value !== "number") return String(value);
+  if (kind === "share") return `${(value * 100).toFixed(1)}%`;
+  return Number.isInteger(value) ? String(value) : value.toPrecision(3);
+}
