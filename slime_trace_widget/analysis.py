@@ -100,17 +100,22 @@ def compare(frames_a: TraceFrames, frames_b: TraceFrames,
 def self_times(frames: TraceFrames) -> pd.Series:
     """Self time of every measured span (duration minus its children's covered time)."""
     spans = measured_spans(frames)
+    return _self_seconds(spans, spans["start"], spans["display_end"])
+
+
+def _self_seconds(spans: pd.DataFrame, start: pd.Series, end: pd.Series) -> pd.Series:
+    """``end - start`` of each span minus the union of its children's intervals clipped
+    to it (children among ``spans``), so concurrent children never make it negative."""
     children = spans[spans["parent_index"].isin(spans.index)]
-    parents = spans.loc[children["parent_index"].to_numpy()]
+    parent_labels = children["parent_index"].to_numpy()
     clipped = pd.DataFrame({
-        "parent": children["parent_index"].to_numpy(),
-        "start": np.maximum(children["start"].to_numpy(), parents["start"].to_numpy()),
-        "end": np.minimum(children["display_end"].to_numpy(),
-                          parents["display_end"].to_numpy()),
+        "parent": parent_labels,
+        "start": np.maximum(start.loc[children.index].to_numpy(),
+                            start.loc[parent_labels].to_numpy()),
+        "end": np.minimum(end.loc[children.index].to_numpy(), end.loc[parent_labels].to_numpy()),
     })
-    covered = _union_lengths(clipped, "parent")
-    own = spans["display_end"] - spans["start"]
-    return (own - covered.reindex(spans.index).fillna(0)).clip(lower=0)
+    covered = _union_lengths(clipped[clipped["end"] > clipped["start"]], "parent")
+    return ((end - start) - covered.reindex(spans.index).fillna(0)).clip(lower=0)
 
 
 def sample_breakdown(frames: TraceFrames, turn_span: str = TURN_SPAN) -> pd.DataFrame:
@@ -214,6 +219,142 @@ def resample_concurrency(steps: pd.DataFrame, interval: float,
         position = np.searchsorted(times, grid, side="right") - 1
         columns[name] = np.where(position >= 0, values[np.maximum(position, 0)], 0)
     return pd.DataFrame(columns, index=pd.Index(grid, name="time"))
+
+
+# --------------------------------------------------------------------------- critical path
+
+
+def critical_path(frames: TraceFrames, sample_row: int) -> pd.DataFrame:
+    """The spans whose time bounded sample ``sample_row``'s end-to-end latency, in time
+    order: their ``span_core`` rows with ``start_attrs``/``end_attrs`` and
+    ``critical``, the seconds each holds the path itself (its time on the path minus
+    its children's on it).
+
+    Walking back from the sample's end: the span that finished last, then the last to
+    finish before that one started, and so on; within each span on the path, the same
+    walk over its children from its own end. Concurrent spans that ended earlier are
+    not on the path. Open spans count to their display end.
+    """
+    measured = measured_spans(frames)
+    mine = measured[measured["sample_row"] == sample_row]
+    path = _critical_positions(mine.index.to_numpy(), mine["start"].to_numpy(np.float64),
+                               mine["display_end"].to_numpy(np.float64),
+                               mine["parent_index"].to_numpy())
+    labels = [label for label, _ in path]
+    start_attrs, end_attrs = frames.span_attrs(labels)
+    spans = frames.span_core.loc[labels].assign(
+        start_attrs=start_attrs, end_attrs=end_attrs,
+        critical=[seconds for _, seconds in path])
+    return spans.sort_values(["start", "depth"], kind="stable")
+
+
+def critical_path_share(frames: TraceFrames) -> pd.DataFrame:
+    """Per span name, the seconds it holds the critical path summed over all samples,
+    its ``share`` of all critical time, and in how many samples it is on the path:
+    what to optimise first."""
+    measured = measured_spans(frames).sort_values("sample_row", kind="stable")
+    rows = measured["sample_row"].to_numpy()
+    labels, parents = measured.index.to_numpy(), measured["parent_index"].to_numpy()
+    starts = measured["start"].to_numpy(np.float64)
+    ends = measured["display_end"].to_numpy(np.float64)
+    bounds = np.flatnonzero(np.diff(rows)) + 1
+    found = []
+    for lo, hi in zip([0, *bounds.tolist()], [*bounds.tolist(), len(rows)], strict=True):
+        for label, seconds in _critical_positions(labels[lo:hi], starts[lo:hi], ends[lo:hi],
+                                                  parents[lo:hi]):
+            found.append((rows[lo], label, seconds))
+    table = pd.DataFrame(found, columns=["sample_row", "span", "critical"])
+    if table.empty:
+        return pd.DataFrame(columns=["critical", "share", "samples"])
+    table["name"] = frames.span_core.loc[table["span"], "name"].astype(str).to_numpy()
+    out = table.groupby("name").agg(critical=("critical", "sum"),
+                                    samples=("sample_row", "nunique"))
+    out["share"] = out["critical"] / out["critical"].sum()
+    return out[["critical", "share", "samples"]].sort_values("critical", ascending=False)
+
+
+_EPSILON = 1e-9  # seconds: a child ending exactly with its parent is still inside it
+
+
+def _critical_positions(labels: np.ndarray, starts: np.ndarray, ends: np.ndarray,
+                        parents: np.ndarray) -> list[tuple[Any, float]]:
+    """(span label, exclusive critical seconds) of one sample's critical path, from
+    the columns of that sample's measured spans."""
+    if not len(labels):
+        return []
+    position_of = {label: k for k, label in enumerate(labels.tolist())}
+    children: dict[int, list[int]] = {}
+    roots = []
+    for k, parent in enumerate(parents.tolist()):
+        if parent in position_of:
+            children.setdefault(position_of[parent], []).append(k)
+        else:
+            roots.append(k)
+    path: list[tuple[Any, float]] = []
+
+    def walk(pool: list[int], limit: float) -> float:
+        """Add the path through ``pool`` ending by ``limit``; return the time it covers."""
+        covered = 0.0
+        for k in sorted(pool, key=lambda k: (ends[k], -starts[k]), reverse=True):
+            if ends[k] > limit + _EPSILON:
+                continue  # still running at this point of the walk: not what it waited for
+            inner = walk(children.get(k, []), ends[k])
+            length = max(ends[k] - starts[k], 0.0)
+            path.append((labels[k], max(length - inner, 0.0)))
+            covered += length
+            limit = starts[k]
+        return covered
+
+    walk(roots, float(ends.max()))
+    return path
+
+
+def flame(frames: TraceFrames, samples: Any = None, window: tuple[float, float] | None = None
+          ) -> pd.DataFrame:
+    """One row per span-name path from the root (``path``, names joined by ``;``) over
+    the measured spans of ``samples`` (sample rows, default all) overlapping
+    ``window`` (absolute seconds, default all time, spans clipped to it): ``count``,
+    ``total`` and ``self`` seconds (self: minus the union of the children's
+    intervals, never below zero with concurrent children), p50 and p95 of the
+    (clipped) durations. ``[P]``/``[D]`` spans count once, as in ``measured_spans``."""
+    spans = measured_spans(frames)
+    if samples is not None:
+        rows = samples.index if isinstance(samples, pd.DataFrame) else pd.Index(samples)
+        spans = spans[spans["sample_row"].isin(rows)]
+    start, end = spans["start"], spans["display_end"]
+    if window is not None:
+        start, end = start.clip(lower=window[0]), end.clip(upper=window[1])
+        inside = end > start
+        spans, start, end = spans[inside], start[inside], end[inside]
+    columns = ["path", "name", "depth", "count", "total", "self", "p50", "p95"]
+    if spans.empty:
+        return pd.DataFrame(columns=columns)
+    paths = _name_paths(spans)
+    table = pd.DataFrame({"path": paths, "seconds": (end - start).to_numpy(),
+                          "own": _self_seconds(spans, start, end).to_numpy()})
+    grouped = table.groupby("path", sort=True)
+    out = grouped.agg(count=("seconds", "size"), total=("seconds", "sum"),
+                      own=("own", "sum")).rename(columns={"own": "self"})
+    out["p50"] = grouped["seconds"].quantile(0.5)
+    out["p95"] = grouped["seconds"].quantile(0.95)
+    out = out.reset_index()
+    out["name"] = out["path"].str.rsplit(";", n=1).str[-1]
+    out["depth"] = out["path"].str.count(";")
+    return out[columns]
+
+
+def _name_paths(spans: pd.DataFrame) -> np.ndarray:
+    """Each span's names from its root among ``spans`` down to itself, joined by ``;``
+    (parents first: a span's depth is more than its parent's)."""
+    names = spans["name"].astype(str).tolist()
+    parents = spans["parent_index"].tolist()
+    position = {label: k for k, label in enumerate(spans.index.tolist())}
+    paths: list[str | None] = [None] * len(names)
+    for k in np.argsort(spans["depth"].to_numpy(), kind="stable").tolist():
+        above = position.get(parents[k])
+        prefix = paths[above] if above is not None else None
+        paths[k] = names[k] if prefix is None else f"{prefix};{names[k]}"
+    return np.array(paths, dtype=object)
 
 
 # --------------------------------------------------------------------------- intervals
