@@ -4,7 +4,8 @@ Compatible with the workflow of slime's ``tools/trace_timeline_viewer.py``:
 ``slime-trace-viewer rollout_0.pt`` writes ``rollout_0.trace_timeline_cache.stw``
 (the page's data block: payload and attributes, plain data, no pickle) and
 ``rollout_0.trace_timeline_viewer.html`` beside the dump (or in
-``--out-dir``), then serves that folder on 127.0.0.1. A cache newer than every
+``--out-dir``), then serves that page, and nothing else of its folder, on
+127.0.0.1. Files are written with the user's umask. A cache newer than every
 input dump, built from the same files by the same version, is reused, so a
 second run skips loading and flattening (``--rebuild`` forces them). Several
 dumps or a glob make one combined view.
@@ -15,14 +16,18 @@ from __future__ import annotations
 import argparse
 import functools
 import http.server
+import ipaddress
 import json
 import os
+import secrets
 import sys
-import tempfile
 import threading
+import urllib.parse
 import warnings
 from collections.abc import Sequence
+from http import HTTPStatus
 from pathlib import Path
+from typing import Any, BinaryIO
 
 from ._version import __version__
 from .htmlpage import Blocks, page, read_cache
@@ -33,6 +38,9 @@ CACHE_SUFFIX = ".trace_timeline_cache.stw"
 HTML_SUFFIX = ".trace_timeline_viewer.html"
 #: What a followed page polls: ``{"version": n, "dumps": k}``, rewritten on each change.
 FOLLOW_STATE = "follow.json"
+#: Seconds the server loop waits in ``select``: a Ctrl-C that the OS hands to another
+#: thread (a request, the loader's readers, the poller) is only seen when it returns.
+POLL_INTERVAL = 0.1
 
 
 class CliError(Exception):
@@ -150,7 +158,7 @@ def _run(args: argparse.Namespace) -> int:
         _exports(frames, out_dir, stem, args)
     if args.no_serve:
         return 0
-    serve(out_dir, html_path.name, args.host, args.port)
+    serve(out_dir, [html_path.name], args.host, args.port)
     return 0
 
 
@@ -189,14 +197,22 @@ def _follow(args: argparse.Namespace) -> int:
         _atomic_write(out_dir / FOLLOW_STATE, json.dumps(
             {"version": shown["version"], "dumps": len(frames.paths)}).encode())
 
+    stopping = threading.Event()
+
+    def look() -> None:
+        new = watcher.new_dumps()
+        if new and not stopping.is_set():  # after Ctrl-C, no dump starts loading
+            publish(new)
+
     publish(watcher.new_dumps())
-    poller = Poller(lambda: publish(new) if (new := watcher.new_dumps()) else None,
+    poller = Poller(look,
                     lambda exc: print(f"slime-trace-viewer: {exc}", file=sys.stderr, flush=True),
                     POLL_SECONDS if args.interval is None else args.interval)
     try:
-        serve(out_dir, html_path.name, args.host, args.port)
+        serve(out_dir, [html_path.name, FOLLOW_STATE], args.host, args.port)
     finally:
-        poller.stop()
+        stopping.set()
+        poller.stop()  # at once when idle; a dump already loading is finished first
     return 0
 
 
@@ -251,42 +267,57 @@ def _exports(frames, out_dir: Path, stem: str, args: argparse.Namespace) -> None
         try:
             print(f"wrote {to_parquet(frames, out_dir / f'{stem}.parquet')}")
         except ImportError as exc:
-            raise CliError(f"--parquet needs pyarrow ({exc})") from exc
+            # pyarrow is a dependency, but a build may lack Parquet (conda-forge's
+            # pyarrow-core): pandas then explains over five lines; one is enough.
+            raise CliError("--parquet needs pyarrow with Parquet support: "
+                           "pip install pyarrow (or conda's pyarrow, not pyarrow-core)") from exc
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
-    """Write via a temp file and rename, so a crash never leaves half a page or cache."""
-    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    """Write via a temp file and rename, so a crash never leaves half a page or cache.
+
+    The temp file is opened with mode 0666 for the umask to trim, as any tool's output
+    (``tempfile.mkstemp`` would make every page and cache 0600 whatever the umask).
+    """
+    temp = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+    handle = os.open(temp, flags, 0o666)
     try:
         with os.fdopen(handle, "wb") as stream:
             stream.write(data)
         os.replace(temp, path)
     except BaseException:
-        Path(temp).unlink(missing_ok=True)
+        temp.unlink(missing_ok=True)
         raise
 
 
-class _FolderHandler(http.server.SimpleHTTPRequestHandler):
-    """Static files from one folder and nothing else.
+class _PageHandler(http.server.SimpleHTTPRequestHandler):
+    """The files the CLI wrote into a folder, by exact name, and nothing else of it.
 
-    ``..`` is already dropped by the base class; on top of that a path that
-    resolves outside the folder (a symlink) or names a hidden file is a 404,
-    and folders are not listed, so the page's neighbours in a dump directory
-    stay private.
+    A dump's folder also holds the ``.pt`` dumps (prompts, responses), the cache and
+    whatever else lies there, so anything not in ``served`` is a 404, as is a served
+    name that resolves out of the folder (a symlink put in its place): no listing, no
+    hidden files, no ``..``. ``/`` redirects to the page (``served[0]``).
     """
 
-    def translate_path(self, path: str) -> str:
-        candidate = Path(super().translate_path(path))
-        root = Path(self.directory).resolve()
-        resolved = candidate.resolve()
-        inside = resolved == root or root in resolved.parents
-        hidden = any(part.startswith(".") for part in resolved.relative_to(root).parts
-                     ) if inside else True
-        return str(resolved) if inside and not hidden else str(root / ".refused")
+    def __init__(self, *args: Any, served: Sequence[str], **kwargs: Any) -> None:
+        self.served = tuple(served)  # before the base class handles the request
+        super().__init__(*args, **kwargs)
 
-    def list_directory(self, path: str | os.PathLike[str]) -> None:
-        self.send_error(404, "No listing")
-        return None
+    def send_head(self) -> BinaryIO | None:
+        path = urllib.parse.unquote(urllib.parse.urlsplit(self.path).path)
+        if path == "/":
+            self.send_response(HTTPStatus.FOUND)
+            self.send_header("Location", "/" + urllib.parse.quote(self.served[0]))
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return None
+        name = path[1:]
+        root = Path(self.directory).resolve()
+        if name not in self.served or (root / name).resolve().parent != root:
+            self.send_error(HTTPStatus.NOT_FOUND, "Not served")
+            return None
+        return super().send_head()
 
     def log_message(self, format: str, *args: object) -> None:
         sys.stderr.write(f"{self.address_string()} {format % args}\n")
@@ -297,26 +328,42 @@ class _Server(http.server.ThreadingHTTPServer):
     request_queue_size = 256  # a burst of page loads should queue, not be refused
 
 
-def make_server(folder: Path, host: str, port: int) -> http.server.ThreadingHTTPServer:
-    """A threaded static server for ``folder`` (port 0 picks a free one)."""
-    handler = functools.partial(_FolderHandler, directory=str(folder))
+def make_server(folder: Path, served: Sequence[str], host: str,
+                port: int) -> http.server.ThreadingHTTPServer:
+    """A threaded server of the files ``served`` in ``folder``, the page first (port 0
+    picks a free one)."""
+    handler = functools.partial(_PageHandler, directory=str(folder), served=served)
     try:
         return _Server((host, port), handler)
     except OSError as exc:
         raise CliError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
 
 
-def serve(folder: Path, page_name: str, host: str, port: int,
-          ready: threading.Event | None = None) -> None:
-    """Serve ``folder`` until Ctrl-C, printing the page's URL."""
-    server = make_server(folder, host, port)
-    shown_host = host if host not in ("0.0.0.0", "::") else "127.0.0.1"
-    print(f"serving {folder} at http://{shown_host}:{server.server_address[1]}/{page_name}"
-          "  (Ctrl-C to stop)", flush=True)
-    if ready is not None:
-        ready.set()
+def _audience(host: str, port: int) -> str:
+    """Who can open a server on ``host``, in words for the start-up line."""
     try:
-        server.serve_forever()
+        address = ipaddress.ip_address(host)
+    except ValueError:  # a host name
+        return ("this machine only (localhost)" if host == "localhost"
+                else f"anyone who can reach {host}:{port}")
+    if address.is_loopback:
+        return f"this machine only ({host})"
+    if address.is_unspecified:
+        return f"anyone who can reach this machine on port {port} ({host}: every interface)"
+    return f"anyone who can reach {host}:{port}"
+
+
+def serve(folder: Path, served: Sequence[str], host: str, port: int) -> None:
+    """Serve the files ``served`` (the page first) from ``folder`` until Ctrl-C, saying
+    what is served, to whom, and the page's URL."""
+    server = make_server(folder, served, host, port)
+    port = server.server_address[1]
+    shown_host = host if host not in ("0.0.0.0", "::") else "127.0.0.1"
+    url = f"http://{shown_host}:{port}/{urllib.parse.quote(served[0])}"
+    try:  # from the start-up line on, Ctrl-C is the normal way to stop
+        print(f"serving {' and '.join(served)} to {_audience(host, port)} at {url}"
+              "  (Ctrl-C to stop)", flush=True)
+        server.serve_forever(poll_interval=POLL_INTERVAL)
     except KeyboardInterrupt:
         print("stopped", flush=True)
     finally:

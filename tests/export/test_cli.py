@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -85,25 +88,120 @@ def test_bad_input_gives_one_line_and_exit_code(argv: list[str], message: str,
     assert len(result.stderr.strip().splitlines()) == 1
 
 
+def _serving_line(process: subprocess.Popen) -> str:
+    """The CLI's start-up line; the loading before it may take long on a busy machine."""
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        line = process.stdout.readline()
+        if line.startswith("serving"):
+            return line.rstrip("\n")
+        if not line and process.poll() is not None:
+            pytest.fail(f"the CLI ended: {process.stderr.read()[-2000:]}")
+    pytest.fail("the CLI did not start serving")
+
+
+def _fetch(url: str) -> tuple[int, bytes]:
+    try:
+        with urllib.request.urlopen(url, timeout=60) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read()
+
+
+def _stop(process: subprocess.Popen) -> None:
+    """Ctrl-C, then a generous wait: prompt on an idle machine, never flaky on a busy one."""
+    process.send_signal(signal.SIGINT)
+    assert process.wait(timeout=120) == 0
+    assert "stopped" in process.stdout.read()
+
+
 def test_serves_the_page_on_loopback_and_stops_on_ctrl_c(dump: Path) -> None:
     port = free_port()
+    page = f"rollout_0{HTML_SUFFIX}"
     process = subprocess.Popen(
         [sys.executable, "-m", "slime_trace_widget.cli", str(dump), "--port", str(port)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        url = None
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and url is None:
-            line = process.stdout.readline()
-            if line.startswith("serving"):
-                url = line.split(" at ")[1].split()[0]
-        assert url == f"http://127.0.0.1:{port}/rollout_0{HTML_SUFFIX}"
-        with urllib.request.urlopen(url, timeout=10) as response:
-            body = response.read().decode()
-        assert response.status == 200 and 'id="stw-data"' in body
-        process.send_signal(signal.SIGINT)
-        assert process.wait(timeout=20) == 0
+        line = _serving_line(process)
+        root = f"http://127.0.0.1:{port}/"
+        assert line == (f"serving {page} to this machine only (127.0.0.1) at {root}{page}"
+                        "  (Ctrl-C to stop)")
+        status, body = _fetch(root + page)
+        assert status == 200 and b'id="stw-data"' in body
+        assert _fetch(root) == (200, body)  # / redirects to the page
+        for other in ("rollout_0.pt", f"rollout_0{CACHE_SUFFIX}", f"{page}/", "?C=M"):
+            assert _fetch(root + other)[0] == (200 if other == "?C=M" else 404), other
+        _stop(process)
     finally:
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077])
+def test_written_files_follow_the_umask(dump: Path, tmp_path: Path, umask: int) -> None:
+    out = tmp_path / "out"
+    previous = os.umask(umask)
+    try:
+        assert main([str(dump), "--no-serve", "--out-dir", str(out), "--perfetto",
+                     "--parquet"]) == 0
+    finally:
+        os.umask(previous)
+    written = [out / f"rollout_0{CACHE_SUFFIX}", out / f"rollout_0{HTML_SUFFIX}",
+               out / "rollout_0.perfetto.json", *(out / "rollout_0.parquet").rglob("*")]
+    assert len(written) > 8 and not list(out.glob(".*"))  # no temp file left behind
+    for path in written:
+        full = 0o777 if path.is_dir() else 0o666
+        assert stat.S_IMODE(path.stat().st_mode) == full & ~umask, path
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077])
+def test_follow_serves_page_and_state_only(dump: Path, tmp_path: Path, umask: int) -> None:
+    old = time.time() - 3600
+    os.utime(dump, (old, old))
+    out = tmp_path / "out"
+    page = f"{dump.parent.name}{HTML_SUFFIX}"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "slime_trace_widget", "--follow", str(dump.parent), "--port",
+         str(free_port()), "--out-dir", str(out), "--interval", "0.2"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, umask=umask)
+    try:
+        line = _serving_line(process)
+        assert line.startswith(f"serving {page} and follow.json to this machine only ")
+        url = line.split(" at ", 1)[1].split("  (Ctrl-C")[0]
+        root = url.rsplit("/", 1)[0] + "/"
+        assert _fetch(root + "follow.json") == (200, b'{"version": 1, "dumps": 1}')
+        assert _fetch(root)[0] == 200
+        assert _fetch(root + "../" + dump.name)[0] == 404
+        shutil.copy(dump, out / "copied.pt")
+        assert _fetch(root + "copied.pt")[0] == 404
+        for name in (page, "follow.json"):
+            assert stat.S_IMODE((out / name).stat().st_mode) == 0o666 & ~umask
+        _stop(process)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+_WITHOUT_PARQUET = """
+import runpy, sys
+
+class NoParquet:  # a pyarrow built without Parquet, like conda-forge's pyarrow-core
+    def find_spec(self, name, path=None, target=None):
+        if name in ("pyarrow.parquet", "pyarrow._parquet", "fastparquet"):
+            raise ImportError(f"No module named {name!r}")
+
+sys.meta_path.insert(0, NoParquet())
+sys.argv[0] = "slime-trace-viewer"
+runpy.run_module("slime_trace_widget.cli", run_name="__main__")
+"""
+
+
+def test_parquet_without_parquet_support_says_what_to_install(dump: Path) -> None:
+    result = subprocess.run([sys.executable, "-c", _WITHOUT_PARQUET, str(dump), "--no-serve",
+                             "--parquet"], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        "slime-trace-viewer: --parquet needs pyarrow with Parquet support: pip install pyarrow "
+        "(or conda's pyarrow, not pyarrow-core)"]
