@@ -212,7 +212,7 @@ def _follow(args: argparse.Namespace) -> int:
         serve(out_dir, [html_path.name, FOLLOW_STATE], args.host, args.port)
     finally:
         stopping.set()
-        poller.stop()  # at once when idle; a dump already loading is finished first
+        poller.stop(wait=False)  # a dump still loading dies with the process; writes are atomic
     return 0
 
 

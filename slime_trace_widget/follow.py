@@ -75,9 +75,10 @@ class Poller:
             except Exception as exc:  # reported, and the next look tries again
                 self._report(exc)
 
-    def stop(self) -> None:
+    def stop(self, wait: bool = True) -> None:
+        """Stop polling; ``wait`` for a look in progress (a dump being loaded) to end."""
         self._stop.set()
-        if threading.current_thread() is not self._thread:
+        if wait and threading.current_thread() is not self._thread:
             self._thread.join(timeout=30)
 
     @property

@@ -58,8 +58,9 @@ def test_timeline_follows_a_folder(tmp_path: Path, monkeypatch) -> None:
         old = time.time() - 3600
         os.utime(tmp_path / "rollout_1.pt", (old, old))
         _place(FIXTURES / "rollout_eval_3.pt", tmp_path / "rollout_2.pt")
-        _wait_for(lambda: len(timeline.frames.paths) == 2)
-        assert timeline.payload["meta"]["n_samples_total"] == 30
+        # frames change before the payload is rebuilt from them: wait for the payload
+        _wait_for(lambda: timeline.payload["meta"]["n_samples_total"] == 30)
+        assert len(timeline.frames.paths) == 2
         # Old dumps were not loaded again: each load got only new files.
         assert loaded[0] == [str(tmp_path / "rollout_0.pt")]
         assert all(str(tmp_path / "rollout_0.pt") not in paths for paths in loaded[1:])
