@@ -223,7 +223,14 @@ def test_cli_convert(run: Path, tmp_path: Path, capsys) -> None:
 @pytest.fixture(scope="session")
 def local_ray():
     ray = pytest.importorskip("ray")
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    for attempt in range(3):  # Ray gives its node 30 s to start: a busy machine may need more
+        try:
+            ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+            break
+        except Exception:
+            ray.shutdown()
+            if attempt == 2:
+                raise
     yield ray
     ray.shutdown()
 
