@@ -11,6 +11,7 @@ prompt, response, label or metadata when the panel's "show all" asks for it.
 
 from __future__ import annotations
 
+import base64
 import logging
 from collections.abc import Callable
 from pathlib import Path
@@ -227,6 +228,8 @@ class TraceTimeline(anywidget.AnyWidget):
             self._reply(content, ("kind", "index"), self._attrs)
         elif content.get("type") == "sample_text":
             self._reply(content, ("sample", "field"), self._sample_text)
+        elif content.get("type") == "payload_inline":
+            self._reply(content, (), self._payload_inline)
 
     def _reply(self, content: dict[str, Any], echo: tuple[str, ...],
                answer: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
@@ -250,6 +253,16 @@ class TraceTimeline(anywidget.AnyWidget):
         frame_index = self._frame_index(kind, int(content["index"]))
         return {"detail": (span_detail if kind == "span" else event_detail)(self._frames,
                                                                            frame_index)}
+
+    def _payload_inline(self, _content: dict[str, Any]) -> dict[str, Any]:
+        """The payload shown, each buffer as base64 text, for a front end whose binary
+        buffers were lost on the way (Colab's widget manager can drop them). Text, since
+        the binary buffers of this reply could be lost just the same; the whole payload,
+        so a reply that crosses a newer ``show()`` is still one consistent payload."""
+        payload = self._view.payload
+        buffers = {name: base64.b64encode(data).decode("ascii")
+                   for name, data in payload["buffers"].items()}
+        return {"payload": {**payload, "buffers": buffers}}
 
     def _sample_text(self, content: dict[str, Any]) -> dict[str, Any]:
         """The whole text ``field`` of payload sample ``sample`` (see ``details.sample_text``)."""

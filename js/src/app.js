@@ -16,7 +16,7 @@ import { Interaction } from "./interact.js";
 import { Controls } from "./controls.js";
 import { legendInfo, renderLegend } from "./legend.js";
 import { cursorCounts, brushSummary, renderStatsBar, renderBrushPanel } from "./stats.js";
-import { readTheme, watchTheme } from "./theme.js";
+import { hostTheme, watchTheme } from "./theme.js";
 import { Sync, Requests } from "./model.js";
 import { formatDuration, formatNumber } from "./format.js";
 import { buildShell, updateSide } from "./shell.js";
@@ -26,17 +26,13 @@ import { followTraits } from "./traits.js";
 import { fillTooltip, placeTooltip, sameHit } from "./tooltip.js";
 import { FrameLoop } from "./frameloop.js";
 import { installDebug } from "./debug.js";
+import { Sizer, viewportHeight, AXIS_H, OVERVIEW_H, MAX_VIEWPORT_H } from "./sizing.js";
 
 /** @typedef {import("./model.js").AnyModel} AnyModel */
 /** @typedef {import("./hit.js").Hit} Hit */
 /** @typedef {import("./hit.js").Geo} Geo */
 /** @typedef {import("./controls.js").Settings} Settings */
 /** @typedef {import("./decode.js").Data} Data */
-
-const AXIS_H = 26;
-const OVERVIEW_H = 44;
-const MAX_VIEWPORT_H = 560;
-const MIN_VIEWPORT_H = 120;
 
 export class App {
   /**
@@ -94,7 +90,8 @@ export class App {
     this.footerEl = ui.footerEl;
     this.footerView = ui.footerView;
 
-    this.theme = readTheme(root);
+    this.sizer = new Sizer(() => this.scrollEl.clientWidth || this.mainEl.clientWidth, () => this.requestFrame());
+    this.theme = hostTheme(root);
     this.painter = new Painter(this.canvas);
     this.overview = new Overview(this.ovCanvas, {
       view: () => this.view,
@@ -171,7 +168,7 @@ export class App {
     this.ro = typeof ResizeObserver !== "undefined" ? new ResizeObserver(() => this.requestFrame()) : null;
     this.ro?.observe(this.scrollEl);
     this.ro?.observe(root);
-    this.stopTheme = watchTheme(() => this.reTheme());
+    this.stopTheme = watchTheme(root, () => this.reTheme());
     // Browser zoom and moving between screens change devicePixelRatio.
     this.onWinResize = () => this.requestFrame();
     window.addEventListener("resize", this.onWinResize);
@@ -253,14 +250,8 @@ export class App {
     this.sizeViewport();
   }
 
-  /** Most the rows area may take: the `height` trait (timeline px) when the kernel sets one. */
-  maxViewport() {
-    const h = Number(this.sync.get("height"));
-    return Number.isFinite(h) && h > 0 ? Math.max(MIN_VIEWPORT_H, h - OVERVIEW_H) : MAX_VIEWPORT_H;
-  }
-
   sizeViewport() {
-    const want = Math.max(MIN_VIEWPORT_H, Math.min(this.maxViewport(), AXIS_H + this.L.totalHeight + 2));
+    const want = viewportHeight(this.L.totalHeight, this.sync.get("height"));
     this.viewportH = want;
     this.scrollEl.style.height = `${want}px`;
     this.spacer.style.height = `${Math.max(0, AXIS_H + this.L.totalHeight - want)}px`;
@@ -283,9 +274,11 @@ export class App {
     return w;
   }
 
-  /** @returns {Geo} */
-  geo() {
-    const width = Math.max(200, this.scrollEl.clientWidth || this.mainEl.clientWidth || 800);
+  /**
+   * @param {number} [width] CSS px, the live width by default
+   * @returns {Geo}
+   */
+  geo(width = this.sizer.current()) {
     const gutter = Math.round(Math.max(120, Math.min(this.labelWidth() + 36, 300, width * 0.26)));
     const plotX = gutter + 8;
     return { width, height: this.viewportH, gutter, plotX, plotW: Math.max(40, width - plotX - 12), axisH: AXIS_H, scrollTop: this.scrollEl.scrollTop, t0: this.view.t0, t1: this.view.t1 };
@@ -621,7 +614,7 @@ export class App {
   }
 
   reTheme() {
-    this.theme = readTheme(this.root);
+    this.theme = hostTheme(this.root);
     this.colors = new ColorTable(this.d.names, this.theme);
     this.painter.resetTextCache();
     this.labelW = -1;
@@ -638,11 +631,13 @@ export class App {
     const t = performance.now();
     const width = this.root.clientWidth;
     this.root.classList.toggle("stw-narrow", width > 0 && width < 980);
+    const w = this.sizer.frameWidth();
+    if (!w) return; // no width (hidden, or the host mid theme swap): the sizer asks for another frame
     if (this.pendingScroll !== undefined) {
       this.scrollEl.scrollTop = this.pendingScroll;
       this.pendingScroll = undefined;
     }
-    const g = this.geo();
+    const g = this.geo(w);
     const dpr = Math.max(1, window.devicePixelRatio || 1);
     if (this.painter.w !== g.width || this.painter.h !== g.height || this.painter.dpr !== dpr) this.painter.resize(g.width, g.height, dpr);
     if (this.overview.w !== g.width || this.overview.dpr !== dpr) this.overview.resize(g.width, OVERVIEW_H, dpr);

@@ -48,6 +48,14 @@ export function installDebug(app) {
     get frameCount() {
       return self.loop.frameCount;
     },
+    /** Frames skipped because the timeline had no width (sizing.js). */
+    get skippedFrames() {
+      return self.sizer.skipped;
+    },
+    /** Ask for a frame, as any change of state does. */
+    repaint() {
+      self.requestFrame();
+    },
     state() {
       return {
         viewStart: self.view.t0,

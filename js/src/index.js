@@ -1,20 +1,25 @@
-// anywidget entry: `render` draws one view of the timeline; `createLocalModel`
-// lets an HTML snapshot (no kernel) call the same `render`.
+// anywidget entry: the default export's `render` draws one view of the
+// timeline (anywidget deprecates a `render` exported by name). The HTML
+// snapshot page imports the same bundle: `bootSnapshot` and `createLocalModel`
+// are named exports for it, and it renders through the default export too.
 
 import "./styles.css";
 import { App } from "./app.js";
 import { createLocalModel } from "./standalone.js";
 import { bootSnapshot } from "./snapshot.js";
+import { WholePayload } from "./inline.js";
 
 /**
- * @param {{ model: import("./model.js").AnyModel, el: HTMLElement }} ctx
+ * Build the view, or show why it could not be built.
+ * @param {import("./model.js").AnyModel} model
+ * @param {HTMLElement} el
+ * @param {number} t0 performance.now() when render() was called
  * @returns {() => void} cleanup
  */
-function render({ model, el }) {
-  const t0 = performance.now();
-  let app = /** @type {App|null} */ (null);
+function mount(model, el, t0) {
   try {
-    app = new App(model, el, t0);
+    const app = new App(model, el, t0);
+    return () => app.dispose();
   } catch (err) {
     console.error("slime-trace-widget: render failed", err);
     const box = document.createElement("div");
@@ -23,8 +28,34 @@ function render({ model, el }) {
     el.appendChild(box);
     return () => box.remove();
   }
-  return () => app?.dispose();
 }
 
-export { createLocalModel, render, bootSnapshot };
+/**
+ * Draw the timeline into `el`: at once, or, when the payload's binary buffers
+ * were lost on the way (inline.js), once the kernel's inline copy is here.
+ * @param {{ model: import("./model.js").AnyModel, el: HTMLElement }} ctx
+ * @returns {() => void} cleanup
+ */
+function render({ model, el }) {
+  const t0 = performance.now();
+  /** @type {HTMLElement|null} */
+  let waiting = null;
+  let cleanup = () => {};
+  const whole = new WholePayload(model, (m) => {
+    waiting?.remove();
+    cleanup = mount(m, el, t0);
+  });
+  if (whole.pending) {
+    waiting = el.appendChild(document.createElement("div"));
+    waiting.className = "stw-waiting";
+    waiting.textContent = "slime-trace-widget: the trace's data did not arrive whole; loading a copy from the kernel…";
+  }
+  return () => {
+    whole.dispose();
+    waiting?.remove();
+    cleanup();
+  };
+}
+
+export { createLocalModel, bootSnapshot };
 export default { render };

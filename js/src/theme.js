@@ -1,5 +1,8 @@
-// Canvas colours read from CSS (JupyterLab theme variables with plain-page
-// fallbacks, see styles.css), re-read when the JupyterLab theme changes.
+// Canvas colours read from CSS (host theme variables with plain-page
+// fallbacks, see styles.css), and the scheme they follow: the root's
+// `data-stw-theme` is the one the host states (JupyterLab, Notebook 7, VS
+// Code, marimo, Colab), the OS's only when it states none. Both are re-read
+// when the host or the OS switches theme live.
 
 import { luminance, mix } from "./colors.js";
 
@@ -97,18 +100,152 @@ function solid(c, fb) {
   return s;
 }
 
+/** @typedef {"light"|"dark"} Scheme */
+
+/** VS Code webview body classes (and `data-vscode-theme-kind` values); a light high-contrast body also has `vscode-high-contrast`. */
+const VSCODE = /** @type {[string, Scheme][]} */ ([
+  ["vscode-high-contrast-light", "light"],
+  ["vscode-high-contrast", "dark"],
+  ["vscode-dark", "dark"],
+  ["vscode-light", "light"],
+]);
+/** Attributes whose value "dark"/"light" marks a scheme (marimo's data-theme, Colab's theme on <html>). */
+const MARK_ATTRS = ["data-theme", "data-mode", "theme"];
+const DARK_CLASSES = ["dark", "dark-theme", "dark-mode"];
+const LIGHT_CLASSES = ["light", "light-theme", "light-mode"];
+/** Every attribute a host switches its theme with. */
+const WATCHED = ["class", "data-jp-theme-light", "data-jp-theme-name", "data-vscode-theme-kind", "data-vscode-theme-name", ...MARK_ATTRS];
+
 /**
- * Watch JupyterLab theme switches (body[data-jp-theme-light]) and the OS
- * colour scheme (plain pages); returns a function that stops watching.
+ * The element above `n`, through shadow roots (marimo renders widgets in one).
+ * @param {Element} n
+ * @returns {Element|null}
+ */
+function parentOf(n) {
+  if (n.parentElement) return n.parentElement;
+  const p = /** @type {any} */ (n.parentNode);
+  return p && p.host ? p.host : null;
+}
+
+/**
+ * The scheme an element marks by class or attribute, or null.
+ * @param {Element} n
+ * @returns {Scheme|null}
+ */
+function markOf(n) {
+  for (const a of MARK_ATTRS) {
+    const v = n.getAttribute(a);
+    if (v === "dark" || v === "light") return v;
+  }
+  if (DARK_CLASSES.some((c) => n.classList.contains(c))) return "dark";
+  if (LIGHT_CLASSES.some((c) => n.classList.contains(c))) return "light";
+  return null;
+}
+
+/**
+ * A `color-scheme` value that names one scheme only ("dark", "only light"); null for "normal" or "light dark".
+ * @param {string} value
+ * @returns {Scheme|null}
+ */
+export function schemeOfColorScheme(value) {
+  const words = String(value || "").split(/\s+/);
+  const dark = words.includes("dark");
+  if (dark === words.includes("light")) return null;
+  return dark ? "dark" : "light";
+}
+
+/**
+ * The scheme the host page states for the widget at `el`, or null when it
+ * states none. In order: JupyterLab and Notebook 7 (`data-jp-theme-light` on
+ * body), VS Code (body classes), the nearest ancestor marked dark or light
+ * (marimo's `.dark` / `data-theme`, Colab's `theme` on <html>), then the
+ * `color-scheme` <html> computes to.
+ * @param {Element} el
+ * @returns {Scheme|null}
+ */
+export function hostScheme(el) {
+  const doc = el.ownerDocument;
+  const html = doc.documentElement;
+  const body = doc.body;
+  const jp = body?.getAttribute("data-jp-theme-light");
+  if (jp === "true" || jp === "false") return jp === "true" ? "light" : "dark";
+  if (body) {
+    const kind = body.getAttribute("data-vscode-theme-kind");
+    for (const [name, scheme] of VSCODE) if (kind === name || body.classList.contains(name)) return scheme;
+  }
+  // Before the view is attached its ancestors are not yet body and <html>: look at them too.
+  for (let n = parentOf(el); n; n = parentOf(n)) {
+    const s = markOf(n);
+    if (s) return s;
+  }
+  const marked = (body && markOf(body)) || markOf(html);
+  if (marked) return marked;
+  return typeof getComputedStyle === "function" ? schemeOfColorScheme(getComputedStyle(html).colorScheme) : null;
+}
+
+/**
+ * Mark `root` with the scheme to draw in (`data-stw-theme`, read by
+ * styles.css): the host's, else the OS's; then read its colours.
+ * @param {HTMLElement} root
+ * @returns {Theme}
+ */
+export function hostTheme(root) {
+  const os = typeof matchMedia === "function" && matchMedia("(prefers-color-scheme: dark)").matches;
+  root.dataset.stwTheme = hostScheme(root) ?? (os ? "dark" : "light");
+  return readTheme(root);
+}
+
+/**
+ * What a theme switch changes: the scheme, and the theme's name where the host gives one.
+ * @param {Element} root
+ */
+function themeKey(root) {
+  const body = root.ownerDocument.body;
+  return [hostScheme(root), body?.getAttribute("data-jp-theme-name"), body?.getAttribute("data-vscode-theme-name")].join("|");
+}
+
+/**
+ * Call `onChange` when the host switches theme: attributes and classes on
+ * <html> (and its style, where VS Code puts its variables), <body> and the
+ * widget's ancestors (observed once `root` is attached), and the OS scheme.
+ * Class changes that leave the theme as it was (a cell getting focus) are
+ * ignored. Returns a function that stops watching.
+ * @param {HTMLElement} root
  * @param {() => void} onChange
  */
-export function watchTheme(onChange) {
+export function watchTheme(root, onChange) {
   /** @type {(() => void)[]} */
   const stops = [];
-  if (typeof MutationObserver !== "undefined" && typeof document !== "undefined" && document.body) {
-    const mo = new MutationObserver(() => onChange());
-    mo.observe(document.body, { attributes: true, attributeFilter: ["data-jp-theme-light", "data-jp-theme-name"] });
-    stops.push(() => mo.disconnect());
+  const doc = root.ownerDocument;
+  let key = themeKey(root);
+  const check = () => {
+    const k = themeKey(root);
+    if (k === key) return;
+    key = k;
+    onChange();
+  };
+  if (typeof MutationObserver !== "undefined") {
+    const mo = new MutationObserver(check);
+    mo.observe(doc.documentElement, { attributes: true, attributeFilter: [...WATCHED, "style"] });
+    if (doc.body) mo.observe(doc.body, { attributes: true, attributeFilter: WATCHED });
+    let raf = 0;
+    let tries = 600;
+    const attach = () => {
+      raf = 0;
+      if (!root.isConnected) {
+        if (tries-- > 0) raf = requestAnimationFrame(attach);
+        return;
+      }
+      for (let n = parentOf(root); n && n !== doc.body && n !== doc.documentElement; n = parentOf(n)) {
+        mo.observe(n, { attributes: true, attributeFilter: WATCHED });
+      }
+      check();
+    };
+    attach();
+    stops.push(() => {
+      cancelAnimationFrame(raf);
+      mo.disconnect();
+    });
   }
   if (typeof matchMedia !== "undefined") {
     const mq = matchMedia("(prefers-color-scheme: dark)");

@@ -79,6 +79,8 @@ def test_timeline_in_jupyterlab(lab: JupyterLab, chromium, tmp_path: Path) -> No
     page = chromium.new_page(viewport=VIEWPORT, device_scale_factor=1)
     dialogs: list[str] = []
     page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    console: list[str] = []
+    page.on("console", lambda m: console.append(m.text))
     notebook = NotebookPage(page)
     notebook.open(url)
 
@@ -152,4 +154,64 @@ def test_timeline_in_jupyterlab(lab: JupyterLab, chromium, tmp_path: Path) -> No
     assert rect and rect["w"] > 1, "the second rollout is drawn from its own start"
     page.locator(third).scroll_into_view_if_needed()
     page.screenshot(path=str(ARTIFACTS / "jupyterlab-compare.png"))
+    # anywidget warns when the module exports `render` by name (it wants the default export)
+    assert console, "the page's console is heard"
+    assert not [m for m in console if "deprecat" in m.lower()], console
+    page.close()
+
+
+#: The canvas is as wide as the rows area (the container), and that is not 0.
+FITS = """el => {
+  const scroll = el.querySelector('.stw-scroll');
+  const canvas = el.querySelector('.stw-canvas');
+  return scroll.clientWidth > 0
+    && parseFloat(canvas.style.width) === Math.max(200, scroll.clientWidth);
+}"""
+
+
+def test_zero_width_frames_are_skipped(lab: JupyterLab, chromium) -> None:
+    """A width of 0 (a theme CSS swap, a hidden output) is never painted at, and the
+    canvas fits its container again once the width is back, even when the width came
+    back before the resize observer looked (it then reports nothing)."""
+    dump = lab.notebooks / "width.pt"
+    shutil.copy(FIXTURES / "small.pt", dump)
+    url = lab.write_notebook("width.ipynb", [
+        f"from slime_trace_widget import TraceTimeline\nTraceTimeline.from_dump({str(dump)!r})",
+    ])
+    page = chromium.new_page(viewport=VIEWPORT, device_scale_factor=1)
+    notebook = NotebookPage(page)
+    notebook.open(url + "&reset")  # only this notebook: no tab restored from the workspace
+    notebook.run_cell(0)
+    root = page.locator('.jp-Cell:nth-child(1) .stw-root[data-ready="1"]')
+    root.wait_for(timeout=60_000)
+    handle = root.element_handle()
+    page.wait_for_function(FITS, arg=handle, timeout=30_000)
+    width = root.evaluate("el => el.querySelector('.stw-canvas').style.width")
+
+    # 0 for one frame: set in the animation frame before the widget's, restored in the
+    # one after, so layout reads 0 only inside the widget's frame.
+    skipped = root.evaluate("""async el => {
+      const frame = () => new Promise(r => requestAnimationFrame(r));
+      await frame();
+      const before = el.stwDebug.skippedFrames;
+      requestAnimationFrame(() => { el.style.width = '0px'; });
+      el.stwDebug.repaint();
+      requestAnimationFrame(() => { el.style.width = ''; });
+      await frame();
+      return el.stwDebug.skippedFrames - before;
+    }""")
+    assert skipped == 1, "the frame that read 0 was skipped"
+    page.wait_for_function(FITS, arg=handle, timeout=30_000)
+    assert root.evaluate("el => el.querySelector('.stw-canvas').style.width") == width
+
+    # 0 for a while: nothing is painted at it, and the width that comes back is used.
+    root.evaluate("el => { el.style.width = '0px'; }")
+    page.wait_for_function("el => el.stwDebug.skippedFrames >= 3", arg=handle, timeout=30_000)
+    assert root.evaluate("el => el.querySelector('.stw-canvas').style.width") == width
+    root.evaluate("el => { el.style.width = '700px'; }")
+    page.wait_for_function(FITS, arg=handle, timeout=30_000)
+    assert root.evaluate("el => el.querySelector('.stw-scroll').clientWidth") < 700
+    root.evaluate("el => { el.style.width = ''; }")
+    page.wait_for_function(FITS, arg=handle, timeout=30_000)
+    assert root.evaluate("el => el.querySelector('.stw-canvas').style.width") == width
     page.close()

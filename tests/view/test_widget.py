@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 
@@ -84,6 +85,25 @@ def test_virtual_span_detail_has_segments(timeline: TraceTimeline) -> None:
                                     "req": 1}, [])
     segments = sent[-1]["detail"]["segments"]
     assert segments and {"name", "start", "end", "duration"} <= set(segments[0])
+
+
+def test_payload_inline_answers_the_shown_payload_as_text(timeline: TraceTimeline) -> None:
+    """A front end that lost the binary buffers (Colab) asks for an inline copy: the
+    reply is plain JSON (no bytes that could be lost again) and decodes to the payload."""
+    sent = _replies(timeline)
+    timeline.show(samples=timeline.samples.query("reward < 0.5"))
+    shown = timeline.view.payload
+    timeline._on_message(timeline, {"type": "payload_inline", "req": 11}, [])
+    reply = json.loads(json.dumps(sent[-1]))
+    assert reply["type"] == "payload_inline" and reply["req"] == 11 and "error" not in reply
+    copy = reply["payload"]
+    assert copy["meta"] == json.loads(json.dumps(shown["meta"]))
+    assert copy["version"] == shown["version"]
+    assert set(copy["buffers"]) == set(shown["buffers"]) == set(copy["meta"]["columns"])
+    for name, data in shown["buffers"].items():
+        assert base64.b64decode(copy["buffers"][name], validate=True) == data
+    assert len(copy["meta"]["samples"]["row"]) == int((timeline.samples.reward < 0.5).sum())
+    assert isinstance(timeline.payload["buffers"]["span_start"], bytes)  # the trait keeps bytes
 
 
 def test_from_frames_accepts_raw_samples() -> None:

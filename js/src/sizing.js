@@ -1,0 +1,71 @@
+// The timeline's size. Its width: a width of 0 (an output that is hidden, a
+// tab in the background, the host swapping its theme CSS) is never painted
+// at; that frame is skipped and retried on the next animation frames, since a
+// width that comes back before the resize observer looks again is never
+// reported by it. A long absence ends the retries, and the resize observer
+// reports the width when it comes back. Its height: what the rows need,
+// within bounds.
+
+/** Narrowest layout; below it the gutter and plot would overlap. */
+export const MIN_WIDTH = 200;
+/** Frames retried after a zero width before leaving it to the resize observer (about 2 s). */
+export const RETRY_FRAMES = 120;
+
+export class Sizer {
+  /**
+   * @param {() => number} read the width the timeline has now, 0 when it has none
+   * @param {() => void} retry asks for another animation frame
+   * @param {number} [retryFrames]
+   */
+  constructor(read, retry, retryFrames = RETRY_FRAMES) {
+    this.read = read;
+    this.retry = retry;
+    this.retryFrames = retryFrames;
+    /** Width of the last painted frame, 0 before the first. */
+    this.width = 0;
+    this.retries = 0;
+    /** Frames skipped for a zero width (a test hook). */
+    this.skipped = 0;
+  }
+
+  /** The width to paint this frame at; 0: skip this frame (another one is asked for while retries last). */
+  frameWidth() {
+    const w = this.read();
+    if (w > 0) {
+      this.retries = 0;
+      this.width = Math.max(MIN_WIDTH, w);
+      return this.width;
+    }
+    this.skipped++;
+    if (this.retries < this.retryFrames) {
+      this.retries++;
+      this.retry();
+    }
+    return 0;
+  }
+
+  /** The width for geometry between frames (hit tests, zoom): the live one, else the last painted. */
+  current() {
+    const w = this.read();
+    return Math.max(MIN_WIDTH, w > 0 ? w : this.width);
+  }
+}
+
+/** Heights in CSS px: the time axis, the overview strip, and the rows area's bounds. */
+export const AXIS_H = 26;
+export const OVERVIEW_H = 44;
+export const MAX_VIEWPORT_H = 560;
+export const MIN_VIEWPORT_H = 120;
+
+/**
+ * Height of the rows area: what the rows need, at least MIN_VIEWPORT_H and at
+ * most the `height` trait (timeline px, less the overview strip) when the
+ * kernel sets one, else MAX_VIEWPORT_H.
+ * @param {number} rowsHeight
+ * @param {unknown} heightTrait
+ */
+export function viewportHeight(rowsHeight, heightTrait) {
+  const h = Number(heightTrait);
+  const most = Number.isFinite(h) && h > 0 ? Math.max(MIN_VIEWPORT_H, h - OVERVIEW_H) : MAX_VIEWPORT_H;
+  return Math.max(MIN_VIEWPORT_H, Math.min(most, AXIS_H + rowsHeight + 2));
+}
