@@ -98,7 +98,7 @@ def main(argv: list[str] | None = None) -> None:
     workers = default_workers([str(p) for p in paths])
     print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}; {len(paths)} dumps, "
           f"{total / MB:,.0f} MB; pool size {workers}")
-    glob = str(paths[0].parent / "rollout_*.pt")
+    dumps = [str(p) for p in paths]
     results: dict[str, float] = {}
     runs = [("local", {"engine": "local"}), ("local, 1 worker", {"engine": "local", "workers": 1})]
     if not args.no_ray:
@@ -108,13 +108,13 @@ def main(argv: list[str] | None = None) -> None:
         target = OUT / f"dataset_{label.split()[0].strip(',')}_{options.get('workers', 0)}"
         shutil.rmtree(target, ignore_errors=True)
         seconds, growth, report = timed(lambda t=target, o=options: convert(
-            glob, t, progress=False, **o))
+            dumps, t, progress=False, **o))
         results[label] = seconds
         note = "" if not report.failed else f"   ({len(report.failed)} failed)"
         print(f"  {label:28}{seconds:9.1f}{len(paths) / seconds:9.2f}{total / MB / seconds:8.1f}"
               f"{growth / MB:12.0f}{note}")
     dataset = OUT / "dataset_local_0"
-    rerun, _, report = timed(lambda: convert(glob, dataset, progress=False))
+    rerun, _, report = timed(lambda: convert(dumps, dataset, progress=False))
     opened, growth, frames = timed(lambda: open_dataset(dataset, rollouts=[3, 61]))
     trends_s, _, trends = timed(lambda: rollout_trends(dataset))
     print(f"\n  rerun, nothing new           {rerun:9.2f} s   ({report.summary()})")
