@@ -4,12 +4,23 @@ pool or Ray), open it by rollout, follow trends across rollouts.
 ``convert`` writes and updates the dataset (see ``layout`` for the files,
 ``manifest`` for what a rerun skips), ``open_dataset`` reads back the rollouts
 asked for as :class:`TraceFrames`, and ``rollout_trends`` summarises every dump
-in DuckDB without loading any of them into pandas.
+in DuckDB without loading any of them into pandas. Names load on first use, so
+that the loader, which opens datasets too, can import ``reading`` alone.
 """
 
-from .convert import ConvertReport, convert
-from .layout import dump_kind
-from .manifest import Manifest
-from .reading import open_dataset
+from __future__ import annotations
 
-__all__ = ["ConvertReport", "Manifest", "convert", "dump_kind", "open_dataset"]
+import importlib
+from typing import Any
+
+_EXPORTS = {"ConvertReport": ".convert", "convert": ".convert", "dump_kind": ".layout",
+            "Manifest": ".manifest", "open_dataset": ".reading",
+            "rollout_trends": ".trends"}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(_EXPORTS[name], __name__), name)

@@ -354,7 +354,7 @@ def load_frames(paths_or_glob: PathLike | Iterable[PathLike], *, trusted: bool =
     unpickles here with torch's full unpickler, which runs code from the file.
     """
     if isinstance(paths_or_glob, (str, os.PathLike)) and os.path.isdir(paths_or_glob):
-        from ..dataset import open_dataset
+        from ..dataset.reading import open_dataset
 
         return open_dataset(paths_or_glob, rollouts=rollouts, where=where)
     if rollouts is not None or where is not None:
