@@ -13,7 +13,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-_EXPORTS = {"ConvertReport": ".convert", "convert": ".convert", "dump_kind": ".layout",
+_EXPORTS = {"ConvertReport": ".conversion", "convert": ".conversion", "dump_kind": ".layout",
             "Manifest": ".manifest", "open_dataset": ".reading",
             "rollout_trends": ".trends"}
 
