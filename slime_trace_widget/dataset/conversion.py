@@ -116,11 +116,7 @@ def _convert_on_ray(paths: list[str], out: str, stems: list[str],
                            ) from exc
     started = not ray.is_initialized()
     if started:
-        if address:
-            ray.init(address=address, log_to_driver=False)
-        else:
-            ray.init(num_cpus=workers or default_workers(paths), include_dashboard=False,
-                     log_to_driver=False)
+        _start_ray(ray, address, workers or default_workers(paths))
     try:
         task = ray.remote(num_cpus=1, max_retries=0)(convert_one)
         pending = {task.options(memory=expected_peak(os.path.getsize(path))).remote(
@@ -138,6 +134,22 @@ def _convert_on_ray(paths: list[str], out: str, stems: list[str],
     finally:
         if started:
             ray.shutdown()
+
+
+def _start_ray(ray: Any, address: str | None, cpus: int) -> None:
+    """Join the cluster at ``address``, or start a local Ray with ``cpus`` CPUs. Ray
+    gives a local node 30 s to start, which a busy machine can miss: two more tries."""
+    for attempt in range(3):
+        try:
+            if address:
+                ray.init(address=address, log_to_driver=False)
+            else:
+                ray.init(num_cpus=cpus, include_dashboard=False, log_to_driver=False)
+            return
+        except Exception:
+            ray.shutdown()
+            if address or attempt == 2:
+                raise
 
 
 def convert_one(path: str, out: str, stem: str, limits: dict[str, Any]) -> dict[str, Any]:
