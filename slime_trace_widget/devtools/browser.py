@@ -308,19 +308,27 @@ class NotebookPage:
 
 
 #: Installed on a marimo cell before its run button is pressed: notes every status the
-#: cell passes through, so the run is over when it has left "idle" and come back.
+#: cell passes through, so the run is over when it has left "idle" and come back. The
+#: cell is found by its id each time: React may replace its elements meanwhile.
 MARIMO_WATCH_RUN = """(cell) => {
-  const box = cell.closest('[data-status]');
-  const seen = [];
-  const observer = new MutationObserver(() => seen.push(box.dataset.status));
-  observer.observe(box, {attributes: true, attributeFilter: ['data-status']});
-  window.__stwCellRun = {cell, box, seen, observer};
+  const id = cell.dataset.cellId;
+  const status = () =>
+    document.getElementById('cell-' + id)?.closest('[data-status]')?.dataset.status;
+  const run = {id, status, seen: []};
+  run.observer = new MutationObserver(() => {
+    const now = status();
+    if (now && now !== run.seen[run.seen.length - 1]) run.seen.push(now);
+  });
+  run.observer.observe(document.body, {subtree: true, childList: true, attributes: true,
+                                       attributeFilter: ['data-status']});
+  window.__stwCellRun = run;
 }"""
 
 MARIMO_RUN_OVER = """() => {
   const run = window.__stwCellRun;
-  const over = run.seen.length > 0 && run.box.dataset.status === 'idle'
-    && !run.cell.classList.contains('needs-run');
+  const cell = document.getElementById('cell-' + run.id);
+  const over = run.seen.some(s => s !== 'idle') && run.status() === 'idle'
+    && !!cell && !cell.classList.contains('needs-run');
   if (over) run.observer.disconnect();
   return over;
 }"""
