@@ -36,8 +36,10 @@ FIXTURES = Path(__file__).parents[1] / "fixtures"
 ARTIFACTS = Path(__file__).parents[2] / "test-artifacts"
 NEEDS_THEME_FIX = pytest.mark.xfail(strict=True, raises=AssertionError,
                                     reason="needs the theme fix from branch fe13")
+#: Not strict: whether the widget reads the zero width depends on when its frame falls
+#: during the CSS swap (every run in JupyterLab here, some in Notebook 7).
 NEEDS_WIDTH_FIX = pytest.mark.xfail(
-    strict=True, raises=AssertionError,
+    strict=False, raises=AssertionError,
     reason="needs the zero-width fix (issue 13, fix 2: 800 px after a theme switch)")
 
 #: What the page shows around and in the widget: the widget's own background, the
