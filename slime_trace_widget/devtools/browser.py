@@ -1,11 +1,13 @@
-"""Real JupyterLab and headless Chromium for the browser tests.
+"""Real notebook front ends and headless Chromium for the browser tests and benchmarks.
 
-``JupyterLab`` starts a private server on 127.0.0.1 (free port, token, every
-config and data dir inside a temp dir, news/update checks off, notebook
-windowing off so cells scrolled out of view stay attached) and stops it by
-itself. ``launch_chromium`` starts Debian's Chromium through Playwright.
-``NotebookPage`` runs cells the way a person does and waits on what the page
-shows, never on sleeps.
+``LocalServer`` runs one private server (127.0.0.1, free port, token, its config,
+data and state dirs inside a temp dir) and stops it by itself; ``JupyterLab``,
+``Notebook7`` (news and update checks off, notebook windowing off so cells
+scrolled out of view stay attached) and ``Marimo`` (``marimo edit`` or ``marimo
+run`` over a folder of generated notebooks) say only how to start theirs.
+``NotebookPage`` (JupyterLab, Notebook 7) and ``MarimoPage`` run cells the way a
+person does and wait on what the page shows, never on sleeps.
+``launch_chromium`` starts Debian's Chromium through Playwright.
 """
 
 from __future__ import annotations
@@ -43,8 +45,15 @@ def launch_chromium(playwright: Any) -> Any:
                                       args=CHROMIUM_ARGS)
 
 
-class JupyterLab:
-    """A JupyterLab server private to one test session."""
+class LocalServer:
+    """A server process private to one test session, on a free port of 127.0.0.1.
+
+    Subclasses say how to start it (``_command``, ``_environment``, ``_ready``); this
+    class starts it in its own process group, waits until it answers, and stops it:
+    ``_shutdown`` asks politely, then the group gets SIGTERM, then SIGKILL.
+    """
+
+    name = "server"
 
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -53,11 +62,83 @@ class JupyterLab:
         self.port = free_port()
         self.token = secrets.token_hex(16)
         self.url = f"http://127.0.0.1:{self.port}"
+        self.log_path = root / f"{self.name}.log"
         self._process: subprocess.Popen | None = None
-        self.log_path = root / "jupyter.log"
+
+    def _command(self) -> list[str]:
+        raise NotImplementedError
+
+    def _environment(self) -> dict[str, str]:
+        """Private config, data and state dirs; the token goes here or on stdin, never
+        on the command line, where every user of the machine could read it."""
+        return {**os.environ, "PYTHONUNBUFFERED": "1"}
+
+    def _ready(self) -> bool:
+        raise NotImplementedError
+
+    def _stdin(self) -> bytes:
+        return b""
 
     def start(self, timeout: float = 90.0) -> None:
-        config = self.root / "config"
+        log = self.log_path.open("w")
+        self._process = subprocess.Popen(
+            self._command(), env=self._environment(), cwd=self.notebooks, stdin=subprocess.PIPE,
+            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        log.close()
+        assert self._process.stdin is not None
+        self._process.stdin.write(self._stdin())
+        self._process.stdin.close()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self._process.poll() is not None:
+                raise RuntimeError(f"{self.name} exited: {self.log_path.read_text()[-2000:]}")
+            if self._ready():
+                return
+            time.sleep(0.3)
+        self.stop()
+        raise RuntimeError(f"{self.name} did not answer in {timeout:.0f} s")
+
+    def answers(self, path: str, headers: dict[str, str] | None = None) -> bool:
+        """Whether GET ``path`` answers 200 now (the readiness probe)."""
+        request = urllib.request.Request(f"{self.url}{path}", headers=headers or {})
+        try:
+            with urllib.request.urlopen(request, timeout=2) as response:
+                return response.status == 200
+        except OSError:
+            return False
+
+    def _shutdown(self) -> None:
+        """Ask the server to exit by itself; the default leaves it to the signals."""
+
+    def stop(self) -> None:
+        process, self._process = self._process, None
+        if process is None or process.poll() is not None:
+            return
+        try:
+            self._shutdown()
+            process.wait(timeout=15)
+            return
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            try:
+                os.killpg(process.pid, sig)
+                process.wait(timeout=10)
+                return
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                continue
+
+
+class JupyterLab(LocalServer):
+    """A JupyterLab server private to one test session."""
+
+    name = "jupyter-lab"
+    #: the ``jupyter`` subcommand, its application class, and where a notebook opens: a
+    #: workspace of its own, or JupyterLab would reopen the notebooks of earlier tests
+    #: (hidden, but the first cells NotebookPage's selectors find)
+    app, app_class, tree = "lab", "LabApp", "lab/workspaces/{stem}/tree"
+
+    def _environment(self) -> dict[str, str]:
         settings = self.root / "settings"
         tracker = settings / "@jupyterlab" / "notebook-extension"
         tracker.mkdir(parents=True, exist_ok=True)
@@ -67,65 +148,42 @@ class JupyterLab:
         notices.mkdir(parents=True, exist_ok=True)
         (notices / "notification.jupyterlab-settings").write_text(
             json.dumps({"fetchNews": "false", "checkForUpdates": False}))
+        config = self.root / "config"
         config.mkdir(exist_ok=True)
         (config / "jupyter_server_config.json").write_text(json.dumps({
             "LabApp": {"news_url": None,
                        "check_for_updates_class": "jupyterlab.NeverCheckForUpdate"},
         }))
-        env = dict(os.environ)
-        env.update({
+        return {
+            **super()._environment(),
+            "JUPYTER_TOKEN": self.token,
             "JUPYTER_CONFIG_DIR": str(config),
             "JUPYTER_RUNTIME_DIR": str(self.root / "runtime"),
             "JUPYTERLAB_SETTINGS_DIR": str(settings),
             "JUPYTERLAB_WORKSPACES_DIR": str(self.root / "workspaces"),
             "IPYTHONDIR": str(self.root / "ipython"),
-            "PYTHONUNBUFFERED": "1",
-        })
-        command = [
-            sys.executable, "-m", "jupyter", "lab", "--no-browser", "--allow-root",
-            "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={self.port}",
-            "--ServerApp.port_retries=0", f"--IdentityProvider.token={self.token}",
-            f"--ServerApp.root_dir={self.notebooks}",
-            f"--LabApp.user_settings_dir={settings}",
-            f"--LabApp.workspaces_dir={self.root / 'workspaces'}",
-        ]
-        log = self.log_path.open("w")
-        self._process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                         start_new_session=True)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self._process.poll() is not None:
-                raise RuntimeError(f"jupyter lab exited: {self.log_path.read_text()[-2000:]}")
-            try:
-                with urllib.request.urlopen(f"{self.url}/api/status?token={self.token}",
-                                            timeout=2) as response:
-                    if response.status == 200:
-                        return
-            except OSError:
-                time.sleep(0.3)
-        self.stop()
-        raise RuntimeError("jupyter lab did not answer in time")
+        }
 
-    def stop(self) -> None:
-        process, self._process = self._process, None
-        if process is None or process.poll() is not None:
-            return
-        try:
-            request = urllib.request.Request(f"{self.url}/api/shutdown?token={self.token}",
-                                             method="POST")
-            urllib.request.urlopen(request, timeout=5).close()
-            process.wait(timeout=15)
-        except (OSError, subprocess.TimeoutExpired):
-            for sig in (signal.SIGTERM, signal.SIGKILL):
-                try:
-                    os.killpg(process.pid, sig)
-                    process.wait(timeout=10)
-                    return
-                except (ProcessLookupError, subprocess.TimeoutExpired):
-                    continue
+    def _command(self) -> list[str]:
+        return [
+            sys.executable, "-m", "jupyter", self.app, "--no-browser", "--allow-root",
+            "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={self.port}",
+            "--ServerApp.port_retries=0", f"--ServerApp.root_dir={self.notebooks}",
+            f"--{self.app_class}.user_settings_dir={self.root / 'settings'}",
+            f"--{self.app_class}.workspaces_dir={self.root / 'workspaces'}",
+        ]
+
+    def _ready(self) -> bool:
+        return self.answers("/api/status", {"Authorization": f"token {self.token}"})
+
+    def _shutdown(self) -> None:
+        request = urllib.request.Request(f"{self.url}/api/shutdown", method="POST",
+                                         headers={"Authorization": f"token {self.token}"})
+        urllib.request.urlopen(request, timeout=5).close()
 
     def write_notebook(self, name: str, cells: list[str]) -> str:
-        """Write a notebook of code cells directly as JSON (nbformat costs seconds to import)."""
+        """Write a notebook of code cells directly as JSON (nbformat costs seconds to
+        import); the URL that opens it."""
         notebook = {
             "cells": [{"cell_type": "code", "execution_count": None, "metadata": {},
                        "outputs": [], "source": source} for source in cells],
@@ -134,11 +192,78 @@ class JupyterLab:
             "nbformat": 4, "nbformat_minor": 5,
         }
         (self.notebooks / name).write_text(json.dumps(notebook))
-        return f"{self.url}/lab/tree/{name}?token={self.token}"
+        tree = self.tree.format(stem=Path(name).stem)
+        return f"{self.url}/{tree}/{name}?token={self.token}"
+
+
+class Notebook7(JupyterLab):
+    """Jupyter Notebook 7: the same server and settings as JupyterLab, one document a tab."""
+
+    name = "jupyter-notebook"
+    app, app_class, tree = "notebook", "JupyterNotebookApp", "notebooks"
+
+
+class Marimo(LocalServer):
+    """A marimo server over a folder of generated notebooks, in ``edit`` or ``run`` mode.
+
+    ``marimo run`` serves the notebooks it finds on start: write them first. The
+    token is marimo's ``access_token`` (read from stdin); home, config, cache and
+    state live in the temp dir, so the user's marimo settings play no part."""
+
+    name = "marimo"
+
+    def __init__(self, root: Path, mode: str = "edit") -> None:
+        assert mode in ("edit", "run"), mode
+        self.mode = mode
+        self.name = f"marimo-{mode}"
+        super().__init__(root)
+
+    def _environment(self) -> dict[str, str]:
+        home = self.root / "home"
+        dirs = {"HOME": home, "XDG_CONFIG_HOME": home / ".config",
+                "XDG_CACHE_HOME": home / ".cache", "XDG_STATE_HOME": home / ".state",
+                "XDG_DATA_HOME": home / ".data"}
+        for path in dirs.values():
+            path.mkdir(parents=True, exist_ok=True)
+        return {**super()._environment(), **{k: str(v) for k, v in dirs.items()}}
+
+    def _command(self) -> list[str]:
+        command = [sys.executable, "-m", "marimo", self.mode, "--headless",
+                   "--host", "127.0.0.1", "--port", str(self.port), "--no-sandbox",
+                   "--token-password-file", "-"]
+        if self.mode == "edit":
+            command.append("--skip-update-check")
+        return [*command, str(self.notebooks)]
+
+    def _stdin(self) -> bytes:
+        return self.token.encode()
+
+    def _ready(self) -> bool:
+        return self.answers("/health")
+
+    def write_notebook(self, name: str, cells: list[str]) -> str:
+        """Write a marimo notebook of these cells; the URL that opens it. marimo finds
+        each cell's inputs and outputs itself, so every cell is a bare ``def _():``."""
+        lines = ["import marimo", "", "app = marimo.App()", ""]
+        for source in cells:
+            body = "\n".join(f"    {line}" if line else "" for line in source.splitlines())
+            lines += ["", "@app.cell", "def _():", body, "    return", ""]
+        lines += ["", 'if __name__ == "__main__":', "    app.run()", ""]
+        (self.notebooks / name).write_text("\n".join(lines))
+        return f"{self.url}/?file={name}&access_token={self.token}"
+
+
+#: The kernel of the open notebook is connected: JupyterLab's status bar says idle (its
+#: toolbar says so before the session exists); Notebook 7's kernel status has faded out,
+#: which it does once the kernel is idle or busy.
+KERNEL_CONNECTED = """() =>
+  [...document.querySelectorAll('#jp-main-statusbar .jp-StatusBar-TextItem')]
+    .some(e => /\\| Idle/.test(e.textContent || ''))
+  || !!document.querySelector('.jp-NotebookKernelStatus.jp-NotebookKernelStatus-fade')"""
 
 
 class NotebookPage:
-    """One notebook open in JupyterLab; runs cells and reads their output."""
+    """One notebook open in JupyterLab or Notebook 7; runs cells and reads their output."""
 
     def __init__(self, page: Any, timeout_ms: int = 90_000) -> None:
         self.page = page
@@ -148,11 +273,7 @@ class NotebookPage:
     def open(self, url: str) -> None:
         self.page.goto(url)
         self.page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=self.timeout_ms)
-        # The toolbar says idle before the kernel session exists; the status bar does not.
-        self.page.wait_for_function(
-            """() => [...document.querySelectorAll('#jp-main-statusbar .jp-StatusBar-TextItem')]
-                   .some(e => /\\| Idle/.test(e.textContent || ''))""",
-            timeout=self.timeout_ms)
+        self.page.wait_for_function(KERNEL_CONNECTED, timeout=self.timeout_ms)
 
     def cell(self, index: int) -> Any:
         return self.page.locator(".jp-Notebook .jp-Cell").nth(index)
@@ -174,6 +295,89 @@ class NotebookPage:
 
     def output_text(self, index: int) -> str:
         return self.cell(index).locator(".jp-OutputArea").inner_text()
+
+    def set_theme(self, name: str) -> None:
+        """Settings > Theme > ``name`` (e.g. "JupyterLab Dark") from the menu bar, as a
+        person switches it; returns once the page wears it."""
+        self.page.locator(".lm-MenuBar-item", has_text="Settings").click()
+        self.page.locator(".lm-Menu-item", has_text="Theme").first.click()
+        self.page.locator(".lm-Menu-item", has_text=name).first.click()
+        self.page.wait_for_function(
+            "name => document.body.dataset.jpThemeName === name", arg=name,
+            timeout=self.timeout_ms)
+
+
+#: Installed on a marimo cell before its run button is pressed: notes every status the
+#: cell passes through, so the run is over when it has left "idle" and come back. The
+#: cell is found by its id each time: React may replace its elements meanwhile.
+MARIMO_WATCH_RUN = """(cell) => {
+  const id = cell.dataset.cellId;
+  const status = () =>
+    document.getElementById('cell-' + id)?.closest('[data-status]')?.dataset.status;
+  const run = {id, status, seen: []};
+  run.observer = new MutationObserver(() => {
+    const now = status();
+    if (now && now !== run.seen[run.seen.length - 1]) run.seen.push(now);
+  });
+  run.observer.observe(document.body, {subtree: true, childList: true, attributes: true,
+                                       attributeFilter: ['data-status']});
+  window.__stwCellRun = run;
+}"""
+
+MARIMO_RUN_OVER = """() => {
+  const run = window.__stwCellRun;
+  const cell = document.getElementById('cell-' + run.id);
+  const over = run.seen.some(s => s !== 'idle') && run.status() === 'idle'
+    && !!cell && !cell.classList.contains('needs-run');
+  if (over) run.observer.disconnect();
+  return over;
+}"""
+
+
+class MarimoPage:
+    """One marimo notebook in the browser, in edit mode (cells run from their run
+    buttons) or run mode (every cell runs on open; buttons and widgets re-run cells)."""
+
+    def __init__(self, page: Any, timeout_ms: int = 90_000) -> None:
+        self.page = page
+        self.timeout_ms = timeout_ms
+
+    def open(self, url: str) -> None:
+        self.page.goto(url)
+        self.page.wait_for_selector("[data-connection-state=OPEN] [data-cell-id]",
+                                    state="attached", timeout=self.timeout_ms)
+
+    def cell(self, index: int) -> Any:
+        return self.page.locator("[data-cell-id]").nth(index)
+
+    def output(self, index: int) -> Any:
+        """The cell's output area (its last expression; printed text goes elsewhere)."""
+        cell_id = self.cell(index).get_attribute("data-cell-id")
+        return self.page.locator(f"#output-{cell_id}")
+
+    def run_cell(self, index: int) -> Any:
+        """Press the cell's run button and wait until it has run (edit mode)."""
+        cell = self.cell(index)
+        cell.evaluate(MARIMO_WATCH_RUN)
+        cell.locator("[data-testid=run-button]").first.click()
+        self.page.wait_for_function(MARIMO_RUN_OVER, timeout=self.timeout_ms)
+        return cell
+
+    def wait_for_output(self, index: int, text: str) -> str:
+        """Wait until the cell's output shows ``text``; the whole output."""
+        output = self.output(index)
+        output.get_by_text(text).first.wait_for(timeout=self.timeout_ms)
+        return output.inner_text()
+
+    def set_theme(self, theme: str) -> None:
+        """"Set theme: dark" or "light" from marimo's command palette, as a person
+        switches it; returns once the page wears it (edit mode)."""
+        self.page.locator("[data-testid=command-palette-button]").click()
+        self.page.keyboard.type(f"Set theme: {theme}")
+        self.page.locator("[cmdk-item]", has_text=f"Set theme: {theme}").click()
+        self.page.wait_for_function(
+            "theme => document.body.dataset.theme === theme", arg=theme,
+            timeout=self.timeout_ms)
 
 
 # ---------------------------------------------------------------------- the page guard
