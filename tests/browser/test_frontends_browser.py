@@ -34,14 +34,6 @@ pytestmark = pytest.mark.browser
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 ARTIFACTS = Path(__file__).parents[2] / "test-artifacts"
-NEEDS_THEME_FIX = pytest.mark.xfail(strict=True, raises=AssertionError,
-                                    reason="needs the theme fix from branch fe13")
-#: Not strict: whether the widget reads the zero width depends on when its frame falls
-#: during the CSS swap (every run in JupyterLab here, some in Notebook 7).
-NEEDS_WIDTH_FIX = pytest.mark.xfail(
-    strict=False, raises=AssertionError,
-    reason="needs the zero-width fix (issue 13, fix 2: 800 px after a theme switch)")
-
 #: What the page shows around and in the widget: the widget's own background, the
 #: first opaque background behind it (the host's, across marimo's shadow root), the
 #: colour the canvas painted near its top right corner, and the canvas's width.
@@ -187,7 +179,6 @@ def test_widget_in_jupyter(host: str, request: pytest.FixtureRequest, chromium: 
         page.close()
 
 
-@NEEDS_WIDTH_FIX
 @pytest.mark.parametrize("host", ["lab", "notebook7"])
 def test_jupyter_theme_switch_keeps_the_width(host: str, request: pytest.FixtureRequest,
                                               chromium: Any,
@@ -291,7 +282,6 @@ def test_widget_in_marimo_run(marimo_run: Callable[[str, list[str]], str], chrom
         page.close()
 
 
-@NEEDS_THEME_FIX
 def test_widget_follows_the_marimo_theme(marimo_edit: Marimo, chromium: Any,
                                          dump: tuple[Path, int, str, int]) -> None:
     """marimo marks its theme with ``.dark``/``data-theme`` on ancestors, not with the
