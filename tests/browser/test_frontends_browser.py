@@ -75,7 +75,7 @@ def _dark(colour: str) -> bool:
     return _luminance(colour) < 0.2
 
 
-def _wears(page: Any, root: Any, dark: bool, timeout_ms: int = 20_000) -> bool:
+def _wears(page: Any, root: Any, dark: bool, timeout_ms: int = 60_000) -> bool:
     """Wait until the widget and its canvas look ``dark`` (or light); whether they did.
     A widget that ignores the host never does, so this gives up after ``timeout_ms``."""
     try:
@@ -158,19 +158,19 @@ def test_widget_in_jupyter(host: str, request: pytest.FixtureRequest, chromium: 
         notebook.run_cell(0)
         selector = ".jp-Cell:nth-child(1) .stw-root"
         root = page.locator(f'{selector}[data-ready="1"]')
-        root.wait_for(timeout=60_000)
+        root.wait_for(timeout=120_000)
         assert root.get_attribute("data-rows") == "8"
 
         _click_span(page, selector, target)
         details = root.locator(".stw-details")
-        details.get_by_text("prompt_tokens").first.wait_for(timeout=30_000)
+        details.get_by_text("prompt_tokens").first.wait_for(timeout=90_000)
         assert "sglang_generate" in details.inner_text()
         notebook.run_cell(1)
         assert f"SELECTED=sglang_generate|{span_id}" in notebook.output_text(1)
 
         notebook.run_cell(2)
         assert f"ROWS {low_reward}" in notebook.output_text(2)
-        page.locator(f'{selector}[data-rows="{low_reward}"]').wait_for(timeout=30_000)
+        page.locator(f'{selector}[data-rows="{low_reward}"]').wait_for(timeout=90_000)
 
         ARTIFACTS.mkdir(exist_ok=True)
         seen = _theme_round(page, root, notebook.set_theme, JUPYTER_THEMES, f"{host}-theme")
@@ -194,7 +194,7 @@ def test_jupyter_theme_switch_keeps_the_width(host: str, request: pytest.Fixture
         notebook.set_theme("JupyterLab Light")
         notebook.run_cell(0)
         root = page.locator('.jp-Cell:nth-child(1) .stw-root[data-ready="1"]')
-        root.wait_for(timeout=60_000)
+        root.wait_for(timeout=120_000)
         width = root.evaluate(COLOURS)["width"]
         ARTIFACTS.mkdir(exist_ok=True)
         seen = _theme_round(page, root, notebook.set_theme, JUPYTER_THEMES, f"{host}-width")
@@ -231,12 +231,12 @@ def _marimo_round(notebook: MarimoPage, target: int, span_id: str, low_reward: i
         notebook.run_cell(0)
     selector = f"#{notebook.output(0).get_attribute('id')} .stw-root"
     root = page.locator(f'{selector}[data-ready="1"]')
-    root.wait_for(timeout=60_000)
+    root.wait_for(timeout=120_000)
     assert root.get_attribute("data-rows") == "8"
 
     _click_span(page, selector, target)
     details = root.locator(".stw-details")
-    details.get_by_text("prompt_tokens").first.wait_for(timeout=30_000)
+    details.get_by_text("prompt_tokens").first.wait_for(timeout=90_000)
     assert "sglang_generate" in details.inner_text()
     if run_by_hand:
         notebook.run_cell(1)
@@ -248,7 +248,7 @@ def _marimo_round(notebook: MarimoPage, target: int, span_id: str, low_reward: i
     notebook.wait_for_output(3, "ROWS 8")
     notebook.output(2).get_by_role("button").click()
     notebook.wait_for_output(3, f"ROWS {low_reward}")
-    page.locator(f'{selector}[data-rows="{low_reward}"]').wait_for(timeout=30_000)
+    page.locator(f'{selector}[data-rows="{low_reward}"]').wait_for(timeout=90_000)
     return root
 
 
@@ -298,7 +298,7 @@ def test_widget_follows_the_marimo_theme(marimo_edit: Marimo, chromium: Any,
         notebook.run_cell(0)
         root = page.locator(f"#{notebook.output(0).get_attribute('id')} "
                             '.stw-root[data-ready="1"]')
-        root.wait_for(timeout=60_000)
+        root.wait_for(timeout=120_000)
         ARTIFACTS.mkdir(exist_ok=True)
         width = root.evaluate(COLOURS)["width"]
         seen = _theme_round(page, root, notebook.set_theme, {True: "dark", False: "light"},
