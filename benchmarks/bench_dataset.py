@@ -53,8 +53,8 @@ def run_dumps(count: int) -> list[Path]:
         samples = load_trusted(str(demo_dump("62mb_agentic", seed=7))).samples
         for path in missing:
             save_dump(path, samples, rollout_id=int(path.stem.split("_")[1]))
-    old = time.time() - 3600  # settled: not "still being written"
-    for path in paths:
+    old = time.time() - 3600  # settled: not "still being written" (once: a new mtime
+    for path in missing:      # would make every rerun hash every dump)
         os.utime(path, (old, old))
     return paths
 

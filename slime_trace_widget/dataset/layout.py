@@ -153,7 +153,11 @@ def _read_parts(root: Path, name: str, rollouts: list[int], stem: str) -> pa.Tab
     for rollout in rollouts:
         path = part_path(root, name, rollout, stem)
         try:
-            table = pq.read_table(path)
+            columns = None
+            if name in ("spans", "events"):  # their attr.<key> columns are for queries:
+                columns = [c for c in pq.read_schema(path).names  # frames take the exact
+                           if not c.startswith(ATTR_PREFIX)]  # attribute tables instead
+            table = pq.read_table(path, columns=columns)
             table.validate(full=True)
         except (OSError, pa.ArrowException) as exc:
             raise WireError(f"{path}: {exc}") from exc
@@ -207,6 +211,9 @@ def _positions_where(table: pa.Table, position: str, rows: pa.ChunkedArray,
 def _select(table: pa.Table, position: str, keep: np.ndarray) -> pa.Table:
     """The rows of ``table`` whose ``position`` is in ``keep``, in that order."""
     positions = table.column(position).to_numpy()
+    if len(positions) == len(keep) and np.array_equal(positions, keep) and \
+            bool(np.all(np.diff(positions) > 0)):
+        return table  # the whole dump, in order and without repeats: the common case
     order = np.argsort(positions, kind="stable")
     found = np.searchsorted(positions[order], keep)
     if len(keep) and (found.max() >= len(positions) or
