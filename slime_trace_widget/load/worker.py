@@ -62,12 +62,12 @@ def _prepare(job: str) -> None:
     """Import what a job needs once, in the helper, so each forked child starts warm."""
     from . import files  # noqa: F401
 
-    if job in ("frames", "dataset"):
-        from . import plain_tensors, wire  # noqa: F401
+    if job == "check":  # load_dump's check loads with torch
+        from . import torch_tensors  # noqa: F401
+        return
+    from . import plain_tensors, wire  # noqa: F401  (frames and dataset jobs: no torch)
     if job == "dataset":
         from ..dataset import layout  # noqa: F401
-    else:
-        from . import torch_tensors  # noqa: F401
 
 
 def _run_job(request: dict, out: _Messages) -> None:

@@ -386,3 +386,14 @@ def test_output_that_is_not_a_workers_is_refused(tmp_path: Path) -> None:
     (tmp_path / "segments.arrow").write_bytes(b"ARROW1 but not really")
     with pytest.raises(WireError, match=r"segments\.arrow"):
         read_frames(str(tmp_path))
+
+
+@pytest.mark.parametrize("job", ["frames", "dataset"])
+def test_frames_and_dataset_workers_never_import_torch(job: str) -> None:
+    """torch costs a worker 2 s and 300 MB; reading dumps for frames needs none of it."""
+    script = ("import sys; from slime_trace_widget.load import worker; "
+              f"worker._prepare({job!r}); print('torch' in sys.modules)")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            timeout=300, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "False"
