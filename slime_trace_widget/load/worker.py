@@ -20,6 +20,7 @@ import os
 import signal
 import sys
 from pathlib import Path
+from typing import Any
 
 try:
     import resource
@@ -95,15 +96,9 @@ def _run_job(request: dict, out: _Messages) -> None:
 
 def _frames_job(request: dict) -> None:
     """Read the dump (no torch for zip files), flatten it, write the frames as Arrow files."""
-    from ..frames import build_frames
-    from .files import load_dump_file
     from .wire import write_frames
 
-    loaded = load_dump_file(request["path"], "plain", name=request["name"])
-    _drop_unread_fields(loaded.samples)
-    frames = build_frames(loaded)
-    del loaded  # what is left of the samples dies here, with the process
-    write_frames(frames, request["out"])
+    write_frames(_flattened(request), request["out"])
 
 
 def _dataset_job(request: dict) -> dict:
@@ -111,17 +106,21 @@ def _dataset_job(request: dict) -> dict:
     dataset at ``out``; report what was written and the file's content hash."""
     from ..dataset.layout import write_dump
     from ..dataset.manifest import content_hash
+
+    digest = content_hash(request["path"])
+    report = write_dump(_flattened(request), Path(request["out"]),
+                        os.path.basename(request["path"]), request["stem"])
+    return {**report, "blake2b": digest}
+
+
+def _flattened(request: dict) -> Any:
+    """The frames of the dump a job names; its samples die when this returns."""
     from ..frames import build_frames
     from .files import load_dump_file
 
-    digest = content_hash(request["path"])
     loaded = load_dump_file(request["path"], "plain", name=request["name"])
     _drop_unread_fields(loaded.samples)
-    frames = build_frames(loaded)
-    del loaded
-    report = write_dump(frames, Path(request["out"]), os.path.basename(request["path"]),
-                        request["stem"])
-    return {**report, "blake2b": digest}
+    return build_frames(loaded)
 
 
 def _drop_unread_fields(samples: list) -> None:

@@ -4,8 +4,6 @@ as slime writes them, and the update keeps the view."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -16,17 +14,10 @@ from typing import Any
 
 from slime_trace_widget.cli import FOLLOW_STATE
 from slime_trace_widget.devtools.browser import VIEWPORT, free_port
+from tests.export.test_follow import _place
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 READY = '.stw-root[data-ready="1"]'
-
-
-def _place(source: Path, target: Path) -> None:
-    partial = target.with_name(f".{target.name}.partial")
-    shutil.copy(source, partial)
-    os.replace(partial, target)
-    then = time.time() - 3600
-    os.utime(target, (then, then))
 
 
 def _state(url: str) -> dict:
