@@ -33,6 +33,17 @@ import { Sizer, viewportHeight, AXIS_H, OVERVIEW_H, MAX_VIEWPORT_H } from "./siz
 /** @typedef {import("./hit.js").Geo} Geo */
 /** @typedef {import("./controls.js").Settings} Settings */
 /** @typedef {import("./decode.js").Data} Data */
+/**
+ * Masks the views lay over the payload (null: no effect). A query hides
+ * (`keep`, `evKeep`, and `rowKeep` per payload sample: rows without a match
+ * go); a focus dims (`focus`, `evFocus`: the critical path, a flame frame).
+ * @typedef {Object} ViewMasks
+ * @property {Uint8Array|null} keep
+ * @property {Uint8Array|null} evKeep
+ * @property {Uint8Array|null} rowKeep
+ * @property {Uint8Array|null} focus
+ * @property {Uint8Array|null} evFocus
+ */
 
 export class App {
   /**
@@ -70,6 +81,8 @@ export class App {
     this.pendingScroll = undefined;
     /** @type {import("./stats.js").CursorCounts|null} */
     this.counts = null;
+    /** @type {ViewMasks} the views' masks over payload items (see setMasks) */
+    this.masks = { keep: null, evKeep: null, rowKeep: null, focus: null, evFocus: null };
 
     // ---- DOM
     const ui = buildShell(host);
@@ -214,8 +227,23 @@ export class App {
     this.requestFrame();
   }
 
+  /**
+   * Replace some of the views' masks and redraw; rows are refiltered only when
+   * `rowKeep` changes.
+   * @param {Partial<ViewMasks>} p
+   */
+  setMasks(p) {
+    const rowsChanged = "rowKeep" in p && p.rowKeep !== this.masks.rowKeep;
+    Object.assign(this.masks, p);
+    this.recomputeVis();
+    if (rowsChanged) this.refilter();
+    this.afterVisChange();
+    this.requestFrame();
+  }
+
   recomputeVis() {
-    const o = { showOpen: this.s.showOpen, showEvents: this.s.showEvents, showUnmatched: this.s.showUnmatched, attempt: this.s.attempt, attemptMode: this.s.attemptMode, highlightName: this.highlight };
+    const m = this.masks;
+    const o = { showOpen: this.s.showOpen, showEvents: this.s.showEvents, showUnmatched: this.s.showUnmatched, attempt: this.s.attempt, attemptMode: this.s.attemptMode, highlightName: this.highlight, keep: m.keep, evKeep: m.evKeep, focus: m.focus, evFocus: m.evFocus };
     this.vis = spanVisibility(this.d, o);
     this.evVis = eventVisibility(this.d, o);
   }
@@ -229,7 +257,9 @@ export class App {
   /** Filter + sort -> rows; then layout, histogram, counts. */
   refilter() {
     const d = this.d;
-    this.rows = sortRows(d, filterSamples(d, this.s.filter), this.s.sort, this.s.desc);
+    const keepRow = this.masks.rowKeep;
+    const matched = filterSamples(d, this.s.filter);
+    this.rows = sortRows(d, keepRow ? matched.filter((s) => keepRow[s]) : matched, this.s.sort, this.s.desc);
     this.hist = activeHistogram(d, this.rows, d.globalStart, d.globalEnd, 400);
     this.overview.setData(this.hist, d.globalStart, d.globalEnd);
     this.relayout();
@@ -573,6 +603,8 @@ export class App {
     this.hoverRow = -1;
     this.pendingReq = -1;
     this.detailsEl.replaceChildren();
+    // The masks index the old payload; the views that set them recompute theirs.
+    this.masks = { keep: null, evKeep: null, rowKeep: null, focus: null, evFocus: null };
     this.recomputeVis();
     this.refilter();
     const d = this.d;

@@ -1,6 +1,8 @@
-// Per-item visibility masks from the toggles, the attempt filter and the
-// legend highlight: 0 hidden, 1 drawn, 2 drawn dimmed. Recomputed only when
-// one of those settings changes (one linear pass), read by every frame.
+// Per-item visibility masks from the toggles, the attempt filter, the legend
+// highlight and the views' masks (a query's matches hide the rest; a focus such
+// as a critical path or a flame frame dims the rest): 0 hidden, 1 drawn, 2 drawn
+// dimmed. Recomputed only when one of those changes (one linear pass), read by
+// every frame.
 
 import { F_OPEN, F_PD_DETAIL, EV_UNMATCHED } from "./decode.js";
 
@@ -16,6 +18,10 @@ export const DIMMED = 2;
  * @property {number} attempt -1 for all attempts
  * @property {"filter"|"highlight"} attemptMode
  * @property {number} highlightName name index to highlight, -1 for none
+ * @property {Uint8Array|null} [keep] per span, 0 = hidden (a query's non-matches); null keeps all
+ * @property {Uint8Array|null} [evKeep] the same per event
+ * @property {Uint8Array|null} [focus] per span, 0 = dimmed (outside a critical path or flame frame); null dims none
+ * @property {Uint8Array|null} [evFocus] the same per event
  */
 
 /**
@@ -30,12 +36,15 @@ export function spanVisibility(d, o) {
   const out = new Uint8Array(n);
   const { flagsOk, attemptOk } = makeTests(o);
   const hl = o.highlightName;
+  const keep = o.keep ?? null;
+  const focus = o.focus ?? null;
   for (let i = 0; i < n; i++) {
     const fl = d.spanFlags[i];
     if (fl & F_PD_DETAIL || !flagsOk(fl)) continue;
+    if (keep && !keep[i]) continue;
     const a = attemptOk(d.spanAttempt[i]);
     if (a === HIDDEN) continue;
-    out[i] = a === DIMMED || (hl >= 0 && d.spanName[i] !== hl) ? DIMMED : SHOWN;
+    out[i] = a === DIMMED || (hl >= 0 && d.spanName[i] !== hl) || (focus && !focus[i]) ? DIMMED : SHOWN;
   }
   return out;
 }
@@ -51,12 +60,15 @@ export function eventVisibility(d, o) {
   const out = new Uint8Array(n);
   const { attemptOk } = makeTests(o);
   const hl = o.highlightName;
+  const keep = o.evKeep ?? null;
+  const focus = o.evFocus ?? null;
   for (let i = 0; i < n; i++) {
     const unmatched = d.evKind[i] === EV_UNMATCHED;
     if (unmatched ? !o.showUnmatched : !o.showEvents) continue;
+    if (keep && !keep[i]) continue;
     const a = attemptOk(d.evAttempt[i]);
     if (a === HIDDEN) continue;
-    out[i] = a === DIMMED || (hl >= 0 && d.evName[i] !== hl) ? DIMMED : SHOWN;
+    out[i] = a === DIMMED || (hl >= 0 && d.evName[i] !== hl) || (focus && !focus[i]) ? DIMMED : SHOWN;
   }
   return out;
 }
