@@ -43,6 +43,11 @@ def main() -> None:
     steps = timed("concurrency(frames)", lambda: analysis.concurrency(frames))
     timed("resample_concurrency(steps, 1.0)", lambda: analysis.resample_concurrency(steps, 1.0))
     timed("compare(frames, frames)", lambda: analysis.compare(frames, frames))
+    timed("critical_path_share(frames)", lambda: analysis.critical_path_share(frames))
+    timed("critical_path(frames, 0)", lambda: analysis.critical_path(frames, 0))
+    timed("flame(frames)", lambda: analysis.flame(frames))
+    mid = frames.t0 + (frames.t1 - frames.t0) / 2
+    timed("flame(frames, window=10 s)", lambda: analysis.flame(frames, window=(mid, mid + 10)))
 
 
 if __name__ == "__main__":
