@@ -348,16 +348,30 @@ def flame(frames: TraceFrames, samples: Any = None, window: tuple[float, float] 
 
 def _name_paths(spans: pd.DataFrame) -> np.ndarray:
     """Each span's names from its root among ``spans`` down to itself, joined by ``;``
-    (parents first: a span's depth is more than its parent's)."""
-    names = spans["name"].astype(str).tolist()
-    parents = spans["parent_index"].tolist()
-    position = {label: k for k, label in enumerate(spans.index.tolist())}
-    paths: list[str | None] = [None] * len(names)
-    for k in np.argsort(spans["depth"].to_numpy(), kind="stable").tolist():
-        above = position.get(parents[k])
-        prefix = paths[above] if above is not None else None
-        paths[k] = names[k] if prefix is None else f"{prefix};{names[k]}"
-    return np.array(paths, dtype=object)
+    (parents first: a span's depth is more than its parent's).
+
+    Paths are built as integer ids, one depth level at a time (a path is its parent's
+    path id plus a name code), and turned into text once per distinct path, so the
+    cost does not grow with string work per span.
+    """
+    name_codes, name_table = pd.factorize(spans["name"].astype(str), use_na_sentinel=False)
+    parent_pos = spans.index.get_indexer(spans["parent_index"])
+    depths = spans["depth"].to_numpy()
+    path_id = np.full(len(spans), -1, dtype=np.int64)
+    texts: list[str] = []
+    for depth in np.unique(depths).tolist():
+        members = np.flatnonzero(depths == depth)
+        above = parent_pos[members]
+        parent_path = np.where(above >= 0, path_id[np.maximum(above, 0)], -1)
+        keys = (parent_path + 1) * len(name_table) + name_codes[members]
+        distinct, inverse = np.unique(keys, return_inverse=True)
+        base = len(texts)
+        for key in distinct.tolist():
+            parent, name = divmod(key, len(name_table))
+            texts.append(str(name_table[name]) if parent == 0
+                         else f"{texts[parent - 1]};{name_table[name]}")
+        path_id[members] = base + inverse.reshape(-1)
+    return np.asarray(texts, dtype=object)[path_id]
 
 
 # --------------------------------------------------------------------------- intervals
