@@ -29,6 +29,9 @@ from .schema import CARRIER_EVENTS, PD_SEGMENTS, PD_SUMMARY_KEYS, SAMPLE_TRACE_K
 from .tracing import (
     TraceSpan,
     build_sglang_meta_trace_attrs,
+    export_trace,
+    import_trace,
+    merge_trace,
     trace_event,
     trace_function,
     trace_next_attempt,
@@ -305,10 +308,27 @@ class _Rollout:
             with trace_span(sample, "reward_model", self._start_attrs(
                     {"rm_type": "rule" if kind == "math" else "llm_judge"})) as span:
                 self._end_attrs(span)
-                await asyncio.sleep(self.rng.uniform(0.05, 0.4) if kind == "math"
-                                    else self.rng.uniform(0.3, 2.0))
+                if kind == "math":
+                    await asyncio.sleep(self.rng.uniform(0.05, 0.4))
+                else:
+                    await self._remote_judge(sample, self.rng.uniform(0.3, 2.0))
                 sample["reward"] = self._reward(sample)
                 span.set("reward", sample["reward"])
+
+    @staticmethod
+    async def _remote_judge(sample: dict, seconds: float) -> None:
+        """The LLM judge as a remote service: the trace travels with the request
+        (``export_trace``), the service records into its own carrier (``import_trace``)
+        and its records come back with the answer (``merge_trace``)."""
+        request = export_trace(sample)
+        await asyncio.sleep(seconds * 0.1)  # the request on the wire
+        remote = import_trace(request)
+        with trace_span(remote, "judge_queue"):
+            await asyncio.sleep(seconds * 0.3)
+        with trace_span(remote, "judge_forward"):
+            await asyncio.sleep(seconds * 0.5)
+        await asyncio.sleep(seconds * 0.1)  # the answer on the wire
+        merge_trace(sample, remote)
 
     async def _single_turn(self, sample: dict) -> None:
         if self.rng.random() < self.config.retry_share:
