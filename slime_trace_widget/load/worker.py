@@ -20,7 +20,7 @@ import os
 import signal
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 try:
     import resource
@@ -29,6 +29,9 @@ except ImportError:  # Windows: jobs run without CPU or memory limits of their o
 
 from ..samples import READ_FIELDS
 from .errors import DumpError
+
+if TYPE_CHECKING:  # the helper imports frames (pandas) only when a job needs them
+    from ..frames import TraceFrames
 
 __all__ = ["serve"]
 
@@ -113,7 +116,7 @@ def _dataset_job(request: dict) -> dict:
     return {**report, "blake2b": digest}
 
 
-def _flattened(request: dict) -> Any:
+def _flattened(request: dict) -> TraceFrames:
     """The frames of the dump a job names; its samples die when this returns."""
     from ..frames import build_frames
     from .files import load_dump_file
