@@ -20,28 +20,15 @@ from slime_trace_widget.dataset.trends import rollout_trends
 from slime_trace_widget.load import DumpError, load_frames, save_dump
 from slime_trace_widget.load.files import load_trusted
 from slime_trace_widget.plots import plot_rollout_trends
+from tests.export.runs import FIXTURES, copy_run
+from tests.export.runs import settle as _settle
 
-FIXTURES = Path(__file__).parents[1] / "fixtures"
-#: file name in the run -> fixture; rollout_7 holds rollout id 3 like the eval dump.
-RUN = {"rollout_0.pt": "small.pt", "rollout_eval_3.pt": "rollout_eval_3.pt",
-       "rollout_7.pt": "legacy_v1_pd.pt"}
 CORE = ("samples", "span_core", "event_core", "segments")
-
-
-def _settle(*paths: Path) -> None:
-    old = time.time() - 3600
-    for path in paths:
-        os.utime(path, (old, old))
 
 
 @pytest.fixture()
 def run(tmp_path: Path) -> Path:
-    folder = tmp_path / "debug"
-    folder.mkdir()
-    for name, fixture in RUN.items():
-        shutil.copy(FIXTURES / fixture, folder / name)
-    _settle(*folder.iterdir())
-    return folder
+    return copy_run(tmp_path)
 
 
 def _files(root: Path) -> dict[str, int]:

@@ -3,28 +3,17 @@
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import time
 from pathlib import Path
 
 from slime_trace_widget import RunView
 from slime_trace_widget.dataset import convert
 from slime_trace_widget.run_view import COLUMNS
-
-FIXTURES = Path(__file__).parents[1] / "fixtures"
+from tests.export.runs import copy_run
 
 
 def make_run_dataset(folder: Path) -> Path:
     """Three dumps (rollout 0; rollout 3 train and eval) converted into ``folder/ds``."""
-    run = folder / "debug"
-    run.mkdir()
-    for name, fixture in (("rollout_0.pt", "small.pt"), ("rollout_eval_3.pt", "rollout_eval_3.pt"),
-                          ("rollout_7.pt", "legacy_v1_pd.pt")):
-        shutil.copy(FIXTURES / fixture, run / name)
-        old = time.time() - 3600
-        os.utime(run / name, (old, old))
-    convert(str(run / "*.pt"), folder / "ds", progress=False)
+    convert(str(copy_run(folder) / "*.pt"), folder / "ds", progress=False)
     return folder / "ds"
 
 
