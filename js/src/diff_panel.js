@@ -131,7 +131,7 @@ export function renderDiffPanel(host, d, pair, rows, focus, act) {
   }
   for (const [h, tip] of [
     ["p50 B/A", "ratio of the medians"],
-    ["open", "open spans in A / B (not in the statistics)"],
+    ["open", "open spans in A/B (not in the statistics)"],
   ]) {
     const cell = th("stw-num", h);
     cell.rowSpan = 2;
@@ -183,7 +183,7 @@ function diffRow(r, focus, act) {
   tr.appendChild(num(b ? formatDuration(b.total) : ""));
   tr.appendChild(num(signedDuration(r.totalDiff), trend(r.totalDiff)));
   tr.appendChild(num(Number.isFinite(r.p50Ratio) ? `${formatNumber(r.p50Ratio)}×` : ""));
-  tr.appendChild(num(`${a ? a.open : ""} / ${b ? b.open : ""}`));
+  tr.appendChild(num(`${a ? a.open : ""}/${b ? b.open : ""}`));
   return tr;
 }
 

@@ -45,10 +45,10 @@ def _span(name: str, start: float, end: float | None, sid: str, shift: float = 0
     return out
 
 
-def rollout_a() -> TraceFrames:
+def samples_a() -> list[dict]:
     """tool takes 2 s and 1 s; generate is retried in sample 1; cleanup only here;
     log is left open in sample 1."""
-    return frames_of(
+    return [
         sample(*_span("generate", 0, 2, "g0"), *_pd("g0", 0, 0.5, 2, 0),
                *_span("tool", 2, 4, "t0"), *_span("reward", 4, 5, "w0"),
                *_span("cleanup", 5, 5.5, "c0"), index=0),
@@ -57,14 +57,14 @@ def rollout_a() -> TraceFrames:
                *_span("log", 1, None, "l1", attempt=1),
                *_span("tool", 4.5, 5.5, "t1", attempt=1),
                rec("event", "tick", 6, attempt=1), index=1),
-    )
+    ]
 
 
-def rollout_b() -> TraceFrames:
+def samples_b() -> list[dict]:
     """tool got slower (6 s and 7 s); judge is new; sample 1's generate gives its PD
     phases as attributes; log is open in both samples."""
     s = B_SHIFT
-    return frames_of(
+    return [
         sample(*_span("generate", 0, 2, "g0", s), *_pd("g0", 0, 0.5, 2, s),
                *_span("tool", 2, 8, "t0", s), *_span("reward", 8, 9, "w0", s),
                *_span("judge", 9, 10, "j0", s), *_span("log", 9, None, "l0", s),
@@ -73,7 +73,15 @@ def rollout_b() -> TraceFrames:
                                                         "pd_decode_forward_duration": 1.5}),
                *_span("tool", 2, 9, "t1", s), *_span("log", 3, None, "l1", s),
                rec("event", "tick", 9.5 + s), index=1),
-    )
+    ]
+
+
+def rollout_a() -> TraceFrames:
+    return frames_of(*samples_a())
+
+
+def rollout_b() -> TraceFrames:
+    return frames_of(*samples_b())
 
 
 def two_rollouts() -> TraceFrames:
@@ -140,10 +148,7 @@ def test_other_pairs_and_the_reverse_order() -> None:
 
 
 def _plain(value: Any) -> Any:
-    if pd.isna(value):
-        return None
-    number = float(value)
-    return number
+    return None if pd.isna(value) else float(value)
 
 
 def fixture() -> dict[str, Any]:
