@@ -621,6 +621,7 @@ export class App {
     this.renderStats();
     this.updateControls();
     this.diff.render();
+    this.updateSide();
     if (hadSel) this.sync.setNow("selected", {});
     this.requestFrame();
   }
