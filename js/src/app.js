@@ -26,6 +26,7 @@ import { followTraits } from "./traits.js";
 import { fillTooltip, placeTooltip, sameHit } from "./tooltip.js";
 import { FrameLoop } from "./frameloop.js";
 import { installDebug } from "./debug.js";
+import { DiffView } from "./diff_panel.js";
 import { Sizer, viewportHeight, AXIS_H, OVERVIEW_H, MAX_VIEWPORT_H } from "./sizing.js";
 
 /** @typedef {import("./model.js").AnyModel} AnyModel */
@@ -100,6 +101,7 @@ export class App {
     this.sideEl = ui.sideEl;
     this.detailsEl = ui.detailsEl;
     this.brushEl = ui.brushEl;
+    this.diffEl = ui.diffEl;
     this.footerEl = ui.footerEl;
     this.footerView = ui.footerView;
 
@@ -150,6 +152,8 @@ export class App {
     this.renderLegend();
     this.renderStats();
     this.updateControls();
+    this.diff = new DiffView(this);
+    this.diff.render();
     const sel = this.sync.get("selected");
     if (sel && typeof sel === "object" && "kind" in sel) this.applySelectedFromModel(sel);
 
@@ -222,6 +226,7 @@ export class App {
     if (s.filter !== before.filter || s.sort !== before.sort || s.desc !== before.desc) this.refilter();
     else if (s.laneH !== before.laneH || s.expandAll !== before.expandAll) this.relayout();
     if (visChanged) this.afterVisChange();
+    if (p.diff !== undefined || p.diffPair !== undefined) this.diff.render();
     this.updateControls();
     this.saveViewState();
     this.requestFrame();
@@ -615,6 +620,7 @@ export class App {
     this.renderLegend();
     this.renderStats();
     this.updateControls();
+    this.diff.render();
     this.updateSide();
     if (hadSel) this.sync.setNow("selected", {});
     this.requestFrame();
@@ -638,6 +644,7 @@ export class App {
       nTotal: d.meta.n_samples_total,
       nPayload: d.nSamples,
       maxAttempt: d.maxAttempt,
+      nRollouts: d.meta.rollouts.length,
     });
   }
 

@@ -19,6 +19,8 @@ import { el } from "./dom.js";
  * @property {boolean} showUnmatched
  * @property {number} laneH
  * @property {boolean} expandAll
+ * @property {boolean} diff the rollout diff panel is open
+ * @property {[number, number]} diffPair rollouts A and B of the diff (meta.rollouts indices)
  */
 
 /**
@@ -166,6 +168,10 @@ export class Controls {
     fits.appendChild(fitAll);
     fits.appendChild(fitF);
     bar2.appendChild(fits);
+    this.diff = el("button", "stw-btn stw-diff-btn", "diff");
+    this.diff.title = "rollout diff: per span name, rollout B against rollout A";
+    this.diff.addEventListener("click", () => act.change({ diff: this.diff.getAttribute("aria-pressed") !== "true" }));
+    bar2.appendChild(this.diff);
     host.appendChild(bar);
     host.appendChild(bar2);
   }
@@ -173,7 +179,7 @@ export class Controls {
   /**
    * Reflect state into the inputs (without firing change events).
    * @param {Settings} s
-   * @param {{title: string, nRows: number, nTotal: number, nPayload: number, maxAttempt: number}} info
+   * @param {{title: string, nRows: number, nTotal: number, nPayload: number, maxAttempt: number, nRollouts: number}} info
    */
   update(s, info) {
     this.title.textContent = info.title;
@@ -200,6 +206,8 @@ export class Controls {
     this.showOpen.checked = s.showOpen;
     this.showUnmatched.checked = s.showUnmatched;
     if (Number(this.lane.value) !== s.laneH) this.lane.value = String(s.laneH);
+    this.diff.hidden = info.nRollouts < 2;
+    this.diff.setAttribute("aria-pressed", String(s.diff));
   }
 
   /** Put the keyboard focus in the filter box ("/" shortcut). */

@@ -107,5 +107,9 @@ export function installDebug(app) {
     selectionRect() {
       return toClient(hitBox(self.d, self.L, self.geo(), self.selection));
     },
+    /** The rollout diff: pair, rows, the focused name and side (diff_panel.js). */
+    diff() {
+      return self.diff.debugState();
+    },
   };
 }

@@ -20,6 +20,7 @@ const HINT = "drag = pan · wheel = zoom (over labels: scroll) · click = cursor
  * @property {HTMLElement} sideEl
  * @property {HTMLElement} detailsEl
  * @property {HTMLElement} brushEl
+ * @property {HTMLElement} diffEl
  * @property {HTMLElement} footerEl
  * @property {HTMLElement} footerView
  */
@@ -48,6 +49,7 @@ export function buildShell(host) {
   const sideEl = el("div", "stw-side");
   const detailsEl = el("div", "stw-panel stw-details");
   const brushEl = el("div", "stw-panel stw-brushpanel");
+  const diffEl = el("div", "stw-panel stw-diffpanel");
   const footerEl = el("div", "stw-footer");
   const footerView = el("span", "stw-footer-view");
   const footerHint = el("span", "stw-footer-hint", HINT);
@@ -58,6 +60,7 @@ export function buildShell(host) {
   mainEl.appendChild(ovCanvas);
   mainEl.appendChild(scrollEl);
   mainEl.appendChild(tooltip);
+  sideEl.appendChild(diffEl);
   sideEl.appendChild(detailsEl);
   sideEl.appendChild(brushEl);
   body.appendChild(mainEl);
@@ -68,19 +71,20 @@ export function buildShell(host) {
   root.appendChild(body);
   root.appendChild(footerEl);
   host.appendChild(root);
-  const shell = { root, headerEl, statsEl, legendEl, mainEl, ovCanvas, scrollEl, canvas, spacer, tooltip, sideEl, detailsEl, brushEl, footerEl, footerView };
+  const shell = { root, headerEl, statsEl, legendEl, mainEl, ovCanvas, scrollEl, canvas, spacer, tooltip, sideEl, detailsEl, brushEl, diffEl, footerEl, footerView };
   updateSide(shell);
   return shell;
 }
 
 /**
- * Show the side column only when the details or the range panel has content.
- * @param {Pick<Shell, "root"|"sideEl"|"detailsEl"|"brushEl">} ui
+ * Show the side column only when the details, the range or the diff panel has content.
+ * @param {Pick<Shell, "root"|"sideEl"|"detailsEl"|"brushEl"|"diffEl">} ui
  */
 export function updateSide(ui) {
-  const any = ui.detailsEl.childElementCount > 0 || ui.brushEl.childElementCount > 0;
+  const any = ui.detailsEl.childElementCount > 0 || ui.brushEl.childElementCount > 0 || ui.diffEl.childElementCount > 0;
   ui.sideEl.hidden = !any;
   ui.detailsEl.hidden = ui.detailsEl.childElementCount === 0;
   ui.brushEl.hidden = ui.brushEl.childElementCount === 0;
+  ui.diffEl.hidden = ui.diffEl.childElementCount === 0;
   ui.root.classList.toggle("stw-has-side", any);
 }

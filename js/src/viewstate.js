@@ -18,7 +18,7 @@ import { LANE_MIN, LANE_MAX } from "./controls.js";
 
 /** @returns {Settings} */
 export function defaultSettings() {
-  return { filter: "", attempt: -1, attemptMode: "filter", sort: "start", desc: false, showEvents: true, showOpen: true, showUnmatched: true, laneH: 18, expandAll: false };
+  return { filter: "", attempt: -1, attemptMode: "filter", sort: "start", desc: false, showEvents: true, showOpen: true, showUnmatched: true, laneH: 18, expandAll: false, diff: false, diffPair: [0, 1] };
 }
 
 /** @param {any} v */
@@ -48,6 +48,8 @@ export function restoreViewState(st, vs, names) {
   if (Array.isArray(vs.expanded)) st.expanded = new Set(vs.expanded.filter(Number.isFinite));
   if (Array.isArray(vs.collapsed)) st.collapsed = new Set(vs.collapsed.filter(Number.isFinite));
   if (typeof vs.highlight === "string") st.highlight = names.indexOf(vs.highlight);
+  if (typeof vs.diff === "boolean") s.diff = vs.diff;
+  if (Array.isArray(vs.diff_pair) && vs.diff_pair.length === 2 && vs.diff_pair.every(Number.isInteger)) s.diffPair = [vs.diff_pair[0], vs.diff_pair[1]];
 }
 
 /**
@@ -77,5 +79,7 @@ export function viewStateOf(st, names, view, cursor, scrollTop) {
     view: [view.t0, view.t1],
     cursor: Number.isFinite(cursor) ? cursor : null,
     scroll_top: Math.round(scrollTop),
+    diff: s.diff,
+    diff_pair: [...s.diffPair],
   };
 }
