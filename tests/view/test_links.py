@@ -48,7 +48,8 @@ def _sample(index: int, group: int) -> dict[str, Any]:
     return {"index": index, "group_index": group, "reward": 1.0}
 
 
-def build_scene() -> TraceFrames:
+def scene_samples() -> list[dict[str, Any]]:
+    """The scene's five samples (dicts holding their carriers)."""
     clock = Clock()
     group = [_sample(i, 0) for i in range(3)]
     retried = _sample(3, 1)
@@ -113,7 +114,11 @@ def build_scene() -> TraceFrames:
         clock.at(0)
         with trace_span(retried, "group_rm"):
             clock.at(2)
-    return build_frames({"samples": [*group, retried, remote_side], "rollout_id": 0})
+    return [*group, retried, remote_side]
+
+
+def build_scene() -> TraceFrames:
+    return build_frames({"samples": scene_samples(), "rollout_id": 0})
 
 
 @pytest.fixture(scope="module")
