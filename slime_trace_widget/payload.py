@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from .frames import TraceFrames
+from .links import LINK_KINDS, group_members, links
 from .values import truncate
 
 #: The column table and codes shared with js/src/decode.js (one source for both sides).
@@ -101,6 +102,9 @@ def encode(
     event_order, event_cols = _event_columns(events, event_sel, sample_pos, span_pos, names, t0,
                                              offsets)
     buffers.update(event_cols)
+    event_pos = np.full(len(events), -1, dtype=np.int64)
+    event_pos[event_order] = np.arange(len(event_order))
+    buffers.update(_link_columns(frames, span_pos, event_pos))
     _check_order(buffers, "span")
     _check_order(buffers, "ev")
 
@@ -316,6 +320,50 @@ def _event_columns(
         "ev_parent": _pack("ev_parent", _parent_positions(parents, span_pos)),
     }
     return order, columns
+
+
+def _link_columns(frames: TraceFrames, span_pos: np.ndarray,
+                  event_pos: np.ndarray) -> dict[str, bytes]:
+    """The links whose both ends are in the payload (``links.links``), sorted.
+
+    An endpoint is a payload span index ``i`` (as is) or event index ``j`` (as
+    ``-1 - j``). A group is re-hubbed on its first member in the payload, so a
+    filter that hides the hub still links the members it shows."""
+    table = links(frames)
+    members = group_members(table)
+    member = _positions(frames.span_core.index, span_pos, members["span"].to_numpy())
+    shown = pd.DataFrame({"pos": member, "hub": members["hub"].to_numpy()})[member >= 0]
+    hub = shown.groupby("hub")["pos"].transform("min").to_numpy()
+    mine = shown["pos"].to_numpy() != hub
+    kinds = [np.full(int(mine.sum()), LINK_KINDS.index("group"))]
+    sources, targets = [shown["pos"].to_numpy()[mine]], [hub[mine]]
+
+    others = table[table["kind"] != "group"]
+    ends = []
+    for side in ("from", "to"):
+        is_span = (others[f"{side}_kind"] == "span").to_numpy()
+        labels = others[f"{side}_index"].to_numpy()
+        position = np.where(is_span, _positions(frames.span_core.index, span_pos, labels),
+                            _positions(frames.event_core.index, event_pos, labels))
+        ends.append((position, np.where(is_span, position, -1 - position)))
+    both = (ends[0][0] >= 0) & (ends[1][0] >= 0)
+    kinds.append(np.asarray(others["kind"].array.codes)[both])  # type: ignore[union-attr]
+    sources.append(ends[0][1][both])
+    targets.append(ends[1][1][both])
+    kind, source, target = (np.concatenate(parts).astype(np.int64)
+                            for parts in (kinds, sources, targets))
+    order = np.lexsort((target, source, kind))
+    return {
+        "link_kind": _pack("link_kind", kind[order]),
+        "link_from": _pack("link_from", source[order]),
+        "link_to": _pack("link_to", target[order]),
+    }
+
+
+def _positions(index: pd.Index, payload_pos: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """Payload positions of the rows ``labels`` of a table (-1: not in the payload)."""
+    found = index.get_indexer(labels)
+    return np.where(found >= 0, payload_pos[np.maximum(found, 0)], -1)
 
 
 def _contract_codes(series: pd.Series, table: str) -> np.ndarray:

@@ -6,7 +6,8 @@ and ordered with metadata events. Complete (``X``) events must nest on a
 thread, but a sample's spans need not (concurrent tool calls, PD phases that
 outlast their generation), so spans that would partly overlap go to extra
 threads of the same sample ("#12 ⋯1"), placed right after it. The spans
-exported are the measured ones (``analysis.measured_spans``).
+exported are the measured ones (``analysis.measured_spans``). Links between
+rows (``links``) are flow events (``s`` -> ``f``), drawn by Perfetto as arrows.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from .analysis import measured_spans
+from .links import links
 from .values import json_safe
 
 if TYPE_CHECKING:
@@ -54,6 +56,7 @@ def perfetto_trace(frames: TraceFrames) -> dict[str, Any]:
     start_attrs, end_attrs = frames.span_attrs(spans.index)
     events += _complete_events(spans, start_attrs, end_attrs, tracks, pid_of_row, t0)
     events += _instant_events(frames.event_core, frames.event_attrs.dicts(), pid_of_row, t0)
+    events += _flow_events(frames, spans, tracks, pid_of_row, t0)
     return {"traceEvents": events, "displayTimeUnit": "ms",
             "otherData": {"source": "slime-trace-widget", "t0_epoch_s": t0,
                           "dumps": frames.paths}}
@@ -69,7 +72,12 @@ def export_perfetto(frames: TraceFrames, path: str | Path) -> Path:
 
 
 def _tid(row: int, track: int) -> int:
-    return int(row) * 64 + track + 1
+    return int(_tids(np.asarray(row), track))
+
+
+def _tids(rows: np.ndarray, tracks: np.ndarray | int) -> np.ndarray:
+    """Thread ids: 64 tracks per sample row (``_nesting_tracks`` caps them there)."""
+    return rows.astype(np.int64) * 64 + tracks + 1
 
 
 def _thread_name(sample: pd.Series, track: int) -> str:
@@ -145,3 +153,52 @@ def _instant_events(events: pd.DataFrame, attrs_of: list, pid_of_row: np.ndarray
                     "pid": int(pid_of_row[rows[i]]), "tid": _tid(rows[i], 0),
                     "ts": float(ts[i]), "args": args})
     return out
+
+
+def _flow_events(frames: TraceFrames, spans: pd.DataFrame, tracks: np.ndarray,
+                 pid_of_row: np.ndarray, t0: float) -> list[dict[str, Any]]:
+    """One ``s``/``f`` pair per link whose ends were exported, on their threads.
+
+    A span end sits half a microsecond (at most half the span) inside its start, so
+    Perfetto binds it to that slice rather than to one that ends where it begins;
+    an event end sits at the event. ``bp: "e"`` binds the ``f`` to the slice
+    enclosing it (by default Perfetto would take the next slice to begin)."""
+    table = links(frames)
+    ends = []
+    for side in ("from", "to"):
+        ends.append(_flow_points(frames, spans, tracks, pid_of_row, t0,
+                                 (table[f"{side}_kind"] == "span").to_numpy(),
+                                 table[f"{side}_index"].to_numpy()))
+    (pid_a, tid_a, ts_a), (pid_b, tid_b, ts_b) = ends
+    out = []
+    kinds = table["kind"].astype(str).tolist()
+    for flow in np.flatnonzero((pid_a > 0) & (pid_b > 0)).tolist():
+        common = {"name": kinds[flow], "cat": "link", "id": flow + 1}
+        out.append({"ph": "s", **common, "pid": int(pid_a[flow]), "tid": int(tid_a[flow]),
+                    "ts": float(ts_a[flow])})
+        out.append({"ph": "f", "bp": "e", **common, "pid": int(pid_b[flow]),
+                    "tid": int(tid_b[flow]), "ts": float(ts_b[flow])})
+    return out
+
+
+def _flow_points(frames: TraceFrames, spans: pd.DataFrame, tracks: np.ndarray,
+                 pid_of_row: np.ndarray, t0: float, is_span: np.ndarray,
+                 labels: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(pid, tid, ts) of link ends; pid 0 where the end was not exported."""
+    pid = np.zeros(len(labels), dtype=np.int64)
+    tid = np.zeros(len(labels), dtype=np.int64)
+    ts = np.zeros(len(labels), dtype=np.float64)
+    at = np.where(is_span, spans.index.get_indexer(labels), -1)
+    ok = at >= 0
+    rows = spans["sample_row"].to_numpy()[at[ok]]
+    start = np.round((spans["start"].to_numpy()[at[ok]] - t0) * 1e6, 3)
+    width = np.round((spans["display_end"].to_numpy()[at[ok]] - t0) * 1e6, 3) - start
+    pid[ok], tid[ok] = pid_of_row[rows], _tids(rows, tracks[at[ok]])
+    ts[ok] = start + np.clip(np.nan_to_num(width) / 2, 0.0, 0.5)
+    events = frames.event_core
+    at = np.where(is_span, -1, events.index.get_indexer(labels))
+    ok = at >= 0
+    rows = events["sample_row"].to_numpy()[at[ok]]
+    pid[ok], tid[ok] = pid_of_row[rows], _tids(rows, 0)
+    ts[ok] = np.round((events["ts"].to_numpy()[at[ok]] - t0) * 1e6, 3)
+    return pid, tid, ts

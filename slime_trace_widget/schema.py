@@ -66,6 +66,9 @@ RECORD_KEYS = (
 #: Instant event that ``trace_next_attempt`` records, and its attribute holding the new attempt.
 ATTEMPT_START_EVENT = "attempt_start"
 ATTEMPT_ATTR = "attempt"
+#: Instant event that ``import_trace`` records under the exported span (this package's
+#: recording API only; slime's own writes none), marking where a trace was continued.
+TRACE_IMPORT_EVENT = "trace_import"
 #: End attributes of a span whose block raised.
 ERROR_TYPE_ATTR = "error_type"
 ERROR_MESSAGE_ATTR = "error_message"

@@ -28,6 +28,7 @@ import { FrameLoop } from "./frameloop.js";
 import { installDebug } from "./debug.js";
 import { DiffView } from "./diff_panel.js";
 import { Sizer, viewportHeight, AXIS_H, OVERVIEW_H, MAX_VIEWPORT_H } from "./sizing.js";
+import { arrowsFor, paintArrows } from "./arrows.js";
 
 /** @typedef {import("./model.js").AnyModel} AnyModel */
 /** @typedef {import("./hit.js").Hit} Hit */
@@ -698,6 +699,9 @@ export class App {
       raiseShown: this.highlight >= 0,
     });
     if (this.rows.length === 0) paintEmpty(this.painter, this.theme, this.d, g);
+    /** @type {import("./arrows.js").Arrow[]} the selection's link arrows as last painted */
+    this.arrows = arrowsFor(this.d, this.L, g, this.vis, this.evVis, this.selection);
+    paintArrows(this.painter.ctx, dpr, g, this.theme, this.arrows);
     this.overview.paint(this.theme, this.cursor);
     const dt = performance.now() - t;
     if (!this.sideEl.hidden) {

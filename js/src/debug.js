@@ -111,5 +111,10 @@ export function installDebug(app) {
     diff() {
       return self.diff.debugState();
     },
+    /** Link arrows of the selection as last painted: kind, ends, client px (docs/payload.md). */
+    links() {
+      const r = self.canvas.getBoundingClientRect();
+      return (self.arrows || []).map((a) => ({ ...a, x0: r.left + a.x0, y0: r.top + a.y0, x1: r.left + a.x1, y1: r.top + a.y1 }));
+    },
   };
 }

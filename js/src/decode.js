@@ -24,6 +24,9 @@ export const LK_DETAIL = CONTRACT.lane_kinds.detail;
 export const EV_INSTANT = CONTRACT.event_kinds.indexOf("instant");
 export const EV_UNMATCHED = CONTRACT.event_kinds.indexOf("unmatched_end");
 
+/** Link kinds (link_kind codes): "group", "attempt", "remote". */
+export const LINK_KINDS = /** @type {string[]} */ (CONTRACT.link_kinds);
+
 /** PD phase of a virtual span. */
 export const PD_NONE = CONTRACT.pd_phases.none;
 export const PD_PREFILL = CONTRACT.pd_phases.prefill;
@@ -103,6 +106,10 @@ const LITTLE_ENDIAN_HOST = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
  * @property {Uint8Array} evKind
  * @property {Uint8Array} evAttempt
  * @property {Int32Array} evParent
+ * @property {number} nLinks
+ * @property {Uint8Array} linkKind index in LINK_KINDS
+ * @property {Int32Array} linkFrom endpoint: span i as i, event j as -1 - j
+ * @property {Int32Array} linkTo endpoint, as linkFrom
  * @property {Uint32Array} spanOff per sample, spans [spanOff[s], spanOff[s+1])
  * @property {Uint32Array} evOff per sample, events [evOff[s], evOff[s+1])
  * @property {Uint16Array} nLanes lanes of each sample when expanded
@@ -275,6 +282,8 @@ export function decodePayload(payload) {
   const nSegs = segSpanRaw.length;
   const evSampleRaw = f("ev_sample", -1);
   const nEvents = evSampleRaw.length;
+  const linkKindRaw = f("link_kind", -1);
+  const nLinks = linkKindRaw.length;
 
   /** @type {Data} */
   const d = {
@@ -314,6 +323,11 @@ export function decodePayload(payload) {
     evKind: /** @type {Uint8Array} */ (f("ev_kind", nEvents)),
     evAttempt: /** @type {Uint8Array} */ (f("ev_attempt", nEvents)),
     evParent: /** @type {Int32Array} */ (f("ev_parent", nEvents, -1)),
+    nLinks,
+    linkKind: /** @type {Uint8Array} */ (linkKindRaw),
+    // A missing endpoint reads as an event past the last one: js/src/links.js drops it.
+    linkFrom: /** @type {Int32Array} */ (f("link_from", nLinks, -0x80000000)),
+    linkTo: /** @type {Int32Array} */ (f("link_to", nLinks, -0x80000000)),
     spanOff: new Uint32Array(nSamples + 1),
     evOff: new Uint32Array(nSamples + 1),
     nLanes: new Uint16Array(nSamples),

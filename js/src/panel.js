@@ -7,6 +7,7 @@ import { formatDuration, formatEpoch, formatMs, formatNumber, formatPct } from "
 import { colorForName, colorForSegment } from "./colors.js";
 import { el } from "./dom.js";
 import { localSummary } from "./tooltip.js";
+import { linksOf, describe, endOfHit } from "./links.js";
 
 /** @typedef {import("./decode.js").Data} Data */
 /** @typedef {import("./hit.js").Hit} Hit */
@@ -34,6 +35,7 @@ export const SAMPLE_TEXT_FIELDS = ["prompt", "response", "label", "metadata"];
  * @property {() => void} close
  * @property {() => void} focus
  * @property {(span: number) => void} selectSpan internal span index
+ * @property {(ev: number) => void} [selectEvent] internal event index
  * @property {(field: string) => Promise<SampleTextReply>} sampleText the selected sample's whole text `field`
  */
 
@@ -483,6 +485,7 @@ export function renderDetails(host, d, h, detailSpan, st, act) {
     if (detail && detail.span_id) trows.push(["span id", String(detail.span_id)]);
   }
   kvRows(secT, trows);
+  renderLinks(host, d, h, act);
 
   // PD phases.
   if (h.type !== "event") {
@@ -518,6 +521,56 @@ export function renderDetails(host, d, h, detailSpan, st, act) {
     attrsSec("Start attributes", "start_attrs");
     attrsSec("End attributes", "end_attrs");
   }
+}
+
+/** Group members listed as buttons; the rest are counted. */
+const MAX_MEMBER_BUTTONS = 20;
+
+/**
+ * The "Links" section (links.js): "group: N other members" with a button per
+ * member, "previous attempt", "continued remotely" and their reverses, each a
+ * button that selects the other end.
+ * @param {HTMLElement} host
+ * @param {Data} d
+ * @param {Hit} h
+ * @param {PanelActions} act
+ */
+function renderLinks(host, d, h, act) {
+  const self = endOfHit(h);
+  if (!self) return;
+  const links = linksOf(d, self.kind, self.index);
+  if (!links.length) return;
+  /** @param {import("./links.js").End} end @param {string} text */
+  const button = (end, text) => {
+    const b = el("button", "stw-link", text);
+    b.title = "select it";
+    b.addEventListener("click", () => (end.kind === "span" ? act.selectSpan(end.index) : act.selectEvent?.(end.index)));
+    return b;
+  };
+  /** @param {import("./links.js").End} end */
+  const where = (end) => {
+    const name = end.kind === "span" ? d.spanName[end.index] : d.evName[end.index];
+    const sample = end.kind === "span" ? d.spanSample[end.index] : d.evSample[end.index];
+    return `${nameOf(d, name)} · ${sampleLabel(d, sample)}`;
+  };
+  /** @type {[string, string|HTMLElement][]} */
+  const rows = [];
+  const members = links.filter((l) => l.kind === "group");
+  if (members.length) {
+    const box = el("div", "stw-links");
+    box.appendChild(el("div", "", `${members.length} other member${members.length === 1 ? "" : "s"}`));
+    for (const l of members.slice(0, MAX_MEMBER_BUTTONS)) {
+      box.appendChild(button(l.to, sampleLabel(d, d.spanSample[l.to.index])));
+    }
+    if (members.length > MAX_MEMBER_BUTTONS) box.appendChild(el("div", "", `and ${members.length - MAX_MEMBER_BUTTONS} more`));
+    rows.push(["group", box]);
+  }
+  for (const l of links) {
+    if (l.kind === "group") continue;
+    const { label, target } = describe(l, self);
+    rows.push([label, button(target, where(target))]);
+  }
+  kvRows(section(host, "Links"), rows);
 }
 
 /**

@@ -86,6 +86,12 @@ export function loadDetails(app, h) {
       if (row < 0) return;
       app.select({ type: "span", row, sample: s, span: i, t: d.spanStart[i] });
     },
+    selectEvent: (/** @type {number} */ i) => {
+      const s = d.evSample[i];
+      const row = app.L.rowOfSample[s];
+      if (row < 0) return;
+      app.select({ type: "event", row, sample: s, ev: i, count: 1, members: [i], t: d.evTs[i] });
+    },
     sampleText: (/** @type {string} */ field) => app.requests.sampleText(h.sample, field).promise,
   };
   renderDetails(app.detailsEl, d, h, detailSpan, { status: "loading", detail: null }, actions);

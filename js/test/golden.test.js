@@ -4,7 +4,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { decodePayload, nameOf, statusOf, sourceOf, sampleRowId, F_OPEN, F_VIRTUAL, F_ERROR, CLIP_REASONS, clipReasonOf, EV_UNMATCHED } from "../src/decode.js";
+import { decodePayload, nameOf, statusOf, sourceOf, sampleRowId, F_OPEN, F_VIRTUAL, F_ERROR, CLIP_REASONS, clipReasonOf, EV_UNMATCHED, LINK_KINDS } from "../src/decode.js";
+import { groupMembers, endOf } from "../src/links.js";
 
 const golden = JSON.parse(readFileSync(new URL("./fixtures/golden_payload.json", import.meta.url), "utf8"));
 const want = golden.expected;
@@ -85,4 +86,23 @@ test("golden payload: events", () => {
   assert.deepEqual(Array.from(d.evKind, (k) => (k === EV_UNMATCHED ? "unmatched_end" : "instant")), e.kind);
   assert.deepEqual(Array.from(d.evLane), e.lane);
   assert.deepEqual(Array.from(d.evParent), e.parent);
+});
+
+test("golden payload: links (groups re-hubbed among the shown members, retries)", () => {
+  const { pairs, groups } = want.links;
+  /** @param {number} v */
+  const end = (v) => {
+    const e = endOf(d, v);
+    return e ? `${e.kind}:${e.index}` : "out of range";
+  };
+  const got = [];
+  for (let k = 0; k < d.nLinks; k++) {
+    if (LINK_KINDS[d.linkKind[k]] !== "group") got.push([LINK_KINDS[d.linkKind[k]], end(d.linkFrom[k]), end(d.linkTo[k])]);
+  }
+  assert.deepEqual(got.sort(), pairs);
+  for (const members of groups) {
+    for (const m of members) assert.deepEqual(groupMembers(d, m), members);
+  }
+  const grouped = new Set(groups.flat());
+  for (let i = 0; i < d.nSpans; i++) if (!grouped.has(i)) assert.deepEqual(groupMembers(d, i), [], `span ${i} is in no group`);
 });

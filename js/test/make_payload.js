@@ -101,12 +101,19 @@ export function packBuffers(cols, opt = {}) {
  */
 
 /**
+ * @typedef {Object} LinkIn
+ * @property {"group"|"attempt"|"remote"} kind
+ * @property {{span?: number, event?: number}} from index into the input spans or events array
+ * @property {{span?: number, event?: number}} to
+ */
+
+/**
  * Build a payload from plain arrays. Spans are sorted by (sample, lane,
  * start) and events by (sample, lane, ts) as the contract requires (unless
  * `sort: false`); parent and segment references are remapped. Sample start
  * and end default to the min/max of their spans and events; lanes default to
  * max lane + 1; open counts to the open spans.
- * @param {{samples: SampleIn[], spans?: SpanIn[], segs?: SegIn[], events?: EventIn[], meta?: Record<string, any>, unaligned?: boolean, as?: "dataview"|"arraybuffer"|"uint8"|"base64", sort?: boolean}} input
+ * @param {{samples: SampleIn[], spans?: SpanIn[], segs?: SegIn[], events?: EventIn[], links?: LinkIn[], meta?: Record<string, any>, unaligned?: boolean, as?: "dataview"|"arraybuffer"|"uint8"|"base64", sort?: boolean}} input
  */
 export function makePayload(input) {
   const samples = input.samples;
@@ -211,6 +218,13 @@ export function makePayload(input) {
     c.ev_kind.push(ev.kind || 0);
     c.ev_attempt.push(ev.attempt || 0);
     c.ev_parent.push(ev.parent === undefined || ev.parent < 0 ? -1 : sort ? spanNew[ev.parent] : ev.parent);
+  }
+  const end = (/** @type {{span?: number, event?: number}} */ e) =>
+    e.span !== undefined ? (sort ? spanNew[e.span] : e.span) : -1 - (sort ? evNew[e.event ?? 0] : e.event ?? 0);
+  for (const link of input.links || []) {
+    c.link_kind.push(["group", "attempt", "remote"].indexOf(link.kind));
+    c.link_from.push(end(link.from));
+    c.link_to.push(end(link.to));
   }
   const { buffers, columns } = packBuffers(c, { unaligned: input.unaligned, as: input.as });
   const allTimes = [...c.smp_start, ...c.smp_end].filter((v) => Number.isFinite(v));

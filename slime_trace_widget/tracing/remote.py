@@ -12,8 +12,10 @@ from ..schema import (
     CARRIER_SAMPLE_ID,
     CARRIER_TRACE_ID,
     CARRIER_VERSION,
+    EVENT,
     RECORD_TRACE_ID,
     RECORD_TYPE,
+    TRACE_IMPORT_EVENT,
     TRACE_VERSION,
 )
 from .carriers import (
@@ -24,7 +26,7 @@ from .carriers import (
     _resolve_handles,
     bind_trace_carrier,
 )
-from .records import _append, _log_failure, logger
+from .records import _append, _log_failure, _now, _write, logger
 
 # Keys of an export payload: the carrier identity plus the parent for remote spans.
 _PAYLOAD_PARENT = "parent_span_id"
@@ -78,7 +80,11 @@ def import_trace(payload: Mapping[str, Any], carrier: dict[str, Any] | None = No
     The records go into ``carrier`` when given (completed as :func:`bind_trace_carrier`
     does, taking the payload's sample and group ids), else into a fresh carrier;
     either way into ``handle.carrier``. Send that carrier (or its ``events``) back
-    and fold it in with :func:`merge_trace`.
+    and fold it in with :func:`merge_trace`. A payload naming a parent span first
+    gets a ``trace_import`` event under it: merged back, it marks where that span
+    was continued (slime's own ``import_trace`` records nothing). Without a parent
+    there is nothing to mark: a parentless event would be given the span open at
+    its time by readers, a link to the wrong span.
     """
     try:
         return _bind_payload(payload, carrier)
@@ -98,7 +104,18 @@ def _bind_payload(payload: Mapping[str, Any], carrier: dict[str, Any] | None) ->
         handle = _handle(_new_carrier(**identity), payload.get(_PAYLOAD_PARENT))
     else:
         handle = bind_trace_carrier(carrier, payload.get(_PAYLOAD_PARENT), **identity)
+    parent = payload.get(_PAYLOAD_PARENT)
+    if identity["trace_id"] is not None and parent is not None:
+        _mark_import(handle, parent)
     return handle
+
+
+def _mark_import(handle: TraceHandle, parent: Any) -> None:
+    """Record the ``trace_import`` event; a failing clock loses the event, not the handle."""
+    try:
+        _write(handle, EVENT, TRACE_IMPORT_EVENT, _now(), None, parent, None)
+    except Exception:
+        _log_failure("marking the import of trace %r", handle.trace_id)
 
 
 def merge_trace(target: Any, remote: Any) -> int:

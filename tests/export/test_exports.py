@@ -31,13 +31,15 @@ def trace(frames, tmp_path_factory):
 
 def test_required_fields_per_phase(trace) -> None:
     events = trace["traceEvents"]
-    assert {e["ph"] for e in events} == {"M", "X", "i"}
+    assert {e["ph"] for e in events} == {"M", "X", "i", "s", "f"}  # s/f: links as flows
     for event in events:
         assert {"ph", "name", "pid", "tid"} <= set(event)
         if event["ph"] == "X":
             assert isinstance(event["ts"], float) and event["dur"] >= 0 and event["ts"] >= 0
         if event["ph"] == "i":
             assert event["s"] == "t" and event["ts"] >= 0
+        if event["ph"] in ("s", "f"):
+            assert event["cat"] == "link" and isinstance(event["id"], int) and event["ts"] >= 0
         if event["ph"] == "M":
             key = "sort_index" if event["name"].endswith("sort_index") else "name"
             assert key in event["args"]

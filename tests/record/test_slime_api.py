@@ -278,12 +278,15 @@ def test_import_trace_into_a_given_carrier_merges_back(tmp_path):
     assert remote.parent_span_id == span.span_ids[0]
     with trace_span(remote, "remote_reward"):
         pass
-    assert _records(remote_carrier) == [("span_start", "remote_reward"),
+    # Ours marks the import (slime's records nothing there): the link's target.
+    assert _records(remote_carrier) == [("event", "trace_import"),
+                                        ("span_start", "remote_reward"),
                                         ("span_end", "remote_reward")]
-    assert merge_trace(sample, remote_carrier) == 2
+    assert merge_trace(sample, remote_carrier) == 3
     frames = _load(tmp_path, [sample])
     spans = frames.spans.set_index("name")
     assert spans.loc["remote_reward", "parent_name"] == "local"
+    assert frames.events.set_index("name").loc["trace_import", "parent_name"] == "local"
 
 
 def test_trace_next_attempt_returns_the_handles():

@@ -987,7 +987,7 @@ def test_trace_continues_in_another_process_and_merges_back():
             timeout=120,
         )
         remote = json.loads(done.stdout)
-        assert merge_trace(sample, remote) == 6
+        assert merge_trace(sample, remote) == 7  # 6 records and the trace_import mark
 
     local_id = local.span_ids[0]
     assert payload["parent_span_id"] == local_id
@@ -997,6 +997,9 @@ def test_trace_continues_in_another_process_and_merges_back():
     assert inner["parent_span_id"] == remote_span["span_id"]
     assert named(sample, "remote_tick")[0]["parent_span_id"] == inner["span_id"]
     assert named(sample, "remote_done")[0]["parent_span_id"] == local_id
+    mark = named(sample, "trace_import")
+    assert len(mark) == 1 and mark[0]["parent_span_id"] == local_id
+    assert mark[0]["type"] == "event" and "attrs" not in mark[0]
     assert remote_end["attrs"] == {"score": 0.75}
     all_ids = {e["span_id"] for e in events_of(sample) if "span_id" in e}
     links = {e["parent_span_id"] for e in events_of(sample) if "parent_span_id" in e}
@@ -1019,7 +1022,7 @@ def test_export_import_merge_in_process():
     trace_event(stranger, "foreign")
 
     merged = merge_trace(group, [r.carrier for r in remote] + [stranger])
-    assert merged == 5
+    assert merged == 7  # 5 records and one trace_import mark per imported member
     assert group[0].trace["attempt"] == 1
     assert group[1].trace["attempt"] == 1
     for member, payload in zip(group, payloads, strict=True):
@@ -1030,11 +1033,29 @@ def test_export_import_merge_in_process():
     assert merge_trace(group[0], events_of(group[1])) == 0
 
 
+def test_a_failing_clock_loses_the_import_mark_not_the_identity(debug_log):
+    sample = FakeSample(index=3)
+    with trace_span(sample, "local"):
+        payload = export_trace(sample)
+
+    def broken() -> float:
+        raise OSError("clock gone")
+
+    with use_clock(broken):
+        handle = import_trace(payload)
+    assert handle.trace_id == payload["trace_id"] and handle.carrier["events"] == []
+    assert handle.parent_span_id == payload["parent_span_id"]
+    _assert_logged(debug_log)
+
+
 def test_import_of_garbage_gives_a_usable_handle(debug_log):
     handle = import_trace("not a payload")
     with trace_span(handle, "s"):
         pass
     assert len(handle.carrier["events"]) == 2
+    assert import_trace(export_trace(None)).carrier["events"] == []  # no trace: no mark
+    outside = export_trace(FakeSample())  # no open span: no parent to mark under
+    assert outside["trace_id"] and import_trace(outside).carrier["events"] == []
     _assert_logged(debug_log)
     assert bind_trace_carrier(None).carrier["events"] == []
     assert bind_trace_carrier(5).carrier["events"] == []

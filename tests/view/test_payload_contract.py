@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from slime_trace_widget.links import group_members, links
 from slime_trace_widget.load import load_frames
 from slime_trace_widget.payload import CONTRACT, encode
 
@@ -82,9 +83,29 @@ def golden() -> dict[str, Any]:
             "parent": [span_pos.get(int(p), -1) for p in events["parent_index"]],
         },
     }
+    expected["links"] = _expected_links(frames, span_pos, {
+        int(index): k for k, index in enumerate(view.event_index)})
     wire = {**payload, "buffers": {name: base64.b64encode(raw).decode()
                                    for name, raw in payload["buffers"].items()}}
     return {"payload": wire, "expected": expected}
+
+
+def _expected_links(frames: Any, span_pos: dict[int, int],
+                    event_pos: dict[int, int]) -> dict[str, list]:
+    """The links with both ends in the payload: attempt/remote pairs as
+    ``[kind, "span:i"|"event:j", ...]`` and each group as its sorted members."""
+    table = links(frames)
+    where = {"span": span_pos, "event": event_pos}
+    pairs = sorted(
+        [kind, f"{fk}:{where[fk][f]}", f"{tk}:{where[tk][t]}"]
+        for kind, fk, f, tk, t in table[table["kind"] != "group"][
+            ["kind", "from_kind", "from_index", "to_kind", "to_index"]].itertuples(index=False)
+        if f in where[fk] and t in where[tk])
+    groups: dict[int, list[int]] = {}
+    for span, hub in group_members(table).itertuples(index=False):
+        if span in span_pos:
+            groups.setdefault(int(hub), []).append(span_pos[span])
+    return {"pairs": pairs, "groups": sorted(sorted(g) for g in groups.values() if len(g) > 1)}
 
 
 def golden_text() -> str:
@@ -106,6 +127,8 @@ def test_golden_payload_covers_the_flags() -> None:
     assert max(spans["attempt"]) > 0
     assert set(events["kind"]) == set(CONTRACT["event_kinds"])
     assert len({s for s in spans["clip_reason"] if s}) >= 2
+    found = golden()["expected"]["links"]
+    assert found["groups"] and {kind for kind, _, _ in found["pairs"]} == {"attempt"}
 
 
 def test_golden_payload_sorted_as_the_contract_says() -> None:
