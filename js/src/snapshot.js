@@ -4,14 +4,15 @@
 //   data block:    "STW1" | u32 header length | header JSON | column bytes
 //   details block: "STW1" | u32 header length | details JSON (item fields,
 //                  sample texts, attribute tables as in page_attrs.js) |
-//                  the tables' bytes; inflated on the first click
+//                  the tables' bytes; inflated on the first click, or
+//                  when the filter first has an attribute term
 // The header holds the payload meta (buffers as [offset, length] into the
 // column bytes) and the synced state. Keeping the details apart means the
 // first paint only inflates the columns, a few percent of the page.
 
 import { base64ToBytes } from "./bytes.js";
 import { followUpdates, takeKeptView } from "./follow.js";
-import { attrRow } from "./page_attrs.js";
+import { attrRow, attrTermHits } from "./page_attrs.js";
 import { createLocalModel } from "./standalone.js";
 
 const MAGIC = "STW1";
@@ -180,7 +181,20 @@ export async function bootSnapshot(dataElement, detailsElement, host, render) {
       sampleText: async (sample, field) => textFor(await readDetails(), sample, field),
     },
   );
-  const cleanup = render({ model, el: host });
+  /**
+   * The filter's attribute terms, answered from the embedded attribute tables
+   * (query.js asks a model that has this instead of the kernel).
+   * @param {import("./query.js").Term[]} terms
+   * @param {import("./decode.js").Data} d
+   */
+  const queryAttrs = async (terms, d) => {
+    const det = await readDetails();
+    return {
+      spans: attrTermHits([det.span_end_attrs, det.span_start_attrs], d.nSpans, terms, det.views),
+      events: attrTermHits([det.event_attrs], d.nEvents, terms, det.views),
+    };
+  };
+  const cleanup = render({ model: Object.assign(model, { queryAttrs }), el: host });
   if (follow) followUpdates(host, follow, model);
   return cleanup;
 }
