@@ -152,7 +152,7 @@ export class App {
         this.root.dataset.query = st.state;
         this.controls.setQueryStatus(st);
       },
-      resolve: resolverFor(model, this.requests),
+      resolve: resolverFor(this.requests),
     });
     this.query.run(this.s.filter);
     const vr = this.sync.get("view_range");
@@ -655,7 +655,7 @@ export class App {
       nTotal: d.meta.n_samples_total,
       nPayload: d.nSamples,
       maxAttempt: d.maxAttempt,
-      match: this.query?.result ? matchSummary(this.query.result, d.nSamples) : "",
+      match: this.query?.result ? matchSummary(this.query.result, d.meta.n_samples_total) : "",
     });
   }
 

@@ -192,7 +192,7 @@ export class Controls {
   update(s, info) {
     this.title.textContent = info.title;
     const shown = info.nTotal !== info.nPayload ? ` (${formatNumber(info.nPayload)} in this view)` : "";
-    this.count.textContent = info.match || `${formatNumber(info.nRows)} of ${formatNumber(info.nTotal)} samples${shown}`;
+    this.count.textContent = `${info.match || `${formatNumber(info.nRows)} of ${formatNumber(info.nTotal)} samples`}${shown}`;
     if (document.activeElement !== this.filter && this.filter.value !== s.filter) this.filter.value = s.filter;
     // Attempt options: all, 0..maxAttempt.
     const want = info.maxAttempt + 2;

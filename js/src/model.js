@@ -129,8 +129,8 @@ export class Sync {
  * @typedef {Object} QueryAttrsReply
  * @property {string} type
  * @property {number} req
- * @property {string} [spans] base64 bitmap (little bit order), bit i: payload span i matches
- * @property {string} [events] the same per payload event
+ * @property {string|Uint8Array} [spans] bitmap (little bit order; base64 from the kernel, bytes from a page), bit i: payload span i matches
+ * @property {string|Uint8Array} [events] the same per payload event
  * @property {number} [n_spans]
  * @property {number} [n_events]
  * @property {string} [error]

@@ -366,7 +366,7 @@ export function evaluate(d, terms, attr) {
 /**
  * The header line for a result: "1,204 spans in 37 of 128 samples match".
  * @param {QueryResult} r
- * @param {number} total samples in the payload
+ * @param {number} total samples in the frames (the header's "of M samples")
  */
 export function matchSummary(r, total) {
   const of = `${formatNumber(r.rows)} of ${formatNumber(total)} samples match`;
@@ -473,19 +473,20 @@ export function unpackBits(bits, n) {
 }
 
 /**
- * The attribute resolver of a model: its own `queryAttrs` when it has one (a
- * snapshot page answers from its embedded tables), else the kernel.
- * @param {import("./model.js").AnyModel & {queryAttrs?: AttrResolver}} model
+ * The attribute resolver: a "query_attrs" request (docs/payload.md), which
+ * the kernel answers, or a snapshot page's local model from its tables.
  * @param {import("./model.js").Requests} requests
  * @returns {AttrResolver}
  */
-export function resolverFor(model, requests) {
-  const own = model.queryAttrs;
-  if (typeof own === "function") return (terms, d) => own(terms, d);
+export function resolverFor(requests) {
+  /** @param {string|Uint8Array|undefined} v base64 (the kernel) or bytes (a page) */
+  const bytes = (v) => (typeof v === "string" ? base64ToBytes(v) : v);
   return async (terms, d) => {
     const reply = await requests.queryAttrs(terms).promise;
-    if (reply.error || typeof reply.spans !== "string" || typeof reply.events !== "string") throw new Error(reply.error || "no answer");
-    if (reply.n_spans !== d.nSpans || reply.n_events !== d.nEvents) throw new Error("the kernel answered for another view");
-    return { spans: unpackBits(base64ToBytes(reply.spans), d.nSpans), events: unpackBits(base64ToBytes(reply.events), d.nEvents) };
+    const spans = bytes(reply.spans);
+    const events = bytes(reply.events);
+    if (reply.error || !spans || !events) throw new Error(reply.error || "no answer");
+    if (reply.n_spans !== d.nSpans || reply.n_events !== d.nEvents) throw new Error("the answer is for another view");
+    return { spans: unpackBits(spans, d.nSpans), events: unpackBits(events, d.nEvents) };
   };
 }

@@ -156,6 +156,32 @@ function segmentsOf(segments, index) {
 }
 
 /**
+ * The body of a "query_attrs" reply, from the embedded attribute tables: per
+ * payload span and event, whether every attribute term holds, as bitmaps
+ * (bytes here, base64 from the kernel; query.js reads both).
+ * @param {SnapshotDetails} details
+ * @param {any} payload
+ * @param {import("./query.js").Term[]} terms
+ */
+export function queryAttrsFor(details, payload, terms) {
+  const nSpans = payload.buffers.span_sample.byteLength / 4;
+  const nEvents = payload.buffers.ev_sample.byteLength / 4;
+  const spans = attrTermHits([details.span_end_attrs, details.span_start_attrs], nSpans, terms, details.views);
+  const events = attrTermHits([details.event_attrs], nEvents, terms, details.views);
+  return { n_spans: nSpans, n_events: nEvents, spans: packBits(spans), events: packBits(events) };
+}
+
+/**
+ * One bit per item, least significant first (numpy packbits, bitorder="little").
+ * @param {Uint8Array} flags
+ */
+function packBits(flags) {
+  const out = new Uint8Array(Math.ceil(flags.length / 8));
+  for (let i = 0; i < flags.length; i++) if (flags[i]) out[i >> 3] |= 1 << (i & 7);
+  return out;
+}
+
+/**
  * Read the page's blocks and render the timeline into `host`.
  * @param {HTMLElement} dataElement element whose text is the base64 data block
  * @param {HTMLElement} detailsElement element whose text is the base64 details block
@@ -179,22 +205,10 @@ export async function bootSnapshot(dataElement, detailsElement, host, render) {
     {
       attrs: async (kind, index) => detailFor(await readDetails(), payload, kind, index),
       sampleText: async (sample, field) => textFor(await readDetails(), sample, field),
+      queryAttrs: async (terms) => queryAttrsFor(await readDetails(), payload, terms),
     },
   );
-  /**
-   * The filter's attribute terms, answered from the embedded attribute tables
-   * (query.js asks a model that has this instead of the kernel).
-   * @param {import("./query.js").Term[]} terms
-   * @param {import("./decode.js").Data} d
-   */
-  const queryAttrs = async (terms, d) => {
-    const det = await readDetails();
-    return {
-      spans: attrTermHits([det.span_end_attrs, det.span_start_attrs], d.nSpans, terms, det.views),
-      events: attrTermHits([det.event_attrs], d.nEvents, terms, det.views),
-    };
-  };
-  const cleanup = render({ model: Object.assign(model, { queryAttrs }), el: host });
+  const cleanup = render({ model, el: host });
   if (follow) followUpdates(host, follow, model);
   return cleanup;
 }

@@ -10,6 +10,9 @@ import { decodePayload } from "../src/decode.js";
 import { parseQuery, evaluate, matchSummary, QueryError, QueryFilter, unpackBits, resolverFor, ATTR_KINDS } from "../src/query.js";
 import { attrTermHits } from "../src/page_attrs.js";
 import { base64ToBytes } from "../src/bytes.js";
+import { createLocalModel } from "../src/standalone.js";
+import { queryAttrsFor } from "../src/snapshot.js";
+import { Requests } from "../src/model.js";
 
 const cases = JSON.parse(readFileSync(new URL("./fixtures/query_cases.json", import.meta.url), "utf8"));
 const trace = JSON.parse(readFileSync(new URL("./fixtures/query_trace.json", import.meta.url), "utf8"));
@@ -154,7 +157,7 @@ test("the kernel resolver sends query_attrs and reads its bitmaps", async () => 
       return { req: 1, promise: new Promise((res) => (deliver = res)) };
     },
   };
-  const resolve = resolverFor(/** @type {any} */ ({}), /** @type {any} */ (requests));
+  const resolve = resolverFor(/** @type {any} */ (requests));
   const terms = parseQuery("tool=python");
   const answer = resolve(terms, d);
   const bits = new Uint8Array(Math.ceil(d.nSpans / 8));
@@ -172,7 +175,23 @@ test("the kernel resolver sends query_attrs and reads its bitmaps", async () => 
   const failed = resolve(terms, d);
   deliver({ type: "query_attrs", req: 1, error: "ValueError: bad" });
   await assert.rejects(failed, /ValueError: bad/);
-  // a model that answers itself (a snapshot page) is asked instead of the kernel
-  const own = resolverFor(/** @type {any} */ ({ queryAttrs: async () => ({ spans: new Uint8Array(1), events: new Uint8Array(0) }) }), /** @type {any} */ (requests));
-  assert.equal((await own(terms, d)).spans.length, 1);
+});
+
+test("a snapshot page answers query_attrs from its tables, through its local model", async () => {
+  const details = { ...trace.attrs, views };
+  const sizes = { buffers: { span_sample: { byteLength: d.nSpans * 4 }, ev_sample: { byteLength: d.nEvents * 4 } } };
+  const model = createLocalModel(trace.payload, { queryAttrs: async (terms) => queryAttrsFor(/** @type {any} */ (details), sizes, terms) });
+  const requests = new Requests(model);
+  const resolve = resolverFor(requests);
+  for (const text of ["tool=python", "has:group_size -turn>5", "score>0.5 tags=*a*"]) {
+    const terms = parseQuery(text);
+    const hits = await resolve(terms, d);
+    const want = pageHits(terms);
+    assert.deepEqual(Array.from(hits.spans), Array.from(want.spans), text);
+    assert.deepEqual(Array.from(hits.events), Array.from(want.events), text);
+  }
+  const bare = new Requests(createLocalModel(trace.payload));
+  await assert.rejects(resolverFor(bare)(parseQuery("k=v"), d), /not embedded in this page/);
+  requests.dispose();
+  bare.dispose();
 });
