@@ -401,6 +401,8 @@ export class QueryFilter {
     this.gen = 0;
     /** @type {QueryResult|null} the result applied now */
     this.result = null;
+    /** @type {Data|null} the payload `result` is for */
+    this.data = null;
     /** @type {QueryStatus} */
     this.status = { state: "idle", text: "" };
   }
@@ -411,6 +413,8 @@ export class QueryFilter {
   run(text) {
     const gen = ++this.gen;
     const d = this.host.data();
+    if (d !== this.data) this.result = null; // a new payload: the app dropped the old masks
+    this.data = d;
     /** @type {Term[]} */
     let terms;
     try {
@@ -418,6 +422,10 @@ export class QueryFilter {
     } catch (err) {
       if (!(err instanceof QueryError)) throw err;
       this.setStatus("error", err.message);
+      return;
+    }
+    if (!terms.length && !this.result) {
+      this.setStatus("idle", ""); // nothing to lift: spare the app a refilter
       return;
     }
     const attrTerms = terms.filter((t) => ATTR_KINDS.includes(t.kind));

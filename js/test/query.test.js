@@ -134,6 +134,8 @@ test("a bad query says why and keeps the last good filter", () => {
   f.run("");
   assert.equal(applied.at(-1), null);
   assert.equal(f.result, null);
+  f.run("  ");
+  assert.equal(applied.length, 2, "no filter before, none after: nothing to apply");
 });
 
 test("a failed resolver shows a message and changes nothing", async () => {
