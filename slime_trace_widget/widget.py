@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import anywidget
+import numpy as np
 import pandas as pd
 import traitlets
 
@@ -26,6 +27,7 @@ from .follow import POLL_SECONDS, SETTLE_SECONDS, DumpWatcher, Poller
 from .frames import TraceFrames, build_frames, combine_frames
 from .load import load_frames
 from .payload import EncodedView, encode
+from .query import attr_masks, check_terms, restrict
 from .snapshot import write_snapshot
 
 _STATIC = Path(__file__).parent / "static"
@@ -154,12 +156,19 @@ class TraceTimeline(anywidget.AnyWidget):
     # ------------------------------------------------------------------ pandas round trip
 
     def show(self, samples: pd.DataFrame | pd.Index | None = None,
-             spans: pd.DataFrame | pd.Index | None = None) -> TraceTimeline:
-        """Show only these samples and/or spans (pandas filters) in this same widget.
+             spans: pd.DataFrame | pd.Index | None = None, *,
+             query: str | None = None) -> TraceTimeline:
+        """Show only these samples and/or spans (pandas filters) in this same widget,
+        and of them only what ``query`` keeps (``docs/query.md``; the filter box's
+        grammar, e.g. ``"name:tool_call tool=python duration>2s"``).
 
-        ``tl.show()`` with no argument shows everything again.
+        ``tl.show()`` with no argument shows everything again. A query that does
+        not parse raises ``ValueError`` (``query.QueryError``) saying what and where.
         """
-        self._view = encode(self._frames, samples=samples, spans=spans, title=self._title,
+        frames = self._frames
+        if query:
+            frames, samples, spans = restrict(frames, query, samples, spans)
+        self._view = encode(frames, samples=samples, spans=spans, title=self._title,
                             align=self._align)
         self.selected = {}
         self.payload = self._view.payload
@@ -230,6 +239,8 @@ class TraceTimeline(anywidget.AnyWidget):
             self._reply(content, ("sample", "field"), self._sample_text)
         elif content.get("type") == "payload_inline":
             self._reply(content, (), self._payload_inline)
+        elif content.get("type") == "query_attrs":
+            self._reply(content, (), self._query_attrs)
 
     def _reply(self, content: dict[str, Any], echo: tuple[str, ...],
                answer: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
@@ -271,3 +282,17 @@ class TraceTimeline(anywidget.AnyWidget):
         if type(position) is not int or not 0 <= position < len(rows):
             raise IndexError("no such sample in this view")
         return sample_text(self._frames, int(rows[position]), content.get("field"))
+
+    def _query_attrs(self, content: dict[str, Any]) -> dict[str, Any]:
+        """Whether the filter's attribute terms all hold, per payload span and event, as
+        bitmaps (numpy ``packbits``, little bit order) in base64: the front end cannot
+        see attributes, so it asks, and evaluates the other terms itself."""
+        terms = check_terms(content.get("terms"))
+        spans, events = attr_masks(self._frames, terms, self._view.span_index,
+                                   self._view.event_index)
+        return {"n_spans": len(spans), "n_events": len(events),
+                "spans": _bitmap(spans), "events": _bitmap(events)}
+
+
+def _bitmap(mask: Any) -> str:
+    return base64.b64encode(np.packbits(mask, bitorder="little").tobytes()).decode("ascii")

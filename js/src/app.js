@@ -27,6 +27,7 @@ import { fillTooltip, placeTooltip, sameHit } from "./tooltip.js";
 import { FrameLoop } from "./frameloop.js";
 import { installDebug } from "./debug.js";
 import { DiffView } from "./diff_panel.js";
+import { QueryFilter, resolverFor, matchSummary } from "./query.js";
 import { Sizer, viewportHeight, AXIS_H, OVERVIEW_H, MAX_VIEWPORT_H } from "./sizing.js";
 import { arrowsFor, paintArrows } from "./arrows.js";
 
@@ -143,6 +144,20 @@ export class App {
     this.hist = new Float32Array(0);
     this.recomputeVis();
     this.refilter();
+    // The filter text is a query (query.js): its rows and items arrive as masks.
+    this.query = new QueryFilter({
+      data: () => this.d,
+      apply: (r) => {
+        this.setMasks({ keep: r?.keep ?? null, evKeep: r?.evKeep ?? null, rowKeep: r?.rowKeep ?? null });
+        this.updateControls();
+      },
+      status: (st) => {
+        this.root.dataset.query = st.state;
+        this.controls.setQueryStatus(st);
+      },
+      resolve: resolverFor(this.requests),
+    });
+    this.query.run(this.s.filter);
     const vr = this.sync.get("view_range");
     const vs = this.sync.get("view_state");
     if (validRange(vr)) this.setView(vr[0], vr[1]);
@@ -224,6 +239,7 @@ export class App {
     }
     const visChanged = s.showEvents !== before.showEvents || s.showOpen !== before.showOpen || s.showUnmatched !== before.showUnmatched || s.attempt !== before.attempt || s.attemptMode !== before.attemptMode;
     if (visChanged) this.recomputeVis();
+    if (s.filter !== before.filter) this.query.run(s.filter);
     if (s.filter !== before.filter || s.sort !== before.sort || s.desc !== before.desc) this.refilter();
     else if (s.laneH !== before.laneH || s.expandAll !== before.expandAll) this.relayout();
     if (visChanged) this.afterVisChange();
@@ -264,7 +280,7 @@ export class App {
   refilter() {
     const d = this.d;
     const keepRow = this.masks.rowKeep;
-    const matched = filterSamples(d, this.s.filter);
+    const matched = filterSamples(d, "");
     this.rows = sortRows(d, keepRow ? matched.filter((s) => keepRow[s]) : matched, this.s.sort, this.s.desc);
     this.hist = activeHistogram(d, this.rows, d.globalStart, d.globalEnd, 400);
     this.overview.setData(this.hist, d.globalStart, d.globalEnd);
@@ -613,6 +629,7 @@ export class App {
     this.masks = { keep: null, evKeep: null, rowKeep: null, focus: null, evFocus: null };
     this.recomputeVis();
     this.refilter();
+    this.query.run(this.s.filter);
     const d = this.d;
     // Keep the zoom when it still shows some of the new data.
     if (oldView.t1 > d.globalStart && oldView.t0 < d.globalEnd) this.setView(oldView.t0, oldView.t1);
@@ -646,6 +663,7 @@ export class App {
       nPayload: d.nSamples,
       maxAttempt: d.maxAttempt,
       nRollouts: d.meta.rollouts.length,
+      match: this.query?.result ? matchSummary(this.query.result, d.meta.n_samples_total) : "",
     });
   }
 

@@ -1,4 +1,5 @@
-// Header toolbar: title, "N of M samples", text filter, attempt filter and
+// Header toolbar: title, "N of M samples" (or what the query matched), the
+// query box and its message, attempt filter and
 // mode, expand mode, sort key and direction, toggles, lane height, fit
 // buttons. Reflects state without re-triggering; reports user changes.
 
@@ -29,6 +30,13 @@ import { el } from "./dom.js";
  * @property {() => void} fitAll
  * @property {() => void} fitFiltered
  */
+
+const QUERY_HELP = [
+  "Terms separated by spaces must all hold; -term negates; \"quote values\" with spaces; * is a wildcard.",
+  "name:VALUE  status:X  source:X  attempt:N  attempt>N  duration>2s (us ms s m h)",
+  "is:error  is:open  key=value  key!=value  key>5  has:key (span and event attributes)",
+  "a bare word searches #id, source, status, label and trace id",
+].join("\n");
 
 export const LANE_MIN = 6;
 export const LANE_MAX = 40;
@@ -89,7 +97,8 @@ export class Controls {
     const bar2 = el("div", "stw-toolbar");
     this.filter = /** @type {HTMLInputElement} */ (el("input", "stw-input"));
     this.filter.type = "search";
-    this.filter.placeholder = "sample id / source / status / label / trace id";
+    this.filter.placeholder = "name:tool* duration>2s key=value status:failed, or words";
+    this.filter.title = QUERY_HELP;
     this.filter.spellcheck = false;
     this.filter.addEventListener("input", () => {
       clearTimeout(this.filterTimer);
@@ -109,6 +118,11 @@ export class Controls {
     const fWrap = field("Filter", this.filter);
     fWrap.classList.add("stw-field-filter");
     bar.appendChild(fWrap);
+    /** What the query is doing: "matching…", or why it does not parse (text only). */
+    this.queryMsg = el("div", "stw-query-msg");
+    this.queryMsg.setAttribute("role", "status");
+    this.queryMsg.hidden = true;
+    bar.appendChild(this.queryMsg);
 
     this.attempt = select([["-1", "all attempts"]]);
     this.attempt.addEventListener("change", () => act.change({ attempt: Number(this.attempt.value) }));
@@ -179,12 +193,12 @@ export class Controls {
   /**
    * Reflect state into the inputs (without firing change events).
    * @param {Settings} s
-   * @param {{title: string, nRows: number, nTotal: number, nPayload: number, maxAttempt: number, nRollouts: number}} info
+   * @param {{title: string, nRows: number, nTotal: number, nPayload: number, maxAttempt: number, nRollouts: number, match?: string}} info
    */
   update(s, info) {
     this.title.textContent = info.title;
     const shown = info.nTotal !== info.nPayload ? ` (${formatNumber(info.nPayload)} in this view)` : "";
-    this.count.textContent = `${formatNumber(info.nRows)} of ${formatNumber(info.nTotal)} samples${shown}`;
+    this.count.textContent = `${info.match || `${formatNumber(info.nRows)} of ${formatNumber(info.nTotal)} samples`}${shown}`;
     if (document.activeElement !== this.filter && this.filter.value !== s.filter) this.filter.value = s.filter;
     // Attempt options: all, 0..maxAttempt.
     const want = info.maxAttempt + 2;
@@ -208,6 +222,17 @@ export class Controls {
     if (Number(this.lane.value) !== s.laneH) this.lane.value = String(s.laneH);
     this.diff.hidden = info.nRollouts < 2;
     this.diff.setAttribute("aria-pressed", String(s.diff));
+  }
+
+  /**
+   * Show the query's state next to the box: nothing, "matching…", or the problem.
+   * @param {import("./query.js").QueryStatus} st
+   */
+  setQueryStatus(st) {
+    this.queryMsg.hidden = st.state === "idle";
+    this.queryMsg.textContent = st.text;
+    this.queryMsg.classList.toggle("stw-query-error", st.state === "error");
+    this.filter.classList.toggle("stw-input-bad", st.state === "error");
   }
 
   /** Put the keyboard focus in the filter box ("/" shortcut). */

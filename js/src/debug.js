@@ -34,6 +34,14 @@ export function installDebug(app) {
     eventRect(index) {
       return toClient(eventBox(self.d, self.L, self.geo(), index));
     },
+    /**
+     * How payload item `index` is drawn: 0 hidden (a filter, toggle or query), 1 drawn, 2 dimmed.
+     * @param {"span"|"event"} kind
+     * @param {number} index
+     */
+    visibility(kind, index) {
+      return (kind === "event" ? self.evVis : self.vis)[index] ?? -1;
+    },
     /** @param {number} sampleIndex payload sample index */
     rowOfSample(sampleIndex) {
       return self.L.rowOfSample[sampleIndex] ?? -1;

@@ -1,6 +1,7 @@
 // Small helpers over the anywidget model: debounced writes of synced state
 // (with a guard so our own writes are not mistaken for kernel changes), and
-// requests answered over custom messages keyed by `req` (attributes, sample texts).
+// requests answered over custom messages keyed by `req` (attributes, sample texts,
+// the filter's attribute terms).
 
 /**
  * The part of the anywidget model interface the renderer uses.
@@ -124,6 +125,17 @@ export class Sync {
  * @property {string} [error]
  */
 
+/**
+ * @typedef {Object} QueryAttrsReply
+ * @property {string} type
+ * @property {number} req
+ * @property {string|Uint8Array} [spans] bitmap (little bit order; base64 from the kernel, bytes from a page), bit i: payload span i matches
+ * @property {string|Uint8Array} [events] the same per payload event
+ * @property {number} [n_spans]
+ * @property {number} [n_events]
+ * @property {string} [error]
+ */
+
 let reqCounter = Math.floor(Math.random() * 1e6) * 1000;
 
 /**
@@ -169,6 +181,15 @@ export class Requests {
    */
   sampleText(sample, field) {
     return this.ask({ type: "sample_text", sample, field });
+  }
+
+  /**
+   * The filter's attribute terms, evaluated by the kernel over the payload.
+   * @param {import("./query.js").Term[]} terms
+   * @returns {{req: number, promise: Promise<QueryAttrsReply>}}
+   */
+  queryAttrs(terms) {
+    return this.ask({ type: "query_attrs", terms });
   }
 
   /**

@@ -2,7 +2,10 @@
 // slime_trace_widget/page_attrs.py; the format is described there): numbers
 // and texts as bytes in the details block, referred to by name. A row's
 // attributes are put together when its item is clicked, from columns
-// decoded once on first use.
+// decoded once on first use. A query's attribute terms are evaluated here
+// over whole columns (attrTermHits), as the kernel does in query.py.
+
+import { attrHolds, glob } from "./query.js";
 
 /**
  * @typedef {Object} PageAttrColumn
@@ -136,6 +139,76 @@ export function attrRow(table, row, buffers) {
   if (Object.hasOwn(table.nones ?? {}, name)) for (const key of table.nones[name]) put(key, null);
   if (Object.hasOwn(table.overflow ?? {}, name)) {
     for (const [key, value] of Object.entries(table.overflow[name])) put(key, value);
+  }
+  return out;
+}
+
+/**
+ * A column's values as a query compares them: numbers (NaN and infinities
+ * kept), bools, and texts as stored (JSON not parsed); undefined where the row
+ * lacks the key.
+ * @param {PageAttrColumn} column
+ * @param {Buffers} buffers
+ * @returns {{kind: "number"|"bool"|"text", read: (row: number) => any}}
+ */
+function queryReader(column, buffers) {
+  const valid = column.valid !== undefined ? bytesOf(buffers, column.valid) : null;
+  const has = (/** @type {number} */ row) => !valid || ((valid[row >> 3] >> (row & 7)) & 1) === 1;
+  if (column.kind === "f64" || column.kind === "i64") {
+    const values = column.kind === "f64" ? typed(buffers, column.values, Float64Array) : typed(buffers, column.values, BigInt64Array);
+    return { kind: "number", read: (row) => (row < values.length && has(row) ? Number(values[row]) : undefined) };
+  }
+  if (column.kind === "bool") {
+    const values = bytesOf(buffers, column.values);
+    return { kind: "bool", read: (row) => (row < values.length && has(row) ? values[row] !== 0 : undefined) };
+  }
+  const codes = typed(buffers, column.codes, Int32Array);
+  const offsets = typed(buffers, column.offsets, Int32Array);
+  const data = bytesOf(buffers, column.data);
+  /** @type {Map<number, string>} */
+  const texts = new Map();
+  return {
+    kind: "text",
+    read: (row) => {
+      const code = row < codes.length && has(row) ? codes[row] : -1;
+      if (code < 0 || code + 1 >= offsets.length) return undefined;
+      let text = texts.get(code);
+      if (text === undefined) {
+        text = utf8.decode(data.subarray(offsets[code], offsets[code + 1]));
+        texts.set(code, text);
+      }
+      return text;
+    },
+  };
+}
+
+/**
+ * Per row of the first table, whether every attribute term holds, reading a
+ * key from the first table that has it for that row (a span's end attributes,
+ * then its start ones: end over start, as frames' `attr.<key>`). Keys past the
+ * column cap are not searched (as in Python).
+ * @param {(PageAttrTable|undefined)[]} tables
+ * @param {number} n rows
+ * @param {import("./query.js").Term[]} terms attribute terms (attr, has)
+ * @param {Buffers} buffers
+ */
+export function attrTermHits(tables, n, terms, buffers) {
+  const out = new Uint8Array(n).fill(1);
+  for (const t of terms) {
+    const key = /** @type {string} */ (t.key);
+    const readers = tables.flatMap((table) => (table?.columns ?? []).filter((c) => c.key === key).map((c) => queryReader(c, buffers)));
+    const pattern = t.kind === "attr" && (t.op === "=" || t.op === "!=") ? glob(String(t.value)) : null;
+    for (let row = 0; row < n; row++) {
+      if (!out[row]) continue;
+      let hit = false;
+      for (const r of readers) {
+        const value = r.read(row);
+        if (value === undefined) continue;
+        hit = attrHolds(t, pattern, r.kind, value);
+        break;
+      }
+      if (hit === t.neg) out[row] = 0;
+    }
   }
   return out;
 }

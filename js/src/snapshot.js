@@ -4,14 +4,15 @@
 //   data block:    "STW1" | u32 header length | header JSON | column bytes
 //   details block: "STW1" | u32 header length | details JSON (item fields,
 //                  sample texts, attribute tables as in page_attrs.js) |
-//                  the tables' bytes; inflated on the first click
+//                  the tables' bytes; inflated on the first click, or
+//                  when the filter first has an attribute term
 // The header holds the payload meta (buffers as [offset, length] into the
 // column bytes) and the synced state. Keeping the details apart means the
 // first paint only inflates the columns, a few percent of the page.
 
 import { base64ToBytes } from "./bytes.js";
 import { followUpdates, takeKeptView } from "./follow.js";
-import { attrRow } from "./page_attrs.js";
+import { attrRow, attrTermHits } from "./page_attrs.js";
 import { createLocalModel } from "./standalone.js";
 
 const MAGIC = "STW1";
@@ -155,6 +156,32 @@ function segmentsOf(segments, index) {
 }
 
 /**
+ * The body of a "query_attrs" reply, from the embedded attribute tables: per
+ * payload span and event, whether every attribute term holds, as bitmaps
+ * (bytes here, base64 from the kernel; query.js reads both).
+ * @param {SnapshotDetails} details
+ * @param {any} payload
+ * @param {import("./query.js").Term[]} terms
+ */
+export function queryAttrsFor(details, payload, terms) {
+  const nSpans = payload.buffers.span_sample.byteLength / 4;
+  const nEvents = payload.buffers.ev_sample.byteLength / 4;
+  const spans = attrTermHits([details.span_end_attrs, details.span_start_attrs], nSpans, terms, details.views);
+  const events = attrTermHits([details.event_attrs], nEvents, terms, details.views);
+  return { n_spans: nSpans, n_events: nEvents, spans: packBits(spans), events: packBits(events) };
+}
+
+/**
+ * One bit per item, least significant first (numpy packbits, bitorder="little").
+ * @param {Uint8Array} flags
+ */
+function packBits(flags) {
+  const out = new Uint8Array(Math.ceil(flags.length / 8));
+  for (let i = 0; i < flags.length; i++) if (flags[i]) out[i >> 3] |= 1 << (i & 7);
+  return out;
+}
+
+/**
  * Read the page's blocks and render the timeline into `host`.
  * @param {HTMLElement} dataElement element whose text is the base64 data block
  * @param {HTMLElement} detailsElement element whose text is the base64 details block
@@ -178,6 +205,7 @@ export async function bootSnapshot(dataElement, detailsElement, host, render) {
     {
       attrs: async (kind, index) => detailFor(await readDetails(), payload, kind, index),
       sampleText: async (sample, field) => textFor(await readDetails(), sample, field),
+      queryAttrs: async (terms) => queryAttrsFor(await readDetails(), payload, terms),
     },
   );
   const cleanup = render({ model, el: host });

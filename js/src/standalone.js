@@ -1,7 +1,7 @@
 // A local stand-in for the anywidget model, so an HTML snapshot (or the dev
 // harness) can call the same `render` with no kernel: get / set / on / off /
-// save_changes / send over in-memory state, answering "attrs" and
-// "sample_text" requests from data embedded in the page.
+// save_changes / send over in-memory state, answering "attrs", "sample_text"
+// and "query_attrs" requests from data embedded in the page.
 
 /**
  * Attributes embedded in a page: `{"span": {"<index>": detail, ...},
@@ -21,6 +21,7 @@
  * @typedef {Object} LocalModelOptions
  * @property {AttrsSource} [attrs]
  * @property {SampleTextSource} [sampleText]
+ * @property {(terms: any[]) => Promise<Record<string, any>>} [queryAttrs] a "query_attrs" reply's body (docs/payload.md)
  * @property {(changes: Record<string, any>) => void} [onSave] called by save_changes with the keys set since the last save
  * @property {(msg: any) => void} [onSend] called with every message the renderer sends
  */
@@ -161,6 +162,11 @@ export function createLocalModel(state, opts = {}) {
           const found = opts.sampleText ? await opts.sampleText(msg.sample, msg.field) : null;
           return found ?? { text: null, chars: null, error: "this text is not embedded in this page" };
         }, { text: null, chars: null });
+      } else if (msg.type === "query_attrs") {
+        replyLater({ type: "query_attrs", req: msg.req }, async () => {
+          if (!opts.queryAttrs) throw new Error("attributes are not embedded in this page");
+          return await opts.queryAttrs(msg.terms);
+        }, {});
       }
     },
     attrsFor,

@@ -342,8 +342,8 @@ def exercise(timeline: Timeline, table: dict[str, str], *, surface: str, title: 
 
     search = root.locator(".stw-input")
     search.click()
-    search.press_sequentially(FILTER)
-    assert search.input_value() == FILTER
+    search.press_sequentially(f'"{FILTER}"')  # quoted: one bare word of the query grammar
+    assert search.input_value() == f'"{FILTER}"'
     timeline.wait_rows(sum(FILTER.lower() in text.lower() for text in table.values()))
     search.fill("")
     search.press("Enter")

@@ -1,0 +1,199 @@
+// The query grammar on the cases Python shares (fixtures/query_cases.json),
+// evaluated over the payload Python wrote for the cases' trace, with the
+// attribute terms answered from the attribute tables a snapshot embeds
+// (fixtures/query_trace.json, written by tests/view/test_query.py).
+
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { decodePayload } from "../src/decode.js";
+import { parseQuery, evaluate, matchSummary, QueryError, QueryFilter, unpackBits, resolverFor, ATTR_KINDS } from "../src/query.js";
+import { attrTermHits } from "../src/page_attrs.js";
+import { base64ToBytes } from "../src/bytes.js";
+import { createLocalModel } from "../src/standalone.js";
+import { queryAttrsFor } from "../src/snapshot.js";
+import { Requests } from "../src/model.js";
+
+const cases = JSON.parse(readFileSync(new URL("./fixtures/query_cases.json", import.meta.url), "utf8"));
+const trace = JSON.parse(readFileSync(new URL("./fixtures/query_trace.json", import.meta.url), "utf8"));
+const d = decodePayload(trace.payload);
+/** @type {Record<string, DataView>} */
+const views = {};
+for (const [name, b64] of Object.entries(trace.attr_buffers)) {
+  const bytes = base64ToBytes(/** @type {string} */ (b64));
+  views[name] = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}
+
+/** @param {import("../src/query.js").Term[]} terms */
+function pageHits(terms) {
+  const a = trace.attrs;
+  return {
+    spans: attrTermHits([a.span_end_attrs, a.span_start_attrs], d.nSpans, terms, views),
+    events: attrTermHits([a.event_attrs], d.nEvents, terms, views),
+  };
+}
+
+/** @param {string} text */
+function run(text) {
+  const terms = parseQuery(text);
+  const attr = terms.filter((t) => ATTR_KINDS.includes(t.kind));
+  return evaluate(d, terms, attr.length ? pageHits(attr) : null);
+}
+
+for (const c of cases.parse) {
+  test(`parse: ${JSON.stringify(c.text)}`, () => {
+    if (c.error) {
+      assert.throws(
+        () => parseQuery(c.text),
+        (err) => err instanceof QueryError && err.problem === c.error.message && err.pos === c.error.pos && err.message.includes(`at character ${c.error.pos + 1}`),
+      );
+    } else {
+      assert.deepEqual(parseQuery(c.text), c.terms);
+    }
+  });
+}
+
+for (const c of cases.evaluate) {
+  test(`evaluate: ${JSON.stringify(c.query)}`, () => {
+    const r = run(c.query);
+    const rows = r.rowKeep ?? new Uint8Array(d.nSamples).fill(1);
+    assert.deepEqual(trace.samples.filter((_, s) => rows[s]).sort((a, b) => a - b), c.samples);
+    assert.equal(r.rows, c.samples.length);
+    assert.equal(r.itemTerms, c.items ?? true);
+    if (c.items === false) {
+      assert.equal(r.keep, null);
+      assert.equal(r.evKeep, null);
+      return;
+    }
+    const keep = /** @type {Uint8Array} */ (r.keep);
+    const evKeep = /** @type {Uint8Array} */ (r.evKeep);
+    assert.deepEqual(trace.spans.filter((_, i) => keep[i]).sort(), [...c.spans].sort());
+    assert.deepEqual(trace.events.filter((_, i) => evKeep[i]).sort(), [...c.events].sort());
+    assert.equal(r.spans, c.spans.length);
+    assert.equal(r.events, c.events.length);
+  });
+}
+
+test("the header line counts what matched", () => {
+  assert.equal(matchSummary(run("name:tool*"), d.nSamples), "3 spans, 1 event in 2 of 3 samples match");
+  assert.equal(matchSummary(run("is:error"), d.nSamples), "1 span in 1 of 3 samples match");
+  assert.equal(matchSummary(run("status:failed"), d.nSamples), "1 of 3 samples match");
+});
+
+test("bitmaps unpack in numpy's little bit order", () => {
+  assert.deepEqual(Array.from(unpackBits(Uint8Array.from([0b00000101, 0b1]), 10)), [1, 0, 1, 0, 0, 0, 0, 0, 1, 0]);
+  assert.deepEqual(Array.from(unpackBits(new Uint8Array(0), 3)), [0, 0, 0]);
+});
+
+/** A resolver whose answers the test hands out, in any order. */
+function manualResolver() {
+  /** @type {{terms: any[], resolve: (h: any) => void, reject: (e: Error) => void}[]} */
+  const asked = [];
+  /** @type {import("../src/query.js").AttrResolver} */
+  const resolve = (terms) => new Promise((res, rej) => asked.push({ terms, resolve: res, reject: rej }));
+  return { asked, resolve };
+}
+
+function filterHost() {
+  const { asked, resolve } = manualResolver();
+  /** @type {any[]} */
+  const applied = [];
+  /** @type {any[]} */
+  const statuses = [];
+  const f = new QueryFilter({ data: () => d, apply: (r) => applied.push(r), status: (s) => statuses.push(s), resolve });
+  return { f, asked, applied, statuses };
+}
+
+test("an attribute query waits for its answer; an older answer is dropped", async () => {
+  const { f, asked, applied, statuses } = filterHost();
+  f.run("tool=python");
+  assert.equal(applied.length, 0);
+  assert.equal(statuses.at(-1).state, "pending");
+  assert.equal(statuses.at(-1).text, "matching…");
+  f.run("has:group_size");
+  asked[1].resolve(pageHits(asked[1].terms));
+  await new Promise((r) => setTimeout(r, 0));
+  assert.equal(applied.length, 1);
+  assert.deepEqual(trace.spans.filter((_, i) => applied[0].keep[i]).sort(), ["0:grp", "1:grp"]);
+  asked[0].resolve(pageHits(asked[0].terms)); // the first query's answer, late
+  await new Promise((r) => setTimeout(r, 0));
+  assert.equal(applied.length, 1);
+  assert.equal(f.status.state, "idle");
+});
+
+test("a bad query says why and keeps the last good filter", () => {
+  const { f, applied, statuses } = filterHost();
+  f.run("name:tool");
+  assert.equal(applied.length, 1);
+  const good = f.result;
+  f.run('name:tool is:"nope');
+  assert.equal(applied.length, 1);
+  assert.equal(f.result, good);
+  assert.equal(statuses.at(-1).state, "error");
+  assert.match(statuses.at(-1).text, /unclosed quote \(at character 14\)/);
+  f.run("");
+  assert.equal(applied.at(-1), null);
+  assert.equal(f.result, null);
+  f.run("  ");
+  assert.equal(applied.length, 2, "no filter before, none after: nothing to apply");
+});
+
+test("a failed resolver shows a message and changes nothing", async () => {
+  const { f, asked, applied } = filterHost();
+  f.run("k=v");
+  asked[0].reject(new Error("no reply from the kernel (is it running?)"));
+  await new Promise((r) => setTimeout(r, 0));
+  assert.equal(applied.length, 0);
+  assert.equal(f.status.state, "error");
+  assert.match(f.status.text, /no reply from the kernel/);
+});
+
+test("the kernel resolver sends query_attrs and reads its bitmaps", async () => {
+  /** @type {any[]} */
+  const sent = [];
+  /** @type {(msg: any) => void} */
+  let deliver = () => {};
+  const requests = {
+    queryAttrs: (/** @type {any} */ terms) => {
+      sent.push(terms);
+      return { req: 1, promise: new Promise((res) => (deliver = res)) };
+    },
+  };
+  const resolve = resolverFor(/** @type {any} */ (requests));
+  const terms = parseQuery("tool=python");
+  const answer = resolve(terms, d);
+  const bits = new Uint8Array(Math.ceil(d.nSpans / 8));
+  bits[0] = 1;
+  const b64 = (/** @type {Uint8Array} */ b) => Buffer.from(b).toString("base64");
+  deliver({ type: "query_attrs", req: 1, n_spans: d.nSpans, n_events: d.nEvents, spans: b64(bits), events: b64(new Uint8Array(Math.ceil(d.nEvents / 8))) });
+  const hits = await answer;
+  assert.deepEqual(sent, [terms]);
+  assert.equal(hits.spans.length, d.nSpans);
+  assert.equal(hits.spans[0], 1);
+  assert.equal(hits.spans.reduce((a, b) => a + b, 0), 1);
+  const stale = resolve(terms, d);
+  deliver({ type: "query_attrs", req: 1, n_spans: d.nSpans + 1, n_events: d.nEvents, spans: "", events: "" });
+  await assert.rejects(stale, /another view/);
+  const failed = resolve(terms, d);
+  deliver({ type: "query_attrs", req: 1, error: "ValueError: bad" });
+  await assert.rejects(failed, /ValueError: bad/);
+});
+
+test("a snapshot page answers query_attrs from its tables, through its local model", async () => {
+  const details = { ...trace.attrs, views };
+  const sizes = { buffers: { span_sample: { byteLength: d.nSpans * 4 }, ev_sample: { byteLength: d.nEvents * 4 } } };
+  const model = createLocalModel(trace.payload, { queryAttrs: async (terms) => queryAttrsFor(/** @type {any} */ (details), sizes, terms) });
+  const requests = new Requests(model);
+  const resolve = resolverFor(requests);
+  for (const text of ["tool=python", "has:group_size -turn>5", "score>0.5 tags=*a*"]) {
+    const terms = parseQuery(text);
+    const hits = await resolve(terms, d);
+    const want = pageHits(terms);
+    assert.deepEqual(Array.from(hits.spans), Array.from(want.spans), text);
+    assert.deepEqual(Array.from(hits.events), Array.from(want.events), text);
+  }
+  const bare = new Requests(createLocalModel(trace.payload));
+  await assert.rejects(resolverFor(bare)(parseQuery("k=v"), d), /not embedded in this page/);
+  requests.dispose();
+  bare.dispose();
+});
