@@ -20,6 +20,8 @@ const HINT = "drag = pan · wheel = zoom (over labels: scroll) · click = cursor
  * @property {HTMLElement} sideEl
  * @property {HTMLElement} detailsEl
  * @property {HTMLElement} brushEl
+ * @property {HTMLElement} criticalEl the critical path list (critical.js)
+ * @property {HTMLElement} flameEl the flame view (icicle.js), hidden while off
  * @property {HTMLElement} footerEl
  * @property {HTMLElement} footerView
  */
@@ -48,6 +50,9 @@ export function buildShell(host) {
   const sideEl = el("div", "stw-side");
   const detailsEl = el("div", "stw-panel stw-details");
   const brushEl = el("div", "stw-panel stw-brushpanel");
+  const criticalEl = el("div", "stw-panel stw-critical");
+  const flameEl = el("div", "stw-flame");
+  flameEl.hidden = true;
   const footerEl = el("div", "stw-footer");
   const footerView = el("span", "stw-footer-view");
   const footerHint = el("span", "stw-footer-hint", HINT);
@@ -60,27 +65,30 @@ export function buildShell(host) {
   mainEl.appendChild(tooltip);
   sideEl.appendChild(detailsEl);
   sideEl.appendChild(brushEl);
+  sideEl.appendChild(criticalEl);
   body.appendChild(mainEl);
   body.appendChild(sideEl);
   root.appendChild(headerEl);
   root.appendChild(statsEl);
   root.appendChild(legendEl);
   root.appendChild(body);
+  root.appendChild(flameEl);
   root.appendChild(footerEl);
   host.appendChild(root);
-  const shell = { root, headerEl, statsEl, legendEl, mainEl, ovCanvas, scrollEl, canvas, spacer, tooltip, sideEl, detailsEl, brushEl, footerEl, footerView };
+  const shell = { root, headerEl, statsEl, legendEl, mainEl, ovCanvas, scrollEl, canvas, spacer, tooltip, sideEl, detailsEl, brushEl, criticalEl, flameEl, footerEl, footerView };
   updateSide(shell);
   return shell;
 }
 
 /**
- * Show the side column only when the details or the range panel has content.
- * @param {Pick<Shell, "root"|"sideEl"|"detailsEl"|"brushEl">} ui
+ * Show the side column only when the details, the range or the critical path panel has content.
+ * @param {Pick<Shell, "root"|"sideEl"|"detailsEl"|"brushEl"|"criticalEl">} ui
  */
 export function updateSide(ui) {
-  const any = ui.detailsEl.childElementCount > 0 || ui.brushEl.childElementCount > 0;
+  const any = ui.detailsEl.childElementCount > 0 || ui.brushEl.childElementCount > 0 || ui.criticalEl.childElementCount > 0;
   ui.sideEl.hidden = !any;
   ui.detailsEl.hidden = ui.detailsEl.childElementCount === 0;
   ui.brushEl.hidden = ui.brushEl.childElementCount === 0;
+  ui.criticalEl.hidden = ui.criticalEl.childElementCount === 0;
   ui.root.classList.toggle("stw-has-side", any);
 }

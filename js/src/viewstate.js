@@ -14,11 +14,12 @@ import { LANE_MIN, LANE_MAX } from "./controls.js";
  * @property {Set<number>} expanded sample row ids expanded (when not expand-all)
  * @property {Set<number>} collapsed sample row ids collapsed (when expand-all)
  * @property {number} highlight highlighted name index, -1 for none
+ * @property {string|null} flamePath the flame frame chosen (its name path), null for none
  */
 
 /** @returns {Settings} */
 export function defaultSettings() {
-  return { filter: "", attempt: -1, attemptMode: "filter", sort: "start", desc: false, showEvents: true, showOpen: true, showUnmatched: true, laneH: 18, expandAll: false };
+  return { filter: "", attempt: -1, attemptMode: "filter", sort: "start", desc: false, showEvents: true, showOpen: true, showUnmatched: true, laneH: 18, expandAll: false, critical: false, flame: false };
 }
 
 /** @param {any} v */
@@ -48,6 +49,9 @@ export function restoreViewState(st, vs, names) {
   if (Array.isArray(vs.expanded)) st.expanded = new Set(vs.expanded.filter(Number.isFinite));
   if (Array.isArray(vs.collapsed)) st.collapsed = new Set(vs.collapsed.filter(Number.isFinite));
   if (typeof vs.highlight === "string") st.highlight = names.indexOf(vs.highlight);
+  if (typeof vs.critical === "boolean") s.critical = vs.critical;
+  if (typeof vs.flame === "boolean") s.flame = vs.flame;
+  if (typeof vs.flame_path === "string") st.flamePath = vs.flame_path;
 }
 
 /**
@@ -77,5 +81,8 @@ export function viewStateOf(st, names, view, cursor, scrollTop) {
     view: [view.t0, view.t1],
     cursor: Number.isFinite(cursor) ? cursor : null,
     scroll_top: Math.round(scrollTop),
+    critical: s.critical,
+    flame: s.flame,
+    flame_path: st.flamePath,
   };
 }
