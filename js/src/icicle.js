@@ -123,6 +123,7 @@ export class FlameView {
     };
     this.onClick = (/** @type {MouseEvent} */ e) => {
       const k = this.at(e);
+      app.root.focus({ preventScroll: true }); // Esc reaches the widget's key handler
       if (k >= 0) this.choose(k === this.row ? -1 : k, true);
     };
     this.canvas.addEventListener("mousemove", this.onMove);
