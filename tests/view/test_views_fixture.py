@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from slime_trace_widget import analysis
+from slime_trace_widget import TraceTimeline, analysis
 from slime_trace_widget.frames import TraceFrames
 from slime_trace_widget.payload import encode
 from slime_trace_widget.pd_lanes import LANE_SUFFIX, PHASE_SPANS
@@ -169,6 +169,19 @@ def test_fixture_cases_hold_what_they_claim() -> None:
     assert "sglang_pd_prefill_forward" in segments["payload"]["meta"]["names"]
     assert "generate;sglang_pd_prefill;sglang_pd_prefill_forward" in {
         row["path"] for row in segments["flame"]}
+
+
+def test_a_flame_frame_selection_reaches_python() -> None:
+    """The flame view's ``selected`` has no payload index: the kernel keeps it as sent,
+    and it names no span or event."""
+    tl = TraceTimeline.from_frames(frames_of(_agent(0), _agent(1)))
+    chosen = {"kind": "flame", "path": "rollout;tool", "count": 4, "total": 16.0, "self": 16.0}
+    tl.selected = dict(chosen)
+    assert tl.selected == chosen
+    assert tl.selected_span is None and tl.selected_event is None
+    row = analysis.flame(tl.frames).set_index("path").loc[chosen["path"]]
+    assert (row["count"], row["total"], row["self"]) == (4, 16.0, 16.0)
+
 
 if __name__ == "__main__":
     FIXTURE.parent.mkdir(parents=True, exist_ok=True)
