@@ -258,9 +258,12 @@ export class FlameView {
     const hr = this.host.getBoundingClientRect();
     this.tooltip.hidden = false;
     const tw = this.tooltip.offsetWidth;
+    const th = this.tooltip.offsetHeight;
     let x = e.clientX - hr.left + 14;
     if (x + tw > hr.width - 4) x = Math.max(4, e.clientX - hr.left - tw - 14);
-    this.tooltip.style.transform = `translate(${Math.round(x)}px, ${Math.round(e.clientY - hr.top + 16)}px)`;
+    let y = e.clientY - hr.top + 16;
+    if (y + th > hr.height - 4) y = e.clientY - hr.top - th - 12; // above the pointer (over the timeline)
+    this.tooltip.style.transform = `translate(${Math.round(x)}px, ${Math.round(y)}px)`;
   }
 
   /** @param {number} k */

@@ -63,9 +63,9 @@ export function buildShell(host) {
   mainEl.appendChild(ovCanvas);
   mainEl.appendChild(scrollEl);
   mainEl.appendChild(tooltip);
+  sideEl.appendChild(criticalEl);
   sideEl.appendChild(detailsEl);
   sideEl.appendChild(brushEl);
-  sideEl.appendChild(criticalEl);
   body.appendChild(mainEl);
   body.appendChild(sideEl);
   root.appendChild(headerEl);

@@ -28,6 +28,7 @@ from tests.view.test_views_fixture import _retry_and_open
 
 pytestmark = pytest.mark.browser
 
+ARTIFACTS = Path(__file__).parents[2] / "test-artifacts"
 FIRST = ".jp-Cell:nth-child(1) .stw-root"
 SNAPSHOT = '.stw-root[data-ready="1"]'
 AGENT_PATH = [["rollout", 0], ["generate", 0], ["generate [P]", 1], ["generate [D]", 3],
@@ -113,6 +114,8 @@ def test_critical_path_and_flame_in_jupyterlab_and_snapshot(lab: JupyterLab, chr
     tools = next(f for f in flame["frames"] if f["path"] == "rollout;tool")
     assert tools["count"] == 4 and abs(tools["total"] - 16) < 1e-3
     assert root.evaluate("el => el.stwDebug.visCounts().shown") == 4
+    ARTIFACTS.mkdir(exist_ok=True)
+    root.screenshot(path=str(ARTIFACTS / "jupyterlab-flame.png"))
     notebook.run_cell(1)
     selected = json.loads(notebook.output_text(1).split("SELECTED=", 1)[1].strip())
     assert selected["kind"] == "flame" and selected["path"] == "rollout;tool", selected
@@ -151,6 +154,7 @@ def test_critical_path_and_flame_in_jupyterlab_and_snapshot(lab: JupyterLab, chr
         frames = sroot.evaluate("el => el.stwDebug.flame()")
         assert frames["path"] is None and frames["chosen"] == -1
         _critical_on_reward(snap, ".stw-root", reward)
+        sroot.screenshot(path=str(ARTIFACTS / "snapshot-critical.png"))
         guard.check()
     finally:
         snap.close()
