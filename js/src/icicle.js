@@ -102,7 +102,7 @@ export class FlameView {
     this.host = host;
     this.title = el("div", "stw-flame-title");
     this.canvas = /** @type {HTMLCanvasElement} */ (el("canvas", "stw-flame-canvas"));
-    this.tooltip = el("div", "stw-tooltip");
+    this.tooltip = el("div", "stw-flame-tip");
     this.tooltip.hidden = true;
     host.append(this.title, this.canvas, this.tooltip);
     /** @type {Flame|null} */
