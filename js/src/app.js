@@ -30,6 +30,8 @@ import { DiffView } from "./diff_panel.js";
 import { QueryFilter, resolverFor, matchSummary } from "./query.js";
 import { Sizer, viewportHeight, AXIS_H, OVERVIEW_H, MAX_VIEWPORT_H } from "./sizing.js";
 import { arrowsFor, paintArrows } from "./arrows.js";
+import { CriticalView } from "./critical.js";
+import { FlameView } from "./icicle.js";
 
 /** @typedef {import("./model.js").AnyModel} AnyModel */
 /** @typedef {import("./hit.js").Hit} Hit */
@@ -86,6 +88,12 @@ export class App {
     this.counts = null;
     /** @type {ViewMasks} the views' masks over payload items (see setMasks) */
     this.masks = { keep: null, evKeep: null, rowKeep: null, focus: null, evFocus: null };
+    /** @type {string|null} the flame frame chosen (its name path) */
+    this.flamePath = null;
+    /** @type {CriticalView|null} */
+    this.critical = null;
+    /** @type {FlameView|null} */
+    this.flameView = null;
 
     // ---- DOM
     const ui = buildShell(host);
@@ -104,6 +112,7 @@ export class App {
     this.detailsEl = ui.detailsEl;
     this.brushEl = ui.brushEl;
     this.diffEl = ui.diffEl;
+    this.criticalEl = ui.criticalEl;
     this.footerEl = ui.footerEl;
     this.footerView = ui.footerView;
 
@@ -170,6 +179,8 @@ export class App {
     this.updateControls();
     this.diff = new DiffView(this);
     this.diff.render();
+    this.critical = new CriticalView(this);
+    this.flameView = new FlameView(this, ui.flameEl);
     const sel = this.sync.get("selected");
     if (sel && typeof sel === "object" && "kind" in sel) this.applySelectedFromModel(sel);
 
@@ -244,6 +255,8 @@ export class App {
     else if (s.laneH !== before.laneH || s.expandAll !== before.expandAll) this.relayout();
     if (visChanged) this.afterVisChange();
     if (p.diff !== undefined || p.diffPair !== undefined) this.diff.render();
+    if (s.critical !== before.critical) this.critical?.update();
+    if (s.flame !== before.flame) this.flameView?.show();
     this.updateControls();
     this.saveViewState();
     this.requestFrame();
@@ -444,6 +457,8 @@ export class App {
   }
 
   recomputeBrush() {
+    // Rows, visibility and the range changed (or may have): the flame view rebuilds if its inputs did.
+    this.flameView?.changed();
     if (!this.brush) {
       this.brushSum = null;
       this.brushEl.replaceChildren();
@@ -465,6 +480,7 @@ export class App {
   /** @param {Hit|null} h */
   select(h) {
     this.selection = h;
+    this.selectionChanged();
     this.requestFrame();
     if (!h) {
       this.pendingReq = -1;
@@ -485,12 +501,24 @@ export class App {
     return selectedValue(this.d, h);
   }
 
+  /** The views that follow the selection: the critical path; a timeline item replaces a flame frame. */
+  selectionChanged() {
+    if (this.selection) this.flameView?.dropPath();
+    this.critical?.update();
+  }
+
   /** @param {any} sel `selected` from the kernel */
   applySelectedFromModel(sel) {
     const d = this.d;
+    if (sel && sel.kind === "flame") {
+      this.flameView?.fromModel(sel);
+      return;
+    }
     if (!sel || !("kind" in sel)) {
+      this.flameView?.dropPath();
       if (this.selection) {
         this.selection = null;
+        this.selectionChanged();
         this.pendingReq = -1;
         this.detailsEl.replaceChildren();
         this.updateSide();
@@ -502,6 +530,7 @@ export class App {
     const h = hitOfSelected(d, this.L, sel);
     if (!h) return;
     this.selection = h;
+    this.selectionChanged();
     loadDetails(this, h);
     this.requestFrame();
   }
@@ -546,6 +575,7 @@ export class App {
   }
 
   escape() {
+    if (this.flameView?.escape()) return;
     if (this.selection || this.brush) {
       if (this.brush) this.setBrush(null, true);
       if (this.selection) this.select(null);
@@ -630,6 +660,7 @@ export class App {
     this.recomputeVis();
     this.refilter();
     this.query.run(this.s.filter);
+    this.critical?.update();
     const d = this.d;
     // Keep the zoom when it still shows some of the new data.
     if (oldView.t1 > d.globalStart && oldView.t0 < d.globalEnd) this.setView(oldView.t0, oldView.t1);
@@ -676,6 +707,7 @@ export class App {
     this.colors = new ColorTable(this.d.names, this.theme);
     this.painter.resetTextCache();
     this.labelW = -1;
+    this.flameView?.draw();
     this.requestFrame();
   }
 
@@ -745,6 +777,7 @@ export class App {
     this.interaction.dispose();
     this.overview.dispose();
     this.controls.dispose();
+    this.flameView?.dispose();
     this.requests.dispose();
     this.ro?.disconnect();
     this.stopTheme();

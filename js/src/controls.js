@@ -22,6 +22,8 @@ import { el } from "./dom.js";
  * @property {boolean} expandAll
  * @property {boolean} diff the rollout diff panel is open
  * @property {[number, number]} diffPair rollouts A and B of the diff (meta.rollouts indices)
+ * @property {boolean} critical the selected sample's critical path is the focus (critical.js)
+ * @property {boolean} flame the flame view is open (icicle.js)
  */
 
 /**
@@ -164,6 +166,17 @@ export class Controls {
     this.showUnmatched.addEventListener("change", () => act.change({ showUnmatched: this.showUnmatched.checked }));
     bar2.appendChild(um.wrap);
 
+    const cp = checkbox("critical path");
+    this.critical = cp.input;
+    cp.wrap.title = "dim everything but the selected sample's critical path";
+    this.critical.addEventListener("change", () => act.change({ critical: this.critical.checked }));
+    bar2.appendChild(cp.wrap);
+    const fl = checkbox("flame");
+    this.flame = fl.input;
+    fl.wrap.title = "icicle of the shown rows, or of the shift-drag range";
+    this.flame.addEventListener("change", () => act.change({ flame: this.flame.checked }));
+    bar2.appendChild(fl.wrap);
+
     this.lane = /** @type {HTMLInputElement} */ (el("input", "stw-range"));
     this.lane.type = "range";
     this.lane.min = String(LANE_MIN);
@@ -219,6 +232,8 @@ export class Controls {
     this.showEvents.checked = s.showEvents;
     this.showOpen.checked = s.showOpen;
     this.showUnmatched.checked = s.showUnmatched;
+    this.critical.checked = s.critical;
+    this.flame.checked = s.flame;
     if (Number(this.lane.value) !== s.laneH) this.lane.value = String(s.laneH);
     this.diff.hidden = info.nRollouts < 2;
     this.diff.setAttribute("aria-pressed", String(s.diff));

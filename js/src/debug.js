@@ -124,5 +124,20 @@ export function installDebug(app) {
       const r = self.canvas.getBoundingClientRect();
       return (self.arrows || []).map((a) => ({ ...a, x0: r.left + a.x0, y0: r.top + a.y0, x1: r.left + a.x1, y1: r.top + a.y1 }));
     },
+    /** Spans drawn, dimmed and hidden (the views' focus masks dim). */
+    visCounts() {
+      const c = [0, 0, 0];
+      for (const v of self.vis) c[v]++;
+      return { hidden: c[0], shown: c[1], dimmed: c[2] };
+    },
+    /** The critical path shown: payload span indices and exclusive seconds, in time order. */
+    critical() {
+      const cv = self.critical;
+      return cv ? { on: self.s.critical, sample: cv.sample, path: cv.path.map((p) => ({ span: p.span, name: nameOf(self.d, self.d.spanName[p.span]), critical: p.critical })) } : null;
+    },
+    /** The flame view: its frames (figures, client rects) and the chosen path. */
+    flame() {
+      return self.flameView ? self.flameView.debug() : null;
+    },
   };
 }

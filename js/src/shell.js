@@ -21,6 +21,8 @@ const HINT = "drag = pan · wheel = zoom (over labels: scroll) · click = cursor
  * @property {HTMLElement} detailsEl
  * @property {HTMLElement} brushEl
  * @property {HTMLElement} diffEl
+ * @property {HTMLElement} criticalEl the critical path list (critical.js)
+ * @property {HTMLElement} flameEl the flame view (icicle.js), hidden while off
  * @property {HTMLElement} footerEl
  * @property {HTMLElement} footerView
  */
@@ -50,6 +52,9 @@ export function buildShell(host) {
   const detailsEl = el("div", "stw-panel stw-details");
   const brushEl = el("div", "stw-panel stw-brushpanel");
   const diffEl = el("div", "stw-panel stw-diffpanel");
+  const criticalEl = el("div", "stw-panel stw-critical");
+  const flameEl = el("div", "stw-flame");
+  flameEl.hidden = true;
   const footerEl = el("div", "stw-footer");
   const footerView = el("span", "stw-footer-view");
   const footerHint = el("span", "stw-footer-hint", HINT);
@@ -61,6 +66,7 @@ export function buildShell(host) {
   mainEl.appendChild(scrollEl);
   mainEl.appendChild(tooltip);
   sideEl.appendChild(diffEl);
+  sideEl.appendChild(criticalEl);
   sideEl.appendChild(detailsEl);
   sideEl.appendChild(brushEl);
   body.appendChild(mainEl);
@@ -69,22 +75,23 @@ export function buildShell(host) {
   root.appendChild(statsEl);
   root.appendChild(legendEl);
   root.appendChild(body);
+  root.appendChild(flameEl);
   root.appendChild(footerEl);
   host.appendChild(root);
-  const shell = { root, headerEl, statsEl, legendEl, mainEl, ovCanvas, scrollEl, canvas, spacer, tooltip, sideEl, detailsEl, brushEl, diffEl, footerEl, footerView };
+  const shell = { root, headerEl, statsEl, legendEl, mainEl, ovCanvas, scrollEl, canvas, spacer, tooltip, sideEl, detailsEl, brushEl, diffEl, criticalEl, flameEl, footerEl, footerView };
   updateSide(shell);
   return shell;
 }
 
 /**
- * Show the side column only when the details, the range or the diff panel has content.
- * @param {Pick<Shell, "root"|"sideEl"|"detailsEl"|"brushEl"|"diffEl">} ui
+ * Show the side column only when one of its panels (details, range, diff,
+ * critical path) has content.
+ * @param {Pick<Shell, "root"|"sideEl"|"detailsEl"|"brushEl"|"diffEl"|"criticalEl">} ui
  */
 export function updateSide(ui) {
-  const any = ui.detailsEl.childElementCount > 0 || ui.brushEl.childElementCount > 0 || ui.diffEl.childElementCount > 0;
+  const panels = [ui.detailsEl, ui.brushEl, ui.diffEl, ui.criticalEl];
+  for (const p of panels) p.hidden = p.childElementCount === 0;
+  const any = panels.some((p) => !p.hidden);
   ui.sideEl.hidden = !any;
-  ui.detailsEl.hidden = ui.detailsEl.childElementCount === 0;
-  ui.brushEl.hidden = ui.brushEl.childElementCount === 0;
-  ui.diffEl.hidden = ui.diffEl.childElementCount === 0;
   ui.root.classList.toggle("stw-has-side", any);
 }

@@ -14,11 +14,12 @@ import { LANE_MIN, LANE_MAX } from "./controls.js";
  * @property {Set<number>} expanded sample row ids expanded (when not expand-all)
  * @property {Set<number>} collapsed sample row ids collapsed (when expand-all)
  * @property {number} highlight highlighted name index, -1 for none
+ * @property {string|null} flamePath the flame frame chosen (its name path), null for none
  */
 
 /** @returns {Settings} */
 export function defaultSettings() {
-  return { filter: "", attempt: -1, attemptMode: "filter", sort: "start", desc: false, showEvents: true, showOpen: true, showUnmatched: true, laneH: 18, expandAll: false, diff: false, diffPair: [0, 1] };
+  return { filter: "", attempt: -1, attemptMode: "filter", sort: "start", desc: false, showEvents: true, showOpen: true, showUnmatched: true, laneH: 18, expandAll: false, diff: false, diffPair: [0, 1], critical: false, flame: false };
 }
 
 /** @param {any} v */
@@ -50,6 +51,9 @@ export function restoreViewState(st, vs, names) {
   if (typeof vs.highlight === "string") st.highlight = names.indexOf(vs.highlight);
   if (typeof vs.diff === "boolean") s.diff = vs.diff;
   if (Array.isArray(vs.diff_pair) && vs.diff_pair.length === 2 && vs.diff_pair.every(Number.isInteger)) s.diffPair = [vs.diff_pair[0], vs.diff_pair[1]];
+  if (typeof vs.critical === "boolean") s.critical = vs.critical;
+  if (typeof vs.flame === "boolean") s.flame = vs.flame;
+  if (typeof vs.flame_path === "string") st.flamePath = vs.flame_path;
 }
 
 /**
@@ -81,5 +85,8 @@ export function viewStateOf(st, names, view, cursor, scrollTop) {
     scroll_top: Math.round(scrollTop),
     diff: s.diff,
     diff_pair: [...s.diffPair],
+    critical: s.critical,
+    flame: s.flame,
+    flame_path: st.flamePath,
   };
 }

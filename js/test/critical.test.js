@@ -1,0 +1,122 @@
+// Critical path over payload spans (critical.js) on hand-built payloads whose
+// answer is known, and on the payloads of tests/view/test_views_fixture.py,
+// where it must equal analysis.critical_path.
+
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { decodePayload, F_OPEN, F_VIRTUAL, F_PD_DETAIL } from "../src/decode.js";
+import { criticalPath, measuredSpans, sampleLatency } from "../src/critical.js";
+import { makePayload } from "./make_payload.js";
+
+const close = (/** @type {number} */ a, /** @type {number} */ b, tol = 1e-4) => Math.abs(a - b) <= tol;
+
+/**
+ * Names and exclusive seconds of sample `s`'s path.
+ * @param {any} d
+ * @param {number} s
+ */
+function named(d, s) {
+  return criticalPath(d, s).map((p) => [d.names[d.spanName[p.span]], Math.round(p.critical * 1e4) / 1e4]);
+}
+
+// The agent of tests/view/test_critical_and_flame.py, as the default payload
+// sends it: PD phases as virtual [P]/[D] spans under generate.
+const AGENT = [
+  { sample: 0, start: 0, end: 10, name: "rollout", depth: 0 },
+  { sample: 0, start: 0, end: 4, name: "generate", depth: 1, parent: 0 },
+  { sample: 0, start: 0, end: 1, name: "generate [P]", depth: 2, parent: 1, flags: F_VIRTUAL, lane: 2 },
+  { sample: 0, start: 1, end: 4, name: "generate [D]", depth: 2, parent: 1, flags: F_VIRTUAL, lane: 3 },
+  { sample: 0, start: 1, end: 3, name: "log", depth: 1, parent: 0, lane: 1 },
+  { sample: 0, start: 4, end: 7, name: "tool", depth: 1, parent: 0, lane: 1 },
+  { sample: 0, start: 4, end: 9, name: "tool", depth: 1, parent: 0, lane: 4 },
+  { sample: 0, start: 9, end: 10, name: "reward", depth: 1, parent: 0, lane: 1 },
+];
+
+test("concurrent children: the one that finished last holds the path, the earlier ones are off it", () => {
+  const d = decodePayload(makePayload({ samples: [{}], spans: AGENT }).payload);
+  assert.deepEqual(named(d, 0), [
+    ["rollout", 0],
+    ["generate", 0],
+    ["generate [P]", 1],
+    ["generate [D]", 3],
+    ["tool", 5],
+    ["reward", 1],
+  ]);
+  const path = criticalPath(d, 0);
+  const total = path.reduce((a, p) => a + p.critical, 0);
+  assert.ok(close(total, sampleLatency(d, 0)), "the exclusive seconds add up to the latency");
+  // The tool that ended at 7 (concurrent with the one ending at 9) is not on it.
+  assert.ok(!path.some((p) => d.spanEnd[p.span] === 7));
+});
+
+test("an open span counts to its display end; a retry follows the failed attempt", () => {
+  const d = decodePayload(
+    makePayload({
+      samples: [{}],
+      spans: [
+        { sample: 0, start: 0, end: 2, name: "generate", attempt: 0 },
+        { sample: 0, start: 2, end: 6, name: "generate", attempt: 1, flags: F_OPEN },
+        { sample: 0, start: 2.5, end: 3, name: "tool", attempt: 1, parent: 1, depth: 1, lane: 1 },
+        { sample: 0, start: 3, end: 5, name: "tool", attempt: 1, parent: 1, depth: 1, lane: 1 },
+        { sample: 0, start: 1, end: 5.5, name: "log", lane: 2 },
+      ],
+    }).payload,
+  );
+  assert.deepEqual(named(d, 0), [
+    ["generate", 2],
+    ["generate", 1.5],
+    ["tool", 0.5],
+    ["tool", 2],
+  ]);
+});
+
+test("a [P]/[D] span counts once: its real sglang_pd_* twin in the payload replaces it", () => {
+  // Both sent (a span filter selected the real spans): the virtual twins drop out.
+  const spans = [
+    { sample: 0, start: 0, end: 4, name: "generate" },
+    { sample: 0, start: 0, end: 1, name: "sglang_pd_prefill", parent: 0, depth: 1, lane: 1 },
+    { sample: 0, start: 1, end: 4, name: "sglang_pd_decode", parent: 0, depth: 1, lane: 1 },
+    { sample: 0, start: 0, end: 1, name: "generate [P]", parent: 0, depth: 1, lane: 2, flags: F_VIRTUAL },
+    { sample: 0, start: 1, end: 4, name: "generate [D]", parent: 0, depth: 1, lane: 3, flags: F_VIRTUAL },
+    // Attribute form under another generation: no real twin, the virtual span counts.
+    { sample: 0, start: 4, end: 6, name: "generate", lane: 0 },
+    { sample: 0, start: 4, end: 5, name: "generate [P]", parent: 5, depth: 1, lane: 2, flags: F_VIRTUAL },
+    { sample: 0, start: 5, end: 6, name: "generate [D]", parent: 5, depth: 1, lane: 3, flags: F_VIRTUAL },
+  ];
+  const d = decodePayload(makePayload({ samples: [{}], spans }).payload);
+  assert.deepEqual(named(d, 0), [
+    ["generate", 0],
+    ["sglang_pd_prefill", 1],
+    ["sglang_pd_decode", 3],
+    ["generate", 0],
+    ["generate [P]", 1],
+    ["generate [D]", 1],
+  ]);
+  const m = measuredSpans(d);
+  assert.equal([...m].filter(Boolean).length, 6);
+  // A producer's PD-detail spans are drawn through the virtual lanes and never count.
+  const detail = spans.map((s) => (s.name.startsWith("sglang_pd_") ? { ...s, flags: F_PD_DETAIL } : s));
+  const d2 = decodePayload(makePayload({ samples: [{}], spans: detail }).payload);
+  assert.deepEqual(named(d2, 0).map((p) => p[0]), ["generate", "generate [P]", "generate [D]", "generate", "generate [P]", "generate [D]"]);
+});
+
+test("samples are independent and an empty sample has no path", () => {
+  const spans = [...AGENT, ...AGENT.map((s) => ({ ...s, sample: 2, parent: s.parent === undefined ? undefined : s.parent + AGENT.length }))];
+  const d = decodePayload(makePayload({ samples: [{}, {}, {}], spans }).payload);
+  assert.deepEqual(criticalPath(d, 1), []);
+  assert.deepEqual(named(d, 2), named(d, 0));
+});
+
+const fixture = JSON.parse(readFileSync(new URL("./fixtures/critical_flame.json", import.meta.url), "utf8"));
+
+for (const c of fixture.cases) {
+  test(`equals analysis.critical_path: ${c.name}`, () => {
+    const d = decodePayload(c.payload);
+    for (const want of c.critical) {
+      const got = criticalPath(d, want.sample);
+      assert.deepEqual(got.map((p) => p.span), want.path.map((/** @type {number[]} */ p) => p[0]), `sample ${want.sample}: spans`);
+      got.forEach((p, k) => assert.ok(close(p.critical, want.path[k][1]), `sample ${want.sample} step ${k}: ${p.critical} vs ${want.path[k][1]}`));
+    }
+  });
+}

@@ -1,0 +1,122 @@
+// Flame table (flame.js) and icicle layout (icicle.js) on hand-built payloads
+// whose answer is known, and on the payloads of tests/view/test_views_fixture.py,
+// where the table must equal analysis.flame (whole time and a window).
+
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { decodePayload, F_VIRTUAL } from "../src/decode.js";
+import { flameOf, quantile } from "../src/flame.js";
+import { measuredSpans } from "../src/critical.js";
+import { icicleLayout, frameAt, ROW_H } from "../src/icicle.js";
+import { makePayload } from "./make_payload.js";
+
+const close = (/** @type {number} */ a, /** @type {number} */ b, tol = 1e-4) => Math.abs(a - b) <= tol;
+
+/** @param {number} sample */
+const agent = (sample) => [
+  { sample, start: 0, end: 10, name: "rollout" },
+  { sample, start: 0, end: 4, name: "generate", depth: 1, parent: 0 },
+  { sample, start: 0, end: 1, name: "generate [P]", depth: 2, parent: 1, flags: F_VIRTUAL, lane: 2 },
+  { sample, start: 1, end: 4, name: "generate [D]", depth: 2, parent: 1, flags: F_VIRTUAL, lane: 3 },
+  { sample, start: 4, end: 7, name: "tool", depth: 1, parent: 0, lane: 1 },
+  { sample, start: 4, end: 9, name: "tool", depth: 1, parent: 0, lane: 4 },
+  { sample, start: 9, end: 10, name: "reward", depth: 1, parent: 0, lane: 1 },
+];
+
+/** Two agents (the second's parents shifted to its own spans). */
+function twoAgents() {
+  const a = agent(0);
+  const b = agent(1).map((s) => ({ ...s, parent: s.parent === undefined ? undefined : s.parent + a.length }));
+  return decodePayload(makePayload({ samples: [{}, {}], spans: [...a, ...b] }).payload);
+}
+
+/** @param {import("../src/flame.js").Flame} f */
+const byPath = (f) => Object.fromEntries(f.rows.map((r) => [r.path, r]));
+
+test("paths, counts, totals; self never below zero with concurrent children", () => {
+  const d = twoAgents();
+  const t = byPath(flameOf(d, measuredSpans(d)));
+  assert.deepEqual(Object.keys(t), ["rollout", "rollout;generate", "rollout;generate;generate [D]", "rollout;generate;generate [P]", "rollout;reward", "rollout;tool"]);
+  assert.equal(t.rollout.count, 2);
+  assert.ok(close(t.rollout.total, 20));
+  assert.equal(t.rollout.self, 0); // children cover 0-10 (the tools overlap)
+  assert.equal(t["rollout;tool"].count, 4);
+  assert.ok(close(t["rollout;tool"].total, 16));
+  assert.ok(close(t["rollout;tool"].p50, 4) && close(t["rollout;tool"].p95, 5));
+  assert.ok(close(t["rollout;generate;generate [D]"].p50, 3));
+  assert.equal(t["rollout;generate"].self, 0);
+  assert.deepEqual(new Set(Object.values(t).map((r) => r.depth)), new Set([0, 1, 2]));
+});
+
+test("a window clips spans to it and drops those outside", () => {
+  const d = twoAgents();
+  const t = byPath(flameOf(d, measuredSpans(d), [5, 8]));
+  assert.ok(close(t["rollout;tool"].total, 2 * (2 + 3)));
+  assert.equal(t.rollout.self, 0);
+  assert.ok(!("rollout;reward" in t) && !("rollout;generate" in t));
+});
+
+test("only included spans count; a span whose parent is left out starts its own path", () => {
+  const d = twoAgents();
+  const include = new Uint8Array(d.nSpans);
+  for (let i = 0; i < d.nSpans; i++) include[i] = d.spanSample[i] === 1 && d.names[d.spanName[i]] !== "rollout" ? 1 : 0;
+  const f = flameOf(d, include);
+  const t = byPath(f);
+  assert.equal(t.tool.count, 2);
+  assert.ok(!("rollout" in t));
+  // spanRow maps every counted span to its row, the others to -1.
+  for (let i = 0; i < d.nSpans; i++) assert.equal(f.spanRow[i] >= 0, include[i] === 1);
+  assert.equal(f.rows[f.spanRow[d.spanOff[1] + 1]].path, "generate");
+});
+
+test("an open span counts to its display end; quantiles interpolate as pandas does", () => {
+  assert.equal(quantile([1, 2, 3, 4], 0.5), 2.5);
+  assert.ok(close(quantile([1, 2, 3, 4], 0.95), 3.85));
+  const d = decodePayload(makePayload({ samples: [{}], spans: [{ sample: 0, start: 2, end: 6, name: "generate", flags: 1 }] }).payload);
+  assert.equal(flameOf(d, null).rows[0].total, 4);
+});
+
+test("icicle: roots by total, children inside their parent, overlapping children fit", () => {
+  const d = twoAgents();
+  const f = flameOf(d, measuredSpans(d));
+  const lay = icicleLayout(f.rows, 1000);
+  const t = byPath(f);
+  const k = (/** @type {string} */ p) => f.rows.indexOf(t[p]);
+  assert.equal(lay.depth, 3);
+  assert.equal(lay.w[k("rollout")], 1000);
+  // generate 8 s, tools 16 s, reward 2 s under a 20 s parent: 26 s of children squeezed into it.
+  const kids = ["rollout;generate", "rollout;reward", "rollout;tool"].map(k);
+  assert.ok(close(kids.reduce((a, c) => a + lay.w[c], 0), 1000));
+  assert.ok(close(lay.w[k("rollout;tool")] / lay.w[k("rollout;generate")], 2));
+  for (const c of kids) assert.ok(lay.x[c] >= 0 && lay.x[c] + lay.w[c] <= 1000 + 1e-6);
+  const gen = k("rollout;generate");
+  assert.equal(frameAt(f.rows, lay, lay.x[gen] + 1, ROW_H + 1), gen);
+  assert.equal(frameAt(f.rows, lay, 5, 1), k("rollout"));
+  assert.equal(frameAt(f.rows, lay, 5, 10 * ROW_H), -1);
+});
+
+const fixture = JSON.parse(readFileSync(new URL("./fixtures/critical_flame.json", import.meta.url), "utf8"));
+
+/**
+ * @param {import("../src/flame.js").FlameRow[]} got
+ * @param {any[]} want
+ * @param {string} what
+ */
+function sameTable(got, want, what) {
+  const w = Object.fromEntries(want.map((r) => [r.path, r]));
+  assert.deepEqual(got.map((r) => r.path).sort(), Object.keys(w).sort(), `${what}: paths`);
+  for (const r of got) {
+    const e = w[r.path];
+    assert.equal(r.count, e.count, `${what} ${r.path}: count`);
+    for (const key of /** @type {const} */ (["total", "self", "p50", "p95"])) assert.ok(close(r[key], e[key]), `${what} ${r.path}: ${key} ${r[key]} vs ${e[key]}`);
+  }
+}
+
+for (const c of fixture.cases) {
+  test(`equals analysis.flame: ${c.name}`, () => {
+    const d = decodePayload(c.payload);
+    sameTable(flameOf(d, measuredSpans(d)).rows, c.flame, "all time");
+    sameTable(flameOf(d, measuredSpans(d), c.window).rows, c.flame_window, "window");
+  });
+}
