@@ -4,7 +4,7 @@
 // state (viewstate.js), selection values (selection.js), tooltip, frame loop
 // and test hooks (debug.js) live in their own modules.
 
-import { decodePayload, sampleLabel, sampleRowId } from "./decode.js";
+import { decodePayload, sampleRowId } from "./decode.js";
 import { filterSamples, sortRows, buildLayout } from "./layout.js";
 import { spanVisibility, eventVisibility } from "./filters.js";
 import { hitTest, timeAt } from "./hit.js";
@@ -23,32 +23,21 @@ import { buildShell, updateSide } from "./shell.js";
 import { defaultSettings, validRange, restoreViewState, viewStateOf } from "./viewstate.js";
 import { selectedValue, selectsSame, hitOfSelected, loadDetails } from "./selection.js";
 import { followTraits } from "./traits.js";
-import { fillTooltip, placeTooltip, sameHit } from "./tooltip.js";
+import { pointAt } from "./tooltip.js";
 import { FrameLoop } from "./frameloop.js";
 import { installDebug } from "./debug.js";
-import { DiffView } from "./diff_panel.js";
-import { QueryFilter, resolverFor, matchSummary } from "./query.js";
+import { matchSummary } from "./query.js";
+import { attachViews } from "./views.js";
 import { Sizer, viewportHeight, AXIS_H, OVERVIEW_H, MAX_VIEWPORT_H } from "./sizing.js";
+import { clampWindow, zoomedWindow, fitRange, focusWindow, scrollToShow, labelWidthOf } from "./viewport.js";
 import { arrowsFor, paintArrows } from "./arrows.js";
-import { CriticalView } from "./critical.js";
-import { FlameView } from "./icicle.js";
 
 /** @typedef {import("./model.js").AnyModel} AnyModel */
 /** @typedef {import("./hit.js").Hit} Hit */
 /** @typedef {import("./hit.js").Geo} Geo */
 /** @typedef {import("./controls.js").Settings} Settings */
 /** @typedef {import("./decode.js").Data} Data */
-/**
- * Masks the views lay over the payload (null: no effect). A query hides
- * (`keep`, `evKeep`, and `rowKeep` per payload sample: rows without a match
- * go); a focus dims (`focus`, `evFocus`: the critical path, a flame frame).
- * @typedef {Object} ViewMasks
- * @property {Uint8Array|null} keep
- * @property {Uint8Array|null} evKeep
- * @property {Uint8Array|null} rowKeep
- * @property {Uint8Array|null} focus
- * @property {Uint8Array|null} evFocus
- */
+/** @typedef {import("./filters.js").ViewMasks} ViewMasks */
 
 export class App {
   /**
@@ -90,9 +79,9 @@ export class App {
     this.masks = { keep: null, evKeep: null, rowKeep: null, focus: null, evFocus: null };
     /** @type {string|null} the flame frame chosen (its name path) */
     this.flamePath = null;
-    /** @type {CriticalView|null} */
+    /** @type {import("./critical.js").CriticalView|null} */
     this.critical = null;
-    /** @type {FlameView|null} */
+    /** @type {import("./icicle.js").FlameView|null} */
     this.flameView = null;
 
     // ---- DOM
@@ -153,20 +142,11 @@ export class App {
     this.hist = new Float32Array(0);
     this.recomputeVis();
     this.refilter();
-    // The filter text is a query (query.js): its rows and items arrive as masks.
-    this.query = new QueryFilter({
-      data: () => this.d,
-      apply: (r) => {
-        this.setMasks({ keep: r?.keep ?? null, evKeep: r?.evKeep ?? null, rowKeep: r?.rowKeep ?? null });
-        this.updateControls();
-      },
-      status: (st) => {
-        this.root.dataset.query = st.state;
-        this.controls.setQueryStatus(st);
-      },
-      resolve: resolverFor(this.requests),
-    });
-    this.query.run(this.s.filter);
+    const views = attachViews(this, ui.flameEl);
+    this.query = views.query;
+    this.diff = views.diff;
+    this.critical = views.critical;
+    this.flameView = views.flameView;
     const vr = this.sync.get("view_range");
     const vs = this.sync.get("view_state");
     if (validRange(vr)) this.setView(vr[0], vr[1]);
@@ -177,10 +157,6 @@ export class App {
     this.renderLegend();
     this.renderStats();
     this.updateControls();
-    this.diff = new DiffView(this);
-    this.diff.render();
-    this.critical = new CriticalView(this);
-    this.flameView = new FlameView(this, ui.flameEl);
     const sel = this.sync.get("selected");
     if (sel && typeof sel === "object" && "kind" in sel) this.applySelectedFromModel(sel);
 
@@ -326,17 +302,9 @@ export class App {
 
   /** Width the row labels need (longest labels measured), cached per payload. */
   labelWidth() {
-    if (this.labelW >= 0) return this.labelW;
-    const d = this.d;
-    /** @type {string[]} */
-    const labels = [];
-    for (let s = 0; s < d.nSamples; s++) labels.push(sampleLabel(d, s) + (Number.isNaN(d.smpStart[s]) ? " (untraced)" : ""));
-    labels.sort((a, b) => b.length - a.length);
     const font = `12px ${this.theme.font}`;
-    let w = 60;
-    for (const l of labels.slice(0, 40)) w = Math.max(w, this.painter.textWidth(font, l));
-    this.labelW = w;
-    return w;
+    if (this.labelW < 0) this.labelW = labelWidthOf(this.d, (l) => this.painter.textWidth(font, l));
+    return this.labelW;
   }
 
   /**
@@ -354,16 +322,7 @@ export class App {
    * @param {number} b
    */
   setView(a, b) {
-    const d = this.d;
-    const gspan = Math.max(d.globalEnd - d.globalStart, 1e-3);
-    let span = Math.max(2e-6, Math.min(gspan * 4, b - a));
-    let t0 = (a + b) / 2 - span / 2;
-    if (!Number.isFinite(t0) || !Number.isFinite(span)) {
-      t0 = d.globalStart;
-      span = gspan;
-    }
-    t0 = Math.max(d.globalStart - span * 0.9, Math.min(d.globalEnd - span * 0.1, t0));
-    this.view = { t0, t1: t0 + span };
+    this.view = clampWindow(this.d, a, b);
     this.requestFrame();
   }
 
@@ -385,12 +344,10 @@ export class App {
    * @param {number} f
    */
   zoomAt(x, f) {
-    const g = this.geo();
-    const t = timeAt(g, x);
-    const a = t - (t - this.view.t0) * f;
-    const b = t + (this.view.t1 - t) * f;
-    if (b - a < 2e-6) return;
-    this.setView(a, b);
+    const t = timeAt(this.geo(), x);
+    const w = zoomedWindow(this.view, t, f);
+    if (!w) return;
+    this.setView(w[0], w[1]);
     // Keep the time under the pointer in place despite clamping.
     const g2 = this.geo();
     const drift = timeAt(g2, x) - t;
@@ -402,21 +359,8 @@ export class App {
    * @param {boolean} [silent] do not write view_range
    */
   fit(filtered, silent = false) {
-    const d = this.d;
-    let lo = Infinity;
-    let hi = -Infinity;
-    if (filtered) {
-      for (const s of this.rows) {
-        if (d.smpStart[s] < lo) lo = d.smpStart[s];
-        if (d.smpEnd[s] > hi) hi = d.smpEnd[s];
-      }
-    }
-    if (!(lo < hi)) {
-      lo = d.globalStart;
-      hi = d.globalEnd;
-    }
-    const pad = (hi - lo) * 0.01;
-    this.setView(lo - pad, hi + pad);
+    const [a, b] = fitRange(this.d, filtered ? this.rows : null);
+    this.setView(a, b);
     if (!silent) this.userView();
   }
 
@@ -536,42 +480,18 @@ export class App {
   }
 
   focusSelection() {
-    const d = this.d;
     const h = this.selection;
-    let a = NaN;
-    let b = NaN;
-    if (h && h.type === "span") {
-      a = d.spanStart[h.span];
-      b = Math.max(d.spanEnd[h.span], a);
-    } else if (h && h.type === "segment") {
-      a = d.segStart[h.seg];
-      b = d.segEnd[h.seg];
-    } else if (h && h.type === "event") {
-      const span = Math.min(this.view.t1 - this.view.t0, 2);
-      a = d.evTs[h.ev] - span / 2;
-      b = d.evTs[h.ev] + span / 2;
-    } else if (Number.isFinite(this.cursor)) {
-      const span = this.view.t1 - this.view.t0;
-      a = this.cursor - span / 2;
-      b = this.cursor + span / 2;
-    }
-    if (!Number.isFinite(a)) return;
-    const w = Math.max(b - a, 1e-3);
-    const pad = h && h.type !== "event" ? w * 0.15 : 0;
-    this.setView(a - pad, a + w + pad);
+    const w = focusWindow(this.d, h, this.view, this.cursor);
+    if (!w) return;
+    this.setView(w[0], w[1]);
     if (h && "sample" in h) this.scrollRowIntoView(this.L.rowOfSample[h.sample]);
     this.userView();
   }
 
   /** @param {number} r */
   scrollRowIntoView(r) {
-    if (r < 0) return;
-    const top = this.L.rowTop[r];
-    const bottom = this.L.rowTop[r + 1];
-    const vh = this.viewportH - AXIS_H;
-    const st = this.scrollEl.scrollTop;
-    if (top < st) this.scrollEl.scrollTop = top;
-    else if (bottom > st + vh) this.scrollEl.scrollTop = Math.min(top, bottom - vh);
+    const top = scrollToShow(this.L.rowTop, r, this.scrollEl.scrollTop, this.viewportH - AXIS_H);
+    if (top !== null) this.scrollEl.scrollTop = top;
   }
 
   escape() {
@@ -624,20 +544,7 @@ export class App {
    * @param {number} clientY
    */
   setHover(h, clientX, clientY) {
-    const item = h && (h.type === "span" || h.type === "segment" || h.type === "event") ? h : null;
-    const row = h && "row" in h ? h.row : -1;
-    const same = sameHit(item, this.hover) && row === this.hoverRow;
-    this.hover = item;
-    this.hoverRow = row;
-    if (!same) this.requestFrame();
-    if (!h || (h.type !== "label" && !item)) {
-      this.tooltip.hidden = true;
-      this.canvas.style.cursor = "";
-      return;
-    }
-    this.canvas.style.cursor = h.type === "label" ? "pointer" : "";
-    if (!same) fillTooltip(this.tooltip, this.d, h);
-    placeTooltip(this.tooltip, this.mainEl, clientX, clientY);
+    if (pointAt(this, h, clientX, clientY)) this.requestFrame();
   }
 
   // ------------------------------------------------------------ payload
@@ -746,7 +653,7 @@ export class App {
       hover: this.hover,
       hoverRow: this.hoverRow,
       selRow,
-      raiseShown: this.highlight >= 0,
+      raiseShown: this.highlight >= 0 || this.masks.focus !== null,
     });
     if (this.rows.length === 0) paintEmpty(this.painter, this.theme, this.d, g);
     /** @type {import("./arrows.js").Arrow[]} the selection's link arrows as last painted */

@@ -6,6 +6,18 @@
 
 import { F_OPEN, F_PD_DETAIL, EV_UNMATCHED } from "./decode.js";
 
+/**
+ * Masks the views lay over the payload (null: no effect). A query hides
+ * (`keep`, `evKeep`, and `rowKeep` per payload sample: rows without a match
+ * go); a focus dims (`focus`, `evFocus`: the critical path, a flame frame).
+ * @typedef {Object} ViewMasks
+ * @property {Uint8Array|null} keep
+ * @property {Uint8Array|null} evKeep
+ * @property {Uint8Array|null} rowKeep
+ * @property {Uint8Array|null} focus
+ * @property {Uint8Array|null} evFocus
+ */
+
 export const HIDDEN = 0;
 export const SHOWN = 1;
 export const DIMMED = 2;

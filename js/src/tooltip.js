@@ -169,3 +169,29 @@ export function sameHit(a, b) {
   if (a.type === "event" && b.type === "event") return a.ev === b.ev && a.count === b.count;
   return false;
 }
+
+/**
+ * Point the hover at `h`: the item outlined, the row marked, the tooltip's
+ * text and place, the pointer's shape. Returns whether the outline or the
+ * marked row changed, i.e. whether a repaint is due.
+ * @param {{d: Data, hover: Hit|null, hoverRow: number, tooltip: HTMLElement, canvas: HTMLElement, mainEl: HTMLElement}} st
+ * @param {Hit|null} h
+ * @param {number} clientX
+ * @param {number} clientY
+ */
+export function pointAt(st, h, clientX, clientY) {
+  const item = h && (h.type === "span" || h.type === "segment" || h.type === "event") ? h : null;
+  const row = h && "row" in h ? h.row : -1;
+  const same = sameHit(item, st.hover) && row === st.hoverRow;
+  st.hover = item;
+  st.hoverRow = row;
+  if (!h || (h.type !== "label" && !item)) {
+    st.tooltip.hidden = true;
+    st.canvas.style.cursor = "";
+    return !same;
+  }
+  st.canvas.style.cursor = h.type === "label" ? "pointer" : "";
+  if (!same) fillTooltip(st.tooltip, st.d, h);
+  placeTooltip(st.tooltip, st.mainEl, clientX, clientY);
+  return !same;
+}
