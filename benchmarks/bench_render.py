@@ -179,6 +179,17 @@ LABEL_ROWS = """
 }
 """
 
+# The first point down a vertical line where a span is drawn (client px), or null.
+FIRST_SPAN = """
+(root, [x, y0, y1]) => {
+  for (let y = y0; y < y1; y += 2) {
+    const h = root.stwDebug.hitAt(x, y);
+    if (h && h.type === "span") return [x, y];
+  }
+  return null;
+}
+"""
+
 FROM_DUMP_CELL = """\
 import json, time
 from slime_trace_widget import TraceTimeline
@@ -417,7 +428,82 @@ class Session:
 
         self.record("zoom to 1 s window and out", deep_zoom)
         notes["back_out_window_s"] = self.window_s()
+        self.fit_all()
+        self.under_views(notes)
         return notes
+
+    def under_views(self, notes: dict[str, Any]) -> None:
+        """Pan and zoom with each of the views' masks on: the legend highlight, a query
+        that hides (answered in the page, then one the kernel answers), the critical
+        path's focus and the flame view open. The masks are computed when they change,
+        so frames should cost what they cost without them."""
+        def pan_and_zoom() -> None:
+            self.drag()
+            self.wheel(8)
+            self.wheel(-8)
+
+        all_rows = int(self.root.get_attribute("data-rows"))
+        legend = self.root.locator("button.stw-legend-item").first
+        legend.click()
+        notes["highlight_dimmed"] = self.vis_counts()["dimmed"]
+        self.record("legend highlight on: pan, zoom", pan_and_zoom)
+        legend.click()
+
+        for label, query in (("query (page)", "name:tool_execution duration>1s"),
+                             ("query (kernel)", "tool=python name:tool_call")):
+            notes[f"{label} apply_ms"] = self.set_filter(query, all_rows) * 1000
+            notes[f"{label} rows"] = int(self.root.get_attribute("data-rows"))
+            notes[f"{label} hidden"] = self.vis_counts()["hidden"]
+            self.record(f"{label} on: pan, zoom", pan_and_zoom)
+        self.set_filter("", None)
+
+        self.select_a_span()
+        self.toggle("critical path")
+        self.page.wait_for_function("el => el.stwDebug.critical().path.length > 0",
+                                    arg=self.handle, timeout=60_000)
+        notes["critical_spans"] = len(self.handle.evaluate("el => el.stwDebug.critical().path"))
+        notes["critical_dimmed"] = self.vis_counts()["dimmed"]
+        self.record("critical path on: pan, zoom", pan_and_zoom)
+        self.toggle("critical path")
+
+        started = time.perf_counter()
+        self.toggle("flame")
+        self.page.wait_for_function("el => el.stwDebug.flame().frames.length > 0",
+                                    arg=self.handle, timeout=120_000)
+        notes["flame_open_ms"] = (time.perf_counter() - started) * 1000
+        notes["flame_frames"] = len(self.handle.evaluate("el => el.stwDebug.flame().frames"))
+        self.record("flame view open: pan, zoom", pan_and_zoom)
+        self.toggle("flame")
+
+    def vis_counts(self) -> dict[str, int]:
+        return self.handle.evaluate("el => el.stwDebug.visCounts()")
+
+    def set_filter(self, query: str, all_rows: int | None) -> float:
+        """Type ``query`` in the filter box and press Enter; returns the seconds until the
+        rows changed (from ``all_rows``; None: back to all) and the query settled."""
+        box = self.root.locator("input.stw-input")
+        box.fill(query)
+        started = time.perf_counter()
+        box.press("Enter")
+        self.page.wait_for_function(
+            """([el, all]) => el.dataset.query === "idle" &&
+                 (all === null || Number(el.dataset.rows) !== all)""",
+            arg=[self.handle, all_rows], timeout=120_000)
+        seconds = time.perf_counter() - started
+        self.handle.evaluate("el => el.focus({preventScroll: true})")
+        return seconds
+
+    def toggle(self, label: str) -> None:
+        self.root.locator("label.stw-check", has_text=label).locator("input").click()
+
+    def select_a_span(self) -> None:
+        """Click the first span found down the middle of the plot."""
+        point = self.handle.evaluate(FIRST_SPAN, [self.plot_x, self.top, self.bottom])
+        if point is None:
+            raise RuntimeError("no span under the plot's middle to select")
+        self.page.mouse.click(*point)
+        self.page.wait_for_function("el => el.stwDebug.selectionRect() !== null",
+                                    arg=self.handle, timeout=60_000)
 
 
 def open_widget(lab: JupyterLab, browser: Any, case: Case) -> tuple[Any, dict[str, Any]]:
