@@ -2,19 +2,16 @@
 
 Three kinds (docs/trace-format.md says how each is recorded):
 
-* ``group``: a span over a group is written into every member's carrier with the
-  same name and timestamps; its copies in different samples of one dump and
-  group are linked. Stored compactly: each member points at one *hub* (the
-  member with the lowest span label), which has no row of its own;
-  :func:`group_members` expands them.
-* ``attempt``: an ``attempt_start`` event points at the attempt before it: the
-  sample's previous ``attempt_start``, or for the first one the earliest span of
-  the attempt it follows.
+* ``group``: copies of one group span (same name and times) in different samples
+  of one dump and group; each member points at one *hub* (the lowest span
+  label), :func:`group_members` expands them.
+* ``attempt``: an ``attempt_start`` event points at the sample's previous one, or
+  for the first at the earliest span of the attempt it follows.
 * ``remote``: a span exported to another process points at the ``trace_import``
   event the importing side recorded under it (merged back with ``merge_trace``).
 
-Endpoints are ``span_core`` / ``event_core`` labels, with ``from_kind`` and
-``to_kind`` saying which table. Everything is whole-column pandas work.
+Endpoints are ``span_core`` / ``event_core`` labels (``from_kind``/``to_kind``
+say which table). Everything is whole-column pandas work.
 """
 
 from __future__ import annotations
