@@ -179,12 +179,15 @@ LABEL_ROWS = """
 }
 """
 
-# The first point down a vertical line where a span is drawn (client px), or null.
+# The first point where a span is drawn (client px), scanning down vertical lines
+# across the plot from x0 to x1, or null.
 FIRST_SPAN = """
-(root, [x, y0, y1]) => {
-  for (let y = y0; y < y1; y += 2) {
-    const h = root.stwDebug.hitAt(x, y);
-    if (h && h.type === "span") return [x, y];
+(root, [x0, x1, y0, y1]) => {
+  for (let x = x0; x < x1; x += 24) {
+    for (let y = y0; y < y1; y += 2) {
+      const h = root.stwDebug.hitAt(x, y);
+      if (h && h.type === "span") return [x, y];
+    }
   }
   return null;
 }
@@ -497,10 +500,12 @@ class Session:
         self.root.locator("label.stw-check", has_text=label).locator("input").click()
 
     def select_a_span(self) -> None:
-        """Click the first span found down the middle of the plot."""
-        point = self.handle.evaluate(FIRST_SPAN, [self.plot_x, self.top, self.bottom])
+        """Click the first span found on the plot (scanning from its middle rightwards)."""
+        point = self.handle.evaluate(
+            FIRST_SPAN, [self.left + self.width * 0.3, self.left + self.width - 20,
+                         self.top, self.bottom])
         if point is None:
-            raise RuntimeError("no span under the plot's middle to select")
+            raise RuntimeError("no span on the plot to select")
         self.page.mouse.click(*point)
         self.page.wait_for_function("el => el.stwDebug.selectionRect() !== null",
                                     arg=self.handle, timeout=60_000)
