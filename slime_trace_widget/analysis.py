@@ -339,28 +339,49 @@ def _critical_walk(spans: pd.DataFrame) -> pd.DataFrame:
     found_sample: list[int] = []
     found_span: list[int] = []
     found_seconds: list[float] = []
-
-    def walk(parent: int, limit: float, sample: int) -> float:
-        """Add the path through ``parent``'s children ending by ``limit``; return the
-        time it covers."""
-        covered = 0.0
-        for k in order_list[bound_list[parent]:bound_list[parent + 1]]:
-            if end_list[k] > limit + _EPSILON:
-                continue  # still running at this point of the walk: not what it waited for
-            inner = walk(k, end_list[k], sample)
-            length = max(end_list[k] - start_list[k], 0.0)
-            found_sample.append(sample)
-            found_span.append(k)
-            found_seconds.append(max(length - inner, 0.0))
-            covered += length
-            limit = start_list[k]
-        return covered
-
     sample_end = pd.Series(ends).groupby(sample_codes).max().to_numpy()
     for code in range(len(sample_rows)):
-        walk(n + code, float(sample_end[code]), code)
+        _walk_one(n + code, float(sample_end[code]), code, order_list, bound_list,
+                  start_list, end_list, (found_sample, found_span, found_seconds))
     return pd.DataFrame({"sample_row": np.asarray(sample_rows)[found_sample],
                          "span": labels[found_span], "critical": found_seconds})
+
+
+def _walk_one(root: int, limit: float, sample: int, order: list[int], bounds: list[int],
+              starts: list[float], ends: list[float],
+              found: tuple[list[int], list[int], list[float]]) -> None:
+    """One sample's walk from node ``root``: within a node's children (latest end
+    first), take the one that ended by the limit, walk into it from its own end, then
+    move the limit to its start. An explicit stack instead of recursion, so a
+    crafted chain thousands of spans deep does not exhaust Python's stack. Each span
+    on the path is recorded with its exclusive seconds: its length minus the time
+    its own path covers."""
+    # A frame: [node, next child position, limit, covered by its children's path].
+    stack = [[root, bounds[root], limit, 0.0]]
+    while stack:
+        frame = stack[-1]
+        node, position, limit = frame[0], frame[1], frame[2]
+        chosen = -1
+        while position < bounds[node + 1]:
+            k = order[position]
+            position += 1
+            if ends[k] <= limit + _EPSILON:  # else still running here: not waited for
+                chosen = k
+                break
+        frame[1] = position
+        if chosen >= 0:
+            stack.append([chosen, bounds[chosen], ends[chosen], 0.0])
+            continue
+        stack.pop()
+        if not stack:
+            return
+        length = max(ends[node] - starts[node], 0.0)
+        found[0].append(sample)
+        found[1].append(node)
+        found[2].append(max(length - frame[3], 0.0))
+        parent = stack[-1]
+        parent[3] += length
+        parent[2] = starts[node]
 
 
 def flame(frames: TraceFrames, samples: Any = None, window: tuple[float, float] | None = None
@@ -383,33 +404,36 @@ def flame(frames: TraceFrames, samples: Any = None, window: tuple[float, float] 
     columns = ["path", "name", "depth", "count", "total", "self", "p50", "p95"]
     if spans.empty:
         return pd.DataFrame(columns=columns)
-    paths = _name_paths(spans)
-    table = pd.DataFrame({"path": paths, "seconds": (end - start).to_numpy(),
+    path_id, paths = _name_paths(spans)
+    table = pd.DataFrame({"path": paths["path"].to_numpy()[path_id],
+                          "seconds": (end - start).to_numpy(),
                           "own": _self_seconds(spans, start, end).to_numpy()})
     grouped = table.groupby("path", sort=True)
     out = grouped.agg(count=("seconds", "size"), total=("seconds", "sum"),
                       own=("own", "sum")).rename(columns={"own": "self"})
     out["p50"] = grouped["seconds"].quantile(0.5)
     out["p95"] = grouped["seconds"].quantile(0.95)
-    out = out.reset_index()
-    out["name"] = out["path"].str.rsplit(";", n=1).str[-1]
-    out["depth"] = out["path"].str.count(";")
+    out = out.reset_index().merge(paths, on="path", how="left")
     return out[columns]
 
 
-def _name_paths(spans: pd.DataFrame) -> np.ndarray:
-    """Each span's names from its root among ``spans`` down to itself, joined by ``;``
-    (parents first: a span's depth is more than its parent's).
+def _name_paths(spans: pd.DataFrame) -> tuple[np.ndarray, pd.DataFrame]:
+    """Each span's path id, and per path id its ``path`` (names from the root among
+    ``spans`` down to the span, joined by ``;``, a backslash or ``;`` in a name
+    escaped by a backslash as the widget writes them), ``name`` and ``depth``.
 
-    Paths are built as integer ids, one depth level at a time (a path is its parent's
-    path id plus a name code), and turned into text once per distinct path, so the
-    cost does not grow with string work per span.
+    Paths are built as integer ids, one depth level at a time (parents first: a
+    span's depth is more than its parent's; a path is its parent's path id plus a
+    name code), and spelled once per distinct path.
     """
     name_codes, name_table = pd.factorize(spans["name"].astype(str), use_na_sentinel=False)
+    pieces = [str(name).replace("\\", "\\\\").replace(";", "\\;") for name in name_table]
     parent_pos = spans.index.get_indexer(spans["parent_index"])
     depths = spans["depth"].to_numpy()
     path_id = np.full(len(spans), -1, dtype=np.int64)
     texts: list[str] = []
+    names: list[str] = []
+    levels: list[int] = []
     for depth in np.unique(depths).tolist():
         members = np.flatnonzero(depths == depth)
         above = parent_pos[members]
@@ -419,10 +443,12 @@ def _name_paths(spans: pd.DataFrame) -> np.ndarray:
         base = len(texts)
         for key in distinct.tolist():
             parent, name = divmod(key, len(name_table))
-            texts.append(str(name_table[name]) if parent == 0
-                         else f"{texts[parent - 1]};{name_table[name]}")
+            texts.append(pieces[name] if parent == 0 else f"{texts[parent - 1]};{pieces[name]}")
+            names.append(str(name_table[name]))
+            levels.append(0 if parent == 0 else levels[parent - 1] + 1)
         path_id[members] = base + inverse.reshape(-1)
-    return np.asarray(texts, dtype=object)[path_id]
+    return path_id, pd.DataFrame({"path": np.asarray(texts, dtype=object),
+                                  "name": np.asarray(names, dtype=object), "depth": levels})
 
 
 # --------------------------------------------------------------------------- intervals

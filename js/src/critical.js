@@ -88,26 +88,57 @@ export function criticalPath(d, s) {
   }
   /** @type {CriticalStep[]} */
   const path = [];
-  /**
-   * Add the path through `pool` ending by `limit`; return the time it covers.
-   * @param {number[]} pool
-   * @param {number} limit
-   */
-  const walk = (pool, limit) => {
-    let covered = 0;
-    const order = pool.slice().sort((a, b) => ends[b] - ends[a] || starts[a] - starts[b]);
-    for (const k of order) {
-      if (ends[k] > limit + EPSILON) continue; // still running here: not what the path waited for
-      const inner = walk(children.get(k) || [], ends[k]);
-      const length = Math.max(ends[k] - starts[k], 0);
-      path.push({ span: k, critical: Math.max(length - inner, 0) });
-      covered += length;
-      limit = starts[k];
+  const latestFirst = (/** @type {number[]} */ pool) => pool.slice().sort((a, b) => ends[b] - ends[a] || starts[a] - starts[b]);
+  // The walk with an explicit stack (a crafted chain thousands deep must not
+  // exhaust the JS stack). A frame: the span (-1 for the sample), its children
+  // latest end first, the next one to look at, the limit, and the time its own
+  // path covers so far.
+  /** @type {{span: number, kids: number[], next: number, limit: number, covered: number}[]} */
+  const stack = roots.length ? [{ span: -1, kids: latestFirst(roots), next: 0, limit: last, covered: 0 }] : [];
+  while (stack.length) {
+    const top = stack[stack.length - 1];
+    let chosen = -1;
+    while (top.next < top.kids.length) {
+      const k = top.kids[top.next++];
+      if (ends[k] <= top.limit + EPSILON) {
+        chosen = k; // else still running here: not what the path waited for
+        break;
+      }
     }
-    return covered;
-  };
-  if (roots.length) walk(roots, last);
+    if (chosen >= 0) {
+      stack.push({ span: chosen, kids: latestFirst(children.get(chosen) || []), next: 0, limit: ends[chosen], covered: 0 });
+      continue;
+    }
+    stack.pop();
+    if (top.span < 0) break;
+    const length = Math.max(ends[top.span] - starts[top.span], 0);
+    path.push({ span: top.span, critical: Math.max(length - top.covered, 0) });
+    const parent = stack[stack.length - 1];
+    parent.covered += length;
+    parent.limit = starts[top.span];
+  }
   return path.sort((a, b) => starts[a.span] - starts[b.span] || d.spanDepth[a.span] - d.spanDepth[b.span]);
+}
+
+/** Steps the side panel lists at most: a DOM row each. */
+export const MAX_LISTED = 200;
+
+/**
+ * The steps the panel lists: all of them, or the `max` holding the most
+ * critical seconds, still in time order.
+ * @param {CriticalStep[]} path
+ * @param {number} max
+ */
+export function listedSteps(path, max) {
+  if (path.length <= max) return path;
+  const keep = new Set(
+    path
+      .map((step, k) => [step.critical, k])
+      .sort((a, b) => b[0] - a[0] || a[1] - b[1])
+      .slice(0, max)
+      .map(([, k]) => k),
+  );
+  return path.filter((_, k) => keep.has(k));
 }
 
 /**
@@ -168,7 +199,8 @@ export class CriticalView {
       const head = el("div", "stw-panel-title", `critical path · ${this.path.length} spans · latency ${formatDuration(total)}`);
       this.panel.appendChild(head);
       const list = el("div", "stw-critical-list");
-      for (const step of this.path) {
+      const shown = listedSteps(this.path, MAX_LISTED);
+      for (const step of shown) {
         const row = el("div", "stw-critical-row");
         const share = total > 0 ? `${((100 * step.critical) / total).toFixed(1)}%` : "";
         row.appendChild(el("span", "stw-critical-name", nameOf(d, d.spanName[step.span])));
@@ -183,6 +215,7 @@ export class CriticalView {
         list.appendChild(row);
       }
       this.panel.appendChild(list);
+      if (shown.length < this.path.length) this.panel.appendChild(el("div", "stw-critical-more", `${this.path.length - shown.length} shorter steps not listed (all are bright in the timeline)`));
     }
     app.updateSide();
   }

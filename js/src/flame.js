@@ -9,9 +9,10 @@
 
 /**
  * @typedef {Object} FlameRow
- * @property {string} path
+ * @property {string} path names from the root joined by ";" (a backslash or ";" in a name escaped by a backslash)
  * @property {string} name
  * @property {number} depth
+ * @property {number} parent row of the parent path, -1 for a root
  * @property {number} count
  * @property {number} total
  * @property {number} self
@@ -122,9 +123,13 @@ export function flameOf(d, include, window = null) {
   const nPaths = pathParent.length;
   /** @type {string[]} */
   const text = new Array(nPaths);
+  const depthOf = new Int32Array(nPaths);
   for (let id = 0; id < nPaths; id++) {
-    const name = d.names[pathName[id]] ?? "";
-    text[id] = pathParent[id] < 0 ? name : `${text[pathParent[id]]};${name}`;
+    // A parent path is always interned before its children: its text and depth are known.
+    const name = pathPiece(d.names[pathName[id]] ?? "");
+    const up = pathParent[id];
+    text[id] = up < 0 ? name : `${text[up]};${name}`;
+    depthOf[id] = up < 0 ? 0 : depthOf[up] + 1;
   }
   const sortedIds = Array.from({ length: nPaths }, (_, id) => id).sort((x, y) => (text[x] < text[y] ? -1 : text[x] > text[y] ? 1 : 0));
   const rowOfPath = new Int32Array(nPaths);
@@ -145,10 +150,19 @@ export function flameOf(d, include, window = null) {
       self += own[i];
     }
     const sorted = seconds.subarray(lo, hi).sort();
-    const path = text[id];
-    return { path, name: d.names[pathName[id]] ?? "", depth: path.split(";").length - 1, count: hi - lo, total, self, p50: quantile(sorted, 0.5), p95: quantile(sorted, 0.95) };
+    const up = pathParent[id];
+    return { path: text[id], name: d.names[pathName[id]] ?? "", depth: depthOf[id], parent: up < 0 ? -1 : rowOfPath[up], count: hi - lo, total, self, p50: quantile(sorted, 0.5), p95: quantile(sorted, 0.95) };
   });
   return { rows, spanRow };
+}
+
+/**
+ * A name as a piece of a path: a backslash or ";" in it escaped by a backslash,
+ * so a path splits back into its names (analysis.flame writes the same).
+ * @param {string} name
+ */
+export function pathPiece(name) {
+  return name.replace(/[\\;]/g, (c) => `\\${c}`);
 }
 
 /**

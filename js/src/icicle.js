@@ -31,7 +31,7 @@ export const ROW_H = 18;
 /**
  * Frames of `rows` across `width` px: roots by total time, children inside
  * their parent by total time (scaled to fit when they overlap in time).
- * @param {FlameRow[]} rows sorted by path (a parent before its children)
+ * @param {FlameRow[]} rows the flame table (each row knows its parent row)
  * @param {number} width
  * @returns {IcicleLayout}
  */
@@ -39,27 +39,20 @@ export function icicleLayout(rows, width) {
   const n = rows.length;
   const x = new Float64Array(n);
   const w = new Float64Array(n);
-  /** @type {Map<string, number>} */
-  const rowOf = new Map();
-  rows.forEach((r, k) => rowOf.set(r.path, k));
   /** @type {number[][]} children of each row; the roots last */
   const kids = Array.from({ length: n + 1 }, () => /** @type {number[]} */ ([]));
   let depth = 0;
-  rows.forEach((r, k) => {
-    const cut = r.path.lastIndexOf(";");
-    const parent = cut < 0 ? undefined : rowOf.get(r.path.slice(0, cut));
-    kids[parent === undefined ? n : parent].push(k);
-  });
-  /**
-   * @param {number[]} list
-   * @param {number} left
-   * @param {number} room px available
-   * @param {number} level
-   */
-  const place = (list, left, room, level) => {
+  rows.forEach((r, k) => kids[r.parent < 0 ? n : r.parent].push(k));
+  // Sibling lists to place, each with its left edge, the px it may fill and its level:
+  // a work list rather than recursion, so a path thousands of frames deep cannot
+  // exhaust the stack.
+  /** @type {[number[], number, number, number][]} */
+  const todo = [[kids[n], 0, width, 0]];
+  while (todo.length) {
+    const [list, left, room, level] = /** @type {[number[], number, number, number]} */ (todo.pop());
     let sum = 0;
     for (const k of list) sum += Math.max(rows[k].total, 0);
-    if (!(sum > 0)) return;
+    if (!(sum > 0)) continue;
     depth = Math.max(depth, level + 1);
     let cursor = left;
     for (const k of list) {
@@ -70,10 +63,9 @@ export function icicleLayout(rows, width) {
       let inner = 0;
       for (const c of kids[k]) inner += Math.max(rows[c].total, 0);
       // Children by their share of the parent's time, all of it when they overlap.
-      place(kids[k], x[k], inner > own ? w[k] : (w[k] * inner) / (own || 1), level + 1);
+      if (kids[k].length) todo.push([kids[k], x[k], inner > own ? w[k] : (w[k] * inner) / (own || 1), level + 1]);
     }
-  };
-  place(kids[n], 0, width, 0);
+  }
   return { x, w, depth };
 }
 
@@ -232,6 +224,13 @@ export class FlameView {
     const path = typeof sel.path === "string" ? sel.path : null;
     if (path === this.app.flamePath) return;
     this.app.flamePath = path;
+    if (!this.app.s.flame) {
+      // No table to match it against while the view is off (an old one could be of
+      // another payload): it applies when the view opens.
+      this.app.saveViewState();
+      return;
+    }
+    this.changed();
     const k = path === null || !this.flame ? -1 : this.flame.rows.findIndex((r) => r.path === path);
     if (k >= 0 && this.app.selection) this.app.select(null);
     this.applyFocus(k);

@@ -6,7 +6,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { decodePayload, F_OPEN, F_VIRTUAL, F_PD_DETAIL } from "../src/decode.js";
-import { criticalPath, measuredSpans, sampleLatency } from "../src/critical.js";
+import { criticalPath, measuredSpans, sampleLatency, listedSteps } from "../src/critical.js";
 import { makePayload } from "./make_payload.js";
 
 const close = (/** @type {number} */ a, /** @type {number} */ b, tol = 1e-4) => Math.abs(a - b) <= tol;
@@ -120,3 +120,20 @@ for (const c of fixture.cases) {
     }
   });
 }
+
+test("a chain thousands of spans deep walks without exhausting the stack", () => {
+  // Span k covers [k, 2N - k], nested in span k - 1: each holds 2 s of its own, the innermost 2 s.
+  const N = 20000;
+  const spans = [];
+  for (let k = 0; k < N; k++) spans.push({ sample: 0, start: k, end: 2 * N - k, name: "nest", depth: Math.min(k, 255), parent: k - 1, lane: Math.min(k, 255) });
+  const d = decodePayload(makePayload({ samples: [{}], spans }).payload);
+  const path = criticalPath(d, 0);
+  assert.equal(path.length, N);
+  assert.ok(path.every((p) => close(p.critical, 2, 1e-2)));
+});
+
+test("the side panel lists the steps holding the most time, in time order", () => {
+  const path = [5, 1, 9, 3, 7].map((c, k) => ({ span: k, critical: c }));
+  assert.deepEqual(listedSteps(path, 3).map((p) => p.span), [0, 2, 4]);
+  assert.equal(listedSteps(path, 10), path);
+});

@@ -120,3 +120,33 @@ for (const c of fixture.cases) {
     sameTable(flameOf(d, measuredSpans(d), c.window).rows, c.flame_window, "window");
   });
 }
+
+test("a name holding ';' or a backslash stays one frame: escaped in the path, depth and parent carried", () => {
+  const d = decodePayload(
+    makePayload({
+      samples: [{}],
+      spans: [
+        { sample: 0, start: 0, end: 4, name: "a;b" },
+        { sample: 0, start: 1, end: 2, name: "c\\d", depth: 1, parent: 0 },
+      ],
+    }).payload,
+  );
+  const f = flameOf(d, null);
+  const t = byPath(f);
+  assert.deepEqual(Object.keys(t).sort(), ["a\\;b", "a\\;b;c\\\\d"]);
+  assert.equal(t["a\\;b"].depth, 0);
+  assert.equal(t["a\\;b"].name, "a;b");
+  assert.equal(t["a\\;b;c\\\\d"].depth, 1);
+  assert.equal(t["a\\;b;c\\\\d"].parent, f.rows.indexOf(t["a\\;b"]));
+  const lay = icicleLayout(f.rows, 100);
+  assert.equal(lay.depth, 2, "the child is drawn under its parent, not beside it");
+});
+
+test("a path thousands of frames deep lays out without exhausting the stack", () => {
+  // Rows as the table gives them: each the only child of the one before.
+  const N = 20000;
+  const rows = Array.from({ length: N }, (_, k) => ({ path: `p${k}`, name: "n", depth: k, parent: k - 1, count: 1, total: N - k, self: 1, p50: 1, p95: 1 }));
+  const lay = icicleLayout(rows, 1000);
+  assert.equal(lay.depth, N);
+  assert.ok(lay.w[N - 1] > 0);
+});

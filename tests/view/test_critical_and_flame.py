@@ -81,3 +81,33 @@ def test_pd_phases_count_once() -> None:
     names = set(analysis.flame(frames)["name"])
     assert not any(name.endswith(("[P]", "[D]")) for name in names)
     assert analysis.critical_path_share(frames)["critical"].sum() == pytest.approx(10)
+
+
+def test_a_chain_thousands_deep_walks_without_exhausting_the_stack() -> None:
+    """Span k covers [k, 2N - k] inside span k - 1: each holds 2 s of its own."""
+    n = 3000
+    records = [rec("span_start", "nest", k, f"s{k}", f"s{k - 1}" if k else None)
+               for k in range(n)]
+    records += [rec("span_end", "nest", 2 * n - k, f"s{k}") for k in range(n)]
+    frames = frames_of(sample(*records))
+    path = analysis.critical_path(frames, 0)
+    assert len(path) == n and path["critical"].to_numpy() == pytest.approx(2)
+    assert analysis.critical_path_share(frames).loc["nest", "critical"] == pytest.approx(2 * n)
+    table = analysis.flame(frames)
+    assert len(table) == n and table["depth"].max() == n - 1
+
+
+def test_flame_names_holding_the_path_separator() -> None:
+    """A name with ';' or a backslash is one frame: escaped in ``path`` as the widget
+    writes it, ``name`` and ``depth`` as recorded."""
+    frames = frames_of(sample(
+        rec("span_start", "a;b", 0, "p"),
+        rec("span_start", "c\\d", 1, "c", "p"),
+        rec("span_end", "c\\d", 2, "c"),
+        rec("span_end", "a;b", 4, "p"),
+    ))
+    table = analysis.flame(frames).set_index("path")
+    assert list(table.index) == ["a\\;b", "a\\;b;c\\\\d"]
+    assert table["name"].tolist() == ["a;b", "c\\d"]
+    assert table["depth"].tolist() == [0, 1]
+    assert table.loc["a\\;b", "self"] == pytest.approx(3)
