@@ -448,6 +448,7 @@ class Session:
         all_rows = int(self.root.get_attribute("data-rows"))
         legend = self.root.locator("button.stw-legend-item").first
         legend.click()
+        self.realign()
         notes["highlight_dimmed"] = self.vis_counts()["dimmed"]
         self.record("legend highlight on: pan, zoom", pan_and_zoom)
         legend.click()
@@ -494,16 +495,28 @@ class Session:
             arg=[self.handle, all_rows], timeout=120_000)
         seconds = time.perf_counter() - started
         self.handle.evaluate("el => el.focus({preventScroll: true})")
+        self.realign()
         return seconds
+
+    def realign(self) -> None:
+        """Scroll the widget back to where the session measured it (focusing the filter
+        box or a toolbar control can scroll the notebook)."""
+        self.handle.evaluate("el => el.scrollIntoView({block: 'start'})")
 
     def toggle(self, label: str) -> None:
         self.root.locator("label.stw-check", has_text=label).locator("input").click()
+        self.realign()
 
     def select_a_span(self) -> None:
-        """Click the first span found on the plot (scanning from its middle rightwards)."""
+        """Click the first span found on the plot (scanning from its middle rightwards).
+        The page may have scrolled while the filter box had the focus: the widget is
+        brought back to where the session measured it first."""
+        self.realign()
+        box = self.root.locator("canvas.stw-canvas").bounding_box()
+        top = box["y"] + 30
+        bottom = min(box["y"] + box["height"], VIEWPORT["height"]) - 6
         point = self.handle.evaluate(
-            FIRST_SPAN, [self.left + self.width * 0.3, self.left + self.width - 20,
-                         self.top, self.bottom])
+            FIRST_SPAN, [box["x"] + box["width"] * 0.3, box["x"] + box["width"] - 20, top, bottom])
         if point is None:
             raise RuntimeError("no span on the plot to select")
         self.page.mouse.click(*point)
