@@ -6,8 +6,9 @@ and ordered with metadata events. Complete (``X``) events must nest on a
 thread, but a sample's spans need not (concurrent tool calls, PD phases that
 outlast their generation), so spans that would partly overlap go to extra
 threads of the same sample ("#12 ⋯1"), placed right after it. The spans
-exported are the measured ones (``analysis.measured_spans``). Links between
-rows (``links``) are flow events (``s`` -> ``f``), drawn by Perfetto as arrows.
+exported are the measured ones (``analysis.measured_spans``); an instant event
+goes to its parent span's thread. Links between rows (``links``) are flow
+events (``s`` -> ``f``), drawn by Perfetto as arrows.
 """
 
 from __future__ import annotations
@@ -55,8 +56,10 @@ def perfetto_trace(frames: TraceFrames) -> dict[str, Any]:
                            "tid": tid, "args": {"sort_index": tid}})
     start_attrs, end_attrs = frames.span_attrs(spans.index)
     events += _complete_events(spans, start_attrs, end_attrs, tracks, pid_of_row, t0)
-    events += _instant_events(frames.event_core, frames.event_attrs.dicts(), pid_of_row, t0)
-    events += _flow_events(frames, spans, tracks, pid_of_row, t0)
+    event_tracks = _event_tracks(frames, spans, tracks)
+    events += _instant_events(frames.event_core, frames.event_attrs.dicts(), event_tracks,
+                              pid_of_row, t0)
+    events += _flow_events(frames, spans, tracks, event_tracks, pid_of_row, t0)
     return {"traceEvents": events, "displayTimeUnit": "ms",
             "otherData": {"source": "slime-trace-widget", "t0_epoch_s": t0,
                           "dumps": frames.paths}}
@@ -117,6 +120,16 @@ def _nesting_tracks(spans: pd.DataFrame) -> np.ndarray:
     return np.minimum(tracks, 63)
 
 
+def _event_tracks(frames: TraceFrames, spans: pd.DataFrame, tracks: np.ndarray) -> np.ndarray:
+    """Track per event: its parent span's, when that span is exported, else 0. A thread's
+    instant nests under the slice enclosing it, and a flow end binds to that slice, so
+    an event whose parent went to an extra track must go there too."""
+    parent = frames.event_core["parent_index"].to_numpy()
+    labels = frames.span_core.index.to_numpy()[np.maximum(parent, 0)]
+    at = np.where(parent >= 0, spans.index.get_indexer(labels), -1)
+    return np.where(at >= 0, tracks[np.maximum(at, 0)], 0)
+
+
 def _complete_events(spans: pd.DataFrame, starts_of: list, ends_of: list,
                      tracks: np.ndarray, pid_of_row: np.ndarray,
                      t0: float) -> list[dict[str, Any]]:
@@ -139,9 +152,10 @@ def _complete_events(spans: pd.DataFrame, starts_of: list, ends_of: list,
     return out
 
 
-def _instant_events(events: pd.DataFrame, attrs_of: list, pid_of_row: np.ndarray,
-                    t0: float) -> list[dict[str, Any]]:
+def _instant_events(events: pd.DataFrame, attrs_of: list, tracks: np.ndarray,
+                    pid_of_row: np.ndarray, t0: float) -> list[dict[str, Any]]:
     rows = events["sample_row"].to_numpy()
+    tids = _tids(rows, tracks)
     ts = np.round((events["ts"].to_numpy() - t0) * 1e6, 3)
     out = []
     for i, (name, kind, attrs) in enumerate(zip(events["name"].astype(str),
@@ -150,23 +164,25 @@ def _instant_events(events: pd.DataFrame, attrs_of: list, pid_of_row: np.ndarray
         args = json_safe(attrs or {}, PERFETTO_MAX_CHARS)
         args["kind"] = kind
         out.append({"ph": "i", "s": "t", "name": name, "cat": kind,
-                    "pid": int(pid_of_row[rows[i]]), "tid": _tid(rows[i], 0),
+                    "pid": int(pid_of_row[rows[i]]), "tid": int(tids[i]),
                     "ts": float(ts[i]), "args": args})
     return out
 
 
 def _flow_events(frames: TraceFrames, spans: pd.DataFrame, tracks: np.ndarray,
-                 pid_of_row: np.ndarray, t0: float) -> list[dict[str, Any]]:
+                 event_tracks: np.ndarray, pid_of_row: np.ndarray,
+                 t0: float) -> list[dict[str, Any]]:
     """One ``s``/``f`` pair per link whose ends were exported, on their threads.
 
     A span end sits half a microsecond (at most half the span) inside its start, so
     Perfetto binds it to that slice rather than to one that ends where it begins;
-    an event end sits at the event. ``bp: "e"`` binds the ``f`` to the slice
-    enclosing it (by default Perfetto would take the next slice to begin)."""
+    an event end sits at the event, on its thread (``_event_tracks``). ``bp: "e"``
+    binds the ``f`` to the slice enclosing it (by default Perfetto would take the
+    next slice to begin)."""
     table = links(frames)
     ends = []
     for side in ("from", "to"):
-        ends.append(_flow_points(frames, spans, tracks, pid_of_row, t0,
+        ends.append(_flow_points(frames, spans, tracks, event_tracks, pid_of_row, t0,
                                  (table[f"{side}_kind"] == "span").to_numpy(),
                                  table[f"{side}_index"].to_numpy()))
     (pid_a, tid_a, ts_a), (pid_b, tid_b, ts_b) = ends
@@ -182,7 +198,8 @@ def _flow_events(frames: TraceFrames, spans: pd.DataFrame, tracks: np.ndarray,
 
 
 def _flow_points(frames: TraceFrames, spans: pd.DataFrame, tracks: np.ndarray,
-                 pid_of_row: np.ndarray, t0: float, is_span: np.ndarray,
+                 event_tracks: np.ndarray, pid_of_row: np.ndarray, t0: float,
+                 is_span: np.ndarray,
                  labels: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(pid, tid, ts) of link ends; pid 0 where the end was not exported."""
     pid = np.zeros(len(labels), dtype=np.int64)
@@ -199,6 +216,6 @@ def _flow_points(frames: TraceFrames, spans: pd.DataFrame, tracks: np.ndarray,
     at = np.where(is_span, -1, events.index.get_indexer(labels))
     ok = at >= 0
     rows = events["sample_row"].to_numpy()[at[ok]]
-    pid[ok], tid[ok] = pid_of_row[rows], _tids(rows, 0)
+    pid[ok], tid[ok] = pid_of_row[rows], _tids(rows, event_tracks[at[ok]])
     ts[ok] = np.round((events["ts"].to_numpy()[at[ok]] - t0) * 1e6, 3)
     return pid, tid, ts

@@ -24,7 +24,8 @@ import pyarrow.compute as pc
 
 from .frames import TraceFrames
 
-__all__ = ["Matches", "QueryError", "attr_masks", "match", "parse", "restrict", "select"]
+__all__ = ["Matches", "QueryError", "attr_masks", "glob_match", "match", "parse", "restrict",
+           "select"]
 
 _SPACE = " \t\r\n"
 _COLON_FIELDS = ("name", "status", "source", "attempt", "is", "has")
@@ -32,9 +33,10 @@ _COMPARED_FIELDS = ("attempt", "duration")
 _IS_VALUES = ("error", "open")
 #: seconds per unit as (multiply, divide), so 100us is 100 / 1e6 on both sides, exactly
 _UNITS = {"us": (1, 1e6), "ms": (1, 1e3), "s": (1, 1), "m": (60, 1), "h": (3600, 1)}
-_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
-_DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(us|ms|s|m|h)?")
-_WHOLE = re.compile(r"\d+")
+# [0-9], not \d: \d takes any Unicode digit ("٣"), which the widget's parser refuses
+_NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_DURATION = re.compile(r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(us|ms|s|m|h)?")
+_WHOLE = re.compile(r"[0-9]+")
 SAMPLE_KINDS = ("text", "status", "source")
 
 Term = dict[str, Any]
@@ -166,10 +168,31 @@ class Matches:
     item_terms: bool
 
 
-def glob(pattern: str, case: bool = True) -> re.Pattern[str]:
-    """``*`` matches any text, everything else itself; the whole text must match."""
-    body = ".*".join(re.escape(part) for part in pattern.split("*"))
-    return re.compile(body, re.DOTALL if case else re.DOTALL | re.IGNORECASE)
+def glob_match(pattern: str, text: str) -> bool:
+    """Whether ``text`` is ``pattern`` with each ``*`` standing for any text (none too).
+
+    Linear, unlike a regex (``*a*a*a*b`` backtracks for seconds on a long value):
+    the pieces between stars are a prefix, a suffix and, in between, each found
+    leftmost after the one before, none overlapping (``js/src/query.js`` alike)."""
+    if "*" not in pattern:
+        return text == pattern
+    first, *middle, last = pattern.split("*")  # a run of stars leaves empty pieces: no-ops
+    if len(first) + len(last) > len(text) or not text.startswith(first) \
+            or not text.endswith(last):
+        return False
+    at, stop = len(first), len(text) - len(last)
+    for piece in middle:
+        found = text.find(piece, at, stop)
+        if found < 0:
+            return False
+        at = found + len(piece)
+    return True
+
+
+def _glob_hits(pattern: str, texts: list[str]) -> np.ndarray:
+    """:func:`glob_match` per distinct text (categories, a dictionary), not per row."""
+    return np.fromiter((glob_match(pattern, text) for text in texts), dtype=bool,
+                       count=len(texts))
 
 
 def _categorical_mask(series: pd.Series, pattern: str) -> np.ndarray:
@@ -177,10 +200,8 @@ def _categorical_mask(series: pd.Series, pattern: str) -> np.ndarray:
     values = series.array
     if not isinstance(values, pd.Categorical):
         values = pd.Categorical(series.astype(str))
-    compiled = glob(pattern)
     texts = [str(c).lower() for c in values.categories] + [""]  # code -1 (missing) reads ""
-    hits = np.array([bool(compiled.fullmatch(text)) for text in texts], dtype=bool)
-    return hits[np.asarray(values.codes)]
+    return _glob_hits(pattern, texts)[np.asarray(values.codes)]
 
 
 def sample_text(samples: pd.DataFrame) -> pd.Series:
@@ -242,23 +263,6 @@ def _event_mask(core: pd.DataFrame, term: Term, attrs: Any) -> np.ndarray:
     return attrs(term)
 
 
-def _span_attr(frames: TraceFrames, key: str) -> pa.ChunkedArray | None:
-    """The merged value of ``key`` per span: the end value, else the start value."""
-    start, end = frames.span_start_attrs, frames.span_end_attrs
-    in_start, in_end = key in start.keys, key in end.keys
-    if in_start and in_end:
-        late, early = end.column(key), start.column(key)
-        if late.type != early.type:
-            kind = pa.float64() if all(
-                pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)
-                for t in (late.type, early.type)) else pa.string()
-            late, early = late.cast(kind, safe=False), early.cast(kind, safe=False)
-        return pc.coalesce(late, early)
-    if in_end or in_start:
-        return (end if in_end else start).column(key)
-    return None
-
-
 def attr_value_mask(column: pa.ChunkedArray | None, n: int, term: Term) -> np.ndarray:
     """Rows of one attribute column that ``term`` (attr or has) holds for, before ``neg``.
 
@@ -266,12 +270,13 @@ def attr_value_mask(column: pa.ChunkedArray | None, n: int, term: Term) -> np.nd
     as true/false and text exactly with ``*`` globs; ``!=`` needs the key present."""
     if column is None:
         return np.zeros(n, dtype=bool)
-    present = ~np.asarray(column.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+    present = _present(column)
     if term["kind"] == "has":
         return present
     kind, op, value = column.type, term["op"], term["value"]
     if pa.types.is_integer(kind) or pa.types.is_floating(kind):
-        numbers = column.cast(pa.float64()).to_numpy(zero_copy_only=False)
+        # unsafe: an int64 past 2**53 (a seed) rounds, as in the widget, instead of raising
+        numbers = column.cast(pa.float64(), safe=False).to_numpy(zero_copy_only=False)
         if op in ("=", "!="):
             target = float(value) if _NUMBER.fullmatch(value) else float("nan")
             equal = _compare(numbers, "=", target)
@@ -286,16 +291,30 @@ def attr_value_mask(column: pa.ChunkedArray | None, n: int, term: Term) -> np.nd
                            else np.zeros(n, dtype=bool))
     else:
         coded = pc.dictionary_encode(column.cast(pa.string())).combine_chunks()
-        compiled = glob(value)
-        hits = np.array([bool(compiled.fullmatch(text)) for text in
-                         coded.dictionary.to_pylist()] + [False], dtype=bool)
+        hits = np.append(_glob_hits(value, coded.dictionary.to_pylist()), False)
         equal = hits[coded.indices.fill_null(-1).to_numpy(zero_copy_only=False)]
     return equal if op == "=" else present & ~equal
 
 
+def _present(column: pa.ChunkedArray) -> np.ndarray:
+    return ~np.asarray(column.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+
+
 def _attr_span(frames: TraceFrames) -> Any:
+    """A span's value of a key is its end value, else its start value, each compared
+    as what it is: start ``5`` and another span's end ``"x"`` do not make the 5 a
+    text (a snapshot page reads them so too, row by row)."""
     def mask(term: Term) -> np.ndarray:
-        return attr_value_mask(_span_attr(frames, term["key"]), len(frames.span_core), term)
+        n, key = len(frames.span_core), term["key"]
+        start, end = frames.span_start_attrs, frames.span_end_attrs
+        early = start.column(key) if key in start.keys else None
+        late = end.column(key) if key in end.keys else None
+        hits = attr_value_mask(late, n, term)
+        if early is None:
+            return hits
+        if late is None:
+            return attr_value_mask(early, n, term)
+        return np.where(_present(late), hits, attr_value_mask(early, n, term))
     return mask
 
 
@@ -386,8 +405,11 @@ def attr_masks(frames: TraceFrames, terms: list[Term], span_index: np.ndarray,
     chosen = [t for t in terms if t["kind"] in ("attr", "has")]
     spans = _items(frames.span_core, chosen, _attr_span(frames), False)
     events = _items(frames.event_core, chosen, _attr_event(frames), True)
-    return (spans[frames.span_core.index.get_indexer(span_index)],
-            events[frames.event_core.index.get_indexer(event_index)])
+    span_at = frames.span_core.index.get_indexer(span_index)
+    event_at = frames.event_core.index.get_indexer(event_index)
+    if (span_at < 0).any() or (event_at < 0).any():  # -1 would read the last row
+        raise KeyError("spans or events that these frames do not hold (another view?)")
+    return spans[span_at], events[event_at]
 
 
 def check_terms(terms: Any) -> list[Term]:

@@ -12,8 +12,10 @@ prompt, response, label or metadata when the panel's "show all" asks for it.
 from __future__ import annotations
 
 import base64
+import itertools
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +34,7 @@ from .snapshot import write_snapshot
 
 _STATIC = Path(__file__).parent / "static"
 _log = logging.getLogger(__name__)
+_VIEW_IDS = itertools.count(1)
 
 
 class TraceTimeline(anywidget.AnyWidget):
@@ -54,8 +57,7 @@ class TraceTimeline(anywidget.AnyWidget):
         self._poller: Poller | None = None
         self._title = title
         self._align = align or ("rollout" if len(frames.paths) > 1 else "global")
-        align = self._align
-        self._view = encode(frames, title=title, align=align)
+        self._view = self._encode(frames)
         super().__init__(payload=self._view.payload, **kwargs)
         self.on_msg(self._on_message)
 
@@ -168,11 +170,17 @@ class TraceTimeline(anywidget.AnyWidget):
         frames = self._frames
         if query:
             frames, samples, spans = restrict(frames, query, samples, spans)
-        self._view = encode(frames, samples=samples, spans=spans, title=self._title,
-                            align=self._align)
+        self._view = self._encode(frames, samples=samples, spans=spans)
         self.selected = {}
         self.payload = self._view.payload
         return self
+
+    def _encode(self, frames: TraceFrames, **filters: Any) -> EncodedView:
+        """``encode`` with a fresh ``meta.view_id``: two views of equal size are told
+        apart by it, so a ``query_attrs`` answer meant for another one is not used."""
+        view = encode(frames, title=self._title, align=self._align, **filters)
+        meta = {**view.payload["meta"], "view_id": str(next(_VIEW_IDS))}
+        return replace(view, payload={**view.payload, "meta": meta})
 
     # ------------------------------------------------------------------ sharing
 
@@ -240,7 +248,7 @@ class TraceTimeline(anywidget.AnyWidget):
         elif content.get("type") == "payload_inline":
             self._reply(content, (), self._payload_inline)
         elif content.get("type") == "query_attrs":
-            self._reply(content, (), self._query_attrs)
+            self._reply(content, ("view",), self._query_attrs)
 
     def _reply(self, content: dict[str, Any], echo: tuple[str, ...],
                answer: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
@@ -286,10 +294,18 @@ class TraceTimeline(anywidget.AnyWidget):
     def _query_attrs(self, content: dict[str, Any]) -> dict[str, Any]:
         """Whether the filter's attribute terms all hold, per payload span and event, as
         bitmaps (numpy ``packbits``, little bit order) in base64: the front end cannot
-        see attributes, so it asks, and evaluates the other terms itself."""
+        see attributes, so it asks, and evaluates the other terms itself.
+
+        ``follow()``'s thread may swap the frames and view meanwhile: read once, the
+        view first (new frames still hold an older view's rows, not the reverse), and
+        refuse a request made for another view than this one."""
+        view = self._view
+        frames = self._frames
         terms = check_terms(content.get("terms"))
-        spans, events = attr_masks(self._frames, terms, self._view.span_index,
-                                   self._view.event_index)
+        wanted = content.get("view")
+        if wanted is not None and wanted != view.payload["meta"]["view_id"]:
+            raise ValueError(f"view {wanted!r} is no longer shown")
+        spans, events = attr_masks(frames, terms, view.span_index, view.event_index)
         return {"n_spans": len(spans), "n_events": len(events),
                 "spans": _bitmap(spans), "events": _bitmap(events)}
 

@@ -281,3 +281,26 @@ def test_perfetto_carries_the_links_as_flows(scene):
     # The group copies live on three samples' threads of one rollout.
     group_threads = {(e["pid"], e["tid"]) for e in flows if e["name"] == "group"}
     assert len(group_threads) == 3
+
+
+def test_an_event_end_of_a_flow_sits_on_its_parent_span_thread():
+    """``reward_model`` overlaps ``outer`` partly, so it goes to an extra thread; the
+    ``trace_import`` mark under it goes there too, and so does the remote flow's end:
+    on the first thread, at the mark's time, it would bind to ``outer``."""
+    from tests.flatten.test_frames import frames_of, rec, sample
+
+    frames = frames_of(sample(rec("span_start", "outer", 0, "o"),
+                              rec("span_start", "reward_model", 1, "rm"),
+                              rec("event", "trace_import", 1.5, None, "rm"),
+                              rec("span_end", "outer", 2, "o"),
+                              rec("span_end", "reward_model", 3, "rm"),
+                              rec("event", "loose", 1.5)))
+    assert list(links(frames)["kind"]) == ["remote"]
+    doc = perfetto_trace(frames)["traceEvents"]
+    slices = {e["name"]: e for e in doc if e["ph"] in ("X", "i")}
+    assert slices["reward_model"]["tid"] != slices["outer"]["tid"]
+    assert slices["trace_import"]["tid"] == slices["reward_model"]["tid"]
+    assert slices["loose"]["tid"] == slices["outer"]["tid"]  # no parent: the sample's thread
+    start, end = (next(e for e in doc if e["ph"] == ph) for ph in ("s", "f"))
+    assert start["tid"] == end["tid"] == slices["reward_model"]["tid"]
+    assert end["ts"] == slices["trace_import"]["ts"]

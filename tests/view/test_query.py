@@ -126,6 +126,85 @@ def test_evaluate_cases(case: dict) -> None:
                                                np.flatnonzero(found.samples))].sum())
 
 
+@pytest.mark.parametrize("case", CASES["glob"],
+                         ids=lambda c: f"{c['pattern'][:24]!r}~{c['text'][:24]!r}")
+def test_glob_cases(case: dict) -> None:
+    assert query.glob_match(case["pattern"], case["text"]) is case["match"]
+
+
+def _names(frames: TraceFrames, mask: np.ndarray) -> list[str]:
+    return sorted(frames.span_core["name"].astype(str)[mask])
+
+
+def test_a_pathological_glob_on_a_long_value_is_linear() -> None:
+    """``*a*a*a*a*b`` on 300 a's took 34 s as a backtracking regex (and the kernel's
+    query_attrs handler with it); ten stars would never end."""
+    long = "a" * 300
+    frames = frames_of(sample(rec("span_start", "hit", 0, "h", None, 0, {"v": long + "b"}),
+                              rec("span_end", "hit", 1, "h"),
+                              rec("span_start", "miss", 0, "m", None, 0, {"v": long}),
+                              rec("span_end", "miss", 1, "m"),
+                              rec("event", "e", 0.5, None, None, 0, {"v": long})))
+    found = query.match(frames, "v=*a*a*a*a*a*a*a*a*a*a*b")
+    assert _names(frames, found.spans) == ["hit"] and not found.events.any()
+    assert _names(frames, query.match(frames, f"-v={long} v=a*").spans) == ["hit"]
+
+
+def test_globs_run_once_per_distinct_value(monkeypatch: pytest.MonkeyPatch) -> None:
+    records = []
+    for i in range(40):
+        records += [rec("span_start", "tool", i, f"s{i}", None, 0,
+                        {"tool": ["python", "search"][i % 2]}),
+                    rec("span_end", "tool", i + 1, f"s{i}")]
+    frames = frames_of(sample(*records))
+    calls: list[str] = []
+    real = query.glob_match
+    monkeypatch.setattr(query, "glob_match", lambda p, t: calls.append(t) or real(p, t))
+    assert query.match(frames, "tool=py*").spans.sum() == 20
+    assert sorted(calls) == ["python", "search"]
+    calls.clear()
+    assert query.match(frames, "name:t*").spans.sum() == 40
+    # per table (spans, events): its categories, and "" that a missing name reads
+    assert sorted(calls) == ["", "", "tool"]
+
+
+def test_int64_attributes_past_2_53_compare_without_raising() -> None:
+    """A seed of 1700000000000000001 does not fit a double exactly: it rounds (as in the
+    widget's numbers) instead of failing the whole query."""
+    seed = 1_700_000_000_000_000_001
+    frames = frames_of(sample(rec("span_start", "big", 0, "b", None, 0, {"seed": seed}),
+                              rec("span_end", "big", 1, "b"),
+                              rec("span_start", "one", 0, "o", None, 0, {"seed": 1}),
+                              rec("span_end", "one", 1, "o"),
+                              rec("event", "e", 0.5, None, None, 0, {"seed": seed})))
+    for text, spans, events in (("seed=1", ["one"], 0), ("seed>1", ["big"], 1),
+                                ("-seed=1", ["big"], 1), (f"seed={seed}", ["big"], 1),
+                                ("seed!=1", ["big"], 1)):
+        found = query.match(frames, text)
+        assert (_names(frames, found.spans), int(found.events.sum())) == (spans, events), text
+    spans, events = query.attr_masks(frames, query.parse("seed>1"), frames.span_core.index,
+                                     frames.event_core.index)
+    assert _names(frames, spans) == ["big"] and events.all()
+
+
+def test_a_key_typed_differently_at_start_and_end_compares_per_span() -> None:
+    """``mix`` is a number in the start records and text in the end records: each span
+    compares its own value (end over start) as what it is, as a snapshot page does."""
+    frames = frames_of(sample(rec("span_start", "a", 0, "a", None, 0, {"mix": 5}),
+                              rec("span_end", "a", 1, "a"),
+                              rec("span_start", "b", 0, "b", None, 0, {"mix": 7}),
+                              rec("span_end", "b", 1, "b", None, 0, {"mix": "x"}),
+                              rec("span_start", "c", 0, "c", None, 0, {"mix": 9}),
+                              rec("span_end", "c", 1, "c", None, 0, {"mix": "9"}),
+                              rec("span_start", "d", 0, "d"),
+                              rec("span_end", "d", 1, "d", None, 0, {"mix": None})))
+    expected = {"mix>3": ["a"], "mix=5": ["a"], "mix=5.0": ["a"], "mix=x": ["b"],
+                "mix=9": ["c"], "mix>8": [], "mix=7": [], "mix!=5": ["b", "c"],
+                "-mix>3": ["b", "c", "d"], "has:mix": ["a", "b", "c"], "mix=*": ["b", "c"]}
+    for text, names in expected.items():
+        assert _names(frames, query.match(frames, text).spans) == names, text
+
+
 def test_real_pd_spans_match_but_never_keep_a_row() -> None:
     """Child-form PD: the real sglang_pd_* spans are rows of spans (select finds them),
     but the timeline draws their [P]/[D] twins, so they alone keep no row."""
@@ -153,6 +232,17 @@ def test_attr_masks_follow_the_given_order() -> None:
     ids = np.array(_span_ids(frames))[frames.span_core.index.get_indexer(order)]
     assert sorted(ids[spans]) == ["0:grp", "1:grp"]
     assert not events.any()
+
+
+def test_attr_masks_refuse_labels_these_frames_do_not_hold() -> None:
+    """A label from another view must fail, not read the last row (get_indexer's -1)."""
+    frames = case_frames()
+    terms = query.parse("has:group_size")
+    missing = np.array([len(frames.span_core) + 5])
+    with pytest.raises(KeyError, match="do not hold"):
+        query.attr_masks(frames, terms, missing, frames.event_core.index)
+    with pytest.raises(KeyError):
+        query.attr_masks(frames, terms, frames.span_core.index, missing)
 
 
 def test_check_terms_refuses_what_is_not_an_attribute_term() -> None:
@@ -215,6 +305,58 @@ def test_kernel_answers_attribute_terms_per_payload_item() -> None:
     timeline._on_message(timeline, {"type": "query_attrs", "req": 8,
                                     "terms": [{"kind": "is", "neg": False}]}, [])
     assert sent[-1]["req"] == 8 and "not an attribute term" in sent[-1]["error"]
+
+
+def _bits(reply: dict, key: str) -> np.ndarray:
+    n = reply["n_" + key]
+    return np.unpackbits(np.frombuffer(base64.b64decode(reply[key]), np.uint8),
+                         bitorder="little")[:n].astype(bool)
+
+
+def test_query_attrs_answers_for_the_view_it_names() -> None:
+    """Each encode gets a fresh ``meta.view_id``; the request may name one, and the
+    reply echoes it: two views of equal size (the same rows, filtered otherwise) are
+    told apart, and a request for a view no longer shown gets an error, not bits."""
+    frames = case_frames()
+    timeline = TraceTimeline(frames)
+    sent: list[dict] = []
+    timeline.send = sent.append  # type: ignore[method-assign]
+    first = timeline.payload["meta"]["view_id"]
+    assert isinstance(first, str) and timeline.view.payload["meta"]["view_id"] == first
+    terms = query.parse("tool=python")
+    timeline._on_message(timeline, {"type": "query_attrs", "req": 1, "terms": terms,
+                                    "view": first}, [])
+    assert sent[-1]["view"] == first and "error" not in sent[-1]
+    timeline.show()  # the same size, another view
+    second = timeline.payload["meta"]["view_id"]
+    assert second != first and len(timeline.view.span_index) == sent[-1]["n_spans"]
+    timeline._on_message(timeline, {"type": "query_attrs", "req": 2, "terms": terms,
+                                    "view": first}, [])
+    assert sent[-1]["view"] == first and "no longer shown" in sent[-1]["error"]
+    assert "spans" not in sent[-1]
+    timeline._on_message(timeline, {"type": "query_attrs", "req": 3, "terms": terms,
+                                    "view": second}, [])
+    ids = np.array(_span_ids(frames))[timeline.view.span_index]
+    assert sent[-1]["view"] == second and sorted(ids[_bits(sent[-1], "spans")]) == [
+        "0:t1", "12:x"]
+    timeline._on_message(timeline, {"type": "query_attrs", "req": 4, "terms": terms}, [])
+    assert sent[-1]["view"] is None and _bits(sent[-1], "spans").sum() == 2
+
+
+def test_query_attrs_fails_rather_than_misread_a_view_of_other_frames() -> None:
+    """The poller of ``follow()`` swaps frames and view while the comm thread answers:
+    a view whose rows the frames do not hold is an error reply, not wrong bits."""
+    frames = case_frames()
+    timeline = TraceTimeline(frames)
+    sent: list[dict] = []
+    timeline.send = sent.append  # type: ignore[method-assign]
+    bigger = frames_of(*[sample(rec("span_start", "s", 0, f"s{i}"),
+                                rec("span_end", "s", 1, f"s{i}"), index=i) for i in range(40)])
+    assert len(bigger.span_core) > len(frames.span_core)
+    timeline._view = encode(bigger)  # a view of frames the timeline does not hold
+    timeline._on_message(timeline, {"type": "query_attrs", "req": 5,
+                                    "terms": query.parse("has:tool")}, [])
+    assert sent[-1]["req"] == 5 and "KeyError" in sent[-1]["error"]
 
 
 # --------------------------------------------------------------------------- a real dump
