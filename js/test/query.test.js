@@ -229,6 +229,13 @@ test("the request carries the payload's view id; a reply for another view is ref
   assert.equal((await local).spans.length, d.nSpans);
 });
 
+// Python's query.glob is the same algorithm: the shared cases (a long pathological pair among them).
+for (const c of cases.glob ?? []) {
+  test(`glob: ${JSON.stringify(c.pattern).slice(0, 40)} vs ${JSON.stringify(c.text).slice(0, 40)}`, { timeout: 120000 }, () => {
+    assert.equal(glob(c.pattern)(c.text), c.match);
+  });
+}
+
 test("globs match in linear time: prefix, suffix, pieces left to right", { timeout: 120000 }, () => {
   /** @type {[string, string, boolean][]} */
   const cases = [
