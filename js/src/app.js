@@ -31,6 +31,7 @@ import { attachViews } from "./views.js";
 import { Sizer, viewportHeight, AXIS_H, OVERVIEW_H, MAX_VIEWPORT_H } from "./sizing.js";
 import { clampWindow, zoomedWindow, fitRange, focusWindow, scrollToShow, labelWidthOf } from "./viewport.js";
 import { arrowsFor, paintArrows } from "./arrows.js";
+import { noteMasks } from "./links.js";
 
 /** @typedef {import("./model.js").AnyModel} AnyModel */
 /** @typedef {import("./hit.js").Hit} Hit */
@@ -226,8 +227,8 @@ export class App {
     }
     const visChanged = s.showEvents !== before.showEvents || s.showOpen !== before.showOpen || s.showUnmatched !== before.showUnmatched || s.attempt !== before.attempt || s.attemptMode !== before.attemptMode;
     if (visChanged) this.recomputeVis();
-    if (s.filter !== before.filter) this.query.run(s.filter);
-    if (s.filter !== before.filter || s.sort !== before.sort || s.desc !== before.desc) this.refilter();
+    if (s.filter !== before.filter) this.query.run(s.filter); // its masks refilter the rows (setMasks)
+    if (s.sort !== before.sort || s.desc !== before.desc) this.refilter();
     else if (s.laneH !== before.laneH || s.expandAll !== before.expandAll) this.relayout();
     if (visChanged) this.afterVisChange();
     if (p.diff !== undefined || p.diffPair !== undefined) this.diff.render();
@@ -246,6 +247,7 @@ export class App {
   setMasks(p) {
     const rowsChanged = "rowKeep" in p && p.rowKeep !== this.masks.rowKeep;
     Object.assign(this.masks, p);
+    noteMasks(this.d, this.masks);
     this.recomputeVis();
     if (rowsChanged) this.refilter();
     this.afterVisChange();
@@ -403,6 +405,7 @@ export class App {
   recomputeBrush() {
     // Rows, visibility and the range changed (or may have): the flame view rebuilds if its inputs did.
     this.flameView?.changed();
+    this.diff?.changed();
     if (!this.brush) {
       this.brushSum = null;
       this.brushEl.replaceChildren();

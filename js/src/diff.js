@@ -4,6 +4,9 @@
 // compares against): closed spans give count, p50, p95 (linear interpolation,
 // as pandas' quantile) and total; open spans are only counted (`open`). Spans
 // flagged PD-detail are skipped, so a PD phase counts once, as its [P]/[D] span.
+// The widget narrows it to what the filter box leaves (`DiffScope`): the
+// shown samples and the spans the query does not hide; Python's table is the
+// unfiltered one (no scope).
 
 import { F_OPEN, F_PD_DETAIL, nameOf } from "./decode.js";
 
@@ -37,6 +40,11 @@ import { F_OPEN, F_PD_DETAIL, nameOf } from "./decode.js";
  */
 
 /**
+ * What the diff covers: payload samples (null: all) and spans (null: all).
+ * @typedef {{rows: ArrayLike<number>|null, keep: Uint8Array|null}} DiffScope
+ */
+
+/**
  * Quantile of an ascending array by linear interpolation between closest ranks
  * (pandas' default): position q·(n−1).
  * @param {ArrayLike<number>} sorted
@@ -55,16 +63,18 @@ export function quantile(sorted, q) {
  * Per name, the numbers of one rollout (payload samples whose `smp_rollout` is `rollout`).
  * @param {Data} d
  * @param {number} rollout index in meta.rollouts
+ * @param {Uint8Array|null} [samples] per payload sample, whether it counts (null: all)
+ * @param {Uint8Array|null} [keep] per payload span, whether it counts (null: all)
  * @returns {Map<number, DiffSide>}
  */
-export function rolloutSide(d, rollout) {
+export function rolloutSide(d, rollout, samples = null, keep = null) {
   /** @type {Map<number, {durs: number[], open: number, slowest: number, best: number, openBest: number, openSlowest: number}>} */
   const acc = new Map();
   for (let s = 0; s < d.nSamples; s++) {
-    if (d.smpRollout[s] !== rollout) continue;
+    if (d.smpRollout[s] !== rollout || (samples && !samples[s])) continue;
     for (let i = d.spanOff[s]; i < d.spanOff[s + 1]; i++) {
       const flags = d.spanFlags[i];
-      if (flags & F_PD_DETAIL) continue;
+      if (flags & F_PD_DETAIL || (keep && !keep[i])) continue;
       const n = d.spanName[i];
       let e = acc.get(n);
       if (!e) {
@@ -105,11 +115,17 @@ export function rolloutSide(d, rollout) {
  * @param {Data} d
  * @param {number} a
  * @param {number} b
+ * @param {DiffScope} [scope] what it covers (default: everything)
  * @returns {DiffRow[]}
  */
-export function rolloutDiff(d, a, b) {
-  const sa = rolloutSide(d, a);
-  const sb = rolloutSide(d, b);
+export function rolloutDiff(d, a, b, scope = { rows: null, keep: null }) {
+  let samples = null;
+  if (scope.rows) {
+    samples = new Uint8Array(d.nSamples);
+    for (let k = 0; k < scope.rows.length; k++) samples[scope.rows[k]] = 1;
+  }
+  const sa = rolloutSide(d, a, samples, scope.keep);
+  const sb = rolloutSide(d, b, samples, scope.keep);
   /** @type {DiffRow[]} */
   const rows = [];
   for (const n of new Set([...sa.keys(), ...sb.keys()])) {

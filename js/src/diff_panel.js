@@ -1,9 +1,12 @@
 // The rollout diff panel (side column): the table of diff.js for rollouts A and
 // B, their selects when there are more than two, and a click on a name that
 // highlights it and shows its slowest span in A, then (clicked again) in B,
-// with the view spanning both. Text from dumps goes in with textContent.
+// with the view spanning both. The table covers what the filter box leaves
+// (the shown rows, the spans its query keeps) and follows it while open; a
+// click never selects a hidden span. Text from dumps goes in with textContent.
 
 import { rolloutDiff, diffPair } from "./diff.js";
+import { filteredOut } from "./links.js";
 import { formatDuration, formatNumber } from "./format.js";
 import { colorForName } from "./colors.js";
 import { el } from "./dom.js";
@@ -70,6 +73,18 @@ function rolloutSelect(d, value, onChange) {
 }
 
 /**
+ * What the table covers, in words: all the payload's samples, or what the
+ * filter box leaves of them.
+ * @param {Data} d
+ * @param {import("./diff.js").DiffScope} scope
+ */
+export function diffScopeText(d, scope) {
+  if (!scope.rows && !scope.keep) return `over all ${formatNumber(d.nSamples)} samples of the timeline`;
+  const shown = scope.rows ? scope.rows.length : d.nSamples;
+  return `over the ${formatNumber(shown)} of ${formatNumber(d.nSamples)} samples the filter leaves${scope.keep ? ", counting only the spans it matches" : ""}`;
+}
+
+/**
  * Fill the diff panel.
  * @param {HTMLElement} host
  * @param {Data} d
@@ -77,8 +92,9 @@ function rolloutSelect(d, value, onChange) {
  * @param {DiffRow[]} rows
  * @param {DiffFocus|null} focus
  * @param {DiffActions} act
+ * @param {string} scope what the table covers, in words (diffScopeText)
  */
-export function renderDiffPanel(host, d, pair, rows, focus, act) {
+export function renderDiffPanel(host, d, pair, rows, focus, act, scope) {
   host.replaceChildren();
   const head = el("div", "stw-panel-head");
   head.appendChild(el("div", "stw-panel-title", "Rollout diff"));
@@ -102,9 +118,10 @@ export function renderDiffPanel(host, d, pair, rows, focus, act) {
     el(
       "div",
       "stw-panel-sub",
-      "per span name, B − A over the shown samples, largest increase of total first; closed spans (open ones only counted, under open); [P]/[D] count once. Click a name: its slowest span in A, again: in B.",
+      "per span name, B − A, largest increase of total first; closed spans (open ones only counted, under open); [P]/[D] count once. Click a name: its slowest span in A, again: in B.",
     ),
   );
+  host.appendChild(el("div", "stw-panel-sub stw-diff-scope", scope));
   if (rows.length === 0) {
     host.appendChild(el("div", "stw-empty", "no spans in these rollouts"));
     return;
@@ -203,6 +220,8 @@ export class DiffView {
     this.rows = [];
     /** @type {DiffFocus|null} */
     this.focus = null;
+    /** @type {import("./diff.js").DiffScope} what `rows` cover */
+    this.scope = { rows: null, keep: null };
   }
 
   /** Offered only with two rollouts or more. */
@@ -212,6 +231,16 @@ export class DiffView {
 
   isOpen() {
     return this.app.s.diff && this.available();
+  }
+
+  /**
+   * What the table covers now: the app's rows and the query's span mask
+   * (null for each when the filter box is empty).
+   * @returns {import("./diff.js").DiffScope}
+   */
+  scopeNow() {
+    const m = this.app.masks;
+    return { rows: m.rowKeep ? this.app.rows : null, keep: m.keep };
   }
 
   /** Recompute when needed and fill (or clear) the panel. */
@@ -225,19 +254,39 @@ export class DiffView {
       return;
     }
     const pair = diffPair(app.d, app.s.diffPair);
-    if (this.d !== app.d || pair[0] !== this.pair[0] || pair[1] !== this.pair[1]) {
+    const scope = this.scopeNow();
+    const moved = this.d !== app.d || pair[0] !== this.pair[0] || pair[1] !== this.pair[1];
+    if (moved || scope.rows !== this.scope.rows || scope.keep !== this.scope.keep) {
       this.d = app.d;
       this.pair = pair;
-      this.rows = rolloutDiff(app.d, pair[0], pair[1]);
-      this.focus = null;
+      this.scope = scope;
+      this.rows = rolloutDiff(app.d, pair[0], pair[1], scope);
+      const f = this.focus;
+      const row = f && this.rows.find((r) => r.name === f.name);
+      if (moved || !row || row[f.side]?.slowest !== f.span) this.focus = null; // its span is no longer the one shown
     }
-    renderDiffPanel(app.diffEl, app.d, this.pair, this.rows, this.focus, {
-      close: () => app.changeSettings({ diff: false }),
-      setPair: (p) => app.changeSettings({ diffPair: p }),
-      pick: (n) => this.pick(n),
-    });
+    renderDiffPanel(
+      app.diffEl,
+      app.d,
+      this.pair,
+      this.rows,
+      this.focus,
+      {
+        close: () => app.changeSettings({ diff: false }),
+        setPair: (p) => app.changeSettings({ diffPair: p }),
+        pick: (n) => this.pick(n),
+      },
+      diffScopeText(app.d, this.scope),
+    );
     app.root.classList.add("stw-diff-open");
     app.updateSide();
+  }
+
+  /** The rows or the masks may have changed (App.recomputeBrush): follow them while open. */
+  changed() {
+    if (!this.isOpen()) return;
+    const scope = this.scopeNow();
+    if (scope.rows !== this.scope.rows || scope.keep !== this.scope.keep) this.render();
   }
 
   /**
@@ -267,7 +316,7 @@ export class DiffView {
     app.userView();
     const s = d.spanSample[span];
     const r = app.L.rowOfSample[s] ?? -1;
-    if (r >= 0) {
+    if (r >= 0 && !filteredOut(d, { kind: "span", index: span })) {
       app.select({ type: "span", row: r, sample: s, span, t: d.spanStart[span] });
       app.scrollRowIntoView(r);
     }
@@ -282,6 +331,7 @@ export class DiffView {
       available: this.available(),
       open: this.isOpen(),
       pair: this.isOpen() ? [...this.pair] : null,
+      scope: this.isOpen() ? diffScopeText(this.app.d, this.scope) : null,
       rows: this.isOpen() ? this.rows.map((r) => ({ name: r.label, a: side(r.a), b: side(r.b), totalDiff: r.totalDiff, p50Ratio: r.p50Ratio })) : [],
       focus: this.focus ? { name: this.rows.find((r) => r.name === this.focus?.name)?.label ?? null, side: this.focus.side, span: this.focus.span } : null,
     };

@@ -7,6 +7,7 @@ import { LINK_KINDS } from "./decode.js";
 
 /** @typedef {import("./decode.js").Data} Data */
 /** @typedef {import("./hit.js").Hit} Hit */
+/** @typedef {import("./filters.js").ViewMasks} ViewMasks */
 
 /**
  * @typedef {{kind: "span"|"event", index: number}} End
@@ -132,4 +133,32 @@ export function describe(link, self) {
   if (link.kind === "attempt") return { label: outgoing ? "previous attempt" : "next attempt", target };
   if (link.kind === "remote") return { label: outgoing ? "continued remotely" : "exported from", target };
   return { label: link.kind, target };
+}
+
+/** @type {WeakMap<Data, ViewMasks>} per payload: the masks its App lays over it */
+const masksOf = new WeakMap();
+
+/**
+ * Record the masks over `d` (App.setMasks does), so a link button can tell a
+ * target the filter box hides: the details panel is built without the App.
+ * @param {Data} d
+ * @param {ViewMasks} masks
+ */
+export function noteMasks(d, masks) {
+  masksOf.set(d, masks);
+}
+
+/**
+ * Whether the filter box's query hides an end: its row is gone, or the item
+ * is hidden in it.
+ * @param {Data} d
+ * @param {End} end
+ */
+export function filteredOut(d, end) {
+  const m = masksOf.get(d);
+  if (!m) return false;
+  const sample = end.kind === "span" ? d.spanSample[end.index] : d.evSample[end.index];
+  if (m.rowKeep && !m.rowKeep[sample]) return true;
+  const keep = end.kind === "span" ? m.keep : m.evKeep;
+  return !!keep && !keep[end.index];
 }

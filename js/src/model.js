@@ -125,17 +125,6 @@ export class Sync {
  * @property {string} [error]
  */
 
-/**
- * @typedef {Object} QueryAttrsReply
- * @property {string} type
- * @property {number} req
- * @property {string|Uint8Array} [spans] bitmap (little bit order; base64 from the kernel, bytes from a page), bit i: payload span i matches
- * @property {string|Uint8Array} [events] the same per payload event
- * @property {number} [n_spans]
- * @property {number} [n_events]
- * @property {string} [error]
- */
-
 let reqCounter = Math.floor(Math.random() * 1e6) * 1000;
 
 /**
@@ -181,15 +170,6 @@ export class Requests {
    */
   sampleText(sample, field) {
     return this.ask({ type: "sample_text", sample, field });
-  }
-
-  /**
-   * The filter's attribute terms, evaluated by the kernel over the payload.
-   * @param {import("./query.js").Term[]} terms
-   * @returns {{req: number, promise: Promise<QueryAttrsReply>}}
-   */
-  queryAttrs(terms) {
-    return this.ask({ type: "query_attrs", terms });
   }
 
   /**

@@ -146,10 +146,11 @@ export function attrRow(table, row, buffers) {
 /**
  * A column's values as a query compares them: numbers (NaN and infinities
  * kept), bools, and texts as stored (JSON not parsed); undefined where the row
- * lacks the key.
+ * lacks the key. A text column also gives each row's dictionary code (-1
+ * without one) and a code's text, so a term is tested once per code.
  * @param {PageAttrColumn} column
  * @param {Buffers} buffers
- * @returns {{kind: "number"|"bool"|"text", read: (row: number) => any}}
+ * @returns {{kind: "number"|"bool", read: (row: number) => any} | {kind: "text", codes: number, code: (row: number) => number, text: (code: number) => string}}
  */
 function queryReader(column, buffers) {
   const valid = column.valid !== undefined ? bytesOf(buffers, column.valid) : null;
@@ -165,20 +166,15 @@ function queryReader(column, buffers) {
   const codes = typed(buffers, column.codes, Int32Array);
   const offsets = typed(buffers, column.offsets, Int32Array);
   const data = bytesOf(buffers, column.data);
-  /** @type {Map<number, string>} */
-  const texts = new Map();
+  const count = Math.max(0, offsets.length - 1);
   return {
     kind: "text",
-    read: (row) => {
+    codes: count,
+    code: (row) => {
       const code = row < codes.length && has(row) ? codes[row] : -1;
-      if (code < 0 || code + 1 >= offsets.length) return undefined;
-      let text = texts.get(code);
-      if (text === undefined) {
-        text = utf8.decode(data.subarray(offsets[code], offsets[code + 1]));
-        texts.set(code, text);
-      }
-      return text;
+      return code >= 0 && code < count ? code : -1;
     },
+    text: (code) => utf8.decode(data.subarray(offsets[code], offsets[code + 1])),
   };
 }
 
@@ -186,7 +182,8 @@ function queryReader(column, buffers) {
  * Per row of the first table, whether every attribute term holds, reading a
  * key from the first table that has it for that row (a span's end attributes,
  * then its start ones: end over start, as frames' `attr.<key>`). Keys past the
- * column cap are not searched (as in Python).
+ * column cap are not searched (as in Python). A text is tested once per
+ * dictionary entry, not once per row.
  * @param {(PageAttrTable|undefined)[]} tables
  * @param {number} n rows
  * @param {import("./query.js").Term[]} terms attribute terms (attr, has)
@@ -196,15 +193,36 @@ export function attrTermHits(tables, n, terms, buffers) {
   const out = new Uint8Array(n).fill(1);
   for (const t of terms) {
     const key = /** @type {string} */ (t.key);
-    const readers = tables.flatMap((table) => (table?.columns ?? []).filter((c) => c.key === key).map((c) => queryReader(c, buffers)));
     const pattern = t.kind === "attr" && (t.op === "=" || t.op === "!=") ? glob(String(t.value)) : null;
+    /** Per reader, whether the term holds (before neg) for a row: undefined where the key is absent. */
+    const tests = tables.flatMap((table) =>
+      (table?.columns ?? [])
+        .filter((c) => c.key === key)
+        .map((c) => {
+          const r = queryReader(c, buffers);
+          if (r.kind !== "text") {
+            const kind = r.kind;
+            return (/** @type {number} */ row) => {
+              const value = r.read(row);
+              return value === undefined ? undefined : attrHolds(t, pattern, kind, value);
+            };
+          }
+          const known = new Int8Array(r.codes).fill(-1); // per code: unknown, no, yes
+          return (/** @type {number} */ row) => {
+            const code = r.code(row);
+            if (code < 0) return undefined;
+            if (known[code] < 0) known[code] = attrHolds(t, pattern, "text", r.text(code)) ? 1 : 0;
+            return known[code] === 1;
+          };
+        }),
+    );
     for (let row = 0; row < n; row++) {
       if (!out[row]) continue;
       let hit = false;
-      for (const r of readers) {
-        const value = r.read(row);
-        if (value === undefined) continue;
-        hit = attrHolds(t, pattern, r.kind, value);
+      for (const test of tests) {
+        const h = test(row);
+        if (h === undefined) continue;
+        hit = h;
         break;
       }
       if (hit === t.neg) out[row] = 0;

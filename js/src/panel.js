@@ -7,7 +7,7 @@ import { formatDuration, formatEpoch, formatMs, formatNumber, formatPct } from "
 import { colorForName, colorForSegment } from "./colors.js";
 import { el } from "./dom.js";
 import { localSummary } from "./tooltip.js";
-import { linksOf, describe, endOfHit } from "./links.js";
+import { linksOf, describe, endOfHit, filteredOut } from "./links.js";
 
 /** @typedef {import("./decode.js").Data} Data */
 /** @typedef {import("./hit.js").Hit} Hit */
@@ -542,9 +542,18 @@ function renderLinks(host, d, h, act) {
   if (!links.length) return;
   /** @param {import("./links.js").End} end @param {string} text */
   const button = (end, text) => {
-    const b = el("button", "stw-link", text);
+    const b = /** @type {HTMLButtonElement} */ (el("button", "stw-link", text));
+    if (filteredOut(d, end)) {
+      b.disabled = true;
+      b.title = "filtered out by the filter box's query";
+      return b;
+    }
     b.title = "select it";
-    b.addEventListener("click", () => (end.kind === "span" ? act.selectSpan(end.index) : act.selectEvent?.(end.index)));
+    b.addEventListener("click", () => {
+      if (filteredOut(d, end)) return; // hidden since the panel was drawn
+      if (end.kind === "span") act.selectSpan(end.index);
+      else act.selectEvent?.(end.index);
+    });
     return b;
   };
   /** @param {import("./links.js").End} end */
@@ -579,9 +588,14 @@ function renderLinks(host, d, h, act) {
  * @param {PanelActions} act
  */
 function parentLink(d, p, act) {
-  const b = el("button", "stw-link", nameOf(d, d.spanName[p]));
+  const b = /** @type {HTMLButtonElement} */ (el("button", "stw-link", nameOf(d, d.spanName[p])));
+  if (filteredOut(d, { kind: "span", index: p })) {
+    b.disabled = true;
+    b.title = "the parent span is filtered out by the filter box's query";
+    return b;
+  }
   b.title = "select the parent span";
-  b.addEventListener("click", () => act.selectSpan(p));
+  b.addEventListener("click", () => filteredOut(d, { kind: "span", index: p }) || act.selectSpan(p));
   return b;
 }
 

@@ -176,15 +176,32 @@ export function parseQuery(text) {
 }
 
 /**
- * `*` matches any text, everything else itself; the whole text must match.
+ * A glob as a test: `*` matches any text (runs of them as one), everything
+ * else itself, and the whole text must match. Linear, with no regular
+ * expression to backtrack: the text before the first `*` is a prefix, the
+ * text after the last a suffix, and the pieces between are found left to
+ * right, each at its leftmost place after the one before, never overlapping
+ * (query.glob in Python is the same algorithm).
  * @param {string} pattern
+ * @returns {(text: string) => boolean}
  */
 export function glob(pattern) {
-  const body = pattern
-    .split("*")
-    .map((p) => p.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&"))
-    .join(".*");
-  return new RegExp(`^(?:${body})$`, "s");
+  if (!pattern.includes("*")) return (text) => text === pattern;
+  const pieces = pattern.split("*");
+  const first = /** @type {string} */ (pieces[0]);
+  const last = /** @type {string} */ (pieces[pieces.length - 1]);
+  const middle = pieces.slice(1, -1).filter((p) => p);
+  return (text) => {
+    const end = text.length - last.length;
+    if (end < first.length || !text.startsWith(first) || !text.endsWith(last)) return false;
+    let at = first.length;
+    for (const piece of middle) {
+      const found = text.indexOf(piece, at);
+      if (found < 0 || found + piece.length > end) return false;
+      at = found + piece.length;
+    }
+    return true;
+  };
 }
 
 /**
@@ -214,7 +231,7 @@ export function compare(x, op, y) {
  * absent keys never match; `=` compares numbers as numbers, bools as
  * true/false, text exactly with `*` globs; `!=` needs the key present.
  * @param {Term} t
- * @param {RegExp|null} pattern glob of t.value for text
+ * @param {((text: string) => boolean)|null} pattern glob of t.value for text
  * @param {"number"|"bool"|"text"} kind
  * @param {any} value undefined when the key is absent
  */
@@ -232,7 +249,7 @@ export function attrHolds(t, pattern, kind, value) {
     const want = String(t.value).toLowerCase();
     equal = (want === "true" && value === true) || (want === "false" && value === false);
   } else {
-    equal = /** @type {RegExp} */ (pattern).test(String(value));
+    equal = /** @type {(text: string) => boolean} */ (pattern)(String(value));
   }
   return op === "=" ? equal : !equal;
 }
@@ -264,8 +281,8 @@ export function sampleTexts(d) {
  * @param {string} pattern
  */
 function tableHits(table, pattern) {
-  const re = glob(pattern);
-  return Uint8Array.from(table, (v) => (re.test((v ?? "").toLowerCase()) ? 1 : 0));
+  const matches = glob(pattern);
+  return Uint8Array.from(table, (v) => (matches((v ?? "").toLowerCase()) ? 1 : 0));
 }
 
 /**
@@ -294,7 +311,7 @@ export function evaluate(d, terms, attr) {
     if (!SAMPLE_KINDS.includes(t.kind)) continue;
     const codes = t.kind === "status" ? d.smpStatus : d.smpSource;
     const hits = t.kind === "text" ? null : tableHits(t.kind === "status" ? d.meta.statuses : d.meta.sources, t.value);
-    const empty = t.kind === "text" ? false : glob(t.value).test(""); // a sample without one
+    const empty = t.kind === "text" ? false : glob(t.value)(""); // a sample without one
     for (let s = 0; s < d.nSamples; s++) {
       const h = hits ? (codes[s] < hits.length ? hits[codes[s]] === 1 : empty) : texts[s].includes(t.value);
       if (h === t.neg) rowKeep[s] = 0;
@@ -473,21 +490,83 @@ export function unpackBits(bits, n) {
   return out;
 }
 
+/** @type {Record<string, [string, number][]>} */
+const BEYOND_MAX = {
+  ">": [],
+  ">=": [[">", Number.MAX_VALUE]],
+  "<": [["<=", Number.MAX_VALUE]],
+  "<=": [["<=", Number.MAX_VALUE], [">", Number.MAX_VALUE]],
+};
+/** @type {Record<string, [string, number][]>} */
+const BELOW_MIN = {
+  "<": [],
+  "<=": [["<", -Number.MAX_VALUE]],
+  ">": [[">=", -Number.MAX_VALUE]],
+  ">=": [[">=", -Number.MAX_VALUE], ["<", -Number.MAX_VALUE]],
+};
+
 /**
- * The attribute resolver: a "query_attrs" request (docs/payload.md), which
- * the kernel answers, or a snapshot page's local model from its tables.
+ * A comparison with an infinite value (`x>1e999` parses to Infinity, in
+ * Python too) as comparisons with finite ones that mean the same: JSON has no
+ * infinities (JSON.stringify sends null, which the kernel refuses) and the
+ * kernel wants a number. The term holds, before `neg`, where any of the
+ * returned terms holds; nowhere when there are none. Null for any other term.
+ * @param {Term} t
+ * @returns {Term[]|null}
+ */
+export function finiteStandIns(t) {
+  if (t.kind !== "attr" || typeof t.value !== "number" || Number.isFinite(t.value)) return null;
+  const table = Number.isNaN(t.value) ? {} : t.value > 0 ? BEYOND_MAX : BELOW_MIN;
+  const pairs = table[/** @type {string} */ (t.op)] ?? [];
+  return pairs.map(([op, value]) => ({ kind: "attr", neg: false, key: t.key, op, value }));
+}
+
+/**
+ * The attribute resolver: "query_attrs" requests (docs/payload.md), which
+ * the kernel answers, or a snapshot page's local model from its tables. The
+ * request carries the payload's `meta.view_id` as `view` when it has one, and
+ * a kernel's reply for another view is refused; a page (attrs_embedded)
+ * answers from its own tables, so its replies need none.
  * @param {import("./model.js").Requests} requests
+ * @param {(d: Data) => unknown} [viewOf] the view id of the payload `d` was decoded from
  * @returns {AttrResolver}
  */
-export function resolverFor(requests) {
+export function resolverFor(requests, viewOf = () => undefined) {
   /** @param {string|Uint8Array|undefined} v base64 (the kernel) or bytes (a page) */
   const bytes = (v) => (typeof v === "string" ? base64ToBytes(v) : v);
-  return async (terms, d) => {
-    const reply = await requests.queryAttrs(terms).promise;
+  /**
+   * @param {Term[]} terms
+   * @param {Data} d
+   */
+  const ask = async (terms, d) => {
+    const view = viewOf(d);
+    const known = view !== undefined && view !== null;
+    const reply = await requests.ask(known ? { type: "query_attrs", terms, view } : { type: "query_attrs", terms }).promise;
     const spans = bytes(reply.spans);
     const events = bytes(reply.events);
     if (reply.error || !spans || !events) throw new Error(reply.error || "no answer");
-    if (reply.n_spans !== d.nSpans || reply.n_events !== d.nEvents) throw new Error("the answer is for another view");
+    if (reply.n_spans !== d.nSpans || reply.n_events !== d.nEvents || (known && !d.meta.attrs_embedded && reply.view !== view)) throw new Error("the answer is for another view");
     return { spans: unpackBits(spans, d.nSpans), events: unpackBits(events, d.nEvents) };
+  };
+  return async (terms, d) => {
+    const plain = terms.filter((t) => !finiteStandIns(t));
+    const [all, ...infinite] = await Promise.all([
+      plain.length ? ask(plain, d) : { spans: new Uint8Array(d.nSpans).fill(1), events: new Uint8Array(d.nEvents).fill(1) },
+      ...terms.filter((t) => finiteStandIns(t)).map(async (t) => {
+        const anyOf = await Promise.all(/** @type {Term[]} */ (finiteStandIns(t)).map((x) => ask([x], d)));
+        return { t, anyOf };
+      }),
+    ]);
+    for (const { t, anyOf } of infinite) {
+      for (const key of /** @type {const} */ (["spans", "events"])) {
+        const out = all[key];
+        for (let i = 0; i < out.length; i++) {
+          if (!out[i]) continue;
+          const hit = anyOf.some((h) => h[key][i] === 1);
+          if (hit === t.neg) out[i] = 0;
+        }
+      }
+    }
+    return all;
   };
 }

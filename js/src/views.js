@@ -24,12 +24,16 @@ export function attachViews(app, flameEl) {
       app.root.dataset.query = st.state;
       app.controls.setQueryStatus(st);
     },
-    resolve: resolverFor(app.requests),
+    resolve: resolverFor(app.requests, (d) => (d === app.d ? app.sync.get("payload")?.meta?.view_id : undefined)),
   });
   const diff = new DiffView(app);
   const critical = new CriticalView(app);
   const flameView = new FlameView(app, flameEl);
+  // The views are the app's before the saved query runs: its masks rebuild the open flame view and critical path.
   app.query = query;
+  app.diff = diff;
+  app.critical = critical;
+  app.flameView = flameView;
   query.run(app.s.filter);
   diff.render();
   return { query, diff, critical, flameView };

@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { decodePayload, F_PD_DETAIL } from "../src/decode.js";
 import { quantile, rolloutDiff, rolloutSide, diffPair } from "../src/diff.js";
+import { diffScopeText } from "../src/diff_panel.js";
 
 const fixture = JSON.parse(readFileSync(new URL("./fixtures/rollout_diff.json", import.meta.url), "utf8"));
 
@@ -67,4 +68,28 @@ test("PD-detail spans from other producers are skipped; the pair falls back to t
   assert.deepEqual(diffPair(d, [1, 0]), [1, 0]);
   assert.deepEqual(diffPair(d, [1, 1]), [0, 1]);
   assert.deepEqual(diffPair(d, [0, 5]), [0, 1]);
+});
+
+test("the widget's table covers what the filter leaves: shown samples, spans the query keeps", () => {
+  const d = decodePayload(fixture.payload);
+  const tool = d.names.indexOf("tool");
+  const full = rolloutDiff(d, 0, 1);
+  assert.deepEqual(rolloutDiff(d, 0, 1, { rows: null, keep: null }), full, "no scope: everything, as Python");
+  const slowB = /** @type {any} */ (full.find((r) => r.name === tool)?.b).slowest;
+  // The query hides B's slowest tool span: it neither counts nor can be picked.
+  const keep = new Uint8Array(d.nSpans).fill(1);
+  keep[slowB] = 0;
+  const narrowed = /** @type {any} */ (rolloutDiff(d, 0, 1, { rows: null, keep }).find((r) => r.name === tool));
+  const wholeB = /** @type {any} */ (full.find((r) => r.name === tool)?.b);
+  assert.equal(narrowed.b.count, wholeB.count - 1);
+  assert.notEqual(narrowed.b.slowest, slowB);
+  assert.equal(keep[narrowed.b.slowest], 1);
+  assert.ok(narrowed.b.total < wholeB.total);
+  // Only the shown rows count: without rollout B's samples, B has nothing.
+  const rows = Array.from({ length: d.nSamples }, (_, s) => s).filter((s) => d.smpRollout[s] === 0);
+  const onlyA = rolloutDiff(d, 0, 1, { rows, keep: null });
+  assert.ok(onlyA.length > 0 && onlyA.every((r) => r.b === null && r.a !== null));
+  assert.match(diffScopeText(d, { rows, keep: null }), new RegExp(`over the ${rows.length} of ${d.nSamples} samples the filter leaves$`));
+  assert.match(diffScopeText(d, { rows: null, keep: null }), /over all \d+ samples/);
+  assert.match(diffScopeText(d, { rows, keep }), /counting only the spans it matches/);
 });

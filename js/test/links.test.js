@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { decodePayload } from "../src/decode.js";
 import { buildLayout } from "../src/layout.js";
 import { spanVisibility, eventVisibility } from "../src/filters.js";
-import { linksOf, groupMembers, endOf, describe, endOfHit } from "../src/links.js";
+import { linksOf, groupMembers, endOf, describe, endOfHit, noteMasks, filteredOut } from "../src/links.js";
 import { arrowsFor, clipSegment } from "../src/arrows.js";
 import { makePayload } from "./make_payload.js";
 
@@ -135,4 +135,26 @@ test("arrows go from the selected member to the others' rows; off-plot ends are 
   // Nothing selected, or a row: no arrows.
   assert.deepEqual(arrowsFor(d, L, g, vis, evVis, null), []);
   assert.deepEqual(arrowsFor(d, L, g, vis, evVis, { type: "row", row: 0, sample: 0, t: 0 }), []);
+});
+
+test("a link target the filter box hides is known as filtered out", () => {
+  const { d, span, ev } = scene();
+  const end = (/** @type {"span"|"event"} */ kind, /** @type {number} */ index) => ({ kind, index });
+  assert.equal(filteredOut(d, end("span", span(0))), false, "no masks yet: nothing hidden");
+  const keep = new Uint8Array(d.nSpans).fill(1);
+  keep[span(2)] = 0; // the query hides one group member
+  const evKeep = new Uint8Array(d.nEvents).fill(1);
+  evKeep[ev(0)] = 0;
+  const rowKeep = new Uint8Array(d.nSamples).fill(1);
+  rowKeep[d.spanSample[span(4)]] = 0; // and the remote sample's whole row
+  noteMasks(d, { keep, evKeep, rowKeep, focus: null, evFocus: null });
+  const hub = linksOf(d, "span", span(1)).map((l) => describe(l, end("span", span(1))).target);
+  assert.deepEqual(hub.map((t) => filteredOut(d, t)).sort(), [false, true]);
+  assert.equal(filteredOut(d, end("span", span(2))), true);
+  assert.equal(filteredOut(d, end("event", ev(0))), true);
+  assert.equal(filteredOut(d, end("event", ev(1))), false);
+  assert.equal(filteredOut(d, end("span", span(4))), true, "its row is gone");
+  assert.equal(filteredOut(d, end("event", ev(2))), true, "an event in a hidden row");
+  noteMasks(d, { keep: null, evKeep: null, rowKeep: null, focus: null, evFocus: null });
+  assert.equal(filteredOut(d, end("span", span(2))), false, "the filter lifted");
 });

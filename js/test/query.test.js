@@ -7,7 +7,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { decodePayload } from "../src/decode.js";
-import { parseQuery, evaluate, matchSummary, QueryError, QueryFilter, unpackBits, resolverFor, ATTR_KINDS } from "../src/query.js";
+import { parseQuery, evaluate, matchSummary, QueryError, QueryFilter, unpackBits, resolverFor, finiteStandIns, glob, ATTR_KINDS } from "../src/query.js";
 import { attrTermHits } from "../src/page_attrs.js";
 import { base64ToBytes } from "../src/bytes.js";
 import { createLocalModel } from "../src/standalone.js";
@@ -148,17 +148,23 @@ test("a failed resolver shows a message and changes nothing", async () => {
   assert.match(f.status.text, /no reply from the kernel/);
 });
 
-test("the kernel resolver sends query_attrs and reads its bitmaps", async () => {
+/** A kernel stand-in: what the resolver sent, and a hand for its next reply. */
+function fakeKernel() {
   /** @type {any[]} */
   const sent = [];
   /** @type {(msg: any) => void} */
   let deliver = () => {};
   const requests = {
-    queryAttrs: (/** @type {any} */ terms) => {
-      sent.push(terms);
+    ask: (/** @type {any} */ content) => {
+      sent.push(content);
       return { req: 1, promise: new Promise((res) => (deliver = res)) };
     },
   };
+  return { sent, requests, deliver: (/** @type {any} */ msg) => deliver(msg) };
+}
+
+test("the kernel resolver sends query_attrs and reads its bitmaps", async () => {
+  const { sent, requests, deliver } = fakeKernel();
   const resolve = resolverFor(/** @type {any} */ (requests));
   const terms = parseQuery("tool=python");
   const answer = resolve(terms, d);
@@ -167,7 +173,7 @@ test("the kernel resolver sends query_attrs and reads its bitmaps", async () => 
   const b64 = (/** @type {Uint8Array} */ b) => Buffer.from(b).toString("base64");
   deliver({ type: "query_attrs", req: 1, n_spans: d.nSpans, n_events: d.nEvents, spans: b64(bits), events: b64(new Uint8Array(Math.ceil(d.nEvents / 8))) });
   const hits = await answer;
-  assert.deepEqual(sent, [terms]);
+  assert.deepEqual(sent, [{ type: "query_attrs", terms }], "no view id in the payload: none sent");
   assert.equal(hits.spans.length, d.nSpans);
   assert.equal(hits.spans[0], 1);
   assert.equal(hits.spans.reduce((a, b) => a + b, 0), 1);
@@ -197,3 +203,141 @@ test("a snapshot page answers query_attrs from its tables, through its local mod
   requests.dispose();
   bare.dispose();
 });
+
+/** @param {number} n */
+const bitsOf = (n) => Buffer.from(new Uint8Array(Math.ceil(n / 8))).toString("base64");
+
+test("the request carries the payload's view id; a reply for another view is refused", async () => {
+  const { sent, requests, deliver } = fakeKernel();
+  const resolve = resolverFor(/** @type {any} */ (requests), (x) => (x === d ? "v7" : undefined));
+  const terms = parseQuery("tool=python");
+  const body = { type: "query_attrs", req: 1, n_spans: d.nSpans, n_events: d.nEvents, spans: bitsOf(d.nSpans), events: bitsOf(d.nEvents) };
+  const stale = resolve(terms, d);
+  assert.deepEqual(sent.at(-1), { type: "query_attrs", terms, view: "v7" });
+  deliver({ ...body, view: "v6" }); // same counts, another payload
+  await assert.rejects(stale, /another view/);
+  const bare = resolve(terms, d);
+  deliver(body);
+  await assert.rejects(bare, /another view/, "a kernel that knows views echoes it");
+  const ok = resolve(terms, d);
+  deliver({ ...body, view: "v7" });
+  assert.equal((await ok).spans.length, d.nSpans);
+  // A snapshot page answers from its own tables, without echoing a view.
+  const page = { ...d, meta: { ...d.meta, attrs_embedded: true } };
+  const local = resolverFor(/** @type {any} */ (requests), () => "v7")(terms, page);
+  deliver(body);
+  assert.equal((await local).spans.length, d.nSpans);
+});
+
+// Python's query.glob is the same algorithm: the shared cases (a long pathological pair among them).
+for (const c of cases.glob ?? []) {
+  test(`glob: ${JSON.stringify(c.pattern).slice(0, 40)} vs ${JSON.stringify(c.text).slice(0, 40)}`, { timeout: 120000 }, () => {
+    assert.equal(glob(c.pattern)(c.text), c.match);
+  });
+}
+
+test("globs match in linear time: prefix, suffix, pieces left to right", { timeout: 120000 }, () => {
+  /** @type {[string, string, boolean][]} */
+  const cases = [
+    ["abc", "abc", true],
+    ["abc", "abd", false],
+    ["", "", true],
+    ["", "a", false],
+    ["*", "", true],
+    ["*", "anything", true],
+    ["**", "", true],
+    ["a**b", "ab", true],
+    ["a**b", "axyb", true],
+    ["ab*ba", "aba", false],
+    ["ab*ba", "abba", true],
+    ["a*a", "a", false],
+    ["a*a", "aa", true],
+    ["*a*b*", "xbxa", false],
+    ["*a*b*", "xaxb", true],
+    ["*aa*aa", "aaa", false],
+    ["*aa*aa", "aaaa", true],
+    ["a.c", "abc", false],
+    ["a.c", "a.c", true],
+    ["(x)", "(x)", true],
+    ["(x)*", "x", false],
+    ["[", "[", true],
+    ["\\", "\\", true],
+    ["a\\*", "a\\b", true],
+    ["^$", "^$", true],
+    ["a*", "a\nb", true],
+  ];
+  for (const [pattern, text, want] of cases) assert.equal(glob(pattern)(text), want, `${JSON.stringify(pattern)} vs ${JSON.stringify(text)}`);
+  // A regular expression backtracks for ages on this (O(n^5) tries); the matcher scans the text a few times.
+  const text = "a".repeat(20000);
+  assert.equal(glob("*a*a*a*a*a*b")(text), false);
+  assert.equal(glob("*a*a*a*a*a*")(text), true);
+});
+
+test("page attribute terms test a text once per dictionary entry, not per row", () => {
+  const texts = ["python", "bash"];
+  const data = new TextEncoder().encode(texts.join(""));
+  const rows = 1000;
+  const codes = Int32Array.from({ length: rows }, (_, i) => i % 2);
+  const offsets = Int32Array.from([0, 6, 10]);
+  const view = (/** @type {ArrayBufferView} */ a) => new DataView(a.buffer, a.byteOffset, a.byteLength);
+  const buffers = { c: view(codes), o: view(offsets), t: view(data) };
+  const table = { rows, columns: [{ key: "tool", kind: /** @type {const} */ ("text"), codes: "c", offsets: "o", data: "t" }], nones: {}, overflow: {} };
+  let reads = 0;
+  const term = { kind: "attr", neg: false, key: "tool", value: "py*", get op() {
+    reads++;
+    return "=";
+  } };
+  const hits = attrTermHits([table], rows, [term], buffers);
+  assert.deepEqual(Array.from(hits.subarray(0, 4)), [1, 0, 1, 0]);
+  assert.equal(hits.reduce((a, b) => a + b, 0), rows / 2);
+  assert.ok(reads <= 10, `the term was read ${reads} times for ${rows} rows of 2 texts`);
+});
+
+test("an infinite comparison goes to the kernel as finite ones that mean the same", async () => {
+  const values = [-Infinity, -Number.MAX_VALUE, -1, 0, 1, Number.MAX_VALUE, Infinity, NaN];
+  for (const op of [">", ">=", "<", "<="]) {
+    for (const target of [Infinity, -Infinity]) {
+      const t = { kind: "attr", neg: false, key: "x", op, value: target };
+      const standIns = /** @type {import("../src/query.js").Term[]} */ (finiteStandIns(t));
+      assert.deepEqual(JSON.parse(JSON.stringify(standIns)), standIns, "JSON carries them as they are");
+      for (const x of values) {
+        const want = attrHoldsNumber(op, x, target);
+        const got = standIns.some((s) => attrHoldsNumber(/** @type {string} */ (s.op), x, s.value));
+        assert.equal(got, want, `${x} ${op} ${target}`);
+      }
+    }
+  }
+  assert.equal(finiteStandIns({ kind: "attr", neg: false, key: "x", op: ">", value: 1e308 }), null);
+  assert.equal(finiteStandIns({ kind: "attr", neg: false, key: "x", op: "=", value: "1e999" }), null);
+  // Through the page's tables (which take Infinity as is), the same answer as evaluating directly.
+  const details = { ...trace.attrs, views };
+  const sizes = { buffers: { span_sample: { byteLength: d.nSpans * 4 }, ev_sample: { byteLength: d.nEvents * 4 } } };
+  /** @type {any[]} */
+  const asked = [];
+  const model = createLocalModel(trace.payload, {
+    queryAttrs: async (terms) => {
+      asked.push(JSON.parse(JSON.stringify(terms))); // as the kernel would receive them
+      return queryAttrsFor(/** @type {any} */ (details), sizes, asked.at(-1));
+    },
+  });
+  const requests = new Requests(model);
+  const resolve = resolverFor(requests);
+  for (const text of ["score>1e999", "score<1e999", "-score<=1e999 has:score", "score>=-1e999 tool=python", "turn>-1e999", "-turn<-1e999"]) {
+    const terms = parseQuery(text);
+    const hits = await resolve(terms, d);
+    const want = pageHits(terms);
+    assert.deepEqual(Array.from(hits.spans), Array.from(want.spans), text);
+    assert.deepEqual(Array.from(hits.events), Array.from(want.events), text);
+  }
+  assert.ok(asked.every((terms) => terms.every((/** @type {any} */ t) => t.kind !== "attr" || t.op === "=" || t.op === "!=" || Number.isFinite(t.value))), "no null or infinity sent");
+  requests.dispose();
+});
+
+/**
+ * @param {string} op
+ * @param {number} x
+ * @param {number} y
+ */
+function attrHoldsNumber(op, x, y) {
+  return op === ">" ? x > y : op === ">=" ? x >= y : op === "<" ? x < y : x <= y;
+}

@@ -157,3 +157,42 @@ def test_three_rollouts_offer_two_selects_and_restore_the_pair(chromium: Any,
         rows = _debug(page, "debug.diff().rows")
         assert rows and all(r["totalDiff"] == 0 for r in rows)
         assert [r["name"] for r in rows] == sorted(r["name"] for r in rows)
+
+
+def _tool_row(page: Any) -> dict[str, Any]:
+    rows = _debug(page, "debug.diff().rows")
+    return next(r for r in rows if r["name"] == "tool")
+
+
+def test_the_diff_covers_what_the_filter_leaves(chromium: Any, tmp_path: Path) -> None:
+    """A saved query hides B's 7 s tool: the table counts B's 6 s one only, picks it,
+    says what it covers, and follows the filter box when it is cleared. The flame
+    view, open from the start, is built over the filtered spans too."""
+    paths = [tmp_path / "rollout_1.pt", tmp_path / "rollout_2.pt"]
+    save_dump(paths[0], samples_a(), rollout_id=1)
+    save_dump(paths[1], samples_b(), rollout_id=2)
+    slow_a, slow_b = _slowest_tools(paths)
+    tl = TraceTimeline.from_dump(paths)
+    tl.view_state = {"diff": True, "filter": "duration<6.5s", "flame": True}
+    snapshot = tl.to_html(tmp_path / "filtered.html")
+    with opened(chromium, snapshot) as page:
+        diff = _debug(page, "debug.diff()")
+        assert "counting only the spans it matches" in diff["scope"]
+        frames = _debug(page, "debug.flame().frames")
+        assert [(f["path"], f["count"]) for f in frames if "tool" in f["path"]] == [("tool", 3)]
+        tool = _tool_row(page)
+        assert tool["a"]["count"] == 2 and tool["b"]["count"] == 1
+        assert tool["b"]["total"] == pytest.approx(6)
+        six = tool["b"]["slowest"]
+        assert six != slow_b
+        assert "the filter leaves" in page.locator(".stw-diffpanel").inner_text()
+        _pick_and_check(page, ".stw-root", "tool", "a", slow_a)
+        _pick_and_check(page, ".stw-root", "tool", "b", six)
+        box = page.locator(".stw-root .stw-input")
+        box.fill("")
+        box.press("Enter")
+        page.wait_for_function(
+            "() => document.querySelector('.stw-root').stwDebug.diff().rows"
+            ".find((r) => r.name === 'tool').b.count === 2", timeout=30_000)
+        assert _tool_row(page)["b"]["slowest"] == slow_b
+        assert _debug(page, "debug.diff().scope").startswith("over all 4 samples")
