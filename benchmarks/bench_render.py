@@ -179,14 +179,19 @@ LABEL_ROWS = """
 }
 """
 
-# The first point where a span is drawn (client px), scanning down vertical lines
-# across the plot from x0 to x1, or null.
+# The centre of the first payload span drawn at least 4 px wide and inside the
+# window (client px), or null.
 FIRST_SPAN = """
-(root, [x0, x1, y0, y1]) => {
-  for (let x = x0; x < x1; x += 24) {
-    for (let y = y0; y < y1; y += 2) {
+(root, bottom) => {
+  const c = root.stwDebug.visCounts();
+  const n = c.hidden + c.shown + c.dimmed;
+  for (let i = 0; i < n; i++) {
+    const r = root.stwDebug.spanRect(i);
+    if (r && r.w >= 4 && r.h >= 3 && r.y + r.h < bottom) {
+      const x = r.x + r.w / 2;
+      const y = r.y + r.h / 2;
       const h = root.stwDebug.hitAt(x, y);
-      if (h && h.type === "span") return [x, y];
+      if (h && h.type === "span" && h.span === i) return [x, y];
     }
   }
   return null;
@@ -508,17 +513,11 @@ class Session:
         self.realign()
 
     def select_a_span(self) -> None:
-        """Click the first span found on the plot (scanning from its middle rightwards).
-        The page may have scrolled while the filter box had the focus: the widget is
-        brought back to where the session measured it first."""
+        """Click the first span drawn wide enough to hit, inside the window."""
         self.realign()
-        box = self.root.locator("canvas.stw-canvas").bounding_box()
-        top = box["y"] + 30
-        bottom = min(box["y"] + box["height"], VIEWPORT["height"]) - 6
-        point = self.handle.evaluate(
-            FIRST_SPAN, [box["x"] + box["width"] * 0.3, box["x"] + box["width"] - 20, top, bottom])
+        point = self.handle.evaluate(FIRST_SPAN, VIEWPORT["height"] - 6)
         if point is None:
-            raise RuntimeError("no span on the plot to select")
+            raise RuntimeError("no span drawn in the window to select")
         self.page.mouse.click(*point)
         self.page.wait_for_function("el => el.stwDebug.selectionRect() !== null",
                                     arg=self.handle, timeout=60_000)
