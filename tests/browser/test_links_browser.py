@@ -9,7 +9,6 @@ first span and the one from the retry after it.
 
 from __future__ import annotations
 
-import pickle
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +18,7 @@ from slime_trace_widget.devtools.browser import VIEWPORT, JupyterLab, NotebookPa
 from slime_trace_widget.frames import TraceFrames, build_frames
 from slime_trace_widget.payload import encode
 from slime_trace_widget.snapshot import write_snapshot
+from tests.browser.notebooks import samples_notebook
 from tests.browser.test_snapshot_browser import opened
 from tests.view.test_links import scene_samples
 
@@ -108,15 +108,7 @@ def test_snapshot_draws_the_links(chromium: Any, tmp_path: Path) -> None:
 
 def test_notebook_draws_the_links(lab: JupyterLab, chromium: Any) -> None:
     samples = scene_samples()
-    data = lab.notebooks / "links.pickle"  # plain dicts this test wrote itself
-    data.write_bytes(pickle.dumps(samples))
-    url = lab.write_notebook("links.ipynb", [
-        "import pickle\n"
-        "from slime_trace_widget import TraceTimeline\n"
-        "from slime_trace_widget.frames import build_frames\n"
-        f"samples = pickle.loads(open({str(data)!r}, 'rb').read())\n"
-        "tl = TraceTimeline(build_frames(samples))\ntl",
-    ])
+    url = samples_notebook(lab, samples, "links")
     page = chromium.new_page(viewport=VIEWPORT, device_scale_factor=1)
     try:
         notebook = NotebookPage(page)

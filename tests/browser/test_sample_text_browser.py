@@ -8,7 +8,6 @@ of how much is left out; "show all" shows the rest, "show less" the start again.
 
 from __future__ import annotations
 
-import pickle
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +18,7 @@ from slime_trace_widget.details import TEXT_PREVIEW_CHARS
 from slime_trace_widget.devtools.browser import VIEWPORT, JupyterLab, NotebookPage
 from slime_trace_widget.frames import build_frames
 from slime_trace_widget.snapshot import SNAPSHOT_MAX_CHARS, write_snapshot
+from tests.browser.notebooks import samples_notebook
 from tests.browser.test_snapshot_browser import opened
 
 pytestmark = pytest.mark.browser
@@ -105,15 +105,7 @@ def test_snapshot_shows_the_embedded_text(chromium: Any, tmp_path: Path) -> None
 def test_notebook_fetches_the_whole_text_from_the_kernel(lab: JupyterLab, chromium: Any
                                                          ) -> None:
     samples = _samples()
-    data = lab.notebooks / "samples.pickle"  # plain dicts this test wrote itself
-    data.write_bytes(pickle.dumps(samples))
-    url = lab.write_notebook("texts.ipynb", [
-        "import pickle\n"
-        "from slime_trace_widget import TraceTimeline\n"
-        "from slime_trace_widget.frames import build_frames\n"
-        f"samples = pickle.loads(open({str(data)!r}, 'rb').read())\n"
-        "tl = TraceTimeline(build_frames(samples))\ntl",
-    ])
+    url = samples_notebook(lab, samples, "texts")
     page = chromium.new_page(viewport=VIEWPORT, device_scale_factor=1)
     try:
         notebook = NotebookPage(page)

@@ -1,0 +1,22 @@
+"""Notebooks the browser tests write for JupyterLab."""
+
+from __future__ import annotations
+
+import pickle
+from typing import Any
+
+from slime_trace_widget.devtools.browser import JupyterLab
+
+
+def samples_notebook(lab: JupyterLab, samples: list[dict[str, Any]], stem: str) -> str:
+    """A notebook whose one cell shows the timeline of ``samples`` (plain dicts the test
+    built, handed over as a pickle next to the notebook); returns its URL."""
+    data = lab.notebooks / f"{stem}.pickle"
+    data.write_bytes(pickle.dumps(samples))
+    return lab.write_notebook(f"{stem}.ipynb", [
+        "import pickle\n"
+        "from slime_trace_widget import TraceTimeline\n"
+        "from slime_trace_widget.frames import build_frames\n"
+        f"samples = pickle.loads(open({str(data)!r}, 'rb').read())\n"
+        "tl = TraceTimeline(build_frames(samples))\ntl",
+    ])
