@@ -40,6 +40,8 @@ MAX_NAMES = 65535
 FLAG_OPEN: int = CONTRACT["span_flags"]["open"]
 FLAG_VIRTUAL: int = CONTRACT["span_flags"]["virtual"]
 FLAG_ERROR: int = CONTRACT["span_flags"]["error"]
+#: On a child-form virtual span: its segments mirror real spans, which count as its children.
+FLAG_PD_SEGMENT_SPANS: int = CONTRACT["span_flags"]["pd_segment_spans"]
 CLIP_SHIFT: int = CONTRACT["clip_shift"]
 
 COLUMN_DTYPES: dict[str, str] = dict(CONTRACT["columns"])
@@ -253,6 +255,7 @@ def _span_columns(
         (chosen["state"] == "open").to_numpy().astype(np.int64) * FLAG_OPEN
         | chosen["virtual"].to_numpy().astype(np.int64) * FLAG_VIRTUAL
         | chosen["error"].to_numpy().astype(np.int64) * FLAG_ERROR
+        | (chosen["pd_form"] == "children").to_numpy().astype(np.int64) * FLAG_PD_SEGMENT_SPANS
         | (_contract_codes(chosen["clip_reason"], "clip_reasons") + 1) << CLIP_SHIFT
     )
     parent_pos = np.full(len(core), -1, dtype=np.int64)

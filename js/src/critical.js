@@ -4,11 +4,12 @@
 // chosen span's children), so the widget and `analysis.critical_path` agree.
 // Which spans count is `measuredSpans`: a [P]/[D] virtual span stands for its
 // phase only while the real `sglang_pd_*` span it mirrors is not in the
-// payload (the default payload leaves those out), so a phase counts once.
+// payload (the default payload leaves those out), so a phase counts once;
+// when its flag says its segments mirror real spans, they are its children.
 // CriticalView wires the answer to the toolbar toggle, the focus mask and the
 // side panel.
 
-import { F_PD_DETAIL, F_VIRTUAL, nameOf } from "./decode.js";
+import { F_PD_DETAIL, F_PD_SEGMENT_SPANS, F_VIRTUAL, nameOf } from "./decode.js";
 import { formatDuration } from "./format.js";
 import { el } from "./dom.js";
 
@@ -53,12 +54,26 @@ export function measuredSpans(d) {
 
 /**
  * @typedef {Object} CriticalStep
- * @property {number} span payload span index
+ * @property {number} span payload span index (of a segment step: the virtual span owning it)
+ * @property {number} seg payload segment index, -1 for a span step
  * @property {number} critical seconds it holds the path itself (its time on the path minus its children's)
  */
 
 /**
+ * Whether span `i`'s PD segments stand for real spans (F_PD_SEGMENT_SPANS):
+ * then, as in Python where the real `sglang_pd_*` segment spans are the
+ * phase's children, they are its children here.
+ * @param {Data} d
+ * @param {number} i
+ */
+export function segmentsAreChildren(d, i) {
+  return (d.spanFlags[i] & (F_VIRTUAL | F_PD_SEGMENT_SPANS)) === (F_VIRTUAL | F_PD_SEGMENT_SPANS);
+}
+
+/**
  * The critical path of payload sample `s`, in time order (start, then depth).
+ * Nodes of the walk are spans (index i) and, under a measured span whose
+ * segments are children (`segmentsAreChildren`), its segments (nSpans + seg).
  * @param {Data} d
  * @param {number} s
  * @returns {CriticalStep[]}
@@ -67,57 +82,85 @@ export function criticalPath(d, s) {
   const measured = measuredSpans(d);
   const lo = d.spanOff[s];
   const hi = d.spanOff[s + 1];
-  const starts = d.spanStart;
-  const ends = d.spanEnd;
+  const n = d.nSpans;
+  const startOf = (/** @type {number} */ k) => (k < n ? d.spanStart[k] : d.segStart[k - n]);
+  const endOf = (/** @type {number} */ k) => (k < n ? d.spanEnd[k] : d.segEnd[k - n]);
+  const depthOf = (/** @type {number} */ k) => (k < n ? d.spanDepth[k] : d.spanDepth[d.segSpan[k - n]] + 1);
   /** @type {Map<number, number[]>} */
   const children = new Map();
+  const addChild = (/** @type {number} */ p, /** @type {number} */ k) => {
+    const kids = children.get(p);
+    if (kids) kids.push(k);
+    else children.set(p, [k]);
+  };
   /** @type {number[]} */
   const roots = [];
   let last = -Infinity;
   for (let i = lo; i < hi; i++) {
     if (!measured[i]) continue;
     const p = d.spanParent[i];
-    if (p >= lo && p < hi && measured[p]) {
-      const kids = children.get(p);
-      if (kids) kids.push(i);
-      else children.set(p, [i]);
-    } else {
-      roots.push(i);
+    if (p >= lo && p < hi && measured[p]) addChild(p, i);
+    else roots.push(i);
+    if (d.spanEnd[i] > last) last = d.spanEnd[i];
+    if (segmentsAreChildren(d, i)) {
+      for (let c = d.spanSegOff[i]; c < d.spanSegOff[i + 1]; c++) addChild(i, n + d.segOrder[c]);
     }
-    if (ends[i] > last) last = ends[i];
   }
   /** @type {CriticalStep[]} */
   const path = [];
-  const latestFirst = (/** @type {number[]} */ pool) => pool.slice().sort((a, b) => ends[b] - ends[a] || starts[a] - starts[b]);
+  /** @type {number[]} */
+  const nodes = [];
+  const latestFirst = (/** @type {number[]} */ pool) => pool.slice().sort((a, b) => endOf(b) - endOf(a) || startOf(a) - startOf(b));
   // The walk with an explicit stack (a crafted chain thousands deep must not
-  // exhaust the JS stack). A frame: the span (-1 for the sample), its children
+  // exhaust the JS stack). A frame: the node (-1 for the sample), its children
   // latest end first, the next one to look at, the limit, and the time its own
   // path covers so far.
-  /** @type {{span: number, kids: number[], next: number, limit: number, covered: number}[]} */
-  const stack = roots.length ? [{ span: -1, kids: latestFirst(roots), next: 0, limit: last, covered: 0 }] : [];
+  /** @type {{node: number, kids: number[], next: number, limit: number, covered: number}[]} */
+  const stack = roots.length ? [{ node: -1, kids: latestFirst(roots), next: 0, limit: last, covered: 0 }] : [];
   while (stack.length) {
     const top = stack[stack.length - 1];
     let chosen = -1;
     while (top.next < top.kids.length) {
       const k = top.kids[top.next++];
-      if (ends[k] <= top.limit + EPSILON) {
+      if (endOf(k) <= top.limit + EPSILON) {
         chosen = k; // else still running here: not what the path waited for
         break;
       }
     }
     if (chosen >= 0) {
-      stack.push({ span: chosen, kids: latestFirst(children.get(chosen) || []), next: 0, limit: ends[chosen], covered: 0 });
+      stack.push({ node: chosen, kids: latestFirst(children.get(chosen) || []), next: 0, limit: endOf(chosen), covered: 0 });
       continue;
     }
     stack.pop();
-    if (top.span < 0) break;
-    const length = Math.max(ends[top.span] - starts[top.span], 0);
-    path.push({ span: top.span, critical: Math.max(length - top.covered, 0) });
+    if (top.node < 0) break;
+    const length = Math.max(endOf(top.node) - startOf(top.node), 0);
+    const k = top.node;
+    nodes.push(k);
+    path.push(k < n ? { span: k, seg: -1, critical: Math.max(length - top.covered, 0) } : { span: d.segSpan[k - n], seg: k - n, critical: Math.max(length - top.covered, 0) });
     const parent = stack[stack.length - 1];
     parent.covered += length;
-    parent.limit = starts[top.span];
+    parent.limit = startOf(k);
   }
-  return path.sort((a, b) => starts[a.span] - starts[b.span] || d.spanDepth[a.span] - d.spanDepth[b.span]);
+  const order = nodes.map((_, j) => j).sort((a, b) => startOf(nodes[a]) - startOf(nodes[b]) || depthOf(nodes[a]) - depthOf(nodes[b]));
+  return order.map((j) => path[j]);
+}
+
+/**
+ * Start time of a step (its segment's when it is one).
+ * @param {Data} d
+ * @param {CriticalStep} step
+ */
+export function stepStart(d, step) {
+  return step.seg >= 0 ? d.segStart[step.seg] : d.spanStart[step.span];
+}
+
+/**
+ * Name of a step: its segment's name, or its span's.
+ * @param {Data} d
+ * @param {CriticalStep} step
+ */
+export function stepName(d, step) {
+  return nameOf(d, step.seg >= 0 ? d.segName[step.seg] : d.spanName[step.span]);
 }
 
 /** Steps the side panel lists at most: a DOM row each. */
@@ -196,21 +239,24 @@ export class CriticalView {
     this.panel.replaceChildren();
     if (this.sample >= 0) {
       const total = sampleLatency(d, this.sample);
-      const head = el("div", "stw-panel-title", `critical path · ${this.path.length} spans · latency ${formatDuration(total)}`);
+      const head = el("div", "stw-panel-title", `critical path · ${this.path.length} steps · latency ${formatDuration(total)}`);
       this.panel.appendChild(head);
       const list = el("div", "stw-critical-list");
       const shown = listedSteps(this.path, MAX_LISTED);
       for (const step of shown) {
         const row = el("div", "stw-critical-row");
         const share = total > 0 ? `${((100 * step.critical) / total).toFixed(1)}%` : "";
-        row.appendChild(el("span", "stw-critical-name", nameOf(d, d.spanName[step.span])));
+        row.appendChild(el("span", "stw-critical-name", stepName(d, step)));
         row.appendChild(el("span", "stw-critical-secs", formatDuration(step.critical)));
         row.appendChild(el("span", "stw-critical-share", share));
-        row.title = `starts at ${formatDuration(d.spanStart[step.span])}; click to select`;
+        const t = stepStart(d, step);
+        row.title = `starts at ${formatDuration(t)}; click to select`;
         row.dataset.span = String(step.span);
+        if (step.seg >= 0) row.dataset.seg = String(step.seg);
         row.addEventListener("click", () => {
           const r = app.L.rowOfSample[this.sample] ?? -1;
-          app.select({ type: "span", row: r, sample: this.sample, span: step.span, t: d.spanStart[step.span] });
+          const sample = this.sample;
+          app.select(step.seg >= 0 ? { type: "segment", row: r, sample, span: step.span, seg: step.seg, t } : { type: "span", row: r, sample, span: step.span, t });
         });
         list.appendChild(row);
       }

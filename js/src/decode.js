@@ -9,6 +9,8 @@ export const F_OPEN = CONTRACT.span_flags.open;
 export const F_VIRTUAL = CONTRACT.span_flags.virtual;
 export const F_ERROR = CONTRACT.span_flags.error;
 export const F_PD_DETAIL = CONTRACT.span_flags.pd_detail;
+/** On a child-form virtual span: its segments mirror real spans (its children in the critical path and flame). */
+export const F_PD_SEGMENT_SPANS = CONTRACT.span_flags.pd_segment_spans;
 export const CLIP_SHIFT = CONTRACT.clip_shift;
 /** @param {number} flags */
 export const clipReasonOf = (flags) => (flags >> CLIP_SHIFT) & 3;

@@ -4,6 +4,10 @@
 // to the span, never below zero) and p50/p95 of the durations; optionally over
 // a window, spans clipped to it. Pure: the icicle view (icicle.js) draws it.
 // Parents and children are taken among the chosen spans only, as in Python.
+// The segments of a chosen span flagged F_PD_SEGMENT_SPANS are its children
+// (Python counts the real segment spans they mirror).
+
+import { segmentsAreChildren } from "./critical.js";
 
 /** @typedef {import("./decode.js").Data} Data */
 
@@ -24,6 +28,7 @@
  * @typedef {Object} Flame
  * @property {FlameRow[]} rows sorted by path
  * @property {Int32Array} spanRow per payload span, its row in `rows` (-1: not counted)
+ * @property {Int32Array} segRow per payload segment, its row in `rows` (-1: not counted as a child)
  */
 
 /**
@@ -51,31 +56,52 @@ export function quantile(sorted, q) {
  */
 export function flameOf(d, include, window = null) {
   const n = d.nSpans;
-  const start = new Float64Array(n);
-  const end = new Float64Array(n);
-  const chosen = new Uint8Array(n);
+  // Nodes: spans (0 .. n-1), then segments (n + seg) of the spans whose
+  // segments are children (critical.js segmentsAreChildren).
+  const nNodes = n + d.nSegs;
+  const start = new Float64Array(nNodes);
+  const end = new Float64Array(nNodes);
+  const chosen = new Uint8Array(nNodes);
+  const nameOfNode = new Uint32Array(nNodes);
+  const depthOfNode = new Uint32Array(nNodes);
+  const parentOfNode = new Int32Array(nNodes);
   let m = 0;
-  for (let i = 0; i < n; i++) {
-    if (include && !include[i]) continue;
-    let a = d.spanStart[i];
-    let b = d.spanEnd[i];
+  const choose = (/** @type {number} */ k, /** @type {number} */ a, /** @type {number} */ b) => {
     if (window) {
       a = Math.max(a, window[0]);
       b = Math.min(b, window[1]);
-      if (!(b > a)) continue;
+      if (!(b > a)) return;
     }
-    start[i] = a;
-    end[i] = b;
-    chosen[i] = 1;
+    start[k] = a;
+    end[k] = b;
+    chosen[k] = 1;
     m++;
+  };
+  for (let i = 0; i < n; i++) {
+    nameOfNode[i] = d.spanName[i];
+    depthOfNode[i] = d.spanDepth[i];
+    parentOfNode[i] = d.spanParent[i];
+    if (include && !include[i]) continue;
+    choose(i, d.spanStart[i], d.spanEnd[i]);
+  }
+  for (let i = 0; i < n; i++) {
+    if ((include && !include[i]) || !segmentsAreChildren(d, i)) continue;
+    for (let c = d.spanSegOff[i]; c < d.spanSegOff[i + 1]; c++) {
+      const seg = d.segOrder[c];
+      const k = n + seg;
+      nameOfNode[k] = d.segName[seg];
+      depthOfNode[k] = d.spanDepth[i] + 1;
+      parentOfNode[k] = i;
+      if (d.segEnd[seg] > d.segStart[seg]) choose(k, d.segStart[seg], d.segEnd[seg]);
+    }
   }
   const parentOf = (/** @type {number} */ i) => {
-    const p = d.spanParent[i];
+    const p = parentOfNode[i];
     return p >= 0 && chosen[p] ? p : -1;
   };
-  // Spans by depth (parents first), then each one's path id.
-  const byDepth = bucket(n, 256, (i) => (chosen[i] ? d.spanDepth[i] : -1));
-  const pathId = new Int32Array(n).fill(-1);
+  // Nodes by depth (parents first), then each one's path id.
+  const byDepth = bucket(nNodes, 257, (i) => (chosen[i] ? depthOfNode[i] : -1));
+  const pathId = new Int32Array(nNodes).fill(-1);
   /** @type {Map<number, number>} (parent path + 1) * 65536 + name -> path id */
   const intern = new Map();
   /** @type {number[]} */
@@ -86,22 +112,22 @@ export function flameOf(d, include, window = null) {
     const i = byDepth.order[k];
     const p = parentOf(i);
     const above = p >= 0 ? pathId[p] : -1;
-    const key = (above + 1) * 65536 + d.spanName[i];
+    const key = (above + 1) * 65536 + nameOfNode[i];
     let id = intern.get(key);
     if (id === undefined) {
       id = pathParent.length;
       intern.set(key, id);
       pathParent.push(above);
-      pathName.push(d.spanName[i]);
+      pathName.push(nameOfNode[i]);
     }
     pathId[i] = id;
   }
   // Self time: duration minus the union of the children's intervals clipped to it.
-  const kids = bucket(n, n, (i) => (chosen[i] ? parentOf(i) : -1));
-  const own = new Float64Array(n);
+  const kids = bucket(nNodes, n, (i) => (chosen[i] ? parentOf(i) : -1));
+  const own = new Float64Array(nNodes);
   let sa = new Float64Array(16);
   let sb = new Float64Array(16);
-  for (let i = 0; i < n; i++) {
+  for (let i = 0; i < nNodes; i++) {
     if (!chosen[i]) continue;
     let k = 0;
     for (let c = kids.off[i]; c < kids.off[i + 1]; c++) {
@@ -134,9 +160,9 @@ export function flameOf(d, include, window = null) {
   const sortedIds = Array.from({ length: nPaths }, (_, id) => id).sort((x, y) => (text[x] < text[y] ? -1 : text[x] > text[y] ? 1 : 0));
   const rowOfPath = new Int32Array(nPaths);
   sortedIds.forEach((id, r) => (rowOfPath[id] = r));
-  const spanRow = new Int32Array(n).fill(-1);
-  for (let i = 0; i < n; i++) if (chosen[i]) spanRow[i] = rowOfPath[pathId[i]];
-  const perRow = bucket(n, nPaths, (i) => spanRow[i]);
+  const nodeRow = new Int32Array(nNodes).fill(-1);
+  for (let i = 0; i < nNodes; i++) if (chosen[i]) nodeRow[i] = rowOfPath[pathId[i]];
+  const perRow = bucket(nNodes, nPaths, (i) => nodeRow[i]);
   const seconds = new Float64Array(m);
   const rows = sortedIds.map((id, r) => {
     const lo = perRow.off[r];
@@ -153,7 +179,7 @@ export function flameOf(d, include, window = null) {
     const up = pathParent[id];
     return { path: text[id], name: d.names[pathName[id]] ?? "", depth: depthOf[id], parent: up < 0 ? -1 : rowOfPath[up], count: hi - lo, total, self, p50: quantile(sorted, 0.5), p95: quantile(sorted, 0.95) };
   });
-  return { rows, spanRow };
+  return { rows, spanRow: nodeRow.subarray(0, n), segRow: nodeRow.subarray(n) };
 }
 
 /**

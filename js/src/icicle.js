@@ -199,6 +199,9 @@ export class FlameView {
     const spanRow = this.flame.spanRow;
     const focus = new Uint8Array(spanRow.length);
     for (let i = 0; i < spanRow.length; i++) focus[i] = spanRow[i] === k ? 1 : 0;
+    // A segment frame: the phase spans owning its segments.
+    const segRow = this.flame.segRow;
+    for (let g = 0; g < segRow.length; g++) if (segRow[g] === k) focus[app.d.segSpan[g]] = 1;
     this.focus = focus;
     app.setMasks({ focus, evFocus: new Uint8Array(app.d.nEvents) });
   }

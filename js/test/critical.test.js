@@ -115,8 +115,9 @@ for (const c of fixture.cases) {
     const d = decodePayload(c.payload);
     for (const want of c.critical) {
       const got = criticalPath(d, want.sample);
-      assert.deepEqual(got.map((p) => p.span), want.path.map((/** @type {number[]} */ p) => p[0]), `sample ${want.sample}: spans`);
-      got.forEach((p, k) => assert.ok(close(p.critical, want.path[k][1]), `sample ${want.sample} step ${k}: ${p.critical} vs ${want.path[k][1]}`));
+      // Each step [span, segment (-1: none), seconds]; a segment step names its virtual span.
+      assert.deepEqual(got.map((p) => [p.span, p.seg]), want.path.map((/** @type {number[]} */ p) => [p[0], p[1]]), `sample ${want.sample}: steps`);
+      got.forEach((p, k) => assert.ok(close(p.critical, want.path[k][2]), `sample ${want.sample} step ${k}: ${p.critical} vs ${want.path[k][2]}`));
     }
   });
 }

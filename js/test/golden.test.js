@@ -4,7 +4,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { decodePayload, nameOf, statusOf, sourceOf, sampleRowId, F_OPEN, F_VIRTUAL, F_ERROR, CLIP_REASONS, clipReasonOf, EV_UNMATCHED, LINK_KINDS } from "../src/decode.js";
+import { decodePayload, nameOf, statusOf, sourceOf, sampleRowId, F_OPEN, F_VIRTUAL, F_ERROR, F_PD_SEGMENT_SPANS, CLIP_REASONS, clipReasonOf, EV_UNMATCHED, LINK_KINDS } from "../src/decode.js";
 import { groupMembers, endOf } from "../src/links.js";
 
 const golden = JSON.parse(readFileSync(new URL("./fixtures/golden_payload.json", import.meta.url), "utf8"));
@@ -55,6 +55,7 @@ test("golden payload: spans, flags, lanes, parents", () => {
   assert.deepEqual(Array.from(d.spanFlags, (f) => !!(f & F_OPEN)), s.open);
   assert.deepEqual(Array.from(d.spanFlags, (f) => !!(f & F_VIRTUAL)), s.virtual);
   assert.deepEqual(Array.from(d.spanFlags, (f) => !!(f & F_ERROR)), s.error);
+  assert.deepEqual(Array.from(d.spanFlags, (f) => !!(f & F_PD_SEGMENT_SPANS)), s.pd_segment_spans);
   const clip = Array.from(d.spanFlags, (f) => CLIP_REASONS[clipReasonOf(f)] || null);
   assert.deepEqual(clip, s.clip_reason.map((/** @type {string|null} */ r) => (r === null ? null : r.replace(/_/g, " "))));
   // Lane ranges cover every span once, in payload order (no reordering).

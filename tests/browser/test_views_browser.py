@@ -73,7 +73,7 @@ def _critical_on_reward(page: Any, selector: str, reward: int) -> None:
     counts = root.evaluate("el => el.stwDebug.visCounts()")
     assert counts["shown"] == 6 and counts["dimmed"] > 6 and counts["hidden"] == 0, counts
     panel = root.locator(".stw-critical").inner_text()
-    assert "critical path · 6 spans" in panel and "50.0%" in panel  # the tool: 5 s of 10
+    assert "critical path · 6 steps" in panel and "50.0%" in panel  # the tool: 5 s of 10
 
 
 def _click_frame(page: Any, selector: str, path: str, chosen: str | None) -> None:

@@ -64,6 +64,7 @@ def golden() -> dict[str, Any]:
             "depth": [int(v) for v in spans["depth"]],
             "open": [bool(v) for v in spans["state"] == "open"],
             "virtual": [bool(v) for v in spans["virtual"]],
+            "pd_segment_spans": [bool(v) for v in spans["pd_form"] == "children"],
             "error": [bool(v) for v in spans["error"]],
             "clip_reason": [None if v != v else str(v) for v in spans["clip_reason"]],
             "attempt": [int(v) for v in spans["attempt"]],
@@ -122,7 +123,7 @@ def test_golden_payload_is_current() -> None:
 def test_golden_payload_covers_the_flags() -> None:
     spans = golden()["expected"]["spans"]
     events = golden()["expected"]["events"]
-    for flag in ("open", "virtual", "error"):
+    for flag in ("open", "virtual", "error", "pd_segment_spans"):
         assert any(spans[flag]), flag
     assert max(spans["attempt"]) > 0
     assert set(events["kind"]) == set(CONTRACT["event_kinds"])
