@@ -4,6 +4,7 @@
 
 import { nameOf } from "./decode.js";
 import { spanBox, eventBox, hitBox } from "./hit.js";
+import { stepName } from "./critical.js";
 
 /** @typedef {import("./app.js").App} App */
 
@@ -130,10 +131,10 @@ export function installDebug(app) {
       for (const v of self.vis) c[v]++;
       return { hidden: c[0], shown: c[1], dimmed: c[2] };
     },
-    /** The critical path shown: payload span indices and exclusive seconds, in time order. */
+    /** The critical path shown: payload span (and segment, -1 none) indices, names and exclusive seconds, in time order. */
     critical() {
       const cv = self.critical;
-      return cv ? { on: self.s.critical, sample: cv.sample, path: cv.path.map((p) => ({ span: p.span, name: nameOf(self.d, self.d.spanName[p.span]), critical: p.critical })) } : null;
+      return cv ? { on: self.s.critical, sample: cv.sample, path: cv.path.map((p) => ({ span: p.span, seg: p.seg, name: stepName(self.d, p), critical: p.critical })) } : null;
     },
     /** The flame view: its frames (figures, client rects) and the chosen path. */
     flame() {

@@ -5,8 +5,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { decodePayload, F_OPEN, F_VIRTUAL, F_PD_DETAIL } from "../src/decode.js";
-import { criticalPath, measuredSpans, sampleLatency, listedSteps } from "../src/critical.js";
+import { decodePayload, F_OPEN, F_VIRTUAL, F_PD_DETAIL, F_PD_SEGMENT_SPANS } from "../src/decode.js";
+import { criticalPath, measuredSpans, sampleLatency, listedSteps, stepName, stepStart } from "../src/critical.js";
 import { makePayload } from "./make_payload.js";
 
 const close = (/** @type {number} */ a, /** @type {number} */ b, tol = 1e-4) => Math.abs(a - b) <= tol;
@@ -99,6 +99,64 @@ test("a [P]/[D] span counts once: its real sglang_pd_* twin in the payload repla
   const detail = spans.map((s) => (s.name.startsWith("sglang_pd_") ? { ...s, flags: F_PD_DETAIL } : s));
   const d2 = decodePayload(makePayload({ samples: [{}], spans: detail }).payload);
   assert.deepEqual(named(d2, 0).map((p) => p[0]), ["generate", "generate [P]", "generate [D]", "generate", "generate [P]", "generate [D]"]);
+});
+
+// A generation whose phases have segments: prefill 0-1 (bootstrap 0-0.25,
+// forward 0.5-1), decode 1-4 (transfer 1-1.5, forward 1.5-3, then 1 s of its own);
+// a tool 4-5 after it.
+/** @param {number} flags the virtual spans' flags */
+function pdWithSegments(flags) {
+  return decodePayload(
+    makePayload({
+      samples: [{}],
+      spans: [
+        { sample: 0, start: 0, end: 4, name: "generate" },
+        { sample: 0, start: 0, end: 1, name: "generate [P]", parent: 0, depth: 1, lane: 2, flags },
+        { sample: 0, start: 1, end: 4, name: "generate [D]", parent: 0, depth: 1, lane: 3, flags },
+        { sample: 0, start: 4, end: 5, name: "tool", lane: 1 },
+      ],
+      segs: [
+        { span: 1, start: 0, end: 0.25, name: "prefill_bootstrap" },
+        { span: 1, start: 0.5, end: 1, name: "prefill_forward" },
+        { span: 2, start: 1, end: 1.5, name: "decode_transfer" },
+        { span: 2, start: 1.5, end: 3, name: "decode_forward" },
+      ],
+    }).payload,
+  );
+}
+
+test("child form (F_PD_SEGMENT_SPANS): a phase's segments are its children on the path", () => {
+  const d = pdWithSegments(F_VIRTUAL | F_PD_SEGMENT_SPANS);
+  const path = criticalPath(d, 0);
+  assert.deepEqual(
+    path.map((p) => [stepName(d, p), Math.round(p.critical * 1e4) / 1e4]),
+    [
+      ["generate", 0],
+      ["generate [P]", 0.25],
+      ["prefill_bootstrap", 0.25],
+      ["prefill_forward", 0.5],
+      ["generate [D]", 1],
+      ["decode_transfer", 0.5],
+      ["decode_forward", 1.5],
+      ["tool", 1],
+    ],
+  );
+  assert.ok(close(path.reduce((a, p) => a + p.critical, 0), 5), "segment steps take their time from their phase, not on top of it");
+  const forward = path.find((p) => stepName(d, p) === "prefill_forward");
+  assert.ok(forward && forward.seg >= 0 && d.names[d.spanName[forward.span]] === "generate [P]" && d.segSpan[forward.seg] === forward.span && stepStart(d, forward) === 0.5, "a segment step names its owning span and its segment");
+  assert.ok(path.filter((p) => p.seg < 0).every((p) => stepName(d, p) === d.names[d.spanName[p.span]]));
+});
+
+test("attribute form (no flag): a phase holds all its time, its segments are drawn only", () => {
+  const d = pdWithSegments(F_VIRTUAL);
+  const path = criticalPath(d, 0);
+  assert.deepEqual(named(d, 0), [
+    ["generate", 0],
+    ["generate [P]", 1],
+    ["generate [D]", 3],
+    ["tool", 1],
+  ]);
+  assert.ok(path.every((p) => p.seg === -1));
 });
 
 test("samples are independent and an empty sample has no path", () => {

@@ -5,7 +5,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { decodePayload, F_VIRTUAL } from "../src/decode.js";
+import { decodePayload, F_VIRTUAL, F_PD_SEGMENT_SPANS } from "../src/decode.js";
 import { flameOf, quantile } from "../src/flame.js";
 import { measuredSpans } from "../src/critical.js";
 import { icicleLayout, frameAt, ROW_H } from "../src/icicle.js";
@@ -75,6 +75,59 @@ test("an open span counts to its display end; quantiles interpolate as pandas do
   assert.ok(close(quantile([1, 2, 3, 4], 0.95), 3.85));
   const d = decodePayload(makePayload({ samples: [{}], spans: [{ sample: 0, start: 2, end: 6, name: "generate", flags: 1 }] }).payload);
   assert.equal(flameOf(d, null).rows[0].total, 4);
+});
+
+/**
+ * Two generations whose prefill 0-1 has segments bootstrap 0-0.25 and forward
+ * 0.5-1 (the second's forward 0.5-0.9), decode 1-4 none.
+ * @param {number} flags the virtual spans' flags
+ */
+function pdWithSegments(flags) {
+  const spans = [];
+  const segs = [];
+  for (const [sample, forwardEnd] of [[0, 1], [1, 0.9]]) {
+    const base = spans.length;
+    spans.push(
+      { sample, start: 0, end: 4, name: "generate" },
+      { sample, start: 0, end: 1, name: "generate [P]", parent: base, depth: 1, lane: 2, flags },
+      { sample, start: 1, end: 4, name: "generate [D]", parent: base, depth: 1, lane: 3, flags },
+    );
+    segs.push({ span: base + 1, start: 0, end: 0.25, name: "prefill_bootstrap" }, { span: base + 1, start: 0.5, end: forwardEnd, name: "prefill_forward" });
+  }
+  return decodePayload(makePayload({ samples: [{}, {}], spans, segs }).payload);
+}
+
+test("child form (F_PD_SEGMENT_SPANS): a frame per segment name under its phase, the phase's self the rest", () => {
+  const d = pdWithSegments(F_VIRTUAL | F_PD_SEGMENT_SPANS);
+  const f = flameOf(d, measuredSpans(d));
+  const t = byPath(f);
+  assert.deepEqual(Object.keys(t), ["generate", "generate;generate [D]", "generate;generate [P]", "generate;generate [P];prefill_bootstrap", "generate;generate [P];prefill_forward"]);
+  assert.ok(close(t["generate;generate [P]"].total, 2));
+  assert.ok(close(t["generate;generate [P]"].self, 0.25 + 0.35), "the phase's self: its length minus its segments");
+  const fwd = t["generate;generate [P];prefill_forward"];
+  assert.equal(fwd.count, 2);
+  assert.ok(close(fwd.total, 0.9) && close(fwd.self, 0.9) && close(fwd.p50, 0.45));
+  assert.equal(fwd.depth, 2);
+  assert.equal(f.rows[fwd.parent].path, "generate;generate [P]");
+  assert.ok(close(t["generate;generate [D]"].self, 6));
+  // segRow: each segment's frame; a window clips segments as it clips spans.
+  for (let g = 0; g < d.nSegs; g++) assert.equal(f.rows[f.segRow[g]].name, d.names[d.segName[g]]);
+  const w = byPath(flameOf(d, measuredSpans(d), [0.2, 0.7]));
+  assert.ok(close(w["generate;generate [P];prefill_bootstrap"].total, 0.1) && close(w["generate;generate [P];prefill_forward"].total, 0.4));
+  assert.ok(close(w["generate;generate [P]"].self, 2 * 0.25));
+  // A phase left out leaves its segments out too.
+  const include = measuredSpans(d).slice();
+  for (let i = 0; i < d.nSpans; i++) if (d.names[d.spanName[i]] === "generate [P]") include[i] = 0;
+  assert.ok(!Object.keys(byPath(flameOf(d, include))).some((p) => p.includes("prefill_")));
+});
+
+test("attribute form (no flag): the phase keeps all its time, no segment frames", () => {
+  const d = pdWithSegments(F_VIRTUAL);
+  const f = flameOf(d, measuredSpans(d));
+  const t = byPath(f);
+  assert.deepEqual(Object.keys(t), ["generate", "generate;generate [D]", "generate;generate [P]"]);
+  assert.ok(close(t["generate;generate [P]"].self, 2));
+  assert.ok(f.segRow.every((r) => r === -1));
 });
 
 test("icicle: roots by total, children inside their parent, overlapping children fit", () => {
