@@ -68,16 +68,20 @@ def encode(
     *,
     samples: pd.DataFrame | pd.Index | None = None,
     spans: pd.DataFrame | pd.Index | None = None,
+    events: pd.DataFrame | pd.Index | None = None,
     title: str | None = None,
     align: str = "global",
 ) -> EncodedView:
-    """Encode ``frames``, limited to the given samples and/or spans (pandas filters).
+    """Encode ``frames``, limited to the given samples, spans and/or events (pandas
+    filters).
 
     ``samples`` limits the rows; ``spans`` limits the spans and, when no
     ``samples`` are given, the rows to the samples owning one of them.
-    ``align="rollout"`` draws each rollout from its own start (comparison view).
+    ``events`` names the events to send (within the rows); without it, events
+    follow the span filter (those whose parent span is sent). ``align="rollout"``
+    draws each rollout from its own start (comparison view).
     """
-    core, events, segments = frames.span_core, frames.event_core, frames.segments
+    core, segments = frames.span_core, frames.segments
     sample_rows = _chosen_rows(frames, samples, spans)
     sample_pos = np.full(len(frames.samples), -1, dtype=np.int64)
     sample_pos[sample_rows] = np.arange(len(sample_rows))
@@ -88,7 +92,8 @@ def encode(
     else:
         span_mask &= ~core["pd_detail"].to_numpy()
     span_sel = np.flatnonzero(span_mask)
-    event_sel = _chosen_events(events, sample_pos, span_mask, spans is not None)
+    event_sel = _chosen_events(frames.event_core, sample_pos, span_mask, spans is not None,
+                               None if events is None else _index_of(events))
 
     t0 = frames.t0 if frames.t0 == frames.t0 else 0.0
     offsets = _alignment(frames, sample_rows, align, t0)
@@ -101,10 +106,10 @@ def encode(
     span_pos[span_order] = np.arange(len(span_order))
     span_offsets = offsets[sample_pos[core["sample_row"].to_numpy()[span_order]]]
     buffers.update(_segment_columns(segments, span_pos, span_offsets, names, t0))
-    event_order, event_cols = _event_columns(events, event_sel, sample_pos, span_pos, names, t0,
-                                             offsets)
+    event_order, event_cols = _event_columns(frames.event_core, event_sel, sample_pos, span_pos,
+                                             names, t0, offsets)
     buffers.update(event_cols)
-    event_pos = np.full(len(events), -1, dtype=np.int64)
+    event_pos = np.full(len(frames.event_core), -1, dtype=np.int64)
     event_pos[event_order] = np.arange(len(event_order))
     buffers.update(_link_columns(frames, span_pos, event_pos))
     _check_order(buffers, "span")
@@ -126,7 +131,7 @@ def encode(
     }
     payload = {"version": PAYLOAD_VERSION, "meta": meta, "buffers": buffers}
     return EncodedView(payload, sample_rows, core.index.to_numpy()[span_order],
-                       events.index.to_numpy()[event_order])
+                       frames.event_core.index.to_numpy()[event_order])
 
 
 # --------------------------------------------------------------------------- selection
@@ -150,10 +155,13 @@ def _chosen_rows(
 
 
 def _chosen_events(
-    events: pd.DataFrame, sample_pos: np.ndarray, span_mask: np.ndarray, span_filter: bool
+    events: pd.DataFrame, sample_pos: np.ndarray, span_mask: np.ndarray, span_filter: bool,
+    chosen: pd.Index | None,
 ) -> np.ndarray:
     keep = sample_pos[events["sample_row"].to_numpy()] >= 0
-    if span_filter:
+    if chosen is not None:
+        keep &= events.index.isin(chosen)
+    elif span_filter:
         parents = events["parent_index"].to_numpy()
         keep &= (parents >= 0) & span_mask[np.maximum(parents, 0)]
     return np.flatnonzero(keep)

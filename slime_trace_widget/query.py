@@ -14,7 +14,7 @@ answers with :func:`attr_masks` (the same code, the same answer).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -239,7 +239,9 @@ def _sample_mask(samples: pd.DataFrame, term: Term) -> np.ndarray:
     return _categorical_mask(samples[term["kind"]], term["value"])
 
 
-def _span_mask(core: pd.DataFrame, term: Term, attrs: Any) -> np.ndarray:
+def _item_mask(core: pd.DataFrame, term: Term, attrs: Any) -> np.ndarray:
+    """Spans or events (``core``) an item term holds for, before ``neg``; ``duration``
+    and ``is:`` reach it for spans only (:func:`_items`)."""
     kind = term["kind"]
     if kind == "name":
         return _categorical_mask(core["name"], term["value"])
@@ -251,15 +253,6 @@ def _span_mask(core: pd.DataFrame, term: Term, attrs: Any) -> np.ndarray:
         if term["value"] == "error":
             return core["error"].to_numpy(bool)
         return (core["state"] == "open").to_numpy(bool)
-    return attrs(term)
-
-
-def _event_mask(core: pd.DataFrame, term: Term, attrs: Any) -> np.ndarray:
-    kind = term["kind"]
-    if kind == "name":
-        return _categorical_mask(core["name"], term["value"])
-    if kind == "attempt":
-        return _compare(core["attempt"].to_numpy(float), term["op"], term["value"])
     return attrs(term)
 
 
@@ -331,7 +324,7 @@ def _items(core: pd.DataFrame, terms: list[Term], attrs: Any, events: bool) -> n
     for term in terms:
         if events and term["kind"] in ("duration", "is"):
             return np.zeros(len(core), dtype=bool)  # span-only: never an event, negated or not
-        hit = (_event_mask if events else _span_mask)(core, term, attrs)
+        hit = _item_mask(core, term, attrs)
         keep &= ~hit if term["neg"] else hit
     return keep
 
@@ -370,31 +363,35 @@ def select(frames: TraceFrames, query: str) -> tuple[pd.DataFrame, pd.DataFrame,
 
 
 def restrict(frames: TraceFrames, query: str, samples: pd.DataFrame | pd.Index | None,
-             spans: pd.DataFrame | pd.Index | None
-             ) -> tuple[TraceFrames, pd.Index, pd.DataFrame | pd.Index | None]:
-    """What to give ``payload.encode`` so it encodes only what ``query`` keeps, within
-    the caller's own ``samples`` / ``spans`` filters: frames, samples and spans.
+             spans: pd.DataFrame | pd.Index | None) -> dict[str, pd.Index | None]:
+    """The ``samples``, ``spans`` and ``events`` filters that make ``payload.encode``
+    send only what ``query`` keeps, within the caller's own ``samples`` / ``spans``.
 
-    The encoder has no event filter, and its span filter keeps only events whose
-    parent span it keeps; so the frames handed over hold only the matching
-    events, and, without a span filter of the caller's, mark the spans that do
-    not match like the real PD spans the encoder leaves out by default. Indices
-    stay those of ``frames``, so the view maps back to it."""
+    The spans are the matching ones the timeline draws (real ``sglang_pd_*`` spans
+    only when the caller's own span filter asks for them); the events are the
+    matching ones, and with a span filter of the caller's only those under a span
+    it keeps, as events follow that filter without a query."""
     found = match(frames, query)
     rows = frames.samples.index[found.samples]
     if samples is not None:
-        rows = rows.intersection(samples.index if isinstance(samples, pd.DataFrame)
-                                 else pd.Index(samples))
+        rows = rows.intersection(_labels(samples))
     if not found.item_terms:
-        return frames, rows, spans
-    core = frames.span_core
-    if spans is not None:
-        wanted = spans.index if isinstance(spans, pd.DataFrame) else pd.Index(spans)
-        spans = core.index[found.spans].intersection(wanted)
+        return {"samples": rows, "spans": None if spans is None else _labels(spans),
+                "events": None}
+    core, events = frames.span_core, frames.event_core
+    if spans is None:
+        kept = core.index[found.spans & ~core["pd_detail"].to_numpy(bool)]
+        chosen_events = events.index[found.events]
     else:
-        core = core.assign(pd_detail=core["pd_detail"].to_numpy(bool) | ~found.spans)
-    return replace(frames, span_core=core, event_core=frames.event_core[found.events],
-                   _spans=None, _events=None), rows, spans
+        kept = core.index[found.spans].intersection(_labels(spans))
+        parents = events["parent_index"].to_numpy()
+        under = np.isin(parents, kept.to_numpy())
+        chosen_events = events.index[found.events & under]
+    return {"samples": rows, "spans": kept, "events": chosen_events}
+
+
+def _labels(selection: pd.DataFrame | pd.Index) -> pd.Index:
+    return selection.index if isinstance(selection, pd.DataFrame) else pd.Index(selection)
 
 
 def attr_masks(frames: TraceFrames, terms: list[Term], span_index: np.ndarray,

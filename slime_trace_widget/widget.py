@@ -167,10 +167,9 @@ class TraceTimeline(anywidget.AnyWidget):
         ``tl.show()`` with no argument shows everything again. A query that does
         not parse raises ``ValueError`` (``query.QueryError``) saying what and where.
         """
-        frames = self._frames
-        if query:
-            frames, samples, spans = restrict(frames, query, samples, spans)
-        self._view = self._encode(frames, samples=samples, spans=spans)
+        filters = (restrict(self._frames, query, samples, spans) if query
+                   else {"samples": samples, "spans": spans})
+        self._view = self._encode(self._frames, **filters)
         self.selected = {}
         self.payload = self._view.payload
         return self

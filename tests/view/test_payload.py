@@ -99,6 +99,17 @@ def test_span_filter_limits_rows_to_owners(frames) -> None:
     assert ((parents == -1) | (parents < len(view.span_index))).all()
 
 
+def test_event_filter_sends_exactly_those_events(frames) -> None:
+    """``events`` names the events, whether or not their parent span is sent."""
+    chosen = frames.events.iloc[::3]
+    long = frames.spans[(frames.spans["duration"] > 10) & ~frames.spans["virtual"]]
+    view = encode(frames, samples=frames.samples, spans=long, events=chosen)
+    assert sorted(view.event_index.tolist()) == sorted(chosen.index.tolist())
+    parents = frames.event_core.loc[view.event_index, "parent_index"]
+    assert not parents.isin(view.span_index).all(), "some sent events' parents are not sent"
+    assert (decode(view.payload)["ev_parent"] >= -1).all()
+
+
 def test_explicitly_chosen_pd_spans_are_drawn(frames) -> None:
     pd_spans = frames.spans[frames.spans["name"] == "sglang_pd_decode_forward"]
     view = encode(frames, spans=pd_spans)
