@@ -5,7 +5,7 @@
 // and test hooks (debug.js) live in their own modules.
 
 import { decodePayload, sampleRowId } from "./decode.js";
-import { filterSamples, sortRows, buildLayout } from "./layout.js";
+import { allSamples, sortRows, buildLayout } from "./layout.js";
 import { spanVisibility, eventVisibility } from "./filters.js";
 import { hitTest, timeAt } from "./hit.js";
 import { Painter } from "./draw.js";
@@ -271,7 +271,7 @@ export class App {
   refilter() {
     const d = this.d;
     const keepRow = this.masks.rowKeep;
-    const matched = filterSamples(d, "");
+    const matched = allSamples(d);
     this.rows = sortRows(d, keepRow ? matched.filter((s) => keepRow[s]) : matched, this.s.sort, this.s.desc);
     this.hist = activeHistogram(d, this.rows, d.globalStart, d.globalEnd, 400);
     this.overview.setData(this.hist, d.globalStart, d.globalEnd);

@@ -9,6 +9,7 @@
 // unfiltered one (no scope).
 
 import { F_OPEN, F_PD_DETAIL, nameOf } from "./decode.js";
+import { quantile } from "./quantile.js";
 
 /** @typedef {import("./decode.js").Data} Data */
 
@@ -43,21 +44,6 @@ import { F_OPEN, F_PD_DETAIL, nameOf } from "./decode.js";
  * What the diff covers: payload samples (null: all) and spans (null: all).
  * @typedef {{rows: ArrayLike<number>|null, keep: Uint8Array|null}} DiffScope
  */
-
-/**
- * Quantile of an ascending array by linear interpolation between closest ranks
- * (pandas' default): position q·(n−1).
- * @param {ArrayLike<number>} sorted
- * @param {number} q 0..1
- */
-export function quantile(sorted, q) {
-  const n = sorted.length;
-  if (n === 0) return NaN;
-  const pos = q * (n - 1);
-  const lo = Math.floor(pos);
-  const hi = Math.min(n - 1, lo + 1);
-  return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo);
-}
 
 /**
  * Per name, the numbers of one rollout (payload samples whose `smp_rollout` is `rollout`).

@@ -8,6 +8,7 @@
 // (Python counts the real segment spans they mirror).
 
 import { segmentsAreChildren } from "./critical.js";
+import { quantile } from "./quantile.js";
 
 /** @typedef {import("./decode.js").Data} Data */
 
@@ -30,18 +31,6 @@ import { segmentsAreChildren } from "./critical.js";
  * @property {Int32Array} spanRow per payload span, its row in `rows` (-1: not counted)
  * @property {Int32Array} segRow per payload segment, its row in `rows` (-1: not counted as a child)
  */
-
-/**
- * Quantile with linear interpolation (pandas' default) of ascending values.
- * @param {ArrayLike<number>} sorted
- * @param {number} q
- */
-export function quantile(sorted, q) {
-  const pos = q * (sorted.length - 1);
-  const lo = Math.floor(pos);
-  const hi = Math.min(lo + 1, sorted.length - 1);
-  return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo);
-}
 
 /**
  * The flame table of the spans with `include[i]` set (all when null), clipped

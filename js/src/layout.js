@@ -1,8 +1,7 @@
-// Row order (text filter + sort), row heights (collapsed / expanded), lane
-// positions and the rows visible at a scroll offset. Recomputed only when the
-// filter, the sort, the lane height or the expanded set changes.
-
-import { sampleLabel, statusOf, sourceOf } from "./decode.js";
+// Row order (the sort over the rows the filter's query keeps), row heights
+// (collapsed / expanded), lane positions and the rows visible at a scroll
+// offset. Recomputed only when the rows, the sort, the lane height or the
+// expanded set changes.
 
 /** @typedef {import("./decode.js").Data} Data */
 /** @typedef {"start"|"duration"|"reward"|"lanes"|"open"} SortKey */
@@ -18,55 +17,16 @@ export const SORT_LABELS = /** @type {Record<SortKey, string>} */ ({
 /** Vertical padding above and below the bars of a row, in CSS px. */
 export const ROW_PAD = 3;
 
-/** @type {WeakMap<Data, string[]>} */
-const searchCache = new WeakMap();
-
 /**
- * Lower-cased text each sample is searched in: id, source, status, label,
- * trace id, the row label.
+ * Every payload sample index, in payload order (the rows before the filter's
+ * query and the sort).
  * @param {Data} d
- * @returns {string[]}
- */
-export function searchIndex(d) {
-  let idx = searchCache.get(d);
-  if (idx) return idx;
-  idx = new Array(d.nSamples);
-  const sm = d.meta.samples;
-  for (let s = 0; s < d.nSamples; s++) {
-    const si = sm.sample_index[s];
-    const parts = [
-      si === null || si === undefined ? "" : `#${si}`,
-      sourceOf(d, s),
-      statusOf(d, s),
-      sm.label[s] ?? "",
-      sm.trace_id[s] ?? "",
-      sampleLabel(d, s),
-    ];
-    idx[s] = parts.join("\u0001").toLowerCase();
-  }
-  searchCache.set(d, idx);
-  return idx;
-}
-
-/**
- * Payload sample indices whose text contains `text` (case-insensitive
- * substring). An empty query keeps every sample.
- * @param {Data} d
- * @param {string} text
  * @returns {Uint32Array}
  */
-export function filterSamples(d, text) {
-  const q = (text || "").trim().toLowerCase();
-  if (!q) {
-    const all = new Uint32Array(d.nSamples);
-    for (let s = 0; s < d.nSamples; s++) all[s] = s;
-    return all;
-  }
-  const idx = searchIndex(d);
-  /** @type {number[]} */
-  const out = [];
-  for (let s = 0; s < d.nSamples; s++) if (idx[s].includes(q)) out.push(s);
-  return Uint32Array.from(out);
+export function allSamples(d) {
+  const all = new Uint32Array(d.nSamples);
+  for (let s = 0; s < d.nSamples; s++) all[s] = s;
+  return all;
 }
 
 /**

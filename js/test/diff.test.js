@@ -6,7 +6,8 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { decodePayload, F_PD_DETAIL } from "../src/decode.js";
-import { quantile, rolloutDiff, rolloutSide, diffPair } from "../src/diff.js";
+import { rolloutDiff, rolloutSide, diffPair } from "../src/diff.js";
+import { quantile } from "../src/quantile.js";
 import { diffScopeText } from "../src/diff_panel.js";
 
 const fixture = JSON.parse(readFileSync(new URL("./fixtures/rollout_diff.json", import.meta.url), "utf8"));

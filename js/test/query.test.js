@@ -13,6 +13,7 @@ import { base64ToBytes } from "../src/bytes.js";
 import { createLocalModel } from "../src/standalone.js";
 import { queryAttrsFor } from "../src/snapshot.js";
 import { Requests } from "../src/model.js";
+import { makePayload } from "./make_payload.js";
 
 const cases = JSON.parse(readFileSync(new URL("./fixtures/query_cases.json", import.meta.url), "utf8"));
 const trace = JSON.parse(readFileSync(new URL("./fixtures/query_trace.json", import.meta.url), "utf8"));
@@ -341,3 +342,27 @@ test("an infinite comparison goes to the kernel as finite ones that mean the sam
 function attrHoldsNumber(op, x, y) {
   return op === ">" ? x > y : op === ">=" ? x >= y : op === "<" ? x < y : x <= y;
 }
+
+test("bare words search id, source, status, label and trace id, case-insensitive (the old text filter's cases)", () => {
+  const samples = [
+    { sample_index: 10, source: "math", status: "completed", label: "Paris", trace_id: "aaa111" },
+    { sample_index: 11, source: "deepsearch_with_tool", status: "failed", label: null, trace_id: "bbb222" },
+    { sample_index: 12, source: "math", status: "truncated", label: "<img src=x onerror=alert(1)>", trace_id: "ccc333" },
+    { sample_index: 113, source: "code", status: "completed", label: "Berlin", trace_id: "ddd444" },
+  ];
+  const spans = samples.map((_, i) => ({ sample: i, start: i, end: i + 1, name: "a" }));
+  const p = decodePayload(makePayload({ samples, spans }).payload);
+  const rows = (/** @type {string} */ text) => {
+    const keep = evaluate(p, parseQuery(text), null).rowKeep;
+    return keep ? Array.from(keep.keys()).filter((s) => keep[s]) : [0, 1, 2, 3];
+  };
+  assert.deepEqual(rows(""), [0, 1, 2, 3]);
+  assert.deepEqual(rows("MATH"), [0, 2]);
+  assert.deepEqual(rows("#11"), [1, 3]);
+  assert.deepEqual(rows("failed"), [1]);
+  assert.deepEqual(rows("paris"), [0]);
+  assert.deepEqual(rows("ccc3"), [2]);
+  assert.deepEqual(rows("onerror"), [2]);
+  assert.deepEqual(rows("  berlin "), [3]);
+  assert.deepEqual(rows("zzz"), []);
+});
