@@ -14,7 +14,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from demo_dumps import demo_dump
 
 from slime_trace_widget import analysis
-from slime_trace_widget.load import load_frames
+from slime_trace_widget.sources.loading import load_frames
 
 TARGET_S = 2.0
 

@@ -46,8 +46,8 @@ def run_dumps(count: int) -> list[Path]:
     paths = [folder / f"rollout_{k}.pt" for k in range(count)]
     missing = [p for p in paths if not p.exists()]
     if missing:
-        from slime_trace_widget.load import save_dump
-        from slime_trace_widget.load.files import load_trusted
+        from slime_trace_widget.sources.dumps import save_dump
+        from slime_trace_widget.sources.dumps.files import load_trusted
 
         print(f"writing {len(missing)} run dumps into {folder} ...", flush=True)
         samples = load_trusted(str(demo_dump("62mb_agentic", seed=7))).samples
@@ -92,9 +92,9 @@ def main(argv: list[str] | None = None) -> None:
                         help="only the Ray engine, against the local figure given")
     parser.add_argument("--local-seconds", type=float, help="with --ray-only: local's time")
     args = parser.parse_args(argv)
-    from slime_trace_widget.dataset import convert, open_dataset
-    from slime_trace_widget.dataset.trends import rollout_trends
-    from slime_trace_widget.load import default_workers
+    from slime_trace_widget.answers.trends import rollout_trends
+    from slime_trace_widget.sources.dataset import convert, open_dataset
+    from slime_trace_widget.sources.dumps import default_workers
 
     paths = run_dumps(args.dumps)
     total = sum(p.stat().st_size for p in paths)

@@ -22,7 +22,7 @@ from demo_dumps import demo_dump
 
 from slime_trace_widget.demo import count_records
 from slime_trace_widget.frames import build_frames
-from slime_trace_widget.load import load_dump, load_frames
+from slime_trace_widget.sources.loading import load_dump, load_frames
 
 
 def deep_size(samples: list[dict]) -> int:

@@ -45,8 +45,8 @@ from percentiles import triple  # noqa: E402
 from slime_trace_widget import TraceTimeline  # noqa: E402
 from slime_trace_widget.devtools import heavy_inputs  # noqa: E402
 from slime_trace_widget.devtools.browser import VIEWPORT, launch_chromium  # noqa: E402
-from slime_trace_widget.load import load_frames  # noqa: E402
-from slime_trace_widget.payload import encode  # noqa: E402
+from slime_trace_widget.sources.loading import load_frames  # noqa: E402
+from slime_trace_widget.view.payload import encode  # noqa: E402
 
 READY = '.stw-root[data-ready="1"]'
 #: The renderer keeps its last 600 frame times.
@@ -54,9 +54,9 @@ FRAME_LOG = 600
 
 MEMORY_PROBE = """
 import json, sys, tracemalloc
-from slime_trace_widget.load import load_frames  # noqa: E402
+from slime_trace_widget.sources.loading import load_frames  # noqa: E402
 
-from slime_trace_widget.payload import encode
+from slime_trace_widget.view.payload import encode
 
 def hwm_kb():
     with open("/proc/self/status") as status:

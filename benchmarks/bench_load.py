@@ -123,7 +123,7 @@ def synthetic_sample(rng: random.Random, index: int, turns: int, t0: float) -> d
 
 def build_synthetic(path: Path, n_samples: int, turns: int, seed: int) -> int:
     """Write the synthetic dump with slime_trace_widget.dump.save_dump; returns span count."""
-    from slime_trace_widget.load import save_dump
+    from slime_trace_widget.sources.dumps import save_dump
 
     rng = random.Random(seed)
     samples = [synthetic_sample(rng, i, turns, 1.7e9) for i in range(n_samples)]
@@ -161,7 +161,7 @@ def measure(mode: str, path: str) -> None:
     """Child process: load once in ``mode`` and print seconds and peak RSS growth as JSON."""
     import torch
 
-    from slime_trace_widget.load import load_dump
+    from slime_trace_widget.sources.loading import load_dump
 
     if mode == "safe":  # start the rehearsal helper with a tiny load first
         load_dump(REPO / "tests" / "fixtures" / "small.pt")
@@ -187,7 +187,7 @@ def run_child(mode: str, path: Path) -> dict:
 
 def count_spans(path: Path) -> int:
     """Span starts in the file, counted from the loaded records."""
-    from slime_trace_widget.load import load_dump
+    from slime_trace_widget.sources.loading import load_dump
 
     return sum(1 for s in load_dump(path).samples
                for e in ((s.get("trace") or {}).get("events") or [])

@@ -197,7 +197,7 @@ def child(mode: str, paths: list[str]) -> None:
 def _pool_size(paths: list[str]) -> int | None:
     """Workers the loader uses for ``paths`` (the CPU count before it chose its own)."""
     try:
-        from slime_trace_widget.load import default_workers
+        from slime_trace_widget.sources.dumps import default_workers
     except ImportError:
         return os.cpu_count()
     return default_workers(paths)

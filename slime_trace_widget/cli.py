@@ -30,9 +30,9 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from ._version import __version__
-from .htmlpage import Blocks, page, read_cache
-from .load.errors import DumpError
-from .load.paths import expand_paths
+from .sources.dumps.errors import DumpError
+from .sources.dumps.paths import expand_paths
+from .view.page.htmlpage import Blocks, page, read_cache
 
 CACHE_SUFFIX = ".trace_timeline_cache.stw"
 HTML_SUFFIX = ".trace_timeline_viewer.html"
@@ -103,7 +103,7 @@ def _convert_parser() -> argparse.ArgumentParser:
 
 
 def _convert(args: argparse.Namespace) -> int:
-    from .dataset import convert
+    from .sources.dataset import convert
 
     with warnings.catch_warnings():  # failures are listed below, one line each
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -140,8 +140,8 @@ def _run(args: argparse.Namespace) -> int:
     blocks = None if args.rebuild else _fresh_cache(cache, inputs, source)
     if blocks is None:
         frames = _load(inputs, args.trusted)
-        from .payload import encode
-        from .snapshot import data_blocks
+        from .view.page.snapshot import data_blocks
+        from .view.payload import encode
 
         view = encode(frames)
         blocks = data_blocks(frames, view, source=source)
@@ -165,10 +165,11 @@ def _run(args: argparse.Namespace) -> int:
 def _follow(args: argparse.Namespace) -> int:
     """Serve a page of a run's dumps that grows as slime writes new ones: only new
     dumps load; the page sees ``follow.json`` change and offers the update."""
-    from .follow import POLL_SECONDS, DumpWatcher, Poller
-    from .frames import build_frames, combine_frames
-    from .payload import encode
-    from .snapshot import data_blocks
+    from .frames.build import build_frames
+    from .frames.model import combine_frames
+    from .sources.follow import POLL_SECONDS, DumpWatcher, Poller
+    from .view.page.snapshot import data_blocks
+    from .view.payload import encode
 
     folder = Path(args.follow)
     if not folder.is_dir():
@@ -252,14 +253,14 @@ def _fresh_cache(cache: Path, inputs: list[Path], source: dict) -> Blocks | None
 
 
 def _load(inputs: list[Path], trusted: bool):
-    from .load import load_frames
+    from .sources.loading import load_frames
 
     return load_frames([str(p) for p in inputs], trusted=trusted)
 
 
 def _exports(frames, out_dir: Path, stem: str, args: argparse.Namespace) -> None:
-    from .parquet import to_parquet
-    from .perfetto import export_perfetto
+    from .export.parquet import to_parquet
+    from .export.perfetto import export_perfetto
 
     if args.perfetto:
         print(f"wrote {export_perfetto(frames, out_dir / f'{stem}.perfetto.json')}")

@@ -533,7 +533,7 @@ def _simulate(rollout: _Rollout) -> None:
 def write_demo_dump(path: str | Path, *, n_samples: int = 64, seed: int = 0,
                     rollout_id: int = 0, **options: Any) -> Path:
     """Simulate a rollout and save it the way slime's ``--save-debug-rollout-data`` does."""
-    from .load import save_dump
+    from .sources.dumps import save_dump
 
     samples = make_demo_samples(n_samples, seed, rollout_id=rollout_id, **options)
     save_dump(path, samples, rollout_id=rollout_id)
@@ -554,7 +554,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     path = write_demo_dump(args.path, n_samples=args.samples, seed=args.seed,
                            rollout_id=args.rollout_id)
-    from .load import load_frames
+    from .sources.loading import load_frames
 
     frames = load_frames(path)
     print(f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB)")

@@ -50,5 +50,5 @@ def test_wheel_ships_the_bundle(tmp_path: Path) -> None:
           str(source)], tmp_path)
     wheel = next((tmp_path / "w").glob("slime_trace_widget-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
-    assert "slime_trace_widget/static/widget.js" in names
-    assert "slime_trace_widget/static/widget.css" in names
+    assert "slime_trace_widget/view/static/widget.js" in names
+    assert "slime_trace_widget/view/static/widget.css" in names

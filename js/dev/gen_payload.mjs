@@ -6,8 +6,8 @@
 // spans they stand for, open spans, unmatched ends, instant events and
 // clusters of them, retries (attempts 0-2), errors, a few hostile strings.
 
-import { rng, COLUMNS } from "../test/make_payload.js";
-import { F_OPEN, F_VIRTUAL, F_ERROR, F_PD_DETAIL, CLIP_REASONS, CLIP_SHIFT } from "../src/decode.js";
+import { rng, COLUMNS } from "../test/helpers/make_payload.js";
+import { F_OPEN, F_VIRTUAL, F_ERROR, F_PD_DETAIL, CLIP_REASONS, CLIP_SHIFT } from "../src/data/decode.js";
 
 const CLIP_ROW_END = CLIP_REASONS.indexOf("row end") << CLIP_SHIFT;
 

@@ -9,7 +9,7 @@ import { readFileSync, writeFileSync, mkdirSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { generate } from "./gen_payload.mjs";
-import { packBuffers } from "../test/make_payload.js";
+import { packBuffers } from "../test/helpers/make_payload.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const args = process.argv.slice(2);
@@ -32,8 +32,8 @@ const data = {
   view_state: state ? JSON.parse(state) : {},
   view_range: range ? range.split(",").map(Number) : [],
 };
-const bundle = readFileSync(resolve(here, "../../slime_trace_widget/static/widget.js"));
-const css = readFileSync(resolve(here, "../../slime_trace_widget/static/widget.css"), "utf8");
+const bundle = readFileSync(resolve(here, "../../slime_trace_widget/view/static/widget.js"));
+const css = readFileSync(resolve(here, "../../slime_trace_widget/view/static/widget.css"), "utf8");
 const template = readFileSync(resolve(here, "harness.html"), "utf8");
 // JSON inside <script>: escape "<" so no "</script" or "<!--" can appear.
 const json = JSON.stringify(data).replace(/</g, "\\u003c");

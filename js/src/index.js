@@ -4,14 +4,14 @@
 // are named exports for it, and it renders through the default export too.
 
 import "./styles.css";
-import { App } from "./app.js";
+import { App } from "./ui/app.js";
 import { createLocalModel } from "./standalone.js";
-import { bootSnapshot } from "./snapshot.js";
-import { WholePayload } from "./inline.js";
+import { bootSnapshot } from "./page/snapshot.js";
+import { WholePayload } from "./page/inline.js";
 
 /**
  * Build the view, or show why it could not be built.
- * @param {import("./model.js").AnyModel} model
+ * @param {import("./data/model.js").AnyModel} model
  * @param {HTMLElement} el
  * @param {number} t0 performance.now() when render() was called
  * @returns {() => void} cleanup
@@ -33,7 +33,7 @@ function mount(model, el, t0) {
 /**
  * Draw the timeline into `el`: at once, or, when the payload's binary buffers
  * were lost on the way (inline.js), once the kernel's inline copy is here.
- * @param {{ model: import("./model.js").AnyModel, el: HTMLElement }} ctx
+ * @param {{ model: import("./data/model.js").AnyModel, el: HTMLElement }} ctx
  * @returns {() => void} cleanup
  */
 function render({ model, el }) {

@@ -32,7 +32,7 @@
  * `{payload, selected, view_range, view_state}`.
  * @param {any} state
  * @param {LocalModelOptions} [opts]
- * @returns {import("./model.js").AnyModel & {attrsFor: (kind: string, index: number) => Promise<any>}}
+ * @returns {import("./data/model.js").AnyModel & {attrsFor: (kind: string, index: number) => Promise<any>}}
  */
 export function createLocalModel(state, opts = {}) {
   const isPayload = state && typeof state === "object" && "buffers" in state && "meta" in state;

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from slime_trace_widget.demo import make_demo_samples, write_demo_dump
-from slime_trace_widget.load import save_dump
+from slime_trace_widget.sources.dumps import save_dump
 from slime_trace_widget.tracing import (
     build_sglang_meta_trace_attrs,
     trace_event,

@@ -4,7 +4,8 @@ A handle points at one carrier dict; every record is written through one. A
 trace is told apart by its id *and* its carrier object, because ``copy.deepcopy``
 of a bound sample (how slime fans a prompt out into a group) gives carriers that
 share a ``trace_id``. Open spans live in one ``ContextVar`` holding a chain of
-scopes, so each asyncio task and thread sees its own parents.
+scopes, so each asyncio task and thread sees its own parents. A record is
+written into a carrier here too (``_write``), through the handle that points at it.
 """
 
 from __future__ import annotations
@@ -21,6 +22,16 @@ from ..schema import (
     CARRIER_SAMPLE_ID,
     CARRIER_TRACE_ID,
     CARRIER_VERSION,
+    RECORD_ATTEMPT,
+    RECORD_ATTRS,
+    RECORD_GROUP_ID,
+    RECORD_NAME,
+    RECORD_PARENT_SPAN_ID,
+    RECORD_SAMPLE_ID,
+    RECORD_SPAN_ID,
+    RECORD_TRACE_ID,
+    RECORD_TS,
+    RECORD_TYPE,
     SAMPLE_TRACE_KEY,
     TRACE_VERSION,
 )
@@ -339,3 +350,54 @@ def bind_trace_carrier(
     except Exception:
         _log_failure("binding a carrier of type %s", type(carrier).__name__)
         return _handle(_new_carrier(sample_id, group_id, trace_id, attempt), parent_span_id)
+
+
+def _append(handle: TraceHandle, record: dict[str, Any]) -> bool:
+    """Append a finished record; a damaged carrier costs this record only, not the caller."""
+    try:
+        handle.carrier[CARRIER_EVENTS].append(record)
+    except Exception:
+        _log_failure("appending %s %r", record.get(RECORD_TYPE), record.get(RECORD_NAME))
+        return False
+    return True
+
+
+def _write(
+    handle: TraceHandle,
+    kind: str,
+    name: str,
+    ts: float,
+    span_id: str | None,
+    parent: str | None,
+    attrs: dict[str, Any] | None,
+) -> dict[str, Any] | None:
+    """Build one record (keys in slime's order), append it to one carrier and return it.
+
+    Absent parent/attrs leave their keys out. ``attrs`` is stored as given, so
+    callers pass each group member its own copy. Building happens inside the
+    guard too, because it reads the carrier (its attempt): a member whose carrier
+    or handle was damaged loses its record (None is returned), and the loop over
+    the other members of a group goes on.
+    """
+    try:
+        carrier = handle.carrier
+        record = {
+            RECORD_TYPE: kind,
+            RECORD_NAME: name,
+            RECORD_TS: ts,
+            RECORD_TRACE_ID: handle.trace_id,
+            RECORD_SAMPLE_ID: handle.sample_id,
+            RECORD_GROUP_ID: handle.group_id,
+            RECORD_ATTEMPT: carrier.get(CARRIER_ATTEMPT, handle.attempt),
+        }
+        if span_id is not None:
+            record[RECORD_SPAN_ID] = span_id
+        if parent is not None:
+            record[RECORD_PARENT_SPAN_ID] = parent
+        if attrs:
+            record[RECORD_ATTRS] = attrs
+        carrier[CARRIER_EVENTS].append(record)
+    except Exception:
+        _log_failure("appending %s %r", kind, name)
+        return None
+    return record

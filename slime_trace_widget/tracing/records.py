@@ -1,4 +1,4 @@
-"""Writing one record: the clock, ids, attribute cleaning, and the guarded append.
+"""What one record is made of: the clock, ids, and attribute cleaning.
 
 Everything here is shared by spans, events, attempts and merges. A failure is
 logged at debug level on the ``slime_trace_widget.tracing`` logger and costs only
@@ -15,25 +15,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any
-
-from ..schema import (
-    CARRIER_ATTEMPT,
-    CARRIER_EVENTS,
-    RECORD_ATTEMPT,
-    RECORD_ATTRS,
-    RECORD_GROUP_ID,
-    RECORD_NAME,
-    RECORD_PARENT_SPAN_ID,
-    RECORD_SAMPLE_ID,
-    RECORD_SPAN_ID,
-    RECORD_TRACE_ID,
-    RECORD_TS,
-    RECORD_TYPE,
-)
-
-if TYPE_CHECKING:
-    from .carriers import TraceHandle
+from typing import Any
 
 #: One logger for the whole recording API, whichever submodule logs.
 logger = logging.getLogger(__package__ or __name__)
@@ -116,57 +98,6 @@ def _new_id() -> str:
 
 def _log_failure(what: str, *args: Any) -> None:
     logger.debug("tracing: " + what + " failed; the traced code continues", *args, exc_info=True)
-
-
-def _append(handle: TraceHandle, record: dict[str, Any]) -> bool:
-    """Append a finished record; a damaged carrier costs this record only, not the caller."""
-    try:
-        handle.carrier[CARRIER_EVENTS].append(record)
-    except Exception:
-        _log_failure("appending %s %r", record.get(RECORD_TYPE), record.get(RECORD_NAME))
-        return False
-    return True
-
-
-def _write(
-    handle: TraceHandle,
-    kind: str,
-    name: str,
-    ts: float,
-    span_id: str | None,
-    parent: str | None,
-    attrs: dict[str, Any] | None,
-) -> dict[str, Any] | None:
-    """Build one record (keys in slime's order), append it to one carrier and return it.
-
-    Absent parent/attrs leave their keys out. ``attrs`` is stored as given, so
-    callers pass each group member its own copy. Building happens inside the
-    guard too, because it reads the carrier (its attempt): a member whose carrier
-    or handle was damaged loses its record (None is returned), and the loop over
-    the other members of a group goes on.
-    """
-    try:
-        carrier = handle.carrier
-        record = {
-            RECORD_TYPE: kind,
-            RECORD_NAME: name,
-            RECORD_TS: ts,
-            RECORD_TRACE_ID: handle.trace_id,
-            RECORD_SAMPLE_ID: handle.sample_id,
-            RECORD_GROUP_ID: handle.group_id,
-            RECORD_ATTEMPT: carrier.get(CARRIER_ATTEMPT, handle.attempt),
-        }
-        if span_id is not None:
-            record[RECORD_SPAN_ID] = span_id
-        if parent is not None:
-            record[RECORD_PARENT_SPAN_ID] = parent
-        if attrs:
-            record[RECORD_ATTRS] = attrs
-        carrier[CARRIER_EVENTS].append(record)
-    except Exception:
-        _log_failure("appending %s %r", kind, name)
-        return None
-    return record
 
 
 def _clean_attrs(attrs: Any) -> dict[str, Any] | None:

@@ -21,12 +21,14 @@ from ..schema import (
 from .carriers import (
     TraceHandle,
     _active_span,
+    _append,
     _handle,
     _new_carrier,
     _resolve_handles,
+    _write,
     bind_trace_carrier,
 )
-from .records import _append, _log_failure, _now, _write, logger
+from .records import _log_failure, _now, logger
 
 # Keys of an export payload: the carrier identity plus the parent for remote spans.
 _PAYLOAD_PARENT = "parent_span_id"

@@ -23,7 +23,15 @@ from ..schema import (
     SPAN_START,
     TRACE_CHILDREN_KEY,
 )
-from .carriers import _ACTIVE, _CARRIER_LOCK, TraceHandle, _resolve_handles, _Scope, _TraceKey
+from .carriers import (
+    _ACTIVE,
+    _CARRIER_LOCK,
+    TraceHandle,
+    _resolve_handles,
+    _Scope,
+    _TraceKey,
+    _write,
+)
 from .records import (
     _clean_attrs,
     _copy,
@@ -31,7 +39,6 @@ from .records import (
     _log_failure,
     _new_id,
     _now,
-    _write,
     logger,
 )
 

@@ -1,5 +1,5 @@
 """The rollout diff in JupyterLab and in a to_html snapshot from file://, on the two
-hand-built rollouts of tests/view/test_rollout_diff.py (tool got 5 s slower per call)."""
+hand-built rollouts of tests/answers/test_rollout_diff.py (tool got 5 s slower per call)."""
 
 from __future__ import annotations
 
@@ -10,15 +10,17 @@ import numpy as np
 import pytest
 
 from slime_trace_widget import TraceTimeline
-from slime_trace_widget.devtools.browser import VIEWPORT, JupyterLab, NotebookPage
-from slime_trace_widget.load import load_frames, save_dump
-from slime_trace_widget.payload import encode
+from slime_trace_widget.devtools.browser import VIEWPORT, JupyterLab
+from slime_trace_widget.sources.dumps import save_dump
+from slime_trace_widget.sources.loading import load_frames
+from slime_trace_widget.view.payload import encode
+from tests.answers.test_rollout_diff import samples_a, samples_b
+from tests.browser.notebooks import FIRST_WIDGET, run_first_widget
 from tests.browser.test_snapshot_browser import _debug, opened
-from tests.view.test_rollout_diff import samples_a, samples_b
 
 pytestmark = pytest.mark.browser
 
-FIRST = ".jp-Cell:nth-child(1) .stw-root"
+FIRST = FIRST_WIDGET
 #: How many times the test reruns a cell waiting for the debounced view_state to arrive.
 STATE_TRIES = 40
 
@@ -91,10 +93,7 @@ def test_diff_in_jupyterlab_and_in_its_snapshot(lab: JupyterLab, chromium: Any) 
         f"one = TraceTimeline.from_dump({str(paths[0])!r})\none",
     ])
     page = chromium.new_page(viewport=VIEWPORT, device_scale_factor=1)
-    notebook = NotebookPage(page)
-    notebook.open(url)
-    notebook.run_cell(0)
-    page.wait_for_selector(f'{FIRST}[data-ready="1"]', timeout=60_000)
+    notebook = run_first_widget(page, url)
     root = page.locator(FIRST)
     assert root.evaluate("el => el.stwDebug.diff().open") is False
     toggle = root.locator(".stw-diff-btn")

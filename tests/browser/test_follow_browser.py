@@ -14,7 +14,7 @@ from typing import Any
 
 from slime_trace_widget.cli import FOLLOW_STATE
 from slime_trace_widget.devtools.browser import VIEWPORT, free_port
-from tests.export.test_follow import _place
+from tests.sources.test_follow import _place
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 READY = '.stw-root[data-ready="1"]'

@@ -26,8 +26,8 @@ from slime_trace_widget.devtools.browser import (
     MarimoPage,
     NotebookPage,
 )
-from slime_trace_widget.load import load_frames
-from slime_trace_widget.payload import encode
+from slime_trace_widget.sources.loading import load_frames
+from slime_trace_widget.view.payload import encode
 from tests.browser.test_widget_browser import _click_span, _payload_index
 
 pytestmark = pytest.mark.browser

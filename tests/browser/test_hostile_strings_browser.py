@@ -39,10 +39,11 @@ from slime_trace_widget.devtools.browser import (
     origin_of,
 )
 from slime_trace_widget.frames import TraceFrames
-from slime_trace_widget.load import load_dump, load_frames, save_dump
-from slime_trace_widget.payload import NAME_CHARS, EncodedView, encode
-from slime_trace_widget.snapshot import SNAPSHOT_MAX_CHARS, write_snapshot
+from slime_trace_widget.sources.dumps import save_dump
+from slime_trace_widget.sources.loading import load_dump, load_frames
 from slime_trace_widget.values import MAX_STRING_CHARS, truncate
+from slime_trace_widget.view.page.snapshot import SNAPSHOT_MAX_CHARS, write_snapshot
+from slime_trace_widget.view.payload import NAME_CHARS, EncodedView, encode
 
 pytestmark = pytest.mark.browser
 
@@ -496,8 +497,8 @@ def test_lone_surrogates_reach_every_surface(tmp_path: Path) -> None:
     from jupyter_client.session import json_packer
 
     from slime_trace_widget import TraceTimeline
-    from slime_trace_widget.details import span_detail
-    from slime_trace_widget.snapshot import snapshot_html
+    from slime_trace_widget.view.details import span_detail
+    from slime_trace_widget.view.page.snapshot import snapshot_html
 
     table = {key: HOSTILE[key] for key in LONE_SURROGATES}
     path = write_hostile_dump(tmp_path / "surrogates.pt", table)

@@ -1,5 +1,5 @@
 """Link arrows in headless Chromium: the widget in real JupyterLab and the snapshot
-from ``file://``, on the hand-built scene of tests/view/test_links.py.
+from ``file://``, on the hand-built scene of tests/answers/test_links.py.
 
 Selecting a group span draws arrows to the two other copies (and the panel lists
 them as buttons that select them); selecting the second ``attempt_start`` draws
@@ -14,13 +14,13 @@ from typing import Any
 
 import pytest
 
-from slime_trace_widget.devtools.browser import VIEWPORT, JupyterLab, NotebookPage
+from slime_trace_widget.devtools.browser import VIEWPORT, JupyterLab
 from slime_trace_widget.frames import TraceFrames, build_frames
-from slime_trace_widget.payload import encode
-from slime_trace_widget.snapshot import write_snapshot
-from tests.browser.notebooks import samples_notebook
+from slime_trace_widget.view.page.snapshot import write_snapshot
+from slime_trace_widget.view.payload import encode
+from tests.answers.test_links import scene_samples
+from tests.browser.notebooks import FIRST_WIDGET, run_first_widget, samples_notebook
 from tests.browser.test_snapshot_browser import opened
-from tests.view.test_links import scene_samples
 
 pytestmark = pytest.mark.browser
 
@@ -111,11 +111,8 @@ def test_notebook_draws_the_links(lab: JupyterLab, chromium: Any) -> None:
     url = samples_notebook(lab, samples, "links")
     page = chromium.new_page(viewport=VIEWPORT, device_scale_factor=1)
     try:
-        notebook = NotebookPage(page)
-        notebook.open(url)
-        notebook.run_cell(0)
-        root = page.locator('.jp-Cell:nth-child(1) .stw-root[data-ready="1"]')
-        root.wait_for(timeout=60_000)
+        run_first_widget(page, url)
+        root = page.locator(f'{FIRST_WIDGET}[data-ready="1"]')
         _check(root, _expected(build_frames(samples)))
     finally:
         page.close()

@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from slime_trace_widget.devtools.browser import VIEWPORT, JupyterLab, NotebookPage
-from slime_trace_widget.load import load_frames
-from slime_trace_widget.payload import encode
+from slime_trace_widget.devtools.browser import VIEWPORT, JupyterLab
+from slime_trace_widget.sources.loading import load_frames
+from slime_trace_widget.view.payload import encode
+from tests.browser.notebooks import FIRST_WIDGET, run_first_widget
 from tests.browser.test_widget_browser import _click_span, _payload_index
 
 pytestmark = pytest.mark.browser
@@ -47,12 +48,8 @@ def test_lost_buffers_are_fetched_inline(lab: JupyterLab, chromium) -> None:
     page.on("console", lambda m: console.append(m.text))
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
-    notebook = NotebookPage(page)
-    notebook.open(url + "&reset")
-
-    notebook.run_cell(0)
-    locator = page.locator('.jp-Cell:nth-child(1) .stw-root[data-ready="1"]')
-    locator.wait_for(timeout=60_000)
+    notebook = run_first_widget(page, url + "&reset")
+    locator = page.locator(f'{FIRST_WIDGET}[data-ready="1"]')
     root = locator.element_handle()
     assert locator.get_attribute("data-rows") == "8"
     assert locator.get_attribute("data-drawn-rows") == "8"

@@ -14,22 +14,23 @@ from typing import Any
 import numpy as np
 import pytest
 
-from slime_trace_widget import TraceTimeline, query
+from slime_trace_widget import TraceTimeline
+from slime_trace_widget.answers import query
 from slime_trace_widget.devtools.browser import (
     VIEWPORT,
     JupyterLab,
-    NotebookPage,
     PageGuard,
     file_only,
 )
 from slime_trace_widget.frames import TraceFrames
-from slime_trace_widget.load import load_frames
-from slime_trace_widget.payload import encode
+from slime_trace_widget.sources.loading import load_frames
+from slime_trace_widget.view.payload import encode
+from tests.browser.notebooks import FIRST_WIDGET, run_first_widget
 
 pytestmark = pytest.mark.browser
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
-ROOT = ".jp-Cell:nth-child(1) .stw-root"
+ROOT = FIRST_WIDGET
 PLAIN = "name:tool_call duration>1s"
 ATTRS = "tool=python name:tool_call"
 SNAPSHOT_ATTRS = "has:error_type"
@@ -99,10 +100,7 @@ def test_query_in_jupyterlab(lab: JupyterLab, chromium: Any) -> None:
         "print('FILTER=' + repr(tl.view_state.get('filter')))",
     ])
     page = chromium.new_page(viewport=VIEWPORT, device_scale_factor=1)
-    notebook = NotebookPage(page)
-    notebook.open(url)
-    notebook.run_cell(0)
-    page.wait_for_selector(f'{ROOT}[data-ready="1"]', timeout=60_000)
+    notebook = run_first_widget(page, url)
     root = page.locator(ROOT)
     assert root.get_attribute("data-rows") == "8"
     assert "duration>2s" in root.locator(".stw-input").get_attribute("placeholder")

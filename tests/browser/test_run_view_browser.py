@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from slime_trace_widget.devtools.browser import VIEWPORT, JupyterLab, NotebookPage
-from tests.export.test_run_view import make_run_dataset
+from tests.view.test_run_view import make_run_dataset
 
 
 def test_run_overview_opens_the_rollout_clicked(lab: JupyterLab, chromium,

@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 
 from slime_trace_widget.demo import make_demo_samples
-from slime_trace_widget.details import TEXT_PREVIEW_CHARS
-from slime_trace_widget.devtools.browser import VIEWPORT, JupyterLab, NotebookPage
+from slime_trace_widget.devtools.browser import VIEWPORT, JupyterLab
 from slime_trace_widget.frames import build_frames
-from slime_trace_widget.snapshot import SNAPSHOT_MAX_CHARS, write_snapshot
-from tests.browser.notebooks import samples_notebook
+from slime_trace_widget.view.details import TEXT_PREVIEW_CHARS
+from slime_trace_widget.view.page.snapshot import SNAPSHOT_MAX_CHARS, write_snapshot
+from tests.browser.notebooks import FIRST_WIDGET, run_first_widget, samples_notebook
 from tests.browser.test_snapshot_browser import opened
 
 pytestmark = pytest.mark.browser
@@ -108,11 +108,8 @@ def test_notebook_fetches_the_whole_text_from_the_kernel(lab: JupyterLab, chromi
     url = samples_notebook(lab, samples, "texts")
     page = chromium.new_page(viewport=VIEWPORT, device_scale_factor=1)
     try:
-        notebook = NotebookPage(page)
-        notebook.open(url)
-        notebook.run_cell(0)
-        root = page.locator('.jp-Cell:nth-child(1) .stw-root[data-ready="1"]')
-        root.wait_for(timeout=60_000)
+        run_first_widget(page, url)
+        root = page.locator(f'{FIRST_WIDGET}[data-ready="1"]')
         row = _select_first_span(root)
         prompt = build_frames(samples).samples.at[row, "prompt"]
         _check_texts(root, prompt, len(prompt), "")

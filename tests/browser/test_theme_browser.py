@@ -15,15 +15,16 @@ from typing import Any
 
 import pytest
 
-from slime_trace_widget.devtools.browser import VIEWPORT, JupyterLab, NotebookPage
-from slime_trace_widget.load import load_frames
-from slime_trace_widget.payload import encode
+from slime_trace_widget.devtools.browser import VIEWPORT, JupyterLab
+from slime_trace_widget.sources.loading import load_frames
+from slime_trace_widget.view.payload import encode
+from tests.browser.notebooks import FIRST_WIDGET, run_first_widget
 
 pytestmark = pytest.mark.browser
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 ARTIFACTS = Path(__file__).parents[2] / "test-artifacts"
-STATIC = Path(__file__).parents[2] / "slime_trace_widget" / "static"
+STATIC = Path(__file__).parents[2] / "slime_trace_widget" / "view" / "static"
 
 #: True when the root is marked `scheme`, its background is of that scheme, the canvas
 #: axis strip is painted in the root's --stw-bg1 (so the canvas re-read its colours),
@@ -78,11 +79,8 @@ def test_jupyterlab_theme_switch_live(lab: JupyterLab, chromium) -> None:
     ])
     # The OS says dark: JupyterLab's light theme must still win.
     page = chromium.new_page(viewport=VIEWPORT, device_scale_factor=1, color_scheme="dark")
-    notebook = NotebookPage(page)
-    notebook.open(url + "&reset")
-    notebook.run_cell(0)
-    locator = page.locator('.jp-Cell:nth-child(1) .stw-root[data-ready="1"]')
-    locator.wait_for(timeout=60_000)
+    run_first_widget(page, url + "&reset")
+    locator = page.locator(f'{FIRST_WIDGET}[data-ready="1"]')
     root = locator.element_handle()
     _follows(page, root, "light", "jupyterlab-light")
     _use_theme(page, "JupyterLab Dark", light=False)

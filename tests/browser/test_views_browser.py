@@ -1,7 +1,7 @@
 """The critical path toggle and the flame view in JupyterLab, then in the ``to_html``
 snapshot of that widget opened from ``file://`` (``view_state`` restores both).
 
-The trace is hand-built (tests/view/test_views_fixture.py): two agents whose
+The trace is hand-built (tests/answers/test_views_fixture.py): two agents whose
 critical path is rollout, generate, its [P]/[D] phases, the tool that ended last
 and the reward; and a retry with an open span.
 """
@@ -21,10 +21,11 @@ from slime_trace_widget.devtools.browser import (
     PageGuard,
     file_only,
 )
-from slime_trace_widget.load import load_frames, save_dump
-from slime_trace_widget.payload import encode
-from tests.view.test_critical_and_flame import _agent
-from tests.view.test_views_fixture import _retry_and_open
+from slime_trace_widget.sources.dumps import save_dump
+from slime_trace_widget.sources.loading import load_frames
+from slime_trace_widget.view.payload import encode
+from tests.answers.test_critical_and_flame import _agent
+from tests.answers.test_views_fixture import _retry_and_open
 
 pytestmark = pytest.mark.browser
 

@@ -8,9 +8,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from slime_trace_widget.devtools.browser import VIEWPORT, JupyterLab, NotebookPage
-from slime_trace_widget.load import load_frames, save_dump
-from slime_trace_widget.payload import encode
+from slime_trace_widget.devtools.browser import VIEWPORT, JupyterLab
+from slime_trace_widget.sources.dumps import save_dump
+from slime_trace_widget.sources.loading import load_frames
+from slime_trace_widget.view.payload import encode
+from tests.browser.notebooks import FIRST_WIDGET, run_first_widget
 
 pytestmark = pytest.mark.browser
 
@@ -81,12 +83,8 @@ def test_timeline_in_jupyterlab(lab: JupyterLab, chromium, tmp_path: Path) -> No
     page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
     console: list[str] = []
     page.on("console", lambda m: console.append(m.text))
-    notebook = NotebookPage(page)
-    notebook.open(url)
-
-    notebook.run_cell(0)
-    first = ".jp-Cell:nth-child(1) .stw-root"
-    page.wait_for_selector(f'{first}[data-ready="1"]', timeout=60_000)
+    notebook = run_first_widget(page, url)
+    first = FIRST_WIDGET
     root = page.locator(first)
     assert root.get_attribute("data-rows") == "8"
     assert int(root.get_attribute("data-drawn-rows")) > 0
@@ -179,11 +177,9 @@ def test_zero_width_frames_are_skipped(lab: JupyterLab, chromium) -> None:
         f"from slime_trace_widget import TraceTimeline\nTraceTimeline.from_dump({str(dump)!r})",
     ])
     page = chromium.new_page(viewport=VIEWPORT, device_scale_factor=1)
-    notebook = NotebookPage(page)
-    notebook.open(url + "&reset")  # only this notebook: no tab restored from the workspace
-    notebook.run_cell(0)
-    root = page.locator('.jp-Cell:nth-child(1) .stw-root[data-ready="1"]')
-    root.wait_for(timeout=60_000)
+    # &reset: only this notebook, no tab restored from the workspace
+    run_first_widget(page, url + "&reset")
+    root = page.locator(f'{FIRST_WIDGET}[data-ready="1"]')
     handle = root.element_handle()
     page.wait_for_function(FITS, arg=handle, timeout=30_000)
     width = root.evaluate("el => el.querySelector('.stw-canvas').style.width")

@@ -9,10 +9,10 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from slime_trace_widget.export.parquet import to_parquet
+from slime_trace_widget.export.perfetto import export_perfetto
 from slime_trace_widget.frames import build_frames
-from slime_trace_widget.load import load_frames
-from slime_trace_widget.parquet import to_parquet
-from slime_trace_widget.perfetto import export_perfetto
+from slime_trace_widget.sources.loading import load_frames
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 

@@ -8,8 +8,8 @@ import zlib
 
 import pytest
 
-from slime_trace_widget import gzip_parallel
-from slime_trace_widget.gzip_parallel import gzip_all
+from slime_trace_widget.view.page import gzip_parallel
+from slime_trace_widget.view.page.gzip_parallel import gzip_all
 
 
 @pytest.mark.parametrize("threads", [1, 2, 5])

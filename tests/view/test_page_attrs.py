@@ -1,5 +1,5 @@
 """Attribute tables a page embeds: written by Python, read back by the page's own
-decoder (``js/src/page_attrs.js``, run in Node), row for row what the kernel sends."""
+decoder (``js/src/page/page_attrs.js``, run in Node), row for row what the kernel sends."""
 
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from slime_trace_widget import attr_columns
-from slime_trace_widget.attr_columns import AttrTable
-from slime_trace_widget.page_attrs import page_attr_table
+from slime_trace_widget.frames import attr_columns
+from slime_trace_widget.frames.attr_columns import AttrTable
+from slime_trace_widget.view.page.page_attrs import page_attr_table
 
-DECODER = Path(__file__).parents[2] / "js" / "src" / "page_attrs.js"
+DECODER = Path(__file__).parents[2] / "js" / "src" / "page" / "page_attrs.js"
 MAX_CHARS = 40
 
 #: Every kind a column can have, absent keys, explicit Nones, text past the cut,

@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from slime_trace_widget.load import load_frames
-from slime_trace_widget.payload import (
+from slime_trace_widget.sources.loading import load_frames
+from slime_trace_widget.view.payload import (
     CLIP_SHIFT,
     COLUMN_DTYPES,
     FLAG_OPEN,
@@ -21,7 +21,7 @@ FIXTURES = Path(__file__).parents[1] / "fixtures"
 
 
 def decode(payload: dict) -> dict[str, np.ndarray]:
-    """The Python twin of js/src/decode.js (typed arrays from little-endian bytes)."""
+    """The Python twin of js/src/data/decode.js (typed arrays from little-endian bytes)."""
     kinds = {"u1": "<u1", "u2": "<u2", "u4": "<u4", "i4": "<i4", "f4": "<f4", "f8": "<f8"}
     return {name: np.frombuffer(buf, dtype=kinds[payload["meta"]["columns"][name]])
             for name, buf in payload["buffers"].items()}

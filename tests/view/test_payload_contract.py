@@ -2,7 +2,7 @@
 
 ``js/test/fixtures/golden_payload.json`` is a payload written by this encoder
 (buffers in base64) with the values it must decode to, taken from the frames;
-``js/test/golden.test.js`` decodes it. Regenerate it after a deliberate change
+``js/test/data/decode.test.js`` decodes it. Regenerate it after a deliberate change
 with ``PYTHONPATH=. python tests/view/test_payload_contract.py``.
 """
 
@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from slime_trace_widget.links import group_members, links
-from slime_trace_widget.load import load_frames
-from slime_trace_widget.payload import CONTRACT, encode
+from slime_trace_widget.answers.links import group_members, links
+from slime_trace_widget.sources.loading import load_frames
+from slime_trace_widget.view.payload import CONTRACT, encode
 
 ROOT = Path(__file__).parents[2]
 FIXTURES = Path(__file__).parents[1] / "fixtures"

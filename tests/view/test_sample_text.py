@@ -19,16 +19,16 @@ import pytest
 
 from slime_trace_widget import TraceTimeline
 from slime_trace_widget.demo import make_demo_samples
-from slime_trace_widget.details import (
+from slime_trace_widget.frames import TraceFrames, build_frames
+from slime_trace_widget.view.details import (
     FULL_TEXT_CHARS,
     SAMPLE_TEXT_FIELDS,
     TEXT_PREVIEW_CHARS,
     sample_summaries,
     sample_text,
 )
-from slime_trace_widget.frames import TraceFrames, build_frames
-from slime_trace_widget.payload import encode
-from slime_trace_widget.snapshot import SNAPSHOT_MAX_CHARS, data_blocks, equal_share
+from slime_trace_widget.view.page.snapshot import SNAPSHOT_MAX_CHARS, data_blocks, equal_share
+from slime_trace_widget.view.payload import encode
 
 #: Longer than the preview, the snapshot's cut and ``json_safe``'s 100,000-character
 #: limit, so each of them would show if it were applied where it must not be.

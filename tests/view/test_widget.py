@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from slime_trace_widget import TraceTimeline
-from slime_trace_widget.load import load_frames
+from slime_trace_widget.sources.loading import load_frames
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 

@@ -1,0 +1,572 @@
+// The filter box's query grammar (docs/query.md), the same parser as
+// slime_trace_widget/answers/query.py term for term (test/fixtures/query_cases.json
+// holds the cases both must agree on), evaluated over the decoded payload into
+// the masks App.setMasks lays over the timeline. Attributes are not in the
+// payload: attribute terms go to a resolver (the kernel, or a snapshot's
+// embedded tables) and the picture changes only when its answer is in; an
+// answer to an older query is dropped.
+
+import { F_OPEN, F_ERROR, F_PD_DETAIL, statusOf, sourceOf } from "./decode.js";
+import { formatNumber } from "../util/format.js";
+import { base64ToBytes } from "./bytes.js";
+
+/** @typedef {import("./decode.js").Data} Data */
+
+/**
+ * One parsed term; `neg` negates it. Kinds: text (bare word), name, status,
+ * source (value), attempt / duration (op, value), is (value), has (key),
+ * attr (key, op, value: text for = and !=, a number otherwise).
+ * @typedef {{kind: string, neg: boolean, value?: any, op?: string, key?: string}} Term
+ */
+
+/** @typedef {{message: string, pos: number}} QueryProblem */
+
+/** Per payload span and event: whether every attribute term holds. */
+/** @typedef {{spans: Uint8Array, events: Uint8Array}} AttrHits */
+
+const SPACE = " \t\r\n";
+const COLON_FIELDS = ["name", "status", "source", "attempt", "is", "has"];
+const COMPARED_FIELDS = ["attempt", "duration"];
+const IS_VALUES = ["error", "open"];
+/** @type {Record<string, [number, number]>} seconds per unit as (multiply, divide), as in Python */
+const UNITS = { us: [1, 1e6], ms: [1, 1e3], s: [1, 1], m: [60, 1], h: [3600, 1] };
+const NUMBER = /^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$/;
+const DURATION = /^(\d+(?:\.\d*)?|\.\d+)(us|ms|s|m|h)?$/;
+const WHOLE = /^\d+$/;
+export const SAMPLE_KINDS = ["text", "status", "source"];
+export const ATTR_KINDS = ["attr", "has"];
+
+export class QueryError extends Error {
+  /**
+   * @param {string} message
+   * @param {number} pos 0-based
+   */
+  constructor(message, pos) {
+    super(`${message} (at character ${pos + 1})`);
+    this.problem = message;
+    this.pos = pos;
+  }
+}
+
+/**
+ * Whitespace-separated tokens as position, characters and which were quoted.
+ * @param {string} text
+ * @returns {{pos: number, word: string, quoted: boolean[]}[]}
+ */
+function tokens(text) {
+  const out = [];
+  let i = 0;
+  const n = text.length;
+  while (i < n) {
+    if (SPACE.includes(text[i])) {
+      i++;
+      continue;
+    }
+    const pos = i;
+    let word = "";
+    /** @type {boolean[]} */
+    const quoted = [];
+    let openAt = -1;
+    while (i < n && (openAt >= 0 || !SPACE.includes(text[i]))) {
+      const c = text[i];
+      if (c === '"') {
+        openAt = openAt >= 0 ? -1 : i;
+      } else if (openAt >= 0 && c === "\\" && i + 1 < n && '"\\'.includes(text[i + 1])) {
+        i++;
+        word += text[i];
+        quoted.push(true);
+      } else {
+        word += c;
+        quoted.push(openAt >= 0);
+      }
+      i++;
+    }
+    if (openAt >= 0) throw new QueryError("unclosed quote", openAt);
+    out.push({ pos, word, quoted });
+  }
+  return out;
+}
+
+/**
+ * The first unquoted comparison.
+ * @param {string} word
+ * @param {boolean[]} quoted
+ * @returns {[number, string]}
+ */
+function operator(word, quoted) {
+  for (let i = 0; i < word.length; i++) {
+    if (quoted[i]) continue;
+    const c = word[i];
+    const follows = i + 1 < word.length && word[i + 1] === "=" && !quoted[i + 1];
+    if (c === "<" || c === ">") return [i, follows ? c + "=" : c];
+    if (c === "=") return [i, "="];
+    if (c === "!" && follows) return [i, "!="];
+  }
+  return [-1, ""];
+}
+
+/**
+ * @param {number} pos
+ * @param {string} word
+ * @param {boolean[]} quoted
+ * @returns {Term}
+ */
+function term(pos, word, quoted) {
+  const neg = word.startsWith("-") && !quoted[0];
+  if (neg) {
+    word = word.slice(1);
+    quoted = quoted.slice(1);
+    if (!word) throw new QueryError('"-" needs a term after it', pos);
+  }
+  let colon = -1;
+  for (let i = 0; i < word.length; i++) {
+    if (word[i] === ":" && !quoted[i]) {
+      colon = i;
+      break;
+    }
+  }
+  const [at, op] = operator(word, quoted);
+  const field = colon > 0 ? word.slice(0, colon).toLowerCase() : "";
+  if (COLON_FIELDS.includes(field) && (at < 0 || colon < at)) return { kind: field, neg, ...fieldValue(pos, field, "=", word.slice(colon + 1)) };
+  if (at < 0) return { kind: "text", neg, value: word.toLowerCase() };
+  let key = word.slice(0, at);
+  const value = word.slice(at + op.length);
+  if (!key) throw new QueryError(`"${op}" needs a key before it`, pos);
+  if (!value) throw new QueryError(`"${key}${op}" needs a value after it`, pos);
+  if (COMPARED_FIELDS.includes(key.toLowerCase())) return { kind: key.toLowerCase(), neg, ...fieldValue(pos, key.toLowerCase(), op, value) };
+  if (key.startsWith("attr.") && key.length > 5) key = key.slice(5);
+  if (op === "=" || op === "!=") return { kind: "attr", neg, key, op, value };
+  if (!NUMBER.test(value)) throw new QueryError(`"${op}" needs a number, not "${value}"`, pos);
+  return { kind: "attr", neg, key, op, value: Number(value) };
+}
+
+/**
+ * @param {number} pos
+ * @param {string} field
+ * @param {string} op
+ * @param {string} value
+ */
+function fieldValue(pos, field, op, value) {
+  if (field === "attempt") {
+    if (!WHOLE.test(value)) throw new QueryError(`attempt needs a whole number, not "${value}"`, pos);
+    return { op, value: Number(value) };
+  }
+  if (field === "duration") {
+    const found = DURATION.exec(value);
+    if (!found) throw new QueryError(`bad duration "${value}" (a number, then us, ms, s, m or h)`, pos);
+    const [times, per] = UNITS[found[2] || "s"];
+    return { op, value: (Number(found[1]) * times) / per };
+  }
+  if (!value) throw new QueryError(`${field}: needs a value`, pos);
+  if (field === "is") {
+    if (!IS_VALUES.includes(value.toLowerCase())) throw new QueryError(`unknown is: value "${value}" (is:error or is:open)`, pos);
+    return { value: value.toLowerCase() };
+  }
+  if (field === "has") return { key: value.startsWith("attr.") && value.length > 5 ? value.slice(5) : value };
+  return { value: value.toLowerCase() };
+}
+
+/**
+ * The terms of `text` (all must hold); throws QueryError.
+ * @param {string} text
+ * @returns {Term[]}
+ */
+export function parseQuery(text) {
+  return tokens(text || "").map((t) => term(t.pos, t.word, t.quoted));
+}
+
+/**
+ * A glob as a test: `*` matches any text (runs of them as one), everything
+ * else itself, and the whole text must match. Linear, with no regular
+ * expression to backtrack: the text before the first `*` is a prefix, the
+ * text after the last a suffix, and the pieces between are found left to
+ * right, each at its leftmost place after the one before, never overlapping
+ * (query.glob in Python is the same algorithm).
+ * @param {string} pattern
+ * @returns {(text: string) => boolean}
+ */
+export function glob(pattern) {
+  if (!pattern.includes("*")) return (text) => text === pattern;
+  const pieces = pattern.split("*");
+  const first = /** @type {string} */ (pieces[0]);
+  const last = /** @type {string} */ (pieces[pieces.length - 1]);
+  const middle = pieces.slice(1, -1).filter((p) => p);
+  return (text) => {
+    const end = text.length - last.length;
+    if (end < first.length || !text.startsWith(first) || !text.endsWith(last)) return false;
+    let at = first.length;
+    for (const piece of middle) {
+      const found = text.indexOf(piece, at);
+      if (found < 0 || found + piece.length > end) return false;
+      at = found + piece.length;
+    }
+    return true;
+  };
+}
+
+/**
+ * @param {number} x
+ * @param {string} op
+ * @param {number} y
+ */
+export function compare(x, op, y) {
+  switch (op) {
+    case "=":
+      return x === y;
+    case "!=":
+      return !Number.isNaN(x) && x !== y;
+    case ">":
+      return x > y;
+    case ">=":
+      return x >= y;
+    case "<":
+      return x < y;
+    default:
+      return x <= y;
+  }
+}
+
+/**
+ * Whether an attribute term (attr or has, before `neg`) holds for one value:
+ * absent keys never match; `=` compares numbers as numbers, bools as
+ * true/false, text exactly with `*` globs; `!=` needs the key present.
+ * @param {Term} t
+ * @param {((text: string) => boolean)|null} pattern glob of t.value for text
+ * @param {"number"|"bool"|"text"} kind
+ * @param {any} value undefined when the key is absent
+ */
+export function attrHolds(t, pattern, kind, value) {
+  if (value === undefined || value === null) return false;
+  if (t.kind === "has") return true;
+  const op = /** @type {string} */ (t.op);
+  let equal;
+  if (kind === "number") {
+    if (op !== "=" && op !== "!=") return compare(value, op, t.value);
+    equal = NUMBER.test(t.value) && value === Number(t.value);
+  } else if (op !== "=" && op !== "!=") {
+    return false;
+  } else if (kind === "bool") {
+    const want = String(t.value).toLowerCase();
+    equal = (want === "true" && value === true) || (want === "false" && value === false);
+  } else {
+    equal = /** @type {(text: string) => boolean} */ (pattern)(String(value));
+  }
+  return op === "=" ? equal : !equal;
+}
+
+/** @type {WeakMap<Data, string[]>} */
+const textCache = new WeakMap();
+
+/**
+ * What a bare word is searched in, lower-cased: #index, source, status,
+ * label, trace id (query.sample_text in Python).
+ * @param {Data} d
+ */
+export function sampleTexts(d) {
+  let out = textCache.get(d);
+  if (out) return out;
+  const sm = d.meta.samples;
+  out = [];
+  for (let s = 0; s < d.nSamples; s++) {
+    const si = sm.sample_index[s];
+    out.push([si === null || si === undefined ? "" : `#${si}`, sourceOf(d, s), statusOf(d, s), sm.label[s] ?? "", sm.trace_id[s] ?? ""].join("\u0001").toLowerCase());
+  }
+  textCache.set(d, out);
+  return out;
+}
+
+/**
+ * Per entry of a string table, whether the lower-cased text matches a glob.
+ * @param {string[]} table
+ * @param {string} pattern
+ */
+function tableHits(table, pattern) {
+  const matches = glob(pattern);
+  return Uint8Array.from(table, (v) => (matches((v ?? "").toLowerCase()) ? 1 : 0));
+}
+
+/**
+ * @typedef {Object} QueryResult
+ * @property {Uint8Array|null} keep per payload span (null: no item term)
+ * @property {Uint8Array|null} evKeep per payload event
+ * @property {Uint8Array|null} rowKeep per payload sample (null: no term at all)
+ * @property {number} spans matching spans in kept rows
+ * @property {number} events matching events in kept rows
+ * @property {number} rows kept samples
+ * @property {boolean} itemTerms
+ */
+
+/**
+ * Evaluate `terms` over the payload; `attr` is the resolver's answer for the
+ * attribute terms (required when there are any).
+ * @param {Data} d
+ * @param {Term[]} terms
+ * @param {AttrHits|null} attr
+ * @returns {QueryResult}
+ */
+export function evaluate(d, terms, attr) {
+  const rowKeep = new Uint8Array(d.nSamples).fill(1);
+  const texts = terms.some((t) => t.kind === "text") ? sampleTexts(d) : [];
+  for (const t of terms) {
+    if (!SAMPLE_KINDS.includes(t.kind)) continue;
+    const codes = t.kind === "status" ? d.smpStatus : d.smpSource;
+    const hits = t.kind === "text" ? null : tableHits(t.kind === "status" ? d.meta.statuses : d.meta.sources, t.value);
+    const empty = t.kind === "text" ? false : glob(t.value)(""); // a sample without one
+    for (let s = 0; s < d.nSamples; s++) {
+      const h = hits ? (codes[s] < hits.length ? hits[codes[s]] === 1 : empty) : texts[s].includes(t.value);
+      if (h === t.neg) rowKeep[s] = 0;
+    }
+  }
+  const items = terms.filter((t) => !SAMPLE_KINDS.includes(t.kind));
+  if (items.some((t) => ATTR_KINDS.includes(t.kind)) && !attr) throw new Error("attribute terms need the resolver's answer");
+  if (!items.length) {
+    let rows = 0;
+    for (let s = 0; s < d.nSamples; s++) rows += rowKeep[s];
+    let spans = 0;
+    let events = 0;
+    for (let i = 0; i < d.nSpans; i++) if (rowKeep[d.spanSample[i]] && !(d.spanFlags[i] & F_PD_DETAIL)) spans++;
+    for (let i = 0; i < d.nEvents; i++) if (rowKeep[d.evSample[i]]) events++;
+    return { keep: null, evKeep: null, rowKeep: terms.length ? rowKeep : null, spans, events, rows, itemTerms: false };
+  }
+  // One tight pass per term over every item (term by term, not item by item:
+  // each loop does one kind of test, which keeps 1M spans to tens of ms).
+  const keep = new Uint8Array(d.nSpans);
+  for (let i = 0; i < d.nSpans; i++) keep[i] = rowKeep[d.spanSample[i]] && (!attr || attr.spans[i]) ? 1 : 0;
+  const evKeep = new Uint8Array(d.nEvents);
+  const spanOnly = items.some((t) => t.kind === "duration" || t.kind === "is");
+  if (!spanOnly) for (let i = 0; i < d.nEvents; i++) evKeep[i] = rowKeep[d.evSample[i]] && (!attr || attr.events[i]) ? 1 : 0;
+  for (const t of items) {
+    const want = t.neg ? 0 : 1;
+    const op = /** @type {string} */ (t.op);
+    if (t.kind === "name") {
+      const hits = tableHits(d.names, t.value);
+      for (let i = 0; i < d.nSpans; i++) if (keep[i] && hits[d.spanName[i]] !== want) keep[i] = 0;
+      for (let i = 0; i < d.nEvents; i++) if (evKeep[i] && hits[d.evName[i]] !== want) evKeep[i] = 0;
+    } else if (t.kind === "attempt") {
+      for (let i = 0; i < d.nSpans; i++) if (keep[i] && +compare(d.spanAttempt[i], op, t.value) !== want) keep[i] = 0;
+      for (let i = 0; i < d.nEvents; i++) if (evKeep[i] && +compare(d.evAttempt[i], op, t.value) !== want) evKeep[i] = 0;
+    } else if (t.kind === "duration") {
+      for (let i = 0; i < d.nSpans; i++) if (keep[i] && +(!(d.spanFlags[i] & F_OPEN) && compare(d.spanEnd[i] - d.spanStart[i], op, t.value)) !== want) keep[i] = 0;
+    } else if (t.kind === "is") {
+      const flag = t.value === "error" ? F_ERROR : F_OPEN;
+      for (let i = 0; i < d.nSpans; i++) if (keep[i] && +((d.spanFlags[i] & flag) !== 0) !== want) keep[i] = 0;
+    } // attribute terms: already in `attr`
+  }
+  const hasItem = new Uint8Array(d.nSamples);
+  let spans = 0;
+  let events = 0;
+  for (let i = 0; i < d.nSpans; i++) {
+    if (!keep[i] || d.spanFlags[i] & F_PD_DETAIL) continue;
+    spans++;
+    hasItem[d.spanSample[i]] = 1;
+  }
+  for (let i = 0; i < d.nEvents; i++) {
+    if (!evKeep[i]) continue;
+    events++;
+    hasItem[d.evSample[i]] = 1;
+  }
+  let rows = 0;
+  for (let s = 0; s < d.nSamples; s++) {
+    if (!hasItem[s]) rowKeep[s] = 0;
+    rows += rowKeep[s];
+  }
+  return { keep, evKeep, rowKeep, spans, events, rows, itemTerms: true };
+}
+
+/**
+ * The header line for a result: "1,204 spans in 37 of 128 samples match".
+ * @param {QueryResult} r
+ * @param {number} total samples in the frames (the header's "of M samples")
+ */
+export function matchSummary(r, total) {
+  const of = `${formatNumber(r.rows)} of ${formatNumber(total)} samples match`;
+  if (!r.itemTerms) return of;
+  const plural = (/** @type {number} */ n, /** @type {string} */ w) => `${formatNumber(n)} ${w}${n === 1 ? "" : "s"}`;
+  const items = r.events ? `${plural(r.spans, "span")}, ${plural(r.events, "event")}` : plural(r.spans, "span");
+  return `${items} in ${of}`;
+}
+
+/**
+ * Resolves attribute terms for the current payload (the kernel, or the page).
+ * @typedef {(terms: Term[], d: Data) => Promise<AttrHits>} AttrResolver
+ */
+
+/**
+ * What the filter box shows next to it: nothing, "matching…", or a problem.
+ * @typedef {{state: "idle"|"pending"|"error", text: string}} QueryStatus
+ */
+
+/**
+ * Runs the filter box's query: parses it, evaluates it (asking the resolver
+ * for attribute terms), and hands the masks and counts to the app. A bad
+ * query leaves the last good filter applied; an answer that arrives after a
+ * newer query (or a new payload) is dropped.
+ */
+export class QueryFilter {
+  /**
+   * @param {{data: () => Data, apply: (r: QueryResult|null) => void, status: (s: QueryStatus) => void, resolve: AttrResolver}} host
+   */
+  constructor(host) {
+    this.host = host;
+    this.gen = 0;
+    /** @type {QueryResult|null} the result applied now */
+    this.result = null;
+    /** @type {Data|null} the payload `result` is for */
+    this.data = null;
+    /** @type {QueryStatus} */
+    this.status = { state: "idle", text: "" };
+  }
+
+  /**
+   * @param {string} text
+   */
+  run(text) {
+    const gen = ++this.gen;
+    const d = this.host.data();
+    if (d !== this.data) this.result = null; // a new payload: the app dropped the old masks
+    this.data = d;
+    /** @type {Term[]} */
+    let terms;
+    try {
+      terms = parseQuery(text);
+    } catch (err) {
+      if (!(err instanceof QueryError)) throw err;
+      this.setStatus("error", err.message);
+      return;
+    }
+    if (!terms.length && !this.result) {
+      this.setStatus("idle", ""); // nothing to lift: spare the app a refilter
+      return;
+    }
+    const attrTerms = terms.filter((t) => ATTR_KINDS.includes(t.kind));
+    if (!attrTerms.length) {
+      this.apply(evaluate(d, terms, null), terms);
+      return;
+    }
+    this.setStatus("pending", "matching…");
+    this.host.resolve(attrTerms, d).then(
+      (hits) => {
+        if (gen !== this.gen || d !== this.host.data()) return;
+        if (hits.spans.length < d.nSpans || hits.events.length < d.nEvents) {
+          this.setStatus("error", "the attribute answer does not fit this view");
+          return;
+        }
+        this.apply(evaluate(d, terms, hits), terms);
+      },
+      (err) => {
+        if (gen === this.gen) this.setStatus("error", `attributes: ${err instanceof Error ? err.message : String(err)}`);
+      },
+    );
+  }
+
+  /**
+   * @param {QueryResult} r
+   * @param {Term[]} terms
+   */
+  apply(r, terms) {
+    this.result = terms.length ? r : null;
+    this.setStatus("idle", "");
+    this.host.apply(this.result);
+  }
+
+  /**
+   * @param {"idle"|"pending"|"error"} state
+   * @param {string} text
+   */
+  setStatus(state, text) {
+    this.status = { state, text };
+    this.host.status(this.status);
+  }
+}
+
+/**
+ * Unpack a little-endian bitmap (numpy packbits, bitorder="little") to one byte per item.
+ * @param {Uint8Array} bits
+ * @param {number} n
+ */
+export function unpackBits(bits, n) {
+  const out = new Uint8Array(n);
+  for (let i = 0; i < n && i >> 3 < bits.length; i++) out[i] = (bits[i >> 3] >> (i & 7)) & 1;
+  return out;
+}
+
+/** @type {Record<string, [string, number][]>} */
+const BEYOND_MAX = {
+  ">": [],
+  ">=": [[">", Number.MAX_VALUE]],
+  "<": [["<=", Number.MAX_VALUE]],
+  "<=": [["<=", Number.MAX_VALUE], [">", Number.MAX_VALUE]],
+};
+/** @type {Record<string, [string, number][]>} */
+const BELOW_MIN = {
+  "<": [],
+  "<=": [["<", -Number.MAX_VALUE]],
+  ">": [[">=", -Number.MAX_VALUE]],
+  ">=": [[">=", -Number.MAX_VALUE], ["<", -Number.MAX_VALUE]],
+};
+
+/**
+ * A comparison with an infinite value (`x>1e999` parses to Infinity, in
+ * Python too) as comparisons with finite ones that mean the same: JSON has no
+ * infinities (JSON.stringify sends null, which the kernel refuses) and the
+ * kernel wants a number. The term holds, before `neg`, where any of the
+ * returned terms holds; nowhere when there are none. Null for any other term.
+ * @param {Term} t
+ * @returns {Term[]|null}
+ */
+export function finiteStandIns(t) {
+  if (t.kind !== "attr" || typeof t.value !== "number" || Number.isFinite(t.value)) return null;
+  const table = Number.isNaN(t.value) ? {} : t.value > 0 ? BEYOND_MAX : BELOW_MIN;
+  const pairs = table[/** @type {string} */ (t.op)] ?? [];
+  return pairs.map(([op, value]) => ({ kind: "attr", neg: false, key: t.key, op, value }));
+}
+
+/**
+ * The attribute resolver: "query_attrs" requests (docs/payload.md), which
+ * the kernel answers, or a snapshot page's local model from its tables. The
+ * request carries the payload's `meta.view_id` as `view` when it has one, and
+ * a kernel's reply for another view is refused; a page (attrs_embedded)
+ * answers from its own tables, so its replies need none.
+ * @param {import("./model.js").Requests} requests
+ * @param {(d: Data) => unknown} [viewOf] the view id of the payload `d` was decoded from
+ * @returns {AttrResolver}
+ */
+export function resolverFor(requests, viewOf = () => undefined) {
+  /** @param {string|Uint8Array|undefined} v base64 (the kernel) or bytes (a page) */
+  const bytes = (v) => (typeof v === "string" ? base64ToBytes(v) : v);
+  /**
+   * @param {Term[]} terms
+   * @param {Data} d
+   */
+  const ask = async (terms, d) => {
+    const view = viewOf(d);
+    const known = view !== undefined && view !== null;
+    const reply = await requests.ask(known ? { type: "query_attrs", terms, view } : { type: "query_attrs", terms }).promise;
+    const spans = bytes(reply.spans);
+    const events = bytes(reply.events);
+    if (reply.error || !spans || !events) throw new Error(reply.error || "no answer");
+    if (reply.n_spans !== d.nSpans || reply.n_events !== d.nEvents || (known && !d.meta.attrs_embedded && reply.view !== view)) throw new Error("the answer is for another view");
+    return { spans: unpackBits(spans, d.nSpans), events: unpackBits(events, d.nEvents) };
+  };
+  return async (terms, d) => {
+    const plain = terms.filter((t) => !finiteStandIns(t));
+    const [all, ...infinite] = await Promise.all([
+      plain.length ? ask(plain, d) : { spans: new Uint8Array(d.nSpans).fill(1), events: new Uint8Array(d.nEvents).fill(1) },
+      ...terms.filter((t) => finiteStandIns(t)).map(async (t) => {
+        const anyOf = await Promise.all(/** @type {Term[]} */ (finiteStandIns(t)).map((x) => ask([x], d)));
+        return { t, anyOf };
+      }),
+    ]);
+    for (const { t, anyOf } of infinite) {
+      for (const key of /** @type {const} */ (["spans", "events"])) {
+        const out = all[key];
+        for (let i = 0; i < out.length; i++) {
+          if (!out[i]) continue;
+          const hit = anyOf.some((h) => h[key][i] === 1);
+          if (hit === t.neg) out[i] = 0;
+        }
+      }
+    }
+    return all;
+  };
+}

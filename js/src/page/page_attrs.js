@@ -1,0 +1,232 @@
+// Attribute tables embedded in a snapshot page, column by column (written by
+// slime_trace_widget/view/page/page_attrs.py; the format is described there): numbers
+// and texts as bytes in the details block, referred to by name. A row's
+// attributes are put together when its item is clicked, from columns
+// decoded once on first use. A query's attribute terms are evaluated here
+// over whole columns (attrTermHits), as the kernel does in query.py.
+
+import { attrHolds, glob } from "../data/query.js";
+
+/**
+ * @typedef {Object} PageAttrColumn
+ * @property {string} key
+ * @property {"f64"|"i64"|"bool"|"text"|"json"} kind
+ * @property {string} [valid]    bitmap, bit i set where row i has the key
+ * @property {string} [values]   numbers (f64, i64, bool)
+ * @property {string} [codes]    int32 dictionary indexes (text, json)
+ * @property {string} [offsets]  int32 offsets of the dictionary's texts in `data`
+ * @property {string} [data]     UTF-8 of the dictionary's texts
+ */
+
+/**
+ * @typedef {Object} PageAttrTable
+ * @property {number} rows
+ * @property {PageAttrColumn[]} columns
+ * @property {Record<string, string[]>} nones     per row: keys whose value was None
+ * @property {Record<string, Record<string, any>>} overflow per row: keys past the column cap
+ */
+
+/** @typedef {{valid: Uint8Array|null, read: (row: number) => any}} DecodedColumn */
+
+/** @type {WeakMap<PageAttrColumn, DecodedColumn>} */
+const decoded = new WeakMap();
+
+/** @typedef {Record<string, DataView>} Buffers the details block's byte strings by name */
+
+const utf8 = new TextDecoder();
+
+/**
+ * Buffer `name` as bytes (empty when the block lacks it).
+ * @param {Buffers} buffers
+ * @param {string|undefined} name
+ */
+function bytesOf(buffers, name) {
+  const view = name !== undefined && Object.hasOwn(buffers, name) ? buffers[name] : null;
+  return view ? new Uint8Array(view.buffer, view.byteOffset, view.byteLength) : new Uint8Array(0);
+}
+
+/**
+ * Buffer `name` as a typed array of `Kind`, copied when it is not aligned for it.
+ * @template T
+ * @param {Buffers} buffers
+ * @param {string|undefined} name
+ * @param {{new (buffer: ArrayBufferLike, byteOffset?: number, length?: number): T, BYTES_PER_ELEMENT: number}} Kind
+ * @returns {T}
+ */
+function typed(buffers, name, Kind) {
+  const bytes = bytesOf(buffers, name);
+  const size = Kind.BYTES_PER_ELEMENT;
+  const count = Math.floor(bytes.length / size);
+  if (bytes.byteOffset % size === 0) return new Kind(bytes.buffer, bytes.byteOffset, count);
+  return new Kind(bytes.slice(0, count * size).buffer, 0, count);
+}
+
+/**
+ * A float as the kernel sends it: JSON has no NaN or infinities, so they are text.
+ * @param {number} x
+ */
+function finiteOrText(x) {
+  if (Number.isFinite(x)) return x;
+  if (Number.isNaN(x)) return "NaN";
+  return x > 0 ? "Infinity" : "-Infinity";
+}
+
+/**
+ * @param {PageAttrColumn} column
+ * @param {Buffers} buffers
+ * @returns {DecodedColumn}
+ */
+function decode(column, buffers) {
+  const known = decoded.get(column);
+  if (known) return known;
+  const valid = column.valid !== undefined ? bytesOf(buffers, column.valid) : null;
+  /** @type {(row: number) => any} */
+  let read;
+  if (column.kind === "f64") {
+    const values = typed(buffers, column.values, Float64Array);
+    read = (row) => (row < values.length ? finiteOrText(values[row]) : undefined);
+  } else if (column.kind === "i64") {
+    const values = typed(buffers, column.values, BigInt64Array);
+    read = (row) => (row < values.length ? Number(values[row]) : undefined);
+  } else if (column.kind === "bool") {
+    const values = bytesOf(buffers, column.values);
+    read = (row) => (row < values.length ? values[row] !== 0 : undefined);
+  } else {
+    const codes = typed(buffers, column.codes, Int32Array);
+    const offsets = typed(buffers, column.offsets, Int32Array);
+    const data = bytesOf(buffers, column.data);
+    const parse = column.kind === "json";
+    /** @type {Map<number, any>} */
+    const texts = new Map();
+    read = (row) => {
+      const code = row < codes.length ? codes[row] : -1;
+      if (code < 0 || code + 1 >= offsets.length) return undefined;
+      if (!texts.has(code)) {
+        const text = utf8.decode(data.subarray(offsets[code], offsets[code + 1]));
+        texts.set(code, parse ? JSON.parse(text) : text);
+      }
+      return texts.get(code);
+    };
+  }
+  const out = { valid, read };
+  decoded.set(column, out);
+  return out;
+}
+
+/**
+ * The attributes of row `row` as the kernel would send them: `{}` for a row
+ * without any, keys in column order, then keys whose value was None, then the
+ * keys past the column cap. Null for a row the table does not have.
+ * @param {PageAttrTable|undefined} table
+ * @param {number} row
+ * @param {Buffers} buffers
+ * @returns {Record<string, any>|null}
+ */
+export function attrRow(table, row, buffers) {
+  if (!table || !Number.isInteger(row) || row < 0 || row >= table.rows) return null;
+  /** @type {Record<string, any>} */
+  const out = {};
+  const put = (/** @type {string} */ key, /** @type {any} */ value) => {
+    Object.defineProperty(out, key, { value, enumerable: true, writable: true, configurable: true });
+  };
+  for (const column of table.columns) {
+    const { valid, read } = decode(column, buffers);
+    if (valid && !((valid[row >> 3] >> (row & 7)) & 1)) continue;
+    const value = read(row);
+    if (value !== undefined) put(column.key, value);
+  }
+  const name = String(row);
+  if (Object.hasOwn(table.nones ?? {}, name)) for (const key of table.nones[name]) put(key, null);
+  if (Object.hasOwn(table.overflow ?? {}, name)) {
+    for (const [key, value] of Object.entries(table.overflow[name])) put(key, value);
+  }
+  return out;
+}
+
+/**
+ * A column's values as a query compares them: numbers (NaN and infinities
+ * kept), bools, and texts as stored (JSON not parsed); undefined where the row
+ * lacks the key. A text column also gives each row's dictionary code (-1
+ * without one) and a code's text, so a term is tested once per code.
+ * @param {PageAttrColumn} column
+ * @param {Buffers} buffers
+ * @returns {{kind: "number"|"bool", read: (row: number) => any} | {kind: "text", codes: number, code: (row: number) => number, text: (code: number) => string}}
+ */
+function queryReader(column, buffers) {
+  const valid = column.valid !== undefined ? bytesOf(buffers, column.valid) : null;
+  const has = (/** @type {number} */ row) => !valid || ((valid[row >> 3] >> (row & 7)) & 1) === 1;
+  if (column.kind === "f64" || column.kind === "i64") {
+    const values = column.kind === "f64" ? typed(buffers, column.values, Float64Array) : typed(buffers, column.values, BigInt64Array);
+    return { kind: "number", read: (row) => (row < values.length && has(row) ? Number(values[row]) : undefined) };
+  }
+  if (column.kind === "bool") {
+    const values = bytesOf(buffers, column.values);
+    return { kind: "bool", read: (row) => (row < values.length && has(row) ? values[row] !== 0 : undefined) };
+  }
+  const codes = typed(buffers, column.codes, Int32Array);
+  const offsets = typed(buffers, column.offsets, Int32Array);
+  const data = bytesOf(buffers, column.data);
+  const count = Math.max(0, offsets.length - 1);
+  return {
+    kind: "text",
+    codes: count,
+    code: (row) => {
+      const code = row < codes.length && has(row) ? codes[row] : -1;
+      return code >= 0 && code < count ? code : -1;
+    },
+    text: (code) => utf8.decode(data.subarray(offsets[code], offsets[code + 1])),
+  };
+}
+
+/**
+ * Per row of the first table, whether every attribute term holds, reading a
+ * key from the first table that has it for that row (a span's end attributes,
+ * then its start ones: end over start, as frames' `attr.<key>`). Keys past the
+ * column cap are not searched (as in Python). A text is tested once per
+ * dictionary entry, not once per row.
+ * @param {(PageAttrTable|undefined)[]} tables
+ * @param {number} n rows
+ * @param {import("../data/query.js").Term[]} terms attribute terms (attr, has)
+ * @param {Buffers} buffers
+ */
+export function attrTermHits(tables, n, terms, buffers) {
+  const out = new Uint8Array(n).fill(1);
+  for (const t of terms) {
+    const key = /** @type {string} */ (t.key);
+    const pattern = t.kind === "attr" && (t.op === "=" || t.op === "!=") ? glob(String(t.value)) : null;
+    /** Per reader, whether the term holds (before neg) for a row: undefined where the key is absent. */
+    const tests = tables.flatMap((table) =>
+      (table?.columns ?? [])
+        .filter((c) => c.key === key)
+        .map((c) => {
+          const r = queryReader(c, buffers);
+          if (r.kind !== "text") {
+            const kind = r.kind;
+            return (/** @type {number} */ row) => {
+              const value = r.read(row);
+              return value === undefined ? undefined : attrHolds(t, pattern, kind, value);
+            };
+          }
+          const known = new Int8Array(r.codes).fill(-1); // per code: unknown, no, yes
+          return (/** @type {number} */ row) => {
+            const code = r.code(row);
+            if (code < 0) return undefined;
+            if (known[code] < 0) known[code] = attrHolds(t, pattern, "text", r.text(code)) ? 1 : 0;
+            return known[code] === 1;
+          };
+        }),
+    );
+    for (let row = 0; row < n; row++) {
+      if (!out[row]) continue;
+      let hit = false;
+      for (const test of tests) {
+        const h = test(row);
+        if (h === undefined) continue;
+        hit = h;
+        break;
+      }
+      if (hit === t.neg) out[row] = 0;
+    }
+  }
+  return out;
+}

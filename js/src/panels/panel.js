@@ -1,0 +1,648 @@
+// Details panel (DOM) for the clicked item: sample summary and texts, timing,
+// parent, PD phase breakdown, start/end attributes as a collapsible key/value
+// tree, copy as JSON. All data text goes through textContent.
+
+import { F_OPEN, F_VIRTUAL, F_ERROR, F_PD_DETAIL, PD_DECODE, CLIP_REASONS, clipReasonOf, nameOf, sampleLabel, statusOf, sourceOf, EV_UNMATCHED } from "../data/decode.js";
+import { formatDuration, formatEpoch, formatMs, formatNumber, formatPct } from "../util/format.js";
+import { colorForName, colorForSegment } from "../render/colors.js";
+import { el } from "../util/dom.js";
+import { localSummary } from "../ui/tooltip.js";
+import { linksOf, describe, endOfHit, filteredOut } from "../data/links.js";
+
+/** @typedef {import("../data/decode.js").Data} Data */
+/** @typedef {import("../render/hit.js").Hit} Hit */
+/** @typedef {import("../data/model.js").SampleTextReply} SampleTextReply */
+
+/** Strings longer than this are cut with a "show all" control. */
+export const TRUNCATE_AT = 300;
+
+/**
+ * Sample texts shown under the sample summary, in this order. The kernel sends
+ * the start of each (`<field>` in the summary) with its length (`<field>_chars`);
+ * "show all" asks for the rest.
+ */
+export const SAMPLE_TEXT_FIELDS = ["prompt", "response", "label", "metadata"];
+
+/**
+ * @typedef {Object} DetailState
+ * @property {"loading"|"ok"|"error"} status
+ * @property {Record<string, any>|null} detail
+ * @property {string} [error]
+ */
+
+/**
+ * @typedef {Object} PanelActions
+ * @property {() => void} close
+ * @property {() => void} focus
+ * @property {(span: number) => void} selectSpan internal span index
+ * @property {(ev: number) => void} [selectEvent] internal event index
+ * @property {(field: string) => Promise<SampleTextReply>} sampleText the selected sample's whole text `field`
+ */
+
+/**
+ * PD phases of a span from the payload: the segments of its virtual [P]/[D]
+ * children (or of itself when it is virtual, or of a segment's span and its
+ * sibling).
+ * @param {Data} d
+ * @param {number} span internal index
+ * @returns {{phase: "P"|"D", name: string, dur: number}[]}
+ */
+export function pdBreakdown(d, span) {
+  if (span < 0 || span >= d.nSpans) return [];
+  const s = d.spanSample[span];
+  /** @type {number[]} */
+  let virt = [];
+  const fl = d.spanFlags[span];
+  if (fl & F_VIRTUAL) {
+    const parent = d.spanParent[span];
+    virt = parent >= 0 ? childrenVirtual(d, s, parent) : [span];
+    if (!virt.includes(span)) virt.push(span);
+  } else {
+    virt = childrenVirtual(d, s, span);
+    if (virt.length === 0 && fl & F_PD_DETAIL) {
+      // A PD-detail span: climb to the generation span.
+      let p = d.spanParent[span];
+      while (p >= 0 && d.spanFlags[p] & F_PD_DETAIL) p = d.spanParent[p];
+      if (p >= 0) virt = childrenVirtual(d, s, p);
+    }
+  }
+  virt.sort((a, b) => d.spanPd[a] - d.spanPd[b] || d.spanStart[a] - d.spanStart[b]);
+  /** @type {{phase: "P"|"D", name: string, dur: number}[]} */
+  const out = [];
+  for (const v of virt) {
+    const phase = d.spanPd[v] === PD_DECODE ? "D" : "P";
+    for (let k = d.spanSegOff[v]; k < d.spanSegOff[v + 1]; k++) {
+      const g = d.segOrder[k];
+      out.push({ phase, name: nameOf(d, d.segName[g]), dur: Math.max(0, d.segEnd[g] - d.segStart[g]) });
+    }
+  }
+  return out;
+}
+
+/**
+ * @param {Data} d
+ * @param {number} s
+ * @param {number} parent
+ */
+function childrenVirtual(d, s, parent) {
+  /** @type {number[]} */
+  const out = [];
+  for (let i = d.spanOff[s]; i < d.spanOff[s + 1]; i++) if (d.spanFlags[i] & F_VIRTUAL && d.spanParent[i] === parent) out.push(i);
+  return out;
+}
+
+/**
+ * PD phases from the kernel's `segments` detail (list of {name, start, end}
+ * or {name, duration}), when present.
+ * @param {any} segs
+ * @returns {{phase: "P"|"D", name: string, dur: number}[]|null}
+ */
+function pdFromDetail(segs) {
+  if (!Array.isArray(segs) || segs.length === 0) return null;
+  /** @type {{phase: "P"|"D", name: string, dur: number}[]} */
+  const out = [];
+  for (const s of segs) {
+    if (!s || typeof s !== "object") continue;
+    const name = String(s.name ?? s.segment ?? "?");
+    let dur = Number(s.duration ?? s.dur ?? NaN);
+    if (!Number.isFinite(dur)) dur = Number(s.end) - Number(s.start);
+    if (!Number.isFinite(dur)) continue;
+    const ph = String(s.phase ?? s.lane ?? name).toLowerCase();
+    out.push({ phase: ph.includes("d]") || ph.startsWith("d") || ph.includes("decode") ? "D" : "P", name, dur: Math.max(0, dur) });
+  }
+  return out.length ? out : null;
+}
+
+/**
+ * A collapsible key/value tree of a JSON value.
+ * @param {any} value
+ * @param {number} depth
+ * @returns {HTMLElement}
+ */
+export function renderValue(value, depth = 0) {
+  if (value === null || value === undefined) return el("span", "stw-v-null", value === null ? "null" : "undefined");
+  if (typeof value === "boolean") return el("span", "stw-v-bool", String(value));
+  if (typeof value === "number") return el("span", "stw-v-num", Number.isFinite(value) ? formatNumberExact(value) : String(value));
+  if (typeof value === "string") return renderString(value);
+  if (Array.isArray(value) || typeof value === "object") {
+    const entries = Array.isArray(value) ? value.map((v, i) => /** @type {[string, any]} */ ([String(i), v])) : Object.entries(value);
+    if (entries.length === 0) return el("span", "stw-v-null", Array.isArray(value) ? "[]" : "{}");
+    const det = /** @type {HTMLDetailsElement} */ (el("details", "stw-tree"));
+    det.open = depth < 1 && entries.length <= 30;
+    const sum = el("summary", "stw-tree-sum", Array.isArray(value) ? `[${entries.length} items]` : `{${entries.length} keys}`);
+    det.appendChild(sum);
+    det.appendChild(renderEntries(entries, depth + 1));
+    return det;
+  }
+  return el("span", "", String(value));
+}
+
+/** @param {number} v */
+function formatNumberExact(v) {
+  return Number.isInteger(v) ? String(v) : String(Number(v.toPrecision(12)));
+}
+
+/**
+ * @param {[string, any][]} entries
+ * @param {number} depth
+ */
+function renderEntries(entries, depth) {
+  const box = el("div", "stw-kv");
+  const max = 500;
+  for (const [k, v] of entries.slice(0, max)) {
+    box.appendChild(el("div", "stw-k", k));
+    const cell = el("div", "stw-v");
+    cell.appendChild(renderValue(v, depth));
+    box.appendChild(cell);
+  }
+  if (entries.length > max) box.appendChild(el("div", "stw-more", `… ${entries.length - max} more (copy as JSON to see all)`));
+  return box;
+}
+
+/**
+ * A string, cut at TRUNCATE_AT characters with a control to show it all.
+ * @param {string} s
+ */
+function renderString(s) {
+  const span = el("span", "stw-v-str");
+  if (s.length <= TRUNCATE_AT) {
+    span.textContent = s;
+    return span;
+  }
+  const text = el("span", "", s.slice(0, TRUNCATE_AT) + "…");
+  const btn = el("button", "stw-link", `show all (${formatNumber(s.length)} chars)`);
+  let full = false;
+  btn.addEventListener("click", () => {
+    full = !full;
+    text.textContent = full ? s : s.slice(0, TRUNCATE_AT) + "…";
+    btn.textContent = full ? "show less" : `show all (${formatNumber(s.length)} chars)`;
+  });
+  span.appendChild(text);
+  span.appendChild(document.createTextNode(" "));
+  span.appendChild(btn);
+  return span;
+}
+
+/**
+ * Length of `s` in code points, the unit the kernel counts text lengths in
+ * (a character outside the BMP is one code point but two UTF-16 units).
+ * @param {string} s
+ */
+export function codePointLength(s) {
+  let pairs = 0;
+  for (let i = 0; i + 1 < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0xd800 || c > 0xdbff) continue;
+    const next = s.charCodeAt(i + 1);
+    if (next >= 0xdc00 && next <= 0xdfff) {
+      pairs++;
+      i++;
+    }
+  }
+  return s.length - pairs;
+}
+
+/**
+ * The line under a cut text saying how much of it is shown; "" when it is whole.
+ * @param {string} text the text shown
+ * @param {number|null|undefined} chars the whole text's length, in code points
+ */
+export function textNote(text, chars) {
+  const shown = codePointLength(text);
+  if (typeof chars !== "number" || chars <= shown) return "";
+  return `first ${formatNumber(shown)} of ${formatNumber(chars)} characters, ${formatNumber(chars - shown)} left out`;
+}
+
+/**
+ * One sample text: its name and size, the text as sent with the summary, and
+ * when that is cut a "show all" control that fetches the whole text (then
+ * toggles between the two).
+ * @param {string} field
+ * @param {string} preview
+ * @param {number|null} chars
+ * @param {(field: string) => Promise<SampleTextReply>} fetchText
+ * @param {string} cutWhere what to say when even the whole text came back cut
+ */
+function renderSampleText(field, preview, chars, fetchText, cutWhere) {
+  const box = el("div", "stw-text-field");
+  const head = el("div", "stw-text-head");
+  head.appendChild(el("span", "stw-k", field));
+  if (typeof chars === "number") head.appendChild(el("span", "stw-text-size", `${formatNumber(chars)} chars`));
+  box.appendChild(head);
+  const empty = preview === "" && !chars; // a snapshot of many texts may preview none of one
+  const body = el("div", empty ? "stw-v stw-text stw-empty" : "stw-v stw-text", empty ? "(empty)" : preview);
+  box.appendChild(body);
+  const previewNote = textNote(preview, chars);
+  if (!previewNote) return box;
+  const foot = el("div", "stw-text-foot");
+  const note = el("span", "stw-text-note", previewNote);
+  const btn = /** @type {HTMLButtonElement} */ (el("button", "stw-link", "show all"));
+  foot.appendChild(note);
+  foot.appendChild(document.createTextNode(" "));
+  foot.appendChild(btn);
+  box.appendChild(foot);
+  /** @type {string|null} fetched on the first "show all", kept for the next */
+  let whole = null;
+  let expanded = false;
+  /**
+   * @param {string} text
+   * @param {string} noteText
+   */
+  const show = (text, noteText) => {
+    body.textContent = text;
+    note.textContent = noteText;
+    btn.textContent = expanded ? "show less" : "show all";
+  };
+  const showWhole = (/** @type {string} */ text) => {
+    const left = textNote(text, chars);
+    show(text, left && `${left} ${cutWhere}`);
+  };
+  btn.addEventListener("click", async () => {
+    expanded = !expanded;
+    if (!expanded) return show(preview, previewNote);
+    if (whole !== null) return showWhole(whole);
+    btn.disabled = true;
+    btn.textContent = "loading…";
+    try {
+      const reply = await fetchText(field);
+      if (typeof reply.text !== "string") throw new Error(reply.error || "no text in the reply");
+      whole = reply.text;
+      showWhole(whole);
+    } catch (err) {
+      expanded = false;
+      show(preview, `${previewNote}; could not load the rest: ${err instanceof Error ? err.message : String(err)}`);
+    } finally {
+      btn.disabled = false;
+    }
+  });
+  return box;
+}
+
+/**
+ * Copy text to the clipboard; never throws. Resolves to true on success.
+ * @param {string} text
+ */
+export async function copyText(text) {
+  try {
+    if (typeof navigator !== "undefined" && navigator.clipboard && navigator.clipboard.writeText) {
+      await navigator.clipboard.writeText(text);
+      return true;
+    }
+  } catch {
+    /* fall through to the textarea path */
+  }
+  try {
+    const ta = document.createElement("textarea");
+    ta.value = text;
+    ta.setAttribute("readonly", "");
+    ta.style.position = "fixed";
+    ta.style.left = "-9999px";
+    document.body.appendChild(ta);
+    ta.select();
+    const ok = document.execCommand("copy");
+    ta.remove();
+    return !!ok;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * A section with a title.
+ * @param {HTMLElement} host
+ * @param {string} title
+ */
+function section(host, title) {
+  const sec = el("div", "stw-sec");
+  sec.appendChild(el("div", "stw-sec-title", title));
+  host.appendChild(sec);
+  return sec;
+}
+
+/**
+ * Key/value rows.
+ * @param {HTMLElement} host
+ * @param {[string, string | HTMLElement][]} rows
+ */
+function kvRows(host, rows) {
+  const box = el("div", "stw-kv");
+  for (const [k, v] of rows) {
+    box.appendChild(el("div", "stw-k", k));
+    const cell = el("div", "stw-v");
+    if (typeof v === "string") cell.textContent = v;
+    else cell.appendChild(v);
+    box.appendChild(cell);
+  }
+  host.appendChild(box);
+  return box;
+}
+
+/**
+ * Render the details panel.
+ * @param {HTMLElement} host
+ * @param {Data} d
+ * @param {Hit} h span, segment or event selection
+ * @param {number} detailSpan internal span index the attributes belong to (-1 for events)
+ * @param {DetailState} st
+ * @param {PanelActions} act
+ */
+export function renderDetails(host, d, h, detailSpan, st, act) {
+  host.replaceChildren();
+  if (h.type !== "span" && h.type !== "segment" && h.type !== "event") return;
+  const s = h.sample;
+  const sm = d.meta.samples;
+  const detail = st.status === "ok" ? st.detail : null;
+
+  let title = "";
+  let kind = "";
+  if (h.type === "event") {
+    title = nameOf(d, d.evName[h.ev]);
+    kind = d.evKind[h.ev] === EV_UNMATCHED ? "unmatched end" : h.count > 1 ? `${h.count} events` : "event";
+  } else if (h.type === "segment") {
+    title = nameOf(d, d.segName[h.seg]);
+    kind = "PD phase";
+  } else {
+    title = nameOf(d, d.spanName[h.span]);
+    kind = d.spanFlags[h.span] & F_VIRTUAL ? "PD lane" : "span";
+  }
+
+  // Header.
+  const t = el("div", "stw-panel-title stw-wrap");
+  const sw = el("span", "stw-swatch");
+  sw.style.background = h.type === "segment" ? colorForSegment(title) : colorForName(title);
+  t.appendChild(sw);
+  t.appendChild(document.createTextNode(title));
+  const head = el("div", "stw-panel-head");
+  head.appendChild(el("span", "stw-badge", kind));
+  const btns = el("div", "stw-panel-btns");
+  const focus = el("button", "stw-btn", "focus");
+  focus.title = "zoom to this item (F)";
+  focus.addEventListener("click", act.focus);
+  const copy = el("button", "stw-btn", "copy JSON");
+  copy.title = "copy the details as JSON";
+  const copyMsg = el("div", "stw-copy-msg");
+  copy.addEventListener("click", async () => {
+    const obj = detail ? { ...localSummary(d, h), detail } : localSummary(d, h);
+    let text = "";
+    try {
+      text = JSON.stringify(obj, null, 2);
+    } catch (err) {
+      text = String(err);
+    }
+    const ok = await copyText(text);
+    copyMsg.replaceChildren();
+    if (ok) {
+      copyMsg.textContent = "copied";
+      setTimeout(() => (copyMsg.textContent = ""), 1500);
+    } else {
+      copyMsg.textContent = "could not reach the clipboard: select and copy the text below";
+      const ta = /** @type {HTMLTextAreaElement} */ (el("textarea", "stw-copy-area"));
+      ta.value = text;
+      ta.readOnly = true;
+      copyMsg.appendChild(ta);
+      ta.select();
+    }
+  });
+  const close = el("button", "stw-btn stw-icon-btn", "×");
+  close.title = "close (Esc)";
+  close.addEventListener("click", act.close);
+  btns.appendChild(focus);
+  btns.appendChild(copy);
+  btns.appendChild(close);
+  head.appendChild(btns);
+  host.appendChild(head);
+  host.appendChild(t);
+  host.appendChild(copyMsg);
+  host.appendChild(el("div", "stw-panel-sub", sampleLabel(d, s)));
+
+  // Sample summary (payload first, the kernel's values when they arrive).
+  const ks = detail && detail.sample && typeof detail.sample === "object" ? detail.sample : {};
+  const pick = (/** @type {string} */ key, /** @type {any} */ fallback) => (key in ks && ks[key] !== undefined ? ks[key] : fallback);
+  const reward = pick("reward", Number.isFinite(d.smpReward[s]) ? d.smpReward[s] : null);
+  const sec1 = section(host, "Sample");
+  /** @type {[string, string|HTMLElement][]} */
+  const srows = [
+    ["id", String(pick("id", sm.sample_index[s] ?? "—"))],
+    ["group", String(pick("group", sm.group_index[s] ?? "—"))],
+    ["source", String(pick("source", sourceOf(d, s)))],
+    ["status", String(pick("status", statusOf(d, s)))],
+    ["reward", reward === null || typeof reward !== "object" ? (typeof reward === "number" ? formatNumberExact(reward) : String(reward ?? "—")) : renderValue(reward, 1)],
+    ["attempts", String(pick("attempts", d.smpAttempts[s]))],
+    ["duration", formatDuration(typeof ks.duration === "number" ? ks.duration : d.smpEnd[s] - d.smpStart[s])],
+    ["trace id", String(sm.trace_id[s] ?? "—")],
+  ];
+  kvRows(sec1, srows);
+  // The label is in the payload too, so it shows before the kernel's reply.
+  const texts = { ...ks, label: pick("label", sm.label[s] ?? null) };
+  const cutWhere = d.meta.attrs_embedded ? "(the rest is not in this snapshot)" : "(the rest is in the widget's .samples table)";
+  for (const field of SAMPLE_TEXT_FIELDS) {
+    const text = texts[field];
+    const chars = texts[`${field}_chars`];
+    if (typeof text !== "string") continue;
+    sec1.appendChild(renderSampleText(field, text, typeof chars === "number" ? chars : null, act.sampleText, cutWhere));
+  }
+
+  // Timing.
+  const secT = section(host, h.type === "event" ? "Event" : h.type === "segment" ? "PD phase" : "Span");
+  /** @type {[string, string|HTMLElement][]} */
+  const trows = [];
+  const abs = (/** @type {number} */ rel) => d.meta.t0 + rel + (d.smpOffset[s] || 0);
+  if (h.type === "event") {
+    const ts = d.evTs[h.ev];
+    trows.push(["time", `${formatDuration(ts)}  (${formatEpoch(typeof detail?.ts === "number" ? detail.ts : abs(ts))})`]);
+    trows.push(["kind", d.evKind[h.ev] === EV_UNMATCHED ? "unmatched end (its start is missing)" : "instant event"]);
+    trows.push(["attempt", String(d.evAttempt[h.ev])]);
+    const p = d.evParent[h.ev];
+    if (p >= 0) trows.push(["parent", parentLink(d, p, act)]);
+    if (h.count > 1) {
+      const counts = new Map();
+      for (const m of h.members) counts.set(nameOf(d, d.evName[m]), (counts.get(nameOf(d, d.evName[m])) || 0) + 1);
+      trows.push(["cluster", [...counts].map(([n, c]) => `${n} ×${c}`).join(", ")]);
+      const ts2 = h.members.map((m) => d.evTs[m]);
+      trows.push(["spread", formatDuration(Math.max(...ts2) - Math.min(...ts2))]);
+    }
+  } else {
+    const i = h.type === "segment" ? h.span : h.span;
+    const a = h.type === "segment" ? d.segStart[h.seg] : d.spanStart[i];
+    const b = h.type === "segment" ? d.segEnd[h.seg] : d.spanEnd[i];
+    const fl = d.spanFlags[i];
+    const open = !!(fl & F_OPEN);
+    trows.push(["start", `${formatDuration(a)}  (${formatEpoch(h.type === "span" && typeof detail?.start === "number" ? detail.start : abs(a))})`]);
+    trows.push([open && h.type === "span" ? "display end" : "end", `${formatDuration(b)}  (${formatEpoch(h.type === "span" && typeof detail?.end === "number" ? detail.end : abs(b))})`]);
+    trows.push(["duration", formatDuration(b - a) + (open && h.type === "span" ? " (open: still running when the dump was taken)" : "")]);
+    if (h.type === "span") {
+      const state = detail && typeof detail.state === "string" ? detail.state : open ? "open" : "closed";
+      trows.push(["state", state + (fl & F_ERROR ? " · error" : "")]);
+      const cr = detail && detail.clip_reason ? String(detail.clip_reason) : CLIP_REASONS[clipReasonOf(fl)];
+      if (open && cr) trows.push(["clipped at", cr]);
+    } else {
+      trows.push(["lane", nameOf(d, d.spanName[i])]);
+    }
+    trows.push(["attempt", String(d.spanAttempt[i])]);
+    const p = h.type === "segment" ? d.spanParent[i] : d.spanParent[i];
+    if (p >= 0) trows.push(["parent", parentLink(d, p, act)]);
+    else if (detail && detail.parent_name) trows.push(["parent", String(detail.parent_name)]);
+    if (detail && detail.span_id) trows.push(["span id", String(detail.span_id)]);
+  }
+  kvRows(secT, trows);
+  renderLinks(host, d, h, act);
+
+  // PD phases.
+  if (h.type !== "event") {
+    // The payload knows both phases of a generation (and which is which);
+    // the kernel's `segments` only fill in when the payload has none.
+    const fromPayload = pdBreakdown(d, detailSpan >= 0 ? detailSpan : h.span);
+    const phases = fromPayload.length ? fromPayload : (detail && pdFromDetail(detail.segments)) || [];
+    if (phases.length) renderPd(section(host, "PD phases"), phases, h.type === "segment" ? nameOf(d, d.segName[h.seg]) : "");
+  }
+
+  // Attributes.
+  const attrsSec = (/** @type {string} */ title, /** @type {string} */ key) => {
+    const sec = section(host, title);
+    if (st.status === "loading") {
+      sec.appendChild(el("div", "stw-loading", "loading…"));
+      return;
+    }
+    if (st.status === "error" || !detail) {
+      sec.appendChild(el("div", "stw-empty", st.error ? `not available: ${st.error}` : "not available"));
+      return;
+    }
+    const v = detail[key];
+    if (v === null || v === undefined || (typeof v === "object" && Object.keys(v).length === 0)) {
+      sec.appendChild(el("div", "stw-empty", "none"));
+      return;
+    }
+    if (typeof v === "object" && !Array.isArray(v)) sec.appendChild(renderEntries(Object.entries(v), 1));
+    else sec.appendChild(renderValue(v, 1));
+  };
+  if (h.type === "event") {
+    attrsSec("Attributes", detail && "attrs" in detail ? "attrs" : "start_attrs");
+  } else {
+    attrsSec("Start attributes", "start_attrs");
+    attrsSec("End attributes", "end_attrs");
+  }
+}
+
+/** Group members listed as buttons; the rest are counted. */
+const MAX_MEMBER_BUTTONS = 20;
+
+/**
+ * The "Links" section (links.js): "group: N other members" with a button per
+ * member, "previous attempt", "continued remotely" and their reverses, each a
+ * button that selects the other end.
+ * @param {HTMLElement} host
+ * @param {Data} d
+ * @param {Hit} h
+ * @param {PanelActions} act
+ */
+function renderLinks(host, d, h, act) {
+  const self = endOfHit(h);
+  if (!self) return;
+  const links = linksOf(d, self.kind, self.index);
+  if (!links.length) return;
+  /** @param {import("../data/links.js").End} end @param {string} text */
+  const button = (end, text) => {
+    const b = /** @type {HTMLButtonElement} */ (el("button", "stw-link", text));
+    if (filteredOut(d, end)) {
+      b.disabled = true;
+      b.title = "filtered out by the filter box's query";
+      return b;
+    }
+    b.title = "select it";
+    b.addEventListener("click", () => {
+      if (filteredOut(d, end)) return; // hidden since the panel was drawn
+      if (end.kind === "span") act.selectSpan(end.index);
+      else act.selectEvent?.(end.index);
+    });
+    return b;
+  };
+  /** @param {import("../data/links.js").End} end */
+  const where = (end) => {
+    const name = end.kind === "span" ? d.spanName[end.index] : d.evName[end.index];
+    const sample = end.kind === "span" ? d.spanSample[end.index] : d.evSample[end.index];
+    return `${nameOf(d, name)} · ${sampleLabel(d, sample)}`;
+  };
+  /** @type {[string, string|HTMLElement][]} */
+  const rows = [];
+  const members = links.filter((l) => l.kind === "group");
+  if (members.length) {
+    const box = el("div", "stw-links");
+    box.appendChild(el("div", "", `${members.length} other member${members.length === 1 ? "" : "s"}`));
+    for (const l of members.slice(0, MAX_MEMBER_BUTTONS)) {
+      box.appendChild(button(l.to, sampleLabel(d, d.spanSample[l.to.index])));
+    }
+    if (members.length > MAX_MEMBER_BUTTONS) box.appendChild(el("div", "", `and ${members.length - MAX_MEMBER_BUTTONS} more`));
+    rows.push(["group", box]);
+  }
+  for (const l of links) {
+    if (l.kind === "group") continue;
+    const { label, target } = describe(l, self);
+    rows.push([label, button(target, where(target))]);
+  }
+  kvRows(section(host, "Links"), rows);
+}
+
+/**
+ * @param {Data} d
+ * @param {number} p
+ * @param {PanelActions} act
+ */
+function parentLink(d, p, act) {
+  const b = /** @type {HTMLButtonElement} */ (el("button", "stw-link", nameOf(d, d.spanName[p])));
+  if (filteredOut(d, { kind: "span", index: p })) {
+    b.disabled = true;
+    b.title = "the parent span is filtered out by the filter box's query";
+    return b;
+  }
+  b.title = "select the parent span";
+  b.addEventListener("click", () => filteredOut(d, { kind: "span", index: p }) || act.selectSpan(p));
+  return b;
+}
+
+/**
+ * @param {HTMLElement} host
+ * @param {{phase: "P"|"D", name: string, dur: number}[]} phases
+ * @param {string} current
+ */
+function renderPd(host, phases, current) {
+  const total = phases.reduce((x, p) => x + p.dur, 0) || 1;
+  const table = el("table", "stw-table");
+  const thead = el("thead");
+  const hr = el("tr");
+  for (const hd of ["phase", "ms", "%"]) hr.appendChild(el("th", hd === "phase" ? "stw-col-name" : "stw-num", hd));
+  thead.appendChild(hr);
+  table.appendChild(thead);
+  const tb = el("tbody");
+  for (const p of phases) {
+    const tr = el("tr", p.name === current ? "stw-row-current" : "");
+    const td = el("td");
+    const wrap = el("div", "stw-name-cell");
+    const sw = el("span", "stw-swatch");
+    sw.style.background = colorForSegment(p.name);
+    wrap.appendChild(sw);
+    wrap.appendChild(el("span", "stw-ellipsis", `[${p.phase}] ${p.name}`));
+    wrap.title = `[${p.phase}] ${p.name}`;
+    td.appendChild(wrap);
+    tr.appendChild(td);
+    tr.appendChild(el("td", "stw-num", formatMs(p.dur).replace(" ms", "")));
+    const pc = el("td", "stw-num", formatPct(p.dur / total));
+    const bar = el("div", "stw-minibar");
+    bar.style.width = `${Math.max(1, Math.round((p.dur / total) * 100))}%`;
+    bar.style.background = colorForSegment(p.name);
+    pc.appendChild(bar);
+    tr.appendChild(pc);
+    tb.appendChild(tr);
+  }
+  const sums = { P: 0, D: 0 };
+  for (const p of phases) sums[p.phase] += p.dur;
+  for (const ph of /** @type {const} */ (["P", "D"])) {
+    if (!sums[ph]) continue;
+    const tr = el("tr", "stw-row-total");
+    tr.appendChild(el("td", "", ph === "P" ? "prefill total" : "decode total"));
+    tr.appendChild(el("td", "stw-num", formatMs(sums[ph]).replace(" ms", "")));
+    tr.appendChild(el("td", "stw-num", formatPct(sums[ph] / total)));
+    tb.appendChild(tr);
+  }
+  table.appendChild(tb);
+  host.appendChild(table);
+}

@@ -1,0 +1,699 @@
+// One rendered view of the widget: owns the view state and wires data ->
+// layout -> frame and the model's traits (`selected`, `view_range`,
+// `view_state`, `payload`, `height`) to it. The DOM skeleton (shell.js), view
+// state (viewstate.js), selection values (selection.js), tooltip, frame loop
+// and test hooks (debug.js) live in their own modules.
+
+import { decodePayload, sampleRowId } from "../data/decode.js";
+import { allSamples, sortRows, buildLayout } from "../data/layout.js";
+import { spanVisibility, eventVisibility } from "../data/filters.js";
+import { hitTest, timeAt } from "../render/hit.js";
+import { Painter } from "../render/draw.js";
+import { paintEmpty } from "../render/margins.js";
+import { ColorTable } from "../render/colors.js";
+import { Overview, activeHistogram } from "../panels/overview.js";
+import { Interaction } from "./interact.js";
+import { Controls } from "./controls.js";
+import { legendInfo, renderLegend } from "../panels/legend.js";
+import { cursorCounts, brushSummary, renderStatsBar, renderBrushPanel } from "../panels/stats.js";
+import { hostTheme, watchTheme } from "./theme.js";
+import { Sync, Requests } from "../data/model.js";
+import { formatDuration, formatNumber } from "../util/format.js";
+import { buildShell, updateSide } from "./shell.js";
+import { defaultSettings, validRange, restoreViewState, viewStateOf } from "./viewstate.js";
+import { selectedValue, selectsSame, hitOfSelected, loadDetails } from "./selection.js";
+import { followTraits } from "./traits.js";
+import { pointAt } from "./tooltip.js";
+import { FrameLoop } from "../render/frameloop.js";
+import { installDebug } from "./debug.js";
+import { matchSummary } from "../data/query.js";
+import { attachViews } from "./views.js";
+import { Sizer, viewportHeight, AXIS_H, OVERVIEW_H, MAX_VIEWPORT_H } from "../render/sizing.js";
+import { clampWindow, zoomedWindow, fitRange, focusWindow, scrollToShow, labelWidthOf } from "../render/viewport.js";
+import { arrowsFor, paintArrows } from "../render/arrows.js";
+import { noteMasks } from "../data/links.js";
+
+/** @typedef {import("../data/model.js").AnyModel} AnyModel */
+/** @typedef {import("../render/hit.js").Hit} Hit */
+/** @typedef {import("../render/hit.js").Geo} Geo */
+/** @typedef {import("./controls.js").Settings} Settings */
+/** @typedef {import("../data/decode.js").Data} Data */
+/** @typedef {import("../data/filters.js").ViewMasks} ViewMasks */
+
+export class App {
+  /**
+   * @param {AnyModel} model
+   * @param {HTMLElement} host
+   * @param {number} t0 performance.now() when render() was called
+   */
+  constructor(model, host, t0) {
+    this.model = model;
+    this.sync = new Sync(model);
+    this.requests = new Requests(model);
+    /** @type {Settings} */
+    this.s = defaultSettings();
+    /** @type {Set<number>} sample row ids expanded (when not expand-all) */
+    this.expanded = new Set();
+    /** @type {Set<number>} sample row ids collapsed (when expand-all) */
+    this.collapsed = new Set();
+    this.highlight = -1;
+    this.view = { t0: 0, t1: 1 };
+    this.cursor = NaN;
+    /** @type {[number, number]|null} */
+    this.brush = null;
+    /** @type {import("../panels/stats.js").BrushSummary|null} */
+    this.brushSum = null;
+    /** @type {Hit|null} */
+    this.selection = null;
+    /** @type {Hit|null} */
+    this.hover = null;
+    this.hoverRow = -1;
+    this.pendingReq = -1;
+    this.loop = new FrameLoop(() => this.frame(), t0);
+    this.viewportH = MAX_VIEWPORT_H;
+    this.labelW = -1;
+    /** @type {number|undefined} scroll offset restored from view_state on the first frame */
+    this.pendingScroll = undefined;
+    /** @type {import("../panels/stats.js").CursorCounts|null} */
+    this.counts = null;
+    /** @type {ViewMasks} the views' masks over payload items (see setMasks) */
+    this.masks = { keep: null, evKeep: null, rowKeep: null, focus: null, evFocus: null };
+    /** @type {string|null} the flame frame chosen (its name path) */
+    this.flamePath = null;
+    /** @type {import("../panels/critical_panel.js").CriticalView|null} */
+    this.critical = null;
+    /** @type {import("../panels/icicle.js").FlameView|null} */
+    this.flameView = null;
+
+    // ---- DOM
+    const ui = buildShell(host);
+    const root = ui.root;
+    this.root = root;
+    this.headerEl = ui.headerEl;
+    this.statsEl = ui.statsEl;
+    this.legendEl = ui.legendEl;
+    this.mainEl = ui.mainEl;
+    this.ovCanvas = ui.ovCanvas;
+    this.scrollEl = ui.scrollEl;
+    this.canvas = ui.canvas;
+    this.spacer = ui.spacer;
+    this.tooltip = ui.tooltip;
+    this.sideEl = ui.sideEl;
+    this.detailsEl = ui.detailsEl;
+    this.brushEl = ui.brushEl;
+    this.diffEl = ui.diffEl;
+    this.criticalEl = ui.criticalEl;
+    this.footerEl = ui.footerEl;
+    this.footerView = ui.footerView;
+
+    this.sizer = new Sizer(() => this.scrollEl.clientWidth || this.mainEl.clientWidth, () => this.requestFrame());
+    this.theme = hostTheme(root);
+    this.painter = new Painter(this.canvas);
+    this.overview = new Overview(this.ovCanvas, {
+      view: () => this.view,
+      setView: (a, b) => {
+        this.setView(a, b);
+        this.userView();
+      },
+      plot: () => {
+        const g = this.geo();
+        return { plotX: g.plotX, plotW: g.plotW };
+      },
+    });
+    this.controls = new Controls(this.headerEl, {
+      change: (p) => this.changeSettings(p),
+      fitAll: () => this.fit(false),
+      fitFiltered: () => this.fit(true),
+    });
+
+    // ---- data and saved state
+    /** @type {Data} */
+    this.d = decodePayload(this.sync.get("payload"));
+    this.restoreState(this.sync.get("view_state"));
+    this.colors = new ColorTable(this.d.names, this.theme);
+    this.legend = legendInfo(this.d);
+    /** @type {Uint32Array} */
+    this.rows = new Uint32Array(0);
+    this.L = buildLayout(this.d, this.rows, () => false, this.s.laneH);
+    /** @type {Uint8Array} */
+    this.vis = new Uint8Array(0);
+    /** @type {Uint8Array} */
+    this.evVis = new Uint8Array(0);
+    /** @type {Float32Array} */
+    this.hist = new Float32Array(0);
+    this.recomputeVis();
+    this.refilter();
+    const views = attachViews(this, ui.flameEl);
+    this.query = views.query;
+    this.diff = views.diff;
+    this.critical = views.critical;
+    this.flameView = views.flameView;
+    const vr = this.sync.get("view_range");
+    const vs = this.sync.get("view_state");
+    if (validRange(vr)) this.setView(vr[0], vr[1]);
+    else if (vs && validRange(vs.view)) this.setView(vs.view[0], vs.view[1]);
+    else this.fit(false, true);
+    if (vs && Number.isFinite(vs.cursor)) this.setCursor(vs.cursor, true);
+    if (vs && typeof vs.scroll_top === "number") this.pendingScroll = vs.scroll_top;
+    this.renderLegend();
+    this.renderStats();
+    this.updateControls();
+    const sel = this.sync.get("selected");
+    if (sel && typeof sel === "object" && "kind" in sel) this.applySelectedFromModel(sel);
+
+    // ---- interaction, observers, model events
+    this.interaction = new Interaction(this.canvas, root, {
+      geo: () => this.geo(),
+      hit: (x, y) => this.hitAt(x, y),
+      panPx: (dx) => this.panPx(dx),
+      zoomAt: (x, f) => this.zoomAt(x, f),
+      setCursor: (t) => this.setCursor(t),
+      select: (h) => this.select(h),
+      toggleRow: (r) => this.toggleRow(r),
+      hover: (h, cx, cy) => this.setHover(h, cx, cy),
+      brush: (r, fin) => this.setBrush(r, fin),
+      focusSelection: () => this.focusSelection(),
+      escape: () => this.escape(),
+      focusFilter: () => this.controls.focusFilter(),
+      scrollBy: (dy) => {
+        this.scrollEl.scrollTop += dy;
+      },
+      userView: () => this.userView(),
+    });
+    this.onScroll = () => {
+      this.tooltip.hidden = true;
+      this.requestFrame();
+      this.saveViewState();
+    };
+    this.scrollEl.addEventListener("scroll", this.onScroll, { passive: true });
+    this.ro = typeof ResizeObserver !== "undefined" ? new ResizeObserver(() => this.requestFrame()) : null;
+    this.ro?.observe(this.scrollEl);
+    this.ro?.observe(root);
+    this.stopTheme = watchTheme(root, () => this.reTheme());
+    // Browser zoom and moving between screens change devicePixelRatio.
+    this.onWinResize = () => this.requestFrame();
+    window.addEventListener("resize", this.onWinResize);
+
+    this.unfollow = followTraits(this);
+
+    installDebug(this);
+    this.requestFrame();
+  }
+
+  // ------------------------------------------------------------ state
+
+  /** @param {any} vs */
+  restoreState(vs) {
+    restoreViewState(this, vs, this.d.names);
+  }
+
+  /** The `view_state` value (docs/payload.md). */
+  viewState() {
+    return viewStateOf(this, this.d.names, this.view, this.cursor, this.scrollEl.scrollTop);
+  }
+
+  saveViewState() {
+    this.sync.setLater("view_state", () => this.viewState(), 250);
+  }
+
+  /** @param {Partial<Settings>} p */
+  changeSettings(p) {
+    const before = { ...this.s };
+    Object.assign(this.s, p);
+    const s = this.s;
+    if (p.expandAll !== undefined && p.expandAll !== before.expandAll) {
+      this.expanded.clear();
+      this.collapsed.clear();
+    }
+    const visChanged = s.showEvents !== before.showEvents || s.showOpen !== before.showOpen || s.showUnmatched !== before.showUnmatched || s.attempt !== before.attempt || s.attemptMode !== before.attemptMode;
+    if (visChanged) this.recomputeVis();
+    if (s.filter !== before.filter) this.query.run(s.filter); // its masks refilter the rows (setMasks)
+    if (s.sort !== before.sort || s.desc !== before.desc) this.refilter();
+    else if (s.laneH !== before.laneH || s.expandAll !== before.expandAll) this.relayout();
+    if (visChanged) this.afterVisChange();
+    if (p.diff !== undefined || p.diffPair !== undefined) this.diff.render();
+    if (s.critical !== before.critical) this.critical?.update();
+    if (s.flame !== before.flame) this.flameView?.show();
+    this.updateControls();
+    this.saveViewState();
+    this.requestFrame();
+  }
+
+  /**
+   * Replace some of the views' masks and redraw; rows are refiltered only when
+   * `rowKeep` changes.
+   * @param {Partial<ViewMasks>} p
+   */
+  setMasks(p) {
+    const rowsChanged = "rowKeep" in p && p.rowKeep !== this.masks.rowKeep;
+    Object.assign(this.masks, p);
+    noteMasks(this.d, this.masks);
+    this.recomputeVis();
+    if (rowsChanged) this.refilter();
+    this.afterVisChange();
+    this.requestFrame();
+  }
+
+  recomputeVis() {
+    const m = this.masks;
+    const o = { showOpen: this.s.showOpen, showEvents: this.s.showEvents, showUnmatched: this.s.showUnmatched, attempt: this.s.attempt, attemptMode: this.s.attemptMode, highlightName: this.highlight, keep: m.keep, evKeep: m.evKeep, focus: m.focus, evFocus: m.evFocus };
+    this.vis = spanVisibility(this.d, o);
+    this.evVis = eventVisibility(this.d, o);
+  }
+
+  afterVisChange() {
+    if (Number.isFinite(this.cursor)) this.counts = cursorCounts(this.d, this.rows, this.vis, this.cursor);
+    this.renderStats();
+    this.recomputeBrush();
+  }
+
+  /** Filter + sort -> rows; then layout, histogram, counts. */
+  refilter() {
+    const d = this.d;
+    const keepRow = this.masks.rowKeep;
+    const matched = allSamples(d);
+    this.rows = sortRows(d, keepRow ? matched.filter((s) => keepRow[s]) : matched, this.s.sort, this.s.desc);
+    this.hist = activeHistogram(d, this.rows, d.globalStart, d.globalEnd, 400);
+    this.overview.setData(this.hist, d.globalStart, d.globalEnd);
+    this.relayout();
+    if (this.hoverRow >= this.rows.length) this.hoverRow = -1;
+    if (Number.isFinite(this.cursor)) this.counts = cursorCounts(d, this.rows, this.vis, this.cursor);
+    this.renderStats();
+    this.recomputeBrush();
+  }
+
+  /** @param {number} s payload sample */
+  isExpanded(s) {
+    const id = sampleRowId(this.d, s);
+    return this.s.expandAll ? !this.collapsed.has(id) : this.expanded.has(id);
+  }
+
+  relayout() {
+    this.L = buildLayout(this.d, this.rows, (s) => this.isExpanded(s), this.s.laneH);
+    this.sizeViewport();
+  }
+
+  sizeViewport() {
+    const want = viewportHeight(this.L.totalHeight, this.sync.get("height"));
+    this.viewportH = want;
+    this.scrollEl.style.height = `${want}px`;
+    this.spacer.style.height = `${Math.max(0, AXIS_H + this.L.totalHeight - want)}px`;
+  }
+
+  // ------------------------------------------------------------ view
+
+  /** Width the row labels need (longest labels measured), cached per payload. */
+  labelWidth() {
+    const font = `12px ${this.theme.font}`;
+    if (this.labelW < 0) this.labelW = labelWidthOf(this.d, (l) => this.painter.textWidth(font, l));
+    return this.labelW;
+  }
+
+  /**
+   * @param {number} [width] CSS px, the live width by default
+   * @returns {Geo}
+   */
+  geo(width = this.sizer.current()) {
+    const gutter = Math.round(Math.max(120, Math.min(this.labelWidth() + 36, 300, width * 0.26)));
+    const plotX = gutter + 8;
+    return { width, height: this.viewportH, gutter, plotX, plotW: Math.max(40, width - plotX - 12), axisH: AXIS_H, scrollTop: this.scrollEl.scrollTop, t0: this.view.t0, t1: this.view.t1 };
+  }
+
+  /**
+   * @param {number} a
+   * @param {number} b
+   */
+  setView(a, b) {
+    this.view = clampWindow(this.d, a, b);
+    this.requestFrame();
+  }
+
+  /** A user pan/zoom ended (or happened): write view_range and view_state, debounced. */
+  userView() {
+    this.sync.setLater("view_range", () => [this.view.t0, this.view.t1], 200);
+    this.saveViewState();
+  }
+
+  /** @param {number} dx */
+  panPx(dx) {
+    const g = this.geo();
+    const dt = (dx * (this.view.t1 - this.view.t0)) / g.plotW;
+    this.setView(this.view.t0 - dt, this.view.t1 - dt);
+  }
+
+  /**
+   * @param {number} x
+   * @param {number} f
+   */
+  zoomAt(x, f) {
+    const t = timeAt(this.geo(), x);
+    const w = zoomedWindow(this.view, t, f);
+    if (!w) return;
+    this.setView(w[0], w[1]);
+    // Keep the time under the pointer in place despite clamping.
+    const g2 = this.geo();
+    const drift = timeAt(g2, x) - t;
+    if (Math.abs(drift) > 1e-12 && Number.isFinite(drift)) this.view = { t0: this.view.t0 - drift, t1: this.view.t1 - drift };
+  }
+
+  /**
+   * @param {boolean} filtered fit the filtered rows (else everything)
+   * @param {boolean} [silent] do not write view_range
+   */
+  fit(filtered, silent = false) {
+    const [a, b] = fitRange(this.d, filtered ? this.rows : null);
+    this.setView(a, b);
+    if (!silent) this.userView();
+  }
+
+  // ------------------------------------------------------------ interaction
+
+  /**
+   * @param {number} x
+   * @param {number} y
+   */
+  hitAt(x, y) {
+    return hitTest(this.d, this.L, this.geo(), this.vis, this.evVis, x, y);
+  }
+
+  /**
+   * @param {number} t
+   * @param {boolean} [silent]
+   */
+  setCursor(t, silent = false) {
+    this.cursor = t;
+    this.counts = cursorCounts(this.d, this.rows, this.vis, t);
+    this.renderStats();
+    if (!silent) this.saveViewState();
+    this.requestFrame();
+  }
+
+  /**
+   * @param {[number, number]|null} r
+   * @param {boolean} final
+   */
+  setBrush(r, final) {
+    this.brush = r;
+    if (final && r) {
+      const g = this.geo();
+      if ((Math.abs(r[1] - r[0]) * g.plotW) / (this.view.t1 - this.view.t0) < 3) this.brush = null;
+    }
+    if (final) this.recomputeBrush();
+    this.requestFrame();
+  }
+
+  recomputeBrush() {
+    // Rows, visibility and the range changed (or may have): the flame view rebuilds if its inputs did.
+    this.flameView?.changed();
+    this.diff?.changed();
+    if (!this.brush) {
+      this.brushSum = null;
+      this.brushEl.replaceChildren();
+      this.updateSide();
+      return;
+    }
+    const [a, b] = this.brush;
+    this.brushSum = brushSummary(this.d, this.rows, this.vis, Math.min(a, b), Math.max(a, b));
+    renderBrushPanel(
+      this.brushEl,
+      this.d,
+      this.brushSum,
+      () => this.setBrush(null, true),
+      (n) => this.toggleHighlight(n),
+    );
+    this.updateSide();
+  }
+
+  /** @param {Hit|null} h */
+  select(h) {
+    this.selection = h;
+    this.selectionChanged();
+    this.requestFrame();
+    if (!h) {
+      this.pendingReq = -1;
+      this.detailsEl.replaceChildren();
+      this.updateSide();
+      this.sync.setNow("selected", {});
+      return;
+    }
+    this.sync.setNow("selected", this.selectedValue(h));
+    loadDetails(this, h);
+  }
+
+  /**
+   * The `selected` value for a hit (docs/payload.md).
+   * @param {Hit} h
+   */
+  selectedValue(h) {
+    return selectedValue(this.d, h);
+  }
+
+  /** The views that follow the selection: the critical path; a timeline item replaces a flame frame. */
+  selectionChanged() {
+    if (this.selection) this.flameView?.dropPath();
+    this.critical?.update();
+  }
+
+  /** @param {any} sel `selected` from the kernel */
+  applySelectedFromModel(sel) {
+    const d = this.d;
+    if (sel && sel.kind === "flame") {
+      this.flameView?.fromModel(sel);
+      return;
+    }
+    if (!sel || !("kind" in sel)) {
+      this.flameView?.dropPath();
+      if (this.selection) {
+        this.selection = null;
+        this.selectionChanged();
+        this.pendingReq = -1;
+        this.detailsEl.replaceChildren();
+        this.updateSide();
+        this.requestFrame();
+      }
+      return;
+    }
+    if (selectsSame(d, this.selection, sel)) return;
+    const h = hitOfSelected(d, this.L, sel);
+    if (!h) return;
+    this.selection = h;
+    this.selectionChanged();
+    loadDetails(this, h);
+    this.requestFrame();
+  }
+
+  focusSelection() {
+    const h = this.selection;
+    const w = focusWindow(this.d, h, this.view, this.cursor);
+    if (!w) return;
+    this.setView(w[0], w[1]);
+    if (h && "sample" in h) this.scrollRowIntoView(this.L.rowOfSample[h.sample]);
+    this.userView();
+  }
+
+  /** @param {number} r */
+  scrollRowIntoView(r) {
+    const top = scrollToShow(this.L.rowTop, r, this.scrollEl.scrollTop, this.viewportH - AXIS_H);
+    if (top !== null) this.scrollEl.scrollTop = top;
+  }
+
+  escape() {
+    if (this.flameView?.escape()) return;
+    if (this.selection || this.brush) {
+      if (this.brush) this.setBrush(null, true);
+      if (this.selection) this.select(null);
+      else this.sync.setNow("selected", {});
+    } else if (Number.isFinite(this.cursor)) {
+      this.cursor = NaN;
+      this.counts = null;
+      this.renderStats();
+      this.saveViewState();
+    } else if (this.highlight >= 0) {
+      this.toggleHighlight(this.highlight);
+    }
+    this.tooltip.hidden = true;
+    this.requestFrame();
+  }
+
+  /** @param {number} r */
+  toggleRow(r) {
+    const s = this.rows[r];
+    if (s === undefined || this.d.nLanes[s] <= 1) return;
+    const id = sampleRowId(this.d, s);
+    const set = this.s.expandAll ? this.collapsed : this.expanded;
+    if (set.has(id)) set.delete(id);
+    else set.add(id);
+    // Keep the clicked row where it is on screen.
+    const offset = this.L.rowTop[r] - this.scrollEl.scrollTop;
+    this.relayout();
+    this.scrollEl.scrollTop = Math.max(0, this.L.rowTop[r] - offset);
+    this.saveViewState();
+    this.requestFrame();
+  }
+
+  /** @param {number} n */
+  toggleHighlight(n) {
+    this.highlight = this.highlight === n ? -1 : n;
+    this.recomputeVis();
+    this.afterVisChange();
+    this.renderLegend();
+    this.saveViewState();
+    this.requestFrame();
+  }
+
+  /**
+   * @param {Hit|null} h
+   * @param {number} clientX
+   * @param {number} clientY
+   */
+  setHover(h, clientX, clientY) {
+    if (pointAt(this, h, clientX, clientY)) this.requestFrame();
+  }
+
+  // ------------------------------------------------------------ payload
+
+  replacePayload() {
+    const oldView = this.view;
+    const hadSel = !!this.selection;
+    this.d = decodePayload(this.sync.get("payload"));
+    this.labelW = -1;
+    this.colors = new ColorTable(this.d.names, this.theme);
+    this.legend = legendInfo(this.d);
+    if (this.highlight >= this.d.names.length) this.highlight = -1;
+    this.selection = null;
+    this.hover = null;
+    this.hoverRow = -1;
+    this.pendingReq = -1;
+    this.detailsEl.replaceChildren();
+    // The masks index the old payload; the views that set them recompute theirs.
+    this.masks = { keep: null, evKeep: null, rowKeep: null, focus: null, evFocus: null };
+    this.recomputeVis();
+    this.refilter();
+    this.query.run(this.s.filter);
+    this.critical?.update();
+    const d = this.d;
+    // Keep the zoom when it still shows some of the new data.
+    if (oldView.t1 > d.globalStart && oldView.t0 < d.globalEnd) this.setView(oldView.t0, oldView.t1);
+    else this.fit(false, true);
+    if (Number.isFinite(this.cursor)) this.counts = cursorCounts(d, this.rows, this.vis, this.cursor);
+    this.renderLegend();
+    this.renderStats();
+    this.updateControls();
+    this.diff.render();
+    this.updateSide();
+    if (hadSel) this.sync.setNow("selected", {});
+    this.requestFrame();
+  }
+
+  // ------------------------------------------------------------ DOM bits
+
+  renderLegend() {
+    renderLegend(this.legendEl, this.d, this.legend, this.highlight, (n) => this.toggleHighlight(n));
+  }
+
+  renderStats() {
+    renderStatsBar(this.statsEl, this.d, this.counts, this.rows.length, (n) => this.toggleHighlight(n));
+  }
+
+  updateControls() {
+    const d = this.d;
+    this.controls.update(this.s, {
+      title: d.meta.title,
+      nRows: this.rows.length,
+      nTotal: d.meta.n_samples_total,
+      nPayload: d.nSamples,
+      maxAttempt: d.maxAttempt,
+      nRollouts: d.meta.rollouts.length,
+      match: this.query?.result ? matchSummary(this.query.result, d.meta.n_samples_total) : "",
+    });
+  }
+
+  updateSide() {
+    updateSide(this);
+  }
+
+  reTheme() {
+    this.theme = hostTheme(this.root);
+    this.colors = new ColorTable(this.d.names, this.theme);
+    this.painter.resetTextCache();
+    this.labelW = -1;
+    this.flameView?.draw();
+    this.requestFrame();
+  }
+
+  // ------------------------------------------------------------ frames
+
+  requestFrame() {
+    this.loop.request();
+  }
+
+  frame() {
+    const t = performance.now();
+    const width = this.root.clientWidth;
+    this.root.classList.toggle("stw-narrow", width > 0 && width < 980);
+    const w = this.sizer.frameWidth();
+    if (!w) return; // no width (hidden, or the host mid theme swap): the sizer asks for another frame
+    if (this.pendingScroll !== undefined) {
+      this.scrollEl.scrollTop = this.pendingScroll;
+      this.pendingScroll = undefined;
+    }
+    const g = this.geo(w);
+    const dpr = Math.max(1, window.devicePixelRatio || 1);
+    if (this.painter.w !== g.width || this.painter.h !== g.height || this.painter.dpr !== dpr) this.painter.resize(g.width, g.height, dpr);
+    if (this.overview.w !== g.width || this.overview.dpr !== dpr) this.overview.resize(g.width, OVERVIEW_H, dpr);
+    const selRow = this.selection && "row" in this.selection ? this.L.rowOfSample[this.selection.sample] ?? -1 : -1;
+    const drawn = this.painter.paint({
+      d: this.d,
+      L: this.L,
+      g,
+      vis: this.vis,
+      evVis: this.evVis,
+      theme: this.theme,
+      colors: this.colors,
+      cursor: this.cursor,
+      brush: this.brush,
+      selection: this.selection,
+      hover: this.hover,
+      hoverRow: this.hoverRow,
+      selRow,
+      raiseShown: this.highlight >= 0 || this.masks.focus !== null,
+    });
+    if (this.rows.length === 0) paintEmpty(this.painter, this.theme, this.d, g);
+    /** @type {import("../render/arrows.js").Arrow[]} the selection's link arrows as last painted */
+    this.arrows = arrowsFor(this.d, this.L, g, this.vis, this.evVis, this.selection);
+    paintArrows(this.painter.ctx, dpr, g, this.theme, this.arrows);
+    this.overview.paint(this.theme, this.cursor);
+    const dt = performance.now() - t;
+    if (!this.sideEl.hidden) {
+      const mh = this.root.classList.contains("stw-narrow") ? "" : `${this.mainEl.offsetHeight}px`;
+      if (this.sideEl.style.maxHeight !== mh) this.sideEl.style.maxHeight = mh;
+    }
+    this.loop.record(dt);
+    this.root.dataset.rows = String(this.rows.length);
+    this.root.dataset.drawnRows = String(drawn);
+    this.updateFooter();
+    this.loop.painted(this.root);
+  }
+
+  updateFooter() {
+    const d = this.d;
+    const txt = `view ${formatDuration(this.view.t0)} – ${formatDuration(this.view.t1)} (${formatDuration(this.view.t1 - this.view.t0)}) · dump ${formatDuration(d.globalEnd - d.globalStart)} · ${formatNumber(d.nSpans)} spans · ${formatNumber(d.nEvents)} events`;
+    if (this.footerView.textContent !== txt) this.footerView.textContent = txt;
+  }
+
+  dispose() {
+    this.loop.dispose();
+    this.sync.flush();
+    this.interaction.dispose();
+    this.overview.dispose();
+    this.controls.dispose();
+    this.flameView?.dispose();
+    this.requests.dispose();
+    this.ro?.disconnect();
+    this.stopTheme();
+    this.scrollEl.removeEventListener("scroll", this.onScroll);
+    window.removeEventListener("resize", this.onWinResize);
+    this.unfollow();
+    this.root.remove();
+  }
+}

@@ -1,0 +1,262 @@
+// Header toolbar: title, "N of M samples" (or what the query matched), the
+// query box and its message, attempt filter and
+// mode, expand mode, sort key and direction, toggles, lane height, fit
+// buttons. Reflects state without re-triggering; reports user changes.
+
+import { SORT_KEYS, SORT_LABELS } from "../data/layout.js";
+import { formatNumber } from "../util/format.js";
+import { el } from "../util/dom.js";
+
+/**
+ * The user-facing settings the toolbar edits (also saved in `view_state`).
+ * @typedef {Object} Settings
+ * @property {string} filter
+ * @property {number} attempt -1 = all
+ * @property {"filter"|"highlight"} attemptMode
+ * @property {import("../data/layout.js").SortKey} sort
+ * @property {boolean} desc
+ * @property {boolean} showEvents
+ * @property {boolean} showOpen
+ * @property {boolean} showUnmatched
+ * @property {number} laneH
+ * @property {boolean} expandAll
+ * @property {boolean} diff the rollout diff panel is open
+ * @property {[number, number]} diffPair rollouts A and B of the diff (meta.rollouts indices)
+ * @property {boolean} critical the selected sample's critical path is the focus (critical_panel.js)
+ * @property {boolean} flame the flame view is open (icicle.js)
+ */
+
+/**
+ * @typedef {Object} ControlActions
+ * @property {(patch: Partial<Settings>) => void} change
+ * @property {() => void} fitAll
+ * @property {() => void} fitFiltered
+ */
+
+const QUERY_HELP = [
+  "Terms separated by spaces must all hold; -term negates; \"quote values\" with spaces; * is a wildcard.",
+  "name:VALUE  status:X  source:X  attempt:N  attempt>N  duration>2s (us ms s m h)",
+  "is:error  is:open  key=value  key!=value  key>5  has:key (span and event attributes)",
+  "a bare word searches #id, source, status, label and trace id",
+].join("\n");
+
+export const LANE_MIN = 6;
+export const LANE_MAX = 40;
+
+/**
+ * @param {string} label
+ * @param {HTMLElement} control
+ */
+function field(label, control) {
+  const l = el("label", "stw-field");
+  l.appendChild(el("span", "stw-field-label", label));
+  l.appendChild(control);
+  return l;
+}
+
+/**
+ * @param {[string, string][]} options
+ */
+function select(options) {
+  const s = /** @type {HTMLSelectElement} */ (el("select", "stw-select"));
+  for (const [v, t] of options) {
+    const o = /** @type {HTMLOptionElement} */ (el("option", "", t));
+    o.value = v;
+    s.appendChild(o);
+  }
+  return s;
+}
+
+/** @param {string} label */
+function checkbox(label) {
+  const l = el("label", "stw-check");
+  const c = /** @type {HTMLInputElement} */ (el("input"));
+  c.type = "checkbox";
+  l.appendChild(c);
+  l.appendChild(document.createTextNode(label));
+  return { wrap: l, input: c };
+}
+
+export class Controls {
+  /**
+   * @param {HTMLElement} host
+   * @param {ControlActions} act
+   */
+  constructor(host, act) {
+    this.host = host;
+    this.act = act;
+    /** @type {ReturnType<typeof setTimeout>|undefined} */
+    this.filterTimer = undefined;
+
+    const top = el("div", "stw-titlebar");
+    this.title = el("div", "stw-title");
+    this.count = el("div", "stw-count");
+    top.appendChild(this.title);
+    top.appendChild(this.count);
+    host.appendChild(top);
+
+    const bar = el("div", "stw-toolbar");
+    const bar2 = el("div", "stw-toolbar");
+    this.filter = /** @type {HTMLInputElement} */ (el("input", "stw-input"));
+    this.filter.type = "search";
+    this.filter.placeholder = "name:tool* duration>2s key=value status:failed, or words";
+    this.filter.title = QUERY_HELP;
+    this.filter.spellcheck = false;
+    this.filter.addEventListener("input", () => {
+      clearTimeout(this.filterTimer);
+      this.filterTimer = setTimeout(() => act.change({ filter: this.filter.value }), 120);
+    });
+    this.filter.addEventListener("keydown", (e) => {
+      if (e.key === "Enter") {
+        clearTimeout(this.filterTimer);
+        act.change({ filter: this.filter.value });
+      }
+      if (e.key === "Escape" && this.filter.value) {
+        e.stopPropagation();
+        this.filter.value = "";
+        act.change({ filter: "" });
+      }
+    });
+    const fWrap = field("Filter", this.filter);
+    fWrap.classList.add("stw-field-filter");
+    bar.appendChild(fWrap);
+    /** What the query is doing: "matching…", or why it does not parse (text only). */
+    this.queryMsg = el("div", "stw-query-msg");
+    this.queryMsg.setAttribute("role", "status");
+    this.queryMsg.hidden = true;
+    bar.appendChild(this.queryMsg);
+
+    this.attempt = select([["-1", "all attempts"]]);
+    this.attempt.addEventListener("change", () => act.change({ attempt: Number(this.attempt.value) }));
+    bar.appendChild(field("Attempt", this.attempt));
+
+    this.attemptMode = select([
+      ["filter", "filter segments"],
+      ["highlight", "highlight"],
+    ]);
+    this.attemptMode.addEventListener("change", () => act.change({ attemptMode: this.attemptMode.value === "highlight" ? "highlight" : "filter" }));
+    bar.appendChild(field("Attempt view", this.attemptMode));
+
+    this.view = select([
+      ["collapsed", "collapsed"],
+      ["expanded", "expanded"],
+    ]);
+    this.view.title = "expand or collapse every row (click a row label to toggle one)";
+    this.view.addEventListener("change", () => act.change({ expandAll: this.view.value === "expanded" }));
+    bar.appendChild(field("View", this.view));
+
+    this.sort = select(SORT_KEYS.map((k) => [k, SORT_LABELS[k]]));
+    this.sort.addEventListener("change", () => act.change({ sort: /** @type {any} */ (this.sort.value) }));
+    bar.appendChild(field("Sort", this.sort));
+    const desc = checkbox("desc");
+    this.desc = desc.input;
+    this.desc.addEventListener("change", () => act.change({ desc: this.desc.checked }));
+    bar.appendChild(desc.wrap);
+
+    const ev = checkbox("instant events");
+    this.showEvents = ev.input;
+    this.showEvents.addEventListener("change", () => act.change({ showEvents: this.showEvents.checked }));
+    bar2.appendChild(ev.wrap);
+    const op = checkbox("open spans");
+    this.showOpen = op.input;
+    this.showOpen.addEventListener("change", () => act.change({ showOpen: this.showOpen.checked }));
+    bar2.appendChild(op.wrap);
+    const um = checkbox("unmatched ends");
+    this.showUnmatched = um.input;
+    this.showUnmatched.addEventListener("change", () => act.change({ showUnmatched: this.showUnmatched.checked }));
+    bar2.appendChild(um.wrap);
+
+    const cp = checkbox("critical path");
+    this.critical = cp.input;
+    cp.wrap.title = "dim everything but the selected sample's critical path";
+    this.critical.addEventListener("change", () => act.change({ critical: this.critical.checked }));
+    bar2.appendChild(cp.wrap);
+    const fl = checkbox("flame");
+    this.flame = fl.input;
+    fl.wrap.title = "icicle of the shown rows, or of the shift-drag range";
+    this.flame.addEventListener("change", () => act.change({ flame: this.flame.checked }));
+    bar2.appendChild(fl.wrap);
+
+    this.lane = /** @type {HTMLInputElement} */ (el("input", "stw-range"));
+    this.lane.type = "range";
+    this.lane.min = String(LANE_MIN);
+    this.lane.max = String(LANE_MAX);
+    this.lane.step = "1";
+    this.lane.addEventListener("input", () => act.change({ laneH: Number(this.lane.value) }));
+    bar2.appendChild(field("Lane height", this.lane));
+
+    const fitAll = el("button", "stw-btn", "fit all");
+    fitAll.title = "show the whole time range";
+    fitAll.addEventListener("click", act.fitAll);
+    const fitF = el("button", "stw-btn", "fit filtered");
+    fitF.title = "fit the time range of the filtered rows";
+    fitF.addEventListener("click", act.fitFiltered);
+    const fits = el("div", "stw-btn-group");
+    fits.appendChild(fitAll);
+    fits.appendChild(fitF);
+    bar2.appendChild(fits);
+    this.diff = el("button", "stw-btn stw-diff-btn", "diff");
+    this.diff.title = "rollout diff: per span name, rollout B against rollout A";
+    this.diff.addEventListener("click", () => act.change({ diff: this.diff.getAttribute("aria-pressed") !== "true" }));
+    bar2.appendChild(this.diff);
+    host.appendChild(bar);
+    host.appendChild(bar2);
+  }
+
+  /**
+   * Reflect state into the inputs (without firing change events).
+   * @param {Settings} s
+   * @param {{title: string, nRows: number, nTotal: number, nPayload: number, maxAttempt: number, nRollouts: number, match?: string}} info
+   */
+  update(s, info) {
+    this.title.textContent = info.title;
+    const shown = info.nTotal !== info.nPayload ? ` (${formatNumber(info.nPayload)} in this view)` : "";
+    this.count.textContent = `${info.match || `${formatNumber(info.nRows)} of ${formatNumber(info.nTotal)} samples`}${shown}`;
+    if (document.activeElement !== this.filter && this.filter.value !== s.filter) this.filter.value = s.filter;
+    // Attempt options: all, 0..maxAttempt.
+    const want = info.maxAttempt + 2;
+    if (this.attempt.options.length !== want) {
+      while (this.attempt.options.length > 1) this.attempt.remove(1);
+      for (let a = 0; a <= info.maxAttempt; a++) {
+        const o = /** @type {HTMLOptionElement} */ (el("option", "", `only attempt ${a}`));
+        o.value = String(a);
+        this.attempt.appendChild(o);
+      }
+    }
+    this.attempt.value = String(s.attempt);
+    this.attemptMode.value = s.attemptMode;
+    this.attemptMode.disabled = s.attempt < 0;
+    this.view.value = s.expandAll ? "expanded" : "collapsed";
+    this.sort.value = s.sort;
+    this.desc.checked = s.desc;
+    this.showEvents.checked = s.showEvents;
+    this.showOpen.checked = s.showOpen;
+    this.showUnmatched.checked = s.showUnmatched;
+    this.critical.checked = s.critical;
+    this.flame.checked = s.flame;
+    if (Number(this.lane.value) !== s.laneH) this.lane.value = String(s.laneH);
+    this.diff.hidden = info.nRollouts < 2;
+    this.diff.setAttribute("aria-pressed", String(s.diff));
+  }
+
+  /**
+   * Show the query's state next to the box: nothing, "matching…", or the problem.
+   * @param {import("../data/query.js").QueryStatus} st
+   */
+  setQueryStatus(st) {
+    this.queryMsg.hidden = st.state === "idle";
+    this.queryMsg.textContent = st.text;
+    this.queryMsg.classList.toggle("stw-query-error", st.state === "error");
+    this.filter.classList.toggle("stw-input-bad", st.state === "error");
+  }
+
+  /** Put the keyboard focus in the filter box ("/" shortcut). */
+  focusFilter() {
+    this.filter.focus();
+    this.filter.select();
+  }
+
+  dispose() {
+    clearTimeout(this.filterTimer);
+  }
+}

@@ -1,0 +1,144 @@
+// Test hooks on the root element (`root.stwDebug`, docs/payload.md "Testing
+// hooks"): item rectangles in client px, rows, frame times, state, and a few
+// actions. The browser tests and benchmarks drive the widget through them.
+
+import { nameOf } from "../data/decode.js";
+import { spanBox, eventBox, hitBox } from "../render/hit.js";
+import { stepName } from "../data/critical.js";
+
+/** @typedef {import("./app.js").App} App */
+
+/**
+ * Install `root.stwDebug` for `app`.
+ * @param {App} app
+ */
+export function installDebug(app) {
+  const self = app;
+  /** @param {{x: number, y: number, w: number, h: number}|null} b */
+  const toClient = (b) => {
+    if (!b) return null;
+    const g = self.geo();
+    const x0 = Math.max(b.x, g.plotX);
+    const x1 = Math.min(b.x + b.w, g.plotX + g.plotW);
+    const y0 = Math.max(b.y, g.axisH);
+    const y1 = Math.min(b.y + b.h, g.height);
+    if (x1 - x0 <= 0 || y1 - y0 <= 0) return null;
+    const r = self.canvas.getBoundingClientRect();
+    return { x: r.left + x0, y: r.top + y0, w: x1 - x0, h: y1 - y0 };
+  };
+  /** @type {any} */ (self.root).stwDebug = {
+    /** @param {number} index payload span index */
+    spanRect(index) {
+      return toClient(spanBox(self.d, self.L, self.geo(), index));
+    },
+    /** @param {number} index payload event index */
+    eventRect(index) {
+      return toClient(eventBox(self.d, self.L, self.geo(), index));
+    },
+    /**
+     * How payload item `index` is drawn: 0 hidden (a filter, toggle or query), 1 drawn, 2 dimmed.
+     * @param {"span"|"event"} kind
+     * @param {number} index
+     */
+    visibility(kind, index) {
+      return (kind === "event" ? self.evVis : self.vis)[index] ?? -1;
+    },
+    /** @param {number} sampleIndex payload sample index */
+    rowOfSample(sampleIndex) {
+      return self.L.rowOfSample[sampleIndex] ?? -1;
+    },
+    frameTimes() {
+      return self.loop.frameLog.slice();
+    },
+    get firstPaintMs() {
+      return self.loop.firstPaintMs;
+    },
+    /** Frames painted since render (frameTimes keeps the last 600). */
+    get frameCount() {
+      return self.loop.frameCount;
+    },
+    /** Frames skipped because the timeline had no width (sizing.js). */
+    get skippedFrames() {
+      return self.sizer.skipped;
+    },
+    /** Ask for a frame, as any change of state does. */
+    repaint() {
+      self.requestFrame();
+    },
+    state() {
+      return {
+        viewStart: self.view.t0,
+        viewEnd: self.view.t1,
+        sort: self.s.sort,
+        desc: self.s.desc,
+        filter: self.s.filter,
+        attempt: self.s.attempt,
+        attemptMode: self.s.attemptMode,
+        showEvents: self.s.showEvents,
+        showOpen: self.s.showOpen,
+        showUnmatched: self.s.showUnmatched,
+        laneHeight: self.s.laneH,
+        expandAll: self.s.expandAll,
+        expanded: [...self.expanded],
+        collapsed: [...self.collapsed],
+        highlight: self.highlight >= 0 ? nameOf(self.d, self.highlight) : null,
+        cursor: Number.isFinite(self.cursor) ? self.cursor : null,
+        brush: self.brush ? [...self.brush] : null,
+        selected: self.selection ? self.selectedValue(self.selection) : null,
+        rows: self.rows.length,
+        scrollTop: self.scrollEl.scrollTop,
+        counts: self.counts ? { notStarted: self.counts.notStarted, running: self.counts.running, ended: self.counts.ended } : null,
+      };
+    },
+    /**
+     * @param {number} a
+     * @param {number} b
+     */
+    setView(a, b) {
+      self.setView(a, b);
+      self.userView();
+    },
+    /** @param {number} i */
+    scrollToRow(i) {
+      const r = Math.max(0, Math.min(self.rows.length - 1, i));
+      self.scrollEl.scrollTop = self.L.rowTop[r] ?? 0;
+      self.requestFrame();
+    },
+    /**
+     * What is at a client point (for tests).
+     * @param {number} clientX
+     * @param {number} clientY
+     */
+    hitAt(clientX, clientY) {
+      const r = self.canvas.getBoundingClientRect();
+      return self.hitAt(clientX - r.left, clientY - r.top);
+    },
+    selectionRect() {
+      return toClient(hitBox(self.d, self.L, self.geo(), self.selection));
+    },
+    /** The rollout diff: pair, rows, the focused name and side (diff_panel.js). */
+    diff() {
+      return self.diff.debugState();
+    },
+    /** Link arrows of the selection as last painted: kind, ends, client px (docs/payload.md). */
+    links() {
+      const r = self.canvas.getBoundingClientRect();
+      return (self.arrows || []).map((a) => ({ ...a, x0: r.left + a.x0, y0: r.top + a.y0, x1: r.left + a.x1, y1: r.top + a.y1 }));
+    },
+    /** Spans drawn, dimmed and hidden (the views' focus masks dim). */
+    visCounts() {
+      const c = [0, 0, 0];
+      for (const v of self.vis) c[v]++;
+      return { hidden: c[0], shown: c[1], dimmed: c[2] };
+    },
+    /** The critical path shown: payload span (and segment, -1 none) indices, names and exclusive seconds, in time order. */
+    critical() {
+      const cv = self.critical;
+      return cv ? { on: self.s.critical, sample: cv.sample, path: cv.path.map((p) => ({ span: p.span, seg: p.seg, name: stepName(self.d, p), critical: p.critical })) } : null;
+    },
+    /** The flame view: its frames (figures, client rects) and the chosen path. */
+    flame() {
+      return self.flameView ? self.flameView.debug() : null;
+    },
+  };
+}

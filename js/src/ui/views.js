@@ -1,0 +1,40 @@
+// The views laid over the timeline, wired to the App: the filter box's query
+// (its matches hide the rest), the rollout diff, the critical path and the
+// flame view (a focus dims the rest). Each keeps its own state; the App asks
+// them to update when the payload, the settings or the selection change.
+
+import { QueryFilter, resolverFor } from "../data/query.js";
+import { DiffView } from "../panels/diff_panel.js";
+import { CriticalView } from "../panels/critical_panel.js";
+import { FlameView } from "../panels/icicle.js";
+
+/**
+ * Build the views over `app` and run the saved query.
+ * @param {import("./app.js").App} app
+ * @param {HTMLElement} flameEl the flame view's container
+ */
+export function attachViews(app, flameEl) {
+  const query = new QueryFilter({
+    data: () => app.d,
+    apply: (r) => {
+      app.setMasks({ keep: r?.keep ?? null, evKeep: r?.evKeep ?? null, rowKeep: r?.rowKeep ?? null });
+      app.updateControls();
+    },
+    status: (st) => {
+      app.root.dataset.query = st.state;
+      app.controls.setQueryStatus(st);
+    },
+    resolve: resolverFor(app.requests, (d) => (d === app.d ? app.sync.get("payload")?.meta?.view_id : undefined)),
+  });
+  const diff = new DiffView(app);
+  const critical = new CriticalView(app);
+  const flameView = new FlameView(app, flameEl);
+  // The views are the app's before the saved query runs: its masks rebuild the open flame view and critical path.
+  app.query = query;
+  app.diff = diff;
+  app.critical = critical;
+  app.flameView = flameView;
+  query.run(app.s.filter);
+  diff.render();
+  return { query, diff, critical, flameView };
+}

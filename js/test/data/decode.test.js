@@ -1,0 +1,274 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { decodePayload, toTyped, sampleLabel, detailSpanForSegment, nameOf, statusOf, sourceOf, sampleRowId, F_OPEN, F_VIRTUAL, F_ERROR, F_PD_DETAIL, F_PD_SEGMENT_SPANS, CLIP_REASONS, clipReasonOf, EV_UNMATCHED, LINK_KINDS, LK_SPANS, LK_VIRTUAL, PD_PREFILL, PD_DECODE } from "../../src/data/decode.js";
+import { groupMembers, endOf } from "../../src/data/links.js";
+import { makePayload } from "../helpers/make_payload.js";
+
+function small(opts = {}) {
+  return makePayload({
+    samples: [{ source: "math", reward: 1 }, { source: "deepsearch", reward: 0.5, label: "x" }, {}],
+    spans: [
+      { sample: 0, start: 0, end: 10, name: "generate_and_rm", lane: 0, depth: 0 },
+      { sample: 0, start: 1, end: 4, name: "sglang_generate", lane: 1, depth: 1, parent: 0 },
+      { sample: 0, start: 5, end: 9, name: "tool_call", lane: 1, depth: 1, parent: 0 },
+      { sample: 1, start: 2, end: 8, name: "generate_and_rm", lane: 0, depth: 0 },
+      { sample: 1, start: 3, end: 3.5, name: "sglang_generate", lane: 1, depth: 1, parent: 3 },
+    ],
+    events: [
+      { sample: 0, ts: 4.5, name: "tool_parse", lane: 1, parent: 0 },
+      { sample: 1, ts: 7, name: "tool_call", lane: 0, kind: 1 },
+    ],
+    ...opts,
+  });
+}
+
+test("toTyped accepts DataView, ArrayBuffer, Uint8Array, base64, arrays", () => {
+  const f = new Float32Array([1.5, -2, NaN]);
+  const bytes = new Uint8Array(f.buffer);
+  for (const input of [new DataView(f.buffer), f.buffer, new Uint8Array(bytes), Buffer.from(bytes).toString("base64"), [1.5, -2, null]]) {
+    const out = toTyped(input, "f4");
+    assert.ok(out instanceof Float32Array);
+    assert.equal(out.length, 3);
+    assert.equal(out[0], 1.5);
+    assert.equal(out[1], -2);
+    assert.ok(Number.isNaN(out[2]));
+  }
+});
+
+test("toTyped copies unaligned views and keeps aligned ones zero-copy", () => {
+  const big = new ArrayBuffer(64);
+  const src = new Uint32Array([7, 8, 9]);
+  new Uint8Array(big, 3, 12).set(new Uint8Array(src.buffer));
+  const dv = new DataView(big, 3, 12);
+  const out = toTyped(dv, "u4");
+  assert.deepEqual(Array.from(out), [7, 8, 9]);
+  assert.notEqual(out.buffer, big);
+  const aligned = toTyped(new DataView(big, 8, 8), "u4");
+  assert.equal(aligned.buffer, big);
+  const i4 = new Int32Array([-5, 6]);
+  const big2 = new ArrayBuffer(20);
+  new Uint8Array(big2, 1, 8).set(new Uint8Array(i4.buffer));
+  assert.deepEqual(Array.from(toTyped(new DataView(big2, 1, 8), "i4")), [-5, 6]);
+  const f8 = new Float64Array([Math.PI]);
+  const big3 = new ArrayBuffer(16);
+  new Uint8Array(big3, 5, 8).set(new Uint8Array(f8.buffer));
+  assert.equal(toTyped(new DataView(big3, 5, 8), "f8")[0], Math.PI);
+});
+
+for (const mode of ["aligned", "unaligned", "arraybuffer", "uint8", "base64"]) {
+  test(`decodePayload columns (${mode})`, () => {
+    const { payload } = small(mode === "unaligned" ? { unaligned: true } : mode === "aligned" ? {} : { as: mode });
+    const d = decodePayload(payload);
+    assert.equal(d.nSamples, 3);
+    assert.equal(d.nSpans, 5);
+    assert.equal(d.nEvents, 2);
+    assert.deepEqual(Array.from(d.spanOff), [0, 3, 5, 5]);
+    assert.deepEqual(Array.from(d.evOff), [0, 1, 2, 2]);
+    assert.deepEqual(Array.from(d.nLanes), [2, 2, 0]);
+    assert.deepEqual(Array.from(d.laneBase), [0, 2, 4, 4]);
+    assert.deepEqual(Array.from(d.laneSpanOff), [0, 1, 3, 4, 5]);
+    assert.deepEqual(Array.from(d.laneEvOff), [0, 0, 1, 2, 2]);
+    assert.equal(d.smpReward[1], 0.5);
+    assert.ok(Number.isNaN(d.smpReward[2]));
+    assert.equal(d.spanParent[1], 0);
+    assert.equal(d.names[d.spanName[2]], "tool_call");
+    assert.equal(d.globalStart, 0);
+    assert.equal(d.globalEnd, 10);
+    assert.equal(d.laneKind[0], LK_SPANS);
+  });
+}
+
+test("running max of ends per lane", () => {
+  const { payload } = makePayload({
+    samples: [{}],
+    spans: [
+      { sample: 0, start: 0, end: 100, name: "a" },
+      { sample: 0, start: 1, end: 2, name: "b" },
+      { sample: 0, start: 3, end: 200, name: "c" },
+      { sample: 0, start: 0, end: 1, name: "d", lane: 1 },
+    ],
+  });
+  const d = decodePayload(payload);
+  assert.deepEqual(Array.from(d.spanEndMax), [100, 100, 200, 1]);
+});
+
+test("empty and missing payloads decode to nothing", () => {
+  for (const p of [null, undefined, {}, { meta: {}, buffers: {} }]) {
+    const d = decodePayload(p);
+    assert.equal(d.nSamples, 0);
+    assert.equal(d.nSpans, 0);
+    assert.ok(d.globalEnd > d.globalStart);
+  }
+});
+
+test("unsorted spans are left in payload order with a warning (the encoder sorts)", () => {
+  const { payload } = makePayload({
+    samples: [{}, {}],
+    spans: [
+      { sample: 1, start: 5, end: 6, name: "x" },
+      { sample: 0, start: 2, end: 3, name: "y", parent: 2 },
+      { sample: 0, start: 1, end: 4, name: "z" },
+    ],
+    sort: false,
+  });
+  /** @type {string[]} */
+  const warnings = [];
+  const warn = console.warn;
+  console.warn = (/** @type {string} */ m) => warnings.push(m);
+  try {
+    const d = decodePayload(payload);
+    // payload index i is span i: selection and attribute requests use it as is.
+    assert.deepEqual(Array.from(d.spanSample), [1, 0, 0]);
+    assert.equal(d.names[d.spanName[1]], "y");
+    assert.equal(d.spanParent[1], 2);
+  } finally {
+    console.warn = warn;
+  }
+  assert.equal(warnings.length, 1);
+  assert.match(warnings[0], /not sorted/);
+});
+
+test("labels, PD phases, segments and detail-span matching", () => {
+  const { payload, spanNew } = makePayload({
+    samples: [{ source: "deepsearch", sample_index: 76 }],
+    spans: [
+      { sample: 0, start: 0, end: 10, name: "sglang_generate", lane: 0, depth: 0 },
+      { sample: 0, start: 0, end: 4, name: "[P]", lane: 1, depth: 1, flags: F_VIRTUAL, parent: 0 },
+      { sample: 0, start: 4, end: 10, name: "[D]", lane: 2, depth: 1, flags: F_VIRTUAL, parent: 0 },
+      { sample: 0, start: 0, end: 4, name: "sglang_pd_prefill", lane: 1, depth: 1, flags: F_PD_DETAIL, parent: 0 },
+      { sample: 0, start: 1, end: 4, name: "sglang_pd_prefill_forward", lane: 1, depth: 2, flags: F_PD_DETAIL, parent: 3 },
+    ],
+    segs: [
+      { span: 1, start: 1, end: 4, name: "prefill_forward" },
+      { span: 1, start: 0, end: 1, name: "prefill_bootstrap_queue" },
+      { span: 2, start: 4, end: 10, name: "decode_forward" },
+    ],
+  });
+  const d = decodePayload(payload);
+  assert.equal(sampleLabel(d, 0), "#76 | deepsearch");
+  const p = spanNew[1];
+  const dd = spanNew[2];
+  assert.equal(d.spanPd[p], PD_PREFILL);
+  assert.equal(d.spanPd[dd], PD_DECODE);
+  assert.ok(d.hasPd);
+  const segsOfP = Array.from(d.segOrder.subarray(d.spanSegOff[p], d.spanSegOff[p + 1]));
+  assert.deepEqual(segsOfP.map((g) => d.segStart[g]), [0, 1]);
+  assert.equal(detailSpanForSegment(d, 0), spanNew[4]);
+  // No detail span for the decode segment: falls back to the virtual span.
+  assert.equal(detailSpanForSegment(d, 2), dd);
+  assert.ok(d.laneKind[d.laneBase[0] + 1] & LK_VIRTUAL);
+});
+
+test("row label adds rollout when several and handles null ids", () => {
+  const { payload } = makePayload({
+    samples: [{ sample_index: null, row: 9, rollout: 1, source: "s" }],
+    meta: { rollouts: ["rollout 0", "rollout 1"] },
+  });
+  const d = decodePayload(payload);
+  assert.equal(sampleLabel(d, 0), "row 9 | s | rollout 1");
+});
+
+// A payload written by the Python encoder (tests/test_payload_contract.py
+// regenerates it and fails when it is stale) decodes to what the frames say.
+
+const golden = JSON.parse(readFileSync(new URL("../fixtures/golden_payload.json", import.meta.url), "utf8"));
+const want = golden.expected;
+const d = decodePayload(golden.payload);
+
+/** @param {number} t */
+const tolerance = (t) => Math.max(1e-3, Math.abs(t) * 1.2e-7);
+
+/**
+ * f4 times relative to t0 (the dumps lie days apart: f4 keeps 24 bits); null = NaN.
+ * @param {ArrayLike<number>} got
+ * @param {(number|null)[]} exp
+ * @param {string} what
+ */
+function closeTimes(got, exp, what) {
+  assert.equal(got.length, exp.length, `${what}: length`);
+  for (let i = 0; i < exp.length; i++) {
+    const e = exp[i];
+    if (e === null) assert.ok(Number.isNaN(got[i]), `${what}[${i}] is NaN`);
+    else assert.ok(Math.abs(got[i] - e) <= tolerance(e), `${what}[${i}]: ${got[i]} vs ${e}`);
+  }
+}
+
+test("golden payload: samples", () => {
+  const s = want.samples;
+  assert.equal(d.nSamples, s.row.length);
+  assert.deepEqual(Array.from({ length: d.nSamples }, (_, i) => sampleRowId(d, i)), s.row);
+  assert.deepEqual(Array.from({ length: d.nSamples }, (_, i) => statusOf(d, i)), s.status);
+  assert.deepEqual(Array.from({ length: d.nSamples }, (_, i) => sourceOf(d, i)), s.source);
+  assert.deepEqual(Array.from(d.smpAttempts), s.attempts);
+  closeTimes(d.smpStart, s.start, "smp_start");
+  closeTimes(d.smpEnd, s.end, "smp_end");
+  assert.ok(d.meta.rollouts.length === 3, "three dumps, three rollout labels");
+});
+
+test("golden payload: spans, flags, lanes, parents", () => {
+  const s = want.spans;
+  assert.equal(d.nSpans, s.name.length);
+  assert.deepEqual(Array.from(d.spanSample), s.sample);
+  assert.deepEqual(Array.from(d.spanName, (n) => nameOf(d, n)), s.name.map((/** @type {string} */ n) => (n === "" ? "(no name)" : n)));
+  closeTimes(d.spanStart, s.start, "span_start");
+  closeTimes(d.spanEnd, s.end, "span_end");
+  assert.deepEqual(Array.from(d.spanLane), s.lane);
+  assert.deepEqual(Array.from(d.spanDepth), s.depth);
+  assert.deepEqual(Array.from(d.spanAttempt), s.attempt);
+  assert.deepEqual(Array.from(d.spanParent), s.parent);
+  assert.deepEqual(Array.from(d.spanFlags, (f) => !!(f & F_OPEN)), s.open);
+  assert.deepEqual(Array.from(d.spanFlags, (f) => !!(f & F_VIRTUAL)), s.virtual);
+  assert.deepEqual(Array.from(d.spanFlags, (f) => !!(f & F_ERROR)), s.error);
+  assert.deepEqual(Array.from(d.spanFlags, (f) => !!(f & F_PD_SEGMENT_SPANS)), s.pd_segment_spans);
+  const clip = Array.from(d.spanFlags, (f) => CLIP_REASONS[clipReasonOf(f)] || null);
+  assert.deepEqual(clip, s.clip_reason.map((/** @type {string|null} */ r) => (r === null ? null : r.replace(/_/g, " "))));
+  // Lane ranges cover every span once, in payload order (no reordering).
+  let k = 0;
+  for (let slot = 0; slot < d.laneBase[d.nSamples]; slot++) {
+    for (let i = d.laneSpanOff[slot]; i < d.laneSpanOff[slot + 1]; i++) assert.equal(i, k++);
+  }
+  assert.equal(k, d.nSpans);
+});
+
+test("golden payload: PD segments", () => {
+  const got = Array.from(d.segOrder, (g) => [d.segSpan[g], nameOf(d, d.segName[g]), d.segStart[g], d.segEnd[g]]);
+  assert.equal(got.length, want.segments.length);
+  got.forEach((g, i) => {
+    const e = want.segments[i];
+    assert.equal(g[0], e[0]);
+    assert.equal(g[1], e[1]);
+    assert.ok(Math.abs(/** @type {number} */ (g[2]) - e[2]) <= tolerance(e[2]) && Math.abs(/** @type {number} */ (g[3]) - e[3]) <= tolerance(e[3]), `segment ${i}`);
+    assert.ok(d.spanFlags[e[0]] & F_VIRTUAL, "segments belong to virtual spans");
+  });
+});
+
+test("golden payload: events", () => {
+  const e = want.events;
+  assert.equal(d.nEvents, e.name.length);
+  assert.deepEqual(Array.from(d.evSample), e.sample);
+  assert.deepEqual(Array.from(d.evName, (n) => nameOf(d, n)), e.name);
+  closeTimes(d.evTs, e.ts, "ev_ts");
+  assert.deepEqual(Array.from(d.evKind, (k) => (k === EV_UNMATCHED ? "unmatched_end" : "instant")), e.kind);
+  assert.deepEqual(Array.from(d.evLane), e.lane);
+  assert.deepEqual(Array.from(d.evParent), e.parent);
+});
+
+test("golden payload: links (groups re-hubbed among the shown members, retries)", () => {
+  const { pairs, groups } = want.links;
+  /** @param {number} v */
+  const end = (v) => {
+    const e = endOf(d, v);
+    return e ? `${e.kind}:${e.index}` : "out of range";
+  };
+  const got = [];
+  for (let k = 0; k < d.nLinks; k++) {
+    if (LINK_KINDS[d.linkKind[k]] !== "group") got.push([LINK_KINDS[d.linkKind[k]], end(d.linkFrom[k]), end(d.linkTo[k])]);
+  }
+  assert.deepEqual(got.sort(), pairs);
+  for (const members of groups) {
+    for (const m of members) assert.deepEqual(groupMembers(d, m), members);
+  }
+  const grouped = new Set(groups.flat());
+  for (let i = 0; i < d.nSpans; i++) if (!grouped.has(i)) assert.deepEqual(groupMembers(d, i), [], `span ${i} is in no group`);
+});

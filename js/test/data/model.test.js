@@ -1,0 +1,114 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { createLocalModel } from "../../src/standalone.js";
+import { Sync, Requests } from "../../src/data/model.js";
+import { makePayload } from "../helpers/make_payload.js";
+
+const wait = (ms) => new Promise((r) => setTimeout(r, ms));
+
+test("local model: get/set/on/off/save_changes", () => {
+  const { payload } = makePayload({ samples: [{}] });
+  const saved = [];
+  const m = createLocalModel(payload, { onSave: (c) => saved.push(c) });
+  assert.equal(m.get("payload"), payload);
+  assert.deepEqual(m.get("selected"), {});
+  let seen = 0;
+  const h = () => seen++;
+  m.on("change:view_range", h);
+  m.set("view_range", [1, 2]);
+  assert.equal(seen, 1);
+  m.save_changes();
+  assert.deepEqual(saved, [{ view_range: [1, 2] }]);
+  m.off("change:view_range", h);
+  m.set("view_range", [3, 4]);
+  assert.equal(seen, 1);
+  const m2 = createLocalModel({ payload, view_state: { sort: "reward" } });
+  assert.equal(m2.get("view_state").sort, "reward");
+});
+
+test("local model answers attrs requests from an embedded map or a function", async () => {
+  const m = createLocalModel({ payload: null }, { attrs: { span: { 3: { name: "x" } }, event: [{ name: "e0" }] } });
+  const replies = [];
+  m.on("msg:custom", (msg) => replies.push(msg));
+  m.send({ type: "attrs", kind: "span", index: 3, req: 7 });
+  m.send({ type: "attrs", kind: "event", index: 0, req: 8 });
+  m.send({ type: "attrs", kind: "span", index: 99, req: 9 });
+  m.send({ type: "other" });
+  await wait(10);
+  assert.deepEqual(replies.find((r) => r.req === 7).detail, { name: "x" });
+  assert.deepEqual(replies.find((r) => r.req === 8).detail, { name: "e0" });
+  const miss = replies.find((r) => r.req === 9);
+  assert.equal(miss.detail, null);
+  assert.ok(miss.error);
+  assert.equal(replies.length, 3);
+  const f = createLocalModel({}, { attrs: async (kind, i) => ({ kind, i }) });
+  const out = [];
+  f.on("msg:custom", (msg) => out.push(msg));
+  f.send({ type: "attrs", kind: "span", index: 5, req: 1 });
+  await wait(10);
+  assert.deepEqual(out[0].detail, { kind: "span", i: 5 });
+});
+
+test("Requests resolves by req, ignores other replies, times out", async () => {
+  const m = createLocalModel({}, { attrs: (kind, i) => ({ i }) });
+  const c = new Requests(m, 200);
+  const a = c.attrs("span", 1);
+  const b = c.attrs("span", 2);
+  assert.notEqual(a.req, b.req);
+  const [ra, rb] = await Promise.all([a.promise, b.promise]);
+  assert.equal(ra.detail.i, 1);
+  assert.equal(rb.detail.i, 2);
+  // A model that never answers: the request times out.
+  const silent = createLocalModel({});
+  silent.send = () => {};
+  const c2 = new Requests(silent, 30);
+  await assert.rejects(c2.attrs("span", 1).promise, /no reply/);
+  c.dispose();
+  c2.dispose();
+});
+
+test("local model answers sample_text requests; a reply of another type is not a match", async () => {
+  const texts = { 0: { prompt: { text: "P".repeat(50), chars: 80 } } };
+  const m = createLocalModel({}, {
+    sampleText: (sample, field) => texts[sample]?.[field] ?? null,
+    attrs: () => ({ name: "x" }),
+  });
+  const c = new Requests(m, 200);
+  const hit = await c.sampleText(0, "prompt").promise;
+  assert.deepEqual(hit, { type: "sample_text", req: hit.req, sample: 0, field: "prompt", text: "P".repeat(50), chars: 80 });
+  const miss = await c.sampleText(3, "response").promise;
+  assert.equal(miss.text, null);
+  assert.match(miss.error, /not embedded/);
+  // A page without sample texts, and one whose source throws, still answer.
+  const bare = await new Requests(createLocalModel({})).sampleText(0, "prompt").promise;
+  assert.match(bare.error, /not embedded/);
+  const broken = createLocalModel({}, { sampleText: () => { throw new Error("boom"); } });
+  const failed = await new Requests(broken).sampleText(0, "prompt").promise;
+  assert.equal(failed.text, null);
+  assert.match(failed.error, /boom/);
+  // An "attrs" reply that happens to carry a sample_text request's req is not its answer.
+  const slow = createLocalModel({});
+  slow.send = () => {};
+  const waiting = new Requests(slow, 40);
+  const { req, promise } = waiting.sampleText(0, "prompt");
+  waiting.onMsg({ type: "attrs", req, detail: {} });
+  await assert.rejects(promise, /no reply/);
+  c.dispose();
+  waiting.dispose();
+});
+
+test("Sync: debounced writes, the writing flag guards echoes", async () => {
+  const m = createLocalModel({});
+  const s = new Sync(m);
+  const seen = [];
+  m.on("change:view_range", () => seen.push([s.writing, m.get("view_range")]));
+  s.setLater("view_range", () => [1, 2], 20);
+  s.setLater("view_range", () => [3, 4], 20);
+  await wait(40);
+  assert.deepEqual(seen, [[true, [3, 4]]]);
+  s.setNow("selected", { kind: "span", index: 1 });
+  assert.deepEqual(m.get("selected"), { kind: "span", index: 1 });
+  s.setLater("view_state", () => ({ a: 1 }), 1000);
+  s.flush();
+  assert.deepEqual(m.get("view_state"), { a: 1 });
+});

@@ -1,0 +1,99 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { decodePayload, F_VIRTUAL, F_PD_DETAIL } from "../../src/data/decode.js";
+import { pdBreakdown, codePointLength, textNote } from "../../src/panels/panel.js";
+import { activeHistogram } from "../../src/panels/overview.js";
+import { legendInfo } from "../../src/panels/legend.js";
+import { makePayload } from "../helpers/make_payload.js";
+
+function pdData() {
+  return makePayload({
+    samples: [{}, {}],
+    spans: [
+      { sample: 0, start: 0, end: 10, name: "sglang_generate", lane: 0, depth: 0 },
+      { sample: 0, start: 0, end: 4, name: "[P]", lane: 1, depth: 1, flags: F_VIRTUAL, parent: 0 },
+      { sample: 0, start: 4, end: 10, name: "[D]", lane: 2, depth: 1, flags: F_VIRTUAL, parent: 0 },
+      { sample: 0, start: 0, end: 4, name: "sglang_pd_prefill", lane: 1, depth: 1, flags: F_PD_DETAIL, parent: 0 },
+      { sample: 1, start: 5, end: 20, name: "tool_call", lane: 0, depth: 0, flags: 1 },
+    ],
+    segs: [
+      { span: 1, start: 0, end: 1, name: "prefill_bootstrap_queue" },
+      { span: 1, start: 1, end: 4, name: "prefill_forward" },
+      { span: 2, start: 4, end: 10, name: "decode_forward" },
+    ],
+    events: [
+      { sample: 0, ts: 3, name: "tick" },
+      { sample: 1, ts: 6, name: "tool_call", kind: 1 },
+    ],
+  });
+}
+
+test("PD breakdown from the generation span, a virtual span, or a detail span", () => {
+  const { payload, spanNew } = pdData();
+  const d = decodePayload(payload);
+  const want = [
+    { phase: "P", name: "prefill_bootstrap_queue", dur: 1 },
+    { phase: "P", name: "prefill_forward", dur: 3 },
+    { phase: "D", name: "decode_forward", dur: 6 },
+  ];
+  assert.deepEqual(pdBreakdown(d, spanNew[0]), want);
+  assert.deepEqual(pdBreakdown(d, spanNew[1]), want);
+  assert.deepEqual(pdBreakdown(d, spanNew[2]), want);
+  assert.deepEqual(pdBreakdown(d, spanNew[3]), want);
+  assert.deepEqual(pdBreakdown(d, spanNew[4]), []);
+});
+
+test("active-sample histogram vs brute force", () => {
+  const samples = [];
+  const spans = [];
+  for (let s = 0; s < 30; s++) {
+    samples.push({});
+    const a = (s * 7) % 50;
+    spans.push({ sample: s, start: a, end: a + 5 + (s % 11) * 3, name: "x" });
+  }
+  samples.push({ start: NaN, end: NaN });
+  const d = decodePayload(makePayload({ samples, spans }).payload);
+  const rows = Uint32Array.from({ length: d.nSamples }, (_, i) => i);
+  const bins = 37;
+  const lo = d.globalStart;
+  const hi = d.globalEnd;
+  const h = activeHistogram(d, rows, lo, hi, bins);
+  for (let b = 0; b < bins; b++) {
+    const a = lo + ((hi - lo) * b) / bins;
+    const z = lo + ((hi - lo) * (b + 1)) / bins;
+    let n = 0;
+    for (let s = 0; s < 30; s++) {
+      const i0 = Math.min(bins - 1, Math.floor(((d.smpStart[s] - lo) / (hi - lo)) * bins));
+      const i1 = Math.min(bins - 1, Math.floor(((d.smpEnd[s] - lo) / (hi - lo)) * bins));
+      if (i0 <= b && b <= i1) n++;
+    }
+    assert.equal(h[b], n, `bin ${b} [${a}, ${z})`);
+  }
+});
+
+test("legend lists drawable span names by use, PD segments in pipeline order, events", () => {
+  const d = decodePayload(pdData().payload);
+  const info = legendInfo(d);
+  const names = (xs) => xs.map((x) => d.names[x.name]);
+  assert.deepEqual(names(info.spans).sort(), ["sglang_generate", "tool_call"]);
+  assert.deepEqual(names(info.segments), ["prefill_bootstrap_queue", "prefill_forward", "decode_forward"]);
+  assert.deepEqual(names(info.events), ["tick"]);
+  assert.ok(info.hasOpen && info.hasUnmatched && !info.hasError);
+});
+
+test("codePointLength counts a character outside the BMP once", () => {
+  assert.equal(codePointLength(""), 0);
+  assert.equal(codePointLength("abc"), 3);
+  assert.equal(codePointLength("a😀b"), 3); // the emoji is two UTF-16 units
+  assert.equal(codePointLength("😀".repeat(1000)), 1000);
+  assert.equal(codePointLength("é中"), 2);
+});
+
+test("textNote says how much of a cut text is shown, nothing for a whole one", () => {
+  assert.equal(textNote("x".repeat(2000), 123456), "first 2,000 of 123,456 characters, 121,456 left out");
+  assert.equal(textNote("😀".repeat(3), 5), "first 3 of 5 characters, 2 left out");
+  assert.equal(textNote("abc", 3), "");
+  assert.equal(textNote("", 0), "");
+  assert.equal(textNote("abc", null), ""); // the length is unknown until the kernel answers
+  assert.equal(textNote("abc", undefined), "");
+});

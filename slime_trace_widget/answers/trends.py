@@ -1,0 +1,138 @@
+"""Trends across a run: one row per dump, computed in DuckDB.
+
+Over a dataset directory the queries read the Parquet files directly (only
+the columns they need), so hundreds of rollouts are summarised without
+loading any of them into pandas; over frames the same queries run on the
+frames' columns.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..frames.model import TraceFrames
+from ..sources.dataset.layout import DUMP_FILE, DUMP_KIND, PARTITION, dump_kind
+from ..sources.dataset.manifest import Manifest
+
+#: Span names reported with p50/p95 columns: the ones with most total time.
+HEAVIEST_SPANS = 3
+_KEYS = f"{PARTITION}, {DUMP_KIND}, {DUMP_FILE}"
+_PD_COLUMNS = {"pd_transfer_mb": ("attr.pd_transfer_total_mb", "sum"),
+               "pd_transfer_gb_s": ("attr.pd_transfer_speed_gb_s", "avg")}
+
+
+def rollout_trends(source: str | Path | TraceFrames, heaviest: int = HEAVIEST_SPANS
+                   ) -> pd.DataFrame:
+    """One row per dump of a run dataset directory (or of frames), by rollout id:
+    samples, wall time, sample duration p50/p95/max, straggler share (samples over
+    twice the median), p50/p95 of the ``heaviest`` span names by total time, tool
+    errors, retries, aborted and truncated samples, PD transfer figures if any."""
+    import duckdb
+
+    with duckdb.connect() as db:
+        if isinstance(source, TraceFrames):
+            _register_frames(db, source)
+        else:
+            _register_dataset(db, Path(source))
+        return _trends(db, heaviest)
+
+
+def _register_dataset(db: Any, root: Path) -> None:
+    Manifest.load(root, must_exist=True)
+    for table in ("samples", "spans", "events"):
+        pattern = (root / table / "*" / "*.parquet").as_posix()
+        if not list((root / table).glob("*/*.parquet")):
+            raise FileNotFoundError(f"{root}: the dataset has no {table} files yet")
+        db.execute(f"create view {table} as select * from read_parquet('{_quoted(pattern)}', "
+                   "hive_partitioning = true, union_by_name = true)")
+
+
+def _quoted(text: str) -> str:
+    return text.replace("'", "''")
+
+
+def _register_frames(db: Any, frames: TraceFrames) -> None:
+    """The frames' columns under the dataset's names (one dump per path)."""
+    samples = frames.samples
+    files = np.array([Path(p).name for p in frames.paths] or ["frames"], dtype=object)
+    dump = np.clip(samples["dump"].to_numpy(dtype=np.int64), 0, len(files) - 1)
+    labels = pd.DataFrame({
+        PARTITION: samples["rollout_id"].astype("float64").fillna(-1).astype(np.int64)
+        .to_numpy(),
+        DUMP_FILE: files[dump], DUMP_KIND: [dump_kind(f) for f in files[dump]]})
+    db.register("samples", pd.concat(
+        [labels, samples[["status", "attempts", "start", "end", "duration"]]
+         .reset_index(drop=True)], axis=1))
+    for name, core, attrs in (("spans", frames.span_core, frames.spans),
+                              ("events", frames.event_core, frames.events)):
+        rows = core["sample_row"].to_numpy()
+        picked = core[[c for c in ("name", "duration", "virtual", "error") if c in core]]
+        pd_columns = [c for c, _ in _PD_COLUMNS.values() if c in attrs.columns]
+        db.register(name, pd.concat([labels.iloc[rows].reset_index(drop=True),
+                                     picked.reset_index(drop=True),
+                                     attrs[pd_columns].reset_index(drop=True)], axis=1))
+
+
+def _trends(db: Any, heaviest: int) -> pd.DataFrame:
+    out = db.execute(f"""
+        with s as (select *, median(duration) over (partition by {_KEYS}) as median_duration
+                   from samples)
+        select {_KEYS}, count(*) as samples,
+               max("end") - min(start) as wall_s,
+               quantile_cont(duration, 0.5) as duration_p50,
+               quantile_cont(duration, 0.95) as duration_p95,
+               max(duration) as duration_max,
+               avg(case when duration > 2 * median_duration then 1.0 else 0.0 end)
+                   as straggler_share,
+               sum(greatest(coalesce(attempts, 1) - 1, 0)) as retries,
+               count(*) filter (where status = 'aborted') as aborted,
+               count(*) filter (where status = 'truncated') as truncated
+        from s group by {_KEYS}""").df()
+    keys = [PARTITION, DUMP_KIND, DUMP_FILE]
+    tool_errors = db.execute(f"""
+        select {_KEYS}, count(*) filter (where error and name ilike '%tool%') as tool_errors
+        from spans group by {_KEYS}""").df()
+    out = out.merge(tool_errors, on=keys, how="left")
+    names = [row[0] for row in db.execute(f"""
+        select name from spans where not virtual and duration is not null
+        group by name order by sum(duration) desc, name limit {int(heaviest)}""").fetchall()]
+    for name in names:
+        figures = db.execute(f"""
+            select {_KEYS}, quantile_cont(duration, 0.5) as "{name}_p50",
+                   quantile_cont(duration, 0.95) as "{name}_p95"
+            from spans where name = $name and not virtual group by {_KEYS}""",
+                             {"name": name}).df()
+        out = out.merge(figures, on=keys, how="left")
+    out = out.merge(_pd_figures(db), on=keys, how="left") if _has_pd(db) else out
+    out["tool_errors"] = out["tool_errors"].fillna(0).astype(np.int64)
+    return out.sort_values([PARTITION, DUMP_KIND, DUMP_FILE]).reset_index(drop=True)
+
+
+def _columns(db: Any, view: str) -> set[str]:
+    return {row[0] for row in db.execute(f"describe {view}").fetchall()}
+
+
+def _has_pd(db: Any) -> bool:
+    wanted = {column for column, _ in _PD_COLUMNS.values()}
+    return bool(wanted & (_columns(db, "spans") | _columns(db, "events")))
+
+
+def _pd_figures(db: Any) -> pd.DataFrame:
+    """PD transfer figures from whichever of spans (attributes, first format) and
+    events (the summary event, current format) carry them."""
+    parts = []
+    for view in ("spans", "events"):
+        present = _columns(db, view)
+        selects = [f'{how}(try_cast("{column}" as double)) as {name}' if column in present
+                   else f"null::double as {name}"
+                   for name, (column, how) in _PD_COLUMNS.items()]
+        parts.append(db.execute(f"select {_KEYS}, {', '.join(selects)} from {view} "
+                                f"group by {_KEYS}").df())
+    both = pd.concat(parts)
+    keys = [PARTITION, DUMP_KIND, DUMP_FILE]
+    return both.groupby(keys, as_index=False).agg(
+        {name: ("sum" if how == "sum" else "mean") for name, (_, how) in _PD_COLUMNS.items()})

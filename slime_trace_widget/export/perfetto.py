@@ -1,0 +1,221 @@
+"""Export to Perfetto / chrome://tracing: Chrome trace event JSON.
+
+Times are microseconds rebased to the dump start (epoch microseconds lose
+precision in doubles). One process per rollout, one thread per sample, named
+and ordered with metadata events. Complete (``X``) events must nest on a
+thread, but a sample's spans need not (concurrent tool calls, PD phases that
+outlast their generation), so spans that would partly overlap go to extra
+threads of the same sample ("#12 ⋯1"), placed right after it. The spans
+exported are the measured ones (``analysis.measured_spans``); an instant event
+goes to its parent span's thread. Links between rows (``links``) are flow
+events (``s`` -> ``f``), drawn by Perfetto as arrows.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from ..answers.links import links
+from ..answers.stats import measured_spans
+from ..values import json_safe
+
+if TYPE_CHECKING:
+    from ..frames.model import TraceFrames
+
+PERFETTO_MAX_CHARS = 10_000
+
+
+def perfetto_trace(frames: TraceFrames) -> dict[str, Any]:
+    """The Chrome trace event document for ``frames``."""
+    t0 = frames.t0 if frames.t0 == frames.t0 else 0.0
+    samples = frames.samples
+    pid_of_row = samples["dump"].to_numpy() + 1
+    events: list[dict[str, Any]] = []
+    for dump, rollout_id in enumerate(frames.rollout_ids):
+        label = f"rollout {rollout_id}" if rollout_id is not None else f"dump {dump}"
+        events.append({"ph": "M", "name": "process_name", "pid": dump + 1, "tid": 0,
+                       "args": {"name": label}})
+        events.append({"ph": "M", "name": "process_sort_index", "pid": dump + 1, "tid": 0,
+                       "args": {"sort_index": dump}})
+    spans = measured_spans(frames)
+    tracks = _nesting_tracks(spans)
+    extra_tracks: dict[int, int] = {}
+    for row, track in zip(spans["sample_row"].tolist(), tracks.tolist(), strict=True):
+        extra_tracks[row] = max(extra_tracks.get(row, 0), track)
+    for row, sample in samples.iterrows():
+        for track in range(extra_tracks.get(row, 0) + 1):
+            tid = _tid(row, track)
+            events.append({"ph": "M", "name": "thread_name", "pid": int(pid_of_row[row]),
+                           "tid": tid, "args": {"name": _thread_name(sample, track)}})
+            events.append({"ph": "M", "name": "thread_sort_index", "pid": int(pid_of_row[row]),
+                           "tid": tid, "args": {"sort_index": tid}})
+    start_attrs, end_attrs = frames.span_attrs(spans.index)
+    events += _complete_events(spans, start_attrs, end_attrs, tracks, pid_of_row, t0)
+    event_tracks = _event_tracks(frames, spans, tracks)
+    events += _instant_events(frames.event_core, frames.event_attrs.dicts(), event_tracks,
+                              pid_of_row, t0)
+    events += _flow_events(frames, spans, tracks, event_tracks, pid_of_row, t0)
+    return {"traceEvents": events, "displayTimeUnit": "ms",
+            "otherData": {"source": "slime-trace-widget", "t0_epoch_s": t0,
+                          "dumps": frames.paths}}
+
+
+def export_perfetto(frames: TraceFrames, path: str | Path) -> Path:
+    """Write :func:`perfetto_trace` as JSON to ``path`` (open it in ui.perfetto.dev)."""
+    target = Path(path)
+    with target.open("w", encoding="utf-8") as stream:
+        json.dump(perfetto_trace(frames), stream, allow_nan=False, ensure_ascii=False,
+                  separators=(",", ":"))
+    return target
+
+
+def _tid(row: int, track: int) -> int:
+    return int(_tids(np.asarray(row), track))
+
+
+def _tids(rows: np.ndarray, tracks: np.ndarray | int) -> np.ndarray:
+    """Thread ids: 64 tracks per sample row (``_nesting_tracks`` caps them there)."""
+    return rows.astype(np.int64) * 64 + tracks + 1
+
+
+def _thread_name(sample: pd.Series, track: int) -> str:
+    index = sample["sample_index"]
+    parts = [f"#{'?' if pd.isna(index) else int(index)}"]
+    if isinstance(sample["source"], str):
+        parts.append(sample["source"])
+    if sample["reward"] == sample["reward"]:
+        parts.append(f"reward={sample['reward']:g}")
+    name = " ".join(parts)
+    return name if track == 0 else f"{name} ⋯{track}"
+
+
+def _nesting_tracks(spans: pd.DataFrame) -> np.ndarray:
+    """Track per span so that complete events on one track nest properly (greedy)."""
+    tracks = np.zeros(len(spans), dtype=np.int64)
+    rows = spans["sample_row"].to_numpy()
+    starts = spans["start"].to_numpy()
+    ends = spans["display_end"].to_numpy()
+    order = np.lexsort((-ends, starts, rows))
+    stacks: list[list[float]] = []
+    current_row = None
+    for position in order.tolist():
+        if rows[position] != current_row:
+            current_row, stacks = rows[position], []
+        start, end = starts[position], ends[position]
+        for track, stack in enumerate(stacks):
+            while stack and stack[-1] <= start:
+                stack.pop()
+            if not stack or end <= stack[-1]:
+                stack.append(end)
+                tracks[position] = track
+                break
+        else:
+            stacks.append([end])
+            tracks[position] = len(stacks) - 1
+    return np.minimum(tracks, 63)
+
+
+def _event_tracks(frames: TraceFrames, spans: pd.DataFrame, tracks: np.ndarray) -> np.ndarray:
+    """Track per event: its parent span's, when that span is exported, else 0. A thread's
+    instant nests under the slice enclosing it, and a flow end binds to that slice, so
+    an event whose parent went to an extra track must go there too."""
+    parent = frames.event_core["parent_index"].to_numpy()
+    labels = frames.span_core.index.to_numpy()[np.maximum(parent, 0)]
+    at = np.where(parent >= 0, spans.index.get_indexer(labels), -1)
+    return np.where(at >= 0, tracks[np.maximum(at, 0)], 0)
+
+
+def _complete_events(spans: pd.DataFrame, starts_of: list, ends_of: list,
+                     tracks: np.ndarray, pid_of_row: np.ndarray,
+                     t0: float) -> list[dict[str, Any]]:
+    rows = spans["sample_row"].to_numpy()
+    # Round both ends, then subtract: adjacent spans (one ends where the next starts)
+    # stay adjacent instead of overlapping by a rounding error.
+    ts = np.round((spans["start"].to_numpy() - t0) * 1e6, 3)
+    dur = np.round((spans["display_end"].to_numpy() - t0) * 1e6, 3) - ts
+    out = []
+    for i, (name, state, attempt, span_id, start_attrs, end_attrs) in enumerate(zip(
+        spans["name"].astype(str), spans["state"].astype(str), spans["attempt"].tolist(),
+        spans["span_id"].tolist(), starts_of, ends_of, strict=True,
+    )):
+        args = json_safe({**(start_attrs or {}), **(end_attrs or {})}, PERFETTO_MAX_CHARS)
+        args.update(span_id=span_id, state=state, attempt=attempt)
+        out.append({"ph": "X", "name": name if state == "closed" else f"{name} (open)",
+                    "cat": "span", "pid": int(pid_of_row[rows[i]]),
+                    "tid": _tid(rows[i], int(tracks[i])), "ts": float(ts[i]),
+                    "dur": float(max(dur[i], 0.0)), "args": args})
+    return out
+
+
+def _instant_events(events: pd.DataFrame, attrs_of: list, tracks: np.ndarray,
+                    pid_of_row: np.ndarray, t0: float) -> list[dict[str, Any]]:
+    rows = events["sample_row"].to_numpy()
+    tids = _tids(rows, tracks)
+    ts = np.round((events["ts"].to_numpy() - t0) * 1e6, 3)
+    out = []
+    for i, (name, kind, attrs) in enumerate(zip(events["name"].astype(str),
+                                                events["kind"].astype(str), attrs_of,
+                                                strict=True)):
+        args = json_safe(attrs or {}, PERFETTO_MAX_CHARS)
+        args["kind"] = kind
+        out.append({"ph": "i", "s": "t", "name": name, "cat": kind,
+                    "pid": int(pid_of_row[rows[i]]), "tid": int(tids[i]),
+                    "ts": float(ts[i]), "args": args})
+    return out
+
+
+def _flow_events(frames: TraceFrames, spans: pd.DataFrame, tracks: np.ndarray,
+                 event_tracks: np.ndarray, pid_of_row: np.ndarray,
+                 t0: float) -> list[dict[str, Any]]:
+    """One ``s``/``f`` pair per link whose ends were exported, on their threads.
+
+    A span end sits half a microsecond (at most half the span) inside its start, so
+    Perfetto binds it to that slice rather than to one that ends where it begins;
+    an event end sits at the event, on its thread (``_event_tracks``). ``bp: "e"``
+    binds the ``f`` to the slice enclosing it (by default Perfetto would take the
+    next slice to begin)."""
+    table = links(frames)
+    ends = []
+    for side in ("from", "to"):
+        ends.append(_flow_points(frames, spans, tracks, event_tracks, pid_of_row, t0,
+                                 (table[f"{side}_kind"] == "span").to_numpy(),
+                                 table[f"{side}_index"].to_numpy()))
+    (pid_a, tid_a, ts_a), (pid_b, tid_b, ts_b) = ends
+    out = []
+    kinds = table["kind"].astype(str).tolist()
+    for flow in np.flatnonzero((pid_a > 0) & (pid_b > 0)).tolist():
+        common = {"name": kinds[flow], "cat": "link", "id": flow + 1}
+        out.append({"ph": "s", **common, "pid": int(pid_a[flow]), "tid": int(tid_a[flow]),
+                    "ts": float(ts_a[flow])})
+        out.append({"ph": "f", "bp": "e", **common, "pid": int(pid_b[flow]),
+                    "tid": int(tid_b[flow]), "ts": float(ts_b[flow])})
+    return out
+
+
+def _flow_points(frames: TraceFrames, spans: pd.DataFrame, tracks: np.ndarray,
+                 event_tracks: np.ndarray, pid_of_row: np.ndarray, t0: float,
+                 is_span: np.ndarray,
+                 labels: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(pid, tid, ts) of link ends; pid 0 where the end was not exported."""
+    pid = np.zeros(len(labels), dtype=np.int64)
+    tid = np.zeros(len(labels), dtype=np.int64)
+    ts = np.zeros(len(labels), dtype=np.float64)
+    at = np.where(is_span, spans.index.get_indexer(labels), -1)
+    ok = at >= 0
+    rows = spans["sample_row"].to_numpy()[at[ok]]
+    start = np.round((spans["start"].to_numpy()[at[ok]] - t0) * 1e6, 3)
+    width = np.round((spans["display_end"].to_numpy()[at[ok]] - t0) * 1e6, 3) - start
+    pid[ok], tid[ok] = pid_of_row[rows], _tids(rows, tracks[at[ok]])
+    ts[ok] = start + np.clip(np.nan_to_num(width) / 2, 0.0, 0.5)
+    events = frames.event_core
+    at = np.where(is_span, -1, events.index.get_indexer(labels))
+    ok = at >= 0
+    rows = events["sample_row"].to_numpy()[at[ok]]
+    pid[ok], tid[ok] = pid_of_row[rows], _tids(rows, event_tracks[at[ok]])
+    ts[ok] = np.round((events["ts"].to_numpy()[at[ok]] - t0) * 1e6, 3)
+    return pid, tid, ts

@@ -1,0 +1,480 @@
+"""Span and event attributes as typed Arrow columns, one per key, and back to dicts.
+
+Attributes are built into columns once, where the dump is read (the worker):
+numbers numeric, text as text, mixed kinds as text, nested lists and dicts as
+JSON text (decoded again for the dicts). A null marks an absent key; keys whose
+value was None are listed per row in ``_none_keys`` so the dicts keep them, and
+keys past :data:`MAX_ATTR_COLUMNS` travel per row as JSON in ``_overflow``.
+Columns carry no Python objects, so they cross processes as Arrow data.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from operator import itemgetter
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..values import (
+    MAX_STEPS,
+    PLAIN_TYPES,
+    TOTAL_CHARS_FACTOR,
+    clean_text,
+    json_safe,
+    plain_value,
+    short_text,
+)
+
+__all__ = ["ATTR_PREFIX", "MAX_ATTR_COLUMNS", "AttrTable"]
+
+MAX_ATTR_COLUMNS = 500
+ATTR_PREFIX = "attr."
+_NONE_KEYS = "_none_keys"
+_OVERFLOW = "_overflow"
+_JSON_FIELD = b"json"
+_INT64 = (-(2**63), 2**63 - 1)
+
+
+class AttrTable:
+    """The attributes of a list of rows (spans' start or end records, or events)."""
+
+    def __init__(self, table: pa.Table) -> None:
+        self.table = table
+
+    # ------------------------------------------------------------------ building
+
+    @classmethod
+    def from_dicts(cls, dicts: list[dict | None], warnings: Counter[str] | None = None
+                   ) -> AttrTable:
+        """Columns for ``dicts`` (None or {} for a row without attributes)."""
+        dicts, groups = _group_by_keys(dicts)
+        frequency: Counter[str] = Counter()
+        for keys, members in groups.items():
+            for key in keys:
+                frequency[key] += len(members)
+        kept = {key for key, _ in frequency.most_common(MAX_ATTR_COLUMNS)}
+        if len(frequency) > MAX_ATTR_COLUMNS and warnings is not None:
+            warnings["attr_columns_capped"] += len(frequency) - MAX_ATTR_COLUMNS
+        pieces: dict[str, list[tuple[np.ndarray, tuple]]] = {}
+        overflow: dict[int, dict] = {}
+        for keys, members in groups.items():
+            wanted = [key for key in keys if key in kept]
+            rows = [dicts[i] for i in members]
+            if len(wanted) < len(keys):
+                for position, row in zip(members, rows, strict=True):
+                    overflow[position] = {k: v for k, v in row.items() if k not in kept}
+            if not wanted:
+                continue
+            if len(wanted) > 1:
+                values = list(zip(*map(itemgetter(*wanted), rows), strict=True))
+            else:
+                values = [tuple(map(itemgetter(wanted[0]), rows))]
+            index = np.asarray(members, dtype=np.int64)
+            for key, column_values in zip(wanted, values, strict=True):
+                pieces.setdefault(key, []).append((index, column_values))
+        n = len(dicts)
+        fields, arrays, none_keys = [], [], {}
+        for key in sorted(pieces, key=lambda k: -frequency[k]):
+            array, is_json = _column(pieces[key], n, key, none_keys)
+            fields.append(pa.field(key, array.type, metadata={_JSON_FIELD: b"1"} if is_json
+                                   else None))
+            arrays.append(array)
+        for name, rows_json in ((_NONE_KEYS, none_keys), (_OVERFLOW, _json_rows(overflow))):
+            if rows_json:
+                fields.append(pa.field(name, pa.string()))
+                arrays.append(_sparse_text(rows_json, n))
+        return cls(pa.Table.from_arrays(arrays, schema=pa.schema(fields)) if arrays
+                   else _empty(n))
+
+    @classmethod
+    def concat(cls, parts: list[AttrTable]) -> AttrTable:
+        """One table of the rows of ``parts`` in order; a key typed differently becomes text."""
+        names: dict[str, pa.Field] = {}
+        for part in parts:
+            for field in part.table.schema:
+                known = names.get(field.name)
+                if known is None:
+                    names[field.name] = field
+                elif known.type != field.type:
+                    names[field.name] = pa.field(field.name, _common_type(known.type, field.type),
+                                                 metadata=known.metadata)
+        columns = {}
+        for name, field in names.items():  # chunks keep the parts' buffers: no copy
+            chunks = [chunk for part in parts for chunk in _as_type(part.table, name, field.type)]
+            columns[name] = pa.chunked_array(chunks, type=field.type)
+        total = sum(len(part) for part in parts)
+        if not columns:
+            return cls(_empty(total))
+        return cls(pa.table(columns, schema=pa.schema(list(names.values()))))
+
+    # ------------------------------------------------------------------ reading
+
+    def __len__(self) -> int:
+        return self.table.num_rows
+
+    @property
+    def keys(self) -> list[str]:
+        """Attribute keys that have a column, most frequent first."""
+        return [name for name in self.table.column_names if name not in (_NONE_KEYS, _OVERFLOW)]
+
+    def rows(self, positions: np.ndarray | list[int]) -> list[dict[str, Any] | None]:
+        """The attribute dicts of the rows at ``positions`` (None for no attributes)."""
+        return _dicts(self.table.take(pa.array(np.asarray(positions, dtype=np.int64))))
+
+    def json_rows(self, positions: np.ndarray | list[int], max_chars: int) -> list[dict]:
+        """:func:`values.json_safe` of the dicts at ``positions``, checked column by
+        column: when no text is longer than ``max_chars`` and no float is NaN or
+        infinite, the dicts are JSON-ready as they are (the common case, in C)."""
+        table = self.table.take(pa.array(np.asarray(positions, dtype=np.int64)))
+        rows = _dicts(table)
+        if _json_ready(table, max_chars):
+            return [row or {} for row in rows]
+        return [json_safe(row or {}, max_chars) for row in rows]
+
+    def take(self, positions: np.ndarray | list[int]) -> AttrTable:
+        """The rows at ``positions``, in that order."""
+        return AttrTable(self.table.take(pa.array(np.asarray(positions, dtype=np.int64))))
+
+    def is_json(self, key: str) -> bool:
+        """Whether the text of column ``key`` is JSON (the key held lists or dicts)."""
+        metadata = self.table.schema.field(key).metadata
+        return bool(metadata and metadata.get(_JSON_FIELD))
+
+    def explicit_nones(self) -> dict[int, list[str]]:
+        """Per row (by position), the keys whose value was None (their columns are null)."""
+        return {position: json.loads(text) for position, text in _sparse(self.table, _NONE_KEYS)}
+
+    def overflow(self) -> dict[int, dict]:
+        """Per row (by position), the attributes past :data:`MAX_ATTR_COLUMNS`."""
+        return {position: json.loads(text) for position, text in _sparse(self.table, _OVERFLOW)}
+
+    def dicts(self) -> list[dict[str, Any] | None]:
+        """Every row's attribute dict (None for no attributes)."""
+        return _dicts(self.table)
+
+    def column(self, key: str) -> pa.ChunkedArray:
+        return self.table.column(key)
+
+
+def merged_attr_frame(start: AttrTable, end: AttrTable, index: pd.Index) -> pd.DataFrame:
+    """``attr.<key>`` columns: the end value where a key has one, else the start value."""
+    return pd.DataFrame({name: _pandas_column(column, index)
+                         for name, column in merged_attr_arrays(start, end).items()},
+                        index=index)
+
+
+def merged_attr_arrays(start: AttrTable, end: AttrTable) -> dict[str, pa.ChunkedArray]:
+    """:func:`merged_attr_frame`'s columns as Arrow data, named ``attr.<key>``."""
+    columns: dict[str, pa.ChunkedArray] = {}
+    for key in dict.fromkeys([*end.keys, *start.keys]):
+        in_end, in_start = key in end.keys, key in start.keys
+        if in_end and in_start:
+            late, early = end.column(key), start.column(key)
+            kind = _common_type(late.type, early.type)
+            late, early = late.cast(kind, safe=False), early.cast(kind, safe=False)
+            combined = pc.coalesce(late, early)
+        else:
+            combined = (end if in_end else start).column(key)
+        columns[ATTR_PREFIX + key] = combined
+    return columns
+
+
+def attr_frame(attrs: AttrTable, index: pd.Index) -> pd.DataFrame:
+    """``attr.<key>`` columns of one table."""
+    return pd.DataFrame({ATTR_PREFIX + key: _pandas_column(attrs.column(key), index)
+                         for key in attrs.keys}, index=index)
+
+
+def span_attr_frames(start: AttrTable, end: AttrTable, index: pd.Index) -> list[pd.DataFrame]:
+    """What ``TraceFrames.spans`` joins to the span core: the ``start_attrs`` and
+    ``end_attrs`` dicts, then the merged ``attr.<key>`` columns."""
+    dicts = pd.DataFrame({"start_attrs": _dict_column(start, index),
+                          "end_attrs": _dict_column(end, index)})
+    return [dicts, merged_attr_frame(start, end, index)]
+
+
+def event_attr_frames(attrs: AttrTable, index: pd.Index) -> list[pd.DataFrame]:
+    """What ``TraceFrames.events`` joins to the event core: the ``attrs`` dicts, then
+    the ``attr.<key>`` columns."""
+    return [pd.DataFrame({"attrs": _dict_column(attrs, index)}), attr_frame(attrs, index)]
+
+
+# --------------------------------------------------------------------------- internals
+
+
+def _group_by_keys(dicts: list[dict | None]) -> tuple[list[dict | None], dict[tuple, list[int]]]:
+    """Row positions by key tuple, for rows with attributes; keys other than str made text.
+
+    Only str keys may become dict keys here: their hashes are salted per process,
+    while ints, floats and tuples hash the same everywhere, so a dump can hold
+    thousands of attribute keys that all collide (multiples of 2**61 - 1), which
+    made this grouping quadratic. A row with another key, or a key Arrow cannot
+    name (lone surrogates), gets a copy keyed by its keys' clean text. Only the
+    first row of each key tuple pays for the check.
+    """
+    groups: dict[tuple, list[int]] = {}
+    renamed: dict[int, dict] = {}
+    for position, value in enumerate(dicts):
+        if not value:
+            continue
+        keys = tuple(value)
+        members = groups.get(keys)
+        if members is not None:
+            members.append(position)
+        elif all(type(key) is str and (key.isascii() or clean_text(key) is key)
+                 for key in keys):
+            groups[keys] = [position]
+        else:
+            text_keyed = renamed[position] = {short_text(k): v for k, v in value.items()}
+            groups.setdefault(tuple(text_keyed), []).append(position)
+    if renamed:
+        dicts = [renamed.get(position, value) for position, value in enumerate(dicts)]
+    return dicts, groups
+
+
+_SIMPLE_TYPES = (pa.int64(), pa.float64(), pa.bool_(), pa.string(), pa.null())
+
+
+def _column(pieces: list[tuple[np.ndarray, tuple]], n: int, key: str,
+            none_keys: dict[int, list[str]]) -> tuple[pa.Array, bool]:
+    """One key's Arrow column and whether its text is JSON; records explicit Nones."""
+    fast = _inferred_column(pieces, n, key, none_keys)
+    return (fast, False) if fast is not None else _converted_column(pieces, n, key, none_keys)
+
+
+def _inferred_column(pieces: list[tuple[np.ndarray, tuple]], n: int, key: str,
+                     none_keys: dict[int, list[str]]) -> pa.Array | None:
+    """The column when every value is a plain int, float, bool, str or None and Arrow's
+    own inference (in C) finds one type: ints, floats (ints among floats become floats),
+    bools or text. None otherwise. Only plain values reach Arrow: its inference on
+    arbitrary objects (a dump's, or a user's) can crash the process."""
+    kinds: set[type] = set()
+    for _, chunk in pieces:
+        kinds.update(map(type, chunk))
+    if not kinds <= PLAIN_TYPES or (bool in kinds and kinds & {int, float}):
+        return None
+    arrays, indexes = [], []
+    for index, chunk in pieces:
+        try:
+            array = pa.array(chunk)
+        except (pa.ArrowException, OverflowError, TypeError, ValueError, UnicodeError):
+            return None
+        if array.type not in _SIMPLE_TYPES:
+            return None
+        arrays.append(array)
+        indexes.append(index)
+    kinds = {array.type for array in arrays} - {pa.null()}
+    if len(kinds) > 1:
+        if kinds != {pa.int64(), pa.float64()}:
+            return None
+        kinds = {pa.float64()}
+    kind = kinds.pop() if kinds else pa.null()
+    arrays = [a if a.type == kind else a.cast(kind, safe=False) for a in arrays]
+    for index, array in zip(indexes, arrays, strict=True):
+        if array.null_count:
+            nulls = np.asarray(array.is_null().to_numpy(zero_copy_only=False))
+            for position in index[nulls].tolist():
+                none_keys.setdefault(position, []).append(key)
+    if kind == pa.null():
+        return pa.nulls(n, pa.string())
+    joined = pa.concat_arrays(arrays)
+    positions = np.full(n, -1, dtype=np.int64)
+    positions[np.concatenate(indexes)] = np.arange(len(joined))
+    return joined.take(pa.array(positions, mask=positions < 0))
+
+
+def _converted_column(pieces: list[tuple[np.ndarray, tuple]], n: int, key: str,
+                      none_keys: dict[int, list[str]]) -> tuple[pa.Array, bool]:
+    """The column of a key whose values need Python: numpy and torch scalars, objects,
+    mixed kinds, huge ints. Values are made plain first (``values.plain_value``)."""
+    pieces = [(index, tuple(v if type(v) in PLAIN_TYPES else plain_value(v) for v in values))
+              for index, values in pieces]
+    kinds: set[type] = set()
+    for _, values in pieces:
+        kinds.update(map(type, values))
+    if type(None) in kinds:
+        kinds.discard(type(None))
+        pieces = _drop_nones(pieces, key, none_keys)
+    present = np.zeros(n, dtype=bool)
+    for index, _ in pieces:
+        present[index] = True
+    if kinds and (kinds <= {int, float} or kinds == {bool}):
+        dtype = np.float64 if float in kinds else bool if kinds == {bool} else np.int64
+        try:
+            values = np.zeros(n, dtype=dtype)
+            for index, chunk in pieces:
+                values[index] = chunk
+            return pa.array(values, mask=~present), False
+        except OverflowError:  # ints past int64: text
+            pass
+    text = np.full(n, None, dtype=object)
+    for index, chunk in pieces:
+        text[index] = np.fromiter(chunk, dtype=object, count=len(chunk))
+    if kinds & {list, dict}:  # every value as JSON, so the dicts get lists and dicts back
+        return _text_array(np.array([None if v is None else json.dumps(
+            json_safe(v), ensure_ascii=False) for v in text.tolist()], dtype=object)), True
+    if kinds <= {str}:
+        return _text_array(text), False
+    return _text_array(np.array([v if v is None or type(v) is str else str(v)
+                                 for v in text.tolist()], dtype=object)), False
+
+
+def _text_array(values: np.ndarray) -> pa.Array:
+    """Arrow text from an object array of str/None (the common case converts in C)."""
+    try:
+        return pa.array(values, type=pa.string())
+    except (pa.ArrowException, UnicodeError):  # lone surrogates, which pickles keep
+        return pa.array(_clean(values), type=pa.string())
+
+
+def _clean(values: np.ndarray) -> list:
+    """Text Arrow accepts: lone surrogates (which pickles keep) become U+FFFD."""
+
+
+    return [v if v is None or v.isascii() else clean_text(v) for v in values.tolist()]
+
+
+def _drop_nones(pieces: list[tuple[np.ndarray, tuple]], key: str,
+                none_keys: dict[int, list[str]]) -> list[tuple[np.ndarray, tuple]]:
+    kept = []
+    for index, values in pieces:
+        mask = np.fromiter((v is not None for v in values), dtype=bool, count=len(values))
+        for position in index[~mask].tolist():
+            none_keys.setdefault(position, []).append(key)
+        if mask.any():
+            kept.append((index[mask], tuple(v for v in values if v is not None)))
+    return kept
+
+
+def _dict_column(attrs: AttrTable, index: pd.Index) -> pd.Series:
+    """Every row's attribute dict (or None) as a column pandas keeps as objects
+    (``fromiter`` takes each dict as it is, where ``np.asarray`` would not)."""
+    dicts = attrs.dicts()
+    return pd.Series(np.fromiter(dicts, dtype=object, count=len(dicts)), index=index,
+                     dtype=object, copy=False)
+
+
+def _json_rows(rows: dict[int, dict]) -> dict[int, str]:
+    return {position: json.dumps(json_safe(value), ensure_ascii=False)
+            for position, value in rows.items()}
+
+
+def _sparse_text(rows: dict[int, Any], n: int) -> pa.Array:
+    values = np.full(n, None, dtype=object)
+    for position, text in rows.items():
+        values[position] = text if isinstance(text, str) else json.dumps(text)
+    return _text_array(values)
+
+
+def _sparse(table: pa.Table, name: str) -> list[tuple[int, str]]:
+    """(position, text) of the non-null rows of a sparse text column, if ``table`` has it."""
+    if name not in table.column_names:
+        return []
+    column = table.column(name)
+    positions = np.flatnonzero(~np.asarray(column.is_null().to_numpy(zero_copy_only=False)))
+    return list(zip(positions.tolist(), column.take(pa.array(positions)).to_pylist(),
+                    strict=True))
+
+
+def _empty(n: int) -> pa.Table:
+    """A table of ``n`` rows without attributes (a table needs a column to have rows)."""
+    return pa.table({_NONE_KEYS: pa.nulls(n, pa.string())})
+
+
+def _common_type(one: pa.DataType, other: pa.DataType) -> pa.DataType:
+    """The type two columns of one key share: numbers meet as float64, anything else as text."""
+    if one == other:
+        return one
+    numeric = (pa.types.is_integer, pa.types.is_floating, pa.types.is_boolean)
+    if all(any(test(kind) for test in numeric) for kind in (one, other)):
+        return pa.float64()
+    return pa.string()
+
+
+def _as_type(table: pa.Table, name: str, kind: pa.DataType) -> list[pa.Array]:
+    """The chunks of one column of ``table`` as ``kind`` (all nulls when it lacks it)."""
+    if name not in table.column_names:
+        return [pa.nulls(table.num_rows, kind)] if table.num_rows else []
+    column = table.column(name)
+    return (column if column.type == kind else column.cast(kind, safe=False)).chunks
+
+
+def _pandas_column(column: pa.ChunkedArray | pa.Array, index: pd.Index) -> Any:
+    """A pandas-friendly column: numbers as float64 with NaN gaps (int64 when none),
+    bools as bool (float with gaps, as pandas does), text as objects with None."""
+    kind = column.type
+    if pa.types.is_integer(kind) or pa.types.is_boolean(kind):
+        if column.null_count == 0:
+            return column.to_numpy()
+        return column.cast(pa.float64(), safe=False).to_numpy(zero_copy_only=False)
+    if pa.types.is_floating(kind):
+        return column.to_numpy(zero_copy_only=False)
+    values = np.empty(len(column), dtype=object)
+    values[:] = column.to_pylist()
+    return pd.Series(values, index=index, dtype=object, copy=False)
+
+
+def _json_ready(table: pa.Table, max_chars: int) -> bool:
+    """Whether every value of ``table`` is JSON-ready text, number or bool that
+    ``json_safe(..., max_chars)`` would leave alone (a row's texts included)."""
+    longest_texts = 0
+    for field in table.schema:
+        column = table.column(field.name)
+        if field.name == _OVERFLOW or (field.metadata and field.metadata.get(_JSON_FIELD)):
+            if column.null_count < len(column):
+                return False  # nested or overflow values: json_safe walks them
+        elif field.type == pa.string():
+            longest = pc.max(pc.utf8_length(column)).as_py() or 0
+            if longest > max_chars or len(field.name) > 1000:
+                return False
+            longest_texts += longest + len(field.name)
+        elif pa.types.is_floating(field.type) and \
+                pc.all(pc.is_finite(column)).as_py() not in (True, None):
+            return False
+    return longest_texts <= TOTAL_CHARS_FACTOR * max_chars and table.num_columns <= MAX_STEPS
+
+
+def _dicts(table: pa.Table) -> list[dict[str, Any] | None]:
+    """Row dicts, grouped by which keys each row has so each group zips in C."""
+    n = table.num_rows
+    names = [name for name in table.column_names if name not in (_NONE_KEYS, _OVERFLOW)]
+    json_keys = {field.name for field in table.schema
+                 if field.metadata and field.metadata.get(_JSON_FIELD)}
+    if not names and _NONE_KEYS not in table.column_names and \
+            _OVERFLOW not in table.column_names:
+        return [None] * n
+    valid = np.zeros((n, max(len(names), 1)), dtype=bool)
+    values = []
+    for position, name in enumerate(names):
+        column = table.column(name)
+        valid[:, position] = ~np.asarray(column.is_null().to_numpy(zero_copy_only=False))
+        items = column.to_pylist()
+        if name in json_keys:
+            items = [None if v is None else json.loads(v) for v in items]
+        holder = np.empty(n, dtype=object)
+        holder[:] = items
+        values.append(holder)
+    out: list[dict[str, Any] | None] = [None] * n
+    if names:
+        patterns, _ = pd.factorize(pd.Series([row.tobytes() for row in
+                                                    np.packbits(valid, axis=1)]))
+        order = np.argsort(patterns, kind="stable")
+        bounds = np.flatnonzero(np.diff(patterns[order])) + 1
+        for group in np.split(order, bounds) if n else []:
+            columns = np.flatnonzero(valid[group[0]])
+            if not len(columns):
+                continue
+            keys = [names[c] for c in columns]
+            rows = zip(*(values[c][group].tolist() for c in columns), strict=True)
+            for position, row in zip(group.tolist(), rows, strict=True):
+                out[position] = dict(zip(keys, row, strict=True))
+    for extra, decode in ((_NONE_KEYS, lambda text: dict.fromkeys(json.loads(text))),
+                          (_OVERFLOW, json.loads)):
+        for position, text in _sparse(table, extra):
+            out[position] = {**(out[position] or {}), **decode(text)}
+    return out

@@ -1,0 +1,176 @@
+"""Convert a run's dumps into the run dataset: on the local worker pool or on Ray.
+
+Both engines run the same per-dump job (the guarded load and flatten of
+``load_frames``, then ``layout.write_dump``) where the dump is, so only a small
+report per dump reaches the driver, which keeps the manifest. Dumps are
+converted only when new or changed; one that is still being written is left
+for the next run; one that fails is recorded with its error and retried next
+run. The dumps themselves are only ever read.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..dumps.paths import PathLike, expand_paths
+from ..dumps.pool import default_workers, expected_peak, new_job, run_jobs
+from ..dumps.progress import progress_bar
+from ..follow import SETTLE_SECONDS, being_written
+from .manifest import Manifest
+
+ENGINES = ("local", "ray")
+
+
+@dataclass
+class ConvertReport:
+    """What one convert run did, by dump path."""
+
+    converted: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    in_progress: list[str] = field(default_factory=list)
+    failed: list[tuple[str, str]] = field(default_factory=list)
+    removed_files: int = 0
+
+    def summary(self) -> str:
+        return (f"{len(self.converted)} converted, {len(self.unchanged)} unchanged, "
+                f"{len(self.in_progress)} still being written, {len(self.failed)} failed")
+
+
+def convert(paths_or_globs: PathLike | Iterable[PathLike], out: str | Path, *,
+            engine: str = "local", address: str | None = None, workers: int | None = None,
+            progress: bool | None = None, settle_seconds: float = SETTLE_SECONDS,
+            time_limit: float | None = None, memory_limit: int | None = None) -> ConvertReport:
+    """Bring the run dataset at ``out`` up to date with the dumps given.
+
+    ``engine="ray"`` runs each dump as a Ray task on the cluster at ``address``
+    (default: a local Ray started for the job, with ``workers`` CPUs); the
+    workers must see the dumps and ``out`` at the same paths.
+    """
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}")
+    root = Path(out).resolve()
+    root.mkdir(parents=True, exist_ok=True)
+    manifest = Manifest.load(root)
+    report = ConvertReport()
+    todo: list[str] = []
+    stats: dict[str, os.stat_result] = {}
+    for path in (os.path.abspath(p) for p in expand_paths(paths_or_globs)):
+        stat = os.stat(path)
+        if manifest.unchanged(path, stat):
+            report.unchanged.append(path)
+        elif being_written(path, stat, settle_seconds):
+            report.in_progress.append(path)
+        else:
+            todo.append(path)
+            stats[path] = stat
+
+    def done(path: str, verdict: dict[str, Any]) -> None:
+        for stale in manifest.record(path, stats[path], verdict):
+            report.removed_files += _remove_inside(root, stale)
+        manifest.save()
+        if "ok" in verdict:
+            report.converted.append(path)
+        else:
+            report.failed.append((path, str(verdict.get("error"))))
+            warnings.warn(f"not converted {path}: {verdict.get('error')} (retried next run)",
+                          RuntimeWarning, stacklevel=4)
+
+    if todo:
+        stems = [manifest.stem(path) for path in todo]
+        limits = {"time_limit": time_limit, "memory_limit": memory_limit}
+        if engine == "local":
+            convert_in_workers(todo, str(root), stems, on_done=done, workers=workers,
+                               progress=progress, **limits)
+        else:
+            _convert_on_ray(todo, str(root), stems, done, address, workers, limits)
+    manifest.save()
+    return report
+
+
+def _remove_inside(root: Path, relative: str) -> int:
+    """Delete a file of the dataset (never anything outside ``root``)."""
+    target = (root / relative).resolve()
+    if root not in target.parents:
+        return 0
+    try:
+        target.unlink()
+    except FileNotFoundError:
+        return 0
+    return 1
+
+
+# --------------------------------------------------------------------------- Ray
+
+
+def _convert_on_ray(paths: list[str], out: str, stems: list[str],
+                    done: Callable[[str, dict], None], address: str | None,
+                    workers: int | None, limits: dict[str, Any]) -> None:
+    try:
+        import ray
+    except ImportError as exc:
+        raise RuntimeError('engine="ray" needs Ray: pip install "slime-trace-widget[ray]"'
+                           ) from exc
+    started = not ray.is_initialized()
+    if started:
+        _start_ray(ray, address, workers or default_workers(paths))
+    try:
+        task = ray.remote(num_cpus=1, max_retries=0)(convert_one)
+        pending = {task.options(memory=expected_peak(os.path.getsize(path))).remote(
+            path, out, stem, limits): path for path, stem in zip(paths, stems, strict=True)}
+        while pending:
+            ready, _ = ray.wait(list(pending), num_returns=1)
+            for ref in ready:
+                path = pending.pop(ref)
+                try:
+                    verdict = ray.get(ref)
+                except Exception as exc:  # the task died: the dump is retried next run
+                    verdict = {"error": f"{path}: the Ray task failed ({type(exc).__name__}: "
+                                        f"{' '.join(str(exc).split())[:240]})"}
+                done(path, verdict)
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def _start_ray(ray: Any, address: str | None, cpus: int) -> None:
+    """Join the cluster at ``address``, or start a local Ray with ``cpus`` CPUs. Ray
+    gives a local node 30 s to start, which a busy machine can miss: two more tries."""
+    for attempt in range(3):
+        try:
+            if address:
+                ray.init(address=address, log_to_driver=False)
+            else:
+                ray.init(num_cpus=cpus, include_dashboard=False, log_to_driver=False)
+            return
+        except Exception:
+            ray.shutdown()
+            if address or attempt == 2:
+                raise
+
+
+def convert_one(path: str, out: str, stem: str, limits: dict[str, Any]) -> dict[str, Any]:
+    """One dump's job where it runs (a Ray task): the local pool's guarded worker."""
+    verdicts: list[dict] = []
+    convert_in_workers([path], out, [stem], on_done=lambda _, verdict: verdicts.append(verdict),
+                       workers=1, progress=False, **limits)
+    return verdicts[0]
+
+
+def convert_in_workers(paths: list[str], out: str, stems: list[str], *,
+                       on_done: Callable[[str, dict], None], workers: int | None = None,
+                       progress: bool | None = None, time_limit: float | None = None,
+                       memory_limit: int | None = None) -> None:
+    """Write each dump of ``paths`` into the run dataset at ``out`` (file names from
+    ``stems``), each read, flattened and written in a worker process under the limits
+    of :func:`load_frames`; ``on_done(path, verdict)`` as each ends, in this thread.
+    A verdict is ``{"ok": True, "report": {...}}`` or ``{"error": "..."}``."""
+    jobs = [new_job(path, "dataset", out, time_limit, memory_limit, stem=stem)
+            for path, stem in zip(paths, stems, strict=True)]
+    with progress_bar([job.size for job in jobs], progress) as bar:
+        run_jobs(jobs, workers or default_workers(paths), bar,
+                 on_done=lambda job: on_done(job.name, job.verdict or {}))

@@ -1,0 +1,268 @@
+"""One dump's frames as files of the run dataset, and back into frames.
+
+Every table of a dump goes to ``<root>/<table>/rollout_id=<id>/<stem>.parquet``
+(one file per table and rollout id it holds; ``stem`` is unique per dump, so a
+train and an eval dump of one rollout id sit side by side). Rows carry
+``dump_file`` and ``dump_kind``. ``samples``, ``spans``, ``events`` and
+``segments`` have the columns of ``to_parquet`` (attributes as ``attr.<key>``);
+``span_start_attrs``, ``span_end_attrs`` and ``event_attrs`` keep each
+record's attributes exactly, so frames read back are the frames written.
+Reading trusts nothing in the files: tables are checked as worker output is.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ...export.parquet import UNKNOWN_ROLLOUT  # samples without a rollout id (read back as missing)
+from ...frames.attr_columns import ATTR_PREFIX, AttrTable, merged_attr_arrays
+from ...frames.model import TraceFrames
+from ..dumps.wire import (
+    WireError,
+    check_references,
+    checked_attrs,
+    decode_table,
+    encode_table,
+    meta_of,
+    parse_meta,
+)
+
+TABLES = ("samples", "spans", "events", "segments",
+          "span_start_attrs", "span_end_attrs", "event_attrs")
+PARTITION = "rollout_id"
+DUMP_FILE, DUMP_KIND = "dump_file", "dump_kind"
+_POSITION = {"samples": "row", "spans": "span_index", "events": "event_index",
+             "span_start_attrs": "span_index", "span_end_attrs": "span_index",
+             "event_attrs": "event_index"}
+_EVAL = re.compile(r"(^|[_-])eval([_-]|$)")
+
+def dump_kind(file_name: str) -> str:
+    """``eval`` for slime's evaluation dumps (``rollout_eval_3.pt``), else ``train``."""
+    return "eval" if _EVAL.search(Path(file_name).stem) else "train"
+
+
+def part_path(root: Path, table: str, rollout: int, stem: str) -> Path:
+    return root / table / f"{PARTITION}={rollout}" / f"{stem}.parquet"
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def write_dump(frames: TraceFrames, root: Path, dump_file: str, stem: str) -> dict[str, Any]:
+    """Write one dump's ``frames`` under ``root``; what was written, for the manifest.
+
+    Each file appears whole or not at all (written aside, then renamed).
+    """
+    kind = dump_kind(dump_file)
+    rollout_of_row = frames.samples["rollout_id"].to_numpy(dtype=np.float64, na_value=np.nan)
+    rollout_of_row = np.where(np.isnan(rollout_of_row), UNKNOWN_ROLLOUT,
+                              rollout_of_row).astype(np.int64)
+    span_rows = frames.span_core["sample_row"].to_numpy()
+    event_rows = frames.event_core["sample_row"].to_numpy()
+    segment_rows = span_rows[frames.segments["span_index"].to_numpy()] if len(frames.segments) \
+        else np.zeros(0, dtype=np.int64)
+    tables = _tables(frames)
+    rollouts_of = {"samples": rollout_of_row, "spans": rollout_of_row[span_rows],
+                   "events": rollout_of_row[event_rows], "segments": rollout_of_row[segment_rows],
+                   "span_start_attrs": rollout_of_row[span_rows],
+                   "span_end_attrs": rollout_of_row[span_rows],
+                   "event_attrs": rollout_of_row[event_rows]}
+    files: list[str] = []
+    rollouts = sorted(set(rollout_of_row.tolist())) or [UNKNOWN_ROLLOUT]
+    for name in TABLES:
+        table = _labelled(tables[name], dump_file, kind)
+        for rollout in rollouts:
+            chosen = table.filter(pa.array(rollouts_of[name] == rollout))
+            target = part_path(root, name, rollout, stem)
+            _write_whole(chosen, target)
+            files.append(target.relative_to(root).as_posix())
+    return {"files": files, "rollouts": rollouts, "kind": kind, "meta": meta_of(frames),
+            "samples": len(frames.samples), "spans": len(frames.span_core),
+            "events": len(frames.event_core)}
+
+
+def _tables(frames: TraceFrames) -> dict[str, pa.Table]:
+    samples = encode_table(frames.samples).drop_columns([PARTITION])
+    spans = encode_table(frames.span_core)
+    for name, column in merged_attr_arrays(frames.span_start_attrs,
+                                           frames.span_end_attrs).items():
+        spans = spans.append_column(name, column)
+    events = encode_table(frames.event_core)
+    for key in frames.event_attrs.keys:
+        events = events.append_column(ATTR_PREFIX + key, frames.event_attrs.column(key))
+    tables = {"samples": samples, "spans": spans, "events": events,
+              "segments": encode_table(frames.segments)}
+    for name in ("span_start_attrs", "span_end_attrs", "event_attrs"):
+        attrs: pa.Table = getattr(frames, name).table
+        tables[name] = attrs.rename_columns([ATTR_PREFIX + c for c in attrs.column_names])
+    for name, table in tables.items():
+        if name in _POSITION:
+            tables[name] = table.add_column(0, _POSITION[name],
+                                            pa.array(np.arange(table.num_rows, dtype=np.int64)))
+    return tables
+
+
+def _labelled(table: pa.Table, dump_file: str, kind: str) -> pa.Table:
+    n = table.num_rows
+    return (table.append_column(DUMP_FILE, pa.array([dump_file] * n, type=pa.string()))
+            .append_column(DUMP_KIND, pa.array([kind] * n, type=pa.string())))
+
+
+def _write_whole(table: pa.Table, target: Path) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    temporary = target.with_name(f".{target.name}.{os.getpid()}.partial")
+    try:
+        pq.write_table(table, temporary, compression="zstd")
+        os.replace(temporary, target)
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def read_dump(root: Path, entry: dict[str, Any], rollouts: set[int] | None = None,
+              rows: np.ndarray | None = None) -> TraceFrames | None:
+    """The frames of one converted dump (its manifest ``entry``): only the rollout ids
+    in ``rollouts`` (default all) and, if given, only the sample ``rows`` (positions in
+    the dump). None when nothing is left. WireError when a file is not what
+    :func:`write_dump` writes."""
+    chosen = [r for r in entry["rollouts"] if rollouts is None or r in rollouts]
+    if not chosen:
+        return None
+    stem = entry["stem"]
+    tables = {name: _read_parts(root, name, chosen, stem) for name in TABLES}
+    samples = tables["samples"]
+    keep_rows = np.sort(samples.column("row").to_numpy())
+    if rows is not None:
+        keep_rows = np.intersect1d(keep_rows, rows)
+    if not len(keep_rows):
+        return None
+    return _frames(tables, keep_rows, entry)
+
+
+def _read_parts(root: Path, name: str, rollouts: list[int], stem: str) -> pa.Table:
+    parts = []
+    for rollout in rollouts:
+        path = part_path(root, name, rollout, stem)
+        try:
+            columns = None
+            if name in ("spans", "events"):  # their attr.<key> columns are for queries:
+                columns = [c for c in pq.read_schema(path).names  # frames take the exact
+                           if not c.startswith(ATTR_PREFIX)]  # attribute tables instead
+            table = pq.read_table(path, columns=columns)
+            table.validate(full=True)
+        except (OSError, pa.ArrowException) as exc:
+            raise WireError(f"{path}: {exc}") from exc
+        if name == "samples":
+            value = None if rollout == UNKNOWN_ROLLOUT else rollout
+            table = table.append_column(PARTITION, pa.array([value] * table.num_rows,
+                                                            type=pa.int64()))
+        parts.append(table.drop_columns([c for c in (DUMP_FILE, DUMP_KIND)
+                                         if c in table.column_names]))
+    try:
+        return pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+    except pa.ArrowException as exc:
+        raise WireError(f"{name} of {stem}: parts do not match ({exc})") from exc
+
+
+def _frames(tables: dict[str, pa.Table], keep_rows: np.ndarray, entry: dict) -> TraceFrames:
+    """Frames of the sample positions ``keep_rows``, renumbered from 0."""
+    samples = _select(tables["samples"], "row", keep_rows)
+    spans = tables["spans"]
+    span_keep = _positions_where(spans, "span_index", spans.column("sample_row"), keep_rows)
+    events = tables["events"]
+    event_keep = _positions_where(events, "event_index", events.column("sample_row"), keep_rows)
+    spans = _select(spans, "span_index", span_keep)
+    events = _select(events, "event_index", event_keep)
+    segments = tables["segments"]
+    segments = segments.filter(pa.array(np.isin(segments.column("span_index").to_numpy(),
+                                                span_keep)))
+    core = {
+        "samples": decode_table(_core_columns(samples, "samples"), "samples"),
+        "span_core": decode_table(_core_columns(_renumbered(
+            spans, keep_rows, span_keep), "span_core"), "span_core"),
+        "event_core": decode_table(_core_columns(_renumbered(
+            events, keep_rows, span_keep), "event_core"), "event_core"),
+        "segments": decode_table(_core_columns(_renumber_column(
+            segments, "span_index", span_keep), "segments"), "segments"),
+    }
+    attrs = {name: AttrTable(checked_attrs(_attr_columns(_select(
+        tables[name], _POSITION[name], span_keep if name.startswith("span") else event_keep)),
+        name)) for name in ("span_start_attrs", "span_end_attrs", "event_attrs")}
+    frames = TraceFrames(**core, **attrs, **parse_meta(entry["meta"]))
+    check_references(frames)
+    return frames
+
+
+def _positions_where(table: pa.Table, position: str, rows: pa.ChunkedArray,
+                     keep_rows: np.ndarray) -> np.ndarray:
+    mask = np.isin(rows.to_numpy(), keep_rows)
+    return np.sort(table.column(position).to_numpy()[mask])
+
+
+def _select(table: pa.Table, position: str, keep: np.ndarray) -> pa.Table:
+    """The rows of ``table`` whose ``position`` is in ``keep``, in that order."""
+    positions = table.column(position).to_numpy()
+    if len(positions) == len(keep) and np.array_equal(positions, keep) and \
+            bool(np.all(np.diff(positions) > 0)):
+        return table  # the whole dump, in order and without repeats: the common case
+    order = np.argsort(positions, kind="stable")
+    found = np.searchsorted(positions[order], keep)
+    if len(keep) and (found.max() >= len(positions) or
+                      not np.array_equal(positions[order][found], keep)):
+        raise WireError(f"{position}: rows are missing or repeated")
+    if len(np.unique(positions)) != len(positions):
+        raise WireError(f"{position}: rows are repeated")
+    return table.take(pa.array(order[found]))
+
+
+def _renumbered(table: pa.Table, keep_rows: np.ndarray, span_keep: np.ndarray) -> pa.Table:
+    """Spans or events with sample rows and parent spans counted among those kept."""
+    table = _renumber_column(table, "sample_row", keep_rows)
+    parents = table.column("parent_index").to_numpy()
+    inside = parents >= 0
+    mapped = np.full(len(parents), -1, dtype=np.int64)
+    mapped[inside] = _new_positions(parents[inside], span_keep, "parent_index")
+    return table.set_column(table.column_names.index("parent_index"), "parent_index",
+                            pa.array(mapped))
+
+
+def _renumber_column(table: pa.Table, column: str, keep: np.ndarray) -> pa.Table:
+    values = _new_positions(table.column(column).to_numpy(), keep, column)
+    return table.set_column(table.column_names.index(column), column, pa.array(values))
+
+
+def _new_positions(values: np.ndarray, keep: np.ndarray, column: str) -> np.ndarray:
+    """Where each of ``values`` sits in the sorted ``keep`` (WireError if absent)."""
+    if not len(values):
+        return np.zeros(0, dtype=np.int64)
+    found = np.searchsorted(keep, values)
+    if found.max() >= len(keep) or not np.array_equal(keep[found], values):
+        raise WireError(f"{column}: points outside the rows read")
+    return found.astype(np.int64)
+
+
+def _core_columns(table: pa.Table, name: str) -> pa.Table:
+    """The columns of core frame ``name`` (decode_table checks them and their order)."""
+    position = {"samples": "row", "span_core": "span_index", "event_core": "event_index"}
+    wanted = [c for c in table.column_names
+              if c != position.get(name) and not c.startswith(ATTR_PREFIX)]
+    if name == "samples":  # the partition column was appended last; put it back first
+        wanted = [PARTITION, *[c for c in wanted if c != PARTITION]]
+    return table.select(wanted)
+
+
+def _attr_columns(table: pa.Table) -> pa.Table:
+    names = [c for c in table.column_names if c.startswith(ATTR_PREFIX)]
+    if len(names) + 1 != table.num_columns:
+        raise WireError("attribute tables hold attr.<key> columns only")
+    chosen = table.select(names)
+    return chosen.rename_columns([c[len(ATTR_PREFIX):] for c in names])

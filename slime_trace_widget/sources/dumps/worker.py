@@ -1,0 +1,255 @@
+"""The worker side of loading: a helper process that forks one limited child per dump.
+
+The helper (started by :mod:`.pool` with ``python -c``) imports numpy, pandas
+and pyarrow once and never torch (unless a caller asks for raw samples with
+their tensors), then waits for one JSON request per line on stdin. Each job
+runs in a child forked from it, under a CPU time limit and a memory cap, so a
+hostile file that would hash forever, allocate without end or crash the
+interpreter ends that child only. The child reads the dump with the restricted
+unpickler, flattens it and writes the frames as Arrow files (:mod:`.wire`);
+its verdict goes back as one JSON line (``ok`` or ``error``). The helper is
+single-threaded, which makes forking it safe, unlike forking a Jupyter kernel.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+try:
+    import resource
+except ImportError:  # Windows: jobs run without CPU or memory limits of their own
+    resource = None  # type: ignore[assignment]
+
+from ...frames.samples import READ_FIELDS
+from .errors import DumpError
+
+if TYPE_CHECKING:  # the helper imports frames (pandas) only when a job needs them
+    from ...frames.model import TraceFrames
+
+__all__ = ["serve"]
+
+
+def serve() -> None:
+    """Helper main loop: run each request line as a job, relaying the child's messages."""
+    try:
+        _prepare("frames")
+        broken = None
+    except BaseException as exc:  # report it per request rather than dying silently
+        broken = f"{type(exc).__name__}: {exc}"
+    package_parent = str(Path(os.path.abspath(__file__)).parents[3])
+    if len(sys.argv) > 1 and sys.argv[1] != package_parent:
+        broken = f"it imported slime_trace_widget from {package_parent}, not {sys.argv[1]}"
+    out = _Messages(_private_stdout())
+    for line in sys.stdin.buffer:
+        request = json.loads(line)
+        if broken is None:
+            try:
+                _prepare(request["job"])
+            except BaseException as exc:
+                broken = f"{type(exc).__name__}: {exc}"
+        if broken is not None:
+            out.send({"error": f"{request['name']}: the loader's worker cannot start ({broken})"})
+        elif hasattr(os, "fork"):
+            _run_in_child(request, out)
+        else:
+            _run_job(request, out)
+
+
+def _prepare(job: str) -> None:
+    """Import what a job needs once, in the helper, so each forked child starts warm."""
+    from . import files  # noqa: F401
+
+    if job == "check":  # load_dump's check loads with torch
+        from . import torch_tensors  # noqa: F401
+        return
+    from . import plain_tensors, wire  # noqa: F401  (frames and dataset jobs: no torch)
+    if job == "dataset":
+        from ..dataset import layout  # noqa: F401
+
+
+def _run_job(request: dict, out: _Messages) -> None:
+    """Do one job as the loader would and report its verdict."""
+    name = request["name"]
+    verdict: dict = {"ok": True}
+    try:
+        if request["job"] == "frames":
+            _frames_job(request)
+        elif request["job"] == "dataset":
+            verdict["report"] = _dataset_job(request)
+        else:
+            out.send({"digest": _check_job(request)})
+    except DumpError as exc:
+        out.send({"error": str(exc)})
+    except MemoryError:
+        out.send({"error": f"{name}: refused: loading it needs more memory than a file of "
+                           "its size could (the loader's memory_limit)"})
+    except Exception as exc:  # reported in the verdict, never raised in the helper
+        detail = " ".join(f"{type(exc).__name__}: {exc}".split())[:240]
+        out.send({"error": f"{name}: could not be loaded ({detail})"})
+    else:
+        out.send(verdict)
+
+
+def _frames_job(request: dict) -> None:
+    """Read the dump (no torch for zip files), flatten it, write the frames as Arrow files."""
+    from .wire import write_frames
+
+    write_frames(_flattened(request), request["out"])
+
+
+def _dataset_job(request: dict) -> dict:
+    """Read and flatten the dump as for frames, then write its tables into the run
+    dataset at ``out``; report what was written and the file's content hash."""
+    from ..dataset.layout import write_dump
+    from ..dataset.manifest import content_hash
+
+    digest = content_hash(request["path"])
+    report = write_dump(_flattened(request), Path(request["out"]),
+                        os.path.basename(request["path"]), request["stem"])
+    return {**report, "blake2b": digest}
+
+
+def _flattened(request: dict) -> TraceFrames:
+    """The frames of the dump a job names; its samples die when this returns."""
+    from ...frames.build import build_frames
+    from .files import load_dump_file
+
+    loaded = load_dump_file(request["path"], "plain", name=request["name"])
+    _drop_unread_fields(loaded.samples)
+    return build_frames(loaded)
+
+
+def _drop_unread_fields(samples: list) -> None:
+    """Free what flattening never reads (token lists, log-probs...) before it starts:
+    the peak of a big dump's load then stays that of unpickling it."""
+    for sample in samples:
+        if isinstance(sample, dict):
+            for key in [key for key in sample
+                        if not (type(key) is str and key in READ_FIELDS)]:
+                del sample[key]
+
+
+def _check_job(request: dict) -> str:
+    """Load the file as ``load_dump`` will in the caller; return the digest of its bytes."""
+    from .files import load_dump_bytes
+
+    with open(request["path"], "rb") as handle:
+        data = handle.read()
+    load_dump_bytes(request["name"], data, "torch")
+    return hashlib.blake2b(data).hexdigest()
+
+
+def _private_stdout() -> int:
+    """A descriptor for the messages, with fd 1 itself sent to /dev/null.
+
+    Anything else printing to stdout in the helper or a child (a library's
+    notice) would otherwise land in the middle of the message stream.
+    """
+    channel = os.dup(sys.stdout.fileno())
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return channel
+
+
+class _Messages:
+    """JSON lines written straight to a file descriptor, one ``write`` each."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def send(self, message: dict) -> None:
+        payload = (json.dumps(message) + "\n").encode("ascii")
+        while payload:
+            payload = payload[os.write(self.fd, payload):]
+
+
+def _run_in_child(request: dict, out: _Messages) -> None:
+    """Fork, run the job in the child under its limits, and relay what it says."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns
+        code = 1
+        try:
+            os.close(read_end)
+            os.close(out.fd)  # only the helper answers the parent
+            _apply_limits(request)
+            _run_job(request, _Messages(write_end))
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    concluded = False
+    with os.fdopen(read_end, "rb") as child:
+        for line in child:
+            if not line.endswith(b"\n"):
+                break  # cut off by the child's death
+            message = json.loads(line)
+            concluded = "ok" in message or "error" in message
+            out.send(message)
+    _, status = os.waitpid(pid, 0)
+    if not concluded:
+        out.send({"error": _death_message(request, os.waitstatus_to_exitcode(status))})
+
+
+def _death_message(request: dict, code: int) -> str:
+    """Why a worker child ended without a verdict, from its exit code."""
+    name = request["name"]
+    if code < 0 and -code == getattr(signal, "SIGXCPU", None):
+        return (f"{name}: refused: loading it took more than {request['cpu_seconds']:g} s of "
+                "CPU time (the loader's time_limit; a dump of this size needs far less)")
+    if code < 0 and -code == signal.SIGKILL:
+        return (f"{name}: refused: the system killed the worker loading it (out of "
+                "memory, or far past the CPU time limit); nothing was loaded")
+    if code < 0:
+        return (f"{name}: the loader crashed on it in its worker "
+                f"({signal.Signals(-code).name}); nothing was loaded")
+    return f"{name}: the worker exited with status {code}; nothing was loaded"
+
+
+def _apply_limits(request: dict) -> None:
+    """CPU seconds and new memory for this child; no core file when a limit ends it."""
+    if resource is None:
+        return
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    if math.isfinite(request["cpu_seconds"]):
+        # SIGXCPU at the soft limit ends the child; the hard one (SIGKILL) is a backstop.
+        cpu = max(1, math.ceil(request["cpu_seconds"]))
+        _lower_limit(resource.RLIMIT_CPU, cpu, cpu + 5)
+    used = _data_segment_bytes()
+    if used is not None and math.isfinite(request["memory_bytes"]):
+        cap = used + int(request["memory_bytes"])
+        _lower_limit(resource.RLIMIT_DATA, cap, None)
+
+
+def _lower_limit(kind: int, soft: int, hard: int | None) -> None:
+    """Set a resource limit no higher than the one the process already has."""
+    old_soft, old_hard = resource.getrlimit(kind)
+    infinite = resource.RLIM_INFINITY
+    if old_hard != infinite:
+        soft = min(soft, old_hard)
+        hard = old_hard if hard is None else min(hard, old_hard)
+    elif hard is None:
+        hard = infinite
+    if old_soft != infinite and old_soft < soft:
+        soft = old_soft
+    resource.setrlimit(kind, (soft, hard))
+
+
+def _data_segment_bytes() -> int | None:
+    """The process's data segment as RLIMIT_DATA counts it (``VmData``), on Linux."""
+    try:
+        with open("/proc/self/status", encoding="utf-8", errors="replace") as status:
+            for line in status:
+                if line.startswith("VmData:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None

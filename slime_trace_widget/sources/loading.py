@@ -1,0 +1,151 @@
+"""The caller's API of loading: paths in, frames or samples out, the file never unpickled here.
+
+``load_frames`` sends each dump to a worker of the pool (:mod:`.dumps.pool`) and
+reads back only the frames, as Arrow files checked by :mod:`.dumps.wire`; the
+caller never unpickles a file it did not write and never holds token lists or
+raw records. Several dumps load at once and are combined in path order; a dump
+that fails is skipped with a warning and listed in ``frames.failures``. A run
+dataset's folder opens through :mod:`.dataset.reading` instead. ``load_dump``
+(raw samples) has a worker load the file first, under the same limits, and then
+loads the same bytes here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+import warnings
+from collections.abc import Iterable
+from typing import Any
+
+from .dumps.errors import DumpError
+from .dumps.files import LoadedDump, load_dump_bytes, load_trusted, read_header
+from .dumps.paths import PathLike, expand_paths
+from .dumps.pool import default_workers, new_job, run_jobs, start_worker
+from .dumps.progress import progress_bar
+
+__all__ = ["load_dump", "load_dumps", "load_frames"]
+
+
+def load_frames(paths_or_glob: PathLike | Iterable[PathLike], *, trusted: bool = False,
+                workers: int | None = None, progress: bool | None = None,
+                time_limit: float | None = None, memory_limit: int | None = None,
+                rollouts: Iterable[int] | None = None, where: str | None = None) -> Any:
+    """Load one dump, a glob or a list of them into one :class:`TraceFrames`.
+
+    A run dataset's folder (``slime-trace-viewer convert``) opens lazily instead:
+    only the ``rollouts`` asked for (default all) and the samples for which the
+    SQL condition ``where`` holds (see :func:`dataset.open_dataset`).
+
+    Each dump is read and flattened in a worker process under ``time_limit``
+    CPU seconds (default 10 s plus 1 s per MB) and ``memory_limit`` bytes of new
+    memory (default 64 times the file size, at least 4 GiB); only its columns
+    come back. ``workers`` dumps load at once (default: one per core, fewer when
+    memory is short). A dump that fails is skipped with a warning and listed in
+    ``frames.failures``; DumpError when every dump fails. ``trusted=True``
+    unpickles here with torch's full unpickler, which runs code from the file.
+    """
+    if isinstance(paths_or_glob, (str, os.PathLike)) and os.path.isdir(paths_or_glob):
+        from .dataset.reading import open_dataset
+
+        return open_dataset(paths_or_glob, rollouts=rollouts, where=where)
+    if rollouts is not None or where is not None:
+        raise ValueError("rollouts= and where= select from a run dataset's folder; "
+                         "for dumps, pass the paths you want")
+    paths = expand_paths(paths_or_glob)
+    for path in paths:
+        read_header(path)
+    if not trusted:
+        start_worker()  # its imports overlap the ones below
+    import pyarrow as pa
+
+    from ..frames.build import build_frames
+    from ..frames.model import combine_frames
+    from .dumps.wire import WireError, read_frames
+
+    if trusted:
+        return build_frames([load_trusted(path) for path in paths])
+    # On disk, not in /dev/shm: files read once need no RAM of their own.
+    scratch = tempfile.mkdtemp(prefix="slime-trace-")
+    try:
+        jobs = []
+        for index, path in enumerate(paths):
+            out = os.path.join(scratch, str(index))
+            os.mkdir(out)
+            jobs.append(new_job(path, "frames", out, time_limit, memory_limit))
+        with progress_bar([job.size for job in jobs], progress) as bar:
+            run_jobs(jobs, workers or default_workers(paths), bar)
+        parts, failures = [], []
+        for job in jobs:
+            assert job.verdict is not None
+            if "ok" in job.verdict:
+                try:
+                    parts.append(read_frames(job.request["out"]))
+                    continue
+                except WireError as exc:
+                    job.verdict = {"error": f"{job.name}: the worker's output was refused ({exc})"}
+            failures.append((job.name, str(job.verdict.get("error"))))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    if not parts:
+        raise DumpError(failures[0][1] if len(failures) == 1 else
+                        "no dump could be loaded: " + "; ".join(r for _, r in failures))
+    for name, reason in failures:
+        warnings.warn(f"skipped {name}: {reason}", RuntimeWarning, stacklevel=2)
+    frames = combine_frames(parts)
+    frames.failures = failures
+    del parts
+    pa.default_memory_pool().release_unused()  # what reading and joining held, back to the system
+    return frames
+
+
+def load_dump(path: PathLike, *, trusted: bool = False, isolate: bool = True,
+              time_limit: float | None = None, memory_limit: int | None = None) -> LoadedDump:
+    """Load one slime dump into plain sample dicts, without running code from it.
+
+    A worker process loads the file first under ``time_limit`` CPU seconds and
+    ``memory_limit`` bytes (see :func:`load_frames`); only when it succeeds are the
+    same bytes (checked by digest) loaded here, with real torch tensors. Pickled
+    ``Sample`` objects and other unknown classes come back as dicts of their
+    fields; refused globals are listed in ``blocked_globals``. ``isolate=False``
+    skips the worker (for platforms that cannot start one): a hostile file can then
+    freeze or exhaust this process. ``trusted=True`` uses plain ``torch.load``,
+    which runs any code in the file.
+    """
+    name = os.fspath(path)
+    read_header(name)
+    if trusted:
+        return load_trusted(name)
+    if not isolate:
+        with open(name, "rb") as handle:
+            return load_dump_bytes(name, handle.read(), "torch")
+    job = new_job(name, "check", None, time_limit, memory_limit)
+    run_jobs([job], 1, None)
+    assert job.verdict is not None
+    if "error" in job.verdict:
+        raise DumpError(str(job.verdict["error"]))
+    with open(name, "rb") as handle:
+        data = handle.read()
+    if hashlib.blake2b(data).hexdigest() != job.digest:
+        raise DumpError(f"{name}: refused: the file changed while it was being loaded")
+    return load_dump_bytes(name, data, "torch")
+
+
+def load_dumps(paths_or_glob: PathLike | Iterable[PathLike], *, trusted: bool = False,
+               isolate: bool = True, progress: bool | None = None,
+               time_limit: float | None = None, memory_limit: int | None = None
+               ) -> list[LoadedDump]:
+    """:func:`load_dump` of every path or glob match, in order (natural order for globs),
+    with a progress bar as :func:`load_frames` shows one."""
+    paths = expand_paths(paths_or_glob)
+    sizes = [os.path.getsize(p) if os.path.isfile(p) else 0 for p in paths]
+    loaded = []
+    with progress_bar(sizes, progress) as bar:
+        for path, size in zip(paths, sizes, strict=True):
+            loaded.append(load_dump(path, trusted=trusted, isolate=isolate,
+                                    time_limit=time_limit, memory_limit=memory_limit))
+            if bar is not None:
+                bar.update(size)
+    return loaded

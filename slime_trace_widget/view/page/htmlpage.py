@@ -1,0 +1,98 @@
+"""The offline HTML page around a snapshot's two blocks, with no heavy imports.
+
+Kept apart from ``snapshot`` (which builds the blocks from frames and needs
+pandas) so the CLI's cached path, which only rewraps blocks it stored, starts
+in a fraction of a second.
+
+A page carries the JS bundle and two gzip-then-base64 blocks, each in its own
+``text/plain`` script element, both laid out as ``b"STW1" | u32 header length |
+header JSON | bytes``: the *data block* (payload columns) and the *details
+block* (item fields, sample texts and attribute tables, inflated by the page
+on the first click only).
+Base64 has no ``<``, so nothing in a dump can close a script element; the title
+is HTML-escaped; a Content-Security-Policy forbids any network access. The page
+template and its palette come from js/ (``src/page.html``, ``src/styles.css``)
+through the built ``static/`` files, so no node is needed at run time.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import html
+import json
+import re
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+MAGIC = b"STW1"
+CACHE_MAGIC = b"STWC"
+_STATIC = Path(__file__).parents[1] / "static"
+
+_CSP = ("default-src 'none'; script-src 'unsafe-inline' blob:; style-src 'unsafe-inline'; "
+        "img-src data: blob:; font-src data:")
+
+#: ``@@NAME@@`` slots of the page template (js/src/page.html, copied into static/ by the build).
+_SLOT = re.compile(r"@@([A-Z]+)@@")
+
+
+@dataclass(frozen=True)
+class Blocks:
+    """A snapshot's compressed data block and details block."""
+
+    data: bytes
+    details: bytes
+
+    def to_bytes(self) -> bytes:
+        """One file's worth (the CLI cache): both blocks behind a small container header."""
+        return CACHE_MAGIC + struct.pack("<I", len(self.data)) + self.data + self.details
+
+    @classmethod
+    def from_bytes(cls, raw: bytes) -> Blocks:
+        if raw[:4] != CACHE_MAGIC or len(raw) < 8:
+            raise ValueError("not a slime-trace-widget cache file")
+        (length,) = struct.unpack("<I", raw[4:8])
+        return cls(raw[8:8 + length], raw[8 + length:])
+
+    def header(self) -> dict[str, Any]:
+        """The data block's header, inflating only its first bytes."""
+        stream = gzip.GzipFile(fileobj=_Bytes(self.data))
+        start = stream.read(8)
+        if len(start) != 8 or start[:4] != MAGIC:
+            raise ValueError("not a slime-trace-widget data block")
+        (length,) = struct.unpack("<I", start[4:])
+        return json.loads(stream.read(length))
+
+
+class _Bytes:
+    """The smallest file-like object GzipFile needs, without copying ``data``."""
+
+    def __init__(self, data: bytes) -> None:
+        self._view = memoryview(data)
+        self._position = 0
+
+    def read(self, size: int = -1) -> bytes:
+        end = len(self._view) if size < 0 else min(len(self._view), self._position + size)
+        chunk = self._view[self._position:end].tobytes()
+        self._position = end
+        return chunk
+
+
+def page(blocks: Blocks, title: str, follow: bool = False) -> str:
+    """Wrap both blocks and the bundle in the offline HTML page; ``follow``: a served
+    page of a followed run, which may fetch its state file from its own origin."""
+    bundle = base64.b64encode((_STATIC / "widget.js").read_bytes()).decode()
+    css = (_STATIC / "widget.css").read_text().replace("</style", "<\\\\/style")
+    csp = f"{_CSP}; connect-src 'self'" if follow else _CSP
+    slots = {"CSP": csp, "TITLE": html.escape(title), "CSS": css, "BUNDLE": bundle,
+             "DATA": base64.b64encode(blocks.data).decode(),
+             "DETAILS": base64.b64encode(blocks.details).decode()}
+    template = (_STATIC / "page.html").read_text(encoding="utf-8")
+    # One pass: text put into a slot is never scanned for slots again.
+    return _SLOT.sub(lambda m: slots[m[1]], template)
+
+
+def read_cache(path: str | Path) -> Blocks:
+    return Blocks.from_bytes(Path(path).read_bytes())

@@ -1,0 +1,86 @@
+"""Attribute tables as a snapshot page embeds them: column by column, numbers
+and texts as bytes (read by ``js/src/page/page_attrs.js``).
+
+As one JSON dict per row, 50k spans with a few dozen attributes each made
+25 MB of JSON that took longer to write and compress than the dump took to
+load. As columns, numbers are their bytes, a text repeated across rows is
+written once, and texts reach the page as Arrow's own UTF-8 buffers, neither
+escaped nor parsed. The layout of a table is in ``docs/payload.md`` ("Snapshot
+attribute tables"); texts are cut to ``max_chars`` as everywhere else, and
+non-finite floats read as the text ``json_safe`` gives them.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ...frames.attr_columns import AttrTable
+from ...values import json_safe, truncate
+
+
+def page_attr_table(attrs: AttrTable, positions: np.ndarray | list[int], max_chars: int,
+                    buffers: dict[str, bytes]) -> dict[str, Any]:
+    """The rows of ``attrs`` at ``positions``, in that order, in the page's form; its
+    byte strings are added to ``buffers`` under names the table refers to."""
+    table = attrs.take(positions)
+    return {
+        "rows": len(table),
+        "columns": [_column(key, table.column(key).combine_chunks(), table.is_json(key),
+                            max_chars, buffers) for key in table.keys],
+        "nones": {str(position): keys for position, keys in table.explicit_nones().items()},
+        "overflow": {str(position): json_safe(row, max_chars)
+                     for position, row in table.overflow().items()},
+    }
+
+
+def _column(key: str, column: pa.Array, is_json: bool, max_chars: int,
+            buffers: dict[str, bytes]) -> dict[str, Any]:
+    def put(data: np.ndarray | bytes) -> str:
+        name = str(len(buffers))
+        buffers[name] = data.tobytes() if isinstance(data, np.ndarray) else data
+        return name
+
+    out: dict[str, Any] = {"key": truncate(key, 1000)}
+    if column.null_count:
+        out["valid"] = put(np.packbits(~np.asarray(column.is_null().to_numpy(
+            zero_copy_only=False)), bitorder="little"))
+    kind = column.type
+    if pa.types.is_boolean(kind):
+        values = column.fill_null(False).to_numpy(zero_copy_only=False).astype(np.uint8)
+        return {**out, "kind": "bool", "values": put(values)}
+    if pa.types.is_integer(kind):
+        values = column.cast(pa.int64()).fill_null(0).to_numpy().astype("<i8", copy=False)
+        return {**out, "kind": "i64", "values": put(values)}
+    if pa.types.is_floating(kind):
+        values = column.cast(pa.float64()).fill_null(0.0).to_numpy().astype("<f8", copy=False)
+        return {**out, "kind": "f64", "values": put(values)}
+    coded = pc.dictionary_encode(column.cast(pa.string()))
+    codes = coded.indices.fill_null(-1).to_numpy().astype("<i4", copy=False)
+    offsets, data = _utf8(_cut(coded.dictionary, is_json, max_chars))
+    return {**out, "kind": "json" if is_json else "text", "codes": put(codes),
+            "offsets": put(offsets), "data": put(data)}
+
+
+def _cut(texts: pa.Array, is_json: bool, max_chars: int) -> pa.Array:
+    """``texts`` with every text cut to ``max_chars`` (JSON: every string inside it)."""
+    if not len(texts) or pc.max(pc.utf8_length(texts)).as_py() <= max_chars:
+        return texts  # the common case: nothing to cut, nothing to copy
+    if is_json:
+        return pa.array([json.dumps(json_safe(json.loads(text), max_chars), ensure_ascii=False)
+                         for text in texts.to_pylist()], type=pa.string())
+    return pa.array([truncate(text, max_chars) for text in texts.to_pylist()], type=pa.string())
+
+
+def _utf8(texts: pa.Array) -> tuple[np.ndarray, bytes]:
+    """Arrow's int32 offsets (from 0) and UTF-8 bytes of a string array, as they are."""
+    _, offset_buffer, data_buffer = texts.buffers()
+    offsets = np.frombuffer(offset_buffer, dtype="<i4", count=len(texts) + 1,
+                            offset=texts.offset * 4) if offset_buffer else np.zeros(1, "<i4")
+    first, last = int(offsets[0]), int(offsets[-1])
+    data = data_buffer.slice(first, last - first).to_pybytes() if data_buffer else b""
+    return offsets - first, data

@@ -1,0 +1,181 @@
+"""Standalone HTML snapshot: the widget's bundle and data in one offline file.
+
+The page carries the notebook widget's JS bundle and payload, so it draws the
+same picture, plus what the notebook asks the kernel for: every attribute of
+the included spans and events (column by column, ``page_attrs``) and the
+samples' texts. It opens from ``file://`` with the network off (``htmlpage``
+has the page and its two blocks). Attribute strings longer than
+:data:`SNAPSHOT_MAX_CHARS` are cut with a ``…[truncated N chars]`` marker; each
+sample text is cut to :data:`SNAPSHOT_MAX_CHARS`, or less when all of them
+together would pass :data:`SNAPSHOT_TEXT_BUDGET` (thousands of long agent
+transcripts would make a page of hundreds of megabytes), and the panel says
+how much the page leaves out.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ...frames.model import TraceFrames
+from ..details import (
+    SAMPLE_TEXT_FIELDS,
+    TEXT_PREVIEW_CHARS,
+    cut_text,
+    event_columns,
+    sample_summaries,
+    segment_columns,
+    span_columns,
+)
+from ..payload import EncodedView, encode
+from .gzip_parallel import gzip_all
+from .htmlpage import MAGIC, Blocks, page
+from .page_attrs import page_attr_table
+
+SNAPSHOT_MAX_CHARS = 20_000
+#: Characters of sample text one page holds: about 4 MB of page for natural text
+#: after gzip and base64 (at most twice that, counting the previews that the
+#: summaries repeat from the longer cuts).
+SNAPSHOT_TEXT_BUDGET = 8_000_000
+#: zlib level 4 compresses a 250k-span page within ~10 % of level 6 at twice the speed.
+COMPRESS_LEVEL = 4
+
+
+def snapshot_html(
+    frames: TraceFrames,
+    view: EncodedView | None = None,
+    *,
+    view_state: dict | None = None,
+    view_range: list[float] | None = None,
+    title: str | None = None,
+    max_chars: int = SNAPSHOT_MAX_CHARS,
+    text_budget: int = SNAPSHOT_TEXT_BUDGET,
+) -> str:
+    """The snapshot page as text: ``view`` (default: everything) of ``frames``."""
+    view = view or encode(frames, title=title)
+    blocks = data_blocks(frames, view, view_state=view_state, view_range=view_range,
+                         max_chars=max_chars, text_budget=text_budget)
+    return page(blocks, view.payload["meta"]["title"])
+
+
+def write_snapshot(path: str | Path, frames: TraceFrames, view: EncodedView | None = None,
+                   **options: Any) -> Path:
+    """Write :func:`snapshot_html` to ``path`` and return the path."""
+    target = Path(path)
+    target.write_text(snapshot_html(frames, view, **options), encoding="utf-8")
+    return target
+
+
+def data_blocks(
+    frames: TraceFrames,
+    view: EncodedView,
+    *,
+    view_state: dict | None = None,
+    view_range: list[float] | None = None,
+    max_chars: int = SNAPSHOT_MAX_CHARS,
+    text_budget: int = SNAPSHOT_TEXT_BUDGET,
+    source: dict | None = None,
+) -> Blocks:
+    """The compressed data and details blocks of a page; ``source`` notes its inputs."""
+    payload = view.payload
+    body, offsets = _concatenate(payload["buffers"])
+    meta = dict(payload["meta"], attrs_embedded=True)
+    data = _block({
+        "payload": {"version": payload["version"], "meta": meta, "buffers": offsets},
+        "state": {"view_state": view_state or {}, "view_range": list(view_range or []),
+                  "selected": {}},
+        "source": source or {},
+    }, body)
+    attr_buffers: dict[str, bytes] = {}
+    details = _details(frames, view, max_chars, text_budget, attr_buffers)
+    body, details["buffers"] = _concatenate(attr_buffers)
+    return Blocks(*gzip_all([data, _block(details, body)], COMPRESS_LEVEL))
+
+
+def _block(header: dict[str, Any], body: bytes) -> bytes:
+    """``MAGIC | u32 header length | header JSON | body``, the JSON padded with
+    spaces so that the body, whose buffers are 8-byte aligned, starts aligned too."""
+    text = json.dumps(header, allow_nan=False, ensure_ascii=False,
+                      separators=(",", ":")).encode()
+    text += b" " * (-(len(MAGIC) + 4 + len(text)) % 8)
+    return MAGIC + struct.pack("<I", len(text)) + text + body
+
+
+def _concatenate(buffers: dict[str, bytes]) -> tuple[bytes, dict[str, list[int]]]:
+    """One byte string with every column 8-byte aligned, and each column's place in it."""
+    parts: list[bytes] = []
+    offsets: dict[str, list[int]] = {}
+    position = 0
+    for name, data in buffers.items():
+        offsets[name] = [position, len(data)]
+        padding = -len(data) % 8
+        parts += [data, b"\0" * padding]
+        position += len(data) + padding
+    return b"".join(parts), offsets
+
+
+def _details(frames: TraceFrames, view: EncodedView, max_chars: int, text_budget: int,
+             buffers: dict[str, bytes]) -> dict[str, Any]:
+    """Columnar detail tables in payload order (read by ``js/src/page/snapshot.js``); the
+    attribute tables' bytes go to ``buffers``."""
+    segments = segment_columns(frames, view.span_index)
+    position = pd.Series(np.arange(len(view.span_index)), index=view.span_index)
+    owners = position.loc[segments["owner"]].to_numpy() if segments["owner"] else np.zeros(0)
+    order = np.argsort(owners, kind="stable").tolist()
+    segments = {name: [values[i] for i in order] for name, values in segments.items()}
+    segments["owner"] = owners[order].tolist()
+    span_rows = frames.span_core.index.get_indexer(view.span_index)
+    event_rows = frames.event_core.index.get_indexer(view.event_index)
+    preview, texts = _sample_texts(frames, view.sample_rows, max_chars, text_budget)
+    return {
+        "spans": span_columns(frames, view.span_index),
+        "events": event_columns(frames, view.event_index),
+        "span_start_attrs": page_attr_table(frames.span_start_attrs, span_rows, max_chars, buffers),
+        "span_end_attrs": page_attr_table(frames.span_end_attrs, span_rows, max_chars, buffers),
+        "event_attrs": page_attr_table(frames.event_attrs, event_rows, max_chars, buffers),
+        "samples": sample_summaries(frames, view.sample_rows, max_chars, preview),
+        "sample_texts": texts,
+        "segments": segments,
+    }
+
+
+def _sample_texts(frames: TraceFrames, rows: np.ndarray, max_chars: int,
+                  budget: int) -> tuple[int, dict[str, list[str | None]]]:
+    """How many characters of each text the summaries preview, and per field, per
+    payload sample, the longer cut "show all" shows (None where the preview is all
+    the page holds).
+
+    All texts share ``budget`` equally, each up to ``max_chars``; with many long
+    texts the previews get shorter than the notebook's, so the page stays bounded.
+    """
+    columns = {field: frames.samples.loc[rows, field].tolist() for field in SAMPLE_TEXT_FIELDS}
+    lengths = [min(len(v), max_chars) for values in columns.values() for v in values
+               if isinstance(v, str)]
+    cap = equal_share(lengths, budget)
+    preview = min(TEXT_PREVIEW_CHARS, cap)
+    longer = cap > preview  # else the previews are all the page can hold
+    return preview, {
+        field: [cut_text(v, cap)[0] if longer and isinstance(v, str) and len(v) > preview
+                else None for v in values]
+        for field, values in columns.items()}
+
+
+def equal_share(lengths: list[int], budget: int) -> int:
+    """The largest cut at which texts of ``lengths`` fit ``budget`` characters together.
+
+    Texts shorter than the cut stay whole and leave their unused share to the
+    longer ones, which are all cut at the same length.
+    """
+    remaining, left = budget, len(lengths)
+    for length in sorted(lengths):
+        share = remaining // left
+        if length > share:
+            return share
+        remaining -= length
+        left -= 1
+    return max(lengths, default=0)

@@ -1,0 +1,450 @@
+"""Encode frames (or a pandas-filtered part of them) into the renderer's payload.
+
+The format is documented in ``docs/payload.md`` and decoded by
+``js/src/data/decode.js``; the notebook widget and the HTML snapshot both send it,
+so they draw the same picture. Bulk columns are little-endian typed arrays
+(about 21 bytes per span), strings travel once in small tables.
+
+What is left out on purpose: real ``sglang_pd_*`` spans (``pd_detail``) in the
+default view, because the virtual ``[P]``/``[D]`` lanes and their segments draw
+the same intervals; they are kept when the caller's own span filter asks for
+them, and then drawn as ordinary spans.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..answers.links import LINK_KINDS, group_members, links
+from ..frames.model import TraceFrames
+from ..values import truncate
+
+#: The column table and codes shared with js/src/data/decode.js (one source for both sides).
+CONTRACT: dict[str, Any] = json.loads(
+    (Path(__file__).parent / "payload_contract.json").read_text(encoding="utf-8"))
+
+PAYLOAD_VERSION: int = CONTRACT["version"]
+LABEL_CHARS = 200
+#: Names, statuses and sources longer than this travel cut (with a marker); the
+#: kernel keeps them whole. A label on screen never shows more.
+NAME_CHARS = 1000
+MAX_NAMES = 65535
+
+FLAG_OPEN: int = CONTRACT["span_flags"]["open"]
+FLAG_VIRTUAL: int = CONTRACT["span_flags"]["virtual"]
+FLAG_ERROR: int = CONTRACT["span_flags"]["error"]
+#: On a child-form virtual span: its segments mirror real spans, which count as its children.
+FLAG_PD_SEGMENT_SPANS: int = CONTRACT["span_flags"]["pd_segment_spans"]
+CLIP_SHIFT: int = CONTRACT["clip_shift"]
+
+COLUMN_DTYPES: dict[str, str] = dict(CONTRACT["columns"])
+_NUMPY_DTYPES = {"u1": "<u1", "u2": "<u2", "u4": "<u4", "i4": "<i4", "f4": "<f4", "f8": "<f8"}
+
+
+@dataclass
+class EncodedView:
+    """A payload plus the maps from payload positions back to frame rows."""
+
+    payload: dict[str, Any]
+    sample_rows: np.ndarray  # payload sample -> samples.index
+    span_index: np.ndarray  # payload span -> spans.index
+    event_index: np.ndarray  # payload event -> events.index
+
+    @property
+    def n_bytes(self) -> int:
+        """Bytes of binary columns (what the benchmarks count per span)."""
+        return sum(len(b) for b in self.payload["buffers"].values())
+
+
+def encode(
+    frames: TraceFrames,
+    *,
+    samples: pd.DataFrame | pd.Index | None = None,
+    spans: pd.DataFrame | pd.Index | None = None,
+    events: pd.DataFrame | pd.Index | None = None,
+    title: str | None = None,
+    align: str = "global",
+) -> EncodedView:
+    """Encode ``frames``, limited to the given samples, spans and/or events (pandas
+    filters).
+
+    ``samples`` limits the rows; ``spans`` limits the spans and, when no
+    ``samples`` are given, the rows to the samples owning one of them.
+    ``events`` names the events to send (within the rows); without it, events
+    follow the span filter (those whose parent span is sent). ``align="rollout"``
+    draws each rollout from its own start (comparison view).
+    """
+    core, segments = frames.span_core, frames.segments
+    sample_rows = _chosen_rows(frames, samples, spans)
+    sample_pos = np.full(len(frames.samples), -1, dtype=np.int64)
+    sample_pos[sample_rows] = np.arange(len(sample_rows))
+
+    span_mask = sample_pos[core["sample_row"].to_numpy()] >= 0
+    if spans is not None:
+        span_mask &= core.index.isin(_index_of(spans))
+    else:
+        span_mask &= ~core["pd_detail"].to_numpy()
+    span_sel = np.flatnonzero(span_mask)
+    event_sel = _chosen_events(frames.event_core, sample_pos, span_mask, spans is not None,
+                               None if events is None else _index_of(events))
+
+    t0 = frames.t0 if frames.t0 == frames.t0 else 0.0
+    offsets = _alignment(frames, sample_rows, align, t0)
+    names = _NameTable()
+    buffers: dict[str, bytes] = {}
+    buffers.update(_sample_columns(frames, sample_rows, core, span_sel, offsets, t0))
+    span_order, span_cols = _span_columns(core, span_sel, sample_pos, names, t0, offsets)
+    buffers.update(span_cols)
+    span_pos = np.full(len(core), -1, dtype=np.int64)
+    span_pos[span_order] = np.arange(len(span_order))
+    span_offsets = offsets[sample_pos[core["sample_row"].to_numpy()[span_order]]]
+    buffers.update(_segment_columns(segments, span_pos, span_offsets, names, t0))
+    event_order, event_cols = _event_columns(frames.event_core, event_sel, sample_pos, span_pos,
+                                             names, t0, offsets)
+    buffers.update(event_cols)
+    event_pos = np.full(len(frames.event_core), -1, dtype=np.int64)
+    event_pos[event_order] = np.arange(len(event_order))
+    buffers.update(_link_columns(frames, span_pos, event_pos))
+    _check_order(buffers, "span")
+    _check_order(buffers, "ev")
+
+    meta = {
+        "title": title or _default_title(frames),
+        "t0": t0,
+        "t1": frames.t1 if frames.t1 == frames.t1 else t0,
+        "n_samples_total": len(frames.samples),
+        "names": names.values,
+        "statuses": _categories(frames.samples["status"]),
+        "sources": _categories(frames.samples["source"]),
+        "rollouts": _rollout_labels(frames),
+        "samples": _sample_strings(frames.samples, sample_rows),
+        "columns": dict(COLUMN_DTYPES),
+        "attrs_embedded": False,
+        "align": align,
+    }
+    payload = {"version": PAYLOAD_VERSION, "meta": meta, "buffers": buffers}
+    return EncodedView(payload, sample_rows, core.index.to_numpy()[span_order],
+                       frames.event_core.index.to_numpy()[event_order])
+
+
+# --------------------------------------------------------------------------- selection
+
+
+def _index_of(selection: pd.DataFrame | pd.Index) -> pd.Index:
+    return selection.index if isinstance(selection, pd.DataFrame) else pd.Index(selection)
+
+
+def _chosen_rows(
+    frames: TraceFrames, samples: pd.DataFrame | pd.Index | None,
+    spans: pd.DataFrame | pd.Index | None,
+) -> np.ndarray:
+    rows = frames.samples.index.to_numpy()
+    if samples is not None:
+        rows = rows[frames.samples.index.isin(_index_of(samples))]
+    if spans is not None and samples is None:
+        chosen = frames.span_core.loc[frames.span_core.index.intersection(_index_of(spans))]
+        rows = np.intersect1d(rows, chosen["sample_row"].unique())
+    return np.sort(rows).astype(np.int64)
+
+
+def _chosen_events(
+    events: pd.DataFrame, sample_pos: np.ndarray, span_mask: np.ndarray, span_filter: bool,
+    chosen: pd.Index | None,
+) -> np.ndarray:
+    keep = sample_pos[events["sample_row"].to_numpy()] >= 0
+    if chosen is not None:
+        keep &= events.index.isin(chosen)
+    elif span_filter:
+        parents = events["parent_index"].to_numpy()
+        keep &= (parents >= 0) & span_mask[np.maximum(parents, 0)]
+    return np.flatnonzero(keep)
+
+
+def _alignment(frames: TraceFrames, rows: np.ndarray, align: str, t0: float) -> np.ndarray:
+    """Seconds to subtract per payload sample: 0, or its rollout's start minus ``t0``."""
+    if align != "rollout" or not len(rows):
+        return np.zeros(len(rows))
+    starts = frames.samples["start"]
+    by_dump = starts.groupby(frames.samples["dump"]).min()
+    dump_start = frames.samples["dump"].map(by_dump).to_numpy(dtype=np.float64)
+    return np.nan_to_num(dump_start[rows] - t0)
+
+
+# --------------------------------------------------------------------------- columns
+
+
+class _NameTable:
+    """Interns names; codes are u2, so names past 65,535 share one overflow entry."""
+
+    OVERFLOW = "<more names>"
+
+    def __init__(self) -> None:
+        self.values: list[str] = []
+        self._codes: dict[str, int] = {}
+
+    def codes_for(self, categorical: pd.Series) -> np.ndarray:
+        """Table codes for a categorical column; only names in use enter the table."""
+        cat = categorical.array.remove_unused_categories()  # type: ignore[union-attr]
+        codes = np.asarray(cat.codes, dtype=np.int64)
+        table = np.array([self.code(str(c)) for c in cat.categories], dtype=np.int64)
+        if (codes < 0).any():
+            table = np.append(table, self.code(""))  # code -1 picks the trailing "" entry
+        return table[codes] if len(table) else codes
+
+    def code(self, name: str) -> int:
+        found = self._codes.get(name)
+        if found is not None:
+            return found
+        if len(self.values) >= MAX_NAMES:
+            return self.code_overflow()
+        self._codes[name] = len(self.values)
+        self.values.append(truncate(name, NAME_CHARS))
+        return self._codes[name]
+
+    def code_overflow(self) -> int:
+        if self.OVERFLOW not in self._codes:
+            self._codes[self.OVERFLOW] = len(self.values)
+            self.values.append(self.OVERFLOW)
+        return self._codes[self.OVERFLOW]
+
+
+def _pack(name: str, values: np.ndarray) -> bytes:
+    return np.ascontiguousarray(values, dtype=_NUMPY_DTYPES[COLUMN_DTYPES[name]]).tobytes()
+
+
+def _sample_columns(
+    frames: TraceFrames, rows: np.ndarray, core: pd.DataFrame, span_sel: np.ndarray,
+    offsets: np.ndarray, t0: float,
+) -> dict[str, bytes]:
+    samples = frames.samples.iloc[rows] if len(rows) else frames.samples.iloc[:0]
+    chosen = core.iloc[span_sel]
+    lanes = np.zeros(len(frames.samples), dtype=np.int64)
+    np.maximum.at(lanes, chosen["sample_row"].to_numpy(), chosen["lane"].to_numpy() + 1)
+    status = samples["status"].array
+    source = samples["source"].array
+    dump_codes = samples["dump"].to_numpy()
+    return {
+        "smp_start": _pack("smp_start", samples["start"].to_numpy() - t0 - offsets),
+        "smp_end": _pack("smp_end", samples["end"].to_numpy() - t0 - offsets),
+        "smp_reward": _pack("smp_reward", samples["reward"].to_numpy()),
+        "smp_status": _pack("smp_status", _code_or_last(status, 255)),
+        "smp_source": _pack("smp_source", _code_or_last(source, 65535)),
+        "smp_rollout": _pack("smp_rollout", dump_codes),
+        "smp_attempts": _pack("smp_attempts", np.minimum(samples["attempts"].to_numpy(), 65535)),
+        "smp_lanes": _pack("smp_lanes", np.minimum(lanes[rows], 65535)),
+        "smp_open": _pack("smp_open", samples["n_open_spans"].to_numpy()),
+        "smp_offset": _pack("smp_offset", offsets),
+    }
+
+
+def _code_or_last(categorical: pd.Categorical, cap: int) -> np.ndarray:
+    """Category codes, with missing values pointing at the table's trailing "" entry."""
+    codes = np.asarray(categorical.codes, dtype=np.int64)
+    return np.minimum(np.where(codes < 0, len(categorical.categories), codes), cap)
+
+
+def _span_columns(
+    core: pd.DataFrame, selection: np.ndarray, sample_pos: np.ndarray, names: _NameTable,
+    t0: float, offsets: np.ndarray,
+) -> tuple[np.ndarray, dict[str, bytes]]:
+    rows = sample_pos[core["sample_row"].to_numpy()[selection]]
+    lanes = np.minimum(core["lane"].to_numpy()[selection], 255)  # as packed: u1
+    starts = core["start"].to_numpy()[selection]
+    order = selection[np.lexsort((starts, lanes, rows))]
+    chosen = core.iloc[order]
+    flags = (
+        (chosen["state"] == "open").to_numpy().astype(np.int64) * FLAG_OPEN
+        | chosen["virtual"].to_numpy().astype(np.int64) * FLAG_VIRTUAL
+        | chosen["error"].to_numpy().astype(np.int64) * FLAG_ERROR
+        | (chosen["pd_form"] == "children").to_numpy().astype(np.int64) * FLAG_PD_SEGMENT_SPANS
+        | (_contract_codes(chosen["clip_reason"], "clip_reasons") + 1) << CLIP_SHIFT
+    )
+    parent_pos = np.full(len(core), -1, dtype=np.int64)
+    parent_pos[order] = np.arange(len(order))
+    parents = chosen["parent_index"].to_numpy()
+    parent_payload = np.where(parents >= 0, parent_pos[np.maximum(parents, 0)], -1)
+    samples = sample_pos[chosen["sample_row"].to_numpy()]
+    base = t0 + offsets[samples]
+    columns = {
+        "span_sample": _pack("span_sample", samples),
+        "span_start": _pack("span_start", chosen["start"].to_numpy() - base),
+        "span_end": _pack("span_end", chosen["display_end"].to_numpy() - base),
+        "span_name": _pack("span_name", names.codes_for(chosen["name"])),
+        "span_lane": _pack("span_lane", np.minimum(chosen["lane"].to_numpy(), 255)),
+        "span_depth": _pack("span_depth", np.minimum(chosen["depth"].to_numpy(), 255)),
+        "span_flags": _pack("span_flags", flags),
+        "span_attempt": _pack("span_attempt", np.minimum(chosen["attempt"].to_numpy(), 255)),
+        "span_parent": _pack("span_parent", parent_payload),
+    }
+    return order, columns
+
+
+def _segment_columns(
+    segments: pd.DataFrame, span_pos: np.ndarray, span_offsets: np.ndarray, names: _NameTable,
+    t0: float,
+) -> dict[str, bytes]:
+    """PD segments of the virtual spans in the payload, sorted by owner then start."""
+    if len(segments):
+        owners = span_pos[segments["span_index"].to_numpy()]
+        shown = segments[owners >= 0]
+        owners = owners[owners >= 0]
+        order = np.lexsort((shown["start"].to_numpy(), owners))
+        shown, owners = shown.iloc[order], owners[order]
+        name_codes = names.codes_for(shown["name"])
+        base = t0 + span_offsets[owners]
+        start, end = shown["start"].to_numpy() - base, shown["end"].to_numpy() - base
+    else:
+        owners = name_codes = start = end = np.zeros(0)
+    return {
+        "seg_span": _pack("seg_span", owners),
+        "seg_start": _pack("seg_start", start),
+        "seg_end": _pack("seg_end", end),
+        "seg_name": _pack("seg_name", name_codes),
+    }
+
+
+def _event_columns(
+    events: pd.DataFrame, selection: np.ndarray, sample_pos: np.ndarray, span_pos: np.ndarray,
+    names: _NameTable, t0: float, offsets: np.ndarray,
+) -> tuple[np.ndarray, dict[str, bytes]]:
+    rows = sample_pos[events["sample_row"].to_numpy()[selection]]
+    lanes = np.minimum(events["lane"].to_numpy()[selection], 255)  # as packed: u1
+    ts = events["ts"].to_numpy()[selection]
+    order = selection[np.lexsort((ts, lanes, rows))]
+    chosen = events.iloc[order]
+    parents = chosen["parent_index"].to_numpy()
+    samples = sample_pos[chosen["sample_row"].to_numpy()]
+    columns = {
+        "ev_sample": _pack("ev_sample", samples),
+        "ev_ts": _pack("ev_ts", chosen["ts"].to_numpy() - t0 - offsets[samples]),
+        "ev_name": _pack("ev_name", names.codes_for(chosen["name"])),
+        "ev_lane": _pack("ev_lane", np.minimum(chosen["lane"].to_numpy(), 255)),
+        "ev_kind": _pack("ev_kind", _contract_codes(chosen["kind"], "event_kinds")),
+        "ev_attempt": _pack("ev_attempt", np.minimum(chosen["attempt"].to_numpy(), 255)),
+        "ev_parent": _pack("ev_parent", _parent_positions(parents, span_pos)),
+    }
+    return order, columns
+
+
+def _link_columns(frames: TraceFrames, span_pos: np.ndarray,
+                  event_pos: np.ndarray) -> dict[str, bytes]:
+    """The links whose both ends are in the payload (``links.links``), sorted.
+
+    An endpoint is a payload span index ``i`` (as is) or event index ``j`` (as
+    ``-1 - j``). A group is re-hubbed on its first member in the payload, so a
+    filter that hides the hub still links the members it shows."""
+    table = links(frames)
+    members = group_members(table)
+    member = _positions(frames.span_core.index, span_pos, members["span"].to_numpy())
+    shown = pd.DataFrame({"pos": member, "hub": members["hub"].to_numpy()})[member >= 0]
+    hub = shown.groupby("hub")["pos"].transform("min").to_numpy()
+    mine = shown["pos"].to_numpy() != hub
+    kinds = [np.full(int(mine.sum()), LINK_KINDS.index("group"))]
+    sources, targets = [shown["pos"].to_numpy()[mine]], [hub[mine]]
+
+    others = table[table["kind"] != "group"]
+    ends = []
+    for side in ("from", "to"):
+        is_span = (others[f"{side}_kind"] == "span").to_numpy()
+        labels = others[f"{side}_index"].to_numpy()
+        position = np.where(is_span, _positions(frames.span_core.index, span_pos, labels),
+                            _positions(frames.event_core.index, event_pos, labels))
+        ends.append((position, np.where(is_span, position, -1 - position)))
+    both = (ends[0][0] >= 0) & (ends[1][0] >= 0)
+    kinds.append(np.asarray(others["kind"].array.codes)[both])  # type: ignore[union-attr]
+    sources.append(ends[0][1][both])
+    targets.append(ends[1][1][both])
+    kind, source, target = (np.concatenate(parts).astype(np.int64)
+                            for parts in (kinds, sources, targets))
+    order = np.lexsort((target, source, kind))
+    return {
+        "link_kind": _pack("link_kind", kind[order]),
+        "link_from": _pack("link_from", source[order]),
+        "link_to": _pack("link_to", target[order]),
+    }
+
+
+def _positions(index: pd.Index, payload_pos: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """Payload positions of the rows ``labels`` of a table (-1: not in the payload)."""
+    found = index.get_indexer(labels)
+    return np.where(found >= 0, payload_pos[np.maximum(found, 0)], -1)
+
+
+def _contract_codes(series: pd.Series, table: str) -> np.ndarray:
+    """Positions of a categorical's values in the contract's ``table`` (-1 for missing)."""
+    names: list[str] = CONTRACT[table]
+    categories = [str(c) for c in series.array.categories]  # type: ignore[union-attr]
+    unknown = sorted(set(categories) - set(names))
+    if unknown:
+        raise ValueError(f"payload: {table} {unknown} are not in payload_contract.json")
+    lookup = np.array([names.index(c) for c in categories] + [-1], dtype=np.int64)
+    return lookup[np.asarray(series.array.codes, dtype=np.int64)]  # type: ignore[union-attr]
+
+
+def _check_order(buffers: dict[str, bytes], kind: str) -> None:
+    """Fail on spans (events) out of (sample, lane, time) order, as packed.
+
+    The renderer binary-searches each lane and does not reorder, so a payload
+    out of order would draw wrong rather than fail loudly there.
+    """
+    sample, lane, time = (np.frombuffer(buffers[name], dtype=_NUMPY_DTYPES[COLUMN_DTYPES[name]])
+                          for name in CONTRACT["sort_keys"][kind])
+    d_sample = np.diff(sample.astype(np.int64))
+    d_lane = np.diff(lane.astype(np.int64))
+    back = (d_sample < 0) | ((d_sample == 0) & ((d_lane < 0) | ((d_lane == 0)
+                                                              & (np.diff(time) < 0))))
+    if back.any():
+        raise RuntimeError(f"payload: {kind} columns out of (sample, lane, time) order "
+                             f"at position {int(np.argmax(back)) + 1}")
+
+
+def _parent_positions(parents: np.ndarray, span_pos: np.ndarray) -> np.ndarray:
+    """Payload position of each parent span (-1 for none, or when no span is shown)."""
+    if not len(span_pos):
+        return np.full(len(parents), -1, dtype=np.int64)
+    return np.where(parents >= 0, span_pos[np.maximum(parents, 0)], -1)
+
+
+# --------------------------------------------------------------------------- strings
+
+
+def _categories(series: pd.Series) -> list[str]:
+    return [truncate(str(c), NAME_CHARS) for c in series.array.categories] + [""]
+
+
+def _rollout_labels(frames: TraceFrames) -> list[str]:
+    labels = []
+    for path, rollout_id in zip(frames.paths, frames.rollout_ids, strict=True):
+        name = os.path.basename(path) if path and not path.startswith("<") else ""
+        labels.append(f"rollout {rollout_id}" if rollout_id is not None else name or "dump")
+    return labels or ["dump"]
+
+
+def _sample_strings(samples: pd.DataFrame, rows: np.ndarray) -> dict[str, list]:
+    chosen = samples.iloc[rows]
+    return {
+        "row": rows.tolist(),
+        "sample_index": _nullable_ints(chosen["sample_index"]),
+        "group_index": _nullable_ints(chosen["group_index"]),
+        "trace_id": [None if t is None else truncate(str(t), NAME_CHARS)
+                     for t in chosen["trace_id"]],
+        "label": [None if v is None else truncate(str(v), LABEL_CHARS) for v in chosen["label"]],
+    }
+
+
+def _nullable_ints(series: pd.Series) -> list[int | None]:
+    return [None if pd.isna(v) else int(v) for v in series]
+
+
+def _default_title(frames: TraceFrames) -> str:
+    names = [os.path.basename(p) for p in frames.paths if p and not p.startswith("<")]
+    if not names:
+        return "slime trace timeline"
+    return names[0] if len(names) == 1 else f"{names[0]} + {len(names) - 1} more"

@@ -1,0 +1,82 @@
+"""The run overview in a notebook: one row per dump of a run dataset, with its
+trends; clicking a row opens that rollout's timeline below the table.
+
+The table is a small anywidget of its own (``js/src/run/run_table.js``): rows are
+``analysis.rollout_trends`` figures, a few hundred small dicts; the timeline
+of the chosen rollout is read lazily from the dataset, only its own files.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import anywidget
+import ipywidgets
+import traitlets
+
+from ..answers.trends import rollout_trends
+from .widget import TraceTimeline
+
+_STATIC = Path(__file__).parent / "static"
+#: (label, trends column, kind) of the table, in order; ``kind`` sets how a cell reads.
+COLUMNS = (
+    ("rollout", "rollout_id", "text"), ("kind", "dump_kind", "text"),
+    ("samples", "samples", "number"), ("wall s", "wall_s", "number"),
+    ("p50 s", "duration_p50", "number"), ("p95 s", "duration_p95", "number"),
+    ("max s", "duration_max", "number"), ("stragglers", "straggler_share", "share"),
+    ("tool errors", "tool_errors", "number"), ("retries", "retries", "number"),
+    ("aborted", "aborted", "number"), ("truncated", "truncated", "number"),
+)
+
+
+class RunTable(anywidget.AnyWidget):
+    """The clickable table of a run's dumps (``chosen`` is the row clicked)."""
+
+    _esm = _STATIC / "run.js"
+    _css = _STATIC / "run.css"
+
+    title = traitlets.Unicode("").tag(sync=True)
+    rows = traitlets.List(traitlets.Dict()).tag(sync=True)
+    columns = traitlets.List(traitlets.Dict()).tag(sync=True)
+    chosen = traitlets.Dict().tag(sync=True)
+
+
+class RunView(ipywidgets.VBox):
+    """A run dataset's overview table above the timeline of the rollout clicked."""
+
+    def __init__(self, directory: str | Path, **timeline_options: Any) -> None:
+        self.directory = Path(directory)
+        self.trends = rollout_trends(self.directory)
+        self.table = RunTable(title=f"{self.directory.name}: {len(self.trends)} dumps",
+                              rows=_json_rows(self.trends),
+                              columns=[{"label": label, "key": key, "kind": kind}
+                                       for label, key, kind in COLUMNS])
+        self.timeline: TraceTimeline | None = None
+        self._options = timeline_options
+        self.table.observe(self._open, names="chosen")
+        super().__init__(children=[self.table])
+
+    def show_rollout(self, rollout_id: int, dump_kind: str = "train") -> TraceTimeline:
+        """Show one rollout's timeline below the table (what a click does)."""
+        self.timeline = TraceTimeline.from_dataset(self.directory, [int(rollout_id)],
+                                                   kinds=[dump_kind], **self._options)
+        self.children = [self.table, self.timeline]
+        return self.timeline
+
+    def _open(self, change: dict) -> None:
+        chosen = change["new"]
+        if isinstance(chosen.get("rollout_id"), int) and chosen.get("dump_kind") in (
+                "train", "eval"):
+            self.show_rollout(chosen["rollout_id"], chosen["dump_kind"])
+
+
+def _json_rows(trends: Any) -> list[dict[str, Any]]:
+    """The trends table as JSON-ready dicts (NaN as None, numpy scalars as Python)."""
+    keys = [key for _, key, _ in COLUMNS]
+    rows = []
+    for record in trends[keys].to_dict("records"):
+        rows.append({key: None if isinstance(v, float) and not math.isfinite(v)
+                     else v.item() if hasattr(v, "item") else v for key, v in record.items()})
+    return rows

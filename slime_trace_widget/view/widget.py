@@ -1,0 +1,314 @@
+"""TraceTimeline: the notebook widget (a thin anywidget class).
+
+The Python side holds the frames and answers questions; the front end
+(``js/``, bundled into ``static/``) draws. State crosses as traitlets:
+``payload`` (binary columns, see ``docs/payload.md``), ``selected`` (what the
+user clicked), ``view_range`` (two-way zoom) and ``view_state`` (filters, sort
+and toggles, read back by :meth:`to_html`). Attributes stay in the kernel and
+are sent on request when an item is clicked, and so does a sample's whole
+prompt, response, label or metadata when the panel's "show all" asks for it.
+"""
+
+from __future__ import annotations
+
+import base64
+import itertools
+import logging
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import anywidget
+import numpy as np
+import pandas as pd
+import traitlets
+
+from ..answers.query import attr_masks, check_terms, restrict
+from ..frames.build import build_frames
+from ..frames.model import TraceFrames, combine_frames
+from ..sources.follow import POLL_SECONDS, SETTLE_SECONDS, DumpWatcher, Poller
+from ..sources.loading import load_frames
+from .details import event_detail, sample_text, span_detail
+from .page.snapshot import write_snapshot
+from .payload import EncodedView, encode
+
+_STATIC = Path(__file__).parent / "static"
+_log = logging.getLogger(__name__)
+_VIEW_IDS = itertools.count(1)
+
+
+class TraceTimeline(anywidget.AnyWidget):
+    """Interactive timeline of slime rollout traces, one row per sample."""
+
+    _esm = _STATIC / "widget.js"
+    _css = _STATIC / "widget.css"
+
+    payload = traitlets.Dict().tag(sync=True)
+    selected = traitlets.Dict().tag(sync=True)
+    view_range = traitlets.List(traitlets.Float(), default_value=[]).tag(sync=True)
+    view_state = traitlets.Dict().tag(sync=True)
+    height = traitlets.Int(640).tag(sync=True)
+
+    def __init__(self, frames: TraceFrames, *, title: str | None = None,
+                 align: str | None = None, **kwargs: Any) -> None:
+        """``align``: "global" (one clock) or "rollout" (each dump from its own start);
+        the default compares several dumps by their shape, "rollout", else "global"."""
+        self._frames = frames
+        self._poller: Poller | None = None
+        self._title = title
+        self._align = align or ("rollout" if len(frames.paths) > 1 else "global")
+        self._view = self._encode(frames)
+        super().__init__(payload=self._view.payload, **kwargs)
+        self.on_msg(self._on_message)
+
+    # ------------------------------------------------------------------ constructors
+
+    @classmethod
+    def from_dump(cls, path_or_glob: Any, *, trusted: bool = False, **kwargs: Any
+                  ) -> TraceTimeline:
+        """Open one dump, a glob, or a list of dumps (combined into one view).
+
+        ``trusted=True`` unpickles with torch's full unpickler, which runs code
+        from the file; keep the default for files you did not write.
+        """
+        return cls(load_frames(path_or_glob, trusted=trusted), **kwargs)
+
+    @classmethod
+    def from_dataset(cls, directory: Any, rollouts: Any = None, *, where: str | None = None,
+                     kinds: Any = None, **kwargs: Any) -> TraceTimeline:
+        """Open rollouts of a run dataset (``slime-trace-viewer convert``), reading only
+        their files; ``where`` keeps the samples a SQL condition holds for."""
+        from ..sources.dataset import open_dataset
+
+        return cls(open_dataset(directory, rollouts=rollouts, where=where, kinds=kinds),
+                   **kwargs)
+
+    @classmethod
+    def follow(cls, folder: str | Path, pattern: str = "*.pt", *,
+               interval: float = POLL_SECONDS, settle_seconds: float = SETTLE_SECONDS,
+               **kwargs: Any) -> TraceTimeline:
+        """Show the complete dumps in ``folder`` and add each new one as slime writes
+        it, loading only the new ones (every ``interval`` seconds, once a file has not
+        changed for ``settle_seconds``). ``stop_following()`` ends it."""
+        watcher = DumpWatcher(folder, pattern, settle_seconds)
+        first = watcher.new_dumps()
+        frames = load_frames(first, progress=False) if first else build_frames([])
+        timeline = cls(frames, **{"align": "global", **kwargs})
+
+        def look() -> None:
+            new = watcher.new_dumps()
+            if new:
+                timeline.add_frames(load_frames(new, progress=False))
+
+        timeline._poller = Poller(look, lambda exc: _log.warning(
+            "following %s: %s", folder, exc), interval)
+        return timeline
+
+    def stop_following(self) -> None:
+        """Stop adding new dumps (see :meth:`follow`)."""
+        if self._poller is not None:
+            self._poller.stop()
+            self._poller = None
+
+    def add_frames(self, frames: TraceFrames) -> TraceTimeline:
+        """Add more dumps' frames to what this widget shows (everything is shown again)."""
+        self._frames = combine_frames([self._frames, frames]) if len(self._frames.samples) \
+            else frames  # nothing shown yet (a followed folder that was empty)
+        return self.show()
+
+    def close(self) -> None:
+        self.stop_following()
+        super().close()
+
+    @classmethod
+    def from_frames(cls, frames: TraceFrames | list[TraceFrames] | Any, **kwargs: Any
+                    ) -> TraceTimeline:
+        """Show frames already built, several of them side by side (a list), or anything
+        :func:`build_frames` accepts."""
+        if isinstance(frames, list) and frames and all(isinstance(f, TraceFrames)
+                                                      for f in frames):
+            frames = combine_frames(frames)
+        elif not isinstance(frames, TraceFrames):
+            frames = build_frames(frames)
+        return cls(frames, **kwargs)
+
+    # ------------------------------------------------------------------ data access
+
+    @property
+    def frames(self) -> TraceFrames:
+        return self._frames
+
+    @property
+    def samples(self) -> pd.DataFrame:
+        return self._frames.samples
+
+    @property
+    def spans(self) -> pd.DataFrame:
+        return self._frames.spans
+
+    @property
+    def events(self) -> pd.DataFrame:
+        return self._frames.events
+
+    @property
+    def view(self) -> EncodedView:
+        """The payload currently shown and its maps back to frame rows."""
+        return self._view
+
+    # ------------------------------------------------------------------ pandas round trip
+
+    def show(self, samples: pd.DataFrame | pd.Index | None = None,
+             spans: pd.DataFrame | pd.Index | None = None, *,
+             query: str | None = None) -> TraceTimeline:
+        """Show only these samples and/or spans (pandas filters) in this same widget,
+        and of them only what ``query`` keeps (``docs/query.md``; the filter box's
+        grammar, e.g. ``"name:tool_call tool=python duration>2s"``).
+
+        ``tl.show()`` with no argument shows everything again. A query that does
+        not parse raises ``ValueError`` (``query.QueryError``) saying what and where.
+        """
+        filters = (restrict(self._frames, query, samples, spans) if query
+                   else {"samples": samples, "spans": spans})
+        self._view = self._encode(self._frames, **filters)
+        self.selected = {}
+        self.payload = self._view.payload
+        return self
+
+    def _encode(self, frames: TraceFrames, **filters: Any) -> EncodedView:
+        """``encode`` with a fresh ``meta.view_id``: two views of equal size are told
+        apart by it, so a ``query_attrs`` answer meant for another one is not used."""
+        view = encode(frames, title=self._title, align=self._align, **filters)
+        meta = {**view.payload["meta"], "view_id": str(next(_VIEW_IDS))}
+        return replace(view, payload={**view.payload, "meta": meta})
+
+    # ------------------------------------------------------------------ sharing
+
+    def to_html(self, path: str | Path) -> Path:
+        """Write a standalone HTML snapshot of what this widget shows now.
+
+        The same rows (``show`` filters), sort, text filter, toggles and zoom;
+        all attributes of the included spans are embedded, so the file opens
+        anywhere from ``file://`` without a kernel or a network.
+        """
+        return write_snapshot(path, self._frames, self._view, view_state=dict(self.view_state),
+                              view_range=list(self.view_range))
+
+    # ------------------------------------------------------------------ selection
+
+    @traitlets.validate("selected")
+    def _complete_selection(self, proposal: dict[str, Any]) -> dict[str, Any]:
+        """Add the frame index and span id to a selection made in the front end."""
+        value = dict(proposal["value"] or {})
+        if not value or "index" not in value:
+            return value
+        try:
+            frame_index = self._frame_index(value.get("kind", "span"), int(value["index"]))
+        except (IndexError, TypeError, ValueError):
+            _log.debug("selection out of range: %r", value)
+            return {}
+        value["frame_index"] = frame_index
+        if value.get("kind", "span") == "span":
+            value["span_id"] = str(self._frames.span_core.at[frame_index, "span_id"])
+        else:
+            span_id = self._frames.event_core.at[frame_index, "span_id"]
+            value["span_id"] = None if span_id is None else str(span_id)
+        return value
+
+    def _frame_index(self, kind: str, payload_index: int) -> int:
+        table = self._view.span_index if kind == "span" else self._view.event_index
+        if not 0 <= payload_index < len(table):
+            raise IndexError(payload_index)
+        return int(table[payload_index])
+
+    @property
+    def selected_span(self) -> pd.Series | None:
+        """The clicked span as a row of :attr:`spans` (all attrs), or None."""
+        if self.selected.get("kind", "span") != "span" or "frame_index" not in self.selected:
+            return None
+        return self.spans.loc[self.selected["frame_index"]]
+
+    @property
+    def selected_event(self) -> pd.Series | None:
+        """The clicked instant event / unmatched end as a row of :attr:`events`, or None."""
+        if self.selected.get("kind") != "event" or "frame_index" not in self.selected:
+            return None
+        return self.events.loc[self.selected["frame_index"]]
+
+    # ------------------------------------------------------------------ messages
+
+    def _on_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        """Answer the front end's requests (``docs/payload.md``); other messages are ignored."""
+        if not isinstance(content, dict):
+            return
+        if content.get("type") == "attrs":
+            self._reply(content, ("kind", "index"), self._attrs)
+        elif content.get("type") == "sample_text":
+            self._reply(content, ("sample", "field"), self._sample_text)
+        elif content.get("type") == "payload_inline":
+            self._reply(content, (), self._payload_inline)
+        elif content.get("type") == "query_attrs":
+            self._reply(content, ("view",), self._query_attrs)
+
+    def _reply(self, content: dict[str, Any], echo: tuple[str, ...],
+               answer: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
+        """Send ``answer(content)`` under the request's type, ``req`` and ``echo`` keys.
+
+        A bad request gets a reply with an ``error`` instead: an exception here would
+        break the kernel's comm, and the front end would wait for nothing.
+        """
+        reply: dict[str, Any] = {"type": content["type"], "req": content.get("req"),
+                                 **{key: content.get(key) for key in echo}}
+        try:
+            reply.update(answer(content))
+        except Exception as exc:
+            _log.debug("%s request failed: %r", content["type"], content, exc_info=True)
+            reply["error"] = f"{type(exc).__name__}: {exc}"
+        self.send(reply)
+
+    def _attrs(self, content: dict[str, Any]) -> dict[str, Any]:
+        """Details of payload span or event ``index`` (see ``details.span_detail``)."""
+        kind = "span" if content.get("kind") == "span" else "event"
+        frame_index = self._frame_index(kind, int(content["index"]))
+        return {"detail": (span_detail if kind == "span" else event_detail)(self._frames,
+                                                                           frame_index)}
+
+    def _payload_inline(self, _content: dict[str, Any]) -> dict[str, Any]:
+        """The payload shown, each buffer as base64 text, for a front end whose binary
+        buffers were lost on the way (Colab's widget manager can drop them). Text, since
+        the binary buffers of this reply could be lost just the same; the whole payload,
+        so a reply that crosses a newer ``show()`` is still one consistent payload."""
+        payload = self._view.payload
+        buffers = {name: base64.b64encode(data).decode("ascii")
+                   for name, data in payload["buffers"].items()}
+        return {"payload": {**payload, "buffers": buffers}}
+
+    def _sample_text(self, content: dict[str, Any]) -> dict[str, Any]:
+        """The whole text ``field`` of payload sample ``sample`` (see ``details.sample_text``)."""
+        rows = self._view.sample_rows
+        position = content.get("sample")
+        if type(position) is not int or not 0 <= position < len(rows):
+            raise IndexError("no such sample in this view")
+        return sample_text(self._frames, int(rows[position]), content.get("field"))
+
+    def _query_attrs(self, content: dict[str, Any]) -> dict[str, Any]:
+        """Whether the filter's attribute terms all hold, per payload span and event, as
+        bitmaps (numpy ``packbits``, little bit order) in base64: the front end cannot
+        see attributes, so it asks, and evaluates the other terms itself.
+
+        ``follow()``'s thread may swap the frames and view meanwhile: read once, the
+        view first (new frames still hold an older view's rows, not the reverse), and
+        refuse a request made for another view than this one."""
+        view = self._view
+        frames = self._frames
+        terms = check_terms(content.get("terms"))
+        wanted = content.get("view")
+        if wanted is not None and wanted != view.payload["meta"]["view_id"]:
+            raise ValueError(f"view {wanted!r} is no longer shown")
+        spans, events = attr_masks(frames, terms, view.span_index, view.event_index)
+        return {"n_spans": len(spans), "n_events": len(events),
+                "spans": _bitmap(spans), "events": _bitmap(events)}
+
+
+def _bitmap(mask: Any) -> str:
+    return base64.b64encode(np.packbits(mask, bitorder="little").tobytes()).decode("ascii")

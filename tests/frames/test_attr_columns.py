@@ -1,0 +1,76 @@
+"""Attributes as typed Arrow columns, and back to the dicts they came from."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import torch
+
+from slime_trace_widget.frames import attr_columns
+from slime_trace_widget.frames.attr_columns import AttrTable, merged_attr_frame
+
+ROWS = [
+    {"turn": 1, "tool": "python", "ok": True, "latency": 0.5},
+    None,
+    {"turn": 2, "latency": 1, "reason": None},
+    {"nested": {"hits": [1, 2]}, "mixed": 1},
+    {"mixed": "text", "tool": "search", "huge": 2**70},
+    {},
+    {"np": np.float32(1.5), "t": torch.tensor([1, 2]), "odd": "\ud800x", "nan": math.nan},
+]
+
+
+def test_columns_are_typed() -> None:
+    table = AttrTable.from_dicts(ROWS).table
+    types = {field.name: field.type for field in table.schema}
+    assert types["turn"] == pa.int64() and types["latency"] == pa.float64()
+    assert types["ok"] == pa.bool_() and types["tool"] == pa.string()
+    assert types["mixed"] == pa.string() and types["huge"] == pa.string()
+    assert types["np"] == pa.float64() and types["nested"] == pa.string()
+
+
+def test_dicts_come_back_with_nones_nesting_and_cleaned_text() -> None:
+    back = AttrTable.from_dicts(ROWS).dicts()
+    assert back[0] == {"turn": 1, "tool": "python", "ok": True, "latency": 0.5}
+    assert back[1] is None and back[5] is None
+    assert back[2] == {"turn": 2, "latency": 1.0, "reason": None}
+    assert back[3] == {"nested": {"hits": [1, 2]}, "mixed": "1"}
+    assert back[4] == {"mixed": "text", "tool": "search", "huge": str(2**70)}
+    assert back[6]["np"] == 1.5 and back[6]["t"] == [1, 2] and back[6]["odd"] == "\ufffdx"
+    assert math.isnan(back[6]["nan"])
+    assert AttrTable.from_dicts(ROWS).rows([4, 0]) == [back[4], back[0]]
+
+
+def test_keys_past_the_cap_travel_per_row(monkeypatch) -> None:
+    monkeypatch.setattr(attr_columns, "MAX_ATTR_COLUMNS", 2)
+    warnings: Counter[str] = Counter()
+    rows = [{"a": 1, "b": 2, "c": 3}, {"a": 4, "d": "x"}]
+    table = AttrTable.from_dicts(rows, warnings)
+    assert table.keys == ["a", "b"] and warnings["attr_columns_capped"] == 2
+    assert table.dicts() == rows
+
+
+def test_non_text_keys_become_text() -> None:
+    rows = [{1: "one", (2, 3): "pair"}]
+    assert AttrTable.from_dicts(rows).dicts() == [{"1": "one", "[2, 3]": "pair"}]
+
+
+def test_concat_promotes_numbers_and_falls_back_to_text() -> None:
+    first = AttrTable.from_dicts([{"x": 1, "y": 1}])
+    second = AttrTable.from_dicts([{"x": 2.5, "y": "two"}, None])
+    joined = AttrTable.concat([first, second])
+    assert joined.table.schema.field("x").type == pa.float64()
+    assert joined.table.schema.field("y").type == pa.string()
+    assert joined.dicts() == [{"x": 1.0, "y": "1"}, {"x": 2.5, "y": "two"}, None]
+
+
+def test_merged_columns_prefer_the_end_value() -> None:
+    start = AttrTable.from_dicts([{"k": 1, "only_start": "s"}, {"k": 2}])
+    end = AttrTable.from_dicts([{"k": 10}, None])
+    frame = merged_attr_frame(start, end, pd.RangeIndex(2))
+    assert frame["attr.k"].tolist() == [10, 2]
+    assert frame["attr.only_start"].tolist() == ["s", None]

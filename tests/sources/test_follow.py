@@ -1,0 +1,94 @@
+"""Following a live run: new dumps are picked up once complete, and only they load."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from slime_trace_widget import TraceTimeline
+from slime_trace_widget.sources.follow import DumpWatcher, Poller
+from slime_trace_widget.view import widget as widget_module
+
+FIXTURES = Path(__file__).parents[1] / "fixtures"
+
+
+def _place(source: Path, target: Path, age: float = 3600) -> None:
+    """Copy in one rename, dated ``age`` seconds ago (what a finished save looks like)."""
+    partial = target.with_name(f".{target.name}.partial")
+    shutil.copy(source, partial)
+    os.replace(partial, target)
+    then = time.time() - age
+    os.utime(target, (then, then))
+
+
+def _wait_for(condition, timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.05)
+
+
+def test_watcher_returns_each_complete_dump_once(tmp_path: Path) -> None:
+    watcher = DumpWatcher(tmp_path, "rollout_*.pt")
+    _place(FIXTURES / "small.pt", tmp_path / "rollout_0.pt")
+    _place(FIXTURES / "small.pt", tmp_path / "rollout_1.pt", age=0)  # just written
+    (tmp_path / "notes.txt").write_text("not a dump")
+    assert watcher.new_dumps() == [str(tmp_path / "rollout_0.pt")]
+    assert watcher.new_dumps() == []
+    old = time.time() - 60
+    os.utime(tmp_path / "rollout_1.pt", (old, old))
+    assert watcher.new_dumps() == [str(tmp_path / "rollout_1.pt")]
+
+
+@pytest.mark.filterwarnings("ignore:skipped .*rollout_1.pt:RuntimeWarning")
+def test_timeline_follows_a_folder(tmp_path: Path, monkeypatch) -> None:
+    _place(FIXTURES / "small.pt", tmp_path / "rollout_0.pt")
+    loaded: list[list[str]] = []
+    real = widget_module.load_frames
+    monkeypatch.setattr(widget_module, "load_frames",
+                        lambda paths, **kw: loaded.append(list(paths)) or real(paths, **kw))
+    timeline = TraceTimeline.follow(tmp_path, "rollout_*.pt", interval=0.1)
+    try:
+        assert len(timeline.samples) == 8 and timeline.payload["meta"]["n_samples_total"] == 8
+        (tmp_path / "rollout_1.pt").write_bytes(b"PK\x03\x04 broken")  # logged, not fatal
+        old = time.time() - 3600
+        os.utime(tmp_path / "rollout_1.pt", (old, old))
+        _place(FIXTURES / "rollout_eval_3.pt", tmp_path / "rollout_2.pt")
+        # frames change before the payload is rebuilt from them: wait for the payload
+        _wait_for(lambda: timeline.payload["meta"]["n_samples_total"] == 30)
+        assert len(timeline.frames.paths) == 2
+        # Old dumps were not loaded again: each load got only new files.
+        assert loaded[0] == [str(tmp_path / "rollout_0.pt")]
+        assert all(str(tmp_path / "rollout_0.pt") not in paths for paths in loaded[1:])
+    finally:
+        timeline.stop_following()
+    assert timeline._poller is None
+
+
+def test_an_empty_folder_fills_in(tmp_path: Path) -> None:
+    timeline = TraceTimeline.follow(tmp_path, interval=0.1)
+    try:
+        assert len(timeline.samples) == 0
+        _place(FIXTURES / "small.pt", tmp_path / "rollout_0.pt")
+        _wait_for(lambda: len(timeline.samples) == 8)
+        assert timeline.frames.paths == [str(tmp_path / "rollout_0.pt")]
+    finally:
+        timeline.close()
+
+
+def test_poller_reports_errors_and_keeps_going() -> None:
+    calls, errors = [], []
+
+    def look() -> None:
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("a dump could not be read")
+
+    poller = Poller(look, errors.append, interval=0.01)
+    _wait_for(lambda: len(calls) >= 3)
+    poller.stop()
+    assert not poller.running and len(errors) == 1

@@ -1,0 +1,69 @@
+"""Frames across a process boundary: written as Arrow files, read back and checked."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from slime_trace_widget.demo import make_demo_samples
+from slime_trace_widget.frames import build_frames
+from slime_trace_widget.sources.dumps.wire import WireError, read_frames, write_frames
+
+
+def assert_same_frames(one, other) -> None:
+    for name in ("samples", "span_core", "event_core", "segments"):
+        pd.testing.assert_frame_equal(getattr(one, name), getattr(other, name),
+                                      check_categorical=False)
+    for frame, column in (("spans", "start_attrs"), ("spans", "end_attrs"), ("events", "attrs")):
+        # repr: NaN values compare unequal to themselves
+        assert repr(getattr(one, frame)[column].tolist()) == \
+            repr(getattr(other, frame)[column].tolist())
+    assert (one.paths, one.rollout_ids, one.warnings) == (other.paths, other.rollout_ids,
+                                                         other.warnings)
+
+
+def test_frames_round_trip(tmp_path: Path) -> None:
+    frames = build_frames(make_demo_samples(24, seed=3))
+    write_frames(frames, str(tmp_path))
+    assert_same_frames(read_frames(str(tmp_path)), frames)
+
+
+def test_big_ids_and_missing_ones_come_back_exact(tmp_path: Path) -> None:
+    samples = make_demo_samples(3)
+    samples[0]["index"], samples[1]["index"] = 2**60 + 1, None
+    samples[1].pop("trace")  # no carrier to take the index from either
+    frames = build_frames(samples)
+    write_frames(frames, str(tmp_path))
+    back = read_frames(str(tmp_path)).samples["sample_index"]
+    assert back.iloc[0] == 2**60 + 1 and pd.isna(back.iloc[1]) and str(back.dtype) == "Int64"
+
+
+def test_a_column_of_the_wrong_type_is_refused(tmp_path: Path) -> None:
+    frames = build_frames(make_demo_samples(4))
+    frames.samples["reward"] = frames.samples["reward"].astype("float32")
+    write_frames(frames, str(tmp_path))
+    with pytest.raises(WireError, match=r"samples\.reward: expected double, got float"):
+        read_frames(str(tmp_path))
+
+
+def test_meta_that_is_not_meta_is_refused(tmp_path: Path) -> None:
+    write_frames(build_frames(make_demo_samples(4)), str(tmp_path))
+    (tmp_path / "meta.json").write_text('{"paths": 3}')
+    with pytest.raises(WireError, match=r"meta\.json"):
+        read_frames(str(tmp_path))
+
+
+FIXTURES = Path(__file__).parents[1] / "fixtures"
+
+
+@pytest.mark.parametrize("fixture", sorted(p.name for p in FIXTURES.glob("*.pt")
+                                           if "corrupt" not in p.name))
+def test_workers_read_every_fixture_as_torch_does(fixture: str) -> None:
+    """Workers read zip dumps without torch (tensors as numpy arrays); the frames match
+    those built from ``load_dump``, which goes through torch.load."""
+    from slime_trace_widget.sources.loading import load_dump, load_frames
+
+    path = FIXTURES / fixture
+    assert_same_frames(load_frames(path), build_frames(load_dump(path)))

@@ -1,0 +1,401 @@
+"""Worker processes: files that hurt without running code stop in a child process.
+
+A tuple key that shares its halves (2**64 leaves to hash) and int keys that all
+hash to 0 (quadratic dict insertion) freeze the C unpickler, where no signal
+reaches it. Loads of such files run in a subprocess here, with a timeout, so a
+broken guard fails the test instead of hanging the suite.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import zipfile
+from pathlib import Path
+
+import pytest
+import torch
+
+from slime_trace_widget import DumpError
+from slime_trace_widget.sources import loading
+from slime_trace_widget.sources.dumps import pool, worker
+from slime_trace_widget.sources.loading import load_dump, load_frames
+from tests.sources.test_hostile_pickles import (
+    APPENDS,
+    BENIGN_SPANS,
+    EMPTY_DICT,
+    EMPTY_LIST,
+    MARK,
+    NONE,
+    PROTO2,
+    SETITEM,
+    SETITEMS,
+    STOP,
+    benign_sample,
+    benign_spans,
+    op_text,
+    op_value,
+    write_zip,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = Path(__file__).parents[1] / "fixtures"
+
+
+def tuple_key_bomb() -> bytes:
+    """A dict keyed by ``()`` paired with itself 64 times (DUP, TUPLE2): 2**64 leaves."""
+    return EMPTY_DICT + b")" + b"2\x86" * 64 + op_value(1) + SETITEM
+
+
+def colliding_int_keys(count: int = 200_000) -> bytes:
+    """A dict of int keys that all hash to 0 (multiples of 2**61 - 1): about 4 minutes of
+    probing for 200,000 keys, in a 2.4 MB file."""
+    keys = b"".join(op_value(i * (2**61 - 1)) + NONE for i in range(1, count + 1))
+    return EMPTY_DICT + MARK + keys + SETITEMS
+
+
+BOMBS = {"tuple key of 2**64 leaves": tuple_key_bomb, "200,000 colliding int keys":
+         colliding_int_keys}
+
+
+def write_bomb_after_samples(path: Path, bomb: bytes, benign_count: int = 3000) -> None:
+    """A dump whose samples list holds ``benign_count`` traced samples, then the bomb.
+
+    The benign part (about 2 MB) keeps this process's load busy while the child
+    reaches the bomb, so a gate that let the load run ahead would hang it.
+    """
+    samples = op_value(benign_sample()) * benign_count + bomb
+    write_zip(path, PROTO2 + EMPTY_DICT + op_text("samples") + EMPTY_LIST + MARK + samples
+              + APPENDS + SETITEM + STOP)
+
+
+LOAD_IN_SUBPROCESS = """
+import sys, time
+from slime_trace_widget import DumpError
+from slime_trace_widget.sources import loading as load
+started = time.perf_counter()
+try:
+    getattr(load, sys.argv[3])(sys.argv[1], time_limit=float(sys.argv[2]))
+except DumpError as exc:
+    print(f"{time.perf_counter() - started:.1f} s DumpError: {exc}")
+else:
+    print("loaded")
+"""
+
+
+def load_in_subprocess(path: Path, time_limit: float, timeout: float = 90,
+                       loader: str = "load_dump") -> str:
+    """Load ``path`` in a fresh interpreter; what it printed. A hang fails the test."""
+    result = subprocess.run([sys.executable, "-c", LOAD_IN_SUBPROCESS, str(path),
+                             str(time_limit), loader], capture_output=True, text=True,
+                            timeout=timeout, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def running_processes() -> list[tuple[int, int, int]]:
+    """(pid, parent pid, process group) of every process that still runs (zombies
+    awaiting a reaper left out), read from /proc."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue  # self, thread-self, and what is not a process
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue  # gone meanwhile
+        state, parent, group = stat.rsplit(")", 1)[1].split()[:3]
+        if state not in ("Z", "X"):
+            found.append((int(entry.name), int(parent), int(group)))
+    return found
+
+
+def live_processes_in_group(group: int) -> list[int]:
+    return [pid for pid, _, pgrp in running_processes() if pgrp == group]
+
+
+@pytest.mark.parametrize("loader", ["load_dump", "load_frames"])
+@pytest.mark.parametrize("bomb", list(BOMBS), ids=list(BOMBS))
+def test_cpu_bombs_are_refused_instead_of_freezing_the_process(tmp_path: Path, bomb: str,
+                                                                loader: str) -> None:
+    path = tmp_path / "rollout_1.pt"
+    write_bomb_after_samples(path, BOMBS[bomb]())
+    out = load_in_subprocess(path, time_limit=3, loader=loader)
+    assert "DumpError" in out and str(path) in out and "CPU time" in out, out
+
+
+def test_default_time_limit_stops_a_bomb_opened_as_a_widget(tmp_path: Path) -> None:
+    """No limit given: the default (10 s plus 1 s per MB) applies to the widget's load."""
+    path = tmp_path / "rollout_1.pt"
+    write_bomb_after_samples(path, tuple_key_bomb(), benign_count=10)
+    script = ("import sys\nfrom slime_trace_widget import DumpError, TraceTimeline\n"
+              "try:\n    TraceTimeline.from_dump(sys.argv[1])\n"
+              "except DumpError as exc:\n    print(exc)\n")
+    result = subprocess.run([sys.executable, "-c", script, str(path)], capture_output=True,
+                            text=True, timeout=120, cwd=ROOT)
+    assert "refused: loading it took more than 10" in result.stdout, result.stdout + result.stderr
+    assert "s of CPU time" in result.stdout
+
+
+def test_interrupting_a_stuck_load_ends_the_child_and_the_next_load_works(
+        tmp_path: Path) -> None:
+    bomb = tmp_path / "rollout_1.pt"
+    write_bomb_after_samples(bomb, tuple_key_bomb(), benign_count=10)
+    benign = tmp_path / "rollout_2.pt"
+    torch.save({"rollout_id": 2, "samples": [benign_sample()]}, benign)
+    load_dump(benign)  # the helper is running
+    helper = pool._IDLE.workers[0]._process
+    assert helper is not None
+    timer = threading.Timer(2.0, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        load_dump(bomb, time_limit=120)
+    timer.join()
+    assert time.monotonic() - started < 60
+    deadline = time.monotonic() + 10  # SIGKILL reaches the stuck child a moment later
+    while live_processes_in_group(helper.pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert live_processes_in_group(helper.pid) == []  # the helper and the stuck child
+    assert benign_spans(load_frames(benign)) == BENIGN_SPANS
+
+
+def test_a_file_that_changes_during_the_load_is_refused(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """The worker reads the file itself; bytes that differ from what is loaded here fail."""
+    path = tmp_path / "rollout_1.pt"
+    torch.save({"rollout_id": 1, "samples": [benign_sample()]}, path)
+    run_jobs = loading.run_jobs
+
+    def run_then_replace(*args: object) -> None:
+        run_jobs(*args)
+        path.write_bytes((FIXTURES / "small.pt").read_bytes())
+
+    monkeypatch.setattr(loading, "run_jobs", run_then_replace)
+    with pytest.raises(DumpError, match="changed while it was being loaded"):
+        load_dump(path)
+
+
+def test_the_helper_does_not_import_modules_planted_in_the_working_directory(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    marker = tmp_path / "planted_ran"
+    for module in ("numpy", "torch", "slime_trace_widget"):
+        (tmp_path / f"{module}.py").write_text(f"open({str(marker)!r}, 'w').close()\n")
+    subprocess.run([sys.executable, "-c", "import numpy"], cwd=tmp_path, check=False,
+                   capture_output=True)
+    assert marker.exists(), "a plain `python -c` here imports the planted module"
+    marker.unlink()
+    monkeypatch.chdir(tmp_path)
+    pool._IDLE.stop_all()  # the next load starts a helper from this directory
+    assert load_dump(FIXTURES / "small.pt").samples
+    assert len(load_frames(FIXTURES / "small.pt").samples) == 8
+    assert not marker.exists()
+
+
+def test_a_helper_that_cannot_start_gives_a_dump_error(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "rollout_1.pt"
+    torch.save({"rollout_id": 1, "samples": [benign_sample()]}, path)
+    pool._IDLE.stop_all()
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "no-such-python"))
+    with pytest.raises(DumpError, match=r"could not start the loader's worker"):
+        load_dump(path)
+    with pytest.raises(DumpError, match=r"could not start the loader's worker"):
+        load_frames(path)
+    assert load_dump(path, isolate=False).samples[0]["index"] == 0
+    monkeypatch.undo()
+    assert load_dump(path).samples[0]["index"] == 0
+
+
+@pytest.mark.parametrize("fixture", sorted(p.name for p in FIXTURES.glob("*.pt")
+                                           if "corrupt" not in p.name))
+def test_isolated_and_in_process_loads_agree(fixture: str) -> None:
+    """Every fixture layout (zip, legacy, objects, eval) loads the same either way."""
+    isolated = load_dump(FIXTURES / fixture)
+    in_process = load_dump(FIXTURES / fixture, isolate=False)
+    assert repr(isolated.samples) == repr(in_process.samples)
+    assert isolated.warnings == in_process.warnings
+    assert isolated.blocked_globals == in_process.blocked_globals
+
+
+@pytest.mark.parametrize("fixture", ["edge_corrupt_empty_file.pt", "edge_corrupt_garbage.pt",
+                                     "edge_corrupt_truncated.pt"])
+def test_corrupt_files_give_the_same_message_either_way(fixture: str) -> None:
+    messages = []
+    for isolate in (True, False):
+        with pytest.raises(DumpError) as caught:
+            load_dump(FIXTURES / fixture, isolate=isolate)
+        messages.append(str(caught.value))
+    assert messages[0] == messages[1]
+
+
+def test_child_deaths_are_explained() -> None:
+    request = {"path": "/data/rollout_1.pt", "name": "rollout_1.pt", "cpu_seconds": 5.0}
+    cpu = worker._death_message(request, -signal.SIGXCPU)
+    killed = worker._death_message(request, -signal.SIGKILL)
+    crash = worker._death_message(request, -signal.SIGSEGV)
+    assert cpu.startswith("rollout_1.pt: refused") and "more than 5 s of CPU time" in cpu
+    assert killed.startswith("rollout_1.pt: refused") and "out of memory" in killed
+    assert crash.startswith("rollout_1.pt:") and "crashed" in crash and "SIGSEGV" in crash
+
+
+def children_of(pid: int) -> list[int]:
+    return [child for child, parent, _ in running_processes() if parent == pid]
+
+
+def test_the_helper_starts_no_helper_of_its_own() -> None:
+    """The helper imports the loader module, which starts a helper in any other process."""
+    load_dump(FIXTURES / "small.pt")
+    helper = pool._IDLE.workers[0]._process
+    assert helper is not None
+    deadline = time.monotonic() + 10
+    while children_of(helper.pid) and time.monotonic() < deadline:
+        time.sleep(0.1)  # the last rehearsal child may still be exiting
+    assert children_of(helper.pid) == []
+
+
+def test_a_forked_process_loads_with_its_own_helper() -> None:
+    """A fork (a DataLoader worker, say) must not talk to its parent's helper over the
+    pipes it inherited: both sides would read each other's answers."""
+    load_dump(FIXTURES / "small.pt")
+    helper = pool._IDLE.workers[0]._process
+    assert helper is not None
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            ok = len(load_dump(FIXTURES / "small.pt").samples) == 8
+            mine = pool._IDLE.workers[0]._process
+            code = 0 if ok and mine is not None and mine.pid != helper.pid else 2
+            pool._IDLE.stop_all()
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert pool._IDLE.workers[0]._process is helper and helper.poll() is None
+    assert len(load_dump(FIXTURES / "small.pt").samples) == 8
+
+
+def test_a_relative_path_is_the_callers_after_a_chdir(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The helper keeps the directory it started in; it must open the caller's file."""
+    load_dump(FIXTURES / "small.pt")  # the helper runs, started from elsewhere
+    folder = tmp_path / "run"
+    folder.mkdir()
+    torch.save({"rollout_id": 4, "samples": [benign_sample()]}, folder / "rollout_4.pt")
+    monkeypatch.chdir(folder)
+    dump = load_dump("rollout_4.pt")
+    assert dump.path == "rollout_4.pt" and dump.rollout_id == 4
+
+
+INFLATE_AND_MEASURE = """
+import resource, sys
+from slime_trace_widget import DumpError
+from slime_trace_widget.sources import loading as load
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+try:
+    getattr(load, sys.argv[2])(sys.argv[1], memory_limit=256 << 20)
+    print("loaded")
+except DumpError as exc:
+    print(f"DumpError: {exc}")
+print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) // 1024, "MB more")
+"""
+
+
+@pytest.mark.parametrize("loader", ["load_dump", "load_frames"])
+def test_a_compressed_data_record_is_inflated_in_the_child_only(tmp_path: Path,
+                                                                 loader: str) -> None:
+    """A 1.5 MB file whose deflated record holds 1.5 GB: torch inflates it whole, in the
+    worker only (refused at the memory limit); the frames worker streams the record
+    and stops at the pickle's end, never inflating the padding."""
+    buffer = io.BytesIO()
+    torch.save({"samples": []}, buffer)
+    path = tmp_path / "rollout_1.pt"
+    with zipfile.ZipFile(io.BytesIO(buffer.getvalue())) as source, \
+            zipfile.ZipFile(path, "w") as target:
+        for info in source.infolist():
+            data = source.read(info.filename)
+            if info.filename.endswith("/data.pkl"):
+                target.writestr(info.filename, data + bytes(1500 << 20), zipfile.ZIP_DEFLATED)
+            else:
+                target.writestr(info, data)
+    result = subprocess.run([sys.executable, "-c", INFLATE_AND_MEASURE, str(path), loader],
+                            capture_output=True, text=True, timeout=120, cwd=ROOT)
+    lines = result.stdout.splitlines()
+    if loader == "load_dump":
+        assert lines and lines[0].startswith("DumpError") and str(path) in lines[0], result
+    else:
+        assert lines and lines[0] == "loaded", result
+    assert int(lines[-1].split()[0]) < 500, lines  # the kernel never held the 1.5 GB
+
+
+# --------------------------------------------------------------------------- many dumps
+
+
+def test_many_dumps_combine_in_path_order_and_failures_are_listed(tmp_path: Path) -> None:
+    """Two workers finish in any order; rows follow the paths, a bad dump is skipped."""
+    for rollout in (3, 1, 2):
+        samples = [benign_sample() for _ in range(rollout * 40)]  # sizes differ: finish order too
+        torch.save({"rollout_id": rollout, "samples": samples}, tmp_path / f"rollout_{rollout}.pt")
+    (tmp_path / "rollout_9.pt").write_bytes(b"not a dump at all")
+    paths = [tmp_path / f"rollout_{r}.pt" for r in (3, 9, 1, 2)]
+    with pytest.warns(RuntimeWarning, match=r"skipped .*rollout_9\.pt: .*not a torch dump"):
+        frames = load_frames(paths, workers=2)
+    assert frames.rollout_ids == [3, 1, 2]
+    assert frames.samples.groupby("dump")["rollout_id"].first().tolist() == [3, 1, 2]
+    assert [name for name, _ in frames.failures] == [str(tmp_path / "rollout_9.pt")]
+    one_by_one = [load_frames(p) for p in (paths[0], paths[2], paths[3])]
+    assert len(frames.span_core) == sum(len(f.span_core) for f in one_by_one)
+
+
+def test_every_dump_failing_is_a_dump_error(tmp_path: Path) -> None:
+    for name in ("rollout_1.pt", "rollout_2.pt"):
+        (tmp_path / name).write_bytes(b"garbage")
+    with pytest.raises(DumpError, match="no dump could be loaded"):
+        load_frames(str(tmp_path / "*.pt"))
+
+
+def test_the_default_pool_is_one_worker_per_core_and_never_more_than_dumps() -> None:
+    paths = [str(FIXTURES / "small.pt")] * 50
+    assert pool.default_workers(paths) == max(1, min(os.cpu_count() or 1, 50))
+    assert pool.default_workers(paths[:1]) == 1
+
+
+def test_a_job_waits_while_memory_is_short(monkeypatch: pytest.MonkeyPatch) -> None:
+    job = pool._Job("a.pt", 100 << 20, {})
+    monkeypatch.setattr(pool, "_available_memory", lambda: 8 << 30)
+    assert pool._fits(job, [])  # one job always runs
+    assert pool._fits(job, [job])
+    monkeypatch.setattr(pool, "_available_memory", lambda: 1 << 20)
+    assert not pool._fits(job, [job])
+
+
+def test_output_that_is_not_a_workers_is_refused(tmp_path: Path) -> None:
+    """The caller checks what a worker wrote: a row reference outside its table fails."""
+    from slime_trace_widget.frames import build_frames
+    from slime_trace_widget.sources.dumps.wire import WireError, read_frames, write_frames
+
+    frames = build_frames([benign_sample()])
+    frames.span_core["sample_row"] = 10**6
+    write_frames(frames, str(tmp_path))
+    with pytest.raises(WireError, match=r"sample_row points outside"):
+        read_frames(str(tmp_path))
+    (tmp_path / "segments.arrow").write_bytes(b"ARROW1 but not really")
+    with pytest.raises(WireError, match=r"segments\.arrow"):
+        read_frames(str(tmp_path))
+
+
+@pytest.mark.parametrize("job", ["frames", "dataset"])
+def test_frames_and_dataset_workers_never_import_torch(job: str) -> None:
+    """torch costs a worker 2 s and 300 MB; reading dumps for frames needs none of it."""
+    script = ("import sys; from slime_trace_widget.sources.dumps import worker; "
+              f"worker._prepare({job!r}); print('torch' in sys.modules)")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            timeout=300, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "False"

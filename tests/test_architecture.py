@@ -1,0 +1,165 @@
+"""The house stays as drawn: no import circle, few modules on top, tests beside each stage.
+
+Every import counts, at module level, inside functions and under ``TYPE_CHECKING``:
+a circle through a type-only import still means two modules that cannot be read,
+moved or tested apart. The walk is over source text (AST), so nothing is imported.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).parent.parent
+PACKAGE = ROOT / "slime_trace_widget"
+JS_SOURCE = ROOT / "js" / "src"
+#: Top-level modules that every package has and that do no stage's work.
+PACKAGE_PLUMBING = {"__init__.py", "__main__.py", "_version.py"}
+#: The front end's entry points (esbuild's inputs and the page's shell).
+JS_ENTRY_POINTS = {"index.js", "standalone.js", "run_table.js", "page.html"}
+#: The packages that are stages of the data flow; each has its tests folder.
+STAGES = ("tracing", "sources", "frames", "view", "answers", "export")
+MAX_TOP_MODULES = 8
+MAX_JS_TOP_FILES = 6
+MAX_SOURCE_LINES = 700
+
+
+def module_name(path: Path) -> str:
+    """The dotted name Python gives a file of the package."""
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def package_modules() -> dict[str, Path]:
+    return {module_name(path): path for path in PACKAGE.rglob("*.py")}
+
+
+def imported_names(path: Path, name: str) -> Iterator[str]:
+    """Every absolute module name an import statement of this file can mean."""
+    is_package = path.name == "__init__.py"
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = name.split(".")
+                drop = node.level - 1 if is_package else node.level
+                base = base[: len(base) - drop] if drop else base
+                prefix = ".".join(base)
+                module = f"{prefix}.{node.module}" if node.module else prefix
+            else:
+                module = node.module or ""
+            yield module
+            # "from package import module" imports the module, not just a name.
+            yield from (f"{module}.{alias.name}" for alias in node.names)
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the package's modules it imports (a submodule import implies its parents)."""
+    modules = package_modules()
+    graph: dict[str, set[str]] = {name: set() for name in modules}
+    for name, path in modules.items():
+        for target in imported_names(path, name):
+            parts = target.split(".")
+            for end in range(1, len(parts) + 1):
+                candidate = ".".join(parts[:end])
+                if candidate in modules and candidate != name:
+                    graph[name].add(candidate)
+    return graph
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One circle of the graph, or None; iterative so a deep graph cannot overflow."""
+    state: dict[str, int] = {}  # 1 on the current path, 2 finished
+    for root in sorted(graph):
+        if root in state:
+            continue
+        path = [root]
+        state[root] = 1
+        pending = [iter(sorted(graph[root]))]
+        while pending:
+            target = next(pending[-1], None)
+            if target is None:
+                state[path.pop()] = 2
+                pending.pop()
+            elif state.get(target) == 1:
+                return [*path[path.index(target):], target]
+            elif target not in state:
+                state[target] = 1
+                path.append(target)
+                pending.append(iter(sorted(graph[target])))
+    return None
+
+
+def dependency_graph() -> dict[str, set[str]]:
+    """The import graph less each module's edges to the packages that contain it.
+
+    Importing ``a.b.c`` runs ``a/__init__`` and ``a/b/__init__`` first, so an import from
+    outside implies the parents (kept), while a module's own parents are not a dependency
+    of its code. A package ``__init__`` that re-exports its modules does depend on them.
+    """
+    return {name: {target for target in targets if not name.startswith(target + ".")}
+            for name, targets in import_graph().items()}
+
+
+def test_no_import_circle() -> None:
+    cycle = find_cycle(dependency_graph())
+    assert cycle is None, "import circle: " + " -> ".join(cycle or [])
+
+
+def test_the_cycle_finder_finds_circles() -> None:
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set(), "c": {"a", "b"}}) is None
+    assert find_cycle({"a": {"a"}}) == ["a", "a"]
+
+
+def test_the_walk_sees_every_kind_of_import(tmp_path: Path) -> None:
+    source = tmp_path / "slime_trace_widget" / "stage" / "mod.py"
+    source.parent.mkdir(parents=True)
+    source.write_text(
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from ..frames import TraceFrames\n"
+        "def late():\n    from . import sibling\n    import slime_trace_widget.view.widget\n",
+        encoding="utf-8")
+    names = set(imported_names(source, "slime_trace_widget.stage.mod"))
+    assert {"slime_trace_widget.frames", "slime_trace_widget.frames.TraceFrames",
+            "slime_trace_widget.stage.sibling", "slime_trace_widget.view.widget"} <= names
+
+
+def test_few_modules_on_top() -> None:
+    top = sorted(p.name for p in PACKAGE.glob("*.py") if p.name not in PACKAGE_PLUMBING)
+    assert len(top) <= MAX_TOP_MODULES, top
+
+
+def test_front_end_top_level_is_small() -> None:
+    top = sorted(p.name for p in JS_SOURCE.iterdir()
+                 if p.is_file() and p.name not in JS_ENTRY_POINTS)
+    assert len(top) <= MAX_JS_TOP_FILES, top
+
+
+def test_no_source_file_is_too_long() -> None:
+    sources = [*PACKAGE.rglob("*.py"), *JS_SOURCE.rglob("*.js"), *JS_SOURCE.rglob("*.ts")]
+    long = {str(p.relative_to(ROOT)): n for p in sources
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_SOURCE_LINES}
+    assert not long, long
+
+
+def test_every_stage_has_its_tests() -> None:
+    tests = Path(__file__).parent
+    for stage in STAGES:
+        assert (PACKAGE / stage / "__init__.py").exists(), f"no package {stage}"
+        assert any((tests / stage).glob("test_*.py")), f"no tests/{stage}/"
+
+
+def test_js_tests_mirror_the_source_folders() -> None:
+    """A unit test sits in the folder named like its module's: js/test/render/lod.test.js."""
+    js_tests = ROOT / "js" / "test"
+    misplaced = [str(test.relative_to(js_tests)) for test in js_tests.rglob("*.test.js")
+                 if not (JS_SOURCE / test.relative_to(js_tests).parent
+                         / test.name.replace(".test.js", ".js")).exists()]
+    assert not misplaced, misplaced
+    folders = {p.name for p in JS_SOURCE.iterdir() if p.is_dir()}
+    assert folders <= {p.name for p in js_tests.iterdir() if p.is_dir()}, folders

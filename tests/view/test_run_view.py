@@ -1,0 +1,39 @@
+"""The run overview: a table of a run dataset's dumps; a click opens one rollout."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from slime_trace_widget import RunView
+from slime_trace_widget.sources.dataset import convert
+from slime_trace_widget.view.run_view import COLUMNS
+from tests.sources.runs import copy_run
+
+
+def make_run_dataset(folder: Path) -> Path:
+    """Three dumps (rollout 0; rollout 3 train and eval) converted into ``folder/ds``."""
+    convert(str(copy_run(folder) / "*.pt"), folder / "ds", progress=False)
+    return folder / "ds"
+
+
+def test_table_rows_are_the_trends(tmp_path: Path) -> None:
+    view = RunView(make_run_dataset(tmp_path))
+    rows = view.table.rows
+    assert [(r["rollout_id"], r["dump_kind"]) for r in rows] == [(0, "train"), (3, "eval"),
+                                                                  (3, "train")]
+    assert [c["key"] for c in view.table.columns] == [key for _, key, _ in COLUMNS]
+    assert rows[1]["samples"] == 22 and isinstance(rows[1]["samples"], int)
+    json.dumps(rows, allow_nan=False)  # what crosses to the browser
+    assert view.children == (view.table,)
+
+
+def test_a_click_opens_that_rollout_only(tmp_path: Path) -> None:
+    view = RunView(make_run_dataset(tmp_path))
+    view.table.chosen = {"rollout_id": 3, "dump_kind": "eval", "n": 1}
+    assert view.timeline is not None and view.children == (view.table, view.timeline)
+    assert len(view.timeline.samples) == 22
+    assert view.timeline.frames.paths[0].endswith("rollout_eval_3.pt")
+    view.table.chosen = {"rollout_id": "3; drop", "dump_kind": "eval"}  # ignored, not raised
+    assert len(view.timeline.samples) == 22
+    assert len(view.show_rollout(3).samples) == 8  # the train dump of rollout 3
