@@ -318,7 +318,15 @@ class _PageHandler(http.server.SimpleHTTPRequestHandler):
         if name not in self.served or (root / name).resolve().parent != root:
             self.send_error(HTTPStatus.NOT_FOUND, "Not served")
             return None
+        # The files are rewritten in place (a followed run's page) and dates have whole
+        # seconds: a page rewritten within the second the browser saw would be answered
+        # "304 Not Modified", and an update would reload the old page. Always the file.
+        del self.headers["If-Modified-Since"]
         return super().send_head()
+
+    def end_headers(self) -> None:
+        self.send_header("Cache-Control", "no-store")
+        super().end_headers()
 
     def log_message(self, format: str, *args: object) -> None:
         sys.stderr.write(f"{self.address_string()} {format % args}\n")

@@ -42,10 +42,11 @@ def served(tmp_path: Path):
     thread.join(timeout=60)
 
 
-def _request(port: int, path: str, method: str = "GET") -> tuple[int, bytes, dict[str, str]]:
+def _request(port: int, path: str, method: str = "GET", headers: dict[str, str] | None = None
+             ) -> tuple[int, bytes, dict[str, str]]:
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
     try:
-        connection.request(method, path)
+        connection.request(method, path, headers=headers or {})
         response = connection.getresponse()
         return response.status, response.read(), dict(response.getheaders())
     finally:
@@ -110,3 +111,18 @@ def test_survives_200_concurrent_requests(served: int) -> None:
         results = list(pool.map(lambda _: _get(served, "/follow.json")[0], range(200)))
     assert results.count(200) == 200
     assert _get(served, "/follow.json")[0] == 200
+
+
+def test_a_page_rewritten_within_the_same_second_is_served_anew(served: int, tmp_path: Path
+                                                                ) -> None:
+    """A followed run rewrites its page in place; the browser's reload asks with the date
+    it saw, which has whole seconds. The new page must come back, never a 304."""
+    status, body, headers = _request(served, "/follow.json")
+    assert status == 200 and headers["Cache-Control"] == "no-store"
+    state = tmp_path / "out" / "follow.json"
+    seen = state.stat().st_mtime
+    state.write_text('{"version": 2}')
+    os.utime(state, (seen, seen))  # the same second as the copy the browser holds
+    status, body, _ = _request(served, "/follow.json",
+                               headers={"If-Modified-Since": headers["Last-Modified"]})
+    assert (status, body) == (200, b'{"version": 2}')
