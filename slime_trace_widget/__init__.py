@@ -34,6 +34,7 @@ _EXPORTS = {
     "build_frames": ".frames.build",
     "load_dump": ".sources.loading",
     "load_dumps": ".sources.loading",
+    "load_engine_traces": ".sources.engine.store",
     "load_frames": ".sources.loading",
     "save_dump": ".sources.dumps.files",
 }

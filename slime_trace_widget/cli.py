@@ -20,6 +20,7 @@ import ipaddress
 import json
 import os
 import secrets
+import signal
 import sys
 import threading
 import urllib.parse
@@ -49,10 +50,13 @@ class CliError(Exception):
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    converting = argv[:1] == ["convert"]
-    args = (_convert_parser() if converting else _parser()).parse_args(argv[converting:])
+    command = argv[0] if argv[:1] in (["convert"], ["collect"]) else None
+    parser = {"convert": _convert_parser, "collect": _collect_parser}.get(command or "", _parser)
+    args = parser().parse_args(argv[1:] if command else argv)
     try:
-        return _convert(args) if converting else _run(args)
+        if command == "collect":
+            return _collect(args)
+        return _convert(args) if command == "convert" else _run(args)
     except (CliError, DumpError) as exc:
         print(f"slime-trace-viewer: {exc}", file=sys.stderr)
         return 2
@@ -81,6 +85,9 @@ def _parser() -> argparse.ArgumentParser:
                         help="also write a <name>.parquet/ folder (hive layout)")
     parser.add_argument("--trusted", action="store_true",
                         help="unpickle with torch's full unpickler (runs code from the file)")
+    parser.add_argument("--engine-traces", metavar="DIR",
+                        help="join the engines' request traces kept by "
+                             "'slime-trace-viewer collect DIR'")
     parser.add_argument("--follow", metavar="DIR",
                         help="serve DIR's dumps and add each new one as slime writes it")
     parser.add_argument("--pattern", default="*.pt", help="dump files to follow (*.pt)")
@@ -99,6 +106,9 @@ def _convert_parser() -> argparse.ArgumentParser:
                         help="local worker processes (default) or Ray tasks")
     parser.add_argument("--address", help="Ray cluster address (default: a local Ray)")
     parser.add_argument("--workers", type=int, help="dumps at once (default: one per core)")
+    parser.add_argument("--engine-traces", metavar="DIR",
+                        help="join the engines' request traces kept by "
+                             "'slime-trace-viewer collect DIR'")
     return parser
 
 
@@ -108,13 +118,51 @@ def _convert(args: argparse.Namespace) -> int:
     with warnings.catch_warnings():  # failures are listed below, one line each
         warnings.simplefilter("ignore", RuntimeWarning)
         report = convert(args.dumps, args.out, engine=args.engine, address=args.address,
-                         workers=args.workers)
+                         workers=args.workers, engine_traces=args.engine_traces)
     for path, reason in report.failed:
         print(f"failed {path}: {reason}", file=sys.stderr)
     for path in report.in_progress:
         print(f"later {path}: still being written")
     print(f"{args.out}: {report.summary()}")
     return 1 if report.failed else 0
+
+
+def _collect_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="slime-trace-viewer collect",
+        description="Receive the engines' own request traces (SGLang --enable-trace "
+                    "--otlp-traces-endpoint) over OTLP and keep them in DIR, for "
+                    "--engine-traces DIR. Ctrl-C or SIGTERM writes what is waiting and exits.")
+    parser.add_argument("dir", help="the collector's folder")
+    parser.add_argument("--http", type=_address, default=("127.0.0.1", 4318),
+                        metavar="HOST:PORT", help="OTLP/HTTP (default 127.0.0.1:4318)")
+    parser.add_argument("--grpc", type=_address, default=("127.0.0.1", 4317),
+                        metavar="HOST:PORT", help="OTLP/gRPC (default 127.0.0.1:4317)")
+    parser.add_argument("--no-grpc", action="store_true", help="OTLP/HTTP only")
+    return parser
+
+
+def _address(text: str) -> tuple[str, int]:
+    host, _, port = text.rpartition(":")
+    host = host.strip("[]")
+    if not host or not port.isdigit() or not 0 <= int(port) < 65536:
+        raise argparse.ArgumentTypeError(f"{text!r} is not HOST:PORT")
+    return host, int(port)
+
+
+def _collect(args: argparse.Namespace) -> int:
+    from .sources.engine.receiver import collect
+
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
+    try:
+        collector = collect(args.dir, args.http, None if args.no_grpc else args.grpc,
+                            lambda line: print(line, flush=True), stop)
+    except OSError as exc:
+        raise CliError(f"cannot receive OTLP: {exc.strerror or exc}") from exc
+    print(f"stopped: {collector.accepted_spans} span(s) kept in {args.dir}", flush=True)
+    return 0
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -136,10 +184,10 @@ def _run(args: argparse.Namespace) -> int:
     html_path = out_dir / f"{stem}{HTML_SUFFIX}"
 
     frames = None
-    source = _source_note(inputs)
+    source = _source_note(inputs, args.engine_traces)
     blocks = None if args.rebuild else _fresh_cache(cache, inputs, source)
     if blocks is None:
-        frames = _load(inputs, args.trusted)
+        frames = _load(inputs, args.trusted, args.engine_traces)
         from .view.page.snapshot import data_blocks
         from .view.payload import encode
 
@@ -154,7 +202,7 @@ def _run(args: argparse.Namespace) -> int:
     _atomic_write(html_path, page(blocks, title).encode())
     print(f"wrote {html_path}")
     if args.perfetto or args.parquet:
-        frames = frames or _load(inputs, args.trusted)
+        frames = frames or _load(inputs, args.trusted, args.engine_traces)
         _exports(frames, out_dir, stem, args)
     if args.no_serve:
         return 0
@@ -233,11 +281,18 @@ def _stem(inputs: list[Path]) -> str:
     return first if len(inputs) == 1 else f"{first}+{len(inputs) - 1}"
 
 
-def _source_note(inputs: list[Path]) -> dict:
-    """What a cache was built from: version, and every input's path, size and mtime."""
-    return {"version": __version__,
-            "inputs": [[str(p.resolve()), p.stat().st_size, p.stat().st_mtime_ns]
-                       for p in inputs]}
+def _source_note(inputs: list[Path], engine_traces: str | None = None) -> dict:
+    """What a cache was built from: version, every input's path, size and mtime, and the
+    files of the engine-trace folder (a collector adds files as spans arrive)."""
+    note: dict = {"version": __version__,
+                  "inputs": [[str(p.resolve()), p.stat().st_size, p.stat().st_mtime_ns]
+                             for p in inputs]}
+    if engine_traces is not None:
+        root = Path(engine_traces)
+        files = sorted(root.rglob("*")) if root.is_dir() else [root]
+        note["engine_traces"] = [[str(f.resolve()), f.stat().st_size, f.stat().st_mtime_ns]
+                                 for f in files if f.is_file()]
+    return note
 
 
 def _fresh_cache(cache: Path, inputs: list[Path], source: dict) -> Blocks | None:
@@ -252,10 +307,12 @@ def _fresh_cache(cache: Path, inputs: list[Path], source: dict) -> Blocks | None
         return None
 
 
-def _load(inputs: list[Path], trusted: bool):
+def _load(inputs: list[Path], trusted: bool, engine_traces: str | None = None):
     from .sources.loading import load_frames
 
-    return load_frames([str(p) for p in inputs], trusted=trusted)
+    if engine_traces is not None and not Path(engine_traces).exists():
+        raise CliError(f"{engine_traces}: no such engine-trace folder or file")
+    return load_frames([str(p) for p in inputs], trusted=trusted, engine_traces=engine_traces)
 
 
 def _exports(frames, out_dir: Path, stem: str, args: argparse.Namespace) -> None:

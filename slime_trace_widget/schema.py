@@ -10,6 +10,8 @@ describes it. Standard library only, so any module can import it.
 
 from __future__ import annotations
 
+import hashlib
+
 #: Carrier format version written into every carrier.
 TRACE_VERSION = 1
 
@@ -113,3 +115,23 @@ SGLANG_TRACE_META_KEYS = SGLANG_META_KEYS
 SGLANG_PD_PREFILL_SEGMENTS = PD_SEGMENTS["prefill"]
 SGLANG_PD_DECODE_SEGMENTS = PD_SEGMENTS["decode"]
 SGLANG_PD_SUMMARY_KEYS = PD_SUMMARY_KEYS
+
+# W3C trace context for a slime span (``traceparent: 00-<trace>-<parent>-01``): the ids a
+# request to the engine carries, so the engine's trace nests under the sample's span, and
+# the ids the join looks for. slime's trace ids are 32 hex digits and kept as they are;
+# any other text, and every span id (slime's have 32 digits, W3C's 16), is hashed.
+W3C_SAMPLED = "01"
+
+
+def w3c_trace_id(trace_id: object) -> str:
+    """The 32-hex-digit W3C trace id of a slime trace id."""
+    text = str(trace_id)
+    if len(text) == 32 and text.strip("0123456789abcdef") == "" and text.strip("0"):
+        return text
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
+
+def w3c_span_id(span_id: object) -> str:
+    """The 16-hex-digit W3C span id of a slime span id."""
+    return hashlib.blake2b(str(span_id).encode("utf-8", "surrogatepass"),
+                           digest_size=8).hexdigest()

@@ -25,6 +25,7 @@ TOP_NAMES = {
     "build_frames": "slime_trace_widget.frames.build",
     "load_dump": "slime_trace_widget.sources.loading",
     "load_dumps": "slime_trace_widget.sources.loading",
+    "load_engine_traces": "slime_trace_widget.sources.engine.store",
     "load_frames": "slime_trace_widget.sources.loading",
     "save_dump": "slime_trace_widget.sources.dumps.files",
 }
@@ -33,7 +34,7 @@ TRACING_NAMES = [
     "SGLANG_TRACE_META_KEYS", "TRACE_CHILDREN_KEY", "TRACE_VERSION", "TraceHandle", "TraceSpan",
     "TraceSpanContext", "bind_trace", "bind_trace_carrier", "build_sglang_meta_trace_attrs",
     "export_trace", "get_clock", "import_trace", "merge_trace", "set_clock", "trace_event",
-    "trace_function", "trace_next_attempt", "trace_span", "use_clock",
+    "trace_function", "trace_headers", "trace_next_attempt", "trace_span", "use_clock",
 ]
 #: Module names from before the layout -> the module of its stage.
 OLD_MODULES = {

@@ -1,7 +1,7 @@
 """Answers in one call: where the time went, the long tail, concurrency, comparisons.
 
-The public face of :mod:`.stats`, :mod:`.critical`, :mod:`.flame`, :mod:`.diff`
-and :mod:`.trends` (``slime_trace_widget.analysis``).
+The public face of :mod:`.stats`, :mod:`.critical`, :mod:`.flame`, :mod:`.diff`,
+:mod:`.engine` and :mod:`.trends` (``slime_trace_widget.analysis``).
 
 Every function takes :class:`TraceFrames` and returns a DataFrame the user can
 keep filtering. Conventions shared by all of them:
@@ -23,6 +23,7 @@ import pandas as pd
 
 from .critical import critical_path, critical_path_share
 from .diff import DIFF_COLUMNS, compare, rollout_diff
+from .engine import engine_breakdown
 from .flame import flame
 from .stats import (
     ALIVE,
@@ -38,9 +39,9 @@ from .stats import (
 )
 
 __all__ = ["ALIVE", "DIFF_COLUMNS", "QUANTILES", "TURN_SPAN", "compare", "concurrency",
-           "critical_path", "critical_path_share", "flame", "long_tail", "measured_spans",
-           "resample_concurrency", "rollout_diff", "rollout_trends", "sample_breakdown",
-           "self_times", "span_stats"]
+           "critical_path", "critical_path_share", "engine_breakdown", "flame", "long_tail",
+           "measured_spans", "resample_concurrency", "rollout_diff", "rollout_trends",
+           "sample_breakdown", "self_times", "span_stats"]
 
 
 def rollout_trends(source: Any, heaviest: int = 3) -> pd.DataFrame:

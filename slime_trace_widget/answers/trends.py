@@ -17,6 +17,7 @@ import pandas as pd
 from ..frames.model import TraceFrames
 from ..sources.dataset.layout import DUMP_FILE, DUMP_KIND, PARTITION, dump_kind
 from ..sources.dataset.manifest import Manifest
+from .engine import PHASES, REQUEST_SPANS, RETRACT_EVENT
 
 #: Span names reported with p50/p95 columns: the ones with most total time.
 HEAVIEST_SPANS = 3
@@ -30,7 +31,10 @@ def rollout_trends(source: str | Path | TraceFrames, heaviest: int = HEAVIEST_SP
     """One row per dump of a run dataset directory (or of frames), by rollout id:
     samples, wall time, sample duration p50/p95/max, straggler share (samples over
     twice the median), p50/p95 of the ``heaviest`` span names by total time, tool
-    errors, retries, aborted and truncated samples, PD transfer figures if any."""
+    errors, retries, aborted and truncated samples, PD transfer figures if any, and
+    with engine traces joined, seconds per engine phase (``engine_queue_s``,
+    ``engine_prefill_s``, ``engine_decode_s``, ``engine_pd_s``, ``engine_other_s``)
+    and ``engine_retractions``."""
     import duckdb
 
     with duckdb.connect() as db:
@@ -70,7 +74,8 @@ def _register_frames(db: Any, frames: TraceFrames) -> None:
     for name, core, attrs in (("spans", frames.span_core, frames.spans),
                               ("events", frames.event_core, frames.events)):
         rows = core["sample_row"].to_numpy()
-        picked = core[[c for c in ("name", "duration", "virtual", "error") if c in core]]
+        picked = core[[c for c in ("name", "duration", "virtual", "error", "origin",
+                                   "parent_name") if c in core]]
         pd_columns = [c for c, _ in _PD_COLUMNS.values() if c in attrs.columns]
         db.register(name, pd.concat([labels.iloc[rows].reset_index(drop=True),
                                      picked.reset_index(drop=True),
@@ -97,8 +102,10 @@ def _trends(db: Any, heaviest: int) -> pd.DataFrame:
         select {_KEYS}, count(*) filter (where error and name ilike '%tool%') as tool_errors
         from spans group by {_KEYS}""").df()
     out = out.merge(tool_errors, on=keys, how="left")
+    engine = _has_engine(db)
+    dump_only = "and origin = 'dump'" if engine else ""
     names = [row[0] for row in db.execute(f"""
-        select name from spans where not virtual and duration is not null
+        select name from spans where not virtual and duration is not null {dump_only}
         group by name order by sum(duration) desc, name limit {int(heaviest)}""").fetchall()]
     for name in names:
         figures = db.execute(f"""
@@ -108,8 +115,43 @@ def _trends(db: Any, heaviest: int) -> pd.DataFrame:
                              {"name": name}).df()
         out = out.merge(figures, on=keys, how="left")
     out = out.merge(_pd_figures(db), on=keys, how="left") if _has_pd(db) else out
+    out = out.merge(_engine_figures(db), on=keys, how="left") if engine else out
     out["tool_errors"] = out["tool_errors"].fillna(0).astype(np.int64)
     return out.sort_values([PARTITION, DUMP_KIND, DUMP_FILE]).reset_index(drop=True)
+
+
+def _has_engine(db: Any) -> bool:
+    """Whether engine traces were joined into any dump (old datasets have no origin)."""
+    if "origin" not in _columns(db, "spans"):
+        return False
+    return bool(db.execute("select count(*) from spans where origin = 'engine'").fetchone()[0])
+
+
+def _engine_figures(db: Any) -> pd.DataFrame:
+    """Seconds per engine phase (the request slices, as :func:`engine_breakdown`) and
+    retractions, per dump."""
+    cases = " ".join(f"when name in ({', '.join(_sql_text(n) for n in names)}) then '{phase}'"
+                     for phase, names in PHASES.items())
+    requests = ", ".join(_sql_text(n) for n in REQUEST_SPANS)
+    sums = ", ".join(f"coalesce(sum(duration) filter (where phase = '{phase}'), 0) "
+                     f"as engine_{phase}_s" for phase in (*PHASES, "other"))
+    figures = db.execute(f"""
+        select {_KEYS}, {sums}
+        from (select *, case {cases} else 'other' end as phase from spans
+              where origin = 'engine' and parent_name in ({requests}))
+        group by {_KEYS}""").df()
+    retractions = db.execute(f"""
+        select {_KEYS}, count(*) filter (where origin = 'engine' and name = '{RETRACT_EVENT}')
+               as engine_retractions
+        from events group by {_KEYS}""").df()
+    keys = [PARTITION, DUMP_KIND, DUMP_FILE]
+    out = figures.merge(retractions, on=keys, how="outer")
+    out["engine_retractions"] = out["engine_retractions"].fillna(0).astype(np.int64)
+    return out
+
+
+def _sql_text(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
 
 
 def _columns(db: Any, view: str) -> set[str]:

@@ -20,7 +20,7 @@ import pandas as pd
 from ..values import clean_text
 from .attr_columns import AttrTable
 from .carrier import RecordColumns, read_carrier
-from .model import TraceFrames
+from .model import ORIGINS, TraceFrames
 from .pd_lanes import LANE_SUFFIX, SUMMARY_EVENT, build_virtual_spans, find_pd_detail
 from .samples import SampleFields, sample_fields
 from .span_geometry import CLIP_REASONS, display_ends, span_depths, span_lanes
@@ -275,6 +275,8 @@ def _span_table(
             np.concatenate([np.full(n_real, -1), [PD_FORMS.index(f) for f in virtual.form]])
             .astype(np.int8), categories=PD_FORMS),
         "error": _has_key(end_attrs, "error_type"),
+        "origin": pd.Categorical.from_codes(np.zeros(len(rows), dtype=np.int8),
+                                            categories=ORIGINS),
     }, copy=False)  # every column is a fresh array: pandas need not copy it again
     segments = pd.DataFrame({
         "span_index": np.asarray(virtual.seg_owner, dtype=np.int64) + n_real,
@@ -349,6 +351,8 @@ def _event_table(cols: dict[str, Any], spans: pd.DataFrame) -> pd.DataFrame:
         "span_id": cols["span_ids"],
         "depth": depth.astype(np.int32),
         "lane": lane.astype(np.int32),
+        "origin": pd.Categorical.from_codes(np.zeros(len(parents), dtype=np.int8),
+                                            categories=ORIGINS),
     }, copy=False)
     return frame
 

@@ -21,6 +21,9 @@ import pandas as pd
 
 from .attr_columns import AttrTable, event_attr_frames, span_attr_frames
 
+#: Where a span or event was recorded: slime's dump, or the engine's own trace.
+ORIGINS = ["dump", "engine"]
+
 
 @dataclass
 class TraceFrames:
@@ -47,6 +50,9 @@ class TraceFrames:
     t0: float = float("nan")
     t1: float = float("nan")
     failures: list[tuple[str, str]] = field(default_factory=list)
+    #: Engine hosts' clock skews and requests no span made (when engine traces are joined).
+    engine_skew: pd.DataFrame = field(default_factory=pd.DataFrame)
+    engine_unmatched: pd.DataFrame = field(default_factory=pd.DataFrame)
     _spans: pd.DataFrame | None = field(default=None, repr=False)
     _events: pd.DataFrame | None = field(default=None, repr=False)
 
@@ -174,13 +180,21 @@ def combine_frames(parts: list[TraceFrames]) -> TraceFrames:
         t0=min(t0s) if t0s else float("nan"),
         t1=max(t1s) if t1s else float("nan"),
         failures=[failure for p in parts for failure in p.failures],
+        engine_skew=_concat_small([p.engine_skew for p in parts]),
+        engine_unmatched=_concat_small([p.engine_unmatched for p in parts]),
     )
+
+
+def _concat_small(tables: list[pd.DataFrame]) -> pd.DataFrame:
+    """The rows of the non-empty ``tables`` (per-dump reports), in order."""
+    kept = [table for table in tables if len(table)]
+    return pd.concat(kept, ignore_index=True) if kept else pd.DataFrame()
 
 
 def _recategorize(frame: pd.DataFrame) -> pd.DataFrame:
     """Concatenating categoricals with different categories gives objects; restore them."""
     for column in ("name", "parent_name", "source", "status", "state", "clip_reason", "kind",
-                   "pd_form"):
+                   "pd_form", "origin"):
         if column in frame.columns and frame[column].dtype != "category":
             frame[column] = frame[column].astype("category")
     return frame

@@ -19,6 +19,11 @@ import pandas as pd
 from .pd_lanes import PHASE_SPANS
 
 CLIP_REASONS = ["row_end", "next_sibling", "ancestor_end"]
+#: Lane kinds beside a span's depth: 0 real, 1 and 2 the virtual [P] and [D] spans, and
+#: the engine's spans by role, so a request's prefill and decode halves (which overlap)
+#: each get lanes of their own.
+ENGINE_LANE_KINDS = {"prefill": 3, "decode": 4}
+_KINDS = 5
 
 
 def span_depths(parents: np.ndarray) -> np.ndarray:
@@ -105,12 +110,12 @@ def span_lanes(
     pd_detail: np.ndarray,
     phase_kind: np.ndarray,
 ) -> np.ndarray:
-    """Lane per span: dense rank of (depth, real/[P]/[D]) within each sample row.
+    """Lane per span: dense rank of (depth, lane kind) within each sample row.
 
     Virtual spans already sit at their generation's child depth; real PD spans
     take the key of the virtual lane that draws them.
     """
-    key = depth * 3 + phase_kind
+    key = depth * _KINDS + phase_kind
     detail = np.flatnonzero(pd_detail)
     if len(detail):
         codes = np.asarray(names.codes)
@@ -120,7 +125,7 @@ def span_lanes(
         phase = phase_of_code[codes[phase_span]]
         generation = parents[phase_span]
         valid = (phase != "") & (generation >= 0)
-        key[detail[valid]] = (depth[generation[valid]] + 1) * 3 + np.where(
+        key[detail[valid]] = (depth[generation[valid]] + 1) * _KINDS + np.where(
             phase[valid] == "prefill", 1, 2)
     stride = int(key.max()) + 1 if len(key) else 1
     unique, inverse = np.unique(rows * stride + key, return_inverse=True)

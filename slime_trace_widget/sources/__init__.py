@@ -2,7 +2,7 @@
 
 ``dumps/`` reads slime's ``.pt`` dumps safely, each in a limited worker process;
 ``dataset/`` keeps a whole run as Parquet by rollout id (``convert``) and opens it
-lazily; ``follow`` notices new complete dumps in a folder; ``loading`` is the
+lazily; ``follow`` notices new complete dumps in a folder; ``engine/`` receives
+the engines' own request traces over OTLP and keeps them; ``loading`` is the
 caller's API over all of them (``load_frames``, ``load_dump``, ``load_dumps``).
-A further source (the engines' own request traces) gets its module here.
 """

@@ -32,7 +32,8 @@ __all__ = ["load_dump", "load_dumps", "load_frames"]
 def load_frames(paths_or_glob: PathLike | Iterable[PathLike], *, trusted: bool = False,
                 workers: int | None = None, progress: bool | None = None,
                 time_limit: float | None = None, memory_limit: int | None = None,
-                rollouts: Iterable[int] | None = None, where: str | None = None) -> Any:
+                rollouts: Iterable[int] | None = None, where: str | None = None,
+                engine_traces: PathLike | Iterable[PathLike] | None = None) -> Any:
     """Load one dump, a glob or a list of them into one :class:`TraceFrames`.
 
     A run dataset's folder (``slime-trace-viewer convert``) opens lazily instead:
@@ -46,7 +47,26 @@ def load_frames(paths_or_glob: PathLike | Iterable[PathLike], *, trusted: bool =
     memory is short). A dump that fails is skipped with a warning and listed in
     ``frames.failures``; DumpError when every dump fails. ``trusted=True``
     unpickles here with torch's full unpickler, which runs code from the file.
+
+    ``engine_traces`` (a ``slime-trace-viewer collect`` folder, or its files) adds
+    the engines' own request traces: each request under the generation span that
+    made it (:mod:`slime_trace_widget.frames.engine`); only the stored files that
+    overlap the dumps' time are read.
     """
+    frames = _load_frames(paths_or_glob, trusted=trusted, workers=workers, progress=progress,
+                          time_limit=time_limit, memory_limit=memory_limit,
+                          rollouts=rollouts, where=where)
+    if engine_traces is None:
+        return frames
+    from .engine.window import with_engine_traces
+
+    return with_engine_traces(frames, engine_traces)
+
+
+def _load_frames(paths_or_glob: PathLike | Iterable[PathLike], *, trusted: bool,
+                 workers: int | None, progress: bool | None, time_limit: float | None,
+                 memory_limit: int | None, rollouts: Iterable[int] | None,
+                 where: str | None) -> Any:
     if isinstance(paths_or_glob, (str, os.PathLike)) and os.path.isdir(paths_or_glob):
         from .dataset.reading import open_dataset
 
@@ -93,7 +113,7 @@ def load_frames(paths_or_glob: PathLike | Iterable[PathLike], *, trusted: bool =
         raise DumpError(failures[0][1] if len(failures) == 1 else
                         "no dump could be loaded: " + "; ".join(r for _, r in failures))
     for name, reason in failures:
-        warnings.warn(f"skipped {name}: {reason}", RuntimeWarning, stacklevel=2)
+        warnings.warn(f"skipped {name}: {reason}", RuntimeWarning, stacklevel=3)
     frames = combine_frames(parts)
     frames.failures = failures
     del parts

@@ -10,7 +10,8 @@ context, so concurrent asyncio tasks never adopt each other's spans.
 Modules: ``records`` (clock, ids, attribute cleaning, one record), ``carriers``
 (handles, binding, open-span scopes), ``spans`` (spans, events, retries),
 ``functions`` (the decorator), ``sglang`` (SGLang metadata, PD child spans),
-``remote`` (export, import and merge across processes).
+``remote`` (export, import and merge across processes), ``propagation`` (W3C
+headers for requests to the engine).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from ..schema import (
 from .carriers import _ACTIVE as _ACTIVE
 from .carriers import TraceHandle, bind_trace, bind_trace_carrier
 from .functions import trace_function
+from .propagation import trace_headers
 from .records import MAX_ERROR_MESSAGE_CHARS as MAX_ERROR_MESSAGE_CHARS
 from .records import MAX_REPR_CHARS as MAX_REPR_CHARS
 from .records import get_clock, set_clock, use_clock
@@ -58,6 +60,7 @@ __all__ = [
     "set_clock",
     "trace_event",
     "trace_function",
+    "trace_headers",
     "trace_next_attempt",
     "trace_span",
     "use_clock",

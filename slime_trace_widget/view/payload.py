@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..answers.engine import PHASES as ENGINE_PHASES
 from ..answers.links import LINK_KINDS, group_members, links
 from ..frames.model import TraceFrames
 from ..values import truncate
@@ -42,6 +43,7 @@ FLAG_VIRTUAL: int = CONTRACT["span_flags"]["virtual"]
 FLAG_ERROR: int = CONTRACT["span_flags"]["error"]
 #: On a child-form virtual span: its segments mirror real spans, which count as its children.
 FLAG_PD_SEGMENT_SPANS: int = CONTRACT["span_flags"]["pd_segment_spans"]
+FLAG_ENGINE: int = CONTRACT["span_flags"]["engine"]
 CLIP_SHIFT: int = CONTRACT["clip_shift"]
 
 COLUMN_DTYPES: dict[str, str] = dict(CONTRACT["columns"])
@@ -129,6 +131,8 @@ def encode(
         "attrs_embedded": False,
         "align": align,
     }
+    if _is_engine(core.iloc[span_sel]).any():
+        meta["engine_phases"] = {phase: list(names) for phase, names in ENGINE_PHASES.items()}
     payload = {"version": PAYLOAD_VERSION, "meta": meta, "buffers": buffers}
     return EncodedView(payload, sample_rows, core.index.to_numpy()[span_order],
                        frames.event_core.index.to_numpy()[event_order])
@@ -265,6 +269,7 @@ def _span_columns(
         | chosen["error"].to_numpy().astype(np.int64) * FLAG_ERROR
         | (chosen["pd_form"] == "children").to_numpy().astype(np.int64) * FLAG_PD_SEGMENT_SPANS
         | (_contract_codes(chosen["clip_reason"], "clip_reasons") + 1) << CLIP_SHIFT
+        | _is_engine(chosen).astype(np.int64) * FLAG_ENGINE
     )
     parent_pos = np.full(len(core), -1, dtype=np.int64)
     parent_pos[order] = np.arange(len(order))
@@ -448,3 +453,10 @@ def _default_title(frames: TraceFrames) -> str:
     if not names:
         return "slime trace timeline"
     return names[0] if len(names) == 1 else f"{names[0]} + {len(names) - 1} more"
+
+
+def _is_engine(spans: pd.DataFrame) -> np.ndarray:
+    """Which of ``spans`` the engine recorded (frames from before engine traces: none)."""
+    if "origin" not in spans.columns:
+        return np.zeros(len(spans), dtype=bool)
+    return (spans["origin"] == "engine").to_numpy()

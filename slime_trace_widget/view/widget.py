@@ -65,24 +65,34 @@ class TraceTimeline(anywidget.AnyWidget):
     # ------------------------------------------------------------------ constructors
 
     @classmethod
-    def from_dump(cls, path_or_glob: Any, *, trusted: bool = False, **kwargs: Any
-                  ) -> TraceTimeline:
+    def from_dump(cls, path_or_glob: Any, *, trusted: bool = False, engine_traces: Any = None,
+                  **kwargs: Any) -> TraceTimeline:
         """Open one dump, a glob, or a list of dumps (combined into one view).
 
         ``trusted=True`` unpickles with torch's full unpickler, which runs code
         from the file; keep the default for files you did not write.
+        ``engine_traces`` (a ``slime-trace-viewer collect`` folder) shows what the
+        engine did inside each generation.
         """
-        return cls(load_frames(path_or_glob, trusted=trusted), **kwargs)
+        return cls(load_frames(path_or_glob, trusted=trusted, engine_traces=engine_traces),
+                   **kwargs)
 
     @classmethod
     def from_dataset(cls, directory: Any, rollouts: Any = None, *, where: str | None = None,
-                     kinds: Any = None, **kwargs: Any) -> TraceTimeline:
+                     kinds: Any = None, engine_traces: Any = None, **kwargs: Any
+                     ) -> TraceTimeline:
         """Open rollouts of a run dataset (``slime-trace-viewer convert``), reading only
-        their files; ``where`` keeps the samples a SQL condition holds for."""
+        their files; ``where`` keeps the samples a SQL condition holds for. A dataset
+        converted with engine traces has them; ``engine_traces`` joins them now into
+        one converted without."""
         from ..sources.dataset import open_dataset
 
-        return cls(open_dataset(directory, rollouts=rollouts, where=where, kinds=kinds),
-                   **kwargs)
+        frames = open_dataset(directory, rollouts=rollouts, where=where, kinds=kinds)
+        if engine_traces is not None:
+            from ..sources.engine.window import with_engine_traces
+
+            frames = with_engine_traces(frames, engine_traces)
+        return cls(frames, **kwargs)
 
     @classmethod
     def follow(cls, folder: str | Path, pattern: str = "*.pt", *,

@@ -11,6 +11,7 @@ export const F_ERROR = CONTRACT.span_flags.error;
 export const F_PD_DETAIL = CONTRACT.span_flags.pd_detail;
 /** On a child-form virtual span: its segments mirror real spans (its children in the critical path and flame). */
 export const F_PD_SEGMENT_SPANS = CONTRACT.span_flags.pd_segment_spans;
+export const F_ENGINE = CONTRACT.span_flags.engine;
 export const CLIP_SHIFT = CONTRACT.clip_shift;
 /** @param {number} flags */
 export const clipReasonOf = (flags) => (flags >> CLIP_SHIFT) & 3;
@@ -68,6 +69,7 @@ const LITTLE_ENDIAN_HOST = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
  * @property {Record<string, string>} columns
  * @property {boolean} attrs_embedded
  * @property {string} align
+ * @property {Record<string, string[]>} engine_phases slice names by engine phase (with engine spans)
  */
 
 /**
@@ -237,7 +239,23 @@ function normaliseMeta(m) {
     columns: meta.columns && typeof meta.columns === "object" ? meta.columns : {},
     attrs_embedded: !!meta.attrs_embedded,
     align: meta.align === "rollout" ? "rollout" : "global",
+    engine_phases: enginePhaseNames(meta.engine_phases),
   };
+}
+
+/**
+ * The engine phases' slice names from `meta`, kept only where well formed.
+ * @param {any} value
+ * @returns {Record<string, string[]>}
+ */
+function enginePhaseNames(value) {
+  /** @type {Record<string, string[]>} */
+  const out = Object.create(null); // keys come from the payload: no prototype to reach
+  if (!value || typeof value !== "object" || Array.isArray(value)) return out;
+  for (const [phase, names] of Object.entries(value)) {
+    if (Array.isArray(names)) out[phase] = names.map(String);
+  }
+  return out;
 }
 
 /**

@@ -2,7 +2,7 @@
 // highlight it), PD phase colours, instant-event names, and a key for the
 // markers (instant event, cluster, unmatched end, open span, error).
 
-import { F_PD_DETAIL, F_VIRTUAL, EV_INSTANT, nameOf } from "../data/decode.js";
+import { F_ENGINE, F_PD_DETAIL, F_VIRTUAL, EV_INSTANT, nameOf } from "../data/decode.js";
 import { colorForName, colorForSegment } from "../render/colors.js";
 import { el } from "../util/dom.js";
 
@@ -11,6 +11,7 @@ import { el } from "../util/dom.js";
 /**
  * @typedef {Object} LegendInfo
  * @property {{name: number, count: number}[]} spans drawable span names, most used first
+ * @property {{name: number, count: number}[]} engine names of the engine's spans, most used first
  * @property {{name: number, count: number}[]} segments PD segment names
  * @property {{name: number, count: number}[]} events instant event names
  * @property {boolean} hasOpen
@@ -26,6 +27,7 @@ import { el } from "../util/dom.js";
 export function legendInfo(d) {
   const n = d.names.length + 1;
   const sp = new Uint32Array(n);
+  const en = new Uint32Array(n);
   const sg = new Uint32Array(n);
   const ev = new Uint32Array(n);
   let hasOpen = false;
@@ -34,7 +36,7 @@ export function legendInfo(d) {
   for (let i = 0; i < d.nSpans; i++) {
     const fl = d.spanFlags[i];
     if (fl & (F_PD_DETAIL | F_VIRTUAL)) continue;
-    sp[Math.min(d.spanName[i], n - 1)]++;
+    (fl & F_ENGINE ? en : sp)[Math.min(d.spanName[i], n - 1)]++;
     if (fl & 1) hasOpen = true;
     if (fl & 4) hasError = true;
   }
@@ -52,7 +54,7 @@ export function legendInfo(d) {
   const segs = list(sg);
   // PD segments in pipeline order: prefill first, then decode.
   segs.sort((x, y) => phaseRank(nameOf(d, x.name)) - phaseRank(nameOf(d, y.name)) || x.name - y.name);
-  return { spans: list(sp), segments: segs, events: list(ev), hasOpen, hasUnmatched, hasError };
+  return { spans: list(sp), engine: list(en), segments: segs, events: list(ev), hasOpen, hasUnmatched, hasError };
 }
 
 /** @param {string} name */
@@ -107,6 +109,14 @@ export function renderLegend(host, d, info, highlight, onClick) {
       item(g, e.name, colorForName(nm), nm, e.count, "stw-swatch");
     }
     if (info.spans.length > MAX) g.appendChild(el("span", "stw-legend-more", `+${info.spans.length - MAX} more`));
+  }
+  if (info.engine.length) {
+    const g = group("engine (SGLang's own trace of each request)");
+    for (const e of info.engine.slice(0, MAX)) {
+      const nm = nameOf(d, e.name);
+      item(g, e.name, colorForName(nm), nm, e.count, "stw-swatch");
+    }
+    if (info.engine.length > MAX) g.appendChild(el("span", "stw-legend-more", `+${info.engine.length - MAX} more`));
   }
   if (info.segments.length) {
     const g = group("PD (collapsed: thin band, P over D; expanded: [P]/[D] lanes)");

@@ -8,6 +8,8 @@ import { colorForName, colorForSegment } from "../render/colors.js";
 import { el } from "../util/dom.js";
 import { localSummary } from "../ui/tooltip.js";
 import { linksOf, describe, endOfHit, filteredOut } from "../data/links.js";
+import { enginePhases } from "../data/engine.js";
+import { renderEnginePhases } from "./engine_panel.js";
 
 /** @typedef {import("../data/decode.js").Data} Data */
 /** @typedef {import("../render/hit.js").Hit} Hit */
@@ -494,6 +496,8 @@ export function renderDetails(host, d, h, detailSpan, st, act) {
     const fromPayload = pdBreakdown(d, detailSpan >= 0 ? detailSpan : h.span);
     const phases = fromPayload.length ? fromPayload : (detail && pdFromDetail(detail.segments)) || [];
     if (phases.length) renderPd(section(host, "PD phases"), phases, h.type === "segment" ? nameOf(d, d.segName[h.seg]) : "");
+    const engine = h.type === "span" ? enginePhases(d, h.span) : [];
+    if (engine.length) renderEnginePhases(section(host, "Engine phases"), engine);
   }
 
   // Attributes.

@@ -44,12 +44,15 @@ class ConvertReport:
 def convert(paths_or_globs: PathLike | Iterable[PathLike], out: str | Path, *,
             engine: str = "local", address: str | None = None, workers: int | None = None,
             progress: bool | None = None, settle_seconds: float = SETTLE_SECONDS,
-            time_limit: float | None = None, memory_limit: int | None = None) -> ConvertReport:
+            time_limit: float | None = None, memory_limit: int | None = None,
+            engine_traces: PathLike | None = None) -> ConvertReport:
     """Bring the run dataset at ``out`` up to date with the dumps given.
 
     ``engine="ray"`` runs each dump as a Ray task on the cluster at ``address``
     (default: a local Ray started for the job, with ``workers`` CPUs); the
-    workers must see the dumps and ``out`` at the same paths.
+    workers must see the dumps and ``out`` at the same paths. ``engine_traces``
+    (a ``slime-trace-viewer collect`` folder, seen by the workers at the same path)
+    joins each dump's engine requests into what is written.
     """
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}")
@@ -82,7 +85,9 @@ def convert(paths_or_globs: PathLike | Iterable[PathLike], out: str | Path, *,
 
     if todo:
         stems = [manifest.stem(path) for path in todo]
-        limits = {"time_limit": time_limit, "memory_limit": memory_limit}
+        limits = {"time_limit": time_limit, "memory_limit": memory_limit,
+                  "engine_traces": None if engine_traces is None else
+                  os.path.abspath(engine_traces)}
         if engine == "local":
             convert_in_workers(todo, str(root), stems, on_done=done, workers=workers,
                                progress=progress, **limits)
@@ -164,12 +169,15 @@ def convert_one(path: str, out: str, stem: str, limits: dict[str, Any]) -> dict[
 def convert_in_workers(paths: list[str], out: str, stems: list[str], *,
                        on_done: Callable[[str, dict], None], workers: int | None = None,
                        progress: bool | None = None, time_limit: float | None = None,
-                       memory_limit: int | None = None) -> None:
+                       memory_limit: int | None = None, engine_traces: str | None = None
+                       ) -> None:
     """Write each dump of ``paths`` into the run dataset at ``out`` (file names from
     ``stems``), each read, flattened and written in a worker process under the limits
     of :func:`load_frames`; ``on_done(path, verdict)`` as each ends, in this thread.
-    A verdict is ``{"ok": True, "report": {...}}`` or ``{"error": "..."}``."""
-    jobs = [new_job(path, "dataset", out, time_limit, memory_limit, stem=stem)
+    A verdict is ``{"ok": True, "report": {...}}`` or ``{"error": "..."}``.
+    ``engine_traces``: join the engine requests of that collector folder."""
+    jobs = [new_job(path, "dataset", out, time_limit, memory_limit, stem=stem,
+                    engine_traces=engine_traces)
             for path, stem in zip(paths, stems, strict=True)]
     with progress_bar([job.size for job in jobs], progress) as bar:
         run_jobs(jobs, workers or default_workers(paths), bar,

@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 
 from ...export.parquet import UNKNOWN_ROLLOUT  # samples without a rollout id (read back as missing)
 from ...frames.attr_columns import ATTR_PREFIX, AttrTable, merged_attr_arrays
-from ...frames.model import TraceFrames
+from ...frames.model import ORIGINS, TraceFrames
 from ..dumps.wire import (
     WireError,
     check_references,
@@ -34,6 +34,8 @@ from ..dumps.wire import (
     parse_meta,
 )
 
+#: The column saying whether a span or event is the dump's or the engine's.
+ORIGIN = "origin"
 TABLES = ("samples", "spans", "events", "segments",
           "span_start_attrs", "span_end_attrs", "event_attrs")
 PARTITION = "rollout_id"
@@ -257,7 +259,13 @@ def _core_columns(table: pa.Table, name: str) -> pa.Table:
               if c != position.get(name) and not c.startswith(ATTR_PREFIX)]
     if name == "samples":  # the partition column was appended last; put it back first
         wanted = [PARTITION, *[c for c in wanted if c != PARTITION]]
-    return table.select(wanted)
+    chosen = table.select(wanted)
+    if name in ("span_core", "event_core") and ORIGIN not in chosen.column_names:
+        # written before engine traces were joined: every span and event is the dump's
+        codes = pa.array(np.zeros(chosen.num_rows, dtype=np.int32))
+        chosen = chosen.append_column(ORIGIN, pa.DictionaryArray.from_arrays(
+            codes, pa.array(ORIGINS, type=pa.string())))
+    return chosen
 
 
 def _attr_columns(table: pa.Table) -> pa.Table:

@@ -111,8 +111,13 @@ def _dataset_job(request: dict) -> dict:
     from ..dataset.manifest import content_hash
 
     digest = content_hash(request["path"])
-    report = write_dump(_flattened(request), Path(request["out"]),
-                        os.path.basename(request["path"]), request["stem"])
+    frames = _flattened(request)
+    if request.get("engine_traces"):
+        from ..engine.window import with_engine_traces
+
+        frames = with_engine_traces(frames, request["engine_traces"])
+    report = write_dump(frames, Path(request["out"]), os.path.basename(request["path"]),
+                        request["stem"])
     return {**report, "blake2b": digest}
 
 

@@ -1,0 +1,69 @@
+// Engine phases of a generation: where its time went inside SGLang (queue,
+// prefill, decode, PD steps), from the engine spans the kernel joined under it
+// (flag F_ENGINE). A request span's own slices are sorted into phases by the
+// names the payload lists (`meta.engine_phases`, the kernel's one table);
+// nested slices are parts of their parent and are not counted again.
+
+import { F_ENGINE, nameOf } from "./decode.js";
+
+/** @typedef {import("./decode.js").Data} Data */
+/** @typedef {{phase: string, dur: number}} EnginePhase */
+
+/**
+ * Seconds per engine phase of `span`: a generation span (its requests) or an
+ * engine request span (itself). Phases in the payload's order, then "other";
+ * empty when the span has no engine request.
+ * @param {Data} d
+ * @param {number} span internal index
+ * @returns {EnginePhase[]}
+ */
+export function enginePhases(d, span) {
+  if (span < 0 || span >= d.nSpans) return [];
+  const sample = d.spanSample[span];
+  const first = d.spanOff[sample];
+  const last = d.spanOff[sample + 1];
+  /** @type {Set<number>} */
+  const requests = new Set();
+  if (d.spanFlags[span] & F_ENGINE) {
+    if (!isRequest(d, span)) return [];
+    requests.add(span);
+  } else {
+    for (let i = first; i < last; i++) {
+      if (d.spanParent[i] === span && d.spanFlags[i] & F_ENGINE) requests.add(i);
+    }
+  }
+  if (requests.size === 0) return [];
+  const phaseOf = phaseTable(d.meta.engine_phases);
+  /** @type {Map<string, number>} */
+  const seconds = new Map(Object.keys(d.meta.engine_phases).map((phase) => [phase, 0]));
+  seconds.set("other", 0);
+  for (let i = first; i < last; i++) {
+    if (!(d.spanFlags[i] & F_ENGINE) || !requests.has(d.spanParent[i])) continue;
+    const phase = phaseOf.get(nameOf(d, d.spanName[i])) ?? "other";
+    const length = d.spanEnd[i] - d.spanStart[i];
+    if (Number.isFinite(length) && length > 0) seconds.set(phase, (seconds.get(phase) ?? 0) + length);
+  }
+  return [...seconds].map(([phase, dur]) => ({ phase, dur })).filter((row) => row.dur > 0);
+}
+
+/**
+ * Whether an engine span is a request span (its parent is not an engine span).
+ * @param {Data} d
+ * @param {number} span
+ */
+function isRequest(d, span) {
+  const parent = d.spanParent[span];
+  return parent < 0 || !(d.spanFlags[parent] & F_ENGINE);
+}
+
+/**
+ * Slice name -> phase.
+ * @param {Record<string, string[]>} phases
+ * @returns {Map<string, string>}
+ */
+function phaseTable(phases) {
+  /** @type {Map<string, string>} */
+  const out = new Map();
+  for (const [phase, names] of Object.entries(phases)) for (const name of names) out.set(name, phase);
+  return out;
+}

@@ -1,0 +1,162 @@
+"""OTLP trace requests into rows of spans: the one place that knows the wire format.
+
+An ``ExportTraceServiceRequest`` arrives as protobuf (gRPC, or HTTP with
+``application/x-protobuf``) or as OTLP's JSON (HTTP ``application/json``: the
+protobuf JSON mapping, except that trace and span ids are hex, not base64). Both
+end as :class:`SpanRows`, plain columns the store writes as they are. A request
+that does not parse, or a span without valid ids and times, is refused whole
+with a reason (:class:`BadRequest`): a receiver must not half-accept a batch the
+client will send again. Attribute values become plain data (strings, numbers,
+booleans, lists, dicts; bytes as hex) and are kept as JSON text.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from google.protobuf import json_format
+from google.protobuf.message import DecodeError
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+from .store import COLUMNS
+
+#: Deepest nesting of array and kvlist values kept; deeper ones are cut to their text.
+MAX_VALUE_DEPTH = 16
+_ID_FIELDS = ("traceId", "spanId", "parentSpanId")
+
+
+class BadRequest(ValueError):
+    """The request cannot be taken: the reason is sent back to the client."""
+
+
+@dataclass
+class SpanRows:
+    """Decoded spans as columns (one list per name of :data:`COLUMNS`)."""
+
+    columns: dict[str, list] = field(default_factory=lambda: {name: [] for name in COLUMNS})
+
+    def __len__(self) -> int:
+        return len(self.columns["span_id"])
+
+
+def parse_protobuf(body: bytes) -> SpanRows:
+    """Spans of a binary ``ExportTraceServiceRequest``."""
+    request = ExportTraceServiceRequest()
+    try:
+        request.ParseFromString(body)
+    except (DecodeError, RuntimeError, ValueError) as exc:
+        raise BadRequest(f"the body is not an OTLP ExportTraceServiceRequest ({exc})") from None
+    return request_rows(request)
+
+
+def parse_json(body: bytes) -> SpanRows:
+    """Spans of an OTLP/JSON ``ExportTraceServiceRequest`` (ids in hex)."""
+    try:
+        document = json.loads(body)
+    except (ValueError, RecursionError) as exc:
+        raise BadRequest(f"the body is not JSON ({exc})") from None
+    if not isinstance(document, dict):
+        raise BadRequest("the body is not an OTLP/JSON ExportTraceServiceRequest object")
+    try:
+        _hex_ids_to_base64(document)
+        request = json_format.ParseDict(document, ExportTraceServiceRequest(),
+                                        ignore_unknown_fields=True)
+    except (json_format.ParseError, ValueError, TypeError, RecursionError) as exc:
+        raise BadRequest(f"the body is not an OTLP/JSON ExportTraceServiceRequest ({exc})"
+                         ) from None
+    return request_rows(request)
+
+
+def request_rows(request: ExportTraceServiceRequest) -> SpanRows:
+    """Every span of the request as a row; :class:`BadRequest` for an unusable span."""
+    rows = SpanRows()
+    out = rows.columns
+    for resource_spans in request.resource_spans:
+        resource = _attributes(resource_spans.resource.attributes)
+        service = resource.get("service.name")
+        service_text = service if isinstance(service, str) else ""
+        resource_text = json.dumps(resource, ensure_ascii=False)
+        for scope_spans in resource_spans.scope_spans:
+            for span in scope_spans.spans:
+                if len(span.trace_id) != 16 or not any(span.trace_id):
+                    raise BadRequest(f"span {span.name!r} has no valid 16-byte trace id")
+                if len(span.span_id) != 8 or not any(span.span_id):
+                    raise BadRequest(f"span {span.name!r} has no valid 8-byte span id")
+                if span.parent_span_id and len(span.parent_span_id) != 8:
+                    raise BadRequest(f"span {span.name!r} has a parent id that is not 8 bytes")
+                start, end = span.start_time_unix_nano, span.end_time_unix_nano
+                if not start or end < start:
+                    raise BadRequest(f"span {span.name!r} has no start time or ends before it")
+                out["trace_id"].append(span.trace_id.hex())
+                out["span_id"].append(span.span_id.hex())
+                out["parent_id"].append(span.parent_span_id.hex() if any(span.parent_span_id)
+                                        else None)
+                out["name"].append(span.name)
+                out["start_ns"].append(start)
+                out["end_ns"].append(end)
+                out["service"].append(service_text)
+                out["status"].append(int(span.status.code))
+                out["attributes"].append(json.dumps(_attributes(span.attributes),
+                                                    ensure_ascii=False))
+                out["resource"].append(resource_text)
+                out["events"].append(json.dumps(
+                    [{"name": event.name, "time_ns": event.time_unix_nano,
+                      "attributes": _attributes(event.attributes)} for event in span.events],
+                    ensure_ascii=False))
+                out["links"].append(json.dumps(
+                    [{"trace_id": link.trace_id.hex(), "span_id": link.span_id.hex(),
+                      "attributes": _attributes(link.attributes)} for link in span.links],
+                    ensure_ascii=False))
+    return rows
+
+
+def _attributes(pairs: Any) -> dict[str, Any]:
+    """OTLP key-values as a dict (a repeated key keeps its last value, as SDKs do)."""
+    return {pair.key: _value(pair.value, 0) for pair in pairs}
+
+
+def _value(value: Any, depth: int) -> Any:
+    kind = value.WhichOneof("value")
+    if kind is None:
+        return None
+    if kind == "string_value":
+        return value.string_value
+    if kind == "bool_value":
+        return value.bool_value
+    if kind == "int_value":
+        return value.int_value
+    if kind == "double_value":
+        number = value.double_value
+        return number if math.isfinite(number) else str(number)  # JSON has no inf or nan
+    if kind == "bytes_value":
+        return value.bytes_value.hex()
+    if depth >= MAX_VALUE_DEPTH:
+        return "…"
+    if kind == "array_value":
+        return [_value(item, depth + 1) for item in value.array_value.values]
+    if kind == "kvlist_value":
+        return {pair.key: _value(pair.value, depth + 1) for pair in value.kvlist_value.values}
+    return None  # a string-table index (profiles only): nothing to resolve it against
+
+
+def _hex_ids_to_base64(node: Any) -> None:
+    """OTLP/JSON writes ids as hex; the protobuf JSON mapping reads bytes as base64."""
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            for key, child in item.items():
+                if key in _ID_FIELDS or (key in ("trace_id", "span_id", "parent_span_id")):
+                    if isinstance(child, str) and child:
+                        try:
+                            item[key] = base64.b64encode(bytes.fromhex(child)).decode("ascii")
+                        except ValueError:
+                            raise BadRequest(f"{key} {child[:40]!r} is not hex") from None
+                else:
+                    stack.append(child)
+        elif isinstance(item, list):
+            stack.extend(item)

@@ -1,0 +1,324 @@
+"""The OTLP receiver the engines export to: OTLP/HTTP and OTLP/gRPC into the store.
+
+A request is answered with success only once its spans are on disk: handler
+threads hand their decoded spans to one writer thread, which appends whatever
+has gathered as one durable write (group commit) and then releases them all.
+What cannot be taken is refused before anything is kept, so the client's retry
+never duplicates spans: a body that is not OTLP (400, ``INVALID_ARGUMENT``), a
+body or a decompressed body over the limits (413, read no further than the
+limit), a wrong path (404), and more than the writer has room for (503 with
+``Retry-After``, ``UNAVAILABLE``: the exporters retry both).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.server
+import threading
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http import HTTPStatus
+from typing import Any
+
+import pyarrow as pa
+
+from .otlp import BadRequest, SpanRows, parse_json, parse_protobuf, request_rows
+from .store import SpanStore, rows_table
+
+TRACES_PATH = "/v1/traces"
+#: Largest request body taken as it comes over the wire, and once decompressed.
+MAX_BODY_BYTES = 32 << 20
+MAX_DECOMPRESSED_BYTES = 128 << 20
+#: Spans waiting for the writer beyond which new requests are asked to come back later.
+MAX_PENDING_SPANS = 400_000
+#: Requests being read and decoded at once; more wait for a slot or are refused.
+MAX_CONCURRENT_REQUESTS = 32
+RETRY_AFTER_SECONDS = 1
+_CHUNK = 1 << 16
+
+
+class Busy(RuntimeError):
+    """The writer has no room now: the client should retry later."""
+
+
+@dataclass
+class _Item:
+    table: pa.Table
+    done: threading.Event = field(default_factory=threading.Event)
+    error: BaseException | None = None
+
+
+class Collector:
+    """The writer side: accepts decoded spans from any thread, one durable write at a time."""
+
+    def __init__(self, store: SpanStore, max_pending_spans: int = MAX_PENDING_SPANS) -> None:
+        self.store = store
+        self.max_pending_spans = max_pending_spans
+        self.accepted_spans = 0
+        self.refused_requests = 0
+        self._items: list[_Item] = []
+        self._pending = 0
+        self._closed = False
+        self._condition = threading.Condition()
+        self._thread = threading.Thread(target=self._write_loop, name="engine-span-writer",
+                                        daemon=True)
+        self._thread.start()
+
+    @property
+    def pending_spans(self) -> int:
+        """Spans accepted by a handler and not yet on disk."""
+        with self._condition:
+            return self._pending
+
+    def submit(self, rows: SpanRows) -> None:
+        """Keep ``rows`` durably; returns once they are on disk. :class:`Busy` when full."""
+        if not len(rows):
+            return
+        item = _Item(rows_table(rows.columns))
+        with self._condition:
+            if self._closed:
+                raise Busy("the collector is stopping")
+            if self._pending and self._pending + len(item.table) > self.max_pending_spans:
+                self.refused_requests += 1
+                raise Busy("too many spans are waiting to be written")
+            self._pending += len(item.table)
+            self._items.append(item)
+            self._condition.notify()
+        item.done.wait()
+        if item.error is not None:
+            raise Busy(f"the spans could not be written ({item.error})")
+
+    def close(self) -> None:
+        """Write what is waiting, finish the files, stop the writer."""
+        with self._condition:
+            self._closed = True
+            self._condition.notify()
+        self._thread.join()
+        self.store.close()
+
+    def _write_loop(self) -> None:
+        while True:
+            with self._condition:
+                while not self._items and not self._closed:
+                    if not self._condition.wait(timeout=self.store.roll_seconds):
+                        self._roll_quietly()
+                items, self._items = self._items, []
+                if not items and self._closed:
+                    return
+            try:
+                self.store.append(pa.concat_tables([item.table for item in items]))
+            except Exception as exc:  # a full disk: the clients retry, nothing is half-kept
+                for item in items:
+                    item.error = exc
+            else:
+                self.accepted_spans += sum(len(item.table) for item in items)
+            with self._condition:
+                self._pending -= sum(len(item.table) for item in items)
+            for item in items:
+                item.done.set()
+
+    def _roll_quietly(self) -> None:
+        """A quiet collector still finishes its write-ahead file after a while."""
+        with contextlib.suppress(OSError):  # tried again at the next quiet spell, or on close
+            self.store.roll()
+
+
+# --------------------------------------------------------------------------- OTLP/HTTP
+
+
+class _TooLarge(Exception):
+    pass
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    """``POST /v1/traces`` with an OTLP body, and nothing else."""
+
+    protocol_version = "HTTP/1.1"
+    server: _HttpServer
+
+    def do_POST(self) -> None:
+        if self.path.split("?", 1)[0] != TRACES_PATH:
+            self._reply(HTTPStatus.NOT_FOUND, f"not found; OTLP traces go to {TRACES_PATH}",
+                        read=False)
+            return
+        if not self.server.slots.acquire(timeout=5):
+            self._reply(HTTPStatus.SERVICE_UNAVAILABLE, "too many requests at once",
+                        retry=True, read=False)
+            return
+        try:
+            self._export()
+        finally:
+            self.server.slots.release()
+
+    def do_GET(self) -> None:
+        status = HTTPStatus.METHOD_NOT_ALLOWED if self.path == TRACES_PATH else \
+            HTTPStatus.NOT_FOUND
+        self._reply(status, "OTLP traces are sent with POST " + TRACES_PATH, read=False)
+
+    do_PUT = do_DELETE = do_PATCH = do_GET
+
+    def _export(self) -> None:
+        kind = (self.headers.get("Content-Type") or "").split(";", 1)[0].strip().lower()
+        if kind not in ("application/x-protobuf", "application/protobuf", "application/json"):
+            self._reply(HTTPStatus.UNSUPPORTED_MEDIA_TYPE,
+                        "Content-Type must be application/x-protobuf or application/json",
+                        read=False)
+            return
+        encoding = (self.headers.get("Content-Encoding") or "identity").strip().lower()
+        if encoding not in ("identity", "gzip"):
+            self._reply(HTTPStatus.UNSUPPORTED_MEDIA_TYPE,
+                        "Content-Encoding must be gzip or none", read=False)
+            return
+        try:
+            length = int(self.headers.get("Content-Length", ""))
+        except ValueError:
+            self._reply(HTTPStatus.LENGTH_REQUIRED, "a Content-Length is required", read=False)
+            return
+        if length < 0 or length > MAX_BODY_BYTES:
+            self._reply(HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
+                        f"the body is over {MAX_BODY_BYTES} bytes", read=False)
+            return
+        body = self.rfile.read(length)
+        if len(body) != length:
+            self.close_connection = True
+            return  # the client went away mid-body
+        try:
+            if encoding == "gzip":
+                body = _gunzip(body, MAX_DECOMPRESSED_BYTES)
+            rows = parse_json(body) if kind == "application/json" else parse_protobuf(body)
+            self.server.collector.submit(rows)
+        except _TooLarge:
+            self._reply(HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
+                        f"the decompressed body is over {MAX_DECOMPRESSED_BYTES} bytes")
+        except BadRequest as exc:
+            self._reply(HTTPStatus.BAD_REQUEST, str(exc))
+        except Busy as exc:
+            self._reply(HTTPStatus.SERVICE_UNAVAILABLE, str(exc), retry=True)
+        else:
+            answer = b"{}" if kind == "application/json" else b""  # an empty response message
+            self._send(HTTPStatus.OK, answer, kind)
+
+    def _reply(self, status: HTTPStatus, reason: str, retry: bool = False,
+               read: bool = True) -> None:
+        """An error answer with its reason as text; a body left unread closes the connection."""
+        if not read:
+            self.close_connection = True
+        headers = {"Retry-After": str(RETRY_AFTER_SECONDS)} if retry else {}
+        self._send(status, (reason + "\n").encode("utf-8", "replace"),
+                   "text/plain; charset=utf-8", headers)
+
+    def _send(self, status: HTTPStatus, body: bytes, kind: str,
+              headers: dict[str, str] | None = None) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(body)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        if self.close_connection:
+            self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass  # one line per export batch would drown the collector's own output
+
+
+class _HttpServer(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 128
+
+    def __init__(self, address: tuple[str, int], collector: Collector) -> None:
+        self.collector = collector
+        self.slots = threading.BoundedSemaphore(MAX_CONCURRENT_REQUESTS)
+        super().__init__(address, _Handler)
+
+
+def _gunzip(body: bytes, limit: int) -> bytes:
+    """Inflate a gzip body, stopping as soon as it would pass ``limit`` bytes (a bomb is
+    never inflated whole)."""
+    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    parts, size = [], 0
+    data = body
+    try:
+        while data:
+            part = inflater.decompress(data, _CHUNK)
+            size += len(part)
+            if size > limit:
+                raise _TooLarge
+            parts.append(part)
+            data = inflater.unconsumed_tail
+        if not inflater.eof:
+            raise BadRequest("the gzip body is cut short")
+    except zlib.error as exc:
+        raise BadRequest(f"the body is not valid gzip ({exc})") from None
+    return b"".join(parts)
+
+
+def http_server(collector: Collector, host: str, port: int) -> _HttpServer:
+    """An OTLP/HTTP server bound to ``host:port`` (0: a free port), not yet serving."""
+    return _HttpServer((host, port), collector)
+
+
+# --------------------------------------------------------------------------- OTLP/gRPC
+
+
+def grpc_server(collector: Collector, host: str, port: int) -> tuple[Any, int]:
+    """An OTLP/gRPC server bound to ``host:port`` and started; with the port it got."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import grpc
+    from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
+
+    class TraceService(trace_service_pb2_grpc.TraceServiceServicer):
+        def Export(self, request: Any, context: Any) -> Any:
+            try:
+                collector.submit(request_rows(request))
+            except BadRequest as exc:
+                context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+            except Busy as exc:
+                context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
+            return trace_service_pb2.ExportTraceServiceResponse()
+
+    server = grpc.server(
+        ThreadPoolExecutor(max_workers=MAX_CONCURRENT_REQUESTS, thread_name_prefix="otlp-grpc"),
+        maximum_concurrent_rpcs=4 * MAX_CONCURRENT_REQUESTS,
+        options=[("grpc.max_receive_message_length", MAX_DECOMPRESSED_BYTES)])
+    trace_service_pb2_grpc.add_TraceServiceServicer_to_server(TraceService(), server)
+    bound = server.add_insecure_port(f"{_bracketed(host)}:{port}")
+    if not bound:
+        raise OSError(f"cannot listen on {host}:{port} for OTLP/gRPC")
+    server.start()
+    return server, bound
+
+
+def _bracketed(host: str) -> str:
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
+
+
+# --------------------------------------------------------------------------- the command
+
+
+def collect(directory: str, http_address: tuple[str, int], grpc_address: tuple[str, int] | None,
+            announce: Callable[[str], None], stop: threading.Event) -> Collector:
+    """Receive OTLP into the store at ``directory`` until ``stop`` is set; then write what
+    is waiting, finish the files and return the collector (its counts)."""
+    collector = Collector(SpanStore(directory))
+    servers: list[Callable[[], None]] = []
+    try:
+        web = http_server(collector, *http_address)
+        threading.Thread(target=web.serve_forever, kwargs={"poll_interval": 0.2},
+                         daemon=True).start()
+        servers.append(lambda: (web.shutdown(), web.server_close()))
+        where = [f"http://{_bracketed(http_address[0])}:{web.server_address[1]}{TRACES_PATH}"]
+        if grpc_address is not None:
+            rpc, port = grpc_server(collector, *grpc_address)
+            servers.append(lambda: rpc.stop(grace=5).wait())
+            where.append(f"grpc {_bracketed(grpc_address[0])}:{port}")
+        announce(f"receiving OTLP on {' and '.join(where)}, writing {directory}")
+        stop.wait()
+    finally:
+        for close in reversed(servers):
+            close()
+        collector.close()
+    return collector

@@ -1,0 +1,316 @@
+"""``slime-trace-viewer collect``: the real receiver in its own process, fed by the
+OpenTelemetry SDK's OTLP exporters (HTTP and gRPC), hostile requests, and ``kill -9``."""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import http.client
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from slime_trace_widget.demo import make_demo_samples
+from slime_trace_widget.devtools.browser import free_port
+from slime_trace_widget.devtools.engine_traces import Request, replay, requests_for
+from slime_trace_widget.frames import build_frames
+from slime_trace_widget.sources.engine.store import SUBDIR, SpanStore, load_engine_traces
+
+ROOT = Path(__file__).parents[2]
+STARTUP_SECONDS = 120  # a hang guard: on a busy machine imports take a while
+
+
+@dataclass
+class Collector:
+    folder: Path
+    http_port: int
+    grpc_port: int
+    process: subprocess.Popen
+    first_line: str
+
+    @property
+    def traces_url(self) -> str:
+        return f"http://127.0.0.1:{self.http_port}/v1/traces"
+
+    def stop(self) -> str:
+        """SIGTERM, as a service manager stops it; what it printed after its first line."""
+        self.process.send_signal(signal.SIGTERM)
+        out, err = self.process.communicate(timeout=STARTUP_SECONDS)
+        assert self.process.returncode == 0, err
+        return out
+
+
+def start_collector(folder: Path) -> Collector:
+    http_port, grpc_port = free_port(), free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "slime_trace_widget", "collect", str(folder),
+         "--http", f"127.0.0.1:{http_port}", "--grpc", f"127.0.0.1:{grpc_port}"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.append(process.stdout.readline()),
+                              daemon=True)
+    reader.start()
+    reader.join(STARTUP_SECONDS)
+    if not lines or not lines[0]:
+        process.kill()
+        raise AssertionError(f"the collector did not start: {process.communicate()[1]}")
+    return Collector(folder, http_port, grpc_port, process, lines[0].strip())
+
+
+@pytest.fixture
+def collector(tmp_path: Path) -> Iterator[Collector]:
+    running = start_collector(tmp_path / "engine")
+    yield running
+    if running.process.poll() is None:
+        running.process.kill()
+        running.process.communicate(timeout=STARTUP_SECONDS)
+
+
+@pytest.fixture(scope="module")
+def requests() -> list[Request]:
+    return requests_for(build_frames(make_demo_samples(16, seed=4)), pd=False)
+
+
+def spans_of(requests: list[Request]) -> int:
+    """Spans the replay makes: a bootstrap room, and per half a root, a thread, slices."""
+    return sum(1 + sum(2 + len(half.slices) for half in r.halves) for r in requests)
+
+
+def post(port: int, body: bytes, headers: dict[str, str], path: str = "/v1/traces",
+         method: str = "POST") -> tuple[int, bytes, dict[str, str]]:
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    try:
+        connection.request(method, path, body=body, headers=headers)
+        response = connection.getresponse()
+        return response.status, response.read(), dict(response.getheaders())
+    finally:
+        connection.close()
+
+
+def gzip_of_zeros(size: int) -> bytes:
+    """A gzip member of ``size`` zero bytes, made a MB at a time."""
+    packer = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    zeros = bytes(1 << 20)
+    parts = [packer.compress(zeros) for _ in range(size >> 20)]
+    return b"".join([*parts, packer.flush()])
+
+
+def test_the_first_line_says_where_it_listens(collector: Collector) -> None:
+    assert collector.first_line.startswith("receiving OTLP on ")
+    assert f"127.0.0.1:{collector.http_port}/v1/traces" in collector.first_line
+    assert f"127.0.0.1:{collector.grpc_port}" in collector.first_line
+
+
+def test_sdk_exporters_over_http_and_grpc_are_kept(collector: Collector,
+                                                   requests: list[Request]) -> None:
+    from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (
+        OTLPSpanExporter as GrpcExporter,
+    )
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
+        OTLPSpanExporter as HttpExporter,
+    )
+
+    def exporter_for(host: str) -> object:
+        if host == "engine-a":
+            return HttpExporter(endpoint=collector.traces_url)
+        return GrpcExporter(endpoint=f"127.0.0.1:{collector.grpc_port}", insecure=True)
+
+    replay(requests, exporter_for, {"engine-a": 0.5, "engine-b": -0.5})
+    assert "stopped:" in collector.stop()
+    stored = load_engine_traces(collector.folder)
+    assert len(stored) == spans_of(requests)
+    assert stored["span_id"].is_unique
+    assert set(stored["service"]) == {"sglang"}
+    assert {r["host.name"] for r in stored["resource"]} == {"engine-a", "engine-b"}
+    rids = {a["rid"] for a in stored["attributes"] if "rid" in a}
+    assert rids == {r.rid for r in requests}
+    events = [e for events in stored["events"] for e in events]
+    assert {"schedule"} <= {e["name"] for e in events}
+    # finished files only, each readable, named by the time it covers
+    files = sorted((collector.folder / SUBDIR).iterdir())
+    assert files and all(f.name.startswith("spans-") for f in files)
+    assert sum(pq.read_metadata(f).num_rows for f in files) == len(stored)
+
+
+def test_json_and_gzip_bodies(collector: Collector, requests: list[Request]) -> None:
+    from google.protobuf.json_format import MessageToDict
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    memory = InMemorySpanExporter()
+    replay(requests[:3], lambda host: memory, {}, batch=False)
+    message = encode_spans(memory.get_finished_spans())
+    document = MessageToDict(message)
+    for resource in document["resourceSpans"]:  # OTLP/JSON writes ids in hex
+        for scope in resource["scopeSpans"]:
+            for span in scope["spans"]:
+                for key in ("traceId", "spanId", "parentSpanId"):
+                    if key in span:
+                        span[key] = base64.b64decode(span[key]).hex()
+    status, body, _ = post(collector.http_port, json.dumps(document).encode(),
+                           {"Content-Type": "application/json"})
+    assert status == 200 and json.loads(body) == {}
+    status, _, _ = post(collector.http_port, gzip.compress(message.SerializeToString()),
+                        {"Content-Type": "application/x-protobuf", "Content-Encoding": "gzip"})
+    assert status == 200
+    collector.stop()
+    stored = load_engine_traces(collector.folder)
+    assert len(stored) == 2 * len(memory.get_finished_spans())
+    assert set(stored[stored["name"] == "prefill_waiting"]["span_id"].value_counts()) == {2}
+
+
+def test_hostile_requests_get_a_clear_answer_and_nothing_else(collector: Collector) -> None:
+    port = collector.http_port
+    protobuf = {"Content-Type": "application/x-protobuf"}
+    status, body, _ = post(port, b"\xff\xfe garbage", protobuf)
+    assert status == 400 and b"not an OTLP" in body
+    status, body, _ = post(port, b'{"resourceSpans": [{"scopeSpans": 3}]}',
+                           {"Content-Type": "application/json"})
+    assert status == 400 and body.strip()
+    status, body, _ = post(port, b"[1, 2", {"Content-Type": "application/json"})
+    assert status == 400 and b"not JSON" in body
+    status, body, _ = post(port, b"", protobuf, path="/v1/metrics")
+    assert status == 404
+    status, _, _ = post(port, b"", {}, method="GET")
+    assert status == 405
+    status, _, _ = post(port, b"x", {"Content-Type": "text/plain"})
+    assert status == 415
+    # a gzip bomb: 200 MB of zeros in 200 KB; refused without inflating it whole
+    bomb = gzip_of_zeros(200 << 20)
+    status, body, _ = post(port, bomb, {**protobuf, "Content-Encoding": "gzip"})
+    assert status == 413 and b"decompressed" in body
+    status, _, _ = post(port, b"\x1f\x8b\x08\x00garbage", {**protobuf,
+                                                             "Content-Encoding": "gzip"})
+    assert status == 400
+    # a declared length over the limit is refused before the body is read
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    connection.putrequest("POST", "/v1/traces")
+    connection.putheader("Content-Type", "application/x-protobuf")
+    connection.putheader("Content-Length", str(1 << 40))
+    connection.endheaders()
+    response = connection.getresponse()
+    assert response.status == 413
+    connection.close()
+    # a span with a broken id: the whole request is refused, nothing of it kept
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceRequest,
+    )
+
+    request = ExportTraceServiceRequest()
+    span = request.resource_spans.add().scope_spans.add().spans.add()
+    span.name, span.trace_id, span.span_id = "<img src=x onerror=alert(1)>", b"\1" * 16, b"\2" * 3
+    span.start_time_unix_nano = span.end_time_unix_nano = 10**18
+    status, body, _ = post(port, request.SerializeToString(), protobuf)
+    assert status == 400 and b"8-byte span id" in body
+    # still serving, and what it keeps is exactly what it accepted
+    span.span_id = b"\2" * 8
+    assert post(port, request.SerializeToString(), protobuf)[0] == 200
+    collector.stop()
+    stored = load_engine_traces(collector.folder)
+    assert list(stored["name"]) == ["<img src=x onerror=alert(1)>"]
+
+
+def test_a_full_writer_asks_clients_to_come_back_later(tmp_path: Path) -> None:
+    """When more spans wait than the writer takes, the answer is 503 with Retry-After,
+    and the spans held back are written when the disk catches up."""
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceRequest,
+    )
+
+    from slime_trace_widget.sources.engine.receiver import Collector as Writer
+    from slime_trace_widget.sources.engine.receiver import http_server
+
+    class SlowDisk(SpanStore):
+        """A disk that takes its time: the first write waits until released."""
+
+        release = threading.Event()
+
+        def append(self, table: object) -> None:
+            self.release.wait(STARTUP_SECONDS)
+            super().append(table)  # type: ignore[arg-type]
+
+    writer = Writer(SlowDisk(tmp_path), max_pending_spans=1)
+    server = http_server(writer, "127.0.0.1", 0)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    port = server.server_address[1]
+    request = ExportTraceServiceRequest()
+    span = request.resource_spans.add().scope_spans.add().spans.add()
+    span.name, span.trace_id, span.span_id = "slice", b"\1" * 16, b"\2" * 8
+    span.start_time_unix_nano, span.end_time_unix_nano = 10**18, 10**18 + 5
+    body = request.SerializeToString()
+    results: list[int] = []
+    first = threading.Thread(target=lambda: results.append(
+        post(port, body, {"Content-Type": "application/x-protobuf"})[0]))
+    first.start()
+    try:
+        while not writer.pending_spans:  # the first request is waiting for the disk
+            first.join(0.05)
+        status, reason, headers = post(port, body, {"Content-Type": "application/x-protobuf"})
+        assert status == 503 and headers["Retry-After"] == "1" and b"waiting" in reason
+    finally:
+        SlowDisk.release.set()
+        first.join(STARTUP_SECONDS)
+        server.shutdown()
+        server.server_close()
+        writer.close()
+    assert results == [200]
+    assert len(load_engine_traces(tmp_path)) == 1
+
+
+def test_acknowledged_spans_survive_kill_9(tmp_path: Path, requests: list[Request]) -> None:
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
+        OTLPSpanExporter as HttpExporter,
+    )
+
+    folder = tmp_path / "engine"
+    first = start_collector(folder)
+    try:
+        # one export per span, each answered before the next: every one acknowledged
+        replay(requests, lambda host: HttpExporter(endpoint=first.traces_url), {},
+               batch=False)
+    finally:
+        os.kill(first.process.pid, signal.SIGKILL)
+        first.process.communicate(timeout=STARTUP_SECONDS)
+    assert list((folder / SUBDIR).glob("wal-*.arrows"))  # what was kept, not yet rolled
+    assert len(load_engine_traces(folder)) == spans_of(requests)  # readable as it lies
+    second = start_collector(folder)
+    second.stop()
+    stored = load_engine_traces(folder)
+    assert len(stored) == spans_of(requests) and stored["span_id"].is_unique
+    files = list((folder / SUBDIR).iterdir())
+    assert files and all(f.suffix == ".parquet" for f in files)
+    for path in files:
+        pq.read_table(path)  # every finished file whole
+
+
+def test_a_write_ahead_file_cut_mid_batch_loses_only_that_batch(tmp_path: Path,
+                                                               requests: list[Request]) -> None:
+    """A crash in the middle of a write: the batches before it are whole, the cut one is
+    not acknowledged and is left out, and the store opens."""
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from slime_trace_widget.sources.engine.otlp import request_rows
+    from slime_trace_widget.sources.engine.store import rows_table
+
+    memory = InMemorySpanExporter()
+    replay(requests[:4], lambda host: memory, {}, batch=False)
+    table = rows_table(request_rows(encode_spans(memory.get_finished_spans())).columns)
+    store = SpanStore(tmp_path)
+    store.append(table.slice(0, 10))
+    store.append(table.slice(10))
+    wal = next((tmp_path / SUBDIR).glob("wal-*.arrows"))
+    wal.write_bytes(wal.read_bytes()[:-40])  # the second batch cut short
+    assert len(load_engine_traces(tmp_path)) == 10
+    SpanStore(tmp_path).close()  # reopening rolls what is whole
+    assert len(load_engine_traces(tmp_path)) == 10
