@@ -77,8 +77,9 @@ def join_engine(frames: TraceFrames, engine: pd.DataFrame) -> TraceFrames:
     if not attached:
         return replace(frames, engine_skew=skew, engine_unmatched=unmatched)
     built = _Built()
+    spans_of_frames = _Spans(frames)
     for part in sorted(attached, key=lambda p: (owners[p], tree.start_ns[p])):
-        _attach_part(frames, tree, part, owners[part], shift, built)
+        _attach_part(spans_of_frames, tree, part, owners[part], shift, built)
     joined = _append(frames, built)
     return replace(joined, engine_skew=skew, engine_unmatched=unmatched)
 
@@ -92,6 +93,12 @@ class _EngineTree:
         self.start_ns = spans["start_ns"].to_numpy(dtype=np.int64)
         self.end_ns = spans["end_ns"].to_numpy(dtype=np.int64)
         self.attrs: list[dict] = [a if isinstance(a, dict) else {} for a in spans["attributes"]]
+        self.names: list[str] = [str(name) for name in spans["name"].tolist()]
+        self.span_ids: list[str] = [str(span_id) for span_id in spans["span_id"].tolist()]
+        self.trace_ids: list[str] = [str(trace) for trace in spans["trace_id"].tolist()]
+        self.parent_ids: list[Any] = spans["parent_id"].tolist()
+        self.events: list[Any] = spans["events"].tolist()
+        self.services: list[Any] = spans["service"].tolist()
         keys = (spans["trace_id"].astype(str) + ":" + spans["span_id"].astype(str)).to_numpy()
         position = pd.Series(np.arange(n), index=keys)
         parent_ids = spans["parent_id"].where(spans["parent_id"].notna(), "").astype(str)
@@ -136,14 +143,14 @@ class _EngineTree:
         for key in ("host.name", "host.id", "service.instance.id"):
             if _text(resource.get(key)):
                 return str(resource[key])
-        return str(self.spans["service"].iat[i] or "engine")
+        return str(self.services[i] or "engine")
 
     def _part_host(self, part: int) -> str:
         hosts = Counter(self.host[i] for i in self.members[part])
         return hosts.most_common(1)[0][0] if hosts else self.host[part]
 
     def role(self, part: int) -> str:
-        word = str(self.spans["name"].iat[part]).split(" ", 1)[0].lower()
+        word = self.names[part].split(" ", 1)[0].lower()
         return word if word in ROLES else ""
 
     def top(self, part: int) -> int:
@@ -223,12 +230,11 @@ def attr_values(frames: TraceFrames, key: str) -> dict[int, Any]:
 def _context_owners(frames: TraceFrames, tree: _EngineTree) -> dict[int, int]:
     """Request roots whose trace nests under a dump span by W3C context."""
     wanted: dict[str, list[int]] = {}
-    spans = tree.spans
     for part in tree.parts:
         top = tree.top(part)
-        parent_id = spans["parent_id"].iat[top]
+        parent_id = tree.parent_ids[top]
         if isinstance(parent_id, str) and parent_id:
-            wanted.setdefault(f"{spans['trace_id'].iat[top]}:{parent_id}", []).append(part)
+            wanted.setdefault(f"{tree.trace_ids[top]}:{parent_id}", []).append(part)
     if not wanted:
         return {}
     core = frames.span_core
@@ -249,11 +255,11 @@ def _context_owners(frames: TraceFrames, tree: _EngineTree) -> dict[int, int]:
 
 def _skews(frames: TraceFrames, tree: _EngineTree, owners: dict[int, int]) -> pd.DataFrame:
     """Per engine host, the shift into the dump's clock and what bounded it."""
-    core = frames.span_core
+    spans = _Spans(frames)
     bounds: dict[str, list[tuple[float, float]]] = {}
     for part, owner in owners.items():
-        gen_start = float(core.at[owner, "start"])
-        gen_end = float(core.at[owner, "display_end"])
+        gen_start = float(spans.start[spans.position[owner]])
+        gen_end = float(spans.display_end[spans.position[owner]])
         by_host: dict[str, list[int]] = {}
         for i in [part, *tree.members[part]]:
             by_host.setdefault(tree.host[i] if i != part else tree.part_host[part], []).append(i)
@@ -280,10 +286,9 @@ def _skews(frames: TraceFrames, tree: _EngineTree, owners: dict[int, int]) -> pd
 
 
 def _unmatched(tree: _EngineTree, parts: list[int]) -> pd.DataFrame:
-    spans = tree.spans
-    rows = [(tree.rid[p], spans["trace_id"].iat[p], spans["span_id"].iat[p],
-             spans["name"].iat[p], tree.part_host[p], tree.start_ns[p] / 1e9,
-             tree.end_ns[p] / 1e9, 1 + len(tree.members[p])) for p in parts]
+    rows = [(tree.rid[p], tree.trace_ids[p], tree.span_ids[p], tree.names[p],
+             tree.part_host[p], tree.start_ns[p] / 1e9, tree.end_ns[p] / 1e9,
+             1 + len(tree.members[p])) for p in parts]
     return pd.DataFrame(rows, columns=UNMATCHED_COLUMNS)
 
 
@@ -303,32 +308,46 @@ class _Built:
         self.event_attrs: list[dict | None] = []
 
 
-def _attach_part(frames: TraceFrames, tree: _EngineTree, part: int, owner: int,
+class _Spans:
+    """The frames' span columns the join reads span by span, as plain arrays."""
+
+    def __init__(self, frames: TraceFrames) -> None:
+        core = frames.span_core
+        self.count = len(core)
+        self.position = dict(zip(core.index.tolist(), range(len(core)), strict=True))
+        self.sample_row = core["sample_row"].to_numpy()
+        self.attempt = core["attempt"].to_numpy()
+        self.depth = core["depth"].to_numpy()
+        self.span_id = core["span_id"].to_numpy(dtype=object)
+        self.start = core["start"].to_numpy()
+        self.display_end = core["display_end"].to_numpy()
+
+
+def _attach_part(frames_spans: _Spans, tree: _EngineTree, part: int, owner: int,
                  shift: dict[str, float], built: _Built) -> None:
     """Append one request root and its slices (parents first) to ``built``."""
-    core = frames.span_core
-    base = len(core)
-    row = int(core.at[owner, "sample_row"])
-    attempt = int(core.at[owner, "attempt"])
+    base = frames_spans.count
+    at = frames_spans.position[owner]
+    row = int(frames_spans.sample_row[at])
+    attempt = int(frames_spans.attempt[at])
     role = tree.role(part)
     kind = ENGINE_LANE_KINDS.get(role, 0)
     new_index: dict[int, int] = {}
     slices = sorted(tree.members[part], key=lambda i: (_depth_below(tree, i, part),
                                                        tree.start_ns[i]))
-    spans = tree.spans
     for i in [part, *slices]:
         if i == part:
-            parent, parent_id, depth = owner, str(core.at[owner, "span_id"]), int(
-                core.at[owner, "depth"]) + 1
+            parent, parent_id = owner, str(frames_spans.span_id[at])
+            depth = int(frames_spans.depth[at]) + 1
             name = REQUEST_SPAN_NAMES[role]
-            attrs = {**tree.attrs[i], "engine.name": str(spans["name"].iat[i])}
+            attrs = {**tree.attrs[i], "engine.name": tree.names[i]}
             host = tree.part_host[part]
         else:
             above = _drawn_parent(tree, i, part)
             parent = new_index[above]
-            parent_id = str(spans["span_id"].iat[above])
+            parent_id = tree.span_ids[above]
             depth = built.spans["depth"][parent - base] + 1
-            name = str(spans["name"].iat[i])
+            name = tree.names[i]
             thread = int(tree.thread[i])
             attrs = {**(tree.attrs[thread] if thread >= 0 else {}), **tree.attrs[i]}
             host = tree.host[i]
@@ -337,7 +356,7 @@ def _attach_part(frames: TraceFrames, tree: _EngineTree, part: int, owner: int,
         offset = shift.get(host, 0.0)
         new_index[i] = base + len(built.span_attrs)
         built.spans["sample_row"].append(row)
-        built.spans["span_id"].append(str(spans["span_id"].iat[i]))
+        built.spans["span_id"].append(tree.span_ids[i])
         built.spans["parent_span_id"].append(parent_id)
         built.spans["parent"].append(parent)
         built.spans["name"].append(name)
@@ -347,7 +366,7 @@ def _attach_part(frames: TraceFrames, tree: _EngineTree, part: int, owner: int,
         built.spans["attempt"].append(attempt)
         built.spans["lane_kind"].append(kind)
         built.span_attrs.append(attrs)
-        events = spans["events"].iat[i]
+        events = tree.events[i]
         for event in events if isinstance(events, list) else ():
             if not isinstance(event, dict) or not isinstance(event.get("time_ns"), int):
                 continue
@@ -355,7 +374,7 @@ def _attach_part(frames: TraceFrames, tree: _EngineTree, part: int, owner: int,
             built.events["name"].append(str(event.get("name", "")))
             built.events["ts"].append(event["time_ns"] / 1e9 + offset)
             built.events["attempt"].append(attempt)
-            built.events["parent_span_id"].append(str(spans["span_id"].iat[i]))
+            built.events["parent_span_id"].append(tree.span_ids[i])
             built.events["parent"].append(new_index[i])
             event_attrs = event.get("attributes")
             built.event_attrs.append(event_attrs if isinstance(event_attrs, dict) and event_attrs

@@ -194,13 +194,17 @@ def read_spans(source: str | Path | Iterable[str | Path], start_ns: int | None =
     for path, bounds in _files(source):
         if bounds is not None and (bounds[0] > high or bounds[1] < low):
             continue
+        windowed = start_ns is not None or end_ns is not None
         try:
-            table = _read_wal(path) if path.suffix == ".arrows" else pq.read_table(
-                path, schema=SCHEMA)
+            if path.suffix == ".arrows":
+                table = _read_wal(path)
+            else:  # sorted by start: the row groups' statistics skip what lies outside
+                table = pq.read_table(path, schema=SCHEMA, filters=[
+                    ("start_ns", "<=", high), ("end_ns", ">=", low)] if windowed else None)
         except (pa.ArrowException, OSError, ValueError) as exc:
             warnings.warn(f"skipped engine traces {path}: {exc}", RuntimeWarning, stacklevel=3)
             continue
-        if start_ns is not None or end_ns is not None:
+        if windowed:
             keep = pc.and_(pc.less_equal(table["start_ns"], high),
                                    pc.greater_equal(table["end_ns"], low))
             table = table.filter(keep)
