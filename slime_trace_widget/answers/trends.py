@@ -17,10 +17,11 @@ import pandas as pd
 from ..frames.model import TraceFrames
 from ..sources.dataset.layout import DUMP_FILE, DUMP_KIND, PARTITION, dump_kind
 from ..sources.dataset.manifest import Manifest
-from .engine import PHASES, REQUEST_SPANS, RETRACT_EVENT
+from .engine import PHASES, REQUEST_SPANS, RETRACT_EVENT, TOKENS_ATTR
 
 #: Span names reported with p50/p95 columns: the ones with most total time.
 HEAVIEST_SPANS = 3
+_TOKENS_COLUMN = f"attr.{TOKENS_ATTR}"
 _KEYS = f"{PARTITION}, {DUMP_KIND}, {DUMP_FILE}"
 _PD_COLUMNS = {"pd_transfer_mb": ("attr.pd_transfer_total_mb", "sum"),
                "pd_transfer_gb_s": ("attr.pd_transfer_speed_gb_s", "avg")}
@@ -34,7 +35,7 @@ def rollout_trends(source: str | Path | TraceFrames, heaviest: int = HEAVIEST_SP
     errors, retries, aborted and truncated samples, PD transfer figures if any, and
     with engine traces joined, seconds per engine phase (``engine_queue_s``,
     ``engine_prefill_s``, ``engine_decode_s``, ``engine_pd_s``, ``engine_other_s``)
-    and ``engine_retractions``."""
+    ``engine_retractions``, ``engine_retracted_s`` and ``engine_decode_tokens_per_s``."""
     import duckdb
 
     with duckdb.connect() as db:
@@ -71,15 +72,18 @@ def _register_frames(db: Any, frames: TraceFrames) -> None:
     db.register("samples", pd.concat(
         [labels, samples[["status", "attempts", "start", "end", "duration"]]
          .reset_index(drop=True)], axis=1))
-    for name, core, attrs in (("spans", frames.span_core, frames.spans),
-                              ("events", frames.event_core, frames.events)):
+    for name, core, attrs, position in (("spans", frames.span_core, frames.spans, "span_index"),
+                                        ("events", frames.event_core, frames.events,
+                                         "event_index")):
         rows = core["sample_row"].to_numpy()
         picked = core[[c for c in ("name", "duration", "virtual", "error", "origin",
-                                   "parent_name") if c in core]]
-        pd_columns = [c for c, _ in _PD_COLUMNS.values() if c in attrs.columns]
+                                   "parent_name", "parent_index", "start", "ts") if c in core]]
+        kept = [c for c, _ in _PD_COLUMNS.values() if c in attrs.columns]
+        kept += [c for c in (_TOKENS_COLUMN,) if c in attrs.columns and name == "spans"]
         db.register(name, pd.concat([labels.iloc[rows].reset_index(drop=True),
+                                     pd.DataFrame({position: core.index.to_numpy()}),
                                      picked.reset_index(drop=True),
-                                     attrs[pd_columns].reset_index(drop=True)], axis=1))
+                                     attrs[kept].reset_index(drop=True)], axis=1))
 
 
 def _trends(db: Any, heaviest: int) -> pd.DataFrame:
@@ -145,9 +149,45 @@ def _engine_figures(db: Any) -> pd.DataFrame:
                as engine_retractions
         from events group by {_KEYS}""").df()
     keys = [PARTITION, DUMP_KIND, DUMP_FILE]
-    out = figures.merge(retractions, on=keys, how="outer")
+    # work a retracted slice had done: from its start to the retraction
+    joined = ", ".join(f"e.{key}" for key in keys)
+    retracted = db.execute(f"""
+        select {joined}, sum(greatest(e.ts - s.start, 0)) as engine_retracted_s
+        from events e join spans s
+          on e.{DUMP_FILE} = s.{DUMP_FILE} and e.{PARTITION} = s.{PARTITION}
+             and e.parent_index = s.span_index
+        where e.origin = 'engine' and e.name = '{RETRACT_EVENT}'
+        group by {joined}""").df()
+    out = figures.merge(retractions, on=keys, how="outer").merge(retracted, on=keys,
+                                                                  how="left")
     out["engine_retractions"] = out["engine_retractions"].fillna(0).astype(np.int64)
-    return out
+    out["engine_retracted_s"] = out["engine_retracted_s"].fillna(0.0)
+    tokens = _decode_tokens(db, requests)
+    if tokens is None:
+        out["engine_decode_tokens_per_s"] = np.nan
+        return out
+    out = out.merge(tokens, on=keys, how="left")
+    rate = out["engine_decode_tokens"] / out["engine_decode_s"].where(out["engine_decode_s"] > 0)
+    out["engine_decode_tokens_per_s"] = rate.where(rate > 0)
+    return out.drop(columns="engine_decode_tokens")
+
+
+def _decode_tokens(db: Any, requests: str) -> pd.DataFrame | None:
+    """Completion tokens of the generation spans the engine requests hang under, per dump
+    (None when no span carries the token count)."""
+    keys = [PARTITION, DUMP_KIND, DUMP_FILE]
+    if _TOKENS_COLUMN not in _columns(db, "spans"):
+        return None
+    joined = ", ".join(f"s.{key}" for key in keys)
+    return db.execute(f"""
+        with generations as (
+            select distinct {_KEYS}, parent_index from spans
+            where origin = 'engine' and name in ({requests}))
+        select {joined}, sum(try_cast(s."{_TOKENS_COLUMN}" as double)) as engine_decode_tokens
+        from spans s join generations g
+          on s.{DUMP_FILE} = g.{DUMP_FILE} and s.{PARTITION} = g.{PARTITION}
+             and s.span_index = g.parent_index
+        group by {joined}""").df()
 
 
 def _sql_text(text: str) -> str:

@@ -11,11 +11,12 @@ import pytest
 
 from slime_trace_widget import analysis
 from slime_trace_widget.demo import make_demo_samples
-from slime_trace_widget.devtools.engine_traces import Request, requests_for
+from slime_trace_widget.devtools.engine_traces import Half, Request, Slice, requests_for
 from slime_trace_widget.frames import build_frames
 from slime_trace_widget.frames.engine import join_engine
 from slime_trace_widget.frames.model import TraceFrames
 from slime_trace_widget.sources.engine.store import load_engine_traces
+from slime_trace_widget.tracing import bind_trace, trace_span, use_clock
 from tests.frames.test_engine_join import SKEWS, store_requests
 
 
@@ -83,8 +84,37 @@ def test_rollout_trends_gain_engine_columns(joined: tuple[TraceFrames, list[Requ
         assert trends[f"engine_{phase}_s"].sum() == pytest.approx(
             per_rollout[f"{phase}_s"].sum(), abs=1e-4)
     assert trends["engine_retractions"].sum() == per_rollout["retractions"].sum()
+    assert trends["engine_retracted_s"].sum() == pytest.approx(
+        per_rollout["retracted_s"].sum(), abs=1e-4)
+    by_rollout = trends.set_index("rollout_id")
+    for rollout, rate in per_rollout["decode_tokens_per_s"].items():
+        assert by_rollout.at[rollout, "engine_decode_tokens_per_s"] == pytest.approx(rate)
     # the heaviest-span columns stay the dump's own spans
     assert not any(column.startswith("sglang request") for column in trends.columns)
+
+
+def test_critical_path_and_flame_count_engine_slices(tmp_path: Path) -> None:
+    """A generation whose only children are the engine's: the critical path goes through
+    the request and its last slice, the flame has their paths."""
+    now = [1000.0]
+    sample: dict = {"index": 0}
+    bind_trace(sample)
+    with use_clock(lambda: now[0]), trace_span(sample, "agent_step"):
+        with trace_span(sample, "sglang_generate", {"sglang_request_id": "r1"}):
+            now[0] += 10.0
+        now[0] += 1.0
+    frames = build_frames([sample])
+    generation = int(frames.span_core.index[frames.span_core["name"] == "sglang_generate"][0])
+    request = Request("r1", generation, [Half("", "engine-a", 7, [
+        Slice("prefill_forward", 1000.5, 1003.0), Slice("decode_loop", 1003.0, 1009.5)])])
+    joined = join_engine(frames, load_engine_traces(
+        store_requests([request], tmp_path, {"engine-a": 0.0})))
+    path = analysis.critical_path(joined, 0)
+    assert list(path["name"].astype(str)) == ["agent_step", "sglang_generate", "sglang request",
+                                              "prefill_forward", "decode_loop"]
+    flame = analysis.flame(joined).set_index("path")
+    assert flame.at["agent_step;sglang_generate;sglang request;decode_loop", "total"] == \
+        pytest.approx(6.5, abs=1e-5)
 
 
 def test_frames_without_engine_spans(tmp_path: Path) -> None:

@@ -220,6 +220,24 @@ def test_hostile_requests_get_a_clear_answer_and_nothing_else(collector: Collect
     assert list(stored["name"]) == ["<img src=x onerror=alert(1)>"]
 
 
+def test_grpc_refuses_what_is_not_otlp_with_a_reason(collector: Collector) -> None:
+    import grpc
+
+    with grpc.insecure_channel(f"127.0.0.1:{collector.grpc_port}") as channel:
+        export = channel.unary_unary(
+            "/opentelemetry.proto.collector.trace.v1.TraceService/Export",
+            request_serializer=bytes, response_deserializer=bytes)
+        with pytest.raises(grpc.RpcError) as refused:
+            export(b"\xff\xfe garbage", timeout=60)
+        assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert "not an OTLP" in refused.value.details()
+        with pytest.raises(grpc.RpcError) as too_big:
+            export(bytes(200 << 20), timeout=120)
+        assert too_big.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert export(b"", timeout=60) == b""  # an empty request: nothing to keep
+    assert "stopped: 0 span(s)" in collector.stop()
+
+
 def test_a_full_writer_asks_clients_to_come_back_later(tmp_path: Path) -> None:
     """When more spans wait than the writer takes, the answer is 503 with Retry-After,
     and the spans held back are written when the disk catches up."""

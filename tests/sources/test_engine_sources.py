@@ -4,6 +4,7 @@ the run dataset, ``from_dataset``, the CLI page; and the store's time-window rea
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -45,11 +46,24 @@ def test_load_frames_joins_in_the_caller(run: tuple[Path, Path, list[Request]]) 
 
 def test_convert_keeps_engine_spans_and_from_dataset_joins_later(
         run: tuple[Path, Path, list[Request]], tmp_path: Path) -> None:
-    dump, engine, requests = run
+    dump, shared, requests = run
+    engine = shutil.copytree(shared, tmp_path / "engine")  # this test adds to it
     with_engine = tmp_path / "with"
     report = convert([str(dump)], with_engine, engine_traces=engine, settle_seconds=0)
     assert report.converted == [str(dump)]
-    check_slices(open_dataset(with_engine), requests)
+    opened = open_dataset(with_engine)
+    check_slices(opened, requests)
+    # the join's reports are kept with the dump
+    assert set(opened.engine_skew["host"]) == set(SKEWS)
+    assert len(opened.engine_unmatched) == 3
+    # a rerun converts again only when the engine traces of the dump's time changed
+    assert convert([str(dump)], with_engine, engine_traces=engine,
+                   settle_seconds=0).unchanged == [str(dump)]
+    assert convert([str(dump)], with_engine, settle_seconds=0).unchanged == [str(dump)]
+    store_requests(stray_requests(1, opened.t0, opened.t1, seed=9), engine, SKEWS)
+    assert convert([str(dump)], with_engine, engine_traces=engine,
+                   settle_seconds=0).converted == [str(dump)]
+    assert len(open_dataset(with_engine).engine_unmatched) == 4
     # opening it with the engine traces again attaches nothing twice
     again = TraceTimeline.from_dataset(with_engine, engine_traces=engine).frames
     assert (again.span_core["origin"] == "engine").sum() == \

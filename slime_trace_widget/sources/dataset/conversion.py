@@ -64,7 +64,8 @@ def convert(paths_or_globs: PathLike | Iterable[PathLike], out: str | Path, *,
     stats: dict[str, os.stat_result] = {}
     for path in (os.path.abspath(p) for p in expand_paths(paths_or_globs)):
         stat = os.stat(path)
-        if manifest.unchanged(path, stat):
+        if manifest.unchanged(path, stat) and _same_engine_traces(
+                manifest.dumps[path], engine_traces):
             report.unchanged.append(path)
         elif being_written(path, stat, settle_seconds):
             report.in_progress.append(path)
@@ -75,6 +76,9 @@ def convert(paths_or_globs: PathLike | Iterable[PathLike], out: str | Path, *,
     def done(path: str, verdict: dict[str, Any]) -> None:
         for stale in manifest.record(path, stats[path], verdict):
             report.removed_files += _remove_inside(root, stale)
+        if "ok" in verdict and engine_traces is not None:
+            manifest.dumps[path]["engine_traces"] = _engine_files(
+                manifest.dumps[path], engine_traces)
         manifest.save()
         if "ok" in verdict:
             report.converted.append(path)
@@ -95,6 +99,27 @@ def convert(paths_or_globs: PathLike | Iterable[PathLike], out: str | Path, *,
             _convert_on_ray(todo, str(root), stems, done, address, workers, limits)
     manifest.save()
     return report
+
+
+def _engine_files(entry: dict[str, Any], engine_traces: PathLike) -> list[list]:
+    """The engine-trace files a converted dump's join read (those of its time window)."""
+    from ..engine.store import window_files
+    from ..engine.window import MARGIN_SECONDS
+
+    meta = entry.get("meta") or {}
+    t0, t1 = meta.get("t0"), meta.get("t1")
+    if t0 is None or t1 is None:
+        return []
+    return window_files(engine_traces, int((t0 - MARGIN_SECONDS) * 1e9),
+                        int((t1 + MARGIN_SECONDS) * 1e9))
+
+
+def _same_engine_traces(entry: dict[str, Any], engine_traces: PathLike | None) -> bool:
+    """Whether a converted dump needs no new join: no engine traces asked for, or the
+    files of its window are the ones its join read (a collector keeps adding files)."""
+    if engine_traces is None:
+        return True
+    return entry.get("engine_traces") == _engine_files(entry, engine_traces)
 
 
 def _remove_inside(root: Path, relative: str) -> int:

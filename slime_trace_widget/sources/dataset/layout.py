@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,8 @@ from ..dumps.wire import (
 
 #: The column saying whether a span or event is the dump's or the engine's.
 ORIGIN = "origin"
+#: What the engine-trace join reported for a dump (frames fields), one file per dump.
+ENGINE_REPORTS = ("engine_skew", "engine_unmatched")
 TABLES = ("samples", "spans", "events", "segments",
           "span_start_attrs", "span_end_attrs", "event_attrs")
 PARTITION = "rollout_id"
@@ -84,6 +87,12 @@ def write_dump(frames: TraceFrames, root: Path, dump_file: str, stem: str) -> di
             chosen = table.filter(pa.array(rollouts_of[name] == rollout))
             target = part_path(root, name, rollout, stem)
             _write_whole(chosen, target)
+            files.append(target.relative_to(root).as_posix())
+    for name in ENGINE_REPORTS:  # per dump, not per rollout: small, and kept whole
+        report = getattr(frames, name)
+        if len(report):
+            target = root / name / f"{stem}.parquet"
+            _write_whole(pa.Table.from_pandas(report, preserve_index=False), target)
             files.append(target.relative_to(root).as_posix())
     return {"files": files, "rollouts": rollouts, "kind": kind, "meta": meta_of(frames),
             "samples": len(frames.samples), "spans": len(frames.span_core),
@@ -147,7 +156,11 @@ def read_dump(root: Path, entry: dict[str, Any], rollouts: set[int] | None = Non
         keep_rows = np.intersect1d(keep_rows, rows)
     if not len(keep_rows):
         return None
-    return _frames(tables, keep_rows, entry)
+    frames = _frames(tables, keep_rows, entry)
+    reports = {name: pq.read_table(root / name / f"{stem}.parquet").to_pandas()
+               for name in ENGINE_REPORTS
+               if f"{name}/{stem}.parquet" in entry.get("files", ())}
+    return replace(frames, **reports) if reports else frames
 
 
 def _read_parts(root: Path, name: str, rollouts: list[int], stem: str) -> pa.Table:

@@ -244,6 +244,13 @@ def _files(source: str | Path | Iterable[str | Path]) -> list[tuple[Path, tuple[
     return out
 
 
+def window_files(source: str | Path, start_ns: int, end_ns: int) -> list[list]:
+    """The finished files of a collector folder that overlap ``[start_ns, end_ns]``, as
+    ``[name, size]``: what a join over that window read, to notice when it changes."""
+    return sorted([path.name, path.stat().st_size] for path, bounds in _files(source)
+                  if bounds is not None and bounds[0] <= end_ns and bounds[1] >= start_ns)
+
+
 def load_engine_traces(source: str | Path | Iterable[str | Path], start: float | None = None,
                        end: float | None = None) -> pd.DataFrame:
     """The engines' spans of a collector folder (``slime-trace-viewer collect DIR``), or of
