@@ -4,6 +4,8 @@ their own, and break a generation's time into engine phases in the details panel
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +23,7 @@ from tests.frames.test_engine_join import SKEWS, store_requests
 pytestmark = pytest.mark.browser
 
 LEGEND_GROUP = "engine (SGLang's own trace of each request)"
+ROOT = Path(__file__).parents[2]
 
 
 def _scene(folder: Path) -> tuple[Path, Path, int, int, int]:
@@ -41,11 +44,17 @@ def _scene(folder: Path) -> tuple[Path, Path, int, int, int]:
             order.index(decode))
 
 
-def _check(page: Any, root_selector: str, position: int, row: int, slice_position: int
-           ) -> None:
+def _check(page: Any, root_selector: str, position: int, row: int, slice_position: int,
+           expand: bool = False) -> None:
     root = page.locator(root_selector)
     assert LEGEND_GROUP in root.locator(".stw-legend").inner_text()
     root.evaluate("(el, i) => el.stwDebug.scrollToRow(el.stwDebug.rowOfSample(i))", row)
+    if expand:  # a click on the row's label, as a person expands it
+        rect = root.evaluate("(el, i) => el.stwDebug.spanRect(i)", position)
+        canvas = root.locator("canvas").first.bounding_box()
+        page.mouse.click(canvas["x"] + 8, rect["y"] + rect["h"] / 2)
+        page.wait_for_function("([el, i]) => !!el.stwDebug.spanRect(i)",
+                               arg=[root.element_handle(), slice_position], timeout=30_000)
     # the row is expanded: the engine's decode slice has a lane of its own on screen
     assert root.evaluate("(el, i) => el.stwDebug.spanRect(i)", slice_position)
     rect = root.evaluate("(el, i) => el.stwDebug.spanRect(i)", position)
@@ -84,3 +93,14 @@ def test_snapshot_shows_engine_lanes_legend_and_phases(chromium: Any, tmp_path: 
     path = Path(timeline.to_html(tmp_path / "engine.html"))
     with opened(chromium, path) as page:
         _check(page, ".stw-root", position, row, slice_position)
+
+
+def test_cli_page_shows_engine_lanes_legend_and_phases(chromium: Any, tmp_path: Path) -> None:
+    dump, engine, position, row, slice_position = _scene(tmp_path)
+    out = tmp_path / "page"
+    subprocess.run([sys.executable, "-m", "slime_trace_widget", str(dump), "--no-serve",
+                    "--out-dir", str(out), "--engine-traces", str(engine)],
+                   check=True, capture_output=True, text=True, timeout=600, cwd=ROOT)
+    page_path = next(out.glob("*.html"))
+    with opened(chromium, page_path) as page:
+        _check(page, ".stw-root", position, row, slice_position, expand=True)

@@ -240,13 +240,13 @@ def test_hostile_snapshot_shows_text_not_markup(chromium: Any, hostile: Snapshot
         rect = _span_rect(page, hostile, span_a)
         page.mouse.move(rect["x"] + min(rect["w"] / 2, 20), rect["y"] + rect["h"] / 2)
         tooltip = page.locator(".stw-tooltip")
-        tooltip.wait_for(state="visible", timeout=5_000)
+        tooltip.wait_for(state="visible", timeout=30_000)
         assert SPAN_A in tooltip.inner_text()
         canvas = page.locator(".stw-canvas").bounding_box()
         page.mouse.move(canvas["x"] + 8, rect["y"] + rect["h"] / 2)
         page.wait_for_function(
             "(label) => document.querySelector('.stw-tooltip')?.innerText.includes(label)",
-            arg=LABEL_0, timeout=5_000)
+            arg=LABEL_0, timeout=30_000)
         assert SCRIPT in tooltip.inner_text()
 
         # Details panel: every hostile field of the span and its sample, as text.

@@ -102,22 +102,17 @@ export function renderLegend(host, d, info, highlight, onClick) {
     g.appendChild(b);
   };
   const MAX = 24;
-  if (info.spans.length) {
-    const g = group("");
-    for (const e of info.spans.slice(0, MAX)) {
+  const names = (/** @type {string} */ title, /** @type {{name: number, count: number}[]} */ entries) => {
+    if (!entries.length) return;
+    const g = group(title);
+    for (const e of entries.slice(0, MAX)) {
       const nm = nameOf(d, e.name);
       item(g, e.name, colorForName(nm), nm, e.count, "stw-swatch");
     }
-    if (info.spans.length > MAX) g.appendChild(el("span", "stw-legend-more", `+${info.spans.length - MAX} more`));
-  }
-  if (info.engine.length) {
-    const g = group("engine (SGLang's own trace of each request)");
-    for (const e of info.engine.slice(0, MAX)) {
-      const nm = nameOf(d, e.name);
-      item(g, e.name, colorForName(nm), nm, e.count, "stw-swatch");
-    }
-    if (info.engine.length > MAX) g.appendChild(el("span", "stw-legend-more", `+${info.engine.length - MAX} more`));
-  }
+    if (entries.length > MAX) g.appendChild(el("span", "stw-legend-more", `+${entries.length - MAX} more`));
+  };
+  names("", info.spans);
+  names("engine (SGLang's own trace of each request)", info.engine);
   if (info.segments.length) {
     const g = group("PD (collapsed: thin band, P over D; expanded: [P]/[D] lanes)");
     for (const e of info.segments.slice(0, MAX)) {

@@ -10,6 +10,7 @@ import { localSummary } from "../ui/tooltip.js";
 import { linksOf, describe, endOfHit, filteredOut } from "../data/links.js";
 import { enginePhases } from "../data/engine.js";
 import { renderEnginePhases } from "./engine_panel.js";
+import { shareRow, shareTable } from "./shares.js";
 
 /** @typedef {import("../data/decode.js").Data} Data */
 /** @typedef {import("../render/hit.js").Hit} Hit */
@@ -610,32 +611,10 @@ function parentLink(d, p, act) {
  */
 function renderPd(host, phases, current) {
   const total = phases.reduce((x, p) => x + p.dur, 0) || 1;
-  const table = el("table", "stw-table");
-  const thead = el("thead");
-  const hr = el("tr");
-  for (const hd of ["phase", "ms", "%"]) hr.appendChild(el("th", hd === "phase" ? "stw-col-name" : "stw-num", hd));
-  thead.appendChild(hr);
-  table.appendChild(thead);
-  const tb = el("tbody");
+  const { table, body: tb } = shareTable("stw-table", "phase");
   for (const p of phases) {
-    const tr = el("tr", p.name === current ? "stw-row-current" : "");
-    const td = el("td");
-    const wrap = el("div", "stw-name-cell");
-    const sw = el("span", "stw-swatch");
-    sw.style.background = colorForSegment(p.name);
-    wrap.appendChild(sw);
-    wrap.appendChild(el("span", "stw-ellipsis", `[${p.phase}] ${p.name}`));
-    wrap.title = `[${p.phase}] ${p.name}`;
-    td.appendChild(wrap);
-    tr.appendChild(td);
-    tr.appendChild(el("td", "stw-num", formatMs(p.dur).replace(" ms", "")));
-    const pc = el("td", "stw-num", formatPct(p.dur / total));
-    const bar = el("div", "stw-minibar");
-    bar.style.width = `${Math.max(1, Math.round((p.dur / total) * 100))}%`;
-    bar.style.background = colorForSegment(p.name);
-    pc.appendChild(bar);
-    tr.appendChild(pc);
-    tb.appendChild(tr);
+    tb.appendChild(shareRow(`[${p.phase}] ${p.name}`, p.dur, total, colorForSegment(p.name),
+      p.name === current ? "stw-row-current" : ""));
   }
   const sums = { P: 0, D: 0 };
   for (const p of phases) sums[p.phase] += p.dur;
@@ -647,6 +626,5 @@ function renderPd(host, phases, current) {
     tr.appendChild(el("td", "stw-num", formatPct(sums[ph] / total)));
     tb.appendChild(tr);
   }
-  table.appendChild(tb);
   host.appendChild(table);
 }
