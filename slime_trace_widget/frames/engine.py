@@ -71,15 +71,15 @@ def join_engine(frames: TraceFrames, engine: pd.DataFrame) -> TraceFrames:
     tree = _EngineTree(spans)
     owners = _match(frames, tree)
     attached = [part for part in tree.parts if owners.get(part, -1) >= 0]
-    skew = _skews(frames, tree, {part: owners[part] for part in attached})
+    columns = _Spans(frames)
+    skew = _skews(columns, tree, {part: owners[part] for part in attached})
     shift = dict(zip(skew["host"], skew["skew"], strict=True))
     unmatched = _unmatched(tree, [part for part in tree.parts if owners.get(part, -1) < 0])
     if not attached:
         return replace(frames, engine_skew=skew, engine_unmatched=unmatched)
     built = _Built()
-    spans_of_frames = _Spans(frames)
     for part in sorted(attached, key=lambda p: (owners[p], tree.start_ns[p])):
-        _attach_part(spans_of_frames, tree, part, owners[part], shift, built)
+        _attach_part(columns, tree, part, owners[part], shift, built)
     joined = _append(frames, built)
     return replace(joined, engine_skew=skew, engine_unmatched=unmatched)
 
@@ -88,7 +88,6 @@ class _EngineTree:
     """The engine spans' structure: parents, request roots, threads, hosts."""
 
     def __init__(self, spans: pd.DataFrame) -> None:
-        self.spans = spans
         n = len(spans)
         self.start_ns = spans["start_ns"].to_numpy(dtype=np.int64)
         self.end_ns = spans["end_ns"].to_numpy(dtype=np.int64)
@@ -253,9 +252,8 @@ def _context_owners(frames: TraceFrames, tree: _EngineTree) -> dict[int, int]:
 # --------------------------------------------------------------------------- skew
 
 
-def _skews(frames: TraceFrames, tree: _EngineTree, owners: dict[int, int]) -> pd.DataFrame:
+def _skews(spans: _Spans, tree: _EngineTree, owners: dict[int, int]) -> pd.DataFrame:
     """Per engine host, the shift into the dump's clock and what bounded it."""
-    spans = _Spans(frames)
     bounds: dict[str, list[tuple[float, float]]] = {}
     for part, owner in owners.items():
         gen_start = float(spans.start[spans.position[owner]])
