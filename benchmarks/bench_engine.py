@@ -210,29 +210,22 @@ def _load_times(dump: Path, folder: Path) -> tuple[float, float]:
 
 def _accuracy(dump: Path, folder: Path, truth: list[Any]) -> dict[str, Any]:
     """Slices attached, and the largest errors of their durations and starts."""
+    from slime_trace_widget.devtools.engine_traces import joined_halves
     from slime_trace_widget.sources.loading import load_frames
 
     frames = load_frames(str(dump), progress=False, engine_traces=str(folder))
-    spans = frames.spans
-    engine = spans[spans["origin"] == "engine"]
     expected = attached = 0
     duration_error = start_error = 0.0
-    for request in truth:
-        roots = engine[engine["parent_index"] == request.span]
-        for half in request.halves:
-            expected += len(half.slices)
-            root = roots[roots["attr.engine.host"] == half.host]
-            if len(root) != 1:
+    for _, half, _, children in joined_halves(frames, truth):
+        expected += len(half.slices)
+        for piece in half.slices:
+            match = children[children["name"].astype(str) == piece.name]
+            if len(match) != 1:
                 continue
-            children = engine[engine["parent_index"] == root.index[0]]
-            for piece in half.slices:
-                match = children[children["name"].astype(str) == piece.name]
-                if len(match) != 1:
-                    continue
-                attached += 1
-                duration_error = max(duration_error, abs(
-                    float(match["duration"].iloc[0]) - (piece.end - piece.start)))
-                start_error = max(start_error, abs(float(match["start"].iloc[0]) - piece.start))
+            attached += 1
+            duration_error = max(duration_error, abs(
+                float(match["duration"].iloc[0]) - (piece.end - piece.start)))
+            start_error = max(start_error, abs(float(match["start"].iloc[0]) - piece.start))
     skews = dict(zip(frames.engine_skew["host"], frames.engine_skew["skew"], strict=True))
     return {"expected": expected, "attached": attached, "duration_error": duration_error,
             "start_error": start_error, "skews": skews}

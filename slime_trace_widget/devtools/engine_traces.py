@@ -14,7 +14,7 @@ Needs the ``otel`` extra and ``opentelemetry-sdk``.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -202,3 +202,20 @@ def _replay_half(tracer: Any, half: Half, rid: str, parent: Any,
         span.end(end_time=ns(host, piece.end))
     thread.end(end_time=ns(host, half.end))
     root.end(end_time=ns(host, half.end))
+
+
+def joined_halves(frames: TraceFrames, requests: Iterable[Request]
+                  ) -> Iterator[tuple[Request, Half, Any, Any]]:
+    """Each half of each request beside what the join made of it: its request span
+    (None when the generation span has no single one of that host) and the spans
+    under it (empty then), both rows of ``frames.spans``."""
+    spans = frames.spans
+    engine = spans[(spans["origin"] == "engine").to_numpy()]
+    for request in requests:
+        roots = engine[engine["parent_index"] == request.span]
+        for half in request.halves:
+            root = roots[roots["attr.engine.host"] == half.host]
+            if len(root) != 1:
+                yield request, half, None, engine.iloc[:0]
+                continue
+            yield request, half, root.iloc[0], engine[engine["parent_index"] == root.index[0]]

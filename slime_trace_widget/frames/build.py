@@ -327,6 +327,31 @@ def _has_key(dicts: list[dict | None], key: str) -> np.ndarray:
 
 def _event_table(cols: dict[str, Any], spans: pd.DataFrame) -> pd.DataFrame:
     parents = cols["parents"]
+    parent_name, depth, lane = event_placement(parents, spans)
+    unmatched = np.fromiter((sid is not None for sid in cols["span_ids"]), dtype=bool,
+                            count=len(parents))
+    frame = pd.DataFrame({
+        "sample_row": cols["rows"],
+        "name": cols["names"],
+        "ts": cols["ts"],
+        "attempt": cols["attempts"].astype(np.int32),
+        "parent_span_id": cols["parent_ids"],
+        "parent_index": parents,
+        "parent_name": parent_name,
+        "kind": pd.Categorical.from_codes(unmatched.astype(np.int8), categories=EVENT_KINDS),
+        "span_id": cols["span_ids"],
+        "depth": depth,
+        "lane": lane,
+        "origin": pd.Categorical.from_codes(np.zeros(len(parents), dtype=np.int8),
+                                            categories=ORIGINS),
+    }, copy=False)
+    return frame
+
+
+def event_placement(parents: np.ndarray, spans: pd.DataFrame
+                    ) -> tuple[pd.Categorical, np.ndarray, np.ndarray]:
+    """Where events sit, from their parent spans (index ``parents``, -1 none): the
+    parent's name, one level below its depth, and its lane."""
     has_parent = parents >= 0
     safe = np.maximum(parents, 0)
     span_names: pd.Categorical = spans["name"].array  # type: ignore[assignment]
@@ -337,24 +362,8 @@ def _event_table(cols: dict[str, Any], spans: pd.DataFrame) -> pd.DataFrame:
     else:
         parent_codes = np.full(len(parents), -1)
         lane = depth = np.zeros(len(parents), dtype=np.int64)
-    unmatched = np.fromiter((sid is not None for sid in cols["span_ids"]), dtype=bool,
-                            count=len(parents))
-    frame = pd.DataFrame({
-        "sample_row": cols["rows"],
-        "name": cols["names"],
-        "ts": cols["ts"],
-        "attempt": cols["attempts"].astype(np.int32),
-        "parent_span_id": cols["parent_ids"],
-        "parent_index": parents,
-        "parent_name": pd.Categorical.from_codes(parent_codes, dtype=span_names.dtype),
-        "kind": pd.Categorical.from_codes(unmatched.astype(np.int8), categories=EVENT_KINDS),
-        "span_id": cols["span_ids"],
-        "depth": depth.astype(np.int32),
-        "lane": lane.astype(np.int32),
-        "origin": pd.Categorical.from_codes(np.zeros(len(parents), dtype=np.int8),
-                                            categories=ORIGINS),
-    }, copy=False)
-    return frame
+    return (pd.Categorical.from_codes(parent_codes, dtype=span_names.dtype),
+            depth.astype(np.int32), lane.astype(np.int32))
 
 
 # --------------------------------------------------------------------------- samples
@@ -369,14 +378,6 @@ def _sample_table(
     events: pd.DataFrame,
 ) -> pd.DataFrame:
     n = len(fields)
-    real = ~spans["virtual"].to_numpy()
-    span_rows = spans["sample_row"].to_numpy()[real]
-    is_open = np.asarray(spans["state"].array.codes)[real] == STATES.index("open")
-    event_rows = events["sample_row"].to_numpy()
-    unmatched = (events["kind"] == "unmatched_end").to_numpy()
-    lanes = np.zeros(n, dtype=np.int64)
-    if len(spans):
-        np.maximum.at(lanes, spans["sample_row"].to_numpy(), spans["lane"].to_numpy() + 1)
     traced = np.array([bool(f.events) for f in fields], dtype=bool)  # has records
     carrier_attempt = np.array([f.carrier_attempt for f in fields], dtype=np.int64)
     attempts = np.where(traced, np.maximum(top_attempt, carrier_attempt) + 1, 0)
@@ -400,11 +401,25 @@ def _sample_table(
         "start": first,
         "end": last,
         "duration": last - first,
-        "n_spans": np.bincount(span_rows[~is_open], minlength=n)[:n],
-        "n_open_spans": np.bincount(span_rows[is_open], minlength=n)[:n],
-        "n_events": np.bincount(event_rows[~unmatched], minlength=n)[:n],
-        "n_unmatched_ends": np.bincount(event_rows[unmatched], minlength=n)[:n],
-        "n_lanes": lanes,
+        **row_counts(n, spans, events),
     })
     frame.index.name = "row"
     return frame
+
+
+def row_counts(n: int, spans: pd.DataFrame, events: pd.DataFrame) -> dict[str, np.ndarray]:
+    """The per-sample counts of ``n`` rows that spans and events decide: closed and open
+    real spans, events and unmatched ends, and lanes."""
+    real = ~spans["virtual"].to_numpy()
+    span_rows = spans["sample_row"].to_numpy()[real]
+    is_open = np.asarray(spans["state"].array.codes)[real] == STATES.index("open")
+    event_rows = events["sample_row"].to_numpy()
+    unmatched = (events["kind"] == "unmatched_end").to_numpy()
+    lanes = np.zeros(n, dtype=np.int64)
+    if len(spans):
+        np.maximum.at(lanes, spans["sample_row"].to_numpy(), spans["lane"].to_numpy() + 1)
+    return {"n_spans": np.bincount(span_rows[~is_open], minlength=n)[:n],
+            "n_open_spans": np.bincount(span_rows[is_open], minlength=n)[:n],
+            "n_events": np.bincount(event_rows[~unmatched], minlength=n)[:n],
+            "n_unmatched_ends": np.bincount(event_rows[unmatched], minlength=n)[:n],
+            "n_lanes": lanes}

@@ -41,6 +41,7 @@ import pandas as pd
 
 from ..schema import w3c_span_id, w3c_trace_id
 from .attr_columns import AttrTable
+from .build import event_placement, row_counts
 from .model import ORIGINS, TraceFrames
 from .pd_lanes import LANE_SUFFIX
 from .span_geometry import ENGINE_LANE_KINDS, span_lanes
@@ -494,14 +495,8 @@ def _events(frames: TraceFrames, built: _Built, spans: pd.DataFrame) -> pd.DataF
     }, index=pd.RangeIndex(len(core), len(core) + n_new))
     events = pd.concat([core, new[core.columns]])
     events["name"] = _extended(core["name"].array, added["name"].to_numpy(dtype=object))
-    parents = events["parent_index"].to_numpy()
-    has = parents >= 0
-    safe = np.maximum(parents, 0)
-    codes = np.asarray(spans["name"].array.codes)
-    events["parent_name"] = pd.Categorical.from_codes(np.where(has, codes[safe], -1),
-                                                      dtype=spans["name"].dtype)
-    events["lane"] = np.where(has, spans["lane"].to_numpy()[safe], 0).astype(np.int32)
-    events["depth"] = np.where(has, spans["depth"].to_numpy()[safe] + 1, 0).astype(np.int32)
+    placement = event_placement(events["parent_index"].to_numpy(), spans)
+    events["parent_name"], events["depth"], events["lane"] = placement
     return events
 
 
@@ -518,17 +513,4 @@ def _extended(existing: pd.Categorical, values: np.ndarray) -> pd.Categorical:
 
 def _recount(samples: pd.DataFrame, spans: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
     """The per-sample counts that depend on spans and events, computed again."""
-    out = samples.copy()
-    n = len(out)
-    real = ~spans["virtual"].to_numpy()
-    rows = spans["sample_row"].to_numpy()[real]
-    is_open = (spans["state"] == "open").to_numpy()[real]
-    event_rows = events["sample_row"].to_numpy()
-    unmatched = (events["kind"] == "unmatched_end").to_numpy()
-    lanes = np.zeros(n, dtype=np.int64)
-    if len(spans):
-        np.maximum.at(lanes, spans["sample_row"].to_numpy(), spans["lane"].to_numpy() + 1)
-    out["n_spans"] = np.bincount(rows[~is_open], minlength=n)[:n]
-    out["n_events"] = np.bincount(event_rows[~unmatched], minlength=n)[:n]
-    out["n_lanes"] = lanes
-    return out
+    return samples.assign(**row_counts(len(samples), spans, events))

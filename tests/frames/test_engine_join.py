@@ -19,6 +19,7 @@ from slime_trace_widget.devtools.engine_traces import (
     Half,
     Request,
     Slice,
+    joined_halves,
     replay,
     requests_for,
     stray_requests,
@@ -72,16 +73,13 @@ def check_slices(joined: TraceFrames, requests: list[Request]) -> None:
         assert request.span is not None
         roots = spans[(spans["parent_index"] == request.span) & (spans["origin"] == "engine")]
         assert len(roots) == len(request.halves), request.rid
-        for half in request.halves:
-            root = roots[roots["attr.engine.host"] == half.host]
-            assert len(root) == 1
-            children = spans[spans["parent_index"] == root.index[0]]
-            assert list(children["name"].astype(str)) == [s.name for s in half.slices]
-            assert (children["sample_row"] == joined.span_core.at[request.span, "sample_row"]
-                    ).all()
-            for piece, (_, child) in zip(half.slices, children.iterrows(), strict=True):
-                assert child["duration"] == pytest.approx(piece.end - piece.start, abs=2e-6)
-                assert abs(child["start"] - piece.start) < START_TOLERANCE
+    for request, half, root, children in joined_halves(joined, requests):
+        assert root is not None, (request.rid, half.host)
+        assert list(children["name"].astype(str)) == [s.name for s in half.slices]
+        assert (children["sample_row"] == joined.span_core.at[request.span, "sample_row"]).all()
+        for piece, (_, child) in zip(half.slices, children.iterrows(), strict=True):
+            assert child["duration"] == pytest.approx(piece.end - piece.start, abs=2e-6)
+            assert abs(child["start"] - piece.start) < START_TOLERANCE
 
 
 def test_requests_nest_under_their_generation_spans(frames: TraceFrames, tmp_path: Path

@@ -130,8 +130,7 @@ class SpanStore:
 def _finish(folder: Path, seq: int) -> None:
     """Roll ``wal-<seq>`` into a finished Parquet file, durably, then drop the WAL."""
     wal = folder / f"wal-{seq:06d}.arrows"
-    if any(_FINISHED.fullmatch(p.name) and int(_FINISHED.fullmatch(p.name).group(3)) == seq
-           for p in folder.glob(f"spans-*-{seq:06d}.parquet")):
+    if any(_FINISHED.fullmatch(p.name) for p in folder.glob(f"spans-*-{seq:06d}.parquet")):
         wal.unlink(missing_ok=True)  # rolled before a crash; the WAL outlived it
         return
     table = _read_wal(wal)
