@@ -10,6 +10,7 @@ and TorchScript archives are refused: torch would extract or run them.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import itertools
 import numbers
@@ -27,7 +28,8 @@ from .allowlist import check_dtypes
 from .errors import DumpError, one_line
 from .paths import PathLike
 from .placeholders import object_record, sample_records
-from .unpickler import LoadSession
+from .skim import Skimmed, drop_markers, skim_member
+from .unpickler import LoadSession, TensorSupport
 
 __all__ = ["LoadedDump", "load_dump_bytes", "load_dump_file", "load_trusted", "read_header",
            "save_dump"]
@@ -35,6 +37,9 @@ __all__ = ["LoadedDump", "load_dump_bytes", "load_dump_file", "load_trusted", "r
 _EVAL_NAME = re.compile(r"(?:^|_)eval_(\d+)")
 _ROLLOUT_NAME = re.compile(r"rollout_(?:eval_)?(\d+)")
 ZIP_MAGIC = b"PK\x03\x04"
+#: Pickles smaller than this are read whole in ``mode="frames"``: cutting their token
+#: lists would save less than walking them costs.
+SKIM_MIN_BYTES = 16 << 20
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
@@ -182,7 +187,9 @@ def load_dump_bytes(name: str, data: bytes, mode: str = "torch") -> LoadedDump:
 
 def load_dump_file(path: str, mode: str = "plain", name: str | None = None) -> LoadedDump:
     """:func:`load_dump_bytes` of the file at ``path``, named ``name`` (default: the path)
-    in messages and on the result; a zip read in plain mode is never held whole."""
+    in messages and on the result; a zip read in plain mode is never held whole.
+    ``mode="frames"`` is plain mode for flattening: the sample fields of
+    :data:`.skim.SKIPPED_KEYS` may be missing, cut before they were built."""
     return _safe_load(path if name is None else name, path, None, mode)
 
 
@@ -223,7 +230,7 @@ def _load_restricted(name: str, path: str | None, data: bytes | None, header: by
         if _is_torchscript(names):
             raise DumpError(f"{name}: is a TorchScript archive, not a rollout dump (refused)")
         pickles = [n for n in names if n.rsplit("/", 1)[-1] == "data.pkl" and n.count("/") == 1]
-        if mode == "plain":
+        if mode in ("plain", "frames"):
             if len(pickles) != 1:
                 raise DumpError(f"{name}: a torch zip archive needs one <name>/data.pkl "
                                 f"record, this one has {len(pickles)}")
@@ -231,19 +238,40 @@ def _load_restricted(name: str, path: str | None, data: bytes | None, header: by
     elif _is_tar(data := _read_all(path) if data is None else data):
         raise DumpError(f"{name}: is a tar archive (torch's pre-0.4 format), not a rollout dump "
                         "(refused)")
-    if plain_zip is not None:
-        from .plain_tensors import PLAIN_TENSORS, plain_zip_load
-
-        session = LoadSession(PLAIN_TENSORS)
-        load: Callable[[], Any] = lambda: plain_zip_load(  # noqa: E731
-            session, zipfile.ZipFile(source), plain_zip)
-    else:
+    if plain_zip is None:
         from .torch_tensors import TORCH_TENSORS, torch_load
 
-        session = LoadSession(TORCH_TENSORS)
-        load = lambda: torch_load(session, _read_all(path) if data is None else data)  # noqa: E731
+        return _checked_load(name, TORCH_TENSORS, lambda session: torch_load(
+            session, _read_all(path) if data is None else data))
+    from .plain_tensors import PLAIN_TENSORS, plain_zip_load
+
+    if mode == "frames":
+        skimmed = _skimmed(source, plain_zip)
+        if skimmed is not None:
+            with contextlib.suppress(Exception):  # the plain read below says what is wrong
+                obj, session = _checked_load(name, PLAIN_TENSORS, lambda session: plain_zip_load(
+                    session, zipfile.ZipFile(source), plain_zip, skimmed.data))
+                if drop_markers(obj, skimmed):
+                    return obj, session
+    return _checked_load(name, PLAIN_TENSORS, lambda session: plain_zip_load(
+        session, zipfile.ZipFile(source), plain_zip))
+
+
+def _skimmed(source: Any, pickle_name: str) -> Skimmed | None:
+    """The dump's pickle with its token lists cut (see :mod:`.skim`), or None to read
+    it whole: a small one, or one the skim cannot follow."""
+    with zipfile.ZipFile(source) as archive:
+        if archive.getinfo(pickle_name).file_size < SKIM_MIN_BYTES:
+            return None
+        return skim_member(source, archive, pickle_name)
+
+
+def _checked_load(name: str, tensors: TensorSupport,
+                  load: Callable[[LoadSession], Any]) -> tuple[Any, LoadSession]:
+    """Run ``load`` in a new session; refuse what modified a class or made a bad dtype."""
+    session = LoadSession(tensors)
     try:
-        obj = load()
+        obj = load(session)
     finally:
         session.modified_classes = session.guard.restore()
     check_dtypes(session.dtypes)

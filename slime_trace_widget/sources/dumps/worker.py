@@ -126,7 +126,7 @@ def _flattened(request: dict) -> TraceFrames:
     from ...frames.build import build_frames
     from .files import load_dump_file
 
-    loaded = load_dump_file(request["path"], "plain", name=request["name"])
+    loaded = load_dump_file(request["path"], "frames", name=request["name"])
     _drop_unread_fields(loaded.samples)
     return build_frames(loaded)
 

@@ -1,0 +1,254 @@
+"""Leave the token lists of a dump's pickle out before it is unpickled: exactly, by opcodes.
+
+slime's ``Sample.to_dict()`` keeps the token ids, log-probs and loss mask of every
+sample; in a dump with long responses they are most of the file, and unpickling
+them builds hundreds of MB of Python numbers that flattening never reads. This
+walks the pickle opcode by opcode (a possessive regular expression that follows
+the opcode grammar from a known opcode start, so it runs in C and can never
+mistake bytes inside a string for an opcode; Python steps in only at opcodes it
+has to look at) and cuts the body of each list of plain numbers that follows one
+of :data:`SKIPPED_KEYS`. The restricted unpickler then reads the rest as usual
+and still decides every class and every object that is built.
+
+A cut list keeps one item, a random marker string unique to this load. The cut
+is kept only if, after unpickling, every marker sits under its key in a sample
+dict and no ``GET`` could have fetched a cut list elsewhere; otherwise (and for
+any opcode this does not follow) the caller reads the file the plain way, so the
+result is never different from it.
+"""
+
+from __future__ import annotations
+
+import functools
+import mmap
+import re
+import secrets
+import struct
+import zipfile
+import zlib
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+__all__ = ["SKIPPED_KEYS", "Skimmed", "drop_markers", "skim_member", "skim_pickle"]
+
+#: Sample fields of plain-number lists that flattening never reads (see
+#: ``frames.samples.READ_FIELDS``); slime's Sample names them so.
+SKIPPED_KEYS = ("tokens", "rollout_log_probs", "loss_mask", "teacher_log_probs",
+                "rollout_top_p_token_ids", "rollout_top_p_token_offsets")
+#: A body shorter than this is left in: cutting it saves nothing.
+_MIN_CUT = 64
+#: More distinct memo slots holding a key than this: not a pickler's output, not followed.
+_MAX_KEY_MEMOS = 64
+#: Lists memoised below this index are left in: a one-byte ``BINGET`` of them
+#: could not be told from text cheaply (see :func:`_fetched`).
+_MIN_CUT_MEMO = 256
+
+_STOP, _EMPTY_LIST, _BINPUT, _LONG_BINPUT = 0x2E, 0x5D, 0x71, 0x72
+_BINGET, _LONG_BINGET = 0x68, 0x6A
+_SHORT_BINUNICODE = 0x8C
+#: Opcodes with a little-endian length before their payload: opcode -> length bytes.
+_SIZED = {0x58: 4, 0x42: 4, 0x54: 4, 0x8B: 4, 0x8D: 8, 0x8E: 8, 0x96: 8, 0x55: 1}
+#: Sized opcodes whose payload becomes a str (so may be a key): BINUNICODE,
+#: BINUNICODE8, BINSTRING, SHORT_BINSTRING.
+_TEXT_SIZED = frozenset({0x58, 0x8D, 0x54, 0x55})
+
+
+def _counted(widths: range, width: int = 1) -> bytes:
+    """Alternatives for a little-endian length of ``width`` bytes (below 256) followed by
+    that many bytes."""
+    return b"(?:" + b"|".join(
+        re.escape(n.to_bytes(width, "little")) + (b".{%d}" % n if n else b"") for n in widths)\
+        + b")"
+
+
+#: Numbers a cut list may hold: BININT1, BININT2, BININT, BINFLOAT, LONG1 up to 8 bytes.
+_NUMBER = b"K.|M..|J....|G.{8}|\\x8a" + _counted(range(9))
+#: A list's body as the pickler writes it: batches of MARK, items, APPENDS, or item + APPEND.
+_BODY = re.compile(b"(?:\\((?:" + _NUMBER + b")*+e|(?:" + _NUMBER + b")a)*+", re.S)
+#: Opcodes without an argument that cannot copy a reference: MARK, POP, POP_MARK,
+#: NONE, REDUCE, BUILD, EMPTY_DICT, APPENDS, EMPTY_LIST, SETITEM, SETITEMS,
+#: EMPTY_TUPLE, BINPERSID, APPEND, LIST, DICT, TUPLE, OBJ, NEWOBJ, TUPLE1-3,
+#: NEWTRUE, NEWFALSE, EMPTY_SET, ADDITEMS, FROZENSET, NEWOBJ_EX, STACK_GLOBAL.
+#: Left out, so they end the walk: DUP, MEMOIZE and the out-of-band buffers.
+_PLAIN_OPCODES = b"[(01NRb}e\\]su)Qaldto\\x81\\x85-\\x89\\x8f-\\x93]"
+_FIXED = b"K.|M..|J....|G.{8}|q.|r....|\\x80.|\\x95.{8}|c[^\\n]*\\n[^\\n]*\\n"
+
+
+@functools.lru_cache(maxsize=32)
+def _walker(keys: tuple[str, ...], key_memos: frozenset[int]) -> re.Pattern[bytes]:
+    """The opcodes the walk runs through in C: all it follows except the keys' strings
+    and GETs of them (``key_memos``), where Python looks at what comes next."""
+    short_keys = b"|".join(re.escape(len(key.encode()).to_bytes(1, "little") + key.encode())
+                           for key in keys)
+    keys_4 = b"|".join(re.escape(len(key.encode()).to_bytes(4, "little") + key.encode())
+                       for key in keys)
+    short = b"".join(re.escape(bytes([memo])) for memo in sorted(key_memos) if memo < 256)
+    long = b"|".join(re.escape(struct.pack("<I", memo)) for memo in sorted(key_memos))
+    get = b"h[^" + short + b"]" if short else b"h."
+    long_get = b"j(?!" + long + b")...." if long else b"j...."
+    alternatives = [_PLAIN_OPCODES, _FIXED, get, long_get,
+                    b"X(?!" + keys_4 + b")" + _counted(range(256), 4),
+                    b"\\x8c(?!" + short_keys + b")" + _counted(range(256)),
+                    b"B" + _counted(range(256), 4), b"C" + _counted(range(256)),
+                    b"\\x8a" + _counted(range(256))]
+    return re.compile(b"(?:" + b"|".join(alternatives) + b")*+", re.S)
+
+
+@dataclass
+class Skimmed:
+    """A pickle with its number lists cut: the bytes to unpickle and how to check them."""
+
+    data: bytes
+    marker: str
+    cuts: int
+    #: Memo indices of the cut lists, for the GET check.
+    memos: list[int] = field(default_factory=list)
+
+
+def skim_pickle(data: Any, start: int = 0, end: int | None = None,
+                keys: tuple[str, ...] = SKIPPED_KEYS) -> Skimmed | None:
+    """The pickle in ``data[start:end]`` (bytes or an mmap, not copied) with the bodies
+    of the number lists under ``keys`` cut, or None when nothing was cut or the walk met
+    an opcode it does not follow (then read it the plain way)."""
+    size = len(data) if end is None else end
+    if all(data.find(key.encode(), start, size) < 0 for key in keys):
+        return None
+    marker = secrets.token_hex(16)
+    cut_in = b"\x8c" + bytes([len(marker)]) + marker.encode() + b"a"
+    key_texts = {key.encode() for key in keys}
+    key_memos: frozenset[int] = frozenset()
+    walker = _walker(keys, key_memos)
+    pieces: list[bytes] = []
+    memos: list[int] = []
+    kept_from = at = start
+    while True:
+        at = walker.match(data, at, size).end()
+        if at >= size:
+            return None  # no STOP
+        opcode = data[at]
+        if opcode == _STOP:
+            break
+        if at + 1 >= size:
+            return None  # cut off
+        if opcode == _SHORT_BINUNICODE:  # a key: the walker runs through other strings
+            at += 2 + data[at + 1]
+        elif opcode in (_BINGET, _LONG_BINGET):  # likewise, a GET of a key's string
+            at += 2 if opcode == _BINGET else 5
+        elif opcode in _SIZED:
+            width = _SIZED[opcode]
+            payload = at + 1 + width
+            after = payload + int.from_bytes(data[at + 1:payload], "little")
+            if after > size:
+                return None
+            at = after
+            if not (opcode in _TEXT_SIZED and data[payload:after] in key_texts):
+                continue
+        else:
+            return None  # DUP, MEMOIZE, a protocol 0 opcode...: not followed
+        memo = None if opcode in (_BINGET, _LONG_BINGET) else _put_index(data, at, size)
+        if at > size:
+            return None
+        if memo is not None:
+            if len(key_memos) >= _MAX_KEY_MEMOS:
+                return None
+            key_memos |= {memo}
+            walker = _walker(keys, key_memos)
+            at += 2 if data[at] == _BINPUT else 5
+        cut = _list_body(data, at, size)
+        if cut is not None:
+            body_start, at, memo = cut
+            pieces += [data[kept_from:body_start], cut_in]
+            kept_from = at
+            if memo is not None:
+                memos.append(memo)
+    if not pieces:
+        return None
+    cuts = len(pieces) // 2
+    pieces.append(data[kept_from:at + 1])
+    return Skimmed(b"".join(pieces), marker, cuts, memos)
+
+
+def skim_member(source: Any, archive: zipfile.ZipFile, name: str) -> Skimmed | None:
+    """:func:`skim_pickle` of the archive member ``name``. A member stored uncompressed
+    in a file at path ``source`` is read through an mmap, so its token lists are never
+    copied; its CRC is checked as a plain read would."""
+    info = archive.getinfo(name)
+    if not isinstance(source, str) or info.compress_type != zipfile.ZIP_STORED:
+        return skim_pickle(archive.read(name))
+    with open(source, "rb") as handle, mmap.mmap(handle.fileno(), 0,
+                                                   access=mmap.ACCESS_READ) as mapped:
+        header = info.header_offset
+        if mapped[header:header + 4] != b"PK\x03\x04":
+            return None
+        name_length, extra_length = struct.unpack("<HH", mapped[header + 26:header + 30])
+        start = header + 30 + name_length + extra_length
+        end = start + info.file_size
+        if end > len(mapped):
+            return None
+        with memoryview(mapped) as whole, whole[start:end] as member:
+            if zlib.crc32(member) != info.CRC:
+                return None
+        return skim_pickle(mapped, start, end)
+
+
+def _put_index(data: Any, at: int, end: int) -> int | None:
+    """The memo index a BINPUT or LONG_BINPUT at ``at`` stores to, else None."""
+    if at + 1 < end and data[at] == _BINPUT:
+        return data[at + 1]
+    if at + 4 < end and data[at] == _LONG_BINPUT:
+        return int.from_bytes(data[at + 1:at + 5], "little")
+    return None
+
+
+def _list_body(data: Any, at: int, end: int) -> tuple[int, int, int | None] | None:
+    """(body start, body end, memo index) of a number list created at ``at``, when it
+    is worth cutting and no one-byte GET could fetch it; else None."""
+    if at >= end or data[at] != _EMPTY_LIST:
+        return None
+    start = at + 1
+    memo = _put_index(data, start, end)
+    if memo is not None:
+        if memo < _MIN_CUT_MEMO:
+            return None
+        start += 2 if data[start] == _BINPUT else 5
+    stop = _BODY.match(data, start, end).end()
+    return (start, stop, memo) if stop - start >= _MIN_CUT else None
+
+
+def _fetched(skimmed: Skimmed) -> bool:
+    """Whether a LONG_BINGET in the kept bytes might fetch a cut list (counted from
+    any ``j`` byte, inside a string or not: a false alarm only costs the plain read)."""
+    if not skimmed.memos:
+        return False
+    raw = np.frombuffer(skimmed.data, dtype=np.uint8)
+    starts = np.flatnonzero(raw[:-4] == _LONG_BINGET)
+    if not len(starts):
+        return False
+    words = (raw[starts + 1].astype(np.uint32) | raw[starts + 2].astype(np.uint32) << 8
+             | raw[starts + 3].astype(np.uint32) << 16 | raw[starts + 4].astype(np.uint32) << 24)
+    return bool(np.isin(words, np.asarray(skimmed.memos, dtype=np.uint32)).any())
+
+
+def drop_markers(obj: Any, skimmed: Skimmed, keys: tuple[str, ...] = SKIPPED_KEYS) -> bool:
+    """Remove the cut lists from the samples of an unpickled dump; False (and the
+    samples untouched) unless every cut is found under its key in a sample dict."""
+    if _fetched(skimmed):
+        return False
+    samples = obj.get("samples") if type(obj) is dict else obj
+    if type(samples) is not list:
+        return False
+    found: list[tuple[dict, str]] = []
+    for sample in samples:
+        if type(sample) is dict:
+            for key in keys:
+                value = sample.get(key)
+                if (type(value) is list and len(value) == 1 and type(value[0]) is str
+                        and value[0] == skimmed.marker):
+                    found.append((sample, key))
+    if len(found) != skimmed.cuts:
+        return False
+    for sample, key in found:
+        del sample[key]
+    return True

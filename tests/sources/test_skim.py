@@ -1,0 +1,190 @@
+"""Token lists cut from the pickle before unpickling (sources/dumps/skim.py).
+
+The property throughout: a skimmed read gives what the plain read gives, minus
+the cut fields, or it is not used; and the walk never fails on any input.
+"""
+
+from __future__ import annotations
+
+import io
+import pickle
+import random
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from slime_trace_widget.demo import make_demo_samples
+from slime_trace_widget.frames import build_frames
+from slime_trace_widget.sources.dumps import DumpError, files
+from slime_trace_widget.sources.dumps.files import load_dump_bytes, load_dump_file, save_dump
+from slime_trace_widget.sources.dumps.skim import (
+    SKIPPED_KEYS,
+    drop_markers,
+    skim_member,
+    skim_pickle,
+)
+from tests.sources.test_wire import FIXTURES, assert_same_frames
+
+
+def _samples(count: int = 120) -> list[dict]:
+    return [{"index": i, "prompt": f"prompt {i}", "tokens": list(range(i, i + 300)),
+             "rollout_log_probs": [-0.25 * (k % 7) for k in range(200)],
+             "loss_mask": [1] * 200 + [0] * 50, "response_length": 200,
+             "trace": {"trace_id": f"t{i}", "events": [{"name": "generate", "ts": 1.5 + i}]},
+             "metadata": {"source": "math", "lengths": [3, 4]}} for i in range(count)]
+
+
+def _without_cut(samples: list) -> list:
+    return [{key: value for key, value in sample.items() if key not in SKIPPED_KEYS}
+            for sample in samples]
+
+
+def _read(data: bytes) -> tuple[list, bool]:
+    """Samples of a protocol 2 pickle read through the skim, and whether the cut held."""
+    skimmed = skim_pickle(data)
+    assert skimmed is not None
+    obj = pickle.loads(skimmed.data)
+    return obj["samples"], drop_markers(obj, skimmed)
+
+
+def test_number_lists_under_the_keys_are_cut_and_the_rest_is_unchanged() -> None:
+    samples = _samples()
+    data = pickle.dumps({"rollout_id": 3, "samples": samples}, protocol=2)
+    skimmed = skim_pickle(data)
+    assert skimmed is not None and skimmed.cuts > 200  # three lists a sample, the first few kept
+    assert len(skimmed.data) < len(data) / 3
+    read, held = _read(data)
+    assert held
+    assert _without_cut(read) == _without_cut(samples)
+    kept = [sample for sample in read if "tokens" in sample]
+    assert all(sample["tokens"] == samples[sample["index"]]["tokens"] for sample in kept)
+
+
+def test_a_number_list_outside_a_sample_field_makes_the_cut_fail() -> None:
+    samples = _samples()
+    samples[90]["metadata"]["tokens"] = list(range(100))  # same key, one level down
+    _, held = _read(pickle.dumps({"samples": samples}, protocol=2))
+    assert not held
+
+
+def test_a_cut_list_fetched_elsewhere_makes_the_cut_fail() -> None:
+    samples = _samples()
+    samples[90]["metadata"]["copy"] = samples[90]["tokens"]  # pickled as a GET of the list
+    _, held = _read(pickle.dumps({"samples": samples}, protocol=2))
+    assert not held
+    samples = _samples()
+    first = list(range(500, 800))
+    samples[90] = {"metadata": {"first": first},
+                   **{key: value for key, value in samples[90].items() if key != "metadata"}}
+    samples[90]["tokens"] = first  # the GET comes under the key: nothing to cut there
+    read, held = _read(pickle.dumps({"samples": samples}, protocol=2))
+    assert held and read[90]["tokens"] == first
+
+
+def test_opcodes_the_walk_does_not_follow_give_the_plain_read() -> None:
+    samples = _samples(40)
+    assert skim_pickle(pickle.dumps({"samples": samples}, protocol=4)) is None  # MEMOIZE
+    data = pickle.dumps({"samples": samples}, protocol=2)
+    with_dup = data[:-1] + b"2" + b"0" + data[-1:]  # DUP, POP before the STOP
+    assert pickle.loads(with_dup) == pickle.loads(data)
+    assert skim_pickle(with_dup) is None
+    assert skim_pickle(pickle.dumps({"samples": _without_cut(samples)}, protocol=2)) is None
+
+
+def test_a_key_inside_a_string_is_text_not_a_key() -> None:
+    """A string whose bytes spell an opcode, a key and a list (a pattern search would cut it)."""
+    samples = _samples()
+    spoof = b"X\x06\x00\x00\x00tokens]r\x00\x01\x00\x00(" + b"K\x01" * 40 + b"e"
+    samples[100]["prompt"] = spoof.decode("latin-1")
+    read, held = _read(pickle.dumps({"samples": samples}, protocol=2))
+    assert held and read[100]["prompt"] == samples[100]["prompt"]
+
+
+def test_any_cut_of_the_stream_is_walked_without_error() -> None:
+    data = pickle.dumps({"samples": _samples(70)}, protocol=2)
+    for end in range(0, len(data), 97):
+        result = skim_pickle(data[:end])
+        assert result is None or len(result.data) <= end
+
+
+def _dump_bytes(samples: list, tmp_path: Path) -> bytes:
+    path = tmp_path / "dump.pt"
+    save_dump(path, samples, rollout_id=2)
+    return path.read_bytes()
+
+
+def _rezipped(archive_bytes: bytes, pickle_bytes: bytes) -> bytes:
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(archive_bytes)) as source, \
+            zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as target:
+        for info in source.infolist():
+            body = pickle_bytes if info.filename.endswith("/data.pkl") else source.read(info)
+            target.writestr(info.filename, body)
+    return out.getvalue()
+
+
+def _outcome(data: bytes, mode: str) -> str:
+    try:
+        loaded = load_dump_bytes("fuzzed.pt", data, mode)
+    except DumpError as exc:
+        return f"DumpError {str(exc)[:60]}"
+    return repr((loaded.rollout_id, _without_cut(loaded.samples), loaded.warnings))
+
+
+def test_damaged_pickles_read_the_same_skimmed_or_plain(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Bytes flipped, cut, inserted and deleted in a token dump's pickle: the frames
+    read (skim) and the plain read agree on every input, and the skim held on 20 or more."""
+    monkeypatch.setattr(files, "SKIM_MIN_BYTES", 0)
+    held = []
+    real_drop = files.drop_markers
+    monkeypatch.setattr(files, "drop_markers",
+                        lambda obj, skimmed: held.append(real_drop(obj, skimmed)) or held[-1])
+    archive = _dump_bytes(_samples(60), tmp_path)
+    with zipfile.ZipFile(io.BytesIO(archive)) as opened:
+        pickle_bytes = opened.read(next(n for n in opened.namelist() if n.endswith("data.pkl")))
+    rng = random.Random(11)
+    for _ in range(250):
+        damaged = bytearray(pickle_bytes)
+        for _ in range(rng.randint(1, 3)):
+            at = rng.randrange(len(damaged))
+            action = rng.choice(("flip", "cut", "insert", "delete"))
+            if action == "flip":
+                damaged[at] = rng.randrange(256)
+            elif action == "cut":
+                del damaged[at:]
+            elif action == "insert":
+                damaged[at:at] = bytes(rng.randrange(256) for _ in range(rng.randint(1, 6)))
+            else:
+                del damaged[at:at + rng.randint(1, 6)]
+        data = _rezipped(archive, bytes(damaged))
+        assert _outcome(data, "frames") == _outcome(data, "plain")
+    assert held.count(True) >= 20
+
+
+def test_frames_read_skimmed_equal_the_plain_ones(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A demo dump with token lists, and every fixture: the same frames, table by table."""
+    monkeypatch.setattr(files, "SKIM_MIN_BYTES", 0)
+    path = tmp_path / "rollout_4.pt"
+    save_dump(path, make_demo_samples(60, seed=5, token_lists=True, pd_share=1.0), rollout_id=4)
+    with zipfile.ZipFile(path) as archive:
+        name = next(n for n in archive.namelist() if n.endswith("data.pkl"))
+        skimmed = skim_member(str(path), archive, name)
+        assert skimmed is not None and skimmed.cuts > 50
+    for dump in [path, *sorted(p for p in FIXTURES.glob("*.pt") if "corrupt" not in p.name)]:
+        frames = load_dump_file(str(dump), "frames")
+        plain = load_dump_file(str(dump), "plain")
+        # repr: NaN values compare unequal to themselves
+        assert repr(_without_cut(frames.samples)) == repr(_without_cut(plain.samples)), dump.name
+        assert_same_frames(build_frames(frames), build_frames(plain))
+        if dump == path:  # the cut held there
+            assert sum("tokens" not in sample for sample in frames.samples) > 50
+
+
+def test_small_pickles_are_read_whole(tmp_path: Path) -> None:
+    path = tmp_path / "rollout_1.pt"
+    save_dump(path, _samples(60), rollout_id=1)
+    assert path.stat().st_size < files.SKIM_MIN_BYTES
+    assert all("tokens" in sample for sample in load_dump_file(str(path), "frames").samples)
