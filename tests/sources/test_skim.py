@@ -188,3 +188,22 @@ def test_small_pickles_are_read_whole(tmp_path: Path) -> None:
     save_dump(path, _samples(60), rollout_id=1)
     assert path.stat().st_size < files.SKIM_MIN_BYTES
     assert all("tokens" in sample for sample in load_dump_file(str(path), "frames").samples)
+
+
+def test_a_member_whose_crc_fails_is_refused_as_by_the_plain_read(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(files, "SKIM_MIN_BYTES", 0)
+    path = tmp_path / "rollout_1.pt"
+    save_dump(path, _samples(80), rollout_id=1)
+    raw = bytearray(path.read_bytes())
+    with zipfile.ZipFile(path) as archive:
+        info = archive.getinfo(next(n for n in archive.namelist() if n.endswith("data.pkl")))
+    middle = info.header_offset + 30 + len(info.filename) + info.file_size // 2
+    at = raw.index(b"K", middle)  # a number in a token list: the pickle still reads
+    raw[at + 1] ^= 1
+    path.write_bytes(bytes(raw))
+    with pytest.raises(DumpError, match="CRC") as plain:
+        load_dump_file(str(path), "plain")
+    with pytest.raises(DumpError) as frames:
+        load_dump_file(str(path), "frames")
+    assert str(frames.value) == str(plain.value)

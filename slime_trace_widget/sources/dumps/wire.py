@@ -114,9 +114,12 @@ def read_frames(directory: str) -> TraceFrames:
 def _read(path: str) -> pa.Table:
     try:
         # Read into memory, not mapped: the file is deleted next, and a mapping would
-        # keep its pages in this process for as long as the columns live.
-        with pa.OSFile(path) as source:
-            table = pa.ipc.open_file(source).read_all()
+        # keep its pages in this process for as long as the columns live. One read of
+        # the whole file, the columns pointing into it: Arrow's own file reads take
+        # five times as long.
+        with open(path, "rb") as source:
+            buffer = pa.py_buffer(source.read())
+        table = pa.ipc.open_file(pa.BufferReader(buffer)).read_all()
         table.validate(full=True)
     except (pa.ArrowException, OSError, ValueError) as exc:
         raise WireError(f"{os.path.basename(path)}: {exc}") from exc
