@@ -28,6 +28,8 @@ SHAPES: dict[str, tuple[int, dict[str, Any]]] = {
     # third of generations, 20-60 turns for agentic samples.
     "146mb_1m": (3_264, {"agentic_share": 0.7, "min_turns": 20, "max_turns": 60,
                          "pd_share": 1 / 3, "extra_attrs": 9, "open_spans": 70}),
+    # 20,000 default demo samples: ~1.9M spans, the "big rows, big dumps" case.
+    "20k_samples": (20_000, {}),
 }
 
 
