@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import gc
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -30,10 +30,22 @@ EVENT_KINDS = ["instant", "unmatched_end"]
 PD_FORMS = ["children", "attrs"]
 
 
-def build_frames(source: Any) -> TraceFrames:
+#: Starts turning the attribute dicts of span starts, span ends and events into
+#: tables, and returns what finishes it: the three tables, in that order. Flattening
+#: does other work between the two calls, so an implementation may run part of it
+#: elsewhere (the worker builds the span ends' table in a forked process).
+AttrTablesJob = Callable[[list[list], Counter[str]], Callable[[], list[AttrTable]]]
+
+
+def attr_tables_here(lists: list[list], warnings: Counter[str]) -> Callable[[], list[AttrTable]]:
+    """The :data:`AttrTablesJob` that builds every table in this process, when finished."""
+    return lambda: [AttrTable.from_dicts(dicts, warnings) for dicts in lists]
+
+
+def build_frames(source: Any, attr_tables: AttrTablesJob = attr_tables_here) -> TraceFrames:
     """Flatten dumps: a ``LoadedDump``, a list of them, a dump dict or a list of samples."""
     with _cyclic_gc_paused():
-        return _build_frames(source)
+        return _build_frames(source, attr_tables)
 
 
 @contextmanager
@@ -53,7 +65,7 @@ def _cyclic_gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _build_frames(source: Any) -> TraceFrames:
+def _build_frames(source: Any, attr_tables: AttrTablesJob) -> TraceFrames:
     dumps = _as_dump_list(source)
     records = RecordColumns()
     fields: list[SampleFields] = []
@@ -72,16 +84,18 @@ def _build_frames(source: Any) -> TraceFrames:
     event_cols = _event_columns(records)
     first, last, top_attempt = _row_extents(len(fields), span_cols, event_cols)
     spans, segments, start_attrs, end_attrs = _span_table(span_cols, event_cols, last, warnings)
+    finish_attrs = attr_tables([start_attrs, end_attrs, event_cols["attrs"]], warnings)
     events = _event_table(event_cols, spans)
     samples = _sample_table(fields, first, last, top_attempt, spans, events)
+    start_table, end_table, event_table = finish_attrs()
     finite = np.isfinite(first)
     return TraceFrames(
         samples=samples,
         span_core=spans,
         event_core=events,
-        span_start_attrs=AttrTable.from_dicts(start_attrs, warnings),
-        span_end_attrs=AttrTable.from_dicts(end_attrs, warnings),
-        event_attrs=AttrTable.from_dicts(event_cols["attrs"], warnings),
+        span_start_attrs=start_table,
+        span_end_attrs=end_table,
+        event_attrs=event_table,
         segments=segments,
         paths=[dump["path"] for dump in dumps],
         rollout_ids=[dump["rollout_id"] for dump in dumps],

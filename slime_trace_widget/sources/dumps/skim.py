@@ -180,28 +180,36 @@ def skim_pickle(data: Any, start: int = 0, end: int | None = None,
 
 
 def skim_member(source: Any, archive: zipfile.ZipFile, name: str) -> Skimmed | None:
-    """:func:`skim_pickle` of the archive member ``name``. A member stored uncompressed
-    in a file at path ``source`` is read through an mmap, so its token lists are never
-    copied; its CRC is checked as a plain read would."""
+    """:func:`skim_pickle` of the archive member ``name``, when it is stored uncompressed
+    (torch never compresses): read in place through an mmap of the file at path
+    ``source``, or from the bytes of a ``BytesIO``. Its CRC is checked as a plain read
+    would. A compressed member gives None: inflating it whole is what streaming avoids."""
     info = archive.getinfo(name)
-    if not isinstance(source, str) or info.compress_type != zipfile.ZIP_STORED:
-        return skim_pickle(archive.read(name))
-    with open(source, "rb") as handle, mmap.mmap(handle.fileno(), 0,
-                                                   access=mmap.ACCESS_READ) as mapped:
-        header = info.header_offset
-        if mapped[header:header + 4] != b"PK\x03\x04":
-            return None
-        name_length, extra_length = struct.unpack("<HH", mapped[header + 26:header + 30])
-        start = header + 30 + name_length + extra_length
-        end = start + info.file_size
-        if end > len(mapped):
-            return None
-        skimmed = skim_pickle(mapped, start, end)
-        if skimmed is not None:
-            with memoryview(mapped) as whole, whole[start:end] as member:
-                if zlib.crc32(member) != info.CRC:
-                    return None
-        return skimmed
+    if info.compress_type != zipfile.ZIP_STORED:
+        return None
+    if isinstance(source, str):
+        with open(source, "rb") as handle, mmap.mmap(handle.fileno(), 0,
+                                                       access=mmap.ACCESS_READ) as mapped:
+            return _skim_stored(mapped, info)
+    return _skim_stored(source.getvalue(), info)
+
+
+def _skim_stored(data: Any, info: zipfile.ZipInfo) -> Skimmed | None:
+    """:func:`skim_pickle` of the stored member ``info`` inside the archive's bytes."""
+    header = info.header_offset
+    if data[header:header + 4] != b"PK\x03\x04":
+        return None
+    name_length, extra_length = struct.unpack("<HH", data[header + 26:header + 30])
+    start = header + 30 + name_length + extra_length
+    end = start + info.file_size
+    if end > len(data):
+        return None
+    skimmed = skim_pickle(data, start, end)
+    if skimmed is not None:
+        with memoryview(data) as whole, whole[start:end] as member:
+            if zlib.crc32(member) != info.CRC:
+                return None
+    return skimmed
 
 
 def _put_index(data: Any, at: int, end: int) -> int | None:

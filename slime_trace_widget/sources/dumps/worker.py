@@ -17,8 +17,10 @@ import hashlib
 import json
 import math
 import os
+import shutil
 import signal
 import sys
+import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -69,7 +71,7 @@ def _prepare(job: str) -> None:
     if job == "check":  # load_dump's check loads with torch
         from . import torch_tensors  # noqa: F401
         return
-    from . import plain_tensors, wire  # noqa: F401  (frames and dataset jobs: no torch)
+    from . import forked_attrs, plain_tensors, wire  # noqa: F401  (frames, dataset: no torch)
     if job == "dataset":
         from ..dataset import layout  # noqa: F401
 
@@ -125,10 +127,15 @@ def _flattened(request: dict) -> TraceFrames:
     """The frames of the dump a job names; its samples die when this returns."""
     from ...frames.build import build_frames
     from .files import load_dump_file
+    from .forked_attrs import attr_tables_forked
 
     loaded = load_dump_file(request["path"], "frames", name=request["name"])
     _drop_unread_fields(loaded.samples)
-    return build_frames(loaded)
+    scratch = tempfile.mkdtemp(prefix="slime-trace-attrs-")
+    try:
+        return build_frames(loaded, attr_tables_forked(scratch))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _drop_unread_fields(samples: list) -> None:

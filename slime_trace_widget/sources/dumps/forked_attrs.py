@@ -1,0 +1,101 @@
+"""One attribute table built in a forked process while the worker flattens the rest.
+
+Turning attribute dicts into typed columns is half of flattening a trace-heavy
+dump, and the span ends' table is the largest of the three. A worker job that
+has already read its dump forks once when flattening reaches the attributes:
+the fork builds the span ends' table from the same dicts (shared copy-on-write,
+nothing is sent to it) and writes it as an Arrow file; the job builds the other
+two meanwhile, then reads the file back. The tables are what one process would
+build, since the same function runs on the same dicts. If the fork fails or
+dies, the job builds the table itself.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from collections import Counter
+from collections.abc import Callable
+
+import pyarrow as pa
+
+from ...frames.attr_columns import AttrTable
+
+__all__ = ["attr_tables_forked"]
+
+#: Which of the three lists (span starts, span ends, events) the fork takes.
+_FORKED = 1
+#: Lists of fewer rows are built in the job itself: forking would cost more.
+MIN_FORKED_ROWS = 50_000
+
+
+def attr_tables_forked(scratch: str) -> Callable[[list[list], Counter[str]],
+                                                 Callable[[], list[AttrTable]]]:
+    """An ``AttrTablesJob`` (see ``frames.build``) whose fork writes into ``scratch``."""
+
+    def start(lists: list[list], warnings: Counter[str]) -> Callable[[], list[AttrTable]]:
+        table_path = os.path.join(scratch, "forked_attrs.arrow")
+        warnings_path = os.path.join(scratch, "forked_attrs.json")
+        pid = _fork(lists[_FORKED], table_path, warnings_path) \
+            if hasattr(os, "fork") and len(lists[_FORKED]) >= MIN_FORKED_ROWS else None
+
+        def finish() -> list[AttrTable]:
+            try:
+                tables = [None if position == _FORKED and pid is not None
+                          else AttrTable.from_dicts(dicts, warnings)
+                          for position, dicts in enumerate(lists)]
+            except BaseException:
+                if pid is not None:  # not left running on its own
+                    os.kill(pid, signal.SIGKILL)
+                    os.waitpid(pid, 0)
+                raise
+            if pid is not None:
+                tables[_FORKED] = _collect(pid, table_path, warnings_path, warnings) \
+                    or AttrTable.from_dicts(lists[_FORKED], warnings)
+            return tables  # type: ignore[return-value]
+
+        return finish
+
+    return start
+
+
+def _fork(dicts: list, table_path: str, warnings_path: str) -> int | None:
+    """Fork a process that writes the table of ``dicts`` and its warnings; its pid."""
+    try:
+        pid = os.fork()
+    except OSError:
+        return None
+    if pid:
+        return pid
+    code = 1
+    try:
+        warnings: Counter[str] = Counter()
+        table = AttrTable.from_dicts(dicts, warnings).table
+        with pa.OSFile(table_path, "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
+            writer.write_table(table)
+        with open(warnings_path, "w", encoding="utf-8") as stream:
+            json.dump(dict(warnings), stream)
+        code = 0
+    finally:
+        os._exit(code)
+
+
+def _collect(pid: int, table_path: str, warnings_path: str,
+             warnings: Counter[str]) -> AttrTable | None:
+    """The forked process's table, its warnings added to ``warnings``; None if it failed."""
+    _, status = os.waitpid(pid, 0)
+    try:
+        if os.waitstatus_to_exitcode(status) != 0:
+            return None
+        with open(table_path, "rb") as source:
+            table = pa.ipc.open_file(pa.BufferReader(pa.py_buffer(source.read()))).read_all()
+        with open(warnings_path, encoding="utf-8") as stream:
+            warnings.update(json.load(stream))
+        return AttrTable(table)
+    except (OSError, ValueError, pa.ArrowException):
+        return None
+    finally:
+        for path in (table_path, warnings_path):
+            if os.path.exists(path):
+                os.remove(path)
