@@ -19,6 +19,7 @@ result is never different from it.
 
 from __future__ import annotations
 
+import concurrent.futures
 import mmap
 import re
 import secrets
@@ -204,10 +205,12 @@ def _skim_stored(data: Any, info: zipfile.ZipInfo) -> Skimmed | None:
     end = start + info.file_size
     if end > len(data):
         return None
-    skimmed = skim_pickle(data, start, end)
-    if skimmed is not None:
-        with memoryview(data) as whole, whole[start:end] as member:
-            if zlib.crc32(member) != info.CRC:
+    with memoryview(data) as whole, whole[start:end] as member:
+        # zlib lets go of the GIL for the checksum: it runs on another core meanwhile.
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            checksum = pool.submit(zlib.crc32, member)
+            skimmed = skim_pickle(data, start, end)
+            if skimmed is not None and checksum.result() != info.CRC:
                 return None
     return skimmed
 
