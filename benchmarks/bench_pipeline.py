@@ -11,8 +11,9 @@ figure from a fresh interpreter whose imports are done before the clock starts
 * the floor of any reader that unpickles: Python's C unpickler on the dump's
   ``data.pkl`` with the garbage collector off;
 * ours, ``load_frames(path)``: seconds, the caller's (kernel's) RSS growth over
-  the load (VmHWM after minus VmRSS before) and the peak RSS of its workers,
-  sampled from here every 20 ms and summed over them; ours/floor and slime/ours;
+  the load (VmHWM after minus VmRSS before), the largest RSS any one worker
+  process reached and the tree's peak (summed; forked processes share pages, so
+  this counts some twice), sampled from here every 20 ms; ours/floor and slime/ours;
 * slime's whole CLI (``--no-serve --rebuild``, JSON written) against our CLI's
   first run (``python -m slime_trace_widget DUMP --no-serve``, fresh out dir).
 
@@ -94,24 +95,25 @@ def _children(pid: int) -> list[int]:
     return kids
 
 
-def tree_rss(pid: int) -> int:
-    """RSS summed over ``pid`` and all its descendants at this moment."""
-    total, pending = 0, [pid]
+def tree_sizes(pid: int) -> list[int]:
+    """RSS of ``pid`` (first) and of each of its descendants at this moment."""
+    sizes, pending = [], [pid]
     while pending:
         current = pending.pop()
-        total += _rss(current)
+        sizes.append(_rss(current))
         pending.extend(_children(current))
-    return total
+    return sizes
 
 
 @dataclass
 class Run:
-    """One child process: its wall time, the tree's and its descendants' peak RSS,
-    and what it printed."""
+    """One child process: its wall time, the tree's peak RSS (summed) and the largest
+    any one descendant reached, and what it printed."""
 
     seconds: float
     peak: int
-    descendants_peak: int
+    #: The largest RSS any one descendant process reached.
+    process_peak: int
     returncode: int | None
     stdout: str
     stderr: str
@@ -134,15 +136,15 @@ def run_sampled(argv: list[str], cwd: Path | None = None,
     """
     proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, start_new_session=True)
-    peak = descendants_peak = 0
+    peak = process_peak = 0
     done = threading.Event()
 
     def sample() -> None:
-        nonlocal peak, descendants_peak
+        nonlocal peak, process_peak
         while not done.is_set():
-            tree, own = tree_rss(proc.pid), _rss(proc.pid)
-            peak = max(peak, tree)
-            descendants_peak = max(descendants_peak, tree - own)
+            sizes = tree_sizes(proc.pid)
+            peak = max(peak, sum(sizes))
+            process_peak = max(process_peak, *sizes[1:], 0)
             done.wait(SAMPLE_SECONDS)
 
     sampler = threading.Thread(target=sample, daemon=True)
@@ -158,7 +160,7 @@ def run_sampled(argv: list[str], cwd: Path | None = None,
     seconds = time.perf_counter() - started
     done.set()
     sampler.join()
-    return Run(seconds, peak, descendants_peak, returncode, stdout, stderr)
+    return Run(seconds, peak, process_peak, returncode, stdout, stderr)
 
 
 def run_child(mode: str, paths: list[Path], timeout: float = CHILD_TIMEOUT) -> Run:
@@ -360,12 +362,12 @@ def report_shape(shape: str, viewer: Path | None, results: dict) -> None:
     with tempfile.TemporaryDirectory(dir=OUT) as out_dir:
         cli = run_sampled([sys.executable, "-m", "slime_trace_widget", str(dump), "--no-serve",
                            "--out-dir", out_dir])
-    print(f"  {'':34}{'s':>8}{'kernel +MB':>12}{'workers MB':>12}{'peak MB':>9}")
-    print(f"  {'slime, _build_cache_data':34}{_fmt(slime_s, '.2f'):>8}{'-':>12}{'-':>12}"
-          f"{_fmt(slime.peak / MB if slime else None, '.0f'):>9}")
+    print(f"  {'':34}{'s':>8}{'kernel +MB':>12}{'worker MB':>11}{'all MB':>8}")
+    print(f"  {'slime, _build_cache_data':34}{_fmt(slime_s, '.2f'):>8}{'-':>12}{'-':>11}"
+          f"{_fmt(slime.peak / MB if slime else None, '.0f'):>8}")
     print(f"  {'floor: C unpickler, gc off':34}{floor_s:8.2f}")
     print(f"  {'ours, load_frames':34}{figures['seconds']:8.2f}{figures['growth'] / MB:12.0f}"
-          f"{ours.descendants_peak / MB:12.0f}{ours.peak / MB:9.0f}"
+          f"{ours.process_peak / MB:11.0f}{ours.peak / MB:8.0f}"
           f"   ({figures['spans']:,} spans)")
     speed, of_floor = _ratio(slime_s, figures["seconds"]), figures["seconds"] / floor_s
     print(f"  ours/floor {of_floor:.2f}x   slime/ours {_fmt(speed, '.2f', 'x')}")
@@ -375,7 +377,7 @@ def report_shape(shape: str, viewer: Path | None, results: dict) -> None:
           f"{cli.seconds:.2f} s (peak {cli.peak / MB:.0f} MB){cli_note}, slime/ours "
           f"{_fmt(_ratio(slime_cli_s, cli.seconds), '.2f', 'x')}")
     results[shape] = {"speed": speed, "of_floor": of_floor, "growth": figures["growth"],
-                      "peak": ours.peak, "workers": ours.descendants_peak,
+                      "peak": ours.peak, "worker": ours.process_peak,
                       "cli_speed": _ratio(slime_cli_s, cli.seconds) if cli.returncode == 0
                       else None}
 
@@ -440,9 +442,9 @@ def summarize(results: dict) -> None:
         rows.append(("612 MB: >= 3x faster than slime", _at_least(tokens["speed"], 3.0),
                      _fmt(tokens["speed"], ".2f", "x")))
         rows.append(("612 MB: every process under 1.5 GB",
-                     max(tokens["growth"], tokens["workers"]) < 1500 * MB,
-                     f"kernel +{tokens['growth'] / MB:.0f} MB, workers "
-                     f"{tokens['workers'] / MB:.0f} MB"))
+                     max(tokens["growth"], tokens["worker"]) < 1500 * MB,
+                     f"kernel +{tokens['growth'] / MB:.0f} MB, largest worker process "
+                     f"{tokens['worker'] / MB:.0f} MB"))
     agentic = results.get("62mb_agentic")
     if agentic:
         rows.append(("62 MB: >= 2.5x faster than slime", _at_least(agentic["speed"], 2.5),

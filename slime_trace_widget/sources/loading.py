@@ -94,7 +94,9 @@ def _load_frames(paths_or_glob: PathLike | Iterable[PathLike], *, trusted: bool,
         for index, path in enumerate(paths):
             out = os.path.join(scratch, str(index))
             os.mkdir(out)
-            jobs.append(new_job(path, "frames", out, time_limit, memory_limit))
+            # A core the other jobs leave idle: the job skims and builds a table there.
+            jobs.append(new_job(path, "frames", out, time_limit, memory_limit,
+                                spare_core=len(paths) < (os.cpu_count() or 1)))
         with progress_bar([job.size for job in jobs], progress) as bar:
             run_jobs(jobs, workers or default_workers(paths), bar)
         parts, failures = [], []

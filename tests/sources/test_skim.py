@@ -174,13 +174,15 @@ def test_frames_read_skimmed_equal_the_plain_ones(tmp_path: Path,
         skimmed = skim_member(str(path), archive, name)
         assert skimmed is not None and skimmed.cuts > 50
     for dump in [path, *sorted(p for p in FIXTURES.glob("*.pt") if "corrupt" not in p.name)]:
-        frames = load_dump_file(str(dump), "frames")
         plain = load_dump_file(str(dump), "plain")
-        # repr: NaN values compare unequal to themselves
-        assert repr(_without_cut(frames.samples)) == repr(_without_cut(plain.samples)), dump.name
-        assert_same_frames(build_frames(frames), build_frames(plain))
-        if dump == path:  # the cut held there
-            assert sum("tokens" not in sample for sample in frames.samples) > 50
+        for pipelined in (False, True):
+            frames = load_dump_file(str(dump), "frames", pipelined=pipelined)
+            # repr: NaN values compare unequal to themselves
+            assert repr(_without_cut(frames.samples)) == repr(_without_cut(plain.samples)), \
+                dump.name
+            assert_same_frames(build_frames(frames), build_frames(plain))
+            if dump == path:  # the cut held there
+                assert sum("tokens" not in sample for sample in frames.samples) > 50
 
 
 def test_small_pickles_are_read_whole(tmp_path: Path) -> None:
@@ -204,6 +206,40 @@ def test_a_member_whose_crc_fails_is_refused_as_by_the_plain_read(
     path.write_bytes(bytes(raw))
     with pytest.raises(DumpError, match="CRC") as plain:
         load_dump_file(str(path), "plain")
-    with pytest.raises(DumpError) as frames:
-        load_dump_file(str(path), "frames")
-    assert str(frames.value) == str(plain.value)
+    for pipelined in (False, True):
+        with pytest.raises(DumpError) as frames:
+            load_dump_file(str(path), "frames", pipelined=pipelined)
+        assert str(frames.value) == str(plain.value)
+
+
+def _outcome_of_file(path: Path, mode: str, pipelined: bool = False) -> str:
+    try:
+        loaded = load_dump_file(str(path), mode, pipelined=pipelined)
+    except DumpError as exc:
+        return f"DumpError {str(exc)[:60]}"
+    return repr((loaded.rollout_id, _without_cut(loaded.samples), loaded.warnings))
+
+
+def test_damaged_pickles_read_the_same_skimmed_in_a_fork(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """As above with the skim in a forked process and its output unpickled from a pipe."""
+    monkeypatch.setattr(files, "SKIM_MIN_BYTES", 0)
+    held = []
+    real_drop = files.drop_markers
+    monkeypatch.setattr(files, "drop_markers",
+                        lambda obj, skimmed: held.append(real_drop(obj, skimmed)) or held[-1])
+    archive = _dump_bytes(_samples(60), tmp_path)
+    with zipfile.ZipFile(io.BytesIO(archive)) as opened:
+        pickle_bytes = opened.read(next(n for n in opened.namelist() if n.endswith("data.pkl")))
+    rng = random.Random(5)
+    path = tmp_path / "rollout_2.pt"
+    for _ in range(80):
+        damaged = bytearray(pickle_bytes)
+        at = rng.randrange(len(damaged))
+        if rng.random() < 0.5:
+            damaged[at] = rng.randrange(256)
+        else:
+            del damaged[at:at + rng.randint(1, 6)]
+        path.write_bytes(_rezipped(archive, bytes(damaged)))
+        assert _outcome_of_file(path, "frames", pipelined=True) == _outcome_of_file(path, "plain")
+    assert held.count(True) >= 10

@@ -28,7 +28,8 @@ from .allowlist import check_dtypes
 from .errors import DumpError, one_line
 from .paths import PathLike
 from .placeholders import object_record, sample_records
-from .skim import Skimmed, drop_markers, skim_member
+from .skim import drop_markers, skim_member
+from .skim_stream import unpickle_skimmed
 from .unpickler import LoadSession, TensorSupport
 
 __all__ = ["LoadedDump", "load_dump_bytes", "load_dump_file", "load_trusted", "read_header",
@@ -185,19 +186,22 @@ def load_dump_bytes(name: str, data: bytes, mode: str = "torch") -> LoadedDump:
     return _safe_load(name, None, data, mode)
 
 
-def load_dump_file(path: str, mode: str = "plain", name: str | None = None) -> LoadedDump:
+def load_dump_file(path: str, mode: str = "plain", name: str | None = None,
+                   pipelined: bool = False) -> LoadedDump:
     """:func:`load_dump_bytes` of the file at ``path``, named ``name`` (default: the path)
     in messages and on the result; a zip read in plain mode is never held whole.
     ``mode="frames"`` is plain mode for flattening: the sample fields of
-    :data:`.skim.SKIPPED_KEYS` may be missing, cut before they were built."""
-    return _safe_load(path if name is None else name, path, None, mode)
+    :data:`.skim.SKIPPED_KEYS` may be missing, cut before they were built, by a forked
+    process while this one unpickles when ``pipelined`` (for a spare core)."""
+    return _safe_load(path if name is None else name, path, None, mode, pipelined)
 
 
-def _safe_load(name: str, path: str | None, data: bytes | None, mode: str) -> LoadedDump:
+def _safe_load(name: str, path: str | None, data: bytes | None, mode: str,
+               pipelined: bool = False) -> LoadedDump:
     """The restricted load of ``data``, or of the file at ``path`` when ``data`` is None."""
     header = data[:8] if data is not None else read_header(path)
     try:
-        obj, session = _load_restricted(name, path, data, header, mode)
+        obj, session = _load_restricted(name, path, data, header, mode, pipelined)
     except DumpError:
         raise
     except Exception as exc:
@@ -220,7 +224,7 @@ def load_trusted(path: str) -> LoadedDump:
 
 
 def _load_restricted(name: str, path: str | None, data: bytes | None, header: bytes,
-                     mode: str) -> tuple[Any, LoadSession]:
+                     mode: str, pipelined: bool) -> tuple[Any, LoadSession]:
     """Unpickle a file (``data`` None) or its bytes with the restricted unpickler;
     ``name`` is what messages call it."""
     plain_zip = None
@@ -246,24 +250,43 @@ def _load_restricted(name: str, path: str | None, data: bytes | None, header: by
     from .plain_tensors import PLAIN_TENSORS, plain_zip_load
 
     if mode == "frames":
-        skimmed = _skimmed(source, plain_zip)
-        if skimmed is not None:
-            with contextlib.suppress(Exception):  # the plain read below says what is wrong
-                obj, session = _checked_load(name, PLAIN_TENSORS, lambda session: plain_zip_load(
-                    session, zipfile.ZipFile(source), plain_zip, skimmed.data))
-                if drop_markers(obj, skimmed):
-                    return obj, session
+        read = _skim_read(name, source, plain_zip, pipelined)
+        if read is not None:
+            return read
     return _checked_load(name, PLAIN_TENSORS, lambda session: plain_zip_load(
         session, zipfile.ZipFile(source), plain_zip))
 
 
-def _skimmed(source: Any, pickle_name: str) -> Skimmed | None:
-    """The dump's pickle with its token lists cut (see :mod:`.skim`), or None to read
-    it whole: a small one, or one the skim cannot follow."""
+def _skim_read(name: str, source: Any, pickle_name: str,
+               pipelined: bool) -> tuple[Any, LoadSession] | None:
+    """The read of a dump whose token lists were cut first (see :mod:`.skim`), skimmed
+    in a forked process while this one unpickles when ``pipelined``; None to read the
+    dump whole: a small one, a compressed one, or one the skim cannot follow."""
+    from .plain_tensors import PLAIN_TENSORS, plain_zip_load
+
     with zipfile.ZipFile(source) as archive:
-        if archive.getinfo(pickle_name).file_size < SKIM_MIN_BYTES:
+        info = archive.getinfo(pickle_name)
+        if info.file_size < SKIM_MIN_BYTES or info.compress_type != zipfile.ZIP_STORED:
             return None
-        return skim_member(source, archive, pickle_name)
+        skimmed = None if pipelined else skim_member(source, archive, pickle_name)
+    if not pipelined and skimmed is None:
+        return None
+
+    def unpickle(stream: Any) -> tuple[Any, LoadSession]:
+        return _checked_load(name, PLAIN_TENSORS, lambda session: plain_zip_load(
+            session, zipfile.ZipFile(source), pickle_name, stream))
+
+    with contextlib.suppress(Exception):  # the plain read that follows says what is wrong
+        if skimmed is not None:
+            obj, session = unpickle(io.BytesIO(skimmed.data))
+        else:
+            streamed = unpickle_skimmed(source, info, unpickle)
+            if streamed is None:
+                return None
+            (obj, session), skimmed = streamed
+        if drop_markers(obj, skimmed):
+            return obj, session
+    return None
 
 
 def _checked_load(name: str, tensors: TensorSupport,

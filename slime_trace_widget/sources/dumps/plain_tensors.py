@@ -11,10 +11,9 @@ lacks (bfloat16, complex32, quantised) becomes a short description of itself.
 
 from __future__ import annotations
 
-import io
 import zipfile
 from collections.abc import Callable
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -167,9 +166,9 @@ def _strided_copy(storage: _Storage, offset: Any, size: Any, stride: Any,
 
 
 def plain_zip_load(session: LoadSession, archive: zipfile.ZipFile, pickle_name: str,
-                   pickle_bytes: bytes | None = None) -> Any:
+                   pickle_stream: BinaryIO | None = None) -> Any:
     """Unpickle ``pickle_name`` of a torch zip archive, storages read as numpy data;
-    ``pickle_bytes`` stands in for the member's own bytes (a skimmed copy of them)."""
+    ``pickle_stream`` stands in for the member's own bytes (a skimmed copy of them)."""
     prefix = pickle_name[: -len("data.pkl")]
     little = _byteorder(archive, prefix) != "big"
 
@@ -184,8 +183,8 @@ def plain_zip_load(session: LoadSession, archive: zipfile.ZipFile, pickle_name: 
             code = ">" + code
         return _Storage(archive.read(f"{prefix}data/{key}"), code)
 
-    if pickle_bytes is not None:
-        return unpickle_stream(session, io.BytesIO(pickle_bytes), storage)
+    if pickle_stream is not None:
+        return unpickle_stream(session, pickle_stream, storage)
     with archive.open(pickle_name) as stream:
         return unpickle_stream(session, _StreamReader(stream), storage)
 

@@ -26,12 +26,14 @@ import secrets
 import struct
 import zipfile
 import zlib
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-__all__ = ["SKIPPED_KEYS", "Skimmed", "drop_markers", "skim_member", "skim_pickle"]
+__all__ = ["SKIPPED_KEYS", "Skimmed", "drop_markers", "skim_member", "skim_pickle",
+           "skim_stored_file"]
 
 #: Sample fields of plain-number lists that flattening never reads (see
 #: ``frames.samples.READ_FIELDS``); slime's Sample names them so.
@@ -45,7 +47,7 @@ _MIN_CUT = 64
 _PROBE_BYTES = 8 << 20
 _MIN_SHARE = 0.3
 #: Lists memoised below this index are left in: a one-byte ``BINGET`` of them
-#: could not be told from text cheaply (see :func:`_fetched`).
+#: could not be told from text cheaply (see :func:`_long_get_words`).
 _MIN_CUT_MEMO = 256
 
 _STOP, _EMPTY_LIST, _BINPUT, _LONG_BINPUT = 0x2E, 0x5D, 0x71, 0x72
@@ -99,33 +101,60 @@ _WALKER = _walker(SKIPPED_KEYS)
 
 @dataclass
 class Skimmed:
-    """A pickle with its number lists cut: the bytes to unpickle and how to check them."""
+    """What a skim cut, and what checking the unpickled result needs."""
 
-    data: bytes
     marker: str
     cuts: int
-    #: Memo indices of the cut lists, for the GET check.
-    memos: list[int] = field(default_factory=list)
+    #: Whether a LONG_BINGET in the kept bytes might fetch a cut list.
+    fetched: bool
+    #: The kept bytes, when they were collected rather than sent on as they came.
+    data: bytes = b""
 
 
 def skim_pickle(data: Any, start: int = 0, end: int | None = None,
-                keys: tuple[str, ...] = SKIPPED_KEYS) -> Skimmed | None:
+                keys: tuple[str, ...] = SKIPPED_KEYS,
+                emit: Callable[[Any], Any] | None = None) -> Skimmed | None:
     """The pickle in ``data[start:end]`` (bytes or an mmap, not copied) with the bodies
-    of the number lists under ``keys`` cut, or None when nothing was cut or the walk met
-    an opcode it does not follow (then read it the plain way)."""
+    of the number lists under ``keys`` cut. The kept bytes go to ``emit`` piece by
+    piece as the walk goes (each piece a memoryview valid during the call), or are
+    collected into ``Skimmed.data``. None when the walk met an opcode it does not
+    follow or gave up (then read the pickle the plain way), and when collecting
+    found nothing to cut."""
     size = len(data) if end is None else end
     if all(data.find(key.encode(), start, size) < 0 for key in keys):
         return None
+    collected: list[Any] = []
+    with memoryview(data) as view:
+        skimmed = _walk(data, view, start, size, keys, emit or collected.append)
+        if skimmed is None or emit is not None:
+            return skimmed
+        if not skimmed.cuts:
+            return None
+        skimmed.data = b"".join(collected)
+        collected.clear()  # the pieces are views of ``data``: gone before it may close
+    return skimmed
+
+
+def _walk(data: Any, view: memoryview, start: int, size: int, keys: tuple[str, ...],
+          emit: Callable[[Any], Any]) -> Skimmed | None:
+    """:func:`skim_pickle`'s walk, kept bytes sent to ``emit``."""
     marker = secrets.token_hex(16)
     cut_in = b"\x8c" + bytes([len(marker)]) + marker.encode() + b"a"
     key_texts = {key.encode() for key in keys}
     key_memos: set[int] = set()
     walker = _WALKER if keys == SKIPPED_KEYS else _walker(keys)
-    pieces: list[bytes] = []
+    gets: list[np.ndarray] = []  # what each LONG_BINGET of the kept bytes might fetch
     memos: list[int] = []
+    cuts = 0
     kept_from = at = start
     listed = 0  # bytes of list bodies met, cut or not
     probe = min((size - start) // 16, _PROBE_BYTES)
+
+    def keep(stop: int) -> None:
+        piece = view[kept_from:stop]
+        gets.append(_long_get_words(piece))
+        emit(piece)
+
     while True:
         at = walker.match(data, at, size).end()
         if at >= size:
@@ -167,36 +196,46 @@ def skim_pickle(data: Any, start: int = 0, end: int | None = None,
             body_start, at, memo = body
             listed += at - body_start
             if at - body_start >= _MIN_CUT and (memo is None or memo >= _MIN_CUT_MEMO):
-                pieces += [data[kept_from:body_start], cut_in]
+                keep(body_start)
+                emit(cut_in)
                 kept_from = at
+                cuts += 1
                 if memo is not None:
                     memos.append(memo)
         if at - start >= probe and listed < _MIN_SHARE * (at - start):
             return None  # the lists are too small a part of this pickle to pay for the walk
-    if not pieces:
-        return None
-    cuts = len(pieces) // 2
-    pieces.append(data[kept_from:at + 1])
-    return Skimmed(b"".join(pieces), marker, cuts, memos)
+    keep(at + 1)
+    fetched = bool(memos) and bool(np.isin(np.concatenate(gets),
+                                           np.asarray(memos, dtype=np.uint32)).any())
+    return Skimmed(marker, cuts, fetched)
 
 
 def skim_member(source: Any, archive: zipfile.ZipFile, name: str) -> Skimmed | None:
-    """:func:`skim_pickle` of the archive member ``name``, when it is stored uncompressed
-    (torch never compresses): read in place through an mmap of the file at path
-    ``source``, or from the bytes of a ``BytesIO``. Its CRC is checked as a plain read
-    would. A compressed member gives None: inflating it whole is what streaming avoids."""
+    """:func:`skim_pickle` of the archive member ``name``, collected, when it is stored
+    uncompressed (torch never compresses) and its CRC holds: read in place through an
+    mmap of the file at path ``source``, or from the bytes of a ``BytesIO``. A
+    compressed member gives None: inflating it whole is what streaming avoids."""
     info = archive.getinfo(name)
     if info.compress_type != zipfile.ZIP_STORED:
         return None
-    if isinstance(source, str):
-        with open(source, "rb") as handle, mmap.mmap(handle.fileno(), 0,
-                                                       access=mmap.ACCESS_READ) as mapped:
-            return _skim_stored(mapped, info)
-    return _skim_stored(source.getvalue(), info)
+    checked = (skim_stored_file(source, info) if isinstance(source, str)
+               else _skim_stored(source.getvalue(), info, None))
+    return checked[0] if checked is not None and checked[1] else None
 
 
-def _skim_stored(data: Any, info: zipfile.ZipInfo) -> Skimmed | None:
-    """:func:`skim_pickle` of the stored member ``info`` inside the archive's bytes."""
+def skim_stored_file(path: str, info: zipfile.ZipInfo, emit: Callable[[Any], Any] | None = None
+                     ) -> tuple[Skimmed, bool] | None:
+    """:func:`skim_pickle` of the stored member ``info`` of the zip file at ``path``,
+    through an mmap, and whether the member's CRC holds."""
+    with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0,
+                                               access=mmap.ACCESS_READ) as mapped:
+        return _skim_stored(mapped, info, emit)
+
+
+def _skim_stored(data: Any, info: zipfile.ZipInfo, emit: Callable[[Any], Any] | None
+                 ) -> tuple[Skimmed, bool] | None:
+    """:func:`skim_pickle` of the stored member ``info`` inside the archive's bytes, and
+    whether its CRC holds."""
     header = info.header_offset
     if data[header:header + 4] != b"PK\x03\x04":
         return None
@@ -205,14 +244,12 @@ def _skim_stored(data: Any, info: zipfile.ZipInfo) -> Skimmed | None:
     end = start + info.file_size
     if end > len(data):
         return None
-    with memoryview(data) as whole, whole[start:end] as member:
-        # zlib lets go of the GIL for the checksum: it runs on another core meanwhile.
-        with concurrent.futures.ThreadPoolExecutor(1) as pool:
-            checksum = pool.submit(zlib.crc32, member)
-            skimmed = skim_pickle(data, start, end)
-            if skimmed is not None and checksum.result() != info.CRC:
-                return None
-    return skimmed
+    # zlib lets go of the GIL for the checksum: it runs on another core meanwhile.
+    with memoryview(data) as whole, whole[start:end] as member, \
+            concurrent.futures.ThreadPoolExecutor(1) as pool:
+        checksum = pool.submit(zlib.crc32, member)
+        skimmed = skim_pickle(data, start, end, emit=emit)
+        return None if skimmed is None else (skimmed, checksum.result() == info.CRC)
 
 
 def _put_index(data: Any, at: int, end: int) -> int | None:
@@ -236,24 +273,20 @@ def _list_body(data: Any, at: int, end: int) -> tuple[int, int, int | None] | No
     return start, _BODY.match(data, start, end).end(), memo
 
 
-def _fetched(skimmed: Skimmed) -> bool:
-    """Whether a LONG_BINGET in the kept bytes might fetch a cut list (counted from
-    any ``j`` byte, inside a string or not: a false alarm only costs the plain read)."""
-    if not skimmed.memos:
-        return False
-    raw = np.frombuffer(skimmed.data, dtype=np.uint8)
+def _long_get_words(piece: Any) -> np.ndarray:
+    """The index after every ``j`` (LONG_BINGET) byte of ``piece``, inside a string or
+    not: a false alarm only costs the plain read. A real GET never spans two pieces:
+    each ends where an opcode does."""
+    raw = np.frombuffer(piece, dtype=np.uint8)
     starts = np.flatnonzero(raw[:-4] == _LONG_BINGET)
-    if not len(starts):
-        return False
-    words = (raw[starts + 1].astype(np.uint32) | raw[starts + 2].astype(np.uint32) << 8
-             | raw[starts + 3].astype(np.uint32) << 16 | raw[starts + 4].astype(np.uint32) << 24)
-    return bool(np.isin(words, np.asarray(skimmed.memos, dtype=np.uint32)).any())
+    return (raw[starts + 1].astype(np.uint32) | raw[starts + 2].astype(np.uint32) << 8
+            | raw[starts + 3].astype(np.uint32) << 16 | raw[starts + 4].astype(np.uint32) << 24)
 
 
 def drop_markers(obj: Any, skimmed: Skimmed, keys: tuple[str, ...] = SKIPPED_KEYS) -> bool:
     """Remove the cut lists from the samples of an unpickled dump; False (and the
     samples untouched) unless every cut is found under its key in a sample dict."""
-    if _fetched(skimmed):
+    if skimmed.fetched:
         return False
     samples = obj.get("samples") if type(obj) is dict else obj
     if type(samples) is not list:

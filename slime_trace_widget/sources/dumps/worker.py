@@ -129,8 +129,12 @@ def _flattened(request: dict) -> TraceFrames:
     from .files import load_dump_file
     from .forked_attrs import attr_tables_forked
 
-    loaded = load_dump_file(request["path"], "frames", name=request["name"])
+    spare_core = bool(request.get("spare_core"))  # else other jobs keep every core busy
+    loaded = load_dump_file(request["path"], "frames", name=request["name"],
+                            pipelined=spare_core)
     _drop_unread_fields(loaded.samples)
+    if not spare_core:
+        return build_frames(loaded)
     scratch = tempfile.mkdtemp(prefix="slime-trace-attrs-")
     try:
         return build_frames(loaded, attr_tables_forked(scratch))

@@ -1,0 +1,83 @@
+"""The skim (:mod:`.skim`) in a forked process, its output unpickled as it comes.
+
+Walking a dump's pickle and unpickling what it keeps are two passes one after
+the other; on a machine with a core to spare they overlap. The job forks: the
+fork maps the file, walks it and writes the kept bytes into a pipe as it goes,
+then one JSON line saying what it cut (and whether the member's CRC held); the
+job unpickles from the pipe meanwhile. If the fork gives up or dies, the pipe
+ends before the pickle does, the unpickling fails, and the caller reads the
+file the plain way.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import zipfile
+from collections.abc import Callable
+from typing import Any, BinaryIO
+
+from .skim import Skimmed, skim_stored_file
+
+__all__ = ["unpickle_skimmed"]
+
+_PIPE_BUFFER = 1 << 20
+
+
+def unpickle_skimmed(path: str, info: zipfile.ZipInfo,
+                     unpickle: Callable[[BinaryIO], Any]) -> tuple[Any, Skimmed] | None:
+    """``unpickle`` run on the skimmed bytes of the stored member ``info`` of the zip at
+    ``path`` while a forked process skims them; what it returned and what was cut, or
+    None when either failed or the member's CRC did not hold."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        _skim_into(path, info, read_end, write_end)
+    os.close(write_end)
+    try:
+        with os.fdopen(read_end, "rb", buffering=_PIPE_BUFFER) as reader:
+            try:
+                obj = unpickle(reader)
+            except Exception:  # the skim gave up mid-way, or the file is bad: the plain
+                return None    # read decides which, and says what is wrong
+            trailer = _trailer(reader)
+    finally:
+        if os.waitpid(pid, os.WNOHANG) == (0, 0):
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+    if trailer is None or not trailer["crc_ok"]:
+        return None
+    return obj, Skimmed(trailer["marker"], trailer["cuts"], trailer["fetched"])
+
+
+def _skim_into(path: str, info: zipfile.ZipInfo, read_end: int, write_end: int) -> None:
+    """The forked side: skim into the pipe, then the trailer; never returns."""
+    code = 1
+    try:
+        os.close(read_end)
+        with os.fdopen(write_end, "wb", buffering=_PIPE_BUFFER) as pipe:
+            checked = skim_stored_file(path, info, emit=pipe.write)
+            if checked is not None:
+                skimmed, crc_ok = checked
+                pipe.write(json.dumps({"marker": skimmed.marker, "cuts": skimmed.cuts,
+                                       "fetched": skimmed.fetched, "crc_ok": crc_ok},
+                                      ).encode() + b"\n")
+        code = 0
+    except BrokenPipeError:  # the job stopped reading: it failed, and says so itself
+        pass
+    finally:
+        os._exit(code)
+
+
+def _trailer(reader: BinaryIO) -> dict | None:
+    """The skim's closing line, after the pickle's STOP; None if it never came."""
+    try:
+        line = reader.read()
+        report = json.loads(line)
+    except (OSError, ValueError):
+        return None
+    valid = (isinstance(report, dict) and isinstance(report.get("marker"), str)
+             and type(report.get("cuts")) is int and isinstance(report.get("fetched"), bool)
+             and isinstance(report.get("crc_ok"), bool))
+    return report if valid else None
