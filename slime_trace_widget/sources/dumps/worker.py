@@ -125,6 +125,13 @@ def _dataset_job(request: dict) -> dict:
 
 def _flattened(request: dict) -> TraceFrames:
     """The frames of the dump a job names; its samples die when this returns."""
+    from ...frames.build import cyclic_gc_paused
+
+    with cyclic_gc_paused():
+        return _read_and_flatten(request)
+
+
+def _read_and_flatten(request: dict) -> TraceFrames:
     from ...frames.build import build_frames
     from .files import load_dump_file
     from .forked_attrs import attr_tables_forked
