@@ -36,6 +36,10 @@ _META = "meta.json"
 #: Text columns the build keeps as objects (the rest pandas infers as str).
 _OBJECT_TEXT = frozenset({"label", "trace_id", "reward_detail", "prompt", "response", "metadata"})
 _MAX_META_BYTES = 64 << 20
+#: What pandas makes of a column of text (and None) built from Python strings: with
+#: Arrow-backed strings (pandas 3), the wire's Arrow text becomes it without them.
+_INFERRED_TEXT = pd.Series(["text"]).dtype
+_ARROW_TEXT = isinstance(_INFERRED_TEXT, pd.StringDtype) and _INFERRED_TEXT.storage == "pyarrow"
 
 
 class WireError(ValueError):
@@ -85,6 +89,8 @@ def _encode_column(series: pd.Series) -> pa.Array:
     if isinstance(dtype, pd.Int64Dtype):
         return pa.array(series.to_numpy(dtype=np.int64, na_value=0), type=pa.int64(),
                         mask=series.isna().to_numpy())
+    if isinstance(dtype, pd.StringDtype) and dtype.storage == "pyarrow":
+        return pa.array(series.array).cast(pa.string())  # Arrow already: no Python strings
     if series.name == "reward_detail":  # plain data (a dict reward) as JSON text
         return pa.array([None if v is None else json.dumps(v, allow_nan=True)
                          for v in series.tolist()], type=pa.string())
@@ -172,6 +178,9 @@ def _decode_column(column: pa.ChunkedArray, reference: pd.Series) -> Any:
                                       array.is_null().to_numpy(zero_copy_only=False))
     if pd.api.types.is_object_dtype(dtype) or pd.api.types.is_string_dtype(dtype):
         _expect(array, pa.string())
+        if (reference.name not in _OBJECT_TEXT and _ARROW_TEXT
+                and len(array) > array.null_count):  # what the build's inference made
+            return pd.array(array.cast(pa.large_string()), dtype=_INFERRED_TEXT)
         values = np.empty(len(array), dtype=object)
         values[:] = array.to_pylist()
         if reference.name == "reward_detail":
