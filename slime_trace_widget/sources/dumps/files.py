@@ -259,11 +259,15 @@ def _load_restricted(name: str, path: str | None, data: bytes | None, header: by
 
 def _skim_read(name: str, source: Any, pickle_name: str,
                pipelined: bool) -> tuple[Any, LoadSession] | None:
-    """The read of a dump whose token lists were cut first (see :mod:`.skim`), skimmed
-    in a forked process while this one unpickles when ``pipelined``; None to read the
-    dump whole: a small one, a compressed one, or one the skim cannot follow."""
+    """The read of a dump file whose token lists were cut first (see :mod:`.skim`),
+    skimmed in a forked process while this one unpickles when ``pipelined``; None to
+    read the dump whole: bytes in memory, a small or compressed pickle, or one the
+    skim cannot follow."""
     from .plain_tensors import PLAIN_TENSORS, plain_zip_load
 
+    if not isinstance(source, str):
+        return None
+    pipelined = pipelined and hasattr(os, "fork")
     with zipfile.ZipFile(source) as archive:
         info = archive.getinfo(pickle_name)
         if info.file_size < SKIM_MIN_BYTES or info.compress_type != zipfile.ZIP_STORED:

@@ -210,16 +210,14 @@ def _walk(data: Any, view: memoryview, start: int, size: int, keys: tuple[str, .
     return Skimmed(marker, cuts, fetched)
 
 
-def skim_member(source: Any, archive: zipfile.ZipFile, name: str) -> Skimmed | None:
-    """:func:`skim_pickle` of the archive member ``name``, collected, when it is stored
-    uncompressed (torch never compresses) and its CRC holds: read in place through an
-    mmap of the file at path ``source``, or from the bytes of a ``BytesIO``. A
+def skim_member(path: str, archive: zipfile.ZipFile, name: str) -> Skimmed | None:
+    """:func:`skim_pickle` of the member ``name`` of the zip file at ``path``, collected,
+    when it is stored uncompressed (torch never compresses) and its CRC holds. A
     compressed member gives None: inflating it whole is what streaming avoids."""
     info = archive.getinfo(name)
     if info.compress_type != zipfile.ZIP_STORED:
         return None
-    checked = (skim_stored_file(source, info) if isinstance(source, str)
-               else _skim_stored(source.getvalue(), info, None))
+    checked = skim_stored_file(path, info)
     return checked[0] if checked is not None and checked[1] else None
 
 
