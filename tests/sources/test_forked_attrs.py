@@ -50,8 +50,12 @@ def test_a_fork_that_fails_leaves_the_table_to_the_job(tmp_path: Path,
     _assert_same_attrs(forked, here)
 
 
-def test_small_lists_are_not_forked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_small_and_huge_lists_are_not_forked(tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
     forks = []
     monkeypatch.setattr(forked_attrs, "_fork", lambda *args: forks.append(args))
+    build_frames(make_demo_samples(4), attr_tables_forked(str(tmp_path)))
+    monkeypatch.setattr(forked_attrs, "MIN_FORKED_ROWS", 0)
+    monkeypatch.setattr(forked_attrs, "MAX_FORKED_ROWS", 10)
     build_frames(make_demo_samples(4), attr_tables_forked(str(tmp_path)))
     assert forks == []

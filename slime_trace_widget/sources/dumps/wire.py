@@ -23,7 +23,7 @@ import pandas as pd
 import pyarrow as pa
 
 from ...frames.attr_columns import AttrTable
-from ...frames.build import build_frames
+from ...frames.build import build_frames, inferred_text
 from ...frames.model import TraceFrames
 
 __all__ = ["ATTR_TABLES", "CORE_TABLES", "WireError", "check_references", "checked_attrs",
@@ -36,10 +36,6 @@ _META = "meta.json"
 #: Text columns the build keeps as objects (the rest pandas infers as str).
 _OBJECT_TEXT = frozenset({"label", "trace_id", "reward_detail", "prompt", "response", "metadata"})
 _MAX_META_BYTES = 64 << 20
-#: What pandas makes of a column of text (and None) built from Python strings: with
-#: Arrow-backed strings (pandas 3), the wire's Arrow text becomes it without them.
-_INFERRED_TEXT = pd.Series(["text"]).dtype
-_ARROW_TEXT = isinstance(_INFERRED_TEXT, pd.StringDtype) and _INFERRED_TEXT.storage == "pyarrow"
 
 
 class WireError(ValueError):
@@ -178,9 +174,10 @@ def _decode_column(column: pa.ChunkedArray, reference: pd.Series) -> Any:
                                       array.is_null().to_numpy(zero_copy_only=False))
     if pd.api.types.is_object_dtype(dtype) or pd.api.types.is_string_dtype(dtype):
         _expect(array, pa.string())
-        if (reference.name not in _OBJECT_TEXT and _ARROW_TEXT
-                and len(array) > array.null_count):  # what the build's inference made
-            return pd.array(array.cast(pa.large_string()), dtype=_INFERRED_TEXT)
+        if reference.name not in _OBJECT_TEXT:  # as the build made it, in Arrow if it can
+            text = inferred_text(array)
+            if text is not array:
+                return text
         values = np.empty(len(array), dtype=object)
         values[:] = array.to_pylist()
         if reference.name == "reward_detail":
