@@ -67,3 +67,25 @@ def test_workers_read_every_fixture_as_torch_does(fixture: str) -> None:
 
     path = FIXTURES / fixture
     assert_same_frames(load_frames(path), build_frames(load_dump(path)))
+
+
+def test_frames_through_shared_memory_and_through_disk_are_the_same(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With room, workers write into SHARED_MEMORY and the caller maps the files (which
+    are gone before the columns are used); without, the temporary folder on disk."""
+    from slime_trace_widget.sources import loading
+
+    shared = tmp_path / "shm"
+    shared.mkdir()
+    monkeypatch.setattr(loading, "SHARED_MEMORY", str(shared))
+    path = FIXTURES / "small.pt"
+    seen = []
+    real_mkdtemp = loading.tempfile.mkdtemp
+    monkeypatch.setattr(loading.tempfile, "mkdtemp",
+                        lambda **kwargs: seen.append(kwargs["dir"]) or real_mkdtemp(**kwargs))
+    mapped = loading.load_frames(path)
+    monkeypatch.setattr(loading, "available_memory", lambda: 1024)  # no room: on disk
+    on_disk = loading.load_frames(path)
+    assert seen == [str(shared), None] and list(shared.iterdir()) == []
+    assert_same_frames(mapped, on_disk)
+    assert_same_frames(mapped, build_frames(loading.load_dump(path)))

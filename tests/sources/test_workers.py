@@ -368,10 +368,10 @@ def test_the_default_pool_is_one_worker_per_core_and_never_more_than_dumps() -> 
 
 def test_a_job_waits_while_memory_is_short(monkeypatch: pytest.MonkeyPatch) -> None:
     job = pool._Job("a.pt", 100 << 20, {})
-    monkeypatch.setattr(pool, "_available_memory", lambda: 8 << 30)
+    monkeypatch.setattr(pool, "available_memory", lambda: 8 << 30)
     assert pool._fits(job, [])  # one job always runs
     assert pool._fits(job, [job])
-    monkeypatch.setattr(pool, "_available_memory", lambda: 1 << 20)
+    monkeypatch.setattr(pool, "available_memory", lambda: 1 << 20)
     assert not pool._fits(job, [job])
 
 

@@ -258,7 +258,7 @@ def _fits(job: _Job, running: list[_Job]) -> bool:
     if not running:
         return True
     need = sum(expected_peak(j.size) for j in running) + expected_peak(job.size)
-    available = _available_memory()
+    available = available_memory()
     return available is None or need <= available
 
 
@@ -267,7 +267,7 @@ def expected_peak(size: int) -> int:
     return PEAK_BASE_BYTES + PEAK_FACTOR * size
 
 
-def _available_memory() -> int | None:
+def available_memory() -> int | None:
     """MemAvailable of this machine, on Linux."""
     try:
         with open("/proc/meminfo", encoding="ascii") as info:

@@ -98,9 +98,11 @@ def _encode_column(series: pd.Series) -> pa.Array:
 # --------------------------------------------------------------------------- reading
 
 
-def read_frames(directory: str) -> TraceFrames:
-    """The frames a worker wrote into ``directory``; WireError when anything is off."""
-    tables = {name: _read(os.path.join(directory, f"{name}.arrow")) for name in
+def read_frames(directory: str, mapped: bool = False) -> TraceFrames:
+    """The frames a worker wrote into ``directory``; WireError when anything is off.
+    ``mapped``: the columns point into memory maps of the files (for files in memory
+    already, a tmpfs), else into one read copy of each."""
+    tables = {name: _read(os.path.join(directory, f"{name}.arrow"), mapped) for name in
               (*CORE_TABLES, *ATTR_TABLES)}
     frames_parts: dict[str, Any] = {}
     for name in CORE_TABLES:
@@ -113,15 +115,19 @@ def read_frames(directory: str) -> TraceFrames:
     return frames
 
 
-def _read(path: str) -> pa.Table:
+def _read(path: str, mapped: bool) -> pa.Table:
     try:
-        # Read into memory, not mapped: the file is deleted next, and a mapping would
-        # keep its pages in this process for as long as the columns live. One read of
-        # the whole file, the columns pointing into it: Arrow's own file reads take
-        # five times as long.
-        with open(path, "rb") as source:
-            buffer = pa.py_buffer(source.read())
-        table = pa.ipc.open_file(pa.BufferReader(buffer)).read_all()
+        if mapped:  # the pages stay with the columns once the file is deleted
+            with pa.memory_map(path) as source:
+                table = pa.ipc.open_file(source).read_all()
+        else:
+            # Read into memory, not mapped: the file is deleted next, and a mapping
+            # would keep its disk cache pages in this process for as long as the
+            # columns live. One read of the whole file, the columns pointing into it:
+            # Arrow's own file reads take five times as long.
+            with open(path, "rb") as source:
+                buffer = pa.py_buffer(source.read())
+            table = pa.ipc.open_file(pa.BufferReader(buffer)).read_all()
         table.validate(full=True)
     except (pa.ArrowException, OSError, ValueError) as exc:
         raise WireError(f"{os.path.basename(path)}: {exc}") from exc
