@@ -21,8 +21,8 @@ from slime_trace_widget.sources.dumps.files import load_dump_file, save_dump
 from slime_trace_widget.sources.dumps.skim import (
     SKIPPED_KEYS,
     drop_markers,
-    skim_member,
     skim_pickle,
+    skim_stored_file,
 )
 from tests.sources.test_wire import FIXTURES, assert_same_frames
 
@@ -178,9 +178,9 @@ def test_frames_read_skimmed_equal_the_plain_ones(tmp_path: Path,
     path = tmp_path / "rollout_4.pt"
     save_dump(path, make_demo_samples(60, seed=5, token_lists=True, pd_share=1.0), rollout_id=4)
     with zipfile.ZipFile(path) as archive:
-        name = next(n for n in archive.namelist() if n.endswith("data.pkl"))
-        skimmed = skim_member(str(path), archive, name)
-        assert skimmed is not None and skimmed.cuts > 50
+        info = archive.getinfo(next(n for n in archive.namelist() if n.endswith("data.pkl")))
+    checked = skim_stored_file(str(path), info)
+    assert checked is not None and checked[1] and checked[0].cuts > 50
     for dump in [path, *sorted(p for p in FIXTURES.glob("*.pt") if "corrupt" not in p.name)]:
         plain = load_dump_file(str(dump), "plain")
         for pipelined in (False, True):

@@ -28,7 +28,7 @@ from .allowlist import check_dtypes
 from .errors import DumpError, one_line
 from .paths import PathLike
 from .placeholders import object_record, sample_records
-from .skim import drop_markers, skim_member
+from .skim import drop_markers, skim_stored_file
 from .skim_stream import unpickle_skimmed
 from .unpickler import LoadSession, TensorSupport
 
@@ -272,9 +272,12 @@ def _skim_read(name: str, source: Any, pickle_name: str,
         info = archive.getinfo(pickle_name)
         if info.file_size < SKIM_MIN_BYTES or info.compress_type != zipfile.ZIP_STORED:
             return None
-        skimmed = None if pipelined else skim_member(source, archive, pickle_name)
-    if not pipelined and skimmed is None:
-        return None
+    skimmed = None
+    if not pipelined:
+        checked = skim_stored_file(source, info)
+        if checked is None or not checked[1]:  # nothing cut, or the CRC did not hold
+            return None
+        skimmed = checked[0]
 
     def unpickle(stream: Any) -> tuple[Any, LoadSession]:
         return _checked_load(name, PLAIN_TENSORS, lambda session: plain_zip_load(

@@ -32,8 +32,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["SKIPPED_KEYS", "Skimmed", "drop_markers", "skim_member", "skim_pickle",
-           "skim_stored_file"]
+__all__ = ["SKIPPED_KEYS", "Skimmed", "drop_markers", "skim_pickle", "skim_stored_file"]
 
 #: Sample fields of plain-number lists that flattening never reads (see
 #: ``frames.samples.READ_FIELDS``); slime's Sample names them so.
@@ -97,6 +96,7 @@ def _walker(keys: tuple[str, ...]) -> re.Pattern[bytes]:
 
 
 _WALKER = _walker(SKIPPED_KEYS)
+_KEY_TEXTS = frozenset(key.encode() for key in SKIPPED_KEYS)
 
 
 @dataclass
@@ -112,20 +112,19 @@ class Skimmed:
 
 
 def skim_pickle(data: Any, start: int = 0, end: int | None = None,
-                keys: tuple[str, ...] = SKIPPED_KEYS,
                 emit: Callable[[Any], Any] | None = None) -> Skimmed | None:
     """The pickle in ``data[start:end]`` (bytes or an mmap, not copied) with the bodies
-    of the number lists under ``keys`` cut. The kept bytes go to ``emit`` piece by
+    of the number lists under :data:`SKIPPED_KEYS` cut. The kept bytes go to ``emit`` piece by
     piece as the walk goes (each piece a memoryview valid during the call), or are
     collected into ``Skimmed.data``. None when the walk met an opcode it does not
     follow or gave up (then read the pickle the plain way), and when collecting
     found nothing to cut."""
     size = len(data) if end is None else end
-    if all(data.find(key.encode(), start, size) < 0 for key in keys):
+    if all(data.find(key.encode(), start, size) < 0 for key in SKIPPED_KEYS):
         return None
     collected: list[Any] = []
     with memoryview(data) as view:
-        skimmed = _walk(data, view, start, size, keys, emit or collected.append)
+        skimmed = _walk(data, view, start, size, emit or collected.append)
         if skimmed is None or emit is not None:
             return skimmed
         if not skimmed.cuts:
@@ -135,14 +134,12 @@ def skim_pickle(data: Any, start: int = 0, end: int | None = None,
     return skimmed
 
 
-def _walk(data: Any, view: memoryview, start: int, size: int, keys: tuple[str, ...],
+def _walk(data: Any, view: memoryview, start: int, size: int,
           emit: Callable[[Any], Any]) -> Skimmed | None:
     """:func:`skim_pickle`'s walk, kept bytes sent to ``emit``."""
     marker = secrets.token_hex(16)
     cut_in = b"\x8c" + bytes([len(marker)]) + marker.encode() + b"a"
-    key_texts = {key.encode() for key in keys}
     key_memos: set[int] = set()
-    walker = _WALKER if keys == SKIPPED_KEYS else _walker(keys)
     gets: list[np.ndarray] = []  # what each LONG_BINGET of the kept bytes might fetch
     memos: list[int] = []
     cuts = 0
@@ -156,7 +153,7 @@ def _walk(data: Any, view: memoryview, start: int, size: int, keys: tuple[str, .
         emit(piece)
 
     while True:
-        at = walker.match(data, at, size).end()
+        at = _WALKER.match(data, at, size).end()
         if at >= size:
             return None  # no STOP
         opcode = data[at]
@@ -181,7 +178,7 @@ def _walk(data: Any, view: memoryview, start: int, size: int, keys: tuple[str, .
             if after > size:
                 return None
             at = after
-            if not (opcode in _TEXT_SIZED and data[payload:after] in key_texts):
+            if not (opcode in _TEXT_SIZED and data[payload:after] in _KEY_TEXTS):
                 continue
         else:
             return None  # DUP, MEMOIZE, a protocol 0 opcode...: not followed
@@ -210,21 +207,10 @@ def _walk(data: Any, view: memoryview, start: int, size: int, keys: tuple[str, .
     return Skimmed(marker, cuts, fetched)
 
 
-def skim_member(path: str, archive: zipfile.ZipFile, name: str) -> Skimmed | None:
-    """:func:`skim_pickle` of the member ``name`` of the zip file at ``path``, collected,
-    when it is stored uncompressed (torch never compresses) and its CRC holds. A
-    compressed member gives None: inflating it whole is what streaming avoids."""
-    info = archive.getinfo(name)
-    if info.compress_type != zipfile.ZIP_STORED:
-        return None
-    checked = skim_stored_file(path, info)
-    return checked[0] if checked is not None and checked[1] else None
-
-
 def skim_stored_file(path: str, info: zipfile.ZipInfo, emit: Callable[[Any], Any] | None = None
                      ) -> tuple[Skimmed, bool] | None:
-    """:func:`skim_pickle` of the stored member ``info`` of the zip file at ``path``,
-    through an mmap, and whether the member's CRC holds."""
+    """:func:`skim_pickle` of the member ``info`` of the zip file at ``path``, stored
+    uncompressed (torch never compresses), through an mmap, and whether its CRC holds."""
     with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0,
                                                access=mmap.ACCESS_READ) as mapped:
         return _skim_stored(mapped, info, emit)
@@ -281,7 +267,7 @@ def _long_get_words(piece: Any) -> np.ndarray:
             | raw[starts + 3].astype(np.uint32) << 16 | raw[starts + 4].astype(np.uint32) << 24)
 
 
-def drop_markers(obj: Any, skimmed: Skimmed, keys: tuple[str, ...] = SKIPPED_KEYS) -> bool:
+def drop_markers(obj: Any, skimmed: Skimmed) -> bool:
     """Remove the cut lists from the samples of an unpickled dump; False (and the
     samples untouched) unless every cut is found under its key in a sample dict."""
     if skimmed.fetched:
@@ -292,7 +278,7 @@ def drop_markers(obj: Any, skimmed: Skimmed, keys: tuple[str, ...] = SKIPPED_KEY
     found: list[tuple[dict, str]] = []
     for sample in samples:
         if type(sample) is dict:
-            for key in keys:
+            for key in SKIPPED_KEYS:
                 value = sample.get(key)
                 if (type(value) is list and len(value) == 1 and type(value[0]) is str
                         and value[0] == skimmed.marker):
