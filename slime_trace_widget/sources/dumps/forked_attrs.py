@@ -18,9 +18,8 @@ import signal
 from collections import Counter
 from collections.abc import Callable
 
-import pyarrow as pa
-
 from ...frames.attr_columns import AttrTable
+from .wire import read_table, write_table
 
 __all__ = ["attr_tables_forked"]
 
@@ -77,9 +76,7 @@ def _fork(dicts: list, table_path: str, warnings_path: str) -> int | None:
     code = 1
     try:
         warnings: Counter[str] = Counter()
-        table = AttrTable.from_dicts(dicts, warnings).table
-        with pa.OSFile(table_path, "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
-            writer.write_table(table)
+        write_table(AttrTable.from_dicts(dicts, warnings).table, table_path)
         with open(warnings_path, "w", encoding="utf-8") as stream:
             json.dump(dict(warnings), stream)
         code = 0
@@ -94,12 +91,11 @@ def _collect(pid: int, table_path: str, warnings_path: str,
     try:
         if os.waitstatus_to_exitcode(status) != 0:
             return None
-        with open(table_path, "rb") as source:
-            table = pa.ipc.open_file(pa.BufferReader(pa.py_buffer(source.read()))).read_all()
+        table = read_table(table_path)
         with open(warnings_path, encoding="utf-8") as stream:
             warnings.update(json.load(stream))
         return AttrTable(table)
-    except (OSError, ValueError, pa.ArrowException):
+    except (OSError, ValueError):  # WireError among them
         return None
     finally:
         for path in (table_path, warnings_path):

@@ -27,8 +27,8 @@ from ...frames.build import build_frames, inferred_text
 from ...frames.model import TraceFrames
 
 __all__ = ["ATTR_TABLES", "CORE_TABLES", "WireError", "check_references", "checked_attrs",
-           "decode_table", "encode_table", "meta_of", "parse_meta", "read_frames",
-           "write_frames"]
+           "decode_table", "encode_table", "meta_of", "parse_meta", "read_frames", "read_table",
+           "write_frames", "write_table"]
 
 CORE_TABLES = ("samples", "span_core", "event_core", "segments")
 ATTR_TABLES = ("span_start_attrs", "span_end_attrs", "event_attrs")
@@ -48,9 +48,9 @@ class WireError(ValueError):
 def write_frames(frames: TraceFrames, directory: str) -> None:
     """Write ``frames`` into ``directory`` (one ``.arrow`` file per table, and meta.json)."""
     for name in CORE_TABLES:
-        _write(encode_table(getattr(frames, name)), os.path.join(directory, f"{name}.arrow"))
+        write_table(encode_table(getattr(frames, name)), os.path.join(directory, f"{name}.arrow"))
     for name in ATTR_TABLES:
-        _write(getattr(frames, name).table, os.path.join(directory, f"{name}.arrow"))
+        write_table(getattr(frames, name).table, os.path.join(directory, f"{name}.arrow"))
     with open(os.path.join(directory, _META), "w", encoding="utf-8") as stream:
         json.dump(meta_of(frames), stream)
 
@@ -62,7 +62,8 @@ def meta_of(frames: TraceFrames) -> dict[str, Any]:
             "t1": _number(frames.t1)}
 
 
-def _write(table: pa.Table, path: str) -> None:
+def write_table(table: pa.Table, path: str) -> None:
+    """One Arrow IPC file of ``table`` at ``path`` (:func:`read_table` reads it)."""
     with pa.OSFile(path, "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
         writer.write_table(table)
 
@@ -102,7 +103,7 @@ def read_frames(directory: str, mapped: bool = False) -> TraceFrames:
     """The frames a worker wrote into ``directory``; WireError when anything is off.
     ``mapped``: the columns point into memory maps of the files (for files in memory
     already, a tmpfs), else into one read copy of each."""
-    tables = {name: _read(os.path.join(directory, f"{name}.arrow"), mapped) for name in
+    tables = {name: read_table(os.path.join(directory, f"{name}.arrow"), mapped) for name in
               (*CORE_TABLES, *ATTR_TABLES)}
     frames_parts: dict[str, Any] = {}
     for name in CORE_TABLES:
@@ -115,7 +116,8 @@ def read_frames(directory: str, mapped: bool = False) -> TraceFrames:
     return frames
 
 
-def _read(path: str, mapped: bool) -> pa.Table:
+def read_table(path: str, mapped: bool = False) -> pa.Table:
+    """The table of the Arrow IPC file at ``path``, fully validated; WireError if not."""
     try:
         if mapped:  # the pages stay with the columns once the file is deleted
             with pa.memory_map(path) as source:
