@@ -88,6 +88,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--engine-traces", metavar="DIR",
                         help="join the engines' request traces kept by "
                              "'slime-trace-viewer collect DIR'")
+    _otlp_arguments(parser)
     parser.add_argument("--follow", metavar="DIR",
                         help="serve DIR's dumps and add each new one as slime writes it")
     parser.add_argument("--pattern", default="*.pt", help="dump files to follow (*.pt)")
@@ -109,7 +110,50 @@ def _convert_parser() -> argparse.ArgumentParser:
     parser.add_argument("--engine-traces", metavar="DIR",
                         help="join the engines' request traces kept by "
                              "'slime-trace-viewer collect DIR'")
+    _otlp_arguments(parser, " (the dumps converted by this run)")
+    parser.add_argument("--log-trends", metavar="TARGET",
+                        help="log each new rollout's trends to tensorboard:LOGDIR, "
+                             "mlflow:TRACKING_URI[#EXPERIMENT] or wandb:PROJECT")
+    parser.add_argument("--log-snapshots", action="store_true",
+                        help="with --log-trends wandb:PROJECT, each new rollout's HTML "
+                             "snapshot as an artifact of the run")
     return parser
+
+
+def _otlp_arguments(parser: argparse.ArgumentParser, which: str = "") -> None:
+    parser.add_argument("--otlp", metavar="ENDPOINT",
+                        help="also send the traces to an OpenTelemetry backend" + which +
+                             ", e.g. http://127.0.0.1:6006/v1/traces (Phoenix)")
+    parser.add_argument("--otlp-protocol", choices=("http/protobuf", "grpc"),
+                        default="http/protobuf", help="OTLP transport (default http/protobuf;"
+                                                      " grpc takes HOST:PORT)")
+    parser.add_argument("--otlp-header", action="append", default=[], metavar="KEY=VALUE",
+                        type=_header, help="a header for every request (repeatable)")
+    parser.add_argument("--service-name", default="slime-rollout",
+                        help="the service the traces are from (default slime-rollout)")
+
+
+def _header(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"{text!r} is not KEY=VALUE")
+    return key.strip(), value
+
+
+def send_otlp(frames: Any, args: argparse.Namespace) -> None:
+    """``--otlp``: send ``frames`` and print the report, or fail in one line."""
+    try:
+        from .export.otlp import to_otlp
+        from .export.otlp_transport import OtlpExportError
+    except ImportError as exc:
+        raise CliError("--otlp needs the otel extra: "
+                       "pip install 'slime-trace-widget[otel]'") from exc
+    try:
+        report = to_otlp(frames, args.otlp, protocol=args.otlp_protocol,
+                         headers=dict(args.otlp_header), service_name=args.service_name)
+    except OtlpExportError as exc:
+        raise CliError(str(exc)) from exc
+    print(report.summary())
 
 
 def _convert(args: argparse.Namespace) -> int:
@@ -124,7 +168,42 @@ def _convert(args: argparse.Namespace) -> int:
     for path in report.in_progress:
         print(f"later {path}: still being written")
     print(f"{args.out}: {report.summary()}")
+    if args.otlp:
+        _send_dataset(args)
+    if args.log_trends:
+        _log_dataset_trends(args)
     return 1 if report.failed else 0
+
+
+def _send_dataset(args: argparse.Namespace) -> None:
+    """``convert --otlp``: the dataset's dumps not sent to that endpoint yet."""
+    try:
+        from .export.otlp_transport import OtlpExportError
+        from .export.run_exports import send_new_dumps
+    except ImportError as exc:
+        raise CliError("--otlp needs the otel extra: "
+                       "pip install 'slime-trace-widget[otel]'") from exc
+    try:
+        reports = send_new_dumps(args.out, args.otlp, protocol=args.otlp_protocol,
+                                 headers=dict(args.otlp_header),
+                                 service_name=args.service_name)
+    except OtlpExportError as exc:
+        raise CliError(str(exc)) from exc
+    spans = sum(report.spans for report in reports)
+    print(f"sent {len(reports)} dump(s), {spans} spans, to {args.otlp}"
+          + ("" if reports else " (every dump was sent before)"))
+
+
+def _log_dataset_trends(args: argparse.Namespace) -> None:
+    """``convert --log-trends``: the rollouts the target has not logged yet."""
+    from .export.run_exports import log_new_trends
+    from .export.trend_backends import MissingBackend
+
+    try:
+        report = log_new_trends(args.out, args.log_trends, snapshots=args.log_snapshots)
+    except (MissingBackend, ValueError) as exc:
+        raise CliError(str(exc)) from exc
+    print(report.summary())
 
 
 def _collect_parser() -> argparse.ArgumentParser:
@@ -201,7 +280,7 @@ def _run(args: argparse.Namespace) -> int:
     title = blocks.header()["payload"]["meta"]["title"]
     _atomic_write(html_path, page(blocks, title).encode())
     print(f"wrote {html_path}")
-    if args.perfetto or args.parquet:
+    if args.perfetto or args.parquet or args.otlp:
         frames = frames or _load(inputs, args.trusted, args.engine_traces)
         _exports(frames, out_dir, stem, args)
     if args.no_serve:
@@ -329,6 +408,8 @@ def _exports(frames, out_dir: Path, stem: str, args: argparse.Namespace) -> None
             # pyarrow-core): pandas then explains over five lines; one is enough.
             raise CliError("--parquet needs pyarrow with Parquet support: "
                            "pip install pyarrow (or conda's pyarrow, not pyarrow-core)") from exc
+    if args.otlp:
+        send_otlp(frames, args)
 
 
 def _atomic_write(path: Path, data: bytes) -> None:

@@ -39,9 +39,9 @@ from .stats import (
 )
 
 __all__ = ["ALIVE", "DIFF_COLUMNS", "QUANTILES", "TURN_SPAN", "compare", "concurrency",
-           "critical_path", "critical_path_share", "engine_breakdown", "flame", "long_tail",
-           "measured_spans", "resample_concurrency", "rollout_diff", "rollout_trends",
-           "sample_breakdown", "self_times", "span_stats"]
+           "critical_path", "critical_path_share", "engine_breakdown", "flame", "log_trends",
+           "long_tail", "measured_spans", "resample_concurrency", "rollout_diff",
+           "rollout_trends", "sample_breakdown", "self_times", "span_stats"]
 
 
 def rollout_trends(source: Any, heaviest: int = 3) -> pd.DataFrame:
@@ -50,3 +50,12 @@ def rollout_trends(source: Any, heaviest: int = 3) -> pd.DataFrame:
     from .trends import rollout_trends as trends_of
 
     return trends_of(source, heaviest)
+
+
+def log_trends(trends: pd.DataFrame, target: Any, **options: Any) -> Any:
+    """Log :func:`rollout_trends` to TensorBoard, MLflow or W&B, one scalar per column per
+    rollout with the rollout id as the step: see :func:`..export.trend_log.log_trends`
+    for targets and options. Returns what was logged."""
+    from ..export.trend_log import log_trends as log
+
+    return log(trends, target, **options)

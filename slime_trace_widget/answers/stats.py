@@ -22,16 +22,9 @@ ALIVE = "(alive)"
 
 
 def measured_spans(frames: TraceFrames) -> pd.DataFrame:
-    """Spans that carry their own time: the one rule analyses, plots and exports share.
-
-    These are the real spans plus the derived ``[P]``/``[D]`` spans of the
-    attribute PD form (the only record of those phases); derived spans of the
-    child-span form are skipped because the real ``sglang_pd_*`` spans they
-    mirror are already counted.
-    """
-    core = frames.span_core
-    keep = ~core["virtual"].to_numpy() | (core["pd_form"] == "attrs").to_numpy()
-    return core[keep]
+    """Spans that carry their own time (:meth:`TraceFrames.measured_spans`: the real
+    spans and the attribute form's PD phases)."""
+    return frames.measured_spans()
 
 
 # --------------------------------------------------------------------------- statistics

@@ -74,6 +74,15 @@ class TraceFrames:
                                      axis=1)
         return self._events
 
+    def measured_spans(self) -> pd.DataFrame:
+        """Span core rows that carry their own time: the one rule analyses, plots and
+        exports share. These are the real spans plus the derived ``[P]``/``[D]`` spans
+        of the attribute PD form (the only record of those phases); derived spans of
+        the child-span form are skipped because the real ``sglang_pd_*`` spans they
+        mirror are already counted."""
+        core = self.span_core
+        return core[~core["virtual"].to_numpy() | (core["pd_form"] == "attrs").to_numpy()]
+
     def span_attrs(self, indices: Any) -> tuple[list[dict | None], list[dict | None]]:
         """Start and end attribute dicts of the spans ``indices`` (``spans.index`` labels)."""
         positions = self.span_core.index.get_indexer(indices)
@@ -97,6 +106,13 @@ class TraceFrames:
         from ..export.parquet import to_parquet
 
         return to_parquet(self, directory)
+
+    def to_otlp(self, endpoint: str, **options: Any) -> Any:
+        """Send the frames to an OpenTelemetry backend, one trace per sample: see
+        ``export.otlp.to_otlp`` for the options; returns its report."""
+        from ..export.otlp import to_otlp
+
+        return to_otlp(self, endpoint, **options)
 
     def with_offsets(self, frame: pd.DataFrame) -> pd.DataFrame:
         """Copy of ``frame`` with ``<col>_rel`` (seconds since ``t0``) for its time columns."""

@@ -1,0 +1,407 @@
+"""Frames as OTLP trace messages: the mapping only, nothing is sent here.
+
+One trace per sample. Its root is a span named ``sample`` from the sample's start
+to its end, carrying the sample's fields (``slime.rollout_id``, ``slime.sample_index``,
+``slime.group_index``, ``slime.source``, ``slime.status``, ``slime.reward``...);
+every measured span (``analysis.measured_spans``: the real spans, the attribute
+form's ``[P]``/``[D]`` phases, joined engine slices) becomes one OTLP span under
+its parent, or under the root when it has none. Attributes keep their types
+(the end record's value where a key has one, as in ``spans["attr.<key>"]``);
+lists of one plain type stay arrays, other lists and dicts travel as JSON text.
+Instant events become span events on the span they happened in (or the root),
+unmatched ends too, marked ``slime.event_kind``. An open span ends at its clipped
+end with ``slime.state = "open"``; an error span gets an error status.
+
+Ids are stable, so a second export of the same dump sends the same spans: the
+trace id is slime's when that is a valid 128-bit hex id, else a hash of it (or of
+the dump and sample index when there is none); span ids hash the trace id, slime's
+span id and its occurrence within the sample. The original ids stay as
+``slime.trace_id`` / ``slime.span_id``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+import pandas as pd
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, Span, Status
+
+from .._version import __version__
+from ..values import MAX_STRING_CHARS, clean_text, json_safe, truncate
+
+
+class TraceFrames(Protocol):
+    """What the exporter reads of the frames; naming the class instead would import the
+    data model here, whose ``to_otlp`` method imports this exporter."""
+
+    samples: pd.DataFrame
+    span_core: pd.DataFrame
+    event_core: pd.DataFrame
+    event_attrs: Any
+    paths: list[str]
+    rollout_ids: list[int | None]
+
+    def measured_spans(self) -> pd.DataFrame: ...
+
+    def span_attrs(self, indices: Any) -> tuple[list[dict | None], list[dict | None]]: ...
+
+SAMPLE_SPAN = "sample"
+SCOPE_NAME = "slime_trace_widget"
+DEFAULT_SERVICE = "slime-rollout"
+#: Spans per request: a few hundred KB of protobuf, well under receivers' 4 MB limits.
+DEFAULT_BATCH_SPANS = 1000
+#: Longest list sent as an OTLP array; longer ones go as JSON text (cut like any text).
+MAX_ARRAY_VALUES = 1000
+_INT64 = (-(2**63), 2**63 - 1)
+_HEX = frozenset("0123456789abcdefABCDEF")
+_ARRAY_FIELDS = {bool: "bool_value", int: "int_value", float: "double_value", str: "string_value"}
+
+
+@dataclass
+class Batch:
+    """One request's worth of traces: what the sender sends, and what it holds."""
+
+    request: ExportTraceServiceRequest
+    spans: int
+    events: int
+    traces: int
+
+
+def otlp_batches(frames: TraceFrames, *, service_name: str = DEFAULT_SERVICE,
+                 batch_spans: int = DEFAULT_BATCH_SPANS, include_text: bool = False,
+                 max_chars: int = MAX_STRING_CHARS) -> Iterator[Batch]:
+    """The frames as OTLP requests of about ``batch_spans`` spans, samples in row order
+    (a sample larger than a batch is split across requests; its spans keep their ids).
+
+    ``include_text`` adds each sample's prompt and response to its root span as
+    ``input.value`` / ``output.value`` (the OpenInference names Phoenix shows)."""
+    plan = _Plan(frames, include_text, max_chars)
+    resources = [_resource(frames, dump, service_name) for dump in range(len(frames.paths) or 1)]
+    pending: list[tuple[int, np.ndarray]] = []
+    size = 0
+    for row in plan.exported_rows():
+        positions = plan.span_positions(row)
+        for start in range(0, max(len(positions), 1), max(batch_spans, 1)):
+            piece = positions[start:start + max(batch_spans, 1)]
+            pending.append((row if start == 0 else -1 - row, piece))
+            size += len(piece) + (start == 0)
+            if size >= batch_spans:
+                yield plan.batch(pending, resources)
+                pending, size = [], 0
+    if pending:
+        yield plan.batch(pending, resources)
+
+
+def exported_span_count(frames: TraceFrames) -> int:
+    """How many OTLP spans :func:`otlp_batches` makes: measured spans plus one root per
+    sample that has a span or an event (for progress bars and checks)."""
+    spans = frames.measured_spans()
+    with_items = np.union1d(spans["sample_row"].to_numpy(),
+                            frames.event_core["sample_row"].to_numpy())
+    return len(spans) + len(with_items)
+
+
+class _Plan:
+    """Per-span and per-sample columns worked out once (as lists, read per item in the
+    loops); messages built per batch."""
+
+    def __init__(self, frames: TraceFrames, include_text: bool, max_chars: int) -> None:
+        self.frames, self.include_text, self.max_chars = frames, include_text, max_chars
+        spans = frames.measured_spans()
+        self.span_index = spans.index
+        sample_rows = spans["sample_row"].to_numpy()
+        self.span_order = np.argsort(sample_rows, kind="stable")
+        self.span_bounds = _bounds(sample_rows[self.span_order], len(frames.samples))
+        events = frames.event_core
+        self.event_order = np.argsort(events["sample_row"].to_numpy(), kind="stable")
+        self.event_bounds = _bounds(events["sample_row"].to_numpy()[self.event_order],
+                                    len(frames.samples))
+        self.trace_ids = _trace_ids(frames)
+        self.root_ids = [_root_id(trace_id) for trace_id in self.trace_ids]
+        occurrence = spans.groupby(["sample_row", "span_id"], observed=True, sort=False,
+                                   dropna=False).cumcount().tolist()
+        self.sample_rows = sample_rows.tolist()
+        self.slime_ids = [_plain(span_id) for span_id in spans["span_id"].tolist()]
+        self.span_ids = [_span_id(self.trace_ids[row], str(span_id), seen)
+                         for row, span_id, seen in zip(self.sample_rows, self.slime_ids,
+                                                       occurrence, strict=True)]
+        parents = pd.Series(np.arange(len(spans)), index=spans.index).reindex(
+            spans["parent_index"].to_numpy()).to_numpy()
+        self.parents = [None if parent != parent else int(parent) for parent in parents]
+        self.names = [clean_text(str(name)) for name in spans["name"].tolist()]
+        starts = spans["start"].to_numpy()
+        ends = np.where(np.isnan(spans["end"].to_numpy()), spans["display_end"].to_numpy(),
+                        spans["end"].to_numpy())
+        self.start_ns = _nanoseconds(starts)
+        self.end_ns = _nanoseconds(np.fmax(ends, starts))
+        self.errors = spans["error"].to_numpy(dtype=bool).tolist()
+        self.attempts = spans["attempt"].tolist()
+        self.open = (spans["state"] == "open").to_numpy().tolist()
+        self.clip_reasons = [_plain(reason) for reason in spans["clip_reason"].tolist()]
+        self.virtual = spans["virtual"].to_numpy(dtype=bool).tolist()
+        self.engine = ((spans["origin"] == "engine").to_numpy().tolist() if "origin" in spans
+                       else [False] * len(spans))
+        position_of = pd.Series(np.arange(len(spans)), index=spans.index)
+        targets = position_of.reindex(events["parent_index"].to_numpy()).to_numpy()
+        self.event_targets = [None if target != target else int(target) for target in targets]
+        self.event_ns = _nanoseconds(events["ts"].to_numpy())
+        self.event_names = [clean_text(str(name)) for name in events["name"].tolist()]
+        self.event_kinds = [str(kind) for kind in events["kind"].tolist()]
+        self.event_span_ids = [_plain(span_id) for span_id in events["span_id"].tolist()]
+        self.dumps = frames.samples["dump"].tolist()
+
+    def exported_rows(self) -> Iterator[int]:
+        """Sample rows with at least one span or event (a root span needs a time)."""
+        spans, events = self.span_bounds, self.event_bounds
+        for row in range(len(self.frames.samples)):
+            if spans[row + 1] > spans[row] or events[row + 1] > events[row]:
+                yield row
+
+    def span_positions(self, row: int) -> np.ndarray:
+        return self.span_order[self.span_bounds[row]:self.span_bounds[row + 1]]
+
+    def event_positions(self, row: int) -> np.ndarray:
+        return self.event_order[self.event_bounds[row]:self.event_bounds[row + 1]]
+
+    def batch(self, pending: list[tuple[int, np.ndarray]], resources: list[ResourceSpans]
+              ) -> Batch:
+        """The request for ``pending`` (sample row, its span positions); a negative row
+        (``-1 - row``) is the rest of a split sample, whose root went earlier."""
+        request = ExportTraceServiceRequest()
+        scopes: dict[int, Any] = {}
+        spans = np.concatenate([positions for _, positions in pending])
+        start_attrs, end_attrs = self.frames.span_attrs(self.span_index[spans])
+        attrs = iter(zip(start_attrs, end_attrs, strict=True))
+        counts = {"spans": 0, "events": 0, "traces": 0}
+        events = self._events_by_span(sorted({row if row >= 0 else -1 - row
+                                              for row, _ in pending}))
+        for row, positions in pending:
+            sample_row = row if row >= 0 else -1 - row
+            dump = int(self.dumps[sample_row])
+            if dump not in scopes:
+                resource = request.resource_spans.add()
+                resource.CopyFrom(resources[min(dump, len(resources) - 1)])
+                scopes[dump] = resource.scope_spans[0]
+            scope = scopes[dump]
+            if row >= 0:
+                counts["traces"] += 1
+                counts["spans"] += 1
+                counts["events"] += self._root(scope.spans.add(), row, events.pop(-1 - row, []))
+            for position in positions.tolist():
+                start, end = next(attrs)
+                counts["spans"] += 1
+                counts["events"] += self._span(scope.spans.add(), position, start, end,
+                                               events.pop(position, []))
+        return Batch(request, **counts)
+
+    def _events_by_span(self, rows: list[int]) -> dict[int, list[int]]:
+        """Event positions of ``rows`` by the exported span (position) they go on, or by
+        ``-1 - row`` for those that go on the sample's root."""
+        grouped: dict[int, list[int]] = {}
+        for row in rows:
+            for event in self.event_positions(row).tolist():
+                target = self.event_targets[event]
+                grouped.setdefault(-1 - row if target is None else target, []).append(event)
+        return grouped
+
+    def _root(self, span: Span, row: int, events: list[int]) -> int:
+        sample = self.frames.samples.iloc[row]
+        positions = self.span_positions(row)
+        given = _nanoseconds(np.array([sample["start"], sample["end"]], dtype=float))
+        known = np.concatenate([self.start_ns[positions], self.end_ns[positions],
+                                self.event_ns[self.event_positions(row)], given])
+        known = known[known > 0]
+        span.trace_id = self.trace_ids[row]
+        span.span_id = self.root_ids[row]
+        span.name = SAMPLE_SPAN
+        span.kind = Span.SPAN_KIND_INTERNAL
+        span.start_time_unix_nano = int(known.min()) if len(known) else 0
+        span.end_time_unix_nano = int(known.max()) if len(known) else 0
+        _add_attributes(span.attributes, self._sample_fields(sample), self.max_chars)
+        if sample["status"] == "failed":
+            span.status.code = Status.STATUS_CODE_ERROR
+            span.status.message = "failed"
+        return self._add_events(span, events)
+
+    def _sample_fields(self, sample: pd.Series) -> dict[str, Any]:
+        fields = {"slime.rollout_id": sample["rollout_id"],
+                  "slime.sample_index": sample["sample_index"],
+                  "slime.group_index": sample["group_index"],
+                  "slime.source": sample["source"], "slime.status": sample["status"],
+                  "slime.reward": sample["reward"], "slime.label": sample["label"],
+                  "slime.response_length": sample["response_length"],
+                  "slime.attempts": sample["attempts"], "slime.trace_id": sample["trace_id"]}
+        if sample["reward_detail"] is not None:
+            fields["slime.reward_detail"] = sample["reward_detail"]
+        if self.include_text:
+            fields["input.value"] = sample["prompt"]
+            fields["output.value"] = sample["response"]
+        return {key: _plain(value) for key, value in fields.items()}
+
+    def _span(self, span: Span, position: int, start: dict | None, end: dict | None,
+              events: list[int]) -> int:
+        row = self.sample_rows[position]
+        parent = self.parents[position]
+        span.trace_id = self.trace_ids[row]
+        span.span_id = self.span_ids[position]
+        span.parent_span_id = self.root_ids[row] if parent is None else self.span_ids[parent]
+        span.name = self.names[position]
+        span.kind = Span.SPAN_KIND_INTERNAL
+        span.start_time_unix_nano = int(self.start_ns[position])
+        span.end_time_unix_nano = int(self.end_ns[position])
+        attributes = {**(start or {}), **{k: v for k, v in (end or {}).items() if v is not None}}
+        attributes["slime.span_id"] = self.slime_ids[position]
+        attributes["slime.attempt"] = self.attempts[position]
+        if self.open[position]:
+            attributes["slime.state"] = "open"
+            attributes["slime.clip_reason"] = self.clip_reasons[position]
+        if self.virtual[position]:
+            attributes["slime.pd_phase"] = True
+        if self.engine[position]:
+            attributes["slime.origin"] = "engine"
+        _add_attributes(span.attributes, attributes, self.max_chars)
+        if self.errors[position]:
+            span.status.code = Status.STATUS_CODE_ERROR
+        return self._add_events(span, events)
+
+    def _add_events(self, span: Span, events: list[int]) -> int:
+        for position, values in zip(events, self.frames.event_attrs.rows(events) if events
+                                    else [], strict=True):
+            event = span.events.add()
+            event.time_unix_nano = int(self.event_ns[position])
+            event.name = self.event_names[position]
+            fields = dict(values or {})
+            if self.event_kinds[position] != "instant":
+                fields["slime.event_kind"] = self.event_kinds[position]
+                fields["slime.span_id"] = self.event_span_ids[position]
+            _add_attributes(event.attributes, fields, self.max_chars)
+        return len(events)
+
+
+def _bounds(sorted_rows: np.ndarray, n_rows: int) -> np.ndarray:
+    """Where each sample row's items start in ``sorted_rows`` (n_rows + 1 offsets)."""
+    return np.searchsorted(sorted_rows, np.arange(n_rows + 1), side="left")
+
+
+def _nanoseconds(seconds: np.ndarray) -> np.ndarray:
+    """Epoch seconds as integer nanoseconds (0 where unknown)."""
+    clean = np.where(np.isfinite(seconds) & (seconds > 0), seconds, 0.0)
+    return np.round(clean * 1e9).astype(np.int64)
+
+
+def _trace_ids(frames: TraceFrames) -> list[bytes]:
+    """A 16-byte trace id per sample row, unique to it (see the module docstring); a
+    sample whose trace id an earlier sample of the frames already has (a rerun, a dump
+    given twice) gets one derived from its dump, index and that occurrence."""
+    samples = frames.samples
+    files = [Path(p).name for p in frames.paths] or ["frames"]
+    out: list[bytes] = []
+    seen: Counter[bytes] = Counter()
+    for text, dump, index, row in zip(samples["trace_id"].tolist(), samples["dump"].tolist(),
+                                      samples["sample_index"].tolist(), range(len(samples)),
+                                      strict=True):
+        where = files[min(int(dump), len(files) - 1)]
+        index = _plain(index)
+        label = f"row{row}" if index is None else index
+        if isinstance(text, str) and len(text) == 32 and set(text) <= _HEX \
+                and int(text, 16) != 0:
+            trace_id = bytes.fromhex(text)
+        elif isinstance(text, str) and text:
+            trace_id = _digest(f"trace/{text}".encode("utf-8", "replace"), 16)
+        else:
+            trace_id = _digest(f"sample/{where}/{label}".encode("utf-8", "replace"), 16)
+        seen[trace_id] += 1
+        if seen[trace_id] > 1:
+            trace_id = _digest(trace_id + f"/again/{where}/{label}/{seen[trace_id]}"
+                               .encode("utf-8", "replace"), 16)
+        out.append(trace_id)
+    return out
+
+
+def _span_id(trace_id: bytes, span_id: str, occurrence: int) -> bytes:
+    return _digest(trace_id + f"/span/{span_id}/{occurrence}".encode("utf-8", "replace"), 8)
+
+
+def _root_id(trace_id: bytes) -> bytes:
+    """The sample's root span: one per trace, so its id depends on the trace alone."""
+    return _digest(trace_id + b"/sample", 8)
+
+
+def _digest(data: bytes, size: int) -> bytes:
+    """A stable non-zero id of ``size`` bytes (all-zero ids are invalid in OTLP)."""
+    digest = hashlib.blake2b(data, digest_size=size).digest()
+    return digest if any(digest) else b"\x00" * (size - 1) + b"\x01"
+
+
+def _resource(frames: TraceFrames, dump: int, service_name: str) -> ResourceSpans:
+    """The resource of one dump's spans: the service, the dump and its rollout."""
+    resource = ResourceSpans()
+    fields: dict[str, Any] = {"service.name": service_name}
+    if frames.paths:
+        name = Path(frames.paths[dump]).name
+        fields["slime.dump"] = name
+    if dump < len(frames.rollout_ids) and frames.rollout_ids[dump] is not None:
+        fields["slime.rollout_id"] = int(frames.rollout_ids[dump])
+    _add_attributes(resource.resource.attributes, fields, MAX_STRING_CHARS)
+    scope = resource.scope_spans.add()
+    scope.scope.name = SCOPE_NAME
+    scope.scope.version = __version__
+    return resource
+
+
+def _plain(value: Any) -> Any:
+    """A frames cell as plain Python (pandas' NA and NaN as None, numpy scalars unboxed)."""
+    if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
+        return None
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _add_attributes(target: Any, values: dict[str, Any], max_chars: int) -> None:
+    """Append ``values`` as typed OTLP key-values; None values are left out."""
+    for key, value in values.items():
+        converted = any_value(value, max_chars)
+        if converted is not None:
+            target.append(KeyValue(key=clean_text(str(key)), value=converted))
+
+
+def any_value(value: Any, max_chars: int = MAX_STRING_CHARS) -> AnyValue | None:
+    """``value`` as an OTLP ``AnyValue``: booleans, 64-bit integers, floats and text
+    as themselves, a list of one of those kinds as an array, anything else as JSON
+    text (a larger integer as its digits); None as None."""
+    value = _plain(value)
+    kind = type(value)
+    if value is None:
+        return None
+    if kind is bool:
+        return AnyValue(bool_value=value)
+    if kind is int:
+        return (AnyValue(int_value=value) if _INT64[0] <= value <= _INT64[1]
+                else AnyValue(string_value=str(value)))
+    if kind is float:
+        return AnyValue(double_value=value)
+    if kind is str:
+        return AnyValue(string_value=truncate(value, max_chars))
+    if kind in (list, tuple) and 0 < len(value) <= MAX_ARRAY_VALUES:
+        kinds = {type(item) for item in value}
+        field = _ARRAY_FIELDS.get(next(iter(kinds))) if len(kinds) == 1 else None
+        if field == "int_value" and not all(_INT64[0] <= v <= _INT64[1] for v in value):
+            field = None
+        if field is not None:
+            array = AnyValue()
+            items = array.array_value.values
+            for item in value:
+                items.append(AnyValue(**{field: truncate(item, max_chars)
+                                         if field == "string_value" else item}))
+            return array
+    text = json.dumps(json_safe(value, max_chars), ensure_ascii=False)
+    return AnyValue(string_value=truncate(text, max_chars))

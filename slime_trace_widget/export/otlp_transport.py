@@ -1,0 +1,257 @@
+"""Sending OTLP trace requests: over HTTP (protobuf body) or gRPC, with retries.
+
+A request is sent again only when the receiver said, or the connection showed,
+that it was not taken: HTTP 429/502/503/504 (after ``Retry-After`` when given),
+gRPC ``UNAVAILABLE`` or ``RESOURCE_EXHAUSTED``, or a connection that could not be
+opened. When a request went out and no answer came back (a timeout, a reset
+while reading the reply) it may have been taken, so it is not sent again: the
+export stops with an error that says how much was confirmed. A receiver that
+refuses a request (400, 401, 404, 413, ``INVALID_ARGUMENT``...) stops it too, in
+one line. Spans the receiver accepted with a partial success are not retried
+(OTLP says those were rejected as invalid); their count is reported.
+"""
+
+from __future__ import annotations
+
+import gzip
+import http.client
+import random
+import threading
+import time
+import urllib.parse
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from google.protobuf.message import DecodeError
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+
+PROTOCOLS = ("http/protobuf", "grpc")
+TRACES_PATH = "/v1/traces"
+RETRY_STATUSES = frozenset({429, 502, 503, 504})
+#: Seconds one request may keep being retried before the export gives up.
+RETRY_SECONDS = 60.0
+FIRST_BACKOFF_SECONDS = 0.5
+MAX_BACKOFF_SECONDS = 10.0
+DEFAULT_TIMEOUT_SECONDS = 30.0
+
+
+class OtlpExportError(RuntimeError):
+    """The export stopped: the message is one line, naming the endpoint and the reason."""
+
+
+class _Retry(Exception):
+    """The request was not taken and may be sent again (after ``after`` seconds if known);
+    ``unreached`` when no connection could be made at all."""
+
+    def __init__(self, reason: str, after: float | None = None, unreached: bool = False
+                 ) -> None:
+        super().__init__(reason)
+        self.after, self.unreached = after, unreached
+
+
+@dataclass
+class Reply:
+    """What the receiver answered to one request it took."""
+
+    rejected_spans: int = 0
+    message: str = ""
+
+
+class HttpSender:
+    """OTLP/HTTP with a protobuf body, a new connection per request (so a connection
+    that fails to open is known not to have carried the request)."""
+
+    def __init__(self, endpoint: str, headers: Mapping[str, str] | None = None,
+                 timeout: float = DEFAULT_TIMEOUT_SECONDS, compression: str | None = None
+                 ) -> None:
+        parts = urllib.parse.urlsplit(endpoint)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise OtlpExportError(f"{endpoint}: an OTLP/HTTP endpoint is a URL such as "
+                                  f"http://127.0.0.1:4318{TRACES_PATH}")
+        if compression not in (None, "gzip"):
+            raise OtlpExportError(f"compression must be 'gzip' or None, not {compression!r}")
+        self.endpoint = endpoint
+        self.secure = parts.scheme == "https"
+        self.host, self.port = parts.hostname, parts.port
+        self.path = (parts.path if parts.path not in ("", "/") else TRACES_PATH) + (
+            f"?{parts.query}" if parts.query else "")
+        self.timeout, self.compression = timeout, compression
+        self.headers = {"Content-Type": "application/x-protobuf", **dict(headers or {})}
+        if compression:
+            self.headers["Content-Encoding"] = compression
+
+    def send(self, request: ExportTraceServiceRequest) -> Reply:
+        body = request.SerializeToString()
+        if self.compression == "gzip":
+            body = gzip.compress(body, compresslevel=5)
+        connection_type = (http.client.HTTPSConnection if self.secure
+                           else http.client.HTTPConnection)
+        connection = connection_type(self.host, self.port, timeout=self.timeout)
+        try:
+            try:
+                connection.connect()
+            except OSError as exc:
+                raise _Retry(f"cannot connect ({_reason(exc)})", unreached=True) from None
+            try:
+                connection.request("POST", self.path, body, self.headers)
+                response = connection.getresponse()
+                answer = response.read()
+            except (OSError, http.client.HTTPException) as exc:
+                raise OtlpExportError(f"{self.endpoint}: no reply to a request that was sent "
+                                      f"({_reason(exc)}); it may have arrived, so it is not "
+                                      "sent again") from None
+        finally:
+            connection.close()
+        if response.status in RETRY_STATUSES:
+            raise _Retry(f"HTTP {response.status} {response.reason}",
+                         _retry_after(response.getheader("Retry-After")))
+        if not 200 <= response.status < 300:
+            raise OtlpExportError(f"{self.endpoint} refused the spans: HTTP {response.status} "
+                                  f"{response.reason}{_quoted_body(answer)}")
+        return _reply(answer)
+
+
+class GrpcSender:
+    """OTLP/gRPC on one channel: ``host:port`` or ``http://host:port`` in the clear,
+    ``https://host:port`` with TLS."""
+
+    def __init__(self, endpoint: str, headers: Mapping[str, str] | None = None,
+                 timeout: float = DEFAULT_TIMEOUT_SECONDS) -> None:
+        import grpc
+        from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import (
+            TraceServiceStub,
+        )
+
+        self._grpc = grpc
+        self.endpoint = endpoint
+        scheme, _, rest = endpoint.rpartition("://")
+        target = rest.rstrip("/")
+        if scheme not in ("", "http", "https", "grpc") or ":" not in target:
+            raise OtlpExportError(f"{endpoint}: an OTLP/gRPC endpoint is HOST:PORT "
+                                  "(or http:// / https:// HOST:PORT)")
+        self.channel = (grpc.secure_channel(target, grpc.ssl_channel_credentials())
+                        if scheme == "https" else grpc.insecure_channel(target))
+        self.stub = TraceServiceStub(self.channel)
+        self.metadata = [(key.lower(), value) for key, value in dict(headers or {}).items()]
+        self.timeout = timeout
+        self._reached = False
+
+    def send(self, request: ExportTraceServiceRequest) -> Reply:
+        grpc = self._grpc
+        if not self._reached:
+            self._connect()
+        try:
+            response = self.stub.Export(request, timeout=self.timeout, metadata=self.metadata)
+        except grpc.RpcError as exc:
+            code = exc.code() if hasattr(exc, "code") else None
+            details = exc.details() if hasattr(exc, "details") else str(exc)
+            if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED):
+                raise _Retry(f"gRPC {code.name}: {details}") from None
+            if code == grpc.StatusCode.DEADLINE_EXCEEDED:
+                raise OtlpExportError(f"{self.endpoint}: no reply within {self.timeout:g} s "
+                                      "to a request that was sent; it may have arrived, so "
+                                      "it is not sent again") from None
+            name = code.name if code is not None else "error"
+            raise OtlpExportError(f"{self.endpoint} refused the spans: gRPC {name}: "
+                                  f"{' '.join(str(details).split())[:300]}") from None
+        partial = response.partial_success
+        return Reply(int(partial.rejected_spans), partial.error_message)
+
+    def _connect(self) -> None:
+        """Open the channel now (it connects lazily), so that an endpoint nobody listens
+        on is a clear error at once, not a slow ``UNAVAILABLE`` on every retry."""
+        grpc = self._grpc
+        settled = threading.Event()
+        state: list[Any] = []
+
+        def watch(connectivity: Any) -> None:
+            if connectivity in (grpc.ChannelConnectivity.READY,
+                                grpc.ChannelConnectivity.TRANSIENT_FAILURE,
+                                grpc.ChannelConnectivity.SHUTDOWN):
+                state.append(connectivity)
+                settled.set()
+
+        self.channel.subscribe(watch, try_to_connect=True)
+        try:
+            settled.wait(self.timeout)
+        finally:
+            self.channel.unsubscribe(watch)
+        if not state or state[0] != grpc.ChannelConnectivity.READY:
+            raise _Retry("cannot connect", unreached=True)
+        self._reached = True
+
+    def close(self) -> None:
+        self.channel.close()
+
+
+def send_with_retries(send: Callable[[], Reply], endpoint: str, *,
+                      retry_seconds: float = RETRY_SECONDS, confirmed: int = 0,
+                      sleep: Callable[[float], None] = time.sleep,
+                      clock: Callable[[], float] = time.monotonic) -> tuple[Reply, int]:
+    """``send()`` until it is taken; the reply and the number of retries. Waits double
+    from :data:`FIRST_BACKOFF_SECONDS` (with jitter, or the receiver's ``Retry-After``)
+    for up to ``retry_seconds``; ``confirmed`` (spans taken before) goes in the error."""
+    started = clock()
+    retries = 0
+    wait = FIRST_BACKOFF_SECONDS
+    while True:
+        try:
+            return send(), retries
+        except _Retry as exc:
+            if exc.unreached and not confirmed:
+                raise OtlpExportError(f"{endpoint}: {exc}: is an OTLP receiver listening "
+                                      "there?") from None
+            pause = exc.after if exc.after is not None else wait * random.uniform(0.5, 1.0)
+            if clock() + pause - started > retry_seconds:
+                raise OtlpExportError(
+                    f"{endpoint}: {exc} (gave up after {retries + 1} tries in "
+                    f"{clock() - started:.0f} s; {confirmed} span(s) confirmed before)"
+                ) from None
+            sleep(pause)
+            retries += 1
+            wait = min(wait * 2, MAX_BACKOFF_SECONDS)
+
+
+def _reply(body: bytes) -> Reply:
+    """The partial success of an ``ExportTraceServiceResponse`` (an empty or non-protobuf
+    body, as some receivers send, means all taken)."""
+    response = ExportTraceServiceResponse()
+    try:
+        response.ParseFromString(body)
+    except (DecodeError, RuntimeError, ValueError):
+        return Reply()
+    partial = response.partial_success
+    return Reply(int(partial.rejected_spans), partial.error_message)
+
+
+def _retry_after(value: str | None) -> float | None:
+    """``Retry-After`` seconds (capped at :data:`MAX_BACKOFF_SECONDS` x 3); None for a
+    date or nothing."""
+    try:
+        seconds = float(value) if value is not None else None
+    except ValueError:
+        return None
+    return None if seconds is None or seconds < 0 else min(seconds, MAX_BACKOFF_SECONDS * 3)
+
+
+def _reason(exc: BaseException) -> str:
+    return getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+
+
+def _quoted_body(body: bytes) -> str:
+    text = " ".join(body[:300].decode("utf-8", "replace").split())
+    return f": {text}" if text else ""
+
+
+def sender_for(endpoint: str, protocol: str, headers: Mapping[str, str] | None,
+               timeout: float, compression: str | None) -> Any:
+    """The sender of ``protocol`` (one of :data:`PROTOCOLS`)."""
+    if protocol == "grpc":
+        return GrpcSender(endpoint, headers, timeout)
+    if protocol == "http/protobuf":
+        return HttpSender(endpoint, headers, timeout, compression)
+    raise OtlpExportError(f"protocol must be one of {', '.join(PROTOCOLS)}, not {protocol!r}")

@@ -1,0 +1,102 @@
+"""A run dataset out to other stacks, a little more on each ``convert``: the dumps not yet
+sent to an OTLP endpoint, the rollouts whose trends a target has not logged yet.
+
+What went where is kept in the dataset's ``exports.json`` (by target: the dumps' stems
+and content hashes, the trends rows' keys), written after each dump or batch of rows
+that made it, so a failure halfway leaves the rest for the next run, and nothing that
+arrived is sent again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+LEDGER = "exports.json"
+
+
+class Ledger:
+    """``exports.json``: per target, the keys of what reached it."""
+
+    def __init__(self, root: Path) -> None:
+        self.path = root / LEDGER
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+            self.done: dict[str, list[str]] = {
+                str(target): [str(key) for key in keys]
+                for target, keys in data.get("targets", {}).items()}
+        except FileNotFoundError:
+            self.done = {}
+        except (OSError, ValueError, AttributeError) as exc:
+            raise ValueError(f"{self.path}: unreadable ({exc}); delete it to send "
+                             "everything again") from exc
+
+    def keys(self, target: str) -> set[str]:
+        return set(self.done.get(target, ()))
+
+    def add(self, target: str, keys: list[str]) -> None:
+        self.done.setdefault(target, []).extend(keys)
+        temporary = self.path.with_name(f".{LEDGER}.{os.getpid()}.partial")
+        temporary.write_text(json.dumps({"targets": self.done}, indent=1), encoding="utf-8")
+        os.replace(temporary, self.path)
+
+
+def send_new_dumps(root: str | Path, endpoint: str, **options: Any) -> list[Any]:
+    """Send each converted dump of the dataset at ``root`` that has not reached
+    ``endpoint`` yet (``options`` as for ``to_otlp``); one report per dump sent."""
+    from ..sources.dataset.layout import read_dump
+    from ..sources.dataset.manifest import Manifest
+    from .otlp import to_otlp
+
+    root = Path(root)
+    ledger = Ledger(root)
+    target = f"otlp:{endpoint}"
+    reports = []
+    for entry in Manifest.load(root, must_exist=True).converted():
+        key = f"{entry['stem']}:{entry['blake2b']}"
+        if key in ledger.keys(target):
+            continue
+        frames = read_dump(root, entry)
+        if frames is not None:
+            reports.append(to_otlp(frames, endpoint, **options))
+        ledger.add(target, [key])
+    return reports
+
+
+def log_new_trends(root: str | Path, target: str, *, snapshots: bool = False) -> Any:
+    """Log the trends of the dataset's rollouts that ``target`` has not logged yet; with
+    ``snapshots`` (W&B), each one's HTML snapshot as an artifact. Returns the report."""
+    from ..answers.trends import rollout_trends
+    from .trend_log import log_trends
+
+    root = Path(root).resolve()
+    ledger = Ledger(root)
+    trends = rollout_trends(root)
+    report = log_trends(trends, target, skip=ledger.keys(target), run_name=root.name,
+                        run_id=_run_id(root),
+                        snapshot=_snapshot_writer(root) if snapshots else None)
+    ledger.add(target, report.logged)
+    return report
+
+
+def _run_id(root: Path) -> str:
+    """A W&B run id of the dataset's own, so that every ``convert`` adds to one run."""
+    return "stw-" + hashlib.blake2b(str(root).encode(), digest_size=8).hexdigest()
+
+
+def _snapshot_writer(root: Path) -> Any:
+    def write(row: pd.Series, folder: Path) -> Path | None:
+        from ..sources.dataset.reading import open_dataset
+        from ..view.page.snapshot import write_snapshot
+
+        frames = open_dataset(root, rollouts=[int(row["rollout_id"])],
+                              kinds=[str(row["dump_kind"])])
+        name = f"{row['dump_kind']}-{int(row['rollout_id'])}.html"
+        return write_snapshot(folder / name, frames, title=f"{row['dump_file']}")
+
+    return write

@@ -1,0 +1,146 @@
+"""Run trends next to the training curves: TensorBoard, MLflow or W&B.
+
+``log_trends`` takes the table of ``analysis.rollout_trends`` (one row per dump) and
+logs one scalar per trend column per rollout, with the rollout id as the step:
+training dumps as ``rollout/<column>``, evaluation dumps as ``eval/<column>`` (the
+prefixes slime's own W&B logging uses). Columns that are not numbers, and values
+that are missing, are left out; names keep letters, digits and ``_-./ `` (others
+become ``_``), which every backend accepts. Rows named in ``skip`` (their
+:func:`row_key`) are not logged again: that is how ``convert --log-trends`` logs
+only new rollouts on a rerun.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import tempfile
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from .trend_backends import MlflowBackend, TensorBoardBackend, WandbBackend
+
+TARGETS = ("tensorboard:LOGDIR", "mlflow:TRACKING_URI[#EXPERIMENT]", "wandb:PROJECT")
+KEYS = ("rollout_id", "dump_kind", "dump_file")
+PREFIXES = {"train": "rollout", "eval": "eval"}
+DEFAULT_RUN_NAME = "rollout-trends"
+_UNSAFE = re.compile(r"[^A-Za-z0-9_\-./ ]")
+
+
+@dataclass
+class TrendLogReport:
+    """What one call logged: rows (dumps) and scalars, and the rows' keys."""
+
+    target: str
+    logged: list[str] = field(default_factory=list)
+    skipped: int = 0
+    without_rollout_id: int = 0
+    scalars: int = 0
+    snapshots: int = 0
+
+    def summary(self) -> str:
+        extra = f", {self.snapshots} snapshots" if self.snapshots else ""
+        missing = (f", {self.without_rollout_id} without a rollout id left out"
+                   if self.without_rollout_id else "")
+        return (f"logged {len(self.logged)} rollouts ({self.scalars} scalars{extra}) to "
+                f"{self.target}; {self.skipped} logged before{missing}")
+
+
+def row_key(row: pd.Series | dict) -> str:
+    """A trends row's identity in a log: kind, rollout id and dump file."""
+    return f"{row['dump_kind']}/{int(row['rollout_id'])}/{row['dump_file']}"
+
+
+def target_name(target: Any) -> str:
+    """How a target is named in reports and ledgers (a W&B run by its id)."""
+    return target if isinstance(target, str) else f"wandb-run:{getattr(target, 'id', '?')}"
+
+
+def log_trends(trends: pd.DataFrame, target: Any, *, skip: Iterable[str] = (),
+               run_name: str | None = None, run_id: str | None = None,
+               snapshot: Callable[[pd.Series, Path], Path | None] | None = None
+               ) -> TrendLogReport:
+    """Log ``trends`` to ``target``: ``"tensorboard:LOGDIR"``,
+    ``"mlflow:TRACKING_URI"`` (``#EXPERIMENT`` at the end picks the experiment, default
+    ``slime-rollouts``), ``"wandb:PROJECT"``, or a W&B run object.
+
+    MLflow and W&B runs are named ``run_name`` (default ``rollout-trends``); MLflow finds
+    its run again by that name, W&B by ``run_id`` when given. ``snapshot(row, folder)``,
+    for W&B, may write the rollout's HTML snapshot into ``folder`` and return its path:
+    it is logged as an artifact of the run.
+    """
+    missing = [key for key in KEYS if key not in trends.columns]
+    if missing:
+        raise ValueError(f"not a trends table (analysis.rollout_trends): no {missing}")
+    report = TrendLogReport(target_name(target))
+    done = set(skip)
+    rows = []
+    for _, row in trends.sort_values(["dump_kind", "rollout_id", "dump_file"]).iterrows():
+        if not _known(row["rollout_id"]) or int(row["rollout_id"]) < 0:
+            report.without_rollout_id += 1
+        elif row_key(row) in done:
+            report.skipped += 1
+        else:
+            rows.append(row)
+    if not rows:
+        return report
+    backend = _backend(target, run_name or DEFAULT_RUN_NAME, run_id)
+    try:
+        with tempfile.TemporaryDirectory(prefix="stw-snapshot-") as folder:
+            for row in rows:
+                prefix = PREFIXES.get(str(row["dump_kind"]), "rollout")
+                values = scalars(row, prefix)
+                backend.log(prefix, int(row["rollout_id"]), values)
+                report.scalars += len(values)
+                report.logged.append(row_key(row))
+                if snapshot is not None and isinstance(backend, WandbBackend):
+                    path = snapshot(row, Path(folder))
+                    if path is not None:
+                        backend.add_snapshot(f"{prefix}-{int(row['rollout_id'])}-timeline",
+                                             path)
+                        report.snapshots += 1
+    finally:
+        backend.close()
+    return report
+
+
+def scalars(row: pd.Series, prefix: str) -> dict[str, float]:
+    """The row's numbers as ``{prefix/column: value}``, missing values left out."""
+    out = {}
+    for column, value in row.items():
+        if column in KEYS or isinstance(value, bool | str) or not _known(value):
+            continue
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            continue
+        if math.isfinite(number):
+            out[f"{prefix}/{_UNSAFE.sub('_', str(column))}"] = number
+    return out
+
+
+def _known(value: Any) -> bool:
+    return value is not None and value is not pd.NA and not (
+        isinstance(value, float) and math.isnan(value))
+
+
+def _backend(target: Any, run_name: str, run_id: str | None) -> Any:
+    if not isinstance(target, str):
+        if not (hasattr(target, "log") and hasattr(target, "define_metric")):
+            raise ValueError(f"a target is one of {', '.join(TARGETS)} or a W&B run, "
+                             f"not {type(target).__name__}")
+        return WandbBackend(None, run=target, prefixes=PREFIXES.values())
+    kind, _, where = target.partition(":")
+    if kind == "tensorboard" and where:
+        return TensorBoardBackend(where)
+    if kind == "mlflow" and where:
+        uri, _, experiment = where.partition("#")
+        return MlflowBackend(uri, experiment or None, run_name)
+    if kind == "wandb" and where:
+        return WandbBackend(where, run_id=run_id, run_name=run_name,
+                            prefixes=PREFIXES.values())
+    raise ValueError(f"{target!r}: a trends target is one of {', '.join(TARGETS)}")

@@ -1,0 +1,410 @@
+"""OTLP export: the mapping checked span by span, and sent for real.
+
+The receiver is this package's own collector (``slime-trace-viewer collect``), over
+OTLP/HTTP (plain and gzip) and OTLP/gRPC, read back from its store; retries, refusals
+and lost replies run against small HTTP servers that answer the way a busy or
+broken receiver does. Phoenix, a backend users run, is in ``test_otlp_phoenix.py``.
+"""
+
+from __future__ import annotations
+
+import http.server
+import json
+import shutil
+import threading
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+from slime_trace_widget.answers.stats import measured_spans
+from slime_trace_widget.cli import main
+from slime_trace_widget.demo import make_demo_samples
+from slime_trace_widget.devtools.browser import free_port
+from slime_trace_widget.devtools.engine_traces import requests_for
+from slime_trace_widget.export.otlp import to_otlp
+from slime_trace_widget.export.otlp_spans import any_value, exported_span_count, otlp_batches
+from slime_trace_widget.export.otlp_transport import OtlpExportError
+from slime_trace_widget.frames import build_frames
+from slime_trace_widget.frames.engine import join_engine
+from slime_trace_widget.frames.model import TraceFrames
+from slime_trace_widget.sources.engine.receiver import collect
+from slime_trace_widget.sources.engine.store import load_engine_traces
+from slime_trace_widget.sources.loading import load_frames
+from tests.frames.test_engine_join import SKEWS, store_requests
+
+FIXTURES = Path(__file__).parents[1] / "fixtures"
+#: Generous: a receiver on a busy machine still answers well within it.
+WAIT_SECONDS = 60
+
+
+@pytest.fixture(scope="module")
+def frames() -> TraceFrames:
+    return load_frames([FIXTURES / "small.pt", FIXTURES / "legacy_v1_pd.pt",
+                        FIXTURES / "edge_open_span.pt", FIXTURES / "edge_malformed_events.pt"])
+
+
+def decoded(frames: TraceFrames, **options) -> list[dict]:
+    """Every OTLP span of the export as a dict (ids in hex), in the order sent."""
+    out = []
+    for batch in otlp_batches(frames, **options):
+        for resource in batch.request.resource_spans:
+            where = {kv.key: _value(kv.value) for kv in resource.resource.attributes}
+            for scope in resource.scope_spans:
+                for span in scope.spans:
+                    out.append({
+                        "trace": span.trace_id.hex(), "id": span.span_id.hex(),
+                        "parent": span.parent_span_id.hex(), "name": span.name,
+                        "start": span.start_time_unix_nano, "end": span.end_time_unix_nano,
+                        "attrs": {kv.key: _value(kv.value) for kv in span.attributes},
+                        "events": [(e.name, e.time_unix_nano,
+                                    {kv.key: _value(kv.value) for kv in e.attributes})
+                                   for e in span.events],
+                        "error": span.status.code == 2, "resource": where})
+    return out
+
+
+def sent_by_span(frames: TraceFrames, spans: list[dict]) -> dict[int, dict]:
+    """The sent span of each exported ``span_core`` row: the sample's trace is found by its
+    root (dump and sample index), the span by slime's span id within that trace (a span
+    id used twice in a sample: in order)."""
+    trace_of = {(s["resource"]["slime.dump"], s["attrs"]["slime.sample_index"]): s["trace"]
+                for s in spans if s["name"] == "sample"}
+    by_id: dict[tuple, list[dict]] = {}
+    for span in spans:
+        if span["name"] != "sample":
+            by_id.setdefault((span["trace"], span["attrs"]["slime.span_id"]), []).append(span)
+    samples = frames.samples
+    dumps = [Path(p).name for p in frames.paths]
+    out = {}
+    for index in measured_spans(frames).index:
+        row = frames.span_core.at[index, "sample_row"]
+        trace = trace_of[(dumps[samples.at[row, "dump"]], samples.at[row, "sample_index"])]
+        out[index] = by_id[(trace, frames.span_core.at[index, "span_id"])].pop(0)
+    return out
+
+
+def _value(value) -> object:
+    kind = value.WhichOneof("value")
+    if kind == "array_value":
+        return [_value(item) for item in value.array_value.values]
+    return getattr(value, kind) if kind else None
+
+
+# --------------------------------------------------------------------------- the mapping
+
+
+def test_one_trace_per_sample_and_every_parent_is_there(frames: TraceFrames) -> None:
+    spans = decoded(frames, batch_spans=37)
+    measured = measured_spans(frames)
+    roots = [s for s in spans if s["name"] == "sample"]
+    assert len(spans) == len(measured) + len(roots) == exported_span_count(frames)
+    with_items = set(measured["sample_row"]) | set(frames.event_core["sample_row"])
+    assert len(roots) == len(with_items)
+    assert len({s["trace"] for s in spans}) == len(roots)  # one root per trace
+    assert all(s["parent"] == "" for s in roots)
+    ids = {(s["trace"], s["id"]) for s in spans}
+    assert len(ids) == len({s["id"] for s in spans}) == len(spans)  # no id used twice
+    assert all((s["trace"], s["parent"]) in ids for s in spans if s["parent"])
+    # names and start times are the measured spans', in any order
+    assert Counter(s["name"] for s in spans if s not in roots) == \
+        Counter(measured["name"].astype(str))
+    sent = sent_by_span(frames, spans)
+    assert set(sent) == set(measured.index)
+    for index, span in measured.iterrows():
+        assert sent[index]["start"] == round(span["start"] * 1e9)
+        assert sent[index]["name"] == span["name"]
+
+
+def test_parents_and_traces_follow_the_frames(frames: TraceFrames) -> None:
+    spans = decoded(frames)
+    core = frames.span_core
+    by_index = sent_by_span(frames, spans)
+    for index, sent in by_index.items():
+        parent_index = core.at[index, "parent_index"]
+        if parent_index in by_index:
+            assert sent["parent"] == by_index[parent_index]["id"]
+        else:
+            root = next(s for s in spans if s["name"] == "sample" and s["trace"] == sent["trace"])
+            assert sent["parent"] == root["id"]
+    # slime's own 128-bit trace ids are kept as they are
+    sent_traces = {s["trace"] for s in spans}
+    assert set(frames.samples["trace_id"].dropna()) & sent_traces
+
+
+def test_attributes_keep_their_types_and_sample_fields_are_on_the_root(frames) -> None:
+    spans = decoded(frames)
+    generation = next(s for s in spans if "completion_tokens" in s["attrs"])
+    assert isinstance(generation["attrs"]["completion_tokens"], int)
+    assert isinstance(generation["attrs"]["e2e_latency"], float)
+    root = next(s for s in spans if s["name"] == "sample")
+    sample = frames.samples.iloc[0]
+    assert root["attrs"]["slime.sample_index"] == sample["sample_index"]
+    assert root["attrs"]["slime.source"] == sample["source"]
+    assert root["attrs"]["slime.status"] == sample["status"]
+    assert root["attrs"]["slime.reward"] == sample["reward"]
+    assert root["attrs"]["slime.rollout_id"] == sample["rollout_id"]
+    assert root["resource"]["service.name"] == "slime-rollout"
+    assert root["resource"]["slime.dump"] == "small.pt"
+    assert "input.value" not in root["attrs"]
+    with_text = decoded(frames, include_text=True, service_name="my-rl")[0]
+    assert with_text["attrs"]["input.value"] == sample["prompt"]
+    assert with_text["resource"]["service.name"] == "my-rl"
+
+
+def test_open_spans_end_at_their_clipped_end_and_are_marked(frames: TraceFrames) -> None:
+    spans = decoded(frames)
+    core = frames.span_core
+    open_spans = core[(core["state"] == "open") & ~core["virtual"]]
+    assert len(open_spans)
+    by_index = sent_by_span(frames, spans)
+    for index, span in open_spans.iterrows():
+        sent = by_index[index]
+        assert sent["attrs"]["slime.state"] == "open"
+        assert sent["end"] == round(max(span["display_end"], span["start"]) * 1e9)
+    closed = [s for s in spans if s["name"] != "sample" and "slime.state" not in s["attrs"]]
+    assert closed and all(s["end"] >= s["start"] for s in spans)
+
+
+def test_events_ride_on_the_span_they_happened_in(frames: TraceFrames) -> None:
+    spans = decoded(frames)
+    events = frames.event_core
+    sent = [(s, name, attrs) for s in spans for name, _, attrs in s["events"]]
+    assert len(sent) == len(events)
+    by_index = sent_by_span(frames, spans)
+    for _, event in events[events["parent_index"] >= 0].iterrows():
+        holder = by_index[event["parent_index"]]
+        assert event["name"] in [name for name, _, _ in holder["events"]]
+    unmatched = [attrs for _, _, attrs in sent if attrs.get("slime.event_kind")]
+    assert len(unmatched) == int((events["kind"] == "unmatched_end").sum())
+
+
+def test_pd_phases_are_child_spans_and_errors_have_an_error_status(frames) -> None:
+    spans = decoded(frames)
+    phases = [s for s in spans if s["attrs"].get("slime.pd_phase")]
+    assert len(phases) == int((frames.span_core["pd_form"] == "attrs").sum()) > 0
+    ids = {s["id"]: s for s in spans}
+    assert all(ids[p["parent"]]["name"] != "sample" for p in phases)
+    errors = frames.span_core[frames.span_core["error"] & ~frames.span_core["virtual"]]
+    assert sum(s["error"] for s in spans if s["name"] != "sample") == len(errors) > 0
+
+
+def test_samples_sharing_a_trace_id_still_get_a_trace_each(tmp_path: Path) -> None:
+    """A dump given twice, or samples that share slime's trace id, never share OTLP ids."""
+    copies = [tmp_path / "a.pt", tmp_path / "b.pt"]
+    for copy in copies:
+        shutil.copyfile(FIXTURES / "small.pt", copy)
+    once = decoded(load_frames(copies[0]))
+    twice = decoded(load_frames(copies))
+    assert len({s["id"] for s in twice}) == len(twice) == 2 * len(once)
+    assert len({s["trace"] for s in twice}) == 2 * len({s["trace"] for s in once})
+    # the first keeps slime's trace ids; the second copy's are derived
+    assert {s["trace"] for s in once} < {s["trace"] for s in twice}
+
+
+def test_ids_are_stable_from_one_export_to_the_next(frames: TraceFrames) -> None:
+    first = [(s["trace"], s["id"], s["parent"]) for s in decoded(frames, batch_spans=50)]
+    second = [(s["trace"], s["id"], s["parent"]) for s in decoded(frames, batch_spans=500)]
+    assert first == second
+
+
+def test_engine_slices_hang_under_their_generation_span(tmp_path: Path) -> None:
+    frames = build_frames(make_demo_samples(12, seed=5))
+    joined = join_engine(frames, load_engine_traces(
+        store_requests(requests_for(frames), tmp_path, SKEWS)))
+    spans = decoded(joined)
+    engine = [s for s in spans if s["attrs"].get("slime.origin") == "engine"]
+    assert len(engine) == int((joined.span_core["origin"] == "engine").sum()) > 0
+    ids = {s["id"]: s for s in spans}
+    for span in engine:  # up the parents to a span of the dump that made the request
+        parent = ids[span["parent"]]
+        while parent["attrs"].get("slime.origin") == "engine":
+            parent = ids[parent["parent"]]
+        assert "sglang_request_id" in parent["attrs"]
+
+
+@pytest.mark.parametrize(("value", "kind", "expected"), [
+    (True, "bool_value", True), (7, "int_value", 7), (2**70, "string_value", str(2**70)),
+    (0.25, "double_value", 0.25), ("text", "string_value", "text"),
+    ([1, 2], "array_value", [1, 2]), (["a", "b"], "array_value", ["a", "b"]),
+    ([1, "a"], "string_value", '[1, "a"]'), ({"k": [1]}, "string_value", '{"k": [1]}'),
+    (np.int64(3), "int_value", 3), (json.loads('"x\\ud800"'), "string_value", "x\ufffd"),
+])
+def test_values_keep_their_kind(value, kind, expected) -> None:
+    converted = any_value(value)
+    assert converted.WhichOneof("value") == kind
+    assert _value(converted) == expected
+
+
+def test_none_is_left_out_and_long_text_is_cut_visibly() -> None:
+    assert any_value(None) is None
+    cut = any_value("x" * 50, max_chars=10).string_value
+    assert cut.startswith("x" * 10) and "truncated 40 chars" in cut
+
+
+# --------------------------------------------------------------------------- sending
+
+
+@pytest.fixture
+def collector(tmp_path: Path) -> Iterator[tuple[str, str, Path]]:
+    """This package's OTLP receiver on free ports: (HTTP URL, gRPC address, store folder)."""
+    stop = threading.Event()
+    http_port, grpc_port = free_port(), free_port()
+    ready = threading.Event()
+    folder = tmp_path / "received"
+    thread = threading.Thread(target=collect, args=(
+        str(folder), ("127.0.0.1", http_port), ("127.0.0.1", grpc_port),
+        lambda _: ready.set(), stop), daemon=True)
+    thread.start()
+    assert ready.wait(WAIT_SECONDS), "the collector did not start"
+    yield f"http://127.0.0.1:{http_port}", f"127.0.0.1:{grpc_port}", folder
+    stop.set()
+    thread.join(WAIT_SECONDS)
+
+
+def check_received(frames: TraceFrames, folder: Path, copies: int = 1) -> None:
+    received = load_engine_traces(folder)
+    expected = decoded(frames)
+    assert len(received) == copies * len(expected)
+    sent = Counter((s["trace"], s["id"], s["parent"], s["name"]) for s in expected)
+    got = Counter(zip(received["trace_id"], received["span_id"],
+                      received["parent_id"].fillna(""), received["name"], strict=True))
+    assert got == Counter({key: copies * n for key, n in sent.items()})
+
+
+@pytest.mark.parametrize("protocol", ["http/protobuf", "http/protobuf+gzip", "grpc"])
+def test_a_receiver_gets_every_span_once(frames, collector, protocol) -> None:
+    http_url, grpc_address, folder = collector
+    report = to_otlp(frames, grpc_address if protocol == "grpc" else http_url,
+                     protocol=protocol.removesuffix("+gzip"), batch_spans=100,
+                     compression="gzip" if protocol.endswith("gzip") else None)
+    assert report.spans == exported_span_count(frames)
+    assert report.batches > 1 and report.retries == 0 and report.rejected_spans == 0
+    assert report.traces == report.spans - len(measured_spans(frames))
+    assert "sent" in report.summary()
+    check_received(frames, folder)
+
+
+class _Scripted(http.server.BaseHTTPRequestHandler):
+    """Answers requests with the server's script (one answer per request, then 200)."""
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        server = self.server
+        answer = server.script.pop(0) if server.script else 200
+        if answer == "hang up":
+            server.bodies.append(body)
+            self.close_connection = True
+            self.connection.close()
+            return
+        if answer == 200:
+            server.bodies.append(body)
+        self.send_response(answer)
+        if answer in (429, 503):
+            self.send_header("Retry-After", "0")
+        payload = b"bad spans" if answer == 400 else b""
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, *_: object) -> None:
+        return None
+
+
+@pytest.fixture
+def scripted() -> Iterator[http.server.ThreadingHTTPServer]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Scripted)
+    server.script, server.bodies = [], []
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+def spans_taken(bodies: list[bytes]) -> Counter:
+    taken: Counter = Counter()
+    for body in bodies:
+        request = ExportTraceServiceRequest()
+        request.ParseFromString(body)
+        taken.update(span.span_id for resource in request.resource_spans
+                     for scope in resource.scope_spans for span in scope.spans)
+    return taken
+
+
+def test_a_busy_receiver_gets_each_batch_again_and_only_that_batch(frames, scripted) -> None:
+    scripted.script = [200, 503, 429, 200]
+    url = f"http://127.0.0.1:{scripted.server_address[1]}/v1/traces"
+    report = to_otlp(frames, url, batch_spans=100)
+    assert report.retries == 2
+    taken = spans_taken(scripted.bodies)
+    assert sum(taken.values()) == report.spans == exported_span_count(frames)
+    assert set(taken.values()) == {1}  # nothing arrived twice
+
+
+def test_a_request_without_a_reply_is_not_sent_again(frames, scripted) -> None:
+    scripted.script = [200, "hang up"]
+    url = f"http://127.0.0.1:{scripted.server_address[1]}"
+    with pytest.raises(OtlpExportError, match="not sent again") as caught:
+        to_otlp(frames, url, batch_spans=100)
+    assert "\n" not in str(caught.value)
+    assert len(scripted.bodies) == 2  # the first batch, and the one that got no answer
+
+
+def test_a_refusal_is_one_line_naming_the_endpoint(frames, scripted) -> None:
+    scripted.script = [400]
+    url = f"http://127.0.0.1:{scripted.server_address[1]}/v1/traces"
+    with pytest.raises(OtlpExportError) as caught:
+        to_otlp(frames, url)
+    message = str(caught.value)
+    assert url in message and "HTTP 400" in message and "bad spans" in message
+    assert "\n" not in message
+
+
+def test_a_receiver_that_stays_busy_is_given_up_on(frames, scripted) -> None:
+    scripted.script = [503] * 1000
+    url = f"http://127.0.0.1:{scripted.server_address[1]}"
+    with pytest.raises(OtlpExportError, match="gave up after"):
+        to_otlp(frames, url, retry_seconds=0.5)
+
+
+@pytest.mark.parametrize("protocol", ["http/protobuf", "grpc"])
+def test_nobody_listening_is_a_clear_error_at_once(frames, protocol) -> None:
+    port = free_port()
+    endpoint = f"http://127.0.0.1:{port}" if protocol != "grpc" else f"127.0.0.1:{port}"
+    with pytest.raises(OtlpExportError, match="is an OTLP receiver listening there"):
+        to_otlp(frames, endpoint, protocol=protocol)
+
+
+def test_bad_endpoints_and_protocols_are_named() -> None:
+    frames = build_frames(make_demo_samples(2, seed=1))
+    with pytest.raises(OtlpExportError, match="a URL such as"):
+        to_otlp(frames, "127.0.0.1:4318")
+    with pytest.raises(OtlpExportError, match="protocol must be"):
+        to_otlp(frames, "http://127.0.0.1:4318", protocol="thrift")
+
+
+def test_the_cli_sends_a_dump_and_reports_it(collector, tmp_path: Path, capsys) -> None:
+    http_url, grpc_address, folder = collector
+    dump = FIXTURES / "small.pt"
+    code = main([str(dump), "--no-serve", "--out-dir", str(tmp_path), "--otlp", http_url,
+                 "--otlp-header", "x-team=rl"])
+    assert code == 0
+    assert "sent 265 spans" in capsys.readouterr().out
+    code = main([str(dump), "--no-serve", "--out-dir", str(tmp_path), "--otlp", grpc_address,
+                 "--otlp-protocol", "grpc", "--service-name", "rollouts"])
+    assert code == 0
+    check_received(load_frames(dump), folder, copies=2)
+    services = set(load_engine_traces(folder)["service"])
+    assert services == {"slime-rollout", "rollouts"}
+
+
+def test_the_cli_says_in_one_line_when_nobody_listens(tmp_path: Path, capsys) -> None:
+    code = main([str(FIXTURES / "small.pt"), "--no-serve", "--out-dir", str(tmp_path),
+                 "--otlp", f"http://127.0.0.1:{free_port()}"])
+    assert code == 2
+    error = capsys.readouterr().err.strip()
+    assert error.startswith("slime-trace-viewer: http://127.0.0.1:") and "\n" not in error
