@@ -7,7 +7,7 @@ lives in :mod:`slime_trace_widget.tracing`.
 The package is laid out by stage of the data flow: ``tracing`` (record),
 ``sources`` (dumps, the run dataset, followed folders), ``frames`` (flatten),
 ``view`` (widget and page), ``answers`` (analysis, query, links, plots) and
-``export`` (Perfetto, Parquet); ``docs/architecture.md`` draws it.
+``export`` (Perfetto, Parquet, OTLP, trend loggers); ``docs/architecture.md`` draws it.
 
 Names are imported on first use: ``import slime_trace_widget.tracing`` in a
 rollout worker, or the CLI's cached path, should not pay for pandas and the

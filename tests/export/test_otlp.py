@@ -31,14 +31,11 @@ from slime_trace_widget.export.otlp_transport import OtlpExportError
 from slime_trace_widget.frames import build_frames
 from slime_trace_widget.frames.engine import join_engine
 from slime_trace_widget.frames.model import TraceFrames
-from slime_trace_widget.sources.engine.receiver import collect
 from slime_trace_widget.sources.engine.store import load_engine_traces
 from slime_trace_widget.sources.loading import load_frames
 from tests.frames.test_engine_join import SKEWS, store_requests
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
-#: Generous: a receiver on a busy machine still answers well within it.
-WAIT_SECONDS = 60
 
 
 @pytest.fixture(scope="module")
@@ -246,23 +243,6 @@ def test_none_is_left_out_and_long_text_is_cut_visibly() -> None:
 
 
 # --------------------------------------------------------------------------- sending
-
-
-@pytest.fixture
-def collector(tmp_path: Path) -> Iterator[tuple[str, str, Path]]:
-    """This package's OTLP receiver on free ports: (HTTP URL, gRPC address, store folder)."""
-    stop = threading.Event()
-    http_port, grpc_port = free_port(), free_port()
-    ready = threading.Event()
-    folder = tmp_path / "received"
-    thread = threading.Thread(target=collect, args=(
-        str(folder), ("127.0.0.1", http_port), ("127.0.0.1", grpc_port),
-        lambda _: ready.set(), stop), daemon=True)
-    thread.start()
-    assert ready.wait(WAIT_SECONDS), "the collector did not start"
-    yield f"http://127.0.0.1:{http_port}", f"127.0.0.1:{grpc_port}", folder
-    stop.set()
-    thread.join(WAIT_SECONDS)
 
 
 def check_received(frames: TraceFrames, folder: Path, copies: int = 1) -> None:

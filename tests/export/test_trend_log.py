@@ -1,0 +1,217 @@
+"""Trends next to the training curves, read back with each backend's own reader:
+TensorBoard's event reader, MLflow's client on a sqlite store, W&B's offline run file
+through ``wandb leet inspect``. Also: reruns log only new rollouts, and the run's dumps
+go to an OTLP receiver once each."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from slime_trace_widget import analysis
+from slime_trace_widget.answers.trends import rollout_trends
+from slime_trace_widget.cli import main
+from slime_trace_widget.export.run_exports import LEDGER
+from slime_trace_widget.export.trend_backends import MissingBackend
+from slime_trace_widget.export.trend_log import row_key, scalars
+from slime_trace_widget.sources.engine.store import load_engine_traces
+from tests.sources.runs import FIXTURES, copy_run, settle
+
+#: Generous: W&B's reader starts its core service.
+READ_SECONDS = 300
+
+
+@pytest.fixture
+def run(tmp_path: Path) -> Path:
+    return copy_run(tmp_path)
+
+
+def convert(run: Path, out: Path, *extra: str) -> int:
+    return main(["convert", str(run / "*.pt"), "--out", str(out), "--workers", "1", *extra])
+
+
+def expected_points(dataset: Path, prefix: str, kind: str) -> dict[str, dict[int, float]]:
+    """Per metric name, step -> value, from the dataset's own trends table."""
+    trends = rollout_trends(dataset)
+    out: dict[str, dict[int, float]] = {}
+    for _, row in trends[trends["dump_kind"] == kind].iterrows():
+        for name, value in scalars(row, prefix).items():
+            out.setdefault(name, {})[int(row["rollout_id"])] = value
+    return out
+
+
+def tensorboard_points(logdir: Path) -> dict[str, list[tuple[int, float]]]:
+    """Every scalar point under ``logdir`` (all its event files), by tag."""
+    from tensorboard.backend.event_processing.event_multiplexer import EventMultiplexer
+
+    multiplexer = EventMultiplexer()
+    multiplexer.AddRunsFromDirectory(str(logdir))
+    multiplexer.Reload()
+    points: dict[str, list[tuple[int, float]]] = {}
+    for run_name in multiplexer.Runs():
+        accumulator = multiplexer.GetAccumulator(run_name)
+        for tag in accumulator.Tags()["scalars"]:
+            points.setdefault(tag, []).extend((e.step, e.value)
+                                              for e in accumulator.Scalars(tag))
+    return points
+
+
+def test_tensorboard_gets_one_point_per_rollout_and_a_rerun_adds_only_new_ones(
+        run: Path, tmp_path: Path, capsys) -> None:
+    dataset, logdir = tmp_path / "dataset", tmp_path / "tb"
+    assert convert(run, dataset, "--log-trends", f"tensorboard:{logdir}") == 0
+    assert "logged 3 rollouts" in capsys.readouterr().out
+    assert convert(run, dataset, "--log-trends", f"tensorboard:{logdir}") == 0
+    assert "logged 0 rollouts" in capsys.readouterr().out
+    shutil.copy(FIXTURES / "edge_malformed_events.pt", run / "rollout_14.pt")
+    settle(run / "rollout_14.pt")
+    assert convert(run, dataset, "--log-trends", f"tensorboard:{logdir}") == 0
+    assert "logged 1 rollouts" in capsys.readouterr().out
+    points = tensorboard_points(logdir)
+    for prefix, kind in (("rollout", "train"), ("eval", "eval")):
+        for name, by_step in expected_points(dataset, prefix, kind).items():
+            got = points[name]
+            assert sorted(step for step, _ in got) == sorted(by_step), name  # once each
+            for step, value in got:
+                assert value == pytest.approx(by_step[step], rel=1e-6), (name, step)
+    assert {step for step, _ in points["rollout/duration_p50"]} == {0, 3, 14}
+    assert {step for step, _ in points["eval/duration_p50"]} == {3}
+    assert len(json.loads((dataset / LEDGER).read_text())["targets"][f"tensorboard:{logdir}"]
+               ) == 4
+
+
+def test_mlflow_keeps_one_run_whose_curves_grow(run: Path, tmp_path: Path) -> None:
+    from mlflow.tracking import MlflowClient
+
+    dataset = tmp_path / "dataset"
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    assert convert(run, dataset, "--log-trends", f"mlflow:{uri}#rl-traces") == 0
+    shutil.copy(FIXTURES / "edge_malformed_events.pt", run / "rollout_14.pt")
+    settle(run / "rollout_14.pt")
+    assert convert(run, dataset, "--log-trends", f"mlflow:{uri}#rl-traces") == 0
+    client = MlflowClient(tracking_uri=uri)
+    experiment = client.get_experiment_by_name("rl-traces")
+    runs = client.search_runs([experiment.experiment_id])
+    assert len(runs) == 1 and runs[0].info.run_name == dataset.name
+    run_id = runs[0].info.run_id
+    for prefix, kind in (("rollout", "train"), ("eval", "eval")):
+        for name, by_step in expected_points(dataset, prefix, kind).items():
+            history = client.get_metric_history(run_id, name)
+            assert sorted(m.step for m in history) == sorted(by_step), name
+            for metric in history:
+                assert metric.value == pytest.approx(by_step[metric.step]), (name, metric.step)
+
+
+def wandb_records(folder: Path) -> list[dict]:
+    """Every record of the offline run files under ``folder``, read by W&B's own reader."""
+    records = []
+    for path in sorted(folder.rglob("run-*.wandb")):
+        lines = subprocess.run([sys.executable, "-m", "wandb", "leet", "inspect", "--json",
+                                str(path)], check=True, capture_output=True, text=True,
+                               timeout=READ_SECONDS).stdout
+        records += [json.loads(line) for line in lines.splitlines() if line.strip()]
+    return records
+
+
+def history_points(records: list[dict], prefix: str) -> dict[str, dict[int, float]]:
+    out: dict[str, dict[int, float]] = {}
+    for record in records:
+        if record["type"] != "history":
+            continue
+        item = record["history"]["item"]
+        step = item.get(f"{prefix}/step")
+        for name, value in item.items():
+            if step is not None and name.startswith(f"{prefix}/") and name != f"{prefix}/step":
+                assert int(step) not in out.get(name, {}), (name, step)  # logged once
+                out.setdefault(name, {})[int(step)] = value
+    return out
+
+
+def test_wandb_offline_run_gets_trends_and_snapshots(run: Path, tmp_path: Path,
+                                                     monkeypatch) -> None:
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_DIR", str(tmp_path))
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    dataset = tmp_path / "dataset"
+    assert convert(run, dataset, "--log-trends", "wandb:slime-rl", "--log-snapshots") == 0
+    records = wandb_records(tmp_path / "wandb")
+    for prefix, kind in (("rollout", "train"), ("eval", "eval")):
+        expected = expected_points(dataset, prefix, kind)
+        got = history_points(records, prefix)
+        assert set(expected) <= set(got)
+        for name, by_step in expected.items():
+            assert got[name] == pytest.approx(by_step), name
+    metrics = {r["metric"].get("glob_name"): r["metric"].get("step_metric")
+               for r in records if r["type"] == "metric"}
+    assert metrics["rollout/*"] == "rollout/step" and metrics["eval/*"] == "eval/step"
+    artifacts = [r for r in records if r["type"] == "artifact"]
+    names = {r["artifact"]["name"] for r in artifacts}
+    assert names == {"rollout-0-timeline", "rollout-3-timeline", "eval-3-timeline"}
+    assert all(r["artifact"]["type"] == "trace-timeline" for r in artifacts)
+    run_records = [r for r in records if r["type"] == "run"]
+    assert {r["run"]["project"] for r in run_records} == {"slime-rl"}
+
+
+def test_an_existing_wandb_run_takes_the_trends(run: Path, tmp_path: Path,
+                                                monkeypatch) -> None:
+    import wandb
+
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    dataset = tmp_path / "dataset"
+    assert convert(run, dataset) == 0
+    trends = analysis.rollout_trends(dataset)
+    wandb_run = wandb.init(project="mine", mode="offline", dir=str(tmp_path))
+    report = analysis.log_trends(trends, wandb_run)
+    wandb_run.finish()
+    assert report.logged == [row_key(row) for _, row in
+                             trends.sort_values(["dump_kind", "rollout_id", "dump_file"])
+                             .iterrows()]
+    got = history_points(wandb_records(tmp_path / "wandb"), "rollout")
+    assert got["rollout/samples"] == {0: 8, 3: 8}
+
+
+def test_names_are_kept_safe_and_missing_values_left_out() -> None:
+    row = pd.Series({"rollout_id": 2, "dump_kind": "train", "dump_file": "rollout_2.pt",
+                     "<svg onload=x>_p50": 1.5, "samples": 4, "aborted": float("nan"),
+                     "note": "text"})
+    assert scalars(row, "rollout") == {"rollout/_svg onload_x__p50": 1.5,
+                                       "rollout/samples": 4.0}
+
+
+def test_bad_targets_and_missing_backends_are_one_line(run: Path, tmp_path: Path,
+                                                       monkeypatch, capsys) -> None:
+    dataset = tmp_path / "dataset"
+    assert convert(run, dataset, "--log-trends", "prometheus:here") == 2
+    assert "a trends target is one of" in capsys.readouterr().err
+    monkeypatch.setitem(sys.modules, "mlflow.tracking", None)
+    with pytest.raises(MissingBackend, match=r"slime-trace-widget\[mlflow\]"):
+        analysis.log_trends(rollout_trends(dataset), f"mlflow:sqlite:///{tmp_path}/x.db")
+    assert convert(run, dataset, "--log-trends", f"mlflow:sqlite:///{tmp_path}/x.db") == 2
+    error = capsys.readouterr().err.strip()
+    assert "pip install 'slime-trace-widget[mlflow]'" in error and "\n" not in error
+
+
+def test_convert_sends_each_dump_to_an_otlp_receiver_once(run: Path, tmp_path: Path,
+                                                          collector, capsys) -> None:
+    http_url, _, received = collector
+    dataset = tmp_path / "dataset"
+    assert convert(run, dataset, "--otlp", http_url) == 0
+    assert "sent 3 dump(s)" in capsys.readouterr().out
+    first = len(load_engine_traces(received))
+    assert convert(run, dataset, "--otlp", http_url) == 0
+    assert "every dump was sent before" in capsys.readouterr().out
+    shutil.copy(FIXTURES / "edge_malformed_events.pt", run / "rollout_14.pt")
+    settle(run / "rollout_14.pt")
+    assert convert(run, dataset, "--otlp", http_url) == 0
+    assert "sent 1 dump(s)" in capsys.readouterr().out
+    spans = load_engine_traces(received)
+    assert len(spans) > first
+    assert not spans.duplicated(["trace_id", "span_id"]).any()
+    assert set(spans["resource"].map(lambda resource: resource["slime.dump"])) == {
+        "rollout_0.pt", "rollout_eval_3.pt", "rollout_7.pt", "rollout_14.pt"}
