@@ -33,7 +33,7 @@ from typing import Any, Protocol
 import numpy as np
 import pandas as pd
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, Span, Status
 
 from .._version import __version__
@@ -185,6 +185,9 @@ class _Plan:
         counts = {"spans": 0, "events": 0, "traces": 0}
         events = self._events_by_span(sorted({row if row >= 0 else -1 - row
                                               for row, _ in pending}))
+        positions = [event for held in events.values() for event in held]
+        attrs_of = dict(zip(positions, self.frames.event_attrs.rows(positions)
+                            if positions else [], strict=True))
         for row, positions in pending:
             sample_row = row if row >= 0 else -1 - row
             dump = int(self.dumps[sample_row])
@@ -196,12 +199,13 @@ class _Plan:
             if row >= 0:
                 counts["traces"] += 1
                 counts["spans"] += 1
-                counts["events"] += self._root(scope.spans.add(), row, events.pop(-1 - row, []))
+                counts["events"] += self._root(scope.spans.add(), row,
+                                               _with_attrs(events.pop(-1 - row, []), attrs_of))
             for position in positions.tolist():
                 start, end = next(attrs)
                 counts["spans"] += 1
                 counts["events"] += self._span(scope.spans.add(), position, start, end,
-                                               events.pop(position, []))
+                                               _with_attrs(events.pop(position, []), attrs_of))
         return Batch(request, **counts)
 
     def _events_by_span(self, rows: list[int]) -> dict[int, list[int]]:
@@ -214,7 +218,7 @@ class _Plan:
                 grouped.setdefault(-1 - row if target is None else target, []).append(event)
         return grouped
 
-    def _root(self, span: Span, row: int, events: list[int]) -> int:
+    def _root(self, span: Span, row: int, events: list[tuple[int, dict | None]]) -> int:
         sample = self.frames.samples.iloc[row]
         positions = self.span_positions(row)
         given = _nanoseconds(np.array([sample["start"], sample["end"]], dtype=float))
@@ -249,7 +253,7 @@ class _Plan:
         return {key: _plain(value) for key, value in fields.items()}
 
     def _span(self, span: Span, position: int, start: dict | None, end: dict | None,
-              events: list[int]) -> int:
+              events: list[tuple[int, dict | None]]) -> int:
         row = self.sample_rows[position]
         parent = self.parents[position]
         span.trace_id = self.trace_ids[row]
@@ -274,9 +278,9 @@ class _Plan:
             span.status.code = Status.STATUS_CODE_ERROR
         return self._add_events(span, events)
 
-    def _add_events(self, span: Span, events: list[int]) -> int:
-        for position, values in zip(events, self.frames.event_attrs.rows(events) if events
-                                    else [], strict=True):
+    def _add_events(self, span: Span, events: list[tuple[int, dict | None]]) -> int:
+        """The events (position, attributes) as span events of ``span``; their count."""
+        for position, values in events:
             event = span.events.add()
             event.time_unix_nano = int(self.event_ns[position])
             event.name = self.event_names[position]
@@ -286,6 +290,11 @@ class _Plan:
                 fields["slime.span_id"] = self.event_span_ids[position]
             _add_attributes(event.attributes, fields, self.max_chars)
         return len(events)
+
+
+def _with_attrs(events: list[int], attrs_of: dict[int, dict | None]
+                ) -> list[tuple[int, dict | None]]:
+    return [(position, attrs_of[position]) for position in events]
 
 
 def _bounds(sorted_rows: np.ndarray, n_rows: int) -> np.ndarray:
@@ -367,11 +376,23 @@ def _plain(value: Any) -> Any:
 
 
 def _add_attributes(target: Any, values: dict[str, Any], max_chars: int) -> None:
-    """Append ``values`` as typed OTLP key-values; None values are left out."""
+    """Append ``values`` as typed OTLP key-values; None values are left out. Plain
+    scalars are set in place (the common case, millions of times in a big export);
+    anything else goes through :func:`any_value`."""
     for key, value in values.items():
-        converted = any_value(value, max_chars)
-        if converted is not None:
-            target.append(KeyValue(key=clean_text(str(key)), value=converted))
+        kind = type(value)
+        if kind is str:
+            target.add(key=clean_text(key)).value.string_value = truncate(value, max_chars)
+        elif kind is float:
+            target.add(key=clean_text(key)).value.double_value = value
+        elif kind is int and _INT64[0] <= value <= _INT64[1]:
+            target.add(key=clean_text(key)).value.int_value = value
+        elif kind is bool:
+            target.add(key=clean_text(key)).value.bool_value = value
+        elif value is not None:
+            converted = any_value(value, max_chars)
+            if converted is not None:
+                target.add(key=clean_text(str(key))).value.CopyFrom(converted)
 
 
 def any_value(value: Any, max_chars: int = MAX_STRING_CHARS) -> AnyValue | None:
