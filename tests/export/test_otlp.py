@@ -388,3 +388,71 @@ def test_the_cli_says_in_one_line_when_nobody_listens(tmp_path: Path, capsys) ->
     assert code == 2
     error = capsys.readouterr().err.strip()
     assert error.startswith("slime-trace-viewer: http://127.0.0.1:") and "\n" not in error
+
+
+class _FlakyTraceService:
+    """A gRPC TraceService that answers each call from its script (a status code, or
+    None for success) and keeps the requests it took."""
+
+    def __init__(self, script: list) -> None:
+        self.script, self.taken = script, []
+
+    def Export(self, request, context):  # the generated service's method name
+        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+            ExportTraceServiceResponse,
+        )
+
+        code = self.script.pop(0) if self.script else None
+        if code is not None:
+            context.abort(code, "try later" if code.name == "UNAVAILABLE" else "bad spans")
+        self.taken.append(request.SerializeToString())
+        return ExportTraceServiceResponse()
+
+
+@pytest.fixture
+def grpc_receiver() -> Iterator[tuple[str, _FlakyTraceService]]:
+    from concurrent import futures
+
+    import grpc
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import (
+        add_TraceServiceServicer_to_server,
+    )
+
+    service = _FlakyTraceService([])
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    add_TraceServiceServicer_to_server(service, server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    yield f"127.0.0.1:{port}", service
+    server.stop(grace=None).wait(60)
+
+
+def test_grpc_unavailable_is_retried_and_nothing_arrives_twice(frames, grpc_receiver) -> None:
+    import grpc
+
+    address, service = grpc_receiver
+    service.script = [None, grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.UNAVAILABLE]
+    report = to_otlp(frames, address, protocol="grpc", batch_spans=150)
+    assert report.retries == 2
+    taken = spans_taken(service.taken)
+    assert sum(taken.values()) == report.spans == exported_span_count(frames)
+    assert set(taken.values()) == {1}
+
+
+def test_grpc_refusal_is_one_line(frames, grpc_receiver) -> None:
+    import grpc
+
+    address, service = grpc_receiver
+    service.script = [grpc.StatusCode.INVALID_ARGUMENT]
+    with pytest.raises(OtlpExportError, match="INVALID_ARGUMENT: bad spans") as caught:
+        to_otlp(frames, address, protocol="grpc")
+    assert "\n" not in str(caught.value) and address in str(caught.value)
+
+
+def test_large_exports_show_a_progress_bar_of_spans(frames, scripted, capsys) -> None:
+    url = f"http://127.0.0.1:{scripted.server_address[1]}"
+    report = to_otlp(frames, url, progress=True)
+    bar = capsys.readouterr().err
+    assert "OTLP" in bar and f"{report.spans}/{report.spans}" in bar
+    to_otlp(frames, url, progress=False)
+    assert capsys.readouterr().err == ""
