@@ -87,15 +87,16 @@ def otlp_batches(frames: TraceFrames, *, service_name: str = DEFAULT_SERVICE,
     ``input.value`` / ``output.value`` (the OpenInference names Phoenix shows)."""
     plan = _Plan(frames, include_text, max_chars)
     resources = [_resource(frames, dump, service_name) for dump in range(len(frames.paths) or 1)]
+    step = max(batch_spans, 1)
     pending: list[tuple[int, np.ndarray]] = []
     size = 0
     for row in plan.exported_rows():
         positions = plan.span_positions(row)
-        for start in range(0, max(len(positions), 1), max(batch_spans, 1)):
-            piece = positions[start:start + max(batch_spans, 1)]
+        for start in range(0, max(len(positions), 1), step):
+            piece = positions[start:start + step]
             pending.append((row if start == 0 else -1 - row, piece))
             size += len(piece) + (start == 0)
-            if size >= batch_spans:
+            if size >= step:
                 yield plan.batch(pending, resources)
                 pending, size = [], 0
     if pending:
