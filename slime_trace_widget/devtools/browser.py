@@ -253,13 +253,44 @@ class Marimo(LocalServer):
         return f"{self.url}/?file={name}&access_token={self.token}"
 
 
-#: The kernel of the open notebook is connected: JupyterLab's status bar says idle (its
-#: toolbar says so before the session exists); Notebook 7's kernel status has faded out,
-#: which it does once the kernel is idle or busy.
-KERNEL_CONNECTED = """() =>
-  [...document.querySelectorAll('#jp-main-statusbar .jp-StatusBar-TextItem')]
-    .some(e => /\\| Idle/.test(e.textContent || ''))
-  || !!document.querySelector('.jp-NotebookKernelStatus.jp-NotebookKernelStatus-fade')"""
+#: The kernel of the open notebook is connected and idle, so Shift+Enter runs the cell
+#: rather than clearing it (a notebook whose session is still starting has no kernel, and
+#: running a cell then just resets it). The toolbar's execution indicator says "idle" both
+#: before any session exists (next to "No Kernel") and once the kernel answered, so it
+#: counts only beside a real kernel name and with the status line settled: JupyterLab's
+#: status bar reads "<kernel> | Idle"; Notebook 7's kernel status shows "Kernel
+#: Initializing" and "Kernel Connecting", already faded, and is emptied once connected.
+KERNEL_CONNECTED = """() => {
+  const indicator = document.querySelector('.jp-Notebook-ExecutionIndicator');
+  const kernelName = document.querySelector('.jp-KernelName')?.textContent?.trim() || '';
+  if (indicator?.getAttribute('data-status') !== 'idle' || !kernelName
+      || kernelName === 'No Kernel') return false;
+  const labStatus = [...document.querySelectorAll('#jp-main-statusbar .jp-StatusBar-TextItem')]
+    .some(item => /^(?!No Kernel).+ \\| Idle$/.test((item.textContent || '').trim()));
+  const notebookStatus = document.querySelector(
+    '.jp-NotebookKernelStatus.jp-NotebookKernelStatus-fade');
+  return labStatus || (!!notebookStatus && !(notebookStatus.textContent || '').trim());
+}"""
+
+
+#: Cell ``index``'s prompt reads ``[runs]``: its run of that count is over.
+PROMPT_SHOWS_RUN = """([index, runs]) => {
+  const cell = document.querySelectorAll('.jp-Notebook .jp-Cell')[index];
+  const prompt = cell?.querySelector('.jp-InputArea-prompt')?.textContent || '';
+  return prompt.includes('[' + runs + ']');
+}"""
+
+#: What the page says about its kernel and cells, for the message of a run that never ended.
+KERNEL_STATE = """() => JSON.stringify({
+  kernel: document.querySelector('.jp-KernelName')?.textContent,
+  indicator: document.querySelector('.jp-Notebook-ExecutionIndicator')?.getAttribute('data-status'),
+  status: [...document.querySelectorAll(
+    '#jp-main-statusbar .jp-StatusBar-TextItem, .jp-NotebookKernelStatus')]
+    .map(item => item.textContent).filter(Boolean),
+  prompts: [...document.querySelectorAll('.jp-Notebook .jp-Cell .jp-InputArea-prompt')]
+    .map(prompt => prompt.textContent),
+  dialogs: [...document.querySelectorAll('.jp-Dialog')].map(dialog => dialog.textContent),
+})"""
 
 
 class NotebookPage:
@@ -279,6 +310,11 @@ class NotebookPage:
         return self.page.locator(".jp-Notebook .jp-Cell").nth(index)
 
     def run_cell(self, index: int) -> Any:
+        """Run cell ``index`` with Shift+Enter; returns once its prompt shows this run's
+        count. The prompt is looked up afresh on each check, so a cell the notebook
+        re-renders meanwhile is still followed."""
+        from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
         cell = self.cell(index)
         cell.locator(".jp-InputArea-editor").click()
         self.page.wait_for_function(
@@ -287,10 +323,12 @@ class NotebookPage:
             timeout=self.timeout_ms)
         self.page.keyboard.press("Shift+Enter")
         self.runs += 1
-        prompt = cell.locator(".jp-InputArea-prompt")
-        self.page.wait_for_function(
-            "([el, n]) => new RegExp('\\\\[' + n + '\\\\]').test(el.textContent || '')",
-            arg=[prompt.element_handle(), self.runs], timeout=self.timeout_ms)
+        try:
+            self.page.wait_for_function(PROMPT_SHOWS_RUN, arg=[index, self.runs],
+                                        timeout=self.timeout_ms)
+        except PlaywrightTimeout as timeout:
+            raise AssertionError(f"cell {index} never showed [{self.runs}]: "
+                                 f"{self.page.evaluate(KERNEL_STATE)}") from timeout
         return cell
 
     def output_text(self, index: int) -> str:

@@ -20,6 +20,7 @@ import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from slime_trace_widget.devtools.browser import (
+    KERNEL_CONNECTED,
     VIEWPORT,
     JupyterLab,
     Marimo,
@@ -201,6 +202,43 @@ def test_jupyter_theme_switch_keeps_the_width(host: str, request: pytest.Fixture
     finally:
         page.close()
     _check_width(seen, width)
+
+
+@pytest.mark.parametrize("host", ["lab", "notebook7"])
+def test_a_cell_waits_for_a_session_that_starts_slowly(host: str,
+                                                       request: pytest.FixtureRequest,
+                                                       chromium: Any) -> None:
+    """On a busy machine the server takes seconds to create the notebook's session, and
+    a cell run before it exists is reset, not queued. The session request is held here:
+    while it is, the page must not count as connected; once it is let through, the
+    cell runs."""
+    server: JupyterLab = request.getfixturevalue(host)
+    url = server.write_notebook(f"slow-session-{host}.ipynb", ["print('ran' + '!')"])
+    page = chromium.new_page(viewport=VIEWPORT, device_scale_factor=1)
+    held: list[Any] = []
+
+    def hold_session_start(route: Any) -> None:
+        if route.request.method == "POST":
+            held.append(route)
+        else:
+            route.continue_()
+
+    try:
+        page.route("**/api/sessions*", hold_session_start)
+        page.goto(url)
+        page.wait_for_function(
+            "() => /Python/.test(document.querySelector('.jp-KernelName')?.textContent"
+            " || '')", timeout=90_000)
+        assert held, "the page asked for no session"
+        assert not page.evaluate(KERNEL_CONNECTED)
+        for route in held:
+            route.continue_()
+        page.wait_for_function(KERNEL_CONNECTED, timeout=90_000)
+        notebook = NotebookPage(page)
+        notebook.run_cell(0)
+        assert "ran!" in notebook.output_text(0)
+    finally:
+        page.close()
 
 
 # ---------------------------------------------------------------- marimo
