@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Sequence
+from itertools import chain
 from operator import itemgetter
 from typing import Any
 
@@ -60,7 +62,7 @@ class AttrTable:
         kept = {key for key, _ in frequency.most_common(MAX_ATTR_COLUMNS)}
         if len(frequency) > MAX_ATTR_COLUMNS and warnings is not None:
             warnings["attr_columns_capped"] += len(frequency) - MAX_ATTR_COLUMNS
-        pieces: dict[str, list[tuple[np.ndarray, tuple]]] = {}
+        pieces: dict[str, list[tuple[np.ndarray, Sequence]]] = {}
         overflow: dict[int, dict] = {}
         for keys, members in groups.items():
             wanted = [key for key in keys if key in kept]
@@ -70,12 +72,8 @@ class AttrTable:
                     overflow[position] = {k: v for k, v in row.items() if k not in kept}
             if not wanted:
                 continue
-            if len(wanted) > 1:
-                values = list(zip(*map(itemgetter(*wanted), rows), strict=True))
-            else:
-                values = [tuple(map(itemgetter(wanted[0]), rows))]
             index = np.asarray(members, dtype=np.int64)
-            for key, column_values in zip(wanted, values, strict=True):
+            for key, column_values in zip(wanted, _transposed(rows, keys, wanted), strict=True):
                 pieces.setdefault(key, []).append((index, column_values))
         n = len(dicts)
         fields, arrays, none_keys = [], [], {}
@@ -237,45 +235,60 @@ def _group_by_keys(dicts: list[dict | None]) -> tuple[list[dict | None], dict[tu
     return dicts, groups
 
 
-_SIMPLE_TYPES = (pa.int64(), pa.float64(), pa.bool_(), pa.string(), pa.null())
+def _transposed(rows: list[dict], keys: tuple, wanted: list[str]) -> list[Sequence]:
+    """The values of each of ``wanted`` over ``rows``, dicts whose keys are ``keys`` in
+    that order. When every key is wanted (all but capped dumps), the rows' values are
+    laid end to end in one list and each key's values are a strided slice of it: two
+    passes in C, where a tuple per row and a transposition took twice as long."""
+    if len(wanted) == len(keys):
+        width = len(keys)
+        flat = list(chain.from_iterable(map(dict.values, rows)))
+        return [flat[offset::width] for offset in range(width)]
+    if len(wanted) > 1:
+        return list(zip(*map(itemgetter(*wanted), rows), strict=True))
+    return [list(map(itemgetter(wanted[0]), rows))]
 
 
-def _column(pieces: list[tuple[np.ndarray, tuple]], n: int, key: str,
+#: The Arrow type of a column by the Python types of its values (None aside); mixed
+#: kinds other than ints among floats are not here (they become text, in Python).
+_PLAIN_KINDS = {
+    frozenset(): pa.null(), frozenset({str}): pa.string(), frozenset({bool}): pa.bool_(),
+    frozenset({int}): pa.int64(), frozenset({float}): pa.float64(),
+    frozenset({int, float}): pa.float64(),
+}
+
+
+def _column(pieces: list[tuple[np.ndarray, Sequence]], n: int, key: str,
             none_keys: dict[int, list[str]]) -> tuple[pa.Array, bool]:
     """One key's Arrow column and whether its text is JSON; records explicit Nones."""
     fast = _inferred_column(pieces, n, key, none_keys)
     return (fast, False) if fast is not None else _converted_column(pieces, n, key, none_keys)
 
 
-def _inferred_column(pieces: list[tuple[np.ndarray, tuple]], n: int, key: str,
+def _inferred_column(pieces: list[tuple[np.ndarray, Sequence]], n: int, key: str,
                      none_keys: dict[int, list[str]]) -> pa.Array | None:
-    """The column when every value is a plain int, float, bool, str or None and Arrow's
-    own inference (in C) finds one type: ints, floats (ints among floats become floats),
-    bools or text. None otherwise. Only plain values reach Arrow: its inference on
-    arbitrary objects (a dump's, or a user's) can crash the process."""
+    """The column when every value is a plain int, float, bool, str or None and the
+    values make one type: ints, floats (ints among floats become floats), bools or
+    text. None otherwise. Only plain values reach Arrow: its inference on arbitrary
+    objects (a dump's, or a user's) can crash the process; and since the scan finds
+    the type, Arrow converts without inferring it again."""
     kinds: set[type] = set()
     for _, chunk in pieces:
         kinds.update(map(type, chunk))
-    if not kinds <= PLAIN_TYPES or (bool in kinds and kinds & {int, float}):
+    if not kinds <= PLAIN_TYPES:
+        return None
+    kind = _PLAIN_KINDS.get(frozenset(kinds - {type(None)}))
+    if kind is None:
         return None
     arrays, indexes = [], []
     for index, chunk in pieces:
         try:
-            array = pa.array(chunk)
+            array = pa.array(chunk, type=kind)
         except (pa.ArrowException, OverflowError, TypeError, ValueError, UnicodeError):
-            return None
-        if array.type not in _SIMPLE_TYPES:
-            return None
+            return None  # ints past int64, text with lone surrogates: converted
         arrays.append(array)
         indexes.append(index)
-    kinds = {array.type for array in arrays} - {pa.null()}
-    if len(kinds) > 1:
-        if kinds != {pa.int64(), pa.float64()}:
-            return None
-        kinds = {pa.float64()}
-    kind = kinds.pop() if kinds else pa.null()
-    arrays = [a if a.type == kind else a.cast(kind, safe=False) for a in arrays]
-    for index, array in zip(indexes, arrays, strict=True):
+    for index, array in zip(indexes, arrays, strict=True):  # once every piece converted
         if array.null_count:
             nulls = np.asarray(array.is_null().to_numpy(zero_copy_only=False))
             for position in index[nulls].tolist():
@@ -288,7 +301,7 @@ def _inferred_column(pieces: list[tuple[np.ndarray, tuple]], n: int, key: str,
     return joined.take(pa.array(positions, mask=positions < 0))
 
 
-def _converted_column(pieces: list[tuple[np.ndarray, tuple]], n: int, key: str,
+def _converted_column(pieces: list[tuple[np.ndarray, Sequence]], n: int, key: str,
                       none_keys: dict[int, list[str]]) -> tuple[pa.Array, bool]:
     """The column of a key whose values need Python: numpy and torch scalars, objects,
     mixed kinds, huge ints. Values are made plain first (``values.plain_value``)."""
@@ -334,13 +347,11 @@ def _text_array(values: np.ndarray) -> pa.Array:
 
 def _clean(values: np.ndarray) -> list:
     """Text Arrow accepts: lone surrogates (which pickles keep) become U+FFFD."""
-
-
     return [v if v is None or v.isascii() else clean_text(v) for v in values.tolist()]
 
 
-def _drop_nones(pieces: list[tuple[np.ndarray, tuple]], key: str,
-                none_keys: dict[int, list[str]]) -> list[tuple[np.ndarray, tuple]]:
+def _drop_nones(pieces: list[tuple[np.ndarray, Sequence]], key: str,
+                none_keys: dict[int, list[str]]) -> list[tuple[np.ndarray, Sequence]]:
     kept = []
     for index, values in pieces:
         mask = np.fromiter((v is not None for v in values), dtype=bool, count=len(values))
