@@ -74,3 +74,31 @@ def test_merged_columns_prefer_the_end_value() -> None:
     frame = merged_attr_frame(start, end, pd.RangeIndex(2))
     assert frame["attr.k"].tolist() == [10, 2]
     assert frame["attr.only_start"].tolist() == ["s", None]
+
+
+def test_rows_with_the_same_keys_in_another_order_keep_each_value_under_its_key() -> None:
+    rows = [{"a": 1, "b": "x"}, {"b": "y", "a": 2}, {"a": 3, "b": "z"}, {"b": "w", "a": 4}]
+    table = AttrTable.from_dicts(rows)
+    assert table.column("a").to_pylist() == [1, 2, 3, 4]
+    assert table.column("b").to_pylist() == ["x", "y", "z", "w"]
+    assert table.dicts() == rows
+
+
+def test_a_key_that_fails_late_records_its_nones_once() -> None:
+    """The first group converts as int64, the last cannot (past int64): the whole key
+    becomes text, and its explicit None is listed once, not once per attempt."""
+    rows = [{"n": 1, "m": None}, {"n": None, "m": 1}, {"m": 2, "n": 2**64}]
+    table = AttrTable.from_dicts(rows)
+    assert table.table.schema.field("n").type == pa.string()
+    assert table.explicit_nones() == {0: ["m"], 1: ["n"]}
+    assert table.dicts() == [{"n": "1", "m": None}, {"n": None, "m": 1},
+                             {"m": 2, "n": str(2**64)}]
+
+
+def test_ints_among_floats_and_all_none_keys() -> None:
+    rows = [{"v": 1, "gone": None}, {"v": 2.5, "gone": None}, {"other": True}]
+    table = AttrTable.from_dicts(rows)
+    assert table.column("v").type == pa.float64()
+    assert table.column("v").to_pylist() == [1.0, 2.5, None]
+    assert table.dicts() == [{"v": 1.0, "gone": None}, {"v": 2.5, "gone": None},
+                             {"other": True}]
