@@ -66,7 +66,7 @@ class AttrTable:
         overflow: dict[int, dict] = {}
         for keys, members in groups.items():
             wanted = [key for key in keys if key in kept]
-            rows = [dicts[i] for i in members]
+            rows = list(map(dicts.__getitem__, members))
             if len(wanted) < len(keys):
                 for position, row in zip(members, rows, strict=True):
                     overflow[position] = {k: v for k, v in row.items() if k not in kept}
