@@ -22,7 +22,13 @@ from ..values import clean_text
 from .attr_columns import AttrTable
 from .carrier import RecordColumns, read_carrier
 from .model import ORIGINS, TraceFrames
-from .pd_lanes import LANE_SUFFIX, SUMMARY_EVENT, build_virtual_spans, find_pd_detail
+from .pd_lanes import (
+    LANE_SUFFIX,
+    SUMMARY_EVENT,
+    VirtualSpans,
+    build_virtual_spans,
+    find_pd_detail,
+)
 from .samples import SampleFields, sample_fields
 from .span_geometry import CLIP_REASONS, display_ends, span_depths, span_lanes
 
@@ -89,8 +95,16 @@ def _build_frames(source: Any, attr_tables: AttrTablesJob) -> TraceFrames:
     span_cols = _span_columns(records)
     event_cols = _event_columns(records)
     first, last, top_attempt = _row_extents(len(fields), span_cols, event_cols)
-    spans, segments, start_attrs, end_attrs = _span_table(span_cols, event_cols, last, warnings)
+    pd_detail = find_pd_detail(span_cols["names"], span_cols["parents"])
+    virtual = build_virtual_spans(span_cols["names"], span_cols["starts"], span_cols["ends"],
+                                  span_cols["parents"], span_cols["end_attrs"],
+                                  _pd_summaries(event_cols), pd_detail)
+    start_attrs = span_cols["start_attrs"] + [None] * len(virtual.generation)
+    end_attrs = span_cols["end_attrs"] + virtual.attrs
+    # The attribute lists are complete: their tables may start (elsewhere) while the
+    # span table is built here.
     finish_attrs = attr_tables([start_attrs, end_attrs, event_cols["attrs"]], warnings)
+    spans, segments = _span_table(span_cols, virtual, pd_detail, end_attrs, last, warnings)
     events = _event_table(event_cols, spans)
     samples = _sample_table(fields, first, last, top_attempt, spans, events)
     start_table, end_table, event_table = finish_attrs()
@@ -248,16 +262,13 @@ def _row_extents(
 
 
 def _span_table(
-    cols: dict[str, Any], event_cols: dict[str, Any], row_last: np.ndarray,
-    warnings: Counter[str],
-) -> tuple[pd.DataFrame, pd.DataFrame, list, list]:
-    """The spans table (real spans, then virtual PD spans), the PD segments table and
-    the spans' start and end attribute dicts."""
+    cols: dict[str, Any], virtual: VirtualSpans, pd_detail: np.ndarray, end_attrs: list,
+    row_last: np.ndarray, warnings: Counter[str],
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The spans table (real spans, then the ``virtual`` PD spans) and the PD segments
+    table. ``end_attrs`` are every span's end attribute dicts, virtual ones included."""
     names: pd.Categorical = cols["names"]
     rows, starts, ends, parents = cols["rows"], cols["starts"], cols["ends"], cols["parents"]
-    pd_detail = find_pd_detail(names, parents)
-    virtual = build_virtual_spans(names, starts, ends, parents, cols["end_attrs"],
-                                  _pd_summaries(event_cols), pd_detail)
     n_real, n_virtual = len(rows), len(virtual.generation)
     gen = np.asarray(virtual.generation, dtype=np.int64)
     suffix = np.array([LANE_SUFFIX[p] for p in virtual.phase], dtype=object)
@@ -272,8 +283,6 @@ def _span_table(
     ids = np.concatenate([ids, ids[gen] + suffix])
     attempts = np.concatenate([cols["attempts"], cols["attempts"][gen]])
     end_attempts = np.concatenate([cols["end_attempts"], cols["end_attempts"][gen]])
-    start_attrs = cols["start_attrs"] + [None] * n_virtual
-    end_attrs = cols["end_attrs"] + virtual.attrs
     pd_detail = np.concatenate([pd_detail, np.zeros(n_virtual, dtype=bool)])
     is_virtual = np.arange(len(rows)) >= n_real
     phase_kind = np.zeros(len(rows), dtype=np.int64)
@@ -321,7 +330,7 @@ def _span_table(
         "end": np.asarray(virtual.seg_end, dtype=np.float64),
         "duration": np.asarray(virtual.seg_duration, dtype=np.float64),
     })
-    return frame, segments, start_attrs, end_attrs
+    return frame, segments
 
 
 def _append_virtual_names(
