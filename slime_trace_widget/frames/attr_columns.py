@@ -297,7 +297,7 @@ def _inferred_column(pieces: list[tuple[np.ndarray, Sequence]], n: int, key: str
         return pa.nulls(n, pa.string())
     joined = pa.concat_arrays(arrays)
     rows = np.concatenate(indexes)
-    if len(rows) == n and (n == 0 or (rows[0] == 0 and bool(np.all(np.diff(rows) == 1)))):
+    if np.array_equal(rows, np.arange(n)):
         return joined  # every row has the key, in order: nothing to scatter
     positions = np.full(n, -1, dtype=np.int64)
     positions[rows] = np.arange(len(joined))
