@@ -28,7 +28,7 @@ export class CriticalView {
   update() {
     const app = this.app;
     const h = app.selection;
-    const s = app.s.critical && h && "sample" in h ? h.sample : -1;
+    const s = app.settings.critical && h && "sample" in h ? h.sample : -1;
     if (s < 0) {
       this.sample = -1;
       this.path = [];
@@ -37,7 +37,7 @@ export class CriticalView {
       this.render();
       return;
     }
-    const d = app.d;
+    const d = app.data;
     this.sample = s;
     this.path = criticalPath(d, s);
     const focus = new Uint8Array(d.nSpans);
@@ -49,7 +49,7 @@ export class CriticalView {
 
   render() {
     const app = this.app;
-    const d = app.d;
+    const d = app.data;
     this.panel.replaceChildren();
     if (this.sample >= 0) {
       const total = sampleLatency(d, this.sample);
@@ -68,7 +68,7 @@ export class CriticalView {
         row.dataset.span = String(step.span);
         if (step.seg >= 0) row.dataset.seg = String(step.seg);
         row.addEventListener("click", () => {
-          const r = app.L.rowOfSample[this.sample] ?? -1;
+          const r = app.layout.rowOfSample[this.sample] ?? -1;
           const sample = this.sample;
           app.select(step.seg >= 0 ? { type: "segment", row: r, sample, span: step.span, seg: step.seg, t } : { type: "span", row: r, sample, span: step.span, t });
         });

@@ -213,7 +213,7 @@ export class DiffView {
   constructor(app) {
     this.app = app;
     /** @type {Data|null} payload the rows were computed from */
-    this.d = null;
+    this.data = null;
     /** @type {[number, number]} */
     this.pair = [0, 1];
     /** @type {DiffRow[]} */
@@ -226,11 +226,11 @@ export class DiffView {
 
   /** Offered only with two rollouts or more. */
   available() {
-    return this.app.d.meta.rollouts.length >= 2;
+    return this.app.data.meta.rollouts.length >= 2;
   }
 
   isOpen() {
-    return this.app.s.diff && this.available();
+    return this.app.settings.diff && this.available();
   }
 
   /**
@@ -253,21 +253,21 @@ export class DiffView {
       app.updateSide();
       return;
     }
-    const pair = diffPair(app.d, app.s.diffPair);
+    const pair = diffPair(app.data, app.settings.diffPair);
     const scope = this.scopeNow();
-    const moved = this.d !== app.d || pair[0] !== this.pair[0] || pair[1] !== this.pair[1];
+    const moved = this.data !== app.data || pair[0] !== this.pair[0] || pair[1] !== this.pair[1];
     if (moved || scope.rows !== this.scope.rows || scope.keep !== this.scope.keep) {
-      this.d = app.d;
+      this.data = app.data;
       this.pair = pair;
       this.scope = scope;
-      this.rows = rolloutDiff(app.d, pair[0], pair[1], scope);
+      this.rows = rolloutDiff(app.data, pair[0], pair[1], scope);
       const f = this.focus;
       const row = f && this.rows.find((r) => r.name === f.name);
       if (moved || !row || row[f.side]?.slowest !== f.span) this.focus = null; // its span is no longer the one shown
     }
     renderDiffPanel(
       app.diffEl,
-      app.d,
+      app.data,
       this.pair,
       this.rows,
       this.focus,
@@ -276,7 +276,7 @@ export class DiffView {
         setPair: (p) => app.changeSettings({ diffPair: p }),
         pick: (n) => this.pick(n),
       },
-      diffScopeText(app.d, this.scope),
+      diffScopeText(app.data, this.scope),
     );
     app.root.classList.add("stw-diff-open");
     app.updateSide();
@@ -302,7 +302,7 @@ export class DiffView {
     if (!row[side]) side = side === "a" ? "b" : "a";
     const span = /** @type {DiffSide} */ (row[side]).slowest;
     const app = this.app;
-    const d = app.d;
+    const d = app.data;
     if (app.highlight !== n) app.toggleHighlight(n);
     let lo = Infinity;
     let hi = -Infinity;
@@ -315,7 +315,7 @@ export class DiffView {
     app.setView(lo - pad, hi + pad);
     app.userView();
     const s = d.spanSample[span];
-    const r = app.L.rowOfSample[s] ?? -1;
+    const r = app.layout.rowOfSample[s] ?? -1;
     if (r >= 0 && !filteredOut(d, { kind: "span", index: span })) {
       app.select({ type: "span", row: r, sample: s, span, t: d.spanStart[span] });
       app.scrollRowIntoView(r);
@@ -331,7 +331,7 @@ export class DiffView {
       available: this.available(),
       open: this.isOpen(),
       pair: this.isOpen() ? [...this.pair] : null,
-      scope: this.isOpen() ? diffScopeText(this.app.d, this.scope) : null,
+      scope: this.isOpen() ? diffScopeText(this.app.data, this.scope) : null,
       rows: this.isOpen() ? this.rows.map((r) => ({ name: r.label, a: side(r.a), b: side(r.b), totalDiff: r.totalDiff, p50Ratio: r.p50Ratio })) : [],
       focus: this.focus ? { name: this.rows.find((r) => r.name === this.focus?.name)?.label ?? null, side: this.focus.side, span: this.focus.span } : null,
     };

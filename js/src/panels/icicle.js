@@ -123,13 +123,13 @@ export class FlameView {
     this.canvas.addEventListener("click", this.onClick);
     this.ro = typeof ResizeObserver !== "undefined" ? new ResizeObserver(() => this.draw()) : null;
     this.ro?.observe(host);
-    host.hidden = !app.s.flame;
+    host.hidden = !app.settings.flame;
     this.changed();
   }
 
   /** Show or hide the view (the `flame` setting changed). */
   show() {
-    const on = this.app.s.flame;
+    const on = this.app.settings.flame;
     this.host.hidden = !on;
     if (!on) this.choose(-1, this.app.sync.get("selected")?.kind === "flame");
     else this.changed();
@@ -138,15 +138,15 @@ export class FlameView {
   /** The inputs the table depends on changed, maybe: rebuild it when they did and the view is open. */
   changed() {
     const app = this.app;
-    if (!app.s.flame) return;
-    const s = app.s;
+    if (!app.settings.flame) return;
+    const s = app.settings;
     const b = app.brush;
     /** @type {[number, number]|null} */
     const win = b ? [Math.min(b[0], b[1]), Math.max(b[0], b[1])] : null;
-    const key = [app.d, app.rows, s.showOpen, s.attempt, s.attemptMode, app.masks.keep, win ? win[0] : NaN, win ? win[1] : NaN];
+    const key = [app.data, app.rows, s.showOpen, s.attempt, s.attemptMode, app.masks.keep, win ? win[0] : NaN, win ? win[1] : NaN];
     if (this.flame && key.every((v, k) => Object.is(v, this.key[k]))) return;
     this.key = key;
-    const d = app.d;
+    const d = app.data;
     const shown = new Uint8Array(d.nSamples);
     for (const smp of app.rows) shown[smp] = 1;
     const vis = spanVisibility(d, { showOpen: s.showOpen, showEvents: false, showUnmatched: false, attempt: s.attempt, attemptMode: s.attemptMode, highlightName: -1, keep: app.masks.keep });
@@ -201,9 +201,9 @@ export class FlameView {
     for (let i = 0; i < spanRow.length; i++) focus[i] = spanRow[i] === k ? 1 : 0;
     // A segment frame: the phase spans owning its segments.
     const segRow = this.flame.segRow;
-    for (let g = 0; g < segRow.length; g++) if (segRow[g] === k) focus[app.d.segSpan[g]] = 1;
+    for (let g = 0; g < segRow.length; g++) if (segRow[g] === k) focus[app.data.segSpan[g]] = 1;
     this.focus = focus;
-    app.setMasks({ focus, evFocus: new Uint8Array(app.d.nEvents) });
+    app.setMasks({ focus, evFocus: new Uint8Array(app.data.nEvents) });
   }
 
   /** A timeline selection replaces a chosen frame (`selected` now names the item). */
@@ -227,7 +227,7 @@ export class FlameView {
     const path = typeof sel.path === "string" ? sel.path : null;
     if (path === this.app.flamePath) return;
     this.app.flamePath = path;
-    if (!this.app.s.flame) {
+    if (!this.app.settings.flame) {
       // No table to match it against while the view is off (an old one could be of
       // another payload): it applies when the view opens.
       this.app.saveViewState();
@@ -347,7 +347,7 @@ export class FlameView {
     const lay = this.lay;
     const r = this.canvas.getBoundingClientRect();
     return {
-      on: this.app.s.flame,
+      on: this.app.settings.flame,
       path: this.app.flamePath,
       chosen: this.row,
       frames: rows.map((f, k) => ({

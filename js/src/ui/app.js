@@ -51,7 +51,7 @@ export class App {
     this.sync = new Sync(model);
     this.requests = new Requests(model);
     /** @type {Settings} */
-    this.s = defaultSettings();
+    this.settings = defaultSettings();
     /** @type {Set<number>} sample row ids expanded (when not expand-all) */
     this.expanded = new Set();
     /** @type {Set<number>} sample row ids collapsed (when expand-all) */
@@ -116,7 +116,7 @@ export class App {
         this.userView();
       },
       plot: () => {
-        const g = this.geo();
+        const g = this.geometry();
         return { plotX: g.plotX, plotW: g.plotW };
       },
     });
@@ -128,13 +128,13 @@ export class App {
 
     // ---- data and saved state
     /** @type {Data} */
-    this.d = decodePayload(this.sync.get("payload"));
+    this.data = decodePayload(this.sync.get("payload"));
     this.restoreState(this.sync.get("view_state"));
-    this.colors = new ColorTable(this.d.names, this.theme);
-    this.legend = legendInfo(this.d);
+    this.colors = new ColorTable(this.data.names, this.theme);
+    this.legend = legendInfo(this.data);
     /** @type {Uint32Array} */
     this.rows = new Uint32Array(0);
-    this.L = buildLayout(this.d, this.rows, () => false, this.s.laneH);
+    this.layout = buildLayout(this.data, this.rows, () => false, this.settings.laneH);
     /** @type {Uint8Array} */
     this.vis = new Uint8Array(0);
     /** @type {Uint8Array} */
@@ -163,7 +163,7 @@ export class App {
 
     // ---- interaction, observers, model events
     this.interaction = new Interaction(this.canvas, root, {
-      geo: () => this.geo(),
+      geometry: () => this.geometry(),
       hit: (x, y) => this.hitAt(x, y),
       panPx: (dx) => this.panPx(dx),
       zoomAt: (x, f) => this.zoomAt(x, f),
@@ -204,12 +204,12 @@ export class App {
 
   /** @param {any} vs */
   restoreState(vs) {
-    restoreViewState(this, vs, this.d.names);
+    restoreViewState(this, vs, this.data.names);
   }
 
   /** The `view_state` value (docs/payload.md). */
   viewState() {
-    return viewStateOf(this, this.d.names, this.view, this.cursor, this.scrollEl.scrollTop);
+    return viewStateOf(this, this.data.names, this.view, this.cursor, this.scrollEl.scrollTop);
   }
 
   saveViewState() {
@@ -218,9 +218,9 @@ export class App {
 
   /** @param {Partial<Settings>} p */
   changeSettings(p) {
-    const before = { ...this.s };
-    Object.assign(this.s, p);
-    const s = this.s;
+    const before = { ...this.settings };
+    Object.assign(this.settings, p);
+    const s = this.settings;
     if (p.expandAll !== undefined && p.expandAll !== before.expandAll) {
       this.expanded.clear();
       this.collapsed.clear();
@@ -247,7 +247,7 @@ export class App {
   setMasks(p) {
     const rowsChanged = "rowKeep" in p && p.rowKeep !== this.masks.rowKeep;
     Object.assign(this.masks, p);
-    noteMasks(this.d, this.masks);
+    noteMasks(this.data, this.masks);
     this.recomputeVis();
     if (rowsChanged) this.refilter();
     this.afterVisChange();
@@ -256,23 +256,23 @@ export class App {
 
   recomputeVis() {
     const m = this.masks;
-    const o = { showOpen: this.s.showOpen, showEvents: this.s.showEvents, showUnmatched: this.s.showUnmatched, attempt: this.s.attempt, attemptMode: this.s.attemptMode, highlightName: this.highlight, keep: m.keep, evKeep: m.evKeep, focus: m.focus, evFocus: m.evFocus };
-    this.vis = spanVisibility(this.d, o);
-    this.evVis = eventVisibility(this.d, o);
+    const o = { showOpen: this.settings.showOpen, showEvents: this.settings.showEvents, showUnmatched: this.settings.showUnmatched, attempt: this.settings.attempt, attemptMode: this.settings.attemptMode, highlightName: this.highlight, keep: m.keep, evKeep: m.evKeep, focus: m.focus, evFocus: m.evFocus };
+    this.vis = spanVisibility(this.data, o);
+    this.evVis = eventVisibility(this.data, o);
   }
 
   afterVisChange() {
-    if (Number.isFinite(this.cursor)) this.counts = cursorCounts(this.d, this.rows, this.vis, this.cursor);
+    if (Number.isFinite(this.cursor)) this.counts = cursorCounts(this.data, this.rows, this.vis, this.cursor);
     this.renderStats();
     this.recomputeBrush();
   }
 
   /** Filter + sort -> rows; then layout, histogram, counts. */
   refilter() {
-    const d = this.d;
+    const d = this.data;
     const keepRow = this.masks.rowKeep;
     const matched = allSamples(d);
-    this.rows = sortRows(d, keepRow ? matched.filter((s) => keepRow[s]) : matched, this.s.sort, this.s.desc);
+    this.rows = sortRows(d, keepRow ? matched.filter((s) => keepRow[s]) : matched, this.settings.sort, this.settings.desc);
     this.hist = activeHistogram(d, this.rows, d.globalStart, d.globalEnd, 400);
     this.overview.setData(this.hist, d.globalStart, d.globalEnd);
     this.relayout();
@@ -284,20 +284,20 @@ export class App {
 
   /** @param {number} s payload sample */
   isExpanded(s) {
-    const id = sampleRowId(this.d, s);
-    return this.s.expandAll ? !this.collapsed.has(id) : this.expanded.has(id);
+    const id = sampleRowId(this.data, s);
+    return this.settings.expandAll ? !this.collapsed.has(id) : this.expanded.has(id);
   }
 
   relayout() {
-    this.L = buildLayout(this.d, this.rows, (s) => this.isExpanded(s), this.s.laneH);
+    this.layout = buildLayout(this.data, this.rows, (s) => this.isExpanded(s), this.settings.laneH);
     this.sizeViewport();
   }
 
   sizeViewport() {
-    const want = viewportHeight(this.L.totalHeight, this.sync.get("height"));
+    const want = viewportHeight(this.layout.totalHeight, this.sync.get("height"));
     this.viewportH = want;
     this.scrollEl.style.height = `${want}px`;
-    this.spacer.style.height = `${Math.max(0, AXIS_H + this.L.totalHeight - want)}px`;
+    this.spacer.style.height = `${Math.max(0, AXIS_H + this.layout.totalHeight - want)}px`;
   }
 
   // ------------------------------------------------------------ view
@@ -305,7 +305,7 @@ export class App {
   /** Width the row labels need (longest labels measured), cached per payload. */
   labelWidth() {
     const font = `12px ${this.theme.font}`;
-    if (this.labelW < 0) this.labelW = labelWidthOf(this.d, (l) => this.painter.textWidth(font, l));
+    if (this.labelW < 0) this.labelW = labelWidthOf(this.data, (l) => this.painter.textWidth(font, l));
     return this.labelW;
   }
 
@@ -313,7 +313,7 @@ export class App {
    * @param {number} [width] CSS px, the live width by default
    * @returns {Geo}
    */
-  geo(width = this.sizer.current()) {
+  geometry(width = this.sizer.current()) {
     const gutter = Math.round(Math.max(120, Math.min(this.labelWidth() + 36, 300, width * 0.26)));
     const plotX = gutter + 8;
     return { width, height: this.viewportH, gutter, plotX, plotW: Math.max(40, width - plotX - 12), axisH: AXIS_H, scrollTop: this.scrollEl.scrollTop, t0: this.view.t0, t1: this.view.t1 };
@@ -324,7 +324,7 @@ export class App {
    * @param {number} b
    */
   setView(a, b) {
-    this.view = clampWindow(this.d, a, b);
+    this.view = clampWindow(this.data, a, b);
     this.requestFrame();
   }
 
@@ -336,7 +336,7 @@ export class App {
 
   /** @param {number} dx */
   panPx(dx) {
-    const g = this.geo();
+    const g = this.geometry();
     const dt = (dx * (this.view.t1 - this.view.t0)) / g.plotW;
     this.setView(this.view.t0 - dt, this.view.t1 - dt);
   }
@@ -346,12 +346,12 @@ export class App {
    * @param {number} f
    */
   zoomAt(x, f) {
-    const t = timeAt(this.geo(), x);
+    const t = timeAt(this.geometry(), x);
     const w = zoomedWindow(this.view, t, f);
     if (!w) return;
     this.setView(w[0], w[1]);
     // Keep the time under the pointer in place despite clamping.
-    const g2 = this.geo();
+    const g2 = this.geometry();
     const drift = timeAt(g2, x) - t;
     if (Math.abs(drift) > 1e-12 && Number.isFinite(drift)) this.view = { t0: this.view.t0 - drift, t1: this.view.t1 - drift };
   }
@@ -361,7 +361,7 @@ export class App {
    * @param {boolean} [silent] do not write view_range
    */
   fit(filtered, silent = false) {
-    const [a, b] = fitRange(this.d, filtered ? this.rows : null);
+    const [a, b] = fitRange(this.data, filtered ? this.rows : null);
     this.setView(a, b);
     if (!silent) this.userView();
   }
@@ -373,7 +373,7 @@ export class App {
    * @param {number} y
    */
   hitAt(x, y) {
-    return hitTest(this.d, this.L, this.geo(), this.vis, this.evVis, x, y);
+    return hitTest(this.data, this.layout, this.geometry(), this.vis, this.evVis, x, y);
   }
 
   /**
@@ -382,7 +382,7 @@ export class App {
    */
   setCursor(t, silent = false) {
     this.cursor = t;
-    this.counts = cursorCounts(this.d, this.rows, this.vis, t);
+    this.counts = cursorCounts(this.data, this.rows, this.vis, t);
     this.renderStats();
     if (!silent) this.saveViewState();
     this.requestFrame();
@@ -395,7 +395,7 @@ export class App {
   setBrush(r, final) {
     this.brush = r;
     if (final && r) {
-      const g = this.geo();
+      const g = this.geometry();
       if ((Math.abs(r[1] - r[0]) * g.plotW) / (this.view.t1 - this.view.t0) < 3) this.brush = null;
     }
     if (final) this.recomputeBrush();
@@ -413,10 +413,10 @@ export class App {
       return;
     }
     const [a, b] = this.brush;
-    this.brushSum = brushSummary(this.d, this.rows, this.vis, Math.min(a, b), Math.max(a, b));
+    this.brushSum = brushSummary(this.data, this.rows, this.vis, Math.min(a, b), Math.max(a, b));
     renderBrushPanel(
       this.brushEl,
-      this.d,
+      this.data,
       this.brushSum,
       () => this.setBrush(null, true),
       (n) => this.toggleHighlight(n),
@@ -445,7 +445,7 @@ export class App {
    * @param {Hit} h
    */
   selectedValue(h) {
-    return selectedValue(this.d, h);
+    return selectedValue(this.data, h);
   }
 
   /** The views that follow the selection: the critical path; a timeline item replaces a flame frame. */
@@ -456,7 +456,7 @@ export class App {
 
   /** @param {any} sel `selected` from the kernel */
   applySelectedFromModel(sel) {
-    const d = this.d;
+    const d = this.data;
     if (sel && sel.kind === "flame") {
       this.flameView?.fromModel(sel);
       return;
@@ -474,7 +474,7 @@ export class App {
       return;
     }
     if (selectsSame(d, this.selection, sel)) return;
-    const h = hitOfSelected(d, this.L, sel);
+    const h = hitOfSelected(d, this.layout, sel);
     if (!h) return;
     this.selection = h;
     this.selectionChanged();
@@ -484,16 +484,16 @@ export class App {
 
   focusSelection() {
     const h = this.selection;
-    const w = focusWindow(this.d, h, this.view, this.cursor);
+    const w = focusWindow(this.data, h, this.view, this.cursor);
     if (!w) return;
     this.setView(w[0], w[1]);
-    if (h && "sample" in h) this.scrollRowIntoView(this.L.rowOfSample[h.sample]);
+    if (h && "sample" in h) this.scrollRowIntoView(this.layout.rowOfSample[h.sample]);
     this.userView();
   }
 
   /** @param {number} r */
   scrollRowIntoView(r) {
-    const top = scrollToShow(this.L.rowTop, r, this.scrollEl.scrollTop, this.viewportH - AXIS_H);
+    const top = scrollToShow(this.layout.rowTop, r, this.scrollEl.scrollTop, this.viewportH - AXIS_H);
     if (top !== null) this.scrollEl.scrollTop = top;
   }
 
@@ -518,15 +518,15 @@ export class App {
   /** @param {number} r */
   toggleRow(r) {
     const s = this.rows[r];
-    if (s === undefined || this.d.nLanes[s] <= 1) return;
-    const id = sampleRowId(this.d, s);
-    const set = this.s.expandAll ? this.collapsed : this.expanded;
+    if (s === undefined || this.data.nLanes[s] <= 1) return;
+    const id = sampleRowId(this.data, s);
+    const set = this.settings.expandAll ? this.collapsed : this.expanded;
     if (set.has(id)) set.delete(id);
     else set.add(id);
     // Keep the clicked row where it is on screen.
-    const offset = this.L.rowTop[r] - this.scrollEl.scrollTop;
+    const offset = this.layout.rowTop[r] - this.scrollEl.scrollTop;
     this.relayout();
-    this.scrollEl.scrollTop = Math.max(0, this.L.rowTop[r] - offset);
+    this.scrollEl.scrollTop = Math.max(0, this.layout.rowTop[r] - offset);
     this.saveViewState();
     this.requestFrame();
   }
@@ -555,11 +555,11 @@ export class App {
   replacePayload() {
     const oldView = this.view;
     const hadSel = !!this.selection;
-    this.d = decodePayload(this.sync.get("payload"));
+    this.data = decodePayload(this.sync.get("payload"));
     this.labelW = -1;
-    this.colors = new ColorTable(this.d.names, this.theme);
-    this.legend = legendInfo(this.d);
-    if (this.highlight >= this.d.names.length) this.highlight = -1;
+    this.colors = new ColorTable(this.data.names, this.theme);
+    this.legend = legendInfo(this.data);
+    if (this.highlight >= this.data.names.length) this.highlight = -1;
     this.selection = null;
     this.hover = null;
     this.hoverRow = -1;
@@ -569,9 +569,9 @@ export class App {
     this.masks = { keep: null, evKeep: null, rowKeep: null, focus: null, evFocus: null };
     this.recomputeVis();
     this.refilter();
-    this.query.run(this.s.filter);
+    this.query.run(this.settings.filter);
     this.critical?.update();
-    const d = this.d;
+    const d = this.data;
     // Keep the zoom when it still shows some of the new data.
     if (oldView.t1 > d.globalStart && oldView.t0 < d.globalEnd) this.setView(oldView.t0, oldView.t1);
     else this.fit(false, true);
@@ -588,16 +588,16 @@ export class App {
   // ------------------------------------------------------------ DOM bits
 
   renderLegend() {
-    renderLegend(this.legendEl, this.d, this.legend, this.highlight, (n) => this.toggleHighlight(n));
+    renderLegend(this.legendEl, this.data, this.legend, this.highlight, (n) => this.toggleHighlight(n));
   }
 
   renderStats() {
-    renderStatsBar(this.statsEl, this.d, this.counts, this.rows.length, (n) => this.toggleHighlight(n));
+    renderStatsBar(this.statsEl, this.data, this.counts, this.rows.length, (n) => this.toggleHighlight(n));
   }
 
   updateControls() {
-    const d = this.d;
-    this.controls.update(this.s, {
+    const d = this.data;
+    this.controls.update(this.settings, {
       title: d.meta.title,
       nRows: this.rows.length,
       nTotal: d.meta.n_samples_total,
@@ -614,7 +614,7 @@ export class App {
 
   reTheme() {
     this.theme = hostTheme(this.root);
-    this.colors = new ColorTable(this.d.names, this.theme);
+    this.colors = new ColorTable(this.data.names, this.theme);
     this.painter.resetTextCache();
     this.labelW = -1;
     this.flameView?.draw();
@@ -637,14 +637,14 @@ export class App {
       this.scrollEl.scrollTop = this.pendingScroll;
       this.pendingScroll = undefined;
     }
-    const g = this.geo(w);
+    const g = this.geometry(w);
     const dpr = Math.max(1, window.devicePixelRatio || 1);
     if (this.painter.w !== g.width || this.painter.h !== g.height || this.painter.dpr !== dpr) this.painter.resize(g.width, g.height, dpr);
     if (this.overview.w !== g.width || this.overview.dpr !== dpr) this.overview.resize(g.width, OVERVIEW_H, dpr);
-    const selRow = this.selection && "row" in this.selection ? this.L.rowOfSample[this.selection.sample] ?? -1 : -1;
+    const selRow = this.selection && "row" in this.selection ? this.layout.rowOfSample[this.selection.sample] ?? -1 : -1;
     const drawn = this.painter.paint({
-      d: this.d,
-      L: this.L,
+      d: this.data,
+      L: this.layout,
       g,
       vis: this.vis,
       evVis: this.evVis,
@@ -658,9 +658,9 @@ export class App {
       selRow,
       raiseShown: this.highlight >= 0 || this.masks.focus !== null,
     });
-    if (this.rows.length === 0) paintEmpty(this.painter, this.theme, this.d, g);
+    if (this.rows.length === 0) paintEmpty(this.painter, this.theme, this.data, g);
     /** @type {import("../render/arrows.js").Arrow[]} the selection's link arrows as last painted */
-    this.arrows = arrowsFor(this.d, this.L, g, this.vis, this.evVis, this.selection);
+    this.arrows = arrowsFor(this.data, this.layout, g, this.vis, this.evVis, this.selection);
     paintArrows(this.painter.ctx, dpr, g, this.theme, this.arrows);
     this.overview.paint(this.theme, this.cursor);
     const dt = performance.now() - t;
@@ -676,7 +676,7 @@ export class App {
   }
 
   updateFooter() {
-    const d = this.d;
+    const d = this.data;
     const txt = `view ${formatDuration(this.view.t0)} – ${formatDuration(this.view.t1)} (${formatDuration(this.view.t1 - this.view.t0)}) · dump ${formatDuration(d.globalEnd - d.globalStart)} · ${formatNumber(d.nSpans)} spans · ${formatNumber(d.nEvents)} events`;
     if (this.footerView.textContent !== txt) this.footerView.textContent = txt;
   }

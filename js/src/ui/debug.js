@@ -17,7 +17,7 @@ export function installDebug(app) {
   /** @param {{x: number, y: number, w: number, h: number}|null} b */
   const toClient = (b) => {
     if (!b) return null;
-    const g = self.geo();
+    const g = self.geometry();
     const x0 = Math.max(b.x, g.plotX);
     const x1 = Math.min(b.x + b.w, g.plotX + g.plotW);
     const y0 = Math.max(b.y, g.axisH);
@@ -29,11 +29,11 @@ export function installDebug(app) {
   /** @type {any} */ (self.root).stwDebug = {
     /** @param {number} index payload span index */
     spanRect(index) {
-      return toClient(spanBox(self.d, self.L, self.geo(), index));
+      return toClient(spanBox(self.data, self.layout, self.geometry(), index));
     },
     /** @param {number} index payload event index */
     eventRect(index) {
-      return toClient(eventBox(self.d, self.L, self.geo(), index));
+      return toClient(eventBox(self.data, self.layout, self.geometry(), index));
     },
     /**
      * How payload item `index` is drawn: 0 hidden (a filter, toggle or query), 1 drawn, 2 dimmed.
@@ -45,7 +45,7 @@ export function installDebug(app) {
     },
     /** @param {number} sampleIndex payload sample index */
     rowOfSample(sampleIndex) {
-      return self.L.rowOfSample[sampleIndex] ?? -1;
+      return self.layout.rowOfSample[sampleIndex] ?? -1;
     },
     frameTimes() {
       return self.loop.frameLog.slice();
@@ -69,19 +69,19 @@ export function installDebug(app) {
       return {
         viewStart: self.view.t0,
         viewEnd: self.view.t1,
-        sort: self.s.sort,
-        desc: self.s.desc,
-        filter: self.s.filter,
-        attempt: self.s.attempt,
-        attemptMode: self.s.attemptMode,
-        showEvents: self.s.showEvents,
-        showOpen: self.s.showOpen,
-        showUnmatched: self.s.showUnmatched,
-        laneHeight: self.s.laneH,
-        expandAll: self.s.expandAll,
+        sort: self.settings.sort,
+        desc: self.settings.desc,
+        filter: self.settings.filter,
+        attempt: self.settings.attempt,
+        attemptMode: self.settings.attemptMode,
+        showEvents: self.settings.showEvents,
+        showOpen: self.settings.showOpen,
+        showUnmatched: self.settings.showUnmatched,
+        laneHeight: self.settings.laneH,
+        expandAll: self.settings.expandAll,
         expanded: [...self.expanded],
         collapsed: [...self.collapsed],
-        highlight: self.highlight >= 0 ? nameOf(self.d, self.highlight) : null,
+        highlight: self.highlight >= 0 ? nameOf(self.data, self.highlight) : null,
         cursor: Number.isFinite(self.cursor) ? self.cursor : null,
         brush: self.brush ? [...self.brush] : null,
         selected: self.selection ? self.selectedValue(self.selection) : null,
@@ -101,7 +101,7 @@ export function installDebug(app) {
     /** @param {number} i */
     scrollToRow(i) {
       const r = Math.max(0, Math.min(self.rows.length - 1, i));
-      self.scrollEl.scrollTop = self.L.rowTop[r] ?? 0;
+      self.scrollEl.scrollTop = self.layout.rowTop[r] ?? 0;
       self.requestFrame();
     },
     /**
@@ -114,7 +114,7 @@ export function installDebug(app) {
       return self.hitAt(clientX - r.left, clientY - r.top);
     },
     selectionRect() {
-      return toClient(hitBox(self.d, self.L, self.geo(), self.selection));
+      return toClient(hitBox(self.data, self.layout, self.geometry(), self.selection));
     },
     /** The rollout diff: pair, rows, the focused name and side (diff_panel.js). */
     diff() {
@@ -134,7 +134,7 @@ export function installDebug(app) {
     /** The critical path shown: payload span (and segment, -1 none) indices, names and exclusive seconds, in time order. */
     critical() {
       const cv = self.critical;
-      return cv ? { on: self.s.critical, sample: cv.sample, path: cv.path.map((p) => ({ span: p.span, seg: p.seg, name: stepName(self.d, p), critical: p.critical })) } : null;
+      return cv ? { on: self.settings.critical, sample: cv.sample, path: cv.path.map((p) => ({ span: p.span, seg: p.seg, name: stepName(self.data, p), critical: p.critical })) } : null;
     },
     /** The flame view: its frames (figures, client rects) and the chosen path. */
     flame() {

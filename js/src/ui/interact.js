@@ -9,7 +9,7 @@
 
 /**
  * @typedef {Object} InteractHost
- * @property {() => Geo} geo
+ * @property {() => Geo} geometry
  * @property {(x: number, y: number) => Hit|null} hit
  * @property {(dxPx: number) => void} panPx
  * @property {(x: number, factor: number) => void} zoomAt
@@ -88,7 +88,7 @@ export class Interaction {
   down(e) {
     if (e.button !== 0) return;
     const { x, y } = this.pos(e);
-    const g = this.host.geo();
+    const g = this.host.geometry();
     // Take the keyboard focus without scrolling the notebook.
     if (document.activeElement !== this.root) this.root.focus({ preventScroll: true });
     const mode = x < g.gutter ? "label" : e.shiftKey ? "brush" : "pan";
@@ -119,7 +119,7 @@ export class Interaction {
       this.canvas.style.cursor = "grabbing";
       this.host.hover(null, 0, 0, x, y);
     } else if (p.mode === "brush") {
-      const g = this.host.geo();
+      const g = this.host.geometry();
       const t = g.t0 + ((x - g.plotX) * (g.t1 - g.t0)) / Math.max(g.plotW, 1);
       this.host.brush([p.t0, t], false);
     }
@@ -134,7 +134,7 @@ export class Interaction {
     const { x, y } = this.pos(e);
     if (p.moved) {
       if (p.mode === "brush") {
-        const g = this.host.geo();
+        const g = this.host.geometry();
         const t = g.t0 + ((x - g.plotX) * (g.t1 - g.t0)) / Math.max(g.plotW, 1);
         this.host.brush([p.t0, t], true);
       } else if (p.mode === "pan") {
@@ -169,7 +169,7 @@ export class Interaction {
   /** @param {WheelEvent} e */
   wheel(e) {
     const { x } = this.pos(/** @type {any} */ (e));
-    const g = this.host.geo();
+    const g = this.host.geometry();
     if (x < g.gutter && !e.ctrlKey) return; // let the rows scroll natively
     e.preventDefault();
     const horizontal = Math.abs(e.deltaX) > Math.abs(e.deltaY);
@@ -223,7 +223,7 @@ export class Interaction {
       this.host.focusFilter();
     } else if (k === "pagedown" || k === "pageup") {
       e.preventDefault();
-      this.host.scrollBy((k === "pagedown" ? 1 : -1) * (this.host.geo().height - this.host.geo().axisH) * 0.9);
+      this.host.scrollBy((k === "pagedown" ? 1 : -1) * (this.host.geometry().height - this.host.geometry().axisH) * 0.9);
     }
   }
 
@@ -239,7 +239,7 @@ export class Interaction {
    * @param {number} dt
    */
   step(k, dt) {
-    const g = this.host.geo();
+    const g = this.host.geometry();
     const cx = this.pointerX >= g.plotX && this.pointerX <= g.plotX + g.plotW ? this.pointerX : g.plotX + g.plotW / 2;
     if (k === "w") this.host.zoomAt(cx, Math.exp(-dt * 3));
     else if (k === "s") this.host.zoomAt(cx, Math.exp(dt * 3));

@@ -72,7 +72,7 @@ export function hitOfSelected(d, L, sel) {
  * @param {Hit} h
  */
 export function loadDetails(app, h) {
-  const d = app.d;
+  const d = app.data;
   if (h.type !== "span" && h.type !== "segment" && h.type !== "event") return;
   const detailSpan = h.type === "segment" ? detailSpanForSegment(d, h.seg) : h.type === "span" ? h.span : -1;
   const kind = h.type === "event" ? "event" : "span";
@@ -82,13 +82,13 @@ export function loadDetails(app, h) {
     focus: () => app.focusSelection(),
     selectSpan: (/** @type {number} */ i) => {
       const s = d.spanSample[i];
-      const row = app.L.rowOfSample[s];
+      const row = app.layout.rowOfSample[s];
       if (row < 0) return;
       app.select({ type: "span", row, sample: s, span: i, t: d.spanStart[i] });
     },
     selectEvent: (/** @type {number} */ i) => {
       const s = d.evSample[i];
-      const row = app.L.rowOfSample[s];
+      const row = app.layout.rowOfSample[s];
       if (row < 0) return;
       app.select({ type: "event", row, sample: s, ev: i, count: 1, members: [i], t: d.evTs[i] });
     },

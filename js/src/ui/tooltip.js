@@ -174,7 +174,7 @@ export function sameHit(a, b) {
  * Point the hover at `h`: the item outlined, the row marked, the tooltip's
  * text and place, the pointer's shape. Returns whether the outline or the
  * marked row changed, i.e. whether a repaint is due.
- * @param {{d: Data, hover: Hit|null, hoverRow: number, tooltip: HTMLElement, canvas: HTMLElement, mainEl: HTMLElement}} st
+ * @param {{data: Data, hover: Hit|null, hoverRow: number, tooltip: HTMLElement, canvas: HTMLElement, mainEl: HTMLElement}} st
  * @param {Hit|null} h
  * @param {number} clientX
  * @param {number} clientY
@@ -191,7 +191,7 @@ export function pointAt(st, h, clientX, clientY) {
     return !same;
   }
   st.canvas.style.cursor = h.type === "label" ? "pointer" : "";
-  if (!same) fillTooltip(st.tooltip, st.d, h);
+  if (!same) fillTooltip(st.tooltip, st.data, h);
   placeTooltip(st.tooltip, st.mainEl, clientX, clientY);
   return !same;
 }

@@ -15,7 +15,7 @@ import { FlameView } from "../panels/icicle.js";
  */
 export function attachViews(app, flameEl) {
   const query = new QueryFilter({
-    data: () => app.d,
+    data: () => app.data,
     apply: (r) => {
       app.setMasks({ keep: r?.keep ?? null, evKeep: r?.evKeep ?? null, rowKeep: r?.rowKeep ?? null });
       app.updateControls();
@@ -24,7 +24,7 @@ export function attachViews(app, flameEl) {
       app.root.dataset.query = st.state;
       app.controls.setQueryStatus(st);
     },
-    resolve: resolverFor(app.requests, (d) => (d === app.d ? app.sync.get("payload")?.meta?.view_id : undefined)),
+    resolve: resolverFor(app.requests, (d) => (d === app.data ? app.sync.get("payload")?.meta?.view_id : undefined)),
   });
   const diff = new DiffView(app);
   const critical = new CriticalView(app);
@@ -34,7 +34,7 @@ export function attachViews(app, flameEl) {
   app.diff = diff;
   app.critical = critical;
   app.flameView = flameView;
-  query.run(app.s.filter);
+  query.run(app.settings.filter);
   diff.render();
   return { query, diff, critical, flameView };
 }

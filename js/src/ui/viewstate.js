@@ -10,7 +10,7 @@ import { LANE_MIN, LANE_MAX } from "./controls.js";
 /**
  * What of App the view state reads and restores.
  * @typedef {Object} ViewBits
- * @property {Settings} s
+ * @property {Settings} settings
  * @property {Set<number>} expanded sample row ids expanded (when not expand-all)
  * @property {Set<number>} collapsed sample row ids collapsed (when expand-all)
  * @property {number} highlight highlighted name index, -1 for none
@@ -35,7 +35,7 @@ export function validRange(v) {
  */
 export function restoreViewState(st, vs, names) {
   if (!vs || typeof vs !== "object") return;
-  const s = st.s;
+  const s = st.settings;
   if (typeof vs.filter === "string") s.filter = vs.filter;
   if (Number.isInteger(vs.attempt)) s.attempt = vs.attempt;
   if (vs.attempt_mode === "highlight" || vs.attempt_mode === "filter") s.attemptMode = vs.attempt_mode;
@@ -65,7 +65,7 @@ export function restoreViewState(st, vs, names) {
  * @param {number} scrollTop
  */
 export function viewStateOf(st, names, view, cursor, scrollTop) {
-  const s = st.s;
+  const s = st.settings;
   return {
     filter: s.filter,
     attempt: s.attempt,
