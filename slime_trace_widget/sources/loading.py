@@ -100,18 +100,22 @@ def _load_frames(paths_or_glob: PathLike | Iterable[PathLike], *, trusted: bool,
             # A core the other jobs leave idle: the job skims and builds a table there.
             jobs.append(new_job(path, "frames", out, time_limit, memory_limit,
                                 spare_core=len(paths) < (os.cpu_count() or 1)))
-        with progress_bar([job.size for job in jobs], progress) as bar:
-            run_jobs(jobs, workers or default_workers(paths), bar)
-        parts, failures = [], []
-        for job in jobs:
+        read: dict[int, Any] = {}
+
+        def read_part(job: Any) -> None:
+            """Read a dump's frames as soon as its job ends, while other jobs still run."""
             assert job.verdict is not None
             if "ok" in job.verdict:
                 try:
-                    parts.append(read_frames(job.request["out"], mapped=shared))
-                    continue
+                    read[id(job)] = read_frames(job.request["out"], mapped=shared)
                 except WireError as exc:
                     job.verdict = {"error": f"{job.name}: the worker's output was refused ({exc})"}
-            failures.append((job.name, str(job.verdict.get("error"))))
+
+        with progress_bar([job.size for job in jobs], progress) as bar:
+            run_jobs(jobs, workers or default_workers(paths), bar, on_done=read_part)
+        parts = [read.pop(id(job)) for job in jobs if id(job) in read]
+        failures = [(job.name, str(job.verdict.get("error"))) for job in jobs
+                    if job.verdict is not None and "error" in job.verdict]
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     if not parts:

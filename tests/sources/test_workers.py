@@ -354,6 +354,43 @@ def test_many_dumps_combine_in_path_order_and_failures_are_listed(tmp_path: Path
     assert len(frames.span_core) == sum(len(f.span_core) for f in one_by_one)
 
 
+def test_each_dumps_frames_are_read_once_its_job_ends_while_the_next_one_runs(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With more dumps than helpers, the caller reads a finished dump's frames while the
+    helper already loads the next, not all of them after the last job (8 dumps of 62 MB:
+    0.3 s of reading moved off the end)."""
+    from slime_trace_widget.sources.dumps import wire
+
+    paths = []
+    for rollout in (1, 2, 3):
+        paths.append(tmp_path / f"rollout_{rollout}.pt")
+        torch.save({"rollout_id": rollout, "samples": [benign_sample() for _ in range(20)]},
+                   paths[-1])
+    steps: list[str] = []
+    real_send, real_conclude, real_read = pool._Worker.send, pool._conclude, wire.read_frames
+
+    def send(self: pool._Worker, job: pool._Job) -> None:
+        steps.append(f"sent {Path(job.name).stem}")
+        real_send(self, job)
+
+    def conclude(worker: pool._Worker, verdict: dict, *args: object, **kwargs: object) -> None:
+        assert worker.job is not None
+        steps.append(f"ended {Path(worker.job.name).stem}")
+        real_conclude(worker, verdict, *args, **kwargs)
+
+    def read(out: str, **kwargs: object) -> object:
+        steps.append(f"read {Path(out).name}")
+        return real_read(out, **kwargs)
+
+    monkeypatch.setattr(pool._Worker, "send", send)
+    monkeypatch.setattr(pool, "_conclude", conclude)
+    monkeypatch.setattr(wire, "read_frames", read)
+    frames = load_frames(paths, workers=1)
+    assert frames.rollout_ids == [1, 2, 3]
+    assert steps == ["sent rollout_1", "ended rollout_1", "sent rollout_2", "read 0",
+                     "ended rollout_2", "sent rollout_3", "read 1", "ended rollout_3", "read 2"]
+
+
 def test_every_dump_failing_is_a_dump_error(tmp_path: Path) -> None:
     for name in ("rollout_1.pt", "rollout_2.pt"):
         (tmp_path / name).write_bytes(b"garbage")

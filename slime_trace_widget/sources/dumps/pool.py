@@ -233,16 +233,11 @@ def run_jobs(jobs: list[_Job], workers: int, progress: Any,
     pool = _IDLE.take(workers, inbox)
     pending = list(jobs)
     try:
-        while pending or any(w.job is not None for w in pool):
-            free = [w for w in pool if w.job is None]
-            while pending and free and _fits(pending[0], [w.job for w in pool if w.job]):
-                job, worker = pending.pop(0), free.pop(0)
-                # Wall-clock backstop for what the CPU limit cannot see; generous, since on
-                # a busy machine a CPU second takes longer.
-                job.deadline = time.monotonic() + 3 * job.request["cpu_seconds"] + 30
-                worker.send(job)
+        _start_pending(pending, pool)
+        while any(w.job is not None for w in pool):
             running = [w.job for w in pool if w.job is not None]
             _take_message(inbox, [w for w in pool if w.job is not None], progress)
+            _start_pending(pending, pool)  # a freed helper goes on before on_done runs
             if on_done is not None:
                 for job in running:
                     if job.verdict is not None:
@@ -252,6 +247,17 @@ def run_jobs(jobs: list[_Job], workers: int, progress: Any,
             worker.stop()
         raise
     _IDLE.give_back(pool)
+
+
+def _start_pending(pending: list[_Job], pool: list[_Worker]) -> None:
+    """Send the next jobs of ``pending`` to idle helpers, while memory allows."""
+    free = [w for w in pool if w.job is None]
+    while pending and free and _fits(pending[0], [w.job for w in pool if w.job]):
+        job, worker = pending.pop(0), free.pop(0)
+        # Wall-clock backstop for what the CPU limit cannot see; generous, since on
+        # a busy machine a CPU second takes longer.
+        job.deadline = time.monotonic() + 3 * job.request["cpu_seconds"] + 30
+        worker.send(job)
 
 
 def _fits(job: _Job, running: list[_Job]) -> bool:
