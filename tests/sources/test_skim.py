@@ -23,6 +23,7 @@ from slime_trace_widget.sources.dumps.skim import (
     drop_markers,
     skim_pickle,
     skim_stored_file,
+    worth_skimming,
 )
 from tests.sources.test_wire import FIXTURES, assert_same_frames
 
@@ -90,6 +91,50 @@ def test_opcodes_the_walk_does_not_follow_give_the_plain_read() -> None:
     assert pickle.loads(with_dup) == pickle.loads(data)
     assert skim_pickle(with_dup) is None
     assert skim_pickle(pickle.dumps({"samples": _without_cut(samples)}, protocol=2)) is None
+
+
+def _short_lists(count: int, prompt_chars: int) -> list[dict]:
+    """Samples whose lists under the keys are too short to be worth cutting."""
+    return [{**sample, "tokens": [1, 2, 3], "loss_mask": [1], "rollout_log_probs": [],
+             "prompt": "p" * prompt_chars} for sample in _samples(count)]
+
+
+def _streamed(data: bytes) -> tuple[object, bytes]:
+    """skim_pickle's result and the bytes it sent, when sending them as it walks."""
+    pieces: list[bytes] = []
+    result = skim_pickle(data, emit=lambda piece: pieces.append(bytes(piece)))
+    return result, b"".join(pieces)
+
+
+def test_a_stream_with_nothing_cut_goes_on_as_it_is_where_the_walk_stops() -> None:
+    """Where the walk gives up before cutting anything (its probe finds lists too short
+    to pay, or an opcode it does not follow), a reader unpickling the stream gets the
+    rest of the file's own bytes, instead of failing and reading it all again."""
+    data = pickle.dumps({"samples": _short_lists(400, 2000)}, protocol=2)
+    assert skim_pickle(data) is None  # collected: not worth a copy
+    result, sent = _streamed(data)
+    assert result is not None and result.cuts == 0 and not result.fetched
+    assert sent == data
+    samples = _samples(40)
+    with_dup = pickle.dumps({"samples": samples}, protocol=2)
+    with_dup = with_dup[:-1] + b"2" + b"0" + with_dup[-1:]  # DUP, POP after the cuts
+    result, _ = _streamed(with_dup)
+    assert result is None  # lists were cut before it: the plain read
+    dup_first = b"\x80\x02N20" + pickle.dumps({"samples": samples}, protocol=2)[2:]
+    assert pickle.loads(dup_first) == {"samples": samples}
+    result, sent = _streamed(dup_first)  # DUP before any cut: the stream goes on
+    assert result is not None and result.cuts == 0 and sent == dup_first
+
+
+def test_a_stream_sends_bytes_while_it_walks_not_only_at_cuts() -> None:
+    """A reader waits for the stream: bytes go on at least every megabyte walked (the
+    probe of a pickle of 17 MB walks a megabyte before it gives up)."""
+    data = pickle.dumps({"samples": _short_lists(3500, 5000)}, protocol=2)
+    assert len(data) > 17 << 20
+    pieces: list[int] = []
+    result = skim_pickle(data, emit=lambda piece: pieces.append(len(piece)))
+    assert result is not None and result.cuts == 0
+    assert len(pieces) >= 2 and pieces[0] < len(data) and sum(pieces) == len(data)
 
 
 def test_a_key_inside_a_string_is_text_not_a_key() -> None:
@@ -191,6 +236,44 @@ def test_frames_read_skimmed_equal_the_plain_ones(tmp_path: Path,
             assert_same_frames(build_frames(frames), build_frames(plain))
             if dump == path:  # the cut held there
                 assert sum("tokens" not in sample for sample in frames.samples) > 50
+
+
+def test_a_dump_whose_lists_are_too_short_to_cut_streams_on_to_the_plain_result(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pipelined read of a dump the walk gives up on keeps unpickling the stream
+    (nothing cut, the file's own bytes) and gives the plain read's frames."""
+    monkeypatch.setattr(files, "SKIM_MIN_BYTES", 0)
+    path = tmp_path / "rollout_2.pt"
+    samples = _short_lists(400, 2000)
+    for sample, demo in zip(samples, make_demo_samples(400, seed=3), strict=False):
+        sample["trace"] = demo["trace"]
+    save_dump(path, samples, rollout_id=2)
+    streamed: list = []
+    real = files.unpickle_skimmed
+
+    def watched(*args: object) -> object:
+        streamed.append(real(*args))  # type: ignore[arg-type]
+        return streamed[-1]
+
+    monkeypatch.setattr(files, "unpickle_skimmed", watched)
+    frames = load_dump_file(str(path), "frames", pipelined=True)
+    assert len(streamed) == 1 and streamed[0] is not None and streamed[0][1].cuts == 0
+    plain = load_dump_file(str(path), "plain")
+    assert repr(_without_cut(frames.samples)) == repr(_without_cut(plain.samples))
+    assert_same_frames(build_frames(frames), build_frames(plain))
+
+
+def test_a_dump_without_the_keys_where_the_walk_probes_is_not_skimmed(tmp_path: Path) -> None:
+    """No fork and no walk for a file without token lists: its plain read starts at once."""
+    plain, listed = tmp_path / "rollout_1.pt", tmp_path / "rollout_2.pt"
+    save_dump(plain, _without_cut(_samples(60)), rollout_id=1)
+    save_dump(listed, _samples(60), rollout_id=2)
+    verdicts = []
+    for path in (plain, listed):
+        with zipfile.ZipFile(path) as archive:
+            info = archive.getinfo(next(n for n in archive.namelist() if n.endswith("data.pkl")))
+        verdicts.append(worth_skimming(str(path), info))
+    assert verdicts == [False, True]
 
 
 def test_small_pickles_are_read_whole(tmp_path: Path) -> None:

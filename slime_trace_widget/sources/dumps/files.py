@@ -28,7 +28,7 @@ from .allowlist import check_dtypes
 from .errors import DumpError, one_line
 from .paths import PathLike
 from .placeholders import object_record, sample_records
-from .skim import drop_markers, skim_stored_file
+from .skim import drop_markers, skim_stored_file, worth_skimming
 from .skim_stream import unpickle_skimmed
 from .unpickler import LoadSession, TensorSupport
 
@@ -272,6 +272,8 @@ def _skim_read(name: str, source: Any, pickle_name: str,
         info = archive.getinfo(pickle_name)
         if info.file_size < SKIM_MIN_BYTES or info.compress_type != zipfile.ZIP_STORED:
             return None
+    if not worth_skimming(source, info):  # before forking a skim that would cut nothing
+        return None
     skimmed = None
     if not pipelined:
         checked = skim_stored_file(source, info)
