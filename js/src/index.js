@@ -41,9 +41,9 @@ function render({ model, el }) {
   /** @type {HTMLElement|null} */
   let waiting = null;
   let cleanup = () => {};
-  const whole = new WholePayload(model, (m) => {
+  const whole = new WholePayload(model, (drawableModel) => {
     waiting?.remove();
-    cleanup = mount(m, el, t0);
+    cleanup = mount(drawableModel, el, t0);
   });
   if (whole.pending) {
     waiting = el.appendChild(document.createElement("div"));

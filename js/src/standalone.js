@@ -56,9 +56,9 @@ export function createLocalModel(state, opts = {}) {
   const emit = (event, ...args) => {
     const hs = handlers.get(event);
     if (!hs) return;
-    for (const h of [...hs]) {
+    for (const handler of [...hs]) {
       try {
-        h(...args);
+        handler(...args);
       } catch (err) {
         console.error(`slime-trace-widget: handler for ${event} failed`, err);
       }
@@ -75,8 +75,8 @@ export function createLocalModel(state, opts = {}) {
     if (typeof src === "function") return await src(kind, index);
     const table = kind === "event" ? src.event : src.span;
     if (!table) return null;
-    const v = Array.isArray(table) ? table[index] : table[String(index)];
-    return v === undefined ? null : v;
+    const attrs = Array.isArray(table) ? table[index] : table[String(index)];
+    return attrs === undefined ? null : attrs;
   };
 
   /**

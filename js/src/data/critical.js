@@ -24,27 +24,27 @@ const measuredCache = new WeakMap();
  * Per span, 1 when it carries its own time (analysis.measured_spans): not a
  * PD-detail span, and not a virtual span whose real `sglang_pd_*` twin (same
  * parent and interval) is in the payload too.
- * @param {Data} d
+ * @param {Data} data
  * @returns {Uint8Array}
  */
-export function measuredSpans(d) {
-  const cached = measuredCache.get(d);
+export function measuredSpans(data) {
+  const cached = measuredCache.get(data);
   if (cached) return cached;
-  const out = new Uint8Array(d.nSpans);
-  const realPd = d.names.map((n) => n.startsWith(PD_PREFIX));
+  const out = new Uint8Array(data.nSpans);
+  const realPd = data.names.map((name) => name.startsWith(PD_PREFIX));
   /** @type {Set<string>} */
   const twins = new Set();
-  const key = (/** @type {number} */ i) => `${d.spanParent[i]}:${d.spanStart[i]}:${d.spanEnd[i]}`;
-  for (let i = 0; i < d.nSpans; i++) {
-    const fl = d.spanFlags[i];
+  const key = (/** @type {number} */ span) => `${data.spanParent[span]}:${data.spanStart[span]}:${data.spanEnd[span]}`;
+  for (let i = 0; i < data.nSpans; i++) {
+    const fl = data.spanFlags[i];
     if (fl & F_PD_DETAIL) continue;
     out[i] = 1;
-    if (!(fl & F_VIRTUAL) && realPd[d.spanName[i]] && d.spanParent[i] >= 0) twins.add(key(i));
+    if (!(fl & F_VIRTUAL) && realPd[data.spanName[i]] && data.spanParent[i] >= 0) twins.add(key(i));
   }
   if (twins.size) {
-    for (let i = 0; i < d.nSpans; i++) if (d.spanFlags[i] & F_VIRTUAL && twins.has(key(i))) out[i] = 0;
+    for (let i = 0; i < data.nSpans; i++) if (data.spanFlags[i] & F_VIRTUAL && twins.has(key(i))) out[i] = 0;
   }
-  measuredCache.set(d, out);
+  measuredCache.set(data, out);
   return out;
 }
 
@@ -56,57 +56,57 @@ export function measuredSpans(d) {
  */
 
 /**
- * Whether span `i`'s PD segments stand for real spans (F_PD_SEGMENT_SPANS):
+ * Whether span `span`'s PD segments stand for real spans (F_PD_SEGMENT_SPANS):
  * then, as in Python where the real `sglang_pd_*` segment spans are the
  * phase's children, they are its children here.
- * @param {Data} d
- * @param {number} i
+ * @param {Data} data
+ * @param {number} span
  */
-export function segmentsAreChildren(d, i) {
-  return (d.spanFlags[i] & (F_VIRTUAL | F_PD_SEGMENT_SPANS)) === (F_VIRTUAL | F_PD_SEGMENT_SPANS);
+export function segmentsAreChildren(data, span) {
+  return (data.spanFlags[span] & (F_VIRTUAL | F_PD_SEGMENT_SPANS)) === (F_VIRTUAL | F_PD_SEGMENT_SPANS);
 }
 
 /**
- * The critical path of payload sample `s`, in time order (start, then depth).
+ * The critical path of payload sample `sample`, in time order (start, then depth).
  * Nodes of the walk are spans (index i) and, under a measured span whose
  * segments are children (`segmentsAreChildren`), its segments (nSpans + seg).
- * @param {Data} d
- * @param {number} s
+ * @param {Data} data
+ * @param {number} sample
  * @returns {CriticalStep[]}
  */
-export function criticalPath(d, s) {
-  const measured = measuredSpans(d);
-  const lo = d.spanOff[s];
-  const hi = d.spanOff[s + 1];
-  const n = d.nSpans;
-  const startOf = (/** @type {number} */ k) => (k < n ? d.spanStart[k] : d.segStart[k - n]);
-  const endOf = (/** @type {number} */ k) => (k < n ? d.spanEnd[k] : d.segEnd[k - n]);
-  const depthOf = (/** @type {number} */ k) => (k < n ? d.spanDepth[k] : d.spanDepth[d.segSpan[k - n]] + 1);
+export function criticalPath(data, sample) {
+  const measured = measuredSpans(data);
+  const lo = data.spanOff[sample];
+  const hi = data.spanOff[sample + 1];
+  const nSpans = data.nSpans;
+  const startOf = (/** @type {number} */ node) => (node < nSpans ? data.spanStart[node] : data.segStart[node - nSpans]);
+  const endOf = (/** @type {number} */ node) => (node < nSpans ? data.spanEnd[node] : data.segEnd[node - nSpans]);
+  const depthOf = (/** @type {number} */ node) => (node < nSpans ? data.spanDepth[node] : data.spanDepth[data.segSpan[node - nSpans]] + 1);
   /** @type {Map<number, number[]>} */
   const children = new Map();
-  const addChild = (/** @type {number} */ p, /** @type {number} */ k) => {
-    const kids = children.get(p);
-    if (kids) kids.push(k);
-    else children.set(p, [k]);
+  const addChild = (/** @type {number} */ parent, /** @type {number} */ child) => {
+    const kids = children.get(parent);
+    if (kids) kids.push(child);
+    else children.set(parent, [child]);
   };
   /** @type {number[]} */
   const roots = [];
   let last = -Infinity;
   for (let i = lo; i < hi; i++) {
     if (!measured[i]) continue;
-    const p = d.spanParent[i];
-    if (p >= lo && p < hi && measured[p]) addChild(p, i);
+    const parent = data.spanParent[i];
+    if (parent >= lo && parent < hi && measured[parent]) addChild(parent, i);
     else roots.push(i);
-    if (d.spanEnd[i] > last) last = d.spanEnd[i];
-    if (segmentsAreChildren(d, i)) {
-      for (let c = d.spanSegOff[i]; c < d.spanSegOff[i + 1]; c++) addChild(i, n + d.segOrder[c]);
+    if (data.spanEnd[i] > last) last = data.spanEnd[i];
+    if (segmentsAreChildren(data, i)) {
+      for (let position = data.spanSegOff[i]; position < data.spanSegOff[i + 1]; position++) addChild(i, nSpans + data.segOrder[position]);
     }
   }
   /** @type {CriticalStep[]} */
   const path = [];
   /** @type {number[]} */
   const nodes = [];
-  const latestFirst = (/** @type {number[]} */ pool) => pool.slice().sort((a, b) => endOf(b) - endOf(a) || startOf(a) - startOf(b));
+  const latestFirst = (/** @type {number[]} */ pool) => pool.slice().sort((left, right) => endOf(right) - endOf(left) || startOf(left) - startOf(right));
   // The walk with an explicit stack (a crafted chain thousands deep must not
   // exhaust the JS stack). A frame: the node (-1 for the sample), its children
   // latest end first, the next one to look at, the limit, and the time its own
@@ -117,9 +117,9 @@ export function criticalPath(d, s) {
     const top = stack[stack.length - 1];
     let chosen = -1;
     while (top.next < top.kids.length) {
-      const k = top.kids[top.next++];
-      if (endOf(k) <= top.limit + EPSILON) {
-        chosen = k; // else still running here: not what the path waited for
+      const child = top.kids[top.next++];
+      if (endOf(child) <= top.limit + EPSILON) {
+        chosen = child; // else still running here: not what the path waited for
         break;
       }
     }
@@ -130,33 +130,33 @@ export function criticalPath(d, s) {
     stack.pop();
     if (top.node < 0) break;
     const length = Math.max(endOf(top.node) - startOf(top.node), 0);
-    const k = top.node;
-    nodes.push(k);
-    path.push(k < n ? { span: k, seg: -1, critical: Math.max(length - top.covered, 0) } : { span: d.segSpan[k - n], seg: k - n, critical: Math.max(length - top.covered, 0) });
+    const node = top.node;
+    nodes.push(node);
+    path.push(node < nSpans ? { span: node, seg: -1, critical: Math.max(length - top.covered, 0) } : { span: data.segSpan[node - nSpans], seg: node - nSpans, critical: Math.max(length - top.covered, 0) });
     const parent = stack[stack.length - 1];
     parent.covered += length;
-    parent.limit = startOf(k);
+    parent.limit = startOf(node);
   }
-  const order = nodes.map((_, j) => j).sort((a, b) => startOf(nodes[a]) - startOf(nodes[b]) || depthOf(nodes[a]) - depthOf(nodes[b]));
+  const order = nodes.map((_, j) => j).sort((left, right) => startOf(nodes[left]) - startOf(nodes[right]) || depthOf(nodes[left]) - depthOf(nodes[right]));
   return order.map((j) => path[j]);
 }
 
 /**
  * Start time of a step (its segment's when it is one).
- * @param {Data} d
+ * @param {Data} data
  * @param {CriticalStep} step
  */
-export function stepStart(d, step) {
-  return step.seg >= 0 ? d.segStart[step.seg] : d.spanStart[step.span];
+export function stepStart(data, step) {
+  return step.seg >= 0 ? data.segStart[step.seg] : data.spanStart[step.span];
 }
 
 /**
  * Name of a step: its segment's name, or its span's.
- * @param {Data} d
+ * @param {Data} data
  * @param {CriticalStep} step
  */
-export function stepName(d, step) {
-  return nameOf(d, step.seg >= 0 ? d.segName[step.seg] : d.spanName[step.span]);
+export function stepName(data, step) {
+  return nameOf(data, step.seg >= 0 ? data.segName[step.seg] : data.spanName[step.span]);
 }
 
 /** Steps the side panel lists at most: a DOM row each. */
@@ -172,20 +172,20 @@ export function listedSteps(path, max) {
   if (path.length <= max) return path;
   const keep = new Set(
     path
-      .map((step, k) => [step.critical, k])
-      .sort((a, b) => b[0] - a[0] || a[1] - b[1])
+      .map((step, index) => [step.critical, index])
+      .sort((left, right) => right[0] - left[0] || left[1] - right[1])
       .slice(0, max)
-      .map(([, k]) => k),
+      .map(([, index]) => index),
   );
-  return path.filter((_, k) => keep.has(k));
+  return path.filter((_, index) => keep.has(index));
 }
 
 /**
  * The sample's end-to-end latency (seconds), the denominator of each step's share.
- * @param {Data} d
- * @param {number} s
+ * @param {Data} data
+ * @param {number} sample
  */
-export function sampleLatency(d, s) {
-  const t = d.smpEnd[s] - d.smpStart[s];
-  return Number.isFinite(t) && t > 0 ? t : 0;
+export function sampleLatency(data, sample) {
+  const latency = data.smpEnd[sample] - data.smpStart[sample];
+  return Number.isFinite(latency) && latency > 0 ? latency : 0;
 }

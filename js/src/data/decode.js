@@ -16,7 +16,7 @@ export const CLIP_SHIFT = CONTRACT.clip_shift;
 /** @param {number} flags */
 export const clipReasonOf = (flags) => (flags >> CLIP_SHIFT) & 3;
 /** Clip reason of code k (0 = none), as shown. */
-export const CLIP_REASONS = ["", ...CONTRACT.clip_reasons.map((r) => r.replace(/_/g, " "))];
+export const CLIP_REASONS = ["", ...CONTRACT.clip_reasons.map((reason) => reason.replace(/_/g, " "))];
 
 /** Lane kinds (bits of Data.laneKind). */
 export const LK_SPANS = CONTRACT.lane_kinds.spans;
@@ -141,11 +141,11 @@ const LITTLE_ENDIAN_HOST = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
  * @returns {Typed}
  */
 export function toTyped(buf, dtype) {
-  const C = CTORS[dtype];
-  if (!C) throw new Error(`payload: unknown dtype ${JSON.stringify(dtype)}`);
-  const size = C.BYTES_PER_ELEMENT;
-  if (buf === null || buf === undefined) return new C(0);
-  if (Array.isArray(buf)) return C.from(buf.map((v) => (v === null ? NaN : v)));
+  const Ctor = CTORS[dtype];
+  if (!Ctor) throw new Error(`payload: unknown dtype ${JSON.stringify(dtype)}`);
+  const size = Ctor.BYTES_PER_ELEMENT;
+  if (buf === null || buf === undefined) return new Ctor(0);
+  if (Array.isArray(buf)) return Ctor.from(buf.map((value) => (value === null ? NaN : value)));
   /** @type {ArrayBufferLike} */
   let ab;
   let off = 0;
@@ -164,21 +164,21 @@ export function toTyped(buf, dtype) {
   } else {
     throw new Error(`payload: a ${dtype} buffer is neither bytes nor an array`);
   }
-  const n = Math.floor(len / size);
-  if (size === 1) return new C(ab, off, n);
-  if (LITTLE_ENDIAN_HOST && off % size === 0) return new C(ab, off, n);
-  if (LITTLE_ENDIAN_HOST) return new C(ab.slice(off, off + n * size));
+  const count = Math.floor(len / size);
+  if (size === 1) return new Ctor(ab, off, count);
+  if (LITTLE_ENDIAN_HOST && off % size === 0) return new Ctor(ab, off, count);
+  if (LITTLE_ENDIAN_HOST) return new Ctor(ab.slice(off, off + count * size));
   // Big-endian host: read element by element.
-  const dv = new DataView(ab, off, n * size);
-  const out = new C(n);
-  for (let i = 0; i < n; i++) {
-    const p = i * size;
+  const dv = new DataView(ab, off, count * size);
+  const out = new Ctor(count);
+  for (let i = 0; i < count; i++) {
+    const byteIndex = i * size;
     out[i] =
-      dtype === "u2" ? dv.getUint16(p, true)
-      : dtype === "u4" ? dv.getUint32(p, true)
-      : dtype === "i4" ? dv.getInt32(p, true)
-      : dtype === "f4" ? dv.getFloat32(p, true)
-      : dv.getFloat64(p, true);
+      dtype === "u2" ? dv.getUint16(byteIndex, true)
+      : dtype === "u4" ? dv.getUint32(byteIndex, true)
+      : dtype === "i4" ? dv.getInt32(byteIndex, true)
+      : dtype === "f4" ? dv.getFloat32(byteIndex, true)
+      : dv.getFloat64(byteIndex, true);
   }
   return out;
 }
@@ -187,39 +187,39 @@ export function toTyped(buf, dtype) {
  * @param {Record<string, unknown>} buffers
  * @param {Record<string, string>} columns
  * @param {string} name
- * @param {number} n expected length (-1: take the buffer's length)
+ * @param {number} length expected length (-1: take the buffer's length)
  * @param {number} [fill]
  */
-function column(buffers, columns, name, n, fill = 0) {
+function column(buffers, columns, name, length, fill = 0) {
   const dtype = /** @type {Dtype} */ (columns[name] || DEFAULT_DTYPES[name]);
   const raw = buffers[name];
   let arr = raw === undefined || raw === null ? null : toTyped(raw, dtype);
-  if (n < 0) return arr || new CTORS[dtype](0);
-  if (!arr || arr.length < n) {
-    const C = CTORS[dtype];
-    const out = new C(n);
+  if (length < 0) return arr || new CTORS[dtype](0);
+  if (!arr || arr.length < length) {
+    const Ctor = CTORS[dtype];
+    const out = new Ctor(length);
     if (fill !== 0) out.fill(fill);
     if (arr) out.set(arr);
     arr = out;
-  } else if (arr.length > n) {
-    arr = arr.subarray(0, n);
+  } else if (arr.length > length) {
+    arr = arr.subarray(0, length);
   }
   return arr;
 }
 
-/** @param {unknown} a */
-function arr(a) {
-  return Array.isArray(a) ? a : [];
+/** @param {unknown} value */
+function arr(value) {
+  return Array.isArray(value) ? value : [];
 }
 
 /**
  * Normalise `meta` so every documented field is present.
- * @param {any} m
+ * @param {any} rawMeta
  * @returns {Meta}
  */
-function normaliseMeta(m) {
-  const meta = m && typeof m === "object" ? m : {};
-  const s = meta.samples && typeof meta.samples === "object" ? meta.samples : {};
+function normaliseMeta(rawMeta) {
+  const meta = rawMeta && typeof rawMeta === "object" ? rawMeta : {};
+  const samples = meta.samples && typeof meta.samples === "object" ? meta.samples : {};
   return {
     title: typeof meta.title === "string" ? meta.title : "trace timeline",
     t0: Number.isFinite(meta.t0) ? meta.t0 : 0,
@@ -230,11 +230,11 @@ function normaliseMeta(m) {
     sources: arr(meta.sources).map(String),
     rollouts: arr(meta.rollouts).map(String),
     samples: {
-      row: arr(s.row),
-      sample_index: arr(s.sample_index),
-      group_index: arr(s.group_index),
-      trace_id: arr(s.trace_id),
-      label: arr(s.label),
+      row: arr(samples.row),
+      sample_index: arr(samples.sample_index),
+      group_index: arr(samples.group_index),
+      trace_id: arr(samples.trace_id),
+      label: arr(samples.label),
     },
     columns: meta.columns && typeof meta.columns === "object" ? meta.columns : {},
     attrs_embedded: !!meta.attrs_embedded,
@@ -259,20 +259,20 @@ function enginePhaseNames(value) {
 }
 
 /**
- * Check that (key1, key2, t) is non-decreasing; returns true when sorted.
- * @param {ArrayLike<number>} a
- * @param {ArrayLike<number>} b
- * @param {ArrayLike<number>} t
+ * Check that (key1, key2, time) is non-decreasing; returns true when sorted.
+ * @param {ArrayLike<number>} key1
+ * @param {ArrayLike<number>} key2
+ * @param {ArrayLike<number>} time
  */
-function isSorted(a, b, t) {
-  for (let i = 1; i < a.length; i++) {
-    const d = a[i] - a[i - 1];
-    if (d > 0) continue;
-    if (d < 0) return false;
-    const e = b[i] - b[i - 1];
-    if (e > 0) continue;
-    if (e < 0) return false;
-    if (t[i] < t[i - 1]) return false;
+function isSorted(key1, key2, time) {
+  for (let i = 1; i < key1.length; i++) {
+    const delta1 = key1[i] - key1[i - 1];
+    if (delta1 > 0) continue;
+    if (delta1 < 0) return false;
+    const delta2 = key2[i] - key2[i - 1];
+    if (delta2 > 0) continue;
+    if (delta2 < 0) return false;
+    if (time[i] < time[i - 1]) return false;
   }
   return true;
 }
@@ -283,71 +283,71 @@ function isSorted(a, b, t) {
  * @returns {Data}
  */
 export function decodePayload(payload) {
-  const p = payload && typeof payload === "object" ? payload : {};
-  if (p.version !== undefined && p.version !== CONTRACT.version) {
-    console.warn(`slime-trace-widget: payload version ${p.version} is newer than this renderer (${CONTRACT.version})`);
+  const payloadObject = payload && typeof payload === "object" ? payload : {};
+  if (payloadObject.version !== undefined && payloadObject.version !== CONTRACT.version) {
+    console.warn(`slime-trace-widget: payload version ${payloadObject.version} is newer than this renderer (${CONTRACT.version})`);
   }
-  const meta = normaliseMeta(p.meta);
-  const buffers = /** @type {Record<string, unknown>} */ (p.buffers && typeof p.buffers === "object" ? p.buffers : {});
+  const meta = normaliseMeta(payloadObject.meta);
+  const buffers = /** @type {Record<string, unknown>} */ (payloadObject.buffers && typeof payloadObject.buffers === "object" ? payloadObject.buffers : {});
   const cols = meta.columns;
 
   const smpStartRaw = column(buffers, cols, "smp_start", -1);
   const nSamples = Math.max(meta.samples.row.length, smpStartRaw.length);
   if (meta.n_samples_total < 0) meta.n_samples_total = nSamples;
-  const f = (/** @type {string} */ n, /** @type {number} */ len, fill = 0) => column(buffers, cols, n, len, fill);
+  const readColumn = (/** @type {string} */ name, /** @type {number} */ len, fill = 0) => column(buffers, cols, name, len, fill);
 
-  const spanSampleRaw = f("span_sample", -1);
+  const spanSampleRaw = readColumn("span_sample", -1);
   const nSpans = spanSampleRaw.length;
-  const segSpanRaw = f("seg_span", -1);
+  const segSpanRaw = readColumn("seg_span", -1);
   const nSegs = segSpanRaw.length;
-  const evSampleRaw = f("ev_sample", -1);
+  const evSampleRaw = readColumn("ev_sample", -1);
   const nEvents = evSampleRaw.length;
-  const linkKindRaw = f("link_kind", -1);
+  const linkKindRaw = readColumn("link_kind", -1);
   const nLinks = linkKindRaw.length;
 
   /** @type {Data} */
-  const d = {
+  const data = {
     meta,
     names: meta.names,
     nSamples,
     nSpans,
     nSegs,
     nEvents,
-    smpStart: /** @type {Float32Array} */ (f("smp_start", nSamples, NaN)),
-    smpEnd: /** @type {Float32Array} */ (f("smp_end", nSamples, NaN)),
-    smpReward: /** @type {Float64Array} */ (f("smp_reward", nSamples, NaN)),
-    smpStatus: /** @type {Uint8Array} */ (f("smp_status", nSamples)),
-    smpSource: /** @type {Uint16Array} */ (f("smp_source", nSamples)),
-    smpRollout: /** @type {Uint16Array} */ (f("smp_rollout", nSamples)),
-    smpAttempts: /** @type {Uint16Array} */ (f("smp_attempts", nSamples)),
-    smpLanes: /** @type {Uint16Array} */ (f("smp_lanes", nSamples)),
-    smpOpen: /** @type {Uint32Array} */ (f("smp_open", nSamples)),
-    smpOffset: /** @type {Float32Array} */ (f("smp_offset", nSamples)),
+    smpStart: /** @type {Float32Array} */ (readColumn("smp_start", nSamples, NaN)),
+    smpEnd: /** @type {Float32Array} */ (readColumn("smp_end", nSamples, NaN)),
+    smpReward: /** @type {Float64Array} */ (readColumn("smp_reward", nSamples, NaN)),
+    smpStatus: /** @type {Uint8Array} */ (readColumn("smp_status", nSamples)),
+    smpSource: /** @type {Uint16Array} */ (readColumn("smp_source", nSamples)),
+    smpRollout: /** @type {Uint16Array} */ (readColumn("smp_rollout", nSamples)),
+    smpAttempts: /** @type {Uint16Array} */ (readColumn("smp_attempts", nSamples)),
+    smpLanes: /** @type {Uint16Array} */ (readColumn("smp_lanes", nSamples)),
+    smpOpen: /** @type {Uint32Array} */ (readColumn("smp_open", nSamples)),
+    smpOffset: /** @type {Float32Array} */ (readColumn("smp_offset", nSamples)),
     spanSample: /** @type {Uint32Array} */ (spanSampleRaw),
-    spanStart: /** @type {Float32Array} */ (f("span_start", nSpans, NaN)),
-    spanEnd: /** @type {Float32Array} */ (f("span_end", nSpans, NaN)),
-    spanName: /** @type {Uint16Array} */ (f("span_name", nSpans)),
-    spanLane: /** @type {Uint8Array} */ (f("span_lane", nSpans)),
-    spanDepth: /** @type {Uint8Array} */ (f("span_depth", nSpans)),
-    spanFlags: /** @type {Uint8Array} */ (f("span_flags", nSpans)),
-    spanAttempt: /** @type {Uint8Array} */ (f("span_attempt", nSpans)),
-    spanParent: /** @type {Int32Array} */ (f("span_parent", nSpans, -1)),
+    spanStart: /** @type {Float32Array} */ (readColumn("span_start", nSpans, NaN)),
+    spanEnd: /** @type {Float32Array} */ (readColumn("span_end", nSpans, NaN)),
+    spanName: /** @type {Uint16Array} */ (readColumn("span_name", nSpans)),
+    spanLane: /** @type {Uint8Array} */ (readColumn("span_lane", nSpans)),
+    spanDepth: /** @type {Uint8Array} */ (readColumn("span_depth", nSpans)),
+    spanFlags: /** @type {Uint8Array} */ (readColumn("span_flags", nSpans)),
+    spanAttempt: /** @type {Uint8Array} */ (readColumn("span_attempt", nSpans)),
+    spanParent: /** @type {Int32Array} */ (readColumn("span_parent", nSpans, -1)),
     segSpan: /** @type {Uint32Array} */ (segSpanRaw),
-    segStart: /** @type {Float32Array} */ (f("seg_start", nSegs, NaN)),
-    segEnd: /** @type {Float32Array} */ (f("seg_end", nSegs, NaN)),
-    segName: /** @type {Uint16Array} */ (f("seg_name", nSegs)),
+    segStart: /** @type {Float32Array} */ (readColumn("seg_start", nSegs, NaN)),
+    segEnd: /** @type {Float32Array} */ (readColumn("seg_end", nSegs, NaN)),
+    segName: /** @type {Uint16Array} */ (readColumn("seg_name", nSegs)),
     evSample: /** @type {Uint32Array} */ (evSampleRaw),
-    evTs: /** @type {Float32Array} */ (f("ev_ts", nEvents, NaN)),
-    evName: /** @type {Uint16Array} */ (f("ev_name", nEvents)),
-    evLane: /** @type {Uint8Array} */ (f("ev_lane", nEvents)),
-    evKind: /** @type {Uint8Array} */ (f("ev_kind", nEvents)),
-    evAttempt: /** @type {Uint8Array} */ (f("ev_attempt", nEvents)),
-    evParent: /** @type {Int32Array} */ (f("ev_parent", nEvents, -1)),
+    evTs: /** @type {Float32Array} */ (readColumn("ev_ts", nEvents, NaN)),
+    evName: /** @type {Uint16Array} */ (readColumn("ev_name", nEvents)),
+    evLane: /** @type {Uint8Array} */ (readColumn("ev_lane", nEvents)),
+    evKind: /** @type {Uint8Array} */ (readColumn("ev_kind", nEvents)),
+    evAttempt: /** @type {Uint8Array} */ (readColumn("ev_attempt", nEvents)),
+    evParent: /** @type {Int32Array} */ (readColumn("ev_parent", nEvents, -1)),
     nLinks,
     linkKind: /** @type {Uint8Array} */ (linkKindRaw),
     // A missing endpoint reads as an event past the last one: js/src/data/links.js drops it.
-    linkFrom: /** @type {Int32Array} */ (f("link_from", nLinks, -0x80000000)),
-    linkTo: /** @type {Int32Array} */ (f("link_to", nLinks, -0x80000000)),
+    linkFrom: /** @type {Int32Array} */ (readColumn("link_from", nLinks, -0x80000000)),
+    linkTo: /** @type {Int32Array} */ (readColumn("link_to", nLinks, -0x80000000)),
     spanOff: new Uint32Array(nSamples + 1),
     evOff: new Uint32Array(nSamples + 1),
     nLanes: new Uint16Array(nSamples),
@@ -368,277 +368,277 @@ export function decodePayload(payload) {
 
   // Out-of-range sample references would corrupt every range below: drop them
   // by clamping to a sentinel past the last sample (they are then never drawn).
-  for (let i = 0; i < nSpans; i++) if (d.spanSample[i] >= nSamples) d.spanSample[i] = nSamples;
-  for (let i = 0; i < nEvents; i++) if (d.evSample[i] >= nSamples) d.evSample[i] = nSamples;
+  for (let i = 0; i < nSpans; i++) if (data.spanSample[i] >= nSamples) data.spanSample[i] = nSamples;
+  for (let i = 0; i < nEvents; i++) if (data.evSample[i] >= nSamples) data.evSample[i] = nSamples;
 
-  warnIfUnsorted(d);
-  deriveRanges(d);
-  deriveSegments(d);
-  deriveGlobals(d);
-  return d;
+  warnIfUnsorted(data);
+  deriveRanges(data);
+  deriveSegments(data);
+  deriveGlobals(data);
+  return data;
 }
 
 /**
  * The contract sorts spans by (sample, lane, start) and events by
  * (sample, lane, ts), and the encoder checks it (payload.py); the binary
  * searches here rely on it. Another producer that breaks it gets a warning.
- * @param {Data} d
+ * @param {Data} data
  */
-function warnIfUnsorted(d) {
-  if (!isSorted(d.spanSample, d.spanLane, d.spanStart)) {
+function warnIfUnsorted(data) {
+  if (!isSorted(data.spanSample, data.spanLane, data.spanStart)) {
     console.warn("slime-trace-widget: spans not sorted by (sample, lane, start); some may not be drawn or picked");
   }
-  if (!isSorted(d.evSample, d.evLane, d.evTs)) {
+  if (!isSorted(data.evSample, data.evLane, data.evTs)) {
     console.warn("slime-trace-widget: events not sorted by (sample, lane, ts); some may not be drawn or picked");
   }
 }
 
 /**
  * Per-sample and per-lane CSR offsets, lane counts, running max of ends.
- * @param {Data} d
+ * @param {Data} data
  */
-function deriveRanges(d) {
-  const { nSamples, nSpans, nEvents } = d;
+function deriveRanges(data) {
+  const { nSamples, nSpans, nEvents } = data;
   // Per-sample offsets (inputs are sorted by sample).
   const spanCount = new Uint32Array(nSamples + 1);
-  for (let i = 0; i < nSpans; i++) spanCount[d.spanSample[i]]++;
-  for (let s = 0; s < nSamples; s++) d.spanOff[s + 1] = d.spanOff[s] + spanCount[s];
+  for (let i = 0; i < nSpans; i++) spanCount[data.spanSample[i]]++;
+  for (let sample = 0; sample < nSamples; sample++) data.spanOff[sample + 1] = data.spanOff[sample] + spanCount[sample];
   const evCount = new Uint32Array(nSamples + 1);
-  for (let i = 0; i < nEvents; i++) evCount[d.evSample[i]]++;
-  for (let s = 0; s < nSamples; s++) d.evOff[s + 1] = d.evOff[s] + evCount[s];
+  for (let i = 0; i < nEvents; i++) evCount[data.evSample[i]]++;
+  for (let sample = 0; sample < nSamples; sample++) data.evOff[sample + 1] = data.evOff[sample] + evCount[sample];
 
   // Lanes: at least what the sample says, at least what its spans and events use.
-  for (let s = 0; s < nSamples; s++) {
-    let n = d.smpLanes[s];
-    for (let i = d.spanOff[s]; i < d.spanOff[s + 1]; i++) if (d.spanLane[i] + 1 > n) n = d.spanLane[i] + 1;
-    for (let i = d.evOff[s]; i < d.evOff[s + 1]; i++) if (d.evLane[i] + 1 > n) n = d.evLane[i] + 1;
-    d.nLanes[s] = n;
-    d.laneBase[s + 1] = d.laneBase[s] + n;
+  for (let sample = 0; sample < nSamples; sample++) {
+    let lanes = data.smpLanes[sample];
+    for (let i = data.spanOff[sample]; i < data.spanOff[sample + 1]; i++) if (data.spanLane[i] + 1 > lanes) lanes = data.spanLane[i] + 1;
+    for (let i = data.evOff[sample]; i < data.evOff[sample + 1]; i++) if (data.evLane[i] + 1 > lanes) lanes = data.evLane[i] + 1;
+    data.nLanes[sample] = lanes;
+    data.laneBase[sample + 1] = data.laneBase[sample] + lanes;
   }
-  const slots = d.laneBase[nSamples];
-  d.laneSpanOff = new Uint32Array(slots + 1);
-  d.laneEvOff = new Uint32Array(slots + 1);
-  for (let s = 0; s < nSamples; s++) {
-    const base = d.laneBase[s];
-    const nl = d.nLanes[s];
+  const slots = data.laneBase[nSamples];
+  data.laneSpanOff = new Uint32Array(slots + 1);
+  data.laneEvOff = new Uint32Array(slots + 1);
+  for (let sample = 0; sample < nSamples; sample++) {
+    const base = data.laneBase[sample];
+    const nl = data.nLanes[sample];
     // Count per lane, then prefix-sum from the sample's first span.
-    const lo = d.spanOff[s];
-    const hi = d.spanOff[s + 1];
+    const lo = data.spanOff[sample];
+    const hi = data.spanOff[sample + 1];
     let i = lo;
-    for (let l = 0; l < nl; l++) {
-      d.laneSpanOff[base + l] = i;
-      while (i < hi && d.spanLane[i] === l) i++;
+    for (let lane = 0; lane < nl; lane++) {
+      data.laneSpanOff[base + lane] = i;
+      while (i < hi && data.spanLane[i] === lane) i++;
     }
-    const elo = d.evOff[s];
-    const ehi = d.evOff[s + 1];
+    const elo = data.evOff[sample];
+    const ehi = data.evOff[sample + 1];
     let j = elo;
-    for (let l = 0; l < nl; l++) {
-      d.laneEvOff[base + l] = j;
-      while (j < ehi && d.evLane[j] === l) j++;
+    for (let lane = 0; lane < nl; lane++) {
+      data.laneEvOff[base + lane] = j;
+      while (j < ehi && data.evLane[j] === lane) j++;
     }
   }
   for (let i = 0; i < nSpans; i++) {
-    const p = d.spanParent[i];
-    if (p < 0 || p >= nSpans) continue;
-    const fl = d.spanFlags[i];
-    if (fl & F_VIRTUAL) d.spanHasChild[p] |= 2;
-    else if (!(fl & F_PD_DETAIL)) d.spanHasChild[p] |= 1;
+    const parent = data.spanParent[i];
+    if (parent < 0 || parent >= nSpans) continue;
+    const fl = data.spanFlags[i];
+    if (fl & F_VIRTUAL) data.spanHasChild[parent] |= 2;
+    else if (!(fl & F_PD_DETAIL)) data.spanHasChild[parent] |= 1;
   }
-  d.laneSpanOff[slots] = nSpans;
-  d.laneEvOff[slots] = nEvents;
+  data.laneSpanOff[slots] = nSpans;
+  data.laneEvOff[slots] = nEvents;
   // Samples past the last (the out-of-range sentinel) keep their items out of every lane.
   if (nSamples > 0) {
-    d.laneSpanOff[slots] = d.spanOff[nSamples];
-    d.laneEvOff[slots] = d.evOff[nSamples];
+    data.laneSpanOff[slots] = data.spanOff[nSamples];
+    data.laneEvOff[slots] = data.evOff[nSamples];
   }
 
   // Running max of end within each lane: with starts sorted, the first span
   // that can reach time t is the first whose running max end >= t.
-  const em = d.spanEndMax;
-  d.laneKind = new Uint8Array(slots);
-  for (let k = 0; k < slots; k++) {
-    let m = -Infinity;
+  const em = data.spanEndMax;
+  data.laneKind = new Uint8Array(slots);
+  for (let slot = 0; slot < slots; slot++) {
+    let maxEnd = -Infinity;
     let kind = 0;
-    for (let i = d.laneSpanOff[k]; i < d.laneSpanOff[k + 1]; i++) {
-      const fl = d.spanFlags[i];
+    for (let i = data.laneSpanOff[slot]; i < data.laneSpanOff[slot + 1]; i++) {
+      const fl = data.spanFlags[i];
       kind |= fl & F_VIRTUAL ? LK_VIRTUAL : fl & F_PD_DETAIL ? LK_DETAIL : LK_SPANS;
-      let e = d.spanEnd[i];
-      if (!(e >= d.spanStart[i])) e = d.spanStart[i];
-      if (e > m) m = e;
-      em[i] = m;
+      let end = data.spanEnd[i];
+      if (!(end >= data.spanStart[i])) end = data.spanStart[i];
+      if (end > maxEnd) maxEnd = end;
+      em[i] = maxEnd;
     }
-    d.laneKind[k] = kind;
+    data.laneKind[slot] = kind;
   }
 }
 
 /**
  * Segments grouped by virtual span; PD phase of virtual spans.
- * @param {Data} d
+ * @param {Data} data
  */
-function deriveSegments(d) {
-  const { nSpans, nSegs } = d;
+function deriveSegments(data) {
+  const { nSpans, nSegs } = data;
   const count = new Uint32Array(nSpans + 1);
-  for (let i = 0; i < nSegs; i++) if (d.segSpan[i] < nSpans) count[d.segSpan[i]]++;
-  for (let i = 0; i < nSpans; i++) d.spanSegOff[i + 1] = d.spanSegOff[i] + count[i];
-  const fill = d.spanSegOff.slice(0, nSpans);
-  let n = 0;
+  for (let i = 0; i < nSegs; i++) if (data.segSpan[i] < nSpans) count[data.segSpan[i]]++;
+  for (let i = 0; i < nSpans; i++) data.spanSegOff[i + 1] = data.spanSegOff[i] + count[i];
+  const fill = data.spanSegOff.slice(0, nSpans);
+  let placed = 0;
   for (let i = 0; i < nSegs; i++) {
-    const sp = d.segSpan[i];
+    const sp = data.segSpan[i];
     if (sp < nSpans) {
-      d.segOrder[fill[sp]++] = i;
-      n++;
+      data.segOrder[fill[sp]++] = i;
+      placed++;
     }
   }
-  if (n < nSegs) d.segOrder = d.segOrder.subarray(0, n);
+  if (placed < nSegs) data.segOrder = data.segOrder.subarray(0, placed);
   // Order each span's segments by start (usually already in order).
   for (let sp = 0; sp < nSpans; sp++) {
-    const lo = d.spanSegOff[sp];
-    const hi = d.spanSegOff[sp + 1];
+    const lo = data.spanSegOff[sp];
+    const hi = data.spanSegOff[sp + 1];
     if (hi - lo < 2) continue;
     let sorted = true;
-    for (let k = lo + 1; k < hi; k++) if (d.segStart[d.segOrder[k]] < d.segStart[d.segOrder[k - 1]]) sorted = false;
+    for (let position = lo + 1; position < hi; position++) if (data.segStart[data.segOrder[position]] < data.segStart[data.segOrder[position - 1]]) sorted = false;
     if (!sorted) {
-      const part = Array.from(d.segOrder.subarray(lo, hi)).sort((a, b) => d.segStart[a] - d.segStart[b]);
-      d.segOrder.set(part, lo);
+      const part = Array.from(data.segOrder.subarray(lo, hi)).sort((left, right) => data.segStart[left] - data.segStart[right]);
+      data.segOrder.set(part, lo);
     }
   }
   const cache = new Map();
   for (let i = 0; i < nSpans; i++) {
-    if (!(d.spanFlags[i] & F_VIRTUAL)) continue;
-    d.hasPd = true;
-    const nm = d.spanName[i];
+    if (!(data.spanFlags[i] & F_VIRTUAL)) continue;
+    data.hasPd = true;
+    const nm = data.spanName[i];
     let ph = cache.get(nm);
     if (ph === undefined) {
-      const name = (d.names[nm] || "").toLowerCase();
+      const name = (data.names[nm] || "").toLowerCase();
       ph = name.includes("[d]") || name.includes("decode") ? PD_DECODE : PD_PREFILL;
       cache.set(nm, ph);
     }
-    d.spanPd[i] = ph;
+    data.spanPd[i] = ph;
   }
 }
 
 /**
  * Global time range and highest attempt.
- * @param {Data} d
+ * @param {Data} data
  */
-function deriveGlobals(d) {
+function deriveGlobals(data) {
   let lo = Infinity;
   let hi = -Infinity;
-  for (let s = 0; s < d.nSamples; s++) {
-    const a = d.smpStart[s];
-    const b = d.smpEnd[s];
-    if (a < lo) lo = a;
-    if (b > hi) hi = b;
-    if (a > hi) hi = a;
+  for (let sample = 0; sample < data.nSamples; sample++) {
+    const start = data.smpStart[sample];
+    const end = data.smpEnd[sample];
+    if (start < lo) lo = start;
+    if (end > hi) hi = end;
+    if (start > hi) hi = start;
   }
   if (!(lo <= hi)) {
-    for (let i = 0; i < d.nSpans; i++) {
-      if (d.spanStart[i] < lo) lo = d.spanStart[i];
-      if (d.spanEnd[i] > hi) hi = d.spanEnd[i];
+    for (let i = 0; i < data.nSpans; i++) {
+      if (data.spanStart[i] < lo) lo = data.spanStart[i];
+      if (data.spanEnd[i] > hi) hi = data.spanEnd[i];
     }
-    for (let i = 0; i < d.nEvents; i++) {
-      if (d.evTs[i] < lo) lo = d.evTs[i];
-      if (d.evTs[i] > hi) hi = d.evTs[i];
+    for (let i = 0; i < data.nEvents; i++) {
+      if (data.evTs[i] < lo) lo = data.evTs[i];
+      if (data.evTs[i] > hi) hi = data.evTs[i];
     }
   }
   if (!(lo <= hi)) {
     lo = 0;
-    hi = Math.max(1, d.meta.t1 - d.meta.t0);
+    hi = Math.max(1, data.meta.t1 - data.meta.t0);
   }
   if (hi - lo < 1e-6) {
     lo -= 0.5;
     hi += 0.5;
   }
-  d.globalStart = lo;
-  d.globalEnd = hi;
+  data.globalStart = lo;
+  data.globalEnd = hi;
   let ma = 0;
-  for (let s = 0; s < d.nSamples; s++) if (d.smpAttempts[s] - 1 > ma) ma = d.smpAttempts[s] - 1;
-  for (let i = 0; i < d.nSpans; i++) if (d.spanAttempt[i] > ma) ma = d.spanAttempt[i];
-  for (let i = 0; i < d.nEvents; i++) if (d.evAttempt[i] > ma) ma = d.evAttempt[i];
-  d.maxAttempt = ma;
+  for (let sample = 0; sample < data.nSamples; sample++) if (data.smpAttempts[sample] - 1 > ma) ma = data.smpAttempts[sample] - 1;
+  for (let i = 0; i < data.nSpans; i++) if (data.spanAttempt[i] > ma) ma = data.spanAttempt[i];
+  for (let i = 0; i < data.nEvents; i++) if (data.evAttempt[i] > ma) ma = data.evAttempt[i];
+  data.maxAttempt = ma;
 }
 
 /**
  * Name string of a name-table index.
- * @param {Data} d
- * @param {number} i
+ * @param {Data} data
+ * @param {number} nameIndex
  */
-export function nameOf(d, i) {
-  const n = d.names[i];
-  return n === undefined ? `name#${i}` : n === "" ? "(no name)" : n;
+export function nameOf(data, nameIndex) {
+  const name = data.names[nameIndex];
+  return name === undefined ? `name#${nameIndex}` : name === "" ? "(no name)" : name;
 }
 
 /**
  * Row label: "#<sample_index> | <source>", plus the rollout when several.
- * @param {Data} d
- * @param {number} s payload sample index
+ * @param {Data} data
+ * @param {number} sample payload sample index
  */
-export function sampleLabel(d, s) {
-  const si = d.meta.samples.sample_index[s];
-  const id = si === null || si === undefined ? `row ${d.meta.samples.row[s] ?? s}` : `#${si}`;
-  const src = d.meta.sources[d.smpSource[s]];
+export function sampleLabel(data, sample) {
+  const si = data.meta.samples.sample_index[sample];
+  const id = si === null || si === undefined ? `row ${data.meta.samples.row[sample] ?? sample}` : `#${si}`;
+  const src = data.meta.sources[data.smpSource[sample]];
   let out = src !== undefined && src !== "" ? `${id} | ${src}` : id;
-  if (d.meta.rollouts.length > 1) {
-    const r = d.meta.rollouts[d.smpRollout[s]];
-    if (r !== undefined) out += ` | ${r}`;
+  if (data.meta.rollouts.length > 1) {
+    const rollout = data.meta.rollouts[data.smpRollout[sample]];
+    if (rollout !== undefined) out += ` | ${rollout}`;
   }
   return out;
 }
 
 /**
  * Status string of a sample.
- * @param {Data} d
- * @param {number} s
+ * @param {Data} data
+ * @param {number} sample
  */
-export function statusOf(d, s) {
-  return d.meta.statuses[d.smpStatus[s]] ?? "";
+export function statusOf(data, sample) {
+  return data.meta.statuses[data.smpStatus[sample]] ?? "";
 }
 
 /**
  * Source string of a sample.
- * @param {Data} d
- * @param {number} s
+ * @param {Data} data
+ * @param {number} sample
  */
-export function sourceOf(d, s) {
-  return d.meta.sources[d.smpSource[s]] ?? "";
+export function sourceOf(data, sample) {
+  return data.meta.sources[data.smpSource[sample]] ?? "";
 }
 
 /**
  * Sample row id (frames.samples row) of a payload sample.
- * @param {Data} d
- * @param {number} s
+ * @param {Data} data
+ * @param {number} sample
  */
-export function sampleRowId(d, s) {
-  const r = d.meta.samples.row[s];
-  return typeof r === "number" ? r : s;
+export function sampleRowId(data, sample) {
+  const row = data.meta.samples.row[sample];
+  return typeof row === "number" ? row : sample;
 }
 
 /**
  * The PD-detail span (F_PD_DETAIL) a segment stands for: same sample, a name
  * that ends with the segment's name, and the closest interval. Falls back to
  * the virtual span. Computed on demand (hover and click only).
- * @param {Data} d
+ * @param {Data} data
  * @param {number} seg
  * @returns {number} span index
  */
-export function detailSpanForSegment(d, seg) {
-  const v = d.segSpan[seg];
-  if (v >= d.nSpans) return -1;
-  const s = d.spanSample[v];
-  const segName = nameOf(d, d.segName[seg]).toLowerCase();
-  const a = d.segStart[seg];
-  const b = d.segEnd[seg];
-  const tol = Math.max(2e-3, (b - a) * 0.05);
+export function detailSpanForSegment(data, seg) {
+  const virtualSpan = data.segSpan[seg];
+  if (virtualSpan >= data.nSpans) return -1;
+  const sample = data.spanSample[virtualSpan];
+  const segName = nameOf(data, data.segName[seg]).toLowerCase();
+  const start = data.segStart[seg];
+  const end = data.segEnd[seg];
+  const tol = Math.max(2e-3, (end - start) * 0.05);
   let best = -1;
   let bestErr = Infinity;
-  for (let i = d.spanOff[s]; i < d.spanOff[s + 1]; i++) {
-    if (!(d.spanFlags[i] & F_PD_DETAIL)) continue;
-    const err = Math.abs(d.spanStart[i] - a) + Math.abs(d.spanEnd[i] - b);
+  for (let i = data.spanOff[sample]; i < data.spanOff[sample + 1]; i++) {
+    if (!(data.spanFlags[i] & F_PD_DETAIL)) continue;
+    const err = Math.abs(data.spanStart[i] - start) + Math.abs(data.spanEnd[i] - end);
     if (err > tol * 2 || err >= bestErr) continue;
-    const nm = nameOf(d, d.spanName[i]).toLowerCase();
+    const nm = nameOf(data, data.spanName[i]).toLowerCase();
     if (!(nm.endsWith(segName) || segName.endsWith(nm.replace(/^sglang_pd_/, "")))) continue;
     best = i;
     bestErr = err;
   }
-  return best >= 0 ? best : v;
+  return best >= 0 ? best : virtualSpan;
 }

@@ -47,103 +47,103 @@ import { quantile } from "./quantile.js";
 
 /**
  * Per name, the numbers of one rollout (payload samples whose `smp_rollout` is `rollout`).
- * @param {Data} d
+ * @param {Data} data
  * @param {number} rollout index in meta.rollouts
  * @param {Uint8Array|null} [samples] per payload sample, whether it counts (null: all)
  * @param {Uint8Array|null} [keep] per payload span, whether it counts (null: all)
  * @returns {Map<number, DiffSide>}
  */
-export function rolloutSide(d, rollout, samples = null, keep = null) {
+export function rolloutSide(data, rollout, samples = null, keep = null) {
   /** @type {Map<number, {durs: number[], open: number, slowest: number, best: number, openBest: number, openSlowest: number}>} */
   const acc = new Map();
-  for (let s = 0; s < d.nSamples; s++) {
-    if (d.smpRollout[s] !== rollout || (samples && !samples[s])) continue;
-    for (let i = d.spanOff[s]; i < d.spanOff[s + 1]; i++) {
-      const flags = d.spanFlags[i];
+  for (let sample = 0; sample < data.nSamples; sample++) {
+    if (data.smpRollout[sample] !== rollout || (samples && !samples[sample])) continue;
+    for (let i = data.spanOff[sample]; i < data.spanOff[sample + 1]; i++) {
+      const flags = data.spanFlags[i];
       if (flags & F_PD_DETAIL || (keep && !keep[i])) continue;
-      const n = d.spanName[i];
-      let e = acc.get(n);
-      if (!e) {
-        e = { durs: [], open: 0, slowest: -1, best: -Infinity, openBest: -Infinity, openSlowest: -1 };
-        acc.set(n, e);
+      const nameIndex = data.spanName[i];
+      let entry = acc.get(nameIndex);
+      if (!entry) {
+        entry = { durs: [], open: 0, slowest: -1, best: -Infinity, openBest: -Infinity, openSlowest: -1 };
+        acc.set(nameIndex, entry);
       }
-      const dur = d.spanEnd[i] - d.spanStart[i];
+      const dur = data.spanEnd[i] - data.spanStart[i];
       if (flags & F_OPEN) {
-        e.open++;
-        if (dur > e.openBest) [e.openBest, e.openSlowest] = [dur, i];
+        entry.open++;
+        if (dur > entry.openBest) [entry.openBest, entry.openSlowest] = [dur, i];
       } else {
-        e.durs.push(dur);
-        if (dur > e.best) [e.best, e.slowest] = [dur, i];
+        entry.durs.push(dur);
+        if (dur > entry.best) [entry.best, entry.slowest] = [dur, i];
       }
     }
   }
   /** @type {Map<number, DiffSide>} */
   const out = new Map();
-  for (const [n, e] of acc) {
-    const sorted = Float64Array.from(e.durs).sort();
+  for (const [nameIndex, entry] of acc) {
+    const sorted = Float64Array.from(entry.durs).sort();
     let total = 0;
-    for (const v of e.durs) total += v;
-    out.set(n, {
+    for (const dur of entry.durs) total += dur;
+    out.set(nameIndex, {
       count: sorted.length,
       p50: quantile(sorted, 0.5),
       p95: quantile(sorted, 0.95),
       total,
-      open: e.open,
-      slowest: e.slowest >= 0 ? e.slowest : e.openSlowest,
+      open: entry.open,
+      slowest: entry.slowest >= 0 ? entry.slowest : entry.openSlowest,
     });
   }
   return out;
 }
 
 /**
- * The diff table of rollout `b` against rollout `a`, largest increase of total
+ * The diff table of rollout `rolloutB` against rollout `rolloutA`, largest increase of total
  * time first (ties by name).
- * @param {Data} d
- * @param {number} a
- * @param {number} b
+ * @param {Data} data
+ * @param {number} rolloutA
+ * @param {number} rolloutB
  * @param {DiffScope} [scope] what it covers (default: everything)
  * @returns {DiffRow[]}
  */
-export function rolloutDiff(d, a, b, scope = { rows: null, keep: null }) {
+export function rolloutDiff(data, rolloutA, rolloutB, scope = { rows: null, keep: null }) {
   let samples = null;
   if (scope.rows) {
-    samples = new Uint8Array(d.nSamples);
-    for (let k = 0; k < scope.rows.length; k++) samples[scope.rows[k]] = 1;
+    samples = new Uint8Array(data.nSamples);
+    for (let index = 0; index < scope.rows.length; index++) samples[scope.rows[index]] = 1;
   }
-  const sa = rolloutSide(d, a, samples, scope.keep);
-  const sb = rolloutSide(d, b, samples, scope.keep);
+  const sa = rolloutSide(data, rolloutA, samples, scope.keep);
+  const sb = rolloutSide(data, rolloutB, samples, scope.keep);
   /** @type {DiffRow[]} */
   const rows = [];
-  for (const n of new Set([...sa.keys(), ...sb.keys()])) {
-    const A = sa.get(n) ?? null;
-    const B = sb.get(n) ?? null;
-    const p50a = A ? A.p50 : NaN;
-    const p50b = B ? B.p50 : NaN;
+  for (const nameIndex of new Set([...sa.keys(), ...sb.keys()])) {
+    const sideA = sa.get(nameIndex) ?? null;
+    const sideB = sb.get(nameIndex) ?? null;
+    const p50a = sideA ? sideA.p50 : NaN;
+    const p50b = sideB ? sideB.p50 : NaN;
     rows.push({
-      name: n,
-      label: nameOf(d, n),
-      a: A,
-      b: B,
-      countDiff: (B ? B.count : 0) - (A ? A.count : 0),
+      name: nameIndex,
+      label: nameOf(data, nameIndex),
+      a: sideA,
+      b: sideB,
+      countDiff: (sideB ? sideB.count : 0) - (sideA ? sideA.count : 0),
       p50Diff: p50b - p50a,
-      p95Diff: (B ? B.p95 : NaN) - (A ? A.p95 : NaN),
-      totalDiff: (B ? B.total : 0) - (A ? A.total : 0),
+      p95Diff: (sideB ? sideB.p95 : NaN) - (sideA ? sideA.p95 : NaN),
+      totalDiff: (sideB ? sideB.total : 0) - (sideA ? sideA.total : 0),
       p50Ratio: p50a > 0 ? p50b / p50a : NaN,
     });
   }
-  rows.sort((x, y) => y.totalDiff - x.totalDiff || (x.label < y.label ? -1 : x.label > y.label ? 1 : 0));
+  rows.sort((left, right) => right.totalDiff - left.totalDiff || (left.label < right.label ? -1 : left.label > right.label ? 1 : 0));
   return rows;
 }
 
 /**
  * The pair to compare: `want` when both are distinct rollouts of the payload,
  * else the first two.
- * @param {Data} d
+ * @param {Data} data
  * @param {[number, number]|null} want
  * @returns {[number, number]}
  */
-export function diffPair(d, want) {
-  const n = d.meta.rollouts.length;
-  if (want && want[0] !== want[1] && want.every((r) => Number.isInteger(r) && r >= 0 && r < n)) return [want[0], want[1]];
+export function diffPair(data, want) {
+  const nRollouts = data.meta.rollouts.length;
+  if (want && want[0] !== want[1] && want.every((rollout) => Number.isInteger(rollout) && rollout >= 0 && rollout < nRollouts)) return [want[0], want[1]];
   return [0, 1];
 }

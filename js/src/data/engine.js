@@ -13,34 +13,34 @@ import { F_ENGINE, nameOf } from "./decode.js";
  * Seconds per engine phase of `span`: a generation span (its requests) or an
  * engine request span (itself). Phases in the payload's order, then "other";
  * empty when the span has no engine request.
- * @param {Data} d
+ * @param {Data} data
  * @param {number} span internal index
  * @returns {EnginePhase[]}
  */
-export function enginePhases(d, span) {
-  if (span < 0 || span >= d.nSpans) return [];
-  const sample = d.spanSample[span];
-  const first = d.spanOff[sample];
-  const last = d.spanOff[sample + 1];
+export function enginePhases(data, span) {
+  if (span < 0 || span >= data.nSpans) return [];
+  const sample = data.spanSample[span];
+  const first = data.spanOff[sample];
+  const last = data.spanOff[sample + 1];
   /** @type {Set<number>} */
   const requests = new Set();
-  if (d.spanFlags[span] & F_ENGINE) {
-    if (!isRequest(d, span)) return [];
+  if (data.spanFlags[span] & F_ENGINE) {
+    if (!isRequest(data, span)) return [];
     requests.add(span);
   } else {
     for (let i = first; i < last; i++) {
-      if (d.spanParent[i] === span && d.spanFlags[i] & F_ENGINE) requests.add(i);
+      if (data.spanParent[i] === span && data.spanFlags[i] & F_ENGINE) requests.add(i);
     }
   }
   if (requests.size === 0) return [];
-  const phaseOf = phaseTable(d.meta.engine_phases);
+  const phaseOf = phaseTable(data.meta.engine_phases);
   /** @type {Map<string, number>} */
-  const seconds = new Map(Object.keys(d.meta.engine_phases).map((phase) => [phase, 0]));
+  const seconds = new Map(Object.keys(data.meta.engine_phases).map((phase) => [phase, 0]));
   seconds.set("other", 0);
   for (let i = first; i < last; i++) {
-    if (!(d.spanFlags[i] & F_ENGINE) || !requests.has(d.spanParent[i])) continue;
-    const phase = phaseOf.get(nameOf(d, d.spanName[i])) ?? "other";
-    const length = d.spanEnd[i] - d.spanStart[i];
+    if (!(data.spanFlags[i] & F_ENGINE) || !requests.has(data.spanParent[i])) continue;
+    const phase = phaseOf.get(nameOf(data, data.spanName[i])) ?? "other";
+    const length = data.spanEnd[i] - data.spanStart[i];
     if (Number.isFinite(length) && length > 0) seconds.set(phase, (seconds.get(phase) ?? 0) + length);
   }
   return [...seconds].map(([phase, dur]) => ({ phase, dur })).filter((row) => row.dur > 0);
@@ -48,12 +48,12 @@ export function enginePhases(d, span) {
 
 /**
  * Whether an engine span is a request span (its parent is not an engine span).
- * @param {Data} d
+ * @param {Data} data
  * @param {number} span
  */
-function isRequest(d, span) {
-  const parent = d.spanParent[span];
-  return parent < 0 || !(d.spanFlags[parent] & F_ENGINE);
+function isRequest(data, span) {
+  const parent = data.spanParent[span];
+  return parent < 0 || !(data.spanFlags[parent] & F_ENGINE);
 }
 
 /**

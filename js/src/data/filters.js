@@ -39,60 +39,60 @@ export const DIMMED = 2;
 /**
  * Visibility of each span. PD-detail spans are never drawn (their virtual
  * lane shows them); virtual spans follow the same rules as others.
- * @param {import("./decode.js").Data} d
- * @param {VisOptions} o
+ * @param {import("./decode.js").Data} data
+ * @param {VisOptions} options
  * @returns {Uint8Array}
  */
-export function spanVisibility(d, o) {
-  const n = d.nSpans;
-  const out = new Uint8Array(n);
-  const { flagsOk, attemptOk } = makeTests(o);
-  const hl = o.highlightName;
-  const keep = o.keep ?? null;
-  const focus = o.focus ?? null;
-  for (let i = 0; i < n; i++) {
-    const fl = d.spanFlags[i];
+export function spanVisibility(data, options) {
+  const nSpans = data.nSpans;
+  const out = new Uint8Array(nSpans);
+  const { flagsOk, attemptOk } = makeTests(options);
+  const hl = options.highlightName;
+  const keep = options.keep ?? null;
+  const focus = options.focus ?? null;
+  for (let i = 0; i < nSpans; i++) {
+    const fl = data.spanFlags[i];
     if (fl & F_PD_DETAIL || !flagsOk(fl)) continue;
     if (keep && !keep[i]) continue;
-    const a = attemptOk(d.spanAttempt[i]);
-    if (a === HIDDEN) continue;
-    out[i] = a === DIMMED || (hl >= 0 && d.spanName[i] !== hl) || (focus && !focus[i]) ? DIMMED : SHOWN;
+    const visibility = attemptOk(data.spanAttempt[i]);
+    if (visibility === HIDDEN) continue;
+    out[i] = visibility === DIMMED || (hl >= 0 && data.spanName[i] !== hl) || (focus && !focus[i]) ? DIMMED : SHOWN;
   }
   return out;
 }
 
 /**
  * Visibility of each instant event / unmatched end.
- * @param {import("./decode.js").Data} d
- * @param {VisOptions} o
+ * @param {import("./decode.js").Data} data
+ * @param {VisOptions} options
  * @returns {Uint8Array}
  */
-export function eventVisibility(d, o) {
-  const n = d.nEvents;
-  const out = new Uint8Array(n);
-  const { attemptOk } = makeTests(o);
-  const hl = o.highlightName;
-  const keep = o.evKeep ?? null;
-  const focus = o.evFocus ?? null;
-  for (let i = 0; i < n; i++) {
-    const unmatched = d.evKind[i] === EV_UNMATCHED;
-    if (unmatched ? !o.showUnmatched : !o.showEvents) continue;
+export function eventVisibility(data, options) {
+  const nEvents = data.nEvents;
+  const out = new Uint8Array(nEvents);
+  const { attemptOk } = makeTests(options);
+  const hl = options.highlightName;
+  const keep = options.evKeep ?? null;
+  const focus = options.evFocus ?? null;
+  for (let i = 0; i < nEvents; i++) {
+    const unmatched = data.evKind[i] === EV_UNMATCHED;
+    if (unmatched ? !options.showUnmatched : !options.showEvents) continue;
     if (keep && !keep[i]) continue;
-    const a = attemptOk(d.evAttempt[i]);
-    if (a === HIDDEN) continue;
-    out[i] = a === DIMMED || (hl >= 0 && d.evName[i] !== hl) || (focus && !focus[i]) ? DIMMED : SHOWN;
+    const visibility = attemptOk(data.evAttempt[i]);
+    if (visibility === HIDDEN) continue;
+    out[i] = visibility === DIMMED || (hl >= 0 && data.evName[i] !== hl) || (focus && !focus[i]) ? DIMMED : SHOWN;
   }
   return out;
 }
 
-/** @param {VisOptions} o */
-function makeTests(o) {
-  const k = o.attempt;
-  const highlight = o.attemptMode === "highlight";
+/** @param {VisOptions} options */
+function makeTests(options) {
+  const wanted = options.attempt;
+  const highlight = options.attemptMode === "highlight";
   return {
     /** @param {number} fl */
-    flagsOk: (fl) => o.showOpen || !(fl & F_OPEN),
-    /** @param {number} a */
-    attemptOk: (a) => (k < 0 || a === k ? SHOWN : highlight ? DIMMED : HIDDEN),
+    flagsOk: (fl) => options.showOpen || !(fl & F_OPEN),
+    /** @param {number} attempt */
+    attemptOk: (attempt) => (wanted < 0 || attempt === wanted ? SHOWN : highlight ? DIMMED : HIDDEN),
   };
 }

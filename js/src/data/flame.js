@@ -38,55 +38,55 @@ import { quantile } from "./quantile.js";
  * Linear passes over typed arrays (a million spans in well under a second):
  * paths are interned as (parent path, name) pairs, children and durations
  * grouped by counting sort.
- * @param {Data} d
+ * @param {Data} data
  * @param {Uint8Array|null} include
  * @param {[number, number]|null} [window]
  * @returns {Flame}
  */
-export function flameOf(d, include, window = null) {
-  const n = d.nSpans;
-  // Nodes: spans (0 .. n-1), then segments (n + seg) of the spans whose
+export function flameOf(data, include, window = null) {
+  const nSpans = data.nSpans;
+  // Nodes: spans (0 .. nSpans-1), then segments (nSpans + seg) of the spans whose
   // segments are children (critical.js segmentsAreChildren).
-  const nNodes = n + d.nSegs;
+  const nNodes = nSpans + data.nSegs;
   const start = new Float64Array(nNodes);
   const end = new Float64Array(nNodes);
   const chosen = new Uint8Array(nNodes);
   const nameOfNode = new Uint32Array(nNodes);
   const depthOfNode = new Uint32Array(nNodes);
   const parentOfNode = new Int32Array(nNodes);
-  let m = 0;
-  const choose = (/** @type {number} */ k, /** @type {number} */ a, /** @type {number} */ b) => {
+  let nChosen = 0;
+  const choose = (/** @type {number} */ node, /** @type {number} */ nodeStart, /** @type {number} */ nodeEnd) => {
     if (window) {
-      a = Math.max(a, window[0]);
-      b = Math.min(b, window[1]);
-      if (!(b > a)) return;
+      nodeStart = Math.max(nodeStart, window[0]);
+      nodeEnd = Math.min(nodeEnd, window[1]);
+      if (!(nodeEnd > nodeStart)) return;
     }
-    start[k] = a;
-    end[k] = b;
-    chosen[k] = 1;
-    m++;
+    start[node] = nodeStart;
+    end[node] = nodeEnd;
+    chosen[node] = 1;
+    nChosen++;
   };
-  for (let i = 0; i < n; i++) {
-    nameOfNode[i] = d.spanName[i];
-    depthOfNode[i] = d.spanDepth[i];
-    parentOfNode[i] = d.spanParent[i];
+  for (let i = 0; i < nSpans; i++) {
+    nameOfNode[i] = data.spanName[i];
+    depthOfNode[i] = data.spanDepth[i];
+    parentOfNode[i] = data.spanParent[i];
     if (include && !include[i]) continue;
-    choose(i, d.spanStart[i], d.spanEnd[i]);
+    choose(i, data.spanStart[i], data.spanEnd[i]);
   }
-  for (let i = 0; i < n; i++) {
-    if ((include && !include[i]) || !segmentsAreChildren(d, i)) continue;
-    for (let c = d.spanSegOff[i]; c < d.spanSegOff[i + 1]; c++) {
-      const seg = d.segOrder[c];
-      const k = n + seg;
-      nameOfNode[k] = d.segName[seg];
-      depthOfNode[k] = d.spanDepth[i] + 1;
-      parentOfNode[k] = i;
-      if (d.segEnd[seg] > d.segStart[seg]) choose(k, d.segStart[seg], d.segEnd[seg]);
+  for (let i = 0; i < nSpans; i++) {
+    if ((include && !include[i]) || !segmentsAreChildren(data, i)) continue;
+    for (let position = data.spanSegOff[i]; position < data.spanSegOff[i + 1]; position++) {
+      const seg = data.segOrder[position];
+      const node = nSpans + seg;
+      nameOfNode[node] = data.segName[seg];
+      depthOfNode[node] = data.spanDepth[i] + 1;
+      parentOfNode[node] = i;
+      if (data.segEnd[seg] > data.segStart[seg]) choose(node, data.segStart[seg], data.segEnd[seg]);
     }
   }
-  const parentOf = (/** @type {number} */ i) => {
-    const p = parentOfNode[i];
-    return p >= 0 && chosen[p] ? p : -1;
+  const parentOf = (/** @type {number} */ node) => {
+    const parent = parentOfNode[node];
+    return parent >= 0 && chosen[parent] ? parent : -1;
   };
   // Nodes by depth (parents first), then each one's path id.
   const byDepth = bucket(nNodes, 257, (i) => (chosen[i] ? depthOfNode[i] : -1));
@@ -97,10 +97,10 @@ export function flameOf(d, include, window = null) {
   const pathParent = [];
   /** @type {number[]} */
   const pathName = [];
-  for (let k = 0; k < byDepth.order.length; k++) {
-    const i = byDepth.order[k];
-    const p = parentOf(i);
-    const above = p >= 0 ? pathId[p] : -1;
+  for (let position = 0; position < byDepth.order.length; position++) {
+    const i = byDepth.order[position];
+    const parent = parentOf(i);
+    const above = parent >= 0 ? pathId[parent] : -1;
     const key = (above + 1) * 65536 + nameOfNode[i];
     let id = intern.get(key);
     if (id === undefined) {
@@ -112,27 +112,27 @@ export function flameOf(d, include, window = null) {
     pathId[i] = id;
   }
   // Self time: duration minus the union of the children's intervals clipped to it.
-  const kids = bucket(nNodes, n, (i) => (chosen[i] ? parentOf(i) : -1));
+  const kids = bucket(nNodes, nSpans, (i) => (chosen[i] ? parentOf(i) : -1));
   const own = new Float64Array(nNodes);
   let sa = new Float64Array(16);
   let sb = new Float64Array(16);
   for (let i = 0; i < nNodes; i++) {
     if (!chosen[i]) continue;
-    let k = 0;
-    for (let c = kids.off[i]; c < kids.off[i + 1]; c++) {
-      const j = kids.order[c];
-      const a = Math.max(start[j], start[i]);
-      const b = Math.min(end[j], end[i]);
-      if (!(b > a)) continue;
-      if (k === sa.length) {
+    let nIntervals = 0;
+    for (let position = kids.off[i]; position < kids.off[i + 1]; position++) {
+      const j = kids.order[position];
+      const childStart = Math.max(start[j], start[i]);
+      const childEnd = Math.min(end[j], end[i]);
+      if (!(childEnd > childStart)) continue;
+      if (nIntervals === sa.length) {
         sa = grow(sa);
         sb = grow(sb);
       }
-      sa[k] = a;
-      sb[k] = b;
-      k++;
+      sa[nIntervals] = childStart;
+      sb[nIntervals] = childEnd;
+      nIntervals++;
     }
-    own[i] = Math.max(end[i] - start[i] - (k ? unionLength(sa, sb, k) : 0), 0);
+    own[i] = Math.max(end[i] - start[i] - (nIntervals ? unionLength(sa, sb, nIntervals) : 0), 0);
   }
   // Rows: names spelled once per path, sorted by path; durations grouped per row for quantiles.
   const nPaths = pathParent.length;
@@ -141,34 +141,34 @@ export function flameOf(d, include, window = null) {
   const depthOf = new Int32Array(nPaths);
   for (let id = 0; id < nPaths; id++) {
     // A parent path is always interned before its children: its text and depth are known.
-    const name = pathPiece(d.names[pathName[id]] ?? "");
+    const name = pathPiece(data.names[pathName[id]] ?? "");
     const up = pathParent[id];
     text[id] = up < 0 ? name : `${text[up]};${name}`;
     depthOf[id] = up < 0 ? 0 : depthOf[up] + 1;
   }
-  const sortedIds = Array.from({ length: nPaths }, (_, id) => id).sort((x, y) => (text[x] < text[y] ? -1 : text[x] > text[y] ? 1 : 0));
+  const sortedIds = Array.from({ length: nPaths }, (_, id) => id).sort((left, right) => (text[left] < text[right] ? -1 : text[left] > text[right] ? 1 : 0));
   const rowOfPath = new Int32Array(nPaths);
-  sortedIds.forEach((id, r) => (rowOfPath[id] = r));
+  sortedIds.forEach((id, row) => (rowOfPath[id] = row));
   const nodeRow = new Int32Array(nNodes).fill(-1);
   for (let i = 0; i < nNodes; i++) if (chosen[i]) nodeRow[i] = rowOfPath[pathId[i]];
   const perRow = bucket(nNodes, nPaths, (i) => nodeRow[i]);
-  const seconds = new Float64Array(m);
-  const rows = sortedIds.map((id, r) => {
-    const lo = perRow.off[r];
-    const hi = perRow.off[r + 1];
+  const seconds = new Float64Array(nChosen);
+  const rows = sortedIds.map((id, row) => {
+    const lo = perRow.off[row];
+    const hi = perRow.off[row + 1];
     let total = 0;
     let self = 0;
-    for (let c = lo; c < hi; c++) {
-      const i = perRow.order[c];
-      seconds[c] = end[i] - start[i];
-      total += seconds[c];
+    for (let position = lo; position < hi; position++) {
+      const i = perRow.order[position];
+      seconds[position] = end[i] - start[i];
+      total += seconds[position];
       self += own[i];
     }
     const sorted = seconds.subarray(lo, hi).sort();
     const up = pathParent[id];
-    return { path: text[id], name: d.names[pathName[id]] ?? "", depth: depthOf[id], parent: up < 0 ? -1 : rowOfPath[up], count: hi - lo, total, self, p50: quantile(sorted, 0.5), p95: quantile(sorted, 0.95) };
+    return { path: text[id], name: data.names[pathName[id]] ?? "", depth: depthOf[id], parent: up < 0 ? -1 : rowOfPath[up], count: hi - lo, total, self, p50: quantile(sorted, 0.5), p95: quantile(sorted, 0.95) };
   });
-  return { rows, spanRow: nodeRow.subarray(0, n), segRow: nodeRow.subarray(n) };
+  return { rows, spanRow: nodeRow.subarray(0, nSpans), segRow: nodeRow.subarray(nSpans) };
 }
 
 /**
@@ -177,72 +177,72 @@ export function flameOf(d, include, window = null) {
  * @param {string} name
  */
 export function pathPiece(name) {
-  return name.replace(/[\\;]/g, (c) => `\\${c}`);
+  return name.replace(/[\\;]/g, (character) => `\\${character}`);
 }
 
 /**
  * Counting sort of the span indices into `nKeys` buckets (`keyOf` < 0: left out).
- * @param {number} n
+ * @param {number} nItems
  * @param {number} nKeys
  * @param {(i: number) => number} keyOf
  * @returns {{order: Uint32Array, off: Uint32Array}} bucket k holds order[off[k] .. off[k+1])
  */
-function bucket(n, nKeys, keyOf) {
-  const keys = new Int32Array(n);
+function bucket(nItems, nKeys, keyOf) {
+  const keys = new Int32Array(nItems);
   const off = new Uint32Array(nKeys + 1);
   let total = 0;
-  for (let i = 0; i < n; i++) {
-    const k = keyOf(i);
-    keys[i] = k;
-    if (k >= 0) {
-      off[k + 1]++;
+  for (let i = 0; i < nItems; i++) {
+    const key = keyOf(i);
+    keys[i] = key;
+    if (key >= 0) {
+      off[key + 1]++;
       total++;
     }
   }
-  for (let k = 0; k < nKeys; k++) off[k + 1] += off[k];
+  for (let key = 0; key < nKeys; key++) off[key + 1] += off[key];
   const fill = off.slice(0, nKeys);
   const order = new Uint32Array(total);
-  for (let i = 0; i < n; i++) if (keys[i] >= 0) order[fill[keys[i]]++] = i;
+  for (let i = 0; i < nItems; i++) if (keys[i] >= 0) order[fill[keys[i]]++] = i;
   return { order, off };
 }
 
-/** @param {Float64Array} a */
-function grow(a) {
-  const b = new Float64Array(a.length * 2);
-  b.set(a);
-  return b;
+/** @param {Float64Array} values */
+function grow(values) {
+  const grown = new Float64Array(values.length * 2);
+  grown.set(values);
+  return grown;
 }
 
 /**
- * Length of the union of the first `k` intervals [a[j], b[j]) (b > a).
- * @param {Float64Array} a
- * @param {Float64Array} b
- * @param {number} k
+ * Length of the union of the first `count` intervals [starts[j], ends[j]) (ends > starts).
+ * @param {Float64Array} starts
+ * @param {Float64Array} ends
+ * @param {number} count
  */
-function unionLength(a, b, k) {
+function unionLength(starts, ends, count) {
   // Insertion sort by start: a span has few children, and they come mostly in order.
-  for (let x = 1; x < k; x++) {
-    const av = a[x];
-    const bv = b[x];
-    let y = x - 1;
-    while (y >= 0 && a[y] > av) {
-      a[y + 1] = a[y];
-      b[y + 1] = b[y];
-      y--;
+  for (let i = 1; i < count; i++) {
+    const av = starts[i];
+    const bv = ends[i];
+    let j = i - 1;
+    while (j >= 0 && starts[j] > av) {
+      starts[j + 1] = starts[j];
+      ends[j + 1] = ends[j];
+      j--;
     }
-    a[y + 1] = av;
-    b[y + 1] = bv;
+    starts[j + 1] = av;
+    ends[j + 1] = bv;
   }
   let total = 0;
-  let lo = a[0];
-  let hi = b[0];
-  for (let x = 1; x < k; x++) {
-    if (a[x] > hi) {
+  let lo = starts[0];
+  let hi = ends[0];
+  for (let i = 1; i < count; i++) {
+    if (starts[i] > hi) {
       total += hi - lo;
-      lo = a[x];
-      hi = b[x];
-    } else if (b[x] > hi) {
-      hi = b[x];
+      lo = starts[i];
+      hi = ends[i];
+    } else if (ends[i] > hi) {
+      hi = ends[i];
     }
   }
   return total + (hi - lo);

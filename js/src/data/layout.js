@@ -20,34 +20,34 @@ export const ROW_PAD = 3;
 /**
  * Every payload sample index, in payload order (the rows before the filter's
  * query and the sort).
- * @param {Data} d
+ * @param {Data} data
  * @returns {Uint32Array}
  */
-export function allSamples(d) {
-  const all = new Uint32Array(d.nSamples);
-  for (let s = 0; s < d.nSamples; s++) all[s] = s;
+export function allSamples(data) {
+  const all = new Uint32Array(data.nSamples);
+  for (let sample = 0; sample < data.nSamples; sample++) all[sample] = sample;
   return all;
 }
 
 /**
  * Sort key value of a sample (NaN when missing).
- * @param {Data} d
- * @param {number} s
+ * @param {Data} data
+ * @param {number} sample
  * @param {SortKey} key
  */
-export function sortValue(d, s, key) {
+export function sortValue(data, sample, key) {
   switch (key) {
     case "duration":
-      return d.smpEnd[s] - d.smpStart[s];
+      return data.smpEnd[sample] - data.smpStart[sample];
     case "reward":
-      return d.smpReward[s];
+      return data.smpReward[sample];
     case "lanes":
-      return d.nLanes[s];
+      return data.nLanes[sample];
     case "open":
-      return d.smpOpen[s];
+      return data.smpOpen[sample];
     case "start":
     default:
-      return d.smpStart[s];
+      return data.smpStart[sample];
   }
 }
 
@@ -55,36 +55,36 @@ export function sortValue(d, s, key) {
  * Rows sorted by `key`; missing values (NaN) last in both directions; ties
  * keep payload order. In a comparison view (several rollouts, each aligned to
  * its own start) rows stay grouped by rollout, sorted within each group.
- * @param {Data} d
+ * @param {Data} data
  * @param {Uint32Array} rows
  * @param {SortKey} key
  * @param {boolean} desc
  * @returns {Uint32Array}
  */
-export function sortRows(d, rows, key, desc) {
-  const n = rows.length;
-  const vals = new Float64Array(n);
-  for (let i = 0; i < n; i++) vals[i] = sortValue(d, rows[i], key);
-  const order = new Array(n);
-  for (let i = 0; i < n; i++) order[i] = i;
+export function sortRows(data, rows, key, desc) {
+  const nRows = rows.length;
+  const vals = new Float64Array(nRows);
+  for (let i = 0; i < nRows; i++) vals[i] = sortValue(data, rows[i], key);
+  const order = new Array(nRows);
+  for (let i = 0; i < nRows; i++) order[i] = i;
   const sign = desc ? -1 : 1;
-  const grouped = d.meta.align === "rollout" && d.meta.rollouts.length > 1;
-  order.sort((a, b) => {
+  const grouped = data.meta.align === "rollout" && data.meta.rollouts.length > 1;
+  order.sort((left, right) => {
     if (grouped) {
-      const ga = d.smpRollout[rows[a]];
-      const gb = d.smpRollout[rows[b]];
+      const ga = data.smpRollout[rows[left]];
+      const gb = data.smpRollout[rows[right]];
       if (ga !== gb) return ga - gb;
     }
-    const va = vals[a];
-    const vb = vals[b];
+    const va = vals[left];
+    const vb = vals[right];
     const na = Number.isNaN(va);
     const nb = Number.isNaN(vb);
-    if (na || nb) return na === nb ? rows[a] - rows[b] : na ? 1 : -1;
+    if (na || nb) return na === nb ? rows[left] - rows[right] : na ? 1 : -1;
     if (va !== vb) return va < vb ? -sign : sign;
-    return rows[a] - rows[b];
+    return rows[left] - rows[right];
   });
-  const out = new Uint32Array(n);
-  for (let i = 0; i < n; i++) out[i] = rows[order[i]];
+  const out = new Uint32Array(nRows);
+  for (let i = 0; i < nRows; i++) out[i] = rows[order[i]];
   return out;
 }
 
@@ -100,39 +100,39 @@ export function sortRows(d, rows, key, desc) {
 
 /**
  * Row heights and positions.
- * @param {Data} d
+ * @param {Data} data
  * @param {Uint32Array} rows
  * @param {(s: number) => boolean} isExpanded
  * @param {number} laneH
  * @returns {Layout}
  */
-export function buildLayout(d, rows, isExpanded, laneH) {
-  const n = rows.length;
-  const expanded = new Uint8Array(n);
-  const rowTop = new Float64Array(n + 1);
-  const rowOfSample = new Int32Array(d.nSamples).fill(-1);
+export function buildLayout(data, rows, isExpanded, laneH) {
+  const nRows = rows.length;
+  const expanded = new Uint8Array(nRows);
+  const rowTop = new Float64Array(nRows + 1);
+  const rowOfSample = new Int32Array(data.nSamples).fill(-1);
   let y = 0;
-  for (let r = 0; r < n; r++) {
-    const s = rows[r];
-    rowOfSample[s] = r;
-    const ex = isExpanded(s) && d.nLanes[s] > 1;
-    expanded[r] = ex ? 1 : 0;
-    rowTop[r] = y;
-    y += rowHeight(d, s, ex, laneH);
+  for (let row = 0; row < nRows; row++) {
+    const sample = rows[row];
+    rowOfSample[sample] = row;
+    const ex = isExpanded(sample) && data.nLanes[sample] > 1;
+    expanded[row] = ex ? 1 : 0;
+    rowTop[row] = y;
+    y += rowHeight(data, sample, ex, laneH);
   }
-  rowTop[n] = y;
+  rowTop[nRows] = y;
   return { rows, expanded, rowTop, rowOfSample, laneH, totalHeight: y };
 }
 
 /**
  * Height of a row in CSS px.
- * @param {Data} d
- * @param {number} s
+ * @param {Data} data
+ * @param {number} sample
  * @param {boolean} expanded
  * @param {number} laneH
  */
-export function rowHeight(d, s, expanded, laneH) {
-  const lanes = expanded ? Math.max(1, d.nLanes[s]) : 1;
+export function rowHeight(data, sample, expanded, laneH) {
+  const lanes = expanded ? Math.max(1, data.nLanes[sample]) : 1;
   return lanes * laneH + 2 * ROW_PAD;
 }
 
@@ -145,33 +145,33 @@ export function laneGap(laneH) {
 }
 
 /**
- * Vertical extent of a bar (content px): lane `lane` of row `r`, or the
+ * Vertical extent of a bar (content px): lane `lane` of row `row`, or the
  * whole collapsed row when it is not expanded.
- * @param {Layout} L
- * @param {number} r
+ * @param {Layout} layout
+ * @param {number} row
  * @param {number} lane
  * @returns {{y: number, h: number}}
  */
-export function barBox(L, r, lane) {
-  const top = L.rowTop[r] + ROW_PAD;
-  const g = laneGap(L.laneH);
-  if (!L.expanded[r]) return { y: top, h: L.laneH - g };
-  return { y: top + lane * L.laneH, h: L.laneH - g };
+export function barBox(layout, row, lane) {
+  const top = layout.rowTop[row] + ROW_PAD;
+  const gap = laneGap(layout.laneH);
+  if (!layout.expanded[row]) return { y: top, h: layout.laneH - gap };
+  return { y: top + lane * layout.laneH, h: layout.laneH - gap };
 }
 
 /**
  * First row whose bottom is below `y` (content px): binary search on rowTop.
- * @param {Layout} L
+ * @param {Layout} layout
  * @param {number} y
  */
-export function rowAtY(L, y) {
-  const n = L.rows.length;
-  if (n === 0 || y < 0 || y >= L.totalHeight) return -1;
+export function rowAtY(layout, y) {
+  const nRows = layout.rows.length;
+  if (nRows === 0 || y < 0 || y >= layout.totalHeight) return -1;
   let lo = 0;
-  let hi = n - 1;
+  let hi = nRows - 1;
   while (lo < hi) {
     const mid = (lo + hi + 1) >> 1;
-    if (L.rowTop[mid] <= y) lo = mid;
+    if (layout.rowTop[mid] <= y) lo = mid;
     else hi = mid - 1;
   }
   return lo;
@@ -179,34 +179,34 @@ export function rowAtY(L, y) {
 
 /**
  * Rows intersecting the viewport [scrollTop, scrollTop + height): [first, last).
- * @param {Layout} L
+ * @param {Layout} layout
  * @param {number} scrollTop
  * @param {number} height
  * @returns {[number, number]}
  */
-export function visibleRows(L, scrollTop, height) {
-  const n = L.rows.length;
-  if (n === 0 || height <= 0) return [0, 0];
+export function visibleRows(layout, scrollTop, height) {
+  const nRows = layout.rows.length;
+  if (nRows === 0 || height <= 0) return [0, 0];
   const top = Math.max(0, scrollTop);
-  if (top >= L.totalHeight) return [n, n];
-  const first = Math.max(0, rowAtY(L, top));
+  if (top >= layout.totalHeight) return [nRows, nRows];
+  const first = Math.max(0, rowAtY(layout, top));
   let last = first;
   const bottom = scrollTop + height;
-  while (last < n && L.rowTop[last] < bottom) last++;
+  while (last < nRows && layout.rowTop[last] < bottom) last++;
   return [first, last];
 }
 
 /**
- * Lane (0-based) under content y within row r (0 for collapsed rows).
- * @param {Data} d
- * @param {Layout} L
- * @param {number} r
+ * Lane (0-based) under content y within row `row` (0 for collapsed rows).
+ * @param {Data} data
+ * @param {Layout} layout
+ * @param {number} row
  * @param {number} y
  */
-export function laneAtY(d, L, r, y) {
-  if (!L.expanded[r]) return 0;
-  const rel = y - L.rowTop[r] - ROW_PAD;
-  const lane = Math.floor(rel / L.laneH);
-  const s = L.rows[r];
-  return Math.max(0, Math.min(d.nLanes[s] - 1, lane));
+export function laneAtY(data, layout, row, y) {
+  if (!layout.expanded[row]) return 0;
+  const rel = y - layout.rowTop[row] - ROW_PAD;
+  const lane = Math.floor(rel / layout.laneH);
+  const sample = layout.rows[row];
+  return Math.max(0, Math.min(data.nLanes[sample] - 1, lane));
 }

@@ -16,24 +16,24 @@ import { LINK_KINDS } from "./decode.js";
 
 /**
  * An encoded endpoint as {kind, index}; null when out of range.
- * @param {Data} d
- * @param {number} v span i as i, event j as -1 - j
+ * @param {Data} data
+ * @param {number} endpoint span i as i, event j as -1 - j
  * @returns {End|null}
  */
-export function endOf(d, v) {
-  if (v >= 0) return v < d.nSpans ? { kind: "span", index: v } : null;
-  const j = -1 - v;
-  return j < d.nEvents ? { kind: "event", index: j } : null;
+export function endOf(data, endpoint) {
+  if (endpoint >= 0) return endpoint < data.nSpans ? { kind: "span", index: endpoint } : null;
+  const eventIndex = -1 - endpoint;
+  return eventIndex < data.nEvents ? { kind: "event", index: eventIndex } : null;
 }
 
 /**
  * The selected item as a link end (spans and events only).
- * @param {Hit|null} h
+ * @param {Hit|null} hit
  * @returns {End|null}
  */
-export function endOfHit(h) {
-  if (h && h.type === "span") return { kind: "span", index: h.span };
-  if (h && h.type === "event") return { kind: "event", index: h.ev };
+export function endOfHit(hit) {
+  if (hit && hit.type === "span") return { kind: "span", index: hit.span };
+  if (hit && hit.type === "event") return { kind: "event", index: hit.ev };
   return null;
 }
 
@@ -48,72 +48,72 @@ const byEnd = new WeakMap();
 
 /**
  * Link rows by endpoint (both ends), built once per payload.
- * @param {Data} d
+ * @param {Data} data
  */
-function index(d) {
-  let m = byEnd.get(d);
-  if (m) return m;
-  m = new Map();
-  for (let k = 0; k < d.nLinks; k++) {
-    for (const v of [d.linkFrom[k], d.linkTo[k]]) {
-      const list = m.get(v);
-      if (list) list.push(k);
-      else m.set(v, [k]);
+function index(data) {
+  let rowsByEnd = byEnd.get(data);
+  if (rowsByEnd) return rowsByEnd;
+  rowsByEnd = new Map();
+  for (let link = 0; link < data.nLinks; link++) {
+    for (const endpoint of [data.linkFrom[link], data.linkTo[link]]) {
+      const list = rowsByEnd.get(endpoint);
+      if (list) list.push(link);
+      else rowsByEnd.set(endpoint, [link]);
     }
   }
-  byEnd.set(d, m);
-  return m;
+  byEnd.set(data, rowsByEnd);
+  return rowsByEnd;
 }
 
 /**
  * Members of the group of span `span` (itself included, by payload index), or []
  * when it is in no group.
- * @param {Data} d
+ * @param {Data} data
  * @param {number} span
  * @returns {number[]}
  */
-export function groupMembers(d, span) {
-  const m = index(d);
+export function groupMembers(data, span) {
+  const rowsByEnd = index(data);
   const group = LINK_KINDS.indexOf("group");
   let hub = -1;
-  for (const k of m.get(span) || []) {
-    if (d.linkKind[k] !== group) continue;
-    hub = d.linkTo[k];
+  for (const link of rowsByEnd.get(span) || []) {
+    if (data.linkKind[link] !== group) continue;
+    hub = data.linkTo[link];
     break;
   }
-  if (hub < 0 || hub >= d.nSpans) return [];
+  if (hub < 0 || hub >= data.nSpans) return [];
   const members = [hub];
-  for (const k of m.get(hub) || []) {
-    const from = d.linkFrom[k];
-    if (d.linkKind[k] === group && d.linkTo[k] === hub && from >= 0 && from < d.nSpans) members.push(from);
+  for (const link of rowsByEnd.get(hub) || []) {
+    const from = data.linkFrom[link];
+    if (data.linkKind[link] === group && data.linkTo[link] === hub && from >= 0 && from < data.nSpans) members.push(from);
   }
-  return members.sort((a, b) => a - b);
+  return members.sort((left, right) => left - right);
 }
 
 /**
  * The links touching the item: a group as arrows from the item to each other
  * member, the others as recorded (from the newer attempt to the older, from
  * the exported span to where it was continued), whichever end the item is.
- * @param {Data} d
+ * @param {Data} data
  * @param {"span"|"event"} kind
- * @param {number} i payload index
+ * @param {number} item payload index
  * @returns {Link[]}
  */
-export function linksOf(d, kind, i) {
+export function linksOf(data, kind, item) {
   /** @type {Link[]} */
   const out = [];
-  const self = /** @type {End} */ ({ kind, index: i });
+  const self = /** @type {End} */ ({ kind, index: item });
   if (kind === "span") {
-    for (const member of groupMembers(d, i)) {
-      if (member !== i) out.push({ kind: "group", from: self, to: { kind: "span", index: member } });
+    for (const member of groupMembers(data, item)) {
+      if (member !== item) out.push({ kind: "group", from: self, to: { kind: "span", index: member } });
     }
   }
   const group = LINK_KINDS.indexOf("group");
-  for (const k of index(d).get(encodeEnd(kind, i)) || []) {
-    if (d.linkKind[k] === group) continue;
-    const from = endOf(d, d.linkFrom[k]);
-    const to = endOf(d, d.linkTo[k]);
-    const name = LINK_KINDS[d.linkKind[k]];
+  for (const link of index(data).get(encodeEnd(kind, item)) || []) {
+    if (data.linkKind[link] === group) continue;
+    const from = endOf(data, data.linkFrom[link]);
+    const to = endOf(data, data.linkTo[link]);
+    const name = LINK_KINDS[data.linkKind[link]];
     if (from && to && name) out.push({ kind: name, from, to });
   }
   return out;
@@ -139,26 +139,26 @@ export function describe(link, self) {
 const masksOf = new WeakMap();
 
 /**
- * Record the masks over `d` (App.setMasks does), so a link button can tell a
+ * Record the masks over `data` (App.setMasks does), so a link button can tell a
  * target the filter box hides: the details panel is built without the App.
- * @param {Data} d
+ * @param {Data} data
  * @param {ViewMasks} masks
  */
-export function noteMasks(d, masks) {
-  masksOf.set(d, masks);
+export function noteMasks(data, masks) {
+  masksOf.set(data, masks);
 }
 
 /**
  * Whether the filter box's query hides an end: its row is gone, or the item
  * is hidden in it.
- * @param {Data} d
+ * @param {Data} data
  * @param {End} end
  */
-export function filteredOut(d, end) {
-  const m = masksOf.get(d);
-  if (!m) return false;
-  const sample = end.kind === "span" ? d.spanSample[end.index] : d.evSample[end.index];
-  if (m.rowKeep && !m.rowKeep[sample]) return true;
-  const keep = end.kind === "span" ? m.keep : m.evKeep;
+export function filteredOut(data, end) {
+  const masks = masksOf.get(data);
+  if (!masks) return false;
+  const sample = end.kind === "span" ? data.spanSample[end.index] : data.evSample[end.index];
+  if (masks.rowKeep && !masks.rowKeep[sample]) return true;
+  const keep = end.kind === "span" ? masks.keep : masks.evKeep;
   return !!keep && !keep[end.index];
 }

@@ -41,8 +41,8 @@ export class Sync {
    * @param {any} value
    */
   setNow(key, value) {
-    const t = this.timers.get(key);
-    if (t !== undefined) clearTimeout(t);
+    const timer = this.timers.get(key);
+    if (timer !== undefined) clearTimeout(timer);
     this.timers.delete(key);
     this.pending.delete(key);
     this.write(key, value);
@@ -55,8 +55,8 @@ export class Sync {
    * @param {number} ms
    */
   setLater(key, valueFn, ms) {
-    const t = this.timers.get(key);
-    if (t !== undefined) clearTimeout(t);
+    const timer = this.timers.get(key);
+    if (timer !== undefined) clearTimeout(timer);
     this.pending.set(key, valueFn);
     this.timers.set(
       key,
@@ -72,8 +72,8 @@ export class Sync {
   /** Write every pending value now (used on cleanup). */
   flush() {
     for (const [key, fn] of this.pending) {
-      const t = this.timers.get(key);
-      if (t !== undefined) clearTimeout(t);
+      const timer = this.timers.get(key);
+      if (timer !== undefined) clearTimeout(timer);
       this.write(key, fn());
     }
     this.timers.clear();
@@ -82,7 +82,7 @@ export class Sync {
 
   /** Drop pending writes. */
   cancel() {
-    for (const t of this.timers.values()) clearTimeout(t);
+    for (const timer of this.timers.values()) clearTimeout(timer);
     this.timers.clear();
     this.pending.clear();
   }
@@ -145,11 +145,11 @@ export class Requests {
     /** @param {any} msg */
     this.onMsg = (msg) => {
       if (!msg || typeof msg !== "object") return;
-      const w = this.waiting.get(msg.req);
-      if (!w || w.type !== msg.type) return; // another view's request, or already timed out
-      clearTimeout(w.timer);
+      const waiter = this.waiting.get(msg.req);
+      if (!waiter || waiter.type !== msg.type) return; // another view's request, or already timed out
+      clearTimeout(waiter.timer);
       this.waiting.delete(msg.req);
-      w.resolve(msg);
+      waiter.resolve(msg);
     };
     model.on("msg:custom", this.onMsg);
   }
@@ -198,7 +198,7 @@ export class Requests {
   }
 
   dispose() {
-    for (const w of this.waiting.values()) clearTimeout(w.timer);
+    for (const waiter of this.waiting.values()) clearTimeout(waiter.timer);
     this.waiting.clear();
     this.model.off("msg:custom", this.onMsg);
   }

@@ -3,16 +3,16 @@
 // figures equal analysis.flame's and analysis.rollout_diff's.
 
 /**
- * Quantile `q` (0..1) of ascending values: position q·(n−1), interpolated;
+ * Quantile `fraction` (0..1) of ascending values: position fraction·(count−1), interpolated;
  * NaN when there are none.
  * @param {ArrayLike<number>} sorted
- * @param {number} q
+ * @param {number} fraction
  */
-export function quantile(sorted, q) {
-  const n = sorted.length;
-  if (n === 0) return NaN;
-  const pos = q * (n - 1);
+export function quantile(sorted, fraction) {
+  const count = sorted.length;
+  if (count === 0) return NaN;
+  const pos = fraction * (count - 1);
   const lo = Math.floor(pos);
-  const hi = Math.min(n - 1, lo + 1);
+  const hi = Math.min(count - 1, lo + 1);
   return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo);
 }

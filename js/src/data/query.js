@@ -56,8 +56,8 @@ export class QueryError extends Error {
 function tokens(text) {
   const out = [];
   let i = 0;
-  const n = text.length;
-  while (i < n) {
+  const length = text.length;
+  while (i < length) {
     if (SPACE.includes(text[i])) {
       i++;
       continue;
@@ -67,16 +67,16 @@ function tokens(text) {
     /** @type {boolean[]} */
     const quoted = [];
     let openAt = -1;
-    while (i < n && (openAt >= 0 || !SPACE.includes(text[i]))) {
-      const c = text[i];
-      if (c === '"') {
+    while (i < length && (openAt >= 0 || !SPACE.includes(text[i]))) {
+      const character = text[i];
+      if (character === '"') {
         openAt = openAt >= 0 ? -1 : i;
-      } else if (openAt >= 0 && c === "\\" && i + 1 < n && '"\\'.includes(text[i + 1])) {
+      } else if (openAt >= 0 && character === "\\" && i + 1 < length && '"\\'.includes(text[i + 1])) {
         i++;
         word += text[i];
         quoted.push(true);
       } else {
-        word += c;
+        word += character;
         quoted.push(openAt >= 0);
       }
       i++;
@@ -96,11 +96,11 @@ function tokens(text) {
 function operator(word, quoted) {
   for (let i = 0; i < word.length; i++) {
     if (quoted[i]) continue;
-    const c = word[i];
+    const character = word[i];
     const follows = i + 1 < word.length && word[i + 1] === "=" && !quoted[i + 1];
-    if (c === "<" || c === ">") return [i, follows ? c + "=" : c];
-    if (c === "=") return [i, "="];
-    if (c === "!" && follows) return [i, "!="];
+    if (character === "<" || character === ">") return [i, follows ? character + "=" : character];
+    if (character === "=") return [i, "="];
+    if (character === "!" && follows) return [i, "!="];
   }
   return [-1, ""];
 }
@@ -172,7 +172,7 @@ function fieldValue(pos, field, op, value) {
  * @returns {Term[]}
  */
 export function parseQuery(text) {
-  return tokens(text || "").map((t) => term(t.pos, t.word, t.quoted));
+  return tokens(text || "").map((token) => term(token.pos, token.word, token.quoted));
 }
 
 /**
@@ -190,7 +190,7 @@ export function glob(pattern) {
   const pieces = pattern.split("*");
   const first = /** @type {string} */ (pieces[0]);
   const last = /** @type {string} */ (pieces[pieces.length - 1]);
-  const middle = pieces.slice(1, -1).filter((p) => p);
+  const middle = pieces.slice(1, -1).filter((piece) => piece);
   return (text) => {
     const end = text.length - last.length;
     if (end < first.length || !text.startsWith(first) || !text.endsWith(last)) return false;
@@ -205,24 +205,24 @@ export function glob(pattern) {
 }
 
 /**
- * @param {number} x
+ * @param {number} left
  * @param {string} op
- * @param {number} y
+ * @param {number} right
  */
-export function compare(x, op, y) {
+export function compare(left, op, right) {
   switch (op) {
     case "=":
-      return x === y;
+      return left === right;
     case "!=":
-      return !Number.isNaN(x) && x !== y;
+      return !Number.isNaN(left) && left !== right;
     case ">":
-      return x > y;
+      return left > right;
     case ">=":
-      return x >= y;
+      return left >= right;
     case "<":
-      return x < y;
+      return left < right;
     default:
-      return x <= y;
+      return left <= right;
   }
 }
 
@@ -230,23 +230,23 @@ export function compare(x, op, y) {
  * Whether an attribute term (attr or has, before `neg`) holds for one value:
  * absent keys never match; `=` compares numbers as numbers, bools as
  * true/false, text exactly with `*` globs; `!=` needs the key present.
- * @param {Term} t
- * @param {((text: string) => boolean)|null} pattern glob of t.value for text
+ * @param {Term} queryTerm
+ * @param {((text: string) => boolean)|null} pattern glob of queryTerm.value for text
  * @param {"number"|"bool"|"text"} kind
  * @param {any} value undefined when the key is absent
  */
-export function attrHolds(t, pattern, kind, value) {
+export function attrHolds(queryTerm, pattern, kind, value) {
   if (value === undefined || value === null) return false;
-  if (t.kind === "has") return true;
-  const op = /** @type {string} */ (t.op);
+  if (queryTerm.kind === "has") return true;
+  const op = /** @type {string} */ (queryTerm.op);
   let equal;
   if (kind === "number") {
-    if (op !== "=" && op !== "!=") return compare(value, op, t.value);
-    equal = NUMBER.test(t.value) && value === Number(t.value);
+    if (op !== "=" && op !== "!=") return compare(value, op, queryTerm.value);
+    equal = NUMBER.test(queryTerm.value) && value === Number(queryTerm.value);
   } else if (op !== "=" && op !== "!=") {
     return false;
   } else if (kind === "bool") {
-    const want = String(t.value).toLowerCase();
+    const want = String(queryTerm.value).toLowerCase();
     equal = (want === "true" && value === true) || (want === "false" && value === false);
   } else {
     equal = /** @type {(text: string) => boolean} */ (pattern)(String(value));
@@ -260,18 +260,18 @@ const textCache = new WeakMap();
 /**
  * What a bare word is searched in, lower-cased: #index, source, status,
  * label, trace id (query.sample_text in Python).
- * @param {Data} d
+ * @param {Data} data
  */
-export function sampleTexts(d) {
-  let out = textCache.get(d);
+export function sampleTexts(data) {
+  let out = textCache.get(data);
   if (out) return out;
-  const sm = d.meta.samples;
+  const sm = data.meta.samples;
   out = [];
-  for (let s = 0; s < d.nSamples; s++) {
-    const si = sm.sample_index[s];
-    out.push([si === null || si === undefined ? "" : `#${si}`, sourceOf(d, s), statusOf(d, s), sm.label[s] ?? "", sm.trace_id[s] ?? ""].join("\u0001").toLowerCase());
+  for (let sample = 0; sample < data.nSamples; sample++) {
+    const si = sm.sample_index[sample];
+    out.push([si === null || si === undefined ? "" : `#${si}`, sourceOf(data, sample), statusOf(data, sample), sm.label[sample] ?? "", sm.trace_id[sample] ?? ""].join("\u0001").toLowerCase());
   }
-  textCache.set(d, out);
+  textCache.set(data, out);
   return out;
 }
 
@@ -282,7 +282,7 @@ export function sampleTexts(d) {
  */
 function tableHits(table, pattern) {
   const matches = glob(pattern);
-  return Uint8Array.from(table, (v) => (matches((v ?? "").toLowerCase()) ? 1 : 0));
+  return Uint8Array.from(table, (entry) => (matches((entry ?? "").toLowerCase()) ? 1 : 0));
 }
 
 /**
@@ -299,90 +299,90 @@ function tableHits(table, pattern) {
 /**
  * Evaluate `terms` over the payload; `attr` is the resolver's answer for the
  * attribute terms (required when there are any).
- * @param {Data} d
+ * @param {Data} data
  * @param {Term[]} terms
  * @param {AttrHits|null} attr
  * @returns {QueryResult}
  */
-export function evaluate(d, terms, attr) {
-  const rowKeep = new Uint8Array(d.nSamples).fill(1);
-  const texts = terms.some((t) => t.kind === "text") ? sampleTexts(d) : [];
-  for (const t of terms) {
-    if (!SAMPLE_KINDS.includes(t.kind)) continue;
-    const codes = t.kind === "status" ? d.smpStatus : d.smpSource;
-    const hits = t.kind === "text" ? null : tableHits(t.kind === "status" ? d.meta.statuses : d.meta.sources, t.value);
-    const empty = t.kind === "text" ? false : glob(t.value)(""); // a sample without one
-    for (let s = 0; s < d.nSamples; s++) {
-      const h = hits ? (codes[s] < hits.length ? hits[codes[s]] === 1 : empty) : texts[s].includes(t.value);
-      if (h === t.neg) rowKeep[s] = 0;
+export function evaluate(data, terms, attr) {
+  const rowKeep = new Uint8Array(data.nSamples).fill(1);
+  const texts = terms.some((queryTerm) => queryTerm.kind === "text") ? sampleTexts(data) : [];
+  for (const queryTerm of terms) {
+    if (!SAMPLE_KINDS.includes(queryTerm.kind)) continue;
+    const codes = queryTerm.kind === "status" ? data.smpStatus : data.smpSource;
+    const hits = queryTerm.kind === "text" ? null : tableHits(queryTerm.kind === "status" ? data.meta.statuses : data.meta.sources, queryTerm.value);
+    const empty = queryTerm.kind === "text" ? false : glob(queryTerm.value)(""); // a sample without one
+    for (let sample = 0; sample < data.nSamples; sample++) {
+      const matched = hits ? (codes[sample] < hits.length ? hits[codes[sample]] === 1 : empty) : texts[sample].includes(queryTerm.value);
+      if (matched === queryTerm.neg) rowKeep[sample] = 0;
     }
   }
-  const items = terms.filter((t) => !SAMPLE_KINDS.includes(t.kind));
-  if (items.some((t) => ATTR_KINDS.includes(t.kind)) && !attr) throw new Error("attribute terms need the resolver's answer");
+  const items = terms.filter((queryTerm) => !SAMPLE_KINDS.includes(queryTerm.kind));
+  if (items.some((queryTerm) => ATTR_KINDS.includes(queryTerm.kind)) && !attr) throw new Error("attribute terms need the resolver's answer");
   if (!items.length) {
     let rows = 0;
-    for (let s = 0; s < d.nSamples; s++) rows += rowKeep[s];
+    for (let sample = 0; sample < data.nSamples; sample++) rows += rowKeep[sample];
     let spans = 0;
     let events = 0;
-    for (let i = 0; i < d.nSpans; i++) if (rowKeep[d.spanSample[i]] && !(d.spanFlags[i] & F_PD_DETAIL)) spans++;
-    for (let i = 0; i < d.nEvents; i++) if (rowKeep[d.evSample[i]]) events++;
+    for (let i = 0; i < data.nSpans; i++) if (rowKeep[data.spanSample[i]] && !(data.spanFlags[i] & F_PD_DETAIL)) spans++;
+    for (let i = 0; i < data.nEvents; i++) if (rowKeep[data.evSample[i]]) events++;
     return { keep: null, evKeep: null, rowKeep: terms.length ? rowKeep : null, spans, events, rows, itemTerms: false };
   }
   // One tight pass per term over every item (term by term, not item by item:
   // each loop does one kind of test, which keeps 1M spans to tens of ms).
-  const keep = new Uint8Array(d.nSpans);
-  for (let i = 0; i < d.nSpans; i++) keep[i] = rowKeep[d.spanSample[i]] && (!attr || attr.spans[i]) ? 1 : 0;
-  const evKeep = new Uint8Array(d.nEvents);
-  const spanOnly = items.some((t) => t.kind === "duration" || t.kind === "is");
-  if (!spanOnly) for (let i = 0; i < d.nEvents; i++) evKeep[i] = rowKeep[d.evSample[i]] && (!attr || attr.events[i]) ? 1 : 0;
-  for (const t of items) {
-    const want = t.neg ? 0 : 1;
-    const op = /** @type {string} */ (t.op);
-    if (t.kind === "name") {
-      const hits = tableHits(d.names, t.value);
-      for (let i = 0; i < d.nSpans; i++) if (keep[i] && hits[d.spanName[i]] !== want) keep[i] = 0;
-      for (let i = 0; i < d.nEvents; i++) if (evKeep[i] && hits[d.evName[i]] !== want) evKeep[i] = 0;
-    } else if (t.kind === "attempt") {
-      for (let i = 0; i < d.nSpans; i++) if (keep[i] && +compare(d.spanAttempt[i], op, t.value) !== want) keep[i] = 0;
-      for (let i = 0; i < d.nEvents; i++) if (evKeep[i] && +compare(d.evAttempt[i], op, t.value) !== want) evKeep[i] = 0;
-    } else if (t.kind === "duration") {
-      for (let i = 0; i < d.nSpans; i++) if (keep[i] && +(!(d.spanFlags[i] & F_OPEN) && compare(d.spanEnd[i] - d.spanStart[i], op, t.value)) !== want) keep[i] = 0;
-    } else if (t.kind === "is") {
-      const flag = t.value === "error" ? F_ERROR : F_OPEN;
-      for (let i = 0; i < d.nSpans; i++) if (keep[i] && +((d.spanFlags[i] & flag) !== 0) !== want) keep[i] = 0;
+  const keep = new Uint8Array(data.nSpans);
+  for (let i = 0; i < data.nSpans; i++) keep[i] = rowKeep[data.spanSample[i]] && (!attr || attr.spans[i]) ? 1 : 0;
+  const evKeep = new Uint8Array(data.nEvents);
+  const spanOnly = items.some((queryTerm) => queryTerm.kind === "duration" || queryTerm.kind === "is");
+  if (!spanOnly) for (let i = 0; i < data.nEvents; i++) evKeep[i] = rowKeep[data.evSample[i]] && (!attr || attr.events[i]) ? 1 : 0;
+  for (const queryTerm of items) {
+    const want = queryTerm.neg ? 0 : 1;
+    const op = /** @type {string} */ (queryTerm.op);
+    if (queryTerm.kind === "name") {
+      const hits = tableHits(data.names, queryTerm.value);
+      for (let i = 0; i < data.nSpans; i++) if (keep[i] && hits[data.spanName[i]] !== want) keep[i] = 0;
+      for (let i = 0; i < data.nEvents; i++) if (evKeep[i] && hits[data.evName[i]] !== want) evKeep[i] = 0;
+    } else if (queryTerm.kind === "attempt") {
+      for (let i = 0; i < data.nSpans; i++) if (keep[i] && +compare(data.spanAttempt[i], op, queryTerm.value) !== want) keep[i] = 0;
+      for (let i = 0; i < data.nEvents; i++) if (evKeep[i] && +compare(data.evAttempt[i], op, queryTerm.value) !== want) evKeep[i] = 0;
+    } else if (queryTerm.kind === "duration") {
+      for (let i = 0; i < data.nSpans; i++) if (keep[i] && +(!(data.spanFlags[i] & F_OPEN) && compare(data.spanEnd[i] - data.spanStart[i], op, queryTerm.value)) !== want) keep[i] = 0;
+    } else if (queryTerm.kind === "is") {
+      const flag = queryTerm.value === "error" ? F_ERROR : F_OPEN;
+      for (let i = 0; i < data.nSpans; i++) if (keep[i] && +((data.spanFlags[i] & flag) !== 0) !== want) keep[i] = 0;
     } // attribute terms: already in `attr`
   }
-  const hasItem = new Uint8Array(d.nSamples);
+  const hasItem = new Uint8Array(data.nSamples);
   let spans = 0;
   let events = 0;
-  for (let i = 0; i < d.nSpans; i++) {
-    if (!keep[i] || d.spanFlags[i] & F_PD_DETAIL) continue;
+  for (let i = 0; i < data.nSpans; i++) {
+    if (!keep[i] || data.spanFlags[i] & F_PD_DETAIL) continue;
     spans++;
-    hasItem[d.spanSample[i]] = 1;
+    hasItem[data.spanSample[i]] = 1;
   }
-  for (let i = 0; i < d.nEvents; i++) {
+  for (let i = 0; i < data.nEvents; i++) {
     if (!evKeep[i]) continue;
     events++;
-    hasItem[d.evSample[i]] = 1;
+    hasItem[data.evSample[i]] = 1;
   }
   let rows = 0;
-  for (let s = 0; s < d.nSamples; s++) {
-    if (!hasItem[s]) rowKeep[s] = 0;
-    rows += rowKeep[s];
+  for (let sample = 0; sample < data.nSamples; sample++) {
+    if (!hasItem[sample]) rowKeep[sample] = 0;
+    rows += rowKeep[sample];
   }
   return { keep, evKeep, rowKeep, spans, events, rows, itemTerms: true };
 }
 
 /**
  * The header line for a result: "1,204 spans in 37 of 128 samples match".
- * @param {QueryResult} r
+ * @param {QueryResult} result
  * @param {number} total samples in the frames (the header's "of M samples")
  */
-export function matchSummary(r, total) {
-  const of = `${formatNumber(r.rows)} of ${formatNumber(total)} samples match`;
-  if (!r.itemTerms) return of;
-  const plural = (/** @type {number} */ n, /** @type {string} */ w) => `${formatNumber(n)} ${w}${n === 1 ? "" : "s"}`;
-  const items = r.events ? `${plural(r.spans, "span")}, ${plural(r.events, "event")}` : plural(r.spans, "span");
+export function matchSummary(result, total) {
+  const of = `${formatNumber(result.rows)} of ${formatNumber(total)} samples match`;
+  if (!result.itemTerms) return of;
+  const plural = (/** @type {number} */ count, /** @type {string} */ word) => `${formatNumber(count)} ${word}${count === 1 ? "" : "s"}`;
+  const items = result.events ? `${plural(result.spans, "span")}, ${plural(result.events, "event")}` : plural(result.spans, "span");
   return `${items} in ${of}`;
 }
 
@@ -422,9 +422,9 @@ export class QueryFilter {
    */
   run(text) {
     const gen = ++this.gen;
-    const d = this.host.data();
-    if (d !== this.data) this.result = null; // a new payload: the app dropped the old masks
-    this.data = d;
+    const data = this.host.data();
+    if (data !== this.data) this.result = null; // a new payload: the app dropped the old masks
+    this.data = data;
     /** @type {Term[]} */
     let terms;
     try {
@@ -438,20 +438,20 @@ export class QueryFilter {
       this.setStatus("idle", ""); // nothing to lift: spare the app a refilter
       return;
     }
-    const attrTerms = terms.filter((t) => ATTR_KINDS.includes(t.kind));
+    const attrTerms = terms.filter((queryTerm) => ATTR_KINDS.includes(queryTerm.kind));
     if (!attrTerms.length) {
-      this.apply(evaluate(d, terms, null), terms);
+      this.apply(evaluate(data, terms, null), terms);
       return;
     }
     this.setStatus("pending", "matching…");
-    this.host.resolve(attrTerms, d).then(
+    this.host.resolve(attrTerms, data).then(
       (hits) => {
-        if (gen !== this.gen || d !== this.host.data()) return;
-        if (hits.spans.length < d.nSpans || hits.events.length < d.nEvents) {
+        if (gen !== this.gen || data !== this.host.data()) return;
+        if (hits.spans.length < data.nSpans || hits.events.length < data.nEvents) {
           this.setStatus("error", "the attribute answer does not fit this view");
           return;
         }
-        this.apply(evaluate(d, terms, hits), terms);
+        this.apply(evaluate(data, terms, hits), terms);
       },
       (err) => {
         if (gen === this.gen) this.setStatus("error", `attributes: ${err instanceof Error ? err.message : String(err)}`);
@@ -460,11 +460,11 @@ export class QueryFilter {
   }
 
   /**
-   * @param {QueryResult} r
+   * @param {QueryResult} result
    * @param {Term[]} terms
    */
-  apply(r, terms) {
-    this.result = terms.length ? r : null;
+  apply(result, terms) {
+    this.result = terms.length ? result : null;
     this.setStatus("idle", "");
     this.host.apply(this.result);
   }
@@ -482,11 +482,11 @@ export class QueryFilter {
 /**
  * Unpack a little-endian bitmap (numpy packbits, bitorder="little") to one byte per item.
  * @param {Uint8Array} bits
- * @param {number} n
+ * @param {number} count
  */
-export function unpackBits(bits, n) {
-  const out = new Uint8Array(n);
-  for (let i = 0; i < n && i >> 3 < bits.length; i++) out[i] = (bits[i >> 3] >> (i & 7)) & 1;
+export function unpackBits(bits, count) {
+  const out = new Uint8Array(count);
+  for (let i = 0; i < count && i >> 3 < bits.length; i++) out[i] = (bits[i >> 3] >> (i & 7)) & 1;
   return out;
 }
 
@@ -511,14 +511,14 @@ const BELOW_MIN = {
  * infinities (JSON.stringify sends null, which the kernel refuses) and the
  * kernel wants a number. The term holds, before `neg`, where any of the
  * returned terms holds; nowhere when there are none. Null for any other term.
- * @param {Term} t
+ * @param {Term} queryTerm
  * @returns {Term[]|null}
  */
-export function finiteStandIns(t) {
-  if (t.kind !== "attr" || typeof t.value !== "number" || Number.isFinite(t.value)) return null;
-  const table = Number.isNaN(t.value) ? {} : t.value > 0 ? BEYOND_MAX : BELOW_MIN;
-  const pairs = table[/** @type {string} */ (t.op)] ?? [];
-  return pairs.map(([op, value]) => ({ kind: "attr", neg: false, key: t.key, op, value }));
+export function finiteStandIns(queryTerm) {
+  if (queryTerm.kind !== "attr" || typeof queryTerm.value !== "number" || Number.isFinite(queryTerm.value)) return null;
+  const table = Number.isNaN(queryTerm.value) ? {} : queryTerm.value > 0 ? BEYOND_MAX : BELOW_MIN;
+  const pairs = table[/** @type {string} */ (queryTerm.op)] ?? [];
+  return pairs.map(([op, value]) => ({ kind: "attr", neg: false, key: queryTerm.key, op, value }));
 }
 
 /**
@@ -532,38 +532,38 @@ export function finiteStandIns(t) {
  * @returns {AttrResolver}
  */
 export function resolverFor(requests, viewOf = () => undefined) {
-  /** @param {string|Uint8Array|undefined} v base64 (the kernel) or bytes (a page) */
-  const bytes = (v) => (typeof v === "string" ? base64ToBytes(v) : v);
+  /** @param {string|Uint8Array|undefined} packed base64 (the kernel) or bytes (a page) */
+  const bytes = (packed) => (typeof packed === "string" ? base64ToBytes(packed) : packed);
   /**
    * @param {Term[]} terms
-   * @param {Data} d
+   * @param {Data} data
    */
-  const ask = async (terms, d) => {
-    const view = viewOf(d);
+  const ask = async (terms, data) => {
+    const view = viewOf(data);
     const known = view !== undefined && view !== null;
     const reply = await requests.ask(known ? { type: "query_attrs", terms, view } : { type: "query_attrs", terms }).promise;
     const spans = bytes(reply.spans);
     const events = bytes(reply.events);
     if (reply.error || !spans || !events) throw new Error(reply.error || "no answer");
-    if (reply.n_spans !== d.nSpans || reply.n_events !== d.nEvents || (known && !d.meta.attrs_embedded && reply.view !== view)) throw new Error("the answer is for another view");
-    return { spans: unpackBits(spans, d.nSpans), events: unpackBits(events, d.nEvents) };
+    if (reply.n_spans !== data.nSpans || reply.n_events !== data.nEvents || (known && !data.meta.attrs_embedded && reply.view !== view)) throw new Error("the answer is for another view");
+    return { spans: unpackBits(spans, data.nSpans), events: unpackBits(events, data.nEvents) };
   };
-  return async (terms, d) => {
-    const plain = terms.filter((t) => !finiteStandIns(t));
+  return async (terms, data) => {
+    const plain = terms.filter((queryTerm) => !finiteStandIns(queryTerm));
     const [all, ...infinite] = await Promise.all([
-      plain.length ? ask(plain, d) : { spans: new Uint8Array(d.nSpans).fill(1), events: new Uint8Array(d.nEvents).fill(1) },
-      ...terms.filter((t) => finiteStandIns(t)).map(async (t) => {
-        const anyOf = await Promise.all(/** @type {Term[]} */ (finiteStandIns(t)).map((x) => ask([x], d)));
-        return { t, anyOf };
+      plain.length ? ask(plain, data) : { spans: new Uint8Array(data.nSpans).fill(1), events: new Uint8Array(data.nEvents).fill(1) },
+      ...terms.filter((queryTerm) => finiteStandIns(queryTerm)).map(async (queryTerm) => {
+        const anyOf = await Promise.all(/** @type {Term[]} */ (finiteStandIns(queryTerm)).map((standIn) => ask([standIn], data)));
+        return { t: queryTerm, anyOf };
       }),
     ]);
-    for (const { t, anyOf } of infinite) {
+    for (const { t: queryTerm, anyOf } of infinite) {
       for (const key of /** @type {const} */ (["spans", "events"])) {
         const out = all[key];
         for (let i = 0; i < out.length; i++) {
           if (!out[i]) continue;
-          const hit = anyOf.some((h) => h[key][i] === 1);
-          if (hit === t.neg) out[i] = 0;
+          const hit = anyOf.some((hits) => hits[key][i] === 1);
+          if (hit === queryTerm.neg) out[i] = 0;
         }
       }
     }

@@ -17,9 +17,9 @@ const KEPT = "stw-follow-view";
  */
 export function newerState(version, state) {
   if (!state || typeof state !== "object") return null;
-  const { version: v, dumps } = /** @type {any} */ (state);
-  if (!Number.isInteger(v) || v <= version) return null;
-  return { version: v, dumps: Number.isInteger(dumps) ? dumps : 0 };
+  const { version: stateVersion, dumps } = /** @type {any} */ (state);
+  if (!Number.isInteger(stateVersion) || stateVersion <= version) return null;
+  return { version: stateVersion, dumps: Number.isInteger(dumps) ? dumps : 0 };
 }
 
 /**

@@ -47,8 +47,8 @@ export function lostBuffers(payload) {
     const size = CTORS[/** @type {keyof typeof CTORS} */ (dtype)]?.BYTES_PER_ELEMENT ?? 1;
     const buf = buffers[name];
     if (Array.isArray(buf)) continue; // plain numbers, as a test or another producer may send
-    const n = byteLength(buf);
-    if (n < 0 || n % size !== 0 || (name.startsWith("smp_") && rows >= 0 && n !== rows * size)) lost.push(name);
+    const byteCount = byteLength(buf);
+    if (byteCount < 0 || byteCount % size !== 0 || (name.startsWith("smp_") && rows >= 0 && byteCount !== rows * size)) lost.push(name);
   }
   return lost;
 }

@@ -63,12 +63,12 @@ function typed(buffers, name, Kind) {
 
 /**
  * A float as the kernel sends it: JSON has no NaN or infinities, so they are text.
- * @param {number} x
+ * @param {number} value
  */
-function finiteOrText(x) {
-  if (Number.isFinite(x)) return x;
-  if (Number.isNaN(x)) return "NaN";
-  return x > 0 ? "Infinity" : "-Infinity";
+function finiteOrText(value) {
+  if (Number.isFinite(value)) return value;
+  if (Number.isNaN(value)) return "NaN";
+  return value > 0 ? "Infinity" : "-Infinity";
 }
 
 /**
@@ -185,47 +185,47 @@ function queryReader(column, buffers) {
  * column cap are not searched (as in Python). A text is tested once per
  * dictionary entry, not once per row.
  * @param {(PageAttrTable|undefined)[]} tables
- * @param {number} n rows
+ * @param {number} rowCount rows
  * @param {import("../data/query.js").Term[]} terms attribute terms (attr, has)
  * @param {Buffers} buffers
  */
-export function attrTermHits(tables, n, terms, buffers) {
-  const out = new Uint8Array(n).fill(1);
-  for (const t of terms) {
-    const key = /** @type {string} */ (t.key);
-    const pattern = t.kind === "attr" && (t.op === "=" || t.op === "!=") ? glob(String(t.value)) : null;
+export function attrTermHits(tables, rowCount, terms, buffers) {
+  const out = new Uint8Array(rowCount).fill(1);
+  for (const term of terms) {
+    const key = /** @type {string} */ (term.key);
+    const pattern = term.kind === "attr" && (term.op === "=" || term.op === "!=") ? glob(String(term.value)) : null;
     /** Per reader, whether the term holds (before neg) for a row: undefined where the key is absent. */
     const tests = tables.flatMap((table) =>
       (table?.columns ?? [])
-        .filter((c) => c.key === key)
-        .map((c) => {
-          const r = queryReader(c, buffers);
-          if (r.kind !== "text") {
-            const kind = r.kind;
+        .filter((column) => column.key === key)
+        .map((column) => {
+          const reader = queryReader(column, buffers);
+          if (reader.kind !== "text") {
+            const kind = reader.kind;
             return (/** @type {number} */ row) => {
-              const value = r.read(row);
-              return value === undefined ? undefined : attrHolds(t, pattern, kind, value);
+              const value = reader.read(row);
+              return value === undefined ? undefined : attrHolds(term, pattern, kind, value);
             };
           }
-          const known = new Int8Array(r.codes).fill(-1); // per code: unknown, no, yes
+          const known = new Int8Array(reader.codes).fill(-1); // per code: unknown, no, yes
           return (/** @type {number} */ row) => {
-            const code = r.code(row);
+            const code = reader.code(row);
             if (code < 0) return undefined;
-            if (known[code] < 0) known[code] = attrHolds(t, pattern, "text", r.text(code)) ? 1 : 0;
+            if (known[code] < 0) known[code] = attrHolds(term, pattern, "text", reader.text(code)) ? 1 : 0;
             return known[code] === 1;
           };
         }),
     );
-    for (let row = 0; row < n; row++) {
+    for (let row = 0; row < rowCount; row++) {
       if (!out[row]) continue;
       let hit = false;
       for (const test of tests) {
-        const h = test(row);
-        if (h === undefined) continue;
-        hit = h;
+        const holds = test(row);
+        if (holds === undefined) continue;
+        hit = holds;
         break;
       }
-      if (hit === t.neg) out[row] = 0;
+      if (hit === term.neg) out[row] = 0;
     }
   }
   return out;

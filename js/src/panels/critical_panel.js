@@ -27,9 +27,9 @@ export class CriticalView {
   /** Recompute for the current selection and toggle (on every change of either, and of the payload). */
   update() {
     const app = this.app;
-    const h = app.selection;
-    const s = app.settings.critical && h && "sample" in h ? h.sample : -1;
-    if (s < 0) {
+    const hit = app.selection;
+    const sample = app.settings.critical && hit && "sample" in hit ? hit.sample : -1;
+    if (sample < 0) {
       this.sample = -1;
       this.path = [];
       if (this.focus && app.masks.focus === this.focus) app.setMasks({ focus: null, evFocus: null });
@@ -37,22 +37,22 @@ export class CriticalView {
       this.render();
       return;
     }
-    const d = app.data;
-    this.sample = s;
-    this.path = criticalPath(d, s);
-    const focus = new Uint8Array(d.nSpans);
+    const data = app.data;
+    this.sample = sample;
+    this.path = criticalPath(data, sample);
+    const focus = new Uint8Array(data.nSpans);
     for (const step of this.path) focus[step.span] = 1;
     this.focus = focus;
-    app.setMasks({ focus, evFocus: new Uint8Array(d.nEvents) });
+    app.setMasks({ focus, evFocus: new Uint8Array(data.nEvents) });
     this.render();
   }
 
   render() {
     const app = this.app;
-    const d = app.data;
+    const data = app.data;
     this.panel.replaceChildren();
     if (this.sample >= 0) {
-      const total = sampleLatency(d, this.sample);
+      const total = sampleLatency(data, this.sample);
       const head = el("div", "stw-panel-title", `critical path · ${this.path.length} steps · latency ${formatDuration(total)}`);
       this.panel.appendChild(head);
       const list = el("div", "stw-critical-list");
@@ -60,17 +60,17 @@ export class CriticalView {
       for (const step of shown) {
         const row = el("div", "stw-critical-row");
         const share = total > 0 ? `${((100 * step.critical) / total).toFixed(1)}%` : "";
-        row.appendChild(el("span", "stw-critical-name", stepName(d, step)));
+        row.appendChild(el("span", "stw-critical-name", stepName(data, step)));
         row.appendChild(el("span", "stw-critical-secs", formatDuration(step.critical)));
         row.appendChild(el("span", "stw-critical-share", share));
-        const t = stepStart(d, step);
-        row.title = `starts at ${formatDuration(t)}; click to select`;
+        const start = stepStart(data, step);
+        row.title = `starts at ${formatDuration(start)}; click to select`;
         row.dataset.span = String(step.span);
         if (step.seg >= 0) row.dataset.seg = String(step.seg);
         row.addEventListener("click", () => {
-          const r = app.layout.rowOfSample[this.sample] ?? -1;
+          const rowIndex = app.layout.rowOfSample[this.sample] ?? -1;
           const sample = this.sample;
-          app.select(step.seg >= 0 ? { type: "segment", row: r, sample, span: step.span, seg: step.seg, t } : { type: "span", row: r, sample, span: step.span, t });
+          app.select(step.seg >= 0 ? { type: "segment", row: rowIndex, sample, span: step.span, seg: step.seg, t: start } : { type: "span", row: rowIndex, sample, span: step.span, t: start });
         });
         list.appendChild(row);
       }

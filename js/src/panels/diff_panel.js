@@ -28,15 +28,15 @@ import { el } from "../util/dom.js";
  * @property {(name: number) => void} pick
  */
 
-/** @param {number} v seconds, signed */
-function signedDuration(v) {
-  if (!Number.isFinite(v)) return "";
-  return v > 0 ? `+${formatDuration(v)}` : formatDuration(v);
+/** @param {number} value seconds, signed */
+function signedDuration(value) {
+  if (!Number.isFinite(value)) return "";
+  return value > 0 ? `+${formatDuration(value)}` : formatDuration(value);
 }
 
-/** @param {number} v */
-function signedCount(v) {
-  return v > 0 ? `+${formatNumber(v)}` : formatNumber(v);
+/** @param {number} value */
+function signedCount(value) {
+  return value > 0 ? `+${formatNumber(value)}` : formatNumber(value);
 }
 
 /**
@@ -56,45 +56,45 @@ function num(text, cls = "") {
 }
 
 /**
- * @param {Data} d
+ * @param {Data} data
  * @param {number} value
  * @param {(v: number) => void} onChange
  */
-function rolloutSelect(d, value, onChange) {
-  const s = /** @type {HTMLSelectElement} */ (el("select", "stw-select"));
-  d.meta.rollouts.forEach((label, i) => {
-    const o = /** @type {HTMLOptionElement} */ (el("option", "", label));
-    o.value = String(i);
-    s.appendChild(o);
+function rolloutSelect(data, value, onChange) {
+  const select = /** @type {HTMLSelectElement} */ (el("select", "stw-select"));
+  data.meta.rollouts.forEach((label, i) => {
+    const option = /** @type {HTMLOptionElement} */ (el("option", "", label));
+    option.value = String(i);
+    select.appendChild(option);
   });
-  s.value = String(value);
-  s.addEventListener("change", () => onChange(Number(s.value)));
-  return s;
+  select.value = String(value);
+  select.addEventListener("change", () => onChange(Number(select.value)));
+  return select;
 }
 
 /**
  * What the table covers, in words: all the payload's samples, or what the
  * filter box leaves of them.
- * @param {Data} d
+ * @param {Data} data
  * @param {import("../data/diff.js").DiffScope} scope
  */
-export function diffScopeText(d, scope) {
-  if (!scope.rows && !scope.keep) return `over all ${formatNumber(d.nSamples)} samples of the timeline`;
-  const shown = scope.rows ? scope.rows.length : d.nSamples;
-  return `over the ${formatNumber(shown)} of ${formatNumber(d.nSamples)} samples the filter leaves${scope.keep ? ", counting only the spans it matches" : ""}`;
+export function diffScopeText(data, scope) {
+  if (!scope.rows && !scope.keep) return `over all ${formatNumber(data.nSamples)} samples of the timeline`;
+  const shown = scope.rows ? scope.rows.length : data.nSamples;
+  return `over the ${formatNumber(shown)} of ${formatNumber(data.nSamples)} samples the filter leaves${scope.keep ? ", counting only the spans it matches" : ""}`;
 }
 
 /**
  * Fill the diff panel.
  * @param {HTMLElement} host
- * @param {Data} d
+ * @param {Data} data
  * @param {[number, number]} pair
  * @param {DiffRow[]} rows
  * @param {DiffFocus|null} focus
  * @param {DiffActions} act
  * @param {string} scope what the table covers, in words (diffScopeText)
  */
-export function renderDiffPanel(host, d, pair, rows, focus, act, scope) {
+export function renderDiffPanel(host, data, pair, rows, focus, act, scope) {
   host.replaceChildren();
   const head = el("div", "stw-panel-head");
   head.appendChild(el("div", "stw-panel-title", "Rollout diff"));
@@ -105,13 +105,13 @@ export function renderDiffPanel(host, d, pair, rows, focus, act, scope) {
   host.appendChild(head);
 
   const pick = el("div", "stw-diff-pair");
-  if (d.meta.rollouts.length > 2) {
+  if (data.meta.rollouts.length > 2) {
     pick.appendChild(el("span", "stw-field-label", "A"));
-    pick.appendChild(rolloutSelect(d, pair[0], (v) => act.setPair([v, pair[1]])));
+    pick.appendChild(rolloutSelect(data, pair[0], (rollout) => act.setPair([rollout, pair[1]])));
     pick.appendChild(el("span", "stw-field-label", "B"));
-    pick.appendChild(rolloutSelect(d, pair[1], (v) => act.setPair([pair[0], v])));
+    pick.appendChild(rolloutSelect(data, pair[1], (rollout) => act.setPair([pair[0], rollout])));
   } else {
-    pick.textContent = `A: ${d.meta.rollouts[pair[0]]} · B: ${d.meta.rollouts[pair[1]]}`;
+    pick.textContent = `A: ${data.meta.rollouts[pair[0]]} · B: ${data.meta.rollouts[pair[1]]}`;
   }
   host.appendChild(pick);
   host.appendChild(
@@ -134,23 +134,23 @@ export function renderDiffPanel(host, d, pair, rows, focus, act, scope) {
   const nameTh = th("stw-col-name", "name");
   nameTh.rowSpan = 2;
   top.appendChild(nameTh);
-  for (const [h, tip] of [
+  for (const [heading, tip] of [
     ["count", "closed spans"],
     ["p50", "median duration (linear interpolation)"],
     ["p95", "95th percentile duration (linear interpolation)"],
     ["total", "summed duration"],
   ]) {
-    const group = th("stw-diff-group", h);
+    const group = th("stw-diff-group", heading);
     group.colSpan = 3;
     group.title = tip;
     top.appendChild(group);
-    for (const s of ["A", "B", "Δ"]) sub.appendChild(th("stw-num", s));
+    for (const column of ["A", "B", "Δ"]) sub.appendChild(th("stw-num", column));
   }
-  for (const [h, tip] of [
+  for (const [heading, tip] of [
     ["p50 B/A", "ratio of the medians"],
     ["open", "open spans in A/B (not in the statistics)"],
   ]) {
-    const cell = th("stw-num", h);
+    const cell = th("stw-num", heading);
     cell.rowSpan = 2;
     cell.title = tip;
     top.appendChild(cell);
@@ -159,48 +159,48 @@ export function renderDiffPanel(host, d, pair, rows, focus, act, scope) {
   thead.appendChild(sub);
   table.appendChild(thead);
   const tb = el("tbody");
-  for (const r of rows) tb.appendChild(diffRow(r, focus, act));
+  for (const row of rows) tb.appendChild(diffRow(row, focus, act));
   table.appendChild(tb);
   wrap.appendChild(table);
   host.appendChild(wrap);
 }
 
 /**
- * @param {DiffRow} r
+ * @param {DiffRow} row
  * @param {DiffFocus|null} focus
  * @param {DiffActions} act
  */
-function diffRow(r, focus, act) {
-  const tr = el("tr", focus && focus.name === r.name ? "stw-diff-row stw-row-current" : "stw-diff-row");
-  tr.dataset.name = r.label;
+function diffRow(row, focus, act) {
+  const tr = el("tr", focus && focus.name === row.name ? "stw-diff-row stw-row-current" : "stw-diff-row");
+  tr.dataset.name = row.label;
   const td = el("td");
   const cell = el("div", "stw-name-cell");
   const sw = el("span", "stw-swatch");
-  sw.style.background = colorForName(r.label);
+  sw.style.background = colorForName(row.label);
   cell.appendChild(sw);
-  cell.appendChild(el("span", "stw-ellipsis", r.label));
-  if (focus && focus.name === r.name) cell.appendChild(el("span", "stw-badge", focus.side.toUpperCase()));
-  cell.title = `${r.label}: click to show its slowest span in A, again in B`;
-  cell.addEventListener("click", () => act.pick(r.name));
+  cell.appendChild(el("span", "stw-ellipsis", row.label));
+  if (focus && focus.name === row.name) cell.appendChild(el("span", "stw-badge", focus.side.toUpperCase()));
+  cell.title = `${row.label}: click to show its slowest span in A, again in B`;
+  cell.addEventListener("click", () => act.pick(row.name));
   td.appendChild(cell);
   tr.appendChild(td);
-  const { a, b } = r;
-  /** @param {number} v */
-  const trend = (v) => (v > 0 ? "stw-diff-up" : v < 0 ? "stw-diff-down" : "");
-  tr.appendChild(num(a ? formatNumber(a.count) : ""));
-  tr.appendChild(num(b ? formatNumber(b.count) : ""));
-  tr.appendChild(num(signedCount(r.countDiff)));
+  const { a: statsA, b: statsB } = row;
+  /** @param {number} value */
+  const trend = (value) => (value > 0 ? "stw-diff-up" : value < 0 ? "stw-diff-down" : "");
+  tr.appendChild(num(statsA ? formatNumber(statsA.count) : ""));
+  tr.appendChild(num(statsB ? formatNumber(statsB.count) : ""));
+  tr.appendChild(num(signedCount(row.countDiff)));
   for (const key of /** @type {const} */ (["p50", "p95"])) {
-    tr.appendChild(num(a && a.count ? formatDuration(a[key]) : ""));
-    tr.appendChild(num(b && b.count ? formatDuration(b[key]) : ""));
-    const delta = key === "p50" ? r.p50Diff : r.p95Diff;
+    tr.appendChild(num(statsA && statsA.count ? formatDuration(statsA[key]) : ""));
+    tr.appendChild(num(statsB && statsB.count ? formatDuration(statsB[key]) : ""));
+    const delta = key === "p50" ? row.p50Diff : row.p95Diff;
     tr.appendChild(num(signedDuration(delta), trend(delta)));
   }
-  tr.appendChild(num(a ? formatDuration(a.total) : ""));
-  tr.appendChild(num(b ? formatDuration(b.total) : ""));
-  tr.appendChild(num(signedDuration(r.totalDiff), trend(r.totalDiff)));
-  tr.appendChild(num(Number.isFinite(r.p50Ratio) ? `${formatNumber(r.p50Ratio)}×` : ""));
-  tr.appendChild(num(`${a ? a.open : ""}/${b ? b.open : ""}`));
+  tr.appendChild(num(statsA ? formatDuration(statsA.total) : ""));
+  tr.appendChild(num(statsB ? formatDuration(statsB.total) : ""));
+  tr.appendChild(num(signedDuration(row.totalDiff), trend(row.totalDiff)));
+  tr.appendChild(num(Number.isFinite(row.p50Ratio) ? `${formatNumber(row.p50Ratio)}×` : ""));
+  tr.appendChild(num(`${statsA ? statsA.open : ""}/${statsB ? statsB.open : ""}`));
   return tr;
 }
 
@@ -239,8 +239,8 @@ export class DiffView {
    * @returns {import("../data/diff.js").DiffScope}
    */
   scopeNow() {
-    const m = this.app.masks;
-    return { rows: m.rowKeep ? this.app.rows : null, keep: m.keep };
+    const masks = this.app.masks;
+    return { rows: masks.rowKeep ? this.app.rows : null, keep: masks.keep };
   }
 
   /** Recompute when needed and fill (or clear) the panel. */
@@ -261,9 +261,9 @@ export class DiffView {
       this.pair = pair;
       this.scope = scope;
       this.rows = rolloutDiff(app.data, pair[0], pair[1], scope);
-      const f = this.focus;
-      const row = f && this.rows.find((r) => r.name === f.name);
-      if (moved || !row || row[f.side]?.slowest !== f.span) this.focus = null; // its span is no longer the one shown
+      const focus = this.focus;
+      const row = focus && this.rows.find((candidate) => candidate.name === focus.name);
+      if (moved || !row || row[focus.side]?.slowest !== focus.span) this.focus = null; // its span is no longer the one shown
     }
     renderDiffPanel(
       app.diffEl,
@@ -273,8 +273,8 @@ export class DiffView {
       this.focus,
       {
         close: () => app.changeSettings({ diff: false }),
-        setPair: (p) => app.changeSettings({ diffPair: p }),
-        pick: (n) => this.pick(n),
+        setPair: (newPair) => app.changeSettings({ diffPair: newPair }),
+        pick: (name) => this.pick(name),
       },
       diffScopeText(app.data, this.scope),
     );
@@ -290,50 +290,50 @@ export class DiffView {
   }
 
   /**
-   * Highlight name `n` and select its slowest span in A (in B when A was just
+   * Highlight name `name` and select its slowest span in A (in B when A was just
    * shown, or when A lacks the name), the view spanning the slowest of both.
-   * @param {number} n
+   * @param {number} name
    */
-  pick(n) {
-    const row = this.rows.find((r) => r.name === n);
+  pick(name) {
+    const row = this.rows.find((candidate) => candidate.name === name);
     if (!row) return;
     /** @type {"a"|"b"} */
-    let side = this.focus && this.focus.name === n && this.focus.side === "a" ? "b" : "a";
+    let side = this.focus && this.focus.name === name && this.focus.side === "a" ? "b" : "a";
     if (!row[side]) side = side === "a" ? "b" : "a";
     const span = /** @type {DiffSide} */ (row[side]).slowest;
     const app = this.app;
-    const d = app.data;
-    if (app.highlight !== n) app.toggleHighlight(n);
+    const data = app.data;
+    if (app.highlight !== name) app.toggleHighlight(name);
     let lo = Infinity;
     let hi = -Infinity;
-    for (const x of [row.a, row.b]) {
-      if (!x) continue;
-      lo = Math.min(lo, d.spanStart[x.slowest]);
-      hi = Math.max(hi, d.spanEnd[x.slowest]);
+    for (const stats of [row.a, row.b]) {
+      if (!stats) continue;
+      lo = Math.min(lo, data.spanStart[stats.slowest]);
+      hi = Math.max(hi, data.spanEnd[stats.slowest]);
     }
     const pad = Math.max(hi - lo, 1e-3) * 0.1;
     app.setView(lo - pad, hi + pad);
     app.userView();
-    const s = d.spanSample[span];
-    const r = app.layout.rowOfSample[s] ?? -1;
-    if (r >= 0 && !filteredOut(d, { kind: "span", index: span })) {
-      app.select({ type: "span", row: r, sample: s, span, t: d.spanStart[span] });
-      app.scrollRowIntoView(r);
+    const sample = data.spanSample[span];
+    const rowIndex = app.layout.rowOfSample[sample] ?? -1;
+    if (rowIndex >= 0 && !filteredOut(data, { kind: "span", index: span })) {
+      app.select({ type: "span", row: rowIndex, sample, span, t: data.spanStart[span] });
+      app.scrollRowIntoView(rowIndex);
     }
-    this.focus = { name: n, side, span };
+    this.focus = { name, side, span };
     this.render();
   }
 
   /** What the tests read (root.stwDebug.diff()). */
   debugState() {
-    const side = (/** @type {DiffSide|null} */ x) => (x ? { count: x.count, p50: x.p50, p95: x.p95, total: x.total, open: x.open, slowest: x.slowest } : null);
+    const side = (/** @type {DiffSide|null} */ stats) => (stats ? { count: stats.count, p50: stats.p50, p95: stats.p95, total: stats.total, open: stats.open, slowest: stats.slowest } : null);
     return {
       available: this.available(),
       open: this.isOpen(),
       pair: this.isOpen() ? [...this.pair] : null,
       scope: this.isOpen() ? diffScopeText(this.app.data, this.scope) : null,
-      rows: this.isOpen() ? this.rows.map((r) => ({ name: r.label, a: side(r.a), b: side(r.b), totalDiff: r.totalDiff, p50Ratio: r.p50Ratio })) : [],
-      focus: this.focus ? { name: this.rows.find((r) => r.name === this.focus?.name)?.label ?? null, side: this.focus.side, span: this.focus.span } : null,
+      rows: this.isOpen() ? this.rows.map((row) => ({ name: row.label, a: side(row.a), b: side(row.b), totalDiff: row.totalDiff, p50Ratio: row.p50Ratio })) : [],
+      focus: this.focus ? { name: this.rows.find((row) => row.name === this.focus?.name)?.label ?? null, side: this.focus.side, span: this.focus.span } : null,
     };
   }
 }

@@ -36,37 +36,37 @@ export const ROW_H = 18;
  * @returns {IcicleLayout}
  */
 export function icicleLayout(rows, width) {
-  const n = rows.length;
-  const x = new Float64Array(n);
-  const w = new Float64Array(n);
+  const count = rows.length;
+  const x = new Float64Array(count);
+  const widths = new Float64Array(count);
   /** @type {number[][]} children of each row; the roots last */
-  const kids = Array.from({ length: n + 1 }, () => /** @type {number[]} */ ([]));
+  const kids = Array.from({ length: count + 1 }, () => /** @type {number[]} */ ([]));
   let depth = 0;
-  rows.forEach((r, k) => kids[r.parent < 0 ? n : r.parent].push(k));
+  rows.forEach((row, rowIndex) => kids[row.parent < 0 ? count : row.parent].push(rowIndex));
   // Sibling lists to place, each with its left edge, the px it may fill and its level:
   // a work list rather than recursion, so a path thousands of frames deep cannot
   // exhaust the stack.
   /** @type {[number[], number, number, number][]} */
-  const todo = [[kids[n], 0, width, 0]];
+  const todo = [[kids[count], 0, width, 0]];
   while (todo.length) {
     const [list, left, room, level] = /** @type {[number[], number, number, number]} */ (todo.pop());
     let sum = 0;
-    for (const k of list) sum += Math.max(rows[k].total, 0);
+    for (const rowIndex of list) sum += Math.max(rows[rowIndex].total, 0);
     if (!(sum > 0)) continue;
     depth = Math.max(depth, level + 1);
     let cursor = left;
-    for (const k of list) {
-      x[k] = cursor;
-      w[k] = (Math.max(rows[k].total, 0) / sum) * room;
-      cursor += w[k];
-      const own = Math.max(rows[k].total, 0);
+    for (const rowIndex of list) {
+      x[rowIndex] = cursor;
+      widths[rowIndex] = (Math.max(rows[rowIndex].total, 0) / sum) * room;
+      cursor += widths[rowIndex];
+      const own = Math.max(rows[rowIndex].total, 0);
       let inner = 0;
-      for (const c of kids[k]) inner += Math.max(rows[c].total, 0);
+      for (const child of kids[rowIndex]) inner += Math.max(rows[child].total, 0);
       // Children by their share of the parent's time, all of it when they overlap.
-      if (kids[k].length) todo.push([kids[k], x[k], inner > own ? w[k] : (w[k] * inner) / (own || 1), level + 1]);
+      if (kids[rowIndex].length) todo.push([kids[rowIndex], x[rowIndex], inner > own ? widths[rowIndex] : (widths[rowIndex] * inner) / (own || 1), level + 1]);
     }
   }
-  return { x, w, depth };
+  return { x, w: widths, depth };
 }
 
 /**
@@ -78,8 +78,8 @@ export function icicleLayout(rows, width) {
  */
 export function frameAt(rows, lay, x, y) {
   const level = Math.floor(y / ROW_H);
-  for (let k = 0; k < rows.length; k++) {
-    if (rows[k].depth === level && lay.w[k] > 0 && x >= lay.x[k] && x < lay.x[k] + lay.w[k]) return k;
+  for (let rowIndex = 0; rowIndex < rows.length; rowIndex++) {
+    if (rows[rowIndex].depth === level && lay.w[rowIndex] > 0 && x >= lay.x[rowIndex] && x < lay.x[rowIndex] + lay.w[rowIndex]) return rowIndex;
   }
   return -1;
 }
@@ -108,15 +108,15 @@ export class FlameView {
     /** @type {Uint8Array|null} the focus mask this view set */
     this.focus = null;
     this.width = 0;
-    this.onMove = (/** @type {MouseEvent} */ e) => this.pointer(e);
+    this.onMove = (/** @type {MouseEvent} */ event) => this.pointer(event);
     this.onLeave = () => {
       this.tooltip.hidden = true;
       this.setHover(-1);
     };
-    this.onClick = (/** @type {MouseEvent} */ e) => {
-      const k = this.at(e);
+    this.onClick = (/** @type {MouseEvent} */ event) => {
+      const rowIndex = this.at(event);
       app.root.focus({ preventScroll: true }); // Esc reaches the widget's key handler
-      if (k >= 0) this.choose(k === this.row ? -1 : k, true);
+      if (rowIndex >= 0) this.choose(rowIndex === this.row ? -1 : rowIndex, true);
     };
     this.canvas.addEventListener("mousemove", this.onMove);
     this.canvas.addEventListener("mouseleave", this.onLeave);
@@ -139,69 +139,69 @@ export class FlameView {
   changed() {
     const app = this.app;
     if (!app.settings.flame) return;
-    const s = app.settings;
-    const b = app.brush;
+    const settings = app.settings;
+    const brush = app.brush;
     /** @type {[number, number]|null} */
-    const win = b ? [Math.min(b[0], b[1]), Math.max(b[0], b[1])] : null;
-    const key = [app.data, app.rows, s.showOpen, s.attempt, s.attemptMode, app.masks.keep, win ? win[0] : NaN, win ? win[1] : NaN];
-    if (this.flame && key.every((v, k) => Object.is(v, this.key[k]))) return;
+    const win = brush ? [Math.min(brush[0], brush[1]), Math.max(brush[0], brush[1])] : null;
+    const key = [app.data, app.rows, settings.showOpen, settings.attempt, settings.attemptMode, app.masks.keep, win ? win[0] : NaN, win ? win[1] : NaN];
+    if (this.flame && key.every((value, index) => Object.is(value, this.key[index]))) return;
     this.key = key;
-    const d = app.data;
-    const shown = new Uint8Array(d.nSamples);
+    const data = app.data;
+    const shown = new Uint8Array(data.nSamples);
     for (const smp of app.rows) shown[smp] = 1;
-    const vis = spanVisibility(d, { showOpen: s.showOpen, showEvents: false, showUnmatched: false, attempt: s.attempt, attemptMode: s.attemptMode, highlightName: -1, keep: app.masks.keep });
-    const measured = measuredSpans(d);
-    const include = new Uint8Array(d.nSpans);
-    for (let i = 0; i < d.nSpans; i++) include[i] = measured[i] && vis[i] !== HIDDEN && shown[d.spanSample[i]] ? 1 : 0;
-    this.flame = flameOf(d, include, win);
-    const spans = this.flame.rows.reduce((n, r) => n + (r.depth === 0 ? r.count : 0), 0);
+    const vis = spanVisibility(data, { showOpen: settings.showOpen, showEvents: false, showUnmatched: false, attempt: settings.attempt, attemptMode: settings.attemptMode, highlightName: -1, keep: app.masks.keep });
+    const measured = measuredSpans(data);
+    const include = new Uint8Array(data.nSpans);
+    for (let i = 0; i < data.nSpans; i++) include[i] = measured[i] && vis[i] !== HIDDEN && shown[data.spanSample[i]] ? 1 : 0;
+    this.flame = flameOf(data, include, win);
+    const spans = this.flame.rows.reduce((sum, row) => sum + (row.depth === 0 ? row.count : 0), 0);
     this.title.textContent = `flame · ${win ? `range ${formatDuration(win[0])} – ${formatDuration(win[1])}` : `${formatNumber(app.rows.length)} rows`} · ${formatNumber(spans)} root spans · click a frame to highlight its spans`;
     const path = app.flamePath;
     this.row = -1;
     this.hover = -1;
-    const k = path === null ? -1 : this.flame.rows.findIndex((r) => r.path === path);
-    this.applyFocus(k);
+    const rowIndex = path === null ? -1 : this.flame.rows.findIndex((row) => row.path === path);
+    this.applyFocus(rowIndex);
     this.lay = null;
     this.draw();
   }
 
   /**
-   * Select table row `k` (-1: none): the focus mask, `flame_path` and, when
+   * Select table row `rowIndex` (-1: none): the focus mask, `flame_path` and, when
    * `write`, the `selected` trait.
-   * @param {number} k
+   * @param {number} rowIndex
    * @param {boolean} write
    */
-  choose(k, write) {
+  choose(rowIndex, write) {
     const app = this.app;
-    if (k >= 0 && app.selection) app.select(null);
-    this.applyFocus(k);
-    app.flamePath = k >= 0 && this.flame ? this.flame.rows[k].path : null;
+    if (rowIndex >= 0 && app.selection) app.select(null);
+    this.applyFocus(rowIndex);
+    app.flamePath = rowIndex >= 0 && this.flame ? this.flame.rows[rowIndex].path : null;
     if (write) {
-      const r = k >= 0 && this.flame ? this.flame.rows[k] : null;
-      app.sync.setNow("selected", r ? { kind: "flame", path: r.path, count: r.count, total: r.total, self: r.self } : {});
+      const row = rowIndex >= 0 && this.flame ? this.flame.rows[rowIndex] : null;
+      app.sync.setNow("selected", row ? { kind: "flame", path: row.path, count: row.count, total: row.total, self: row.self } : {});
     }
     app.saveViewState();
     this.draw();
   }
 
   /**
-   * Focus the spans of table row `k` in the timeline (-1: drop this view's focus).
-   * @param {number} k
+   * Focus the spans of table row `rowIndex` in the timeline (-1: drop this view's focus).
+   * @param {number} rowIndex
    */
-  applyFocus(k) {
+  applyFocus(rowIndex) {
     const app = this.app;
-    this.row = k;
-    if (k < 0 || !this.flame) {
+    this.row = rowIndex;
+    if (rowIndex < 0 || !this.flame) {
       if (this.focus && app.masks.focus === this.focus) app.setMasks({ focus: null, evFocus: null });
       this.focus = null;
       return;
     }
     const spanRow = this.flame.spanRow;
     const focus = new Uint8Array(spanRow.length);
-    for (let i = 0; i < spanRow.length; i++) focus[i] = spanRow[i] === k ? 1 : 0;
+    for (let i = 0; i < spanRow.length; i++) focus[i] = spanRow[i] === rowIndex ? 1 : 0;
     // A segment frame: the phase spans owning its segments.
     const segRow = this.flame.segRow;
-    for (let g = 0; g < segRow.length; g++) if (segRow[g] === k) focus[app.data.segSpan[g]] = 1;
+    for (let seg = 0; seg < segRow.length; seg++) if (segRow[seg] === rowIndex) focus[app.data.segSpan[seg]] = 1;
     this.focus = focus;
     app.setMasks({ focus, evFocus: new Uint8Array(app.data.nEvents) });
   }
@@ -234,64 +234,64 @@ export class FlameView {
       return;
     }
     this.changed();
-    const k = path === null || !this.flame ? -1 : this.flame.rows.findIndex((r) => r.path === path);
-    if (k >= 0 && this.app.selection) this.app.select(null);
-    this.applyFocus(k);
+    const rowIndex = path === null || !this.flame ? -1 : this.flame.rows.findIndex((row) => row.path === path);
+    if (rowIndex >= 0 && this.app.selection) this.app.select(null);
+    this.applyFocus(rowIndex);
     this.app.saveViewState();
     this.draw();
   }
 
-  /** @param {MouseEvent} e */
-  at(e) {
+  /** @param {MouseEvent} event */
+  at(event) {
     if (!this.flame || !this.lay) return -1;
-    const r = this.canvas.getBoundingClientRect();
-    return frameAt(this.flame.rows, this.lay, e.clientX - r.left, e.clientY - r.top);
+    const rect = this.canvas.getBoundingClientRect();
+    return frameAt(this.flame.rows, this.lay, event.clientX - rect.left, event.clientY - rect.top);
   }
 
-  /** @param {MouseEvent} e */
-  pointer(e) {
-    const k = this.at(e);
-    this.setHover(k);
-    if (k < 0 || !this.flame) {
+  /** @param {MouseEvent} event */
+  pointer(event) {
+    const rowIndex = this.at(event);
+    this.setHover(rowIndex);
+    if (rowIndex < 0 || !this.flame) {
       this.tooltip.hidden = true;
       return;
     }
-    this.fillTooltip(this.flame.rows[k]);
+    this.fillTooltip(this.flame.rows[rowIndex]);
     const hr = this.host.getBoundingClientRect();
     this.tooltip.hidden = false;
     const tw = this.tooltip.offsetWidth;
     const th = this.tooltip.offsetHeight;
-    let x = e.clientX - hr.left + 14;
-    if (x + tw > hr.width - 4) x = Math.max(4, e.clientX - hr.left - tw - 14);
-    let y = e.clientY - hr.top + 16;
-    if (y + th > hr.height - 4) y = e.clientY - hr.top - th - 12; // above the pointer (over the timeline)
+    let x = event.clientX - hr.left + 14;
+    if (x + tw > hr.width - 4) x = Math.max(4, event.clientX - hr.left - tw - 14);
+    let y = event.clientY - hr.top + 16;
+    if (y + th > hr.height - 4) y = event.clientY - hr.top - th - 12; // above the pointer (over the timeline)
     this.tooltip.style.transform = `translate(${Math.round(x)}px, ${Math.round(y)}px)`;
   }
 
-  /** @param {number} k */
-  setHover(k) {
-    if (k === this.hover) return;
-    this.hover = k;
-    this.canvas.style.cursor = k >= 0 ? "pointer" : "";
+  /** @param {number} rowIndex */
+  setHover(rowIndex) {
+    if (rowIndex === this.hover) return;
+    this.hover = rowIndex;
+    this.canvas.style.cursor = rowIndex >= 0 ? "pointer" : "";
     this.draw();
   }
 
-  /** @param {FlameRow} r */
-  fillTooltip(r) {
+  /** @param {FlameRow} flameRow */
+  fillTooltip(flameRow) {
     const tt = this.tooltip;
-    tt.replaceChildren(el("div", "stw-tt-title", r.name));
-    /** @param {string} k @param {string} v */
-    const line = (k, v) => {
+    tt.replaceChildren(el("div", "stw-tt-title", flameRow.name));
+    /** @param {string} label @param {string} value */
+    const line = (label, value) => {
       const row = el("div", "stw-tt-row");
-      row.append(el("span", "stw-tt-k", k), el("span", "stw-tt-v", v));
+      row.append(el("span", "stw-tt-k", label), el("span", "stw-tt-v", value));
       tt.appendChild(row);
     };
-    line("path", r.path.length > 160 ? `…${r.path.slice(-160)}` : r.path);
-    line("spans", formatNumber(r.count));
-    line("total", formatDuration(r.total));
-    line("self", formatDuration(r.self));
-    line("p50", formatDuration(r.p50));
-    line("p95", formatDuration(r.p95));
+    line("path", flameRow.path.length > 160 ? `…${flameRow.path.slice(-160)}` : flameRow.path);
+    line("spans", formatNumber(flameRow.count));
+    line("total", formatDuration(flameRow.total));
+    line("self", formatDuration(flameRow.self));
+    line("p50", formatDuration(flameRow.p50));
+    line("p95", formatDuration(flameRow.p95));
   }
 
   draw() {
@@ -314,27 +314,27 @@ export class FlameView {
     ctx.fillRect(0, 0, width, height);
     ctx.font = `11px ${theme.font}`;
     ctx.textBaseline = "middle";
-    for (let k = 0; k < rows.length; k++) {
-      const w = lay.w[k];
-      if (w < 0.5) continue;
-      const y = rows[k].depth * ROW_H;
-      const dim = this.row >= 0 && k !== this.row;
-      const base = colorForName(rows[k].name);
+    for (let rowIndex = 0; rowIndex < rows.length; rowIndex++) {
+      const frameWidth = lay.w[rowIndex];
+      if (frameWidth < 0.5) continue;
+      const y = rows[rowIndex].depth * ROW_H;
+      const dim = this.row >= 0 && rowIndex !== this.row;
+      const base = colorForName(rows[rowIndex].name);
       ctx.globalAlpha = dim ? 0.35 : 1;
       ctx.fillStyle = base;
-      ctx.fillRect(lay.x[k], y, Math.max(w - 1, 0.5), ROW_H - 1);
-      if (k === this.hover || k === this.row) {
+      ctx.fillRect(lay.x[rowIndex], y, Math.max(frameWidth - 1, 0.5), ROW_H - 1);
+      if (rowIndex === this.hover || rowIndex === this.row) {
         ctx.strokeStyle = theme.fg0;
-        ctx.lineWidth = k === this.row ? 2 : 1;
-        ctx.strokeRect(lay.x[k] + 0.5, y + 0.5, Math.max(w - 2, 0.5), ROW_H - 2);
+        ctx.lineWidth = rowIndex === this.row ? 2 : 1;
+        ctx.strokeRect(lay.x[rowIndex] + 0.5, y + 0.5, Math.max(frameWidth - 2, 0.5), ROW_H - 2);
       }
-      if (w > 30) {
+      if (frameWidth > 30) {
         ctx.fillStyle = textOn(base);
         ctx.save();
         ctx.beginPath();
-        ctx.rect(lay.x[k], y, w - 2, ROW_H);
+        ctx.rect(lay.x[rowIndex], y, frameWidth - 2, ROW_H);
         ctx.clip();
-        ctx.fillText(rows[k].name, lay.x[k] + 3, y + ROW_H / 2);
+        ctx.fillText(rows[rowIndex].name, lay.x[rowIndex] + 3, y + ROW_H / 2);
         ctx.restore();
       }
     }
@@ -345,14 +345,14 @@ export class FlameView {
   debug() {
     const rows = this.flame ? this.flame.rows : [];
     const lay = this.lay;
-    const r = this.canvas.getBoundingClientRect();
+    const rect = this.canvas.getBoundingClientRect();
     return {
       on: this.app.settings.flame,
       path: this.app.flamePath,
       chosen: this.row,
-      frames: rows.map((f, k) => ({
-        path: f.path, count: f.count, total: f.total, self: f.self, p50: f.p50, p95: f.p95,
-        rect: lay && lay.w[k] > 0 ? { x: r.left + lay.x[k], y: r.top + f.depth * ROW_H, w: lay.w[k], h: ROW_H } : null,
+      frames: rows.map((row, rowIndex) => ({
+        path: row.path, count: row.count, total: row.total, self: row.self, p50: row.p50, p95: row.p95,
+        rect: lay && lay.w[rowIndex] > 0 ? { x: rect.left + lay.x[rowIndex], y: rect.top + row.depth * ROW_H, w: lay.w[rowIndex], h: ROW_H } : null,
       })),
     };
   }

@@ -11,25 +11,25 @@ import { formatNumber } from "../util/format.js";
 /**
  * Samples active in each of `bins` equal bins over [lo, hi]: a sample counts
  * in every bin its [start, end] touches. Difference array: O(rows + bins).
- * @param {Data} d
+ * @param {Data} data
  * @param {ArrayLike<number>} rows
  * @param {number} lo
  * @param {number} hi
  * @param {number} bins
  * @returns {Float32Array}
  */
-export function activeHistogram(d, rows, lo, hi, bins) {
+export function activeHistogram(data, rows, lo, hi, bins) {
   const diff = new Float64Array(bins + 1);
-  const k = bins / Math.max(hi - lo, 1e-12);
-  for (let r = 0; r < rows.length; r++) {
-    const s = rows[r];
-    const a = d.smpStart[s];
-    let b = d.smpEnd[s];
-    if (Number.isNaN(a)) continue;
-    if (!(b >= a)) b = a;
-    if (b < lo || a > hi) continue;
-    const i0 = Math.max(0, Math.min(bins - 1, Math.floor((a - lo) * k)));
-    const i1 = Math.max(0, Math.min(bins - 1, Math.floor((b - lo) * k)));
+  const scale = bins / Math.max(hi - lo, 1e-12);
+  for (let rowIndex = 0; rowIndex < rows.length; rowIndex++) {
+    const sample = rows[rowIndex];
+    const start = data.smpStart[sample];
+    let end = data.smpEnd[sample];
+    if (Number.isNaN(start)) continue;
+    if (!(end >= start)) end = start;
+    if (end < lo || start > hi) continue;
+    const i0 = Math.max(0, Math.min(bins - 1, Math.floor((start - lo) * scale)));
+    const i1 = Math.max(0, Math.min(bins - 1, Math.floor((end - lo) * scale)));
     diff[i0] += 1;
     diff[i1 + 1] -= 1;
   }
@@ -97,21 +97,21 @@ export class Overview {
   }
 
   /**
-   * @param {number} w
-   * @param {number} h
+   * @param {number} width
+   * @param {number} height
    * @param {number} dpr
    */
-  resize(w, h, dpr) {
-    sizeCanvas(this.canvas, w, h, dpr);
-    this.w = w;
-    this.h = h;
+  resize(width, height, dpr) {
+    sizeCanvas(this.canvas, width, height, dpr);
+    this.w = width;
+    this.h = height;
     this.dpr = dpr;
   }
 
-  /** @param {number} t */
-  x(t) {
+  /** @param {number} time */
+  x(time) {
     const { plotX, plotW } = this.host.plot();
-    return plotX + ((t - this.lo) / Math.max(this.hi - this.lo, 1e-12)) * plotW;
+    return plotX + ((time - this.lo) / Math.max(this.hi - this.lo, 1e-12)) * plotW;
   }
 
   /** @param {number} x */
@@ -125,11 +125,11 @@ export class Overview {
    * @param {number} cursor
    */
   paint(theme, cursor) {
-    const { ctx, w, h } = this;
+    const { ctx, w: width, h: height } = this;
     const { plotX, plotW } = this.host.plot();
     ctx.setTransform(this.dpr, 0, 0, this.dpr, 0, 0);
     ctx.fillStyle = theme.bg1;
-    ctx.fillRect(0, 0, w, h);
+    ctx.fillRect(0, 0, width, height);
     let max = 0;
     for (let i = 0; i < this.hist.length; i++) if (this.hist[i] > max) max = this.hist[i];
     ctx.font = `10px ${theme.font}`;
@@ -138,14 +138,14 @@ export class Overview {
     ctx.fillText("active samples", 8, 4);
     ctx.fillText(`peak ${formatNumber(max)}`, 8, 17);
     const top = 3;
-    const bottom = h - 3;
-    const n = this.hist.length;
-    if (n > 0 && max > 0) {
+    const bottom = height - 3;
+    const bins = this.hist.length;
+    if (bins > 0 && max > 0) {
       ctx.beginPath();
       ctx.moveTo(plotX, bottom);
-      for (let i = 0; i < n; i++) {
-        const x0 = plotX + (i / n) * plotW;
-        const x1 = plotX + ((i + 1) / n) * plotW;
+      for (let i = 0; i < bins; i++) {
+        const x0 = plotX + (i / bins) * plotW;
+        const x1 = plotX + ((i + 1) / bins) * plotW;
         const y = bottom - (this.hist[i] / max) * (bottom - top);
         ctx.lineTo(x0, y);
         ctx.lineTo(x1, y);
@@ -162,55 +162,55 @@ export class Overview {
       ctx.globalAlpha = 1;
     }
     // View window: shade outside it, outline it.
-    const v = this.host.view();
-    const a = Math.max(plotX, Math.min(plotX + plotW, this.x(v.t0)));
-    const b = Math.max(plotX, Math.min(plotX + plotW, this.x(v.t1)));
+    const view = this.host.view();
+    const left = Math.max(plotX, Math.min(plotX + plotW, this.x(view.t0)));
+    const right = Math.max(plotX, Math.min(plotX + plotW, this.x(view.t1)));
     ctx.fillStyle = theme.dark ? "rgba(0,0,0,0.45)" : "rgba(0,0,0,0.10)";
-    ctx.fillRect(plotX, 0, Math.max(0, a - plotX), h);
-    ctx.fillRect(b, 0, Math.max(0, plotX + plotW - b), h);
+    ctx.fillRect(plotX, 0, Math.max(0, left - plotX), height);
+    ctx.fillRect(right, 0, Math.max(0, plotX + plotW - right), height);
     ctx.strokeStyle = theme.fg1;
     ctx.lineWidth = 1.5;
-    const ww = Math.max(3, b - a);
-    ctx.strokeRect(Math.round(a) + 0.75, 1.5, ww - 1.5, h - 3);
+    const ww = Math.max(3, right - left);
+    ctx.strokeRect(Math.round(left) + 0.75, 1.5, ww - 1.5, height - 3);
     if (Number.isFinite(cursor)) {
       const x = Math.round(this.x(cursor)) + 0.5;
       ctx.strokeStyle = theme.cursor;
       ctx.lineWidth = 1;
       ctx.beginPath();
       ctx.moveTo(x, 0);
-      ctx.lineTo(x, h);
+      ctx.lineTo(x, height);
       ctx.stroke();
     }
     ctx.fillStyle = theme.border1;
-    ctx.fillRect(0, h - 1, w, 1);
+    ctx.fillRect(0, height - 1, width, 1);
   }
 
-  /** @param {PointerEvent} e */
-  onDown(e) {
-    if (e.button !== 0) return;
+  /** @param {PointerEvent} event */
+  onDown(event) {
+    if (event.button !== 0) return;
     const rect = this.canvas.getBoundingClientRect();
-    const x = e.clientX - rect.left;
-    const v = this.host.view();
-    const a = this.x(v.t0);
-    const b = this.x(v.t1);
-    const inside = x >= Math.min(a, b - 3) - 3 && x <= Math.max(b, a + 3) + 3;
-    this.drag = { mode: inside ? "move" : "none", startX: x, t0: v.t0, t1: v.t1, moved: false };
+    const x = event.clientX - rect.left;
+    const view = this.host.view();
+    const left = this.x(view.t0);
+    const right = this.x(view.t1);
+    const inside = x >= Math.min(left, right - 3) - 3 && x <= Math.max(right, left + 3) + 3;
+    this.drag = { mode: inside ? "move" : "none", startX: x, t0: view.t0, t1: view.t1, moved: false };
     try {
-      this.canvas.setPointerCapture(e.pointerId);
+      this.canvas.setPointerCapture(event.pointerId);
     } catch {
       /* capture is a nicety */
     }
-    e.preventDefault();
+    event.preventDefault();
   }
 
-  /** @param {PointerEvent} e */
-  onMove(e) {
+  /** @param {PointerEvent} event */
+  onMove(event) {
     const rect = this.canvas.getBoundingClientRect();
-    const x = e.clientX - rect.left;
-    const v = this.host.view();
-    const a = this.x(v.t0);
-    const b = this.x(v.t1);
-    this.canvas.style.cursor = x >= a - 3 && x <= b + 3 ? "grab" : "pointer";
+    const x = event.clientX - rect.left;
+    const view = this.host.view();
+    const left = this.x(view.t0);
+    const right = this.x(view.t1);
+    this.canvas.style.cursor = x >= left - 3 && x <= right + 3 ? "grab" : "pointer";
     if (!this.drag) return;
     if (Math.abs(x - this.drag.startX) > 2) this.drag.moved = true;
     if (this.drag.mode === "move" && this.drag.moved) {
@@ -220,17 +220,17 @@ export class Overview {
     }
   }
 
-  /** @param {PointerEvent} e */
-  onUp(e) {
+  /** @param {PointerEvent} event */
+  onUp(event) {
     const dr = this.drag;
     this.drag = null;
     if (!dr) return;
     if (!dr.moved) {
       // Click: centre the view window at the clicked time.
       const rect = this.canvas.getBoundingClientRect();
-      const t = this.t(e.clientX - rect.left);
+      const time = this.t(event.clientX - rect.left);
       const half = (dr.t1 - dr.t0) / 2;
-      this.host.setView(t - half, t + half);
+      this.host.setView(time - half, time + half);
     }
   }
 }

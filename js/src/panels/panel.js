@@ -46,51 +46,51 @@ export const SAMPLE_TEXT_FIELDS = ["prompt", "response", "label", "metadata"];
  * PD phases of a span from the payload: the segments of its virtual [P]/[D]
  * children (or of itself when it is virtual, or of a segment's span and its
  * sibling).
- * @param {Data} d
+ * @param {Data} data
  * @param {number} span internal index
  * @returns {{phase: "P"|"D", name: string, dur: number}[]}
  */
-export function pdBreakdown(d, span) {
-  if (span < 0 || span >= d.nSpans) return [];
-  const s = d.spanSample[span];
+export function pdBreakdown(data, span) {
+  if (span < 0 || span >= data.nSpans) return [];
+  const sample = data.spanSample[span];
   /** @type {number[]} */
   let virt = [];
-  const fl = d.spanFlags[span];
+  const fl = data.spanFlags[span];
   if (fl & F_VIRTUAL) {
-    const parent = d.spanParent[span];
-    virt = parent >= 0 ? childrenVirtual(d, s, parent) : [span];
+    const parent = data.spanParent[span];
+    virt = parent >= 0 ? childrenVirtual(data, sample, parent) : [span];
     if (!virt.includes(span)) virt.push(span);
   } else {
-    virt = childrenVirtual(d, s, span);
+    virt = childrenVirtual(data, sample, span);
     if (virt.length === 0 && fl & F_PD_DETAIL) {
       // A PD-detail span: climb to the generation span.
-      let p = d.spanParent[span];
-      while (p >= 0 && d.spanFlags[p] & F_PD_DETAIL) p = d.spanParent[p];
-      if (p >= 0) virt = childrenVirtual(d, s, p);
+      let ancestor = data.spanParent[span];
+      while (ancestor >= 0 && data.spanFlags[ancestor] & F_PD_DETAIL) ancestor = data.spanParent[ancestor];
+      if (ancestor >= 0) virt = childrenVirtual(data, sample, ancestor);
     }
   }
-  virt.sort((a, b) => d.spanPd[a] - d.spanPd[b] || d.spanStart[a] - d.spanStart[b]);
+  virt.sort((first, second) => data.spanPd[first] - data.spanPd[second] || data.spanStart[first] - data.spanStart[second]);
   /** @type {{phase: "P"|"D", name: string, dur: number}[]} */
   const out = [];
-  for (const v of virt) {
-    const phase = d.spanPd[v] === PD_DECODE ? "D" : "P";
-    for (let k = d.spanSegOff[v]; k < d.spanSegOff[v + 1]; k++) {
-      const g = d.segOrder[k];
-      out.push({ phase, name: nameOf(d, d.segName[g]), dur: Math.max(0, d.segEnd[g] - d.segStart[g]) });
+  for (const virtualSpan of virt) {
+    const phase = data.spanPd[virtualSpan] === PD_DECODE ? "D" : "P";
+    for (let orderIndex = data.spanSegOff[virtualSpan]; orderIndex < data.spanSegOff[virtualSpan + 1]; orderIndex++) {
+      const seg = data.segOrder[orderIndex];
+      out.push({ phase, name: nameOf(data, data.segName[seg]), dur: Math.max(0, data.segEnd[seg] - data.segStart[seg]) });
     }
   }
   return out;
 }
 
 /**
- * @param {Data} d
- * @param {number} s
+ * @param {Data} data
+ * @param {number} sample
  * @param {number} parent
  */
-function childrenVirtual(d, s, parent) {
+function childrenVirtual(data, sample, parent) {
   /** @type {number[]} */
   const out = [];
-  for (let i = d.spanOff[s]; i < d.spanOff[s + 1]; i++) if (d.spanFlags[i] & F_VIRTUAL && d.spanParent[i] === parent) out.push(i);
+  for (let i = data.spanOff[sample]; i < data.spanOff[sample + 1]; i++) if (data.spanFlags[i] & F_VIRTUAL && data.spanParent[i] === parent) out.push(i);
   return out;
 }
 
@@ -104,13 +104,13 @@ function pdFromDetail(segs) {
   if (!Array.isArray(segs) || segs.length === 0) return null;
   /** @type {{phase: "P"|"D", name: string, dur: number}[]} */
   const out = [];
-  for (const s of segs) {
-    if (!s || typeof s !== "object") continue;
-    const name = String(s.name ?? s.segment ?? "?");
-    let dur = Number(s.duration ?? s.dur ?? NaN);
-    if (!Number.isFinite(dur)) dur = Number(s.end) - Number(s.start);
+  for (const entry of segs) {
+    if (!entry || typeof entry !== "object") continue;
+    const name = String(entry.name ?? entry.segment ?? "?");
+    let dur = Number(entry.duration ?? entry.dur ?? NaN);
+    if (!Number.isFinite(dur)) dur = Number(entry.end) - Number(entry.start);
     if (!Number.isFinite(dur)) continue;
-    const ph = String(s.phase ?? s.lane ?? name).toLowerCase();
+    const ph = String(entry.phase ?? entry.lane ?? name).toLowerCase();
     out.push({ phase: ph.includes("d]") || ph.startsWith("d") || ph.includes("decode") ? "D" : "P", name, dur: Math.max(0, dur) });
   }
   return out.length ? out : null;
@@ -128,7 +128,7 @@ export function renderValue(value, depth = 0) {
   if (typeof value === "number") return el("span", "stw-v-num", Number.isFinite(value) ? formatNumberExact(value) : String(value));
   if (typeof value === "string") return renderString(value);
   if (Array.isArray(value) || typeof value === "object") {
-    const entries = Array.isArray(value) ? value.map((v, i) => /** @type {[string, any]} */ ([String(i), v])) : Object.entries(value);
+    const entries = Array.isArray(value) ? value.map((item, i) => /** @type {[string, any]} */ ([String(i), item])) : Object.entries(value);
     if (entries.length === 0) return el("span", "stw-v-null", Array.isArray(value) ? "[]" : "{}");
     const det = /** @type {HTMLDetailsElement} */ (el("details", "stw-tree"));
     det.open = depth < 1 && entries.length <= 30;
@@ -140,9 +140,9 @@ export function renderValue(value, depth = 0) {
   return el("span", "", String(value));
 }
 
-/** @param {number} v */
-function formatNumberExact(v) {
-  return Number.isInteger(v) ? String(v) : String(Number(v.toPrecision(12)));
+/** @param {number} value */
+function formatNumberExact(value) {
+  return Number.isInteger(value) ? String(value) : String(Number(value.toPrecision(12)));
 }
 
 /**
@@ -152,10 +152,10 @@ function formatNumberExact(v) {
 function renderEntries(entries, depth) {
   const box = el("div", "stw-kv");
   const max = 500;
-  for (const [k, v] of entries.slice(0, max)) {
-    box.appendChild(el("div", "stw-k", k));
+  for (const [key, value] of entries.slice(0, max)) {
+    box.appendChild(el("div", "stw-k", key));
     const cell = el("div", "stw-v");
-    cell.appendChild(renderValue(v, depth));
+    cell.appendChild(renderValue(value, depth));
     box.appendChild(cell);
   }
   if (entries.length > max) box.appendChild(el("div", "stw-more", `… ${entries.length - max} more (copy as JSON to see all)`));
@@ -164,21 +164,21 @@ function renderEntries(entries, depth) {
 
 /**
  * A string, cut at TRUNCATE_AT characters with a control to show it all.
- * @param {string} s
+ * @param {string} value
  */
-function renderString(s) {
+function renderString(value) {
   const span = el("span", "stw-v-str");
-  if (s.length <= TRUNCATE_AT) {
-    span.textContent = s;
+  if (value.length <= TRUNCATE_AT) {
+    span.textContent = value;
     return span;
   }
-  const text = el("span", "", s.slice(0, TRUNCATE_AT) + "…");
-  const btn = el("button", "stw-link", `show all (${formatNumber(s.length)} chars)`);
+  const text = el("span", "", value.slice(0, TRUNCATE_AT) + "…");
+  const btn = el("button", "stw-link", `show all (${formatNumber(value.length)} chars)`);
   let full = false;
   btn.addEventListener("click", () => {
     full = !full;
-    text.textContent = full ? s : s.slice(0, TRUNCATE_AT) + "…";
-    btn.textContent = full ? "show less" : `show all (${formatNumber(s.length)} chars)`;
+    text.textContent = full ? value : value.slice(0, TRUNCATE_AT) + "…";
+    btn.textContent = full ? "show less" : `show all (${formatNumber(value.length)} chars)`;
   });
   span.appendChild(text);
   span.appendChild(document.createTextNode(" "));
@@ -187,22 +187,22 @@ function renderString(s) {
 }
 
 /**
- * Length of `s` in code points, the unit the kernel counts text lengths in
+ * Length of `text` in code points, the unit the kernel counts text lengths in
  * (a character outside the BMP is one code point but two UTF-16 units).
- * @param {string} s
+ * @param {string} text
  */
-export function codePointLength(s) {
+export function codePointLength(text) {
   let pairs = 0;
-  for (let i = 0; i + 1 < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if (c < 0xd800 || c > 0xdbff) continue;
-    const next = s.charCodeAt(i + 1);
+  for (let i = 0; i + 1 < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (code < 0xd800 || code > 0xdbff) continue;
+    const next = text.charCodeAt(i + 1);
     if (next >= 0xdc00 && next <= 0xdfff) {
       pairs++;
       i++;
     }
   }
-  return s.length - pairs;
+  return text.length - pairs;
 }
 
 /**
@@ -329,11 +329,11 @@ function section(host, title) {
  */
 function kvRows(host, rows) {
   const box = el("div", "stw-kv");
-  for (const [k, v] of rows) {
-    box.appendChild(el("div", "stw-k", k));
+  for (const [key, value] of rows) {
+    box.appendChild(el("div", "stw-k", key));
     const cell = el("div", "stw-v");
-    if (typeof v === "string") cell.textContent = v;
-    else cell.appendChild(v);
+    if (typeof value === "string") cell.textContent = value;
+    else cell.appendChild(value);
     box.appendChild(cell);
   }
   host.appendChild(box);
@@ -343,38 +343,38 @@ function kvRows(host, rows) {
 /**
  * Render the details panel.
  * @param {HTMLElement} host
- * @param {Data} d
- * @param {Hit} h span, segment or event selection
+ * @param {Data} data
+ * @param {Hit} hit span, segment or event selection
  * @param {number} detailSpan internal span index the attributes belong to (-1 for events)
  * @param {DetailState} st
  * @param {PanelActions} act
  */
-export function renderDetails(host, d, h, detailSpan, st, act) {
+export function renderDetails(host, data, hit, detailSpan, st, act) {
   host.replaceChildren();
-  if (h.type !== "span" && h.type !== "segment" && h.type !== "event") return;
-  const s = h.sample;
-  const sm = d.meta.samples;
+  if (hit.type !== "span" && hit.type !== "segment" && hit.type !== "event") return;
+  const sample = hit.sample;
+  const sm = data.meta.samples;
   const detail = st.status === "ok" ? st.detail : null;
 
   let title = "";
   let kind = "";
-  if (h.type === "event") {
-    title = nameOf(d, d.evName[h.ev]);
-    kind = d.evKind[h.ev] === EV_UNMATCHED ? "unmatched end" : h.count > 1 ? `${h.count} events` : "event";
-  } else if (h.type === "segment") {
-    title = nameOf(d, d.segName[h.seg]);
+  if (hit.type === "event") {
+    title = nameOf(data, data.evName[hit.ev]);
+    kind = data.evKind[hit.ev] === EV_UNMATCHED ? "unmatched end" : hit.count > 1 ? `${hit.count} events` : "event";
+  } else if (hit.type === "segment") {
+    title = nameOf(data, data.segName[hit.seg]);
     kind = "PD phase";
   } else {
-    title = nameOf(d, d.spanName[h.span]);
-    kind = d.spanFlags[h.span] & F_VIRTUAL ? "PD lane" : "span";
+    title = nameOf(data, data.spanName[hit.span]);
+    kind = data.spanFlags[hit.span] & F_VIRTUAL ? "PD lane" : "span";
   }
 
   // Header.
-  const t = el("div", "stw-panel-title stw-wrap");
+  const heading = el("div", "stw-panel-title stw-wrap");
   const sw = el("span", "stw-swatch");
-  sw.style.background = h.type === "segment" ? colorForSegment(title) : colorForName(title);
-  t.appendChild(sw);
-  t.appendChild(document.createTextNode(title));
+  sw.style.background = hit.type === "segment" ? colorForSegment(title) : colorForName(title);
+  heading.appendChild(sw);
+  heading.appendChild(document.createTextNode(title));
   const head = el("div", "stw-panel-head");
   head.appendChild(el("span", "stw-badge", kind));
   const btns = el("div", "stw-panel-btns");
@@ -385,7 +385,7 @@ export function renderDetails(host, d, h, detailSpan, st, act) {
   copy.title = "copy the details as JSON";
   const copyMsg = el("div", "stw-copy-msg");
   copy.addEventListener("click", async () => {
-    const obj = detail ? { ...localSummary(d, h), detail } : localSummary(d, h);
+    const obj = detail ? { ...localSummary(data, hit), detail } : localSummary(data, hit);
     let text = "";
     try {
       text = JSON.stringify(obj, null, 2);
@@ -414,30 +414,30 @@ export function renderDetails(host, d, h, detailSpan, st, act) {
   btns.appendChild(close);
   head.appendChild(btns);
   host.appendChild(head);
-  host.appendChild(t);
+  host.appendChild(heading);
   host.appendChild(copyMsg);
-  host.appendChild(el("div", "stw-panel-sub", sampleLabel(d, s)));
+  host.appendChild(el("div", "stw-panel-sub", sampleLabel(data, sample)));
 
   // Sample summary (payload first, the kernel's values when they arrive).
   const ks = detail && detail.sample && typeof detail.sample === "object" ? detail.sample : {};
   const pick = (/** @type {string} */ key, /** @type {any} */ fallback) => (key in ks && ks[key] !== undefined ? ks[key] : fallback);
-  const reward = pick("reward", Number.isFinite(d.smpReward[s]) ? d.smpReward[s] : null);
+  const reward = pick("reward", Number.isFinite(data.smpReward[sample]) ? data.smpReward[sample] : null);
   const sec1 = section(host, "Sample");
   /** @type {[string, string|HTMLElement][]} */
   const srows = [
-    ["id", String(pick("id", sm.sample_index[s] ?? "—"))],
-    ["group", String(pick("group", sm.group_index[s] ?? "—"))],
-    ["source", String(pick("source", sourceOf(d, s)))],
-    ["status", String(pick("status", statusOf(d, s)))],
+    ["id", String(pick("id", sm.sample_index[sample] ?? "—"))],
+    ["group", String(pick("group", sm.group_index[sample] ?? "—"))],
+    ["source", String(pick("source", sourceOf(data, sample)))],
+    ["status", String(pick("status", statusOf(data, sample)))],
     ["reward", reward === null || typeof reward !== "object" ? (typeof reward === "number" ? formatNumberExact(reward) : String(reward ?? "—")) : renderValue(reward, 1)],
-    ["attempts", String(pick("attempts", d.smpAttempts[s]))],
-    ["duration", formatDuration(typeof ks.duration === "number" ? ks.duration : d.smpEnd[s] - d.smpStart[s])],
-    ["trace id", String(sm.trace_id[s] ?? "—")],
+    ["attempts", String(pick("attempts", data.smpAttempts[sample]))],
+    ["duration", formatDuration(typeof ks.duration === "number" ? ks.duration : data.smpEnd[sample] - data.smpStart[sample])],
+    ["trace id", String(sm.trace_id[sample] ?? "—")],
   ];
   kvRows(sec1, srows);
   // The label is in the payload too, so it shows before the kernel's reply.
-  const texts = { ...ks, label: pick("label", sm.label[s] ?? null) };
-  const cutWhere = d.meta.attrs_embedded ? "(the rest is not in this snapshot)" : "(the rest is in the widget's .samples table)";
+  const texts = { ...ks, label: pick("label", sm.label[sample] ?? null) };
+  const cutWhere = data.meta.attrs_embedded ? "(the rest is not in this snapshot)" : "(the rest is in the widget's .samples table)";
   for (const field of SAMPLE_TEXT_FIELDS) {
     const text = texts[field];
     const chars = texts[`${field}_chars`];
@@ -446,58 +446,58 @@ export function renderDetails(host, d, h, detailSpan, st, act) {
   }
 
   // Timing.
-  const secT = section(host, h.type === "event" ? "Event" : h.type === "segment" ? "PD phase" : "Span");
+  const secT = section(host, hit.type === "event" ? "Event" : hit.type === "segment" ? "PD phase" : "Span");
   /** @type {[string, string|HTMLElement][]} */
   const trows = [];
-  const abs = (/** @type {number} */ rel) => d.meta.t0 + rel + (d.smpOffset[s] || 0);
-  if (h.type === "event") {
-    const ts = d.evTs[h.ev];
+  const abs = (/** @type {number} */ rel) => data.meta.t0 + rel + (data.smpOffset[sample] || 0);
+  if (hit.type === "event") {
+    const ts = data.evTs[hit.ev];
     trows.push(["time", `${formatDuration(ts)}  (${formatEpoch(typeof detail?.ts === "number" ? detail.ts : abs(ts))})`]);
-    trows.push(["kind", d.evKind[h.ev] === EV_UNMATCHED ? "unmatched end (its start is missing)" : "instant event"]);
-    trows.push(["attempt", String(d.evAttempt[h.ev])]);
-    const p = d.evParent[h.ev];
-    if (p >= 0) trows.push(["parent", parentLink(d, p, act)]);
-    if (h.count > 1) {
+    trows.push(["kind", data.evKind[hit.ev] === EV_UNMATCHED ? "unmatched end (its start is missing)" : "instant event"]);
+    trows.push(["attempt", String(data.evAttempt[hit.ev])]);
+    const parent = data.evParent[hit.ev];
+    if (parent >= 0) trows.push(["parent", parentLink(data, parent, act)]);
+    if (hit.count > 1) {
       const counts = new Map();
-      for (const m of h.members) counts.set(nameOf(d, d.evName[m]), (counts.get(nameOf(d, d.evName[m])) || 0) + 1);
-      trows.push(["cluster", [...counts].map(([n, c]) => `${n} ×${c}`).join(", ")]);
-      const ts2 = h.members.map((m) => d.evTs[m]);
+      for (const member of hit.members) counts.set(nameOf(data, data.evName[member]), (counts.get(nameOf(data, data.evName[member])) || 0) + 1);
+      trows.push(["cluster", [...counts].map(([name, count]) => `${name} ×${count}`).join(", ")]);
+      const ts2 = hit.members.map((member) => data.evTs[member]);
       trows.push(["spread", formatDuration(Math.max(...ts2) - Math.min(...ts2))]);
     }
   } else {
-    const i = h.type === "segment" ? h.span : h.span;
-    const a = h.type === "segment" ? d.segStart[h.seg] : d.spanStart[i];
-    const b = h.type === "segment" ? d.segEnd[h.seg] : d.spanEnd[i];
-    const fl = d.spanFlags[i];
+    const span = hit.type === "segment" ? hit.span : hit.span;
+    const start = hit.type === "segment" ? data.segStart[hit.seg] : data.spanStart[span];
+    const end = hit.type === "segment" ? data.segEnd[hit.seg] : data.spanEnd[span];
+    const fl = data.spanFlags[span];
     const open = !!(fl & F_OPEN);
-    trows.push(["start", `${formatDuration(a)}  (${formatEpoch(h.type === "span" && typeof detail?.start === "number" ? detail.start : abs(a))})`]);
-    trows.push([open && h.type === "span" ? "display end" : "end", `${formatDuration(b)}  (${formatEpoch(h.type === "span" && typeof detail?.end === "number" ? detail.end : abs(b))})`]);
-    trows.push(["duration", formatDuration(b - a) + (open && h.type === "span" ? " (open: still running when the dump was taken)" : "")]);
-    if (h.type === "span") {
+    trows.push(["start", `${formatDuration(start)}  (${formatEpoch(hit.type === "span" && typeof detail?.start === "number" ? detail.start : abs(start))})`]);
+    trows.push([open && hit.type === "span" ? "display end" : "end", `${formatDuration(end)}  (${formatEpoch(hit.type === "span" && typeof detail?.end === "number" ? detail.end : abs(end))})`]);
+    trows.push(["duration", formatDuration(end - start) + (open && hit.type === "span" ? " (open: still running when the dump was taken)" : "")]);
+    if (hit.type === "span") {
       const state = detail && typeof detail.state === "string" ? detail.state : open ? "open" : "closed";
       trows.push(["state", state + (fl & F_ERROR ? " · error" : "")]);
       const cr = detail && detail.clip_reason ? String(detail.clip_reason) : CLIP_REASONS[clipReasonOf(fl)];
       if (open && cr) trows.push(["clipped at", cr]);
     } else {
-      trows.push(["lane", nameOf(d, d.spanName[i])]);
+      trows.push(["lane", nameOf(data, data.spanName[span])]);
     }
-    trows.push(["attempt", String(d.spanAttempt[i])]);
-    const p = h.type === "segment" ? d.spanParent[i] : d.spanParent[i];
-    if (p >= 0) trows.push(["parent", parentLink(d, p, act)]);
+    trows.push(["attempt", String(data.spanAttempt[span])]);
+    const parent = hit.type === "segment" ? data.spanParent[span] : data.spanParent[span];
+    if (parent >= 0) trows.push(["parent", parentLink(data, parent, act)]);
     else if (detail && detail.parent_name) trows.push(["parent", String(detail.parent_name)]);
     if (detail && detail.span_id) trows.push(["span id", String(detail.span_id)]);
   }
   kvRows(secT, trows);
-  renderLinks(host, d, h, act);
+  renderLinks(host, data, hit, act);
 
   // PD phases.
-  if (h.type !== "event") {
+  if (hit.type !== "event") {
     // The payload knows both phases of a generation (and which is which);
     // the kernel's `segments` only fill in when the payload has none.
-    const fromPayload = pdBreakdown(d, detailSpan >= 0 ? detailSpan : h.span);
+    const fromPayload = pdBreakdown(data, detailSpan >= 0 ? detailSpan : hit.span);
     const phases = fromPayload.length ? fromPayload : (detail && pdFromDetail(detail.segments)) || [];
-    if (phases.length) renderPd(section(host, "PD phases"), phases, h.type === "segment" ? nameOf(d, d.segName[h.seg]) : "");
-    const engine = h.type === "span" ? enginePhases(d, h.span) : [];
+    if (phases.length) renderPd(section(host, "PD phases"), phases, hit.type === "segment" ? nameOf(data, data.segName[hit.seg]) : "");
+    const engine = hit.type === "span" ? enginePhases(data, hit.span) : [];
     if (engine.length) renderEnginePhases(section(host, "Engine phases"), engine);
   }
 
@@ -512,15 +512,15 @@ export function renderDetails(host, d, h, detailSpan, st, act) {
       sec.appendChild(el("div", "stw-empty", st.error ? `not available: ${st.error}` : "not available"));
       return;
     }
-    const v = detail[key];
-    if (v === null || v === undefined || (typeof v === "object" && Object.keys(v).length === 0)) {
+    const value = detail[key];
+    if (value === null || value === undefined || (typeof value === "object" && Object.keys(value).length === 0)) {
       sec.appendChild(el("div", "stw-empty", "none"));
       return;
     }
-    if (typeof v === "object" && !Array.isArray(v)) sec.appendChild(renderEntries(Object.entries(v), 1));
-    else sec.appendChild(renderValue(v, 1));
+    if (typeof value === "object" && !Array.isArray(value)) sec.appendChild(renderEntries(Object.entries(value), 1));
+    else sec.appendChild(renderValue(value, 1));
   };
-  if (h.type === "event") {
+  if (hit.type === "event") {
     attrsSec("Attributes", detail && "attrs" in detail ? "attrs" : "start_attrs");
   } else {
     attrsSec("Start attributes", "start_attrs");
@@ -536,72 +536,72 @@ const MAX_MEMBER_BUTTONS = 20;
  * member, "previous attempt", "continued remotely" and their reverses, each a
  * button that selects the other end.
  * @param {HTMLElement} host
- * @param {Data} d
- * @param {Hit} h
+ * @param {Data} data
+ * @param {Hit} hit
  * @param {PanelActions} act
  */
-function renderLinks(host, d, h, act) {
-  const self = endOfHit(h);
+function renderLinks(host, data, hit, act) {
+  const self = endOfHit(hit);
   if (!self) return;
-  const links = linksOf(d, self.kind, self.index);
+  const links = linksOf(data, self.kind, self.index);
   if (!links.length) return;
   /** @param {import("../data/links.js").End} end @param {string} text */
   const button = (end, text) => {
-    const b = /** @type {HTMLButtonElement} */ (el("button", "stw-link", text));
-    if (filteredOut(d, end)) {
-      b.disabled = true;
-      b.title = "filtered out by the filter box's query";
-      return b;
+    const btn = /** @type {HTMLButtonElement} */ (el("button", "stw-link", text));
+    if (filteredOut(data, end)) {
+      btn.disabled = true;
+      btn.title = "filtered out by the filter box's query";
+      return btn;
     }
-    b.title = "select it";
-    b.addEventListener("click", () => {
-      if (filteredOut(d, end)) return; // hidden since the panel was drawn
+    btn.title = "select it";
+    btn.addEventListener("click", () => {
+      if (filteredOut(data, end)) return; // hidden since the panel was drawn
       if (end.kind === "span") act.selectSpan(end.index);
       else act.selectEvent?.(end.index);
     });
-    return b;
+    return btn;
   };
   /** @param {import("../data/links.js").End} end */
   const where = (end) => {
-    const name = end.kind === "span" ? d.spanName[end.index] : d.evName[end.index];
-    const sample = end.kind === "span" ? d.spanSample[end.index] : d.evSample[end.index];
-    return `${nameOf(d, name)} · ${sampleLabel(d, sample)}`;
+    const name = end.kind === "span" ? data.spanName[end.index] : data.evName[end.index];
+    const sample = end.kind === "span" ? data.spanSample[end.index] : data.evSample[end.index];
+    return `${nameOf(data, name)} · ${sampleLabel(data, sample)}`;
   };
   /** @type {[string, string|HTMLElement][]} */
   const rows = [];
-  const members = links.filter((l) => l.kind === "group");
+  const members = links.filter((link) => link.kind === "group");
   if (members.length) {
     const box = el("div", "stw-links");
     box.appendChild(el("div", "", `${members.length} other member${members.length === 1 ? "" : "s"}`));
-    for (const l of members.slice(0, MAX_MEMBER_BUTTONS)) {
-      box.appendChild(button(l.to, sampleLabel(d, d.spanSample[l.to.index])));
+    for (const link of members.slice(0, MAX_MEMBER_BUTTONS)) {
+      box.appendChild(button(link.to, sampleLabel(data, data.spanSample[link.to.index])));
     }
     if (members.length > MAX_MEMBER_BUTTONS) box.appendChild(el("div", "", `and ${members.length - MAX_MEMBER_BUTTONS} more`));
     rows.push(["group", box]);
   }
-  for (const l of links) {
-    if (l.kind === "group") continue;
-    const { label, target } = describe(l, self);
+  for (const link of links) {
+    if (link.kind === "group") continue;
+    const { label, target } = describe(link, self);
     rows.push([label, button(target, where(target))]);
   }
   kvRows(section(host, "Links"), rows);
 }
 
 /**
- * @param {Data} d
- * @param {number} p
+ * @param {Data} data
+ * @param {number} parent
  * @param {PanelActions} act
  */
-function parentLink(d, p, act) {
-  const b = /** @type {HTMLButtonElement} */ (el("button", "stw-link", nameOf(d, d.spanName[p])));
-  if (filteredOut(d, { kind: "span", index: p })) {
-    b.disabled = true;
-    b.title = "the parent span is filtered out by the filter box's query";
-    return b;
+function parentLink(data, parent, act) {
+  const btn = /** @type {HTMLButtonElement} */ (el("button", "stw-link", nameOf(data, data.spanName[parent])));
+  if (filteredOut(data, { kind: "span", index: parent })) {
+    btn.disabled = true;
+    btn.title = "the parent span is filtered out by the filter box's query";
+    return btn;
   }
-  b.title = "select the parent span";
-  b.addEventListener("click", () => filteredOut(d, { kind: "span", index: p }) || act.selectSpan(p));
-  return b;
+  btn.title = "select the parent span";
+  btn.addEventListener("click", () => filteredOut(data, { kind: "span", index: parent }) || act.selectSpan(parent));
+  return btn;
 }
 
 /**
@@ -610,14 +610,14 @@ function parentLink(d, p, act) {
  * @param {string} current
  */
 function renderPd(host, phases, current) {
-  const total = phases.reduce((x, p) => x + p.dur, 0) || 1;
+  const total = phases.reduce((sum, phase) => sum + phase.dur, 0) || 1;
   const { table, body: tb } = shareTable("stw-table", "phase");
-  for (const p of phases) {
-    tb.appendChild(shareRow(`[${p.phase}] ${p.name}`, p.dur, total, colorForSegment(p.name),
-      p.name === current ? "stw-row-current" : ""));
+  for (const phase of phases) {
+    tb.appendChild(shareRow(`[${phase.phase}] ${phase.name}`, phase.dur, total, colorForSegment(phase.name),
+      phase.name === current ? "stw-row-current" : ""));
   }
   const sums = { P: 0, D: 0 };
-  for (const p of phases) sums[p.phase] += p.dur;
+  for (const phase of phases) sums[phase.phase] += phase.dur;
   for (const ph of /** @type {const} */ (["P", "D"])) {
     if (!sums[ph]) continue;
     const tr = el("tr", "stw-row-total");

@@ -22,59 +22,59 @@ import { el } from "../util/dom.js";
  */
 
 /**
- * Counts at instant t over the given rows.
- * @param {Data} d
+ * Counts at instant time over the given rows.
+ * @param {Data} data
  * @param {ArrayLike<number>} rows payload sample indices
  * @param {Uint8Array} vis span visibility
- * @param {number} t
+ * @param {number} time
  * @returns {CursorCounts}
  */
-export function cursorCounts(d, rows, vis, t) {
+export function cursorCounts(data, rows, vis, time) {
   let notStarted = 0;
   let running = 0;
   let ended = 0;
   let untraced = 0;
-  const per = new Uint32Array(d.names.length + 1);
-  for (let r = 0; r < rows.length; r++) {
-    const s = rows[r];
-    const a = d.smpStart[s];
-    const b = d.smpEnd[s];
-    if (Number.isNaN(a)) {
+  const per = new Uint32Array(data.names.length + 1);
+  for (let rowIndex = 0; rowIndex < rows.length; rowIndex++) {
+    const sample = rows[rowIndex];
+    const start = data.smpStart[sample];
+    const end = data.smpEnd[sample];
+    if (Number.isNaN(start)) {
       untraced++;
       continue;
     }
-    if (t < a) notStarted++;
-    else if (t > b) ended++;
+    if (time < start) notStarted++;
+    else if (time > end) ended++;
     else running++;
-    if (t < a || t > b) continue;
-    const base = d.laneBase[s];
-    for (let k = base; k < base + d.nLanes[s]; k++) {
-      if (!(d.laneKind[k] & LK_SPANS)) continue;
-      const hi = d.laneSpanOff[k + 1];
-      for (let i = firstReaching(d.spanEndMax, d.laneSpanOff[k], hi, t); i < hi; i++) {
-        if (d.spanStart[i] > t) break;
-        if (vis[i] === 0 || d.spanFlags[i] & F_VIRTUAL || !(d.spanEnd[i] >= t)) continue;
-        per[Math.min(d.spanName[i], per.length - 1)]++;
+    if (time < start || time > end) continue;
+    const base = data.laneBase[sample];
+    for (let lane = base; lane < base + data.nLanes[sample]; lane++) {
+      if (!(data.laneKind[lane] & LK_SPANS)) continue;
+      const hi = data.laneSpanOff[lane + 1];
+      for (let i = firstReaching(data.spanEndMax, data.laneSpanOff[lane], hi, time); i < hi; i++) {
+        if (data.spanStart[i] > time) break;
+        if (vis[i] === 0 || data.spanFlags[i] & F_VIRTUAL || !(data.spanEnd[i] >= time)) continue;
+        per[Math.min(data.spanName[i], per.length - 1)]++;
       }
     }
   }
   /** @type {{name: number, count: number}[]} */
   const active = [];
-  for (let n = 0; n < per.length; n++) if (per[n] > 0) active.push({ name: n, count: per[n] });
-  active.sort((x, y) => y.count - x.count || x.name - y.name);
-  return { t, total: rows.length, notStarted, running, ended, untraced, active };
+  for (let name = 0; name < per.length; name++) if (per[name] > 0) active.push({ name, count: per[name] });
+  active.sort((first, second) => second.count - first.count || first.name - second.name);
+  return { t: time, total: rows.length, notStarted, running, ended, untraced, active };
 }
 
 /**
  * Nearest-rank percentile of an ascending array.
  * @param {ArrayLike<number>} sorted
- * @param {number} q 0..1
+ * @param {number} quantile 0..1
  */
-export function percentile(sorted, q) {
-  const n = sorted.length;
-  if (n === 0) return NaN;
-  const k = Math.min(n - 1, Math.max(0, Math.ceil(q * n) - 1));
-  return sorted[k];
+export function percentile(sorted, quantile) {
+  const count = sorted.length;
+  if (count === 0) return NaN;
+  const rank = Math.min(count - 1, Math.max(0, Math.ceil(quantile * count) - 1));
+  return sorted[rank];
 }
 
 /**
@@ -98,44 +98,44 @@ export function percentile(sorted, q) {
  */
 
 /**
- * Spans overlapping [a, b] over the given rows, per name.
- * @param {Data} d
+ * Spans overlapping [start, end] over the given rows, per name.
+ * @param {Data} data
  * @param {ArrayLike<number>} rows
  * @param {Uint8Array} vis
- * @param {number} a
- * @param {number} b
+ * @param {number} start
+ * @param {number} end
  * @returns {BrushSummary}
  */
-export function brushSummary(d, rows, vis, a, b) {
-  if (b < a) [a, b] = [b, a];
+export function brushSummary(data, rows, vis, start, end) {
+  if (end < start) [start, end] = [end, start];
   /** @type {Map<number, {count: number, total: number, durs: number[]}>} */
   const acc = new Map();
   let spans = 0;
   let rowsWithSpans = 0;
-  for (let r = 0; r < rows.length; r++) {
-    const s = rows[r];
-    if (!(d.smpEnd[s] >= a) || !(d.smpStart[s] <= b)) continue;
-    const base = d.laneBase[s];
+  for (let rowIndex = 0; rowIndex < rows.length; rowIndex++) {
+    const sample = rows[rowIndex];
+    if (!(data.smpEnd[sample] >= start) || !(data.smpStart[sample] <= end)) continue;
+    const base = data.laneBase[sample];
     let any = false;
-    for (let k = base; k < base + d.nLanes[s]; k++) {
-      if (!(d.laneKind[k] & LK_SPANS)) continue;
-      const hi = d.laneSpanOff[k + 1];
-      for (let i = firstReaching(d.spanEndMax, d.laneSpanOff[k], hi, a); i < hi; i++) {
-        const st = d.spanStart[i];
-        if (st > b) break;
-        if (vis[i] === 0 || d.spanFlags[i] & F_VIRTUAL) continue;
-        let en = d.spanEnd[i];
+    for (let lane = base; lane < base + data.nLanes[sample]; lane++) {
+      if (!(data.laneKind[lane] & LK_SPANS)) continue;
+      const hi = data.laneSpanOff[lane + 1];
+      for (let i = firstReaching(data.spanEndMax, data.laneSpanOff[lane], hi, start); i < hi; i++) {
+        const st = data.spanStart[i];
+        if (st > end) break;
+        if (vis[i] === 0 || data.spanFlags[i] & F_VIRTUAL) continue;
+        let en = data.spanEnd[i];
         if (!(en >= st)) en = st;
-        if (en < a) continue;
-        const clipped = Math.min(en, b) - Math.max(st, a);
-        let e = acc.get(d.spanName[i]);
-        if (!e) {
-          e = { count: 0, total: 0, durs: [] };
-          acc.set(d.spanName[i], e);
+        if (en < start) continue;
+        const clipped = Math.min(en, end) - Math.max(st, start);
+        let entry = acc.get(data.spanName[i]);
+        if (!entry) {
+          entry = { count: 0, total: 0, durs: [] };
+          acc.set(data.spanName[i], entry);
         }
-        e.count++;
-        e.total += Math.max(0, clipped);
-        e.durs.push(en - st);
+        entry.count++;
+        entry.total += Math.max(0, clipped);
+        entry.durs.push(en - st);
         spans++;
         any = true;
       }
@@ -144,14 +144,14 @@ export function brushSummary(d, rows, vis, a, b) {
   }
   /** @type {BrushEntry[]} */
   const entries = [];
-  for (const [name, e] of acc) {
-    const sorted = Float64Array.from(e.durs).sort();
+  for (const [name, entry] of acc) {
+    const sorted = Float64Array.from(entry.durs).sort();
     let sum = 0;
     for (let i = 0; i < sorted.length; i++) sum += sorted[i];
-    entries.push({ name, count: e.count, total: e.total, mean: sum / sorted.length, p95: percentile(sorted, 0.95), max: sorted[sorted.length - 1] });
+    entries.push({ name, count: entry.count, total: entry.total, mean: sum / sorted.length, p95: percentile(sorted, 0.95), max: sorted[sorted.length - 1] });
   }
-  entries.sort((x, y) => y.total - x.total || y.count - x.count || x.name - y.name);
-  return { a, b, rows: rows.length, rowsWithSpans, spans, entries };
+  entries.sort((first, second) => second.total - first.total || second.count - first.count || first.name - second.name);
+  return { a: start, b: end, rows: rows.length, rowsWithSpans, spans, entries };
 }
 
 // ---------------------------------------------------------------- DOM
@@ -163,64 +163,64 @@ export function brushSummary(d, rows, vis, a, b) {
  * @param {string} [extraCls]
  */
 function card(label, value, swatch, extraCls) {
-  const c = el("div", "stw-card" + (extraCls ? " " + extraCls : ""));
-  const l = el("div", "stw-card-label");
+  const box = el("div", "stw-card" + (extraCls ? " " + extraCls : ""));
+  const caption = el("div", "stw-card-label");
   if (swatch) {
     const sw = el("span", "stw-swatch");
     sw.style.background = swatch;
-    l.appendChild(sw);
+    caption.appendChild(sw);
   }
-  l.appendChild(document.createTextNode(label));
-  c.appendChild(l);
-  c.appendChild(el("div", "stw-card-value", value));
-  if (swatch) c.title = label;
-  return c;
+  caption.appendChild(document.createTextNode(label));
+  box.appendChild(caption);
+  box.appendChild(el("div", "stw-card-value", value));
+  if (swatch) box.title = label;
+  return box;
 }
 
 /**
  * Fill the stats bar.
  * @param {HTMLElement} host
- * @param {Data} d
- * @param {CursorCounts|null} c
+ * @param {Data} data
+ * @param {CursorCounts|null} counts
  * @param {number} nRows
  * @param {(name: number) => void} onName click on an active name (highlight)
  */
-export function renderStatsBar(host, d, c, nRows, onName) {
+export function renderStatsBar(host, data, counts, nRows, onName) {
   host.replaceChildren();
-  if (!c) {
+  if (!counts) {
     host.appendChild(card("samples", formatNumber(nRows)));
     const hint = el("div", "stw-stats-hint", "click the timeline to set a cursor: counts of samples not started / running / ended and the spans active at that instant appear here");
     host.appendChild(hint);
     return;
   }
-  host.appendChild(card("cursor", formatDuration(c.t), undefined, "stw-card-cursor"));
-  host.appendChild(card("samples", formatNumber(c.total)));
-  host.appendChild(card("not started", formatNumber(c.notStarted)));
-  host.appendChild(card("running", formatNumber(c.running)));
-  host.appendChild(card("ended", formatNumber(c.ended)));
-  if (c.untraced > 0) host.appendChild(card("untraced", formatNumber(c.untraced)));
+  host.appendChild(card("cursor", formatDuration(counts.t), undefined, "stw-card-cursor"));
+  host.appendChild(card("samples", formatNumber(counts.total)));
+  host.appendChild(card("not started", formatNumber(counts.notStarted)));
+  host.appendChild(card("running", formatNumber(counts.running)));
+  host.appendChild(card("ended", formatNumber(counts.ended)));
+  if (counts.untraced > 0) host.appendChild(card("untraced", formatNumber(counts.untraced)));
   const max = 8;
-  for (const a of c.active.slice(0, max)) {
-    const name = nameOf(d, a.name);
-    const k = card(name, formatNumber(a.count), colorForName(name), "stw-card-name");
-    k.addEventListener("click", () => onName(a.name));
-    host.appendChild(k);
+  for (const entry of counts.active.slice(0, max)) {
+    const name = nameOf(data, entry.name);
+    const nameCard = card(name, formatNumber(entry.count), colorForName(name), "stw-card-name");
+    nameCard.addEventListener("click", () => onName(entry.name));
+    host.appendChild(nameCard);
   }
-  if (c.active.length > max) {
-    const rest = c.active.slice(max).reduce((n, a) => n + a.count, 0);
-    host.appendChild(card(`+${c.active.length - max} more names`, formatNumber(rest)));
+  if (counts.active.length > max) {
+    const rest = counts.active.slice(max).reduce((sum, entry) => sum + entry.count, 0);
+    host.appendChild(card(`+${counts.active.length - max} more names`, formatNumber(rest)));
   }
 }
 
 /**
  * Fill the range summary panel.
  * @param {HTMLElement} host
- * @param {Data} d
+ * @param {Data} data
  * @param {BrushSummary} sum
  * @param {() => void} onClose
  * @param {(name: number) => void} onName
  */
-export function renderBrushPanel(host, d, sum, onClose, onName) {
+export function renderBrushPanel(host, data, sum, onClose, onName) {
   host.replaceChildren();
   const head = el("div", "stw-panel-head");
   head.appendChild(el("div", "stw-panel-title", "Range summary"));
@@ -243,24 +243,24 @@ export function renderBrushPanel(host, d, sum, onClose, onName) {
   const table = el("table", "stw-table");
   const thead = el("thead");
   const hr = el("tr");
-  for (const [h, tip] of [
+  for (const [heading, tip] of [
     ["name", "span name"],
     ["count", "spans overlapping the range"],
     ["in range", "time inside the range, summed over the spans (clipped to the range)"],
     ["mean", "mean full duration of those spans"],
     ["p95", "95th percentile of their full durations"],
   ]) {
-    const th = el("th", h === "name" ? "stw-col-name" : "stw-num", h);
+    const th = el("th", heading === "name" ? "stw-col-name" : "stw-num", heading);
     th.title = tip;
     hr.appendChild(th);
   }
   thead.appendChild(hr);
   table.appendChild(thead);
   const tb = el("tbody");
-  const totalAll = sum.entries.reduce((x, e) => x + e.total, 0) || 1;
-  for (const e of sum.entries) {
+  const totalAll = sum.entries.reduce((total, entry) => total + entry.total, 0) || 1;
+  for (const entry of sum.entries) {
     const tr = el("tr");
-    const nm = nameOf(d, e.name);
+    const nm = nameOf(data, entry.name);
     const td = el("td");
     const wrap = el("div", "stw-name-cell");
     const sw = el("span", "stw-swatch");
@@ -268,19 +268,19 @@ export function renderBrushPanel(host, d, sum, onClose, onName) {
     wrap.appendChild(sw);
     wrap.appendChild(el("span", "stw-ellipsis", nm));
     wrap.title = `${nm}: click to highlight`;
-    wrap.addEventListener("click", () => onName(e.name));
+    wrap.addEventListener("click", () => onName(entry.name));
     td.appendChild(wrap);
     tr.appendChild(td);
-    tr.appendChild(el("td", "stw-num", formatNumber(e.count)));
+    tr.appendChild(el("td", "stw-num", formatNumber(entry.count)));
     const tot = el("td", "stw-num");
-    tot.textContent = formatDuration(e.total);
+    tot.textContent = formatDuration(entry.total);
     const bar = el("div", "stw-minibar");
-    bar.style.width = `${Math.max(1, Math.round((e.total / totalAll) * 100))}%`;
+    bar.style.width = `${Math.max(1, Math.round((entry.total / totalAll) * 100))}%`;
     bar.style.background = colorForName(nm);
     tot.appendChild(bar);
     tr.appendChild(tot);
-    tr.appendChild(el("td", "stw-num", formatDuration(e.mean)));
-    tr.appendChild(el("td", "stw-num", formatDuration(e.p95)));
+    tr.appendChild(el("td", "stw-num", formatDuration(entry.mean)));
+    tr.appendChild(el("td", "stw-num", formatDuration(entry.p95)));
     tb.appendChild(tr);
   }
   table.appendChild(tb);

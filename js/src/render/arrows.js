@@ -37,54 +37,54 @@ export const LINK_COLORS = {
 
 /**
  * Where an arrow meets an item; null when the item is not laid out or hidden.
- * @param {Data} d
- * @param {Layout} L
- * @param {Geo} g
+ * @param {Data} data
+ * @param {Layout} layout
+ * @param {Geo} geometry
  * @param {Uint8Array} vis
  * @param {Uint8Array} evVis
  * @param {End} end
  */
-export function anchor(d, L, g, vis, evVis, end) {
+export function anchor(data, layout, geometry, vis, evVis, end) {
   if (end.kind === "event") {
     if (evVis[end.index] === HIDDEN) return null;
-    const b = eventBox(d, L, g, end.index);
-    return b && { x: b.x + b.w / 2, y: b.y + b.h / 2 };
+    const box = eventBox(data, layout, geometry, end.index);
+    return box && { x: box.x + box.w / 2, y: box.y + box.h / 2 };
   }
   if (vis[end.index] === HIDDEN) return null;
-  const b = spanBox(d, L, g, end.index);
-  if (!b) return null;
-  const left = Math.max(b.x, g.plotX);
-  const right = Math.min(b.x + b.w, g.plotX + g.plotW);
-  const x = right > left ? left + Math.min(4, (right - left) / 2) : b.x;
-  return { x, y: b.y + b.h / 2 };
+  const box = spanBox(data, layout, geometry, end.index);
+  if (!box) return null;
+  const left = Math.max(box.x, geometry.plotX);
+  const right = Math.min(box.x + box.w, geometry.plotX + geometry.plotW);
+  const x = right > left ? left + Math.min(4, (right - left) / 2) : box.x;
+  return { x, y: box.y + box.h / 2 };
 }
 
 /**
- * Cut segment a -> b to the rectangle (Liang-Barsky); null when it misses it.
- * @param {{x: number, y: number}} a
- * @param {{x: number, y: number}} b
- * @param {{x0: number, y0: number, x1: number, y1: number}} r
+ * Cut segment start -> end to the rectangle (Liang-Barsky); null when it misses it.
+ * @param {{x: number, y: number}} start
+ * @param {{x: number, y: number}} end
+ * @param {{x0: number, y0: number, x1: number, y1: number}} rect
  * @returns {[number, number]|null} parameters [t0, t1] of the visible part
  */
-export function clipSegment(a, b, r) {
-  const dx = b.x - a.x;
-  const dy = b.y - a.y;
+export function clipSegment(start, end, rect) {
+  const dx = end.x - start.x;
+  const dy = end.y - start.y;
   let t0 = 0;
   let t1 = 1;
   const sides = [
-    [-dx, a.x - r.x0],
-    [dx, r.x1 - a.x],
-    [-dy, a.y - r.y0],
-    [dy, r.y1 - a.y],
+    [-dx, start.x - rect.x0],
+    [dx, rect.x1 - start.x],
+    [-dy, start.y - rect.y0],
+    [dy, rect.y1 - start.y],
   ];
-  for (const [p, q] of sides) {
-    if (p === 0) {
-      if (q < 0) return null;
+  for (const [direction, distance] of sides) {
+    if (direction === 0) {
+      if (distance < 0) return null;
       continue;
     }
-    const t = q / p;
-    if (p < 0) t0 = Math.max(t0, t);
-    else t1 = Math.min(t1, t);
+    const crossing = distance / direction;
+    if (direction < 0) t0 = Math.max(t0, crossing);
+    else t1 = Math.min(t1, crossing);
     if (t0 > t1) return null;
   }
   return [t0, t1];
@@ -92,35 +92,35 @@ export function clipSegment(a, b, r) {
 
 /**
  * The arrows of the selection's links, as they fall on the plot.
- * @param {Data} d
- * @param {Layout} L
- * @param {Geo} g
+ * @param {Data} data
+ * @param {Layout} layout
+ * @param {Geo} geometry
  * @param {Uint8Array} vis
  * @param {Uint8Array} evVis
  * @param {Hit|null} selection
  * @returns {Arrow[]}
  */
-export function arrowsFor(d, L, g, vis, evVis, selection) {
+export function arrowsFor(data, layout, geometry, vis, evVis, selection) {
   const self = endOfHit(selection);
   if (!self) return [];
-  const rect = { x0: g.plotX, y0: g.axisH, x1: g.plotX + g.plotW, y1: g.height };
+  const rect = { x0: geometry.plotX, y0: geometry.axisH, x1: geometry.plotX + geometry.plotW, y1: geometry.height };
   /** @type {Arrow[]} */
   const out = [];
-  for (const link of linksOf(d, self.kind, self.index)) {
-    const a = anchor(d, L, g, vis, evVis, link.from);
-    const b = anchor(d, L, g, vis, evVis, link.to);
-    if (!a || !b) continue;
-    const t = clipSegment(a, b, rect);
-    if (!t) continue;
-    const [t0, t1] = t;
+  for (const link of linksOf(data, self.kind, self.index)) {
+    const fromPoint = anchor(data, layout, geometry, vis, evVis, link.from);
+    const toPoint = anchor(data, layout, geometry, vis, evVis, link.to);
+    if (!fromPoint || !toPoint) continue;
+    const visible = clipSegment(fromPoint, toPoint, rect);
+    if (!visible) continue;
+    const [t0, t1] = visible;
     out.push({
       kind: link.kind,
       from: link.from,
       to: link.to,
-      x0: a.x + (b.x - a.x) * t0,
-      y0: a.y + (b.y - a.y) * t0,
-      x1: a.x + (b.x - a.x) * t1,
-      y1: a.y + (b.y - a.y) * t1,
+      x0: fromPoint.x + (toPoint.x - fromPoint.x) * t0,
+      y0: fromPoint.y + (toPoint.y - fromPoint.y) * t0,
+      x1: fromPoint.x + (toPoint.x - fromPoint.x) * t1,
+      y1: fromPoint.y + (toPoint.y - fromPoint.y) * t1,
       cutFrom: t0 > 0,
       cutTo: t1 < 1,
     });
@@ -133,46 +133,46 @@ export function arrowsFor(d, L, g, vis, evVis, selection) {
  * leaves the plot), a dot at the start, one label per kind.
  * @param {CanvasRenderingContext2D} ctx
  * @param {number} dpr
- * @param {Geo} g
+ * @param {Geo} geometry
  * @param {Theme} theme
  * @param {Arrow[]} arrows
  */
-export function paintArrows(ctx, dpr, g, theme, arrows) {
+export function paintArrows(ctx, dpr, geometry, theme, arrows) {
   if (!arrows.length) return;
   ctx.save();
   ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
   ctx.beginPath();
-  ctx.rect(g.plotX, g.axisH, g.plotW, g.height - g.axisH);
+  ctx.rect(geometry.plotX, geometry.axisH, geometry.plotW, geometry.height - geometry.axisH);
   ctx.clip();
   ctx.lineWidth = 1.5;
   ctx.font = `11px ${theme.font}`;
   ctx.textBaseline = "bottom";
   const labelled = new Set();
-  for (const a of arrows) {
-    const color = (LINK_COLORS[a.kind] || [theme.fg1, theme.fg1])[theme.dark ? 1 : 0];
+  for (const arrow of arrows) {
+    const color = (LINK_COLORS[arrow.kind] || [theme.fg1, theme.fg1])[theme.dark ? 1 : 0];
     ctx.strokeStyle = color;
     ctx.fillStyle = color;
-    ctx.setLineDash(a.cutTo ? [5, 3] : []);
+    ctx.setLineDash(arrow.cutTo ? [5, 3] : []);
     ctx.beginPath();
-    ctx.moveTo(a.x0, a.y0);
-    ctx.lineTo(a.x1, a.y1);
+    ctx.moveTo(arrow.x0, arrow.y0);
+    ctx.lineTo(arrow.x1, arrow.y1);
     ctx.stroke();
     ctx.setLineDash([]);
-    if (!a.cutFrom) {
+    if (!arrow.cutFrom) {
       ctx.beginPath();
-      ctx.arc(a.x0, a.y0, 2.5, 0, 2 * Math.PI);
+      ctx.arc(arrow.x0, arrow.y0, 2.5, 0, 2 * Math.PI);
       ctx.fill();
     }
-    const angle = Math.atan2(a.y1 - a.y0, a.x1 - a.x0);
+    const angle = Math.atan2(arrow.y1 - arrow.y0, arrow.x1 - arrow.x0);
     ctx.beginPath();
-    ctx.moveTo(a.x1, a.y1);
-    ctx.lineTo(a.x1 - 8 * Math.cos(angle - 0.45), a.y1 - 8 * Math.sin(angle - 0.45));
-    ctx.lineTo(a.x1 - 8 * Math.cos(angle + 0.45), a.y1 - 8 * Math.sin(angle + 0.45));
+    ctx.moveTo(arrow.x1, arrow.y1);
+    ctx.lineTo(arrow.x1 - 8 * Math.cos(angle - 0.45), arrow.y1 - 8 * Math.sin(angle - 0.45));
+    ctx.lineTo(arrow.x1 - 8 * Math.cos(angle + 0.45), arrow.y1 - 8 * Math.sin(angle + 0.45));
     ctx.closePath();
     ctx.fill();
-    if (!labelled.has(a.kind)) {
-      labelled.add(a.kind);
-      ctx.fillText(a.kind, (a.x0 + a.x1) / 2 + 4, (a.y0 + a.y1) / 2 - 2);
+    if (!labelled.has(arrow.kind)) {
+      labelled.add(arrow.kind);
+      ctx.fillText(arrow.kind, (arrow.x0 + arrow.x1) / 2 + 4, (arrow.y0 + arrow.y1) / 2 - 2);
     }
   }
   ctx.restore();

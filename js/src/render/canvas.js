@@ -2,20 +2,20 @@
 // follows its CSS size × devicePixelRatio, so lines stay crisp on HiDPI screens.
 
 /**
- * Size `canvas` to `w`×`h` CSS pixels at `dpr`, touching the backing store
+ * Size `canvas` to `width`×`height` CSS pixels at `dpr`, touching the backing store
  * only when it changes (resizing it clears the canvas and costs a realloc).
  * @param {HTMLCanvasElement} canvas
- * @param {number} w
- * @param {number} h
+ * @param {number} width
+ * @param {number} height
  * @param {number} dpr
  */
-export function sizeCanvas(canvas, w, h, dpr) {
-  const pw = Math.max(1, Math.round(w * dpr));
-  const ph = Math.max(1, Math.round(h * dpr));
+export function sizeCanvas(canvas, width, height, dpr) {
+  const pw = Math.max(1, Math.round(width * dpr));
+  const ph = Math.max(1, Math.round(height * dpr));
   if (canvas.width !== pw) canvas.width = pw;
   if (canvas.height !== ph) canvas.height = ph;
-  canvas.style.width = `${w}px`;
-  canvas.style.height = `${h}px`;
+  canvas.style.width = `${width}px`;
+  canvas.style.height = `${height}px`;
 }
 
 /**
@@ -23,16 +23,16 @@ export function sizeCanvas(canvas, w, h, dpr) {
  * @param {CanvasRenderingContext2D} ctx
  * @param {number} x
  * @param {number} y
- * @param {number} w
- * @param {number} h
- * @param {number} r
+ * @param {number} width
+ * @param {number} height
+ * @param {number} radius
  */
-export function roundRect(ctx, x, y, w, h, r) {
-  const rr = Math.min(r, w / 2, h / 2);
+export function roundRect(ctx, x, y, width, height, radius) {
+  const rr = Math.min(radius, width / 2, height / 2);
   ctx.moveTo(x + rr, y);
-  ctx.arcTo(x + w, y, x + w, y + h, rr);
-  ctx.arcTo(x + w, y + h, x, y + h, rr);
-  ctx.arcTo(x, y + h, x, y, rr);
-  ctx.arcTo(x, y, x + w, y, rr);
+  ctx.arcTo(x + width, y, x + width, y + height, rr);
+  ctx.arcTo(x + width, y + height, x, y + height, rr);
+  ctx.arcTo(x, y + height, x, y, rr);
+  ctx.arcTo(x, y, x + width, y, rr);
   ctx.closePath();
 }

@@ -56,16 +56,16 @@ const PD_SEGMENTS = /** @type {[RegExp, string, string][]} */ ([
 
 /**
  * FNV-1a 32-bit hash of a string (UTF-16 code units).
- * @param {string} s
+ * @param {string} text
  * @returns {number}
  */
-export function hashString(s) {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < s.length; i++) {
-    h ^= s.charCodeAt(i);
-    h = Math.imul(h, 0x01000193);
+export function hashString(text) {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) {
+    hash ^= text.charCodeAt(i);
+    hash = Math.imul(hash, 0x01000193);
   }
-  return h >>> 0;
+  return hash >>> 0;
 }
 
 /**
@@ -93,9 +93,9 @@ export function colorForName(name) {
  * @returns {string|null}
  */
 export function segmentColor(name) {
-  const n = name.toLowerCase();
-  const decode = /decode|\[d\]/.test(n);
-  for (const [re, p, d] of PD_SEGMENTS) if (re.test(n)) return decode ? d : p;
+  const lowerName = name.toLowerCase();
+  const decode = /decode|\[d\]/.test(lowerName);
+  for (const [re, prefillColor, decodeColor] of PD_SEGMENTS) if (re.test(lowerName)) return decode ? decodeColor : prefillColor;
   return null;
 }
 
@@ -109,61 +109,61 @@ export function colorForSegment(name) {
 
 /**
  * Parse "#rrggbb" / "#rgb" / "rgb(r, g, b)" to [r, g, b] (0-255); null if not parseable.
- * @param {string} c
+ * @param {string} color
  * @returns {[number, number, number]|null}
  */
-export function parseColor(c) {
-  const s = c.trim();
-  let m = /^#([0-9a-f]{6})$/i.exec(s);
-  if (m) {
-    const v = parseInt(m[1], 16);
-    return [(v >> 16) & 255, (v >> 8) & 255, v & 255];
+export function parseColor(color) {
+  const trimmed = color.trim();
+  let match = /^#([0-9a-f]{6})$/i.exec(trimmed);
+  if (match) {
+    const value = parseInt(match[1], 16);
+    return [(value >> 16) & 255, (value >> 8) & 255, value & 255];
   }
-  m = /^#([0-9a-f]{3})$/i.exec(s);
-  if (m) {
-    const t = m[1];
-    return [parseInt(t[0] + t[0], 16), parseInt(t[1] + t[1], 16), parseInt(t[2] + t[2], 16)];
+  match = /^#([0-9a-f]{3})$/i.exec(trimmed);
+  if (match) {
+    const digits = match[1];
+    return [parseInt(digits[0] + digits[0], 16), parseInt(digits[1] + digits[1], 16), parseInt(digits[2] + digits[2], 16)];
   }
-  m = /^rgba?\(\s*([\d.]+)[,\s]+([\d.]+)[,\s]+([\d.]+)/i.exec(s);
-  if (m) return [Number(m[1]), Number(m[2]), Number(m[3])];
+  match = /^rgba?\(\s*([\d.]+)[,\s]+([\d.]+)[,\s]+([\d.]+)/i.exec(trimmed);
+  if (match) return [Number(match[1]), Number(match[2]), Number(match[3])];
   return null;
 }
 
 /**
- * Mix colour `a` toward colour `b` by `t` (0 = a, 1 = b); returns "#rrggbb".
- * @param {string} a
- * @param {string} b
- * @param {number} t
+ * Mix colour `from` toward colour `to` by `amount` (0 = from, 1 = to); returns "#rrggbb".
+ * @param {string} from
+ * @param {string} to
+ * @param {number} amount
  */
-export function mix(a, b, t) {
-  const pa = parseColor(a) || [128, 128, 128];
-  const pb = parseColor(b) || [128, 128, 128];
-  const r = Math.round(pa[0] + (pb[0] - pa[0]) * t);
-  const g = Math.round(pa[1] + (pb[1] - pa[1]) * t);
-  const bl = Math.round(pa[2] + (pb[2] - pa[2]) * t);
-  return "#" + ((1 << 24) | (r << 16) | (g << 8) | bl).toString(16).slice(1);
+export function mix(from, to, amount) {
+  const pa = parseColor(from) || [128, 128, 128];
+  const pb = parseColor(to) || [128, 128, 128];
+  const red = Math.round(pa[0] + (pb[0] - pa[0]) * amount);
+  const green = Math.round(pa[1] + (pb[1] - pa[1]) * amount);
+  const blue = Math.round(pa[2] + (pb[2] - pa[2]) * amount);
+  return "#" + ((1 << 24) | (red << 16) | (green << 8) | blue).toString(16).slice(1);
 }
 
 /**
  * Relative luminance (0..1) of a colour, for choosing label text colour.
- * @param {string} c
+ * @param {string} color
  */
-export function luminance(c) {
-  const p = parseColor(c);
-  if (!p) return 0.5;
-  const f = (/** @type {number} */ v) => {
-    const x = v / 255;
-    return x <= 0.03928 ? x / 12.92 : Math.pow((x + 0.055) / 1.055, 2.4);
+export function luminance(color) {
+  const rgb = parseColor(color);
+  if (!rgb) return 0.5;
+  const linear = (/** @type {number} */ channel) => {
+    const srgb = channel / 255;
+    return srgb <= 0.03928 ? srgb / 12.92 : Math.pow((srgb + 0.055) / 1.055, 2.4);
   };
-  return 0.2126 * f(p[0]) + 0.7152 * f(p[1]) + 0.0722 * f(p[2]);
+  return 0.2126 * linear(rgb[0]) + 0.7152 * linear(rgb[1]) + 0.0722 * linear(rgb[2]);
 }
 
 /**
- * Text colour (near-black or white) that reads on background `c`.
- * @param {string} c
+ * Text colour (near-black or white) that reads on background `fill`.
+ * @param {string} fill
  */
-export function textOn(c) {
-  return luminance(c) > 0.36 ? "#1b1f24" : "#ffffff";
+export function textOn(fill) {
+  return luminance(fill) > 0.36 ? "#1b1f24" : "#ffffff";
 }
 
 /** @typedef {import("../ui/theme.js").Theme} Theme */
@@ -188,9 +188,9 @@ export class ColorTable {
    * @param {Theme} theme
    */
   constructor(names, theme) {
-    const n = Math.max(1, names.length + 1);
+    const nNames = Math.max(1, names.length + 1);
     /** style id of (name * NV + variant) */
-    this.styleOf = new Uint16Array(n * NV);
+    this.styleOf = new Uint16Array(nNames * NV);
     /** @type {string[]} fill colour of each style id */
     this.fills = [];
     /** @type {string[]} label colour on each style id */
@@ -198,26 +198,26 @@ export class ColorTable {
     /** @type {Map<string, number>} */
     const ids = new Map();
     const dimK = theme.dark ? 0.72 : 0.75;
-    for (let i = 0; i < n; i++) {
+    for (let i = 0; i < nNames; i++) {
       const name = names[i] ?? `name#${i}`;
       let base = colorForName(name);
       // Very light colours (the wrapper spans) glare on a dark background.
       if (theme.dark && luminance(base) > 0.5) base = mix(base, theme.bg, 0.45);
       const seg = colorForSegment(name);
-      const f = [base, mix(base, theme.bg, dimK), seg, mix(seg, theme.bg, dimK), mix(base, theme.bg, 0.5), mix(base, theme.bg, 0.82)];
-      for (let v = 0; v < NV; v++) {
-        let id = ids.get(f[v]);
+      const variantFills = [base, mix(base, theme.bg, dimK), seg, mix(seg, theme.bg, dimK), mix(base, theme.bg, 0.5), mix(base, theme.bg, 0.82)];
+      for (let variant = 0; variant < NV; variant++) {
+        let id = ids.get(variantFills[variant]);
         if (id === undefined) {
           id = this.fills.length;
-          ids.set(f[v], id);
-          this.fills.push(f[v]);
-          this.text.push(textOn(f[v]));
+          ids.set(variantFills[variant], id);
+          this.fills.push(variantFills[variant]);
+          this.text.push(textOn(variantFills[variant]));
         }
-        this.styleOf[i * NV + v] = id;
+        this.styleOf[i * NV + variant] = id;
       }
     }
     this.nStyles = this.fills.length;
-    this.nNames = n;
+    this.nNames = nNames;
   }
   /**
    * Style id of a name index and variant.

@@ -12,6 +12,7 @@ import { RunBuffer, ClusterBuffer, EventScratch, mergeLane } from "./lod.js";
 import { scaleOf, xOf, canvasY, pdBand, markerGeom, rowEventClusters, hitBox } from "./hit.js";
 import { V_SPAN, V_SPAN_DIM, V_SEG, V_SEG_DIM, V_OPEN, V_OPEN_DIM, mix } from "./colors.js";
 import { niceStep } from "../util/format.js";
+import { grown } from "../util/arrays.js";
 
 /** @typedef {import("../data/decode.js").Data} Data */
 /** @typedef {import("../data/layout.js").Layout} Layout */
@@ -39,32 +40,26 @@ class RectBatch {
   /**
    * @param {number} x
    * @param {number} y
-   * @param {number} w
-   * @param {number} h
+   * @param {number} width
+   * @param {number} height
    * @param {number} key
    */
-  push(x, y, w, h, key) {
+  push(x, y, width, height, key) {
     if (this.n === this.x.length) this.grow();
-    const k = this.n++;
-    this.x[k] = x;
-    this.y[k] = y;
-    this.w[k] = w;
-    this.h[k] = h;
-    this.key[k] = key;
+    const index = this.n++;
+    this.x[index] = x;
+    this.y[index] = y;
+    this.w[index] = width;
+    this.h[index] = height;
+    this.key[index] = key;
   }
   grow() {
-    const cap = this.x.length * 2;
-    const g = (/** @type {any} */ a) => {
-      const b = new a.constructor(cap);
-      b.set(a);
-      return b;
-    };
-    this.x = g(this.x);
-    this.y = g(this.y);
-    this.w = g(this.w);
-    this.h = g(this.h);
-    this.key = g(this.key);
-    this.order = new Uint32Array(cap);
+    this.x = grown(this.x);
+    this.y = grown(this.y);
+    this.w = grown(this.w);
+    this.h = grown(this.h);
+    this.key = grown(this.key);
+    this.order = new Uint32Array(this.x.length);
   }
   /**
    * Counting sort by key; returns bucket starts (length nKeys + 1).
@@ -72,13 +67,13 @@ class RectBatch {
    */
   sort(nKeys) {
     if (this.counts.length < nKeys + 1) this.counts = new Uint32Array(nKeys + 1);
-    const c = this.counts;
-    c.fill(0, 0, nKeys + 1);
-    for (let i = 0; i < this.n; i++) c[this.key[i] + 1]++;
-    for (let k = 0; k < nKeys; k++) c[k + 1] += c[k];
-    const pos = c.slice(0, nKeys + 1);
+    const counts = this.counts;
+    counts.fill(0, 0, nKeys + 1);
+    for (let i = 0; i < this.n; i++) counts[this.key[i] + 1]++;
+    for (let key = 0; key < nKeys; key++) counts[key + 1] += counts[key];
+    const pos = counts.slice(0, nKeys + 1);
     for (let i = 0; i < this.n; i++) this.order[pos[this.key[i]]++] = i;
-    return c;
+    return counts;
   }
 }
 
@@ -128,14 +123,14 @@ export class Painter {
 
   /**
    * Size the backing store to CSS size × devicePixelRatio.
-   * @param {number} w
-   * @param {number} h
+   * @param {number} width
+   * @param {number} height
    * @param {number} dpr
    */
-  resize(w, h, dpr) {
-    sizeCanvas(this.canvas, w, h, dpr);
-    this.w = w;
-    this.h = h;
+  resize(width, height, dpr) {
+    sizeCanvas(this.canvas, width, height, dpr);
+    this.w = width;
+    this.h = height;
     this.dpr = dpr;
   }
 
@@ -145,19 +140,19 @@ export class Painter {
    * @param {string} text
    */
   textWidth(font, text) {
-    let m = this.widthCache.get(font);
-    if (!m) {
-      m = new Map();
-      this.widthCache.set(font, m);
+    let widths = this.widthCache.get(font);
+    if (!widths) {
+      widths = new Map();
+      this.widthCache.set(font, widths);
     }
-    let w = m.get(/** @type {any} */ (text));
-    if (w === undefined) {
+    let width = widths.get(/** @type {any} */ (text));
+    if (width === undefined) {
       this.ctx.font = font;
-      w = this.ctx.measureText(text).width;
-      if (m.size > 5000) m.clear();
-      m.set(/** @type {any} */ (text), w);
+      width = this.ctx.measureText(text).width;
+      if (widths.size > 5000) widths.clear();
+      widths.set(/** @type {any} */ (text), width);
     }
-    return w;
+    return width;
   }
 
   /**
@@ -191,48 +186,48 @@ export class Painter {
 
   /**
    * Paint one frame.
-   * @param {Scene} S
+   * @param {Scene} scene
    * @returns {number} rows painted
    */
-  paint(S) {
+  paint(scene) {
     const { ctx } = this;
-    const { d, L, g, theme } = S;
-    const W = this.w;
-    const H = this.h;
+    const { d: data, L: layout, g: geometry, theme } = scene;
+    const width = this.w;
+    const height = this.h;
     ctx.setTransform(this.dpr, 0, 0, this.dpr, 0, 0);
     ctx.fillStyle = theme.bg;
-    ctx.fillRect(0, 0, W, H);
+    ctx.fillRect(0, 0, width, height);
 
-    const rowsTop = g.axisH;
-    const rowsH = H - g.axisH;
-    const [r0, r1] = visibleRows(L, g.scrollTop, rowsH);
+    const rowsTop = geometry.axisH;
+    const rowsH = height - geometry.axisH;
+    const [r0, r1] = visibleRows(layout, geometry.scrollTop, rowsH);
     this.drawnRows = r1 - r0;
-    const sc = scaleOf(g);
+    const sc = scaleOf(geometry);
     const step = niceStep(sc.pxPerSec, 96);
-    const firstTick = Math.ceil(g.t0 / step) * step;
+    const firstTick = Math.ceil(geometry.t0 / step) * step;
 
     // Row backgrounds.
     ctx.save();
     ctx.beginPath();
-    ctx.rect(0, rowsTop, W, rowsH);
+    ctx.rect(0, rowsTop, width, rowsH);
     ctx.clip();
-    for (let r = r0; r < r1; r++) {
-      const y = canvasY(g, L.rowTop[r]);
-      const h = L.rowTop[r + 1] - L.rowTop[r];
-      const bg = r === S.selRow ? theme.selRow : r === S.hoverRow ? theme.hoverRow : r % 2 === 1 ? theme.stripe : null;
+    for (let row = r0; row < r1; row++) {
+      const y = canvasY(geometry, layout.rowTop[row]);
+      const rowH = layout.rowTop[row + 1] - layout.rowTop[row];
+      const bg = row === scene.selRow ? theme.selRow : row === scene.hoverRow ? theme.hoverRow : row % 2 === 1 ? theme.stripe : null;
       if (bg) {
         ctx.fillStyle = bg;
-        ctx.fillRect(0, y, W, h);
+        ctx.fillRect(0, y, width, rowH);
       }
     }
     // Grid.
     ctx.strokeStyle = theme.border2;
     ctx.lineWidth = 1;
     ctx.beginPath();
-    for (let t = firstTick; t <= g.t1; t += step) {
-      const x = Math.round(xOf(g, t)) + 0.5;
+    for (let tick = firstTick; tick <= geometry.t1; tick += step) {
+      const x = Math.round(xOf(geometry, tick)) + 0.5;
       ctx.moveTo(x, rowsTop);
-      ctx.lineTo(x, H);
+      ctx.lineTo(x, height);
     }
     ctx.stroke();
     ctx.restore();
@@ -240,108 +235,108 @@ export class Painter {
     // Bars, PD phases, events: clipped to the plot.
     ctx.save();
     ctx.beginPath();
-    ctx.rect(g.plotX, rowsTop, g.plotW, rowsH);
+    ctx.rect(geometry.plotX, rowsTop, geometry.plotW, rowsH);
     ctx.clip();
-    this.paintBars(S, r0, r1, sc);
-    this.paintEvents(S, r0, r1, sc);
-    this.paintOverlays(S);
+    this.paintBars(scene, r0, r1, sc);
+    this.paintEvents(scene, r0, r1, sc);
+    this.paintOverlays(scene);
     ctx.restore();
 
-    paintGutter(this, S, r0, r1);
-    paintAxis(this, S, step, firstTick);
+    paintGutter(this, scene, r0, r1);
+    paintAxis(this, scene, step, firstTick);
     return this.drawnRows;
   }
 
   /**
-   * @param {Scene} S
+   * @param {Scene} scene
    * @param {number} r0
    * @param {number} r1
    * @param {import("./lod.js").TimeScale} sc
    */
-  paintBars(S, r0, r1, sc) {
+  paintBars(scene, r0, r1, sc) {
     const { ctx, runs, rects, lab } = this;
-    const { d, L, g, vis, colors } = S;
+    const { d: data, L: layout, g: geometry, vis, colors } = scene;
     rects.n = 0;
     lab.n = 0;
     this.opens.length = 0;
     this.errs.length = 0;
-    const laneH = L.laneH;
+    const laneH = layout.laneH;
     const gap = laneGap(laneH);
     const barH = laneH - gap;
     const nStyles = colors.nStyles;
     const maxName = colors.nNames - 1;
     const labelOk = barH >= 11;
     const minLabelW = 28;
-    for (let r = r0; r < r1; r++) {
-      const s = L.rows[r];
-      const ex = L.expanded[r] === 1;
-      const top = canvasY(g, L.rowTop[r]) + ROW_PAD;
-      const base = d.laneBase[s];
-      const nl = d.nLanes[s];
-      for (let l = 0; l < nl; l++) {
-        const k = base + l;
-        const kind = d.laneKind[k];
+    for (let row = r0; row < r1; row++) {
+      const sample = layout.rows[row];
+      const ex = layout.expanded[row] === 1;
+      const top = canvasY(geometry, layout.rowTop[row]) + ROW_PAD;
+      const base = data.laneBase[sample];
+      const nl = data.nLanes[sample];
+      for (let laneIndex = 0; laneIndex < nl; laneIndex++) {
+        const slot = base + laneIndex;
+        const kind = data.laneKind[slot];
         if (!(kind & (LK_SPANS | LK_VIRTUAL))) continue;
-        const y = ex ? top + l * laneH : top;
-        const lo = d.laneSpanOff[k];
-        const hi = d.laneSpanOff[k + 1];
+        const y = ex ? top + laneIndex * laneH : top;
+        const lo = data.laneSpanOff[slot];
+        const hi = data.laneSpanOff[slot + 1];
         runs.reset();
-        mergeLane(d.spanStart, d.spanEnd, d.spanEndMax, vis, lo, hi, sc, runs);
+        mergeLane(data.spanStart, data.spanEnd, data.spanEndMax, vis, lo, hi, sc, runs);
         for (let j = 0; j < runs.n; j++) {
-          const i = runs.span[j];
-          const fl = d.spanFlags[i];
+          const span = runs.span[j];
+          const fl = data.spanFlags[span];
           const x0 = runs.x0[j];
-          const w = runs.x1[j] - x0;
+          const width = runs.x1[j] - x0;
           const single = runs.count[j] === 1;
-          const dim = vis[i] === 2;
-          const nm = Math.min(d.spanName[i], maxName);
+          const dim = vis[span] === 2;
+          const nm = Math.min(data.spanName[span], maxName);
           if (fl & F_VIRTUAL) {
             // PD phase: its own lane when expanded, a thin band when collapsed.
-            const pb = ex ? { y, h: barH } : pdBand({ y, h: barH }, d.spanPd[i]);
+            const pb = ex ? { y, h: barH } : pdBand({ y, h: barH }, data.spanPd[span]);
             const layer = ex ? 0 : PD_LAYER;
-            const sLo = d.spanSegOff[i];
-            const sHi = d.spanSegOff[i + 1];
-            if (single && w >= 3 && sHi > sLo) {
-              for (let q = sLo; q < sHi; q++) {
-                const sg = d.segOrder[q];
-                let a = xOf(g, d.segStart[sg]);
-                let b = xOf(g, d.segEnd[sg]);
-                if (b < g.plotX - 2 || a > g.plotX + g.plotW + 2) continue;
-                if (a < g.plotX - 2) a = g.plotX - 2;
-                if (b > g.plotX + g.plotW + 2) b = g.plotX + g.plotW + 2;
-                const key = layer * nStyles + colors.style(d.segName[sg], dim ? V_SEG_DIM : V_SEG);
-                rects.push(a, pb.y, Math.max(0.6, b - a), pb.h, key);
-                if (ex && labelOk && b - a >= minLabelW) this.pushLabel(a, pb.y, b - a, pb.h, sg, layer, key, 1);
+            const sLo = data.spanSegOff[span];
+            const sHi = data.spanSegOff[span + 1];
+            if (single && width >= 3 && sHi > sLo) {
+              for (let orderIndex = sLo; orderIndex < sHi; orderIndex++) {
+                const sg = data.segOrder[orderIndex];
+                let left = xOf(geometry, data.segStart[sg]);
+                let right = xOf(geometry, data.segEnd[sg]);
+                if (right < geometry.plotX - 2 || left > geometry.plotX + geometry.plotW + 2) continue;
+                if (left < geometry.plotX - 2) left = geometry.plotX - 2;
+                if (right > geometry.plotX + geometry.plotW + 2) right = geometry.plotX + geometry.plotW + 2;
+                const key = layer * nStyles + colors.style(data.segName[sg], dim ? V_SEG_DIM : V_SEG);
+                rects.push(left, pb.y, Math.max(0.6, right - left), pb.h, key);
+                if (ex && labelOk && right - left >= minLabelW) this.pushLabel(left, pb.y, right - left, pb.h, sg, layer, key, 1);
               }
             } else {
               let sn = -1;
               let best = -1;
-              for (let q = sLo; q < sHi; q++) {
-                const sg = d.segOrder[q];
-                const du = d.segEnd[sg] - d.segStart[sg];
+              for (let orderIndex = sLo; orderIndex < sHi; orderIndex++) {
+                const sg = data.segOrder[orderIndex];
+                const du = data.segEnd[sg] - data.segStart[sg];
                 if (du > best) {
                   best = du;
-                  sn = d.segName[sg];
+                  sn = data.segName[sg];
                 }
               }
               const key = layer * nStyles + (sn >= 0 ? colors.style(sn, dim ? V_SEG_DIM : V_SEG) : colors.style(nm, dim ? V_SPAN_DIM : V_SPAN));
-              rects.push(x0, pb.y, w, pb.h, key);
+              rects.push(x0, pb.y, width, pb.h, key);
             }
             continue;
           }
-          const layer = ex ? 0 : S.raiseShown && !dim ? 7 : Math.min(d.spanDepth[i], 6);
+          const layer = ex ? 0 : scene.raiseShown && !dim ? 7 : Math.min(data.spanDepth[span], 6);
           const open = single && fl & F_OPEN;
           const variant = open ? (dim ? V_OPEN_DIM : V_OPEN) : dim ? V_SPAN_DIM : V_SPAN;
           const key = layer * nStyles + colors.style(nm, variant);
-          rects.push(x0, y, w, barH, key);
+          rects.push(x0, y, width, barH, key);
           if (single) {
-            if (open) this.opens.push(x0, y, w, barH, nm);
-            if (fl & F_ERROR) this.errs.push(x0, y, w, barH);
+            if (open) this.opens.push(x0, y, width, barH, nm);
+            if (fl & F_ERROR) this.errs.push(x0, y, width, barH);
             // Collapsed rows overlay children on parents: label leaves only.
-            if (labelOk && w >= minLabelW && (ex || !(d.spanHasChild[i] & 1))) {
+            if (labelOk && width >= minLabelW && (ex || !(data.spanHasChild[span] & 1))) {
               // Keep the text clear of the PD band a collapsed generation bar carries.
-              const lh = !ex && d.spanHasChild[i] & 2 ? barH - pdBand({ y: 0, h: barH }, 1).h * 2 : barH;
-              this.pushLabel(x0, y, w, lh, i, layer, key, 0);
+              const lh = !ex && data.spanHasChild[span] & 2 ? barH - pdBand({ y: 0, h: barH }, 1).h * 2 : barH;
+              this.pushLabel(x0, y, width, lh, span, layer, key, 0);
             }
           }
         }
@@ -350,21 +345,21 @@ export class Painter {
     // Draw grouped by layer, then style; labels after their layer's fills.
     const nKeys = N_LAYERS * nStyles;
     const starts = rects.sort(nKeys);
-    const font = `${barH >= 15 ? 11 : 10}px ${S.theme.font}`;
+    const font = `${barH >= 15 ? 11 : 10}px ${scene.theme.font}`;
     let li = 0;
     // Labels are pushed in row order; sort them by layer for the interleave.
     const labOrder = this.labelOrder();
     for (let layer = 0; layer < N_LAYERS; layer++) {
       for (let st = 0; st < nStyles; st++) {
         const key = layer * nStyles + st;
-        const a = starts[key];
-        const b = starts[key + 1];
-        if (a === b) continue;
+        const bucketStart = starts[key];
+        const bucketEnd = starts[key + 1];
+        if (bucketStart === bucketEnd) continue;
         ctx.fillStyle = colors.fills[st];
         ctx.beginPath();
-        for (let q = a; q < b; q++) {
-          const o = rects.order[q];
-          ctx.rect(rects.x[o], rects.y[o], rects.w[o], rects.h[o]);
+        for (let orderIndex = bucketStart; orderIndex < bucketEnd; orderIndex++) {
+          const rectIndex = rects.order[orderIndex];
+          ctx.rect(rects.x[rectIndex], rects.y[rectIndex], rects.w[rectIndex], rects.h[rectIndex]);
         }
         ctx.fill();
       }
@@ -373,19 +368,19 @@ export class Painter {
         ctx.font = font;
         ctx.textBaseline = "middle";
         while (li < labOrder.length && lab.layer[labOrder[li]] === layer) {
-          const o = labOrder[li++];
-          const name = lab.seg[o] ? nameOf(d, d.segName[lab.id[o]]) : nameOf(d, d.spanName[lab.id[o]]);
-          let x = lab.x[o];
-          let w = lab.w[o];
-          if (x < g.plotX) {
-            w -= g.plotX - x;
-            x = g.plotX;
+          const labelIndex = labOrder[li++];
+          const name = lab.seg[labelIndex] ? nameOf(data, data.segName[lab.id[labelIndex]]) : nameOf(data, data.spanName[lab.id[labelIndex]]);
+          let x = lab.x[labelIndex];
+          let width = lab.w[labelIndex];
+          if (x < geometry.plotX) {
+            width -= geometry.plotX - x;
+            x = geometry.plotX;
           }
-          if (x + w > g.plotX + g.plotW) w = g.plotX + g.plotW - x;
-          const txt = this.fit(font, name, w - 8);
+          if (x + width > geometry.plotX + geometry.plotW) width = geometry.plotX + geometry.plotW - x;
+          const txt = this.fit(font, name, width - 8);
           if (!txt) continue;
-          ctx.fillStyle = colors.text[lab.key[o] % nStyles];
-          ctx.fillText(txt, x + 4, lab.y[o] + lab.h[o] / 2 + 0.5);
+          ctx.fillStyle = colors.text[lab.key[labelIndex] % nStyles];
+          ctx.fillText(txt, x + 4, lab.y[labelIndex] + lab.h[labelIndex] / 2 + 0.5);
         }
       }
     }
@@ -394,40 +389,40 @@ export class Painter {
       ctx.save();
       ctx.setLineDash([4, 3]);
       ctx.lineWidth = 1.25;
-      for (let q = 0; q < this.opens.length; q += 5) {
-        const [x, y, w, h, nm] = [this.opens[q], this.opens[q + 1], this.opens[q + 2], this.opens[q + 3], this.opens[q + 4]];
+      for (let offset = 0; offset < this.opens.length; offset += 5) {
+        const [x, y, width, height, nm] = [this.opens[offset], this.opens[offset + 1], this.opens[offset + 2], this.opens[offset + 3], this.opens[offset + 4]];
         ctx.strokeStyle = colors.base(nm);
-        ctx.strokeRect(x + 0.5, y + 0.5, Math.max(0, w - 1), h - 1);
+        ctx.strokeRect(x + 0.5, y + 0.5, Math.max(0, width - 1), height - 1);
       }
       ctx.setLineDash([]);
-      ctx.strokeStyle = S.theme.fg1;
+      ctx.strokeStyle = scene.theme.fg1;
       ctx.lineWidth = 1.5;
       ctx.beginPath();
-      for (let q = 0; q < this.opens.length; q += 5) {
-        const x = this.opens[q] + this.opens[q + 2];
-        const y = this.opens[q + 1];
-        const h = this.opens[q + 3];
+      for (let offset = 0; offset < this.opens.length; offset += 5) {
+        const x = this.opens[offset] + this.opens[offset + 2];
+        const y = this.opens[offset + 1];
+        const height = this.opens[offset + 3];
         // Zig-zag "torn" end: the span was cut here, not finished.
-        const z = Math.min(3, h / 4);
+        const zigzag = Math.min(3, height / 4);
         ctx.moveTo(x, y);
-        ctx.lineTo(x - z, y + h / 4);
-        ctx.lineTo(x, y + h / 2);
-        ctx.lineTo(x - z, y + (3 * h) / 4);
-        ctx.lineTo(x, y + h);
+        ctx.lineTo(x - zigzag, y + height / 4);
+        ctx.lineTo(x, y + height / 2);
+        ctx.lineTo(x - zigzag, y + (3 * height) / 4);
+        ctx.lineTo(x, y + height);
       }
       ctx.stroke();
       ctx.restore();
     }
     if (this.errs.length) {
-      ctx.fillStyle = S.theme.error;
+      ctx.fillStyle = scene.theme.error;
       ctx.beginPath();
-      for (let q = 0; q < this.errs.length; q += 4) {
-        const x = this.errs[q];
-        const y = this.errs[q + 1];
-        const w = this.errs[q + 2];
-        const h = this.errs[q + 3];
-        const t = Math.max(2, Math.min(3, h / 5));
-        ctx.rect(x, y + h - t, w, t);
+      for (let offset = 0; offset < this.errs.length; offset += 4) {
+        const x = this.errs[offset];
+        const y = this.errs[offset + 1];
+        const width = this.errs[offset + 2];
+        const height = this.errs[offset + 3];
+        const thickness = Math.max(2, Math.min(3, height / 5));
+        ctx.rect(x, y + height - thickness, width, thickness);
       }
       ctx.fill();
     }
@@ -436,92 +431,88 @@ export class Painter {
   /**
    * @param {number} x
    * @param {number} y
-   * @param {number} w
-   * @param {number} h
+   * @param {number} width
+   * @param {number} height
    * @param {number} id
    * @param {number} layer
    * @param {number} key
    * @param {number} seg
    */
-  pushLabel(x, y, w, h, id, layer, key, seg) {
-    const L = this.lab;
-    if (L.n === L.x.length) {
-      const cap = L.n * 2;
-      for (const k of /** @type {const} */ (["x", "y", "w", "h", "id", "layer", "key", "seg"])) {
-        const a = /** @type {any} */ (L[k]);
-        const b = new a.constructor(cap);
-        b.set(a);
-        /** @type {any} */ (L)[k] = b;
+  pushLabel(x, y, width, height, id, layer, key, seg) {
+    const labels = this.lab;
+    if (labels.n === labels.x.length) {
+      for (const field of /** @type {const} */ (["x", "y", "w", "h", "id", "layer", "key", "seg"])) {
+        /** @type {any} */ (labels)[field] = grown(labels[field]);
       }
     }
-    const k = L.n++;
-    L.x[k] = x;
-    L.y[k] = y;
-    L.w[k] = w;
-    L.h[k] = h;
-    L.id[k] = id;
-    L.layer[k] = layer;
-    L.key[k] = key;
-    L.seg[k] = seg;
+    const index = labels.n++;
+    labels.x[index] = x;
+    labels.y[index] = y;
+    labels.w[index] = width;
+    labels.h[index] = height;
+    labels.id[index] = id;
+    labels.layer[index] = layer;
+    labels.key[index] = key;
+    labels.seg[index] = seg;
   }
 
   /** Label indices ordered by layer (stable). */
   labelOrder() {
-    const L = this.lab;
+    const labels = this.lab;
     /** @type {number[]} */
     const out = [];
-    for (let layer = 0; layer < N_LAYERS; layer++) for (let i = 0; i < L.n; i++) if (L.layer[i] === layer) out.push(i);
+    for (let layer = 0; layer < N_LAYERS; layer++) for (let i = 0; i < labels.n; i++) if (labels.layer[i] === layer) out.push(i);
     return out;
   }
 
   /**
-   * @param {Scene} S
+   * @param {Scene} scene
    * @param {number} r0
    * @param {number} r1
    * @param {import("./lod.js").TimeScale} sc
    */
-  paintEvents(S, r0, r1, sc) {
+  paintEvents(scene, r0, r1, sc) {
     const { ctx, scratch, clusters } = this;
-    const { d, L, g, evVis, colors, theme } = S;
-    if (d.nEvents === 0) return;
+    const { d: data, L: layout, g: geometry, evVis, colors, theme } = scene;
+    if (data.nEvents === 0) return;
     /** @type {Map<string, number[]>} */
     const singles = new Map();
     /** @type {number[]} */
     const badges = [];
     /** @type {number[]} */
     const unmatched = [];
-    for (let r = r0; r < r1; r++) {
-      const s = L.rows[r];
-      if (d.evOff[s + 1] === d.evOff[s]) continue;
-      const ex = L.expanded[r] === 1;
-      const lanes = ex ? d.nLanes[s] : 1;
-      for (let l = 0; l < lanes; l++) {
-        const lane = ex ? l : -1;
-        if (ex && d.laneEvOff[d.laneBase[s] + l] === d.laneEvOff[d.laneBase[s] + l + 1]) continue;
-        const box = barBox(L, r, ex ? l : 0);
-        const m = markerGeom(box);
-        const cy = canvasY(g, m.cy);
+    for (let row = r0; row < r1; row++) {
+      const sample = layout.rows[row];
+      if (data.evOff[sample + 1] === data.evOff[sample]) continue;
+      const ex = layout.expanded[row] === 1;
+      const lanes = ex ? data.nLanes[sample] : 1;
+      for (let laneIndex = 0; laneIndex < lanes; laneIndex++) {
+        const lane = ex ? laneIndex : -1;
+        if (ex && data.laneEvOff[data.laneBase[sample] + laneIndex] === data.laneEvOff[data.laneBase[sample] + laneIndex + 1]) continue;
+        const box = barBox(layout, row, ex ? laneIndex : 0);
+        const marker = markerGeom(box);
+        const cy = canvasY(geometry, marker.cy);
         for (const kind of [EV_INSTANT, EV_UNMATCHED]) {
-          rowEventClusters(d, s, lane, sc, evVis, kind, scratch, clusters);
-          for (let c = 0; c < clusters.n; c++) {
-            const x = clusters.x[c];
-            const ev = clusters.first[c];
-            const n = clusters.count[c];
+          rowEventClusters(data, sample, lane, sc, evVis, kind, scratch, clusters);
+          for (let cluster = 0; cluster < clusters.n; cluster++) {
+            const x = clusters.x[cluster];
+            const ev = clusters.first[cluster];
+            const count = clusters.count[cluster];
             if (kind === EV_UNMATCHED) {
-              unmatched.push(x, canvasY(g, box.y), box.h, n);
+              unmatched.push(x, canvasY(geometry, box.y), box.h, count);
               continue;
             }
-            if (n > 1) {
-              badges.push(x, cy, m.r, n, ev);
+            if (count > 1) {
+              badges.push(x, cy, marker.r, count, ev);
               continue;
             }
-            const fill = colors.fills[colors.style(d.evName[ev], evVis[ev] === 2 ? V_SPAN_DIM : V_SPAN)];
+            const fill = colors.fills[colors.style(data.evName[ev], evVis[ev] === 2 ? V_SPAN_DIM : V_SPAN)];
             let arr = singles.get(fill);
             if (!arr) {
               arr = [];
               singles.set(fill, arr);
             }
-            arr.push(x, cy, m.r);
+            arr.push(x, cy, marker.r);
           }
         }
       }
@@ -529,13 +520,13 @@ export class Painter {
     // Instant events: diamonds with a background-coloured rim, batched by colour.
     ctx.lineWidth = 1;
     ctx.strokeStyle = theme.bg;
-    for (const [fill, a] of singles) {
+    for (const [fill, diamonds] of singles) {
       ctx.fillStyle = fill;
       ctx.beginPath();
-      for (let q = 0; q < a.length; q += 3) {
-        const x = a[q];
-        const y = a[q + 1];
-        const rr = a[q + 2];
+      for (let offset = 0; offset < diamonds.length; offset += 3) {
+        const x = diamonds[offset];
+        const y = diamonds[offset + 1];
+        const rr = diamonds[offset + 2];
         ctx.moveTo(x, y - rr);
         ctx.lineTo(x + rr, y);
         ctx.lineTo(x, y + rr);
@@ -553,18 +544,18 @@ export class Painter {
       ctx.textAlign = "center";
       ctx.textBaseline = "middle";
       ctx.lineWidth = 1;
-      for (let q = 0; q < badges.length; q += 5) {
-        const x = badges[q];
-        const y = badges[q + 1];
-        const rr = badges[q + 2] + 1;
-        const n = badges[q + 3];
-        const label = n > 99 ? "99+" : String(n);
+      for (let offset = 0; offset < badges.length; offset += 5) {
+        const x = badges[offset];
+        const y = badges[offset + 1];
+        const rr = badges[offset + 2] + 1;
+        const count = badges[offset + 3];
+        const label = count > 99 ? "99+" : String(count);
         const showText = rr >= 4;
-        const w = showText ? Math.max(rr * 2, this.textWidth(font, label) + 5) : rr * 2;
+        const width = showText ? Math.max(rr * 2, this.textWidth(font, label) + 5) : rr * 2;
         ctx.fillStyle = this.badgeFill;
         ctx.strokeStyle = theme.bg;
         ctx.beginPath();
-        roundRect(ctx, x - w / 2, y - rr, w, rr * 2, rr);
+        roundRect(ctx, x - width / 2, y - rr, width, rr * 2, rr);
         ctx.fill();
         ctx.stroke();
         if (showText) {
@@ -580,20 +571,20 @@ export class Painter {
       ctx.fillStyle = theme.error;
       ctx.lineWidth = 2;
       ctx.beginPath();
-      for (let q = 0; q < unmatched.length; q += 4) {
-        const x = Math.round(unmatched[q]);
-        const y = unmatched[q + 1];
-        const h = unmatched[q + 2];
+      for (let offset = 0; offset < unmatched.length; offset += 4) {
+        const x = Math.round(unmatched[offset]);
+        const y = unmatched[offset + 1];
+        const height = unmatched[offset + 2];
         ctx.moveTo(x - 4, y + 1);
         ctx.lineTo(x, y + 1);
-        ctx.lineTo(x, y + h - 1);
-        ctx.lineTo(x - 4, y + h - 1);
+        ctx.lineTo(x, y + height - 1);
+        ctx.lineTo(x - 4, y + height - 1);
       }
       ctx.stroke();
       ctx.beginPath();
-      for (let q = 0; q < unmatched.length; q += 4) {
-        const x = Math.round(unmatched[q]);
-        const y = unmatched[q + 1];
+      for (let offset = 0; offset < unmatched.length; offset += 4) {
+        const x = Math.round(unmatched[offset]);
+        const y = unmatched[offset + 1];
         ctx.moveTo(x, y - 1);
         ctx.lineTo(x + 5, y + 2);
         ctx.lineTo(x, y + 5);
@@ -602,39 +593,39 @@ export class Painter {
       ctx.fill();
       ctx.font = `bold 9px ${theme.font}`;
       ctx.textBaseline = "middle";
-      for (let q = 0; q < unmatched.length; q += 4) {
-        if (unmatched[q + 3] > 1) ctx.fillText(`×${unmatched[q + 3]}`, unmatched[q] + 6, unmatched[q + 1] + unmatched[q + 2] / 2 + 2);
+      for (let offset = 0; offset < unmatched.length; offset += 4) {
+        if (unmatched[offset + 3] > 1) ctx.fillText(`×${unmatched[offset + 3]}`, unmatched[offset] + 6, unmatched[offset + 1] + unmatched[offset + 2] / 2 + 2);
       }
     }
   }
 
   /**
    * Brush range, cursor, hover and selection outlines.
-   * @param {Scene} S
+   * @param {Scene} scene
    */
-  paintOverlays(S) {
+  paintOverlays(scene) {
     const { ctx } = this;
-    const { d, L, g, theme } = S;
-    const top = g.axisH;
-    const H = this.h;
-    if (S.brush) {
-      const a = xOf(g, Math.min(S.brush[0], S.brush[1]));
-      const b = xOf(g, Math.max(S.brush[0], S.brush[1]));
+    const { d: data, L: layout, g: geometry, theme } = scene;
+    const top = geometry.axisH;
+    const height = this.h;
+    if (scene.brush) {
+      const left = xOf(geometry, Math.min(scene.brush[0], scene.brush[1]));
+      const right = xOf(geometry, Math.max(scene.brush[0], scene.brush[1]));
       ctx.fillStyle = theme.brand;
       ctx.globalAlpha = 0.12;
-      ctx.fillRect(a, top, Math.max(1, b - a), H - top);
+      ctx.fillRect(left, top, Math.max(1, right - left), height - top);
       ctx.globalAlpha = 0.9;
-      ctx.fillRect(Math.round(a), top, 1, H - top);
-      ctx.fillRect(Math.round(b), top, 1, H - top);
+      ctx.fillRect(Math.round(left), top, 1, height - top);
+      ctx.fillRect(Math.round(right), top, 1, height - top);
       ctx.globalAlpha = 1;
     }
-    const hov = hitBox(d, L, g, S.hover);
+    const hov = hitBox(data, layout, geometry, scene.hover);
     if (hov) {
       ctx.strokeStyle = theme.fg1;
       ctx.lineWidth = 1;
       ctx.strokeRect(Math.round(hov.x) - 0.5, Math.round(hov.y) - 0.5, Math.max(1, Math.round(hov.w)) + 1, Math.round(hov.h) + 1);
     }
-    const sel = hitBox(d, L, g, S.selection);
+    const sel = hitBox(data, layout, geometry, scene.selection);
     if (sel) {
       ctx.strokeStyle = theme.fg0;
       ctx.lineWidth = 2;
@@ -643,13 +634,13 @@ export class Painter {
       ctx.lineWidth = 1;
       ctx.strokeRect(Math.round(sel.x) - 2.5, Math.round(sel.y) - 2.5, Math.max(1, Math.round(sel.w)) + 5, Math.round(sel.h) + 5);
     }
-    if (Number.isFinite(S.cursor)) {
-      const x = Math.round(xOf(g, S.cursor)) + 0.5;
+    if (Number.isFinite(scene.cursor)) {
+      const x = Math.round(xOf(geometry, scene.cursor)) + 0.5;
       ctx.strokeStyle = theme.cursor;
       ctx.lineWidth = 1;
       ctx.beginPath();
       ctx.moveTo(x, top);
-      ctx.lineTo(x, H);
+      ctx.lineTo(x, height);
       ctx.stroke();
     }
   }

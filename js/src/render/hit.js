@@ -26,18 +26,18 @@ import { firstReaching, clusterSorted, gatherEvents, ClusterBuffer, EventScratch
 /** Px within which events are clustered into one marker. */
 export const CLUSTER_PX = 8;
 
-/** @param {Geo} g @returns {TimeScale} */
-export function scaleOf(g) {
-  return { t0: g.t0, t1: g.t1, pxPerSec: g.plotW / Math.max(g.t1 - g.t0, 1e-12), x0: g.plotX };
+/** @param {Geo} geometry @returns {TimeScale} */
+export function scaleOf(geometry) {
+  return { t0: geometry.t0, t1: geometry.t1, pxPerSec: geometry.plotW / Math.max(geometry.t1 - geometry.t0, 1e-12), x0: geometry.plotX };
 }
-/** @param {Geo} g @param {number} t */
-export const xOf = (g, t) => g.plotX + ((t - g.t0) * g.plotW) / Math.max(g.t1 - g.t0, 1e-12);
-/** @param {Geo} g @param {number} x */
-export const timeAt = (g, x) => g.t0 + ((x - g.plotX) * (g.t1 - g.t0)) / Math.max(g.plotW, 1);
-/** Content y (row space) of a canvas y. @param {Geo} g @param {number} y */
-export const contentY = (g, y) => y - g.axisH + g.scrollTop;
-/** Canvas y of a content y. @param {Geo} g @param {number} cy */
-export const canvasY = (g, cy) => cy - g.scrollTop + g.axisH;
+/** @param {Geo} geometry @param {number} time */
+export const xOf = (geometry, time) => geometry.plotX + ((time - geometry.t0) * geometry.plotW) / Math.max(geometry.t1 - geometry.t0, 1e-12);
+/** @param {Geo} geometry @param {number} x */
+export const timeAt = (geometry, x) => geometry.t0 + ((x - geometry.plotX) * (geometry.t1 - geometry.t0)) / Math.max(geometry.plotW, 1);
+/** Content y (row space) of a canvas y. @param {Geo} geometry @param {number} y */
+export const contentY = (geometry, y) => y - geometry.axisH + geometry.scrollTop;
+/** Canvas y of a content y. @param {Geo} geometry @param {number} cy */
+export const canvasY = (geometry, cy) => cy - geometry.scrollTop + geometry.axisH;
 
 /**
  * Pointer position relative to the canvas in CSS px.
@@ -56,8 +56,8 @@ export function clientToCanvas(clientX, clientY, rect) {
  * @param {number} dpr
  */
 export function deviceToCss(px, py, dpr) {
-  const k = dpr > 0 ? dpr : 1;
-  return { x: px / k, y: py / k };
+  const ratio = dpr > 0 ? dpr : 1;
+  return { x: px / ratio, y: py / ratio };
 }
 
 /**
@@ -78,100 +78,100 @@ export function pdBand(box, phase) {
  * @param {{y: number, h: number}} box
  */
 export function markerGeom(box) {
-  const r = Math.max(2.5, Math.min(4, box.h * 0.24));
+  const radius = Math.max(2.5, Math.min(4, box.h * 0.24));
   // Markers ride along the top edge of the bar, leaving its body readable.
-  return { cy: box.y + Math.min(r + 1, box.h / 2), r };
+  return { cy: box.y + Math.min(radius + 1, box.h / 2), r: radius };
 }
 
 /**
  * Canvas box (CSS px, unclipped) of a span as drawn; null when its row is
  * filtered out or the span is never drawn (PD detail).
- * @param {Data} d
- * @param {Layout} L
- * @param {Geo} g
- * @param {number} i span index
+ * @param {Data} data
+ * @param {Layout} layout
+ * @param {Geo} geometry
+ * @param {number} span span index
  * @returns {{x: number, y: number, w: number, h: number}|null}
  */
-export function spanBox(d, L, g, i) {
-  if (i < 0 || i >= d.nSpans) return null;
-  const r = L.rowOfSample[d.spanSample[i]] ?? -1;
-  if (r < 0 || d.spanFlags[i] & F_PD_DETAIL) return null;
-  const ex = !!L.expanded[r];
-  let box = barBox(L, r, ex ? d.spanLane[i] : 0);
-  if (!ex && d.spanFlags[i] & F_VIRTUAL) box = pdBand(box, d.spanPd[i]);
-  const s = d.spanStart[i];
-  let e = d.spanEnd[i];
-  if (!(e >= s)) e = s;
-  const x0 = xOf(g, s);
-  const x1 = xOf(g, e);
-  return { x: x0, y: canvasY(g, box.y), w: Math.max(1, x1 - x0), h: box.h };
+export function spanBox(data, layout, geometry, span) {
+  if (span < 0 || span >= data.nSpans) return null;
+  const row = layout.rowOfSample[data.spanSample[span]] ?? -1;
+  if (row < 0 || data.spanFlags[span] & F_PD_DETAIL) return null;
+  const ex = !!layout.expanded[row];
+  let box = barBox(layout, row, ex ? data.spanLane[span] : 0);
+  if (!ex && data.spanFlags[span] & F_VIRTUAL) box = pdBand(box, data.spanPd[span]);
+  const start = data.spanStart[span];
+  let end = data.spanEnd[span];
+  if (!(end >= start)) end = start;
+  const x0 = xOf(geometry, start);
+  const x1 = xOf(geometry, end);
+  return { x: x0, y: canvasY(geometry, box.y), w: Math.max(1, x1 - x0), h: box.h };
 }
 
 /**
  * Canvas box of a PD segment.
- * @param {Data} d
- * @param {Layout} L
- * @param {Geo} g
+ * @param {Data} data
+ * @param {Layout} layout
+ * @param {Geo} geometry
  * @param {number} seg
  */
-export function segmentBox(d, L, g, seg) {
-  const b = spanBox(d, L, g, d.segSpan[seg]);
-  if (!b) return null;
-  const x0 = xOf(g, d.segStart[seg]);
-  const x1 = xOf(g, d.segEnd[seg]);
-  return { x: x0, y: b.y, w: Math.max(1, x1 - x0), h: b.h };
+export function segmentBox(data, layout, geometry, seg) {
+  const box = spanBox(data, layout, geometry, data.segSpan[seg]);
+  if (!box) return null;
+  const x0 = xOf(geometry, data.segStart[seg]);
+  const x1 = xOf(geometry, data.segEnd[seg]);
+  return { x: x0, y: box.y, w: Math.max(1, x1 - x0), h: box.h };
 }
 
 /**
  * Canvas box around an event marker.
- * @param {Data} d
- * @param {Layout} L
- * @param {Geo} g
+ * @param {Data} data
+ * @param {Layout} layout
+ * @param {Geo} geometry
  * @param {number} ev
  */
-export function eventBox(d, L, g, ev) {
-  if (ev < 0 || ev >= d.nEvents) return null;
-  const r = L.rowOfSample[d.evSample[ev]] ?? -1;
-  if (r < 0) return null;
-  const box = barBox(L, r, L.expanded[r] ? d.evLane[ev] : 0);
-  const m = markerGeom(box);
-  const x = xOf(g, d.evTs[ev]);
-  return { x: x - m.r, y: canvasY(g, m.cy) - m.r, w: 2 * m.r, h: 2 * m.r };
+export function eventBox(data, layout, geometry, ev) {
+  if (ev < 0 || ev >= data.nEvents) return null;
+  const row = layout.rowOfSample[data.evSample[ev]] ?? -1;
+  if (row < 0) return null;
+  const box = barBox(layout, row, layout.expanded[row] ? data.evLane[ev] : 0);
+  const marker = markerGeom(box);
+  const x = xOf(geometry, data.evTs[ev]);
+  return { x: x - marker.r, y: canvasY(geometry, marker.cy) - marker.r, w: 2 * marker.r, h: 2 * marker.r };
 }
 
 /**
  * Canvas box of a hit item (span, segment, event).
- * @param {Data} d
- * @param {Layout} L
- * @param {Geo} g
- * @param {Hit|null} h
+ * @param {Data} data
+ * @param {Layout} layout
+ * @param {Geo} geometry
+ * @param {Hit|null} hit
  */
-export function hitBox(d, L, g, h) {
-  if (!h) return null;
-  if (h.type === "span") return spanBox(d, L, g, h.span);
-  if (h.type === "segment") return segmentBox(d, L, g, h.seg);
-  if (h.type === "event") return eventBox(d, L, g, h.ev);
+export function hitBox(data, layout, geometry, hit) {
+  if (!hit) return null;
+  if (hit.type === "span") return spanBox(data, layout, geometry, hit.span);
+  if (hit.type === "segment") return segmentBox(data, layout, geometry, hit.seg);
+  if (hit.type === "event") return eventBox(data, layout, geometry, hit.ev);
   return null;
 }
 
 /**
  * Lane slots a row shows at `lane` (-1 = all lanes: collapsed row).
- * @param {Data} d
- * @param {number} s
+ * @param {Data} data
+ * @param {number} sample
  * @param {number} lane
  * @returns {[number, number]} [first slot, end slot)
  */
-export function laneSlots(d, s, lane) {
-  const base = d.laneBase[s];
-  if (lane < 0) return [base, base + d.nLanes[s]];
+export function laneSlots(data, sample, lane) {
+  const base = data.laneBase[sample];
+  if (lane < 0) return [base, base + data.nLanes[sample]];
   return [base + lane, base + lane + 1];
 }
 
 /**
  * Gather the visible events of one kind in a row (all lanes when collapsed,
  * one lane when expanded), sorted by x, and cluster them.
- * @param {Data} d
- * @param {number} s sample
+ * @param {Data} data
+ * @param {number} sample sample
  * @param {number} lane -1 for all lanes
  * @param {TimeScale} sc
  * @param {Uint8Array} evVis
@@ -179,18 +179,18 @@ export function laneSlots(d, s, lane) {
  * @param {EventScratch} scratch
  * @param {ClusterBuffer} out
  */
-export function rowEventClusters(d, s, lane, sc, evVis, kind, scratch, out) {
+export function rowEventClusters(data, sample, lane, sc, evVis, kind, scratch, out) {
   scratch.reset();
   out.reset();
-  const [a, b] = laneSlots(d, s, lane);
-  const keep = (/** @type {number} */ i) => evVis[i] !== 0 && d.evKind[i] === kind;
+  const [firstSlot, endSlot] = laneSlots(data, sample, lane);
+  const keep = (/** @type {number} */ ev) => evVis[ev] !== 0 && data.evKind[ev] === kind;
   let lanesUsed = 0;
-  for (let k = a; k < b; k++) {
-    const lo = d.laneEvOff[k];
-    const hi = d.laneEvOff[k + 1];
+  for (let slot = firstSlot; slot < endSlot; slot++) {
+    const lo = data.laneEvOff[slot];
+    const hi = data.laneEvOff[slot + 1];
     if (hi <= lo) continue;
     const before = scratch.n;
-    gatherEvents(d.evTs, lo, hi, sc, CLUSTER_PX * 2, keep, scratch);
+    gatherEvents(data.evTs, lo, hi, sc, CLUSTER_PX * 2, keep, scratch);
     if (scratch.n > before) lanesUsed++;
   }
   if (lanesUsed > 1) scratch.sort();
@@ -198,30 +198,30 @@ export function rowEventClusters(d, s, lane, sc, evVis, kind, scratch, out) {
 }
 
 /**
- * Best span of lane slot k at time t (± tol): exact containment first, then
+ * Best span of lane slot `slot` at time `time` (± tol): exact containment first, then
  * the nearest edge; ties go to the shorter span.
- * @param {Data} d
- * @param {number} k lane slot
+ * @param {Data} data
+ * @param {number} slot lane slot
  * @param {Uint8Array} vis
- * @param {number} t
+ * @param {number} time
  * @param {number} tol seconds
  * @returns {{i: number, err: number}}
  */
-export function spanInLane(d, k, vis, t, tol) {
-  const lo = d.laneSpanOff[k];
-  const hi = d.laneSpanOff[k + 1];
+export function spanInLane(data, slot, vis, time, tol) {
+  const lo = data.laneSpanOff[slot];
+  const hi = data.laneSpanOff[slot + 1];
   let best = -1;
   let bestErr = Infinity;
   let bestDur = Infinity;
-  for (let i = firstReaching(d.spanEndMax, lo, hi, t - tol); i < hi; i++) {
-    const s = d.spanStart[i];
-    if (s > t + tol) break;
+  for (let i = firstReaching(data.spanEndMax, lo, hi, time - tol); i < hi; i++) {
+    const start = data.spanStart[i];
+    if (start > time + tol) break;
     if (vis[i] === 0) continue;
-    let e = d.spanEnd[i];
-    if (!(e >= s)) e = s;
-    const err = t < s ? s - t : t > e ? t - e : 0;
+    let end = data.spanEnd[i];
+    if (!(end >= start)) end = start;
+    const err = time < start ? start - time : time > end ? time - end : 0;
     if (err > tol) continue;
-    const dur = e - s;
+    const dur = end - start;
     if (err < bestErr || (err === bestErr && dur < bestDur)) {
       best = i;
       bestErr = err;
@@ -232,22 +232,22 @@ export function spanInLane(d, k, vis, t, tol) {
 }
 
 /**
- * Segment of virtual span v at time t (± tol), or -1.
- * @param {Data} d
- * @param {number} v
- * @param {number} t
+ * Segment of virtual span `span` at time `time` (± tol), or -1.
+ * @param {Data} data
+ * @param {number} span
+ * @param {number} time
  * @param {number} tol
  */
-export function segmentAt(d, v, t, tol) {
+export function segmentAt(data, span, time, tol) {
   let best = -1;
   let bestErr = Infinity;
-  for (let k = d.spanSegOff[v]; k < d.spanSegOff[v + 1]; k++) {
-    const g = d.segOrder[k];
-    const a = d.segStart[g];
-    const b = d.segEnd[g];
-    const err = t < a ? a - t : t > b ? t - b : 0;
+  for (let orderIndex = data.spanSegOff[span]; orderIndex < data.spanSegOff[span + 1]; orderIndex++) {
+    const seg = data.segOrder[orderIndex];
+    const start = data.segStart[seg];
+    const end = data.segEnd[seg];
+    const err = time < start ? start - time : time > end ? time - end : 0;
     if (err <= tol && err < bestErr) {
-      best = g;
+      best = seg;
       bestErr = err;
     }
   }
@@ -268,31 +268,31 @@ const clusters = new ClusterBuffer(256);
 
 /**
  * What is under canvas point (x, y)?
- * @param {Data} d
- * @param {Layout} L
- * @param {Geo} g
+ * @param {Data} data
+ * @param {Layout} layout
+ * @param {Geo} geometry
  * @param {Uint8Array} vis span visibility
  * @param {Uint8Array} evVis event visibility
  * @param {number} x CSS px
  * @param {number} y CSS px
  * @returns {Hit|null}
  */
-export function hitTest(d, L, g, vis, evVis, x, y) {
-  if (y < 0 || x < 0 || x > g.width || y > g.height) return null;
-  if (y < g.axisH) return { type: "axis", t: timeAt(g, x) };
-  const cy = contentY(g, y);
-  const r = rowAtY(L, cy);
-  if (r < 0) return null;
-  const s = L.rows[r];
-  if (x < g.gutter) return { type: "label", row: r, sample: s };
-  const t = timeAt(g, x);
-  const rowHit = /** @type {Hit} */ ({ type: "row", row: r, sample: s, t });
-  if (x < g.plotX || x > g.plotX + g.plotW) return rowHit;
-  const expanded = !!L.expanded[r];
-  const lane = expanded ? laneAtY(d, L, r, cy) : -1;
-  const box = barBox(L, r, Math.max(lane, 0));
+export function hitTest(data, layout, geometry, vis, evVis, x, y) {
+  if (y < 0 || x < 0 || x > geometry.width || y > geometry.height) return null;
+  if (y < geometry.axisH) return { type: "axis", t: timeAt(geometry, x) };
+  const cy = contentY(geometry, y);
+  const row = rowAtY(layout, cy);
+  if (row < 0) return null;
+  const sample = layout.rows[row];
+  if (x < geometry.gutter) return { type: "label", row, sample };
+  const time = timeAt(geometry, x);
+  const rowHit = /** @type {Hit} */ ({ type: "row", row, sample, t: time });
+  if (x < geometry.plotX || x > geometry.plotX + geometry.plotW) return rowHit;
+  const expanded = !!layout.expanded[row];
+  const lane = expanded ? laneAtY(data, layout, row, cy) : -1;
+  const box = barBox(layout, row, Math.max(lane, 0));
   if (cy < box.y - 1 || cy > box.y + box.h + 1) return rowHit;
-  const sc = scaleOf(g);
+  const sc = scaleOf(geometry);
 
   // Event markers are drawn on top: test them first.
   const mg = markerGeom(box);
@@ -301,16 +301,16 @@ export function hitTest(d, L, g, vis, evVis, x, y) {
     let bestEv = null;
     let bestDx = Infinity;
     for (const kind of [EV_UNMATCHED, EV_INSTANT]) {
-      rowEventClusters(d, s, lane, sc, evVis, kind, scratch, clusters);
-      for (let c = 0; c < clusters.n; c++) {
-        const dx = Math.abs(clusters.x[c] - x);
+      rowEventClusters(data, sample, lane, sc, evVis, kind, scratch, clusters);
+      for (let cluster = 0; cluster < clusters.n; cluster++) {
+        const dx = Math.abs(clusters.x[cluster] - x);
         if (dx <= mg.r + 2 && dx < bestDx) {
           // Members: the gathered ids from the cluster's first id on.
           let start = 0;
-          while (start < scratch.n && scratch.ids[start] !== clusters.first[c]) start++;
-          const members = Array.from(scratch.ids.subarray(start, start + clusters.count[c]));
+          while (start < scratch.n && scratch.ids[start] !== clusters.first[cluster]) start++;
+          const members = Array.from(scratch.ids.subarray(start, start + clusters.count[cluster]));
           bestDx = dx;
-          bestEv = { type: "event", row: r, sample: s, ev: clusters.first[c], count: clusters.count[c], members, t };
+          bestEv = { type: "event", row, sample, ev: clusters.first[cluster], count: clusters.count[cluster], members, t: time };
         }
       }
     }
@@ -318,38 +318,38 @@ export function hitTest(d, L, g, vis, evVis, x, y) {
   }
 
   const tol = 2 / sc.pxPerSec;
-  const [a, b] = laneSlots(d, s, lane);
+  const [firstSlot, endSlot] = laneSlots(data, sample, lane);
 
   // PD phases: lanes in an expanded row, a thin band in a collapsed one.
-  for (let k = a; k < b; k++) {
-    if (!(d.laneKind[k] & LK_VIRTUAL)) continue;
-    const { i } = spanInLane(d, k, vis, t, tol);
-    if (i < 0 || !(d.spanFlags[i] & F_VIRTUAL)) continue;
+  for (let slot = firstSlot; slot < endSlot; slot++) {
+    if (!(data.laneKind[slot] & LK_VIRTUAL)) continue;
+    const { i: span } = spanInLane(data, slot, vis, time, tol);
+    if (span < 0 || !(data.spanFlags[span] & F_VIRTUAL)) continue;
     if (!expanded) {
-      const band = pdBand(box, d.spanPd[i]);
+      const band = pdBand(box, data.spanPd[span]);
       if (cy < band.y - 0.5 || cy > band.y + band.h + 0.5) continue;
     }
-    const seg = segmentAt(d, i, t, tol);
-    if (seg >= 0) return { type: "segment", row: r, sample: s, span: i, seg, t };
-    return { type: "span", row: r, sample: s, span: i, t };
+    const seg = segmentAt(data, span, time, tol);
+    if (seg >= 0) return { type: "segment", row, sample, span, seg, t: time };
+    return { type: "span", row, sample, span, t: time };
   }
 
   // Ordinary spans: in a collapsed row the deepest one wins (drawn on top).
   let best = -1;
   let bestErr = Infinity;
   let bestDepth = -1;
-  for (let k = a; k < b; k++) {
-    if (!(d.laneKind[k] & LK_SPANS)) continue;
-    const { i, err } = spanInLane(d, k, vis, t, tol);
-    if (i < 0 || d.spanFlags[i] & F_VIRTUAL) continue;
-    const depth = d.spanDepth[i];
+  for (let slot = firstSlot; slot < endSlot; slot++) {
+    if (!(data.laneKind[slot] & LK_SPANS)) continue;
+    const { i: span, err } = spanInLane(data, slot, vis, time, tol);
+    if (span < 0 || data.spanFlags[span] & F_VIRTUAL) continue;
+    const depth = data.spanDepth[span];
     const better = (err === 0 ? 0 : 1) < (bestErr === 0 ? 0 : 1) || ((err === 0) === (bestErr === 0) && (depth > bestDepth || (depth === bestDepth && err < bestErr)));
     if (best < 0 || better) {
-      best = i;
+      best = span;
       bestErr = err;
       bestDepth = depth;
     }
   }
-  if (best >= 0) return { type: "span", row: r, sample: s, span: best, t };
+  if (best >= 0) return { type: "span", row, sample, span: best, t: time };
   return rowHit;
 }

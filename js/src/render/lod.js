@@ -3,34 +3,36 @@
 // pixel run (dominant = longest span, with a count), and cluster instant
 // events that fall within a few pixels of each other.
 
+import { grown } from "../util/arrays.js";
+
 /**
- * First index i in [lo, hi) with endMax[i] >= t (endMax is non-decreasing
+ * First index i in [lo, hi) with endMax[i] >= time (endMax is non-decreasing
  * within a lane); hi when none.
  * @param {Float32Array} endMax
  * @param {number} lo
  * @param {number} hi
- * @param {number} t
+ * @param {number} time
  */
-export function firstReaching(endMax, lo, hi, t) {
+export function firstReaching(endMax, lo, hi, time) {
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;
-    if (endMax[mid] >= t) hi = mid;
+    if (endMax[mid] >= time) hi = mid;
     else lo = mid + 1;
   }
   return lo;
 }
 
 /**
- * First index i in [lo, hi) with sorted[i] >= t; hi when none.
+ * First index i in [lo, hi) with sorted[i] >= value; hi when none.
  * @param {Float32Array} sorted
  * @param {number} lo
  * @param {number} hi
- * @param {number} t
+ * @param {number} value
  */
-export function lowerBound(sorted, lo, hi, t) {
+export function lowerBound(sorted, lo, hi, value) {
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;
-    if (sorted[mid] < t) lo = mid + 1;
+    if (sorted[mid] < value) lo = mid + 1;
     else hi = mid;
   }
   return lo;
@@ -56,23 +58,17 @@ export class RunBuffer {
    */
   push(x0, x1, span, count) {
     if (this.n === this.x0.length) this.grow();
-    const k = this.n++;
-    this.x0[k] = x0;
-    this.x1[k] = x1;
-    this.span[k] = span;
-    this.count[k] = count;
+    const index = this.n++;
+    this.x0[index] = x0;
+    this.x1[index] = x1;
+    this.span[index] = span;
+    this.count[index] = count;
   }
   grow() {
-    const cap = this.x0.length * 2;
-    const g = (/** @type {any} */ a) => {
-      const b = new a.constructor(cap);
-      b.set(a);
-      return b;
-    };
-    this.x0 = g(this.x0);
-    this.x1 = g(this.x1);
-    this.span = g(this.span);
-    this.count = g(this.count);
+    this.x0 = grown(this.x0);
+    this.x1 = grown(this.x1);
+    this.span = grown(this.span);
+    this.count = grown(this.count);
   }
 }
 
@@ -112,28 +108,28 @@ export function mergeLane(start, end, endMax, vis, lo, hi, sc, out, minPx = 1) {
   let runCount = 0;
   let visited = 0;
   for (; i < hi; i++) {
-    const s = start[i];
-    if (s > t1) break;
+    const spanStart = start[i];
+    if (spanStart > t1) break;
     visited++;
-    let e = end[i];
-    if (!(e >= s)) e = s;
-    if (e < t0) continue;
+    let spanEnd = end[i];
+    if (!(spanEnd >= spanStart)) spanEnd = spanStart;
+    if (spanEnd < t0) continue;
     if (vis !== null && vis[i] === 0) continue;
-    let a = ox + (s - t0) * pxPerSec;
-    let b = ox + (e - t0) * pxPerSec;
-    if (a < xMin) a = xMin;
-    if (b > xMax) b = xMax;
-    if (b - a >= minPx) {
+    let left = ox + (spanStart - t0) * pxPerSec;
+    let right = ox + (spanEnd - t0) * pxPerSec;
+    if (left < xMin) left = xMin;
+    if (right > xMax) right = xMax;
+    if (right - left >= minPx) {
       if (runCount > 0) {
         out.push(runA, Math.max(runB, runA + 1), runBest, runCount);
         runCount = 0;
       }
-      out.push(a, b, i, 1);
+      out.push(left, right, i, 1);
       continue;
     }
-    const dur = e - s;
-    if (runCount > 0 && a <= runB + 1) {
-      if (b > runB) runB = b;
+    const dur = spanEnd - spanStart;
+    if (runCount > 0 && left <= runB + 1) {
+      if (right > runB) runB = right;
       runCount++;
       if (dur > runBestDur) {
         runBestDur = dur;
@@ -141,8 +137,8 @@ export function mergeLane(start, end, endMax, vis, lo, hi, sc, out, minPx = 1) {
       }
     } else {
       if (runCount > 0) out.push(runA, Math.max(runB, runA + 1), runBest, runCount);
-      runA = a;
-      runB = b;
+      runA = left;
+      runB = right;
       runBest = i;
       runBestDur = dur;
       runCount = 1;
@@ -170,21 +166,14 @@ export class ClusterBuffer {
    */
   push(x, first, count) {
     if (this.n === this.x.length) {
-      const cap = this.x.length * 2;
-      const x2 = new Float32Array(cap);
-      x2.set(this.x);
-      const f2 = new Int32Array(cap);
-      f2.set(this.first);
-      const c2 = new Uint32Array(cap);
-      c2.set(this.count);
-      this.x = x2;
-      this.first = f2;
-      this.count = c2;
+      this.x = grown(this.x);
+      this.first = grown(this.first);
+      this.count = grown(this.count);
     }
-    const k = this.n++;
-    this.x[k] = x;
-    this.first[k] = first;
-    this.count[k] = count;
+    const index = this.n++;
+    this.x[index] = x;
+    this.first[index] = first;
+    this.count[index] = count;
   }
 }
 
@@ -194,17 +183,17 @@ export class ClusterBuffer {
  * cluster's mean position; `first` is the id of its first member.
  * @param {ArrayLike<number>} xs sorted ascending
  * @param {ArrayLike<number>} ids id of each position
- * @param {number} n
+ * @param {number} count
  * @param {number} gap
  * @param {ClusterBuffer} out
  */
-export function clusterSorted(xs, ids, n, gap, out) {
+export function clusterSorted(xs, ids, count, gap, out) {
   let i = 0;
-  while (i < n) {
+  while (i < count) {
     const first = xs[i];
     let sum = first;
     let j = i + 1;
-    while (j < n && xs[j] - first <= gap) {
+    while (j < count && xs[j] - first <= gap) {
       sum += xs[j];
       j++;
     }
@@ -229,13 +218,8 @@ export class EventScratch {
    */
   push(x, id) {
     if (this.n === this.xs.length) {
-      const cap = this.xs.length * 2;
-      const a = new Float64Array(cap);
-      a.set(this.xs);
-      const b = new Int32Array(cap);
-      b.set(this.ids);
-      this.xs = a;
-      this.ids = b;
+      this.xs = grown(this.xs);
+      this.ids = grown(this.ids);
     }
     this.xs[this.n] = x;
     this.ids[this.n] = id;
@@ -243,22 +227,22 @@ export class EventScratch {
   }
   /** Sort the gathered (x, id) pairs by x. */
   sort() {
-    const n = this.n;
+    const count = this.n;
     let sorted = true;
-    for (let i = 1; i < n; i++) {
+    for (let i = 1; i < count; i++) {
       if (this.xs[i] < this.xs[i - 1]) {
         sorted = false;
         break;
       }
     }
     if (sorted) return;
-    const order = new Array(n);
-    for (let i = 0; i < n; i++) order[i] = i;
+    const order = new Array(count);
+    for (let i = 0; i < count; i++) order[i] = i;
     const xs = this.xs;
-    order.sort((a, b) => xs[a] - xs[b] || a - b);
-    const nx = new Float64Array(n);
-    const ni = new Int32Array(n);
-    for (let i = 0; i < n; i++) {
+    order.sort((left, right) => xs[left] - xs[right] || left - right);
+    const nx = new Float64Array(count);
+    const ni = new Int32Array(count);
+    for (let i = 0; i < count; i++) {
       nx[i] = xs[order[i]];
       ni[i] = this.ids[order[i]];
     }
@@ -283,9 +267,9 @@ export function gatherEvents(ts, lo, hi, sc, marginPx, keep, scratch) {
   let i = lowerBound(ts, lo, hi, sc.t0 - margin);
   const tEnd = sc.t1 + margin;
   for (; i < hi; i++) {
-    const t = ts[i];
-    if (t > tEnd) break;
+    const time = ts[i];
+    if (time > tEnd) break;
     if (!keep(i)) continue;
-    scratch.push(sc.x0 + (t - sc.t0) * sc.pxPerSec, i);
+    scratch.push(sc.x0 + (time - sc.t0) * sc.pxPerSec, i);
   }
 }

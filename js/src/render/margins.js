@@ -14,44 +14,44 @@ import { formatTick, formatDuration } from "../util/format.js";
 
 /**
  * Row labels, expand carets, lane names, status dots.
- * @param {Painter} p
- * @param {Scene} S
+ * @param {Painter} painter
+ * @param {Scene} scene
  * @param {number} r0
  * @param {number} r1
  */
-export function paintGutter(p, S, r0, r1) {
-  const { ctx } = p;
-  const { d, L, g, theme } = S;
-  const top = g.axisH;
+export function paintGutter(painter, scene, r0, r1) {
+  const { ctx } = painter;
+  const { d: data, L: layout, g: geometry, theme } = scene;
+  const top = geometry.axisH;
   ctx.fillStyle = theme.bg1;
-  ctx.fillRect(0, top, g.gutter, p.h - top);
+  ctx.fillRect(0, top, geometry.gutter, painter.h - top);
   ctx.save();
   ctx.beginPath();
-  ctx.rect(0, top, g.gutter, p.h - top);
+  ctx.rect(0, top, geometry.gutter, painter.h - top);
   ctx.clip();
-  const laneH = L.laneH;
+  const laneH = layout.laneH;
   const fontSize = laneH >= 16 ? 12 : laneH >= 11 ? 11 : 9;
   const font = `${fontSize}px ${theme.font}`;
   const small = `${Math.min(fontSize, 10)}px ${theme.font}`;
   ctx.textBaseline = "middle";
-  for (let r = r0; r < r1; r++) {
-    const s = L.rows[r];
-    const y0 = canvasY(g, L.rowTop[r]);
-    const h = L.rowTop[r + 1] - L.rowTop[r];
-    if (r === S.selRow || r === S.hoverRow) {
-      ctx.fillStyle = r === S.selRow ? theme.selRow : theme.hoverRow;
-      ctx.fillRect(0, y0, g.gutter, h);
-    } else if (r % 2 === 1) {
+  for (let row = r0; row < r1; row++) {
+    const sample = layout.rows[row];
+    const y0 = canvasY(geometry, layout.rowTop[row]);
+    const rowH = layout.rowTop[row + 1] - layout.rowTop[row];
+    if (row === scene.selRow || row === scene.hoverRow) {
+      ctx.fillStyle = row === scene.selRow ? theme.selRow : theme.hoverRow;
+      ctx.fillRect(0, y0, geometry.gutter, rowH);
+    } else if (row % 2 === 1) {
       ctx.fillStyle = theme.stripe;
-      ctx.fillRect(0, y0, g.gutter, h);
+      ctx.fillRect(0, y0, geometry.gutter, rowH);
     }
     const cy = y0 + ROW_PAD + laneH / 2;
     if (laneH < 7) continue;
-    const canExpand = d.nLanes[s] > 1;
+    const canExpand = data.nLanes[sample] > 1;
     if (canExpand) {
       ctx.fillStyle = theme.fg2;
       ctx.beginPath();
-      if (L.expanded[r]) {
+      if (layout.expanded[row]) {
         ctx.moveTo(6, cy - 2);
         ctx.lineTo(14, cy - 2);
         ctx.lineTo(10, cy + 3);
@@ -63,125 +63,125 @@ export function paintGutter(p, S, r0, r1) {
       ctx.closePath();
       ctx.fill();
     }
-    const status = statusOf(d, s);
+    const status = statusOf(data, sample);
     const bad = status && status !== "completed";
-    const untraced = Number.isNaN(d.smpStart[s]);
+    const untraced = Number.isNaN(data.smpStart[sample]);
     ctx.font = font;
     ctx.fillStyle = untraced ? theme.fg2 : theme.fg1;
-    const label = sampleLabel(d, s) + (untraced ? " (untraced)" : "");
-    const maxW = g.gutter - 20 - (bad ? 14 : 6);
-    ctx.fillText(p.fit(font, label, maxW), 18, cy + 0.5);
+    const label = sampleLabel(data, sample) + (untraced ? " (untraced)" : "");
+    const maxW = geometry.gutter - 20 - (bad ? 14 : 6);
+    ctx.fillText(painter.fit(font, label, maxW), 18, cy + 0.5);
     if (bad) {
       ctx.fillStyle = status === "truncated" ? "#e0912f" : status === "pending" ? theme.fg2 : theme.error;
       ctx.beginPath();
-      ctx.arc(g.gutter - 9, cy, 3.5, 0, Math.PI * 2);
+      ctx.arc(geometry.gutter - 9, cy, 3.5, 0, Math.PI * 2);
       ctx.fill();
     }
-    if (L.expanded[r] && laneH >= 11) {
+    if (layout.expanded[row] && laneH >= 11) {
       ctx.font = small;
       ctx.fillStyle = theme.fg2;
       ctx.textAlign = "right";
-      const base = d.laneBase[s];
-      for (let l = 1; l < d.nLanes[s]; l++) {
-        const k = base + l;
-        const name = laneName(d, k);
+      const base = data.laneBase[sample];
+      for (let laneIndex = 1; laneIndex < data.nLanes[sample]; laneIndex++) {
+        const slot = base + laneIndex;
+        const name = laneName(data, slot);
         if (!name) continue;
-        ctx.fillText(p.fit(small, name, g.gutter - 34), g.gutter - 8, y0 + ROW_PAD + l * laneH + laneH / 2 + 0.5);
+        ctx.fillText(painter.fit(small, name, geometry.gutter - 34), geometry.gutter - 8, y0 + ROW_PAD + laneIndex * laneH + laneH / 2 + 0.5);
       }
       ctx.textAlign = "left";
     }
   }
   ctx.restore();
   ctx.fillStyle = theme.border1;
-  ctx.fillRect(g.gutter - 1, top, 1, p.h - top);
+  ctx.fillRect(geometry.gutter - 1, top, 1, painter.h - top);
 }
 
 /**
  * Time axis with readable relative ticks, cursor and brush labels.
- * @param {Painter} p
- * @param {Scene} S
+ * @param {Painter} painter
+ * @param {Scene} scene
  * @param {number} step
  * @param {number} firstTick
  */
-export function paintAxis(p, S, step, firstTick) {
-  const { ctx } = p;
-  const { g, theme } = S;
-  const W = p.w;
+export function paintAxis(painter, scene, step, firstTick) {
+  const { ctx } = painter;
+  const { g: geometry, theme } = scene;
+  const width = painter.w;
   ctx.fillStyle = theme.bg1;
-  ctx.fillRect(0, 0, W, g.axisH);
+  ctx.fillRect(0, 0, width, geometry.axisH);
   ctx.fillStyle = theme.border1;
-  ctx.fillRect(0, g.axisH - 1, W, 1);
+  ctx.fillRect(0, geometry.axisH - 1, width, 1);
   const font = `11px ${theme.font}`;
   ctx.font = font;
   ctx.textBaseline = "middle";
   const offsetMode = step < 1e-3;
-  const base = offsetMode ? Math.floor(g.t0 / (step * 10)) * step * 10 : 0;
+  const base = offsetMode ? Math.floor(geometry.t0 / (step * 10)) * step * 10 : 0;
   ctx.fillStyle = theme.fg2;
-  ctx.fillText(offsetMode ? `@ ${formatTick(base, 1e-3)}` : "sample", 8, g.axisH / 2);
+  ctx.fillText(offsetMode ? `@ ${formatTick(base, 1e-3)}` : "sample", 8, geometry.axisH / 2);
   ctx.save();
   ctx.beginPath();
-  ctx.rect(g.plotX - 1, 0, g.plotW + 12, g.axisH);
+  ctx.rect(geometry.plotX - 1, 0, geometry.plotW + 12, geometry.axisH);
   ctx.clip();
   ctx.strokeStyle = theme.border1;
   ctx.beginPath();
-  for (let t = firstTick; t <= g.t1; t += step) {
-    const x = Math.round(xOf(g, t)) + 0.5;
-    ctx.moveTo(x, g.axisH - 6);
-    ctx.lineTo(x, g.axisH);
+  for (let tick = firstTick; tick <= geometry.t1; tick += step) {
+    const x = Math.round(xOf(geometry, tick)) + 0.5;
+    ctx.moveTo(x, geometry.axisH - 6);
+    ctx.lineTo(x, geometry.axisH);
   }
   ctx.stroke();
   ctx.fillStyle = theme.fg1;
-  let n = 0;
-  for (let t = firstTick; t <= g.t1 && n < 200; t += step, n++) {
-    const tt = Math.abs(t) < step * 1e-6 ? 0 : t;
-    const x = xOf(g, tt);
-    ctx.fillText(formatTick(tt, step, base), x + 4, g.axisH / 2 - 1);
+  let labelCount = 0;
+  for (let tick = firstTick; tick <= geometry.t1 && labelCount < 200; tick += step, labelCount++) {
+    const tt = Math.abs(tick) < step * 1e-6 ? 0 : tick;
+    const x = xOf(geometry, tt);
+    ctx.fillText(formatTick(tt, step, base), x + 4, geometry.axisH / 2 - 1);
   }
   const pill = (/** @type {number} */ x, /** @type {string} */ text, /** @type {string} */ bg) => {
-    const w = p.textWidth(font, text) + 10;
-    const px = Math.min(Math.max(x - w / 2, g.plotX), g.plotX + g.plotW - w);
+    const pillWidth = painter.textWidth(font, text) + 10;
+    const px = Math.min(Math.max(x - pillWidth / 2, geometry.plotX), geometry.plotX + geometry.plotW - pillWidth);
     ctx.fillStyle = bg;
     ctx.beginPath();
-    roundRect(ctx, px, 3, w, g.axisH - 8, 4);
+    roundRect(ctx, px, 3, pillWidth, geometry.axisH - 8, 4);
     ctx.fill();
     ctx.fillStyle = "#ffffff";
-    ctx.fillText(text, px + 5, g.axisH / 2 - 1);
+    ctx.fillText(text, px + 5, geometry.axisH / 2 - 1);
   };
-  if (S.brush) {
-    const a = Math.min(S.brush[0], S.brush[1]);
-    const b = Math.max(S.brush[0], S.brush[1]);
-    pill((xOf(g, a) + xOf(g, b)) / 2, `${formatDuration(b - a)}`, theme.brand);
+  if (scene.brush) {
+    const start = Math.min(scene.brush[0], scene.brush[1]);
+    const end = Math.max(scene.brush[0], scene.brush[1]);
+    pill((xOf(geometry, start) + xOf(geometry, end)) / 2, `${formatDuration(end - start)}`, theme.brand);
   }
-  if (Number.isFinite(S.cursor) && S.cursor >= g.t0 && S.cursor <= g.t1) pill(xOf(g, S.cursor), formatDuration(S.cursor), theme.cursor);
+  if (Number.isFinite(scene.cursor) && scene.cursor >= geometry.t0 && scene.cursor <= geometry.t1) pill(xOf(geometry, scene.cursor), formatDuration(scene.cursor), theme.cursor);
   ctx.restore();
 }
 
 /**
  * Name shown for an expanded lane: "[P]"/"[D]" for PD lanes, else the name
  * of its first drawable span.
- * @param {Data} d
- * @param {number} k lane slot
+ * @param {Data} data
+ * @param {number} slot lane slot
  */
-export function laneName(d, k) {
-  for (let i = d.laneSpanOff[k]; i < d.laneSpanOff[k + 1]; i++) {
-    if (d.spanFlags[i] & F_PD_DETAIL) continue;
-    return nameOf(d, d.spanName[i]);
+export function laneName(data, slot) {
+  for (let i = data.laneSpanOff[slot]; i < data.laneSpanOff[slot + 1]; i++) {
+    if (data.spanFlags[i] & F_PD_DETAIL) continue;
+    return nameOf(data, data.spanName[i]);
   }
   return "";
 }
 
 /**
  * The message over an empty plot (no samples, or none matching the filter).
- * @param {Painter} p
+ * @param {Painter} painter
  * @param {import("../ui/theme.js").Theme} theme
- * @param {Data} d
- * @param {import("./hit.js").Geo} g
+ * @param {Data} data
+ * @param {import("./hit.js").Geo} geometry
  */
-export function paintEmpty(p, theme, d, g) {
-  const ctx = p.ctx;
+export function paintEmpty(painter, theme, data, geometry) {
+  const ctx = painter.ctx;
   ctx.fillStyle = theme.fg2;
   ctx.font = `13px ${theme.font}`;
   ctx.textBaseline = "middle";
-  const msg = d.nSamples === 0 ? "no samples in this payload" : "no samples match the filter";
-  ctx.fillText(msg, g.plotX + 12, g.axisH + 30);
+  const msg = data.nSamples === 0 ? "no samples in this payload" : "no samples match the filter";
+  ctx.fillText(msg, geometry.plotX + 12, geometry.axisH + 30);
 }

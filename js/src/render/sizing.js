@@ -30,10 +30,10 @@ export class Sizer {
 
   /** The width to paint this frame at; 0: skip this frame (another one is asked for while retries last). */
   frameWidth() {
-    const w = this.read();
-    if (w > 0) {
+    const width = this.read();
+    if (width > 0) {
       this.retries = 0;
-      this.width = Math.max(MIN_WIDTH, w);
+      this.width = Math.max(MIN_WIDTH, width);
       return this.width;
     }
     this.skipped++;
@@ -46,8 +46,8 @@ export class Sizer {
 
   /** The width for geometry between frames (hit tests, zoom): the live one, else the last painted. */
   current() {
-    const w = this.read();
-    return Math.max(MIN_WIDTH, w > 0 ? w : this.width);
+    const width = this.read();
+    return Math.max(MIN_WIDTH, width > 0 ? width : this.width);
   }
 }
 
@@ -65,7 +65,7 @@ export const MIN_VIEWPORT_H = 120;
  * @param {unknown} heightTrait
  */
 export function viewportHeight(rowsHeight, heightTrait) {
-  const h = Number(heightTrait);
-  const most = Number.isFinite(h) && h > 0 ? Math.max(MIN_VIEWPORT_H, h - OVERVIEW_H) : MAX_VIEWPORT_H;
+  const height = Number(heightTrait);
+  const most = Number.isFinite(height) && height > 0 ? Math.max(MIN_VIEWPORT_H, height - OVERVIEW_H) : MAX_VIEWPORT_H;
   return Math.max(MIN_VIEWPORT_H, Math.min(most, AXIS_H + rowsHeight + 2));
 }

@@ -18,8 +18,8 @@ export function columnMaxima(rows, columns) {
     if (kind === "text") continue;
     let top = 0;
     for (const row of rows) {
-      const v = row[key];
-      if (typeof v === "number" && Number.isFinite(v) && v > top) top = v;
+      const value = row[key];
+      if (typeof value === "number" && Number.isFinite(value) && value > top) top = value;
     }
     out[key] = top;
   }

@@ -111,17 +111,17 @@ export class App {
     this.painter = new Painter(this.canvas);
     this.overview = new Overview(this.ovCanvas, {
       view: () => this.view,
-      setView: (a, b) => {
-        this.setView(a, b);
+      setView: (start, end) => {
+        this.setView(start, end);
         this.userView();
       },
       plot: () => {
-        const g = this.geometry();
-        return { plotX: g.plotX, plotW: g.plotW };
+        const geometry = this.geometry();
+        return { plotX: geometry.plotX, plotW: geometry.plotW };
       },
     });
     this.controls = new Controls(this.headerEl, {
-      change: (p) => this.changeSettings(p),
+      change: (patch) => this.changeSettings(patch),
       fitAll: () => this.fit(false),
       fitFiltered: () => this.fit(true),
     });
@@ -166,12 +166,12 @@ export class App {
       geometry: () => this.geometry(),
       hit: (x, y) => this.hitAt(x, y),
       panPx: (dx) => this.panPx(dx),
-      zoomAt: (x, f) => this.zoomAt(x, f),
-      setCursor: (t) => this.setCursor(t),
-      select: (h) => this.select(h),
-      toggleRow: (r) => this.toggleRow(r),
-      hover: (h, cx, cy) => this.setHover(h, cx, cy),
-      brush: (r, fin) => this.setBrush(r, fin),
+      zoomAt: (x, factor) => this.zoomAt(x, factor),
+      setCursor: (time) => this.setCursor(time),
+      select: (hit) => this.select(hit),
+      toggleRow: (row) => this.toggleRow(row),
+      hover: (hit, cx, cy) => this.setHover(hit, cx, cy),
+      brush: (range, fin) => this.setBrush(range, fin),
       focusSelection: () => this.focusSelection(),
       escape: () => this.escape(),
       focusFilter: () => this.controls.focusFilter(),
@@ -216,24 +216,24 @@ export class App {
     this.sync.setLater("view_state", () => this.viewState(), 250);
   }
 
-  /** @param {Partial<Settings>} p */
-  changeSettings(p) {
+  /** @param {Partial<Settings>} patch */
+  changeSettings(patch) {
     const before = { ...this.settings };
-    Object.assign(this.settings, p);
-    const s = this.settings;
-    if (p.expandAll !== undefined && p.expandAll !== before.expandAll) {
+    Object.assign(this.settings, patch);
+    const settings = this.settings;
+    if (patch.expandAll !== undefined && patch.expandAll !== before.expandAll) {
       this.expanded.clear();
       this.collapsed.clear();
     }
-    const visChanged = s.showEvents !== before.showEvents || s.showOpen !== before.showOpen || s.showUnmatched !== before.showUnmatched || s.attempt !== before.attempt || s.attemptMode !== before.attemptMode;
+    const visChanged = settings.showEvents !== before.showEvents || settings.showOpen !== before.showOpen || settings.showUnmatched !== before.showUnmatched || settings.attempt !== before.attempt || settings.attemptMode !== before.attemptMode;
     if (visChanged) this.recomputeVis();
-    if (s.filter !== before.filter) this.query.run(s.filter); // its masks refilter the rows (setMasks)
-    if (s.sort !== before.sort || s.desc !== before.desc) this.refilter();
-    else if (s.laneH !== before.laneH || s.expandAll !== before.expandAll) this.relayout();
+    if (settings.filter !== before.filter) this.query.run(settings.filter); // its masks refilter the rows (setMasks)
+    if (settings.sort !== before.sort || settings.desc !== before.desc) this.refilter();
+    else if (settings.laneH !== before.laneH || settings.expandAll !== before.expandAll) this.relayout();
     if (visChanged) this.afterVisChange();
-    if (p.diff !== undefined || p.diffPair !== undefined) this.diff.render();
-    if (s.critical !== before.critical) this.critical?.update();
-    if (s.flame !== before.flame) this.flameView?.show();
+    if (patch.diff !== undefined || patch.diffPair !== undefined) this.diff.render();
+    if (settings.critical !== before.critical) this.critical?.update();
+    if (settings.flame !== before.flame) this.flameView?.show();
     this.updateControls();
     this.saveViewState();
     this.requestFrame();
@@ -242,11 +242,11 @@ export class App {
   /**
    * Replace some of the views' masks and redraw; rows are refiltered only when
    * `rowKeep` changes.
-   * @param {Partial<ViewMasks>} p
+   * @param {Partial<ViewMasks>} patch
    */
-  setMasks(p) {
-    const rowsChanged = "rowKeep" in p && p.rowKeep !== this.masks.rowKeep;
-    Object.assign(this.masks, p);
+  setMasks(patch) {
+    const rowsChanged = "rowKeep" in patch && patch.rowKeep !== this.masks.rowKeep;
+    Object.assign(this.masks, patch);
     noteMasks(this.data, this.masks);
     this.recomputeVis();
     if (rowsChanged) this.refilter();
@@ -255,10 +255,10 @@ export class App {
   }
 
   recomputeVis() {
-    const m = this.masks;
-    const o = { showOpen: this.settings.showOpen, showEvents: this.settings.showEvents, showUnmatched: this.settings.showUnmatched, attempt: this.settings.attempt, attemptMode: this.settings.attemptMode, highlightName: this.highlight, keep: m.keep, evKeep: m.evKeep, focus: m.focus, evFocus: m.evFocus };
-    this.vis = spanVisibility(this.data, o);
-    this.evVis = eventVisibility(this.data, o);
+    const masks = this.masks;
+    const visOptions = { showOpen: this.settings.showOpen, showEvents: this.settings.showEvents, showUnmatched: this.settings.showUnmatched, attempt: this.settings.attempt, attemptMode: this.settings.attemptMode, highlightName: this.highlight, keep: masks.keep, evKeep: masks.evKeep, focus: masks.focus, evFocus: masks.evFocus };
+    this.vis = spanVisibility(this.data, visOptions);
+    this.evVis = eventVisibility(this.data, visOptions);
   }
 
   afterVisChange() {
@@ -269,27 +269,27 @@ export class App {
 
   /** Filter + sort -> rows; then layout, histogram, counts. */
   refilter() {
-    const d = this.data;
+    const data = this.data;
     const keepRow = this.masks.rowKeep;
-    const matched = allSamples(d);
-    this.rows = sortRows(d, keepRow ? matched.filter((s) => keepRow[s]) : matched, this.settings.sort, this.settings.desc);
-    this.hist = activeHistogram(d, this.rows, d.globalStart, d.globalEnd, 400);
-    this.overview.setData(this.hist, d.globalStart, d.globalEnd);
+    const matched = allSamples(data);
+    this.rows = sortRows(data, keepRow ? matched.filter((sample) => keepRow[sample]) : matched, this.settings.sort, this.settings.desc);
+    this.hist = activeHistogram(data, this.rows, data.globalStart, data.globalEnd, 400);
+    this.overview.setData(this.hist, data.globalStart, data.globalEnd);
     this.relayout();
     if (this.hoverRow >= this.rows.length) this.hoverRow = -1;
-    if (Number.isFinite(this.cursor)) this.counts = cursorCounts(d, this.rows, this.vis, this.cursor);
+    if (Number.isFinite(this.cursor)) this.counts = cursorCounts(data, this.rows, this.vis, this.cursor);
     this.renderStats();
     this.recomputeBrush();
   }
 
-  /** @param {number} s payload sample */
-  isExpanded(s) {
-    const id = sampleRowId(this.data, s);
+  /** @param {number} sample payload sample */
+  isExpanded(sample) {
+    const id = sampleRowId(this.data, sample);
     return this.settings.expandAll ? !this.collapsed.has(id) : this.expanded.has(id);
   }
 
   relayout() {
-    this.layout = buildLayout(this.data, this.rows, (s) => this.isExpanded(s), this.settings.laneH);
+    this.layout = buildLayout(this.data, this.rows, (sample) => this.isExpanded(sample), this.settings.laneH);
     this.sizeViewport();
   }
 
@@ -305,7 +305,7 @@ export class App {
   /** Width the row labels need (longest labels measured), cached per payload. */
   labelWidth() {
     const font = `12px ${this.theme.font}`;
-    if (this.labelW < 0) this.labelW = labelWidthOf(this.data, (l) => this.painter.textWidth(font, l));
+    if (this.labelW < 0) this.labelW = labelWidthOf(this.data, (label) => this.painter.textWidth(font, label));
     return this.labelW;
   }
 
@@ -320,11 +320,11 @@ export class App {
   }
 
   /**
-   * @param {number} a
-   * @param {number} b
+   * @param {number} start
+   * @param {number} end
    */
-  setView(a, b) {
-    this.view = clampWindow(this.data, a, b);
+  setView(start, end) {
+    this.view = clampWindow(this.data, start, end);
     this.requestFrame();
   }
 
@@ -336,23 +336,23 @@ export class App {
 
   /** @param {number} dx */
   panPx(dx) {
-    const g = this.geometry();
-    const dt = (dx * (this.view.t1 - this.view.t0)) / g.plotW;
+    const geometry = this.geometry();
+    const dt = (dx * (this.view.t1 - this.view.t0)) / geometry.plotW;
     this.setView(this.view.t0 - dt, this.view.t1 - dt);
   }
 
   /**
    * @param {number} x
-   * @param {number} f
+   * @param {number} factor
    */
-  zoomAt(x, f) {
-    const t = timeAt(this.geometry(), x);
-    const w = zoomedWindow(this.view, t, f);
-    if (!w) return;
-    this.setView(w[0], w[1]);
+  zoomAt(x, factor) {
+    const time = timeAt(this.geometry(), x);
+    const timeWindow = zoomedWindow(this.view, time, factor);
+    if (!timeWindow) return;
+    this.setView(timeWindow[0], timeWindow[1]);
     // Keep the time under the pointer in place despite clamping.
     const g2 = this.geometry();
-    const drift = timeAt(g2, x) - t;
+    const drift = timeAt(g2, x) - time;
     if (Math.abs(drift) > 1e-12 && Number.isFinite(drift)) this.view = { t0: this.view.t0 - drift, t1: this.view.t1 - drift };
   }
 
@@ -361,8 +361,8 @@ export class App {
    * @param {boolean} [silent] do not write view_range
    */
   fit(filtered, silent = false) {
-    const [a, b] = fitRange(this.data, filtered ? this.rows : null);
-    this.setView(a, b);
+    const [start, end] = fitRange(this.data, filtered ? this.rows : null);
+    this.setView(start, end);
     if (!silent) this.userView();
   }
 
@@ -377,26 +377,26 @@ export class App {
   }
 
   /**
-   * @param {number} t
+   * @param {number} time
    * @param {boolean} [silent]
    */
-  setCursor(t, silent = false) {
-    this.cursor = t;
-    this.counts = cursorCounts(this.data, this.rows, this.vis, t);
+  setCursor(time, silent = false) {
+    this.cursor = time;
+    this.counts = cursorCounts(this.data, this.rows, this.vis, time);
     this.renderStats();
     if (!silent) this.saveViewState();
     this.requestFrame();
   }
 
   /**
-   * @param {[number, number]|null} r
+   * @param {[number, number]|null} range
    * @param {boolean} final
    */
-  setBrush(r, final) {
-    this.brush = r;
-    if (final && r) {
-      const g = this.geometry();
-      if ((Math.abs(r[1] - r[0]) * g.plotW) / (this.view.t1 - this.view.t0) < 3) this.brush = null;
+  setBrush(range, final) {
+    this.brush = range;
+    if (final && range) {
+      const geometry = this.geometry();
+      if ((Math.abs(range[1] - range[0]) * geometry.plotW) / (this.view.t1 - this.view.t0) < 3) this.brush = null;
     }
     if (final) this.recomputeBrush();
     this.requestFrame();
@@ -412,40 +412,40 @@ export class App {
       this.updateSide();
       return;
     }
-    const [a, b] = this.brush;
-    this.brushSum = brushSummary(this.data, this.rows, this.vis, Math.min(a, b), Math.max(a, b));
+    const [from, to] = this.brush;
+    this.brushSum = brushSummary(this.data, this.rows, this.vis, Math.min(from, to), Math.max(from, to));
     renderBrushPanel(
       this.brushEl,
       this.data,
       this.brushSum,
       () => this.setBrush(null, true),
-      (n) => this.toggleHighlight(n),
+      (nameIndex) => this.toggleHighlight(nameIndex),
     );
     this.updateSide();
   }
 
-  /** @param {Hit|null} h */
-  select(h) {
-    this.selection = h;
+  /** @param {Hit|null} hit */
+  select(hit) {
+    this.selection = hit;
     this.selectionChanged();
     this.requestFrame();
-    if (!h) {
+    if (!hit) {
       this.pendingReq = -1;
       this.detailsEl.replaceChildren();
       this.updateSide();
       this.sync.setNow("selected", {});
       return;
     }
-    this.sync.setNow("selected", this.selectedValue(h));
-    loadDetails(this, h);
+    this.sync.setNow("selected", this.selectedValue(hit));
+    loadDetails(this, hit);
   }
 
   /**
    * The `selected` value for a hit (docs/payload.md).
-   * @param {Hit} h
+   * @param {Hit} hit
    */
-  selectedValue(h) {
-    return selectedValue(this.data, h);
+  selectedValue(hit) {
+    return selectedValue(this.data, hit);
   }
 
   /** The views that follow the selection: the critical path; a timeline item replaces a flame frame. */
@@ -456,7 +456,7 @@ export class App {
 
   /** @param {any} sel `selected` from the kernel */
   applySelectedFromModel(sel) {
-    const d = this.data;
+    const data = this.data;
     if (sel && sel.kind === "flame") {
       this.flameView?.fromModel(sel);
       return;
@@ -473,27 +473,27 @@ export class App {
       }
       return;
     }
-    if (selectsSame(d, this.selection, sel)) return;
-    const h = hitOfSelected(d, this.layout, sel);
-    if (!h) return;
-    this.selection = h;
+    if (selectsSame(data, this.selection, sel)) return;
+    const hit = hitOfSelected(data, this.layout, sel);
+    if (!hit) return;
+    this.selection = hit;
     this.selectionChanged();
-    loadDetails(this, h);
+    loadDetails(this, hit);
     this.requestFrame();
   }
 
   focusSelection() {
-    const h = this.selection;
-    const w = focusWindow(this.data, h, this.view, this.cursor);
-    if (!w) return;
-    this.setView(w[0], w[1]);
-    if (h && "sample" in h) this.scrollRowIntoView(this.layout.rowOfSample[h.sample]);
+    const hit = this.selection;
+    const timeWindow = focusWindow(this.data, hit, this.view, this.cursor);
+    if (!timeWindow) return;
+    this.setView(timeWindow[0], timeWindow[1]);
+    if (hit && "sample" in hit) this.scrollRowIntoView(this.layout.rowOfSample[hit.sample]);
     this.userView();
   }
 
-  /** @param {number} r */
-  scrollRowIntoView(r) {
-    const top = scrollToShow(this.layout.rowTop, r, this.scrollEl.scrollTop, this.viewportH - AXIS_H);
+  /** @param {number} row */
+  scrollRowIntoView(row) {
+    const top = scrollToShow(this.layout.rowTop, row, this.scrollEl.scrollTop, this.viewportH - AXIS_H);
     if (top !== null) this.scrollEl.scrollTop = top;
   }
 
@@ -515,25 +515,25 @@ export class App {
     this.requestFrame();
   }
 
-  /** @param {number} r */
-  toggleRow(r) {
-    const s = this.rows[r];
-    if (s === undefined || this.data.nLanes[s] <= 1) return;
-    const id = sampleRowId(this.data, s);
+  /** @param {number} row */
+  toggleRow(row) {
+    const sample = this.rows[row];
+    if (sample === undefined || this.data.nLanes[sample] <= 1) return;
+    const id = sampleRowId(this.data, sample);
     const set = this.settings.expandAll ? this.collapsed : this.expanded;
     if (set.has(id)) set.delete(id);
     else set.add(id);
     // Keep the clicked row where it is on screen.
-    const offset = this.layout.rowTop[r] - this.scrollEl.scrollTop;
+    const offset = this.layout.rowTop[row] - this.scrollEl.scrollTop;
     this.relayout();
-    this.scrollEl.scrollTop = Math.max(0, this.layout.rowTop[r] - offset);
+    this.scrollEl.scrollTop = Math.max(0, this.layout.rowTop[row] - offset);
     this.saveViewState();
     this.requestFrame();
   }
 
-  /** @param {number} n */
-  toggleHighlight(n) {
-    this.highlight = this.highlight === n ? -1 : n;
+  /** @param {number} nameIndex */
+  toggleHighlight(nameIndex) {
+    this.highlight = this.highlight === nameIndex ? -1 : nameIndex;
     this.recomputeVis();
     this.afterVisChange();
     this.renderLegend();
@@ -542,12 +542,12 @@ export class App {
   }
 
   /**
-   * @param {Hit|null} h
+   * @param {Hit|null} hit
    * @param {number} clientX
    * @param {number} clientY
    */
-  setHover(h, clientX, clientY) {
-    if (pointAt(this, h, clientX, clientY)) this.requestFrame();
+  setHover(hit, clientX, clientY) {
+    if (pointAt(this, hit, clientX, clientY)) this.requestFrame();
   }
 
   // ------------------------------------------------------------ payload
@@ -571,11 +571,11 @@ export class App {
     this.refilter();
     this.query.run(this.settings.filter);
     this.critical?.update();
-    const d = this.data;
+    const data = this.data;
     // Keep the zoom when it still shows some of the new data.
-    if (oldView.t1 > d.globalStart && oldView.t0 < d.globalEnd) this.setView(oldView.t0, oldView.t1);
+    if (oldView.t1 > data.globalStart && oldView.t0 < data.globalEnd) this.setView(oldView.t0, oldView.t1);
     else this.fit(false, true);
-    if (Number.isFinite(this.cursor)) this.counts = cursorCounts(d, this.rows, this.vis, this.cursor);
+    if (Number.isFinite(this.cursor)) this.counts = cursorCounts(data, this.rows, this.vis, this.cursor);
     this.renderLegend();
     this.renderStats();
     this.updateControls();
@@ -588,23 +588,23 @@ export class App {
   // ------------------------------------------------------------ DOM bits
 
   renderLegend() {
-    renderLegend(this.legendEl, this.data, this.legend, this.highlight, (n) => this.toggleHighlight(n));
+    renderLegend(this.legendEl, this.data, this.legend, this.highlight, (nameIndex) => this.toggleHighlight(nameIndex));
   }
 
   renderStats() {
-    renderStatsBar(this.statsEl, this.data, this.counts, this.rows.length, (n) => this.toggleHighlight(n));
+    renderStatsBar(this.statsEl, this.data, this.counts, this.rows.length, (nameIndex) => this.toggleHighlight(nameIndex));
   }
 
   updateControls() {
-    const d = this.data;
+    const data = this.data;
     this.controls.update(this.settings, {
-      title: d.meta.title,
+      title: data.meta.title,
       nRows: this.rows.length,
-      nTotal: d.meta.n_samples_total,
-      nPayload: d.nSamples,
-      maxAttempt: d.maxAttempt,
-      nRollouts: d.meta.rollouts.length,
-      match: this.query?.result ? matchSummary(this.query.result, d.meta.n_samples_total) : "",
+      nTotal: data.meta.n_samples_total,
+      nPayload: data.nSamples,
+      maxAttempt: data.maxAttempt,
+      nRollouts: data.meta.rollouts.length,
+      match: this.query?.result ? matchSummary(this.query.result, data.meta.n_samples_total) : "",
     });
   }
 
@@ -628,24 +628,24 @@ export class App {
   }
 
   frame() {
-    const t = performance.now();
+    const startTime = performance.now();
     const width = this.root.clientWidth;
     this.root.classList.toggle("stw-narrow", width > 0 && width < 980);
-    const w = this.sizer.frameWidth();
-    if (!w) return; // no width (hidden, or the host mid theme swap): the sizer asks for another frame
+    const frameWidth = this.sizer.frameWidth();
+    if (!frameWidth) return; // no width (hidden, or the host mid theme swap): the sizer asks for another frame
     if (this.pendingScroll !== undefined) {
       this.scrollEl.scrollTop = this.pendingScroll;
       this.pendingScroll = undefined;
     }
-    const g = this.geometry(w);
+    const geometry = this.geometry(frameWidth);
     const dpr = Math.max(1, window.devicePixelRatio || 1);
-    if (this.painter.w !== g.width || this.painter.h !== g.height || this.painter.dpr !== dpr) this.painter.resize(g.width, g.height, dpr);
-    if (this.overview.w !== g.width || this.overview.dpr !== dpr) this.overview.resize(g.width, OVERVIEW_H, dpr);
+    if (this.painter.w !== geometry.width || this.painter.h !== geometry.height || this.painter.dpr !== dpr) this.painter.resize(geometry.width, geometry.height, dpr);
+    if (this.overview.w !== geometry.width || this.overview.dpr !== dpr) this.overview.resize(geometry.width, OVERVIEW_H, dpr);
     const selRow = this.selection && "row" in this.selection ? this.layout.rowOfSample[this.selection.sample] ?? -1 : -1;
     const drawn = this.painter.paint({
       d: this.data,
       L: this.layout,
-      g,
+      g: geometry,
       vis: this.vis,
       evVis: this.evVis,
       theme: this.theme,
@@ -658,12 +658,12 @@ export class App {
       selRow,
       raiseShown: this.highlight >= 0 || this.masks.focus !== null,
     });
-    if (this.rows.length === 0) paintEmpty(this.painter, this.theme, this.data, g);
+    if (this.rows.length === 0) paintEmpty(this.painter, this.theme, this.data, geometry);
     /** @type {import("../render/arrows.js").Arrow[]} the selection's link arrows as last painted */
-    this.arrows = arrowsFor(this.data, this.layout, g, this.vis, this.evVis, this.selection);
-    paintArrows(this.painter.ctx, dpr, g, this.theme, this.arrows);
+    this.arrows = arrowsFor(this.data, this.layout, geometry, this.vis, this.evVis, this.selection);
+    paintArrows(this.painter.ctx, dpr, geometry, this.theme, this.arrows);
     this.overview.paint(this.theme, this.cursor);
-    const dt = performance.now() - t;
+    const dt = performance.now() - startTime;
     if (!this.sideEl.hidden) {
       const mh = this.root.classList.contains("stw-narrow") ? "" : `${this.mainEl.offsetHeight}px`;
       if (this.sideEl.style.maxHeight !== mh) this.sideEl.style.maxHeight = mh;
@@ -676,8 +676,8 @@ export class App {
   }
 
   updateFooter() {
-    const d = this.data;
-    const txt = `view ${formatDuration(this.view.t0)} – ${formatDuration(this.view.t1)} (${formatDuration(this.view.t1 - this.view.t0)}) · dump ${formatDuration(d.globalEnd - d.globalStart)} · ${formatNumber(d.nSpans)} spans · ${formatNumber(d.nEvents)} events`;
+    const data = this.data;
+    const txt = `view ${formatDuration(this.view.t0)} – ${formatDuration(this.view.t1)} (${formatDuration(this.view.t1 - this.view.t0)}) · dump ${formatDuration(data.globalEnd - data.globalStart)} · ${formatNumber(data.nSpans)} spans · ${formatNumber(data.nEvents)} events`;
     if (this.footerView.textContent !== txt) this.footerView.textContent = txt;
   }
 

@@ -48,33 +48,33 @@ export const LANE_MAX = 40;
  * @param {HTMLElement} control
  */
 function field(label, control) {
-  const l = el("label", "stw-field");
-  l.appendChild(el("span", "stw-field-label", label));
-  l.appendChild(control);
-  return l;
+  const labelEl = el("label", "stw-field");
+  labelEl.appendChild(el("span", "stw-field-label", label));
+  labelEl.appendChild(control);
+  return labelEl;
 }
 
 /**
  * @param {[string, string][]} options
  */
 function select(options) {
-  const s = /** @type {HTMLSelectElement} */ (el("select", "stw-select"));
-  for (const [v, t] of options) {
-    const o = /** @type {HTMLOptionElement} */ (el("option", "", t));
-    o.value = v;
-    s.appendChild(o);
+  const selectEl = /** @type {HTMLSelectElement} */ (el("select", "stw-select"));
+  for (const [value, text] of options) {
+    const option = /** @type {HTMLOptionElement} */ (el("option", "", text));
+    option.value = value;
+    selectEl.appendChild(option);
   }
-  return s;
+  return selectEl;
 }
 
 /** @param {string} label */
 function checkbox(label) {
-  const l = el("label", "stw-check");
-  const c = /** @type {HTMLInputElement} */ (el("input"));
-  c.type = "checkbox";
-  l.appendChild(c);
-  l.appendChild(document.createTextNode(label));
-  return { wrap: l, input: c };
+  const labelEl = el("label", "stw-check");
+  const inputEl = /** @type {HTMLInputElement} */ (el("input"));
+  inputEl.type = "checkbox";
+  labelEl.appendChild(inputEl);
+  labelEl.appendChild(document.createTextNode(label));
+  return { wrap: labelEl, input: inputEl };
 }
 
 export class Controls {
@@ -106,13 +106,13 @@ export class Controls {
       clearTimeout(this.filterTimer);
       this.filterTimer = setTimeout(() => act.change({ filter: this.filter.value }), 120);
     });
-    this.filter.addEventListener("keydown", (e) => {
-      if (e.key === "Enter") {
+    this.filter.addEventListener("keydown", (event) => {
+      if (event.key === "Enter") {
         clearTimeout(this.filterTimer);
         act.change({ filter: this.filter.value });
       }
-      if (e.key === "Escape" && this.filter.value) {
-        e.stopPropagation();
+      if (event.key === "Escape" && this.filter.value) {
+        event.stopPropagation();
         this.filter.value = "";
         act.change({ filter: "" });
       }
@@ -145,7 +145,7 @@ export class Controls {
     this.view.addEventListener("change", () => act.change({ expandAll: this.view.value === "expanded" }));
     bar.appendChild(field("View", this.view));
 
-    this.sort = select(SORT_KEYS.map((k) => [k, SORT_LABELS[k]]));
+    this.sort = select(SORT_KEYS.map((sortKey) => [sortKey, SORT_LABELS[sortKey]]));
     this.sort.addEventListener("change", () => act.change({ sort: /** @type {any} */ (this.sort.value) }));
     bar.appendChild(field("Sort", this.sort));
     const desc = checkbox("desc");
@@ -205,38 +205,38 @@ export class Controls {
 
   /**
    * Reflect state into the inputs (without firing change events).
-   * @param {Settings} s
+   * @param {Settings} settings
    * @param {{title: string, nRows: number, nTotal: number, nPayload: number, maxAttempt: number, nRollouts: number, match?: string}} info
    */
-  update(s, info) {
+  update(settings, info) {
     this.title.textContent = info.title;
     const shown = info.nTotal !== info.nPayload ? ` (${formatNumber(info.nPayload)} in this view)` : "";
     this.count.textContent = `${info.match || `${formatNumber(info.nRows)} of ${formatNumber(info.nTotal)} samples`}${shown}`;
-    if (document.activeElement !== this.filter && this.filter.value !== s.filter) this.filter.value = s.filter;
+    if (document.activeElement !== this.filter && this.filter.value !== settings.filter) this.filter.value = settings.filter;
     // Attempt options: all, 0..maxAttempt.
     const want = info.maxAttempt + 2;
     if (this.attempt.options.length !== want) {
       while (this.attempt.options.length > 1) this.attempt.remove(1);
-      for (let a = 0; a <= info.maxAttempt; a++) {
-        const o = /** @type {HTMLOptionElement} */ (el("option", "", `only attempt ${a}`));
-        o.value = String(a);
-        this.attempt.appendChild(o);
+      for (let attempt = 0; attempt <= info.maxAttempt; attempt++) {
+        const option = /** @type {HTMLOptionElement} */ (el("option", "", `only attempt ${attempt}`));
+        option.value = String(attempt);
+        this.attempt.appendChild(option);
       }
     }
-    this.attempt.value = String(s.attempt);
-    this.attemptMode.value = s.attemptMode;
-    this.attemptMode.disabled = s.attempt < 0;
-    this.view.value = s.expandAll ? "expanded" : "collapsed";
-    this.sort.value = s.sort;
-    this.desc.checked = s.desc;
-    this.showEvents.checked = s.showEvents;
-    this.showOpen.checked = s.showOpen;
-    this.showUnmatched.checked = s.showUnmatched;
-    this.critical.checked = s.critical;
-    this.flame.checked = s.flame;
-    if (Number(this.lane.value) !== s.laneH) this.lane.value = String(s.laneH);
+    this.attempt.value = String(settings.attempt);
+    this.attemptMode.value = settings.attemptMode;
+    this.attemptMode.disabled = settings.attempt < 0;
+    this.view.value = settings.expandAll ? "expanded" : "collapsed";
+    this.sort.value = settings.sort;
+    this.desc.checked = settings.desc;
+    this.showEvents.checked = settings.showEvents;
+    this.showOpen.checked = settings.showOpen;
+    this.showUnmatched.checked = settings.showUnmatched;
+    this.critical.checked = settings.critical;
+    this.flame.checked = settings.flame;
+    if (Number(this.lane.value) !== settings.laneH) this.lane.value = String(settings.laneH);
     this.diff.hidden = info.nRollouts < 2;
-    this.diff.setAttribute("aria-pressed", String(s.diff));
+    this.diff.setAttribute("aria-pressed", String(settings.diff));
   }
 
   /**

@@ -14,17 +14,17 @@ import { stepName } from "../data/critical.js";
  */
 export function installDebug(app) {
   const self = app;
-  /** @param {{x: number, y: number, w: number, h: number}|null} b */
-  const toClient = (b) => {
-    if (!b) return null;
-    const g = self.geometry();
-    const x0 = Math.max(b.x, g.plotX);
-    const x1 = Math.min(b.x + b.w, g.plotX + g.plotW);
-    const y0 = Math.max(b.y, g.axisH);
-    const y1 = Math.min(b.y + b.h, g.height);
+  /** @param {{x: number, y: number, w: number, h: number}|null} box */
+  const toClient = (box) => {
+    if (!box) return null;
+    const geometry = self.geometry();
+    const x0 = Math.max(box.x, geometry.plotX);
+    const x1 = Math.min(box.x + box.w, geometry.plotX + geometry.plotW);
+    const y0 = Math.max(box.y, geometry.axisH);
+    const y1 = Math.min(box.y + box.h, geometry.height);
     if (x1 - x0 <= 0 || y1 - y0 <= 0) return null;
-    const r = self.canvas.getBoundingClientRect();
-    return { x: r.left + x0, y: r.top + y0, w: x1 - x0, h: y1 - y0 };
+    const rect = self.canvas.getBoundingClientRect();
+    return { x: rect.left + x0, y: rect.top + y0, w: x1 - x0, h: y1 - y0 };
   };
   /** @type {any} */ (self.root).stwDebug = {
     /** @param {number} index payload span index */
@@ -91,17 +91,17 @@ export function installDebug(app) {
       };
     },
     /**
-     * @param {number} a
-     * @param {number} b
+     * @param {number} start
+     * @param {number} end
      */
-    setView(a, b) {
-      self.setView(a, b);
+    setView(start, end) {
+      self.setView(start, end);
       self.userView();
     },
-    /** @param {number} i */
-    scrollToRow(i) {
-      const r = Math.max(0, Math.min(self.rows.length - 1, i));
-      self.scrollEl.scrollTop = self.layout.rowTop[r] ?? 0;
+    /** @param {number} row */
+    scrollToRow(row) {
+      const clampedRow = Math.max(0, Math.min(self.rows.length - 1, row));
+      self.scrollEl.scrollTop = self.layout.rowTop[clampedRow] ?? 0;
       self.requestFrame();
     },
     /**
@@ -110,8 +110,8 @@ export function installDebug(app) {
      * @param {number} clientY
      */
     hitAt(clientX, clientY) {
-      const r = self.canvas.getBoundingClientRect();
-      return self.hitAt(clientX - r.left, clientY - r.top);
+      const rect = self.canvas.getBoundingClientRect();
+      return self.hitAt(clientX - rect.left, clientY - rect.top);
     },
     selectionRect() {
       return toClient(hitBox(self.data, self.layout, self.geometry(), self.selection));
@@ -122,19 +122,19 @@ export function installDebug(app) {
     },
     /** Link arrows of the selection as last painted: kind, ends, client px (docs/payload.md). */
     links() {
-      const r = self.canvas.getBoundingClientRect();
-      return (self.arrows || []).map((a) => ({ ...a, x0: r.left + a.x0, y0: r.top + a.y0, x1: r.left + a.x1, y1: r.top + a.y1 }));
+      const rect = self.canvas.getBoundingClientRect();
+      return (self.arrows || []).map((arrow) => ({ ...arrow, x0: rect.left + arrow.x0, y0: rect.top + arrow.y0, x1: rect.left + arrow.x1, y1: rect.top + arrow.y1 }));
     },
     /** Spans drawn, dimmed and hidden (the views' focus masks dim). */
     visCounts() {
-      const c = [0, 0, 0];
-      for (const v of self.vis) c[v]++;
-      return { hidden: c[0], shown: c[1], dimmed: c[2] };
+      const counts = [0, 0, 0];
+      for (const visibility of self.vis) counts[visibility]++;
+      return { hidden: counts[0], shown: counts[1], dimmed: counts[2] };
     },
     /** The critical path shown: payload span (and segment, -1 none) indices, names and exclusive seconds, in time order. */
     critical() {
       const cv = self.critical;
-      return cv ? { on: self.settings.critical, sample: cv.sample, path: cv.path.map((p) => ({ span: p.span, seg: p.seg, name: stepName(self.data, p), critical: p.critical })) } : null;
+      return cv ? { on: self.settings.critical, sample: cv.sample, path: cv.path.map((step) => ({ span: step.span, seg: step.seg, name: stepName(self.data, step), critical: step.critical })) } : null;
     },
     /** The flame view: its frames (figures, client rects) and the chosen path. */
     flame() {

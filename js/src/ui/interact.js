@@ -36,8 +36,8 @@ export const CLICK_SLOP = 4;
  */
 export function wheelZoomFactor(deltaY, deltaMode, pinch) {
   const px = deltaMode === 1 ? deltaY * 16 : deltaMode === 2 ? deltaY * 400 : deltaY;
-  const k = pinch ? 0.01 : 0.0022;
-  return Math.exp(Math.max(-1, Math.min(1, px * k)));
+  const scale = pinch ? 0.01 : 0.0022;
+  return Math.exp(Math.max(-1, Math.min(1, px * scale)));
 }
 
 export class Interaction {
@@ -60,100 +60,100 @@ export class Interaction {
 
     /** @type {[EventTarget, string, (e: any) => void, AddEventListenerOptions|boolean][]} */
     this.listeners = [
-      [canvas, "pointerdown", (e) => this.down(e), false],
-      [canvas, "pointermove", (e) => this.move(e), false],
-      [canvas, "pointerup", (e) => this.up(e), false],
+      [canvas, "pointerdown", (event) => this.down(event), false],
+      [canvas, "pointermove", (event) => this.move(event), false],
+      [canvas, "pointerup", (event) => this.up(event), false],
       [canvas, "pointercancel", () => this.cancel(), false],
       [canvas, "pointerleave", () => this.leave(), false],
-      [canvas, "wheel", (e) => this.wheel(e), { passive: false }],
-      [root, "keydown", (e) => this.keydown(e), false],
-      [root, "keyup", (e) => this.keyup(e), false],
+      [canvas, "wheel", (event) => this.wheel(event), { passive: false }],
+      [root, "keydown", (event) => this.keydown(event), false],
+      [root, "keyup", (event) => this.keyup(event), false],
       [root, "focusout", () => this.keys.clear(), false],
     ];
-    for (const [t, n, f, o] of this.listeners) t.addEventListener(n, f, o);
+    for (const [target, type, listener, options] of this.listeners) target.addEventListener(type, listener, options);
   }
 
   dispose() {
-    for (const [t, n, f, o] of this.listeners) t.removeEventListener(n, f, o);
+    for (const [target, type, listener, options] of this.listeners) target.removeEventListener(type, listener, options);
     cancelAnimationFrame(this.raf);
   }
 
-  /** @param {PointerEvent} e */
-  pos(e) {
-    const r = this.canvas.getBoundingClientRect();
-    return { x: e.clientX - r.left, y: e.clientY - r.top };
+  /** @param {PointerEvent} event */
+  pos(event) {
+    const rect = this.canvas.getBoundingClientRect();
+    return { x: event.clientX - rect.left, y: event.clientY - rect.top };
   }
 
-  /** @param {PointerEvent} e */
-  down(e) {
-    if (e.button !== 0) return;
-    const { x, y } = this.pos(e);
-    const g = this.host.geometry();
+  /** @param {PointerEvent} event */
+  down(event) {
+    if (event.button !== 0) return;
+    const { x, y } = this.pos(event);
+    const geometry = this.host.geometry();
     // Take the keyboard focus without scrolling the notebook.
     if (document.activeElement !== this.root) this.root.focus({ preventScroll: true });
-    const mode = x < g.gutter ? "label" : e.shiftKey ? "brush" : "pan";
-    const t0 = g.t0 + ((x - g.plotX) * (g.t1 - g.t0)) / Math.max(g.plotW, 1);
-    this.press = { x, y, lastX: x, mode, t0, moved: false, id: e.pointerId };
+    const mode = x < geometry.gutter ? "label" : event.shiftKey ? "brush" : "pan";
+    const t0 = geometry.t0 + ((x - geometry.plotX) * (geometry.t1 - geometry.t0)) / Math.max(geometry.plotW, 1);
+    this.press = { x, y, lastX: x, mode, t0, moved: false, id: event.pointerId };
     try {
-      this.canvas.setPointerCapture(e.pointerId);
+      this.canvas.setPointerCapture(event.pointerId);
     } catch {
       /* capture is optional */
     }
-    e.preventDefault();
+    event.preventDefault();
   }
 
-  /** @param {PointerEvent} e */
-  move(e) {
-    const { x, y } = this.pos(e);
+  /** @param {PointerEvent} event */
+  move(event) {
+    const { x, y } = this.pos(event);
     this.pointerX = x;
-    const p = this.press;
-    if (!p) {
-      this.host.hover(this.host.hit(x, y), e.clientX, e.clientY, x, y);
+    const press = this.press;
+    if (!press) {
+      this.host.hover(this.host.hit(x, y), event.clientX, event.clientY, x, y);
       return;
     }
-    if (!p.moved && Math.hypot(x - p.x, y - p.y) > CLICK_SLOP) p.moved = true;
-    if (!p.moved) return;
-    if (p.mode === "pan") {
-      this.host.panPx(x - p.lastX);
-      p.lastX = x;
+    if (!press.moved && Math.hypot(x - press.x, y - press.y) > CLICK_SLOP) press.moved = true;
+    if (!press.moved) return;
+    if (press.mode === "pan") {
+      this.host.panPx(x - press.lastX);
+      press.lastX = x;
       this.canvas.style.cursor = "grabbing";
       this.host.hover(null, 0, 0, x, y);
-    } else if (p.mode === "brush") {
-      const g = this.host.geometry();
-      const t = g.t0 + ((x - g.plotX) * (g.t1 - g.t0)) / Math.max(g.plotW, 1);
-      this.host.brush([p.t0, t], false);
+    } else if (press.mode === "brush") {
+      const geometry = this.host.geometry();
+      const time = geometry.t0 + ((x - geometry.plotX) * (geometry.t1 - geometry.t0)) / Math.max(geometry.plotW, 1);
+      this.host.brush([press.t0, time], false);
     }
   }
 
-  /** @param {PointerEvent} e */
-  up(e) {
-    const p = this.press;
+  /** @param {PointerEvent} event */
+  up(event) {
+    const press = this.press;
     this.press = null;
     this.canvas.style.cursor = "";
-    if (!p) return;
-    const { x, y } = this.pos(e);
-    if (p.moved) {
-      if (p.mode === "brush") {
-        const g = this.host.geometry();
-        const t = g.t0 + ((x - g.plotX) * (g.t1 - g.t0)) / Math.max(g.plotW, 1);
-        this.host.brush([p.t0, t], true);
-      } else if (p.mode === "pan") {
+    if (!press) return;
+    const { x, y } = this.pos(event);
+    if (press.moved) {
+      if (press.mode === "brush") {
+        const geometry = this.host.geometry();
+        const time = geometry.t0 + ((x - geometry.plotX) * (geometry.t1 - geometry.t0)) / Math.max(geometry.plotW, 1);
+        this.host.brush([press.t0, time], true);
+      } else if (press.mode === "pan") {
         this.host.userView();
       }
       return;
     }
-    const h = this.host.hit(x, y);
-    if (!h) return;
-    if (h.type === "label") {
-      this.host.toggleRow(h.row);
+    const hit = this.host.hit(x, y);
+    if (!hit) return;
+    if (hit.type === "label") {
+      this.host.toggleRow(hit.row);
       return;
     }
-    if (h.type === "axis") {
-      this.host.setCursor(h.t);
+    if (hit.type === "axis") {
+      this.host.setCursor(hit.t);
       return;
     }
-    this.host.setCursor(h.t);
-    this.host.select(h.type === "span" || h.type === "segment" || h.type === "event" ? h : null);
+    this.host.setCursor(hit.t);
+    this.host.select(hit.type === "span" || hit.type === "segment" || hit.type === "event" ? hit : null);
   }
 
   cancel() {
@@ -166,42 +166,42 @@ export class Interaction {
     if (!this.press) this.host.hover(null, 0, 0, -1, -1);
   }
 
-  /** @param {WheelEvent} e */
-  wheel(e) {
-    const { x } = this.pos(/** @type {any} */ (e));
-    const g = this.host.geometry();
-    if (x < g.gutter && !e.ctrlKey) return; // let the rows scroll natively
-    e.preventDefault();
-    const horizontal = Math.abs(e.deltaX) > Math.abs(e.deltaY);
-    if (horizontal || e.shiftKey) {
-      const d = horizontal ? e.deltaX : e.deltaY;
-      const px = e.deltaMode === 1 ? d * 16 : e.deltaMode === 2 ? d * 400 : d;
+  /** @param {WheelEvent} event */
+  wheel(event) {
+    const { x } = this.pos(/** @type {any} */ (event));
+    const geometry = this.host.geometry();
+    if (x < geometry.gutter && !event.ctrlKey) return; // let the rows scroll natively
+    event.preventDefault();
+    const horizontal = Math.abs(event.deltaX) > Math.abs(event.deltaY);
+    if (horizontal || event.shiftKey) {
+      const delta = horizontal ? event.deltaX : event.deltaY;
+      const px = event.deltaMode === 1 ? delta * 16 : event.deltaMode === 2 ? delta * 400 : delta;
       this.host.panPx(-px);
-    } else if (e.altKey) {
-      this.host.scrollBy(e.deltaMode === 1 ? e.deltaY * 16 : e.deltaY);
+    } else if (event.altKey) {
+      this.host.scrollBy(event.deltaMode === 1 ? event.deltaY * 16 : event.deltaY);
       return;
     } else {
-      this.host.zoomAt(Math.max(g.plotX, Math.min(g.plotX + g.plotW, x)), wheelZoomFactor(e.deltaY, e.deltaMode, e.ctrlKey));
+      this.host.zoomAt(Math.max(geometry.plotX, Math.min(geometry.plotX + geometry.plotW, x)), wheelZoomFactor(event.deltaY, event.deltaMode, event.ctrlKey));
     }
     this.host.userView();
   }
 
-  /** @param {KeyboardEvent} e */
-  keydown(e) {
-    const t = /** @type {HTMLElement|null} */ (e.target);
-    if (t && (t.tagName === "INPUT" || t.tagName === "SELECT" || t.tagName === "TEXTAREA")) return;
-    if (e.ctrlKey || e.metaKey || e.altKey) return;
+  /** @param {KeyboardEvent} event */
+  keydown(event) {
+    const target = /** @type {HTMLElement|null} */ (event.target);
+    if (target && (target.tagName === "INPUT" || target.tagName === "SELECT" || target.tagName === "TEXTAREA")) return;
+    if (event.ctrlKey || event.metaKey || event.altKey) return;
     // The widget owns plain letter keys while it has the focus: a notebook's
     // command-mode shortcuts (a, b, x, d d, ...) must not act on its cell.
-    if (e.key.length === 1) e.stopPropagation();
-    const k = e.key.toLowerCase();
-    if (k === "w" || k === "s" || k === "a" || k === "d") {
-      e.preventDefault();
-      e.stopPropagation();
-      if (!this.keys.has(k)) {
-        this.keys.add(k);
+    if (event.key.length === 1) event.stopPropagation();
+    const key = event.key.toLowerCase();
+    if (key === "w" || key === "s" || key === "a" || key === "d") {
+      event.preventDefault();
+      event.stopPropagation();
+      if (!this.keys.has(key)) {
+        this.keys.add(key);
         // One immediate step so a tap always does something.
-        this.step(k, 0.12);
+        this.step(key, 0.12);
         if (!this.raf) {
           this.lastFrame = performance.now();
           this.raf = requestAnimationFrame((now) => this.animate(now));
@@ -209,42 +209,42 @@ export class Interaction {
       }
       return;
     }
-    if (k === "f") {
-      e.preventDefault();
-      e.stopPropagation();
+    if (key === "f") {
+      event.preventDefault();
+      event.stopPropagation();
       this.host.focusSelection();
-    } else if (k === "escape") {
-      e.preventDefault();
-      e.stopPropagation();
+    } else if (key === "escape") {
+      event.preventDefault();
+      event.stopPropagation();
       this.host.escape();
-    } else if (k === "/") {
-      e.preventDefault();
-      e.stopPropagation();
+    } else if (key === "/") {
+      event.preventDefault();
+      event.stopPropagation();
       this.host.focusFilter();
-    } else if (k === "pagedown" || k === "pageup") {
-      e.preventDefault();
-      this.host.scrollBy((k === "pagedown" ? 1 : -1) * (this.host.geometry().height - this.host.geometry().axisH) * 0.9);
+    } else if (key === "pagedown" || key === "pageup") {
+      event.preventDefault();
+      this.host.scrollBy((key === "pagedown" ? 1 : -1) * (this.host.geometry().height - this.host.geometry().axisH) * 0.9);
     }
   }
 
-  /** @param {KeyboardEvent} e */
-  keyup(e) {
-    const k = e.key.toLowerCase();
-    if (this.keys.delete(k) && this.keys.size === 0) this.host.userView();
+  /** @param {KeyboardEvent} event */
+  keyup(event) {
+    const key = event.key.toLowerCase();
+    if (this.keys.delete(key) && this.keys.size === 0) this.host.userView();
   }
 
   /**
    * Apply `dt` seconds of a held key.
-   * @param {string} k
+   * @param {string} key
    * @param {number} dt
    */
-  step(k, dt) {
-    const g = this.host.geometry();
-    const cx = this.pointerX >= g.plotX && this.pointerX <= g.plotX + g.plotW ? this.pointerX : g.plotX + g.plotW / 2;
-    if (k === "w") this.host.zoomAt(cx, Math.exp(-dt * 3));
-    else if (k === "s") this.host.zoomAt(cx, Math.exp(dt * 3));
-    else if (k === "a") this.host.panPx(dt * g.plotW * 1.2);
-    else if (k === "d") this.host.panPx(-dt * g.plotW * 1.2);
+  step(key, dt) {
+    const geometry = this.host.geometry();
+    const cx = this.pointerX >= geometry.plotX && this.pointerX <= geometry.plotX + geometry.plotW ? this.pointerX : geometry.plotX + geometry.plotW / 2;
+    if (key === "w") this.host.zoomAt(cx, Math.exp(-dt * 3));
+    else if (key === "s") this.host.zoomAt(cx, Math.exp(dt * 3));
+    else if (key === "a") this.host.panPx(dt * geometry.plotW * 1.2);
+    else if (key === "d") this.host.panPx(-dt * geometry.plotW * 1.2);
   }
 
   /** @param {number} now */
@@ -255,7 +255,7 @@ export class Interaction {
       this.raf = 0;
       return;
     }
-    for (const k of this.keys) this.step(k, dt);
-    this.raf = requestAnimationFrame((n) => this.animate(n));
+    for (const key of this.keys) this.step(key, dt);
+    this.raf = requestAnimationFrame((timestamp) => this.animate(timestamp));
   }
 }

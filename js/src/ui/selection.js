@@ -14,99 +14,99 @@ import { renderDetails } from "../panels/panel.js";
 /**
  * The `selected` value for a hit; a PD segment selects the PD-detail span it
  * stands for.
- * @param {Data} d
- * @param {Hit} h
+ * @param {Data} data
+ * @param {Hit} hit
  */
-export function selectedValue(d, h) {
-  if (h.type === "event") return { kind: "event", index: h.ev, sample_row: sampleRowId(d, h.sample), name: nameOf(d, d.evName[h.ev]) };
-  if (h.type === "span" || h.type === "segment") {
-    const i = h.type === "segment" ? detailSpanForSegment(d, h.seg) : h.span;
-    return { kind: "span", index: i, sample_row: sampleRowId(d, h.sample), name: nameOf(d, d.spanName[i]) };
+export function selectedValue(data, hit) {
+  if (hit.type === "event") return { kind: "event", index: hit.ev, sample_row: sampleRowId(data, hit.sample), name: nameOf(data, data.evName[hit.ev]) };
+  if (hit.type === "span" || hit.type === "segment") {
+    const span = hit.type === "segment" ? detailSpanForSegment(data, hit.seg) : hit.span;
+    return { kind: "span", index: span, sample_row: sampleRowId(data, hit.sample), name: nameOf(data, data.spanName[span]) };
   }
   return {};
 }
 
 /**
- * Whether `sel` (from the kernel) names what `h` already selects: the kernel
+ * Whether `sel` (from the kernel) names what `hit` already selects: the kernel
  * echoes our own selection back completed (span_id, frame index).
- * @param {Data} d
- * @param {Hit|null} h
+ * @param {Data} data
+ * @param {Hit|null} hit
  * @param {any} sel
  */
-export function selectsSame(d, h, sel) {
-  if (!h) return false;
-  const cur = /** @type {any} */ (selectedValue(d, h));
+export function selectsSame(data, hit, sel) {
+  if (!hit) return false;
+  const cur = /** @type {any} */ (selectedValue(data, hit));
   return cur.kind === sel.kind && cur.index === Number(sel.index);
 }
 
 /**
  * The hit a `selected` value names, null when it names no item of this payload.
- * @param {Data} d
- * @param {Layout} L
+ * @param {Data} data
+ * @param {Layout} layout
  * @param {any} sel
  * @returns {Hit|null}
  */
-export function hitOfSelected(d, L, sel) {
+export function hitOfSelected(data, layout, sel) {
   if (sel.kind === "span") {
-    const i = Number(sel.index);
-    if (!(i >= 0 && i < d.nSpans)) return null;
-    const s = d.spanSample[i];
-    const row = L.rowOfSample[s] ?? -1;
-    return { type: "span", row, sample: s, span: i, t: d.spanStart[i] };
+    const span = Number(sel.index);
+    if (!(span >= 0 && span < data.nSpans)) return null;
+    const sample = data.spanSample[span];
+    const row = layout.rowOfSample[sample] ?? -1;
+    return { type: "span", row, sample, span, t: data.spanStart[span] };
   }
   if (sel.kind === "event") {
-    const i = Number(sel.index);
-    if (!(i >= 0 && i < d.nEvents)) return null;
-    const s = d.evSample[i];
-    const row = L.rowOfSample[s] ?? -1;
-    return { type: "event", row, sample: s, ev: i, count: 1, members: [i], t: d.evTs[i] };
+    const ev = Number(sel.index);
+    if (!(ev >= 0 && ev < data.nEvents)) return null;
+    const sample = data.evSample[ev];
+    const row = layout.rowOfSample[sample] ?? -1;
+    return { type: "event", row, sample, ev, count: 1, members: [ev], t: data.evTs[ev] };
   }
   return null;
 }
 
 /**
- * Show the details panel for `h` (from the payload at once) and ask the kernel
+ * Show the details panel for `hit` (from the payload at once) and ask the kernel
  * (or the snapshot's tables) for its attributes; a reply for an older
  * selection is dropped.
  * @param {App} app
- * @param {Hit} h
+ * @param {Hit} hit
  */
-export function loadDetails(app, h) {
-  const d = app.data;
-  if (h.type !== "span" && h.type !== "segment" && h.type !== "event") return;
-  const detailSpan = h.type === "segment" ? detailSpanForSegment(d, h.seg) : h.type === "span" ? h.span : -1;
-  const kind = h.type === "event" ? "event" : "span";
-  const index = h.type === "event" ? h.ev : detailSpan;
+export function loadDetails(app, hit) {
+  const data = app.data;
+  if (hit.type !== "span" && hit.type !== "segment" && hit.type !== "event") return;
+  const detailSpan = hit.type === "segment" ? detailSpanForSegment(data, hit.seg) : hit.type === "span" ? hit.span : -1;
+  const kind = hit.type === "event" ? "event" : "span";
+  const index = hit.type === "event" ? hit.ev : detailSpan;
   const actions = {
     close: () => app.select(null),
     focus: () => app.focusSelection(),
-    selectSpan: (/** @type {number} */ i) => {
-      const s = d.spanSample[i];
-      const row = app.layout.rowOfSample[s];
+    selectSpan: (/** @type {number} */ span) => {
+      const sample = data.spanSample[span];
+      const row = app.layout.rowOfSample[sample];
       if (row < 0) return;
-      app.select({ type: "span", row, sample: s, span: i, t: d.spanStart[i] });
+      app.select({ type: "span", row, sample, span, t: data.spanStart[span] });
     },
-    selectEvent: (/** @type {number} */ i) => {
-      const s = d.evSample[i];
-      const row = app.layout.rowOfSample[s];
+    selectEvent: (/** @type {number} */ ev) => {
+      const sample = data.evSample[ev];
+      const row = app.layout.rowOfSample[sample];
       if (row < 0) return;
-      app.select({ type: "event", row, sample: s, ev: i, count: 1, members: [i], t: d.evTs[i] });
+      app.select({ type: "event", row, sample, ev, count: 1, members: [ev], t: data.evTs[ev] });
     },
-    sampleText: (/** @type {string} */ field) => app.requests.sampleText(h.sample, field).promise,
+    sampleText: (/** @type {string} */ field) => app.requests.sampleText(hit.sample, field).promise,
   };
-  renderDetails(app.detailsEl, d, h, detailSpan, { status: "loading", detail: null }, actions);
+  renderDetails(app.detailsEl, data, hit, detailSpan, { status: "loading", detail: null }, actions);
   app.updateSide();
   const { req, promise } = app.requests.attrs(kind, index);
   app.pendingReq = req;
   promise.then(
     (reply) => {
-      if (app.loop.disposed || reply.req !== app.pendingReq || app.selection !== h) return; // stale
+      if (app.loop.disposed || reply.req !== app.pendingReq || app.selection !== hit) return; // stale
       const ok = reply.detail && typeof reply.detail === "object";
-      renderDetails(app.detailsEl, d, h, detailSpan, ok ? { status: "ok", detail: /** @type {Record<string, any>} */ (reply.detail) } : { status: "error", detail: null, error: reply.error || "no attributes" }, actions);
+      renderDetails(app.detailsEl, data, hit, detailSpan, ok ? { status: "ok", detail: /** @type {Record<string, any>} */ (reply.detail) } : { status: "error", detail: null, error: reply.error || "no attributes" }, actions);
     },
     (err) => {
-      if (app.loop.disposed || req !== app.pendingReq || app.selection !== h) return;
-      renderDetails(app.detailsEl, d, h, detailSpan, { status: "error", detail: null, error: String(err && err.message ? err.message : err) }, actions);
+      if (app.loop.disposed || req !== app.pendingReq || app.selection !== hit) return;
+      renderDetails(app.detailsEl, data, hit, detailSpan, { status: "error", detail: null, error: String(err && err.message ? err.message : err) }, actions);
     },
   );
 }

@@ -90,8 +90,8 @@ export function buildShell(host) {
  */
 export function updateSide(ui) {
   const panels = [ui.detailsEl, ui.brushEl, ui.diffEl, ui.criticalEl];
-  for (const p of panels) p.hidden = p.childElementCount === 0;
-  const any = panels.some((p) => !p.hidden);
+  for (const panel of panels) panel.hidden = panel.childElementCount === 0;
+  const any = panels.some((panel) => !panel.hidden);
   ui.sideEl.hidden = !any;
   ui.root.classList.toggle("stw-has-side", any);
 }

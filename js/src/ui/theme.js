@@ -27,8 +27,8 @@ import { luminance, mix } from "../render/colors.js";
  * @property {boolean} dark
  */
 
-/** @param {string} v @param {string} fb */
-const or = (v, fb) => (v && v.trim() ? v.trim() : fb);
+/** @param {string} value @param {string} fb */
+const or = (value, fb) => (value && value.trim() ? value.trim() : fb);
 
 /** @type {CanvasRenderingContext2D|null|undefined} */
 let probe;
@@ -36,10 +36,10 @@ let probe;
 /**
  * Normalise any CSS colour ("white", "hsl(...)", "#abc") to the canvas's
  * canonical "#rrggbb" / "rgba(...)" form so it can be parsed and mixed.
- * @param {string} c
+ * @param {string} color
  * @param {string} fb
  */
-export function normColor(c, fb) {
+export function normColor(color, fb) {
   if (probe === undefined) {
     try {
       probe = typeof document !== "undefined" ? document.createElement("canvas").getContext("2d") : null;
@@ -47,9 +47,9 @@ export function normColor(c, fb) {
       probe = null;
     }
   }
-  if (!probe) return c || fb;
+  if (!probe) return color || fb;
   probe.fillStyle = fb;
-  probe.fillStyle = c;
+  probe.fillStyle = color;
   return String(probe.fillStyle);
 }
 
@@ -61,22 +61,22 @@ export function normColor(c, fb) {
 export function readTheme(el) {
   const cs = getComputedStyle(el);
   const raw = (/** @type {string} */ name, /** @type {string} */ fb) => or(cs.getPropertyValue(name), fb);
-  const v = (/** @type {string} */ name, /** @type {string} */ fb) => normColor(raw(name, fb), fb);
-  const bg = solid(v("--stw-bg", "#ffffff"), "#ffffff");
+  const color = (/** @type {string} */ name, /** @type {string} */ fb) => normColor(raw(name, fb), fb);
+  const bg = solid(color("--stw-bg", "#ffffff"), "#ffffff");
   const dark = luminance(bg) < 0.35;
-  const fg0 = v("--stw-fg0", dark ? "#ffffff" : "#111111");
-  const fg1 = v("--stw-fg1", dark ? "#e6e6e6" : "#222222");
-  const fg2 = v("--stw-fg2", dark ? "#a8a8a8" : "#666666");
-  const brand = v("--stw-brand", "#1976d2");
+  const fg0 = color("--stw-fg0", dark ? "#ffffff" : "#111111");
+  const fg1 = color("--stw-fg1", dark ? "#e6e6e6" : "#222222");
+  const fg2 = color("--stw-fg2", dark ? "#a8a8a8" : "#666666");
+  const brand = color("--stw-brand", "#1976d2");
   return {
     bg,
-    bg1: solid(v("--stw-bg1", bg), bg),
-    bg2: solid(v("--stw-bg2", dark ? "#2a2a2a" : "#eeeeee"), bg),
+    bg1: solid(color("--stw-bg1", bg), bg),
+    bg2: solid(color("--stw-bg2", dark ? "#2a2a2a" : "#eeeeee"), bg),
     fg0,
     fg1,
     fg2,
-    border1: v("--stw-border1", dark ? "#555555" : "#bdbdbd"),
-    border2: v("--stw-border2", dark ? "#3a3a3a" : "#e0e0e0"),
+    border1: color("--stw-border1", dark ? "#555555" : "#bdbdbd"),
+    border2: color("--stw-border2", dark ? "#3a3a3a" : "#e0e0e0"),
     brand,
     font: raw("--stw-font", "system-ui, sans-serif"),
     mono: raw("--stw-mono", "monospace"),
@@ -91,13 +91,13 @@ export function readTheme(el) {
 
 /**
  * Transparent or unparseable backgrounds fall back to `fb`.
- * @param {string} c
+ * @param {string} color
  * @param {string} fb
  */
-function solid(c, fb) {
-  const s = c.trim();
-  if (!s || s === "transparent" || /rgba\([^)]*,\s*0(\.0*)?\)$/.test(s)) return fb;
-  return s;
+function solid(color, fb) {
+  const trimmed = color.trim();
+  if (!trimmed || trimmed === "transparent" || /rgba\([^)]*,\s*0(\.0*)?\)$/.test(trimmed)) return fb;
+  return trimmed;
 }
 
 /** @typedef {"light"|"dark"} Scheme */
@@ -117,28 +117,28 @@ const LIGHT_CLASSES = ["light", "light-theme", "light-mode"];
 const WATCHED = ["class", "data-jp-theme-light", "data-jp-theme-name", "data-vscode-theme-kind", "data-vscode-theme-name", ...MARK_ATTRS];
 
 /**
- * The element above `n`, through shadow roots (marimo renders widgets in one).
- * @param {Element} n
+ * The element above `element`, through shadow roots (marimo renders widgets in one).
+ * @param {Element} element
  * @returns {Element|null}
  */
-function parentOf(n) {
-  if (n.parentElement) return n.parentElement;
-  const p = /** @type {any} */ (n.parentNode);
-  return p && p.host ? p.host : null;
+function parentOf(element) {
+  if (element.parentElement) return element.parentElement;
+  const parent = /** @type {any} */ (element.parentNode);
+  return parent && parent.host ? parent.host : null;
 }
 
 /**
  * The scheme an element marks by class or attribute, or null.
- * @param {Element} n
+ * @param {Element} element
  * @returns {Scheme|null}
  */
-function markOf(n) {
-  for (const a of MARK_ATTRS) {
-    const v = n.getAttribute(a);
-    if (v === "dark" || v === "light") return v;
+function markOf(element) {
+  for (const attr of MARK_ATTRS) {
+    const value = element.getAttribute(attr);
+    if (value === "dark" || value === "light") return value;
   }
-  if (DARK_CLASSES.some((c) => n.classList.contains(c))) return "dark";
-  if (LIGHT_CLASSES.some((c) => n.classList.contains(c))) return "light";
+  if (DARK_CLASSES.some((cls) => element.classList.contains(cls))) return "dark";
+  if (LIGHT_CLASSES.some((cls) => element.classList.contains(cls))) return "light";
   return null;
 }
 
@@ -174,9 +174,9 @@ export function hostScheme(el) {
     for (const [name, scheme] of VSCODE) if (kind === name || body.classList.contains(name)) return scheme;
   }
   // Before the view is attached its ancestors are not yet body and <html>: look at them too.
-  for (let n = parentOf(el); n; n = parentOf(n)) {
-    const s = markOf(n);
-    if (s) return s;
+  for (let ancestor = parentOf(el); ancestor; ancestor = parentOf(ancestor)) {
+    const scheme = markOf(ancestor);
+    if (scheme) return scheme;
   }
   const marked = (body && markOf(body)) || markOf(html);
   if (marked) return marked;
@@ -219,9 +219,9 @@ export function watchTheme(root, onChange) {
   const doc = root.ownerDocument;
   let key = themeKey(root);
   const check = () => {
-    const k = themeKey(root);
-    if (k === key) return;
-    key = k;
+    const newKey = themeKey(root);
+    if (newKey === key) return;
+    key = newKey;
     onChange();
   };
   if (typeof MutationObserver !== "undefined") {
@@ -236,8 +236,8 @@ export function watchTheme(root, onChange) {
         if (tries-- > 0) raf = requestAnimationFrame(attach);
         return;
       }
-      for (let n = parentOf(root); n && n !== doc.body && n !== doc.documentElement; n = parentOf(n)) {
-        mo.observe(n, { attributes: true, attributeFilter: WATCHED });
+      for (let ancestor = parentOf(root); ancestor && ancestor !== doc.body && ancestor !== doc.documentElement; ancestor = parentOf(ancestor)) {
+        mo.observe(ancestor, { attributes: true, attributeFilter: WATCHED });
       }
       check();
     };
@@ -249,9 +249,9 @@ export function watchTheme(root, onChange) {
   }
   if (typeof matchMedia !== "undefined") {
     const mq = matchMedia("(prefers-color-scheme: dark)");
-    const h = () => onChange();
-    mq.addEventListener?.("change", h);
-    stops.push(() => mq.removeEventListener?.("change", h));
+    const listener = () => onChange();
+    mq.addEventListener?.("change", listener);
+    stops.push(() => mq.removeEventListener?.("change", listener));
   }
-  return () => stops.forEach((f) => f());
+  return () => stops.forEach((stop) => stop());
 }

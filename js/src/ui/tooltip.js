@@ -11,41 +11,41 @@ import { formatDuration, formatNumber } from "../util/format.js";
 /**
  * Plain-data summary of a selection from the payload alone (used for the
  * copy-as-JSON fallback and before the attributes arrive, and by the tooltip).
- * @param {Data} d
- * @param {Hit} h
+ * @param {Data} data
+ * @param {Hit} hit
  */
-export function localSummary(d, h) {
-  const sm = d.meta.samples;
-  if (!("sample" in h)) return {};
-  const s = h.sample;
+export function localSummary(data, hit) {
+  const sm = data.meta.samples;
+  if (!("sample" in hit)) return {};
+  const sample = hit.sample;
   /** @type {Record<string, any>} */
   const out = {
     sample: {
-      row: sampleRowId(d, s),
-      id: sm.sample_index[s] ?? null,
-      group: sm.group_index[s] ?? null,
-      source: sourceOf(d, s),
-      status: statusOf(d, s),
-      reward: Number.isFinite(d.smpReward[s]) ? d.smpReward[s] : null,
-      label: sm.label[s] ?? null,
-      attempts: d.smpAttempts[s],
-      duration: d.smpEnd[s] - d.smpStart[s],
-      trace_id: sm.trace_id[s] ?? null,
+      row: sampleRowId(data, sample),
+      id: sm.sample_index[sample] ?? null,
+      group: sm.group_index[sample] ?? null,
+      source: sourceOf(data, sample),
+      status: statusOf(data, sample),
+      reward: Number.isFinite(data.smpReward[sample]) ? data.smpReward[sample] : null,
+      label: sm.label[sample] ?? null,
+      attempts: data.smpAttempts[sample],
+      duration: data.smpEnd[sample] - data.smpStart[sample],
+      trace_id: sm.trace_id[sample] ?? null,
     },
   };
-  if (h.type === "span" || h.type === "segment") {
-    const i = h.span;
-    out.name = nameOf(d, d.spanName[i]);
-    out.start = d.spanStart[i];
-    out.end = d.spanEnd[i];
-    out.open = !!(d.spanFlags[i] & F_OPEN);
-    out.attempt = d.spanAttempt[i];
-    if (h.type === "segment") out.segment = { name: nameOf(d, d.segName[h.seg]), start: d.segStart[h.seg], end: d.segEnd[h.seg] };
-  } else if (h.type === "event") {
-    out.name = nameOf(d, d.evName[h.ev]);
-    out.ts = d.evTs[h.ev];
-    out.kind = d.evKind[h.ev] === EV_UNMATCHED ? "unmatched end" : "instant";
-    out.count = h.count;
+  if (hit.type === "span" || hit.type === "segment") {
+    const span = hit.span;
+    out.name = nameOf(data, data.spanName[span]);
+    out.start = data.spanStart[span];
+    out.end = data.spanEnd[span];
+    out.open = !!(data.spanFlags[span] & F_OPEN);
+    out.attempt = data.spanAttempt[span];
+    if (hit.type === "segment") out.segment = { name: nameOf(data, data.segName[hit.seg]), start: data.segStart[hit.seg], end: data.segEnd[hit.seg] };
+  } else if (hit.type === "event") {
+    out.name = nameOf(data, data.evName[hit.ev]);
+    out.ts = data.evTs[hit.ev];
+    out.kind = data.evKind[hit.ev] === EV_UNMATCHED ? "unmatched end" : "instant";
+    out.count = hit.count;
   }
   return out;
 }
@@ -53,43 +53,43 @@ export function localSummary(d, h) {
 /**
  * Fill the tooltip for a label, span, segment or event hit.
  * @param {HTMLElement} tt
- * @param {Data} d
- * @param {Hit} h
+ * @param {Data} data
+ * @param {Hit} hit
  */
-export function fillTooltip(tt, d, h) {
+export function fillTooltip(tt, data, hit) {
   tt.replaceChildren();
-  /** @param {string} k @param {string} v */
-  const line = (k, v) => {
+  /** @param {string} label @param {string} value */
+  const line = (label, value) => {
     const row = el("div", "stw-tt-row");
-    row.appendChild(el("span", "stw-tt-k", k));
-    row.appendChild(el("span", "stw-tt-v", v));
+    row.appendChild(el("span", "stw-tt-k", label));
+    row.appendChild(el("span", "stw-tt-v", value));
     tt.appendChild(row);
   };
-  const sum = localSummary(d, h);
-  const s = "sample" in h ? h.sample : -1;
+  const sum = localSummary(data, hit);
+  const sample = "sample" in hit ? hit.sample : -1;
   const sampleLine = () => {
     line("sample", sum.sample.id === null ? `row ${sum.sample.row}` : String(sum.sample.id));
     line("source", sum.sample.source || "—");
   };
-  if (h.type === "label") {
-    tt.appendChild(el("div", "stw-tt-title", sampleLabel(d, s)));
+  if (hit.type === "label") {
+    tt.appendChild(el("div", "stw-tt-title", sampleLabel(data, sample)));
     line("status", sum.sample.status || "—");
     line("reward", sum.sample.reward !== null ? formatNumber(sum.sample.reward) : "—");
     line("duration", formatDuration(sum.sample.duration));
-    line("lanes", String(d.nLanes[s]));
-    if (d.smpOpen[s]) line("open spans", String(d.smpOpen[s]));
+    line("lanes", String(data.nLanes[sample]));
+    if (data.smpOpen[sample]) line("open spans", String(data.smpOpen[sample]));
     const lab = sum.sample.label;
     if (lab) line("label", lab.length > 120 ? lab.slice(0, 120) + "…" : lab);
-    if (d.nLanes[s] > 1) tt.appendChild(el("div", "stw-tt-hint", "click to expand / collapse"));
+    if (data.nLanes[sample] > 1) tt.appendChild(el("div", "stw-tt-hint", "click to expand / collapse"));
     return;
   }
-  if (h.type === "span") {
-    const fl = d.spanFlags[h.span];
+  if (hit.type === "span") {
+    const fl = data.spanFlags[hit.span];
     tt.appendChild(el("div", "stw-tt-title", sum.name));
     sampleLine();
     line("attempt", String(sum.attempt));
-    const p = d.spanParent[h.span];
-    line("parent", p >= 0 ? nameOf(d, d.spanName[p]) : "—");
+    const parent = data.spanParent[hit.span];
+    line("parent", parent >= 0 ? nameOf(data, data.spanName[parent]) : "—");
     line("start", formatDuration(sum.start));
     line(sum.open ? "display end" : "end", formatDuration(sum.end));
     line("duration", formatDuration(sum.end - sum.start));
@@ -98,13 +98,13 @@ export function fillTooltip(tt, d, h) {
     if (fl & F_VIRTUAL) line("PD", "virtual lane");
     return;
   }
-  if (h.type === "segment") {
+  if (hit.type === "segment") {
     const seg = sum.segment;
     tt.appendChild(el("div", "stw-tt-title", `${sum.name} ${seg.name}`));
     sampleLine();
     line("attempt", String(sum.attempt));
-    const p = d.spanParent[h.span];
-    line("parent", p >= 0 ? nameOf(d, d.spanName[p]) : "—");
+    const parent = data.spanParent[hit.span];
+    line("parent", parent >= 0 ? nameOf(data, data.spanName[parent]) : "—");
     line("start", formatDuration(seg.start));
     line("end", formatDuration(seg.end));
     const dur = seg.end - seg.start;
@@ -112,15 +112,15 @@ export function fillTooltip(tt, d, h) {
     line("duration", `${formatDuration(dur)}${vd > 0 ? ` (${((dur / vd) * 100).toFixed(1)}% of ${sum.name})` : ""}`);
     return;
   }
-  if (h.type === "event") {
-    const e = h.ev;
+  if (hit.type === "event") {
+    const ev = hit.ev;
     const unmatched = sum.kind === "unmatched end";
-    if (h.count > 1) {
+    if (hit.count > 1) {
       const counts = new Map();
-      for (const m of h.members) counts.set(nameOf(d, d.evName[m]), (counts.get(nameOf(d, d.evName[m])) || 0) + 1);
-      tt.appendChild(el("div", "stw-tt-title", `${h.count} ${unmatched ? "unmatched ends" : "events"}`));
-      for (const [n, c] of [...counts].slice(0, 8)) line(n, `×${c}`);
-      const ts = h.members.map((m) => d.evTs[m]);
+      for (const member of hit.members) counts.set(nameOf(data, data.evName[member]), (counts.get(nameOf(data, data.evName[member])) || 0) + 1);
+      tt.appendChild(el("div", "stw-tt-title", `${hit.count} ${unmatched ? "unmatched ends" : "events"}`));
+      for (const [name, count] of [...counts].slice(0, 8)) line(name, `×${count}`);
+      const ts = hit.members.map((member) => data.evTs[member]);
       sampleLine();
       line("from", formatDuration(Math.min(...ts)));
       line("to", formatDuration(Math.max(...ts)));
@@ -129,9 +129,9 @@ export function fillTooltip(tt, d, h) {
     }
     tt.appendChild(el("div", "stw-tt-title", unmatched ? `unmatched end: ${sum.name}` : sum.name));
     sampleLine();
-    line("attempt", String(d.evAttempt[e]));
-    const p = d.evParent[e];
-    line("parent", p >= 0 ? nameOf(d, d.spanName[p]) : "—");
+    line("attempt", String(data.evAttempt[ev]));
+    const parent = data.evParent[ev];
+    line("parent", parent >= 0 ? nameOf(data, data.spanName[parent]) : "—");
     line("time", formatDuration(sum.ts));
     if (unmatched) tt.appendChild(el("div", "stw-tt-hint", "an end record whose start is missing"));
   }
@@ -158,40 +158,40 @@ export function placeTooltip(tt, main, clientX, clientY) {
 
 /**
  * Whether two hits name the same item (hover changes repaint only then).
- * @param {Hit|null} a
- * @param {Hit|null} b
+ * @param {Hit|null} first
+ * @param {Hit|null} second
  */
-export function sameHit(a, b) {
-  if (a === b) return true;
-  if (!a || !b || a.type !== b.type) return false;
-  if (a.type === "span" && b.type === "span") return a.span === b.span;
-  if (a.type === "segment" && b.type === "segment") return a.seg === b.seg;
-  if (a.type === "event" && b.type === "event") return a.ev === b.ev && a.count === b.count;
+export function sameHit(first, second) {
+  if (first === second) return true;
+  if (!first || !second || first.type !== second.type) return false;
+  if (first.type === "span" && second.type === "span") return first.span === second.span;
+  if (first.type === "segment" && second.type === "segment") return first.seg === second.seg;
+  if (first.type === "event" && second.type === "event") return first.ev === second.ev && first.count === second.count;
   return false;
 }
 
 /**
- * Point the hover at `h`: the item outlined, the row marked, the tooltip's
+ * Point the hover at `hit`: the item outlined, the row marked, the tooltip's
  * text and place, the pointer's shape. Returns whether the outline or the
  * marked row changed, i.e. whether a repaint is due.
  * @param {{data: Data, hover: Hit|null, hoverRow: number, tooltip: HTMLElement, canvas: HTMLElement, mainEl: HTMLElement}} st
- * @param {Hit|null} h
+ * @param {Hit|null} hit
  * @param {number} clientX
  * @param {number} clientY
  */
-export function pointAt(st, h, clientX, clientY) {
-  const item = h && (h.type === "span" || h.type === "segment" || h.type === "event") ? h : null;
-  const row = h && "row" in h ? h.row : -1;
+export function pointAt(st, hit, clientX, clientY) {
+  const item = hit && (hit.type === "span" || hit.type === "segment" || hit.type === "event") ? hit : null;
+  const row = hit && "row" in hit ? hit.row : -1;
   const same = sameHit(item, st.hover) && row === st.hoverRow;
   st.hover = item;
   st.hoverRow = row;
-  if (!h || (h.type !== "label" && !item)) {
+  if (!hit || (hit.type !== "label" && !item)) {
     st.tooltip.hidden = true;
     st.canvas.style.cursor = "";
     return !same;
   }
-  st.canvas.style.cursor = h.type === "label" ? "pointer" : "";
-  if (!same) fillTooltip(st.tooltip, st.data, h);
+  st.canvas.style.cursor = hit.type === "label" ? "pointer" : "";
+  if (!same) fillTooltip(st.tooltip, st.data, hit);
   placeTooltip(st.tooltip, st.mainEl, clientX, clientY);
   return !same;
 }

@@ -16,10 +16,10 @@ export function followTraits(app) {
   const onPayload = () => app.replacePayload();
   const onViewRange = () => {
     if (app.sync.writing) return;
-    const v = app.sync.get("view_range");
-    if (!validRange(v)) return;
-    if (Math.abs(v[0] - app.view.t0) < 1e-9 && Math.abs(v[1] - app.view.t1) < 1e-9) return;
-    app.setView(v[0], v[1]);
+    const range = app.sync.get("view_range");
+    if (!validRange(range)) return;
+    if (Math.abs(range[0] - app.view.t0) < 1e-9 && Math.abs(range[1] - app.view.t1) < 1e-9) return;
+    app.setView(range[0], range[1]);
   };
   const onSelected = () => {
     if (app.sync.writing) return;

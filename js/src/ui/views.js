@@ -16,15 +16,15 @@ import { FlameView } from "../panels/icicle.js";
 export function attachViews(app, flameEl) {
   const query = new QueryFilter({
     data: () => app.data,
-    apply: (r) => {
-      app.setMasks({ keep: r?.keep ?? null, evKeep: r?.evKeep ?? null, rowKeep: r?.rowKeep ?? null });
+    apply: (result) => {
+      app.setMasks({ keep: result?.keep ?? null, evKeep: result?.evKeep ?? null, rowKeep: result?.rowKeep ?? null });
       app.updateControls();
     },
     status: (st) => {
       app.root.dataset.query = st.state;
       app.controls.setQueryStatus(st);
     },
-    resolve: resolverFor(app.requests, (d) => (d === app.data ? app.sync.get("payload")?.meta?.view_id : undefined)),
+    resolve: resolverFor(app.requests, (data) => (data === app.data ? app.sync.get("payload")?.meta?.view_id : undefined)),
   });
   const diff = new DiffView(app);
   const critical = new CriticalView(app);

@@ -22,9 +22,9 @@ export function defaultSettings() {
   return { filter: "", attempt: -1, attemptMode: "filter", sort: "start", desc: false, showEvents: true, showOpen: true, showUnmatched: true, laneH: 18, expandAll: false, diff: false, diffPair: [0, 1], critical: false, flame: false };
 }
 
-/** @param {any} v */
-export function validRange(v) {
-  return Array.isArray(v) && v.length === 2 && Number.isFinite(v[0]) && Number.isFinite(v[1]) && v[1] > v[0];
+/** @param {any} range */
+export function validRange(range) {
+  return Array.isArray(range) && range.length === 2 && Number.isFinite(range[0]) && Number.isFinite(range[1]) && range[1] > range[0];
 }
 
 /**
@@ -35,24 +35,24 @@ export function validRange(v) {
  */
 export function restoreViewState(st, vs, names) {
   if (!vs || typeof vs !== "object") return;
-  const s = st.settings;
-  if (typeof vs.filter === "string") s.filter = vs.filter;
-  if (Number.isInteger(vs.attempt)) s.attempt = vs.attempt;
-  if (vs.attempt_mode === "highlight" || vs.attempt_mode === "filter") s.attemptMode = vs.attempt_mode;
-  if (SORT_KEYS.includes(vs.sort)) s.sort = vs.sort;
-  if (typeof vs.desc === "boolean") s.desc = vs.desc;
-  if (typeof vs.show_events === "boolean") s.showEvents = vs.show_events;
-  if (typeof vs.show_open === "boolean") s.showOpen = vs.show_open;
-  if (typeof vs.show_unmatched === "boolean") s.showUnmatched = vs.show_unmatched;
-  if (Number.isFinite(vs.lane_height)) s.laneH = Math.max(LANE_MIN, Math.min(LANE_MAX, Math.round(vs.lane_height)));
-  if (typeof vs.expand_all === "boolean") s.expandAll = vs.expand_all;
+  const settings = st.settings;
+  if (typeof vs.filter === "string") settings.filter = vs.filter;
+  if (Number.isInteger(vs.attempt)) settings.attempt = vs.attempt;
+  if (vs.attempt_mode === "highlight" || vs.attempt_mode === "filter") settings.attemptMode = vs.attempt_mode;
+  if (SORT_KEYS.includes(vs.sort)) settings.sort = vs.sort;
+  if (typeof vs.desc === "boolean") settings.desc = vs.desc;
+  if (typeof vs.show_events === "boolean") settings.showEvents = vs.show_events;
+  if (typeof vs.show_open === "boolean") settings.showOpen = vs.show_open;
+  if (typeof vs.show_unmatched === "boolean") settings.showUnmatched = vs.show_unmatched;
+  if (Number.isFinite(vs.lane_height)) settings.laneH = Math.max(LANE_MIN, Math.min(LANE_MAX, Math.round(vs.lane_height)));
+  if (typeof vs.expand_all === "boolean") settings.expandAll = vs.expand_all;
   if (Array.isArray(vs.expanded)) st.expanded = new Set(vs.expanded.filter(Number.isFinite));
   if (Array.isArray(vs.collapsed)) st.collapsed = new Set(vs.collapsed.filter(Number.isFinite));
   if (typeof vs.highlight === "string") st.highlight = names.indexOf(vs.highlight);
-  if (typeof vs.diff === "boolean") s.diff = vs.diff;
-  if (Array.isArray(vs.diff_pair) && vs.diff_pair.length === 2 && vs.diff_pair.every(Number.isInteger)) s.diffPair = [vs.diff_pair[0], vs.diff_pair[1]];
-  if (typeof vs.critical === "boolean") s.critical = vs.critical;
-  if (typeof vs.flame === "boolean") s.flame = vs.flame;
+  if (typeof vs.diff === "boolean") settings.diff = vs.diff;
+  if (Array.isArray(vs.diff_pair) && vs.diff_pair.length === 2 && vs.diff_pair.every(Number.isInteger)) settings.diffPair = [vs.diff_pair[0], vs.diff_pair[1]];
+  if (typeof vs.critical === "boolean") settings.critical = vs.critical;
+  if (typeof vs.flame === "boolean") settings.flame = vs.flame;
   if (typeof vs.flame_path === "string") st.flamePath = vs.flame_path;
 }
 
@@ -65,28 +65,28 @@ export function restoreViewState(st, vs, names) {
  * @param {number} scrollTop
  */
 export function viewStateOf(st, names, view, cursor, scrollTop) {
-  const s = st.settings;
+  const settings = st.settings;
   return {
-    filter: s.filter,
-    attempt: s.attempt,
-    attempt_mode: s.attemptMode,
-    sort: s.sort,
-    desc: s.desc,
-    show_events: s.showEvents,
-    show_open: s.showOpen,
-    show_unmatched: s.showUnmatched,
-    lane_height: s.laneH,
-    expand_all: s.expandAll,
-    expanded: [...st.expanded].sort((a, b) => a - b),
-    collapsed: [...st.collapsed].sort((a, b) => a - b),
+    filter: settings.filter,
+    attempt: settings.attempt,
+    attempt_mode: settings.attemptMode,
+    sort: settings.sort,
+    desc: settings.desc,
+    show_events: settings.showEvents,
+    show_open: settings.showOpen,
+    show_unmatched: settings.showUnmatched,
+    lane_height: settings.laneH,
+    expand_all: settings.expandAll,
+    expanded: [...st.expanded].sort((first, second) => first - second),
+    collapsed: [...st.collapsed].sort((first, second) => first - second),
     highlight: st.highlight >= 0 ? names[st.highlight] ?? null : null,
     view: [view.t0, view.t1],
     cursor: Number.isFinite(cursor) ? cursor : null,
     scroll_top: Math.round(scrollTop),
-    diff: s.diff,
-    diff_pair: [...s.diffPair],
-    critical: s.critical,
-    flame: s.flame,
+    diff: settings.diff,
+    diff_pair: [...settings.diffPair],
+    critical: settings.critical,
+    flame: settings.flame,
     flame_path: st.flamePath,
   };
 }

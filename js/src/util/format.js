@@ -25,30 +25,30 @@ export function formatDuration(sec) {
     return threeSig(sec) + " s";
   }
   if (sec < 3600) {
-    let m = Math.floor(sec / 60);
-    let s = Math.round((sec - m * 60) * 10) / 10;
-    if (s >= 60) {
-      m += 1;
-      s -= 60;
+    let minutes = Math.floor(sec / 60);
+    let seconds = Math.round((sec - minutes * 60) * 10) / 10;
+    if (seconds >= 60) {
+      minutes += 1;
+      seconds -= 60;
     }
-    if (m >= 60) return "1h 00m";
-    return `${m}m ${s.toFixed(1)}s`;
+    if (minutes >= 60) return "1h 00m";
+    return `${minutes}m ${seconds.toFixed(1)}s`;
   }
-  let h = Math.floor(sec / 3600);
-  let m = Math.round((sec - h * 3600) / 60);
-  if (m >= 60) {
-    h += 1;
-    m -= 60;
+  let hours = Math.floor(sec / 3600);
+  let minutes = Math.round((sec - hours * 3600) / 60);
+  if (minutes >= 60) {
+    hours += 1;
+    minutes -= 60;
   }
-  return `${h}h ${String(m).padStart(2, "0")}m`;
+  return `${hours}h ${String(minutes).padStart(2, "0")}m`;
 }
 
 /**
  * A relative time (seconds since the dump start) in the same style.
- * @param {number} t
+ * @param {number} time
  */
-export function formatTime(t) {
-  return formatDuration(t);
+export function formatTime(time) {
+  return formatDuration(time);
 }
 
 /**
@@ -63,16 +63,16 @@ export function formatMs(sec) {
   return ms.toFixed(2) + " ms";
 }
 
-/** @param {number} v */
-function threeSig(v) {
-  if (v >= 100) return Math.round(v).toString();
-  if (v >= 10) return v.toFixed(1);
-  return v.toFixed(2);
+/** @param {number} value */
+function threeSig(value) {
+  if (value >= 100) return Math.round(value).toString();
+  if (value >= 10) return value.toFixed(1);
+  return value.toFixed(2);
 }
 
-/** @param {string} s */
-function trimZeros(s) {
-  return s.includes(".") ? s.replace(/\.?0+$/, "") : s;
+/** @param {string} text */
+function trimZeros(text) {
+  return text.includes(".") ? text.replace(/\.?0+$/, "") : text;
 }
 
 /**
@@ -85,62 +85,62 @@ function trimZeros(s) {
 export function niceStep(pxPerSec, minPx) {
   const raw = minPx / Math.max(pxPerSec, 1e-12);
   if (raw >= 1) {
-    for (const c of COARSE_STEPS) if (c >= raw) return c;
+    for (const step of COARSE_STEPS) if (step >= raw) return step;
     return Math.ceil(raw / 86400) * 86400;
   }
-  const p = Math.pow(10, Math.floor(Math.log10(raw)));
-  for (const m of [1, 2, 5]) if (m * p >= raw * (1 - 1e-9)) return m * p;
-  return 10 * p;
+  const power = Math.pow(10, Math.floor(Math.log10(raw)));
+  for (const multiple of [1, 2, 5]) if (multiple * power >= raw * (1 - 1e-9)) return multiple * power;
+  return 10 * power;
 }
 
 const COARSE_STEPS = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1200, 1800, 3600, 7200, 10800, 21600, 43200, 86400];
 
 /**
- * Label of a tick at time `t` when ticks are `step` apart. Sub-millisecond
+ * Label of a tick at time `time` when ticks are `step` apart. Sub-millisecond
  * steps are labelled as offsets from `base` ("+250 µs").
- * @param {number} t
+ * @param {number} time
  * @param {number} step
  * @param {number} [base]
  * @returns {string}
  */
-export function formatTick(t, step, base = 0) {
+export function formatTick(time, step, base = 0) {
   if (step < 1e-3) {
-    const d = t - base;
-    const v = Math.round(d / step) * step;
-    if (Math.abs(v) < step / 2) return "+0";
-    return "+" + formatDuration(v);
+    const offset = time - base;
+    const rounded = Math.round(offset / step) * step;
+    if (Math.abs(rounded) < step / 2) return "+0";
+    return "+" + formatDuration(rounded);
   }
-  if (Math.abs(t) < step * 1e-6) return "0";
-  const neg = t < 0;
-  const a = Math.abs(t);
+  if (Math.abs(time) < step * 1e-6) return "0";
+  const neg = time < 0;
+  const magnitude = Math.abs(time);
   const sign = neg ? "-" : "";
   if (step >= 3600) {
-    const h = Math.floor(a / 3600 + 1e-9);
-    const m = Math.round((a - h * 3600) / 60);
-    return `${sign}${h}h ${String(m).padStart(2, "0")}m`;
+    const hours = Math.floor(magnitude / 3600 + 1e-9);
+    const minutes = Math.round((magnitude - hours * 3600) / 60);
+    return `${sign}${hours}h ${String(minutes).padStart(2, "0")}m`;
   }
   if (step >= 60) {
-    const h = Math.floor(a / 3600 + 1e-9);
-    const m = Math.round((a - h * 3600) / 60);
-    if (h > 0) return `${sign}${h}h ${String(m).padStart(2, "0")}m`;
-    return `${sign}${m}m`;
+    const hours = Math.floor(magnitude / 3600 + 1e-9);
+    const minutes = Math.round((magnitude - hours * 3600) / 60);
+    if (hours > 0) return `${sign}${hours}h ${String(minutes).padStart(2, "0")}m`;
+    return `${sign}${minutes}m`;
   }
   if (step >= 1) {
-    const total = Math.round(a);
-    const h = Math.floor(total / 3600);
-    const m = Math.floor((total - h * 3600) / 60);
-    const s = total - h * 3600 - m * 60;
-    if (h > 0) return `${sign}${h}h ${String(m).padStart(2, "0")}m ${String(s).padStart(2, "0")}s`;
-    if (m > 0) return `${sign}${m}m ${String(s).padStart(2, "0")}s`;
-    return `${sign}${s} s`;
+    const total = Math.round(magnitude);
+    const hours = Math.floor(total / 3600);
+    const minutes = Math.floor((total - hours * 3600) / 60);
+    const seconds = total - hours * 3600 - minutes * 60;
+    if (hours > 0) return `${sign}${hours}h ${String(minutes).padStart(2, "0")}m ${String(seconds).padStart(2, "0")}s`;
+    if (minutes > 0) return `${sign}${minutes}m ${String(seconds).padStart(2, "0")}s`;
+    return `${sign}${seconds} s`;
   }
   const decimals = Math.max(0, Math.min(6, Math.ceil(-Math.log10(step) - 1e-9)));
-  if (a >= 60) {
-    const m = Math.floor(a / 60 + 1e-9);
-    const s = a - m * 60;
-    return `${sign}${m}m ${Math.abs(s).toFixed(decimals)}s`;
+  if (magnitude >= 60) {
+    const minutes = Math.floor(magnitude / 60 + 1e-9);
+    const seconds = magnitude - minutes * 60;
+    return `${sign}${minutes}m ${Math.abs(seconds).toFixed(decimals)}s`;
   }
-  return `${sign}${a.toFixed(decimals)} s`;
+  return `${sign}${magnitude.toFixed(decimals)} s`;
 }
 
 /**
@@ -149,25 +149,25 @@ export function formatTick(t, step, base = 0) {
  */
 export function formatEpoch(epoch) {
   if (!Number.isFinite(epoch)) return "—";
-  const d = new Date(epoch * 1000);
-  const p2 = (/** @type {number} */ n) => String(n).padStart(2, "0");
+  const date = new Date(epoch * 1000);
+  const p2 = (/** @type {number} */ value) => String(value).padStart(2, "0");
   const ms = String(Math.floor((epoch * 1000) % 1000)).padStart(3, "0");
-  return `${d.getFullYear()}-${p2(d.getMonth() + 1)}-${p2(d.getDate())} ${p2(d.getHours())}:${p2(d.getMinutes())}:${p2(d.getSeconds())}.${ms}`;
+  return `${date.getFullYear()}-${p2(date.getMonth() + 1)}-${p2(date.getDate())} ${p2(date.getHours())}:${p2(date.getMinutes())}:${p2(date.getSeconds())}.${ms}`;
 }
 
 /**
  * Compact number: 1234 -> "1,234"; reward 0.12345 -> "0.123".
- * @param {number} v
+ * @param {number} value
  */
-export function formatNumber(v) {
-  if (v === null || v === undefined || Number.isNaN(v)) return "—";
-  if (!Number.isFinite(v)) return v > 0 ? "inf" : "-inf";
-  if (Number.isInteger(v)) return v.toLocaleString("en-US");
-  const a = Math.abs(v);
-  if (a >= 1000) return Math.round(v).toLocaleString("en-US");
-  if (a >= 1) return trimZeros(v.toFixed(3));
-  if (a >= 1e-3) return trimZeros(v.toFixed(4));
-  return v.toExponential(2);
+export function formatNumber(value) {
+  if (value === null || value === undefined || Number.isNaN(value)) return "—";
+  if (!Number.isFinite(value)) return value > 0 ? "inf" : "-inf";
+  if (Number.isInteger(value)) return value.toLocaleString("en-US");
+  const magnitude = Math.abs(value);
+  if (magnitude >= 1000) return Math.round(value).toLocaleString("en-US");
+  if (magnitude >= 1) return trimZeros(value.toFixed(3));
+  if (magnitude >= 1e-3) return trimZeros(value.toFixed(4));
+  return value.toExponential(2);
 }
 
 /**
