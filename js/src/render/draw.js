@@ -191,7 +191,7 @@ export class Painter {
    */
   paint(scene) {
     const { ctx } = this;
-    const { d: data, L: layout, g: geometry, theme } = scene;
+    const { L: layout, g: geometry, theme } = scene;
     const width = this.w;
     const height = this.h;
     ctx.setTransform(this.dpr, 0, 0, this.dpr, 0, 0);
