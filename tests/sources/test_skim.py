@@ -25,6 +25,7 @@ from slime_trace_widget.sources.dumps.skim import (
     skim_stored_file,
     worth_skimming,
 )
+from slime_trace_widget.sources.dumps.skim_stream import unpickle_skimmed
 from tests.sources.test_wire import FIXTURES, assert_same_frames
 
 
@@ -261,6 +262,27 @@ def test_a_dump_whose_lists_are_too_short_to_cut_streams_on_to_the_plain_result(
     plain = load_dump_file(str(path), "plain")
     assert repr(_without_cut(frames.samples)) == repr(_without_cut(plain.samples))
     assert_same_frames(build_frames(frames), build_frames(plain))
+
+
+def test_the_skim_streams_through_a_pipe_of_a_megabyte(tmp_path: Path) -> None:
+    """With Linux's 64 KiB pipe the skim and the reader took turns every 64 KiB (a
+    612 MB dump's read: 3.1-3.2 s, against 2.5-2.9 s through 1 MiB)."""
+    fcntl = pytest.importorskip("fcntl")
+    if not hasattr(fcntl, "F_GETPIPE_SZ"):
+        pytest.skip("pipe sizes are Linux's")
+    path = tmp_path / "rollout_1.pt"
+    save_dump(path, _samples(60), rollout_id=1)
+    with zipfile.ZipFile(path) as archive:
+        info = archive.getinfo(next(n for n in archive.namelist() if n.endswith("data.pkl")))
+    sizes = []
+
+    def unpickle(stream: io.BufferedReader) -> object:
+        sizes.append(fcntl.fcntl(stream.fileno(), fcntl.F_GETPIPE_SZ))
+        return pickle.load(stream)
+
+    streamed = unpickle_skimmed(str(path), info, unpickle)
+    assert streamed is not None and streamed[1].cuts > 0
+    assert sizes == [1 << 20]
 
 
 def test_a_dump_without_the_keys_where_the_walk_probes_is_not_skimmed(tmp_path: Path) -> None:
