@@ -3,6 +3,8 @@ the frames equal those built in one process, whether the fork succeeds or fails.
 
 from __future__ import annotations
 
+import os
+import time
 from pathlib import Path
 
 import pytest
@@ -79,3 +81,75 @@ def test_small_and_huge_lists_are_not_forked(tmp_path: Path,
     monkeypatch.setattr(forked_attrs, "MAX_FORKED_ROWS", 10)
     build_frames(make_demo_samples(4), attr_tables_forked(str(tmp_path)))
     assert forks == []
+
+
+def test_a_final_table_stays_as_the_frames_file_and_is_not_written_twice(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A frames job's fork writes the span ends' table where the frames go (198 MB for
+    a million records): the job maps it from there and leaves the file as it is."""
+    from slime_trace_widget.sources.dumps import wire
+
+    monkeypatch.setattr(forked_attrs, "MIN_FORKED_ROWS", 0)
+    samples = _samples()
+    forked = build_frames(samples, attr_tables_forked(str(tmp_path), final=True))
+    own_file = wire.table_file(str(tmp_path), "span_end_attrs")
+    assert forked.span_end_attrs.file == own_file
+    assert [path.name for path in tmp_path.iterdir()] == ["span_end_attrs.arrow"]
+    written: list[str] = []
+    real_write = wire.write_table
+
+    def watched(table: object, path: str) -> None:
+        written.append(os.path.basename(path))
+        real_write(table, path)
+
+    monkeypatch.setattr(wire, "write_table", watched)
+    wire.write_frames(forked, str(tmp_path))
+    assert "span_end_attrs.arrow" not in written
+    assert {"span_start_attrs.arrow", "event_attrs.arrow", "samples.arrow"} <= set(written)
+    here = build_frames(samples)
+    read_back = wire.read_frames(str(tmp_path))
+    assert_same_frames(read_back, here)
+    _assert_same_attrs(read_back, here)
+
+
+def test_a_final_table_the_fork_failed_is_built_and_written_by_the_job(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from slime_trace_widget.sources.dumps import wire
+
+    monkeypatch.setattr(forked_attrs, "MIN_FORKED_ROWS", 0)
+
+    def broken_write(table: object, path: str) -> None:
+        with open(path, "wb") as stream:
+            stream.write(b"ARROW1 cut short")
+        raise OSError("disk full")
+
+    monkeypatch.setattr(forked_attrs, "write_table", broken_write)  # in the fork only
+    samples = _samples()
+    forked = build_frames(samples, attr_tables_forked(str(tmp_path), final=True))
+    assert forked.span_end_attrs.file is None
+    assert list(tmp_path.iterdir()) == []  # the fork's partial file is gone
+    wire.write_frames(forked, str(tmp_path))
+    here = build_frames(samples)
+    _assert_same_attrs(wire.read_frames(str(tmp_path)), here)
+
+
+def test_the_job_does_not_wait_for_the_fork_to_end(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its table is complete once its line arrives; ending a process that shared a big
+    heap takes 0.03 s more, so the job only looks (WNOHANG) and a thread reaps it."""
+    monkeypatch.setattr(forked_attrs, "MIN_FORKED_ROWS", 0)
+    calls: list[tuple[int, int]] = []
+    real_waitpid = os.waitpid
+
+    def watched(pid: int, options: int) -> tuple[int, int]:
+        calls.append((pid, options))
+        return real_waitpid(pid, options)
+
+    monkeypatch.setattr(os, "waitpid", watched)
+    build_frames(_samples(), attr_tables_forked(str(tmp_path)))
+    pid, options = calls[0]
+    assert options == os.WNOHANG
+    deadline = time.monotonic() + 120  # a hang guard, not a timing
+    while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
+        time.sleep(0.05)  # a zombie keeps its /proc entry until it is reaped
+    assert not os.path.exists(f"/proc/{pid}"), "the fork was never reaped"

@@ -28,7 +28,7 @@ from ...frames.model import TraceFrames
 
 __all__ = ["ATTR_TABLES", "CORE_TABLES", "WireError", "check_references", "checked_attrs",
            "decode_table", "encode_table", "meta_of", "parse_meta", "read_frames", "read_table",
-           "write_frames", "write_table"]
+           "table_file", "write_frames", "write_table"]
 
 CORE_TABLES = ("samples", "span_core", "event_core", "segments")
 ATTR_TABLES = ("span_start_attrs", "span_end_attrs", "event_attrs")
@@ -48,9 +48,11 @@ class WireError(ValueError):
 def write_frames(frames: TraceFrames, directory: str) -> None:
     """Write ``frames`` into ``directory`` (one ``.arrow`` file per table, and meta.json)."""
     for name in CORE_TABLES:
-        write_table(encode_table(getattr(frames, name)), os.path.join(directory, f"{name}.arrow"))
+        write_table(encode_table(getattr(frames, name)), table_file(directory, name))
     for name in ATTR_TABLES:
-        write_table(getattr(frames, name).table, os.path.join(directory, f"{name}.arrow"))
+        attrs, path = getattr(frames, name), table_file(directory, name)
+        if attrs.file != path:  # else mapped from that very file: written already
+            write_table(attrs.table, path)
     with open(os.path.join(directory, _META), "w", encoding="utf-8") as stream:
         json.dump(meta_of(frames), stream)
 
@@ -60,6 +62,11 @@ def meta_of(frames: TraceFrames) -> dict[str, Any]:
     return {"paths": frames.paths, "rollout_ids": frames.rollout_ids,
             "warnings": dict(frames.warnings), "t0": _number(frames.t0),
             "t1": _number(frames.t1)}
+
+
+def table_file(directory: str, name: str) -> str:
+    """Where the table ``name`` of the frames in ``directory`` is."""
+    return os.path.join(directory, f"{name}.arrow")
 
 
 def write_table(table: pa.Table, path: str) -> None:
@@ -103,7 +110,7 @@ def read_frames(directory: str, mapped: bool = False) -> TraceFrames:
     """The frames a worker wrote into ``directory``; WireError when anything is off.
     ``mapped``: the columns point into memory maps of the files (for files in memory
     already, a tmpfs), else into one read copy of each."""
-    tables = {name: read_table(os.path.join(directory, f"{name}.arrow"), mapped) for name in
+    tables = {name: read_table(table_file(directory, name), mapped) for name in
               (*CORE_TABLES, *ATTR_TABLES)}
     frames_parts: dict[str, Any] = {}
     for name in CORE_TABLES:

@@ -159,6 +159,8 @@ def _read_and_flatten(request: dict) -> TraceFrames:
     _keep_until_exit(loaded)
     if not spare_core:
         return build_frames(loaded)
+    if request["job"] == "frames":  # the fork's table goes where the frames go
+        return build_frames(loaded, attr_tables_forked(request["out"], final=True))
     scratch = tempfile.mkdtemp(prefix="slime-trace-attrs-")
     try:
         return build_frames(loaded, attr_tables_forked(scratch))
