@@ -17,6 +17,7 @@ import threading
 import time
 import weakref
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -358,18 +359,16 @@ def test_each_dumps_frames_are_read_once_its_job_ends_while_the_next_one_runs(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """With more dumps than helpers, the caller reads a finished dump's frames while the
     helper already loads the next, not all of them after the last job (8 dumps of 62 MB:
-    0.3 s of reading moved off the end)."""
-    from slime_trace_widget.sources.dumps import wire
-
-    paths = []
-    for rollout in (1, 2, 3):
-        paths.append(tmp_path / f"rollout_{rollout}.pt")
-        torch.save({"rollout_id": rollout, "samples": [benign_sample() for _ in range(20)]},
-                   paths[-1])
+    0.3 s of reading moved off the end). Here the third job is only sent once the first
+    dump's frames are read: reading at the end would never get there."""
+    paths = _small_dumps(tmp_path, 3)
     steps: list[str] = []
-    real_send, real_conclude, real_read = pool._Worker.send, pool._conclude, wire.read_frames
+    first_read = threading.Event()
+    real_send, real_conclude = pool._Worker.send, pool._conclude
 
     def send(self: pool._Worker, job: pool._Job) -> None:
+        if Path(job.name).stem == "rollout_3":
+            assert first_read.wait(120), "the first dump was not read before the last job"
         steps.append(f"sent {Path(job.name).stem}")
         real_send(self, job)
 
@@ -378,17 +377,69 @@ def test_each_dumps_frames_are_read_once_its_job_ends_while_the_next_one_runs(
         steps.append(f"ended {Path(worker.job.name).stem}")
         real_conclude(worker, verdict, *args, **kwargs)
 
-    def read(out: str, **kwargs: object) -> object:
+    def on_read(out: str) -> None:
         steps.append(f"read {Path(out).name}")
-        return real_read(out, **kwargs)
+        first_read.set()
 
+    _watch_reads(monkeypatch, on_read)
     monkeypatch.setattr(pool._Worker, "send", send)
     monkeypatch.setattr(pool, "_conclude", conclude)
-    monkeypatch.setattr(wire, "read_frames", read)
     frames = load_frames(paths, workers=1)
     assert frames.rollout_ids == [1, 2, 3]
-    assert steps == ["sent rollout_1", "ended rollout_1", "sent rollout_2", "read 0",
-                     "ended rollout_2", "sent rollout_3", "read 1", "ended rollout_3", "read 2"]
+    main_thread = [step for step in steps if not step.startswith("read")]
+    assert main_thread == ["sent rollout_1", "ended rollout_1", "sent rollout_2",
+                           "ended rollout_2", "sent rollout_3", "ended rollout_3"]
+    assert [step for step in steps if step.startswith("read")] == ["read 0", "read 1", "read 2"]
+    assert steps.index("read 0") < steps.index("sent rollout_3")
+
+
+def test_a_helper_that_ends_while_frames_are_read_gets_its_next_job_at_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Frames are read in a thread of their own: were they read where the verdicts are
+    handled, a helper ending during a read would wait for it (up to 0.16 s per read on
+    8 dumps of 62 MB). The first read here waits until the fourth job is sent, which
+    the other helper's verdict can only bring while that read is under way."""
+    paths = _small_dumps(tmp_path, 4)
+    fourth_sent = threading.Event()
+    waited: list[bool] = []
+    real_send = pool._Worker.send
+
+    def send(self: pool._Worker, job: pool._Job) -> None:
+        real_send(self, job)
+        if Path(job.name).stem == "rollout_4":
+            fourth_sent.set()
+
+    def on_read(out: str) -> None:
+        if not waited:
+            waited.append(fourth_sent.wait(60))
+
+    _watch_reads(monkeypatch, on_read)
+    monkeypatch.setattr(pool._Worker, "send", send)
+    frames = load_frames(paths, workers=2)
+    assert frames.rollout_ids == [1, 2, 3, 4]
+    assert waited == [True]
+
+
+def _small_dumps(folder: Path, count: int) -> list[Path]:
+    paths = []
+    for rollout in range(1, count + 1):
+        paths.append(folder / f"rollout_{rollout}.pt")
+        torch.save({"rollout_id": rollout, "samples": [benign_sample() for _ in range(20)]},
+                   paths[-1])
+    return paths
+
+
+def _watch_reads(monkeypatch: pytest.MonkeyPatch, on_read: Callable[[str], None]) -> None:
+    """Call ``on_read(folder)`` before each of the caller's reads of a worker's frames."""
+    from slime_trace_widget.sources.dumps import wire
+
+    real_read = wire.read_frames
+
+    def read(out: str, **kwargs: object) -> object:
+        on_read(out)
+        return real_read(out, **kwargs)
+
+    monkeypatch.setattr(wire, "read_frames", read)
 
 
 def test_every_dump_failing_is_a_dump_error(tmp_path: Path) -> None:
