@@ -22,6 +22,21 @@ def _assert_same_attrs(one, other) -> None:
         assert getattr(one, name).table.equals(getattr(other, name).table), name
 
 
+def watch_table_writes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The file names ``wire.write_table`` writes from now on, in order."""
+    from slime_trace_widget.sources.dumps import wire
+
+    written: list[str] = []
+    real_write = wire.write_table
+
+    def watched(table: object, path: str) -> None:
+        written.append(os.path.basename(path))
+        real_write(table, path)
+
+    monkeypatch.setattr(wire, "write_table", watched)
+    return written
+
+
 def _samples() -> list[dict]:
     samples = make_demo_samples(40, seed=9, pd_share=1.0, extra_attrs=6)
     end = next(event for event in samples[3]["trace"]["events"] if event["type"] == "span_end")
@@ -95,14 +110,7 @@ def test_a_final_table_stays_as_the_frames_file_and_is_not_written_twice(
     own_file = wire.table_file(str(tmp_path), "span_end_attrs")
     assert forked.span_end_attrs.file == own_file
     assert [path.name for path in tmp_path.iterdir()] == ["span_end_attrs.arrow"]
-    written: list[str] = []
-    real_write = wire.write_table
-
-    def watched(table: object, path: str) -> None:
-        written.append(os.path.basename(path))
-        real_write(table, path)
-
-    monkeypatch.setattr(wire, "write_table", watched)
+    written = watch_table_writes(monkeypatch)
     wire.write_frames(forked, str(tmp_path))
     assert "span_end_attrs.arrow" not in written
     assert {"span_start_attrs.arrow", "event_attrs.arrow", "samples.arrow"} <= set(written)

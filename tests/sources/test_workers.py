@@ -551,18 +551,11 @@ def test_a_frames_jobs_fork_writes_the_span_ends_table_into_the_frames_folder(
     """With a spare core, the fork's file is the frames' own: the job writes every other
     table and the caller reads frames equal to those of a job without the fork."""
     from slime_trace_widget.sources.dumps import forked_attrs, wire
-    from tests.sources.test_forked_attrs import _assert_same_attrs
+    from tests.sources.test_forked_attrs import _assert_same_attrs, watch_table_writes
     from tests.sources.test_wire import assert_same_frames
 
     monkeypatch.setattr(forked_attrs, "MIN_FORKED_ROWS", 0)
-    written: list[str] = []
-    real_write = wire.write_table
-
-    def watched(table: object, path: str) -> None:
-        written.append(os.path.basename(path))
-        real_write(table, path)
-
-    monkeypatch.setattr(wire, "write_table", watched)
+    written = watch_table_writes(monkeypatch)
     outs = {}
     for spare_core in (True, False):
         outs[spare_core] = tmp_path / str(spare_core)
