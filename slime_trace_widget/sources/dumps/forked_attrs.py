@@ -26,14 +26,14 @@ from collections import Counter
 from collections.abc import Callable
 
 from ...frames.attr_columns import AttrTable
-from .wire import read_table, table_file, write_table
+from .wire import ATTR_TABLES, read_table, table_file, write_table
 
 __all__ = ["attr_tables_forked"]
 
-#: Which of the three lists (span starts, span ends, events) the fork takes, and the
-#: name of its table among the frames' (``wire.ATTR_TABLES``).
+#: Which of the three lists (span starts, span ends, events: the order of
+#: ``wire.ATTR_TABLES``) the fork takes, and so the name of its table.
 _FORKED = 1
-_FORKED_NAME = "span_end_attrs"
+_FORKED_NAME = ATTR_TABLES[_FORKED]
 #: Lists of fewer rows are built in the job itself: forking would cost more. So are
 #: lists of more rows than the maximum: after the fork, every object the job touches
 #: (a reference count is a write) copies its page, and on a heap of gigabytes that
