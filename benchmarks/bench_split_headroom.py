@@ -31,7 +31,7 @@ from demo_dumps import SHAPES, demo_dump
 from slime_trace_widget.frames.build import build_frames, cyclic_gc_paused
 from slime_trace_widget.frames.samples import sample_fields
 from slime_trace_widget.sources.dumps.files import load_dump_file
-from slime_trace_widget.sources.dumps.forked_attrs import attr_tables_forked
+from slime_trace_widget.sources.dumps.forked_attrs import ForkedAttrTables
 from slime_trace_widget.sources.dumps.wire import read_frames, write_frames
 from slime_trace_widget.sources.dumps.worker import _drop_unread_fields
 
@@ -76,7 +76,7 @@ def flatten_as_the_worker(samples: list) -> float:
     scratch = tempfile.mkdtemp(prefix="split-headroom-")
     try:
         began = time.perf_counter()
-        build_frames({"samples": samples}, attr_tables_forked(scratch))
+        build_frames({"samples": samples}, ForkedAttrTables(scratch))
         return time.perf_counter() - began
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Sequence
 from itertools import chain
 from operator import itemgetter
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -32,7 +32,7 @@ from ..values import (
     short_text,
 )
 
-__all__ = ["ATTR_PREFIX", "MAX_ATTR_COLUMNS", "AttrTable"]
+__all__ = ["ATTR_PREFIX", "MAX_ATTR_COLUMNS", "AttrTable", "AttrTableBuilder"]
 
 MAX_ATTR_COLUMNS = 500
 ATTR_PREFIX = "attr."
@@ -57,40 +57,9 @@ class AttrTable:
     def from_dicts(cls, dicts: list[dict | None], warnings: Counter[str] | None = None
                    ) -> AttrTable:
         """Columns for ``dicts`` (None or {} for a row without attributes)."""
-        dicts, groups = _group_by_keys(dicts)
-        frequency: Counter[str] = Counter()
-        for keys, members in groups.items():
-            for key in keys:
-                frequency[key] += len(members)
-        kept = {key for key, _ in frequency.most_common(MAX_ATTR_COLUMNS)}
-        if len(frequency) > MAX_ATTR_COLUMNS and warnings is not None:
-            warnings["attr_columns_capped"] += len(frequency) - MAX_ATTR_COLUMNS
-        pieces: dict[str, list[tuple[np.ndarray, Sequence]]] = {}
-        overflow: dict[int, dict] = {}
-        for keys, members in groups.items():
-            wanted = [key for key in keys if key in kept]
-            rows = list(map(dicts.__getitem__, members))
-            if len(wanted) < len(keys):
-                for position, row in zip(members, rows, strict=True):
-                    overflow[position] = {k: v for k, v in row.items() if k not in kept}
-            if not wanted:
-                continue
-            index = np.asarray(members, dtype=np.int64)
-            for key, column_values in zip(wanted, _transposed(rows, keys, wanted), strict=True):
-                pieces.setdefault(key, []).append((index, column_values))
-        n = len(dicts)
-        fields, arrays, none_keys = [], [], {}
-        for key in sorted(pieces, key=lambda k: -frequency[k]):
-            array, is_json = _column(pieces[key], n, key, none_keys)
-            fields.append(pa.field(key, array.type, metadata={_JSON_FIELD: b"1"} if is_json
-                                   else None))
-            arrays.append(array)
-        for name, rows_json in ((_NONE_KEYS, none_keys), (_OVERFLOW, _json_rows(overflow))):
-            if rows_json:
-                fields.append(pa.field(name, pa.string()))
-                arrays.append(_sparse_text(rows_json, n))
-        return cls(pa.Table.from_arrays(arrays, schema=pa.schema(fields)) if arrays
-                   else _empty(n))
+        builder = AttrTableBuilder()
+        builder.add(dicts)
+        return builder.table(warnings)
 
     @classmethod
     def concat(cls, parts: list[AttrTable]) -> AttrTable:
@@ -160,6 +129,84 @@ class AttrTable:
 
     def column(self, key: str) -> pa.ChunkedArray:
         return self.table.column(key)
+
+
+class AttrTableBuilder:
+    """One :class:`AttrTable` from rows given in parts, the same table ``from_dicts``
+    makes of all the parts end to end.
+
+    Each part is grouped by key tuple and its values transposed as it comes, so the
+    work on a first part can run while later parts are still being made (the worker
+    forks on the real spans' end attributes before the PD spans' exist). Column
+    order, types, the cap and the per-row ``_none_keys``/``_overflow`` are decided
+    in :meth:`table`, over every part, in the order one pass would see them: parts
+    in order, groups in first-seen order within each.
+    """
+
+    def __init__(self) -> None:
+        self._parts: list[_Part] = []
+        self._rows = 0
+
+    def add(self, dicts: list[dict | None]) -> None:
+        """The next rows: ``dicts`` (None or {} for a row without attributes)."""
+        dicts, groups = _group_by_keys(dicts)
+        values = {}
+        for keys, members in groups.items():
+            # Every key is wanted unless the cap applies, which only ``table`` can
+            # tell: it transposes the rows again for the few keys it keeps.
+            values[keys] = _transposed(list(map(dicts.__getitem__, members)), keys, list(keys))
+        self._parts.append(_Part(self._rows, dicts, groups, values))
+        self._rows += len(dicts)
+
+    def table(self, warnings: Counter[str] | None = None) -> AttrTable:
+        """The table of every row added so far."""
+        frequency: Counter[str] = Counter()
+        for part in self._parts:
+            for keys, members in part.groups.items():
+                for key in keys:
+                    frequency[key] += len(members)
+        capped = len(frequency) > MAX_ATTR_COLUMNS
+        kept = {key for key, _ in frequency.most_common(MAX_ATTR_COLUMNS)}
+        if capped and warnings is not None:
+            warnings["attr_columns_capped"] += len(frequency) - MAX_ATTR_COLUMNS
+        pieces: dict[str, list[tuple[np.ndarray, Sequence]]] = {}
+        overflow: dict[int, dict] = {}
+        for part in self._parts:
+            for keys, members in part.groups.items():
+                index = np.asarray(members, dtype=np.int64) + part.offset
+                wanted = [key for key in keys if key in kept] if capped else list(keys)
+                if len(wanted) < len(keys):
+                    rows = list(map(part.dicts.__getitem__, members))
+                    for position, row in zip(index.tolist(), rows, strict=True):
+                        overflow[position] = {k: v for k, v in row.items() if k not in kept}
+                    columns = _transposed(rows, keys, wanted) if wanted else []
+                else:
+                    columns = part.values[keys]
+                for key, column_values in zip(wanted, columns, strict=True):
+                    pieces.setdefault(key, []).append((index, column_values))
+        n = self._rows
+        fields, arrays, none_keys = [], [], {}
+        for key in sorted(pieces, key=lambda k: -frequency[k]):
+            array, is_json = _column(pieces[key], n, key, none_keys)
+            fields.append(pa.field(key, array.type, metadata={_JSON_FIELD: b"1"} if is_json
+                                   else None))
+            arrays.append(array)
+        for name, rows_json in ((_NONE_KEYS, none_keys), (_OVERFLOW, _json_rows(overflow))):
+            if rows_json:
+                fields.append(pa.field(name, pa.string()))
+                arrays.append(_sparse_text(rows_json, n))
+        return AttrTable(pa.Table.from_arrays(arrays, schema=pa.schema(fields)) if arrays
+                         else _empty(n))
+
+
+class _Part(NamedTuple):
+    """The rows of one ``AttrTableBuilder.add``: where they start among all rows, the
+    dicts (text-keyed where needed), positions by key tuple, values by key tuple."""
+
+    offset: int
+    dicts: list[dict | None]
+    groups: dict[tuple, list[int]]
+    values: dict[tuple, list[Sequence]]
 
 
 def merged_attr_frame(start: AttrTable, end: AttrTable, index: pd.Index) -> pd.DataFrame:

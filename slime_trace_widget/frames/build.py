@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import gc
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -41,22 +41,47 @@ EVENT_KINDS = ["instant", "unmatched_end"]
 PD_FORMS = ["children", "attrs"]
 
 
-#: Starts turning the attribute dicts of span starts, span ends and events into
-#: tables, and returns what finishes it: the three tables, in that order. Flattening
-#: does other work between the two calls, so an implementation may run part of it
-#: elsewhere (the worker builds the span ends' table in a forked process).
-AttrTablesJob = Callable[[list[list], Counter[str]], Callable[[], list[AttrTable]]]
+class AttrTablesHere:
+    """Turns the attribute dicts of span starts, span ends and events into tables, in
+    this process, once flattening has made every list.
+
+    Flattening tells it twice: first the real spans' end attributes, with which the
+    span ends' list begins, then every list once the PD spans' are known. A
+    subclass may start on the first part at once and elsewhere (the worker's
+    ``ForkedAttrTables`` builds the span ends' table in a forked process).
+    """
+
+    def __init__(self) -> None:
+        self._lists: list[list] = []
+        self._warnings: Counter[str] = Counter()
+
+    def span_ends_begin(self, real_end_attrs: list[dict | None]) -> None:
+        """The span ends' list starts with ``real_end_attrs``; here, nothing to do yet."""
+
+    def lists_complete(self, lists: list[list], warnings: Counter[str]) -> None:
+        """Span starts, span ends (real, then virtual) and events are all known."""
+        self._lists, self._warnings = lists, warnings
+
+    def tables(self) -> list[AttrTable]:
+        """The three tables, in the order of the lists."""
+        return [AttrTable.from_dicts(dicts, self._warnings) for dicts in self._lists]
+
+    def cancel(self) -> None:
+        """Flattening failed before ``tables``: drop whatever was started."""
 
 
-def attr_tables_here(lists: list[list], warnings: Counter[str]) -> Callable[[], list[AttrTable]]:
-    """The :data:`AttrTablesJob` that builds every table in this process, when finished."""
-    return lambda: [AttrTable.from_dicts(dicts, warnings) for dicts in lists]
+def build_frames(source: Any, attr_tables: AttrTablesHere | None = None) -> TraceFrames:
+    """Flatten dumps: a ``LoadedDump``, a list of them, a dump dict or a list of samples.
 
-
-def build_frames(source: Any, attr_tables: AttrTablesJob = attr_tables_here) -> TraceFrames:
-    """Flatten dumps: a ``LoadedDump``, a list of them, a dump dict or a list of samples."""
+    ``attr_tables`` builds the attribute tables, each call a fresh one.
+    """
+    attr_tables = attr_tables or AttrTablesHere()
     with cyclic_gc_paused():
-        return _build_frames(source, attr_tables)
+        try:
+            return _build_frames(source, attr_tables)
+        except BaseException:
+            attr_tables.cancel()
+            raise
 
 
 @contextmanager
@@ -77,7 +102,7 @@ def cyclic_gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _build_frames(source: Any, attr_tables: AttrTablesJob) -> TraceFrames:
+def _build_frames(source: Any, attr_tables: AttrTablesHere) -> TraceFrames:
     dumps = _as_dump_list(source)
     records = RecordColumns()
     fields: list[SampleFields] = []
@@ -92,7 +117,9 @@ def _build_frames(source: Any, attr_tables: AttrTablesJob) -> TraceFrames:
                 read_carrier(len(fields), info.events, records)
             fields.append(info)
     warnings.update(records.warnings)
-    span_cols = _span_columns(records)
+    real_end_attrs = _span_end_attrs(records)
+    attr_tables.span_ends_begin(real_end_attrs)
+    span_cols = _span_columns(records, real_end_attrs)
     event_cols = _event_columns(records)
     first, last, top_attempt = _row_extents(len(fields), span_cols, event_cols)
     pd_detail = find_pd_detail(span_cols["names"], span_cols["parents"])
@@ -101,13 +128,13 @@ def _build_frames(source: Any, attr_tables: AttrTablesJob) -> TraceFrames:
                                   _pd_summaries(event_cols), pd_detail)
     start_attrs = span_cols["start_attrs"] + [None] * len(virtual.generation)
     end_attrs = span_cols["end_attrs"] + virtual.attrs
-    # The attribute lists are complete: their tables may start (elsewhere) while the
-    # span table is built here.
-    finish_attrs = attr_tables([start_attrs, end_attrs, event_cols["attrs"]], warnings)
+    # Every attribute list is complete: their tables may be built (elsewhere) while
+    # the span table is built here.
+    attr_tables.lists_complete([start_attrs, end_attrs, event_cols["attrs"]], warnings)
     spans, segments = _span_table(span_cols, virtual, pd_detail, end_attrs, last, warnings)
     events = _event_table(event_cols, spans)
     samples = _sample_table(fields, first, last, top_attempt, spans, events)
-    start_table, end_table, event_table = finish_attrs()
+    start_table, end_table, event_table = attr_tables.tables()
     finite = np.isfinite(first)
     return TraceFrames(
         samples=samples,
@@ -156,16 +183,21 @@ def _dump_dict(dump: Any) -> dict[str, Any]:
 # --------------------------------------------------------------------------- columns
 
 
-def _span_columns(records: RecordColumns) -> dict[str, Any]:
+def _span_end_attrs(records: RecordColumns) -> list[dict | None]:
+    """Each span's end attribute dict, in span order (None where it has no end)."""
+    end_attrs = np.full(len(records.span_row), None, dtype=object)
+    end_attrs[np.asarray(records.end_span, dtype=np.int64)] = _object_array(records.end_attrs)
+    return end_attrs.tolist()
+
+
+def _span_columns(records: RecordColumns, end_attrs: list[dict | None]) -> dict[str, Any]:
     """Span columns as numpy arrays, with the paired ends scattered into place."""
     n = len(records.span_row)
     ends = np.full(n, np.nan)
     end_attempts = np.full(n, -1, dtype=np.int64)
-    end_attrs = np.full(n, None, dtype=object)
     index = np.asarray(records.end_span, dtype=np.int64)
     ends[index] = records.end_ts
     end_attempts[index] = records.end_attempt
-    end_attrs[index] = _object_array(records.end_attrs)
     return {
         "rows": np.asarray(records.span_row, dtype=np.int64),
         "names": _categorical(records.span_name),
@@ -177,7 +209,7 @@ def _span_columns(records: RecordColumns) -> dict[str, Any]:
         "attempts": np.asarray(records.span_attempt, dtype=np.int64),
         "end_attempts": end_attempts,
         "start_attrs": records.span_attrs,
-        "end_attrs": end_attrs.tolist(),
+        "end_attrs": end_attrs,
     }
 
 

@@ -13,7 +13,7 @@ from slime_trace_widget.demo import make_demo_samples
 from slime_trace_widget.frames import build_frames
 from slime_trace_widget.frames.attr_columns import MAX_ATTR_COLUMNS
 from slime_trace_widget.sources.dumps import forked_attrs
-from slime_trace_widget.sources.dumps.forked_attrs import attr_tables_forked
+from slime_trace_widget.sources.dumps.forked_attrs import ForkedAttrTables
 from tests.sources.test_wire import assert_same_frames
 
 
@@ -49,7 +49,7 @@ def test_the_forked_table_equals_the_one_built_here(tmp_path: Path,
     monkeypatch.setattr(forked_attrs, "MIN_FORKED_ROWS", 0)
     samples = _samples()
     here = build_frames(samples)
-    forked = build_frames(samples, attr_tables_forked(str(tmp_path)))
+    forked = build_frames(samples, ForkedAttrTables(str(tmp_path)))
     assert_same_frames(forked, here)
     _assert_same_attrs(forked, here)
     assert forked.warnings["attr_columns_capped"] == here.warnings["attr_columns_capped"] > 0
@@ -70,7 +70,7 @@ def test_the_forked_table_is_mapped_not_copied_and_outlives_its_file(
 
     monkeypatch.setattr(forked_attrs, "read_table", watched)
     samples = _samples()
-    forked = build_frames(samples, attr_tables_forked(str(tmp_path)))
+    forked = build_frames(samples, ForkedAttrTables(str(tmp_path)))
     assert reads == [True]
     assert list(tmp_path.iterdir()) == []
     _assert_same_attrs(forked, build_frames(samples))
@@ -81,7 +81,7 @@ def test_a_fork_that_fails_leaves_the_table_to_the_job(tmp_path: Path,
     monkeypatch.setattr(forked_attrs, "MIN_FORKED_ROWS", 0)
     samples = _samples()
     missing = tmp_path / "gone"  # the fork cannot write there and exits 1
-    forked = build_frames(samples, attr_tables_forked(str(missing)))
+    forked = build_frames(samples, ForkedAttrTables(str(missing)))
     here = build_frames(samples)
     assert_same_frames(forked, here)
     _assert_same_attrs(forked, here)
@@ -90,11 +90,11 @@ def test_a_fork_that_fails_leaves_the_table_to_the_job(tmp_path: Path,
 def test_small_and_huge_lists_are_not_forked(tmp_path: Path,
                                             monkeypatch: pytest.MonkeyPatch) -> None:
     forks = []
-    monkeypatch.setattr(forked_attrs, "_fork", lambda *args: forks.append(args))
-    build_frames(make_demo_samples(4), attr_tables_forked(str(tmp_path)))
+    monkeypatch.setattr(forked_attrs, "_start_fork", lambda *args: forks.append(args))
+    build_frames(make_demo_samples(4), ForkedAttrTables(str(tmp_path)))
     monkeypatch.setattr(forked_attrs, "MIN_FORKED_ROWS", 0)
     monkeypatch.setattr(forked_attrs, "MAX_FORKED_ROWS", 10)
-    build_frames(make_demo_samples(4), attr_tables_forked(str(tmp_path)))
+    build_frames(make_demo_samples(4), ForkedAttrTables(str(tmp_path)))
     assert forks == []
 
 
@@ -106,7 +106,7 @@ def test_a_final_table_stays_as_the_frames_file_and_is_not_written_twice(
 
     monkeypatch.setattr(forked_attrs, "MIN_FORKED_ROWS", 0)
     samples = _samples()
-    forked = build_frames(samples, attr_tables_forked(str(tmp_path), final=True))
+    forked = build_frames(samples, ForkedAttrTables(str(tmp_path), final=True))
     own_file = wire.table_file(str(tmp_path), "span_end_attrs")
     assert forked.span_end_attrs.file == own_file
     assert [path.name for path in tmp_path.iterdir()] == ["span_end_attrs.arrow"]
@@ -133,7 +133,7 @@ def test_a_final_table_the_fork_failed_is_built_and_written_by_the_job(
 
     monkeypatch.setattr(forked_attrs, "write_table", broken_write)  # in the fork only
     samples = _samples()
-    forked = build_frames(samples, attr_tables_forked(str(tmp_path), final=True))
+    forked = build_frames(samples, ForkedAttrTables(str(tmp_path), final=True))
     assert forked.span_end_attrs.file is None
     assert list(tmp_path.iterdir()) == []  # the fork's partial file is gone
     wire.write_frames(forked, str(tmp_path))
@@ -154,10 +154,120 @@ def test_the_job_does_not_wait_for_the_fork_to_end(tmp_path: Path,
         return real_waitpid(pid, options)
 
     monkeypatch.setattr(os, "waitpid", watched)
-    build_frames(_samples(), attr_tables_forked(str(tmp_path)))
+    build_frames(_samples(), ForkedAttrTables(str(tmp_path)))
     pid, options = calls[0]
     assert options == os.WNOHANG
     deadline = time.monotonic() + 120  # a hang guard, not a timing
     while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
         time.sleep(0.05)  # a zombie keeps its /proc entry until it is reaped
     assert not os.path.exists(f"/proc/{pid}"), "the fork was never reaped"
+
+
+def _watch_forks(monkeypatch: pytest.MonkeyPatch, steps: list[str] | None = None) -> list[int]:
+    """The pids of the forks started from now on (and a "fork" step in ``steps``)."""
+    pids: list[int] = []
+    real_start = forked_attrs._start_fork
+
+    def watched(*args: object) -> object:
+        fork = real_start(*args)
+        if fork is not None:
+            pids.append(fork.pid)
+        if steps is not None:
+            steps.append("fork")
+        return fork
+
+    monkeypatch.setattr(forked_attrs, "_start_fork", watched)
+    return pids
+
+
+def _wait_until_gone(pid: int) -> bool:
+    deadline = time.monotonic() + 120  # a hang guard, not a timing
+    while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not os.path.exists(f"/proc/{pid}")
+
+
+def test_the_fork_starts_before_the_pd_spans_are_made(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """On the 146 MB dump the job waited 0.3 s for a fork that started after the span
+    columns and the PD spans; the fork now starts on the real spans' ends and gets the
+    PD spans' over a pipe, and the job no longer waits for it."""
+    from slime_trace_widget.frames import build
+
+    monkeypatch.setattr(forked_attrs, "MIN_FORKED_ROWS", 0)
+    steps: list[str] = []
+    _watch_forks(monkeypatch, steps)
+    real_virtual = build.build_virtual_spans
+
+    def watched_virtual(*args: object) -> object:
+        steps.append("pd spans")
+        return real_virtual(*args)
+
+    monkeypatch.setattr(build, "build_virtual_spans", watched_virtual)
+    samples = _samples()
+    forked = build_frames(samples, ForkedAttrTables(str(tmp_path)))
+    assert steps == ["fork", "pd spans"]
+    here = build_frames(samples)
+    assert forked.span_core["virtual"].sum() > 0  # PD rows went through the pipe
+    _assert_same_attrs(forked, here)
+
+
+def test_pd_rows_pickle_cannot_write_leave_the_table_to_the_job(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    monkeypatch.setattr(forked_attrs, "MIN_FORKED_ROWS", 0)
+    pids = _watch_forks(monkeypatch)
+    samples = _samples()
+    summary = next(event for sample in samples for event in sample["trace"]["events"]
+                   if event.get("name") == "sglang_pd_summary")
+    summary.setdefault("attrs", {})["lock"] = threading.Lock()  # PD spans copy it
+    forked = build_frames(samples, ForkedAttrTables(str(tmp_path)))
+    here = build_frames(samples)
+    assert "lock" in forked.span_end_attrs.keys
+    _assert_same_attrs(forked, here)
+    assert pids and _wait_until_gone(pids[0])
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_fork_that_dies_before_taking_the_pd_rows_leaves_the_table_to_the_job(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The PD rows (here past a pipe's 64 KiB) are sent by a thread: it stops on the
+    broken pipe instead of blocking the job, and the job builds the table."""
+    import threading
+
+    class Broken:
+        def add(self, dicts: list) -> None:
+            raise RuntimeError("the fork fails at once")
+
+    monkeypatch.setattr(forked_attrs, "MIN_FORKED_ROWS", 0)
+    monkeypatch.setattr(forked_attrs, "AttrTableBuilder", Broken)  # in the fork only
+    samples = _samples()
+    for sample in samples:
+        for event in sample["trace"]["events"]:
+            if event.get("name") == "sglang_pd_summary":
+                event.setdefault("attrs", {})["note"] = "x" * 4096
+    forked = build_frames(samples, ForkedAttrTables(str(tmp_path)))
+    _assert_same_attrs(forked, build_frames(samples))
+    deadline = time.monotonic() + 120  # a hang guard, not a timing
+    while (any(thread.name.endswith("(_send)") for thread in threading.enumerate())
+           and time.monotonic() < deadline):
+        time.sleep(0.05)
+    assert not any(thread.name.endswith("(_send)") for thread in threading.enumerate())
+
+
+def test_a_flatten_that_fails_stops_its_fork(tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    from slime_trace_widget.frames import build
+
+    monkeypatch.setattr(forked_attrs, "MIN_FORKED_ROWS", 0)
+    pids = _watch_forks(monkeypatch)
+
+    def broken_virtual(*args: object) -> object:
+        raise RuntimeError("flattening failed")
+
+    monkeypatch.setattr(build, "build_virtual_spans", broken_virtual)
+    with pytest.raises(RuntimeError, match="flattening failed"):
+        build_frames(_samples(), ForkedAttrTables(str(tmp_path)))
+    assert pids and _wait_until_gone(pids[0])
+    assert list(tmp_path.iterdir()) == []

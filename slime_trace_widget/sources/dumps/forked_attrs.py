@@ -2,12 +2,14 @@
 
 Turning attribute dicts into typed columns is half of flattening a trace-heavy
 dump, and the span ends' table is the largest of the three. A worker job that
-has already read its dump forks once when flattening reaches the attributes:
-the fork builds the span ends' table from the same dicts (shared copy-on-write,
-nothing is sent to it), writes it as an Arrow file and then sends its warnings
-over a pipe, which tells the job the file is complete; the job builds the other
-two meanwhile, then maps the file. The tables are what one process would build,
-since the same function runs on the same dicts. If the fork fails or dies, the
+has read its dump forks as soon as the carrier pass has paired the real spans'
+ends: the fork groups and transposes those dicts (shared copy-on-write, nothing
+is sent for them) while the job makes the span columns and the PD spans. The job
+then sends the PD spans' end attributes (a few percent of the rows) over a pipe;
+the fork adds them, builds the table exactly as one process would over the whole
+list (``AttrTableBuilder``), writes it as an Arrow file and sends its warnings
+over a second pipe, which tells the job the file is complete. The job builds the
+other two tables meanwhile, then maps the file. If the fork fails or dies, the
 job builds the table itself.
 
 When the job's frames go to a folder of their own, the fork writes its table
@@ -20,15 +22,17 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import pickle
 import signal
 import threading
 from collections import Counter
-from collections.abc import Callable
+from typing import NamedTuple
 
-from ...frames.attr_columns import AttrTable
+from ...frames.attr_columns import AttrTable, AttrTableBuilder
+from ...frames.build import AttrTablesHere
 from .wire import ATTR_TABLES, read_table, table_file, write_table
 
-__all__ = ["attr_tables_forked"]
+__all__ = ["ForkedAttrTables"]
 
 #: Which of the three lists (span starts, span ends, events: the order of
 #: ``wire.ATTR_TABLES``) the fork takes, and so the name of its table.
@@ -43,76 +47,137 @@ MIN_FORKED_ROWS = 50_000
 MAX_FORKED_ROWS = 1_000_000
 
 
-def attr_tables_forked(folder: str, final: bool = False
-                       ) -> Callable[[list[list], Counter[str]], Callable[[], list[AttrTable]]]:
-    """An ``AttrTablesJob`` (see ``frames.build``) whose fork writes into ``folder``.
+class _Fork(NamedTuple):
+    pid: int
+    done: int  # the read end of the fork's warnings line
+    rest: int  # the write end for the PD spans' end attributes
+
+
+class ForkedAttrTables(AttrTablesHere):
+    """Builds the span ends' table in a fork that writes it into ``folder``.
 
     ``final``: ``folder`` is where the job writes its frames (``wire.write_frames``);
     the fork's file is then the table's own and stays, else it is deleted once mapped.
+    One instance serves one ``build_frames`` call.
     """
 
-    def start(lists: list[list], warnings: Counter[str]) -> Callable[[], list[AttrTable]]:
-        table_path = table_file(folder, _FORKED_NAME)
-        fork = _fork(lists[_FORKED], table_path) \
-            if hasattr(os, "fork") and MIN_FORKED_ROWS <= len(lists[_FORKED]) <= MAX_FORKED_ROWS \
-            else None
+    def __init__(self, folder: str, final: bool = False) -> None:
+        super().__init__()
+        self._table_path = table_file(folder, _FORKED_NAME)
+        self._final = final
+        self._fork: _Fork | None = None
+        self._sending = False  # a thread owns (and closes) the fork's ``rest`` end
+        self._real_rows = 0
 
-        def finish() -> list[AttrTable]:
-            try:
-                tables = [None if position == _FORKED and fork is not None
-                          else AttrTable.from_dicts(dicts, warnings)
-                          for position, dicts in enumerate(lists)]
-            except BaseException:
-                if fork is not None:  # not left running on its own
-                    os.kill(fork[0], signal.SIGKILL)
-                    os.close(fork[1])
-                    os.waitpid(fork[0], 0)
-                raise
-            if fork is not None:
-                tables[_FORKED] = _collect(*fork, table_path, final, warnings) \
-                    or AttrTable.from_dicts(lists[_FORKED], warnings)
-            return tables  # type: ignore[return-value]
+    def span_ends_begin(self, real_end_attrs: list[dict | None]) -> None:
+        self._real_rows = len(real_end_attrs)
+        if hasattr(os, "fork") and MIN_FORKED_ROWS <= len(real_end_attrs) <= MAX_FORKED_ROWS:
+            self._fork = _start_fork(real_end_attrs, self._table_path)
 
-        return finish
+    def lists_complete(self, lists: list[list], warnings: Counter[str]) -> None:
+        super().lists_complete(lists, warnings)
+        if self._fork is None:
+            return
+        try:  # the PD spans' dicts: values read from the dump by the restricted unpickler
+            rest = pickle.dumps(lists[_FORKED][self._real_rows:], protocol=5)
+        except Exception:  # an object pickle cannot write: the job builds the table
+            self.cancel()
+            return
+        # The fork reads these bytes only once its own rows are grouped; a thread
+        # writes them so the job goes on meanwhile (a pipe holds 64 KiB).
+        threading.Thread(target=_send, args=(self._fork.rest, rest), daemon=True).start()
+        self._sending = True
 
-    return start
+    def tables(self) -> list[AttrTable]:
+        try:
+            tables = [None if position == _FORKED and self._fork is not None
+                      else AttrTable.from_dicts(dicts, self._warnings)
+                      for position, dicts in enumerate(self._lists)]
+        except BaseException:
+            self.cancel()
+            raise
+        if self._fork is not None:
+            tables[_FORKED] = _collect(self._fork, self._table_path, self._final,
+                                       self._warnings)
+        if tables[_FORKED] is None:
+            tables[_FORKED] = AttrTable.from_dicts(self._lists[_FORKED], self._warnings)
+        return tables  # type: ignore[return-value]
+
+    def cancel(self) -> None:
+        """Stop the fork, if any: it is not left running (or waiting) on its own."""
+        fork, self._fork = self._fork, None
+        if fork is None:
+            return
+        os.kill(fork.pid, signal.SIGKILL)
+        os.close(fork.done)
+        if not self._sending:  # else the thread closes it, on the broken pipe
+            os.close(fork.rest)
+        os.waitpid(fork.pid, 0)
+        with contextlib.suppress(OSError):
+            os.remove(self._table_path)
 
 
-def _fork(dicts: list, table_path: str) -> tuple[int, int] | None:
-    """Fork a process that writes the table of ``dicts`` at ``table_path``, then sends
-    its warnings as one JSON line; its pid and the pipe's end to read that line from."""
+def _start_fork(real: list, table_path: str) -> _Fork | None:
+    """Fork a process that builds the table of ``real`` and the rows sent after them,
+    writes it at ``table_path``, then sends its warnings as one JSON line."""
     try:
-        ready, write_end = os.pipe()
+        done, done_write = os.pipe()
     except OSError:
+        return None
+    try:
+        rest_read, rest = os.pipe()
+    except OSError:
+        os.close(done)
+        os.close(done_write)
         return None
     try:
         pid = os.fork()
     except OSError:
-        os.close(ready)
-        os.close(write_end)
+        for end in (done, done_write, rest_read, rest):
+            os.close(end)
         return None
     if pid:
-        os.close(write_end)
-        return pid, ready
+        os.close(done_write)
+        os.close(rest_read)
+        return _Fork(pid, done, rest)
     code = 1
     try:
-        os.close(ready)
+        os.close(done)
+        os.close(rest)
+        builder = AttrTableBuilder()
+        builder.add(real)
+        with os.fdopen(rest_read, "rb") as stream:
+            # Bytes the job pickled from its own dicts, over a pipe only the two hold.
+            builder.add(pickle.load(stream))
         warnings: Counter[str] = Counter()
-        write_table(AttrTable.from_dicts(dicts, warnings).table, table_path)
+        write_table(builder.table(warnings).table, table_path)
         message = (json.dumps(dict(warnings)) + "\n").encode("ascii")
         while message:
-            message = message[os.write(write_end, message):]
+            message = message[os.write(done_write, message):]
         code = 0
     finally:
         os._exit(code)
 
 
-def _collect(pid: int, ready: int, table_path: str, final: bool,
+def _send(end: int, data: bytes) -> None:
+    """Write ``data`` to the pipe's ``end`` and close it; a fork that died ends it early."""
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(end, view):]
+    except OSError:  # BrokenPipeError among them: the table is the job's to build
+        pass
+    finally:
+        with contextlib.suppress(OSError):
+            os.close(end)
+
+
+def _collect(fork: _Fork, table_path: str, final: bool,
              warnings: Counter[str]) -> AttrTable | None:
     """The forked process's table, its warnings added to ``warnings``; None if it failed."""
     table = None
     try:
-        with os.fdopen(ready, "rb") as stream:
+        with os.fdopen(fork.done, "rb") as stream:
             line = stream.readline()
         if line.endswith(b"\n"):  # else the fork died before its table was complete
             # Mapped, not read into memory: 4x quicker on a 200 MB table, and this
@@ -123,7 +188,7 @@ def _collect(pid: int, ready: int, table_path: str, final: bool,
     except (OSError, ValueError):  # WireError among them
         table = None
     finally:
-        _reap(pid)
+        _reap(fork.pid)
         if table is None or not final:
             with contextlib.suppress(OSError):
                 os.remove(table_path)

@@ -161,7 +161,7 @@ def _flattened(request: dict) -> TraceFrames:
 def _read_and_flatten(request: dict) -> TraceFrames:
     from ...frames.build import build_frames
     from .files import load_dump_file
-    from .forked_attrs import attr_tables_forked
+    from .forked_attrs import ForkedAttrTables
 
     spare_core = bool(request.get("spare_core"))  # else other jobs keep every core busy
     loaded = load_dump_file(request["path"], "frames", name=request["name"],
@@ -171,10 +171,10 @@ def _read_and_flatten(request: dict) -> TraceFrames:
     if not spare_core:
         return build_frames(loaded)
     if request["job"] == "frames":  # the fork's table goes where the frames go
-        return build_frames(loaded, attr_tables_forked(request["out"], final=True))
+        return build_frames(loaded, ForkedAttrTables(request["out"], final=True))
     scratch = tempfile.mkdtemp(prefix="slime-trace-attrs-")
     try:
-        return build_frames(loaded, attr_tables_forked(scratch))
+        return build_frames(loaded, ForkedAttrTables(scratch))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
