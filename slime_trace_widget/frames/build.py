@@ -45,18 +45,19 @@ class AttrTablesHere:
     """Turns the attribute dicts of span starts, span ends and events into tables, in
     this process, once flattening has made every list.
 
-    Flattening tells it twice: first the real spans' end attributes, with which the
-    span ends' list begins, then every list once the PD spans' are known. A
-    subclass may start on the first part at once and elsewhere (the worker's
-    ``ForkedAttrTables`` builds the span ends' table in a forked process).
+    Flattening tells it twice: first the lists as far as the carrier pass made them
+    (each complete list begins with that part: the real spans' starts and ends, and
+    every event), then every list once the PD spans' are known. A subclass may start
+    on the first parts at once and elsewhere (the worker's ``ForkedAttrTables``
+    builds the span ends' and the events' tables in a forked process).
     """
 
     def __init__(self) -> None:
         self._lists: list[list] = []
         self._warnings: Counter[str] = Counter()
 
-    def span_ends_begin(self, real_end_attrs: list[dict | None]) -> None:
-        """The span ends' list starts with ``real_end_attrs``; here, nothing to do yet."""
+    def lists_begin(self, lists: list[list]) -> None:
+        """The first part of each list; here, nothing to do yet."""
 
     def lists_complete(self, lists: list[list], warnings: Counter[str]) -> None:
         """Span starts, span ends (real, then virtual) and events are all known."""
@@ -118,7 +119,7 @@ def _build_frames(source: Any, attr_tables: AttrTablesHere) -> TraceFrames:
             fields.append(info)
     warnings.update(records.warnings)
     real_end_attrs = _span_end_attrs(records)
-    attr_tables.span_ends_begin(real_end_attrs)
+    attr_tables.lists_begin([records.span_attrs, real_end_attrs, records.event_attrs])
     span_cols = _span_columns(records, real_end_attrs)
     event_cols = _event_columns(records)
     first, last, top_attempt = _row_extents(len(fields), span_cols, event_cols)

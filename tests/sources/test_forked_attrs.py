@@ -56,7 +56,7 @@ def test_the_forked_table_equals_the_one_built_here(tmp_path: Path,
     assert list(tmp_path.iterdir()) == []  # the fork's files are gone
 
 
-def test_the_forked_table_is_mapped_not_copied_and_outlives_its_file(
+def test_the_forked_tables_are_mapped_not_copied_and_outlive_their_files(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Reading the fork's 198 MB table (146 MB dump) back as a copy took 0.10 s on the
     critical path, mapped 0.03 s; its file is deleted at once, the columns stay valid."""
@@ -71,7 +71,7 @@ def test_the_forked_table_is_mapped_not_copied_and_outlives_its_file(
     monkeypatch.setattr(forked_attrs, "read_table", watched)
     samples = _samples()
     forked = build_frames(samples, ForkedAttrTables(str(tmp_path)))
-    assert reads == [True]
+    assert reads == [True, True]  # the span ends' and the events' tables
     assert list(tmp_path.iterdir()) == []
     _assert_same_attrs(forked, build_frames(samples))
 
@@ -98,22 +98,26 @@ def test_small_and_huge_lists_are_not_forked(tmp_path: Path,
     assert forks == []
 
 
-def test_a_final_table_stays_as_the_frames_file_and_is_not_written_twice(
+FORKED_FILES = ["event_attrs.arrow", "span_end_attrs.arrow"]
+
+
+def test_final_tables_stay_as_the_frames_files_and_are_not_written_twice(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A frames job's fork writes the span ends' table where the frames go (198 MB for
-    a million records): the job maps it from there and leaves the file as it is."""
+    """A frames job's fork writes the span ends' and events' tables where the frames go
+    (198 MB for a million records): the job maps them from there and leaves them."""
     from slime_trace_widget.sources.dumps import wire
 
     monkeypatch.setattr(forked_attrs, "MIN_FORKED_ROWS", 0)
     samples = _samples()
     forked = build_frames(samples, ForkedAttrTables(str(tmp_path), final=True))
-    own_file = wire.table_file(str(tmp_path), "span_end_attrs")
-    assert forked.span_end_attrs.file == own_file
-    assert [path.name for path in tmp_path.iterdir()] == ["span_end_attrs.arrow"]
+    for name in ("span_end_attrs", "event_attrs"):
+        assert getattr(forked, name).file == wire.table_file(str(tmp_path), name)
+    assert forked.span_start_attrs.file is None
+    assert sorted(path.name for path in tmp_path.iterdir()) == FORKED_FILES
     written = watch_table_writes(monkeypatch)
     wire.write_frames(forked, str(tmp_path))
-    assert "span_end_attrs.arrow" not in written
-    assert {"span_start_attrs.arrow", "event_attrs.arrow", "samples.arrow"} <= set(written)
+    assert not set(FORKED_FILES) & set(written)
+    assert {"span_start_attrs.arrow", "samples.arrow"} <= set(written)
     here = build_frames(samples)
     read_back = wire.read_frames(str(tmp_path))
     assert_same_frames(read_back, here)
@@ -134,7 +138,7 @@ def test_a_final_table_the_fork_failed_is_built_and_written_by_the_job(
     monkeypatch.setattr(forked_attrs, "write_table", broken_write)  # in the fork only
     samples = _samples()
     forked = build_frames(samples, ForkedAttrTables(str(tmp_path), final=True))
-    assert forked.span_end_attrs.file is None
+    assert forked.span_end_attrs.file is None and forked.event_attrs.file is None
     assert list(tmp_path.iterdir()) == []  # the fork's partial file is gone
     wire.write_frames(forked, str(tmp_path))
     here = build_frames(samples)

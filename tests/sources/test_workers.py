@@ -546,12 +546,16 @@ def test_a_jobs_child_ends_holding_what_it_read_but_the_helper_frees_it(
         assert read[0]() is None
 
 
-def test_a_frames_jobs_fork_writes_the_span_ends_table_into_the_frames_folder(
+def test_a_frames_jobs_fork_writes_its_tables_into_the_frames_folder(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """With a spare core, the fork's file is the frames' own: the job writes every other
+    """With a spare core, the fork's files are the frames' own: the job writes every other
     table and the caller reads frames equal to those of a job without the fork."""
     from slime_trace_widget.sources.dumps import forked_attrs, wire
-    from tests.sources.test_forked_attrs import _assert_same_attrs, watch_table_writes
+    from tests.sources.test_forked_attrs import (
+        FORKED_FILES,
+        _assert_same_attrs,
+        watch_table_writes,
+    )
     from tests.sources.test_wire import assert_same_frames
 
     monkeypatch.setattr(forked_attrs, "MIN_FORKED_ROWS", 0)
@@ -564,9 +568,9 @@ def test_a_frames_jobs_fork_writes_the_span_ends_table_into_the_frames_folder(
                            None, spare_core=spare_core)
         worker._frames_job(job.request)
         if spare_core:
-            assert "span_end_attrs.arrow" not in written
-            assert (outs[spare_core] / "span_end_attrs.arrow").exists()
-    assert written.count("span_end_attrs.arrow") == 1  # the job without the fork
+            assert not set(FORKED_FILES) & set(written)
+            assert all((outs[spare_core] / name).exists() for name in FORKED_FILES)
+    assert all(written.count(name) == 1 for name in FORKED_FILES)  # the job without it
     forked, plain = (wire.read_frames(str(outs[spare_core])) for spare_core in (True, False))
     assert_same_frames(forked, plain)
     _assert_same_attrs(forked, plain)

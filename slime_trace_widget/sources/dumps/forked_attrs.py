@@ -1,19 +1,20 @@
-"""One attribute table built in a forked process while the worker flattens the rest.
+"""The span ends' and events' attribute tables built in a forked process while the
+worker flattens the rest.
 
 Turning attribute dicts into typed columns is half of flattening a trace-heavy
 dump, and the span ends' table is the largest of the three. A worker job that
 has read its dump forks as soon as the carrier pass has paired the real spans'
-ends: the fork groups and transposes those dicts (shared copy-on-write, nothing
-is sent for them) while the job makes the span columns and the PD spans. The job
-then sends the PD spans' end attributes (a few percent of the rows) over a pipe;
-the fork adds them, builds the table exactly as one process would over the whole
-list (``AttrTableBuilder``), writes it as an Arrow file and sends its warnings
-over a second pipe, which tells the job the file is complete. The job builds the
-other two tables meanwhile, then maps the file. If the fork fails or dies, the
-job builds the table itself.
+ends: the fork groups and transposes those dicts and the events' (shared
+copy-on-write, nothing is sent for them) while the job makes the span columns
+and the PD spans. The job then sends the PD spans' end attributes (a few percent
+of the rows) over a pipe; the fork adds them, builds both tables exactly as one
+process would over the whole lists (``AttrTableBuilder``), writes them as Arrow
+files and sends its warnings over a second pipe, which tells the job the files
+are complete. The job builds the span starts' table meanwhile, then maps the
+files. If the fork fails or dies, the job builds the tables itself.
 
-When the job's frames go to a folder of their own, the fork writes its table
-there under the table's final name, so the job does not write those bytes again
+When the job's frames go to a folder of their own, the fork writes its tables
+there under their final names, so the job does not write those bytes again
 (198 MB for a dump of a million records).
 """
 
@@ -35,9 +36,11 @@ from .wire import ATTR_TABLES, read_table, table_file, write_table
 __all__ = ["ForkedAttrTables"]
 
 #: Which of the three lists (span starts, span ends, events: the order of
-#: ``wire.ATTR_TABLES``) the fork takes, and so the name of its table.
-_FORKED = 1
-_FORKED_NAME = ATTR_TABLES[_FORKED]
+#: ``wire.ATTR_TABLES``) the fork takes, and so the names of its tables. The span
+#: starts' stay in the job: its share of the work then about equals the fork's.
+_FORKED = (1, 2)
+#: The list whose length decides whether to fork: the span ends'.
+_SIZED = 1
 #: Lists of fewer rows are built in the job itself: forking would cost more. So are
 #: lists of more rows than the maximum: after the fork, every object the job touches
 #: (a reference count is a write) copies its page, and on a heap of gigabytes that
@@ -50,58 +53,61 @@ MAX_FORKED_ROWS = 1_000_000
 class _Fork(NamedTuple):
     pid: int
     done: int  # the read end of the fork's warnings line
-    rest: int  # the write end for the PD spans' end attributes
+    rest: int  # the write end for the rows that complete its lists
 
 
 class ForkedAttrTables(AttrTablesHere):
-    """Builds the span ends' table in a fork that writes it into ``folder``.
+    """Builds the span ends' and events' tables in a fork that writes them into ``folder``.
 
     ``final``: ``folder`` is where the job writes its frames (``wire.write_frames``);
-    the fork's file is then the table's own and stays, else it is deleted once mapped.
-    One instance serves one ``build_frames`` call.
+    the fork's files are then the tables' own and stay, else they are deleted once
+    mapped. One instance serves one ``build_frames`` call.
     """
 
     def __init__(self, folder: str, final: bool = False) -> None:
         super().__init__()
-        self._table_path = table_file(folder, _FORKED_NAME)
+        self._table_paths = [table_file(folder, ATTR_TABLES[position]) for position in _FORKED]
         self._final = final
         self._fork: _Fork | None = None
         self._sending = False  # a thread owns (and closes) the fork's ``rest`` end
-        self._real_rows = 0
+        self._first_rows = [0] * len(_FORKED)
 
-    def span_ends_begin(self, real_end_attrs: list[dict | None]) -> None:
-        self._real_rows = len(real_end_attrs)
-        if hasattr(os, "fork") and MIN_FORKED_ROWS <= len(real_end_attrs) <= MAX_FORKED_ROWS:
-            self._fork = _start_fork(real_end_attrs, self._table_path)
+    def lists_begin(self, lists: list[list]) -> None:
+        firsts = [lists[position] for position in _FORKED]
+        self._first_rows = [len(first) for first in firsts]
+        if hasattr(os, "fork") and MIN_FORKED_ROWS <= len(lists[_SIZED]) <= MAX_FORKED_ROWS:
+            self._fork = _start_fork(firsts, self._table_paths)
 
     def lists_complete(self, lists: list[list], warnings: Counter[str]) -> None:
         super().lists_complete(lists, warnings)
         if self._fork is None:
             return
+        rests = [lists[position][first:]
+                 for position, first in zip(_FORKED, self._first_rows, strict=True)]
         try:  # the PD spans' dicts: values read from the dump by the restricted unpickler
-            rest = pickle.dumps(lists[_FORKED][self._real_rows:], protocol=5)
-        except Exception:  # an object pickle cannot write: the job builds the table
+            rest = pickle.dumps(rests, protocol=5)
+        except Exception:  # an object pickle cannot write: the job builds the tables
             self.cancel()
             return
-        # The fork reads these bytes only once its own rows are grouped; a thread
+        # The fork reads these bytes only once its first rows are grouped; a thread
         # writes them so the job goes on meanwhile (a pipe holds 64 KiB).
         threading.Thread(target=_send, args=(self._fork.rest, rest), daemon=True).start()
         self._sending = True
 
     def tables(self) -> list[AttrTable]:
+        forked = _FORKED if self._fork is not None else ()
         try:
-            tables = [None if position == _FORKED and self._fork is not None
-                      else AttrTable.from_dicts(dicts, self._warnings)
+            tables = [None if position in forked else AttrTable.from_dicts(dicts, self._warnings)
                       for position, dicts in enumerate(self._lists)]
         except BaseException:
             self.cancel()
             raise
         if self._fork is not None:
-            tables[_FORKED] = _collect(self._fork, self._table_path, self._final,
-                                       self._warnings)
-        if tables[_FORKED] is None:
-            tables[_FORKED] = AttrTable.from_dicts(self._lists[_FORKED], self._warnings)
-        return tables  # type: ignore[return-value]
+            collected = _collect(self._fork, self._table_paths, self._final, self._warnings)
+            for position, table in zip(_FORKED, collected or (), strict=False):
+                tables[position] = table
+        return [table if table is not None else AttrTable.from_dicts(dicts, self._warnings)
+                for table, dicts in zip(tables, self._lists, strict=True)]
 
     def cancel(self) -> None:
         """Stop the fork, if any: it is not left running (or waiting) on its own."""
@@ -113,13 +119,12 @@ class ForkedAttrTables(AttrTablesHere):
         if not self._sending:  # else the thread closes it, on the broken pipe
             os.close(fork.rest)
         os.waitpid(fork.pid, 0)
-        with contextlib.suppress(OSError):
-            os.remove(self._table_path)
+        _remove(self._table_paths)
 
 
-def _start_fork(real: list, table_path: str) -> _Fork | None:
-    """Fork a process that builds the table of ``real`` and the rows sent after them,
-    writes it at ``table_path``, then sends its warnings as one JSON line."""
+def _start_fork(firsts: list[list], table_paths: list[str]) -> _Fork | None:
+    """Fork a process that builds a table of each list of ``firsts`` and the rows sent
+    after them, writes them at ``table_paths``, then sends its warnings as one JSON line."""
     try:
         done, done_write = os.pipe()
     except OSError:
@@ -144,13 +149,16 @@ def _start_fork(real: list, table_path: str) -> _Fork | None:
     try:
         os.close(done)
         os.close(rest)
-        builder = AttrTableBuilder()
-        builder.add(real)
+        builders = [AttrTableBuilder() for _ in firsts]
+        for builder, first in zip(builders, firsts, strict=True):
+            builder.add(first)
         with os.fdopen(rest_read, "rb") as stream:
             # Bytes the job pickled from its own dicts, over a pipe only the two hold.
-            builder.add(pickle.load(stream))
+            rests = pickle.load(stream)
         warnings: Counter[str] = Counter()
-        write_table(builder.table(warnings).table, table_path)
+        for builder, rest_rows, path in zip(builders, rests, table_paths, strict=True):
+            builder.add(rest_rows)
+            write_table(builder.table(warnings).table, path)
         message = (json.dumps(dict(warnings)) + "\n").encode("ascii")
         while message:
             message = message[os.write(done_write, message):]
@@ -172,27 +180,32 @@ def _send(end: int, data: bytes) -> None:
             os.close(end)
 
 
-def _collect(fork: _Fork, table_path: str, final: bool,
-             warnings: Counter[str]) -> AttrTable | None:
-    """The forked process's table, its warnings added to ``warnings``; None if it failed."""
-    table = None
+def _collect(fork: _Fork, table_paths: list[str], final: bool,
+             warnings: Counter[str]) -> list[AttrTable] | None:
+    """The forked process's tables, its warnings added to ``warnings``; None if it failed."""
+    tables = None
     try:
         with os.fdopen(fork.done, "rb") as stream:
             line = stream.readline()
-        if line.endswith(b"\n"):  # else the fork died before its table was complete
+        if line.endswith(b"\n"):  # else the fork died before its tables were complete
             # Mapped, not read into memory: 4x quicker on a 200 MB table, and this
             # short-lived job ends before the mapping's pages could weigh on anything.
-            mapped = read_table(table_path, mapped=True)
+            tables = [AttrTable(read_table(path, mapped=True), file=path if final else None)
+                      for path in table_paths]
             warnings.update(json.loads(line))
-            table = AttrTable(mapped, file=table_path if final else None)
     except (OSError, ValueError):  # WireError among them
-        table = None
+        tables = None
     finally:
         _reap(fork.pid)
-        if table is None or not final:
-            with contextlib.suppress(OSError):
-                os.remove(table_path)
-    return table
+        if tables is None or not final:
+            _remove(table_paths)
+    return tables
+
+
+def _remove(paths: list[str]) -> None:
+    for path in paths:
+        with contextlib.suppress(OSError):
+            os.remove(path)
 
 
 def _reap(pid: int) -> None:
