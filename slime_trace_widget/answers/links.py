@@ -90,13 +90,23 @@ def _group_pairs(frames: TraceFrames) -> tuple[np.ndarray, np.ndarray]:
         "row": rows[keep],
         "label": core.index.to_numpy()[keep],
     })
-    keys = ["dump", "group", "name", "start", "end"]
-    table = table.drop_duplicates([*keys, "row"])
-    by_copy = table.groupby(keys, sort=False)["label"]
-    size = by_copy.transform("size").to_numpy()
-    hub = by_copy.transform("min").to_numpy()
-    member = (size > 1) & (table["label"].to_numpy() != hub)
-    return table["label"].to_numpy()[member], hub[member]
+    # One numbering of the copies (a hash of the five keys, done once), then numpy:
+    # dropping duplicates and two transforms hashed the keys three times (0.47 s for
+    # 1.8M spans, against 0.2 s).
+    copy = table.groupby(["dump", "group", "name", "start", "end"], sort=False).ngroup()
+    copy = copy.to_numpy(dtype=np.float64, na_value=np.nan)
+    rows, labels = table["row"].to_numpy(), table["label"].to_numpy()
+    known = ~np.isnan(copy)  # a key pandas groups as missing: no copy of anything
+    copy, rows, labels = copy[known].astype(np.int64), rows[known], labels[known]
+    if not len(copy):
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    first = ~pd.Series(copy * (int(rows.max()) + 1) + rows).duplicated().to_numpy()
+    copy, labels = copy[first], labels[first]  # a sample's first copy only
+    size = np.bincount(copy)
+    hub = np.full(len(size), np.iinfo(np.int64).max)
+    np.minimum.at(hub, copy, labels)
+    member = (size[copy] > 1) & (labels != hub[copy])
+    return labels[member], hub[copy][member]
 
 
 def _attempt_pairs(frames: TraceFrames, target: str) -> tuple[np.ndarray, np.ndarray]:

@@ -304,3 +304,50 @@ def test_an_event_end_of_a_flow_sits_on_its_parent_span_thread():
     start, end = (next(e for e in doc if e["ph"] == ph) for ph in ("s", "f"))
     assert start["tid"] == end["tid"] == slices["reward_model"]["tid"]
     assert end["ts"] == slices["trace_import"]["ts"]
+
+
+def test_group_links_follow_the_rule_on_random_copies():
+    """Against the rule stated in pandas: among closed real spans, rows equal in dump,
+    group, name, start and end are copies; a sample's first copy counts; each copy
+    but the lowest label links to that label."""
+    from slime_trace_widget.answers.links import _group_pairs
+
+    rng = np.random.default_rng(3)
+    for trial in range(20):
+        n_samples = int(rng.integers(1, 40))
+        samples = []
+        for i in range(n_samples):
+            events = []
+            for k in range(int(rng.integers(0, 6))):
+                start = float(rng.integers(0, 3))
+                span_id = f"{i:016x}{k:015x}a"
+                base = {"trace_id": f"{i:032x}", "sample_id": i, "group_id": 0, "attempt": 0,
+                        "span_id": span_id, "name": str(rng.choice(["g", "h"]))}
+                events.append({**base, "type": "span_start", "ts": 1.0 + start})
+                if rng.random() < 0.9:  # some stay open
+                    events.append({**base, "type": "span_end",
+                                   "ts": 1.0 + start + float(rng.integers(1, 3))})
+            samples.append({"index": i, "group_index": int(rng.integers(0, 3)), "trace": {
+                "version": 1, "trace_id": f"{i:032x}", "sample_id": i, "group_id": 0,
+                "attempt": 0, "events": events}})
+        frames = build_frames({"samples": samples})
+        got = _group_pairs(frames)
+        assert list(zip(*got, strict=True)) == _group_pairs_by_rule(frames), trial
+
+
+def _group_pairs_by_rule(frames: TraceFrames) -> list[tuple[int, int]]:
+    core, samples = frames.span_core, frames.samples
+    rows = core["sample_row"].to_numpy()
+    table = pd.DataFrame({
+        "dump": samples["dump"].to_numpy()[rows], "group": samples["group_index"].to_numpy(
+            dtype=np.float64, na_value=np.nan)[rows],
+        "name": core["name"].astype(str).to_numpy(), "start": core["start"].to_numpy(),
+        "end": core["end"].to_numpy(), "row": rows, "label": core.index.to_numpy()})
+    keep = (~core["virtual"] & ~core["pd_detail"] & (core["state"] == "closed")).to_numpy()
+    table = table[keep & ~np.isnan(table["group"].to_numpy())]
+    keys = ["dump", "group", "name", "start", "end"]
+    table = table.drop_duplicates([*keys, "row"])
+    by_copy = table.groupby(keys, sort=False)["label"]
+    size, hub = by_copy.transform("size"), by_copy.transform("min")
+    member = (size > 1) & (table["label"] != hub)
+    return list(zip(table["label"][member].tolist(), hub[member].tolist(), strict=True))
