@@ -142,3 +142,13 @@ def test_empty_dump_encodes() -> None:
     view = encode(load_frames(FIXTURES / "edge_empty.pt"))
     assert view.n_bytes == 0
     assert view.payload["meta"]["n_samples_total"] == 0
+
+
+def test_frames_from_before_engine_traces_encode_without_engine_spans(frames) -> None:
+    """Frames read back from an older dataset have no ``origin`` column."""
+    from dataclasses import replace
+
+    older = replace(frames, span_core=frames.span_core.drop(columns=["origin"]))
+    view, current = encode(older), encode(frames)
+    assert "engine_phases" not in view.payload["meta"]
+    assert view.payload["buffers"] == current.payload["buffers"]  # no span was the engine's
