@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -226,10 +227,16 @@ def test_a_cell_waits_for_a_session_that_starts_slowly(host: str,
     try:
         page.route("**/api/sessions*", hold_session_start)
         page.goto(url)
+        # The kernel's name can show (from the notebook's metadata) before the session
+        # is asked for: wait for the request itself. Playwright hands it to the route
+        # handler while this thread is inside one of its calls.
+        deadline = time.monotonic() + 90  # a hang guard, not a timing
+        while not held and time.monotonic() < deadline:
+            page.wait_for_timeout(50)
+        assert held, "the page asked for no session"
         page.wait_for_function(
             "() => /Python/.test(document.querySelector('.jp-KernelName')?.textContent"
             " || '')", timeout=90_000)
-        assert held, "the page asked for no session"
         assert not page.evaluate(KERNEL_CONNECTED)
         for route in held:
             route.continue_()
