@@ -118,9 +118,10 @@ def _build_frames(source: Any, attr_tables: AttrTablesHere) -> TraceFrames:
                 read_carrier(len(fields), info.events, records)
             fields.append(info)
     warnings.update(records.warnings)
-    real_end_attrs = _span_end_attrs(records)
+    end_index = np.asarray(records.end_span, dtype=np.int64)  # the span each end closes
+    real_end_attrs = _span_end_attrs(records, end_index)
     attr_tables.lists_begin([records.span_attrs, real_end_attrs, records.event_attrs])
-    span_cols = _span_columns(records, real_end_attrs)
+    span_cols = _span_columns(records, end_index, real_end_attrs)
     event_cols = _event_columns(records)
     first, last, top_attempt = _row_extents(len(fields), span_cols, event_cols)
     pd_detail = find_pd_detail(span_cols["names"], span_cols["parents"])
@@ -184,21 +185,22 @@ def _dump_dict(dump: Any) -> dict[str, Any]:
 # --------------------------------------------------------------------------- columns
 
 
-def _span_end_attrs(records: RecordColumns) -> list[dict | None]:
+def _span_end_attrs(records: RecordColumns, end_index: np.ndarray) -> list[dict | None]:
     """Each span's end attribute dict, in span order (None where it has no end)."""
     end_attrs = np.full(len(records.span_row), None, dtype=object)
-    end_attrs[np.asarray(records.end_span, dtype=np.int64)] = _object_array(records.end_attrs)
+    end_attrs[end_index] = _object_array(records.end_attrs)
     return end_attrs.tolist()
 
 
-def _span_columns(records: RecordColumns, end_attrs: list[dict | None]) -> dict[str, Any]:
-    """Span columns as numpy arrays, with the paired ends scattered into place."""
+def _span_columns(records: RecordColumns, end_index: np.ndarray,
+                  end_attrs: list[dict | None]) -> dict[str, Any]:
+    """Span columns as numpy arrays, with the paired ends scattered into place
+    (``end_index``: the span each end closes)."""
     n = len(records.span_row)
     ends = np.full(n, np.nan)
     end_attempts = np.full(n, -1, dtype=np.int64)
-    index = np.asarray(records.end_span, dtype=np.int64)
-    ends[index] = records.end_ts
-    end_attempts[index] = records.end_attempt
+    ends[end_index] = records.end_ts
+    end_attempts[end_index] = records.end_attempt
     return {
         "rows": np.asarray(records.span_row, dtype=np.int64),
         "names": _categorical(records.span_name),

@@ -178,10 +178,7 @@ def test_the_job_does_not_wait_for_the_fork_to_end(tmp_path: Path,
     build_frames(_samples(), ForkedAttrTables(str(tmp_path)))
     pid, options = calls[0]
     assert options == os.WNOHANG
-    deadline = time.monotonic() + 120  # a hang guard, not a timing
-    while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
-        time.sleep(0.05)  # a zombie keeps its /proc entry until it is reaped
-    assert not os.path.exists(f"/proc/{pid}"), "the fork was never reaped"
+    assert _wait_until_gone(pid), "the fork was never reaped"
 
 
 def _watch_forks(monkeypatch: pytest.MonkeyPatch, steps: list[str] | None = None) -> list[int]:
@@ -202,6 +199,7 @@ def _watch_forks(monkeypatch: pytest.MonkeyPatch, steps: list[str] | None = None
 
 
 def _wait_until_gone(pid: int) -> bool:
+    """Whether process ``pid`` is reaped (a zombie keeps its /proc entry until then)."""
     deadline = time.monotonic() + 120  # a hang guard, not a timing
     while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
         time.sleep(0.05)

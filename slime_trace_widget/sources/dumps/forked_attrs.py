@@ -109,8 +109,9 @@ class ForkedAttrTables(AttrTablesHere):
             raise
         if self._fork is not None:
             collected = _collect(self._fork, self._table_paths, self._final, self._warnings)
-            for position, table in zip(_FORKED, collected or (), strict=False):
-                tables[position] = table
+            if collected is not None:
+                for position, table in zip(_FORKED, collected, strict=True):
+                    tables[position] = table
         return [table if table is not None else AttrTable.from_dicts(dicts, self._warnings)
                 for table, dicts in zip(tables, self._lists, strict=True)]
 
