@@ -17,7 +17,9 @@ figure from a fresh interpreter whose imports are done before the clock starts
 * slime's whole CLI (``--no-serve --rebuild``, JSON written) against our CLI's
   first run (``python -m slime_trace_widget DUMP --no-serve``, fresh out dir).
 
-Then eight 62 MB dumps in one ``load_frames`` call against one call after
+Each measurement runs ``--runs`` times (default 3), alternating with the others
+as the compare tool does; a time is the best of its runs, a memory figure the
+largest. Then eight 62 MB dumps in one ``load_frames`` call against one call after
 another, and a hash-bomb dump (a dict key whose hashing takes 2**60 steps) that
 must end in a DumpError within the load's time limit. Last, the targets, met or
 not. Figures only, no assertions. slime's viewer is not part of this project:
@@ -345,60 +347,88 @@ def report_viewer(viewer: Path | None, dump: Path) -> Run | None:
     return run
 
 
-def report_shape(shape: str, viewer: Path | None, results: dict) -> None:
-    """slime's viewer, the floor, our load and both CLIs on one shape."""
+def _shape_round(viewer: Path | None, dump: Path) -> dict[str, Run | None]:
+    """One run of each measurement of a shape, in the same order every round."""
+    slime = run_child("slime", [viewer, dump]) if viewer else None
+    floor = run_child("floor", [dump])
+    ours = run_child("one", [dump])
+    slime_cli = report_viewer(viewer, dump)
+    with tempfile.TemporaryDirectory(dir=OUT) as out_dir:
+        cli = run_sampled([sys.executable, "-m", "slime_trace_widget", str(dump), "--no-serve",
+                           "--out-dir", out_dir])
+    return {"slime": slime, "floor": floor, "ours": ours, "slime_cli": slime_cli, "cli": cli}
+
+
+def _best(values: list[float]) -> float | None:
+    return min(values) if values else None
+
+
+def report_shape(shape: str, viewer: Path | None, results: dict, runs: int) -> None:
+    """slime's viewer, the floor, our load and both CLIs on one shape, ``runs`` rounds
+    alternating: times are the best of the rounds, memory the largest."""
     dumps = _dumps()
     dump = dumps.demo_dump(shape)
     print(f"\n== {shape}: {dump.name}  {dump.stat().st_size / MB:.1f} MB  "
           f"{dumps.SHAPES[shape][0]:,} samples ==")
     if viewer is None:
         print("  slime viewer not found: skipped")
-    slime = run_child("slime", [viewer, dump]) if viewer else None
-    slime_s = slime.result()["seconds"] if slime else None
-    floor_s = run_child("floor", [dump]).result()["seconds"]
-    ours = run_child("one", [dump])
-    figures = ours.result()
-    slime_cli = report_viewer(viewer, dump)
-    with tempfile.TemporaryDirectory(dir=OUT) as out_dir:
-        cli = run_sampled([sys.executable, "-m", "slime_trace_widget", str(dump), "--no-serve",
-                           "--out-dir", out_dir])
+    rounds = [_shape_round(viewer, dump) for _ in range(runs)]
+    slimes = [r["slime"] for r in rounds if r["slime"] is not None]
+    slime_s = _best([run.result()["seconds"] for run in slimes])
+    floor_s = min(r["floor"].result()["seconds"] for r in rounds)
+    ours = [r["ours"] for r in rounds]
+    figures = [run.result() for run in ours]
+    ours_s = min(f["seconds"] for f in figures)
+    growth = max(f["growth"] for f in figures)
+    process_peak = max(run.process_peak for run in ours)
+    tree_peak = max(run.peak for run in ours)
+    slime_cli_s = _best([r["slime_cli"].seconds for r in rounds if r["slime_cli"] is not None])
+    clis = [r["cli"] for r in rounds]
+    cli_s = _best([run.seconds for run in clis if run.returncode == 0])
+    failed = [run.returncode for run in clis if run.returncode != 0]
+    print(f"  best of {runs} alternating runs; memory: the largest of them")
     print(f"  {'':34}{'s':>8}{'kernel +MB':>12}{'worker MB':>11}{'all MB':>8}")
     print(f"  {'slime, _build_cache_data':34}{_fmt(slime_s, '.2f'):>8}{'-':>12}{'-':>11}"
-          f"{_fmt(slime.peak / MB if slime else None, '.0f'):>8}")
+          f"{_fmt(max(run.peak for run in slimes) / MB if slimes else None, '.0f'):>8}")
     print(f"  {'floor: C unpickler, gc off':34}{floor_s:8.2f}")
-    print(f"  {'ours, load_frames':34}{figures['seconds']:8.2f}{figures['growth'] / MB:12.0f}"
-          f"{ours.process_peak / MB:11.0f}{ours.peak / MB:8.0f}"
-          f"   ({figures['spans']:,} spans)")
-    speed, of_floor = _ratio(slime_s, figures["seconds"]), figures["seconds"] / floor_s
+    print(f"  {'ours, load_frames':34}{ours_s:8.2f}{growth / MB:12.0f}"
+          f"{process_peak / MB:11.0f}{tree_peak / MB:8.0f}"
+          f"   ({figures[0]['spans']:,} spans)")
+    speed, of_floor = _ratio(slime_s, ours_s), ours_s / floor_s
     print(f"  ours/floor {of_floor:.2f}x   slime/ours {_fmt(speed, '.2f', 'x')}")
-    slime_cli_s = slime_cli.seconds if slime_cli else None
-    cli_note = "" if cli.returncode == 0 else f"   (exit {cli.returncode})"
+    cli_note = f"   (failed: exit {failed})" if failed else ""
+    cli_peak = max(run.peak for run in clis)
     print(f"  CLIs, whole process: slime {_fmt(slime_cli_s, '.2f', ' s')}, ours first run "
-          f"{cli.seconds:.2f} s (peak {cli.peak / MB:.0f} MB){cli_note}, slime/ours "
-          f"{_fmt(_ratio(slime_cli_s, cli.seconds), '.2f', 'x')}")
-    results[shape] = {"speed": speed, "of_floor": of_floor, "growth": figures["growth"],
-                      "peak": ours.peak, "worker": ours.process_peak,
-                      "cli_speed": _ratio(slime_cli_s, cli.seconds) if cli.returncode == 0
-                      else None}
+          f"{_fmt(cli_s, '.2f', ' s')} (peak {cli_peak / MB:.0f} MB){cli_note}, slime/ours "
+          f"{_fmt(_ratio(slime_cli_s, cli_s), '.2f', 'x')}")
+    results[shape] = {"speed": speed, "of_floor": of_floor, "growth": growth,
+                      "peak": tree_peak, "worker": process_peak,
+                      "cli_speed": None if failed else _ratio(slime_cli_s, cli_s)}
 
 
-def report_many(results: dict) -> None:
-    """Eight dumps in one call against one call after another, in one fresh interpreter each."""
+def report_many(results: dict, runs: int) -> None:
+    """Eight dumps in one call against one call after another, in one fresh interpreter
+    each, ``runs`` rounds alternating: the best time of each."""
     dumps = [_dumps().demo_dump("62mb_agentic", seed=7 + k, rollout_id=k) for k in range(MANY)]
     print(f"\n== {MANY} dumps of the 62mb_agentic shape "
           f"({sum(p.stat().st_size for p in dumps) / MB:.0f} MB) ==")
     with tempfile.TemporaryDirectory(dir=OUT) as folder:
         paths = [_place(dump, Path(folder), f"rollout_{k}.pt") for k, dump in enumerate(dumps)]
-        together = run_child("many", paths)
-        apart = run_child("sequential", paths)
-    one_call, one_by_one = together.result(), apart.result()
-    speedup = one_by_one["seconds"] / one_call["seconds"]
-    print(f"  {'':34}{'wall s':>9}{'caller +MB':>12}{'tree peak MB':>14}")
-    for label, figures, run in (("load_frames(8 paths)", one_call, together),
-                                ("[load_frames(p) for p in paths]", one_by_one, apart)):
-        print(f"  {label:34}{figures['seconds']:9.2f}{figures['growth'] / MB:12.0f}"
-              f"{run.peak / MB:14.0f}   ({figures['spans']:,} spans)")
-    print(f"  speedup {speedup:.2f}x   pool size {one_call['workers']}")
+        rounds = [(run_child("many", paths), run_child("sequential", paths))
+                  for _ in range(runs)]
+    print(f"  best of {runs} alternating runs; memory: the largest of them")
+    print(f"  {'':34}{'wall s':>9}{'caller +MB':>12}{'tree peak MB':>14}{'each run s':>14}")
+    best = []
+    for label, side in (("load_frames(8 paths)", 0), ("[load_frames(p) for p in paths]", 1)):
+        side_runs = [one_round[side] for one_round in rounds]
+        figures = [run.result() for run in side_runs]
+        seconds = [f["seconds"] for f in figures]
+        best.append(min(seconds))
+        print(f"  {label:34}{min(seconds):9.2f}{max(f['growth'] for f in figures) / MB:12.0f}"
+              f"{max(run.peak for run in side_runs) / MB:14.0f}   "
+              f"{' '.join(f'{s:.2f}' for s in seconds)}   ({figures[0]['spans']:,} spans)")
+    speedup = best[1] / best[0]
+    print(f"  speedup {speedup:.2f}x   pool size {rounds[0][0].result()['workers']}")
     results["many"] = speedup
 
 
@@ -489,6 +519,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--slime-viewer", default=os.environ.get("SLIME_VIEWER", DEFAULT_VIEWER),
                         help="slime's tools/trace_timeline_viewer.py (default: $SLIME_VIEWER, "
                              f"else {DEFAULT_VIEWER})")
+    parser.add_argument("--runs", type=int, default=3,
+                        help="alternating rounds per measurement; the best time counts "
+                             "(default 3)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("paths", nargs="*", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -506,9 +539,10 @@ def main(argv: list[str] | None = None) -> None:
         print(f"slime viewer not found: skipped ({args.slime_viewer})")
     OUT.mkdir(parents=True, exist_ok=True)
     results: dict = {}
+    runs = max(1, args.runs)
     for shape in shapes:
-        _attempt(functools.partial(report_shape, shape, viewer, results))
-    _attempt(functools.partial(report_many, results))
+        _attempt(functools.partial(report_shape, shape, viewer, results, runs))
+    _attempt(functools.partial(report_many, results, runs))
     _attempt(functools.partial(report_bomb, results))
     summarize(results)
 
