@@ -30,10 +30,9 @@ from demo_dumps import SHAPES, demo_dump
 
 from slime_trace_widget.frames.build import build_frames, cyclic_gc_paused
 from slime_trace_widget.frames.samples import sample_fields
-from slime_trace_widget.sources.dumps.files import load_dump_file
 from slime_trace_widget.sources.dumps.forked_attrs import ForkedAttrTables
 from slime_trace_widget.sources.dumps.wire import read_frames, write_frames
-from slime_trace_widget.sources.dumps.worker import _drop_unread_fields
+from slime_trace_widget.sources.dumps.worker import read_for_frames
 
 
 def halfway(samples: list) -> int:
@@ -85,9 +84,7 @@ def flatten_as_the_worker(samples: list) -> float:
 def measure(shape: str, runs: int) -> None:
     path = demo_dump(shape)
     with cyclic_gc_paused():
-        loaded = load_dump_file(str(path), "frames", pipelined=True)
-        _drop_unread_fields(loaded.samples)
-        samples = loaded.samples
+        samples = read_for_frames(str(path), pipelined=True).samples
         split = halfway(samples)
         whole, worker, halves, first = [], [], [], []
         for _ in range(runs):

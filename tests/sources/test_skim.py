@@ -16,6 +16,7 @@ import pytest
 
 from slime_trace_widget.demo import make_demo_samples
 from slime_trace_widget.frames import build_frames
+from slime_trace_widget.frames.samples import READ_FIELDS
 from slime_trace_widget.sources.dumps import DumpError, files
 from slime_trace_widget.sources.dumps.files import load_dump_file, save_dump
 from slime_trace_widget.sources.dumps.skim import (
@@ -26,6 +27,7 @@ from slime_trace_widget.sources.dumps.skim import (
     worth_skimming,
 )
 from slime_trace_widget.sources.dumps.skim_stream import unpickle_skimmed
+from slime_trace_widget.sources.dumps.worker import read_for_frames
 from tests.sources.test_wire import FIXTURES, assert_same_frames
 
 
@@ -323,3 +325,17 @@ def test_a_member_whose_crc_fails_is_refused_as_by_the_plain_read(
         with pytest.raises(DumpError) as frames:
             load_dump_file(str(path), "frames", pipelined=pipelined)
         assert str(frames.value) == str(plain.value)
+
+
+def test_a_frames_job_reads_only_the_fields_flattening_reads(tmp_path: Path) -> None:
+    """``read_for_frames``: what the worker flattens, and what a benchmark of its
+    flatten reads: token lists and other unread fields gone, the frames unchanged."""
+    path = tmp_path / "rollout_1.pt"
+    samples = _samples(60)
+    for sample in samples:
+        sample["extra_payload"] = {"images": [b"\x00" * 64]}
+    save_dump(path, samples, rollout_id=1)
+    read = read_for_frames(str(path), pipelined=True)
+    assert read.samples and all(set(sample) <= READ_FIELDS for sample in read.samples)
+    assert not any("tokens" in sample or "extra_payload" in sample for sample in read.samples)
+    assert_same_frames(build_frames(read), build_frames(load_dump_file(str(path), "plain")))

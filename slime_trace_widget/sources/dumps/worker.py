@@ -35,8 +35,9 @@ from .errors import DumpError
 
 if TYPE_CHECKING:  # the helper imports frames (pandas) only when a job needs them
     from ...frames.model import TraceFrames
+    from .files import LoadedDump
 
-__all__ = ["serve"]
+__all__ = ["read_for_frames", "serve"]
 
 #: In a job's forked child, what the job read and built, kept until the child
 #: ends: ``os._exit`` skips freeing it, which for a dump of a million records took
@@ -158,15 +159,23 @@ def _flattened(request: dict) -> TraceFrames:
         return frames
 
 
+def read_for_frames(path: str, name: str | None = None, pipelined: bool = False) -> LoadedDump:
+    """The dump at ``path`` as a frames job reads it: through the skim and the
+    restricted unpickler (the skim forked when ``pipelined``), with the fields
+    flattening never reads dropped."""
+    from .files import load_dump_file
+
+    loaded = load_dump_file(path, "frames", name=name, pipelined=pipelined)
+    _drop_unread_fields(loaded.samples)
+    return loaded
+
+
 def _read_and_flatten(request: dict) -> TraceFrames:
     from ...frames.build import build_frames
-    from .files import load_dump_file
     from .forked_attrs import ForkedAttrTables
 
     spare_core = bool(request.get("spare_core"))  # else other jobs keep every core busy
-    loaded = load_dump_file(request["path"], "frames", name=request["name"],
-                            pipelined=spare_core)
-    _drop_unread_fields(loaded.samples)
+    loaded = read_for_frames(request["path"], request["name"], pipelined=spare_core)
     _keep_until_exit(loaded)
     if not spare_core:
         return build_frames(loaded)
