@@ -4,12 +4,23 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 
 from slime_trace_widget.demo import make_demo_samples
 from slime_trace_widget.frames import build_frames
-from slime_trace_widget.sources.dumps.wire import WireError, read_frames, write_frames
+from slime_trace_widget.frames.build import INFERRED_TEXT
+from slime_trace_widget.sources.dumps.wire import (
+    WireError,
+    _decode_column,
+    read_frames,
+    read_table,
+    table_file,
+    write_frames,
+    write_table,
+)
 
 
 def assert_same_frames(one, other) -> None:
@@ -46,6 +57,40 @@ def test_a_column_of_the_wrong_type_is_refused(tmp_path: Path) -> None:
     write_frames(frames, str(tmp_path))
     with pytest.raises(WireError, match=r"samples\.reward: expected double, got float"):
         read_frames(str(tmp_path))
+
+
+def test_ids_cross_as_the_text_pandas_keeps_and_the_older_text_still_reads(
+        tmp_path: Path) -> None:
+    """Arrow-backed id columns are written as large_string, the type pandas holds
+    them in, so reading them copies nothing; files with plain string text (pandas
+    kept text as objects, or an older writer) read the same; a text type anywhere
+    else is refused."""
+    frames = build_frames(make_demo_samples(6, seed=2))
+    write_frames(frames, str(tmp_path))
+    written = read_table(table_file(str(tmp_path), "span_core"))
+    arrow_text = isinstance(INFERRED_TEXT, pd.StringDtype) and INFERRED_TEXT.storage == "pyarrow"
+    assert (written.schema.field("span_id").type == pa.large_string()) == arrow_text
+    assert_same_frames(read_frames(str(tmp_path), mapped=True), frames)
+    as_string = written.set_column(written.schema.get_field_index("span_id"), "span_id",
+                                   written.column("span_id").cast(pa.string()))
+    write_table(as_string, table_file(str(tmp_path), "span_core"))
+    assert_same_frames(read_frames(str(tmp_path)), frames)
+    numbers = as_string.set_column(as_string.schema.get_field_index("start"), "start",
+                                   as_string.column("start").cast(pa.large_string()))
+    write_table(numbers, table_file(str(tmp_path), "span_core"))
+    with pytest.raises(WireError, match=r"span_core\.start: expected double, got large_string"):
+        read_frames(str(tmp_path))
+
+
+def test_a_column_of_one_chunk_is_read_in_place() -> None:
+    """A worker's file holds one batch: its columns are used where the file's
+    memory map has them, not copied (several columns of this size per span table)."""
+    reference = build_frames(make_demo_samples(2)).span_core
+    starts = pa.chunked_array([pa.array(np.linspace(1.0, 2.0, 1000))])
+    decoded = _decode_column(starts, reference["start"])
+    assert np.shares_memory(decoded, np.frombuffer(starts.chunk(0).buffers()[1], np.float64))
+    two = pa.chunked_array([starts.chunk(0).slice(0, 400), starts.chunk(0).slice(400)])
+    assert np.array_equal(_decode_column(two, reference["start"]), decoded)
 
 
 def test_meta_that_is_not_meta_is_refused(tmp_path: Path) -> None:

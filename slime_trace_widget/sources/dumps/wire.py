@@ -94,7 +94,9 @@ def _encode_column(series: pd.Series) -> pa.Array:
         return pa.array(series.to_numpy(dtype=np.int64, na_value=0), type=pa.int64(),
                         mask=series.isna().to_numpy())
     if isinstance(dtype, pd.StringDtype) and dtype.storage == "pyarrow":
-        return pa.array(series.array).cast(pa.string())  # Arrow already: no Python strings
+        # Arrow already, no Python strings; as large_string, the type pandas keeps them
+        # in, so that neither side copies them (two copies of a 1.9M-span dump's ids)
+        return pa.array(series.array).cast(pa.large_string())
     if series.name == "reward_detail":  # plain data (a dict reward) as JSON text
         return pa.array([None if v is None else json.dumps(v, allow_nan=True)
                          for v in series.tolist()], type=pa.string())
@@ -169,7 +171,9 @@ def decode_table(table: pa.Table, name: str) -> pd.DataFrame:
 
 def _decode_column(column: pa.ChunkedArray, reference: pd.Series) -> Any:
     dtype = reference.dtype
-    array = column.combine_chunks()
+    # One chunk (a worker's file holds one batch) is taken as it is: combining copies
+    # even a single chunk, 0.13-0.19 s per id column of a 1.9M-span dump.
+    array = column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
     if isinstance(dtype, pd.CategoricalDtype):
         if not pa.types.is_dictionary(array.type) or array.type.value_type != pa.string():
             raise TypeError(f"expected dictionary-encoded text, got {array.type}")
@@ -188,7 +192,8 @@ def _decode_column(column: pa.ChunkedArray, reference: pd.Series) -> Any:
         return pd.arrays.IntegerArray(array.fill_null(0).to_numpy(),
                                       array.is_null().to_numpy(zero_copy_only=False))
     if pd.api.types.is_object_dtype(dtype) or pd.api.types.is_string_dtype(dtype):
-        _expect(array, pa.string())
+        if array.type != pa.large_string():  # written from Arrow-backed text, else string
+            _expect(array, pa.string())
         if reference.name not in _OBJECT_TEXT:  # as the build made it, in Arrow if it can
             text = inferred_text(array)
             if text is not array:
