@@ -13,7 +13,7 @@ non-finite floats read as the text ``json_safe`` gives them.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -23,8 +23,17 @@ from ...frames.attr_columns import AttrTable
 from ...values import json_safe, truncate
 
 
+class Buffers(Protocol):
+    """Where a table's byte strings go, each under the name it is given: a dict, or
+    a snapshot block's body, which compresses them as they come."""
+
+    def __len__(self) -> int: ...
+
+    def __setitem__(self, name: str, data: bytes) -> None: ...
+
+
 def page_attr_table(attrs: AttrTable, positions: np.ndarray | list[int], max_chars: int,
-                    buffers: dict[str, bytes]) -> dict[str, Any]:
+                    buffers: Buffers) -> dict[str, Any]:
     """The rows of ``attrs`` at ``positions``, in that order, in the page's form; its
     byte strings are added to ``buffers`` under names the table refers to."""
     table = attrs.take(positions)
@@ -39,7 +48,7 @@ def page_attr_table(attrs: AttrTable, positions: np.ndarray | list[int], max_cha
 
 
 def _column(key: str, column: pa.Array, is_json: bool, max_chars: int,
-            buffers: dict[str, bytes]) -> dict[str, Any]:
+            buffers: Buffers) -> dict[str, Any]:
     def put(data: np.ndarray | bytes) -> str:
         name = str(len(buffers))
         buffers[name] = data.tobytes() if isinstance(data, np.ndarray) else data

@@ -33,9 +33,9 @@ from ..details import (
     span_columns,
 )
 from ..payload import EncodedView, encode
-from .gzip_parallel import gzip_all
+from .gzip_parallel import ParallelGzip, Section
 from .htmlpage import MAGIC, Blocks, page
-from .page_attrs import page_attr_table
+from .page_attrs import Buffers, page_attr_table
 
 SNAPSHOT_MAX_CHARS = 20_000
 #: Characters of sample text one page holds: about 4 MB of page for natural text
@@ -81,63 +81,87 @@ def data_blocks(
     text_budget: int = SNAPSHOT_TEXT_BUDGET,
     source: dict | None = None,
 ) -> Blocks:
-    """The compressed data and details blocks of a page; ``source`` notes its inputs."""
+    """The compressed data and details blocks of a page; ``source`` notes its inputs.
+
+    Each block's buffers are compressed as they are made (``gzip_parallel``), so on
+    a 50k-span rollout the other cores deflate the attribute tables while this
+    thread builds the rest of the details and their JSON."""
     payload = view.payload
-    body, offsets = _concatenate(payload["buffers"])
-    meta = dict(payload["meta"], attrs_embedded=True)
-    data = _block({
-        "payload": {"version": payload["version"], "meta": meta, "buffers": offsets},
-        "state": {"view_state": view_state or {}, "view_range": list(view_range or []),
-                  "selected": {}},
-        "source": source or {},
-    }, body)
-    attr_buffers: dict[str, bytes] = {}
-    details = _details(frames, view, max_chars, text_budget, attr_buffers)
-    body, details["buffers"] = _concatenate(attr_buffers)
-    return Blocks(*gzip_all([data, _block(details, body)], COMPRESS_LEVEL))
+    with ParallelGzip(COMPRESS_LEVEL) as gzip:
+        data_head, data_body = gzip.section(), _Body(gzip.section())
+        for name, buffer in payload["buffers"].items():
+            data_body[name] = buffer
+        meta = dict(payload["meta"], attrs_embedded=True)
+        data_head.write(_head({
+            "payload": {"version": payload["version"], "meta": meta,
+                        "buffers": data_body.offsets},
+            "state": {"view_state": view_state or {}, "view_range": list(view_range or []),
+                      "selected": {}},
+            "source": source or {},
+        }))
+        for section in (data_head, data_body.section):  # complete: its last pieces go now,
+            section.flush()                             # not after every piece of details
+        details_body = _Body(gzip.section())
+        details = _details(frames, view, max_chars, text_budget, details_body)
+        details["buffers"] = details_body.offsets
+        details_head = gzip.section()
+        details_head.write(_head(details))
+        return Blocks(gzip.member([data_head, data_body.section]),
+                      gzip.member([details_head, details_body.section]))
 
 
-def _block(header: dict[str, Any], body: bytes) -> bytes:
-    """``MAGIC | u32 header length | header JSON | body``, the JSON padded with
-    spaces so that the body, whose buffers are 8-byte aligned, starts aligned too."""
+def _head(header: dict[str, Any]) -> bytes:
+    """A block's start, ``MAGIC | u32 header length | header JSON``, its body after it.
+    The JSON is padded with spaces so that the body, whose buffers are 8-byte
+    aligned, starts aligned too."""
     text = json.dumps(header, allow_nan=False, ensure_ascii=False,
                       separators=(",", ":")).encode()
     text += b" " * (-(len(MAGIC) + 4 + len(text)) % 8)
-    return MAGIC + struct.pack("<I", len(text)) + text + body
+    return MAGIC + struct.pack("<I", len(text)) + text
 
 
-def _concatenate(buffers: dict[str, bytes]) -> tuple[bytes, dict[str, list[int]]]:
-    """One byte string with every column 8-byte aligned, and each column's place in it."""
-    parts: list[bytes] = []
-    offsets: dict[str, list[int]] = {}
-    position = 0
-    for name, data in buffers.items():
-        offsets[name] = [position, len(data)]
+class _Body:
+    """A block's body, its buffers given one by one (``page_attrs`` names them): each
+    written on to the section 8-byte aligned, ``offsets`` saying where."""
+
+    def __init__(self, section: Section) -> None:
+        self.section = section
+        self.offsets: dict[str, list[int]] = {}
+        self._position = 0
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    def __setitem__(self, name: str, data: bytes) -> None:
+        self.offsets[name] = [self._position, len(data)]
         padding = -len(data) % 8
-        parts += [data, b"\0" * padding]
-        position += len(data) + padding
-    return b"".join(parts), offsets
+        self.section.write(data)
+        self.section.write(b"\0" * padding)
+        self._position += len(data) + padding
 
 
 def _details(frames: TraceFrames, view: EncodedView, max_chars: int, text_budget: int,
-             buffers: dict[str, bytes]) -> dict[str, Any]:
+             buffers: Buffers) -> dict[str, Any]:
     """Columnar detail tables in payload order (read by ``js/src/page/snapshot.js``); the
-    attribute tables' bytes go to ``buffers``."""
+    attribute tables' bytes go to ``buffers``, first, since they are most of the bytes
+    to compress."""
+    span_rows = frames.span_core.index.get_indexer(view.span_index)
+    event_rows = frames.event_core.index.get_indexer(view.event_index)
+    attrs = {name: page_attr_table(table, rows, max_chars, buffers) for name, table, rows in (
+        ("span_start_attrs", frames.span_start_attrs, span_rows),
+        ("span_end_attrs", frames.span_end_attrs, span_rows),
+        ("event_attrs", frames.event_attrs, event_rows))}
     segments = segment_columns(frames, view.span_index)
     position = pd.Series(np.arange(len(view.span_index)), index=view.span_index)
     owners = position.loc[segments["owner"]].to_numpy() if segments["owner"] else np.zeros(0)
     order = np.argsort(owners, kind="stable").tolist()
     segments = {name: [values[i] for i in order] for name, values in segments.items()}
     segments["owner"] = owners[order].tolist()
-    span_rows = frames.span_core.index.get_indexer(view.span_index)
-    event_rows = frames.event_core.index.get_indexer(view.event_index)
     preview, texts = _sample_texts(frames, view.sample_rows, max_chars, text_budget)
     return {
         "spans": span_columns(frames, view.span_index),
         "events": event_columns(frames, view.event_index),
-        "span_start_attrs": page_attr_table(frames.span_start_attrs, span_rows, max_chars, buffers),
-        "span_end_attrs": page_attr_table(frames.span_end_attrs, span_rows, max_chars, buffers),
-        "event_attrs": page_attr_table(frames.event_attrs, event_rows, max_chars, buffers),
+        **attrs,
         "samples": sample_summaries(frames, view.sample_rows, max_chars, preview),
         "sample_texts": texts,
         "segments": segments,
