@@ -1,5 +1,5 @@
 """``python -m slime_trace_widget`` is the ``slime-trace-viewer`` command."""
 
-from .cli import main
+from .cli import console
 
-raise SystemExit(main())
+console()

@@ -14,6 +14,8 @@ dumps or a glob make one combined view.
 from __future__ import annotations
 
 import argparse
+import atexit
+import contextlib
 import functools
 import http.server
 import ipaddress
@@ -62,6 +64,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+
+
+def console() -> None:
+    """The command itself: :func:`main`, then an exit that does not free what the run
+    built. Every file is written and closed and every exit handler has run by then
+    (the loader's helpers are stopped); only the interpreter's teardown, which walks
+    each frame, table and page string the run held, is skipped: 0.07 s of a 62 MB
+    dump's 3 s first run."""
+    code = main()
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # a reader gone, a stream closed
+            stream.flush()
+    os._exit(code)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -518,4 +534,4 @@ def serve(folder: Path, served: Sequence[str], host: str, port: int) -> None:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    console()

@@ -42,6 +42,24 @@ def test_no_serve_writes_page_and_cache_then_reuses_cache(dump: Path, capsys) ->
     assert "built" in capsys.readouterr().out
 
 
+def test_the_command_exits_with_its_output_and_code_through_a_pipe(dump: Path) -> None:
+    """The command skips the interpreter's teardown: what it printed (block-buffered
+    into a pipe) must still arrive, and its exit code must be main's."""
+    buffered = {name: value for name, value in os.environ.items()
+                if name != "PYTHONUNBUFFERED"}
+    done = subprocess.run([sys.executable, "-m", "slime_trace_widget", str(dump), "--no-serve"],
+                          capture_output=True, text=True, timeout=300, env=buffered)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("built rollout_0") and lines[-1].startswith("wrote ")
+    assert dump.with_name("rollout_0" + HTML_SUFFIX).exists()
+    missing = subprocess.run([sys.executable, "-m", "slime_trace_widget",
+                              str(dump.with_name("absent.pt")), "--no-serve"],
+                             capture_output=True, text=True, timeout=300)
+    assert missing.returncode == 2
+    assert missing.stderr.strip().endswith("absent.pt: no such file")
+
+
 def test_changed_dump_invalidates_cache(dump: Path, capsys) -> None:
     main([str(dump), "--no-serve"])
     time.sleep(0.01)

@@ -99,8 +99,9 @@ def data_blocks(
                       "selected": {}},
             "source": source or {},
         }))
-        for section in (data_head, data_body.section):  # complete: its last pieces go now,
-            section.flush()                             # not after every piece of details
+        # The data block is complete: its last pieces go now, not behind the details'.
+        for section in (data_head, data_body.section):
+            section.flush()
         details_body = _Body(gzip.section())
         details = _details(frames, view, max_chars, text_budget, details_body)
         details["buffers"] = details_body.offsets
