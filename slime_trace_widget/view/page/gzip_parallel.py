@@ -68,7 +68,8 @@ class ParallelGzip:
                             for future in section.deflated)
         return _HEADER + deflated + _LAST_BLOCK + struct.pack("<II", checksum, size & 0xFFFFFFFF)
 
-    def _deflate(self, piece: list[Chunk]) -> Future[bytes]:
+    def deflate(self, piece: list[Chunk]) -> Future[bytes]:
+        """The deflated bytes of ``piece``, made on the pool."""
         return self._pool.submit(_deflate, piece, self.level)
 
 
@@ -102,7 +103,7 @@ class Section:
             return
         piece, self._waiting, self._waiting_bytes = self._waiting, [], 0
         self.pieces.append(piece)
-        self.deflated.append(self._owner._deflate(piece))
+        self.deflated.append(self._owner.deflate(piece))
 
 
 def _deflate(piece: list[Chunk], level: int) -> bytes:
@@ -112,6 +113,7 @@ def _deflate(piece: list[Chunk], level: int) -> bytes:
 
 
 def _checksum(chunks: list[Chunk]) -> int:
+    """The CRC-32 of the chunks end to end, as the gzip trailer holds it."""
     check = 0
     for chunk in chunks:
         check = zlib.crc32(chunk, check)
