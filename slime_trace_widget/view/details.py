@@ -33,13 +33,18 @@ TEXT_PREVIEW_CHARS = 2_000
 FULL_TEXT_CHARS = 2_000_000
 
 
-def span_columns(frames: TraceFrames, indices: np.ndarray | list[int]) -> dict[str, list]:
+def span_fields(frames: TraceFrames, indices: np.ndarray | list[int]) -> dict[str, np.ndarray]:
     """Detail fields of the spans ``indices`` (``spans.index`` values), column-wise,
-    attributes aside (one span's: :func:`span_detail`; a page's: ``page_attrs``)."""
+    attributes aside (one span's: :func:`span_detail`; a page's: ``page_attrs``).
+
+    Arrays, so a page can embed them as bytes: numbers are float64 (not finite:
+    none), ints int64, flags bool, texts objects (None: none), cut as the panel shows
+    them. :func:`span_columns` has them as JSON lists.
+    """
     spans = frames.span_core.loc[indices]
     return {
-        "kind": ["span"] * len(spans),
-        "index": spans.index.tolist(),
+        "kind": np.full(len(spans), "span", dtype=object),
+        "index": spans.index.to_numpy(dtype=np.int64),
         "name": _texts(spans["name"]),
         "span_id": _texts(spans["span_id"]),
         "parent_span_id": _texts(spans["parent_span_id"]),
@@ -50,39 +55,67 @@ def span_columns(frames: TraceFrames, indices: np.ndarray | list[int]) -> dict[s
         "duration": _numbers(spans["duration"]),
         "state": _texts(spans["state"]),
         "clip_reason": _texts(spans["clip_reason"]),
-        "attempt": spans["attempt"].tolist(),
-        "end_attempt": spans["end_attempt"].tolist(),
-        "virtual": spans["virtual"].tolist(),
+        "attempt": spans["attempt"].to_numpy(dtype=np.int64),
+        "end_attempt": spans["end_attempt"].to_numpy(dtype=np.int64),
+        "virtual": spans["virtual"].to_numpy(dtype=bool),
     }
 
 
-def event_columns(frames: TraceFrames, indices: np.ndarray | list[int]) -> dict[str, list]:
+def event_fields(frames: TraceFrames, indices: np.ndarray | list[int]) -> dict[str, np.ndarray]:
     """Detail fields of the events ``indices`` (``events.index`` values), column-wise,
-    attributes aside."""
+    attributes aside; arrays as in :func:`span_fields`."""
     events = frames.event_core.loc[indices]
     return {
         "kind": _texts(events["kind"]),
-        "index": events.index.tolist(),
+        "index": events.index.to_numpy(dtype=np.int64),
         "name": _texts(events["name"]),
         "ts": _numbers(events["ts"]),
-        "attempt": events["attempt"].tolist(),
+        "attempt": events["attempt"].to_numpy(dtype=np.int64),
         "span_id": _texts(events["span_id"]),
         "parent_span_id": _texts(events["parent_span_id"]),
         "parent_name": _texts(events["parent_name"]),
     }
 
 
-def segment_columns(frames: TraceFrames, span_indices: np.ndarray | list[int]) -> dict[str, list]:
-    """Exact PD segments of the given virtual spans, column-wise, with their owner."""
+def segment_fields(frames: TraceFrames, span_indices: np.ndarray | list[int]
+                   ) -> dict[str, np.ndarray]:
+    """Exact PD segments of the given virtual spans, column-wise, with their owner
+    (a ``spans.index`` value); arrays as in :func:`span_fields`."""
     segments = frames.segments
-    chosen = segments[segments["span_index"].isin(span_indices)] if len(segments) else segments
+    if not len(segments):
+        return {"owner": np.zeros(0, dtype=np.int64), "name": np.zeros(0, dtype=object),
+                **{name: np.zeros(0) for name in ("start", "end", "duration")}}
+    chosen = segments[segments["span_index"].isin(span_indices)]
     return {
-        "owner": chosen["span_index"].tolist() if len(chosen) else [],
-        "name": _texts(chosen["name"]) if len(chosen) else [],
-        "start": _numbers(chosen["start"]) if len(chosen) else [],
-        "end": _numbers(chosen["end"]) if len(chosen) else [],
-        "duration": _numbers(chosen["duration"]) if len(chosen) else [],
+        "owner": chosen["span_index"].to_numpy(dtype=np.int64),
+        "name": _texts(chosen["name"]),
+        "start": _numbers(chosen["start"]),
+        "end": _numbers(chosen["end"]),
+        "duration": _numbers(chosen["duration"]),
     }
+
+
+def span_columns(frames: TraceFrames, indices: np.ndarray | list[int]) -> dict[str, list]:
+    """:func:`span_fields` as JSON lists (numbers that are not finite: None)."""
+    return json_columns(span_fields(frames, indices))
+
+
+def event_columns(frames: TraceFrames, indices: np.ndarray | list[int]) -> dict[str, list]:
+    """:func:`event_fields` as JSON lists."""
+    return json_columns(event_fields(frames, indices))
+
+
+def segment_columns(frames: TraceFrames, span_indices: np.ndarray | list[int]
+                    ) -> dict[str, list]:
+    """:func:`segment_fields` as JSON lists."""
+    return json_columns(segment_fields(frames, span_indices))
+
+
+def json_columns(fields: dict[str, np.ndarray]) -> dict[str, list]:
+    """Field arrays as JSON-ready lists: floats that are not finite become None."""
+    return {name: ([v if math.isfinite(v) else None for v in values.tolist()]
+                   if values.dtype.kind == "f" else values.tolist())
+            for name, values in fields.items()}
 
 
 def sample_summaries(frames: TraceFrames, rows: np.ndarray | list[int],
@@ -95,22 +128,31 @@ def sample_summaries(frames: TraceFrames, rows: np.ndarray | list[int],
     whose budget for all strings together would otherwise cut them further.
     """
     samples = frames.samples.loc[rows]
-    rewards = _numbers(samples["reward"])
+    lists = json_columns({
+        "reward": _numbers(samples["reward"]),
+        "source": _texts(samples["source"]),
+        "status": _texts(samples["status"]),
+        "trace_id": _texts(samples["trace_id"]),
+        "start": _numbers(samples["start"]),
+        "end": _numbers(samples["end"]),
+        "duration": _numbers(samples["duration"]),
+    })
     columns = {
         "row": samples.index.tolist(),
         "id": _ints(samples["sample_index"]),
         "group": _ints(samples["group_index"]),
         "rollout_id": _ints(samples["rollout_id"]),
-        "source": _texts(samples["source"]),
-        "status": _texts(samples["status"]),
+        "source": lists["source"],
+        "status": lists["status"],
         # a dict reward is shown whole where a scalar would be
         "reward": [detail if reward is None else reward
-                   for reward, detail in zip(rewards, samples["reward_detail"], strict=True)],
-        "trace_id": _texts(samples["trace_id"]),
+                   for reward, detail in zip(lists["reward"], samples["reward_detail"],
+                                             strict=True)],
+        "trace_id": lists["trace_id"],
         "attempts": samples["attempts"].tolist(),
-        "start": _numbers(samples["start"]),
-        "end": _numbers(samples["end"]),
-        "duration": _numbers(samples["duration"]),
+        "start": lists["start"],
+        "end": lists["end"],
+        "duration": lists["duration"],
     }
     names = list(columns)
     summaries = [json_safe(dict(zip(names, values, strict=True)), max_chars)
@@ -167,19 +209,19 @@ def _first_row(columns: dict[str, list]) -> dict[str, Any]:
     return {name: values[0] for name, values in columns.items()}
 
 
-def _numbers(series: pd.Series) -> list[float | None]:
-    values = series.to_numpy(dtype=np.float64)
-    return [v if math.isfinite(v) else None for v in values.tolist()]
+def _numbers(series: pd.Series) -> np.ndarray:
+    return series.to_numpy(dtype=np.float64)
 
 
 def _ints(series: pd.Series) -> list[int | None]:
     return [None if pd.isna(v) else int(v) for v in series]
 
 
-def _texts(series: pd.Series) -> list[str | None]:
-    """Text of a column, cut to ``NAME_CHARS``: names and ids, not attribute values.
-    Each distinct value is cut once (names repeat across thousands of spans)."""
+def _texts(series: pd.Series) -> np.ndarray:
+    """Text of a column (an object array, None where it has none), cut to
+    ``NAME_CHARS``: names and ids, not attribute values. Each distinct value is cut
+    once (names repeat across thousands of spans)."""
     codes, distinct = pd.factorize(series, use_na_sentinel=True)
     cut = np.array([None, *(truncate(str(v), NAME_CHARS)
                             for v in np.asarray(distinct, dtype=object).tolist())], dtype=object)
-    return cut[codes + 1].tolist()
+    return cut[codes + 1]

@@ -3,7 +3,9 @@
 // and texts as bytes in the details block, referred to by name. A row's
 // attributes are put together when its item is clicked, from columns
 // decoded once on first use. A query's attribute terms are evaluated here
-// over whole columns (attrTermHits), as the kernel does in query.py.
+// over whole columns (attrTermHits), as the kernel does in query.py. The
+// items' own fields (a span's name, ids, times...) come in the same columns
+// (itemRow, itemField), a none there reading as null.
 
 import { attrHolds, glob } from "../data/query.js";
 
@@ -24,6 +26,12 @@ import { attrHolds, glob } from "../data/query.js";
  * @property {PageAttrColumn[]} columns
  * @property {Record<string, string[]>} nones     per row: keys whose value was None
  * @property {Record<string, Record<string, any>>} overflow per row: keys past the column cap
+ */
+
+/**
+ * @typedef {Object} PageItemTable  every field of every item: a cleared valid bit is a null
+ * @property {number} rows
+ * @property {PageAttrColumn[]} columns
  */
 
 /** @typedef {{valid: Uint8Array|null, read: (row: number) => any}} DecodedColumn */
@@ -139,6 +147,56 @@ export function attrRow(table, row, buffers) {
   if (Object.hasOwn(table.nones ?? {}, name)) for (const key of table.nones[name]) put(key, null);
   if (Object.hasOwn(table.overflow ?? {}, name)) {
     for (const [key, value] of Object.entries(table.overflow[name])) put(key, value);
+  }
+  return out;
+}
+
+/**
+ * Column `column` of an item table as a reader of rows: its value, or null where
+ * the row has none.
+ * @param {PageItemTable} table
+ * @param {PageAttrColumn} column
+ * @param {Buffers} buffers
+ * @returns {(row: number) => any}
+ */
+function itemReader(table, column, buffers) {
+  const { valid, read } = decode(column, buffers);
+  const rows = table.rows;
+  return (row) => {
+    if (!Number.isInteger(row) || row < 0 || row >= rows) return null;
+    if (valid && !((valid[row >> 3] >> (row & 7)) & 1)) return null;
+    return read(row) ?? null;
+  };
+}
+
+/**
+ * Field `key` of an item table as a reader of rows (null throughout when the
+ * table lacks the field).
+ * @param {PageItemTable|undefined} table
+ * @param {string} key
+ * @param {Buffers} buffers
+ * @returns {(row: number) => any}
+ */
+export function itemField(table, key, buffers) {
+  const column = table?.columns.find((candidate) => candidate.key === key);
+  return table && column ? itemReader(table, column, buffers) : () => null;
+}
+
+/**
+ * Every field of item `row` as the kernel's reply has it (null for a none), in
+ * column order; null for a row the table does not have.
+ * @param {PageItemTable|undefined} table
+ * @param {number} row
+ * @param {Buffers} buffers
+ * @returns {Record<string, any>|null}
+ */
+export function itemRow(table, row, buffers) {
+  if (!table || !Number.isInteger(row) || row < 0 || row >= table.rows) return null;
+  /** @type {Record<string, any>} */
+  const out = {};
+  for (const column of table.columns) {
+    const value = itemReader(table, column, buffers)(row);
+    Object.defineProperty(out, column.key, { value, enumerable: true, writable: true, configurable: true });
   }
   return out;
 }

@@ -2,9 +2,10 @@
 // gzip-compressed, base64-encoded blocks; nothing is fetched, so the page
 // works from file:// with the network off.
 //   data block:    "STW1" | u32 header length | header JSON | column bytes
-//   details block: "STW1" | u32 header length | details JSON (item fields,
-//                  sample texts, attribute tables as in page_attrs.js) |
-//                  the tables' bytes; inflated on the first click, or
+//   details block: "STW1" | u32 header length | details JSON (sample
+//                  summaries and texts; item fields and attribute tables as
+//                  columns, as in page_attrs.js) | the columns' bytes;
+//                  inflated on the first click, or
 //                  when the filter first has an attribute term
 // The header holds the payload meta (buffers as [offset, length] into the
 // column bytes) and the synced state. Keeping the details apart means the
@@ -12,7 +13,7 @@
 
 import { base64ToBytes } from "../data/bytes.js";
 import { followUpdates, takeKeptView } from "./follow.js";
-import { attrRow, attrTermHits } from "./page_attrs.js";
+import { attrRow, attrTermHits, itemField, itemRow } from "./page_attrs.js";
 import { createLocalModel } from "../standalone.js";
 
 const MAGIC = "STW1";
@@ -25,16 +26,17 @@ const MAGIC = "STW1";
 
 /**
  * @typedef {Object} SnapshotDetails
- * @property {Record<string, any[]>} spans    columns indexed by payload span
- * @property {Record<string, any[]>} events   columns indexed by payload event
+ * @property {import("./page_attrs.js").PageItemTable} spans  fields per payload span
+ * @property {import("./page_attrs.js").PageItemTable} events fields per payload event
  * @property {any[]} samples                  summary per payload sample
  * @property {Record<string, (string|null)[]>} sample_texts per field, per payload sample: the
  *   text "show all" shows (null where the summary's preview is all of it)
- * @property {Record<string, any[]>} segments exact PD segments, sorted by owner span
+ * @property {import("./page_attrs.js").PageItemTable} segments exact PD segments, sorted by
+ *   owner (the payload span they belong to)
  * @property {import("./page_attrs.js").PageAttrTable} [span_start_attrs] per payload span
  * @property {import("./page_attrs.js").PageAttrTable} [span_end_attrs]   per payload span
  * @property {import("./page_attrs.js").PageAttrTable} [event_attrs]      per payload event
- * @property {import("./page_attrs.js").Buffers} views the attribute tables' byte strings
+ * @property {import("./page_attrs.js").Buffers} views the columns' byte strings
  */
 
 /** @param {Uint8Array} bytes */
@@ -101,12 +103,8 @@ export function parseDetails(raw) {
  * @param {number} index
  */
 export function detailFor(details, payload, kind, index) {
-  const table = kind === "event" ? details.events : details.spans;
-  const columns = Object.keys(table);
-  if (!columns.length || index < 0 || index >= table[columns[0]].length) return null;
-  /** @type {Record<string, any>} */
-  const out = {};
-  for (const column of columns) out[column] = table[column][index];
+  const out = itemRow(kind === "event" ? details.events : details.spans, index, details.views);
+  if (!out) return null;
   if (kind === "event") {
     out.attrs = attrRow(details.event_attrs, index, details.views);
   } else {
@@ -116,7 +114,7 @@ export function detailFor(details, payload, kind, index) {
   const sampleColumn = kind === "event" ? "ev_sample" : "span_sample";
   const sample = payload.buffers[sampleColumn].getUint32(index * 4, true);
   out.sample = details.samples[sample] ?? null;
-  if (kind !== "event") out.segments = segmentsOf(details.segments, index);
+  if (kind !== "event") out.segments = segmentsOf(details.segments, index, details.views);
   return out;
 }
 
@@ -136,21 +134,24 @@ export function textFor(details, sample, field) {
 
 /**
  * Segments owned by span `index` (the owner column is sorted: binary search).
- * @param {Record<string, any[]>} segments
+ * @param {import("./page_attrs.js").PageItemTable|undefined} segments
  * @param {number} index
+ * @param {import("./page_attrs.js").Buffers} views
  */
-function segmentsOf(segments, index) {
-  const owners = segments.owner || [];
+function segmentsOf(segments, index, views) {
+  const owner = itemField(segments, "owner", views);
+  const count = segments?.rows ?? 0;
   let lo = 0;
-  let hi = owners.length;
+  let hi = count;
   while (lo < hi) {
     const mid = (lo + hi) >> 1;
-    if (owners[mid] < index) lo = mid + 1;
+    if (owner(mid) < index) lo = mid + 1;
     else hi = mid;
   }
+  const [name, start, end, duration] = ["name", "start", "end", "duration"].map((key) => itemField(segments, key, views));
   const out = [];
-  for (let i = lo; i < owners.length && owners[i] === index; i++) {
-    out.push({ name: segments.name[i], start: segments.start[i], end: segments.end[i], duration: segments.duration[i] });
+  for (let i = lo; i < count && owner(i) === index; i++) {
+    out.push({ name: name(i), start: start(i), end: end(i), duration: duration(i) });
   }
   return out;
 }

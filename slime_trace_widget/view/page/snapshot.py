@@ -27,15 +27,15 @@ from ..details import (
     SAMPLE_TEXT_FIELDS,
     TEXT_PREVIEW_CHARS,
     cut_text,
-    event_columns,
+    event_fields,
     sample_summaries,
-    segment_columns,
-    span_columns,
+    segment_fields,
+    span_fields,
 )
 from ..payload import EncodedView, encode
 from .gzip_parallel import ParallelGzip, Section
 from .htmlpage import MAGIC, Blocks, page
-from .page_attrs import Buffers, page_attr_table
+from .page_attrs import Buffers, page_attr_table, page_item_table
 
 SNAPSHOT_MAX_CHARS = 20_000
 #: Characters of sample text one page holds: about 4 MB of page for natural text
@@ -144,29 +144,33 @@ class _Body:
 def _details(frames: TraceFrames, view: EncodedView, max_chars: int, text_budget: int,
              buffers: Buffers) -> dict[str, Any]:
     """Columnar detail tables in payload order (read by ``js/src/page/snapshot.js``); the
-    attribute tables' bytes go to ``buffers``, first, since they are most of the bytes
-    to compress."""
+    attribute tables' bytes go to ``buffers`` first, since they are most of the bytes
+    to compress, then the items' own fields."""
     span_rows = frames.span_core.index.get_indexer(view.span_index)
     event_rows = frames.event_core.index.get_indexer(view.event_index)
     attrs = {name: page_attr_table(table, rows, max_chars, buffers) for name, table, rows in (
         ("span_start_attrs", frames.span_start_attrs, span_rows),
         ("span_end_attrs", frames.span_end_attrs, span_rows),
         ("event_attrs", frames.event_attrs, event_rows))}
-    segments = segment_columns(frames, view.span_index)
-    position = pd.Series(np.arange(len(view.span_index)), index=view.span_index)
-    owners = position.loc[segments["owner"]].to_numpy() if segments["owner"] else np.zeros(0)
-    order = np.argsort(owners, kind="stable").tolist()
-    segments = {name: [values[i] for i in order] for name, values in segments.items()}
-    segments["owner"] = owners[order].tolist()
     preview, texts = _sample_texts(frames, view.sample_rows, max_chars, text_budget)
     return {
-        "spans": span_columns(frames, view.span_index),
-        "events": event_columns(frames, view.event_index),
+        "spans": page_item_table(span_fields(frames, view.span_index), buffers),
+        "events": page_item_table(event_fields(frames, view.event_index), buffers),
         **attrs,
         "samples": sample_summaries(frames, view.sample_rows, max_chars, preview),
         "sample_texts": texts,
-        "segments": segments,
+        "segments": page_item_table(_segments_by_owner(frames, view.span_index), buffers),
     }
+
+
+def _segments_by_owner(frames: TraceFrames, span_index: np.ndarray) -> dict[str, np.ndarray]:
+    """The PD segments of the payload's spans, their owner the span's payload position,
+    sorted by it (the page finds a span's segments by binary search)."""
+    segments = segment_fields(frames, span_index)
+    position = pd.Series(np.arange(len(span_index)), index=span_index)
+    owners = position.loc[segments["owner"]].to_numpy(dtype=np.int64)
+    order = np.argsort(owners, kind="stable")
+    return {**{name: values[order] for name, values in segments.items()}, "owner": owners[order]}
 
 
 def _sample_texts(frames: TraceFrames, rows: np.ndarray, max_chars: int,
