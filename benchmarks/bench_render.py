@@ -18,7 +18,9 @@ display cell's ``execute_request`` leaving the websocket and from the widget's
 output entering the cell's output area, to ``data-ready="1"`` on the root. The
 payload is not part of it: the widget's comm opens, carrying every buffer,
 while ``TraceTimeline.from_dump`` runs in the cell before; that transfer and the
-kernel's own from_dump time are printed on their own lines.
+kernel's own from_dump time are printed on their own lines. Their sum with the
+first paint is the path from the dump to the drawn widget, printed against the
+dump's unpickler floor taken in the same run (just before and after the case).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import argparse
 import json
 import math
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -47,6 +50,8 @@ from slime_trace_widget.devtools.browser import VIEWPORT, JupyterLab, NotebookPa
 
 FIRST_PAINT_TARGET_MS = 1000.0
 FRAME_P95_TARGET_MS = 16.0
+#: From a dump's path to the drawn widget, at most this many times the unpickler's floor.
+PATH_OF_FLOOR_TARGET = 2.0
 BYTES_PER_SPAN_TARGET = 24.0
 DISPLAY_CELL = 1
 
@@ -626,6 +631,16 @@ def report(case: Case, stats: dict[str, Any], session: Session, cadence: float,
     print(f"    kernel from_dump returned -> comm_open in the browser "
           f"{stats['transfer_ms']:8.0f} ms   (the payload through jupyter-server's websocket)")
     print(f"  rows {stats['rows']:,}, drawn in the first frame {stats['drawn_rows']}")
+    path_s = stats["from_dump_s"] + (stats["transfer_ms"] + first_paint) / 1000
+    floor_s = min(stats["floors"])
+    ratio = path_s / floor_s
+    target = (f"target <= {PATH_OF_FLOOR_TARGET:.0f}x: {verdict(ratio <= PATH_OF_FLOOR_TARGET)}"
+              if case.frame_target else f"(the <= {PATH_OF_FLOOR_TARGET:.0f}x target is set at "
+                                        "the large size)")
+    print(f"path to the drawn widget {path_s:.2f} s (from_dump + kernel to browser + first "
+          f"paint); floor {floor_s:.2f} s (C unpickler, gc off: "
+          f"{' / '.join(f'{f:.2f}' for f in stats['floors'])} s before / after the case); "
+          f"{ratio:.2f}x the floor   {target}")
 
     print(f"interactions (canvas {session.width:.0f}x{session.height:.0f} CSS px, dpr 1; "
           f"idle rAF cadence {cadence:.1f} ms)")
@@ -654,8 +669,11 @@ def report(case: Case, stats: dict[str, Any], session: Session, cadence: float,
 
 
 def run_case(lab: JupyterLab, browser: Any, case: Case) -> None:
-    """One size in a fresh page and kernel, freed before the next size starts."""
+    """One size in a fresh page and kernel, freed before the next size starts; the
+    dump's unpickler floor is taken just before and just after it (the best counts),
+    so the path's ratio to it compares figures of one run."""
     load_before = os.getloadavg()[0]
+    floors = [unpickler_floor(case.path)]
     page, stats = open_widget(lab, browser, case)
     try:
         session = Session(page, DISPLAY_CELL)
@@ -664,8 +682,18 @@ def run_case(lab: JupyterLab, browser: Any, case: Case) -> None:
     finally:
         page.close()
         shutdown_kernels(lab)
-    stats.update(load_before=load_before, load_after=os.getloadavg()[0])
+    floors.append(unpickler_floor(case.path))
+    stats.update(load_before=load_before, load_after=os.getloadavg()[0], floors=floors)
     report(case, stats, session, cadence, notes)
+
+
+def unpickler_floor(dump: Path) -> float:
+    """Seconds Python's C unpickler takes on the dump's data.pkl, garbage collector off,
+    in a fresh process (``bench_pipeline.py``'s floor, the compare tool's)."""
+    child = subprocess.run([sys.executable, str(Path(__file__).with_name("bench_pipeline.py")),
+                            "--child", "floor", str(dump)],
+                           capture_output=True, text=True, timeout=600, check=True)
+    return float(json.loads(child.stdout.strip().splitlines()[-1])["seconds"])
 
 
 def main(argv: list[str] | None = None) -> int:
