@@ -113,9 +113,12 @@ def segment_columns(frames: TraceFrames, span_indices: np.ndarray | list[int]
 
 def json_columns(fields: dict[str, np.ndarray]) -> dict[str, list]:
     """Field arrays as JSON-ready lists: floats that are not finite become None."""
-    return {name: ([v if math.isfinite(v) else None for v in values.tolist()]
-                   if values.dtype.kind == "f" else values.tolist())
+    return {name: _json_numbers(values) if values.dtype.kind == "f" else values.tolist()
             for name, values in fields.items()}
+
+
+def _json_numbers(values: np.ndarray) -> list[float | None]:
+    return [v if math.isfinite(v) else None for v in values.tolist()]
 
 
 def sample_summaries(frames: TraceFrames, rows: np.ndarray | list[int],
@@ -128,31 +131,22 @@ def sample_summaries(frames: TraceFrames, rows: np.ndarray | list[int],
     whose budget for all strings together would otherwise cut them further.
     """
     samples = frames.samples.loc[rows]
-    lists = json_columns({
-        "reward": _numbers(samples["reward"]),
-        "source": _texts(samples["source"]),
-        "status": _texts(samples["status"]),
-        "trace_id": _texts(samples["trace_id"]),
-        "start": _numbers(samples["start"]),
-        "end": _numbers(samples["end"]),
-        "duration": _numbers(samples["duration"]),
-    })
+    rewards = _json_numbers(_numbers(samples["reward"]))
     columns = {
         "row": samples.index.tolist(),
         "id": _ints(samples["sample_index"]),
         "group": _ints(samples["group_index"]),
         "rollout_id": _ints(samples["rollout_id"]),
-        "source": lists["source"],
-        "status": lists["status"],
+        "source": _texts(samples["source"]).tolist(),
+        "status": _texts(samples["status"]).tolist(),
         # a dict reward is shown whole where a scalar would be
         "reward": [detail if reward is None else reward
-                   for reward, detail in zip(lists["reward"], samples["reward_detail"],
-                                             strict=True)],
-        "trace_id": lists["trace_id"],
+                   for reward, detail in zip(rewards, samples["reward_detail"], strict=True)],
+        "trace_id": _texts(samples["trace_id"]).tolist(),
         "attempts": samples["attempts"].tolist(),
-        "start": lists["start"],
-        "end": lists["end"],
-        "duration": lists["duration"],
+        "start": _json_numbers(_numbers(samples["start"])),
+        "end": _json_numbers(_numbers(samples["end"])),
+        "duration": _json_numbers(_numbers(samples["duration"])),
     }
     names = list(columns)
     summaries = [json_safe(dict(zip(names, values, strict=True)), max_chars)
