@@ -35,7 +35,7 @@ from typing import Any, BinaryIO
 from ._version import __version__
 from .sources.dumps.errors import DumpError
 from .sources.dumps.paths import expand_paths
-from .view.page.htmlpage import Blocks, page, read_cache
+from .view.page.htmlpage import BLOCKS_FORMAT, Blocks, page, read_cache
 
 CACHE_SUFFIX = ".trace_timeline_cache.stw"
 HTML_SUFFIX = ".trace_timeline_viewer.html"
@@ -377,9 +377,10 @@ def _stem(inputs: list[Path]) -> str:
 
 
 def _source_note(inputs: list[Path], engine_traces: str | None = None) -> dict:
-    """What a cache was built from: version, every input's path, size and mtime, and the
-    files of the engine-trace folder (a collector adds files as spans arrive)."""
-    note: dict = {"version": __version__,
+    """What a cache was built from: version and blocks' layout, every input's path, size
+    and mtime, and the files of the engine-trace folder (a collector adds files as
+    spans arrive)."""
+    note: dict = {"version": __version__, "blocks_format": BLOCKS_FORMAT,
                   "inputs": [[str(p.resolve()), p.stat().st_size, p.stat().st_mtime_ns]
                              for p in inputs]}
     if engine_traces is not None:

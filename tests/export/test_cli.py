@@ -69,6 +69,22 @@ def test_changed_dump_invalidates_cache(dump: Path, capsys) -> None:
     assert "built" in capsys.readouterr().out
 
 
+def test_cache_of_another_blocks_layout_is_rebuilt(dump: Path, capsys, monkeypatch) -> None:
+    """A cache written by a copy whose blocks the page reads differently (same version
+    number, e.g. an upgrade from main) is rebuilt, not served to a page that would
+    show broken details."""
+    from slime_trace_widget import cli
+
+    monkeypatch.setattr(cli, "BLOCKS_FORMAT", cli.BLOCKS_FORMAT - 1)
+    assert main([str(dump), "--no-serve"]) == 0
+    assert "built" in capsys.readouterr().out
+    monkeypatch.undo()
+    assert main([str(dump), "--no-serve"]) == 0
+    assert "built" in capsys.readouterr().out
+    assert main([str(dump), "--no-serve"]) == 0
+    assert "reusing" in capsys.readouterr().out
+
+
 def test_glob_makes_one_combined_view_in_out_dir(tmp_path: Path, capsys) -> None:
     for name in ("rollout_1.pt", "rollout_2.pt"):
         shutil.copy(FIXTURES / "small.pt", tmp_path / name)

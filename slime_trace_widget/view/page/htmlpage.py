@@ -29,6 +29,11 @@ from typing import Any
 
 MAGIC = b"STW1"
 CACHE_MAGIC = b"STWC"
+#: The layout of the blocks this copy writes (the payload contract's version, the
+#: details' tables): raised with any change to either, so that the CLI rebuilds a
+#: cache of another layout instead of serving it to a page that cannot read it.
+#: 2: the items' own fields in the details block are byte columns.
+BLOCKS_FORMAT = 2
 _STATIC = Path(__file__).parents[1] / "static"
 
 _CSP = ("default-src 'none'; script-src 'unsafe-inline' blob:; style-src 'unsafe-inline'; "
