@@ -168,9 +168,9 @@ def _segments_by_owner(frames: TraceFrames, span_index: np.ndarray) -> dict[str,
     sorted by it (the page finds a span's segments by binary search)."""
     segments = segment_fields(frames, span_index)
     position = pd.Series(np.arange(len(span_index)), index=span_index)
-    owners = position.loc[segments["owner"]].to_numpy(dtype=np.int64)
-    order = np.argsort(owners, kind="stable")
-    return {**{name: values[order] for name, values in segments.items()}, "owner": owners[order]}
+    segments["owner"] = position.loc[segments["owner"]].to_numpy(dtype=np.int64)
+    order = np.argsort(segments["owner"], kind="stable")
+    return {name: values[order] for name, values in segments.items()}
 
 
 def _sample_texts(frames: TraceFrames, rows: np.ndarray, max_chars: int,
