@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Sequence
-from itertools import chain
 from operator import itemgetter
 from typing import Any, NamedTuple
 
@@ -150,40 +149,37 @@ class AttrTableBuilder:
     def add(self, dicts: list[dict | None]) -> None:
         """The next rows: ``dicts`` (None or {} for a row without attributes)."""
         dicts, groups = _group_by_keys(dicts)
-        values = {}
-        for keys, members in groups.items():
-            # Every key is wanted unless the cap applies, which only ``table`` can
-            # tell: it transposes the rows again for the few keys it keeps.
-            values[keys] = _transposed(list(map(dicts.__getitem__, members)), keys, list(keys))
-        self._parts.append(_Part(self._rows, dicts, groups, values))
+        self._parts.append(_Part(self._rows, dicts, groups))
         self._rows += len(dicts)
 
     def table(self, warnings: Counter[str] | None = None) -> AttrTable:
         """The table of every row added so far."""
         frequency: Counter[str] = Counter()
         for part in self._parts:
-            for keys, members in part.groups.items():
+            for keys, group in part.groups.items():
                 for key in keys:
-                    frequency[key] += len(members)
+                    frequency[key] += len(group.members)
         capped = len(frequency) > MAX_ATTR_COLUMNS
         kept = {key for key, _ in frequency.most_common(MAX_ATTR_COLUMNS)}
         if capped and warnings is not None:
             warnings["attr_columns_capped"] += len(frequency) - MAX_ATTR_COLUMNS
-        pieces: dict[str, list[tuple[np.ndarray, Sequence]]] = {}
+        pieces: dict[str, list[_Piece]] = {}
         overflow: dict[int, dict] = {}
         for part in self._parts:
-            for keys, members in part.groups.items():
-                index = np.asarray(members, dtype=np.int64) + part.offset
+            for keys, group in part.groups.items():
+                index = np.asarray(group.members, dtype=np.int64) + part.offset
                 wanted = [key for key in keys if key in kept] if capped else list(keys)
                 if len(wanted) < len(keys):
-                    rows = list(map(part.dicts.__getitem__, members))
+                    rows = list(map(part.dicts.__getitem__, group.members))
                     for position, row in zip(index.tolist(), rows, strict=True):
                         overflow[position] = {k: v for k, v in row.items() if k not in kept}
-                    columns = _transposed(rows, keys, wanted) if wanted else []
+                    columns = [_Piece(index, values, None)
+                               for values in _transposed(rows, wanted)] if wanted else []
                 else:
-                    columns = part.values[keys]
-                for key, column_values in zip(wanted, columns, strict=True):
-                    pieces.setdefault(key, []).append((index, column_values))
+                    columns = [_Piece(index, values, kinds)
+                               for values, kinds in zip(group.columns, group.kinds, strict=True)]
+                for key, piece in zip(wanted, columns, strict=True):
+                    pieces.setdefault(key, []).append(piece)
         n = self._rows
         fields, arrays, none_keys = [], [], {}
         for key in sorted(pieces, key=lambda k: -frequency[k]):
@@ -199,14 +195,31 @@ class AttrTableBuilder:
                          else _empty(n))
 
 
+class _Group(NamedTuple):
+    """The rows of one part that have one key tuple: their positions in the part,
+    each key's values over them, and the set of those values' types."""
+
+    members: list[int]
+    columns: list[list]
+    kinds: list[frozenset[type]]
+
+
 class _Part(NamedTuple):
     """The rows of one ``AttrTableBuilder.add``: where they start among all rows, the
-    dicts (text-keyed where needed), positions by key tuple, values by key tuple."""
+    dicts (text-keyed where needed) and their groups by key tuple."""
 
     offset: int
     dicts: list[dict | None]
-    groups: dict[tuple, list[int]]
-    values: dict[tuple, list[Sequence]]
+    groups: dict[tuple, _Group]
+
+
+class _Piece(NamedTuple):
+    """One key's values over one group's rows: the rows' positions, the values, and
+    the set of their types (None: not known yet)."""
+
+    index: np.ndarray
+    values: Sequence
+    kinds: frozenset[type] | None
 
 
 def merged_attr_frame(start: AttrTable, end: AttrTable, index: pd.Index) -> pd.DataFrame:
@@ -255,8 +268,15 @@ def event_attr_frames(attrs: AttrTable, index: pd.Index) -> list[pd.DataFrame]:
 # --------------------------------------------------------------------------- internals
 
 
-def _group_by_keys(dicts: list[dict | None]) -> tuple[list[dict | None], dict[tuple, list[int]]]:
-    """Row positions by key tuple, for rows with attributes; keys other than str made text.
+def _group_by_keys(dicts: list[dict | None]) -> tuple[list[dict | None], dict[tuple, _Group]]:
+    """The rows with attributes grouped by key tuple, each group's values by key with
+    their types; keys other than str made text.
+
+    Each dict is read once, its values and their types laid end to end in its
+    group's lists while it is in the cache; each key's values are then a strided
+    slice. Reading the dicts again for the values, then each value again for its
+    type, cost a third more on a million rows (each pass misses the cache on
+    every row).
 
     Only str keys may become dict keys here: their hashes are salted per process,
     while ints, floats and tuples hash the same everywhere, so a dump can hold
@@ -265,35 +285,37 @@ def _group_by_keys(dicts: list[dict | None]) -> tuple[list[dict | None], dict[tu
     name (lone surrogates), gets a copy keyed by its keys' clean text. Only the
     first row of each key tuple pays for the check.
     """
-    groups: dict[tuple, list[int]] = {}
+    laid: dict[tuple, tuple[list[int], list, list[type]]] = {}
     renamed: dict[int, dict] = {}
     for position, value in enumerate(dicts):
         if not value:
             continue
         keys = tuple(value)
-        members = groups.get(keys)
-        if members is not None:
-            members.append(position)
-        elif all(type(key) is str and (key.isascii() or clean_text(key) is key)
-                 for key in keys):
-            groups[keys] = [position]
-        else:
-            text_keyed = renamed[position] = {short_text(k): v for k, v in value.items()}
-            groups.setdefault(tuple(text_keyed), []).append(position)
+        lists = laid.get(keys)
+        if lists is None:
+            if not all(type(key) is str and (key.isascii() or clean_text(key) is key)
+                       for key in keys):
+                value = renamed[position] = {short_text(k): v for k, v in value.items()}
+                keys = tuple(value)
+                lists = laid.get(keys)
+            if lists is None:
+                lists = laid[keys] = ([], [], [])
+        values = value.values()
+        lists[0].append(position)
+        lists[1].extend(values)
+        lists[2].extend(map(type, values))
     if renamed:
         dicts = [renamed.get(position, value) for position, value in enumerate(dicts)]
+    groups = {}
+    for keys, (members, values, types) in laid.items():
+        width = len(keys)
+        groups[keys] = _Group(members, [values[offset::width] for offset in range(width)],
+                              [frozenset(types[offset::width]) for offset in range(width)])
     return dicts, groups
 
 
-def _transposed(rows: list[dict], keys: tuple, wanted: list[str]) -> list[Sequence]:
-    """The values of each of ``wanted`` over ``rows``, dicts whose keys are ``keys`` in
-    that order. When every key is wanted (all but capped dumps), the rows' values are
-    laid end to end in one list and each key's values are a strided slice of it: two
-    passes in C, where a tuple per row and a transposition took twice as long."""
-    if len(wanted) == len(keys):
-        width = len(keys)
-        flat = list(chain.from_iterable(map(dict.values, rows)))
-        return [flat[offset::width] for offset in range(width)]
+def _transposed(rows: list[dict], wanted: list[str]) -> list[Sequence]:
+    """The values of each of ``wanted`` over ``rows`` (the few keys a capped table keeps)."""
     if len(wanted) > 1:
         return list(zip(*map(itemgetter(*wanted), rows), strict=True))
     return [list(map(itemgetter(wanted[0]), rows))]
@@ -308,30 +330,34 @@ _PLAIN_KINDS = {
 }
 
 
-def _column(pieces: list[tuple[np.ndarray, Sequence]], n: int, key: str,
+def _column(pieces: list[_Piece], n: int, key: str,
             none_keys: dict[int, list[str]]) -> tuple[pa.Array, bool]:
     """One key's Arrow column and whether its text is JSON; records explicit Nones."""
     fast = _inferred_column(pieces, n, key, none_keys)
-    return (fast, False) if fast is not None else _converted_column(pieces, n, key, none_keys)
+    if fast is not None:
+        return fast, False
+    return _converted_column([(piece.index, piece.values) for piece in pieces], n, key,
+                             none_keys)
 
 
-def _inferred_column(pieces: list[tuple[np.ndarray, Sequence]], n: int, key: str,
+def _inferred_column(pieces: list[_Piece], n: int, key: str,
                      none_keys: dict[int, list[str]]) -> pa.Array | None:
     """The column when every value is a plain int, float, bool, str or None and the
     values make one type: ints, floats (ints among floats become floats), bools or
     text. None otherwise. Only plain values reach Arrow: its inference on arbitrary
-    objects (a dump's, or a user's) can crash the process; and since the scan finds
-    the type, Arrow converts without inferring it again."""
+    objects (a dump's, or a user's) can crash the process; and since the values'
+    types are known (collected as the rows were grouped, or scanned here for a
+    capped table's columns), Arrow converts without inferring the type again."""
     kinds: set[type] = set()
-    for _, chunk in pieces:
-        kinds.update(map(type, chunk))
+    for piece in pieces:
+        kinds.update(set(map(type, piece.values)) if piece.kinds is None else piece.kinds)
     if not kinds <= PLAIN_TYPES:
         return None
     kind = _PLAIN_KINDS.get(frozenset(kinds - {type(None)}))
     if kind is None:
         return None
     arrays, indexes = [], []
-    for index, chunk in pieces:
+    for index, chunk, _ in pieces:
         try:
             array = pa.array(chunk, type=kind)
         except (pa.ArrowException, OverflowError, TypeError, ValueError, UnicodeError):

@@ -59,6 +59,17 @@ def test_non_text_keys_become_text() -> None:
     assert AttrTable.from_dicts(rows).dicts() == [{"1": "one", "[2, 3]": "pair"}]
 
 
+def test_rows_whose_keys_become_text_join_the_rows_already_keyed_so() -> None:
+    """A row keyed by 1 reads as one keyed by "1": its values land in that group's
+    columns, in row order, and each column's type is that of every value in it."""
+    rows = [{"1": 1.5, "a": "x"}, {1: 2, "a": "y"}, None, {"1": 3, "a": None}]
+    table = AttrTable.from_dicts(rows)
+    assert table.table.schema.field("1").type == pa.float64()
+    assert table.column("1").to_pylist() == [1.5, 2.0, None, 3.0]
+    assert table.column("a").to_pylist() == ["x", "y", None, None]
+    assert table.explicit_nones() == {3: ["a"]}
+
+
 def test_concat_promotes_numbers_and_falls_back_to_text() -> None:
     first = AttrTable.from_dicts([{"x": 1, "y": 1}])
     second = AttrTable.from_dicts([{"x": 2.5, "y": "two"}, None])
