@@ -375,9 +375,28 @@ def _inferred_column(pieces: list[_Piece], n: int, key: str,
     rows = np.concatenate(indexes)
     if np.array_equal(rows, np.arange(n)):
         return joined  # every row has the key, in order: nothing to scatter
+    return _scattered(joined, rows, n)
+
+
+def _scattered(values: pa.Array, rows: np.ndarray, n: int) -> pa.Array:
+    """A column of ``n`` rows holding ``values`` at ``rows``, null elsewhere.
+
+    Numbers and bools without nulls are placed by numpy, then masked: on the
+    span ends of a dump of 1.9M spans, Arrow's take with null positions took
+    0.77 s over the float columns, about 7 times numpy's time. Text, and columns
+    with nulls of their own, go through the take.
+    """
+    kind = values.type
+    if values.null_count == 0 and (pa.types.is_integer(kind) or pa.types.is_floating(kind)
+                                   or pa.types.is_boolean(kind)):
+        placed = np.zeros(n, dtype=kind.to_pandas_dtype())
+        placed[rows] = values.to_numpy(zero_copy_only=False)
+        absent = np.ones(n, dtype=bool)
+        absent[rows] = False
+        return pa.array(placed, type=kind, mask=absent)
     positions = np.full(n, -1, dtype=np.int64)
-    positions[rows] = np.arange(len(joined))
-    return joined.take(pa.array(positions, mask=positions < 0))
+    positions[rows] = np.arange(len(values))
+    return values.take(pa.array(positions, mask=positions < 0))
 
 
 def _converted_column(pieces: list[tuple[np.ndarray, Sequence]], n: int, key: str,
