@@ -307,7 +307,8 @@ def _group_by_keys(dicts: list[dict | None]) -> tuple[list[dict | None], dict[tu
     if renamed:
         dicts = [renamed.get(position, value) for position, value in enumerate(dicts)]
     groups = {}
-    for keys, (members, values, types) in laid.items():
+    for keys in list(laid):  # each group's end-to-end lists are freed once sliced
+        members, values, types = laid.pop(keys)
         width = len(keys)
         groups[keys] = _Group(members, [values[offset::width] for offset in range(width)],
                               [frozenset(types[offset::width]) for offset in range(width)])
