@@ -31,7 +31,7 @@ from ..values import (
     short_text,
 )
 
-__all__ = ["ATTR_PREFIX", "MAX_ATTR_COLUMNS", "AttrTable", "AttrTableBuilder"]
+__all__ = ["ATTR_PREFIX", "MAX_ATTR_COLUMNS", "AttrTable", "AttrTableBuilder", "text_array"]
 
 MAX_ATTR_COLUMNS = 500
 ATTR_PREFIX = "attr."
@@ -428,15 +428,15 @@ def _converted_column(pieces: list[tuple[np.ndarray, Sequence]], n: int, key: st
     for index, chunk in pieces:
         text[index] = np.fromiter(chunk, dtype=object, count=len(chunk))
     if kinds & {list, dict}:  # every value as JSON, so the dicts get lists and dicts back
-        return _text_array(np.array([None if v is None else json.dumps(
+        return text_array(np.array([None if v is None else json.dumps(
             json_safe(v), ensure_ascii=False) for v in text.tolist()], dtype=object)), True
     if kinds <= {str}:
-        return _text_array(text), False
-    return _text_array(np.array([v if v is None or type(v) is str else str(v)
+        return text_array(text), False
+    return text_array(np.array([v if v is None or type(v) is str else str(v)
                                  for v in text.tolist()], dtype=object)), False
 
 
-def _text_array(values: np.ndarray) -> pa.Array:
+def text_array(values: np.ndarray) -> pa.Array:
     """Arrow text from an object array of str/None (the common case converts in C)."""
     try:
         return pa.array(values, type=pa.string())
@@ -478,7 +478,7 @@ def _sparse_text(rows: dict[int, Any], n: int) -> pa.Array:
     values = np.full(n, None, dtype=object)
     for position, text in rows.items():
         values[position] = text if isinstance(text, str) else json.dumps(text)
-    return _text_array(values)
+    return text_array(values)
 
 
 def _sparse(table: pa.Table, name: str) -> list[tuple[int, str]]:

@@ -23,8 +23,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ...frames.attr_columns import AttrTable
-from ...values import clean_text, json_safe, truncate
+from ...frames.attr_columns import AttrTable, text_array
+from ...values import json_safe, truncate
 
 
 class Buffers(Protocol):
@@ -67,11 +67,7 @@ def _item_array(values: np.ndarray) -> pa.Array:
     if values.dtype.kind == "f":
         return pa.array(values, type=pa.float64(), mask=~np.isfinite(values))
     if values.dtype.kind == "O":
-        try:
-            return pa.array(values, type=pa.string())
-        except (pa.ArrowException, UnicodeError):  # lone surrogates: U+FFFD
-            return pa.array([v if v is None else clean_text(v) for v in values.tolist()],
-                            type=pa.string())
+        return text_array(values)
     return pa.array(values)
 
 
