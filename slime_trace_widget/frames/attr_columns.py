@@ -17,7 +17,6 @@ from operator import itemgetter
 from typing import Any, NamedTuple
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -222,15 +221,9 @@ class _Piece(NamedTuple):
     kinds: frozenset[type] | None
 
 
-def merged_attr_frame(start: AttrTable, end: AttrTable, index: pd.Index) -> pd.DataFrame:
-    """``attr.<key>`` columns: the end value where a key has one, else the start value."""
-    return pd.DataFrame({name: _pandas_column(column, index)
-                         for name, column in merged_attr_arrays(start, end).items()},
-                        index=index)
-
-
 def merged_attr_arrays(start: AttrTable, end: AttrTable) -> dict[str, pa.ChunkedArray]:
-    """:func:`merged_attr_frame`'s columns as Arrow data, named ``attr.<key>``."""
+    """``attr.<key>`` columns as Arrow data: the end value where a key has one, else the
+    start value (``attr_frames.merged_attr_frame`` in pandas)."""
     columns: dict[str, pa.ChunkedArray] = {}
     for key in dict.fromkeys([*end.keys, *start.keys]):
         in_end, in_start = key in end.keys, key in start.keys
@@ -243,26 +236,6 @@ def merged_attr_arrays(start: AttrTable, end: AttrTable) -> dict[str, pa.Chunked
             combined = (end if in_end else start).column(key)
         columns[ATTR_PREFIX + key] = combined
     return columns
-
-
-def attr_frame(attrs: AttrTable, index: pd.Index) -> pd.DataFrame:
-    """``attr.<key>`` columns of one table."""
-    return pd.DataFrame({ATTR_PREFIX + key: _pandas_column(attrs.column(key), index)
-                         for key in attrs.keys}, index=index)
-
-
-def span_attr_frames(start: AttrTable, end: AttrTable, index: pd.Index) -> list[pd.DataFrame]:
-    """What ``TraceFrames.spans`` joins to the span core: the ``start_attrs`` and
-    ``end_attrs`` dicts, then the merged ``attr.<key>`` columns."""
-    dicts = pd.DataFrame({"start_attrs": _dict_column(start, index),
-                          "end_attrs": _dict_column(end, index)})
-    return [dicts, merged_attr_frame(start, end, index)]
-
-
-def event_attr_frames(attrs: AttrTable, index: pd.Index) -> list[pd.DataFrame]:
-    """What ``TraceFrames.events`` joins to the event core: the ``attrs`` dicts, then
-    the ``attr.<key>`` columns."""
-    return [pd.DataFrame({"attrs": _dict_column(attrs, index)}), attr_frame(attrs, index)]
 
 
 # --------------------------------------------------------------------------- internals
@@ -390,8 +363,9 @@ def _scattered(values: pa.Array, rows: np.ndarray, n: int) -> pa.Array:
     kind = values.type
     if values.null_count == 0 and (pa.types.is_integer(kind) or pa.types.is_floating(kind)
                                    or pa.types.is_boolean(kind)):
-        placed = np.zeros(n, dtype=kind.to_pandas_dtype())
-        placed[rows] = values.to_numpy(zero_copy_only=False)
+        present = values.to_numpy(zero_copy_only=False)
+        placed = np.zeros(n, dtype=present.dtype)
+        placed[rows] = present
         absent = np.ones(n, dtype=bool)
         absent[rows] = False
         return pa.array(placed, type=kind, mask=absent)
@@ -461,14 +435,6 @@ def _drop_nones(pieces: list[tuple[np.ndarray, Sequence]], key: str,
     return kept
 
 
-def _dict_column(attrs: AttrTable, index: pd.Index) -> pd.Series:
-    """Every row's attribute dict (or None) as a column pandas keeps as objects
-    (``fromiter`` takes each dict as it is, where ``np.asarray`` would not)."""
-    dicts = attrs.dicts()
-    return pd.Series(np.fromiter(dicts, dtype=object, count=len(dicts)), index=index,
-                     dtype=object, copy=False)
-
-
 def _json_rows(rows: dict[int, dict]) -> dict[int, str]:
     return {position: json.dumps(json_safe(value), ensure_ascii=False)
             for position, value in rows.items()}
@@ -514,21 +480,6 @@ def _as_type(table: pa.Table, name: str, kind: pa.DataType) -> list[pa.Array]:
     return (column if column.type == kind else column.cast(kind, safe=False)).chunks
 
 
-def _pandas_column(column: pa.ChunkedArray | pa.Array, index: pd.Index) -> Any:
-    """A pandas-friendly column: numbers as float64 with NaN gaps (int64 when none),
-    bools as bool (float with gaps, as pandas does), text as objects with None."""
-    kind = column.type
-    if pa.types.is_integer(kind) or pa.types.is_boolean(kind):
-        if column.null_count == 0:
-            return column.to_numpy()
-        return column.cast(pa.float64(), safe=False).to_numpy(zero_copy_only=False)
-    if pa.types.is_floating(kind):
-        return column.to_numpy(zero_copy_only=False)
-    values = np.empty(len(column), dtype=object)
-    values[:] = column.to_pylist()
-    return pd.Series(values, index=index, dtype=object, copy=False)
-
-
 def _json_ready(table: pa.Table, max_chars: int) -> bool:
     """Whether every value of ``table`` is JSON-ready text, number or bool that
     ``json_safe(..., max_chars)`` would leave alone (a row's texts included)."""
@@ -571,8 +522,9 @@ def _dicts(table: pa.Table) -> list[dict[str, Any] | None]:
         values.append(holder)
     out: list[dict[str, Any] | None] = [None] * n
     if names:
-        patterns, _ = pd.factorize(pd.Series([row.tobytes() for row in
-                                                    np.packbits(valid, axis=1)]))
+        seen: dict[bytes, int] = {}  # which keys a row has, numbered in first-seen order
+        patterns = np.fromiter((seen.setdefault(row.tobytes(), len(seen))
+                                for row in np.packbits(valid, axis=1)), dtype=np.int64, count=n)
         order = np.argsort(patterns, kind="stable")
         bounds = np.flatnonzero(np.diff(patterns[order])) + 1
         for group in np.split(order, bounds) if n else []:

@@ -1,9 +1,11 @@
-"""Flatten dumps into :class:`TraceFrames`: records walked once, then whole columns.
+"""Flatten dumps into :class:`FrameTables`: records walked once, then whole columns.
 
-Records are walked once (``carrier.read_carrier``); the rest is numpy/pandas over
-whole columns: the span table (with the virtual PD spans of ``pd_lanes`` and the
-geometry of ``span_geometry``), the event table, the sample table, and the
-attributes as typed columns (``attr_columns``).
+Records are walked once (``carrier.read_carrier``); the rest is numpy and Arrow
+over whole columns: the span table (with the virtual PD spans of ``pd_lanes``
+and the geometry of ``span_geometry``), the event table, the sample table, and
+the attributes as typed columns (``attr_columns``). No pandas: a worker
+flattens and writes the tables as they are; :func:`build_frames` gives them
+their pandas form (``core_frames``) where frames are wanted.
 """
 
 from __future__ import annotations
@@ -12,16 +14,29 @@ import gc
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 
 from ..values import clean_text
 from .attr_columns import AttrTable
 from .carrier import RecordColumns, read_carrier
-from .model import ORIGINS, TraceFrames
+from .core_tables import (
+    EVENT_KINDS,
+    ORIGINS,
+    PD_FORMS,
+    STATES,
+    FrameTables,
+    core_table,
+    dictionary_column,
+    json_text_column,
+    nullable_int_column,
+    object_text_column,
+    text_column,
+    vocabulary_column,
+)
+from .names import Names
 from .pd_lanes import (
     LANE_SUFFIX,
     SUMMARY_EVENT,
@@ -32,13 +47,8 @@ from .pd_lanes import (
 from .samples import SampleFields, sample_fields
 from .span_geometry import CLIP_REASONS, display_ends, span_depths, span_lanes
 
-#: What pandas makes of a column of Python strings and None (Arrow-backed text in pandas 3).
-INFERRED_TEXT = pd.Series(["text"]).dtype
-_ARROW_TEXT = isinstance(INFERRED_TEXT, pd.StringDtype) and INFERRED_TEXT.storage == "pyarrow"
-
-STATES = ["closed", "open"]
-EVENT_KINDS = ["instant", "unmatched_end"]
-PD_FORMS = ["children", "attrs"]
+if TYPE_CHECKING:
+    from .model import TraceFrames
 
 
 class AttrTablesHere:
@@ -72,6 +82,13 @@ class AttrTablesHere:
 
 
 def build_frames(source: Any, attr_tables: AttrTablesHere | None = None) -> TraceFrames:
+    """Flatten dumps (see :func:`build_tables`) into frames, with pandas."""
+    from .core_frames import frames_from_tables  # pandas: only where frames are wanted
+
+    return frames_from_tables(build_tables(source, attr_tables))
+
+
+def build_tables(source: Any, attr_tables: AttrTablesHere | None = None) -> FrameTables:
     """Flatten dumps: a ``LoadedDump``, a list of them, a dump dict or a list of samples.
 
     ``attr_tables`` builds the attribute tables, each call a fresh one.
@@ -79,7 +96,7 @@ def build_frames(source: Any, attr_tables: AttrTablesHere | None = None) -> Trac
     attr_tables = attr_tables or AttrTablesHere()
     with cyclic_gc_paused():
         try:
-            return _build_frames(source, attr_tables)
+            return _build_tables(source, attr_tables)
         except BaseException:
             attr_tables.cancel()
             raise
@@ -103,7 +120,7 @@ def cyclic_gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _build_frames(source: Any, attr_tables: AttrTablesHere) -> TraceFrames:
+def _build_tables(source: Any, attr_tables: AttrTablesHere) -> FrameTables:
     dumps = _as_dump_list(source)
     records = RecordColumns()
     fields: list[SampleFields] = []
@@ -133,19 +150,21 @@ def _build_frames(source: Any, attr_tables: AttrTablesHere) -> TraceFrames:
     # Every attribute list is complete: their tables may be built (elsewhere) while
     # the span table is built here.
     attr_tables.lists_complete([start_attrs, end_attrs, event_cols["attrs"]], warnings)
-    spans, segments = _span_table(span_cols, virtual, pd_detail, end_attrs, last, warnings)
-    events = _event_table(event_cols, spans)
+    spans = _span_arrays(span_cols, virtual, pd_detail, end_attrs, last, warnings)
+    events = _event_arrays(event_cols, spans)
     samples = _sample_table(fields, first, last, top_attempt, spans, events)
-    start_table, end_table, event_table = attr_tables.tables()
+    span_table, event_table = _span_table(spans), _event_table(events)
+    segments = _segment_table(virtual, len(span_cols["rows"]))
+    start_attrs_table, end_attrs_table, event_attrs_table = attr_tables.tables()
     finite = np.isfinite(first)
-    return TraceFrames(
+    return FrameTables(
         samples=samples,
-        span_core=spans,
-        event_core=events,
-        span_start_attrs=start_table,
-        span_end_attrs=end_table,
-        event_attrs=event_table,
+        span_core=span_table,
+        event_core=event_table,
         segments=segments,
+        span_start_attrs=start_attrs_table,
+        span_end_attrs=end_attrs_table,
+        event_attrs=event_attrs_table,
         paths=[dump["path"] for dump in dumps],
         rollout_ids=[dump["rollout_id"] for dump in dumps],
         warnings=+warnings,
@@ -229,15 +248,20 @@ def _event_columns(records: RecordColumns) -> dict[str, Any]:
     }
 
 
-def _categorical(values: list[str]) -> pd.Categorical:
-    """Categorical in first-seen order; ``pd.factorize`` hashes in C, several times
-    faster than ``pd.Categorical`` on a list of Python strings."""
-    codes, uniques = pd.factorize(np.array(values, dtype=object))
-    cleaned = [clean_text(u) for u in uniques]
-    if any(c is not u for c, u in zip(cleaned, uniques, strict=True)):
-        remap, uniques = pd.factorize(np.array(cleaned, dtype=object))
-        codes = np.where(codes >= 0, remap[np.maximum(codes, 0)], -1)
-    return pd.Categorical.from_codes(codes, categories=pd.Index(uniques, dtype=object))
+def _categorical(values: list[str | None]) -> Names:
+    """Names in first-seen order (None missing), hashed by Arrow in C. Text Arrow
+    cannot encode (lone surrogates: ``values.clean_text``) is cleaned first, in Python."""
+    try:
+        encoded = pa.array(values, type=pa.string()).dictionary_encode()
+    except (pa.ArrowException, TypeError, ValueError, UnicodeError):
+        index: dict[Any, int] = {}
+        codes = np.fromiter((-1 if value is None else
+                             index.setdefault(clean_text(value) if type(value) is str else value,
+                                              len(index)) for value in values),
+                            dtype=np.int32, count=len(values))
+        return Names(codes, list(index))
+    codes = encoded.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int32)
+    return Names(codes, encoded.dictionary.to_pylist())
 
 
 def _clean_ids(values: list) -> list:
@@ -245,22 +269,6 @@ def _clean_ids(values: list) -> list:
     if all(map(str.isascii, filter(None, values))):  # C-level scan; None is skipped
         return values
     return [v if v is None else clean_text(v) for v in values]
-
-
-def inferred_text(values: np.ndarray | pa.Array) -> Any:
-    """``values`` (an object array of str and None, or Arrow text) as the column pandas
-    would infer from them, built by Arrow in C: pandas' inference visits each string
-    (0.8 s for the ids of 1.9M spans). The values as they are where pandas keeps
-    objects: no Arrow text, no string at all, or something other than text."""
-    if not _ARROW_TEXT:
-        return values
-    try:
-        text = values if isinstance(values, pa.Array) else pa.array(values, pa.large_string())
-    except (pa.ArrowException, TypeError, ValueError):
-        return values
-    if text.null_count == len(text):
-        return values
-    return pd.array(text.cast(pa.large_string()), dtype=INFERRED_TEXT)
 
 
 def _object_array(values: list) -> np.ndarray:
@@ -296,13 +304,14 @@ def _row_extents(
 # --------------------------------------------------------------------------- spans
 
 
-def _span_table(
+def _span_arrays(
     cols: dict[str, Any], virtual: VirtualSpans, pd_detail: np.ndarray, end_attrs: list,
     row_last: np.ndarray, warnings: Counter[str],
-) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The spans table (real spans, then the ``virtual`` PD spans) and the PD segments
-    table. ``end_attrs`` are every span's end attribute dicts, virtual ones included."""
-    names: pd.Categorical = cols["names"]
+) -> dict[str, Any]:
+    """Every column of the spans table (real spans, then the ``virtual`` PD spans) as
+    numpy arrays and :class:`Names`. ``end_attrs`` are every span's end attribute
+    dicts, virtual ones included."""
+    names: Names = cols["names"]
     rows, starts, ends, parents = cols["rows"], cols["starts"], cols["ends"], cols["parents"]
     n_real, n_virtual = len(rows), len(virtual.generation)
     gen = np.asarray(virtual.generation, dtype=np.int64)
@@ -319,7 +328,6 @@ def _span_table(
     attempts = np.concatenate([cols["attempts"], cols["attempts"][gen]])
     end_attempts = np.concatenate([cols["end_attempts"], cols["end_attempts"][gen]])
     pd_detail = np.concatenate([pd_detail, np.zeros(n_virtual, dtype=bool)])
-    is_virtual = np.arange(len(rows)) >= n_real
     phase_kind = np.zeros(len(rows), dtype=np.int64)
     phase_kind[n_real:] = [1 if p == "prefill" else 2 for p in virtual.phase]
 
@@ -330,71 +338,91 @@ def _span_table(
     if backwards.any():
         warnings["end_before_start"] += int(backwards.sum())
     lanes = span_lanes(rows, depth, parents, names, pd_detail, phase_kind)
-    codes = np.asarray(names.codes)
-    frame = pd.DataFrame({
+    return {
         "sample_row": rows,
-        "span_id": inferred_text(ids),
-        "parent_span_id": inferred_text(parent_ids),
+        "span_id": ids,
+        "parent_span_id": parent_ids,
         "parent_index": parents,
-        "parent_name": pd.Categorical.from_codes(
-            np.where(parents >= 0, codes[np.maximum(parents, 0)], -1), dtype=names.dtype),
         "name": names,
         "start": starts,
         "end": ends,
         "display_end": display_end,
-        "duration": ends - starts,
-        "state": pd.Categorical.from_codes(open_mask.astype(np.int8), categories=STATES),
-        "clip_reason": pd.Categorical.from_codes(clip, categories=CLIP_REASONS),
+        "open": open_mask,
+        "clip_reason": clip,
         "depth": depth.astype(np.int32),
         "lane": lanes.astype(np.int32),
         "attempt": attempts.astype(np.int32),
         "end_attempt": end_attempts.astype(np.int32),
-        "virtual": is_virtual,
+        "virtual": np.arange(len(rows)) >= n_real,
         "pd_detail": pd_detail,
-        "pd_form": pd.Categorical.from_codes(
-            np.concatenate([np.full(n_real, -1), [PD_FORMS.index(f) for f in virtual.form]])
-            .astype(np.int8), categories=PD_FORMS),
+        "pd_form": np.concatenate([np.full(n_real, -1),
+                                   [PD_FORMS.index(f) for f in virtual.form]]),
         "error": _has_key(end_attrs, "error_type"),
-        "origin": pd.Categorical.from_codes(np.zeros(len(rows), dtype=np.int8),
-                                            categories=ORIGINS),
-    }, copy=False)  # every column is a fresh array: pandas need not copy it again
-    segments = pd.DataFrame({
-        "span_index": np.asarray(virtual.seg_owner, dtype=np.int64) + n_real,
-        "name": _categorical(virtual.seg_name),
-        "start": np.asarray(virtual.seg_start, dtype=np.float64),
-        "end": np.asarray(virtual.seg_end, dtype=np.float64),
-        "duration": np.asarray(virtual.seg_duration, dtype=np.float64),
+    }
+
+
+def _span_table(spans: dict[str, Any]) -> pa.Table:
+    names: Names = spans["name"]
+    parents = spans["parent_index"]
+    starts, ends = spans["start"], spans["end"]
+    parent_codes = np.where(parents >= 0, names.codes[np.maximum(parents, 0)], -1)
+    return core_table("span_core", {
+        "sample_row": pa.array(spans["sample_row"]),
+        "span_id": text_column(spans["span_id"]),
+        "parent_span_id": text_column(spans["parent_span_id"]),
+        "parent_index": pa.array(parents),
+        "parent_name": dictionary_column(Names(parent_codes, names.categories)),
+        "name": dictionary_column(names),
+        "start": pa.array(starts),
+        "end": pa.array(ends),
+        "display_end": pa.array(spans["display_end"]),
+        "duration": pa.array(ends - starts),
+        "state": vocabulary_column(spans["open"], STATES),
+        "clip_reason": vocabulary_column(spans["clip_reason"], CLIP_REASONS),
+        "depth": pa.array(spans["depth"]),
+        "lane": pa.array(spans["lane"]),
+        "attempt": pa.array(spans["attempt"]),
+        "end_attempt": pa.array(spans["end_attempt"]),
+        "virtual": pa.array(spans["virtual"]),
+        "pd_detail": pa.array(spans["pd_detail"]),
+        "pd_form": vocabulary_column(spans["pd_form"], PD_FORMS),
+        "error": pa.array(spans["error"]),
+        "origin": vocabulary_column(np.zeros(len(parents), dtype=np.int32), ORIGINS),
     })
-    return frame, segments
 
 
-def _append_virtual_names(
-    names: pd.Categorical, generation: np.ndarray, suffix: np.ndarray
-) -> pd.Categorical:
+def _segment_table(virtual: VirtualSpans, n_real: int) -> pa.Table:
+    """The PD segments: the parts of each virtual span (``span_index`` into spans)."""
+    return core_table("segments", {
+        "span_index": pa.array(np.asarray(virtual.seg_owner, dtype=np.int64) + n_real),
+        "name": dictionary_column(_categorical(virtual.seg_name)),
+        "start": pa.array(np.asarray(virtual.seg_start, dtype=np.float64)),
+        "end": pa.array(np.asarray(virtual.seg_end, dtype=np.float64)),
+        "duration": pa.array(np.asarray(virtual.seg_duration, dtype=np.float64)),
+    })
+
+
+def _append_virtual_names(names: Names, generation: np.ndarray, suffix: np.ndarray) -> Names:
     """Names for the virtual spans (``"<generation name> [P]"``), built on the codes."""
     categories = [str(c) for c in names.categories]
-    codes = np.asarray(names.codes)
-    new_codes = np.empty(len(generation), dtype=codes.dtype if len(categories) < 30000
-                         else np.int32)
+    new_codes = np.empty(len(generation), dtype=np.int32)
     lookup = {name: i for i, name in enumerate(categories)}
-    for position, (code, tail) in enumerate(zip(codes[generation].tolist(), suffix.tolist(),
-                                                strict=True)):
+    for position, (code, tail) in enumerate(zip(names.codes[generation].tolist(),
+                                                suffix.tolist(), strict=True)):
         label = categories[code] + tail
         new_codes[position] = lookup.setdefault(label, len(lookup))
-    all_categories = list(lookup)
-    return pd.Categorical.from_codes(np.concatenate([codes.astype(new_codes.dtype), new_codes]),
-                                     categories=pd.Index(all_categories, dtype=object))
+    return Names(np.concatenate([names.codes, new_codes]), list(lookup))
 
 
 def _pd_summaries(events: dict[str, Any]) -> dict[int, dict]:
     """``sglang_pd_summary`` attrs keyed by the index of their generation span."""
-    names: pd.Categorical = events["names"]
-    if SUMMARY_EVENT not in names.categories:
+    names: Names = events["names"]
+    code = names.code_of(SUMMARY_EVENT)
+    if code is None:
         return {}
-    code = names.categories.get_loc(SUMMARY_EVENT)
     parents, attrs = events["parents"], events["attrs"]
     return {int(parents[i]): attrs[i]
-            for i in np.flatnonzero(np.asarray(names.codes) == code).tolist()
+            for i in np.flatnonzero(names.codes == code).tolist()
             if parents[i] >= 0 and isinstance(attrs[i], dict)}
 
 
@@ -405,45 +433,49 @@ def _has_key(dicts: list[dict | None], key: str) -> np.ndarray:
 # --------------------------------------------------------------------------- events
 
 
-def _event_table(cols: dict[str, Any], spans: pd.DataFrame) -> pd.DataFrame:
+def _event_arrays(cols: dict[str, Any], spans: dict[str, Any]) -> dict[str, Any]:
+    """The event table's columns that placement and counts need, with the rest."""
     parents = cols["parents"]
-    parent_name, depth, lane = event_placement(parents, spans)
+    parent_codes, depth, lane = event_placement(parents, spans["name"].codes, spans["depth"],
+                                                spans["lane"])
     unmatched = np.fromiter((sid is not None for sid in cols["span_ids"]), dtype=bool,
                             count=len(parents))
-    frame = pd.DataFrame({
-        "sample_row": cols["rows"],
-        "name": cols["names"],
-        "ts": cols["ts"],
-        "attempt": cols["attempts"].astype(np.int32),
-        "parent_span_id": inferred_text(cols["parent_ids"]),
-        "parent_index": parents,
-        "parent_name": parent_name,
-        "kind": pd.Categorical.from_codes(unmatched.astype(np.int8), categories=EVENT_KINDS),
-        "span_id": inferred_text(cols["span_ids"]),
-        "depth": depth,
-        "lane": lane,
-        "origin": pd.Categorical.from_codes(np.zeros(len(parents), dtype=np.int8),
-                                            categories=ORIGINS),
-    }, copy=False)
-    return frame
+    return {**cols, "parent_name": Names(parent_codes, spans["name"].categories),
+            "depth": depth, "lane": lane, "unmatched": unmatched}
 
 
-def event_placement(parents: np.ndarray, spans: pd.DataFrame
-                    ) -> tuple[pd.Categorical, np.ndarray, np.ndarray]:
+def _event_table(events: dict[str, Any]) -> pa.Table:
+    parents = events["parents"]
+    return core_table("event_core", {
+        "sample_row": pa.array(events["rows"]),
+        "name": dictionary_column(events["names"]),
+        "ts": pa.array(events["ts"]),
+        "attempt": pa.array(events["attempts"].astype(np.int32)),
+        "parent_span_id": text_column(events["parent_ids"]),
+        "parent_index": pa.array(parents),
+        "parent_name": dictionary_column(events["parent_name"]),
+        "kind": vocabulary_column(events["unmatched"], EVENT_KINDS),
+        "span_id": text_column(events["span_ids"]),
+        "depth": pa.array(events["depth"]),
+        "lane": pa.array(events["lane"]),
+        "origin": vocabulary_column(np.zeros(len(parents), dtype=np.int32), ORIGINS),
+    })
+
+
+def event_placement(parents: np.ndarray, span_codes: np.ndarray, span_depth: np.ndarray,
+                    span_lane: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Where events sit, from their parent spans (index ``parents``, -1 none): the
-    parent's name, one level below its depth, and its lane."""
+    parent's name code (into the spans' names), one level below its depth, its lane."""
     has_parent = parents >= 0
     safe = np.maximum(parents, 0)
-    span_names: pd.Categorical = spans["name"].array  # type: ignore[assignment]
-    if len(spans):
-        parent_codes = np.where(has_parent, np.asarray(span_names.codes)[safe], -1)
-        lane = np.where(has_parent, spans["lane"].to_numpy()[safe], 0)
-        depth = np.where(has_parent, spans["depth"].to_numpy()[safe] + 1, 0)
+    if len(span_codes):
+        parent_codes = np.where(has_parent, np.asarray(span_codes)[safe], -1)
+        lane = np.where(has_parent, np.asarray(span_lane)[safe], 0)
+        depth = np.where(has_parent, np.asarray(span_depth)[safe] + 1, 0)
     else:
         parent_codes = np.full(len(parents), -1)
         lane = depth = np.zeros(len(parents), dtype=np.int64)
-    return (pd.Categorical.from_codes(parent_codes, dtype=span_names.dtype),
-            depth.astype(np.int32), lane.astype(np.int32))
+    return parent_codes, depth.astype(np.int32), lane.astype(np.int32)
 
 
 # --------------------------------------------------------------------------- samples
@@ -454,52 +486,53 @@ def _sample_table(
     first: np.ndarray,
     last: np.ndarray,
     top_attempt: np.ndarray,
-    spans: pd.DataFrame,
-    events: pd.DataFrame,
-) -> pd.DataFrame:
+    spans: dict[str, Any],
+    events: dict[str, Any],
+) -> pa.Table:
     n = len(fields)
     traced = np.array([bool(f.events) for f in fields], dtype=bool)  # has records
     carrier_attempt = np.array([f.carrier_attempt for f in fields], dtype=np.int64)
     attempts = np.where(traced, np.maximum(top_attempt, carrier_attempt) + 1, 0)
-    frame = pd.DataFrame({
-        "rollout_id": pd.array([f.rollout_id for f in fields], dtype="Int64"),
-        "dump": np.array([f.dump for f in fields], dtype=np.int32),
-        "sample_index": pd.array([f.index for f in fields], dtype="Int64"),
-        "group_index": pd.array([f.group_index for f in fields], dtype="Int64"),
-        "source": _categorical([f.source for f in fields]),
-        "status": _categorical([f.status for f in fields]),
-        "label": pd.Series(_clean_ids([f.label for f in fields]), dtype=object),
-        "reward": np.array([f.reward for f in fields], dtype=np.float64),
-        "reward_detail": pd.Series([f.reward_detail for f in fields], dtype=object),
-        "response_length": pd.array([f.response_length for f in fields], dtype="Int64"),
-        "trace_id": pd.Series(_clean_ids([f.trace_id for f in fields]), dtype=object),
-        "prompt": pd.Series(_clean_ids([f.prompt for f in fields]), dtype=object),
-        "response": pd.Series(_clean_ids([f.response for f in fields]), dtype=object),
-        "metadata": pd.Series(_clean_ids([f.metadata for f in fields]), dtype=object),
-        "traced": traced,
-        "attempts": attempts.astype(np.int32),
-        "start": first,
-        "end": last,
-        "duration": last - first,
-        **row_counts(n, spans, events),
+    counts = row_counts(n, spans["sample_row"], spans["virtual"], spans["open"], spans["lane"],
+                        events["rows"], events["unmatched"])
+    return core_table("samples", {
+        "rollout_id": nullable_int_column([f.rollout_id for f in fields]),
+        "dump": pa.array(np.array([f.dump for f in fields], dtype=np.int32)),
+        "sample_index": nullable_int_column([f.index for f in fields]),
+        "group_index": nullable_int_column([f.group_index for f in fields]),
+        "source": dictionary_column(_categorical([f.source for f in fields])),
+        "status": dictionary_column(_categorical([f.status for f in fields])),
+        "label": object_text_column(_clean_ids([f.label for f in fields])),
+        "reward": pa.array(np.array([f.reward for f in fields], dtype=np.float64)),
+        "reward_detail": json_text_column([f.reward_detail for f in fields]),
+        "response_length": nullable_int_column([f.response_length for f in fields]),
+        "trace_id": object_text_column(_clean_ids([f.trace_id for f in fields])),
+        "prompt": object_text_column(_clean_ids([f.prompt for f in fields])),
+        "response": object_text_column(_clean_ids([f.response for f in fields])),
+        "metadata": object_text_column(_clean_ids([f.metadata for f in fields])),
+        "traced": pa.array(traced),
+        "attempts": pa.array(attempts.astype(np.int32)),
+        "start": pa.array(first),
+        "end": pa.array(last),
+        "duration": pa.array(last - first),
+        **{name: pa.array(count) for name, count in counts.items()},
     })
-    frame.index.name = "row"
-    return frame
 
 
-def row_counts(n: int, spans: pd.DataFrame, events: pd.DataFrame) -> dict[str, np.ndarray]:
+def row_counts(n: int, span_rows: np.ndarray, span_virtual: np.ndarray, span_open: np.ndarray,
+               span_lanes: np.ndarray, event_rows: np.ndarray, event_unmatched: np.ndarray
+               ) -> dict[str, np.ndarray]:
     """The per-sample counts of ``n`` rows that spans and events decide: closed and open
     real spans, events and unmatched ends, and lanes."""
-    real = ~spans["virtual"].to_numpy()
-    span_rows = spans["sample_row"].to_numpy()[real]
-    is_open = np.asarray(spans["state"].array.codes)[real] == STATES.index("open")
-    event_rows = events["sample_row"].to_numpy()
-    unmatched = (events["kind"] == "unmatched_end").to_numpy()
+    real = ~np.asarray(span_virtual, dtype=bool)
+    real_rows, is_open = np.asarray(span_rows)[real], np.asarray(span_open, dtype=bool)[real]
+    event_rows = np.asarray(event_rows)
+    unmatched = np.asarray(event_unmatched, dtype=bool)
     lanes = np.zeros(n, dtype=np.int64)
-    if len(spans):
-        np.maximum.at(lanes, spans["sample_row"].to_numpy(), spans["lane"].to_numpy() + 1)
-    return {"n_spans": np.bincount(span_rows[~is_open], minlength=n)[:n],
-            "n_open_spans": np.bincount(span_rows[is_open], minlength=n)[:n],
+    if len(span_rows):
+        np.maximum.at(lanes, span_rows, np.asarray(span_lanes) + 1)
+    return {"n_spans": np.bincount(real_rows[~is_open], minlength=n)[:n],
+            "n_open_spans": np.bincount(real_rows[is_open], minlength=n)[:n],
             "n_events": np.bincount(event_rows[~unmatched], minlength=n)[:n],
             "n_unmatched_ends": np.bincount(event_rows[unmatched], minlength=n)[:n],
             "n_lanes": lanes}

@@ -495,8 +495,12 @@ def _events(frames: TraceFrames, built: _Built, spans: pd.DataFrame) -> pd.DataF
     }, index=pd.RangeIndex(len(core), len(core) + n_new))
     events = pd.concat([core, new[core.columns]])
     events["name"] = _extended(core["name"].array, added["name"].to_numpy(dtype=object))
-    placement = event_placement(events["parent_index"].to_numpy(), spans)
-    events["parent_name"], events["depth"], events["lane"] = placement
+    span_names: pd.Categorical = spans["name"].array  # type: ignore[assignment]
+    parent_codes, depth, lane = event_placement(
+        events["parent_index"].to_numpy(), np.asarray(span_names.codes),
+        spans["depth"].to_numpy(), spans["lane"].to_numpy())
+    events["parent_name"] = pd.Categorical.from_codes(parent_codes, dtype=span_names.dtype)
+    events["depth"], events["lane"] = depth, lane
     return events
 
 
@@ -513,4 +517,8 @@ def _extended(existing: pd.Categorical, values: np.ndarray) -> pd.Categorical:
 
 def _recount(samples: pd.DataFrame, spans: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
     """The per-sample counts that depend on spans and events, computed again."""
-    return samples.assign(**row_counts(len(samples), spans, events))
+    counts = row_counts(
+        len(samples), spans["sample_row"].to_numpy(), spans["virtual"].to_numpy(),
+        (spans["state"] == "open").to_numpy(), spans["lane"].to_numpy(),
+        events["sample_row"].to_numpy(), (events["kind"] == "unmatched_end").to_numpy())
+    return samples.assign(**counts)

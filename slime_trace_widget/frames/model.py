@@ -19,10 +19,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .attr_columns import AttrTable, event_attr_frames, span_attr_frames
+from .attr_columns import AttrTable
+from .attr_frames import event_attr_frames, span_attr_frames
+from .core_tables import ORIGINS
 
-#: Where a span or event was recorded: slime's dump, or the engine's own trace.
-ORIGINS = ["dump", "engine"]
+__all__ = ["ORIGINS", "TraceFrames", "combine_frames"]
 
 
 @dataclass

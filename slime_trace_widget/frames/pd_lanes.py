@@ -14,10 +14,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from ..schema import (
     PD_DURATION_ATTR,
@@ -28,6 +27,9 @@ from ..schema import (
     PD_SUMMARY_KEYS,
 )
 from .carrier import TS_LIMIT
+
+if TYPE_CHECKING:
+    from .names import Names
 
 # The record format's PD names, under the names this module has always exported.
 PHASE_SPANS = PD_PHASE_LABELS
@@ -98,7 +100,7 @@ class VirtualSpans:
         self.attrs[owner][f"{name}_s"] = duration
 
 
-def find_pd_detail(names: pd.Categorical, parents: np.ndarray) -> np.ndarray:
+def find_pd_detail(names: Names, parents: np.ndarray) -> np.ndarray:
     """Mask of real ``sglang_pd_*`` spans (phases and their segments) under a parent."""
     by_name = np.array([str(c).startswith(PD_PREFIX) for c in names.categories], dtype=bool)
     codes = np.asarray(names.codes)
@@ -106,7 +108,7 @@ def find_pd_detail(names: pd.Categorical, parents: np.ndarray) -> np.ndarray:
 
 
 def build_virtual_spans(
-    names: pd.Categorical,
+    names: Names,
     starts: np.ndarray,
     ends: np.ndarray,
     parents: np.ndarray,
@@ -129,7 +131,7 @@ def build_virtual_spans(
 
 
 def _from_child_spans(
-    names: pd.Categorical,
+    names: Names,
     starts: np.ndarray,
     ends: np.ndarray,
     parents: np.ndarray,

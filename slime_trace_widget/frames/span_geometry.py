@@ -13,10 +13,14 @@ spans (``pd_detail``) share their virtual lane.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import pandas as pd
 
 from .pd_lanes import PHASE_SPANS
+
+if TYPE_CHECKING:
+    from .names import Names
 
 CLIP_REASONS = ["row_end", "next_sibling", "ancestor_end"]
 #: Lane kinds beside a span's depth: 0 real, 1 and 2 the virtual [P] and [D] spans, and
@@ -106,7 +110,7 @@ def span_lanes(
     rows: np.ndarray,
     depth: np.ndarray,
     parents: np.ndarray,
-    names: pd.Categorical,
+    names: Names,
     pd_detail: np.ndarray,
     phase_kind: np.ndarray,
 ) -> np.ndarray:

@@ -11,7 +11,8 @@ import pyarrow as pa
 import torch
 
 from slime_trace_widget.frames import attr_columns
-from slime_trace_widget.frames.attr_columns import AttrTable, merged_attr_frame
+from slime_trace_widget.frames.attr_columns import AttrTable
+from slime_trace_widget.frames.attr_frames import merged_attr_frame
 
 ROWS = [
     {"turn": 1, "tool": "python", "ok": True, "latency": 0.5},

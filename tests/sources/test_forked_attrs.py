@@ -23,17 +23,17 @@ def _assert_same_attrs(one, other) -> None:
 
 
 def watch_table_writes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The file names ``wire.write_table`` writes from now on, in order."""
-    from slime_trace_widget.sources.dumps import wire
+    """The file names ``arrow_files.write_table`` writes from now on, in order."""
+    from slime_trace_widget.sources.dumps import arrow_files
 
     written: list[str] = []
-    real_write = wire.write_table
+    real_write = arrow_files.write_table
 
     def watched(table: object, path: str) -> None:
         written.append(os.path.basename(path))
         real_write(table, path)
 
-    monkeypatch.setattr(wire, "write_table", watched)
+    monkeypatch.setattr(arrow_files, "write_table", watched)
     return written
 
 

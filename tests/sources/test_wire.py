@@ -11,10 +11,11 @@ import pytest
 
 from slime_trace_widget.demo import make_demo_samples
 from slime_trace_widget.frames import build_frames
-from slime_trace_widget.frames.build import INFERRED_TEXT
+from slime_trace_widget.frames.build import build_tables
+from slime_trace_widget.frames.core_frames import INFERRED_TEXT, _decode_column, encode_table
+from slime_trace_widget.frames.core_tables import CORE_SCHEMA, CORE_TABLES
 from slime_trace_widget.sources.dumps.wire import (
     WireError,
-    _decode_column,
     read_frames,
     read_table,
     table_file,
@@ -51,6 +52,18 @@ def test_big_ids_and_missing_ones_come_back_exact(tmp_path: Path) -> None:
     assert back.iloc[0] == 2**60 + 1 and pd.isna(back.iloc[1]) and str(back.dtype) == "Int64"
 
 
+def test_a_reward_json_cannot_write_crosses_as_json_safe_makes_it(tmp_path: Path) -> None:
+    """A reward past float range stays whole in ``reward_detail``; one of more than
+    4,300 digits, which ``json.dumps`` refuses, failed the whole dump in a worker."""
+    samples = make_demo_samples(3)
+    samples[0]["reward"], samples[1]["reward"] = 10**400, 10**5000
+    frames = build_frames(samples)
+    write_frames(frames, str(tmp_path))
+    back = read_frames(str(tmp_path)).samples["reward_detail"].tolist()
+    assert back[0] == 10**400 and back[1] == "<int of 16610 bits>" and back[2] is None
+    assert frames.samples["reward_detail"].tolist() == back
+
+
 def test_a_column_of_the_wrong_type_is_refused(tmp_path: Path) -> None:
     frames = build_frames(make_demo_samples(4))
     frames.samples["reward"] = frames.samples["reward"].astype("float32")
@@ -85,12 +98,12 @@ def test_ids_cross_as_the_text_pandas_keeps_and_the_older_text_still_reads(
 def test_a_column_of_one_chunk_is_read_in_place() -> None:
     """A worker's file holds one batch: its columns are used where the file's
     memory map has them, not copied (several columns of this size per span table)."""
-    reference = build_frames(make_demo_samples(2)).span_core
+    spec = next(column for column in CORE_SCHEMA["span_core"] if column.name == "start")
     starts = pa.chunked_array([pa.array(np.linspace(1.0, 2.0, 1000))])
-    decoded = _decode_column(starts, reference["start"])
+    decoded = _decode_column(starts, spec)
     assert np.shares_memory(decoded, np.frombuffer(starts.chunk(0).buffers()[1], np.float64))
     two = pa.chunked_array([starts.chunk(0).slice(0, 400), starts.chunk(0).slice(400)])
-    assert np.array_equal(_decode_column(two, reference["start"]), decoded)
+    assert np.array_equal(_decode_column(two, spec), decoded)
 
 
 def test_meta_that_is_not_meta_is_refused(tmp_path: Path) -> None:
@@ -134,3 +147,66 @@ def test_frames_through_shared_memory_and_through_disk_are_the_same(
     assert seen == [str(shared), None] and list(shared.iterdir()) == []
     assert_same_frames(mapped, on_disk)
     assert_same_frames(mapped, build_frames(loading.load_dump(path)))
+
+
+@pytest.mark.parametrize("fixture", ["small.pt", "legacy_v0_pd.pt", "legacy_v1_pd.pt",
+                                     "edge_weird_values.pt", "edge_open_span.pt",
+                                     "edge_orphan_end.pt", "edge_untraced_mixed.pt"])
+def test_the_tables_a_worker_writes_are_its_frames_encoded(fixture: str) -> None:
+    """A worker writes the Arrow tables flattening builds, without pandas; the caller
+    decodes them. Encoding the decoded frames gives the very tables back, column
+    types and chunks included, so a worker's files and frames flattened here
+    (then written) cannot drift apart."""
+    from slime_trace_widget.sources.loading import load_dump
+
+    tables = build_tables(load_dump(FIXTURES / fixture))
+    frames = build_frames(load_dump(FIXTURES / fixture))
+    for name in CORE_TABLES:
+        built, encoded = getattr(tables, name), encode_table(getattr(frames, name))
+        assert built.schema == encoded.schema, name
+        assert _ipc_bytes(built) == _ipc_bytes(encoded), name  # NaN equal to NaN
+    assert len(tables.span_core) > 0 or fixture.startswith("edge_untraced")
+
+
+def _ipc_bytes(table: pa.Table) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
+def test_a_frames_worker_never_imports_pandas(tmp_path: Path) -> None:
+    """Importing pandas was 0.2 s of every cold load in a process that only encoded
+    its DataFrames back to Arrow: neither the helper nor a frames job's child (where
+    pyarrow would import it on its first list) has it, and what the job writes
+    reads back as the frames flattened here."""
+    import json
+    import subprocess
+    import sys
+
+    from slime_trace_widget.sources.loading import load_dump
+
+    path, out = FIXTURES / "legacy_v1_pd.pt", tmp_path / "out"
+    out.mkdir()
+    script = f"""
+import json, os, sys
+from slime_trace_widget.sources.dumps import worker
+worker._prepare("frames")
+real_job = worker._frames_job
+def watched_job(request):  # runs in the forked child
+    real_job(request)
+    with open({str(tmp_path / "child.json")!r}, "w") as report:
+        json.dump(sys.modules.get("pandas") is not None, report)
+worker._frames_job = watched_job
+verdicts = os.open({str(tmp_path / "verdicts")!r}, os.O_WRONLY | os.O_CREAT)
+worker._run_in_child({{"job": "frames", "name": {str(path)!r}, "path": {str(path)!r},
+                      "out": {str(out)!r}, "cpu_seconds": 600, "memory_bytes": 1 << 32}},
+                     worker._Messages(verdicts))
+print(json.dumps("pandas" in sys.modules))
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=600, check=True)
+    assert json.loads(done.stdout.splitlines()[-1]) is False  # the helper
+    assert json.loads((tmp_path / "child.json").read_text()) is False  # the job's child
+    assert json.loads((tmp_path / "verdicts").read_text()) == {"ok": True}
+    assert_same_frames(read_frames(str(out)), build_frames(load_dump(path)))

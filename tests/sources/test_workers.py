@@ -503,11 +503,11 @@ def test_a_jobs_child_freezes_what_it_keeps_so_collections_skip_it(
     job = pool.new_job(str(FIXTURES / "small.pt"), "frames", None, None, None)
     before = gc.get_freeze_count()
     try:
-        frames = worker._flattened(job.request)
+        tables = worker._flattened(job.request)
         frozen = gc.get_freeze_count() - before
     finally:
         gc.unfreeze()
-    assert len(frames.spans) > 0
+    assert tables.span_core.num_rows > 0
     if in_child:
         assert frozen > 1000
     else:
@@ -518,7 +518,7 @@ def test_a_jobs_child_freezes_what_it_keeps_so_collections_skip_it(
 def test_a_jobs_child_ends_holding_what_it_read_but_the_helper_frees_it(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, in_child: bool) -> None:
     """Freeing a million records took 0.6 s after the verdict was ready: a job's forked
-    child keeps the dump it read and the frames it wrote until ``os._exit`` ends it. A
+    child keeps the dump it read and the tables it wrote until ``os._exit`` ends it. A
     job run in the helper itself (no fork) must free them, or the helper would grow."""
     from slime_trace_widget.sources.dumps import files
     from slime_trace_widget.sources.dumps.wire import read_frames
@@ -540,7 +540,7 @@ def test_a_jobs_child_ends_holding_what_it_read_but_the_helper_frees_it(
     worker._frames_job(job.request)
     assert len(read_frames(str(out)).spans) > 0
     if in_child:
-        assert [type(value).__name__ for value in kept] == ["LoadedDump", "TraceFrames"]
+        assert [type(value).__name__ for value in kept] == ["LoadedDump", "FrameTables"]
         assert read[0]() is kept[0]
     else:
         assert read[0]() is None

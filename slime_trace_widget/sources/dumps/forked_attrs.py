@@ -31,13 +31,13 @@ from typing import NamedTuple
 
 from ...frames.attr_columns import AttrTable, AttrTableBuilder
 from ...frames.build import AttrTablesHere
+from .arrow_files import ATTR_TABLES, read_table, table_file, write_table
 from .pool import available_memory
-from .wire import ATTR_TABLES, read_table, table_file, write_table
 
 __all__ = ["ForkedAttrTables"]
 
 #: Which of the three lists (span starts, span ends, events: the order of
-#: ``wire.ATTR_TABLES``) the fork takes, and so the names of its tables. The span
+#: ``arrow_files.ATTR_TABLES``) the fork takes, and so the names of its tables. The span
 #: starts' stay in the job: its share of the work then about equals the fork's.
 _FORKED = (1, 2)
 #: The list whose length decides whether to fork: the span ends'.
@@ -64,7 +64,7 @@ class _Fork(NamedTuple):
 class ForkedAttrTables(AttrTablesHere):
     """Builds the span ends' and events' tables in a fork that writes them into ``folder``.
 
-    ``final``: ``folder`` is where the job writes its frames (``wire.write_frames``);
+    ``final``: ``folder`` is where the job writes its frames (``arrow_files.write_tables``);
     the fork's files are then the tables' own and stay, else they are deleted once
     mapped. One instance serves one ``build_frames`` call.
     """

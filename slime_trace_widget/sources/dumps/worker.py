@@ -1,20 +1,22 @@
 """The worker side of loading: a helper process that forks one limited child per dump.
 
-The helper (started by :mod:`.pool` with ``python -c``) imports numpy, pandas
-and pyarrow once and never torch (unless a caller asks for raw samples with
-their tensors), then waits for one JSON request per line on stdin. Each job
-runs in a child forked from it, under a CPU time limit and a memory cap, so a
-hostile file that would hash forever, allocate without end or crash the
-interpreter ends that child only. The child reads the dump with the restricted
-unpickler, flattens it and writes the frames as Arrow files (:mod:`.wire`);
-its verdict goes back as one JSON line (``ok`` or ``error``). The helper is
-single-threaded, which makes forking it safe, unlike forking a Jupyter kernel.
+The helper (started by :mod:`.pool` with ``python -c``) imports numpy and
+pyarrow once, pandas only for run-dataset jobs and torch only when a caller
+asks for raw samples with their tensors, then waits for one JSON request per
+line on stdin. Each job runs in a child forked from it, under a CPU time limit
+and a memory cap, so a hostile file that would hash forever, allocate without
+end or crash the interpreter ends that child only. The child reads the dump
+with the restricted unpickler, flattens it and writes the tables as Arrow
+files (:mod:`.arrow_files`); its verdict goes back as one JSON line (``ok`` or
+``error``). The helper is single-threaded, which makes forking it safe, unlike
+forking a Jupyter kernel.
 """
 
 from __future__ import annotations
 
 import gc
 import hashlib
+import importlib.abc
 import json
 import math
 import os
@@ -33,8 +35,8 @@ except ImportError:  # Windows: jobs run without CPU or memory limits of their o
 from ...frames.samples import READ_FIELDS
 from .errors import DumpError
 
-if TYPE_CHECKING:  # the helper imports frames (pandas) only when a job needs them
-    from ...frames.model import TraceFrames
+if TYPE_CHECKING:
+    from ...frames.core_tables import FrameTables
     from .files import LoadedDump
 
 __all__ = ["read_for_frames", "serve"]
@@ -80,7 +82,10 @@ def _prepare(job: str) -> None:
     if job == "check":  # load_dump's check loads with torch
         from . import torch_tensors  # noqa: F401
         return
-    from . import forked_attrs, plain_tensors, wire  # noqa: F401  (frames, dataset: no torch)
+    # Frames and dataset jobs: no torch; frames jobs no pandas either (0.2 s of each
+    # cold load), as the worker writes the tables it builds as they are.
+    from ...frames import build  # noqa: F401
+    from . import arrow_files, forked_attrs, plain_tensors  # noqa: F401
     if job == "dataset":
         from ..dataset import layout  # noqa: F401
 
@@ -119,22 +124,23 @@ def _run_job(request: dict, out: _Messages) -> None:
 
 
 def _frames_job(request: dict) -> None:
-    """Read the dump (no torch for zip files), flatten it, write the frames as Arrow files."""
-    from .wire import write_frames
+    """Read the dump (no torch for zip files), flatten it, write the tables as Arrow files."""
+    from .arrow_files import write_tables
 
-    frames = _flattened(request)
-    write_frames(frames, request["out"])
-    _keep_until_exit(frames)
+    tables = _flattened(request)
+    write_tables(tables, request["out"])
+    _keep_until_exit(tables)
 
 
 def _dataset_job(request: dict) -> dict:
     """Read and flatten the dump as for frames, then write its tables into the run
     dataset at ``out``; report what was written and the file's content hash."""
+    from ...frames.core_frames import frames_from_tables
     from ..dataset.layout import write_dump
     from ..dataset.manifest import content_hash
 
     digest = content_hash(request["path"])
-    frames = _flattened(request)
+    frames = frames_from_tables(_flattened(request))
     if request.get("engine_traces"):
         from ..engine.window import with_engine_traces
 
@@ -144,19 +150,19 @@ def _dataset_job(request: dict) -> dict:
     return {**report, "blake2b": digest}
 
 
-def _flattened(request: dict) -> TraceFrames:
-    """The frames of the dump a job names; its samples die when this returns."""
+def _flattened(request: dict) -> FrameTables:
+    """The flattened tables of the dump a job names; its samples die when this returns."""
     from ...frames.build import cyclic_gc_paused
 
     with cyclic_gc_paused():
-        frames = _read_and_flatten(request)
+        tables = _read_and_flatten(request)
         if _kept_until_exit is not None:
             # What the child read and built stays until it exits, so no collection
             # needs to look at it: the first one after the pause would scan all of
             # it (0.23 s for a dump of a million records, while the frames are
             # written). Frozen objects are skipped; newer ones are still collected.
             gc.freeze()
-        return frames
+        return tables
 
 
 def read_for_frames(path: str, name: str | None = None, pipelined: bool = False) -> LoadedDump:
@@ -170,20 +176,20 @@ def read_for_frames(path: str, name: str | None = None, pipelined: bool = False)
     return loaded
 
 
-def _read_and_flatten(request: dict) -> TraceFrames:
-    from ...frames.build import build_frames
+def _read_and_flatten(request: dict) -> FrameTables:
+    from ...frames.build import build_tables
     from .forked_attrs import ForkedAttrTables
 
     spare_core = bool(request.get("spare_core"))  # else other jobs keep every core busy
     loaded = read_for_frames(request["path"], request["name"], pipelined=spare_core)
     _keep_until_exit(loaded)
     if not spare_core:
-        return build_frames(loaded)
-    if request["job"] == "frames":  # the fork's table goes where the frames go
-        return build_frames(loaded, ForkedAttrTables(request["out"], final=True))
+        return build_tables(loaded)
+    if request["job"] == "frames":  # the fork's table goes where the other tables go
+        return build_tables(loaded, ForkedAttrTables(request["out"], final=True))
     scratch = tempfile.mkdtemp(prefix="slime-trace-attrs-")
     try:
-        return build_frames(loaded, ForkedAttrTables(scratch))
+        return build_tables(loaded, ForkedAttrTables(scratch))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
@@ -251,6 +257,8 @@ def _run_in_child(request: dict, out: _Messages) -> None:
             os.close(read_end)
             os.close(out.fd)  # only the helper answers the parent
             _apply_limits(request)
+            if request["job"] == "frames":
+                _refuse_pandas()
             _run_job(request, _Messages(write_end))
             code = 0
         finally:
@@ -267,6 +275,29 @@ def _run_in_child(request: dict, out: _Messages) -> None:
     _, status = os.waitpid(pid, 0)
     if not concluded:
         out.send({"error": _death_message(request, os.waitstatus_to_exitcode(status))})
+
+
+def _refuse_pandas() -> None:
+    """Make ``import pandas`` fail in a frames job's child, unless the helper has it.
+
+    pyarrow imports pandas, where installed, on its first conversion of a Python
+    list, only to ask whether the list is a pandas object: 0.2 s of a cold load,
+    in a process that builds Arrow tables and never a DataFrame. With the import
+    refused, pyarrow converts as it does where pandas is not installed. (A None
+    in ``sys.modules`` would not do: pyarrow's compiled import takes it as the
+    module.) The child ends with its job, so nothing in it needs pandas later.
+    """
+    if "pandas" not in sys.modules:
+        sys.meta_path.insert(0, _NoPandas())
+
+
+class _NoPandas(importlib.abc.MetaPathFinder):
+    """An import finder that refuses pandas and finds nothing else."""
+
+    def find_spec(self, name: str, path: object = None, target: object = None) -> None:
+        if name.partition(".")[0] == "pandas":
+            raise ModuleNotFoundError("a frames job's worker does without pandas", name=name)
+        return None
 
 
 def _death_message(request: dict, code: int) -> str:

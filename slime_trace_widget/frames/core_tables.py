@@ -1,0 +1,176 @@
+"""The four core tables (samples, span_core, event_core, segments) as Arrow data.
+
+Flattening builds them without pandas, and a worker writes them as they are:
+importing pandas was 0.2 s of every cold load, in a process that only encoded
+its DataFrames back to Arrow. :mod:`.core_frames` gives the caller its pandas
+form. :data:`CORE_SCHEMA` states each column's kind, the one definition the
+builder, the writer and the decoder follow.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+import pyarrow as pa
+
+from ..values import json_safe
+from .attr_columns import AttrTable
+from .names import Names
+from .span_geometry import CLIP_REASONS
+
+__all__ = ["CODES", "CORE_SCHEMA", "CORE_TABLES", "EVENT_KINDS", "INDEX_NAMES", "JSON_TEXT",
+           "NULLABLE_INT", "OBJECT_TEXT", "ORIGINS", "PD_FORMS", "STATES", "TEXT", "VOCABULARY",
+           "Column", "FrameTables", "core_table", "dictionary_column", "json_text_column",
+           "nullable_int_column", "object_text_column", "text_column", "vocabulary_column"]
+
+#: Where a span or event was recorded: slime's dump, or the engine's own trace.
+ORIGINS = ["dump", "engine"]
+STATES = ["closed", "open"]
+EVENT_KINDS = ["instant", "unmatched_end"]
+PD_FORMS = ["children", "attrs"]
+
+# Column kinds besides numpy dtypes ("int64", "int32", "float64", "bool").
+#: Text names found in the dump, dictionary-encoded (pandas: categories of objects).
+CODES = "codes"
+#: A fixed vocabulary, dictionary-encoded (pandas: categories of its own dtype).
+VOCABULARY = "vocabulary"
+#: Integers that may be missing (pandas: Int64).
+NULLABLE_INT = "Int64"
+#: Ids: pandas' own text column (Arrow-backed where pandas has it).
+TEXT = "text"
+#: Free text that stays Python objects in pandas (labels, prompts).
+OBJECT_TEXT = "object_text"
+#: Plain data (a dict reward) as JSON text on the wire, objects in pandas.
+JSON_TEXT = "json_text"
+
+
+class Column(NamedTuple):
+    """One core column: its name, its kind, and the vocabulary of a ``VOCABULARY`` one."""
+
+    name: str
+    kind: str
+    vocabulary: tuple[str, ...] = ()
+
+
+def _vocabulary(name: str, words: list[str]) -> Column:
+    return Column(name, VOCABULARY, tuple(words))
+
+
+_COUNTS = tuple(Column(name, "int64") for name in
+                ("n_spans", "n_open_spans", "n_events", "n_unmatched_ends", "n_lanes"))
+
+CORE_SCHEMA: dict[str, tuple[Column, ...]] = {
+    "samples": (
+        Column("rollout_id", NULLABLE_INT), Column("dump", "int32"),
+        Column("sample_index", NULLABLE_INT), Column("group_index", NULLABLE_INT),
+        Column("source", CODES), Column("status", CODES), Column("label", OBJECT_TEXT),
+        Column("reward", "float64"), Column("reward_detail", JSON_TEXT),
+        Column("response_length", NULLABLE_INT), Column("trace_id", OBJECT_TEXT),
+        Column("prompt", OBJECT_TEXT), Column("response", OBJECT_TEXT),
+        Column("metadata", OBJECT_TEXT), Column("traced", "bool"), Column("attempts", "int32"),
+        Column("start", "float64"), Column("end", "float64"), Column("duration", "float64"),
+        *_COUNTS,
+    ),
+    "span_core": (
+        Column("sample_row", "int64"), Column("span_id", TEXT), Column("parent_span_id", TEXT),
+        Column("parent_index", "int64"), Column("parent_name", CODES), Column("name", CODES),
+        Column("start", "float64"), Column("end", "float64"), Column("display_end", "float64"),
+        Column("duration", "float64"), _vocabulary("state", STATES),
+        _vocabulary("clip_reason", CLIP_REASONS), Column("depth", "int32"),
+        Column("lane", "int32"), Column("attempt", "int32"), Column("end_attempt", "int32"),
+        Column("virtual", "bool"), Column("pd_detail", "bool"), _vocabulary("pd_form", PD_FORMS),
+        Column("error", "bool"), _vocabulary("origin", ORIGINS),
+    ),
+    "event_core": (
+        Column("sample_row", "int64"), Column("name", CODES), Column("ts", "float64"),
+        Column("attempt", "int32"), Column("parent_span_id", TEXT),
+        Column("parent_index", "int64"), Column("parent_name", CODES),
+        _vocabulary("kind", EVENT_KINDS), Column("span_id", TEXT), Column("depth", "int32"),
+        Column("lane", "int32"), _vocabulary("origin", ORIGINS),
+    ),
+    "segments": (
+        Column("span_index", "int64"), Column("name", CODES), Column("start", "float64"),
+        Column("end", "float64"), Column("duration", "float64"),
+    ),
+}
+CORE_TABLES = tuple(CORE_SCHEMA)
+#: The name of each core frame's index (a RangeIndex: row position, or stable id).
+INDEX_NAMES: dict[str, str | None] = {"samples": "row", "span_core": None, "event_core": None,
+                                      "segments": None}
+
+
+class FrameTables(NamedTuple):
+    """What flattening makes of dumps: the core tables, the attribute tables, and
+    the dumps' paths, rollout ids, warnings and time range."""
+
+    samples: pa.Table
+    span_core: pa.Table
+    event_core: pa.Table
+    segments: pa.Table
+    span_start_attrs: AttrTable
+    span_end_attrs: AttrTable
+    event_attrs: AttrTable
+    paths: list[str]
+    rollout_ids: list[int | None]
+    warnings: Counter[str]
+    t0: float
+    t1: float
+
+
+def core_table(name: str, columns: dict[str, pa.Array]) -> pa.Table:
+    """Core table ``name`` of ``columns``, which must be exactly its schema's, in order."""
+    expected = [column.name for column in CORE_SCHEMA[name]]
+    if list(columns) != expected:
+        raise ValueError(f"{name}: built columns {list(columns)} are not {expected}")
+    return pa.table(columns)
+
+
+def dictionary_column(names: Names) -> pa.DictionaryArray:
+    """``names`` as dictionary-encoded text (int32 codes, null where missing)."""
+    codes = np.asarray(names.codes, dtype=np.int32)
+    categories = pa.array([str(category) for category in names.categories], type=pa.string())
+    return pa.DictionaryArray.from_arrays(pa.array(codes, mask=codes < 0), categories)
+
+
+def vocabulary_column(codes: np.ndarray, vocabulary: Sequence[str]) -> pa.DictionaryArray:
+    """Codes into a fixed ``vocabulary`` as dictionary-encoded text."""
+    return dictionary_column(Names(codes, list(vocabulary)))
+
+
+def nullable_int_column(values: Sequence[int | None]) -> pa.Array:
+    """Integers with None for missing, as int64 with nulls."""
+    missing = np.fromiter((value is None for value in values), dtype=bool, count=len(values))
+    numbers = np.array([0 if value is None else value for value in values], dtype=np.int64)
+    return pa.array(numbers, type=pa.int64(), mask=missing)
+
+
+def text_column(values: Sequence[str | None]) -> pa.Array:
+    """Ids (str or None): large_string, the type pandas keeps Arrow-backed text in,
+    so that neither side copies them; string when none is there (pandas keeps
+    such a column as objects)."""
+    text = pa.array(values, type=pa.large_string())
+    return text if text.null_count < len(text) else text.cast(pa.string())
+
+
+def object_text_column(values: Sequence[str | None]) -> pa.Array:
+    """Free text (str or None) as Arrow text."""
+    return pa.array(values, type=pa.string())
+
+
+def json_text_column(values: Sequence[Any]) -> pa.Array:
+    """Plain data (None, numbers, text, lists, dicts) as JSON text, None kept."""
+    return pa.array([None if value is None else _json_text(value) for value in values],
+                    type=pa.string())
+
+
+def _json_text(value: Any) -> str:
+    """``value`` as JSON; what ``json`` refuses (an int of more than 4,300 digits, say)
+    as ``values.json_safe`` makes it."""
+    try:
+        return json.dumps(value, allow_nan=True)
+    except (ValueError, TypeError, RecursionError):
+        return json.dumps(json_safe(value))
