@@ -495,21 +495,23 @@ def _sample_table(
     attempts = np.where(traced, np.maximum(top_attempt, carrier_attempt) + 1, 0)
     counts = row_counts(n, spans["sample_row"], spans["virtual"], spans["open"], spans["lane"],
                         events["rows"], events["unmatched"])
+
+    def each(name: str) -> list:
+        return [getattr(field, name) for field in fields]
+
     return core_table("samples", {
-        "rollout_id": nullable_int_column([f.rollout_id for f in fields]),
-        "dump": pa.array(np.array([f.dump for f in fields], dtype=np.int32)),
-        "sample_index": nullable_int_column([f.index for f in fields]),
-        "group_index": nullable_int_column([f.group_index for f in fields]),
-        "source": dictionary_column(_categorical([f.source for f in fields])),
-        "status": dictionary_column(_categorical([f.status for f in fields])),
-        "label": object_text_column(_clean_ids([f.label for f in fields])),
-        "reward": pa.array(np.array([f.reward for f in fields], dtype=np.float64)),
-        "reward_detail": json_text_column([f.reward_detail for f in fields]),
-        "response_length": nullable_int_column([f.response_length for f in fields]),
-        "trace_id": object_text_column(_clean_ids([f.trace_id for f in fields])),
-        "prompt": object_text_column(_clean_ids([f.prompt for f in fields])),
-        "response": object_text_column(_clean_ids([f.response for f in fields])),
-        "metadata": object_text_column(_clean_ids([f.metadata for f in fields])),
+        "rollout_id": nullable_int_column(each("rollout_id")),
+        "dump": pa.array(np.array(each("dump"), dtype=np.int32)),
+        "sample_index": nullable_int_column(each("index")),
+        "group_index": nullable_int_column(each("group_index")),
+        "source": dictionary_column(_categorical(each("source"))),
+        "status": dictionary_column(_categorical(each("status"))),
+        "label": object_text_column(_clean_ids(each("label"))),
+        "reward": pa.array(np.array(each("reward"), dtype=np.float64)),
+        "reward_detail": json_text_column(each("reward_detail")),
+        "response_length": nullable_int_column(each("response_length")),
+        **{name: object_text_column(_clean_ids(each(name)))
+           for name in ("trace_id", "prompt", "response", "metadata")},
         "traced": pa.array(traced),
         "attempts": pa.array(attempts.astype(np.int32)),
         "start": pa.array(first),
