@@ -172,11 +172,11 @@ class AttrTableBuilder:
                     rows = list(map(part.dicts.__getitem__, group.members))
                     for position, row in zip(index.tolist(), rows, strict=True):
                         overflow[position] = {k: v for k, v in row.items() if k not in kept}
-                    columns = [_Piece(index, values, None)
+                    columns = [_Piece(index, [values], None)
                                for values in _transposed(rows, wanted)] if wanted else []
                 else:
-                    columns = [_Piece(index, values, kinds)
-                               for values, kinds in zip(group.columns, group.kinds, strict=True)]
+                    columns = [_Piece(index, chunks, kinds)
+                               for chunks, kinds in zip(group.columns, group.kinds, strict=True)]
                 for key, piece in zip(wanted, columns, strict=True):
                     pieces.setdefault(key, []).append(piece)
         n = self._rows
@@ -196,10 +196,11 @@ class AttrTableBuilder:
 
 class _Group(NamedTuple):
     """The rows of one part that have one key tuple: their positions in the part,
-    each key's values over them, and the set of those values' types."""
+    each key's values over them in blocks of rows (see :func:`_group_by_keys`), and
+    the set of those values' types."""
 
     members: list[int]
-    columns: list[list]
+    columns: list[list[Chunk]]
     kinds: list[frozenset[type]]
 
 
@@ -213,11 +214,11 @@ class _Part(NamedTuple):
 
 
 class _Piece(NamedTuple):
-    """One key's values over one group's rows: the rows' positions, the values, and
-    the set of their types (None: not known yet)."""
+    """One key's values over one group's rows: the rows' positions, the values in
+    chunks, and the set of their types (None: not known yet)."""
 
     index: np.ndarray
-    values: Sequence
+    chunks: list[Chunk]
     kinds: frozenset[type] | None
 
 
@@ -246,10 +247,13 @@ def _group_by_keys(dicts: list[dict | None]) -> tuple[list[dict | None], dict[tu
     their types; keys other than str made text.
 
     Each dict is read once, its values and their types laid end to end in its
-    group's lists while it is in the cache; each key's values are then a strided
-    slice. Reading the dicts again for the values, then each value again for its
-    type (each pass misses the cache on every row), took 0.87-0.94 s on the
-    500,884 span ends of a trace-heavy dump, against 0.61-0.63 s.
+    group's lists while it is in the cache; every :data:`_BLOCK_VALUES` values of
+    a group, each key's values (a strided slice) are converted to Arrow while they
+    still are. Reading the dicts again for the values, then each value again for
+    its type (each pass misses the cache on every row), took 0.87-0.94 s on the
+    500,884 span ends of a trace-heavy dump, against 0.61-0.63 s; converting the
+    values once all were laid missed the cache on each of them again (0.14 s of a
+    62 MB dump's span ends, 0.07 s with the values fresh).
 
     Only str keys may become dict keys here: their hashes are salted per process,
     while ints, floats and tuples hash the same everywhere, so a dump can hold
@@ -258,7 +262,7 @@ def _group_by_keys(dicts: list[dict | None]) -> tuple[list[dict | None], dict[tu
     name (lone surrogates), gets a copy keyed by its keys' clean text. Only the
     first row of each key tuple pays for the check.
     """
-    laid: dict[tuple, tuple[list[int], list, list[type]]] = {}
+    laid: dict[tuple, _Laying] = {}
     renamed: dict[int, dict] = {}
     for position, value in enumerate(dicts):
         if not value:
@@ -272,20 +276,71 @@ def _group_by_keys(dicts: list[dict | None]) -> tuple[list[dict | None], dict[tu
                 keys = tuple(value)
                 lists = laid.get(keys)
             if lists is None:
-                lists = laid[keys] = ([], [], [])
+                lists = laid[keys] = _Laying(len(keys))
         values = value.values()
-        lists[0].append(position)
-        lists[1].extend(values)
-        lists[2].extend(map(type, values))
+        lists.members.append(position)
+        lists.values.extend(values)
+        lists.types.extend(map(type, values))
+        if len(lists.values) >= _BLOCK_VALUES:
+            lists.convert()
     if renamed:
         dicts = [renamed.get(position, value) for position, value in enumerate(dicts)]
     groups = {}
-    for keys in list(laid):  # each group's end-to-end lists are freed once sliced
-        members, values, types = laid.pop(keys)
-        width = len(keys)
-        groups[keys] = _Group(members, [values[offset::width] for offset in range(width)],
-                              [frozenset(types[offset::width]) for offset in range(width)])
+    for keys, lists in laid.items():
+        lists.convert()
+        groups[keys] = _Group(lists.members, lists.chunks, list(map(frozenset, lists.kinds)))
     return dicts, groups
+
+
+#: Values of one key tuple laid before they are converted (see _group_by_keys). On the
+#: 146 MB dump, fresh processes, 3 each: span ends 1.02-1.17 s with every row laid
+#: first, 0.86-0.91 s in blocks of 32,768 values, 0.81-0.88 s in blocks of 8,192;
+#: span starts 0.58-0.64 s, 0.46-0.52 s, 0.44-0.50 s.
+_BLOCK_VALUES = 8192
+
+#: A block of one key's values: Arrow, or the values where they made no plain type.
+Chunk = pa.Array | list
+
+
+class _Laying:
+    """One key tuple's rows as grouping lays them: their positions, the values and
+    types of the rows not converted yet (row after row), and per key the chunks
+    converted so far and the types met. Slots: grouping reads them on every row."""
+
+    __slots__ = ("chunks", "kinds", "members", "types", "values")
+
+    def __init__(self, width: int) -> None:
+        self.members: list[int] = []
+        self.values: list = []
+        self.types: list[type] = []
+        self.chunks: list[list[Chunk]] = [[] for _ in range(width)]
+        self.kinds: list[set[type]] = [set() for _ in range(width)]
+
+    def convert(self) -> None:
+        """Each key's laid values as one more chunk; the laid lists emptied."""
+        if not self.values:
+            return
+        width = len(self.chunks)
+        for offset, (chunks, kinds) in enumerate(zip(self.chunks, self.kinds, strict=True)):
+            block_kinds = frozenset(self.types[offset::width])
+            kinds.update(block_kinds)
+            chunks.append(_block_chunk(self.values[offset::width], block_kinds))
+        self.values.clear()
+        self.types.clear()
+
+
+def _block_chunk(values: list, kinds: frozenset[type]) -> Chunk:
+    """``values`` as Arrow when they are of one plain type (``kinds``: theirs), else as
+    they are: the column's type is decided once every block is known, and ints
+    among floats made floats here would read ``0.0``, not ``0``, in a text column."""
+    plain = kinds - _NONE_TYPE
+    if len(plain) > 1 or not kinds <= PLAIN_TYPES:
+        return values
+    kind = _PLAIN_KINDS[plain]
+    try:
+        return pa.array(values, type=kind)
+    except (pa.ArrowException, OverflowError, TypeError, ValueError, UnicodeError):
+        return values  # ints past int64, text with lone surrogates: the column decides
 
 
 def _transposed(rows: list[dict], wanted: list[str]) -> list[Sequence]:
@@ -302,6 +357,7 @@ _PLAIN_KINDS = {
     frozenset({int}): pa.int64(), frozenset({float}): pa.float64(),
     frozenset({int, float}): pa.float64(),
 }
+_NONE_TYPE = frozenset({type(None)})
 
 
 def _column(pieces: list[_Piece], n: int, key: str,
@@ -310,8 +366,8 @@ def _column(pieces: list[_Piece], n: int, key: str,
     fast = _inferred_column(pieces, n, key, none_keys)
     if fast is not None:
         return fast, False
-    return _converted_column([(piece.index, piece.values) for piece in pieces], n, key,
-                             none_keys)
+    return _converted_column([(piece.index, _python_values(piece.chunks)) for piece in pieces],
+                             n, key, none_keys)
 
 
 def _inferred_column(pieces: list[_Piece], n: int, key: str,
@@ -324,19 +380,23 @@ def _inferred_column(pieces: list[_Piece], n: int, key: str,
     capped table's columns), Arrow converts without inferring the type again."""
     kinds: set[type] = set()
     for piece in pieces:
-        kinds.update(set(map(type, piece.values)) if piece.kinds is None else piece.kinds)
+        if piece.kinds is None:
+            for chunk in piece.chunks:
+                kinds.update(map(type, chunk))
+        else:
+            kinds.update(piece.kinds)
     if not kinds <= PLAIN_TYPES:
         return None
-    kind = _PLAIN_KINDS.get(frozenset(kinds - {type(None)}))
+    kind = _PLAIN_KINDS.get(frozenset(kinds - _NONE_TYPE))
     if kind is None:
         return None
     arrays, indexes = [], []
-    for index, chunk, _ in pieces:
+    for index, chunks, _ in pieces:
         try:
-            array = pa.array(chunk, type=kind)
+            parts = [_as_kind(chunk, kind) for chunk in chunks]
         except (pa.ArrowException, OverflowError, TypeError, ValueError, UnicodeError):
             return None  # ints past int64, text with lone surrogates: converted
-        arrays.append(array)
+        arrays.append(parts[0] if len(parts) == 1 else pa.concat_arrays(parts))
         indexes.append(index)
     for index, array in zip(indexes, arrays, strict=True):  # once every piece converted
         if array.null_count:
@@ -350,6 +410,22 @@ def _inferred_column(pieces: list[_Piece], n: int, key: str,
     if np.array_equal(rows, np.arange(n)):
         return joined  # every row has the key, in order: nothing to scatter
     return _scattered(joined, rows, n)
+
+
+def _as_kind(chunk: Chunk, kind: pa.DataType) -> pa.Array:
+    """A chunk of one column as its type ``kind``: a block of ints among floats is
+    cast (as Python's float() of each would round them), values are converted."""
+    if isinstance(chunk, pa.Array):
+        return chunk if chunk.type == kind else chunk.cast(kind, safe=False)
+    return pa.array(chunk, type=kind)
+
+
+def _python_values(chunks: list[Chunk]) -> list:
+    """A piece's values as Python objects, for a column that needs Python."""
+    values: list = []
+    for chunk in chunks:
+        values.extend(chunk.to_pylist() if isinstance(chunk, pa.Array) else chunk)
+    return values
 
 
 def _scattered(values: pa.Array, rows: np.ndarray, n: int) -> pa.Array:

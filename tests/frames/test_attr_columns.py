@@ -155,3 +155,31 @@ def _ipc_bytes(table: pa.Table) -> bytes:
     with pa.ipc.new_stream(sink, table.schema) as writer:
         writer.write_table(table)
     return sink.getvalue().to_pybytes()
+
+
+def test_blocks_of_rows_converted_as_they_are_laid_make_the_table_of_one_block(
+        monkeypatch) -> None:
+    """Grouping converts each key tuple's values every few thousand, while they are in
+    the cache; whatever the block size, the table is the one of a single block,
+    each column's type decided over all its values: ints among floats stay ints in a
+    column that becomes text (a block converted them to floats: "0.0", not "0")."""
+    monkeypatch.setattr(attr_columns, "_BLOCK_VALUES", 1)
+    assert AttrTable.from_dicts([{"v": 0}, {"v": 2.5}, {"v": "x"}]).column("v").to_pylist() \
+        == ["0", "2.5", "x"]
+    rng = np.random.default_rng(17)
+    per_key = {"a": [0, 1, 2**62, None], "b": [1.5, 2, math.nan, None, -0.0],
+               "c": ["x", None, "\udc80"], "d": [True, False, None], "e": [3, 2**70], "g": [None]}
+    for trial in range(200):
+        if trial % 2:
+            rows = _random_rows(rng, int(rng.integers(1, 60)))
+        else:
+            rows = [None if rng.random() < 0.1 else
+                    {key: per_key[key][int(rng.integers(len(per_key[key])))] for key in
+                     rng.choice(list(per_key), size=int(rng.integers(1, 5)), replace=False)}
+                    for _ in range(int(rng.integers(1, 60)))]
+        tables = []
+        for block_values in (int(rng.integers(1, 12)), 10**9):
+            monkeypatch.setattr(attr_columns, "_BLOCK_VALUES", block_values)
+            warnings: Counter[str] = Counter()
+            tables.append((_ipc_bytes(AttrTable.from_dicts(rows, warnings).table), warnings))
+        assert tables[0] == tables[1], trial
