@@ -339,7 +339,7 @@ def _block_chunk(values: list, kinds: frozenset[type]) -> Chunk:
     kind = _PLAIN_KINDS[plain]
     try:
         return pa.array(values, type=kind)
-    except (pa.ArrowException, OverflowError, TypeError, ValueError, UnicodeError):
+    except _CONVERSION_ERRORS:
         return values  # ints past int64, text with lone surrogates: the column decides
 
 
@@ -358,6 +358,9 @@ _PLAIN_KINDS = {
     frozenset({int, float}): pa.float64(),
 }
 _NONE_TYPE = frozenset({type(None)})
+#: What converting plain values to Arrow raises on ints past int64 or text with lone
+#: surrogates: those values go the Python way.
+_CONVERSION_ERRORS = (pa.ArrowException, OverflowError, TypeError, ValueError, UnicodeError)
 
 
 def _column(pieces: list[_Piece], n: int, key: str,
@@ -394,7 +397,7 @@ def _inferred_column(pieces: list[_Piece], n: int, key: str,
     for index, chunks, _ in pieces:
         try:
             parts = [_as_kind(chunk, kind) for chunk in chunks]
-        except (pa.ArrowException, OverflowError, TypeError, ValueError, UnicodeError):
+        except _CONVERSION_ERRORS:
             return None  # ints past int64, text with lone surrogates: converted
         arrays.append(parts[0] if len(parts) == 1 else pa.concat_arrays(parts))
         indexes.append(index)

@@ -27,9 +27,11 @@ from .core_tables import (
     VOCABULARY,
     Column,
     FrameTables,
+    dictionary_column,
     json_text_column,
 )
 from .model import TraceFrames
+from .names import Names
 
 __all__ = ["INFERRED_TEXT", "decode_table", "encode_table", "frames_from_tables",
            "inferred_text"]
@@ -69,9 +71,7 @@ def encode_table(frame: pd.DataFrame) -> pa.Table:
 def _encode_column(series: pd.Series) -> pa.Array:
     dtype = series.dtype
     if isinstance(dtype, pd.CategoricalDtype):
-        codes = np.asarray(series.cat.codes, dtype=np.int32)
-        categories = pa.array([str(c) for c in dtype.categories], type=pa.string())
-        return pa.DictionaryArray.from_arrays(pa.array(codes, mask=codes < 0), categories)
+        return dictionary_column(Names(series.cat.codes.to_numpy(), list(dtype.categories)))
     if isinstance(dtype, pd.Int64Dtype):
         return pa.array(series.to_numpy(dtype=np.int64, na_value=0), type=pa.int64(),
                         mask=series.isna().to_numpy())

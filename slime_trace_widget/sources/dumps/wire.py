@@ -50,14 +50,15 @@ def read_frames(directory: str, mapped: bool = False) -> TraceFrames:
     """The frames a worker wrote into ``directory``; WireError when anything is off.
     ``mapped``: the columns point into memory maps of the files (for files in memory
     already, a tmpfs), else into one read copy of each."""
-    tables = {name: read_table(table_file(directory, name), mapped) for name in
-              (*CORE_TABLES, *ATTR_TABLES)}
-    frames_parts: dict[str, Any] = {}
-    for name in CORE_TABLES:
-        frames_parts[name] = decode_table(tables[name], name)
+    tables: dict[str, Any] = {name: read_table(table_file(directory, name), mapped)
+                              for name in (*CORE_TABLES, *ATTR_TABLES)}
     for name in ATTR_TABLES:
-        frames_parts[name] = AttrTable(checked_attrs(tables[name], name))
-    frames = TraceFrames(**frames_parts, **read_meta(directory))
+        tables[name] = AttrTable(checked_attrs(tables[name], name))
+    flattened = FrameTables(**tables, **read_meta(directory))
+    try:
+        frames = core_frames.frames_from_tables(flattened)
+    except (TypeError, ValueError) as exc:  # a core table is not this version's
+        raise WireError(str(exc)) from exc
     check_references(frames)
     return frames
 
