@@ -260,12 +260,14 @@ def test_frames_read_skimmed_equal_the_plain_ones(tmp_path: Path,
 def test_a_dump_whose_lists_are_too_short_to_cut_streams_on_to_the_plain_result(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The pipelined read of a dump the walk gives up on keeps unpickling the stream
-    (nothing cut, the file's own bytes) and gives the plain read's frames."""
+    (nothing cut, the file's own bytes) and gives the plain read's frames. Long
+    number lists under another key make the count before the walk think it may pay."""
     monkeypatch.setattr(files, "SKIM_MIN_BYTES", 0)
     path = tmp_path / "rollout_2.pt"
     samples = _short_lists(400, 2000)
     for sample, demo in zip(samples, make_demo_samples(400, seed=3), strict=False):
         sample["trace"] = demo["trace"]
+        sample["reward_history"] = list(range(8000))
     save_dump(path, samples, rollout_id=2)
     streamed: list = []
     real = files.unpickle_skimmed
@@ -280,6 +282,35 @@ def test_a_dump_whose_lists_are_too_short_to_cut_streams_on_to_the_plain_result(
     plain = load_dump_file(str(path), "plain")
     assert repr(_without_cut(frames.samples)) == repr(_without_cut(plain.samples))
     assert_same_frames(build_frames(frames), build_frames(plain))
+
+
+def test_a_dump_whose_lists_are_too_short_to_pay_is_neither_walked_nor_forked(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Samples with the keys but a few tokens each, beside long text and spans: the count
+    before the walk finds too few list bytes where the walk would probe, so neither
+    read walks (the walk would give up after its probe) and the pipelined one does
+    not fork; both give the plain read's samples."""
+    monkeypatch.setattr(files, "SKIM_MIN_BYTES", 0)
+    path = tmp_path / "rollout_2.pt"
+    samples = _short_lists(400, 2000)
+    for sample, demo in zip(samples, make_demo_samples(400, seed=3), strict=False):
+        sample["trace"] = demo["trace"]
+    save_dump(path, samples, rollout_id=2)
+    walks: list[str] = []
+    real_walk, real_stream = files.skim_stored_file, files.unpickle_skimmed
+    monkeypatch.setattr(files, "skim_stored_file",
+                        lambda *args: walks.append("walk") or real_walk(*args))
+    monkeypatch.setattr(files, "unpickle_skimmed",
+                        lambda *args: walks.append("fork") or real_stream(*args))
+    plain = load_dump_file(str(path), "plain")
+    for pipelined in (False, True):
+        frames = load_dump_file(str(path), "frames", pipelined=pipelined)
+        assert repr(_without_cut(frames.samples)) == repr(_without_cut(plain.samples))
+    assert walks == []
+    with_lists = tmp_path / "rollout_3.pt"  # long token lists: walked and cut, as before
+    save_dump(with_lists, _samples(400), rollout_id=3)
+    frames = load_dump_file(str(with_lists), "frames")
+    assert walks == ["walk"] and all("tokens" not in sample for sample in frames.samples[-50:])
 
 
 def test_the_skim_streams_through_a_pipe_of_a_megabyte(tmp_path: Path) -> None:

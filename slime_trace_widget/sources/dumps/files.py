@@ -272,14 +272,14 @@ def _skim_read(name: str, source: Any, pickle_name: str,
         info = archive.getinfo(pickle_name)
         if info.file_size < SKIM_MIN_BYTES or info.compress_type != zipfile.ZIP_STORED:
             return None
+    if not worth_skimming(source, info):  # no walk, and no fork, for a skim that cannot pay
+        return None
     skimmed = None
-    if not pipelined:  # the skim itself looks for the keys first
+    if not pipelined:
         checked = skim_stored_file(source, info)
         if checked is None or not checked[1]:  # nothing cut, or the CRC did not hold
             return None
         skimmed = checked[0]
-    elif not worth_skimming(source, info):  # no fork for a skim that could not pay
-        return None
 
     def unpickle(stream: Any) -> tuple[Any, LoadSession]:
         return _checked_load(name, PLAIN_TENSORS, lambda session: plain_zip_load(

@@ -264,13 +264,40 @@ def _keys_in_probe(data: Any, start: int, size: int) -> bool:
     return any(data.find(key, start, stop) >= 0 for key in _KEY_TEXTS)
 
 
+def _lists_may_pay(data: Any, start: int, size: int) -> bool:
+    """Whether the number lists where the walk probes may make :data:`_MIN_SHARE` of it,
+    counted from above without walking: every EMPTY_LIST byte there, inside text or
+    not and under any key, with the body the walk would match after it.
+
+    A dump whose samples have the keys but short lists (a few tokens each, beside
+    long text and spans) is walked for nothing: the walk's probe gives up, 0.035 s
+    of a 62 MB dump and 0.14 s of a 387 MB one, in a process that then reads the
+    file the plain way. This count takes 5 ms and 40 ms of them.
+    """
+    stop = start + _probe_bytes(start, size)
+    wanted = _MIN_SHARE * (stop - start)
+    listed = 0
+    at = data.find(b"]", start, stop)
+    while at >= 0 and listed < wanted:
+        body = _list_body(data, at, size)
+        assert body is not None  # ``at`` holds an EMPTY_LIST
+        body_start, body_end, _ = body
+        listed += body_end - body_start
+        at = data.find(b"]", max(body_end, at + 1), stop)
+    return listed >= wanted
+
+
 def worth_skimming(path: str, info: zipfile.ZipInfo) -> bool:
-    """:func:`_keys_in_probe` for the stored member ``info`` of the zip file at ``path``:
-    False means skimming it would not pay (a file without token lists)."""
+    """Whether skimming the stored member ``info`` of the zip file at ``path`` may pay:
+    False for a file without token lists where the walk probes (:func:`_keys_in_probe`)
+    or whose number lists there are too small a share (:func:`_lists_may_pay`)."""
     with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0,
                                                access=mmap.ACCESS_READ) as mapped:
         start = _member_start(mapped, info)
-        return start is not None and _keys_in_probe(mapped, start, start + info.file_size)
+        if start is None:
+            return False
+        end = start + info.file_size
+        return _keys_in_probe(mapped, start, end) and _lists_may_pay(mapped, start, end)
 
 
 def skim_stored_file(path: str, info: zipfile.ZipInfo, emit: Callable[[Any], Any] | None = None
