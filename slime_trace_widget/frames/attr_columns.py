@@ -71,9 +71,14 @@ class AttrTable:
                 elif known.type != field.type:
                     names[field.name] = pa.field(field.name, _common_type(known.type, field.type),
                                                  metadata=known.metadata)
+        # Each part's columns by name, looked up once: ``Table.column_names`` builds its
+        # list anew on every call (0.044 s of combining 8 dumps of 150 keys).
+        held = [(dict(zip(part.table.column_names, part.table.columns, strict=True)), len(part))
+                for part in parts]
         columns = {}
         for name, field in names.items():  # chunks keep the parts' buffers: no copy
-            chunks = [chunk for part in parts for chunk in _as_type(part.table, name, field.type)]
+            chunks = [chunk for part_columns, rows in held
+                      for chunk in _as_type(part_columns.get(name), rows, field.type)]
             columns[name] = pa.chunked_array(chunks, type=field.type)
         total = sum(len(part) for part in parts)
         if not columns:
@@ -575,11 +580,10 @@ def _common_type(one: pa.DataType, other: pa.DataType) -> pa.DataType:
     return pa.string()
 
 
-def _as_type(table: pa.Table, name: str, kind: pa.DataType) -> list[pa.Array]:
-    """The chunks of one column of ``table`` as ``kind`` (all nulls when it lacks it)."""
-    if name not in table.column_names:
-        return [pa.nulls(table.num_rows, kind)] if table.num_rows else []
-    column = table.column(name)
+def _as_type(column: pa.ChunkedArray | None, rows: int, kind: pa.DataType) -> list[pa.Array]:
+    """The chunks of one part's ``column`` as ``kind``; ``rows`` nulls when the part lacks it."""
+    if column is None:
+        return [pa.nulls(rows, kind)] if rows else []
     return (column if column.type == kind else column.cast(kind, safe=False)).chunks
 
 
