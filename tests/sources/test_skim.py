@@ -17,7 +17,7 @@ import pytest
 from slime_trace_widget.demo import make_demo_samples
 from slime_trace_widget.frames import build_frames
 from slime_trace_widget.frames.samples import READ_FIELDS
-from slime_trace_widget.sources.dumps import DumpError, files
+from slime_trace_widget.sources.dumps import DumpError, files, skim
 from slime_trace_widget.sources.dumps.files import load_dump_file, save_dump
 from slime_trace_widget.sources.dumps.skim import (
     SKIPPED_KEYS,
@@ -282,6 +282,21 @@ def test_a_dump_whose_lists_are_too_short_to_cut_streams_on_to_the_plain_result(
     plain = load_dump_file(str(path), "plain")
     assert repr(_without_cut(frames.samples)) == repr(_without_cut(plain.samples))
     assert_same_frames(build_frames(frames), build_frames(plain))
+
+
+def test_the_count_before_the_walk_counts_number_lists_from_above() -> None:
+    """Long token lists may pay; short ones beside text full of ``]`` do not; number lists
+    under any other key, or spelled inside text, count too (the walk then judges)."""
+    def may_pay(samples: list) -> bool:
+        data = pickle.dumps({"samples": samples}, protocol=2)
+        return skim._lists_may_pay(data, 0, len(data))
+
+    assert may_pay(_samples(400))
+    brackets = "[[1], [2, 3]] " * 150
+    assert not may_pay([{**sample, "prompt": brackets} for sample in _short_lists(400, 10)])
+    assert may_pay([{**sample, "scores": list(range(3000))} for sample in _short_lists(400, 10)])
+    spelled = (b"](" + b"K\x01" * 900 + b"e").decode("latin-1")
+    assert may_pay([{**sample, "prompt": spelled} for sample in _short_lists(400, 10)])
 
 
 def test_a_dump_whose_lists_are_too_short_to_pay_is_neither_walked_nor_forked(

@@ -47,6 +47,8 @@ _MIN_CUT = 64
 #: walking costs about 6 ns a byte, unpickling the numbers it saves about 20.
 _PROBE_BYTES = 8 << 20
 _MIN_SHARE = 0.3
+#: The count before the walk (:func:`_lists_may_pay`) goes this far at a time.
+_COUNT_WINDOW = 1 << 20
 #: When streaming, kept bytes go on at least this often, cut or not.
 _STREAM_PIECE = 1 << 20
 #: Lists memoised below this index are left in: a one-byte ``BINGET`` of them
@@ -81,6 +83,13 @@ def _body() -> re.Pattern[bytes]:
     APPEND. Compiled on first use, as the walker is: a helper that never skims does
     not pay for them (0.015-0.02 s of its start)."""
     return re.compile(b"(?:\\((?:" + _NUMBER + b")*+e|(?:" + _NUMBER + b")a)*+", re.S)
+
+
+@cache
+def _number_list() -> re.Pattern[bytes]:
+    """A list of numbers where it is created: EMPTY_LIST, its PUT if any, and the body
+    :func:`_body` matches (group 1; empty after a ``]`` of text)."""
+    return re.compile(b"\\](?:q.|r....)?(" + _body().pattern + b")", re.S)
 
 
 #: Opcodes without an argument that cannot copy a reference: MARK, POP, POP_MARK,
@@ -266,25 +275,27 @@ def _keys_in_probe(data: Any, start: int, size: int) -> bool:
 
 def _lists_may_pay(data: Any, start: int, size: int) -> bool:
     """Whether the number lists where the walk probes may make :data:`_MIN_SHARE` of it,
-    counted from above without walking: every EMPTY_LIST byte there, inside text or
-    not and under any key, with the body the walk would match after it.
+    counted without walking: every EMPTY_LIST byte there, inside text or not and
+    under any key, with the number body after it (as the walk would match it).
 
     A dump whose samples have the keys but short lists (a few tokens each, beside
     long text and spans) is walked for nothing: the walk's probe gives up, 0.035 s
     of a 62 MB dump and 0.14 s of a 387 MB one, in a process that then reads the
-    file the plain way. This count takes 5 ms and 40 ms of them.
+    file the plain way. This count takes 3-11 ms of them. It runs in C and in one
+    pass: each match starts at a ``]`` and goes on past its body, which may be
+    empty, so no byte is matched twice however the probe was crafted. It goes a
+    megabyte at a time and stops once the share is reached (a list across two
+    windows counts in part): a 612 MB token dump's took 53 ms whole.
     """
     stop = start + _probe_bytes(start, size)
     wanted = _MIN_SHARE * (stop - start)
     listed = 0
-    at = data.find(b"]", start, stop)
-    while at >= 0 and listed < wanted:
-        body = _list_body(data, at, size)
-        assert body is not None  # ``at`` holds an EMPTY_LIST
-        body_start, body_end, _ = body
-        listed += body_end - body_start
-        at = data.find(b"]", max(body_end, at + 1), stop)
-    return listed >= wanted
+    for window in range(start, stop, _COUNT_WINDOW):
+        found = _number_list().findall(data, window, min(window + _COUNT_WINDOW, stop))
+        listed += sum(map(len, found))
+        if listed >= wanted:
+            return True
+    return False
 
 
 def worth_skimming(path: str, info: zipfile.ZipInfo) -> bool:
