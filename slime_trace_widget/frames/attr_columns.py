@@ -422,23 +422,18 @@ def _inferred_column(pieces: list[_Piece], n: int, key: str,
     kind = _PLAIN_KINDS.get(frozenset(kinds - _NONE_TYPE))
     if kind is None:
         return None
-    arrays, indexes = [], []
-    for index, chunks, _ in pieces:
-        try:
-            parts = [_as_kind(chunk, kind) for chunk in chunks]
-        except _CONVERSION_ERRORS:
-            return None  # ints past int64, text with lone surrogates: converted
-        arrays.append(parts[0] if len(parts) == 1 else pa.concat_arrays(parts))
-        indexes.append(index)
-    for index, array in zip(indexes, arrays, strict=True):  # once every piece converted
-        if array.null_count:
-            nulls = np.asarray(array.is_null().to_numpy(zero_copy_only=False))
-            for position in index[nulls].tolist():
-                none_keys.setdefault(position, []).append(key)
+    try:
+        parts = [_as_kind(chunk, kind) for piece in pieces for chunk in piece.chunks]
+    except _CONVERSION_ERRORS:
+        return None  # ints past int64, text with lone surrogates: converted
+    joined = parts[0] if len(parts) == 1 else pa.concat_arrays(parts)  # one copy, not two
+    rows = np.concatenate([piece.index for piece in pieces])
+    if joined.null_count:  # once every piece converted
+        nulls = np.asarray(joined.is_null().to_numpy(zero_copy_only=False))
+        for position in rows[nulls].tolist():
+            none_keys.setdefault(position, []).append(key)
     if kind == pa.null():
         return pa.nulls(n, pa.string())
-    joined = pa.concat_arrays(arrays)
-    rows = np.concatenate(indexes)
     if np.array_equal(rows, np.arange(n)):
         return joined  # every row has the key, in order: nothing to scatter
     return _scattered(joined, rows, n)
@@ -465,10 +460,13 @@ def _scattered(values: pa.Array, rows: np.ndarray, n: int) -> pa.Array:
 
     Numbers and bools without nulls are placed by numpy, then masked: on the
     span ends of a dump of 1.9M spans, Arrow's take with null positions took
-    0.77 s over the float columns, about 7 times numpy's time. Text, and columns
-    with nulls of their own, go through the take.
+    0.77 s over the float columns, about 7 times numpy's time. Text without
+    nulls is placed from its own buffers (:func:`_scattered_text`); columns with
+    nulls of their own go through the take.
     """
     kind = values.type
+    if values.null_count == 0 and kind == pa.string():
+        return _scattered_text(values, rows, n)
     if values.null_count == 0 and (pa.types.is_integer(kind) or pa.types.is_floating(kind)
                                    or pa.types.is_boolean(kind)):
         present = values.to_numpy(zero_copy_only=False)
@@ -480,6 +478,31 @@ def _scattered(values: pa.Array, rows: np.ndarray, n: int) -> pa.Array:
     positions = np.full(n, -1, dtype=np.int64)
     positions[rows] = np.arange(len(values))
     return values.take(pa.array(positions, mask=positions < 0))
+
+
+def _scattered_text(values: pa.StringArray, rows: np.ndarray, n: int) -> pa.Array:
+    """Text without nulls at ``rows`` of a column of ``n`` rows, null elsewhere, made of
+    its own buffers: the values in row order (a take without nulls puts them so,
+    when several key tuples interleave), each row's length at its row and the
+    offsets their running sum. Arrow's take with null positions took 0.066 s of the
+    span attribute tables of the 62 MB and of the 146 MB dump, this 0.043-0.047 s."""
+    if len(rows) > 1 and not bool((rows[1:] > rows[:-1]).all()):
+        order = np.argsort(rows, kind="stable")
+        values, rows = values.take(pa.array(order)), rows[order]
+    _, offset_buffer, data_buffer = values.buffers()
+    ends = np.frombuffer(offset_buffer, dtype=np.int32, count=len(values) + 1,
+                         offset=4 * values.offset)
+    lengths = np.zeros(n, dtype=np.int32)
+    lengths[rows] = np.diff(ends)
+    offsets = np.zeros(n + 1, dtype=np.int32)
+    np.cumsum(lengths, out=offsets[1:])
+    present = np.zeros(n, dtype=bool)
+    present[rows] = True
+    data = (pa.py_buffer(b"") if data_buffer is None
+            else data_buffer.slice(int(ends[0]), int(ends[-1] - ends[0])))
+    return pa.StringArray.from_buffers(n, pa.py_buffer(offsets), data,
+                                       pa.py_buffer(np.packbits(present, bitorder="little")),
+                                       n - len(rows))
 
 
 def _converted_column(pieces: list[tuple[np.ndarray, Sequence]], n: int, key: str,

@@ -210,3 +210,27 @@ def test_a_block_of_one_plain_type_is_what_arrow_makes_of_it() -> None:
         assert isinstance(chunk, pa.Array) and chunk.type == expected.type, (trial, values)
         assert _ipc_bytes(pa.table({"v": chunk})) == _ipc_bytes(pa.table({"v": expected})), \
             (trial, values)
+
+
+def test_text_placed_at_its_rows_is_what_a_take_with_null_positions_makes() -> None:
+    """A text column whose key only some rows have is built from the values' own buffers
+    (in row order, each length at its row); it must equal Arrow's take with null
+    positions, for rows in order or interleaved, sliced arrays and empty text."""
+    rng = np.random.default_rng(29)
+    pool = ["", "a", "tool call", "日本語", "x" * 70]
+    cases = [(pa.array(["", ""], type=pa.string()), np.array([3, 0]), 5)]
+    for trial in range(300):
+        n = int(rng.integers(1, 50))
+        rows = rng.choice(n, size=int(rng.integers(1, n + 1)), replace=False)
+        if trial % 3 == 0:
+            rows = np.sort(rows)
+        values = pa.array([pool[int(rng.integers(len(pool)))] for _ in range(len(rows) + 2)],
+                          type=pa.string()).slice(1, len(rows))  # an offset into its buffers
+        cases.append((values, rows, n))
+    for values, rows, n in cases:
+        placed = attr_columns._scattered(values, rows, n)
+        positions = np.full(n, -1, dtype=np.int64)
+        positions[rows] = np.arange(len(rows))
+        expected = values.take(pa.array(positions, mask=positions < 0))
+        placed.validate(full=True)
+        assert placed.equals(expected), (values, rows, n)
