@@ -102,6 +102,14 @@ def _short_lists(count: int, prompt_chars: int) -> list[dict]:
              "prompt": "p" * prompt_chars} for sample in _samples(count)]
 
 
+def _traced_short_lists() -> list[dict]:
+    """400 samples of :func:`_short_lists` carrying demo traces, as a dump's are."""
+    samples = _short_lists(400, 2000)
+    for sample, demo in zip(samples, make_demo_samples(400, seed=3), strict=False):
+        sample["trace"] = demo["trace"]
+    return samples
+
+
 def _streamed(data: bytes) -> tuple[object, bytes]:
     """skim_pickle's result and the bytes it sent, when sending them as it walks."""
     pieces: list[bytes] = []
@@ -264,10 +272,8 @@ def test_a_dump_whose_lists_are_too_short_to_cut_streams_on_to_the_plain_result(
     number lists under another key make the count before the walk think it may pay."""
     monkeypatch.setattr(files, "SKIM_MIN_BYTES", 0)
     path = tmp_path / "rollout_2.pt"
-    samples = _short_lists(400, 2000)
-    for sample, demo in zip(samples, make_demo_samples(400, seed=3), strict=False):
-        sample["trace"] = demo["trace"]
-        sample["reward_history"] = list(range(8000))
+    samples = [{**sample, "reward_history": list(range(8000))}
+               for sample in _traced_short_lists()]
     save_dump(path, samples, rollout_id=2)
     streamed: list = []
     real = files.unpickle_skimmed
@@ -307,10 +313,7 @@ def test_a_dump_whose_lists_are_too_short_to_pay_is_neither_walked_nor_forked(
     not fork; both give the plain read's samples."""
     monkeypatch.setattr(files, "SKIM_MIN_BYTES", 0)
     path = tmp_path / "rollout_2.pt"
-    samples = _short_lists(400, 2000)
-    for sample, demo in zip(samples, make_demo_samples(400, seed=3), strict=False):
-        sample["trace"] = demo["trace"]
-    save_dump(path, samples, rollout_id=2)
+    save_dump(path, _traced_short_lists(), rollout_id=2)
     walks: list[str] = []
     real_walk, real_stream = files.skim_stored_file, files.unpickle_skimmed
     monkeypatch.setattr(files, "skim_stored_file",
