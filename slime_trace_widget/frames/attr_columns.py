@@ -252,13 +252,14 @@ def _group_by_keys(dicts: list[dict | None]) -> tuple[list[dict | None], dict[tu
     their types; keys other than str made text.
 
     Each dict is read once, its values laid end to end in its group's list while
-    it is in the cache; every :data:`_BLOCK_VALUES` values of a group, each key's
-    values (a strided slice) have their types taken and are converted to Arrow
-    while they still are. Reading the dicts again for the values, then each value
-    again for its type (each pass misses the cache on every row), took 0.87-0.94 s
-    on the 500,884 span ends of a trace-heavy dump, against 0.61-0.63 s;
-    converting the values once all were laid missed the cache on each of them
-    again (0.14 s of a 62 MB dump's span ends, 0.07 s with the values fresh).
+    it is in the cache; every block of a group (:data:`_BLOCK_VALUES` values and
+    :data:`_BLOCK_ROWS` rows at least), each key's values (a strided slice) have
+    their types taken and are converted to Arrow while they still are. Reading the
+    dicts again for the values, then each value again for its type (each pass
+    misses the cache on every row), took 0.87-0.94 s on the 500,884 span ends of
+    a trace-heavy dump, against 0.61-0.63 s; converting the values once all were
+    laid missed the cache on each of them again (0.14 s of a 62 MB dump's span
+    ends, 0.07 s with the values fresh).
     Taking the types per block rather than per row spares a list of them.
 
     Only str keys may become dict keys here: their hashes are salted per process,
@@ -286,7 +287,7 @@ def _group_by_keys(dicts: list[dict | None]) -> tuple[list[dict | None], dict[tu
         values = value.values()
         lists.members.append(position)
         lists.values.extend(values)
-        if len(lists.values) >= _BLOCK_VALUES:
+        if len(lists.values) >= lists.limit:
             lists.convert()
     if renamed:
         dicts = [renamed.get(position, value) for position, value in enumerate(dicts)]
@@ -302,6 +303,13 @@ def _group_by_keys(dicts: list[dict | None]) -> tuple[list[dict | None], dict[tu
 #: first, 0.86-0.91 s in blocks of 32,768 values, 0.81-0.88 s in blocks of 8,192;
 #: span starts 0.58-0.64 s, 0.46-0.52 s, 0.44-0.50 s.
 _BLOCK_VALUES = 8192
+#: Rows of one key tuple a block holds at least: each key's chunk then has this many
+#: values or more, whatever the tuple's width. Each chunk costs a few microseconds
+#: beyond its values; the 62 MB dump's span records have 50-58 keys, which made
+#: chunks of about 150 values. Best of 5 in one process: span starts 0.200 ->
+#: 0.178 s, ends 0.232 -> 0.210 s; the 146 MB dump (11-17 keys, chunks of 480 values
+#: or more already) unchanged, 0.366 and 0.660 s.
+_BLOCK_ROWS = 256
 
 #: A block of one key's values: Arrow, or the values where they made no plain type.
 Chunk = pa.Array | list
@@ -312,9 +320,11 @@ class _Laying:
     rows not converted yet (row after row), and per key the chunks converted so far
     and the types met. Slots: grouping reads them on every row."""
 
-    __slots__ = ("chunks", "kinds", "members", "values")
+    __slots__ = ("chunks", "kinds", "limit", "members", "values")
 
     def __init__(self, width: int) -> None:
+        #: Values laid before they are converted as one more block.
+        self.limit = max(_BLOCK_VALUES, width * _BLOCK_ROWS)
         self.members: list[int] = []
         self.values: list = []
         self.chunks: list[list[Chunk]] = [[] for _ in range(width)]
@@ -434,7 +444,7 @@ def _inferred_column(pieces: list[_Piece], n: int, key: str,
             none_keys.setdefault(position, []).append(key)
     if kind == pa.null():
         return pa.nulls(n, pa.string())
-    if np.array_equal(rows, np.arange(n)):
+    if len(rows) == n and np.array_equal(rows, np.arange(n)):
         return joined  # every row has the key, in order: nothing to scatter
     return _scattered(joined, rows, n)
 

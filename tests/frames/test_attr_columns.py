@@ -163,6 +163,7 @@ def test_blocks_of_rows_converted_as_they_are_laid_make_the_table_of_one_block(
     the cache; whatever the block size, the table is the one of a single block,
     each column's type decided over all its values: ints among floats stay ints in a
     column that becomes text (a block converted them to floats: "0.0", not "0")."""
+    monkeypatch.setattr(attr_columns, "_BLOCK_ROWS", 1)
     monkeypatch.setattr(attr_columns, "_BLOCK_VALUES", 1)
     assert AttrTable.from_dicts([{"v": 0}, {"v": 2.5}, {"v": "x"}]).column("v").to_pylist() \
         == ["0", "2.5", "x"]
@@ -184,6 +185,19 @@ def test_blocks_of_rows_converted_as_they_are_laid_make_the_table_of_one_block(
             tables.append((_ipc_bytes(AttrTable.from_dicts(rows, warnings).table), warnings))
         assert tables[0] == tables[1], trial
 
+
+
+def test_a_block_holds_enough_rows_that_each_keys_chunk_is_long(monkeypatch) -> None:
+    """Each chunk costs microseconds beyond its values: a wide key tuple's block holds
+    :data:`_BLOCK_ROWS` rows, not just :data:`_BLOCK_VALUES` values (50-58 keys made
+    chunks of about 150 values on the 62 MB dump)."""
+    monkeypatch.setattr(attr_columns, "_BLOCK_VALUES", 8)
+    monkeypatch.setattr(attr_columns, "_BLOCK_ROWS", 4)
+    wide = {f"k{index}": index for index in range(5)}
+    rows = [dict(wide) for _ in range(12)] + [{"x": 1.5} for _ in range(20)]
+    _, groups = attr_columns._group_by_keys(rows)
+    assert [len(chunk) for chunk in groups[tuple(wide)].columns[0]] == [4, 4, 4]
+    assert [len(chunk) for chunk in groups[("x",)].columns[0]] == [8, 8, 4]
 
 def test_a_block_of_one_plain_type_is_what_arrow_makes_of_it() -> None:
     """Blocks of numbers (numpy) and of ASCII text (one join) skip Arrow's own conversion;
