@@ -261,6 +261,24 @@ def test_the_helper_starts_no_helper_of_its_own() -> None:
     assert children_of(helper.pid) == []
 
 
+
+def test_the_helper_holds_openblas_to_one_thread_unless_the_user_chose(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """OpenBLAS's threads spin while numpy is imported: 0.1 s of CPU per helper start,
+    taken from the jobs of a call that starts a second helper. A user's own choice
+    stands."""
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    assert pool._worker_environment()["OPENBLAS_NUM_THREADS"] == "1"
+    pool._IDLE.stop_all()
+    load_dump(FIXTURES / "small.pt")
+    helper = pool._IDLE.workers[0]._process
+    assert helper is not None
+    if sys.platform.startswith("linux"):
+        environment = Path(f"/proc/{helper.pid}/environ").read_bytes().split(b"\0")
+        assert b"OPENBLAS_NUM_THREADS=1" in environment
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "3")
+    assert pool._worker_environment()["OPENBLAS_NUM_THREADS"] == "3"
+
 def test_a_forked_process_loads_with_its_own_helper() -> None:
     """A fork (a DataLoader worker, say) must not talk to its parent's helper over the
     pipes it inherited: both sides would read each other's answers."""
@@ -354,6 +372,31 @@ def test_many_dumps_combine_in_path_order_and_failures_are_listed(tmp_path: Path
     one_by_one = [load_frames(p) for p in (paths[0], paths[2], paths[3])]
     assert len(frames.span_core) == sum(len(f.span_core) for f in one_by_one)
 
+
+
+def test_the_largest_dumps_start_first_and_the_frames_keep_the_paths_order(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Started in the order given, a large dump last would run alone after the other
+    helpers have ended; jobs start largest file first, equal sizes in path order."""
+    paths = []
+    for rollout, count in ((1, 5), (2, 60), (3, 20), (4, 5)):
+        paths.append(tmp_path / f"rollout_{rollout}.pt")
+        torch.save({"rollout_id": rollout, "samples": [benign_sample() for _ in range(count)]},
+                   paths[-1])
+    sizes = [path.stat().st_size for path in paths]
+    assert sizes[1] > sizes[2] > sizes[0] == sizes[3]
+    sent: list[str] = []
+    real_send = pool._Worker.send
+
+    def send(self: pool._Worker, job: pool._Job) -> None:
+        sent.append(Path(job.name).stem)
+        real_send(self, job)
+
+    monkeypatch.setattr(pool._Worker, "send", send)
+    frames = load_frames(paths, workers=1)
+    assert sent == ["rollout_2", "rollout_3", "rollout_1", "rollout_4"]
+    assert frames.rollout_ids == [1, 2, 3, 4]
+    assert frames.samples.groupby("dump")["rollout_id"].first().tolist() == [1, 2, 3, 4]
 
 def test_each_dumps_frames_are_read_once_its_job_ends_while_the_next_one_runs(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
