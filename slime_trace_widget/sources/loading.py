@@ -24,7 +24,14 @@ from typing import Any
 from .dumps.errors import DumpError
 from .dumps.files import LoadedDump, load_dump_bytes, load_trusted, read_header
 from .dumps.paths import PathLike, expand_paths
-from .dumps.pool import available_memory, default_workers, new_job, run_jobs, start_worker
+from .dumps.pool import (
+    SPARE_FLAG,
+    available_memory,
+    default_workers,
+    new_job,
+    run_jobs,
+    start_worker,
+)
 from .dumps.progress import progress_bar
 
 __all__ = ["load_dump", "load_dumps", "load_frames"]
@@ -99,8 +106,11 @@ def _load_frames(paths_or_glob: PathLike | Iterable[PathLike], *, trusted: bool,
             out = os.path.join(scratch, str(index))
             os.mkdir(out)
             # A core the other jobs leave idle: the job skims and builds a table there.
+            # Else it may get one later, when the pool has no other job to start.
+            spare_core = len(paths) < (os.cpu_count() or 1)
             jobs.append(new_job(path, "frames", out, time_limit, memory_limit,
-                                spare_core=len(paths) < (os.cpu_count() or 1)))
+                                spare_core=spare_core,
+                                spare_flag=None if spare_core else os.path.join(out, SPARE_FLAG)))
         read: dict[int, Any] = {}
 
         def read_part(job: Any) -> None:

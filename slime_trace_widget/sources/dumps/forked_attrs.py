@@ -27,6 +27,7 @@ import pickle
 import signal
 import threading
 from collections import Counter
+from collections.abc import Callable
 from typing import NamedTuple
 
 from ...frames.attr_columns import AttrTable, AttrTableBuilder
@@ -66,13 +67,16 @@ class ForkedAttrTables(AttrTablesHere):
 
     ``final``: ``folder`` is where the job writes its frames (``arrow_files.write_tables``);
     the fork's files are then the tables' own and stay, else they are deleted once
-    mapped. One instance serves one ``build_frames`` call.
+    mapped. ``spare``: asked when the fork would start, whether a core is free for it
+    (None: one is). One instance serves one ``build_frames`` call.
     """
 
-    def __init__(self, folder: str, final: bool = False) -> None:
+    def __init__(self, folder: str, final: bool = False,
+                 spare: Callable[[], bool] | None = None) -> None:
         super().__init__()
         self._table_paths = [table_file(folder, ATTR_TABLES[position]) for position in _FORKED]
         self._final = final
+        self._spare = spare
         self._fork: _Fork | None = None
         self._sending = False  # a thread owns (and closes) the fork's ``rest`` end
         self._first_rows = [0] * len(_FORKED)
@@ -80,7 +84,7 @@ class ForkedAttrTables(AttrTablesHere):
     def lists_begin(self, lists: list[list]) -> None:
         firsts = [lists[position] for position in _FORKED]
         self._first_rows = [len(first) for first in firsts]
-        if _worth_forking(len(lists[_SIZED])):
+        if _worth_forking(len(lists[_SIZED])) and (self._spare is None or self._spare()):
             self._fork = _start_fork(firsts, self._table_paths)
 
     def lists_complete(self, lists: list[list], warnings: Counter[str]) -> None:

@@ -14,6 +14,7 @@ forking a Jupyter kernel.
 
 from __future__ import annotations
 
+import functools
 import gc
 import hashlib
 import importlib.abc
@@ -183,13 +184,18 @@ def _read_and_flatten(request: dict) -> FrameTables:
     spare_core = bool(request.get("spare_core"))  # else other jobs keep every core busy
     loaded = read_for_frames(request["path"], request["name"], pipelined=spare_core)
     _keep_until_exit(loaded)
-    if not spare_core:
+    flag = request.get("spare_flag")
+    if not spare_core and not flag:
         return build_tables(loaded)
+    # No core was spare when the job started, but one may be by the time the fork
+    # would start: the pool creates the file ``spare_flag`` once it has no other job
+    # to start and a helper idles (the last of 3 dumps on 2 cores, say).
+    spare = None if spare_core else functools.partial(os.path.exists, flag)
     if request["job"] == "frames":  # the fork's table goes where the other tables go
-        return build_tables(loaded, ForkedAttrTables(request["out"], final=True))
+        return build_tables(loaded, ForkedAttrTables(request["out"], final=True, spare=spare))
     scratch = tempfile.mkdtemp(prefix="slime-trace-attrs-")
     try:
-        return build_tables(loaded, ForkedAttrTables(scratch))
+        return build_tables(loaded, ForkedAttrTables(scratch, spare=spare))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
