@@ -136,7 +136,7 @@ def _worker_environment() -> dict[str, str]:
     chose a number: a worker never multiplies matrices, and OpenBLAS's threads spin
     while numpy is imported, 0.1 s of CPU on each helper's start (user 0.27 s -> 0.17 s),
     taken from the jobs when a call of several dumps starts a second helper. It also
-    keeps the helper single-threaded, as forking it requires."""
+    spares the helper, which forks every job, threads it has no use for."""
     environment = dict(os.environ)
     environment.setdefault("OPENBLAS_NUM_THREADS", "1")
     return environment
