@@ -629,7 +629,12 @@ def test_a_job_started_without_a_spare_core_forks_if_one_is_free_by_then(
     fork, the fork writes the span ends' and events' tables; else the job writes every
     table itself. The frames are the same either way."""
     from slime_trace_widget.sources.dumps import forked_attrs, wire
-    from tests.sources.test_forked_attrs import FORKED_FILES, watch_table_writes
+    from tests.sources.test_forked_attrs import (
+        FORKED_FILES,
+        _assert_same_attrs,
+        watch_table_writes,
+    )
+    from tests.sources.test_wire import assert_same_frames
 
     monkeypatch.setattr(forked_attrs, "MIN_FORKED_ROWS", 0)
     written = watch_table_writes(monkeypatch)
@@ -643,8 +648,10 @@ def test_a_job_started_without_a_spare_core_forks_if_one_is_free_by_then(
     worker._frames_job(job.request)
     by_the_job = [name for name in FORKED_FILES if name in written]
     assert by_the_job == ([] if told else FORKED_FILES)
-    frames = wire.read_frames(str(out))
-    assert len(frames.spans) == len(load_frames(FIXTURES / "small.pt").spans) > 0
+    frames, loaded = wire.read_frames(str(out)), load_frames(str(FIXTURES / "small.pt"))
+    assert len(frames.spans) > 0
+    assert_same_frames(frames, loaded)
+    _assert_same_attrs(frames, loaded)
 
 
 def test_the_pool_tells_running_jobs_of_a_spare_core_once(tmp_path: Path) -> None:
