@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import os
 import time
+import weakref
 from pathlib import Path
 
 import pytest
 
 from slime_trace_widget.demo import make_demo_samples
 from slime_trace_widget.frames import build_frames
-from slime_trace_widget.frames.attr_columns import MAX_ATTR_COLUMNS
+from slime_trace_widget.frames.attr_columns import MAX_ATTR_COLUMNS, AttrTable
 from slime_trace_widget.sources.dumps import forked_attrs
 from slime_trace_widget.sources.dumps.forked_attrs import ForkedAttrTables
 from tests.sources.test_wire import assert_same_frames
@@ -23,7 +24,9 @@ def _assert_same_attrs(one, other) -> None:
 
 
 def watch_table_writes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The file names ``arrow_files.write_table`` writes from now on, in order."""
+    """The names of the table files this process writes from now on, in order: the
+    frames' (``arrow_files``) and the attribute tables a job builds itself
+    (``forked_attrs``). A fork's writes are its own process's, not seen here."""
     from slime_trace_widget.sources.dumps import arrow_files
 
     written: list[str] = []
@@ -34,6 +37,7 @@ def watch_table_writes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         real_write(table, path)
 
     monkeypatch.setattr(arrow_files, "write_table", watched)
+    monkeypatch.setattr(forked_attrs, "write_table", watched)
     return written
 
 
@@ -118,27 +122,67 @@ def test_no_fork_without_memory_for_its_copies(tmp_path: Path,
 FORKED_FILES = ["event_attrs.arrow", "span_end_attrs.arrow"]
 
 
+ATTR_FILES = ["event_attrs.arrow", "span_end_attrs.arrow", "span_start_attrs.arrow"]
+
+
 def test_final_tables_stay_as_the_frames_files_and_are_not_written_twice(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A frames job's fork writes the span ends' and events' tables where the frames go
-    (198 MB for a million records): the job maps them from there and leaves them."""
+    (198 MB for a million records): the job maps them from there and leaves them. The
+    job writes the span starts' table there as soon as it has built it."""
     from slime_trace_widget.sources.dumps import wire
 
     monkeypatch.setattr(forked_attrs, "MIN_FORKED_ROWS", 0)
     samples = _samples()
-    forked = build_frames(samples, ForkedAttrTables(str(tmp_path), final=True))
-    for name in ("span_end_attrs", "event_attrs"):
-        assert getattr(forked, name).file == wire.table_file(str(tmp_path), name)
-    assert forked.span_start_attrs.file is None
-    assert sorted(path.name for path in tmp_path.iterdir()) == FORKED_FILES
     written = watch_table_writes(monkeypatch)
+    forked = build_frames(samples, ForkedAttrTables(str(tmp_path), final=True))
+    assert written == ["span_start_attrs.arrow"]  # the fork wrote the other two
+    for name in ("span_start_attrs", "span_end_attrs", "event_attrs"):
+        assert getattr(forked, name).file == wire.table_file(str(tmp_path), name)
+    assert sorted(path.name for path in tmp_path.iterdir()) == ATTR_FILES
+    written.clear()
     wire.write_frames(forked, str(tmp_path))
-    assert not set(FORKED_FILES) & set(written)
-    assert {"span_start_attrs.arrow", "samples.arrow"} <= set(written)
+    assert not set(ATTR_FILES) & set(written)
+    assert "samples.arrow" in written
     here = build_frames(samples)
     read_back = wire.read_frames(str(tmp_path))
     assert_same_frames(read_back, here)
     _assert_same_attrs(read_back, here)
+
+
+def test_tables_a_final_job_builds_are_written_and_let_go_one_by_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without a fork, the job writes each table as soon as it is built and lets it go
+    before it builds the next, which then takes back that memory; the job's tables are
+    the files, mapped, and equal those built in one process."""
+    from slime_trace_widget.sources.dumps import wire
+
+    steps: list[tuple[str, object]] = []
+    built: list[weakref.ref] = []
+    real_from_dicts = AttrTable.from_dicts
+
+    def from_dicts(dicts: list, warnings: object = None) -> AttrTable:
+        steps.append(("build", [table() is None for table in built]))
+        table = real_from_dicts(dicts, warnings)
+        built.append(weakref.ref(table))
+        return table
+
+    def write(table: object, path: str) -> None:
+        steps.append(("write", os.path.basename(path)))
+        real_write(table, path)
+
+    real_write = forked_attrs.write_table
+    monkeypatch.setattr(AttrTable, "from_dicts", staticmethod(from_dicts))
+    monkeypatch.setattr(forked_attrs, "write_table", write)
+    samples = _samples()  # too few span ends to fork
+    job = build_frames(samples, ForkedAttrTables(str(tmp_path), final=True))
+    assert steps == [("build", []), ("write", "span_start_attrs.arrow"),
+                     ("build", [True]), ("write", "span_end_attrs.arrow"),
+                     ("build", [True, True]), ("write", "event_attrs.arrow")]
+    for name in ("span_start_attrs", "span_end_attrs", "event_attrs"):
+        assert getattr(job, name).file == wire.table_file(str(tmp_path), name)
+    monkeypatch.undo()
+    _assert_same_attrs(job, build_frames(samples))
 
 
 def test_a_final_table_the_fork_failed_is_built_and_written_by_the_job(
@@ -147,16 +191,24 @@ def test_a_final_table_the_fork_failed_is_built_and_written_by_the_job(
 
     monkeypatch.setattr(forked_attrs, "MIN_FORKED_ROWS", 0)
 
+    job = os.getpid()
+    real_write = forked_attrs.write_table
+
     def broken_write(table: object, path: str) -> None:
+        if os.getpid() == job:
+            real_write(table, path)
+            return
         with open(path, "wb") as stream:
             stream.write(b"ARROW1 cut short")
         raise OSError("disk full")
 
-    monkeypatch.setattr(forked_attrs, "write_table", broken_write)  # in the fork only
+    monkeypatch.setattr(forked_attrs, "write_table", broken_write)  # broken in the fork
     samples = _samples()
     forked = build_frames(samples, ForkedAttrTables(str(tmp_path), final=True))
-    assert forked.span_end_attrs.file is None and forked.event_attrs.file is None
-    assert list(tmp_path.iterdir()) == []  # the fork's partial file is gone
+    # The fork's partial file is gone, and the job wrote each table itself.
+    assert sorted(path.name for path in tmp_path.iterdir()) == ATTR_FILES
+    for name in ("span_start_attrs", "span_end_attrs", "event_attrs"):
+        assert getattr(forked, name).file == wire.table_file(str(tmp_path), name)
     wire.write_frames(forked, str(tmp_path))
     here = build_frames(samples)
     _assert_same_attrs(wire.read_frames(str(tmp_path)), here)

