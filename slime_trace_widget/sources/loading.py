@@ -102,12 +102,12 @@ def _load_frames(paths_or_glob: PathLike | Iterable[PathLike], *, trusted: bool,
     scratch = tempfile.mkdtemp(prefix="slime-trace-", dir=SHARED_MEMORY if shared else None)
     try:
         jobs = []
+        # A core the other jobs leave idle: each job skims and builds a table there.
+        # Else a job may get one later, when the pool has no other job to start.
+        spare_core = len(paths) < (os.cpu_count() or 1)
         for index, path in enumerate(paths):
             out = os.path.join(scratch, str(index))
             os.mkdir(out)
-            # A core the other jobs leave idle: the job skims and builds a table there.
-            # Else it may get one later, when the pool has no other job to start.
-            spare_core = len(paths) < (os.cpu_count() or 1)
             jobs.append(new_job(path, "frames", out, time_limit, memory_limit,
                                 spare_core=spare_core,
                                 spare_flag=None if spare_core else os.path.join(out, SPARE_FLAG)))

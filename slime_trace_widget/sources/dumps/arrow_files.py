@@ -67,9 +67,10 @@ def _number(value: float) -> float | None:
 
 
 def map_table(path: str) -> pa.Table:
-    """The table of the Arrow IPC file this process has just written at ``path``, mapped,
-    unchecked: the caller that reads the file checks it fully (:func:`read_table`), and
-    checking it here too would read every page of it (0.01 s for a 49 MB table)."""
+    """The table of the Arrow IPC file at ``path``, mapped and unchecked. On its own, for
+    a file this process has just written: the caller that reads the file checks it
+    fully (:func:`read_table`, which maps through this), and checking it here too
+    would read every page of it (0.01 s for a 49 MB table)."""
     with pa.memory_map(path) as source:
         return pa.ipc.open_file(source).read_all()
 
@@ -78,8 +79,7 @@ def read_table(path: str, mapped: bool = False) -> pa.Table:
     """The table of the Arrow IPC file at ``path``, fully validated; WireError if not."""
     try:
         if mapped:  # the pages stay with the columns once the file is deleted
-            with pa.memory_map(path) as source:
-                table = pa.ipc.open_file(source).read_all()
+            table = map_table(path)
         else:
             # Read into memory, not mapped: the file is deleted next, and a mapping
             # would keep its disk cache pages in this process for as long as the
