@@ -52,3 +52,22 @@ def test_wheel_ships_the_bundle(tmp_path: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     assert "slime_trace_widget/view/static/widget.js" in names
     assert "slime_trace_widget/view/static/widget.css" in names
+
+
+def test_notebooks_are_valid_without_repair() -> None:
+    """Every notebook we ship passes nbformat's validation with its warnings as errors:
+    a cell without an id, which nbformat still repairs with a warning, is to become an
+    error in its future versions."""
+    import warnings
+
+    import nbformat
+
+    notebooks = sorted((ROOT / "notebooks").glob("*.ipynb"))
+    assert notebooks
+    for path in notebooks:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            notebook = nbformat.read(path, as_version=4)
+            nbformat.validate(notebook)
+        ids = [cell.id for cell in notebook.cells]
+        assert len(set(ids)) == len(ids), path.name
