@@ -184,6 +184,19 @@ def _status_bytes(field: str) -> int:
     raise LookupError(field)
 
 
+def _machine_busy_seconds() -> float | None:
+    """CPU seconds all of the machine's cores have spent busy since boot (``/proc/stat``;
+    None elsewhere). Over one load on an idle machine: that load's CPU, its forks' and
+    helpers' included, which counting the children this process waited for would miss."""
+    try:
+        with open("/proc/stat") as stat:
+            ticks = [int(field) for field in stat.readline().split()[1:9]]
+    except (OSError, ValueError):
+        return None
+    idle = ticks[3] + ticks[4]  # idle and iowait
+    return (sum(ticks) - idle) / os.sysconf("SC_CLK_TCK")
+
+
 def child(mode: str, paths: list[str]) -> None:
     """Child process: import, then load in ``mode``; print seconds and RSS growth as JSON."""
     if mode == "slime":
@@ -198,6 +211,7 @@ def child(mode: str, paths: list[str]) -> None:
     from slime_trace_widget import DumpError, load_frames
 
     started = time.perf_counter()
+    busy_before = _machine_busy_seconds()
 
     before = _status_bytes("VmRSS")
     figures: dict[str, object] = {}
@@ -219,6 +233,9 @@ def child(mode: str, paths: list[str]) -> None:
     else:
         raise SystemExit(f"unknown child mode {mode!r}")
     figures["seconds"] = time.perf_counter() - started
+    busy_after = _machine_busy_seconds()
+    if busy_before is not None and busy_after is not None:
+        figures["busy"] = busy_after - busy_before
     figures["growth"] = _status_bytes("VmHWM") - before
     if mode == "many":
         figures["workers"] = _pool_size(paths)
@@ -429,13 +446,31 @@ def report_many(results: dict, runs: int) -> None:
         side_runs = [one_round[side] for one_round in rounds]
         figures = [run.result() for run in side_runs]
         seconds = [f["seconds"] for f in figures]
-        best.append(min(seconds))
+        best.append(min(figures, key=lambda f: f["seconds"]))
         print(f"  {label:34}{min(seconds):9.2f}{max(f['growth'] for f in figures) / MB:12.0f}"
               f"{max(run.peak for run in side_runs) / MB:14.0f}   "
               f"{' '.join(f'{s:.2f}' for s in seconds)}   ({figures[0]['spans']:,} spans)")
-    speedup = best[1] / best[0]
+    call, one_by_one = best
+    speedup = one_by_one["seconds"] / call["seconds"]
     print(f"  speedup {speedup:.2f}x   pool size {rounds[0][0].result()['workers']}")
+    _report_cores(call, one_by_one)
     results["many"] = speedup
+
+
+def _report_cores(call: dict, one_by_one: dict) -> None:
+    """The machine's busy CPU over each side's best run, and the speedup the call would
+    have were that CPU spread evenly over every core: one call runs the dumps' jobs side
+    by side, while one load uses a second core only for its forks, so the ratio is
+    bounded by how much CPU the call spends against how long one load after another
+    waits."""
+    if "busy" not in call or "busy" not in one_by_one:
+        return
+    cores = os.cpu_count() or 1
+    bound = one_by_one["seconds"] / (call["busy"] / cores)
+    print(f"  machine CPU over the best runs: one call {call['busy']:.1f} s "
+          f"({call['busy'] / call['seconds']:.2f} cores busy), one by one "
+          f"{one_by_one['busy']:.1f} s ({one_by_one['busy'] / one_by_one['seconds']:.2f} cores); "
+          f"the call's CPU on all {cores} cores would give {bound:.2f}x at most")
 
 
 def report_bomb(results: dict) -> None:
