@@ -190,11 +190,12 @@ def _machine_busy_seconds() -> float | None:
     helpers' included, which counting the children this process waited for would miss."""
     try:
         with open("/proc/stat") as stat:
-            ticks = [int(field) for field in stat.readline().split()[1:9]]
+            ticks = [int(field) for field in stat.readline().split()[1:8]]
     except (OSError, ValueError):
         return None
-    idle = ticks[3] + ticks[4]  # idle and iowait
-    return (sum(ticks) - idle) / os.sysconf("SC_CLK_TCK")
+    # user, nice, system, then irq and softirq; not idle, iowait, nor a hypervisor's steal
+    busy = sum(ticks[0:3]) + ticks[5] + ticks[6]
+    return busy / os.sysconf("SC_CLK_TCK")
 
 
 def child(mode: str, paths: list[str]) -> None:
