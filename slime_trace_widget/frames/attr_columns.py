@@ -27,8 +27,8 @@ from ..values import (
     clean_text,
     json_safe,
     plain_value,
-    short_text,
 )
+from .attr_grouping import ARROW_TYPES, CONVERSION_ERRORS, NONE_TYPE, Chunk, Group, group_by_keys
 
 __all__ = ["ATTR_PREFIX", "MAX_ATTR_COLUMNS", "AttrTable", "AttrTableBuilder", "text_array"]
 
@@ -152,7 +152,7 @@ class AttrTableBuilder:
 
     def add(self, dicts: list[dict | None]) -> None:
         """The next rows: ``dicts`` (None or {} for a row without attributes)."""
-        dicts, groups = _group_by_keys(dicts)
+        dicts, groups = group_by_keys(dicts)
         self._parts.append(_Part(self._rows, dicts, groups))
         self._rows += len(dicts)
 
@@ -199,23 +199,13 @@ class AttrTableBuilder:
                          else _empty(n))
 
 
-class _Group(NamedTuple):
-    """The rows of one part that have one key tuple: their positions in the part,
-    each key's values over them in blocks of rows (see :func:`_group_by_keys`), and
-    the set of those values' types."""
-
-    members: list[int]
-    columns: list[list[Chunk]]
-    kinds: list[frozenset[type]]
-
-
 class _Part(NamedTuple):
     """The rows of one ``AttrTableBuilder.add``: where they start among all rows, the
     dicts (text-keyed where needed) and their groups by key tuple."""
 
     offset: int
     dicts: list[dict | None]
-    groups: dict[tuple, _Group]
+    groups: dict[tuple, Group]
 
 
 class _Piece(NamedTuple):
@@ -247,159 +237,11 @@ def merged_attr_arrays(start: AttrTable, end: AttrTable) -> dict[str, pa.Chunked
 # --------------------------------------------------------------------------- internals
 
 
-def _group_by_keys(dicts: list[dict | None]) -> tuple[list[dict | None], dict[tuple, _Group]]:
-    """The rows with attributes grouped by key tuple, each group's values by key with
-    their types; keys other than str made text.
-
-    Each dict is read once, its values laid end to end in its group's list while
-    it is in the cache; every block of a group (:data:`_BLOCK_VALUES` values and
-    :data:`_BLOCK_ROWS` rows at least), each key's values (a strided slice) have
-    their types taken and are converted to Arrow while they still are. Reading the
-    dicts again for the values, then each value again for its type (each pass
-    misses the cache on every row), took 0.87-0.94 s on the 500,884 span ends of
-    a trace-heavy dump, against 0.61-0.63 s; converting the values once all were
-    laid missed the cache on each of them again (0.14 s of a 62 MB dump's span
-    ends, 0.07 s with the values fresh).
-    Taking the types per block rather than per row spares a list of them.
-
-    Only str keys may become dict keys here: their hashes are salted per process,
-    while ints, floats and tuples hash the same everywhere, so a dump can hold
-    thousands of attribute keys that all collide (multiples of 2**61 - 1), which
-    made this grouping quadratic. A row with another key, or a key Arrow cannot
-    name (lone surrogates), gets a copy keyed by its keys' clean text. Only the
-    first row of each key tuple pays for the check.
-    """
-    laid: dict[tuple, _Laying] = {}
-    renamed: dict[int, dict] = {}
-    for position, value in enumerate(dicts):
-        if not value:
-            continue
-        keys = tuple(value)
-        lists = laid.get(keys)
-        if lists is None:
-            if not all(type(key) is str and (key.isascii() or clean_text(key) is key)
-                       for key in keys):
-                value = renamed[position] = {short_text(k): v for k, v in value.items()}
-                keys = tuple(value)
-                lists = laid.get(keys)
-            if lists is None:
-                lists = laid[keys] = _Laying(len(keys))
-        values = value.values()
-        lists.members.append(position)
-        lists.values.extend(values)
-        if len(lists.values) >= lists.limit:
-            lists.convert()
-    if renamed:
-        dicts = [renamed.get(position, value) for position, value in enumerate(dicts)]
-    groups = {}
-    for keys, lists in laid.items():
-        lists.convert()
-        groups[keys] = _Group(lists.members, lists.chunks, list(map(frozenset, lists.kinds)))
-    return dicts, groups
-
-
-#: Values of one key tuple laid before they are converted (see _group_by_keys). On the
-#: 146 MB dump, fresh processes, 3 each: span ends 1.02-1.17 s with every row laid
-#: first, 0.86-0.91 s in blocks of 32,768 values, 0.81-0.88 s in blocks of 8,192;
-#: span starts 0.58-0.64 s, 0.46-0.52 s, 0.44-0.50 s.
-_BLOCK_VALUES = 8192
-#: Rows of one key tuple a block holds at least: each key's chunk then has this many
-#: values or more, whatever the tuple's width. Each chunk costs a few microseconds
-#: beyond its values; the 62 MB dump's span records have 50-58 keys, which made
-#: chunks of about 150 values. Best of 5 in one process: span starts 0.200 ->
-#: 0.178 s, ends 0.232 -> 0.210 s; the 146 MB dump (11-17 keys, chunks of 480 values
-#: or more already) unchanged, 0.366 and 0.660 s.
-_BLOCK_ROWS = 256
-
-#: A block of one key's values: Arrow, or the values where they made no plain type.
-Chunk = pa.Array | list
-
-
-class _Laying:
-    """One key tuple's rows as grouping lays them: their positions, the values of the
-    rows not converted yet (row after row), and per key the chunks converted so far
-    and the types met. Slots: grouping reads them on every row."""
-
-    __slots__ = ("chunks", "kinds", "limit", "members", "values")
-
-    def __init__(self, width: int) -> None:
-        #: Values laid before they are converted as one more block.
-        self.limit = max(_BLOCK_VALUES, width * _BLOCK_ROWS)
-        self.members: list[int] = []
-        self.values: list = []
-        self.chunks: list[list[Chunk]] = [[] for _ in range(width)]
-        self.kinds: list[set[type]] = [set() for _ in range(width)]
-
-    def convert(self) -> None:
-        """Each key's laid values as one more chunk; the laid lists emptied."""
-        if not self.values:
-            return
-        width = len(self.chunks)
-        for offset, (chunks, kinds) in enumerate(zip(self.chunks, self.kinds, strict=True)):
-            values = self.values[offset::width]
-            block_kinds = frozenset(map(type, values))
-            kinds.update(block_kinds)
-            chunks.append(_block_chunk(values, block_kinds))
-        self.values.clear()
-
-
-def _block_chunk(values: list, kinds: frozenset[type]) -> Chunk:
-    """``values`` as Arrow when they are of one plain type (``kinds``: theirs), else as
-    they are: the column's type is decided once every block is known, and ints
-    among floats made floats here would read ``0.0``, not ``0``, in a text column."""
-    plain = kinds - _NONE_TYPE
-    if len(plain) > 1 or not kinds <= PLAIN_TYPES:
-        return values
-    try:
-        if plain == kinds:  # no None among them
-            dense = _dense_chunk(values, next(iter(plain)))
-            if dense is not None:
-                return dense
-        return pa.array(values, type=_PLAIN_KINDS[plain])
-    except _CONVERSION_ERRORS:
-        return values  # ints past int64, text with lone surrogates: the column decides
-
-
-def _dense_chunk(values: list, kind: type) -> pa.Array | None:
-    """Values of one plain type without None as Arrow, by numpy for numbers and by one
-    join for ASCII text; None for other text. Arrow's own conversion of a Python
-    list checks each value's type again, which grouping already knows: on a 62 MB
-    dump's span attributes (1.3M values each side) it took 0.08 s for the numbers
-    and 0.08-0.09 s for the text, against 0.04 s and 0.05 s this way."""
-    if kind is str:
-        joined = "".join(values)
-        if not joined.isascii() or len(joined) > _MAX_TEXT_OFFSET:
-            return None  # UTF-8 lengths differ from str lengths: Arrow measures them
-        offsets = np.zeros(len(values) + 1, dtype=np.int32)
-        np.cumsum(np.fromiter(map(len, values), dtype=np.int32, count=len(values)),
-                  out=offsets[1:])
-        return pa.StringArray.from_buffers(len(values), pa.py_buffer(offsets),
-                                           pa.py_buffer(joined.encode("ascii")))
-    return pa.array(np.array(values, dtype=_NUMPY_KINDS[kind]))
-
-
 def _transposed(rows: list[dict], wanted: list[str]) -> list[Sequence]:
     """The values of each of ``wanted`` over ``rows`` (the few keys a capped table keeps)."""
     if len(wanted) > 1:
         return list(zip(*map(itemgetter(*wanted), rows), strict=True))
     return [list(map(itemgetter(wanted[0]), rows))]
-
-
-#: The Arrow type of a column by the Python types of its values (None aside); mixed
-#: kinds other than ints among floats are not here (they become text, in Python).
-_PLAIN_KINDS = {
-    frozenset(): pa.null(), frozenset({str}): pa.string(), frozenset({bool}): pa.bool_(),
-    frozenset({int}): pa.int64(), frozenset({float}): pa.float64(),
-    frozenset({int, float}): pa.float64(),
-}
-_NONE_TYPE = frozenset({type(None)})
-#: The numpy type of a block of numbers or bools of one Python type.
-_NUMPY_KINDS = {int: np.int64, float: np.float64, bool: np.bool_}
-#: The largest offset of Arrow's (32-bit) text; a longer block goes through Arrow.
-_MAX_TEXT_OFFSET = 2**31 - 1
-#: What converting plain values to Arrow raises on ints past int64 or text with lone
-#: surrogates: those values go the Python way.
-_CONVERSION_ERRORS = (pa.ArrowException, OverflowError, TypeError, ValueError, UnicodeError)
 
 
 def _column(pieces: list[_Piece], n: int, key: str,
@@ -429,12 +271,12 @@ def _inferred_column(pieces: list[_Piece], n: int, key: str,
             kinds.update(piece.kinds)
     if not kinds <= PLAIN_TYPES:
         return None
-    kind = _PLAIN_KINDS.get(frozenset(kinds - _NONE_TYPE))
+    kind = ARROW_TYPES.get(frozenset(kinds - NONE_TYPE))
     if kind is None:
         return None
     try:
         parts = [_as_kind(chunk, kind) for piece in pieces for chunk in piece.chunks]
-    except _CONVERSION_ERRORS:
+    except CONVERSION_ERRORS:
         return None  # ints past int64, text with lone surrogates: converted
     joined = parts[0] if len(parts) == 1 else pa.concat_arrays(parts)  # one copy, not two
     rows = np.concatenate([piece.index for piece in pieces])

@@ -10,7 +10,7 @@ import pandas as pd
 import pyarrow as pa
 import torch
 
-from slime_trace_widget.frames import attr_columns
+from slime_trace_widget.frames import attr_columns, attr_grouping
 from slime_trace_widget.frames.attr_columns import AttrTable
 from slime_trace_widget.frames.attr_frames import merged_attr_frame
 
@@ -163,8 +163,8 @@ def test_blocks_of_rows_converted_as_they_are_laid_make_the_table_of_one_block(
     the cache; whatever the block size, the table is the one of a single block,
     each column's type decided over all its values: ints among floats stay ints in a
     column that becomes text (a block converted them to floats: "0.0", not "0")."""
-    monkeypatch.setattr(attr_columns, "_BLOCK_ROWS", 1)
-    monkeypatch.setattr(attr_columns, "_BLOCK_VALUES", 1)
+    monkeypatch.setattr(attr_grouping, "BLOCK_ROWS", 1)
+    monkeypatch.setattr(attr_grouping, "BLOCK_VALUES", 1)
     assert AttrTable.from_dicts([{"v": 0}, {"v": 2.5}, {"v": "x"}]).column("v").to_pylist() \
         == ["0", "2.5", "x"]
     rng = np.random.default_rng(17)
@@ -180,7 +180,7 @@ def test_blocks_of_rows_converted_as_they_are_laid_make_the_table_of_one_block(
                     for _ in range(int(rng.integers(1, 60)))]
         tables = []
         for block_values in (int(rng.integers(1, 12)), 10**9):
-            monkeypatch.setattr(attr_columns, "_BLOCK_VALUES", block_values)
+            monkeypatch.setattr(attr_grouping, "BLOCK_VALUES", block_values)
             warnings: Counter[str] = Counter()
             tables.append((_ipc_bytes(AttrTable.from_dicts(rows, warnings).table), warnings))
         assert tables[0] == tables[1], trial
@@ -189,13 +189,13 @@ def test_blocks_of_rows_converted_as_they_are_laid_make_the_table_of_one_block(
 
 def test_a_block_holds_enough_rows_that_each_keys_chunk_is_long(monkeypatch) -> None:
     """Each chunk costs microseconds beyond its values: a wide key tuple's block holds
-    :data:`_BLOCK_ROWS` rows, not just :data:`_BLOCK_VALUES` values (50-58 keys made
+    :data:`BLOCK_ROWS` rows, not just :data:`BLOCK_VALUES` values (50-58 keys made
     chunks of about 150 values on the 62 MB dump)."""
-    monkeypatch.setattr(attr_columns, "_BLOCK_VALUES", 8)
-    monkeypatch.setattr(attr_columns, "_BLOCK_ROWS", 4)
+    monkeypatch.setattr(attr_grouping, "BLOCK_VALUES", 8)
+    monkeypatch.setattr(attr_grouping, "BLOCK_ROWS", 4)
     wide = {f"k{index}": index for index in range(5)}
     rows = [dict(wide) for _ in range(12)] + [{"x": 1.5} for _ in range(20)]
-    _, groups = attr_columns._group_by_keys(rows)
+    _, groups = attr_grouping.group_by_keys_in_python(rows)
     assert [len(chunk) for chunk in groups[tuple(wide)].columns[0]] == [4, 4, 4]
     assert [len(chunk) for chunk in groups[("x",)].columns[0]] == [8, 8, 4]
 
@@ -213,7 +213,7 @@ def test_a_block_of_one_plain_type_is_what_arrow_makes_of_it() -> None:
         kind = list(pools)[trial % 4]
         pool = pools[kind]
         values = [pool[int(rng.integers(len(pool)))] for _ in range(int(rng.integers(1, 30)))]
-        chunk = attr_columns._block_chunk(values, frozenset(map(type, values)))
+        chunk = attr_grouping.block_chunk(values, frozenset(map(type, values)))
         arrow_type = {int: pa.int64(), float: pa.float64(), bool: pa.bool_(),
                       str: pa.string()}[kind]
         try:
