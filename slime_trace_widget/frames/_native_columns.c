@@ -247,16 +247,12 @@ column_result(Column *column)
     if (data == NULL) {
         return NULL;
     }
-    PyObject *offsets = Py_None;
-    Py_INCREF(offsets);
-    if (column->kind == TEXT) {
-        Py_DECREF(offsets);
-        offsets = PyBytes_FromStringAndSize((const char *)column->offsets,
-                                            column->offset_count * (Py_ssize_t)sizeof(int32_t));
-        if (offsets == NULL) {
-            Py_DECREF(data);
-            return NULL;
-        }
+    PyObject *offsets = column->kind != TEXT ? Py_NewRef(Py_None)
+        : PyBytes_FromStringAndSize((const char *)column->offsets,
+                                    column->offset_count * (Py_ssize_t)sizeof(int32_t));
+    if (offsets == NULL) {
+        Py_DECREF(data);
+        return NULL;
     }
     return Py_BuildValue("(CNN)", column->kind, data, offsets);
 }

@@ -11,12 +11,12 @@ from collections import Counter, OrderedDict
 from pathlib import Path
 
 import numpy as np
-import pyarrow as pa
 import pytest
 
 from slime_trace_widget.frames import attr_columns, attr_grouping, build
 from slime_trace_widget.frames.attr_columns import AttrTable
 from slime_trace_widget.sources.dumps import worker
+from tests.frames.test_attr_columns import _ipc_bytes
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 native = attr_grouping._native_columns
@@ -36,13 +36,6 @@ def test_the_native_pass_is_built_where_a_c_compiler_is() -> None:
     if not _can_compile():
         pytest.skip("no C compiler or no Python headers here: the package runs its Python pass")
     assert native is not None, "pip install -e . did not compile _native_columns.c"
-
-
-def _ipc_bytes(table: pa.Table) -> bytes:
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, table.schema) as writer:
-        writer.write_table(table)
-    return sink.getvalue().to_pybytes()
 
 
 def _both_ways(rows: list, monkeypatch: pytest.MonkeyPatch) -> list[tuple[bytes, Counter]]:

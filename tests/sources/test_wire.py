@@ -22,6 +22,7 @@ from slime_trace_widget.sources.dumps.wire import (
     write_frames,
     write_table,
 )
+from tests.frames.test_attr_columns import _ipc_bytes
 
 
 def assert_same_frames(one, other) -> None:
@@ -166,13 +167,6 @@ def test_the_tables_a_worker_writes_are_its_frames_encoded(fixture: str) -> None
         assert built.schema == encoded.schema, name
         assert _ipc_bytes(built) == _ipc_bytes(encoded), name  # NaN equal to NaN
     assert len(tables.span_core) > 0 or fixture.startswith("edge_untraced")
-
-
-def _ipc_bytes(table: pa.Table) -> bytes:
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, table.schema) as writer:
-        writer.write_table(table)
-    return sink.getvalue().to_pybytes()
 
 
 def test_a_frames_worker_never_imports_pandas(tmp_path: Path) -> None:
