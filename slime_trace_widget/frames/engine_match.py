@@ -1,0 +1,148 @@
+"""Which span of the frames made each engine request: the rules of the join, in order.
+
+1. **Trace context.** A request whose trace hangs under a dump span by W3C context
+   (the client sent ``traceparent``) belongs to that span.
+2. **The whole rid.** slime records SGLang's rid as ``sglang_request_id`` on the
+   generation span; SGLang writes it whole as ``gen_ai.request.id`` (0.5.x; older
+   releases as ``rid``). An exact match wins.
+3. **A worker prefix.** Some SGLang versions put ``<worker>_`` before the rid on one
+   side only; the part after the last ``_`` is tried next, on generation spans no
+   exact match of the same role claimed, and only where one request of a role claims
+   a span. The root's ``rid`` attribute of 0.5.x (only the part after the last ``_``)
+   is never matched against a generation span whose whole id differs: two rids that
+   end alike (``sess-17_turn-2``, ``sess-23_turn-2``) must not share a request.
+4. **The other PD half.** Under PD without a client rid the prefill server makes its
+   own rid; its request root shares only ``bootstrap_room`` with the decode half's (or,
+   in older SGLang, a "Bootstrap Room" trace root). It follows the matched half of its
+   room, when that room's matched halves all have one owner.
+
+A key that names two generation spans names none: a request is never attached to a
+sample it might not belong to.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from ..schema import w3c_span_id, w3c_trace_id
+from .engine_requests import Request
+from .model import TraceFrames
+
+REQUEST_ID_ATTR = "sglang_request_id"
+_AMBIGUOUS = -2
+
+
+def match_requests(frames: TraceFrames, requests: list[Request]) -> list[int]:
+    """The span index each request belongs to, in order (-1: none, or ambiguous)."""
+    owners = [-1] * len(requests)
+    by_context = _context_owners(frames, requests)
+    for number, owner in by_context.items():
+        owners[number] = owner
+    whole, tail = _request_ids(frames)
+    claimed: set[tuple[int, str]] = set()
+    for number, request in enumerate(requests):
+        if owners[number] >= 0 or request.whole_rid is None:
+            continue
+        hit = whole.get(request.whole_rid, -1)
+        if hit >= 0:
+            owners[number] = hit
+            claimed.add((hit, request.role))
+    _match_by_tail(requests, owners, whole, tail, claimed)
+    _follow_rooms(requests, owners)
+    return owners
+
+
+def _match_by_tail(requests: list[Request], owners: list[int], whole: dict[str, int],
+                   tail: dict[str, int], claimed: set[tuple[int, str]]) -> None:
+    """Rule 3: a worker prefix on one side only."""
+    proposals: dict[tuple[int, str], list[int]] = defaultdict(list)
+    for number, request in enumerate(requests):
+        if owners[number] >= 0 or request.whole_rid is None:
+            continue
+        rid = request.whole_rid
+        keys = [(whole, rid.rsplit("_", 1)[-1])] if "_" in rid else []
+        keys.append((tail, rid))
+        for table, key in keys:
+            hit = table.get(key, -1)
+            if hit >= 0 and (hit, request.role) not in claimed:
+                proposals[(hit, request.role)].append(number)
+                break
+    for (span, _role), numbers in proposals.items():
+        if len(numbers) == 1:
+            owners[numbers[0]] = span
+
+
+def _follow_rooms(requests: list[Request], owners: list[int]) -> None:
+    """Rule 4: an unmatched half follows the matched halves of its bootstrap room."""
+    by_room: dict[tuple[str, int], set[int]] = defaultdict(set)
+    for number, request in enumerate(requests):
+        if owners[number] >= 0:
+            for key in _room_keys(request):
+                by_room[key].add(owners[number])
+    for number, request in enumerate(requests):
+        if owners[number] >= 0:
+            continue
+        found = set().union(*(by_room.get(key, set()) for key in _room_keys(request)))
+        if len(found) == 1:
+            owners[number] = found.pop()
+
+
+def _room_keys(request: Request) -> list[tuple[str, Any]]:
+    keys: list[tuple[str, Any]] = []
+    if request.room is not None:
+        keys.append(("room", request.room))
+    if request.top != request.root and request.top_room is not None:
+        keys.append(("top", (request.trace_id, request.top)))
+    return keys
+
+
+def _request_ids(frames: TraceFrames) -> tuple[dict[str, int], dict[str, int]]:
+    """Generation spans by whole ``sglang_request_id`` and by its part after the last ``_``
+    (:data:`_AMBIGUOUS` where two spans share one)."""
+    whole: dict[str, int] = {}
+    tail: dict[str, int] = {}
+    for index, value in attr_values(frames, REQUEST_ID_ATTR).items():
+        if isinstance(value, bool) or not isinstance(value, (str, int)) or value == "":
+            continue
+        text = str(value)
+        for table, key in ((whole, text), (tail, text.rsplit("_", 1)[-1] if "_" in text
+                                           else None)):
+            if key is not None:
+                table[key] = index if table.get(key, index) == index else _AMBIGUOUS
+    return whole, tail
+
+
+def attr_values(frames: TraceFrames, key: str) -> dict[int, Any]:
+    """Span index -> the value of attribute ``key`` (end value, else start value)."""
+    out: dict[int, Any] = {}
+    index = frames.span_core.index.to_numpy()
+    for table in (frames.span_start_attrs, frames.span_end_attrs):
+        if key not in table.keys:
+            continue
+        column = table.column(key).to_pylist()
+        for position, value in enumerate(column):
+            if value is not None:
+                out[int(index[position])] = value
+    return out
+
+
+def _context_owners(frames: TraceFrames, requests: list[Request]) -> dict[int, int]:
+    """Rule 1: requests whose trace hangs under a dump span by W3C context (the parent of
+    their trace's outermost span, or of the request root itself)."""
+    wanted: dict[str, list[int]] = defaultdict(list)
+    for number, request in enumerate(requests):
+        for parent in request.context_parents:
+            wanted[f"{request.trace_id}:{parent}"].append(number)
+    if not wanted:
+        return {}
+    core = frames.span_core
+    real = core[~core["virtual"].to_numpy()]
+    trace_of_row = frames.samples["trace_id"].reindex(real["sample_row"]).to_numpy()
+    owners: dict[int, int] = {}
+    for index, trace_id, span_id in zip(real.index, trace_of_row, real["span_id"], strict=True):
+        if trace_id is None or span_id is None:
+            continue
+        for number in wanted.get(f"{w3c_trace_id(trace_id)}:{w3c_span_id(span_id)}", ()):
+            owners[number] = int(index)
+    return owners

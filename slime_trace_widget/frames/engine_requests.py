@@ -1,0 +1,492 @@
+"""The engines' stored spans read as requests: request roots, their thread spans, the slices.
+
+SGLang traces a request as a *request root* (``rid``, and from 0.5.x ``gen_ai.*``
+at its end) over one *thread span* per server thread (``host_id``, ``pid``,
+``thread_label``, ``tp_rank``...) over the work itself, the *slices*. Every
+tensor-parallel rank writes its own thread span with the same slices, and at trace
+level 3 the decode phase is one ``decode_loop`` slice per scheduler iteration. This
+module turns the stored columns (``sources.engine.store.SCHEMA``) into what the join
+draws, so that a rollout's frames grow with its requests, not with its iterations:
+
+* each TP group (the thread spans of one request with the same thread label) is
+  counted once: its lowest rank (pipeline rank first) carries the slices, the
+  other ranks' spans are dropped and their ranks listed in ``engine.tp_ranks``;
+* consecutive ``decode_loop`` siblings become one *decode stretch* (the first
+  loop's ids, the run's start and end) with ``engine.decode_loops`` (iterations),
+  ``engine.decode_steps`` (from SGLang's ``decode_ct``, else the iterations) and
+  ``engine.schedule_events`` (the ``schedule`` events the loops carried); any other
+  event of a loop moves onto its stretch;
+* events on a thread span (SGLang puts ``retract`` there) go to the innermost slice
+  of that thread whose time holds them, else to the request root.
+
+All of that is decided on whole columns before any attribute text is parsed: only the
+spans that are drawn have their JSON read.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+DECODE_LOOP = "decode_loop"
+SCHEDULE_EVENT = "schedule"
+#: Attribute keys (as stored JSON text) that mark a request root or a thread span.
+_ROOT_KEYS = ('"rid": ', '"gen_ai.request.id": ')
+_THREAD_KEYS = ('"host_id": ', '"thread_label": ', '"pid": ')
+THREAD_ATTRS = ("thread_label", "host_id", "pid", "tp_rank", "pp_rank", "dp_rank")
+#: How a stored event begins in the store's JSON (``sources.engine.otlp`` writes it).
+_EVENT_TEXT = '{"name": "'
+_SCHEDULE_TEXT = '{"name": "schedule", "time_ns": '
+_RANK_SUFFIX = re.compile(r"\s*(\[[A-Z]+ \d+\]\s*)*(\(host:[^)]*\))?\s*$")
+_MAX_DEPTH = 256
+_NO_RANK = 1 << 30
+
+
+@dataclass
+class Piece:
+    """One drawn engine span: a request root or a slice (a stretch of loops included)."""
+
+    row: int                      # its stored row (a stretch: its first loop's)
+    span_id: str
+    name: str
+    start_ns: int
+    end_ns: int
+    attrs: dict[str, Any]
+    parent: int                   # the drawn piece above it (-1: the request root itself)
+    host: str
+    thread: int                   # the stored thread span it ran on (-1: none)
+    error: bool = False
+    events: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class Request:
+    """One request root with what is drawn under it."""
+
+    root: int                     # stored row of the request root
+    trace_id: str
+    span_id: str
+    name: str
+    role: str                     # "", "prefill" or "decode"
+    rid: str | None               # the root's ``rid`` attribute
+    whole_rid: str | None         # ``gen_ai.request.id`` (the whole rid), else ``rid``
+    room: int | None              # the PD bootstrap room, when it has one (never 0)
+    top: int                      # the outermost stored span above the root
+    top_room: int | None          # the room of a "Bootstrap Room" span above it (older SGLang)
+    host: str
+    pieces: list[Piece]           # the root first, then slices, parents before children
+    #: The span ids (hex) outside the store its trace hangs under: a client's W3C context.
+    context_parents: list[str] = field(default_factory=list)
+
+    @property
+    def start_ns(self) -> int:
+        return min(piece.start_ns for piece in self.pieces)
+
+    @property
+    def end_ns(self) -> int:
+        return max(piece.end_ns for piece in self.pieces)
+
+
+def engine_table(engine: pd.DataFrame | pa.Table) -> pa.Table:
+    """The store's columns, from a store table or a ``load_engine_traces`` DataFrame."""
+    if isinstance(engine, pa.Table):
+        return engine
+    columns = {}
+    for name in ("trace_id", "span_id", "parent_id", "name", "service"):
+        values = engine[name] if name in engine else pd.Series([None] * len(engine))
+        columns[name] = pa.array([None if v is None or v != v else str(v) for v in values],
+                                 type=pa.string())
+    for name in ("start_ns", "end_ns"):
+        columns[name] = pa.array(engine[name].to_numpy(dtype=np.int64))
+    columns["status"] = pa.array(engine["status"].to_numpy(dtype=np.int8)
+                                 if "status" in engine else np.zeros(len(engine), np.int8))
+    for name, empty in (("attributes", {}), ("resource", {}), ("events", []), ("links", [])):
+        values = engine[name] if name in engine else [empty] * len(engine)
+        columns[name] = pa.array([v if isinstance(v, str) else json.dumps(
+            v if v is not None else empty, ensure_ascii=False) for v in values], pa.string())
+    return pa.table(columns)
+
+
+def read_requests(engine: pd.DataFrame | pa.Table) -> list[Request]:
+    """Every request root of ``engine`` with its drawn pieces (see the module's rules)."""
+    table = _unique(engine_table(engine))
+    if not len(table):
+        return []
+    rows = _Rows(table)
+    return rows.requests()
+
+
+def _unique(table: pa.Table) -> pa.Table:
+    """One row per (trace id, span id): an export retried after a lost answer repeats it."""
+    keys = pc.binary_join_element_wise(table["trace_id"], table["span_id"], ":")
+    _, first = np.unique(np.asarray(keys.to_numpy(zero_copy_only=False), dtype=object),
+                         return_index=True)
+    if len(first) == len(table):
+        return table
+    return table.take(np.sort(first))
+
+
+class _Rows:
+    """The stored spans as whole columns, with structure found by vectorised walks."""
+
+    def __init__(self, table: pa.Table) -> None:
+        self.table = table
+        self.n = n = len(table)
+        self.names = np.asarray(table["name"].to_numpy(zero_copy_only=False), dtype=object)
+        self.start = table["start_ns"].to_numpy().astype(np.int64)
+        self.end = table["end_ns"].to_numpy().astype(np.int64)
+        self.status = table["status"].to_numpy().astype(np.int64)
+        trace = pc.fill_null(table["trace_id"], "")
+        keys = pc.binary_join_element_wise(trace, table["span_id"], ":")
+        parent_keys = pc.binary_join_element_wise(trace, pc.fill_null(table["parent_id"], ""),
+                                                  ":")
+        index = pd.Index(np.asarray(keys.to_numpy(zero_copy_only=False), dtype=object))
+        self.parent = index.get_indexer(
+            np.asarray(parent_keys.to_numpy(zero_copy_only=False), dtype=object)).astype(
+            np.int64)
+        self.parent[self.parent == np.arange(n)] = -1
+        self._attrs: dict[int, dict] = {}
+        attributes = table["attributes"]
+        maybe_root = _any_substring(attributes, _ROOT_KEYS)
+        maybe_thread = _any_substring(attributes, _THREAD_KEYS)
+        self.is_root = np.zeros(n, dtype=bool)
+        self.is_thread = np.zeros(n, dtype=bool)
+        for i in np.flatnonzero(maybe_root | maybe_thread):
+            attrs = self.attrs(int(i))
+            if _text(attrs.get("gen_ai.request.id")) or _text(attrs.get("rid")):
+                self.is_root[i] = True
+            elif any(key in attrs for key in ("thread_label", "host_id", "pid")):
+                self.is_thread[i] = True
+        self.root_of = self._nearest(self.is_root)
+        self.thread_of = self._nearest(self.is_thread, stop=self.is_root)
+
+    def attrs(self, i: int) -> dict:
+        """The attributes of stored row ``i`` (parsed once)."""
+        found = self._attrs.get(i)
+        if found is None:
+            found = _loads(self.table["attributes"][i].as_py(), dict)
+            self._attrs[i] = found
+        return found
+
+    def span_id(self, i: int) -> str:
+        return str(self.table["span_id"][i].as_py())
+
+    def events(self, i: int) -> list[dict]:
+        return [e for e in _loads(self.table["events"][i].as_py(), list)
+                if isinstance(e, dict) and isinstance(e.get("time_ns"), int)]
+
+    def _nearest(self, mark: np.ndarray, stop: np.ndarray | None = None) -> np.ndarray:
+        """Each row's nearest strict ancestor with ``mark`` (-1: none, or a ``stop`` first)."""
+        found = np.full(self.n, -1, dtype=np.int64)
+        cursor = self.parent.copy()
+        for _ in range(_MAX_DEPTH):  # deeper than any engine trace; a cycle ends here too
+            walking = (found < 0) & (cursor >= 0)
+            if not walking.any():
+                break
+            at = cursor[walking]
+            hit = mark[at]
+            blocked = stop[at] if stop is not None else np.zeros(len(at), dtype=bool)
+            found[walking] = np.where(hit, at, -1)
+            cursor[walking] = np.where(hit | blocked, -1, self.parent[at])
+        return found
+
+    def _top(self, i: int) -> int:
+        node = i
+        for _ in range(_MAX_DEPTH):
+            if self.parent[node] < 0:
+                break
+            node = int(self.parent[node])
+        return node
+
+    # ------------------------------------------------------------------ threads
+
+    def _threads(self) -> tuple[np.ndarray, dict[int, dict[str, Any]], dict[int, str]]:
+        """Each thread span's request root (-1: none), the carrier threads with the attrs
+        their slices take, and each thread's host."""
+        threads = np.flatnonzero(self.is_thread)
+        owner = self.root_of.copy()
+        hosts = {int(t): _host(self.attrs(int(t))) or _resource_host(self, int(t))
+                 for t in threads}
+        orphans = threads[owner[threads] < 0]
+        if len(orphans):
+            self._adopt(orphans, owner, hosts)
+        groups: dict[tuple[int, str, int], list[int]] = {}
+        for t in map(int, threads):
+            if owner[t] >= 0:
+                attrs = self.attrs(t)
+                label = _thread_label(attrs, str(self.names[t]))
+                # ranks of one group fold together; a thread with no rank is its own
+                alone = t if _rank(attrs, "tp_rank") == _NO_RANK else -1
+                groups.setdefault((int(owner[t]), label, alone), []).append(t)
+        carriers: dict[int, dict[str, Any]] = {}
+        for members in groups.values():
+            members.sort(key=lambda t: (_rank(self.attrs(t), "pp_rank"),
+                                        _rank(self.attrs(t), "tp_rank"), self.start[t], t))
+            carrier = members[0]
+            attrs = {k: v for k, v in self.attrs(carrier).items() if k in THREAD_ATTRS}
+            ranks = sorted({_rank(self.attrs(t), "tp_rank") for t in members} - {_NO_RANK})
+            if len(members) > 1 and ranks:
+                attrs["engine.tp_ranks"] = ",".join(str(rank) for rank in ranks)
+            carriers[carrier] = attrs
+        return owner, carriers, hosts
+
+    def _adopt(self, orphans: np.ndarray, owner: np.ndarray, hosts: dict[int, str]) -> None:
+        """Thread spans with no request root above them (older SGLang hung some under the
+        "Bootstrap Room" span) take the one request root of their trace on their host, or
+        the trace's only request root."""
+        roots_by_top: dict[int, list[int]] = {}
+        for root in map(int, np.flatnonzero(self.is_root)):
+            roots_by_top.setdefault(self._top(root), []).append(root)
+        root_hosts: dict[int, set[str]] = {}
+        for t, host in hosts.items():
+            if owner[t] >= 0:
+                root_hosts.setdefault(int(owner[t]), set()).add(host)
+        for t in map(int, orphans):
+            roots = roots_by_top.get(self._top(t), [])
+            on_host = [r for r in roots if hosts[t] in root_hosts.get(r, ())]
+            chosen = on_host if on_host else roots
+            if len(chosen) == 1:
+                owner[t] = chosen[0]
+
+    # ------------------------------------------------------------------ requests
+
+    def requests(self) -> list[Request]:
+        owner, carriers, hosts = self._threads()
+        threaded = self.thread_of >= 0
+        carried = np.zeros(self.n, dtype=bool)
+        carried[list(carriers)] = True
+        # a slice's thread: its carrier thread span, or -1 when no thread span is above it
+        slice_owner = np.where(threaded, owner[np.maximum(self.thread_of, 0)], self.root_of)
+        is_slice = ((~self.is_root) & (~self.is_thread) & (slice_owner >= 0)
+                    & (~threaded | carried[np.maximum(self.thread_of, 0)]))
+        stretch_of, stretches = self._stretches(is_slice)
+        drawn = is_slice & (stretch_of < 0)
+        drawn[list(stretches)] = True
+        by_root: dict[int, list[int]] = {}
+        for i in np.flatnonzero(drawn):
+            by_root.setdefault(int(slice_owner[i]), []).append(int(i))
+        threads_of_root: dict[int, list[int]] = {}
+        for carrier in carriers:
+            threads_of_root.setdefault(int(owner[carrier]), []).append(carrier)
+        context = _Context(self.thread_of, carriers, hosts, stretch_of, stretches)
+        return [self._request(root, by_root.get(root, []), threads_of_root.get(root, []),
+                              context) for root in map(int, np.flatnonzero(self.is_root))]
+
+    def _request(self, root: int, slices: list[int], threads: list[int], context: _Context
+                 ) -> Request:
+        attrs = self.attrs(root)
+        thread_hosts = [context.hosts[t] for t in threads]
+        slice_hosts = pd.Series([context.host_of(int(self.thread_of[i]), "") for i in slices],
+                                dtype=object)
+        slice_hosts = slice_hosts[slice_hosts != ""]
+        host = (str(slice_hosts.mode().iloc[0]) if len(slice_hosts) else
+                thread_hosts[0] if thread_hosts else _resource_host(self, root))
+        pieces = [Piece(root, self.span_id(root), str(self.names[root]), int(self.start[root]),
+                        int(self.end[root]), dict(attrs), -1, host, -1,
+                        bool(self.status[root] == 2), self.events(root))]
+        position = {root: 0}
+        slices.sort(key=lambda i: (self._depth_to(i, root), self.start[i], i))
+        for i in slices:
+            thread = int(self.thread_of[i])
+            piece_attrs = {**context.carriers.get(thread, {}), **self.attrs(i)}
+            events, end = self.events(i), int(self.end[i])
+            stretch = context.stretches.get(i)
+            if stretch is not None:
+                piece_attrs.update(stretch["attrs"])
+                events, end = stretch["events"], stretch["end"]
+            above = self._drawn_parent(i, root, position, context.stretch_of)
+            position[i] = len(pieces)
+            pieces.append(Piece(i, self.span_id(i), str(self.names[i]), int(self.start[i]), end,
+                                piece_attrs, above, context.host_of(thread, host), thread,
+                                bool(self.status[i] == 2), events))
+        for thread in threads:
+            for event in self.events(thread):
+                _place_event(pieces, event, thread)
+            if self.status[thread] == 2:
+                pieces[0].error = True
+        name = str(self.names[root])
+        words = name.split()
+        role = words[0].lower() if words and words[0].lower() in ("prefill", "decode") else ""
+        top = self._top(root)
+        top_attrs = self.attrs(top) if top != root else {}
+        return Request(
+            root=root, trace_id=str(self.table["trace_id"][root].as_py()),
+            span_id=self.span_id(root), name=name, role=role,
+            rid=_text(attrs.get("rid")),
+            whole_rid=_text(attrs.get("gen_ai.request.id")) or _text(attrs.get("rid")),
+            room=_room(attrs.get("bootstrap_room")), top=top,
+            top_room=_room(top_attrs.get("bootstrap_room")), host=host, pieces=pieces,
+            context_parents=[parent] if (parent := self.table["parent_id"][top].as_py())
+            else [])
+
+    def _depth_to(self, i: int, root: int) -> int:
+        depth, node = 0, i
+        while node >= 0 and node != root and depth < _MAX_DEPTH:
+            node = int(self.parent[node])
+            depth += 1
+        return depth
+
+    def _drawn_parent(self, i: int, root: int, position: dict[int, int],
+                      stretch_of: np.ndarray) -> int:
+        """The piece above slice ``i``: its nearest drawn ancestor, else the request root."""
+        node = int(self.parent[i])
+        for _ in range(_MAX_DEPTH):
+            if node < 0 or node == root:
+                break
+            node = int(stretch_of[node]) if stretch_of[node] >= 0 else node
+            if node in position:
+                return position[node]
+            node = int(self.parent[node])
+        return 0
+
+    # ------------------------------------------------------------------ decode stretches
+
+    def _stretches(self, is_slice: np.ndarray) -> tuple[np.ndarray, dict[int, dict[str, Any]]]:
+        """Runs of consecutive ``decode_loop`` siblings: each merged loop's stretch (its
+        first loop's row; -1 for every other row) and each stretch's end and figures."""
+        stretch_of = np.full(self.n, -1, dtype=np.int64)
+        rows = np.flatnonzero(is_slice)
+        loop = self.names[rows] == DECODE_LOOP
+        if not loop.any():
+            return stretch_of, {}
+        parents = self.parent[rows]
+        order = np.lexsort((rows, self.start[rows], parents))
+        rows, loop, parents = rows[order], loop[order], parents[order]
+        new_run = np.ones(len(rows), dtype=bool)
+        new_run[1:] = (parents[1:] != parents[:-1]) | ~loop[1:] | ~loop[:-1]
+        run = np.cumsum(new_run) - 1
+        first = rows[new_run][run]
+        loops = rows[loop]
+        stretch_of[loops] = first[loop]
+        events = self.table["events"].take(pa.array(loops))
+        event_counts = pc.count_substring(events, _EVENT_TEXT).to_numpy()
+        schedule_counts = pc.count_substring(events, _SCHEDULE_TEXT).to_numpy()
+        frame = pd.DataFrame({"first": first[loop], "row": loops, "end": self.end[loops],
+                              "schedules": schedule_counts,
+                              "other": event_counts - schedule_counts})
+        grouped = frame.groupby("first", sort=False)
+        summary = grouped.agg(end=("end", "max"), loops=("row", "size"),
+                              last=("row", "last"), schedules=("schedules", "sum"))
+        with_other = set(frame.loc[frame["other"] > 0, "first"])
+        stretches: dict[int, dict[str, Any]] = {}
+        for first_row, figures in summary.iterrows():
+            head, tail = int(first_row), int(figures["last"])
+            count = int(figures["loops"])
+            steps = count
+            first_ct, last_ct = self.attrs(head).get("decode_ct"), self.attrs(tail).get(
+                "decode_ct")
+            if _is_int(first_ct) and _is_int(last_ct) and last_ct >= first_ct:
+                steps = int(last_ct) - int(first_ct) + 1
+            events = []
+            if head in with_other:
+                members = frame.loc[frame["first"] == head, "row"]
+                events = [e for row in members for e in self.events(int(row))
+                          if e.get("name") != SCHEDULE_EVENT]
+            stretches[head] = {"end": int(figures["end"]), "events": events, "attrs": {
+                "engine.decode_loops": count, "engine.decode_steps": steps,
+                "engine.schedule_events": int(figures["schedules"])}}
+        return stretch_of, stretches
+
+
+def _place_event(pieces: list[Piece], event: dict, thread: int) -> None:
+    """A thread span's event onto the innermost slice of that thread that holds its time,
+    else onto the request root."""
+    at = event["time_ns"]
+    best, best_depth = 0, -1
+    for position, piece in enumerate(pieces[1:], start=1):
+        if piece.thread != thread or not piece.start_ns <= at <= piece.end_ns:
+            continue
+        depth, node = 0, position
+        while pieces[node].parent > 0:
+            node, depth = pieces[node].parent, depth + 1
+        if depth > best_depth:
+            best, best_depth = position, depth
+    pieces[best].events.append(event)
+
+
+@dataclass
+class _Context:
+    """What every request's reading shares: thread spans, carriers, hosts, stretches."""
+
+    thread_of: np.ndarray
+    carriers: dict[int, dict[str, Any]]
+    hosts: dict[int, str]
+    stretch_of: np.ndarray
+    stretches: dict[int, dict[str, Any]]
+
+    def host_of(self, thread: int, default: str) -> str:
+        return self.hosts.get(thread, default) or default
+
+
+def _any_substring(column: pa.ChunkedArray, needles: tuple[str, ...]) -> np.ndarray:
+    found = np.zeros(len(column), dtype=bool)
+    for needle in needles:
+        found |= pc.fill_null(pc.match_substring(column, needle), False).to_numpy(
+            zero_copy_only=False)
+    return found
+
+
+def _loads(text: Any, kind: type) -> Any:
+    try:
+        value = json.loads(text) if isinstance(text, str) else None
+    except ValueError:
+        value = None
+    return value if isinstance(value, kind) else kind()
+
+
+def _text(value: Any) -> str | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, (str, int)):
+        text = str(value)
+        return text or None
+    return None
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _room(value: Any) -> int | None:
+    """A bootstrap room as a number (SGLang writes hex text; older traces a number)."""
+    if _is_int(value):
+        number = value
+    elif isinstance(value, str):
+        try:
+            number = int(value.strip(), 0)
+        except ValueError:
+            return None
+    else:
+        return None
+    return number or None  # room 0: a request without PD
+
+
+def _rank(attrs: dict, key: str) -> int:
+    value = attrs.get(key)
+    return int(value) if _is_int(value) else _NO_RANK
+
+
+def _thread_label(attrs: dict, name: str) -> str:
+    label = attrs.get("thread_label")
+    return str(label) if isinstance(label, str) and label else _RANK_SUFFIX.sub("", name)
+
+
+def _host(attrs: dict) -> str:
+    host = _text(attrs.get("host_id"))
+    return host if host else ""
+
+
+def _resource_host(rows: _Rows, i: int) -> str:
+    resource = _loads(rows.table["resource"][i].as_py(), dict)
+    for key in ("host.name", "host.id", "service.instance.id"):
+        if _text(resource.get(key)):
+            return str(resource[key])
+    service = rows.table["service"][i].as_py()
+    return str(service or "engine")
