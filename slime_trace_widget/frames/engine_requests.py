@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -116,42 +117,45 @@ def engine_table(engine: pd.DataFrame | pa.Table) -> pa.Table:
 
 def read_requests(engine: pd.DataFrame | pa.Table) -> list[Request]:
     """Every request root of ``engine`` with its drawn pieces (see the module's rules)."""
-    table = _unique(engine_table(engine))
+    table = engine_table(engine)
     if not len(table):
         return []
-    rows = _Rows(table)
-    return rows.requests()
+    return _Rows(*_linked(table)).requests()
 
 
-def _unique(table: pa.Table) -> pa.Table:
-    """One row per (trace id, span id): an export retried after a lost answer repeats it."""
-    keys = pc.binary_join_element_wise(table["trace_id"], table["span_id"], ":")
-    _, first = np.unique(np.asarray(keys.to_numpy(zero_copy_only=False), dtype=object),
-                         return_index=True)
-    if len(first) == len(table):
-        return table
-    return table.take(np.sort(first))
+def _linked(table: pa.Table) -> tuple[pa.Table, np.ndarray]:
+    """``table`` with one row per (trace id, span id) (an export retried after a lost
+    answer repeats its spans), and each row's parent row (-1: none stored)."""
+    keys = _keys(table["trace_id"], table["span_id"])
+    parent_keys = _keys(table["trace_id"], table["parent_id"])
+    encoded = pa.chunked_array(keys.chunks + parent_keys.chunks).combine_chunks()
+    codes = encoded.dictionary_encode().indices.to_numpy().astype(np.int64)
+    key_codes, parent_codes = codes[:len(table)], codes[len(table):]
+    _, first = np.unique(key_codes, return_index=True)
+    if len(first) < len(table):
+        return _linked(table.take(pa.array(np.sort(first))))
+    row_of_code = np.full(len(codes), -1, dtype=np.int64)
+    row_of_code[key_codes] = np.arange(len(table))
+    parent = row_of_code[parent_codes]
+    parent[parent == np.arange(len(table))] = -1
+    return table, parent
+
+
+def _keys(trace: pa.ChunkedArray, span: pa.ChunkedArray) -> pa.ChunkedArray:
+    return pc.binary_join_element_wise(pc.fill_null(trace, ""), pc.fill_null(span, ""), ":")
 
 
 class _Rows:
     """The stored spans as whole columns, with structure found by vectorised walks."""
 
-    def __init__(self, table: pa.Table) -> None:
+    def __init__(self, table: pa.Table, parent: np.ndarray) -> None:
         self.table = table
+        self.parent = parent
         self.n = n = len(table)
-        self.names = np.asarray(table["name"].to_numpy(zero_copy_only=False), dtype=object)
+        self.names = table["name"]
         self.start = table["start_ns"].to_numpy().astype(np.int64)
         self.end = table["end_ns"].to_numpy().astype(np.int64)
         self.status = table["status"].to_numpy().astype(np.int64)
-        trace = pc.fill_null(table["trace_id"], "")
-        keys = pc.binary_join_element_wise(trace, table["span_id"], ":")
-        parent_keys = pc.binary_join_element_wise(trace, pc.fill_null(table["parent_id"], ""),
-                                                  ":")
-        index = pd.Index(np.asarray(keys.to_numpy(zero_copy_only=False), dtype=object))
-        self.parent = index.get_indexer(
-            np.asarray(parent_keys.to_numpy(zero_copy_only=False), dtype=object)).astype(
-            np.int64)
-        self.parent[self.parent == np.arange(n)] = -1
         self._attrs: dict[int, dict] = {}
         attributes = table["attributes"]
         maybe_root = _any_substring(attributes, _ROOT_KEYS)
@@ -174,6 +178,9 @@ class _Rows:
             found = _loads(self.table["attributes"][i].as_py(), dict)
             self._attrs[i] = found
         return found
+
+    def name(self, i: int) -> str:
+        return str(self.names[i].as_py())
 
     def span_id(self, i: int) -> str:
         return str(self.table["span_id"][i].as_py())
@@ -221,7 +228,7 @@ class _Rows:
         for t in map(int, threads):
             if owner[t] >= 0:
                 attrs = self.attrs(t)
-                label = _thread_label(attrs, str(self.names[t]))
+                label = _thread_label(attrs, self.name(t))
                 # ranks of one group fold together; a thread with no rank is its own
                 alone = t if _rank(attrs, "tp_rank") == _NO_RANK else -1
                 groups.setdefault((int(owner[t]), label, alone), []).append(t)
@@ -283,12 +290,11 @@ class _Rows:
                  ) -> Request:
         attrs = self.attrs(root)
         thread_hosts = [context.hosts[t] for t in threads]
-        slice_hosts = pd.Series([context.host_of(int(self.thread_of[i]), "") for i in slices],
-                                dtype=object)
-        slice_hosts = slice_hosts[slice_hosts != ""]
-        host = (str(slice_hosts.mode().iloc[0]) if len(slice_hosts) else
+        slice_hosts = Counter(context.host_of(int(self.thread_of[i]), "") for i in slices)
+        slice_hosts.pop("", None)
+        host = (slice_hosts.most_common(1)[0][0] if slice_hosts else
                 thread_hosts[0] if thread_hosts else _resource_host(self, root))
-        pieces = [Piece(root, self.span_id(root), str(self.names[root]), int(self.start[root]),
+        pieces = [Piece(root, self.span_id(root), self.name(root), int(self.start[root]),
                         int(self.end[root]), dict(attrs), -1, host, -1,
                         bool(self.status[root] == 2), self.events(root))]
         position = {root: 0}
@@ -303,7 +309,7 @@ class _Rows:
                 events, end = stretch["events"], stretch["end"]
             above = self._drawn_parent(i, root, position, context.stretch_of)
             position[i] = len(pieces)
-            pieces.append(Piece(i, self.span_id(i), str(self.names[i]), int(self.start[i]), end,
+            pieces.append(Piece(i, self.span_id(i), self.name(i), int(self.start[i]), end,
                                 piece_attrs, above, context.host_of(thread, host), thread,
                                 bool(self.status[i] == 2), events))
         for thread in threads:
@@ -311,7 +317,7 @@ class _Rows:
                 _place_event(pieces, event, thread)
             if self.status[thread] == 2:
                 pieces[0].error = True
-        name = str(self.names[root])
+        name = self.name(root)
         words = name.split()
         role = words[0].lower() if words and words[0].lower() in ("prefill", "decode") else ""
         top = self._top(root)
@@ -353,7 +359,7 @@ class _Rows:
         first loop's row; -1 for every other row) and each stretch's end and figures."""
         stretch_of = np.full(self.n, -1, dtype=np.int64)
         rows = np.flatnonzero(is_slice)
-        loop = self.names[rows] == DECODE_LOOP
+        loop = pc.equal(self.names, DECODE_LOOP).to_numpy(zero_copy_only=False)[rows]
         if not loop.any():
             return stretch_of, {}
         parents = self.parent[rows]
