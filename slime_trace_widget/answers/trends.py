@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..frames.engine_load import TRACK_METRICS, TRACK_NAMES, load_tracks
 from ..frames.model import TraceFrames
 from ..sources.dataset.layout import DUMP_FILE, DUMP_KIND, PARTITION, dump_kind
 from ..sources.dataset.manifest import Manifest
@@ -35,7 +36,12 @@ def rollout_trends(source: str | Path | TraceFrames, heaviest: int = HEAVIEST_SP
     errors, retries, aborted and truncated samples, PD transfer figures if any, and
     with engine traces joined, seconds per engine phase (``engine_queue_s``,
     ``engine_prefill_s``, ``engine_decode_s``, ``engine_pd_s``, ``engine_other_s``)
-    ``engine_retractions``, ``engine_retracted_s`` and ``engine_decode_tokens_per_s``."""
+    ``engine_retractions``, ``engine_retracted_s`` and ``engine_decode_tokens_per_s``;
+    with the engines' load scraped, ``load_<track>_p50`` and ``load_<track>_max`` for each
+    track of :func:`slime_trace_widget.frames.engine_load.load_tracks` (``running``,
+    ``queued``, ``token_usage``, ``throughput``, ``retractions``): over the scrapes
+    between the dump's first sample start and last sample end, each engine's median and
+    largest value, then the largest over the engines (the busiest engine's figures)."""
     import duckdb
 
     with duckdb.connect() as db:
@@ -54,6 +60,10 @@ def _register_dataset(db: Any, root: Path) -> None:
             raise FileNotFoundError(f"{root}: the dataset has no {table} files yet")
         db.execute(f"create view {table} as select * from read_parquet('{_quoted(pattern)}', "
                    "hive_partitioning = true, union_by_name = true)")
+    if list((root / "engine_load").glob("*/*.parquet")):
+        pattern = (root / "engine_load" / "*" / "*.parquet").as_posix()
+        db.execute("create view engine_load as select * from read_parquet("
+                   f"'{_quoted(pattern)}', hive_partitioning = true, union_by_name = true)")
 
 
 def _quoted(text: str) -> str:
@@ -84,6 +94,10 @@ def _register_frames(db: Any, frames: TraceFrames) -> None:
                                      pd.DataFrame({position: core.index.to_numpy()}),
                                      picked.reset_index(drop=True),
                                      attrs[kept].reset_index(drop=True)], axis=1))
+    load = frames.engine_load
+    if len(load):  # the frames' load is not the dumps': each dump takes its own time
+        load = load[load["metric"].isin(TRACK_METRICS).to_numpy()]
+        db.register("engine_load", load.astype({"engine": str, "metric": str, "labels": str}))
 
 
 def _trends(db: Any, heaviest: int) -> pd.DataFrame:
@@ -120,6 +134,10 @@ def _trends(db: Any, heaviest: int) -> pd.DataFrame:
         out = out.merge(figures, on=keys, how="left")
     out = out.merge(_pd_figures(db), on=keys, how="left") if _has_pd(db) else out
     out = out.merge(_engine_figures(db), on=keys, how="left") if engine else out
+    if _has_load(db):
+        load = _load_figures(db)
+        out = out.merge(load.astype({key: out[key].dtype for key in keys}), on=keys,
+                        how="left")
     out["tool_errors"] = out["tool_errors"].fillna(0).astype(np.int64)
     return out.sort_values([PARTITION, DUMP_KIND, DUMP_FILE]).reset_index(drop=True)
 
@@ -132,18 +150,45 @@ def _has_engine(db: Any) -> bool:
 
 
 def _engine_figures(db: Any) -> pd.DataFrame:
-    """Seconds per engine phase (the request slices, as :func:`engine_breakdown`) and
-    retractions, per dump."""
+    """Seconds per engine phase and retractions per dump, by :func:`engine_breakdown`'s
+    rules: each slice's own time (less its child slices') in its phase, and the unsliced
+    wait after a retraction (from the event to the next child slice) as queue."""
     cases = " ".join(f"when name in ({', '.join(_sql_text(n) for n in names)}) then '{phase}'"
                      for phase, names in PHASES.items())
     requests = ", ".join(_sql_text(n) for n in REQUEST_SPANS)
-    sums = ", ".join(f"coalesce(sum(duration) filter (where phase = '{phase}'), 0) "
+    sums = ", ".join(f"coalesce(sum(seconds) filter (where phase = '{phase}'), 0) "
                      f"as engine_{phase}_s" for phase in (*PHASES, "other"))
     figures = db.execute(f"""
-        select {_KEYS}, {sums}
-        from (select *, case {cases} else 'other' end as phase from spans
-              where origin = 'engine' and parent_name in ({requests}))
-        group by {_KEYS}""").df()
+        with slices as (
+            select {_KEYS}, span_index, parent_index, start, duration,
+                   case {cases} else 'other' end as phase
+            from spans where origin = 'engine' and name not in ({requests})),
+        inner_time as (
+            select {_KEYS}, parent_index, sum(duration) as inner_s
+            from slices group by {_KEYS}, parent_index),
+        waits as (
+            select {_KEYS}, parent_index,
+                   (select min(c.start) from slices c
+                    where c.{PARTITION} = e.{PARTITION} and c.{DUMP_FILE} = e.{DUMP_FILE}
+                      and c.parent_index = e.parent_index and c.start >= e.ts) - e.ts as wait_s
+            from events e where origin = 'engine' and name = '{RETRACT_EVENT}'),
+        wait_time as (
+            select {_KEYS}, parent_index, sum(wait_s) as wait_s
+            from waits where wait_s is not null group by {_KEYS}, parent_index),
+        own as (
+            select s.{PARTITION}, s.{DUMP_KIND}, s.{DUMP_FILE}, s.phase,
+                   greatest(s.duration - coalesce(i.inner_s, 0), 0) - coalesce(w.wait_s, 0)
+                   as seconds
+            from slices s
+            left join inner_time i
+              on i.{PARTITION} = s.{PARTITION} and i.{DUMP_FILE} = s.{DUMP_FILE}
+                 and i.parent_index = s.span_index
+            left join wait_time w
+              on w.{PARTITION} = s.{PARTITION} and w.{DUMP_FILE} = s.{DUMP_FILE}
+                 and w.parent_index = s.span_index
+            union all
+            select {_KEYS}, 'queue' as phase, wait_s as seconds from wait_time)
+        select {_KEYS}, {sums} from own group by {_KEYS}""").df()
     retractions = db.execute(f"""
         select {_KEYS}, count(*) filter (where origin = 'engine' and name = '{RETRACT_EVENT}')
                as engine_retractions
@@ -188,6 +233,42 @@ def _decode_tokens(db: Any, requests: str) -> pd.DataFrame | None:
           on s.{DUMP_FILE} = g.{DUMP_FILE} and s.{PARTITION} = g.{PARTITION}
              and s.span_index = g.parent_index
         group by {joined}""").df()
+
+
+def _has_load(db: Any) -> bool:
+    return bool(db.execute("select count(*) from information_schema.tables "
+                           "where table_name = 'engine_load'").fetchone()[0])
+
+
+def _load_figures(db: Any) -> pd.DataFrame:
+    """Per dump, ``load_<track>_p50`` and ``load_<track>_max`` (see :func:`rollout_trends`)
+    over the scrapes in the dump's time. Rows of a dataset's ``engine_load`` belong to
+    their dump; the frames' rows to every dump whose time holds them."""
+    keys = [PARTITION, DUMP_KIND, DUMP_FILE]
+    own = set(keys) <= _columns(db, "engine_load")
+    on = " and ".join(f"l.{key} = w.{key}" for key in keys) + " and " if own else ""
+    metrics = ", ".join(_sql_text(name) for name in TRACK_METRICS)
+    joined = ", ".join(f"w.{key}" for key in keys)
+    rows = db.execute(f"""
+        with w as (select {_KEYS}, min(start) filter (where isfinite(start)) as t0,
+                          max("end") filter (where isfinite("end")) as t1
+                   from samples group by {_KEYS})
+        select {joined}, l.engine, l.metric, l.labels, l.ts, l.value
+        from engine_load l join w on {on} l.ts between w.t0 and w.t1
+        where l.metric in ({metrics})""").df()
+    names = [f"load_{track}_{figure}" for track in TRACK_NAMES for figure in ("p50", "max")]
+    figures = []
+    for key, part in rows.groupby(keys, sort=False):
+        tracks = load_tracks(part)
+        per_engine = tracks.groupby(["track", "engine"], observed=True)["value"].agg(
+            ["median", "max"])
+        busiest = per_engine.groupby(level="track", observed=True).max()
+        values = {f"load_{track}_{figure}": busiest.loc[track, column]
+                  for track in busiest.index
+                  for figure, column in (("p50", "median"), ("max", "max"))}
+        figures.append({**dict(zip(keys, key, strict=True)), **values})
+    return pd.DataFrame(figures, columns=[*keys, *names]).astype(
+        {name: np.float64 for name in names})
 
 
 def _sql_text(text: str) -> str:

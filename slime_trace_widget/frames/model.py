@@ -22,6 +22,7 @@ import pandas as pd
 from .attr_columns import AttrTable
 from .attr_frames import event_attr_frames, span_attr_frames
 from .core_tables import ORIGINS
+from .engine_load import combine_engine_load, empty_engine_load
 
 __all__ = ["ORIGINS", "TraceFrames", "combine_frames"]
 
@@ -54,6 +55,8 @@ class TraceFrames:
     #: Engine hosts' clock skews and requests no span made (when engine traces are joined).
     engine_skew: pd.DataFrame = field(default_factory=pd.DataFrame)
     engine_unmatched: pd.DataFrame = field(default_factory=pd.DataFrame)
+    #: The engines' scraped load over the frames' time (see ``frames.engine_load``).
+    engine_load: pd.DataFrame = field(default_factory=empty_engine_load)
     _spans: pd.DataFrame | None = field(default=None, repr=False)
     _events: pd.DataFrame | None = field(default=None, repr=False)
 
@@ -199,6 +202,7 @@ def combine_frames(parts: list[TraceFrames]) -> TraceFrames:
         failures=[failure for p in parts for failure in p.failures],
         engine_skew=_concat_small([p.engine_skew for p in parts]),
         engine_unmatched=_concat_small([p.engine_unmatched for p in parts]),
+        engine_load=combine_engine_load([p.engine_load for p in parts]),
     )
 
 

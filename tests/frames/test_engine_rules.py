@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 
 from slime_trace_widget.answers.engine import engine_breakdown
+from slime_trace_widget.answers.trends import rollout_trends
 from slime_trace_widget.frames import build_frames
 from slime_trace_widget.frames.engine import join_engine
 from slime_trace_widget.frames.model import TraceFrames
@@ -212,7 +213,8 @@ def test_a_retraction_on_the_thread_span_lands_on_the_slice_it_interrupted() -> 
     events = joined.events[(joined.events["origin"] == "engine").to_numpy()]
     assert events["name"].astype(str).tolist() == ["retract"]  # once, though TP=2
     holder = joined.span_core.loc[events["parent_index"].iloc[0]]
-    assert holder["name"] == "decode_forward" and holder["start"] == pytest.approx(T0 + 3.1, abs=1e-6)
+    assert holder["name"] == "decode_forward"
+    assert holder["start"] == pytest.approx(T0 + 3.1, abs=1e-6)
     breakdown = engine_breakdown(joined).loc[0]
     assert breakdown["retractions"] == 1
     assert breakdown["retracted_s"] == pytest.approx(5.0 - 3.1, abs=1e-6)
@@ -220,6 +222,11 @@ def test_a_retraction_on_the_thread_span_lands_on_the_slice_it_interrupted() -> 
     assert breakdown["queue_s"] == pytest.approx(1.0 + 0.01 + 0.5 + 0.2, abs=1e-6)
     assert breakdown["prefill_s"] == pytest.approx(1.0 + 0.5, abs=1e-6)
     assert breakdown["decode_s"] == pytest.approx((5.0 - 3.1) + (9.0 - 6.2), abs=1e-6)
+    # the run dataset's trends (DuckDB) follow the same rules
+    trends = rollout_trends(joined).iloc[0]
+    for phase in ("queue", "prefill", "decode", "pd", "other"):
+        assert trends[f"engine_{phase}_s"] == pytest.approx(breakdown[f"{phase}_s"], abs=1e-6)
+    assert trends["engine_retracted_s"] == pytest.approx(breakdown["retracted_s"], abs=1e-6)
 
 
 def test_decode_loops_become_one_stretch_with_their_counts() -> None:

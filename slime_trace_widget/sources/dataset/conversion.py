@@ -102,16 +102,18 @@ def convert(paths_or_globs: PathLike | Iterable[PathLike], out: str | Path, *,
 
 
 def _engine_files(entry: dict[str, Any], engine_traces: PathLike) -> list[list]:
-    """The engine-trace files a converted dump's join read (those of its time window)."""
-    from ..engine.store import window_files
+    """The engine-trace and engine-load files a converted dump read (those of its time
+    window)."""
+    from ..engine import load_store, store
     from ..engine.window import MARGIN_SECONDS
 
     meta = entry.get("meta") or {}
     t0, t1 = meta.get("t0"), meta.get("t1")
     if t0 is None or t1 is None:
         return []
-    return window_files(engine_traces, int((t0 - MARGIN_SECONDS) * 1e9),
-                        int((t1 + MARGIN_SECONDS) * 1e9))
+    low, high = int((t0 - MARGIN_SECONDS) * 1e9), int((t1 + MARGIN_SECONDS) * 1e9)
+    return (store.window_files(engine_traces, low, high)
+            + load_store.window_files(engine_traces, low, high))
 
 
 def _same_engine_traces(entry: dict[str, Any], engine_traces: PathLike | None) -> bool:

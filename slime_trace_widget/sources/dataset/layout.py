@@ -7,6 +7,9 @@ train and an eval dump of one rollout id sit side by side). Rows carry
 ``segments`` have the columns of ``to_parquet`` (attributes as ``attr.<key>``);
 ``span_start_attrs``, ``span_end_attrs`` and ``event_attrs`` keep each
 record's attributes exactly, so frames read back are the frames written.
+``engine_load`` (when the dump was converted with engine traces and the collector
+scraped the engines) holds the load of the dump's time window as ``frames.engine_load``
+has it, once under each rollout id of the dump (a dump read back takes one).
 Reading trusts nothing in the files: tables are checked as worker output is.
 """
 
@@ -24,6 +27,7 @@ import pyarrow.parquet as pq
 
 from ...export.parquet import UNKNOWN_ROLLOUT  # samples without a rollout id (read back as missing)
 from ...frames.attr_columns import ATTR_PREFIX, AttrTable, merged_attr_arrays
+from ...frames.engine_load import ENGINE_LOAD_COLUMNS, engine_load_frame
 from ...frames.model import ORIGINS, TraceFrames
 from ..dumps.wire import (
     WireError,
@@ -39,6 +43,8 @@ from ..dumps.wire import (
 ORIGIN = "origin"
 #: What the engine-trace join reported for a dump (frames fields), one file per dump.
 ENGINE_REPORTS = ("engine_skew", "engine_unmatched")
+#: The engines' load over a dump's time (``frames.engine_load``).
+ENGINE_LOAD = "engine_load"
 TABLES = ("samples", "spans", "events", "segments",
           "span_start_attrs", "span_end_attrs", "event_attrs")
 PARTITION = "rollout_id"
@@ -93,6 +99,17 @@ def write_dump(frames: TraceFrames, root: Path, dump_file: str, stem: str) -> di
         if len(report):
             target = root / name / f"{stem}.parquet"
             _write_whole(pa.Table.from_pandas(report, preserve_index=False), target)
+            files.append(target.relative_to(root).as_posix())
+    if len(frames.engine_load):
+        load = pa.Table.from_pandas(frames.engine_load[list(ENGINE_LOAD_COLUMNS)],
+                                    preserve_index=False)
+        zeros = pa.array(np.zeros(load.num_rows, dtype=np.int32))
+        for column, value in ((DUMP_FILE, dump_file), (DUMP_KIND, kind)):  # millions of rows
+            load = load.append_column(column, pa.DictionaryArray.from_arrays(
+                zeros, pa.array([value], type=pa.string())))
+        for rollout in rollouts:
+            target = part_path(root, ENGINE_LOAD, rollout, stem)
+            _write_whole(load, target)
             files.append(target.relative_to(root).as_posix())
     return {"files": files, "rollouts": rollouts, "kind": kind, "meta": meta_of(frames),
             "samples": len(frames.samples), "spans": len(frames.span_core),
@@ -160,7 +177,28 @@ def read_dump(root: Path, entry: dict[str, Any], rollouts: set[int] | None = Non
     reports = {name: pq.read_table(root / name / f"{stem}.parquet").to_pandas()
                for name in ENGINE_REPORTS
                if f"{name}/{stem}.parquet" in entry.get("files", ())}
+    load = _read_engine_load(root, entry, chosen)
+    if load is not None:
+        reports[ENGINE_LOAD] = load
     return replace(frames, **reports) if reports else frames
+
+
+def _read_engine_load(root: Path, entry: dict[str, Any], chosen: list[int]) -> Any:
+    """The dump's engine load (its copy under the first of ``chosen`` that has one), as
+    ``frames.engine_load``; None when it was not kept. WireError when it is damaged."""
+    files = set(entry.get("files", ()))
+    for rollout in chosen:
+        path = part_path(root, ENGINE_LOAD, rollout, entry["stem"])
+        if path.relative_to(root).as_posix() not in files:
+            continue
+        try:
+            table = pq.read_table(path, columns=list(ENGINE_LOAD_COLUMNS))
+            table.validate(full=True)
+            columns = {name: table.column(name).to_pandas() for name in ENGINE_LOAD_COLUMNS}
+            return engine_load_frame(*(columns[name] for name in ENGINE_LOAD_COLUMNS))
+        except (OSError, pa.ArrowException, ValueError, TypeError, KeyError) as exc:
+            raise WireError(f"{path}: {exc}") from exc
+    return None
 
 
 def _read_parts(root: Path, name: str, rollouts: list[int], stem: str) -> pa.Table:

@@ -1,9 +1,14 @@
-"""The engines' own request traces: SGLang's spans, received over OTLP and stored.
+"""The engines' own view: SGLang's request traces (OTLP) and its load (Prometheus), stored.
 
-``receiver`` speaks OTLP/HTTP and OTLP/gRPC (``slime-trace-viewer collect DIR``),
-``otlp`` turns a request into rows, ``store`` keeps them durably in Parquet files
-named by the time they cover and reads a window back (``load_engine_traces``).
-Joining them into a dump's samples is the flatten stage's
-(:mod:`slime_trace_widget.frames.engine`). Reading needs pyarrow only; receiving
-needs the ``otel`` extra.
+``receiver`` speaks OTLP/HTTP and OTLP/gRPC and runs the command (``slime-trace-viewer
+collect DIR``), ``otlp`` turns a request into rows, ``store`` keeps spans durably in
+Parquet files named by the time they cover and reads a window back
+(``load_engine_traces``). ``scrape`` polls each engine's ``/metrics`` (``--scrape
+URL``), ``prometheus`` parses the text format, bounded, and ``load_store`` keeps the
+samples and reads a window back (``load_engine_load``). Both stores are a ``durable``
+store (write-ahead file, rolls, recovery) behind a ``group_commit`` writer. ``window``
+reads what frames need of both for their time. Joining requests into a dump's samples
+and turning the load into tracks are the flatten stage's
+(:mod:`slime_trace_widget.frames.engine`, :mod:`slime_trace_widget.frames.engine_load`).
+Reading needs pyarrow only; receiving needs the ``otel`` extra.
 """

@@ -8,22 +8,25 @@ never duplicates spans: a body that is not OTLP (400, ``INVALID_ARGUMENT``), a
 body or a decompressed body over the limits (413, read no further than the
 limit), a wrong path (404), and more than the writer has room for (503 with
 ``Retry-After``, ``UNAVAILABLE``: the exporters retry both).
+
+:func:`collect` is the command: the receiver, and the scrapers of the engines' load.
 """
 
 from __future__ import annotations
 
-import contextlib
 import http.server
 import threading
 import zlib
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
 from http import HTTPStatus
+from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-
+from .group_commit import Busy, GroupWriter
+from .load_store import SUBDIR as LOAD_SUBDIR
+from .load_store import LoadStore
 from .otlp import BadRequest, SpanRows, parse_json, parse_protobuf
+from .scrape import DEFAULT_INTERVAL, STATUS_FILE, Scraper, Target
 from .store import SpanStore, rows_table
 
 TRACES_PATH = "/v1/traces"
@@ -36,93 +39,34 @@ MAX_PENDING_SPANS = 400_000
 #: Requests being read and decoded at once; more wait for a slot or are refused.
 MAX_CONCURRENT_REQUESTS = 32
 RETRY_AFTER_SECONDS = 1
+#: How often the scrapers' counts are rewritten to their status file.
+STATUS_SECONDS = 5.0
 _CHUNK = 1 << 16
 
 
-class Busy(RuntimeError):
-    """The writer has no room now: the client should retry later."""
-
-
-@dataclass
-class _Item:
-    table: pa.Table
-    done: threading.Event = field(default_factory=threading.Event)
-    error: BaseException | None = None
-
-
-class Collector:
+class Collector(GroupWriter):
     """The writer side: accepts decoded spans from any thread, one durable write at a time."""
 
     def __init__(self, store: SpanStore, max_pending_spans: int = MAX_PENDING_SPANS) -> None:
-        self.store = store
-        self.max_pending_spans = max_pending_spans
-        self.accepted_spans = 0
-        self.refused_requests = 0
-        self._items: list[_Item] = []
-        self._pending = 0
-        self._closed = False
-        self._condition = threading.Condition()
-        self._thread = threading.Thread(target=self._write_loop, name="engine-span-writer",
-                                        daemon=True)
-        self._thread.start()
+        super().__init__(store, max_pending_spans, "engine-span-writer")
+
+    @property
+    def accepted_spans(self) -> int:
+        return self.accepted_rows
+
+    @property
+    def refused_requests(self) -> int:
+        return self.refused
 
     @property
     def pending_spans(self) -> int:
         """Spans accepted by a handler and not yet on disk."""
-        with self._condition:
-            return self._pending
+        return self.pending_rows
 
     def submit(self, rows: SpanRows) -> None:
         """Keep ``rows`` durably; returns once they are on disk. :class:`Busy` when full."""
-        if not len(rows):
-            return
-        item = _Item(rows_table(rows.columns))
-        with self._condition:
-            if self._closed:
-                raise Busy("the collector is stopping")
-            if self._pending and self._pending + len(item.table) > self.max_pending_spans:
-                self.refused_requests += 1
-                raise Busy("too many spans are waiting to be written")
-            self._pending += len(item.table)
-            self._items.append(item)
-            self._condition.notify()
-        item.done.wait()
-        if item.error is not None:
-            raise Busy(f"the spans could not be written ({item.error})")
-
-    def close(self) -> None:
-        """Write what is waiting, finish the files, stop the writer."""
-        with self._condition:
-            self._closed = True
-            self._condition.notify()
-        self._thread.join()
-        self.store.close()
-
-    def _write_loop(self) -> None:
-        while True:
-            with self._condition:
-                while not self._items and not self._closed:
-                    if not self._condition.wait(timeout=self.store.roll_seconds):
-                        self._roll_quietly()
-                items, self._items = self._items, []
-                if not items and self._closed:
-                    return
-            try:
-                self.store.append(pa.concat_tables([item.table for item in items]))
-            except Exception as exc:  # a full disk: the clients retry, nothing is half-kept
-                for item in items:
-                    item.error = exc
-            else:
-                self.accepted_spans += sum(len(item.table) for item in items)
-            with self._condition:
-                self._pending -= sum(len(item.table) for item in items)
-            for item in items:
-                item.done.set()
-
-    def _roll_quietly(self) -> None:
-        """A quiet collector still finishes its write-ahead file after a while."""
-        with contextlib.suppress(OSError):  # tried again at the next quiet spell, or on close
-            self.store.roll()
+        if len(rows):
+            self.submit_table(rows_table(rows.columns))
 
 
 # --------------------------------------------------------------------------- OTLP/HTTP
@@ -308,11 +252,16 @@ def _bracketed(host: str) -> str:
 
 
 def collect(directory: str, http_address: tuple[str, int], grpc_address: tuple[str, int] | None,
-            announce: Callable[[str], None], stop: threading.Event) -> Collector:
-    """Receive OTLP into the store at ``directory`` until ``stop`` is set; then write what
-    is waiting, finish the files and return the collector (its counts)."""
+            announce: Callable[[str], None], stop: threading.Event,
+            targets: Sequence[Target] = (), scrape_interval: float = DEFAULT_INTERVAL
+            ) -> Collector:
+    """Receive OTLP into the store at ``directory`` until ``stop`` is set, and scrape the
+    engines' ``/metrics`` at ``targets`` every ``scrape_interval`` seconds into its load
+    store (:mod:`.scrape`); then write what is waiting, finish the files, announce each
+    target's counts and return the collector (its counts)."""
     collector = Collector(SpanStore(directory))
     servers: list[Callable[[], None]] = []
+    scraper: Scraper | None = None
     try:
         web = http_server(collector, *http_address)
         threading.Thread(target=web.serve_forever, kwargs={"poll_interval": 0.2},
@@ -324,8 +273,21 @@ def collect(directory: str, http_address: tuple[str, int], grpc_address: tuple[s
             servers.append(lambda: rpc.stop(grace=5).wait())
             where.append(f"grpc {_bracketed(grpc_address[0])}:{port}")
         announce(f"receiving OTLP on {' and '.join(where)}, writing {directory}")
-        stop.wait()
+        if targets:
+            scraper = Scraper(directory, list(targets), interval=scrape_interval).start()
+            listed = ", ".join(f"{t.name}={t.url}" for t in targets)
+            announce(f"scraping {len(targets)} engine(s) every {scrape_interval:g} s into "
+                     f"{directory}/{LOAD_SUBDIR} ({listed}); counts in {STATUS_FILE}")
+        elif (Path(directory) / LOAD_SUBDIR).is_dir():
+            LoadStore(directory).close()  # opening rolls what a killed collector left
+        while not stop.wait(STATUS_SECONDS):
+            if scraper is not None:
+                scraper.write_status()
     finally:
+        if scraper is not None:
+            scraper.stop()
+            for name, stats in scraper.stats.items():
+                announce(f"scraped {name}: {stats.summary()}")
         for close in reversed(servers):
             close()
         collector.close()

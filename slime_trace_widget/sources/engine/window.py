@@ -1,27 +1,42 @@
-"""The engine requests that frames need: read their time window from the store, join them.
+"""What frames need from a collector folder: the engine requests and the engine load of
+their time window, read from the stores and attached.
 
 Shared by the caller's loading API and the workers that write a run dataset, so a
-dump opened directly and a dump converted join its engine traces the same way.
+dump opened directly and a dump converted read their engine traces the same way.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 
 from ...frames.engine import join_engine
+from ...frames.engine_load import aligned
 from ...frames.model import TraceFrames
-from .store import load_engine_traces
+from .load_store import load_engine_load
+from .store import read_spans
 
-#: Engine spans are read this far around the frames' time: engine clocks may be off.
+#: Engine spans and load are read this far around the frames' time: engine clocks may be
+#: off, and the load just before and after a rollout is its context.
 MARGIN_SECONDS = 60.0
 
 
 def with_engine_traces(frames: TraceFrames, source: str | Path | Iterable[str | Path]
                        ) -> TraceFrames:
     """``frames`` with the requests of ``source`` (a collector folder, or its files) that
-    fall in their time attached (see :func:`slime_trace_widget.frames.engine.join_engine`)."""
+    fall in their time attached (see :func:`slime_trace_widget.frames.engine.join_engine`),
+    and the load scraped over that time (``[t0, t1]`` widened by :data:`MARGIN_SECONDS`)
+    in ``engine_load``, shifted into the dump's clock where an engine's name is a host of
+    the join's ``engine_skew`` (see :mod:`slime_trace_widget.frames.engine_load`).
+    The spans go to the join as the store's table, so only those it draws are parsed;
+    histogram buckets stay in the store (``load_engine_load`` reads them)."""
+    source = source if isinstance(source, (str, os.PathLike)) else list(source)
     if frames.t0 != frames.t0:  # no timed record at all: nothing to attach to or to read
-        return join_engine(frames, load_engine_traces(source, 0.0, 0.0))
-    engine = load_engine_traces(source, frames.t0 - MARGIN_SECONDS, frames.t1 + MARGIN_SECONDS)
-    return join_engine(frames, engine)
+        joined = join_engine(frames, read_spans(source, 0, 0))
+        return replace(joined, engine_load=load_engine_load(source, 0.0, 0.0, buckets=False))
+    start, end = frames.t0 - MARGIN_SECONDS, frames.t1 + MARGIN_SECONDS
+    joined = join_engine(frames, read_spans(source, int(start * 1e9), int(end * 1e9)))
+    load = aligned(load_engine_load(source, start, end, buckets=False), joined.engine_skew)
+    return replace(joined, engine_load=load)

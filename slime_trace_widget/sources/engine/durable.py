@@ -1,0 +1,267 @@
+"""A durable, crash-safe table store in a subfolder of a collector folder, read by time.
+
+Both of the collector's stores are one of these, each over its own schema and
+subfolder (:class:`Layout`): the engines' spans (``store``) and the engines' load
+(``load_store``). Files under ``DIR/<subdir>/``:
+
+* ``wal-<seq>.arrows``: an Arrow IPC stream being appended, one record batch per
+  append, flushed and fsynced before :meth:`DurableStore.append` returns. A crash can
+  cut its last batch short; reading stops before it.
+* ``<prefix>-<first ns>-<last ns>-<seq>.parquet``: finished files. A write-ahead file
+  is rolled into one once it holds ``roll_rows`` rows or is ``roll_seconds`` old, and
+  on close: sorted by the layout's sort column, written aside, fsynced, renamed, and
+  only then is the write-ahead file removed. The name carries the time the rows
+  cover (the least of the start column, the greatest of the end column), so a window
+  is read without opening the files outside it.
+
+Recovery is the same roll: a write-ahead file left by a killed collector becomes a
+finished file when the store next opens (a finished file of the same ``seq`` means
+the roll had completed, and the leftover is removed).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+import warnings
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.ipc as ipc
+import pyarrow.parquet as pq
+
+Source = str | os.PathLike | Iterable[str | os.PathLike]
+_WAL = re.compile(r"wal-(\d{6,})\.arrows")
+#: A finished file of any layout: in a list of files, one of another layout is left out.
+_ANY_FINISHED = re.compile(r"([a-z_]+)-\d{1,20}-\d{1,20}-\d{6,}\.parquet")
+
+
+@dataclass(frozen=True)
+class Layout:
+    """What one store keeps and where: its rows' ``schema``, its ``subdir`` of the
+    collector folder, the ``prefix`` of its finished files, the int64 nanosecond
+    columns a row's time runs from (``start``) and to (``end``), and the column its
+    finished files are sorted by (stably). ``what`` names the store in warnings;
+    ``compression`` is the finished files' Parquet codec."""
+
+    subdir: str
+    prefix: str
+    schema: pa.Schema
+    start: str
+    end: str
+    sort_by: str
+    what: str
+    compression: str = "snappy"
+    finished: re.Pattern = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        pattern = re.compile(rf"{re.escape(self.prefix)}-(\d{{1,20}})-(\d{{1,20}})-(\d{{6,}})"
+                             r"\.parquet")
+        object.__setattr__(self, "finished", pattern)
+
+    def empty(self) -> pa.Table:
+        return self.schema.empty_table()
+
+
+class DurableStore:
+    """The writing side of one layout: one per collector folder, used from one thread."""
+
+    def __init__(self, directory: str | Path, layout: Layout, roll_rows: int,
+                 roll_seconds: float) -> None:
+        self.layout = layout
+        self.folder = Path(directory) / layout.subdir
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.roll_rows, self.roll_seconds = roll_rows, roll_seconds
+        self._writer: ipc.RecordBatchStreamWriter | None = None
+        self._stream: object | None = None
+        self._wal_seq = 0
+        self._wal_rows = 0
+        self._wal_opened = 0.0
+        self._next_seq = self._recover()
+
+    def append(self, table: pa.Table) -> None:
+        """Write ``table`` to the write-ahead file and make it durable; roll when due."""
+        if not len(table):
+            return
+        if self._writer is None:
+            self._open_wal()
+        assert self._writer is not None and self._stream is not None
+        self._writer.write_table(table)
+        self._stream.flush()  # type: ignore[attr-defined]
+        os.fsync(self._stream.fileno())  # type: ignore[attr-defined]
+        self._wal_rows += len(table)
+        if (self._wal_rows >= self.roll_rows
+                or time.monotonic() - self._wal_opened >= self.roll_seconds):
+            self.roll()
+
+    def roll(self) -> None:
+        """Turn the current write-ahead file into a finished file (nothing when empty)."""
+        if self._writer is None:
+            return
+        self._writer.close()
+        self._stream.close()  # type: ignore[attr-defined]
+        self._writer = self._stream = None
+        finish(self.folder, self._wal_seq, self.layout)
+
+    def close(self) -> None:
+        self.roll()
+
+    def _open_wal(self) -> None:
+        self._wal_seq, self._next_seq = self._next_seq, self._next_seq + 1
+        path = self.folder / f"wal-{self._wal_seq:06d}.arrows"
+        self._stream = open(path, "xb")  # noqa: SIM115 (closed by roll)
+        self._writer = ipc.new_stream(self._stream, self.layout.schema)
+        fsync_folder(self.folder)
+        self._wal_rows, self._wal_opened = 0, time.monotonic()
+
+    def _recover(self) -> int:
+        """Roll write-ahead files a killed collector left; the next free sequence number."""
+        seqs = [0]
+        for path in sorted(self.folder.iterdir()):
+            if path.name.startswith(".") and path.name.endswith(".tmp"):
+                path.unlink(missing_ok=True)  # a roll cut short: its WAL is still there
+                continue
+            wal, done = _WAL.fullmatch(path.name), self.layout.finished.fullmatch(path.name)
+            if done:
+                seqs.append(int(done.group(3)))
+            elif wal:
+                seqs.append(int(wal.group(1)))
+        for path in sorted(self.folder.glob("wal-*.arrows")):
+            match = _WAL.fullmatch(path.name)
+            if match:
+                finish(self.folder, int(match.group(1)), self.layout)
+        return max(seqs) + 1
+
+
+def finish(folder: Path, seq: int, layout: Layout) -> None:
+    """Roll ``wal-<seq>`` into a finished Parquet file, durably, then drop the WAL."""
+    wal = folder / f"wal-{seq:06d}.arrows"
+    if any(layout.finished.fullmatch(p.name)
+           for p in folder.glob(f"{layout.prefix}-*-{seq:06d}.parquet")):
+        wal.unlink(missing_ok=True)  # rolled before a crash; the WAL outlived it
+        return
+    table = read_wal(wal, layout)
+    if len(table):
+        first = int(pc.min(table[layout.start]).as_py())
+        last = int(pc.max(table[layout.end]).as_py())
+        final = folder / f"{layout.prefix}-{first}-{last}-{seq:06d}.parquet"
+        temp = folder / f".{final.name}.tmp"
+        table = table.sort_by(layout.sort_by)
+        pq.write_table(table, temp, row_group_size=65_536,
+                       compression=layout.compression)
+        with open(temp, "rb") as handle:
+            os.fsync(handle.fileno())
+        os.replace(temp, final)
+        fsync_folder(folder)
+    wal.unlink(missing_ok=True)
+    fsync_folder(folder)
+
+
+def read_wal(path: Path, layout: Layout) -> pa.Table:
+    """The complete record batches of a write-ahead file (a cut last one is left out)."""
+    batches = []
+    try:
+        with open(path, "rb") as handle:
+            reader = ipc.open_stream(handle)
+            if not reader.schema.equals(layout.schema):
+                return layout.empty()  # another store's file
+            while True:
+                try:
+                    batches.append(reader.read_next_batch())
+                except StopIteration:
+                    break
+    except (pa.ArrowInvalid, OSError, EOFError):
+        pass  # empty, or cut in its schema or in its last batch
+    if not batches:
+        return layout.empty()
+    table = pa.Table.from_batches(batches)
+    return table if table.schema.equals(layout.schema) else layout.empty()
+
+
+def fsync_folder(folder: Path) -> None:
+    handle = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(handle)
+    finally:
+        os.close(handle)
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def read_rows(layout: Layout, source: Source, low_ns: int | None = None,
+              high_ns: int | None = None) -> pa.Table:
+    """Stored rows of ``layout`` that overlap ``[low_ns, high_ns]`` (all when neither is
+    given): a row overlaps when its start is at most ``high_ns`` and its end at least
+    ``low_ns``. ``source`` is a collector folder (its finished files, chosen by their
+    names, and its write-ahead files) or a list of files. A file that cannot be read is
+    skipped with a warning naming it."""
+    low = -1 if low_ns is None else int(low_ns)
+    high = 2**63 - 1 if high_ns is None else int(high_ns)
+    windowed = low_ns is not None or high_ns is not None
+    tables = []
+    for path, bounds in files_of(layout, source):
+        if bounds is not None and (bounds[0] > high or bounds[1] < low):
+            continue
+        try:
+            if path.suffix == ".arrows":
+                table = read_wal(path, layout)
+            else:  # sorted: the row groups' statistics skip what lies outside
+                table = pq.read_table(path, schema=layout.schema, filters=[
+                    (layout.start, "<=", high), (layout.end, ">=", low)] if windowed else None)
+        except (pa.ArrowException, OSError, ValueError) as exc:
+            warnings.warn(f"skipped {layout.what} {path}: {exc}", RuntimeWarning, stacklevel=3)
+            continue
+        if windowed:
+            keep = pc.and_(pc.less_equal(table[layout.start], high),
+                           pc.greater_equal(table[layout.end], low))
+            table = table.filter(keep)
+        tables.append(table)
+    return pa.concat_tables(tables) if tables else layout.empty()
+
+
+def files_of(layout: Layout, source: Source) -> list[tuple[Path, tuple[int, int] | None]]:
+    """The files of ``source`` for ``layout``, with the time bounds their names give
+    (None: unknown). In a list, a finished file named by another layout is left out."""
+    if isinstance(source, (str, os.PathLike)):
+        root = Path(source)
+        if root.is_dir():
+            folder = root / layout.subdir if (root / layout.subdir).is_dir() else root
+            # Write-ahead files first: one rolled meanwhile is then listed as finished (and
+            # a listed one that vanished reads as empty), never missed.
+            wals = {int(m.group(1)): path for path in sorted(folder.glob("wal-*.arrows"))
+                    if (m := _WAL.fullmatch(path.name))}
+            finished: dict[int, tuple[Path, tuple[int, int]]] = {}
+            for path in sorted(folder.glob(f"{layout.prefix}-*.parquet")):
+                match = layout.finished.fullmatch(path.name)
+                if match:
+                    finished[int(match.group(3))] = (
+                        path, (int(match.group(1)), int(match.group(2))))
+            files: list[tuple[Path, tuple[int, int] | None]] = list(finished.values())
+            files += [(path, None) for seq, path in wals.items() if seq not in finished]
+            return files
+        if not root.exists():
+            raise FileNotFoundError(f"{layout.what} {root}: no such file or folder")
+        source = [root]
+    out: list[tuple[Path, tuple[int, int] | None]] = []
+    for item in source:
+        path = Path(item)
+        if not path.is_file():
+            raise FileNotFoundError(f"{layout.what} {path}: no such file")
+        match = layout.finished.fullmatch(path.name)
+        other = _ANY_FINISHED.fullmatch(path.name)
+        if match is None and other is not None and other.group(1) != layout.prefix:
+            continue
+        out.append((path, (int(match.group(1)), int(match.group(2))) if match else None))
+    return out
+
+
+def window_files(layout: Layout, source: str | Path, start_ns: int, end_ns: int) -> list[list]:
+    """The finished files of ``layout`` in a collector folder that overlap
+    ``[start_ns, end_ns]``, as ``[name, size]``."""
+    return sorted([path.name, path.stat().st_size] for path, bounds in files_of(layout, source)
+                  if bounds is not None and bounds[0] <= end_ns and bounds[1] >= start_ns)
