@@ -24,6 +24,7 @@ import pandas as pd
 
 from ..answers.engine import PHASES as ENGINE_PHASES
 from ..answers.links import LINK_KINDS, group_members, links
+from ..frames.engine_load import load_tracks
 from ..frames.model import TraceFrames
 from ..values import truncate
 
@@ -47,6 +48,8 @@ FLAG_ENGINE: int = CONTRACT["span_flags"]["engine"]
 CLIP_SHIFT: int = CONTRACT["clip_shift"]
 
 COLUMN_DTYPES: dict[str, str] = dict(CONTRACT["columns"])
+#: The engine-load tracks the payload carries (``load_track`` codes index it).
+LOAD_TRACKS: list[str] = CONTRACT["load_tracks"]
 _NUMPY_DTYPES = {"u1": "<u1", "u2": "<u2", "u4": "<u4", "i4": "<i4", "f4": "<f4", "f8": "<f8"}
 
 
@@ -114,8 +117,10 @@ def encode(
     event_pos = np.full(len(frames.event_core), -1, dtype=np.int64)
     event_pos[event_order] = np.arange(len(event_order))
     buffers.update(_link_columns(frames, span_pos, event_pos))
-    _check_order(buffers, "span")
-    _check_order(buffers, "ev")
+    load_cols, load_engines = _load_columns(frames, t0, align)
+    buffers.update(load_cols)
+    for kind in CONTRACT["sort_keys"]:
+        _check_order(buffers, kind)
 
     meta = {
         "title": title or _default_title(frames),
@@ -133,6 +138,8 @@ def encode(
     }
     if _is_engine(core)[span_sel].any():
         meta["engine_phases"] = {phase: list(names) for phase, names in ENGINE_PHASES.items()}
+    if load_engines:
+        meta["load_engines"] = load_engines
     payload = {"version": PAYLOAD_VERSION, "meta": meta, "buffers": buffers}
     return EncodedView(payload, sample_rows, core.index.to_numpy()[span_order],
                        frames.event_core.index.to_numpy()[event_order])
@@ -385,6 +392,47 @@ def _link_columns(frames: TraceFrames, span_pos: np.ndarray,
     }
 
 
+def engine_load_tracks(frames: TraceFrames) -> pd.DataFrame | None:
+    """The engines' load as counter tracks (``frames.engine_load.load_tracks``: ``engine``,
+    ``track``, ``ts`` in the dump's clock, ``value``), or None when the frames have none
+    (no engine was scraped, or frames made before engine load existed)."""
+    load = getattr(frames, "engine_load", None)
+    if not isinstance(load, pd.DataFrame) or not len(load):
+        return None
+    tracks = load_tracks(load)
+    return tracks if len(tracks) else None
+
+
+def _load_columns(frames: TraceFrames, t0: float, align: str
+                  ) -> tuple[dict[str, bytes], list[str]]:
+    """The engines' load tracks within the frames' time (and each track's last value
+    before it, which holds at the start), sorted by (engine, track, time), and the
+    engines' names; none in a view that draws each rollout from its own start, where
+    no one clock holds for the tracks."""
+    tracks = engine_load_tracks(frames) if align == "global" else None
+    if tracks is None:
+        return {name: _pack(name, np.zeros(0)) for name in
+                ("load_engine", "load_track", "load_ts", "load_value")}, []
+    ts = pd.to_numeric(tracks["ts"], errors="coerce").to_numpy(dtype=np.float64)
+    value = pd.to_numeric(tracks["value"], errors="coerce").to_numpy(dtype=np.float64)
+    track = pd.Categorical(tracks["track"].astype(str), categories=LOAD_TRACKS).codes
+    table = pd.DataFrame({"engine": tracks["engine"].astype(str).to_numpy(), "track": track,
+                          "ts": ts, "value": value})
+    table = table[(table["track"] >= 0) & np.isfinite(ts) & ~np.isnan(value)]
+    end = frames.t1 if frames.t1 == frames.t1 else t0
+    table = table.sort_values(["engine", "track", "ts"], kind="stable")
+    before = table[table["ts"] < t0].groupby(["engine", "track"]).tail(1)
+    table = pd.concat([before, table[(table["ts"] >= t0) & (table["ts"] <= end)]])
+    table = table.sort_values(["engine", "track", "ts"], kind="stable")
+    codes, engines = pd.factorize(table["engine"], sort=True)
+    return {
+        "load_engine": _pack("load_engine", codes),
+        "load_track": _pack("load_track", table["track"].to_numpy()),
+        "load_ts": _pack("load_ts", table["ts"].to_numpy() - t0),
+        "load_value": _pack("load_value", table["value"].to_numpy()),
+    }, [truncate(str(name), NAME_CHARS) for name in engines]
+
+
 def _positions(index: pd.Index, payload_pos: np.ndarray, labels: np.ndarray) -> np.ndarray:
     """Payload positions of the rows ``labels`` of a table (-1: not in the payload)."""
     found = index.get_indexer(labels)
@@ -403,10 +451,11 @@ def _contract_codes(series: pd.Series, table: str) -> np.ndarray:
 
 
 def _check_order(buffers: dict[str, bytes], kind: str) -> None:
-    """Fail on spans (events) out of (sample, lane, time) order, as packed.
+    """Fail on spans (events) out of (sample, lane, time) order, or load points out of
+    (engine, track, time) order, as packed (the contract's ``sort_keys``).
 
-    The renderer binary-searches each lane and does not reorder, so a payload
-    out of order would draw wrong rather than fail loudly there.
+    The renderer binary-searches each lane and track and does not reorder, so a
+    payload out of order would draw wrong rather than fail loudly there.
     """
     sample, lane, time = (np.frombuffer(buffers[name], dtype=_NUMPY_DTYPES[COLUMN_DTYPES[name]])
                           for name in CONTRACT["sort_keys"][kind])
@@ -415,8 +464,9 @@ def _check_order(buffers: dict[str, bytes], kind: str) -> None:
     back = (d_sample < 0) | ((d_sample == 0) & ((d_lane < 0) | ((d_lane == 0)
                                                               & (np.diff(time) < 0))))
     if back.any():
-        raise RuntimeError(f"payload: {kind} columns out of (sample, lane, time) order "
-                             f"at position {int(np.argmax(back)) + 1}")
+        keys = ", ".join(CONTRACT["sort_keys"][kind])
+        raise RuntimeError(f"payload: {kind} columns out of ({keys}) order "
+                           f"at position {int(np.argmax(back)) + 1}")
 
 
 def _parent_positions(parents: np.ndarray, span_pos: np.ndarray) -> np.ndarray:

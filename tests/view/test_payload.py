@@ -152,3 +152,59 @@ def test_frames_from_before_engine_traces_encode_without_engine_spans(frames) ->
     view, current = encode(older), encode(frames)
     assert "engine_phases" not in view.payload["meta"]
     assert view.payload["buffers"] == current.payload["buffers"]  # no span was the engine's
+
+
+def _with_load(frames, times: list[float]):
+    """``frames`` with scrapes of two engines at ``times`` (seconds from the frames' t0):
+    running requests 1, 2, 3, ... on engine-a and twice that on engine-b."""
+    from dataclasses import replace
+
+    from slime_trace_widget.frames.engine_load import engine_load_frame
+
+    rows = [(engine, frames.t0 + t, (k + 1) * scale)
+            for engine, scale in (("engine-b", 2.0), ("engine-a", 1.0))
+            for k, t in enumerate(times)]
+    engine, ts, value = zip(*rows, strict=True)
+    load = engine_load_frame(engine, ["sglang:num_running_reqs"] * len(rows), [""] * len(rows),
+                             ts, value)
+    return replace(frames, engine_load=load)
+
+
+def test_engine_load_travels_within_the_frames_time(frames) -> None:
+    span = frames.t1 - frames.t0
+    loaded = _with_load(frames, [-30.0, -10.0, 0.5, span / 2, span + 10.0])
+    view = encode(loaded)
+    meta, cols = view.payload["meta"], decode(view.payload)
+    assert meta["load_engines"] == ["engine-a", "engine-b"]
+    # per engine: the last scrape before t0 (it holds at the start), those within; not after
+    assert cols["load_engine"].tolist() == [0, 0, 0, 1, 1, 1]
+    assert cols["load_track"].tolist() == [0] * 6  # "running", the contract's first track
+    np.testing.assert_allclose(cols["load_ts"], [-10.0, 0.5, span / 2] * 2, atol=1e-3)
+    assert cols["load_value"].tolist() == [2.0, 3.0, 4.0, 4.0, 6.0, 8.0]
+    keys = np.lexsort((cols["load_ts"], cols["load_track"], cols["load_engine"]))
+    assert (keys == np.arange(len(keys))).all()
+    # a filtered view keeps the whole load: it is the engines', not the rows'
+    some = encode(loaded, samples=frames.samples.iloc[:1])
+    assert some.payload["buffers"]["load_value"] == view.payload["buffers"]["load_value"]
+
+
+def test_no_engine_load_no_tracks(frames) -> None:
+    view = encode(frames)
+    assert "load_engines" not in view.payload["meta"]
+    assert all(view.payload["buffers"][name] == b"" for name in
+               ("load_engine", "load_track", "load_ts", "load_value"))
+    # scrapes of metrics no track reads give no track either
+    from dataclasses import replace
+
+    from slime_trace_widget.frames.engine_load import engine_load_frame
+    other = replace(frames, engine_load=engine_load_frame(
+        ["e"], ["sglang:cache_hit_rate"], [""], [frames.t0 + 1.0], [0.5]))
+    assert "load_engines" not in encode(other).payload["meta"]
+
+
+def test_rollout_alignment_sends_no_load(frames) -> None:
+    loaded = _with_load(frames, [0.5, 1.5])
+    assert "load_engines" in encode(loaded).payload["meta"]
+    aligned = encode(loaded, align="rollout")
+    assert "load_engines" not in aligned.payload["meta"]
+    assert aligned.payload["buffers"]["load_ts"] == b""

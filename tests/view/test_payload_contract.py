@@ -2,7 +2,9 @@
 
 ``js/test/fixtures/golden_payload.json`` is a payload written by this encoder
 (buffers in base64) with the values it must decode to, taken from the frames;
-``js/test/data/decode.test.js`` decodes it. Regenerate it after a deliberate change
+``js/test/data/decode.test.js`` decodes it. The engines' load is a small scrape table
+attached to the frames (two engines, a scrape before the frames' time that still holds at
+their start, one after it that is left out). Regenerate it after a deliberate change
 with ``PYTHONPATH=. python tests/view/test_payload_contract.py``.
 """
 
@@ -12,12 +14,14 @@ import base64
 import json
 import re
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from slime_trace_widget.answers.links import group_members, links
+from slime_trace_widget.frames.engine_load import engine_load_frame, load_tracks
 from slime_trace_widget.sources.loading import load_frames
 from slime_trace_widget.view.payload import CONTRACT, encode
 
@@ -34,9 +38,44 @@ def _times(values: Any, t0: float) -> list[float | None]:
     return [None if v != v else round(float(v) - t0, 6) for v in values]
 
 
+def with_load(frames: Any) -> Any:
+    """The frames with two engines' scrapes: running requests and KV token usage."""
+    t0, t1 = frames.t0, frames.t1
+    times = [t0 - 5.0, t0 + 1.0, t0 + 2.5, t1 - 1.0, t1 + 5.0]
+    rows = [(engine, metric, ts, value)
+            for engine, scale in (("engine-b", 2.0), ("engine-a", 1.0))
+            for metric, base in (("sglang:num_running_reqs", 3.0), ("sglang:token_usage", 0.25))
+            for k, ts in enumerate(times)
+            for value in [base * scale + k]]
+    engine, metric, ts, value = zip(*rows, strict=True)
+    return replace(frames, engine_load=engine_load_frame(engine, metric, [""] * len(rows), ts,
+                                                         value))
+
+
+def _expected_load(frames: Any, t0: float) -> dict[str, Any]:
+    """The series the payload must carry: each (engine, track)'s scrapes within the
+    frames' time and the last one before it."""
+    tracks = load_tracks(frames.engine_load)
+    engines = sorted(tracks["engine"].astype(str).unique())
+    series = []
+    for engine in engines:
+        for track in CONTRACT["load_tracks"]:
+            rows = tracks[(tracks["engine"].astype(str) == engine)
+                          & (tracks["track"].astype(str) == track)]
+            if not len(rows):
+                continue
+            ts, value = rows["ts"].to_numpy(), rows["value"].to_numpy()
+            before = np.flatnonzero(ts < t0)[-1:]
+            keep = np.concatenate([before, np.flatnonzero((ts >= t0) & (ts <= frames.t1))])
+            series.append({"engine": engine, "track": track,
+                           "ts": [round(float(ts[k]) - t0, 6) for k in keep],
+                           "value": [float(value[k]) for k in keep]})
+    return {"engines": engines, "series": series}
+
+
 def golden() -> dict[str, Any]:
     """The golden payload and, from the frames, what each payload item must say."""
-    frames = load_frames([FIXTURES / name for name in DUMPS])
+    frames = with_load(load_frames([FIXTURES / name for name in DUMPS]))
     view = encode(frames, samples=frames.samples.index[ROWS])
     payload = view.payload
     t0 = payload["meta"]["t0"]
@@ -86,6 +125,7 @@ def golden() -> dict[str, Any]:
     }
     expected["links"] = _expected_links(frames, span_pos, {
         int(index): k for k, index in enumerate(view.event_index)})
+    expected["load"] = _expected_load(frames, t0)
     wire = {**payload, "buffers": {name: base64.b64encode(raw).decode()
                                    for name, raw in payload["buffers"].items()}}
     return {"payload": wire, "expected": expected}
@@ -130,6 +170,10 @@ def test_golden_payload_covers_the_flags() -> None:
     assert len({s for s in spans["clip_reason"] if s}) >= 2
     found = golden()["expected"]["links"]
     assert found["groups"] and {kind for kind, _, _ in found["pairs"]} == {"attempt"}
+    load = golden()["expected"]["load"]
+    assert load["engines"] == ["engine-a", "engine-b"]
+    assert {s["track"] for s in load["series"]} == {"running", "token_usage"}
+    assert all(s["ts"][0] < 0 < s["ts"][1] and len(s["ts"]) == 4 for s in load["series"])
 
 
 def test_golden_payload_sorted_as_the_contract_says() -> None:

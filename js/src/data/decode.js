@@ -1,8 +1,12 @@
 // Payload (docs/payload.md) -> typed columns plus derived per-sample and
 // per-lane index ranges used by layout, level of detail and hit testing.
 
-import { base64ToBytes } from "./bytes.js";
+import { CTORS, toTyped } from "./bytes.js";
+import { deriveEngine } from "./engine_lanes.js";
+import { decodeLoad } from "./load_tracks.js";
 import CONTRACT from "../../../slime_trace_widget/view/payload_contract.json" with { type: "json" };
+
+export { CTORS, toTyped };
 
 /** Span flag bits (slime_trace_widget/view/payload_contract.json). */
 export const F_OPEN = CONTRACT.span_flags.open;
@@ -35,25 +39,11 @@ export const PD_NONE = CONTRACT.pd_phases.none;
 export const PD_PREFILL = CONTRACT.pd_phases.prefill;
 export const PD_DECODE = CONTRACT.pd_phases.decode;
 
-/**
- * @typedef {Uint8Array|Uint16Array|Uint32Array|Int32Array|Float32Array|Float64Array} Typed
- * @typedef {"u1"|"u2"|"u4"|"i4"|"f4"|"f8"} Dtype
- */
-
-/** Typed-array constructor of each dtype. @type {Record<Dtype, any>} */
-export const CTORS = {
-  u1: Uint8Array,
-  u2: Uint16Array,
-  u4: Uint32Array,
-  i4: Int32Array,
-  f4: Float32Array,
-  f8: Float64Array,
-};
+/** @typedef {import("./bytes.js").Typed} Typed */
+/** @typedef {import("./bytes.js").Dtype} Dtype */
 
 /** Dtypes of the columns (the contract), used when meta.columns omits one. */
 export const DEFAULT_DTYPES = /** @type {Record<string, Dtype>} */ (CONTRACT.columns);
-
-const LITTLE_ENDIAN_HOST = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
 
 /**
  * @typedef {Object} Meta
@@ -70,6 +60,7 @@ const LITTLE_ENDIAN_HOST = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
  * @property {boolean} attrs_embedded
  * @property {string} align
  * @property {Record<string, string[]>} engine_phases slice names by engine phase (with engine spans)
+ * @property {string[]} load_engines names of the engines whose load the payload carries (load_tracks.js)
  */
 
 /**
@@ -125,63 +116,18 @@ const LITTLE_ENDIAN_HOST = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
  * @property {Uint32Array} segOrder segment indices grouped by virtual span, by start
  * @property {Uint32Array} spanSegOff segments of span i: segOrder[spanSegOff[i] .. spanSegOff[i+1])
  * @property {Uint8Array} spanPd PD phase of each span (virtual spans only)
- * @property {Uint8Array} spanHasChild bit 0: a drawn (non-PD) span has this span as parent; bit 1: a virtual PD span does
+ * @property {Uint8Array} spanHasChild bit 0: a drawn span of the sample's own (not PD detail, not the engine's) has this span as parent; bit 1: a virtual PD span does
  * @property {number} maxAttempt highest attempt seen (0-based)
  * @property {number} globalStart
  * @property {number} globalEnd
  * @property {boolean} hasPd
+ * @property {Uint8Array} spanBand engine band phase of each span, 1 + index in bandPhases (0: not in the band; engine_lanes.js)
+ * @property {Uint8Array} laneMix per lane slot: LANE_OWN (the sample's own spans), LANE_BAND (engine spans of the band)
+ * @property {Uint8Array} evEngine 1 for an event of an engine span (collapsed rows leave it out)
+ * @property {string[]} bandPhases the band's phases, in drawing order (last on top)
+ * @property {boolean} hasEngine the payload holds engine spans
+ * @property {import("./load_tracks.js").Load} load the engines' load tracks
  */
-
-/**
- * Turn one buffer (DataView, ArrayBuffer, any typed array, base64 string or a
- * plain number array) into a typed array of `dtype`. Views whose byte offset is
- * not a multiple of the element size are copied (typed arrays need alignment).
- * @param {unknown} buf
- * @param {Dtype} dtype
- * @returns {Typed}
- */
-export function toTyped(buf, dtype) {
-  const Ctor = CTORS[dtype];
-  if (!Ctor) throw new Error(`payload: unknown dtype ${JSON.stringify(dtype)}`);
-  const size = Ctor.BYTES_PER_ELEMENT;
-  if (buf === null || buf === undefined) return new Ctor(0);
-  if (Array.isArray(buf)) return Ctor.from(buf.map((value) => (value === null ? NaN : value)));
-  /** @type {ArrayBufferLike} */
-  let ab;
-  let off = 0;
-  let len = 0;
-  if (typeof buf === "string") {
-    const bytes = base64ToBytes(buf);
-    ab = bytes.buffer;
-    len = bytes.byteLength;
-  } else if (buf instanceof ArrayBuffer || (typeof SharedArrayBuffer !== "undefined" && buf instanceof SharedArrayBuffer)) {
-    ab = buf;
-    len = buf.byteLength;
-  } else if (ArrayBuffer.isView(buf)) {
-    ab = buf.buffer;
-    off = buf.byteOffset;
-    len = buf.byteLength;
-  } else {
-    throw new Error(`payload: a ${dtype} buffer is neither bytes nor an array`);
-  }
-  const count = Math.floor(len / size);
-  if (size === 1) return new Ctor(ab, off, count);
-  if (LITTLE_ENDIAN_HOST && off % size === 0) return new Ctor(ab, off, count);
-  if (LITTLE_ENDIAN_HOST) return new Ctor(ab.slice(off, off + count * size));
-  // Big-endian host: read element by element.
-  const dv = new DataView(ab, off, count * size);
-  const out = new Ctor(count);
-  for (let i = 0; i < count; i++) {
-    const byteIndex = i * size;
-    out[i] =
-      dtype === "u2" ? dv.getUint16(byteIndex, true)
-      : dtype === "u4" ? dv.getUint32(byteIndex, true)
-      : dtype === "i4" ? dv.getInt32(byteIndex, true)
-      : dtype === "f4" ? dv.getFloat32(byteIndex, true)
-      : dv.getFloat64(byteIndex, true);
-  }
-  return out;
-}
 
 /**
  * @param {Record<string, unknown>} buffers
@@ -240,6 +186,7 @@ function normaliseMeta(rawMeta) {
     attrs_embedded: !!meta.attrs_embedded,
     align: meta.align === "rollout" ? "rollout" : "global",
     engine_phases: enginePhaseNames(meta.engine_phases),
+    load_engines: arr(meta.load_engines).map(String),
   };
 }
 
@@ -364,6 +311,12 @@ export function decodePayload(payload) {
     globalStart: 0,
     globalEnd: 1,
     hasPd: false,
+    spanBand: new Uint8Array(nSpans),
+    laneMix: new Uint8Array(0),
+    evEngine: new Uint8Array(nEvents),
+    bandPhases: [],
+    hasEngine: false,
+    load: decodeLoad(buffers, cols, meta.load_engines),
   };
 
   // Out-of-range sample references would corrupt every range below: drop them
@@ -375,6 +328,7 @@ export function decodePayload(payload) {
   deriveRanges(data);
   deriveSegments(data);
   deriveGlobals(data);
+  deriveEngine(data);
   return data;
 }
 
@@ -442,7 +396,7 @@ function deriveRanges(data) {
     if (parent < 0 || parent >= nSpans) continue;
     const fl = data.spanFlags[i];
     if (fl & F_VIRTUAL) data.spanHasChild[parent] |= 2;
-    else if (!(fl & F_PD_DETAIL)) data.spanHasChild[parent] |= 1;
+    else if (!(fl & (F_PD_DETAIL | F_ENGINE))) data.spanHasChild[parent] |= 1;
   }
   data.laneSpanOff[slots] = nSpans;
   data.laneEvOff[slots] = nEvents;

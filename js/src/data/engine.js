@@ -67,3 +67,26 @@ function phaseTable(phases) {
   for (const [phase, names] of Object.entries(phases)) for (const name of names) out.set(name, phase);
   return out;
 }
+
+/**
+ * The spans whose attributes compare the engine's figures with slime's for a
+ * selected span: a generation and its engine request spans (a generation
+ * selected, or one of its requests). Null when the span has no engine request.
+ * @param {Data} data
+ * @param {number} span internal index
+ * @returns {{generation: number, requests: number[]}|null}
+ */
+export function figureSpans(data, span) {
+  if (span < 0 || span >= data.nSpans) return null;
+  if (data.spanFlags[span] & F_ENGINE) {
+    if (!isRequest(data, span)) return null;
+    const parent = data.spanParent[span];
+    return { generation: parent >= 0 && parent < data.nSpans ? parent : -1, requests: [span] };
+  }
+  /** @type {number[]} */
+  const requests = [];
+  for (let i = data.spanOff[data.spanSample[span]]; i < data.spanOff[data.spanSample[span] + 1]; i++) {
+    if (data.spanParent[i] === span && data.spanFlags[i] & F_ENGINE) requests.push(i);
+  }
+  return requests.length ? { generation: span, requests } : null;
+}

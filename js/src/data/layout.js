@@ -160,6 +160,20 @@ export function barBox(layout, row, lane) {
 }
 
 /**
+ * The engine band's box in a collapsed row (render/band.js) (content px): from a px under the bar to a
+ * px above the row's bottom, 2 to 3 px high.
+ * @param {Layout} layout
+ * @param {number} row
+ * @returns {{y: number, h: number}}
+ */
+export function bandBox(layout, row) {
+  const barBottom = layout.rowTop[row] + ROW_PAD + layout.laneH - laneGap(layout.laneH);
+  const rowBottom = layout.rowTop[row + 1];
+  const y = barBottom + 1;
+  return { y, h: Math.max(1, rowBottom - 1 - y) };
+}
+
+/**
  * First row whose bottom is below `y` (content px): binary search on rowTop.
  * @param {Layout} layout
  * @param {number} y

@@ -3,7 +3,7 @@
 // markers (instant event, cluster, unmatched end, open span, error).
 
 import { F_ENGINE, F_PD_DETAIL, F_VIRTUAL, EV_INSTANT, nameOf } from "../data/decode.js";
-import { colorForName, colorForSegment } from "../render/colors.js";
+import { colorForName, colorForSegment, enginePhaseColor } from "../render/colors.js";
 import { el } from "../util/dom.js";
 
 /** @typedef {import("../data/decode.js").Data} Data */
@@ -113,6 +113,18 @@ export function renderLegend(host, data, info, highlight, onClick) {
   };
   names("", info.spans);
   names("engine (SGLang's own trace of each request)", info.engine);
+  if (data.hasEngine) {
+    const container = group("engine band (collapsed rows, under the bars)");
+    for (const phase of [...data.bandPhases].reverse()) {
+      const chip = el("span", "stw-key");
+      const sw = el("span", "stw-swatch stw-band-swatch");
+      sw.style.background = enginePhaseColor(phase);
+      chip.appendChild(sw);
+      chip.appendChild(document.createTextNode(phase));
+      chip.title = phase === "other" ? "in the engine, in no slice of a known phase" : `slices: ${(data.meta.engine_phases[phase] ?? []).join(", ")}`;
+      container.appendChild(chip);
+    }
+  }
   if (info.segments.length) {
     const container = group("PD (collapsed: thin band, P over D; expanded: [P]/[D] lanes)");
     for (const entry of info.segments.slice(0, MAX)) {

@@ -31,6 +31,7 @@ export const SAMPLE_TEXT_FIELDS = ["prompt", "response", "label", "metadata"];
  * @property {"loading"|"ok"|"error"} status
  * @property {Record<string, any>|null} detail
  * @property {string} [error]
+ * @property {HTMLElement} [engineBox] the "Engine vs slime" section (engine_figures.js), filled as its attributes arrive
  */
 
 /**
@@ -499,6 +500,7 @@ export function renderDetails(host, data, hit, detailSpan, st, act) {
     if (phases.length) renderPd(section(host, "PD phases"), phases, hit.type === "segment" ? nameOf(data, data.segName[hit.seg]) : "");
     const engine = hit.type === "span" ? enginePhases(data, hit.span) : [];
     if (engine.length) renderEnginePhases(section(host, "Engine phases"), engine);
+    if (st.engineBox) host.appendChild(st.engineBox);
   }
 
   // Attributes.

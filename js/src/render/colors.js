@@ -42,6 +42,40 @@ const PINNED = /** @type {Record<string, string>} */ ({
   "[D]": "#45a05a",
 });
 
+/** Engine phases (the collapsed row's band, the details panel's phase table). */
+export const ENGINE_PHASE_COLORS = /** @type {Record<string, string>} */ ({
+  queue: "#b9a77f",
+  prefill: "#3f7fc4",
+  decode: "#3c9e57",
+  pd: "#dc9a3c",
+  other: "#9aa3ad",
+});
+
+/** The engines' load tracks (render/tracks.js). */
+export const LOAD_TRACK_COLORS = /** @type {Record<string, string>} */ ({
+  running: "#4a7fc1",
+  queued: "#e0823d",
+  token_usage: "#8763c8",
+  throughput: "#2aa3a0",
+  retractions: "#d0545a",
+});
+
+/**
+ * Colour of an engine phase (a phase the renderer does not know: its name's colour).
+ * @param {string} phase
+ */
+export function enginePhaseColor(phase) {
+  return Object.hasOwn(ENGINE_PHASE_COLORS, phase) ? ENGINE_PHASE_COLORS[phase] : colorForName(phase);
+}
+
+/**
+ * Colour of a load track (an unknown track: its name's colour).
+ * @param {string} track
+ */
+export function loadTrackColor(track) {
+  return Object.hasOwn(LOAD_TRACK_COLORS, track) ? LOAD_TRACK_COLORS[track] : colorForName(track);
+}
+
 /** PD segment colours by phase keyword (checked in order). */
 const PD_SEGMENTS = /** @type {[RegExp, string, string][]} */ ([
   // pattern, prefill colour, decode colour

@@ -1,12 +1,15 @@
 // Canvas painting of the timeline: row backgrounds, spans (batched by colour,
 // merged below a pixel), PD phases, open and unmatched markers, event markers
-// and cluster badges, cursor, brush range, selection; margins.js adds the label
-// gutter and the time axis. Only visible rows and the visible time window are
+// and cluster badges, cursor, brush range, selection; band.js the engine band of
+// collapsed rows, margins.js the label gutter and the time axis. Only visible rows and the visible time window are
 // touched. Box geometry (what is drawn where) lives in hit.js.
 
 import { sizeCanvas, roundRect } from "./canvas.js";
 import { paintGutter, paintAxis } from "./margins.js";
-import { F_OPEN, F_ERROR, F_VIRTUAL, LK_SPANS, LK_VIRTUAL, EV_INSTANT, EV_UNMATCHED, nameOf } from "../data/decode.js";
+import { F_OPEN, F_ERROR, F_VIRTUAL, F_ENGINE, LK_SPANS, LK_VIRTUAL, EV_INSTANT, EV_UNMATCHED, nameOf } from "../data/decode.js";
+import { LANE_OWN, LANE_BAND } from "../data/engine_lanes.js";
+import { BandPainter } from "./band.js";
+import { paintTracks } from "./tracks.js";
 import { ROW_PAD, laneGap, barBox, visibleRows } from "../data/layout.js";
 import { RunBuffer, ClusterBuffer, EventScratch, mergeLane } from "./lod.js";
 import { scaleOf, xOf, canvasY, pdBand, markerGeom, rowEventClusters, hitBox } from "./hit.js";
@@ -93,6 +96,7 @@ class RectBatch {
  * @property {number} hoverRow -1 for none
  * @property {number} selRow -1 for none
  * @property {boolean} raiseShown draw undimmed spans of collapsed rows on top (legend highlight)
+ * @property {boolean} loadSplit the load tracks one per engine (else summed)
  */
 
 export class Painter {
@@ -119,6 +123,25 @@ export class Painter {
     this.widthCache = new Map();
     this.drawnRows = 0;
     this.badgeFill = "#444444";
+    this.band = new BandPainter();
+    /** @type {Uint8Array|null} the visibility `ownVis` was made from */
+    this.ownVisOf = null;
+    this.ownVis = new Uint8Array(0);
+  }
+
+  /**
+   * `vis` with the engine's spans hidden: what a collapsed row's bars draw of a lane
+   * holding both the sample's own spans and the engine's (made once per `vis`).
+   * @param {Data} data
+   * @param {Uint8Array} vis
+   */
+  ownVisibility(data, vis) {
+    if (this.ownVisOf !== vis) {
+      this.ownVisOf = vis;
+      this.ownVis = vis.slice();
+      for (let i = 0; i < data.nSpans; i++) if (data.spanFlags[i] & F_ENGINE) this.ownVis[i] = 0;
+    }
+    return this.ownVis;
   }
 
   /**
@@ -238,11 +261,13 @@ export class Painter {
     ctx.rect(geometry.plotX, rowsTop, geometry.plotW, rowsH);
     ctx.clip();
     this.paintBars(scene, r0, r1, sc);
+    this.band.paint(ctx, scene, r0, r1, sc, this.runs);
     this.paintEvents(scene, r0, r1, sc);
     this.paintOverlays(scene);
     ctx.restore();
 
     paintGutter(this, scene, r0, r1);
+    paintTracks(this, scene, step, firstTick);
     paintAxis(this, scene, step, firstTick);
     return this.drawnRows;
   }
@@ -277,11 +302,15 @@ export class Painter {
         const slot = base + laneIndex;
         const kind = data.laneKind[slot];
         if (!(kind & (LK_SPANS | LK_VIRTUAL))) continue;
+        // A collapsed row draws the sample's own spans; the engine's go to its band.
+        const mix = data.laneMix[slot];
+        if (!ex && !(mix & LANE_OWN)) continue;
+        const laneVis = !ex && mix & LANE_BAND ? this.ownVisibility(data, vis) : vis;
         const y = ex ? top + laneIndex * laneH : top;
         const lo = data.laneSpanOff[slot];
         const hi = data.laneSpanOff[slot + 1];
         runs.reset();
-        mergeLane(data.spanStart, data.spanEnd, data.spanEndMax, vis, lo, hi, sc, runs);
+        mergeLane(data.spanStart, data.spanEnd, data.spanEndMax, laneVis, lo, hi, sc, runs);
         for (let j = 0; j < runs.n; j++) {
           const span = runs.span[j];
           const fl = data.spanFlags[span];

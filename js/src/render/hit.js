@@ -2,8 +2,9 @@
 // All coordinates are CSS pixels of the timeline canvas; the backing store is
 // CSS size × devicePixelRatio, so device pixels are divided by dpr first.
 
-import { F_VIRTUAL, F_PD_DETAIL, EV_INSTANT, EV_UNMATCHED, LK_SPANS, LK_VIRTUAL, PD_DECODE } from "../data/decode.js";
-import { barBox, laneAtY, rowAtY } from "../data/layout.js";
+import { F_VIRTUAL, F_PD_DETAIL, F_ENGINE, EV_INSTANT, EV_UNMATCHED, LK_SPANS, LK_VIRTUAL, PD_DECODE } from "../data/decode.js";
+import { barBox, bandBox, laneAtY, rowAtY } from "../data/layout.js";
+import { LANE_OWN } from "../data/engine_lanes.js";
 import { firstReaching, clusterSorted, gatherEvents, ClusterBuffer, EventScratch } from "./lod.js";
 
 /** @typedef {import("../data/decode.js").Data} Data */
@@ -17,7 +18,8 @@ import { firstReaching, clusterSorted, gatherEvents, ClusterBuffer, EventScratch
  * @property {number} gutter width of the row-label column
  * @property {number} plotX x of the plot's left edge
  * @property {number} plotW plot width
- * @property {number} axisH height of the time axis at the top
+ * @property {number} axisH top of the rows: the time axis and, under it, the load tracks
+ * @property {number} tracksH height of the load tracks (render/tracks.js), 0 without
  * @property {number} scrollTop vertical scroll of the rows (content px)
  * @property {number} t0 visible window start (s)
  * @property {number} t1 visible window end (s)
@@ -85,7 +87,8 @@ export function markerGeom(box) {
 
 /**
  * Canvas box (CSS px, unclipped) of a span as drawn; null when its row is
- * filtered out or the span is never drawn (PD detail).
+ * filtered out or the span is never drawn (PD detail, or in a collapsed row an
+ * engine span the band leaves out; the band's spans have their piece of it).
  * @param {Data} data
  * @param {Layout} layout
  * @param {Geo} geometry
@@ -97,7 +100,8 @@ export function spanBox(data, layout, geometry, span) {
   const row = layout.rowOfSample[data.spanSample[span]] ?? -1;
   if (row < 0 || data.spanFlags[span] & F_PD_DETAIL) return null;
   const ex = !!layout.expanded[row];
-  let box = barBox(layout, row, ex ? data.spanLane[span] : 0);
+  if (!ex && data.spanFlags[span] & F_ENGINE && !data.spanBand[span]) return null;
+  let box = !ex && data.spanFlags[span] & F_ENGINE ? bandBox(layout, row) : barBox(layout, row, ex ? data.spanLane[span] : 0);
   if (!ex && data.spanFlags[span] & F_VIRTUAL) box = pdBand(box, data.spanPd[span]);
   const start = data.spanStart[span];
   let end = data.spanEnd[span];
@@ -169,7 +173,7 @@ export function laneSlots(data, sample, lane) {
 
 /**
  * Gather the visible events of one kind in a row (all lanes when collapsed,
- * one lane when expanded), sorted by x, and cluster them.
+ * but not the engine's, one lane when expanded), sorted by x, and cluster them.
  * @param {Data} data
  * @param {number} sample sample
  * @param {number} lane -1 for all lanes
@@ -183,7 +187,8 @@ export function rowEventClusters(data, sample, lane, sc, evVis, kind, scratch, o
   scratch.reset();
   out.reset();
   const [firstSlot, endSlot] = laneSlots(data, sample, lane);
-  const keep = (/** @type {number} */ ev) => evVis[ev] !== 0 && data.evKind[ev] === kind;
+  const ownOnly = lane < 0 && data.hasEngine;
+  const keep = (/** @type {number} */ ev) => evVis[ev] !== 0 && data.evKind[ev] === kind && !(ownOnly && data.evEngine[ev]);
   let lanesUsed = 0;
   for (let slot = firstSlot; slot < endSlot; slot++) {
     const lo = data.laneEvOff[slot];
@@ -199,15 +204,16 @@ export function rowEventClusters(data, sample, lane, sc, evVis, kind, scratch, o
 
 /**
  * Best span of lane slot `slot` at time `time` (± tol): exact containment first, then
- * the nearest edge; ties go to the shorter span.
+ * the nearest edge; ties go to the shorter span. Spans with a flag of `skip` are passed over.
  * @param {Data} data
  * @param {number} slot lane slot
  * @param {Uint8Array} vis
  * @param {number} time
  * @param {number} tol seconds
+ * @param {number} [skip] span flags to pass over
  * @returns {{i: number, err: number}}
  */
-export function spanInLane(data, slot, vis, time, tol) {
+export function spanInLane(data, slot, vis, time, tol, skip = 0) {
   const lo = data.laneSpanOff[slot];
   const hi = data.laneSpanOff[slot + 1];
   let best = -1;
@@ -216,7 +222,7 @@ export function spanInLane(data, slot, vis, time, tol) {
   for (let i = firstReaching(data.spanEndMax, lo, hi, time - tol); i < hi; i++) {
     const start = data.spanStart[i];
     if (start > time + tol) break;
-    if (vis[i] === 0) continue;
+    if (vis[i] === 0 || data.spanFlags[i] & skip) continue;
     let end = data.spanEnd[i];
     if (!(end >= start)) end = start;
     const err = time < start ? start - time : time > end ? time - end : 0;
@@ -334,13 +340,15 @@ export function hitTest(data, layout, geometry, vis, evVis, x, y) {
     return { type: "span", row, sample, span, t: time };
   }
 
-  // Ordinary spans: in a collapsed row the deepest one wins (drawn on top).
+  // Ordinary spans: in a collapsed row the deepest of the sample's own wins (drawn on
+  // top); the engine's spans are only its band there, under the bar.
   let best = -1;
   let bestErr = Infinity;
   let bestDepth = -1;
+  const skip = expanded ? 0 : F_ENGINE;
   for (let slot = firstSlot; slot < endSlot; slot++) {
-    if (!(data.laneKind[slot] & LK_SPANS)) continue;
-    const { i: span, err } = spanInLane(data, slot, vis, time, tol);
+    if (!(data.laneKind[slot] & LK_SPANS) || (!expanded && !(data.laneMix[slot] & LANE_OWN))) continue;
+    const { i: span, err } = spanInLane(data, slot, vis, time, tol, skip);
     if (span < 0 || data.spanFlags[span] & F_VIRTUAL) continue;
     const depth = data.spanDepth[span];
     const better = (err === 0 ? 0 : 1) < (bestErr === 0 ? 0 : 1) || ((err === 0) === (bestErr === 0) && (depth > bestDepth || (depth === bestDepth && err < bestErr)));

@@ -3,7 +3,8 @@
 // the cursor and brush pills.
 
 import { roundRect } from "./canvas.js";
-import { F_PD_DETAIL, nameOf, sampleLabel, statusOf } from "../data/decode.js";
+import { sampleLabel, statusOf } from "../data/decode.js";
+import { laneLabel } from "../data/lane_labels.js";
 import { ROW_PAD } from "../data/layout.js";
 import { xOf, canvasY } from "./hit.js";
 import { formatTick, formatDuration } from "../util/format.js";
@@ -83,10 +84,8 @@ export function paintGutter(painter, scene, r0, r1) {
       ctx.textAlign = "right";
       const base = data.laneBase[sample];
       for (let laneIndex = 1; laneIndex < data.nLanes[sample]; laneIndex++) {
-        const slot = base + laneIndex;
-        const name = laneName(data, slot);
-        if (!name) continue;
-        ctx.fillText(painter.fit(small, name, geometry.gutter - 34), geometry.gutter - 8, y0 + ROW_PAD + laneIndex * laneH + laneH / 2 + 0.5);
+        const text = fitLaneLabel(painter, small, laneLabel(data, base + laneIndex), geometry.gutter - 34);
+        if (text) ctx.fillText(text, geometry.gutter - 8, y0 + ROW_PAD + laneIndex * laneH + laneH / 2 + 0.5);
       }
       ctx.textAlign = "left";
     }
@@ -107,27 +106,28 @@ export function paintAxis(painter, scene, step, firstTick) {
   const { ctx } = painter;
   const { g: geometry, theme } = scene;
   const width = painter.w;
+  const axisH = geometry.axisH - (geometry.tracksH || 0); // the load tracks are under the axis
   ctx.fillStyle = theme.bg1;
-  ctx.fillRect(0, 0, width, geometry.axisH);
+  ctx.fillRect(0, 0, width, axisH);
   ctx.fillStyle = theme.border1;
-  ctx.fillRect(0, geometry.axisH - 1, width, 1);
+  ctx.fillRect(0, axisH - 1, width, 1);
   const font = `11px ${theme.font}`;
   ctx.font = font;
   ctx.textBaseline = "middle";
   const offsetMode = step < 1e-3;
   const base = offsetMode ? Math.floor(geometry.t0 / (step * 10)) * step * 10 : 0;
   ctx.fillStyle = theme.fg2;
-  ctx.fillText(offsetMode ? `@ ${formatTick(base, 1e-3)}` : "sample", 8, geometry.axisH / 2);
+  ctx.fillText(offsetMode ? `@ ${formatTick(base, 1e-3)}` : "sample", 8, axisH / 2);
   ctx.save();
   ctx.beginPath();
-  ctx.rect(geometry.plotX - 1, 0, geometry.plotW + 12, geometry.axisH);
+  ctx.rect(geometry.plotX - 1, 0, geometry.plotW + 12, axisH);
   ctx.clip();
   ctx.strokeStyle = theme.border1;
   ctx.beginPath();
   for (let tick = firstTick; tick <= geometry.t1; tick += step) {
     const x = Math.round(xOf(geometry, tick)) + 0.5;
-    ctx.moveTo(x, geometry.axisH - 6);
-    ctx.lineTo(x, geometry.axisH);
+    ctx.moveTo(x, axisH - 6);
+    ctx.lineTo(x, axisH);
   }
   ctx.stroke();
   ctx.fillStyle = theme.fg1;
@@ -135,17 +135,17 @@ export function paintAxis(painter, scene, step, firstTick) {
   for (let tick = firstTick; tick <= geometry.t1 && labelCount < 200; tick += step, labelCount++) {
     const tt = Math.abs(tick) < step * 1e-6 ? 0 : tick;
     const x = xOf(geometry, tt);
-    ctx.fillText(formatTick(tt, step, base), x + 4, geometry.axisH / 2 - 1);
+    ctx.fillText(formatTick(tt, step, base), x + 4, axisH / 2 - 1);
   }
   const pill = (/** @type {number} */ x, /** @type {string} */ text, /** @type {string} */ bg) => {
     const pillWidth = painter.textWidth(font, text) + 10;
     const px = Math.min(Math.max(x - pillWidth / 2, geometry.plotX), geometry.plotX + geometry.plotW - pillWidth);
     ctx.fillStyle = bg;
     ctx.beginPath();
-    roundRect(ctx, px, 3, pillWidth, geometry.axisH - 8, 4);
+    roundRect(ctx, px, 3, pillWidth, axisH - 8, 4);
     ctx.fill();
     ctx.fillStyle = "#ffffff";
-    ctx.fillText(text, px + 5, geometry.axisH / 2 - 1);
+    ctx.fillText(text, px + 5, axisH / 2 - 1);
   };
   if (scene.brush) {
     const start = Math.min(scene.brush[0], scene.brush[1]);
@@ -157,17 +157,18 @@ export function paintAxis(painter, scene, step, firstTick) {
 }
 
 /**
- * Name shown for an expanded lane: "[P]"/"[D]" for PD lanes, else the name
- * of its first drawable span.
- * @param {Data} data
- * @param {number} slot lane slot
+ * A lane's label cut to `maxW` px: the names cut with an ellipsis, the engine
+ * role ("[P]", "[D]") kept whole after them.
+ * @param {Painter} painter
+ * @param {string} font
+ * @param {import("../data/lane_labels.js").LaneLabel} label
+ * @param {number} maxW
  */
-export function laneName(data, slot) {
-  for (let i = data.laneSpanOff[slot]; i < data.laneSpanOff[slot + 1]; i++) {
-    if (data.spanFlags[i] & F_PD_DETAIL) continue;
-    return nameOf(data, data.spanName[i]);
-  }
-  return "";
+export function fitLaneLabel(painter, font, label, maxW) {
+  if (!label.role) return painter.fit(font, label.names, maxW);
+  const roleW = painter.textWidth(font, ` ${label.role}`);
+  const names = painter.fit(font, label.names, maxW - roleW);
+  return names ? `${names} ${label.role}` : painter.fit(font, label.role, maxW);
 }
 
 /**

@@ -60,12 +60,17 @@ export const MIN_VIEWPORT_H = 120;
 /**
  * Height of the rows area: what the rows need, at least MIN_VIEWPORT_H and at
  * most the `height` trait (timeline px, less the overview strip) when the
- * kernel sets one, else MAX_VIEWPORT_H.
+ * kernel sets one, else MAX_VIEWPORT_H. `headH` is what sits above the rows (the
+ * axis and the load tracks): past the axis it comes on top of both bounds
+ * without the trait, out of the rows' share with it.
  * @param {number} rowsHeight
  * @param {unknown} heightTrait
+ * @param {number} [headH]
  */
-export function viewportHeight(rowsHeight, heightTrait) {
+export function viewportHeight(rowsHeight, heightTrait, headH = AXIS_H) {
   const height = Number(heightTrait);
-  const most = Number.isFinite(height) && height > 0 ? Math.max(MIN_VIEWPORT_H, height - OVERVIEW_H) : MAX_VIEWPORT_H;
-  return Math.max(MIN_VIEWPORT_H, Math.min(most, AXIS_H + rowsHeight + 2));
+  const extra = Math.max(0, headH - AXIS_H);
+  const least = MIN_VIEWPORT_H + extra;
+  const most = Number.isFinite(height) && height > 0 ? Math.max(least, height - OVERVIEW_H) : MAX_VIEWPORT_H + extra;
+  return Math.max(least, Math.min(most, headH + rowsHeight + 2));
 }

@@ -18,8 +18,7 @@ import { legendInfo, renderLegend } from "../panels/legend.js";
 import { cursorCounts, brushSummary, renderStatsBar, renderBrushPanel } from "../panels/stats.js";
 import { hostTheme, watchTheme } from "./theme.js";
 import { Sync, Requests } from "../data/model.js";
-import { formatDuration, formatNumber } from "../util/format.js";
-import { buildShell, updateSide } from "./shell.js";
+import { buildShell, updateSide, updateFooter } from "./shell.js";
 import { defaultSettings, validRange, restoreViewState, viewStateOf } from "./viewstate.js";
 import { selectedValue, selectsSame, hitOfSelected, loadDetails } from "./selection.js";
 import { followTraits } from "./traits.js";
@@ -29,6 +28,7 @@ import { installDebug } from "./debug.js";
 import { matchSummary } from "../data/query.js";
 import { attachViews } from "./views.js";
 import { Sizer, viewportHeight, AXIS_H, OVERVIEW_H, MAX_VIEWPORT_H } from "../render/sizing.js";
+import { tracksHeight } from "../render/tracks.js";
 import { clampWindow, zoomedWindow, fitRange, focusWindow, scrollToShow, labelWidthOf } from "../render/viewport.js";
 import { arrowsFor, paintArrows } from "../render/arrows.js";
 import { noteMasks } from "../data/links.js";
@@ -229,7 +229,7 @@ export class App {
     if (visChanged) this.recomputeVis();
     if (settings.filter !== before.filter) this.query.run(settings.filter); // its masks refilter the rows (setMasks)
     if (settings.sort !== before.sort || settings.desc !== before.desc) this.refilter();
-    else if (settings.laneH !== before.laneH || settings.expandAll !== before.expandAll) this.relayout();
+    else if (settings.laneH !== before.laneH || settings.expandAll !== before.expandAll || settings.loadSplit !== before.loadSplit) this.relayout();
     if (visChanged) this.afterVisChange();
     if (patch.diff !== undefined || patch.diffPair !== undefined) this.diff.render();
     if (settings.critical !== before.critical) this.critical?.update();
@@ -294,10 +294,11 @@ export class App {
   }
 
   sizeViewport() {
-    const want = viewportHeight(this.layout.totalHeight, this.sync.get("height"));
+    const head = AXIS_H + tracksHeight(this.data.load, this.settings.loadSplit); // axis and load tracks
+    const want = viewportHeight(this.layout.totalHeight, this.sync.get("height"), head);
     this.viewportH = want;
     this.scrollEl.style.height = `${want}px`;
-    this.spacer.style.height = `${Math.max(0, AXIS_H + this.layout.totalHeight - want)}px`;
+    this.spacer.style.height = `${Math.max(0, head + this.layout.totalHeight - want)}px`;
   }
 
   // ------------------------------------------------------------ view
@@ -316,7 +317,8 @@ export class App {
   geometry(width = this.sizer.current()) {
     const gutter = Math.round(Math.max(120, Math.min(this.labelWidth() + 36, 300, width * 0.26)));
     const plotX = gutter + 8;
-    return { width, height: this.viewportH, gutter, plotX, plotW: Math.max(40, width - plotX - 12), axisH: AXIS_H, scrollTop: this.scrollEl.scrollTop, t0: this.view.t0, t1: this.view.t1 };
+    const tracksH = tracksHeight(this.data.load, this.settings.loadSplit);
+    return { width, height: this.viewportH, gutter, plotX, plotW: Math.max(40, width - plotX - 12), axisH: AXIS_H + tracksH, tracksH, scrollTop: this.scrollEl.scrollTop, t0: this.view.t0, t1: this.view.t1 };
   }
 
   /**
@@ -493,7 +495,7 @@ export class App {
 
   /** @param {number} row */
   scrollRowIntoView(row) {
-    const top = scrollToShow(this.layout.rowTop, row, this.scrollEl.scrollTop, this.viewportH - AXIS_H);
+    const top = scrollToShow(this.layout.rowTop, row, this.scrollEl.scrollTop, this.viewportH - this.geometry().axisH);
     if (top !== null) this.scrollEl.scrollTop = top;
   }
 
@@ -604,6 +606,7 @@ export class App {
       nPayload: data.nSamples,
       maxAttempt: data.maxAttempt,
       nRollouts: data.meta.rollouts.length,
+      nEngines: data.load.series.length ? data.load.engines.length : 0,
       match: this.query?.result ? matchSummary(this.query.result, data.meta.n_samples_total) : "",
     });
   }
@@ -657,6 +660,7 @@ export class App {
       hoverRow: this.hoverRow,
       selRow,
       raiseShown: this.highlight >= 0 || this.masks.focus !== null,
+      loadSplit: this.settings.loadSplit,
     });
     if (this.rows.length === 0) paintEmpty(this.painter, this.theme, this.data, geometry);
     /** @type {import("../render/arrows.js").Arrow[]} the selection's link arrows as last painted */
@@ -671,14 +675,8 @@ export class App {
     this.loop.record(dt);
     this.root.dataset.rows = String(this.rows.length);
     this.root.dataset.drawnRows = String(drawn);
-    this.updateFooter();
+    updateFooter(this.footerView, this.data, this.view);
     this.loop.painted(this.root);
-  }
-
-  updateFooter() {
-    const data = this.data;
-    const txt = `view ${formatDuration(this.view.t0)} – ${formatDuration(this.view.t1)} (${formatDuration(this.view.t1 - this.view.t0)}) · dump ${formatDuration(data.globalEnd - data.globalStart)} · ${formatNumber(data.nSpans)} spans · ${formatNumber(data.nEvents)} events`;
-    if (this.footerView.textContent !== txt) this.footerView.textContent = txt;
   }
 
   dispose() {

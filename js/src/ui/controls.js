@@ -24,6 +24,7 @@ import { el } from "../util/dom.js";
  * @property {[number, number]} diffPair rollouts A and B of the diff (meta.rollouts indices)
  * @property {boolean} critical the selected sample's critical path is the focus (critical_panel.js)
  * @property {boolean} flame the flame view is open (icicle.js)
+ * @property {boolean} loadSplit the engines' load tracks one per engine, else summed (render/tracks.js)
  */
 
 /**
@@ -195,6 +196,15 @@ export class Controls {
     fits.appendChild(fitAll);
     fits.appendChild(fitF);
     bar2.appendChild(fits);
+    this.load = select([
+      ["summed", "summed"],
+      ["split", "per engine"],
+    ]);
+    this.load.title = "the engines' load tracks above the rows: summed over the engines (KV token usage: the fullest), or one per engine";
+    this.load.addEventListener("change", () => act.change({ loadSplit: this.load.value === "split" }));
+    this.loadField = field("Engine load", this.load);
+    this.loadField.classList.add("stw-field-load");
+    bar2.appendChild(this.loadField);
     this.diff = el("button", "stw-btn stw-diff-btn", "diff");
     this.diff.title = "rollout diff: per span name, rollout B against rollout A";
     this.diff.addEventListener("click", () => act.change({ diff: this.diff.getAttribute("aria-pressed") !== "true" }));
@@ -206,7 +216,7 @@ export class Controls {
   /**
    * Reflect state into the inputs (without firing change events).
    * @param {Settings} settings
-   * @param {{title: string, nRows: number, nTotal: number, nPayload: number, maxAttempt: number, nRollouts: number, match?: string}} info
+   * @param {{title: string, nRows: number, nTotal: number, nPayload: number, maxAttempt: number, nRollouts: number, nEngines?: number, match?: string}} info
    */
   update(settings, info) {
     this.title.textContent = info.title;
@@ -236,6 +246,8 @@ export class Controls {
     this.flame.checked = settings.flame;
     if (Number(this.lane.value) !== settings.laneH) this.lane.value = String(settings.laneH);
     this.diff.hidden = info.nRollouts < 2;
+    this.loadField.hidden = !info.nEngines;
+    this.load.value = settings.loadSplit ? "split" : "summed";
     this.diff.setAttribute("aria-pressed", String(settings.diff));
   }
 

@@ -5,6 +5,8 @@
 import { nameOf } from "../data/decode.js";
 import { spanBox, eventBox, hitBox } from "../render/hit.js";
 import { stepName } from "../data/critical.js";
+import { laneLabel } from "../data/lane_labels.js";
+import { trackReadings } from "../render/tracks.js";
 
 /** @typedef {import("./app.js").App} App */
 
@@ -139,6 +141,37 @@ export function installDebug(app) {
     /** The flame view: its frames (figures, client rects) and the chosen path. */
     flame() {
       return self.flameView ? self.flameView.debug() : null;
+    },
+    /**
+     * The labels of payload sample `sampleIndex`'s lanes when expanded, `{text, names, role}` (lane 0 shows the sample's own label).
+     * @param {number} sampleIndex
+     */
+    laneLabels(sampleIndex) {
+      const data = self.data;
+      if (!(sampleIndex >= 0 && sampleIndex < data.nSamples)) return [];
+      const base = data.laneBase[sampleIndex];
+      return Array.from({ length: data.nLanes[sampleIndex] }, (_, lane) => ({ ...laneLabel(data, base + lane) }));
+    },
+    /** The engines' load tracks as drawn: mode, and each track's label, value at the cursor (null) and client rect. */
+    tracks() {
+      const geometry = self.geometry();
+      const rect = self.canvas.getBoundingClientRect();
+      const readings = trackReadings(self.data.load, self.settings.loadSplit, geometry, self.cursor);
+      return {
+        split: self.settings.loadSplit,
+        height: geometry.tracksH,
+        tracks: readings.map((reading) => ({
+          label: reading.label,
+          track: reading.series.track,
+          engine: reading.series.engine < 0 ? null : self.data.load.engines[reading.series.engine] ?? null,
+          value: Number.isNaN(reading.value) ? null : reading.value,
+          rect: { x: rect.left + reading.box.x, y: rect.top + reading.box.y, w: reading.box.w, h: reading.box.h },
+        })),
+      };
+    },
+    /** Pieces of the engine band painted in the last frame (collapsed rows). */
+    get bandPieces() {
+      return self.painter.band.drawn;
     },
   };
 }

@@ -5,6 +5,9 @@
 
 import { nameOf, sampleRowId, detailSpanForSegment } from "../data/decode.js";
 import { renderDetails } from "../panels/panel.js";
+import { figureSpans } from "../data/engine.js";
+import { renderEngineFigures } from "../panels/engine_figures.js";
+import { el } from "../util/dom.js";
 
 /** @typedef {import("../data/decode.js").Data} Data */
 /** @typedef {import("../data/layout.js").Layout} Layout */
@@ -94,7 +97,9 @@ export function loadDetails(app, hit) {
     },
     sampleText: (/** @type {string} */ field) => app.requests.sampleText(hit.sample, field).promise,
   };
-  renderDetails(app.detailsEl, data, hit, detailSpan, { status: "loading", detail: null }, actions);
+  const figures = hit.type === "span" ? figureSpans(data, hit.span) : null;
+  const engineBox = figures ? el("div", "stw-sec stw-engine-figures-sec") : undefined;
+  renderDetails(app.detailsEl, data, hit, detailSpan, { status: "loading", detail: null, engineBox }, actions);
   app.updateSide();
   const { req, promise } = app.requests.attrs(kind, index);
   app.pendingReq = req;
@@ -102,11 +107,39 @@ export function loadDetails(app, hit) {
     (reply) => {
       if (app.loop.disposed || reply.req !== app.pendingReq || app.selection !== hit) return; // stale
       const ok = reply.detail && typeof reply.detail === "object";
-      renderDetails(app.detailsEl, data, hit, detailSpan, ok ? { status: "ok", detail: /** @type {Record<string, any>} */ (reply.detail) } : { status: "error", detail: null, error: reply.error || "no attributes" }, actions);
+      renderDetails(app.detailsEl, data, hit, detailSpan, ok ? { status: "ok", detail: /** @type {Record<string, any>} */ (reply.detail), engineBox } : { status: "error", detail: null, error: reply.error || "no attributes", engineBox }, actions);
     },
     (err) => {
       if (app.loop.disposed || req !== app.pendingReq || app.selection !== hit) return;
-      renderDetails(app.detailsEl, data, hit, detailSpan, { status: "error", detail: null, error: String(err && err.message ? err.message : err) }, actions);
+      renderDetails(app.detailsEl, data, hit, detailSpan, { status: "error", detail: null, error: String(err && err.message ? err.message : err), engineBox }, actions);
+    },
+  );
+  if (figures && engineBox) loadFigures(app, hit, figures, engineBox, index === figures.generation ? promise : null);
+}
+
+/**
+ * Fill the "Engine vs slime" section: the generation's attributes (the panel's own
+ * request when the generation is the item shown) and each request span's.
+ * @param {App} app
+ * @param {Hit} hit
+ * @param {{generation: number, requests: number[]}} figures
+ * @param {HTMLElement} box
+ * @param {Promise<import("../data/model.js").AttrsReply>|null} generationReply
+ */
+function loadFigures(app, hit, figures, box, generationReply) {
+  const data = app.data;
+  renderEngineFigures(box, data, figures.requests, { status: "loading" });
+  const detailOf = (/** @type {Promise<import("../data/model.js").AttrsReply>} */ promise) => promise.then((reply) => (reply.detail && typeof reply.detail === "object" ? reply.detail : null));
+  const slime = figures.generation < 0 ? Promise.resolve(null) : detailOf(generationReply ?? app.requests.attrs("span", figures.generation).promise);
+  const requests = figures.requests.map((span) => detailOf(app.requests.attrs("span", span).promise));
+  Promise.all([slime, ...requests]).then(
+    ([generation, ...replies]) => {
+      if (app.loop.disposed || app.selection !== hit) return; // another item shown since
+      renderEngineFigures(box, data, figures.requests, { status: "ok", slime: generation, requests: replies });
+    },
+    (err) => {
+      if (app.loop.disposed || app.selection !== hit) return;
+      renderEngineFigures(box, data, figures.requests, { status: "error", error: String(err && err.message ? err.message : err) });
     },
   );
 }

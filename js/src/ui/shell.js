@@ -2,6 +2,7 @@
 // strip, scrolled canvas, tooltip), the side panels and the footer. App fills it.
 
 import { el } from "../util/dom.js";
+import { formatDuration, formatNumber } from "../util/format.js";
 
 const HINT = "drag = pan · wheel = zoom (over labels: scroll) · click = cursor & select · shift-drag = range summary · click a label = expand · W/S zoom · A/D pan · F focus · Esc clear · / filter";
 
@@ -94,4 +95,15 @@ export function updateSide(ui) {
   const any = panels.some((panel) => !panel.hidden);
   ui.sideEl.hidden = !any;
   ui.root.classList.toggle("stw-has-side", any);
+}
+
+/**
+ * The footer's line about the view: its window, the dump's length, spans and events.
+ * @param {HTMLElement} footerView
+ * @param {import("../data/decode.js").Data} data
+ * @param {{t0: number, t1: number}} view
+ */
+export function updateFooter(footerView, data, view) {
+  const txt = `view ${formatDuration(view.t0)} – ${formatDuration(view.t1)} (${formatDuration(view.t1 - view.t0)}) · dump ${formatDuration(data.globalEnd - data.globalStart)} · ${formatNumber(data.nSpans)} spans · ${formatNumber(data.nEvents)} events`;
+  if (footerView.textContent !== txt) footerView.textContent = txt;
 }

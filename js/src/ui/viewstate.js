@@ -19,7 +19,7 @@ import { LANE_MIN, LANE_MAX } from "./controls.js";
 
 /** @returns {Settings} */
 export function defaultSettings() {
-  return { filter: "", attempt: -1, attemptMode: "filter", sort: "start", desc: false, showEvents: true, showOpen: true, showUnmatched: true, laneH: 18, expandAll: false, diff: false, diffPair: [0, 1], critical: false, flame: false };
+  return { filter: "", attempt: -1, attemptMode: "filter", sort: "start", desc: false, showEvents: true, showOpen: true, showUnmatched: true, laneH: 18, expandAll: false, diff: false, diffPair: [0, 1], critical: false, flame: false, loadSplit: false };
 }
 
 /** @param {any} range */
@@ -54,6 +54,7 @@ export function restoreViewState(st, vs, names) {
   if (typeof vs.critical === "boolean") settings.critical = vs.critical;
   if (typeof vs.flame === "boolean") settings.flame = vs.flame;
   if (typeof vs.flame_path === "string") st.flamePath = vs.flame_path;
+  if (typeof vs.load_split === "boolean") settings.loadSplit = vs.load_split;
 }
 
 /**
@@ -88,5 +89,6 @@ export function viewStateOf(st, names, view, cursor, scrollTop) {
     critical: settings.critical,
     flame: settings.flame,
     flame_path: st.flamePath,
+    load_split: settings.loadSplit,
   };
 }

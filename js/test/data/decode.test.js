@@ -272,3 +272,17 @@ test("golden payload: links (groups re-hubbed among the shown members, retries)"
   const grouped = new Set(groups.flat());
   for (let i = 0; i < d.nSpans; i++) if (!grouped.has(i)) assert.deepEqual(groupMembers(d, i), [], `span ${i} is in no group`);
 });
+
+test("golden payload: engine load (the scrape before the frames' time kept, the one after left out)", () => {
+  const { engines, series } = want.load;
+  assert.deepEqual(d.meta.load_engines, engines);
+  assert.deepEqual(d.load.engines, engines);
+  assert.equal(d.load.series.length, series.length);
+  d.load.series.forEach((got, i) => {
+    const exp = series[i];
+    assert.equal(d.load.engines[got.engine], exp.engine);
+    assert.equal(got.track, exp.track);
+    closeTimes(got.ts, exp.ts, `load ts ${exp.engine} ${exp.track}`);
+    assert.deepEqual(Array.from(got.value), exp.value);
+  });
+});

@@ -108,12 +108,21 @@ export function packBuffers(cols, opt = {}) {
  */
 
 /**
+ * @typedef {Object} LoadIn
+ * @property {number} engine index into meta.load_engines
+ * @property {string} track one of the contract's load_tracks
+ * @property {number} ts
+ * @property {number} value
+ */
+
+/**
  * Build a payload from plain arrays. Spans are sorted by (sample, lane,
  * start) and events by (sample, lane, ts) as the contract requires (unless
  * `sort: false`); parent and segment references are remapped. Sample start
  * and end default to the min/max of their spans and events; lanes default to
  * max lane + 1; open counts to the open spans.
- * @param {{samples: SampleIn[], spans?: SpanIn[], segs?: SegIn[], events?: EventIn[], links?: LinkIn[], meta?: Record<string, any>, unaligned?: boolean, as?: "dataview"|"arraybuffer"|"uint8"|"base64", sort?: boolean}} input
+ * Load points (`load`) go in as given (their order is the test's to choose).
+ * @param {{samples: SampleIn[], spans?: SpanIn[], segs?: SegIn[], events?: EventIn[], links?: LinkIn[], load?: LoadIn[], meta?: Record<string, any>, unaligned?: boolean, as?: "dataview"|"arraybuffer"|"uint8"|"base64", sort?: boolean}} input
  */
 export function makePayload(input) {
   const samples = input.samples;
@@ -225,6 +234,12 @@ export function makePayload(input) {
     c.link_kind.push(["group", "attempt", "remote"].indexOf(link.kind));
     c.link_from.push(end(link.from));
     c.link_to.push(end(link.to));
+  }
+  for (const point of input.load || []) {
+    c.load_engine.push(point.engine);
+    c.load_track.push(["running", "queued", "token_usage", "throughput", "retractions"].indexOf(point.track));
+    c.load_ts.push(point.ts);
+    c.load_value.push(point.value);
   }
   const { buffers, columns } = packBuffers(c, { unaligned: input.unaligned, as: input.as });
   const allTimes = [...c.smp_start, ...c.smp_end].filter((v) => Number.isFinite(v));

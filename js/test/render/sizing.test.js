@@ -64,3 +64,11 @@ test("viewportHeight: what the rows need, within bounds and the height trait", (
   assert.equal(viewportHeight(5000, 50), MIN_VIEWPORT_H);
   assert.equal(viewportHeight(5000, "x"), MAX_VIEWPORT_H);
 });
+
+test("viewportHeight: the load tracks above the rows come on top, or out of the height trait", () => {
+  const head = AXIS_H + 100;
+  assert.equal(viewportHeight(100, undefined, head), head + 102);
+  assert.equal(viewportHeight(5000, undefined, head), MAX_VIEWPORT_H + 100);
+  assert.equal(viewportHeight(10, undefined, head), MIN_VIEWPORT_H + 100);
+  assert.equal(viewportHeight(5000, 900, head), 900 - OVERVIEW_H, "the trait bounds the whole timeline");
+});

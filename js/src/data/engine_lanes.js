@@ -1,0 +1,106 @@
+// The engine's spans (flag F_ENGINE) apart from the sample's own, derived once per
+// payload. A collapsed row draws the sample's own steps (generation, tools,
+// reward) and the engine's work only as a thin band under them, coloured by
+// engine phase: per span, the band phase it shows; per lane, whether it holds the
+// sample's own spans, band spans or both; per event, whether the engine wrote it.
+//
+// The band shows each request's own slices (children of a request span) by the
+// phase their name sorts into (`meta.engine_phases`), over the request span
+// itself as "other" (time in the engine that no slice covers); nested slices
+// are parts of their parent and stay out of it.
+
+import CONTRACT from "../../../slime_trace_widget/view/payload_contract.json" with { type: "json" };
+
+/** @typedef {import("./decode.js").Data} Data */
+
+const F_ENGINE = CONTRACT.span_flags.engine;
+const F_PD_DETAIL = CONTRACT.span_flags.pd_detail;
+
+/** Bits of Data.laneMix. */
+export const LANE_OWN = 1;
+export const LANE_BAND = 2;
+
+/** Band phase of what a request does outside its known slices. */
+export const OTHER = "other";
+
+/** Drawing rank of the known phases: where two requests overlap, the busier phase shows. */
+const RANK = /** @type {Record<string, number>} */ ({ other: 0, queue: 1, pd: 2, prefill: 3, decode: 4 });
+
+/**
+ * The band's phases in drawing order (last on top): "other", then the payload's
+ * phases by rank (phases the renderer does not know go between "other" and
+ * "queue", in the payload's order).
+ * @param {Record<string, string[]>} enginePhases `meta.engine_phases`
+ * @returns {string[]}
+ */
+export function bandPhases(enginePhases) {
+  const named = Object.keys(enginePhases).filter((phase) => phase !== OTHER);
+  const rank = (/** @type {string} */ phase) => (Object.hasOwn(RANK, phase) ? RANK[phase] : 0.5);
+  const ordered = named.map((phase, order) => ({ phase, order })).sort((first, second) => rank(first.phase) - rank(second.phase) || first.order - second.order);
+  return [OTHER, ...ordered.map((entry) => entry.phase)];
+}
+
+/**
+ * Whether engine span `span` is a request span: its parent is none or not the engine's.
+ * @param {Data} data
+ * @param {number} span
+ */
+export function isRequestSpan(data, span) {
+  if (!(data.spanFlags[span] & F_ENGINE)) return false;
+  const parent = data.spanParent[span];
+  return parent < 0 || parent >= data.nSpans || !(data.spanFlags[parent] & F_ENGINE);
+}
+
+/**
+ * Fill `spanBand`, `laneMix`, `evEngine`, `bandPhases` and `hasEngine` of decoded data.
+ * @param {Data} data
+ */
+export function deriveEngine(data) {
+  const { nSpans, nEvents } = data;
+  const phases = bandPhases(data.meta.engine_phases);
+  data.bandPhases = phases;
+  /** @type {Map<string, number>} slice name -> band code */
+  const codeOfName = new Map();
+  for (const [phase, names] of Object.entries(data.meta.engine_phases)) {
+    const code = phases.indexOf(phase) + 1;
+    for (const name of names) if (!codeOfName.has(name)) codeOfName.set(name, code);
+  }
+  const otherCode = 1;
+  /** @type {Map<number, number>} name index -> band code, for slices */
+  const codeOfIndex = new Map();
+  let any = false;
+  for (let i = 0; i < nSpans; i++) {
+    if (!(data.spanFlags[i] & F_ENGINE)) continue;
+    any = true;
+    if (isRequestSpan(data, i)) {
+      data.spanBand[i] = otherCode;
+      continue;
+    }
+    const parent = data.spanParent[i];
+    if (!isRequestSpan(data, parent)) continue; // a part of a slice
+    const nameIndex = data.spanName[i];
+    let code = codeOfIndex.get(nameIndex);
+    if (code === undefined) {
+      code = codeOfName.get(data.names[nameIndex] ?? "") ?? otherCode;
+      codeOfIndex.set(nameIndex, code);
+    }
+    data.spanBand[i] = code;
+  }
+  data.hasEngine = any;
+  const slots = data.laneBase[data.nSamples] ?? 0;
+  data.laneMix = new Uint8Array(slots);
+  for (let slot = 0; slot < slots; slot++) {
+    let mix = 0;
+    for (let i = data.laneSpanOff[slot]; i < data.laneSpanOff[slot + 1]; i++) {
+      const fl = data.spanFlags[i];
+      if (fl & F_ENGINE) mix |= data.spanBand[i] ? LANE_BAND : 0;
+      else if (!(fl & F_PD_DETAIL)) mix |= LANE_OWN;
+    }
+    data.laneMix[slot] = mix;
+  }
+  if (!any) return;
+  for (let ev = 0; ev < nEvents; ev++) {
+    const parent = data.evParent[ev];
+    if (parent >= 0 && parent < nSpans && data.spanFlags[parent] & F_ENGINE) data.evEngine[ev] = 1;
+  }
+}

@@ -1,0 +1,147 @@
+// The engine's spans apart from the sample's own (engine_lanes.js), lane labels
+// (lane_labels.js), the band's phases, and what a collapsed row draws and picks.
+
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { decodePayload, F_ENGINE, F_VIRTUAL } from "../../src/data/decode.js";
+import { bandPhases, LANE_OWN, LANE_BAND, isRequestSpan } from "../../src/data/engine_lanes.js";
+import { laneLabel, engineRole } from "../../src/data/lane_labels.js";
+import { buildLayout, barBox, bandBox } from "../../src/data/layout.js";
+import { spanVisibility, eventVisibility } from "../../src/data/filters.js";
+import { hitTest, spanBox, canvasY, xOf } from "../../src/render/hit.js";
+import { makePayload } from "../helpers/make_payload.js";
+
+const PHASES = {
+  queue: ["prefill_waiting", "decode_waiting"],
+  prefill: ["prefill_forward"],
+  decode: ["decode_loop", "decode_forward"],
+  pd: ["prefill_bootstrap", "decode_bootstrap"],
+};
+const ALL = { showOpen: true, showEvents: true, showUnmatched: true, attempt: -1, attemptMode: /** @type {"filter"} */ ("filter"), highlightName: -1 };
+
+/** A generation with a tool call beside it, PD requests under it (prefill, decode), their slices. */
+const SPANS = [
+  { sample: 0, start: 0, end: 100, name: "generate_and_rm", lane: 0, depth: 0 },
+  { sample: 0, start: 10, end: 60, name: "sglang_generate", lane: 1, depth: 1, parent: 0 },
+  { sample: 0, start: 70, end: 90, name: "tool_call", lane: 1, depth: 1, parent: 0 },
+  { sample: 0, start: 10, end: 30, name: "sglang_generate [P]", lane: 2, depth: 2, parent: 1, flags: F_VIRTUAL },
+  { sample: 0, start: 11, end: 30, name: "sglang prefill request", lane: 3, depth: 2, parent: 1, flags: F_ENGINE },
+  { sample: 0, start: 11, end: 59, name: "sglang decode request", lane: 4, depth: 2, parent: 1, flags: F_ENGINE },
+  { sample: 0, start: 11, end: 20, name: "prefill_waiting", lane: 5, depth: 3, parent: 4, flags: F_ENGINE },
+  { sample: 0, start: 20, end: 30, name: "prefill_forward", lane: 5, depth: 3, parent: 4, flags: F_ENGINE },
+  { sample: 0, start: 11, end: 30, name: "decode_bootstrap", lane: 6, depth: 3, parent: 5, flags: F_ENGINE },
+  { sample: 0, start: 30, end: 59, name: "decode_loop", lane: 6, depth: 3, parent: 5, flags: F_ENGINE },
+  { sample: 0, start: 31, end: 40, name: "decode_forward", lane: 7, depth: 4, parent: 9, flags: F_ENGINE },
+  { sample: 0, start: 41, end: 58, name: "odd_slice", lane: 6, depth: 3, parent: 5, flags: F_ENGINE },
+];
+
+function setup(expanded = false) {
+  const { payload, spanNew, evNew } = makePayload({
+    samples: [{}],
+    spans: SPANS,
+    events: [
+      { sample: 0, ts: 50, name: "retract", lane: 6, parent: 9 },
+      { sample: 0, ts: 75, name: "tool_result", lane: 1, parent: 2 },
+    ],
+    meta: { engine_phases: PHASES },
+  });
+  const d = decodePayload(payload);
+  const L = buildLayout(d, Uint32Array.from([0]), () => expanded, 20);
+  const g = { width: 1000, height: 400, gutter: 200, plotX: 200, plotW: 800, axisH: 30, tracksH: 0, scrollTop: 0, t0: 0, t1: 100 };
+  return { d, L, g, at: (/** @type {number} */ i) => spanNew[i], ev: (/** @type {number} */ i) => evNew[i] };
+}
+
+test("band phases in drawing order: other first, decode last; unknown phases after other", () => {
+  assert.deepEqual(bandPhases(PHASES), ["other", "queue", "pd", "prefill", "decode"]);
+  assert.deepEqual(bandPhases({ decode: [], custom: [], queue: [] }), ["other", "custom", "queue", "decode"]);
+  assert.deepEqual(bandPhases({}), ["other"]);
+});
+
+test("each span's band phase: requests as other, their slices by name, nested slices none", () => {
+  const { d, at, ev } = setup();
+  const phase = (/** @type {number} */ i) => (d.spanBand[at(i)] ? d.bandPhases[d.spanBand[at(i)] - 1] : null);
+  assert.deepEqual(SPANS.map((_, i) => phase(i)), [null, null, null, null, "other", "other", "queue", "prefill", "pd", "decode", null, "other"]);
+  assert.ok(d.hasEngine);
+  assert.ok(isRequestSpan(d, at(4)) && !isRequestSpan(d, at(6)) && !isRequestSpan(d, at(1)));
+  const mix = Array.from({ length: d.nLanes[0] }, (_, lane) => d.laneMix[d.laneBase[0] + lane]);
+  assert.deepEqual(mix, [LANE_OWN, LANE_OWN, LANE_OWN, LANE_BAND, LANE_BAND, LANE_BAND, LANE_BAND, 0]);
+  assert.equal(d.evEngine[ev(0)], 1, "retract: the engine's");
+  assert.equal(d.evEngine[ev(1)], 0, "tool_result: the sample's own");
+});
+
+test("a payload without engine spans: every drawn lane the sample's own, no band", () => {
+  const d = decodePayload(makePayload({ samples: [{}], spans: SPANS.slice(0, 4) }).payload);
+  assert.ok(!d.hasEngine);
+  assert.equal(d.spanBand.reduce((sum, v) => sum + v, 0), 0);
+  assert.ok(Array.from(d.laneMix).every((mix) => mix === LANE_OWN));
+});
+
+test("lane labels name every span they hold, with the engine's role", () => {
+  const { d } = setup();
+  const labels = Array.from({ length: d.nLanes[0] }, (_, lane) => laneLabel(d, d.laneBase[0] + lane).text);
+  assert.deepEqual(labels, [
+    "generate_and_rm",
+    "sglang_generate, tool_call",
+    "sglang_generate [P]",
+    "sglang prefill request [P]",
+    "sglang decode request [D]",
+    "prefill_waiting, prefill_forward [P]",
+    "decode_bootstrap, decode_loop, odd_slice [D]",
+    "decode_forward [D]",
+  ]);
+  assert.equal(laneLabel(d, d.laneBase[0] + 6).role, "[D]");
+  assert.equal(engineRole(d, 0), "", "not the engine's");
+});
+
+test("lane labels: most frequent names first, the rest counted, mixed roles both", () => {
+  const names = ["a", "b", "b", "c", "c", "c", "d", "e"];
+  const spans = names.map((name, i) => ({ sample: 0, start: i, end: i + 0.5, name, lane: 0, depth: 0 }));
+  const d = decodePayload(makePayload({ samples: [{}], spans }).payload);
+  assert.equal(laneLabel(d, 0).text, "c, b, a, d +1");
+  const both = decodePayload(makePayload({
+    samples: [{}],
+    spans: [
+      { sample: 0, start: 0, end: 10, name: "prefill request", lane: 0, flags: F_ENGINE },
+      { sample: 0, start: 0, end: 10, name: "decode request", lane: 1, flags: F_ENGINE },
+      { sample: 0, start: 0, end: 5, name: "x", lane: 2, parent: 0, flags: F_ENGINE },
+      { sample: 0, start: 5, end: 10, name: "x", lane: 2, parent: 1, flags: F_ENGINE },
+    ],
+  }).payload);
+  assert.equal(laneLabel(both, 2).text, "x [P+D]");
+});
+
+test("a collapsed row picks the sample's own span where engine slices lie under it", () => {
+  const { d, L, g, at } = setup(false);
+  const vis = spanVisibility(d, ALL);
+  const evVis = eventVisibility(d, ALL);
+  const box = barBox(L, 0, 0);
+  const y = canvasY(g, box.y + box.h / 2);
+  // decode_loop (depth 3) and decode_forward (depth 4) lie at t=35: the generation (depth 1) is picked
+  const hit = hitTest(d, L, g, vis, evVis, xOf(g, 35), y);
+  assert.equal(hit && hit.type === "span" ? hit.span : -1, at(1));
+  // the band under the bar is no target; the row is
+  const band = bandBox(L, 0);
+  const below = hitTest(d, L, g, vis, evVis, xOf(g, 35), canvasY(g, band.y + band.h / 2));
+  assert.equal(below && below.type, "row");
+  // the engine's retract event is not a marker of the collapsed row
+  const atRetract = hitTest(d, L, g, vis, evVis, xOf(g, 50), y);
+  assert.notEqual(atRetract && atRetract.type, "event");
+  // expanded, the same point of the slices' lane picks the slice
+  const ex = setup(true);
+  const lane = barBox(ex.L, 0, 6);
+  const pick = hitTest(ex.d, ex.L, ex.g, vis, evVis, xOf(ex.g, 35), canvasY(ex.g, lane.y + lane.h / 2));
+  assert.equal(pick && pick.type === "span" ? pick.span : -1, ex.at(9));
+});
+
+test("in a collapsed row a band slice's box is its piece of the band, a nested one none", () => {
+  const { d, L, g, at } = setup(false);
+  const band = bandBox(L, 0);
+  const bar = barBox(L, 0, 0);
+  assert.ok(band.y >= bar.y + bar.h, "the band lies under the bar");
+  assert.ok(band.y + band.h <= L.rowTop[1], "within the row");
+  assert.ok(band.h >= 2 && band.h <= 3);
+  const slice = spanBox(d, L, g, at(9));
+  assert.ok(slice && slice.y === canvasY(g, band.y) && slice.h === band.h);
+  assert.equal(spanBox(d, L, g, at(10)), null);
+  assert.equal(spanBox(d, L, g, at(1))?.y, canvasY(g, bar.y));
+});

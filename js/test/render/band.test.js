@@ -1,0 +1,116 @@
+// What a frame paints of engine spans (draw.js, band.js, tracks.js), on a canvas
+// that records its fills: a collapsed row's bars are the sample's own spans and the
+// engine's phases a band under them; an expanded row draws the engine's lanes;
+// the load tracks sit between the axis and the rows.
+
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { decodePayload, F_ENGINE } from "../../src/data/decode.js";
+import { buildLayout, barBox, bandBox } from "../../src/data/layout.js";
+import { spanVisibility, eventVisibility } from "../../src/data/filters.js";
+import { Painter } from "../../src/render/draw.js";
+import { ColorTable, enginePhaseColor, loadTrackColor } from "../../src/render/colors.js";
+import { canvasY } from "../../src/render/hit.js";
+import { tracksHeight, TRACKS_PAD } from "../../src/render/tracks.js";
+import { makePayload } from "../helpers/make_payload.js";
+
+const THEME = { bg: "#ffffff", bg1: "#f6f7f9", bg2: "#eeeeee", fg0: "#000000", fg1: "#222222", fg2: "#666666", border1: "#cccccc", border2: "#e5e5e5", brand: "#1a73e8", font: "sans-serif", mono: "monospace", error: "#d32f2f", cursor: "#d32f2f", stripe: "#fafafa", selRow: "#e8f0fe", hoverRow: "#f1f3f4", dark: false };
+const ALL = { showOpen: true, showEvents: true, showUnmatched: true, attempt: -1, attemptMode: /** @type {"filter"} */ ("filter"), highlightName: -1 };
+const PHASES = { queue: ["prefill_waiting"], prefill: ["prefill_forward"], decode: ["decode_loop"], pd: [] };
+
+/** A canvas whose 2d context keeps every filled rectangle with its fill colour. */
+function recordingCanvas() {
+  /** @type {{x: number, y: number, w: number, h: number, fill: string, alpha: number}[]} */
+  const filled = [];
+  /** @type {number[][]} */
+  let path = [];
+  const state = { fillStyle: "#000", globalAlpha: 1, font: "10px sans-serif" };
+  const ctx = new Proxy(state, {
+    get(target, key) {
+      if (key in target) return /** @type {any} */ (target)[key];
+      if (key === "beginPath") return () => (path = []);
+      if (key === "rect") return (/** @type {number[]} */ ...args) => path.push(args);
+      if (key === "fill") return () => path.forEach(([x, y, w, h]) => filled.push({ x, y, w, h, fill: String(state.fillStyle), alpha: state.globalAlpha }));
+      if (key === "fillRect") return (/** @type {number} */ x, /** @type {number} */ y, /** @type {number} */ w, /** @type {number} */ h) => filled.push({ x, y, w, h, fill: String(state.fillStyle), alpha: state.globalAlpha });
+      if (key === "measureText") return (/** @type {string} */ text) => ({ width: text.length * 6 });
+      return () => {};
+    },
+    set(target, key, value) {
+      /** @type {any} */ (target)[key] = value;
+      return true;
+    },
+  });
+  const canvas = { width: 0, height: 0, style: {}, getContext: () => ctx };
+  return { canvas: /** @type {any} */ (canvas), filled };
+}
+
+function scene(expanded, withLoad = false) {
+  const { payload, spanNew } = makePayload({
+    samples: [{}],
+    spans: [
+      { sample: 0, start: 0, end: 100, name: "generate_and_rm", lane: 0, depth: 0 },
+      { sample: 0, start: 10, end: 60, name: "sglang_generate", lane: 1, depth: 1, parent: 0 },
+      { sample: 0, start: 12, end: 58, name: "sglang request", lane: 2, depth: 2, parent: 1, flags: F_ENGINE },
+      { sample: 0, start: 12, end: 20, name: "prefill_waiting", lane: 3, depth: 3, parent: 2, flags: F_ENGINE },
+      { sample: 0, start: 20, end: 30, name: "prefill_forward", lane: 3, depth: 3, parent: 2, flags: F_ENGINE },
+      { sample: 0, start: 30, end: 58, name: "decode_loop", lane: 3, depth: 3, parent: 2, flags: F_ENGINE },
+    ],
+    load: withLoad ? [{ engine: 0, track: "running", ts: 0, value: 2 }, { engine: 0, track: "queued", ts: 0, value: 1 }] : [],
+    meta: { engine_phases: PHASES, load_engines: withLoad ? ["e"] : [] },
+  });
+  const d = decodePayload(payload);
+  const L = buildLayout(d, Uint32Array.from([0]), () => expanded, 20);
+  const tracksH = tracksHeight(d.load, false);
+  const g = { width: 1000, height: 400, gutter: 200, plotX: 200, plotW: 800, axisH: 26 + tracksH, tracksH, scrollTop: 0, t0: 0, t1: 100 };
+  const { canvas, filled } = recordingCanvas();
+  const painter = new Painter(canvas);
+  painter.resize(1000, 400, 1);
+  const colors = new ColorTable(d.names, THEME);
+  painter.paint({ d, L, g, vis: spanVisibility(d, ALL), evVis: eventVisibility(d, ALL), theme: THEME, colors, cursor: 40, brush: null, selection: null, hover: null, hoverRow: -1, selRow: -1, raiseShown: false, loadSplit: false });
+  return { d, L, g, filled, colors, painter, at: (/** @type {number} */ i) => spanNew[i] };
+}
+
+/**
+ * The last colour filled over a point (the one on screen).
+ * @param {{x: number, y: number, w: number, h: number, fill: string}[]} filled
+ * @param {number} x
+ * @param {number} y
+ */
+function colorAt(filled, x, y) {
+  let found = "";
+  for (const r of filled) if (x >= r.x && x < r.x + r.w && y >= r.y && y < r.y + r.h) found = r.fill;
+  return found;
+}
+
+test("a collapsed row: the generation's colour over its slices, the engine's phases in a band under it", () => {
+  const { d, L, g, filled, colors, painter } = scene(false);
+  const generation = colors.base(d.names.indexOf("sglang_generate"));
+  const bar = barBox(L, 0, 0);
+  const mid = canvasY(g, bar.y + bar.h / 2);
+  for (const t of [15, 25, 45]) assert.equal(colorAt(filled, 200 + t * 8, mid), generation, `t=${t}`);
+  const band = bandBox(L, 0);
+  const by = canvasY(g, band.y + band.h / 2);
+  assert.equal(colorAt(filled, 200 + 15 * 8, by), enginePhaseColor("queue"));
+  assert.equal(colorAt(filled, 200 + 25 * 8, by), enginePhaseColor("prefill"));
+  assert.equal(colorAt(filled, 200 + 45 * 8, by), enginePhaseColor("decode"));
+  assert.equal(colorAt(filled, 200 + 80 * 8, by), THEME.bg, "no band where the engine did nothing");
+  assert.ok(painter.band.drawn >= 4);
+  // nothing of the engine is filled inside the bar
+  const engineFills = new Set(["prefill_waiting", "prefill_forward", "decode_loop", "sglang request"].map((name) => colors.base(d.names.indexOf(name))));
+  assert.ok(!filled.some((r) => engineFills.has(r.fill) && r.y < bar.y + bar.h + g.axisH && r.y + r.h > bar.y + g.axisH && r.h > 3));
+});
+
+test("an expanded row draws the engine's lanes and no band", () => {
+  const { d, L, g, filled, colors, painter } = scene(true);
+  const lane = barBox(L, 0, 3);
+  assert.equal(colorAt(filled, 200 + 45 * 8, canvasY(g, lane.y + lane.h / 2)), colors.base(d.names.indexOf("decode_loop")));
+  assert.equal(painter.band.drawn, 0);
+});
+
+test("the load tracks sit between the axis and the rows", () => {
+  const { g, filled } = scene(false, true);
+  assert.ok(g.tracksH > 0);
+  const top = g.axisH - g.tracksH + TRACKS_PAD;
+  assert.ok(filled.some((r) => r.fill === loadTrackColor("running") && r.y >= top - 1 && r.y < top + 26), "the running track's swatch");
+  assert.ok(filled.some((r) => r.fill === loadTrackColor("queued")), "the queued track's swatch");
+});
