@@ -279,6 +279,8 @@ def _events(frames: TraceFrames, built: _Built, spans: pd.DataFrame) -> pd.DataF
     """The events table with the engine's events after the dump's; every event's lane and
     depth read again from its parent span (lanes of a row may have moved)."""
     core = frames.event_core
+    if "instant" not in core["kind"].cat.categories:  # a dump without instant events
+        core = core.assign(kind=core["kind"].cat.add_categories(["instant"]))
     added = pd.DataFrame(built.events)
     n_new = len(added)
     new = pd.DataFrame({

@@ -1,0 +1,65 @@
+"""The OTLP receiver (``slime-trace-viewer collect``) as a subprocess on free loopback
+ports, for tests that send it SGLang's own exports."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from slime_trace_widget.devtools.browser import free_port
+
+ROOT = Path(__file__).resolve().parents[2]
+#: Hang guard, generous: a busy 2-core machine starts Python and grpc slowly.
+STARTUP_SECONDS = 120
+
+
+@dataclass
+class Receiver:
+    folder: Path
+    http_port: int
+    grpc_port: int
+    process: subprocess.Popen
+
+    def endpoint(self, protocol: str) -> str:
+        return (f"127.0.0.1:{self.grpc_port}" if protocol == "grpc"
+                else f"http://127.0.0.1:{self.http_port}/v1/traces")
+
+    def stop(self) -> None:
+        """SIGTERM: the receiver writes what is waiting and exits."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            self.process.communicate(timeout=STARTUP_SECONDS)
+
+    def __enter__(self) -> Receiver:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            self.stop()
+        finally:
+            if self.process.poll() is None:
+                self.process.kill()
+                self.process.communicate(timeout=STARTUP_SECONDS)
+
+
+def start_receiver(folder: Path) -> Receiver:
+    http_port, grpc_port = free_port(), free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "slime_trace_widget", "collect", str(folder),
+         "--http", f"127.0.0.1:{http_port}", "--grpc", f"127.0.0.1:{grpc_port}"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.append(process.stdout.readline()),
+                              daemon=True)
+    reader.start()
+    reader.join(STARTUP_SECONDS)
+    if not lines or not lines[0]:
+        process.kill()
+        raise AssertionError(f"the receiver did not start: {process.communicate()[1]}")
+    return Receiver(folder, http_port, grpc_port, process)
+
+
