@@ -129,20 +129,26 @@ def attr_values(frames: TraceFrames, key: str) -> dict[int, Any]:
 
 def _context_owners(frames: TraceFrames, requests: list[Request]) -> dict[int, int]:
     """Rule 1: requests whose trace hangs under a dump span by W3C context (the parent of
-    their trace's outermost span, or of the request root itself)."""
-    wanted: dict[str, list[int]] = defaultdict(list)
+    their trace's outermost span). Only the spans of samples whose trace a request names
+    have their W3C span id computed."""
+    wanted: dict[tuple[str, str], list[int]] = defaultdict(list)
     for number, request in enumerate(requests):
         for parent in request.context_parents:
-            wanted[f"{request.trace_id}:{parent}"].append(number)
+            wanted[(request.trace_id, parent)].append(number)
     if not wanted:
         return {}
+    traces = {trace for trace, _ in wanted}
+    sample_traces = frames.samples["trace_id"]
+    rows = [row for row, trace_id in sample_traces.items()
+            if trace_id is not None and w3c_trace_id(trace_id) in traces]
     core = frames.span_core
-    real = core[~core["virtual"].to_numpy()]
-    trace_of_row = frames.samples["trace_id"].reindex(real["sample_row"]).to_numpy()
+    candidates = core[(core["sample_row"].isin(rows) & ~core["virtual"]).to_numpy()]
+    trace_of_row = {row: w3c_trace_id(sample_traces[row]) for row in rows}
     owners: dict[int, int] = {}
-    for index, trace_id, span_id in zip(real.index, trace_of_row, real["span_id"], strict=True):
-        if trace_id is None or span_id is None:
+    for index, row, span_id in zip(candidates.index, candidates["sample_row"],
+                                   candidates["span_id"], strict=True):
+        if span_id is None:
             continue
-        for number in wanted.get(f"{w3c_trace_id(trace_id)}:{w3c_span_id(span_id)}", ()):
+        for number in wanted.get((trace_of_row[row], w3c_span_id(span_id)), ()):
             owners[number] = int(index)
     return owners

@@ -11,16 +11,13 @@ draws, so that a rollout's frames grow with its requests, not with its iteration
 * each TP group (the thread spans of one request with the same thread label) is
   counted once: its lowest rank (pipeline rank first) carries the slices, the
   other ranks' spans are dropped and their ranks listed in ``engine.tp_ranks``;
-* consecutive ``decode_loop`` siblings become one *decode stretch* (the first
-  loop's ids, the run's start and end) with ``engine.decode_loops`` (iterations),
-  ``engine.decode_steps`` (from SGLang's ``decode_ct``, else the iterations) and
-  ``engine.schedule_events`` (the ``schedule`` events the loops carried); any other
-  event of a loop moves onto its stretch;
+* consecutive ``decode_loop`` siblings become one *decode stretch*
+  (:mod:`.engine_stretches`), folded on the stored columns before anything else;
 * events on a thread span (SGLang puts ``retract`` there) go to the innermost slice
   of that thread whose time holds them, else to the request root.
 
 All of that is decided on whole columns before any attribute text is parsed: only the
-spans that are drawn have their JSON read.
+spans that are drawn, and the threads and roots above them, have their JSON read.
 """
 
 from __future__ import annotations
@@ -36,15 +33,12 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-DECODE_LOOP = "decode_loop"
-SCHEDULE_EVENT = "schedule"
+from .engine_stretches import fold_decode_loops
+
 #: Attribute keys (as stored JSON text) that mark a request root or a thread span.
 _ROOT_KEYS = ('"rid": ', '"gen_ai.request.id": ')
 _THREAD_KEYS = ('"host_id": ', '"thread_label": ', '"pid": ')
 THREAD_ATTRS = ("thread_label", "host_id", "pid", "tp_rank", "pp_rank", "dp_rank")
-#: How a stored event begins in the store's JSON (``sources.engine.otlp`` writes it).
-_EVENT_TEXT = '{"name": "'
-_SCHEDULE_TEXT = '{"name": "schedule", "time_ns": '
 _RANK_SUFFIX = re.compile(r"\s*(\[[A-Z]+ \d+\]\s*)*(\(host:[^)]*\))?\s*$")
 _MAX_DEPTH = 256
 _NO_RANK = 1 << 30
@@ -120,12 +114,19 @@ def read_requests(engine: pd.DataFrame | pa.Table) -> list[Request]:
     table = engine_table(engine)
     if not len(table):
         return []
-    return _Rows(*_linked(table)).requests()
+    folded, stretches = fold_decode_loops(table)
+    linked, parent, kept = _linked(folded)
+    if len(kept) < len(folded):
+        position = {int(row): number for number, row in enumerate(kept)}
+        stretches = {position[row]: stretch for row, stretch in stretches.items()
+                     if row in position}
+    return _Rows(linked, parent, stretches).requests()
 
 
-def _linked(table: pa.Table) -> tuple[pa.Table, np.ndarray]:
+def _linked(table: pa.Table) -> tuple[pa.Table, np.ndarray, np.ndarray]:
     """``table`` with one row per (trace id, span id) (an export retried after a lost
-    answer repeats its spans), and each row's parent row (-1: none stored)."""
+    answer repeats its spans), each row's parent row (-1: none stored), and the rows of
+    ``table`` kept."""
     keys = _keys(table["trace_id"], table["span_id"])
     parent_keys = _keys(table["trace_id"], table["parent_id"])
     encoded = pa.chunked_array(keys.chunks + parent_keys.chunks).combine_chunks()
@@ -133,12 +134,14 @@ def _linked(table: pa.Table) -> tuple[pa.Table, np.ndarray]:
     key_codes, parent_codes = codes[:len(table)], codes[len(table):]
     _, first = np.unique(key_codes, return_index=True)
     if len(first) < len(table):
-        return _linked(table.take(pa.array(np.sort(first))))
+        kept = np.sort(first)
+        linked, parent, again = _linked(table.take(pa.array(kept)))
+        return linked, parent, kept[again]
     row_of_code = np.full(len(codes), -1, dtype=np.int64)
     row_of_code[key_codes] = np.arange(len(table))
     parent = row_of_code[parent_codes]
     parent[parent == np.arange(len(table))] = -1
-    return table, parent
+    return table, parent, np.arange(len(table))
 
 
 def _keys(trace: pa.ChunkedArray, span: pa.ChunkedArray) -> pa.ChunkedArray:
@@ -148,15 +151,21 @@ def _keys(trace: pa.ChunkedArray, span: pa.ChunkedArray) -> pa.ChunkedArray:
 class _Rows:
     """The stored spans as whole columns, with structure found by vectorised walks."""
 
-    def __init__(self, table: pa.Table, parent: np.ndarray) -> None:
+    def __init__(self, table: pa.Table, parent: np.ndarray,
+                 stretches: dict[int, dict[str, Any]]) -> None:
         self.table = table
         self.parent = parent
+        self.stretches = stretches
         self.n = n = len(table)
         self.names = table["name"]
         self.start = table["start_ns"].to_numpy().astype(np.int64)
         self.end = table["end_ns"].to_numpy().astype(np.int64)
         self.status = table["status"].to_numpy().astype(np.int64)
-        self._attrs: dict[int, dict] = {}
+        # after the loops are folded every row is drawn or above one: parse them together
+        self._attrs = _parse_all(table["attributes"], dict)
+        self._events = _parse_all(table["events"], list)
+        self._names = table["name"].to_pylist()
+        self._span_ids = table["span_id"].to_pylist()
         attributes = table["attributes"]
         maybe_root = _any_substring(attributes, _ROOT_KEYS)
         maybe_thread = _any_substring(attributes, _THREAD_KEYS)
@@ -172,21 +181,17 @@ class _Rows:
         self.thread_of = self._nearest(self.is_thread, stop=self.is_root)
 
     def attrs(self, i: int) -> dict:
-        """The attributes of stored row ``i`` (parsed once)."""
-        found = self._attrs.get(i)
-        if found is None:
-            found = _loads(self.table["attributes"][i].as_py(), dict)
-            self._attrs[i] = found
-        return found
+        """The attributes of stored row ``i``."""
+        return self._attrs[i]
 
     def name(self, i: int) -> str:
-        return str(self.names[i].as_py())
+        return str(self._names[i])
 
     def span_id(self, i: int) -> str:
-        return str(self.table["span_id"][i].as_py())
+        return str(self._span_ids[i])
 
     def events(self, i: int) -> list[dict]:
-        return [e for e in _loads(self.table["events"][i].as_py(), list)
+        return [e for e in self._events[i]
                 if isinstance(e, dict) and isinstance(e.get("time_ns"), int)]
 
     def _nearest(self, mark: np.ndarray, stop: np.ndarray | None = None) -> np.ndarray:
@@ -273,16 +278,14 @@ class _Rows:
         slice_owner = np.where(threaded, owner[np.maximum(self.thread_of, 0)], self.root_of)
         is_slice = ((~self.is_root) & (~self.is_thread) & (slice_owner >= 0)
                     & (~threaded | carried[np.maximum(self.thread_of, 0)]))
-        stretch_of, stretches = self._stretches(is_slice)
-        drawn = is_slice & (stretch_of < 0)
-        drawn[list(stretches)] = True
+        drawn = is_slice
         by_root: dict[int, list[int]] = {}
         for i in np.flatnonzero(drawn):
             by_root.setdefault(int(slice_owner[i]), []).append(int(i))
         threads_of_root: dict[int, list[int]] = {}
         for carrier in carriers:
             threads_of_root.setdefault(int(owner[carrier]), []).append(carrier)
-        context = _Context(self.thread_of, carriers, hosts, stretch_of, stretches)
+        context = _Context(self.thread_of, carriers, hosts, self.stretches)
         return [self._request(root, by_root.get(root, []), threads_of_root.get(root, []),
                               context) for root in map(int, np.flatnonzero(self.is_root))]
 
@@ -307,7 +310,7 @@ class _Rows:
             if stretch is not None:
                 piece_attrs.update(stretch["attrs"])
                 events, end = stretch["events"], stretch["end"]
-            above = self._drawn_parent(i, root, position, context.stretch_of)
+            above = self._drawn_parent(i, root, position)
             position[i] = len(pieces)
             pieces.append(Piece(i, self.span_id(i), self.name(i), int(self.start[i]), end,
                                 piece_attrs, above, context.host_of(thread, host), thread,
@@ -339,66 +342,16 @@ class _Rows:
             depth += 1
         return depth
 
-    def _drawn_parent(self, i: int, root: int, position: dict[int, int],
-                      stretch_of: np.ndarray) -> int:
+    def _drawn_parent(self, i: int, root: int, position: dict[int, int]) -> int:
         """The piece above slice ``i``: its nearest drawn ancestor, else the request root."""
         node = int(self.parent[i])
         for _ in range(_MAX_DEPTH):
             if node < 0 or node == root:
                 break
-            node = int(stretch_of[node]) if stretch_of[node] >= 0 else node
             if node in position:
                 return position[node]
             node = int(self.parent[node])
         return 0
-
-    # ------------------------------------------------------------------ decode stretches
-
-    def _stretches(self, is_slice: np.ndarray) -> tuple[np.ndarray, dict[int, dict[str, Any]]]:
-        """Runs of consecutive ``decode_loop`` siblings: each merged loop's stretch (its
-        first loop's row; -1 for every other row) and each stretch's end and figures."""
-        stretch_of = np.full(self.n, -1, dtype=np.int64)
-        rows = np.flatnonzero(is_slice)
-        loop = pc.equal(self.names, DECODE_LOOP).to_numpy(zero_copy_only=False)[rows]
-        if not loop.any():
-            return stretch_of, {}
-        parents = self.parent[rows]
-        order = np.lexsort((rows, self.start[rows], parents))
-        rows, loop, parents = rows[order], loop[order], parents[order]
-        new_run = np.ones(len(rows), dtype=bool)
-        new_run[1:] = (parents[1:] != parents[:-1]) | ~loop[1:] | ~loop[:-1]
-        run = np.cumsum(new_run) - 1
-        first = rows[new_run][run]
-        loops = rows[loop]
-        stretch_of[loops] = first[loop]
-        events = self.table["events"].take(pa.array(loops))
-        event_counts = pc.count_substring(events, _EVENT_TEXT).to_numpy()
-        schedule_counts = pc.count_substring(events, _SCHEDULE_TEXT).to_numpy()
-        frame = pd.DataFrame({"first": first[loop], "row": loops, "end": self.end[loops],
-                              "schedules": schedule_counts,
-                              "other": event_counts - schedule_counts})
-        grouped = frame.groupby("first", sort=False)
-        summary = grouped.agg(end=("end", "max"), loops=("row", "size"),
-                              last=("row", "last"), schedules=("schedules", "sum"))
-        with_other = set(frame.loc[frame["other"] > 0, "first"])
-        stretches: dict[int, dict[str, Any]] = {}
-        for first_row, figures in summary.iterrows():
-            head, tail = int(first_row), int(figures["last"])
-            count = int(figures["loops"])
-            steps = count
-            first_ct, last_ct = self.attrs(head).get("decode_ct"), self.attrs(tail).get(
-                "decode_ct")
-            if _is_int(first_ct) and _is_int(last_ct) and last_ct >= first_ct:
-                steps = int(last_ct) - int(first_ct) + 1
-            events = []
-            if head in with_other:
-                members = frame.loc[frame["first"] == head, "row"]
-                events = [e for row in members for e in self.events(int(row))
-                          if e.get("name") != SCHEDULE_EVENT]
-            stretches[head] = {"end": int(figures["end"]), "events": events, "attrs": {
-                "engine.decode_loops": count, "engine.decode_steps": steps,
-                "engine.schedule_events": int(figures["schedules"])}}
-        return stretch_of, stretches
 
 
 def _place_event(pieces: list[Piece], event: dict, thread: int) -> None:
@@ -424,7 +377,6 @@ class _Context:
     thread_of: np.ndarray
     carriers: dict[int, dict[str, Any]]
     hosts: dict[int, str]
-    stretch_of: np.ndarray
     stretches: dict[int, dict[str, Any]]
 
     def host_of(self, thread: int, default: str) -> str:
@@ -439,10 +391,25 @@ def _any_substring(column: pa.ChunkedArray, needles: tuple[str, ...]) -> np.ndar
     return found
 
 
+def _parse_all(column: pa.ChunkedArray, kind: type) -> list[Any]:
+    """Each JSON text of ``column`` as ``kind`` (an empty one where it is not): one parse
+    of them all (the receiver writes each cell with ``json.dumps``, one value a cell), or
+    one parse each when that does not give one value a cell."""
+    texts = column.to_pylist()
+    try:
+        values = json.loads("[" + ",".join(t if isinstance(t, str) and t else "null"
+                                            for t in texts) + "]")
+    except (ValueError, RecursionError):
+        values = []
+    if len(values) != len(texts):
+        values = [_loads(text, kind) for text in texts]
+    return [value if isinstance(value, kind) else kind() for value in values]
+
+
 def _loads(text: Any, kind: type) -> Any:
     try:
         value = json.loads(text) if isinstance(text, str) else None
-    except ValueError:
+    except (ValueError, RecursionError):
         value = None
     return value if isinstance(value, kind) else kind()
 

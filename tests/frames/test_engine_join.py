@@ -115,8 +115,8 @@ def test_engine_events_are_events_of_their_slices(frames: TraceFrames, tmp_path:
     requests = requests_for(frames, seed=5)
     joined = join_engine(frames, load_engine_traces(store_requests(requests, tmp_path, SKEWS)))
     events = joined.events[joined.events["origin"] == "engine"]
-    # a decode loop's schedule events are counted on it, not kept one by one (at trace
-    # level 3 there is one per scheduler iteration); every other event is kept
+    # a decode loop's schedule events are left out (at trace level 3 there is one per
+    # scheduler iteration); every other event is kept
     folded = [e for r in requests for h in r.halves for piece in h.slices for e in piece.events
               if piece.name == "decode_loop" and e[0] == "schedule"]
     wanted = sum(len(piece.events) for r in requests for h in r.halves for piece in h.slices)
@@ -124,7 +124,6 @@ def test_engine_events_are_events_of_their_slices(frames: TraceFrames, tmp_path:
     assert set(events["name"].astype(str)) == {"schedule", "retract"}
     loops = engine_spans(joined)
     loops = loops[loops["name"] == "decode_loop"]
-    assert loops["attr.engine.schedule_events"].sum() == len(folded)
     assert (loops["attr.engine.decode_loops"] == 1).all()
     parents = joined.span_core.loc[events["parent_index"]]
     assert (parents["origin"] == "engine").all()

@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa
 import pytest
 
 from slime_trace_widget.answers.engine import engine_breakdown
@@ -242,7 +243,6 @@ def test_decode_loops_become_one_stretch_with_their_counts() -> None:
     stretch = loops.iloc[0]
     assert stretch["attr.engine.decode_loops"] == 500
     assert stretch["attr.engine.decode_steps"] == 500
-    assert stretch["attr.engine.schedule_events"] == 500
     forward = _engine_spans(joined).set_index("name").loc["decode_forward"]
     assert stretch["start"] == pytest.approx(forward["start"], abs=1e-6)
     assert stretch["end"] == pytest.approx(forward["end"], abs=1e-6)
@@ -291,3 +291,36 @@ def test_a_thread_span_left_under_an_older_bootstrap_room_joins_its_host_request
     assert len(dispatch) == 1
     parent = joined.span_core.loc[dispatch["parent_index"].iloc[0]]
     assert parent["name"] == "sglang prefill request"
+
+
+def test_an_export_stored_twice_counts_once() -> None:
+    """A client that lost the receiver's answer sends the batch again: same ids."""
+    frames = _frames(["r-twice"])
+    engine = Engine()
+    engine.request("r-twice", T0 + 1, T0 + 9, tp=2, slices=_plain(T0 + 1.1, T0 + 9, loops=50))
+    once = engine.table()
+    joined = join_engine(frames, pa.concat_tables([once, once]))
+    spans = _engine_spans(joined)
+    assert len(spans) == len(_engine_spans(join_engine(frames, once)))
+    loops = spans[spans["name"] == "decode_loop"]
+    assert loops["attr.engine.decode_loops"].tolist() == [50]
+
+
+def test_a_sibling_between_loops_breaks_the_stretch() -> None:
+    frames = _frames(["r-runs"])
+    engine = Engine()
+    loops = [("decode_loop", T0 + 2 + k * 0.1, T0 + 2.1 + k * 0.1, {"decode_ct": k},
+              [("schedule", T0 + 2 + k * 0.1, {}), *([("custom", T0 + 2.05, {"n": 1})]
+                                                     if k == 0 else [])], [])
+             for k in range(10)]
+    between = ("spec_verify", T0 + 2.45, T0 + 2.46, {}, [], [])
+    engine.request("r-runs", T0 + 1, T0 + 9, slices=[
+        ("decode_forward", T0 + 2, T0 + 3, {}, [], [*loops, between])])
+    spans = _engine_spans(join_engine(frames, engine.table()))
+    stretches = spans[spans["name"] == "decode_loop"].sort_values("start")
+    assert stretches["attr.engine.decode_loops"].tolist() == [5, 5]
+    assert stretches["attr.engine.decode_steps"].tolist() == [5, 5]
+    assert stretches["end"].iloc[0] == pytest.approx(T0 + 2.5, abs=1e-6)
+    joined = join_engine(frames, engine.table())
+    kept = joined.events[(joined.events["origin"] == "engine").to_numpy()]
+    assert kept["name"].astype(str).tolist() == ["custom"]  # a loop's schedule events go

@@ -194,12 +194,14 @@ def fsync_folder(folder: Path) -> None:
 
 
 def read_rows(layout: Layout, source: Source, low_ns: int | None = None,
-              high_ns: int | None = None) -> pa.Table:
+              high_ns: int | None = None, dictionaries: tuple[str, ...] = ()) -> pa.Table:
     """Stored rows of ``layout`` that overlap ``[low_ns, high_ns]`` (all when neither is
     given): a row overlaps when its start is at most ``high_ns`` and its end at least
     ``low_ns``. ``source`` is a collector folder (its finished files, chosen by their
     names, and its write-ahead files) or a list of files. A file that cannot be read is
-    skipped with a warning naming it."""
+    skipped with a warning naming it. The text columns named in ``dictionaries`` come
+    dictionary-encoded (a text repeated on most rows is then held once)."""
+    schema = _with_dictionaries(layout.schema, dictionaries)
     low = -1 if low_ns is None else int(low_ns)
     high = 2**63 - 1 if high_ns is None else int(high_ns)
     windowed = low_ns is not None or high_ns is not None
@@ -210,18 +212,51 @@ def read_rows(layout: Layout, source: Source, low_ns: int | None = None,
         try:
             if path.suffix == ".arrows":
                 table = read_wal(path, layout)
-            else:  # sorted: the row groups' statistics skip what lies outside
-                table = pq.read_table(path, schema=layout.schema, filters=[
-                    (layout.start, "<=", high), (layout.end, ">=", low)] if windowed else None)
+                for name in dictionaries:
+                    table = table.set_column(table.schema.get_field_index(name), name,
+                                             pc.dictionary_encode(table[name]))
+            else:
+                table = _read_finished(path, layout, low, high, schema)
         except (pa.ArrowException, OSError, ValueError) as exc:
             warnings.warn(f"skipped {layout.what} {path}: {exc}", RuntimeWarning, stacklevel=3)
             continue
         if windowed:
             keep = pc.and_(pc.less_equal(table[layout.start], high),
                            pc.greater_equal(table[layout.end], low))
-            table = table.filter(keep)
+            if not pc.all(keep).as_py():  # a filter copies every column, even all kept
+                table = table.filter(keep)
         tables.append(table)
-    return pa.concat_tables(tables) if tables else layout.empty()
+    return pa.concat_tables(tables) if tables else schema.empty_table()
+
+
+def _read_finished(path: Path, layout: Layout, low: int, high: int, schema: pa.Schema
+                   ) -> pa.Table:
+    """The row groups of a finished file whose statistics overlap ``[low, high]`` (the
+    file is sorted by time, so a window reads only its own groups), as ``schema``. The
+    caller filters the rows."""
+    dictionaries = [field.name for field in schema if pa.types.is_dictionary(field.type)]
+    parquet = pq.ParquetFile(path, read_dictionary=dictionaries)
+    names = parquet.schema_arrow.names
+    if layout.start not in names or layout.end not in names:
+        raise ValueError(f"no {layout.start} or {layout.end} column")
+    start, end = names.index(layout.start), names.index(layout.end)
+    groups = []
+    for number in range(parquet.metadata.num_row_groups):
+        group = parquet.metadata.row_group(number)
+        first, last = group.column(start).statistics, group.column(end).statistics
+        if (first is None or last is None or not first.has_min_max or not last.has_min_max
+                or (first.min <= high and last.max >= low)):
+            groups.append(number)
+    table = parquet.read_row_groups(groups) if groups else parquet.schema_arrow.empty_table()
+    return table if table.schema.equals(schema) else table.cast(schema)
+
+
+def _with_dictionaries(schema: pa.Schema, names: tuple[str, ...]) -> pa.Schema:
+    for name in names:
+        index = schema.get_field_index(name)
+        schema = schema.set(index, schema.field(index).with_type(
+            pa.dictionary(pa.int32(), schema.field(index).type)))
+    return schema
 
 
 def files_of(layout: Layout, source: Source) -> list[tuple[Path, tuple[int, int] | None]]:

@@ -54,15 +54,21 @@ class SpanStore(durable.DurableStore):
         return self.roll_rows
 
 
+#: The span columns whose text repeats over most rows (one engine, one resource).
+REPEATED_COLUMNS = ("name", "service", "resource", "links")
+
+
 def read_spans(source: str | Path | Iterable[str | Path], start_ns: int | None = None,
-               end_ns: int | None = None) -> pa.Table:
+               end_ns: int | None = None, *, dictionaries: tuple[str, ...] = ()) -> pa.Table:
     """Stored spans that overlap ``[start_ns, end_ns]`` (all when not given), as a table.
 
     ``source`` is a collector folder (its finished files, chosen by their names, and
     its write-ahead files) or a list of finished files. A file that cannot be read is
-    skipped with a warning naming it.
+    skipped with a warning naming it. ``dictionaries`` (e.g. :data:`REPEATED_COLUMNS`)
+    are read dictionary-encoded: a window of a busy engine then takes about half the
+    memory and time.
     """
-    return durable.read_rows(LAYOUT, source, start_ns, end_ns)
+    return durable.read_rows(LAYOUT, source, start_ns, end_ns, dictionaries)
 
 
 def window_files(source: str | Path, start_ns: int, end_ns: int) -> list[list]:

@@ -16,7 +16,7 @@ from ...frames.engine import join_engine
 from ...frames.engine_load import aligned
 from ...frames.model import TraceFrames
 from .load_store import load_engine_load
-from .store import read_spans
+from .store import REPEATED_COLUMNS, read_spans
 
 #: Engine spans and load are read this far around the frames' time: engine clocks may be
 #: off, and the load just before and after a rollout is its context.
@@ -34,9 +34,10 @@ def with_engine_traces(frames: TraceFrames, source: str | Path | Iterable[str | 
     histogram buckets stay in the store (``load_engine_load`` reads them)."""
     source = source if isinstance(source, (str, os.PathLike)) else list(source)
     if frames.t0 != frames.t0:  # no timed record at all: nothing to attach to or to read
-        joined = join_engine(frames, read_spans(source, 0, 0))
+        joined = join_engine(frames, read_spans(source, 0, 0, dictionaries=REPEATED_COLUMNS))
         return replace(joined, engine_load=load_engine_load(source, 0.0, 0.0, buckets=False))
     start, end = frames.t0 - MARGIN_SECONDS, frames.t1 + MARGIN_SECONDS
-    joined = join_engine(frames, read_spans(source, int(start * 1e9), int(end * 1e9)))
+    joined = join_engine(frames, read_spans(source, int(start * 1e9), int(end * 1e9),
+                                            dictionaries=REPEATED_COLUMNS))
     load = aligned(load_engine_load(source, start, end, buckets=False), joined.engine_skew)
     return replace(joined, engine_load=load)
