@@ -12,7 +12,8 @@ draws, so that a rollout's frames grow with its requests, not with its iteration
   counted once: its lowest rank (pipeline rank first) carries the slices, the
   other ranks' spans are dropped and their ranks listed in ``engine.tp_ranks``;
 * consecutive ``decode_loop`` siblings become one *decode stretch*
-  (:mod:`.engine_stretches`), folded on the stored columns before anything else;
+  (:mod:`slime_trace_widget.sources.engine.stretches`: the store folds each file as it
+  finishes it, a read merges the files, and a raw table is folded here);
 * events on a thread span (SGLang puts ``retract`` there) go to the innermost slice
   of that thread whose time holds them, else to the request root.
 
@@ -33,7 +34,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .engine_stretches import fold_decode_loops
+from ..sources.engine.stretches import fold_decode_loops, stretch_figures
 
 #: Attribute keys (as stored JSON text) that mark a request root or a thread span.
 _ROOT_KEYS = ('"rid": ', '"gen_ai.request.id": ')
@@ -114,13 +115,8 @@ def read_requests(engine: pd.DataFrame | pa.Table) -> list[Request]:
     table = engine_table(engine)
     if not len(table):
         return []
-    folded, stretches = fold_decode_loops(table)
-    linked, parent, kept = _linked(folded)
-    if len(kept) < len(folded):
-        position = {int(row): number for number, row in enumerate(kept)}
-        stretches = {position[row]: stretch for row, stretch in stretches.items()
-                     if row in position}
-    return _Rows(linked, parent, stretches).requests()
+    linked, parent, _ = _linked(fold_decode_loops(table).table)
+    return _Rows(linked, parent, stretch_figures(linked)).requests()
 
 
 def _linked(table: pa.Table) -> tuple[pa.Table, np.ndarray, np.ndarray]:
@@ -152,7 +148,7 @@ class _Rows:
     """The stored spans as whole columns, with structure found by vectorised walks."""
 
     def __init__(self, table: pa.Table, parent: np.ndarray,
-                 stretches: dict[int, dict[str, Any]]) -> None:
+                 stretches: dict[int, dict[str, int]]) -> None:
         self.table = table
         self.parent = parent
         self.stretches = stretches
@@ -304,12 +300,9 @@ class _Rows:
         slices.sort(key=lambda i: (self._depth_to(i, root), self.start[i], i))
         for i in slices:
             thread = int(self.thread_of[i])
-            piece_attrs = {**context.carriers.get(thread, {}), **self.attrs(i)}
+            piece_attrs = {**context.carriers.get(thread, {}), **self.attrs(i),
+                           **context.stretches.get(i, {})}
             events, end = self.events(i), int(self.end[i])
-            stretch = context.stretches.get(i)
-            if stretch is not None:
-                piece_attrs.update(stretch["attrs"])
-                events, end = stretch["events"], stretch["end"]
             above = self._drawn_parent(i, root, position)
             position[i] = len(pieces)
             pieces.append(Piece(i, self.span_id(i), self.name(i), int(self.start[i]), end,
@@ -377,7 +370,7 @@ class _Context:
     thread_of: np.ndarray
     carriers: dict[int, dict[str, Any]]
     hosts: dict[int, str]
-    stretches: dict[int, dict[str, Any]]
+    stretches: dict[int, dict[str, int]]
 
     def host_of(self, thread: int, default: str) -> str:
         return self.hosts.get(thread, default) or default

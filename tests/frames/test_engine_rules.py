@@ -6,9 +6,7 @@ bootstrap room, one TP rank's slices, thread events placed, decode loops as stre
 
 from __future__ import annotations
 
-import itertools
 import json
-from typing import Any
 
 import pandas as pd
 import pyarrow as pa
@@ -16,107 +14,9 @@ import pytest
 
 from slime_trace_widget.answers.engine import engine_breakdown
 from slime_trace_widget.answers.trends import rollout_trends
-from slime_trace_widget.frames import build_frames
 from slime_trace_widget.frames.engine import join_engine
 from slime_trace_widget.frames.model import TraceFrames
-from slime_trace_widget.sources.engine.store import rows_table
-from slime_trace_widget.tracing import bind_trace, trace_span, use_clock
-
-T0 = 1_700_000_000.0
-_ids = itertools.count(1)
-
-
-def _frames(rids: list[str], length: float = 10.0) -> TraceFrames:
-    """One sample per rid, each a ``sglang_generate`` span of ``length`` seconds from T0."""
-    samples = []
-    for number, rid in enumerate(rids):
-        sample: dict[str, Any] = {"index": number, "group_index": number, "status": "completed"}
-        now = [T0]
-        bind_trace(sample)
-        with use_clock(lambda now=now: now[0]), trace_span(sample, "sglang_generate") as span:
-            now[0] = T0 + length
-            span.update({"sglang_request_id": rid})
-        samples.append(sample)
-    return build_frames(samples)
-
-
-class Engine:
-    """Spans as SGLang 0.5.23 exports them, kept as the store keeps them."""
-
-    def __init__(self) -> None:
-        self.rows: dict[str, list] = {name: [] for name in (
-            "trace_id", "span_id", "parent_id", "name", "start_ns", "end_ns", "service",
-            "status", "attributes", "resource", "events", "links")}
-
-    def span(self, trace: str, parent: str | None, name: str, start: float, end: float,
-             attrs: dict | None = None, events: list | None = None, status: int = 0) -> str:
-        span_id = f"{next(_ids):016x}"
-        for key, value in (("trace_id", trace), ("span_id", span_id), ("parent_id", parent),
-                           ("name", name), ("start_ns", round(start * 1e9)),
-                           ("end_ns", round(end * 1e9)), ("service", "sglang"),
-                           ("status", status), ("attributes", json.dumps(attrs or {})),
-                           ("resource", json.dumps({"service.name": "sglang"})),
-                           ("events", json.dumps([{"name": n, "time_ns": round(t * 1e9),
-                                                   "attributes": a}
-                                                  for n, t, a in events or []])),
-                           ("links", "[]")):
-            self.rows[key].append(value)
-        return span_id
-
-    def request(self, rid: str, start: float, end: float, *, role: str = "unified",
-                room: int | None = None, tp: int = 1, host: str = "hostaaaa",
-                slices: list[tuple] = (), thread_events: list | None = None,
-                parent: str | None = None, trace: str | None = None) -> str:
-        """A request root, a tokenizer thread, ``tp`` scheduler threads with ``slices``
-        (name, start, end, attrs, events, children) each; returns the trace id."""
-        trace = trace or f"{0:016x}{next(_ids):016x}"
-        short = rid.split("_")[-1]
-        label = "" if role == "unified" else role
-        attrs: dict[str, Any] = {"rid": short, "module": "sglang::request",
-                                 "gen_ai.request.id": rid,
-                                 "gen_ai.latency.time_to_first_token": 0.5}
-        if room is not None:
-            attrs["bootstrap_room"] = hex(room)
-        root = self.span(trace, parent, f"{label} Req {short[:8]}", start, end, attrs)
-        tokenizer = self.span(trace, root, f"Tokenizer(host:{host[:8]} | pid:11)", start,
-                              start + 0.02, {"host_id": host, "pid": 11,
-                                             "thread_label": "Tokenizer"})
-        self.span(trace, tokenizer, "tokenize", start, start + 0.01)
-        self.span(trace, tokenizer, "api_server_dispatch", start + 0.01, start + 0.02)
-        for rank in range(tp):
-            thread = self.span(
-                trace, root, f"Scheduler [TP {rank}]  [PP 0] (host:{host[:8]} | pid:{20 + rank})",
-                start + 0.02, end, {"tp_rank": rank, "pp_rank": 0, "host_id": host,
-                                    "pid": 20 + rank, "thread_label": "Scheduler"},
-                events=thread_events)
-            self._slices(trace, thread, slices)
-        return trace
-
-    def _slices(self, trace: str, parent: str, slices: Any) -> None:
-        for name, start, end, attrs, events, children in slices:
-            span_id = self.span(trace, parent, name, start, end, attrs, events)
-            self._slices(trace, span_id, children)
-
-    def table(self) -> Any:
-        return rows_table(self.rows)
-
-
-def _plain(start: float, end: float, loops: int = 0) -> list[tuple]:
-    """prefill_waiting, prefill_forward, decode_waiting, decode_forward (with ``loops``
-    decode_loop iterations, each with a schedule event), over [start, end]."""
-    step = (end - start) / 10
-    decode_start = start + 3 * step
-    children = []
-    if loops:
-        width = (end - decode_start) / loops
-        children = [("decode_loop", decode_start + k * width, decode_start + (k + 1) * width,
-                     {"decode_ct": k}, [("schedule", decode_start + k * width,
-                                         {"bid": k, "batch_size": 8})], [])
-                    for k in range(loops)]
-    return [("prefill_waiting", start, start + step, {}, [], []),
-            ("prefill_forward", start + step, start + 2 * step, {}, [], []),
-            ("decode_waiting", start + 2 * step, decode_start, {}, [], []),
-            ("decode_forward", decode_start, end, {}, [], children)]
+from tests.support.engine_builder import T0, Engine, frames_for, next_id, plain_slices
 
 
 def _engine_spans(frames: TraceFrames) -> pd.DataFrame:
@@ -125,10 +25,10 @@ def _engine_spans(frames: TraceFrames) -> pd.DataFrame:
 
 
 def test_rids_that_end_alike_match_by_the_whole_rid() -> None:
-    frames = _frames(["sess-17_turn-2", "sess-23_turn-2"])
+    frames = frames_for(["sess-17_turn-2", "sess-23_turn-2"])
     engine = Engine()
-    engine.request("sess-17_turn-2", T0 + 1, T0 + 4, slices=_plain(T0 + 1.1, T0 + 4))
-    engine.request("sess-23_turn-2", T0 + 2, T0 + 9, slices=_plain(T0 + 2.1, T0 + 9))
+    engine.request("sess-17_turn-2", T0 + 1, T0 + 4, slices=plain_slices(T0 + 1.1, T0 + 4))
+    engine.request("sess-23_turn-2", T0 + 2, T0 + 9, slices=plain_slices(T0 + 2.1, T0 + 9))
     joined = join_engine(frames, engine.table())
     spans = _engine_spans(joined)
     roots = spans[spans["name"] == "sglang request"]
@@ -140,7 +40,7 @@ def test_rids_that_end_alike_match_by_the_whole_rid() -> None:
 def test_a_short_rid_alone_never_picks_between_two_samples() -> None:
     """A root without ``gen_ai.request.id`` (its request never finished cleanly) has only
     the short rid, which both samples end with: it stays unmatched."""
-    frames = _frames(["sess-17_turn-2", "sess-23_turn-2"])
+    frames = frames_for(["sess-17_turn-2", "sess-23_turn-2"])
     engine = Engine()
     engine.request("sess-17_turn-2", T0 + 1, T0 + 4)
     engine.rows["attributes"][0] = json.dumps({"rid": "turn-2"})
@@ -150,7 +50,7 @@ def test_a_short_rid_alone_never_picks_between_two_samples() -> None:
 
 
 def test_pd_halves_pair_by_bootstrap_room_without_a_client_rid() -> None:
-    frames = _frames(["decode-rid-0001", "decode-rid-0002"])
+    frames = frames_for(["decode-rid-0001", "decode-rid-0002"])
     engine = Engine()
     for number, room in ((1, 0x1111), (2, 0x2222)):
         engine.request(f"prefill-own-{number}", T0 + 1, T0 + 3, role="prefill", room=room,
@@ -173,7 +73,7 @@ def test_pd_halves_pair_by_bootstrap_room_without_a_client_rid() -> None:
 
 
 def test_a_room_whose_halves_disagree_attaches_no_prefill_half() -> None:
-    frames = _frames(["decode-a", "decode-b"])
+    frames = frames_for(["decode-a", "decode-b"])
     engine = Engine()
     engine.request("decode-a", T0 + 1, T0 + 9, role="decode", room=7)
     engine.request("decode-b", T0 + 1, T0 + 9, role="decode", room=7)
@@ -183,9 +83,9 @@ def test_a_room_whose_halves_disagree_attaches_no_prefill_half() -> None:
 
 
 def test_tensor_parallel_ranks_count_once() -> None:
-    frames = _frames(["r-tp"])
+    frames = frames_for(["r-tp"])
     engine = Engine()
-    engine.request("r-tp", T0 + 1, T0 + 9, tp=2, slices=_plain(T0 + 1.1, T0 + 9))
+    engine.request("r-tp", T0 + 1, T0 + 9, tp=2, slices=plain_slices(T0 + 1.1, T0 + 9))
     joined = join_engine(frames, engine.table())
     slices = _engine_spans(joined)
     scheduler = slices[slices["attr.thread_label"] == "Scheduler"]
@@ -200,7 +100,7 @@ def test_a_retraction_on_the_thread_span_lands_on_the_slice_it_interrupted() -> 
     """As SGLang 0.5.23 writes a retraction: a ``retract`` event on the thread span; the
     wait that follows has no slice; the re-run's prefill, decode_waiting and a second
     decode_forward nest inside the first decode_forward."""
-    frames = _frames(["r-retract"])
+    frames = frames_for(["r-retract"])
     engine = Engine()
     retract_at = T0 + 5.0
     rerun = [("prefill_forward", T0 + 5.5, T0 + 6.0, {}, [], []),
@@ -231,9 +131,10 @@ def test_a_retraction_on_the_thread_span_lands_on_the_slice_it_interrupted() -> 
 
 
 def test_decode_loops_become_one_stretch_with_their_counts() -> None:
-    frames = _frames(["r-loops"])
+    frames = frames_for(["r-loops"])
     engine = Engine()
-    engine.request("r-loops", T0 + 1, T0 + 9, tp=2, slices=_plain(T0 + 1.1, T0 + 9, loops=500))
+    engine.request("r-loops", T0 + 1, T0 + 9, tp=2,
+                   slices=plain_slices(T0 + 1.1, T0 + 9, loops=500))
     table = engine.table()
     assert len(table) > 1000
     joined = join_engine(frames, table)
@@ -251,9 +152,9 @@ def test_decode_loops_become_one_stretch_with_their_counts() -> None:
 
 
 def test_decode_waiting_without_pd_is_queue() -> None:
-    frames = _frames(["r-plain"])
+    frames = frames_for(["r-plain"])
     engine = Engine()
-    engine.request("r-plain", T0 + 1, T0 + 9, slices=_plain(T0 + 1.0, T0 + 9.0))
+    engine.request("r-plain", T0 + 1, T0 + 9, slices=plain_slices(T0 + 1.0, T0 + 9.0))
     breakdown = engine_breakdown(join_engine(frames, engine.table())).loc[0]
     assert breakdown["pd_s"] == 0.0
     # the waits, and the tokenizer's dispatch to the scheduler (0.01 s)
@@ -261,10 +162,10 @@ def test_decode_waiting_without_pd_is_queue() -> None:
 
 
 def test_tokenizer_slices_are_kept() -> None:
-    frames = _frames(["r-tok"])
+    frames = frames_for(["r-tok"])
     engine = Engine()
     engine.request("r-tok", T0 + 1, T0 + 9, role="decode", room=9,
-                   slices=_plain(T0 + 1.1, T0 + 9))
+                   slices=plain_slices(T0 + 1.1, T0 + 9))
     names = set(_engine_spans(join_engine(frames, engine.table()))["name"].astype(str))
     assert {"tokenize", "api_server_dispatch"} <= names
 
@@ -272,13 +173,13 @@ def test_tokenizer_slices_are_kept() -> None:
 def test_a_thread_span_left_under_an_older_bootstrap_room_joins_its_host_request() -> None:
     """Older SGLang put both PD halves under one "Bootstrap Room" trace root; a thread span
     hung under the room rather than a request root is read as its host's request's."""
-    frames = _frames(["r-old"])
+    frames = frames_for(["r-old"])
     engine = Engine()
-    trace = f"{next(_ids):032x}"
+    trace = f"{next_id():032x}"
     room = engine.span(trace, None, "Bootstrap Room 0x5", T0 + 1, T0 + 9,
                        {"bootstrap_room": "0x5"})
     engine.request("r-old", T0 + 1, T0 + 9, role="decode", room=5, host="decodehh",
-                   slices=_plain(T0 + 1.1, T0 + 9), parent=room, trace=trace)
+                   slices=plain_slices(T0 + 1.1, T0 + 9), parent=room, trace=trace)
     engine.request("prefill-own", T0 + 1, T0 + 3, role="prefill", host="prefillh",
                    parent=room, trace=trace)
     stray = engine.span(trace, room, "Tokenizer(host:prefillh | pid:3)", T0 + 1, T0 + 1.2,
@@ -295,9 +196,9 @@ def test_a_thread_span_left_under_an_older_bootstrap_room_joins_its_host_request
 
 def test_an_export_stored_twice_counts_once() -> None:
     """A client that lost the receiver's answer sends the batch again: same ids."""
-    frames = _frames(["r-twice"])
+    frames = frames_for(["r-twice"])
     engine = Engine()
-    engine.request("r-twice", T0 + 1, T0 + 9, tp=2, slices=_plain(T0 + 1.1, T0 + 9, loops=50))
+    engine.request("r-twice", T0 + 1, T0 + 9, tp=2, slices=plain_slices(T0 + 1.1, T0 + 9, loops=50))
     once = engine.table()
     joined = join_engine(frames, pa.concat_tables([once, once]))
     spans = _engine_spans(joined)
@@ -307,7 +208,7 @@ def test_an_export_stored_twice_counts_once() -> None:
 
 
 def test_a_sibling_between_loops_breaks_the_stretch() -> None:
-    frames = _frames(["r-runs"])
+    frames = frames_for(["r-runs"])
     engine = Engine()
     loops = [("decode_loop", T0 + 2 + k * 0.1, T0 + 2.1 + k * 0.1, {"decode_ct": k},
               [("schedule", T0 + 2 + k * 0.1, {}), *([("custom", T0 + 2.05, {"n": 1})]

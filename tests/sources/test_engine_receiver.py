@@ -24,7 +24,7 @@ from slime_trace_widget.demo import make_demo_samples
 from slime_trace_widget.devtools.browser import free_port
 from slime_trace_widget.devtools.engine_traces import Request, replay, requests_for
 from slime_trace_widget.frames import build_frames
-from slime_trace_widget.sources.engine.store import SUBDIR, SpanStore, load_engine_traces
+from slime_trace_widget.sources.engine.store import LAYOUT, SUBDIR, SpanStore, load_engine_traces
 
 ROOT = Path(__file__).parents[2]
 STARTUP_SECONDS = 120  # a hang guard: on a busy machine imports take a while
@@ -136,10 +136,12 @@ def test_sdk_exporters_over_http_and_grpc_are_kept(collector: Collector,
     assert rids == {r.rid for r in requests}
     events = [e for events in stored["events"] for e in events]
     assert {"schedule"} <= {e["name"] for e in events}
-    # finished files only, each readable, named by the time it covers
+    # finished files only, each readable, named by the time it covers, each with its
+    # folded companion (decode loops as stretches) beside it
     files = sorted((collector.folder / SUBDIR).iterdir())
-    assert files and all(f.name.startswith("spans-") for f in files)
-    assert sum(pq.read_metadata(f).num_rows for f in files) == len(stored)
+    finished = [f for f in files if LAYOUT.finished.fullmatch(f.name)]
+    assert finished and sorted([*finished, *map(LAYOUT.companion_of, finished)]) == files
+    assert sum(pq.read_metadata(f).num_rows for f in finished) == len(stored)
 
 
 def test_json_and_gzip_bodies(collector: Collector, requests: list[Request]) -> None:

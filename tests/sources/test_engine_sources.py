@@ -15,7 +15,7 @@ from slime_trace_widget import TraceTimeline, load_frames
 from slime_trace_widget.demo import write_demo_dump
 from slime_trace_widget.devtools.engine_traces import Request, requests_for, stray_requests
 from slime_trace_widget.sources.dataset import convert, open_dataset
-from slime_trace_widget.sources.engine.store import SUBDIR, read_spans
+from slime_trace_widget.sources.engine.store import LAYOUT, SUBDIR, read_spans
 from tests.frames.test_engine_join import SKEWS, check_slices, store_requests
 
 ROOT = Path(__file__).parents[2]
@@ -104,10 +104,12 @@ def test_a_window_reads_only_the_files_that_overlap_it(tmp_path: Path) -> None:
     late = stray_requests(4, 9000.0, 9100.0, seed=2)
     store_requests(early, tmp_path, {})
     store_requests(late, tmp_path, {})
-    files = sorted((tmp_path / SUBDIR).glob("spans-*.parquet"))
+    files = sorted(f for f in (tmp_path / SUBDIR).iterdir() if LAYOUT.finished.fullmatch(f.name))
     assert len(files) == 2
-    files[1].write_bytes(b"not parquet")  # a file outside the window is never opened
+    for path in (files[1], LAYOUT.companion_of(files[1])):
+        path.write_bytes(b"not parquet")  # a file outside the window is never opened
     spans = 4 * 6  # each: a room, a request root, a thread, three slices
     assert len(read_spans(tmp_path, 990 * 10**9, 1200 * 10**9)) == spans
+    assert len(read_spans(tmp_path, 990 * 10**9, 1200 * 10**9, folded=True)) == spans
     with pytest.warns(RuntimeWarning, match="skipped engine traces"):
         assert len(read_spans(tmp_path)) == spans

@@ -25,7 +25,7 @@ import os
 import re
 import time
 import warnings
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -56,6 +56,11 @@ class Layout:
     sort_by: str
     what: str
     compression: str = "snappy"
+    #: A companion written beside each finished file (``<name>.<companion>.parquet``):
+    #: ``derive`` of its rows, with ``derived_schema``. A read may take it instead.
+    companion: str = ""
+    derive: Callable[[pa.Table], pa.Table] | None = field(default=None, compare=False)
+    derived_schema: pa.Schema | None = None
     finished: re.Pattern = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -65,6 +70,9 @@ class Layout:
 
     def empty(self) -> pa.Table:
         return self.schema.empty_table()
+
+    def companion_of(self, finished: Path) -> Path:
+        return finished.with_name(f"{finished.stem}.{self.companion}.parquet")
 
 
 class DurableStore:
@@ -140,25 +148,36 @@ class DurableStore:
 def finish(folder: Path, seq: int, layout: Layout) -> None:
     """Roll ``wal-<seq>`` into a finished Parquet file, durably, then drop the WAL."""
     wal = folder / f"wal-{seq:06d}.arrows"
-    if any(layout.finished.fullmatch(p.name)
-           for p in folder.glob(f"{layout.prefix}-*-{seq:06d}.parquet")):
-        wal.unlink(missing_ok=True)  # rolled before a crash; the WAL outlived it
+    done = [p for p in folder.glob(f"{layout.prefix}-*-{seq:06d}.parquet")
+            if layout.finished.fullmatch(p.name)]
+    if done:  # rolled before a crash; the WAL outlived it, the companion may be missing
+        if layout.derive is not None and not layout.companion_of(done[0]).exists():
+            _write_durably(layout.derive(pq.read_table(done[0], schema=layout.schema)),
+                           layout.companion_of(done[0]), layout)
+        wal.unlink(missing_ok=True)
+        fsync_folder(folder)
         return
     table = read_wal(wal, layout)
     if len(table):
         first = int(pc.min(table[layout.start]).as_py())
         last = int(pc.max(table[layout.end]).as_py())
         final = folder / f"{layout.prefix}-{first}-{last}-{seq:06d}.parquet"
-        temp = folder / f".{final.name}.tmp"
-        table = table.sort_by(layout.sort_by)
-        pq.write_table(table, temp, row_group_size=65_536,
-                       compression=layout.compression)
-        with open(temp, "rb") as handle:
-            os.fsync(handle.fileno())
-        os.replace(temp, final)
-        fsync_folder(folder)
+        _write_durably(table, final, layout)
+        if layout.derive is not None:
+            _write_durably(layout.derive(table), layout.companion_of(final), layout)
     wal.unlink(missing_ok=True)
     fsync_folder(folder)
+
+
+def _write_durably(table: pa.Table, final: Path, layout: Layout) -> None:
+    """``table`` at ``final``: written aside, fsynced, renamed into place."""
+    temp = final.with_name(f".{final.name}.tmp")
+    pq.write_table(table.sort_by(layout.sort_by), temp, row_group_size=65_536,
+                   compression=layout.compression)
+    with open(temp, "rb") as handle:
+        os.fsync(handle.fileno())
+    os.replace(temp, final)
+    fsync_folder(final.parent)
 
 
 def read_wal(path: Path, layout: Layout) -> pa.Table:
@@ -194,14 +213,19 @@ def fsync_folder(folder: Path) -> None:
 
 
 def read_rows(layout: Layout, source: Source, low_ns: int | None = None,
-              high_ns: int | None = None, dictionaries: tuple[str, ...] = ()) -> pa.Table:
+              high_ns: int | None = None, dictionaries: tuple[str, ...] = (),
+              derived: bool = False) -> pa.Table:
     """Stored rows of ``layout`` that overlap ``[low_ns, high_ns]`` (all when neither is
     given): a row overlaps when its start is at most ``high_ns`` and its end at least
     ``low_ns``. ``source`` is a collector folder (its finished files, chosen by their
     names, and its write-ahead files) or a list of files. A file that cannot be read is
     skipped with a warning naming it. The text columns named in ``dictionaries`` come
-    dictionary-encoded (a text repeated on most rows is then held once)."""
-    schema = _with_dictionaries(layout.schema, dictionaries)
+    dictionary-encoded (a text repeated on most rows is then held once). ``derived``:
+    the rows as ``layout.derive`` makes them, from each finished file's companion where
+    it has one (the others, and write-ahead files, are derived as they are read)."""
+    derive = layout.derive if derived else None
+    base = layout.derived_schema if derive is not None else layout.schema
+    schema = _with_dictionaries(base, dictionaries)
     low = -1 if low_ns is None else int(low_ns)
     high = 2**63 - 1 if high_ns is None else int(high_ns)
     windowed = low_ns is not None or high_ns is not None
@@ -210,8 +234,13 @@ def read_rows(layout: Layout, source: Source, low_ns: int | None = None,
         if bounds is not None and (bounds[0] > high or bounds[1] < low):
             continue
         try:
-            if path.suffix == ".arrows":
-                table = read_wal(path, layout)
+            companion = layout.companion_of(path) if derive is not None else None
+            if companion is not None and path.suffix != ".arrows" and companion.exists():
+                table = _read_finished(companion, layout, low, high, schema)
+            elif path.suffix == ".arrows" or derive is not None:
+                table = (read_wal(path, layout) if path.suffix == ".arrows" else
+                         pq.read_table(path, schema=layout.schema))
+                table = derive(table) if derive is not None else table
                 for name in dictionaries:
                     table = table.set_column(table.schema.get_field_index(name), name,
                                              pc.dictionary_encode(table[name]))

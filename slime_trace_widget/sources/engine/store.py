@@ -13,6 +13,7 @@ rolled and recovered):
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -20,6 +21,7 @@ import pandas as pd
 import pyarrow as pa
 
 from . import durable
+from .stretches import FOLD_COLUMNS, fold_decode_loops
 
 SUBDIR = "engine_spans"
 ROLL_SPANS = 250_000
@@ -32,8 +34,12 @@ SCHEMA = pa.schema([
 ])
 #: Columns of a stored span, in order.
 COLUMNS = tuple(SCHEMA.names)
+#: Beside each finished file, its spans with decode loops folded (``stretches``): what a
+#: join reads, a few dozen rows a request instead of one per scheduler iteration.
 LAYOUT = durable.Layout(subdir=SUBDIR, prefix="spans", schema=SCHEMA, start="start_ns",
-                        end="end_ns", sort_by="start_ns", what="engine traces")
+                        end="end_ns", sort_by="start_ns", what="engine traces",
+                        companion="folded", derive=lambda table: fold_decode_loops(table).table,
+                        derived_schema=pa.schema([*SCHEMA, *FOLD_COLUMNS]))
 
 
 def rows_table(columns: dict[str, list]) -> pa.Table:
@@ -59,16 +65,27 @@ REPEATED_COLUMNS = ("name", "service", "resource", "links")
 
 
 def read_spans(source: str | Path | Iterable[str | Path], start_ns: int | None = None,
-               end_ns: int | None = None, *, dictionaries: tuple[str, ...] = ()) -> pa.Table:
+               end_ns: int | None = None, *, dictionaries: tuple[str, ...] = (),
+               folded: bool = False) -> pa.Table:
     """Stored spans that overlap ``[start_ns, end_ns]`` (all when not given), as a table.
 
     ``source`` is a collector folder (its finished files, chosen by their names, and
     its write-ahead files) or a list of finished files. A file that cannot be read is
     skipped with a warning naming it. ``dictionaries`` (e.g. :data:`REPEATED_COLUMNS`)
     are read dictionary-encoded: a window of a busy engine then takes about half the
-    memory and time.
+    memory and time. ``folded``: decode loops folded into stretches
+    (:mod:`.stretches`), read from the files' folded companions where they are, and
+    merged across files; should the same loops lie in two files, from the spans.
     """
-    return durable.read_rows(LAYOUT, source, start_ns, end_ns, dictionaries)
+    if not folded:
+        return durable.read_rows(LAYOUT, source, start_ns, end_ns, dictionaries)
+    source = source if isinstance(source, (str, os.PathLike)) else list(source)
+    merged = fold_decode_loops(durable.read_rows(LAYOUT, source, start_ns, end_ns,
+                                                 dictionaries, derived=True))
+    if not merged.overlapping:
+        return merged.table
+    return fold_decode_loops(durable.read_rows(LAYOUT, source, start_ns, end_ns,
+                                               dictionaries)).table
 
 
 def window_files(source: str | Path, start_ns: int, end_ns: int) -> list[list]:

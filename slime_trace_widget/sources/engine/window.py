@@ -34,10 +34,11 @@ def with_engine_traces(frames: TraceFrames, source: str | Path | Iterable[str | 
     histogram buckets stay in the store (``load_engine_load`` reads them)."""
     source = source if isinstance(source, (str, os.PathLike)) else list(source)
     if frames.t0 != frames.t0:  # no timed record at all: nothing to attach to or to read
-        joined = join_engine(frames, read_spans(source, 0, 0, dictionaries=REPEATED_COLUMNS))
+        joined = join_engine(frames, read_spans(source, 0, 0, dictionaries=REPEATED_COLUMNS,
+                                                folded=True))
         return replace(joined, engine_load=load_engine_load(source, 0.0, 0.0, buckets=False))
     start, end = frames.t0 - MARGIN_SECONDS, frames.t1 + MARGIN_SECONDS
     joined = join_engine(frames, read_spans(source, int(start * 1e9), int(end * 1e9),
-                                            dictionaries=REPEATED_COLUMNS))
+                                            dictionaries=REPEATED_COLUMNS, folded=True))
     load = aligned(load_engine_load(source, start, end, buckets=False), joined.engine_skew)
     return replace(joined, engine_load=load)
