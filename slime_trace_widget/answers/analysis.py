@@ -1,7 +1,8 @@
 """Answers in one call: where the time went, the long tail, concurrency, comparisons.
 
 The public face of :mod:`.stats`, :mod:`.critical`, :mod:`.flame`, :mod:`.diff`,
-:mod:`.engine` and :mod:`.trends` (``slime_trace_widget.analysis``).
+:mod:`.engine`, :mod:`.ledger`, :mod:`.tail` and :mod:`.trends`
+(``slime_trace_widget.analysis``).
 
 Every function takes :class:`TraceFrames` and returns a DataFrame the user can
 keep filtering. Conventions shared by all of them:
@@ -22,9 +23,10 @@ from typing import Any
 import pandas as pd
 
 from .critical import critical_path, critical_path_share
-from .diff import DIFF_COLUMNS, compare, rollout_diff
+from .diff import DIFF_COLUMNS, compare, ledger_diff, rollout_diff
 from .engine import engine_breakdown
 from .flame import flame
+from .ledger import FATES, ledger_kinds, sample_fates, signal_ledger
 from .stats import (
     ALIVE,
     QUANTILES,
@@ -37,19 +39,31 @@ from .stats import (
     self_times,
     span_stats,
 )
+from .tail import finish_order, tail_price
 
-__all__ = ["ALIVE", "DIFF_COLUMNS", "QUANTILES", "TURN_SPAN", "compare", "concurrency",
-           "critical_path", "critical_path_share", "engine_breakdown", "flame", "log_trends",
-           "long_tail", "measured_spans", "resample_concurrency", "rollout_diff",
-           "rollout_trends", "sample_breakdown", "self_times", "span_stats"]
+__all__ = ["ALIVE", "DIFF_COLUMNS", "FATES", "QUANTILES", "TURN_SPAN", "compare",
+           "concurrency", "critical_path", "critical_path_share", "engine_breakdown",
+           "finish_order", "flame", "ledger_diff", "ledger_kinds", "ledger_trends",
+           "log_trends", "long_tail", "measured_spans", "resample_concurrency",
+           "rollout_diff", "rollout_trends", "sample_breakdown", "sample_fates", "self_times",
+           "signal_ledger", "span_stats", "tail_price"]
 
 
-def rollout_trends(source: Any, heaviest: int = 3) -> pd.DataFrame:
+def rollout_trends(source: Any, heaviest: int = 3, oversample: float = 1.25) -> pd.DataFrame:
     """Trends across a run, one row per dump of a run dataset folder (or of frames),
-    computed in DuckDB: see :func:`.trends.rollout_trends`."""
+    computed in DuckDB, with each dump's ledger shares and tail figures: see
+    :func:`.trends.rollout_trends`."""
     from .trends import rollout_trends as trends_of
 
-    return trends_of(source, heaviest)
+    return trends_of(source, heaviest, oversample)
+
+
+def ledger_trends(source: Any, oversample: float = 1.25) -> pd.DataFrame:
+    """Only the ledger shares and tail figures of :func:`rollout_trends`, one row per
+    dump: see :func:`.trends.ledger_trends`."""
+    from .trends import ledger_trends as ledger_of_run
+
+    return ledger_of_run(source, oversample)
 
 
 def log_trends(trends: pd.DataFrame, target: Any, **options: Any) -> Any:

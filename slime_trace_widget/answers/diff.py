@@ -1,14 +1,17 @@
-"""Two rollouts side by side: per-name statistics, and the widget's rollout diff table."""
+"""Two rollouts side by side: per-name statistics, the widget's rollout diff table, and
+what each rollout's time bought (their signal ledgers)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pandas as pd
 
 if TYPE_CHECKING:
     from ..frames.model import TraceFrames
 
+from .ledger import FATES, signal_ledger
 from .stats import span_stats
 
 
@@ -31,9 +34,10 @@ DIFF_COLUMNS = ("count_a", "p50_a", "p95_a", "total_a", "open_a",
                 "count_diff", "p50_diff", "p95_diff", "total_diff", "p50_ratio")
 
 
-def rollout_diff(frames: TraceFrames, a: int | None = None, b: int | None = None
-                 ) -> pd.DataFrame:
-    """The widget's rollout diff: per span name, rollout ``b`` against rollout ``a``.
+def rollout_diff(frames: TraceFrames, a: int | None = None, b: int | None = None,
+                 of: str = "spans") -> pd.DataFrame:
+    """The widget's rollout diff: per span name, rollout ``b`` against rollout ``a``
+    (``of="ledger"``: their signal ledgers instead, :func:`ledger_diff`).
 
     ``a`` and ``b`` are dump positions (the widget's ``meta.rollouts`` order;
     the first two by default). The spans are the payload's: every span but the
@@ -44,6 +48,10 @@ def rollout_diff(frames: TraceFrames, a: int | None = None, b: int | None = None
     and p95 ones stay NaN, and ``p50_ratio`` needs a positive ``p50_a``. Rows
     are sorted by ``total_diff``, largest increase first, then by name.
     """
+    if of == "ledger":
+        return ledger_diff(frames, a, b)
+    if of != "spans":
+        raise ValueError(f"of must be 'spans' or 'ledger', not {of!r}")
     a = 0 if a is None else a
     b = 1 if b is None else b
     core = frames.span_core
@@ -74,3 +82,34 @@ def _diff_side(spans: pd.DataFrame, suffix: str) -> pd.DataFrame:
     side["total"] = durations.sum().reindex(side.index).fillna(0.0)
     side["open"] = names[~closed].value_counts().reindex(side.index).fillna(0).astype("Int64")
     return side.add_suffix(f"_{suffix}")
+
+
+#: The columns of :func:`ledger_diff`.
+LEDGER_DIFF_COLUMNS = ("samples_a", "seconds_a", "share_a", "samples_b", "seconds_b", "share_b",
+                       "samples_diff", "seconds_diff", "share_diff")
+
+
+def ledger_diff(frames: TraceFrames, a: int | None = None, b: int | None = None,
+                reward_key: str | None = None) -> pd.DataFrame:
+    """What two rollouts' time bought, side by side: one row per fate of
+    :data:`.ledger.FATES` (in that order) and ``all``, with each dump's samples,
+    sample-seconds and seconds share of that fate (:func:`.ledger.signal_ledger`,
+    ``by="dump"``) and ``b``'s minus ``a``'s. ``a`` and ``b`` are dump positions, as in
+    :func:`rollout_diff` (the first two by default); a dump with no samples has zeros
+    and NaN shares."""
+    a = 0 if a is None else a
+    b = 1 if b is None else b
+    ledger = signal_ledger(frames, by="dump", reward_key=reward_key)
+    names = [*FATES, "all"]
+    table = pd.DataFrame(index=pd.Index(names, name="fate"))
+    for which, suffix in ((a, "a"), (b, "b")):
+        row = ledger.loc[which] if which in ledger.index else None
+        samples = [row[f"samples_{fate}"] if row is not None else 0 for fate in FATES]
+        seconds = [row[f"seconds_{fate}"] if row is not None else 0.0 for fate in FATES]
+        total = float(np.sum(seconds))
+        table[f"samples_{suffix}"] = np.array([*samples, np.sum(samples)], dtype=np.int64)
+        table[f"seconds_{suffix}"] = np.array([*seconds, total], dtype=np.float64)
+        table[f"share_{suffix}"] = table[f"seconds_{suffix}"] / total if total > 0 else np.nan
+    for column in ("samples", "seconds", "share"):
+        table[f"{column}_diff"] = table[f"{column}_b"] - table[f"{column}_a"]
+    return table[list(LEDGER_DIFF_COLUMNS)]

@@ -14,11 +14,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..frames.core_tables import json_text_column
 from ..frames.engine_load import TRACK_METRICS, TRACK_NAMES, load_tracks
 from ..frames.model import TraceFrames
 from ..sources.dataset.layout import DUMP_FILE, DUMP_KIND, PARTITION, dump_kind
 from ..sources.dataset.manifest import Manifest
 from .engine import PHASES, REQUEST_SPANS, RETRACT_EVENT, TOKENS_ATTR
+from .ledger import FATES, FILTER_EVENTS, fates_of, ledger_of
+from .tail import OVERSAMPLE, tail_of
 
 #: Span names reported with p50/p95 columns: the ones with most total time.
 HEAVIEST_SPANS = 3
@@ -26,14 +29,23 @@ _TOKENS_COLUMN = f"attr.{TOKENS_ATTR}"
 _KEYS = f"{PARTITION}, {DUMP_KIND}, {DUMP_FILE}"
 _PD_COLUMNS = {"pd_transfer_mb": ("attr.pd_transfer_total_mb", "sum"),
                "pd_transfer_gb_s": ("attr.pd_transfer_speed_gb_s", "avg")}
+#: The ledger and tail columns of :func:`rollout_trends`.
+LEDGER_COLUMNS = tuple(f"share_{fate}" for fate in FATES)
+TAIL_TREND_COLUMNS = ("finished_50", "finished_90", "finished_99", "stop_s", "saved_s",
+                      "saved_share")
 
 
-def rollout_trends(source: str | Path | TraceFrames, heaviest: int = HEAVIEST_SPANS
-                   ) -> pd.DataFrame:
+def rollout_trends(source: str | Path | TraceFrames, heaviest: int = HEAVIEST_SPANS,
+                   oversample: float = OVERSAMPLE) -> pd.DataFrame:
     """One row per dump of a run dataset directory (or of frames), by rollout id:
     samples, wall time, sample duration p50/p95/max, straggler share (samples over
     twice the median), p50/p95 of the ``heaviest`` span names by total time, tool
-    errors, retries, aborted and truncated samples, PD transfer figures if any, and
+    errors, retries, aborted and truncated samples; what the dump's time bought, as
+    ``share_<fate>`` for each fate of :data:`.ledger.FATES` (the share of its
+    sample-seconds, :func:`.ledger.signal_ledger`'s rules with whole dict rewards); the
+    tail's price by :func:`.tail.tail_price` (``finished_50``, ``finished_90``,
+    ``finished_99``, and with ``oversample``, ``stop_s``, ``saved_s``, ``saved_share``;
+    its ``step_s`` is ``wall_s``); PD transfer figures if any, and
     with engine traces joined, seconds per engine phase (``engine_queue_s``,
     ``engine_prefill_s``, ``engine_decode_s``, ``engine_pd_s``, ``engine_other_s``)
     ``engine_retractions``, ``engine_retracted_s`` and ``engine_decode_tokens_per_s``;
@@ -49,12 +61,29 @@ def rollout_trends(source: str | Path | TraceFrames, heaviest: int = HEAVIEST_SP
             _register_frames(db, source)
         else:
             _register_dataset(db, Path(source))
-        return _trends(db, heaviest)
+        return _trends(db, heaviest, oversample)
 
 
-def _register_dataset(db: Any, root: Path) -> None:
+def ledger_trends(source: str | Path | TraceFrames, oversample: float = OVERSAMPLE
+                  ) -> pd.DataFrame:
+    """Only the ledger and tail columns of :func:`rollout_trends` (``share_<fate>``,
+    ``finished_50/90/99``, ``stop_s``, ``saved_s``, ``saved_share``), one row per dump
+    with its keys, from a run dataset directory or frames."""
+    import duckdb
+
+    with duckdb.connect() as db:
+        if isinstance(source, TraceFrames):
+            _register_frames(db, source, tables=("samples", "events"))
+        else:
+            _register_dataset(db, Path(source), tables=("samples", "events"))
+        out = _ledger_figures(db, oversample)
+    return out.sort_values([PARTITION, DUMP_KIND, DUMP_FILE]).reset_index(drop=True)
+
+
+def _register_dataset(db: Any, root: Path,
+                      tables: tuple[str, ...] = ("samples", "spans", "events")) -> None:
     Manifest.load(root, must_exist=True)
-    for table in ("samples", "spans", "events"):
+    for table in tables:
         pattern = (root / table / "*" / "*.parquet").as_posix()
         if not list((root / table).glob("*/*.parquet")):
             raise FileNotFoundError(f"{root}: the dataset has no {table} files yet")
@@ -70,24 +99,34 @@ def _quoted(text: str) -> str:
     return text.replace("'", "''")
 
 
-def _register_frames(db: Any, frames: TraceFrames) -> None:
-    """The frames' columns under the dataset's names (one dump per path)."""
+def _register_frames(db: Any, frames: TraceFrames,
+                     tables: tuple[str, ...] = ("samples", "spans", "events")) -> None:
+    """The frames' ``tables`` under the dataset's names (one dump per path)."""
     samples = frames.samples
     files = np.array([Path(p).name for p in frames.paths] or ["frames"], dtype=object)
     dump = np.clip(samples["dump"].to_numpy(dtype=np.int64), 0, len(files) - 1)
     labels = pd.DataFrame({
         PARTITION: samples["rollout_id"].astype("float64").fillna(-1).astype(np.int64)
         .to_numpy(),
-        DUMP_FILE: files[dump], DUMP_KIND: [dump_kind(f) for f in files[dump]]})
+        DUMP_FILE: files[dump],
+        DUMP_KIND: np.array([dump_kind(f) for f in files], dtype=object)[dump]})
+    detail = samples["reward_detail"]
     db.register("samples", pd.concat(
-        [labels, samples[["status", "attempts", "start", "end", "duration"]]
-         .reset_index(drop=True)], axis=1))
-    for name, core, attrs, position in (("spans", frames.span_core, frames.spans, "span_index"),
-                                        ("events", frames.event_core, frames.events,
-                                         "event_index")):
+        [labels, pd.DataFrame({"row": samples.index.to_numpy()}),
+         samples[["status", "attempts", "start", "end", "duration", "group_index", "reward",
+                  "remove_sample"]].reset_index(drop=True),
+         pd.DataFrame({"reward_detail": json_text_column(detail.tolist()).to_numpy(
+             zero_copy_only=False) if detail.notna().any() else np.full(len(detail), None)})],
+        axis=1))
+    for name, core_name, position in (("spans", "span_core", "span_index"),
+                                      ("events", "event_core", "event_index")):
+        if name not in tables:
+            continue
+        core, attrs = getattr(frames, core_name), getattr(frames, name)  # attrs joined here
         rows = core["sample_row"].to_numpy()
-        picked = core[[c for c in ("name", "duration", "virtual", "error", "origin",
-                                   "parent_name", "parent_index", "start", "ts") if c in core]]
+        picked = core[[c for c in ("sample_row", "name", "duration", "virtual", "error",
+                                   "origin", "parent_name", "parent_index", "start", "ts",
+                                   "kind") if c in core]]
         kept = [c for c, _ in _PD_COLUMNS.values() if c in attrs.columns]
         kept += [c for c in (_TOKENS_COLUMN,) if c in attrs.columns and name == "spans"]
         db.register(name, pd.concat([labels.iloc[rows].reset_index(drop=True),
@@ -100,7 +139,7 @@ def _register_frames(db: Any, frames: TraceFrames) -> None:
         db.register("engine_load", load.astype({"engine": str, "metric": str, "labels": str}))
 
 
-def _trends(db: Any, heaviest: int) -> pd.DataFrame:
+def _trends(db: Any, heaviest: int, oversample: float) -> pd.DataFrame:
     out = db.execute(f"""
         with s as (select *, median(duration) over (partition by {_KEYS}) as median_duration
                    from samples)
@@ -132,6 +171,7 @@ def _trends(db: Any, heaviest: int) -> pd.DataFrame:
             from spans where name = $name and not virtual group by {_KEYS}""",
                              {"name": name}).df()
         out = out.merge(figures, on=keys, how="left")
+    out = out.merge(_ledger_figures(db, oversample), on=keys, how="left")
     out = out.merge(_pd_figures(db), on=keys, how="left") if _has_pd(db) else out
     out = out.merge(_engine_figures(db), on=keys, how="left") if engine else out
     if _has_load(db):
@@ -140,6 +180,61 @@ def _trends(db: Any, heaviest: int) -> pd.DataFrame:
                         how="left")
     out["tool_errors"] = out["tool_errors"].fillna(0).astype(np.int64)
     return out.sort_values([PARTITION, DUMP_KIND, DUMP_FILE]).reset_index(drop=True)
+
+
+def _ledger_figures(db: Any, oversample: float) -> pd.DataFrame:
+    """Per dump, the ledger's shares and the tail's figures: DuckDB reads the samples'
+    few columns and which samples a filter event marks; the rules of
+    :mod:`.ledger` and :mod:`.tail` run on that table, once for every dump."""
+    keys = [PARTITION, DUMP_KIND, DUMP_FILE]
+    present = _columns(db, "samples")
+    removed = "coalesce(s.remove_sample, false)" if "remove_sample" in present else "false"
+    names = ", ".join(_sql_text(name) for name in FILTER_EVENTS)
+    joined = ", ".join(f"s.{key}" for key in keys)
+    rows = db.execute(f"""
+        with marked as (
+            select distinct {_KEYS}, sample_row from events
+            where name in ({names}) and kind = 'instant')
+        select {joined}, s.group_index, s.status::varchar as status,
+               s.reward::double as reward, s.reward_detail::varchar as reward_detail,
+               {removed} as removed, s.start, s."end", s.duration,
+               m.sample_row is not null as dropped
+        from samples s left join marked m
+          on m.{PARTITION} = s.{PARTITION} and m.{DUMP_FILE} = s.{DUMP_FILE}
+             and m.sample_row = s."row"
+        order by {joined}, s."row"
+        """).df()
+    dump, labels = pd.factorize(pd.MultiIndex.from_frame(rows[keys]), sort=True)
+    reward = rows["reward"].to_numpy(dtype=np.float64, na_value=np.nan)
+    table = pd.DataFrame({
+        "dump": dump, "group_index": rows["group_index"].astype("Int64").array,
+        "status": rows["status"].to_numpy(dtype=object), "reward": reward,
+        "reward_text": rows["reward_detail"].where(np.isnan(reward), None).to_numpy(
+            dtype=object),
+        "removed": rows["removed"].to_numpy(dtype=bool),
+        "dropped": rows["dropped"].to_numpy(dtype=bool),
+        "evaluation": (rows[DUMP_KIND] == "eval").to_numpy()})
+    codes = fates_of(table).cat.codes.to_numpy()
+    ledger = ledger_of(pd.DataFrame({"dump": dump}), codes,
+                       rows["duration"].to_numpy(dtype=np.float64, na_value=np.nan))
+    units = pd.DataFrame({"rollout_id": dump, "start": rows["start"].to_numpy(dtype=np.float64),
+                          "end": rows["end"].to_numpy(dtype=np.float64),
+                          "unit": _units(dump, table["group_index"]),
+                          "dropped": table["dropped"].to_numpy()})
+    tail = tail_of(units, oversample)
+    figures = ledger[list(LEDGER_COLUMNS)].join(tail[list(TAIL_TREND_COLUMNS)], how="left")
+    out = pd.DataFrame(list(labels), columns=keys).iloc[figures.index.to_numpy()]
+    out = out.astype({key: rows[key].dtype for key in keys}).reset_index(drop=True)
+    return pd.concat([out, figures.reset_index(drop=True)], axis=1)
+
+
+def _units(dump: np.ndarray, group: pd.Series) -> np.ndarray:
+    """:func:`.tail.unit_table`'s unit ids: one per group of a dump, negative per sample."""
+    grouped = group.notna().to_numpy()
+    unit = -1 - np.arange(len(dump), dtype=np.int64)
+    unit[grouped] = pd.factorize(pd.MultiIndex.from_arrays(
+        [dump[grouped], group[grouped].to_numpy(dtype=np.int64)]))[0]
+    return unit
 
 
 def _has_engine(db: Any) -> bool:

@@ -518,6 +518,7 @@ def _sample_table(
         "end": pa.array(last),
         "duration": pa.array(last - first),
         **{name: pa.array(count) for name, count in counts.items()},
+        "remove_sample": pa.array(np.array(each("remove_sample"), dtype=bool)),
     })
 
 

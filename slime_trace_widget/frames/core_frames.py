@@ -21,6 +21,7 @@ from .core_tables import (
     CORE_SCHEMA,
     INDEX_NAMES,
     JSON_TEXT,
+    LATER_COLUMNS,
     NULLABLE_INT,
     OBJECT_TEXT,
     TEXT,
@@ -94,6 +95,7 @@ def decode_table(table: pa.Table, name: str) -> pd.DataFrame:
     types of :data:`CORE_SCHEMA` (ValueError or TypeError otherwise)."""
     schema = CORE_SCHEMA[name]
     expected = [column.name for column in schema]
+    table = _with_later_columns(table, name, expected)
     if table.column_names != expected:
         raise ValueError(f"{name}: columns {table.column_names[:8]}... are not "
                          f"{expected[:8]}...")
@@ -106,6 +108,18 @@ def decode_table(table: pa.Table, name: str) -> pd.DataFrame:
     frame = pd.DataFrame(columns, copy=False)
     frame.index.name = INDEX_NAMES[name]
     return frame
+
+
+def _with_later_columns(table: pa.Table, name: str, expected: list[str]) -> pa.Table:
+    """``table`` with the :data:`LATER_COLUMNS` it was written without, at their default
+    (only when it has every column before them, in order)."""
+    later = LATER_COLUMNS.get(name, {})
+    missing = [column for column in later if column not in table.column_names]
+    if not missing or table.column_names != expected[:len(expected) - len(missing)]:
+        return table
+    for column in missing:
+        table = table.append_column(column, pa.array(np.full(table.num_rows, later[column])))
+    return table
 
 
 def _decode_column(column: pa.ChunkedArray, spec: Column) -> Any:

@@ -23,9 +23,10 @@ from .names import Names
 from .span_geometry import CLIP_REASONS
 
 __all__ = ["CODES", "CORE_SCHEMA", "CORE_TABLES", "EVENT_KINDS", "INDEX_NAMES", "JSON_TEXT",
-           "NULLABLE_INT", "OBJECT_TEXT", "ORIGINS", "PD_FORMS", "STATES", "TEXT", "VOCABULARY",
-           "Column", "FrameTables", "core_table", "dictionary_column", "json_text_column",
-           "nullable_int_column", "object_text_column", "text_column", "vocabulary_column"]
+           "LATER_COLUMNS", "NULLABLE_INT", "OBJECT_TEXT", "ORIGINS", "PD_FORMS", "STATES",
+           "TEXT", "VOCABULARY", "Column", "FrameTables", "core_table", "dictionary_column",
+           "json_text_column", "nullable_int_column", "object_text_column", "text_column",
+           "vocabulary_column"]
 
 #: Where a span or event was recorded: slime's dump, or the engine's own trace.
 ORIGINS = ["dump", "engine"]
@@ -73,7 +74,7 @@ CORE_SCHEMA: dict[str, tuple[Column, ...]] = {
         Column("prompt", OBJECT_TEXT), Column("response", OBJECT_TEXT),
         Column("metadata", OBJECT_TEXT), Column("traced", "bool"), Column("attempts", "int32"),
         Column("start", "float64"), Column("end", "float64"), Column("duration", "float64"),
-        *_COUNTS,
+        *_COUNTS, Column("remove_sample", "bool"),
     ),
     "span_core": (
         Column("sample_row", "int64"), Column("span_id", TEXT), Column("parent_span_id", TEXT),
@@ -98,6 +99,9 @@ CORE_SCHEMA: dict[str, tuple[Column, ...]] = {
     ),
 }
 CORE_TABLES = tuple(CORE_SCHEMA)
+#: Columns added after tables were first written (run datasets keep older files), last in
+#: their table, with the value a table written before them reads as.
+LATER_COLUMNS: dict[str, dict[str, Any]] = {"samples": {"remove_sample": False}}
 #: The name of each core frame's index (a RangeIndex: row position, or stable id).
 INDEX_NAMES: dict[str, str | None] = {"samples": "row", "span_core": None, "event_core": None,
                                       "segments": None}

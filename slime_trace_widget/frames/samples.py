@@ -22,7 +22,8 @@ _SOURCE_KEYS = ("source", "source_name")
 #: The fields of a sample record that flattening reads; the rest (token lists,
 #: log-probs, loss masks, multimodal inputs) can be dropped before it.
 READ_FIELDS = frozenset({"trace", "reward", "index", "group_index", "rollout_id", "metadata",
-                         "status", "label", "response_length", "prompt", "response"})
+                         "status", "label", "response_length", "prompt", "response",
+                         "remove_sample"})
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 _TEXT_LIMIT = 10_000
 #: Longest prompt, response or metadata text kept (the panel shows the start of it).
@@ -50,6 +51,7 @@ class SampleFields:
     carrier_attempt: int
     events: list | None  # None = untraced (or unreadable carrier)
     carrier_problem: str | None  # warning kind when the carrier could not be read
+    remove_sample: bool = False  # slime's Sample.remove_sample: zero loss mask, no training
 
 
 def sample_fields(sample: Any, rollout_id: int | None, dump: int) -> SampleFields:
@@ -79,6 +81,7 @@ def sample_fields(sample: Any, rollout_id: int | None, dump: int) -> SampleField
         carrier_attempt=bounded_int(carrier_dict.get("attempt"), 0, MAX_ATTEMPT) or 0,
         events=events,
         carrier_problem=problem,
+        remove_sample=_flag(record.get("remove_sample")),
     )
 
 
@@ -134,6 +137,13 @@ def _reward(reward: Any) -> tuple[float, Any]:
         return float(reward), None
     except Exception:  # an int past float range, a tensor of many elements, an odd object
         return math.nan, plain_value(reward)
+
+
+def _flag(value: Any) -> bool:
+    """True only for a true boolean, Python's or numpy's; anything else reads as unset."""
+    kind = type(value)
+    return value is True or (kind.__module__ == "numpy" and kind.__name__ in ("bool", "bool_")
+                             and bool(value))
 
 
 def _int_or_none(value: Any) -> int | None:

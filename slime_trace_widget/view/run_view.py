@@ -28,6 +28,9 @@ COLUMNS = (
     ("max s", "duration_max", "number"), ("stragglers", "straggler_share", "share"),
     ("tool errors", "tool_errors", "number"), ("retries", "retries", "number"),
     ("aborted", "aborted", "number"), ("truncated", "truncated", "number"),
+    ("signal", "share_signal", "share"), ("no signal", "share_no_signal", "share"),
+    ("filtered", "share_filtered", "share"), ("90% done s", "finished_90", "number"),
+    ("saved at 1.25x", "saved_share", "share"),
 )
 
 

@@ -37,3 +37,16 @@ def test_a_click_opens_that_rollout_only(tmp_path: Path) -> None:
     view.table.chosen = {"rollout_id": "3; drop", "dump_kind": "eval"}  # ignored, not raised
     assert len(view.timeline.samples) == 22
     assert len(view.show_rollout(3).samples) == 8  # the train dump of rollout 3
+
+
+def test_rows_carry_the_ledger_and_the_tail(tmp_path: Path) -> None:
+    view = RunView(make_run_dataset(tmp_path))
+    keys = [key for _, key, _ in COLUMNS]
+    for key in ("share_signal", "share_no_signal", "share_filtered", "finished_90",
+                "saved_share"):
+        assert key in keys
+    for row, (_, trend) in zip(view.table.rows, view.trends.iterrows(), strict=True):
+        assert row["share_signal"] == trend["share_signal"]
+        assert row["finished_90"] == trend["finished_90"]
+    eval_row = next(r for r in view.table.rows if r["dump_kind"] == "eval")
+    assert eval_row["share_signal"] == 0.0 and eval_row["share_no_signal"] == 1.0

@@ -16,7 +16,6 @@ Reading trusts nothing in the files: tables are checked as worker output is.
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -29,6 +28,7 @@ from ...export.parquet import UNKNOWN_ROLLOUT  # samples without a rollout id (r
 from ...frames.attr_columns import ATTR_PREFIX, AttrTable, merged_attr_arrays
 from ...frames.engine_load import ENGINE_LOAD_COLUMNS, engine_load_frame
 from ...frames.model import ORIGINS, TraceFrames
+from ..dumps.paths import dump_kind
 from ..dumps.wire import (
     WireError,
     check_references,
@@ -52,12 +52,6 @@ DUMP_FILE, DUMP_KIND = "dump_file", "dump_kind"
 _POSITION = {"samples": "row", "spans": "span_index", "events": "event_index",
              "span_start_attrs": "span_index", "span_end_attrs": "span_index",
              "event_attrs": "event_index"}
-_EVAL = re.compile(r"(^|[_-])eval([_-]|$)")
-
-def dump_kind(file_name: str) -> str:
-    """``eval`` for slime's evaluation dumps (``rollout_eval_3.pt``), else ``train``."""
-    return "eval" if _EVAL.search(Path(file_name).stem) else "train"
-
 
 def part_path(root: Path, table: str, rollout: int, stem: str) -> Path:
     return root / table / f"{PARTITION}={rollout}" / f"{stem}.parquet"

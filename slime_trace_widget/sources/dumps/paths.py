@@ -16,6 +16,13 @@ from .errors import DumpError
 PathLike = str | os.PathLike
 
 _GLOB_CHARS = frozenset("*?[")
+_EVAL = re.compile(r"(^|[_-])eval([_-]|$)")
+
+
+def dump_kind(file_name: str) -> str:
+    """``eval`` for slime's evaluation dumps (``rollout_eval_3.pt``), else ``train``."""
+    return "eval" if _EVAL.search(os.path.splitext(os.path.basename(file_name))[0]) \
+        else "train"
 
 
 

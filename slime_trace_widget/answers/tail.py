@@ -1,0 +1,168 @@
+"""The tail's price: when a rollout's samples finished, and what stopping early would save.
+
+Figures come from the recorded times alone: a sample *finishes* at its ``end`` (its
+last record) and a rollout starts at its samples' earliest ``start``. slime fills its
+batch with whole groups (``generate_rollout_async`` takes a group once all its samples
+are done, and stops at ``rollout_batch_size`` groups), so the over-sampling figures
+count *units*: groups (a ``group_index`` within a dump; a unit finishes with its last
+member), or single samples for samples without a group (evaluation dumps). A group
+whose every member was dropped by a filter (:data:`.ledger.FILTER_EVENTS`) is not
+counted toward the batch, as slime's dynamic filter does not count it.
+
+What the over-sampling figures promise, and on what they rest:
+
+* Reading 1: the recorded rollout was over-sampled ``oversample`` times; had it stopped
+  at the batch size, ``ceil(units / oversample)`` units, it would have ended when that
+  many had finished: ``stop_s``. Reading 2: the recorded units are a sample of how long
+  a unit takes; with ``oversample`` times the prompts and a stop at this many units,
+  the stop comes at the same order statistic. Both give ``stop_s``.
+* Samples are independent: one's time does not depend on which others run with it.
+* The engines' load is the same: more prompts in flight make every request slower
+  (more queueing, smaller batches per request), which these figures do not model, so
+  ``stop_s`` is a lower bound for a run with more prompts; stopping early also costs
+  the abort of the requests still running, which is not counted either.
+* The units kept by stopping early are the fast ones: the batch leans toward short
+  responses, a bias in what the step learns that the saved seconds do not show.
+* A sample resumed by partial rollout brings its earlier start with it, which moves
+  the rollout's start back to the step it began in.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+from .ledger import FILTER_EVENTS, UNKNOWN_ROLLOUT
+
+if TYPE_CHECKING:
+    from ..frames.model import TraceFrames
+
+__all__ = ["FINISHED", "OVERSAMPLE", "TAIL_COLUMNS", "finish_order", "tail_of", "tail_price",
+           "unit_table"]
+
+#: Fractions of a rollout's samples for ``finished_<percent>``.
+FINISHED = (0.5, 0.9, 0.99)
+#: The default over-sampling factor of :func:`tail_price`.
+OVERSAMPLE = 1.25
+TAIL_COLUMNS = ("samples", "finished_50", "finished_90", "finished_99", "step_s", "unit",
+                "units", "oversample", "batch_units", "stop_s", "saved_s", "saved_share")
+
+
+def unit_table(frames: TraceFrames) -> pd.DataFrame:
+    """Per sample (indexed like ``frames.samples``): ``rollout_id`` (-1 when unknown),
+    ``start``, ``end``, ``unit`` (an id shared by the members of a group, the sample's
+    own otherwise; negative ids are samples) and ``dropped`` (a filter event)."""
+    samples = frames.samples
+    rows = np.arange(len(samples), dtype=np.int64)
+    group = samples["group_index"]
+    grouped = group.notna().to_numpy()
+    keys = pd.MultiIndex.from_arrays([samples["dump"].to_numpy()[grouped],
+                                      group[grouped].to_numpy(dtype=np.int64)])
+    unit = -1 - rows
+    unit[grouped] = pd.factorize(keys)[0]
+    events = frames.event_core
+    marked = events["sample_row"][events["name"].isin(FILTER_EVENTS).to_numpy()
+                                  & (events["kind"] == "instant").to_numpy()]
+    return pd.DataFrame({
+        "rollout_id": samples["rollout_id"].astype("Float64").fillna(UNKNOWN_ROLLOUT)
+        .astype(np.int64).to_numpy(),
+        "start": samples["start"].to_numpy(dtype=np.float64),
+        "end": samples["end"].to_numpy(dtype=np.float64),
+        "unit": unit,
+        "dropped": samples.index.isin(marked.to_numpy()),
+    }, index=samples.index)
+
+
+def tail_price(frames: TraceFrames, oversample: float = OVERSAMPLE) -> pd.DataFrame:
+    """Per rollout id (the index): when its samples finished and what an early stop saves.
+
+    ``samples``: samples with a start and an end (the others are left out);
+    ``finished_50``, ``finished_90``, ``finished_99``: seconds from the rollout's first
+    start until 50/90/99% of them had finished (the end of the ``ceil(q * samples)``-th
+    to finish); ``step_s``: until the last finished. ``unit``: ``group`` when the
+    rollout's batch is made of groups, else ``sample``; ``units``: how many count
+    toward the batch; ``oversample``: the factor asked for; ``batch_units``:
+    ``ceil(units / oversample)``; ``stop_s``: seconds from the first start until that
+    many units had finished; ``saved_s`` = ``step_s - stop_s``; ``saved_share`` =
+    ``saved_s / step_s``. The module docstring says on what assumptions these rest."""
+    return tail_of(unit_table(frames), oversample)
+
+
+def tail_of(table: pd.DataFrame, oversample: float = OVERSAMPLE) -> pd.DataFrame:
+    """:func:`tail_price` of a :func:`unit_table`-shaped table."""
+    if not oversample >= 1:
+        raise ValueError(f"oversample must be at least 1, not {oversample!r}")
+    timed = table[np.isfinite(table["start"].to_numpy()) & np.isfinite(table["end"].to_numpy())]
+    rollout = timed["rollout_id"].to_numpy(dtype=np.int64)
+    rollouts = np.unique(rollout)
+    index = pd.Index(rollouts, name="rollout_id")
+    t0 = pd.Series(timed["start"].to_numpy()).groupby(rollout).min().reindex(rollouts).to_numpy()
+    n = np.bincount(np.searchsorted(rollouts, rollout), minlength=len(rollouts))
+    out = pd.DataFrame({"samples": n}, index=index)
+    ends = _ordered(rollout, timed["end"].to_numpy())
+    for q in FINISHED:
+        out[f"finished_{round(q * 100)}"] = _nth(ends, rollouts, np.ceil(q * n)) - t0
+    out["step_s"] = _nth(ends, rollouts, n) - t0
+    units = _unit_finishes(timed)
+    grouped = units.groupby("rollout_id")["grouped"].any().reindex(rollouts, fill_value=False)
+    out["unit"] = np.where(grouped.to_numpy(), "group", "sample")
+    counted = units[units["counted"].to_numpy()]
+    finishes = _ordered(counted["rollout_id"].to_numpy(), counted["end"].to_numpy())
+    total = counted.groupby("rollout_id").size().reindex(rollouts, fill_value=0).to_numpy()
+    batch = np.ceil(total / oversample - 1e-9).astype(np.int64)
+    out["units"] = total
+    out["oversample"] = float(oversample)
+    out["batch_units"] = batch
+    out["stop_s"] = _nth(finishes, rollouts, batch) - t0
+    out["saved_s"] = out["step_s"] - out["stop_s"]
+    out["saved_share"] = out["saved_s"] / out["step_s"].where(out["step_s"] > 0)
+    return out[list(TAIL_COLUMNS)]
+
+
+def finish_order(frames: TraceFrames) -> pd.DataFrame:
+    """Every unit of :func:`tail_price` in the order it finished: indexed by rollout id
+    and ``position`` (1 for the first to finish), with ``seconds`` from the rollout's
+    first start and ``counted`` (whether it counts toward the batch); stopping after the
+    first ``N`` counted units ends the step at the ``N``-th counted row's ``seconds``."""
+    table = unit_table(frames)
+    timed = table[np.isfinite(table["start"].to_numpy()) & np.isfinite(table["end"].to_numpy())]
+    t0 = timed.groupby("rollout_id")["start"].min()
+    units = _unit_finishes(timed).sort_values(["rollout_id", "end"], kind="stable")
+    position = units.groupby("rollout_id").cumcount().to_numpy() + 1
+    seconds = units["end"].to_numpy() - t0.reindex(units["rollout_id"]).to_numpy()
+    return pd.DataFrame({"seconds": seconds, "counted": units["counted"].to_numpy(),
+                         "unit": np.where(units["grouped"].to_numpy(), "group", "sample")},
+                        index=pd.MultiIndex.from_arrays([units["rollout_id"].to_numpy(),
+                                                         position],
+                                                        names=["rollout_id", "position"]))
+
+
+def _unit_finishes(timed: pd.DataFrame) -> pd.DataFrame:
+    """One row per unit: its rollout id, its finish (last member's end), whether it is a
+    group and whether it counts toward the batch (not every member dropped)."""
+    grouped = timed.groupby(["rollout_id", "unit"], sort=False)
+    units = grouped.agg(end=("end", "max"), dropped=("dropped", "all")).reset_index()
+    units["grouped"] = units["unit"].to_numpy() >= 0
+    units["counted"] = ~units["dropped"].to_numpy(dtype=bool)
+    return units
+
+
+def _ordered(keys: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``values`` sorted by key then value, with the keys in that order."""
+    order = np.lexsort((values, keys))
+    return keys[order], values[order]
+
+
+def _nth(ordered: tuple[np.ndarray, np.ndarray], rollouts: np.ndarray, nth: np.ndarray
+         ) -> np.ndarray:
+    """Per rollout, the ``nth`` smallest value (1-based; NaN when out of range)."""
+    keys, values = ordered
+    first = np.searchsorted(keys, rollouts, side="left")
+    size = np.searchsorted(keys, rollouts, side="right") - first
+    nth = np.asarray(nth, dtype=np.int64)
+    ok = (nth >= 1) & (nth <= size)
+    out = np.full(len(rollouts), np.nan)
+    out[ok] = values[first[ok] + nth[ok] - 1]
+    return out

@@ -1,0 +1,380 @@
+"""The signal ledger, the tail's price, and their columns in trends and the run view.
+
+Every dump here is a real ``.pt`` file read by the real loader: the fixtures as slime
+wrote them, or a fixture's samples changed the way slime's rollout code would change
+them (a group's rewards, ``remove_sample``, a status, a ``filter_dropped`` event
+recorded with the tracing API) and saved the way slime saves them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+from slime_trace_widget import analysis, answers
+from slime_trace_widget.answers.ledger import FATES, sample_fates, signal_ledger
+from slime_trace_widget.answers.tail import finish_order, tail_price
+from slime_trace_widget.demo import make_demo_samples, write_demo_dump
+from slime_trace_widget.devtools.engine_traces import requests_for
+from slime_trace_widget.export.trend_log import scalars
+from slime_trace_widget.frames import build_frames
+from slime_trace_widget.frames.engine import join_engine
+from slime_trace_widget.frames.model import TraceFrames, combine_frames
+from slime_trace_widget.sources.dataset import convert, open_dataset
+from slime_trace_widget.sources.dumps.files import save_dump
+from slime_trace_widget.sources.engine.store import load_engine_traces
+from slime_trace_widget.sources.loading import load_dump, load_frames
+from slime_trace_widget.tracing import trace_event, use_clock
+from tests.frames.test_engine_join import SKEWS, store_requests
+from tests.sources.runs import FIXTURES, copy_run
+
+LOADABLE = sorted(p.name for p in FIXTURES.glob("*.pt") if "corrupt" not in p.name)
+
+
+def edited(tmp_path: Path, fixture: str, name: str, edit: Callable[[list[dict]], None],
+           rollout_id: int | None = 5) -> TraceFrames:
+    """``fixture``'s samples changed by ``edit``, saved as ``name`` and read back."""
+    samples = load_dump(FIXTURES / fixture).samples
+    edit(samples)
+    path = tmp_path / name
+    save_dump(path, samples, rollout_id=rollout_id)
+    return load_frames(path)
+
+
+def fates(frames: TraceFrames, **options: str) -> list[str]:
+    return sample_fates(frames, **options).astype(str).tolist()
+
+
+# --------------------------------------------------------------------------- the sums
+
+
+def assert_ledger_adds_up(frames: TraceFrames) -> None:
+    fate = sample_fates(frames)
+    assert list(fate.cat.categories) == list(FATES)
+    assert fate.index.equals(frames.samples.index) and fate.notna().all()
+    ledger = signal_ledger(frames)
+    seconds = frames.samples["duration"].fillna(0.0)
+    rollout = frames.samples["rollout_id"].astype("Float64").fillna(-1).astype(int)
+    expected = seconds.groupby(rollout.to_numpy()).sum()
+    counts = rollout.value_counts()
+    assert list(ledger.index) == sorted(counts.index)
+    fate_seconds = ledger[[f"seconds_{f}" for f in FATES]].sum(axis=1)
+    fate_samples = ledger[[f"samples_{f}" for f in FATES]].sum(axis=1)
+    np.testing.assert_allclose(fate_seconds.to_numpy(), expected.reindex(ledger.index),
+                               rtol=1e-12, atol=1e-9)
+    np.testing.assert_allclose(ledger["seconds"].to_numpy(), expected.reindex(ledger.index),
+                               rtol=1e-12, atol=1e-9)
+    assert (fate_samples == counts.reindex(ledger.index)).all()
+    assert (ledger["samples"] == counts.reindex(ledger.index)).all()
+    shares = ledger[[f"share_{f}" for f in FATES]].sum(axis=1)
+    assert np.allclose(shares[ledger["seconds"] > 0], 1.0)
+    for by in ("source", "group", "dump"):
+        other = signal_ledger(frames, by=by)
+        assert other["samples"].sum() == len(frames.samples)
+        assert other["seconds"].sum() == pytest.approx(seconds.sum(), rel=1e-12, abs=1e-9)
+
+
+@pytest.mark.parametrize("fixture", LOADABLE)
+def test_ledger_adds_up_on_every_fixture(fixture: str) -> None:
+    frames = load_frames(FIXTURES / fixture)
+    assert_ledger_adds_up(frames)
+    kinds = analysis.ledger_kinds(frames)
+    parts = [c for c in kinds.columns if c.endswith("_s") and not c.startswith("engine_")]
+    np.testing.assert_allclose(kinds[parts].sum(axis=1), kinds["seconds"], atol=1e-6)
+    assert (kinds[parts] >= -1e-9).all().all()
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> TraceFrames:
+    """The quickstart's demo step: 256 samples, rollout 12."""
+    path = tmp_path_factory.mktemp("demo") / "rollout_12.pt"
+    write_demo_dump(path, n_samples=256, seed=12, rollout_id=12)
+    return load_frames(path)
+
+
+def test_ledger_adds_up_on_the_demo_run(demo: TraceFrames) -> None:
+    assert_ledger_adds_up(demo)
+    ledger = signal_ledger(demo).loc[12]
+    status = demo.samples["status"].astype(str)
+    for fate in ("truncated", "aborted", "failed"):
+        assert ledger[f"samples_{fate}"] == (status == fate).sum() > 0
+    assert ledger["samples_signal"] == (status == "completed").sum()
+
+
+def test_the_kinds_split_each_fate_by_priority(demo: TraceFrames) -> None:
+    kinds = analysis.ledger_kinds(demo)
+    ledger = signal_ledger(demo)
+    for fate in kinds.index.get_level_values("fate"):
+        assert kinds.loc[(12, fate), "seconds"] == pytest.approx(
+            ledger.loc[12, f"seconds_{fate}"])
+    reward_only = analysis.ledger_kinds(demo, kinds={"reward": ("*reward*", "*judge*")})
+    # what is not reward is other or idle: generation and tools move into other
+    assert reward_only["reward_s"].to_numpy() == pytest.approx(kinds["reward_s"].to_numpy())
+    assert reward_only["other_s"].to_numpy() == pytest.approx(
+        (kinds["tools_s"] + kinds["generation_s"] + kinds["other_s"]).to_numpy())
+
+
+def test_the_kinds_carry_the_engine_phases(tmp_path: Path) -> None:
+    frames = build_frames(make_demo_samples(20, seed=6))
+    folder = store_requests(requests_for(frames, seed=2), tmp_path, SKEWS)
+    joined = join_engine(frames, load_engine_traces(folder))
+    kinds = analysis.ledger_kinds(joined)
+    engine = analysis.engine_breakdown(joined, by="rollout")
+    for phase in ("queue", "prefill", "decode", "pd", "other"):
+        column = kinds[f"engine_{phase}_s"].groupby(level="rollout_id").sum()
+        assert column.to_numpy() == pytest.approx(engine[f"{phase}_s"].to_numpy())
+    assert kinds["engine_decode_s"].sum() > 0
+    parts = ["reward_s", "tools_s", "generation_s", "other_s", "idle_s"]
+    np.testing.assert_allclose(kinds[parts].sum(axis=1), kinds["seconds"], atol=1e-6)
+    assert_ledger_adds_up(joined)  # engine spans change no sample's seconds
+    assert not any(c.startswith("engine_") for c in analysis.ledger_kinds(frames).columns)
+
+
+# --------------------------------------------------------------------------- the rules
+
+
+def test_status_and_group_rules_on_small(tmp_path: Path) -> None:
+    frames = load_frames(FIXTURES / "small.pt")
+    # group 0: rewards 1, 0, 1, 1 vary; group 1 varies; rows 5 and 7 are truncated
+    assert fates(frames) == ["signal"] * 5 + ["truncated", "signal", "truncated"]
+
+    def change(samples: list[dict]) -> None:
+        for member in samples[:4]:
+            member["reward"] = 1.0  # group 0: all equal
+        samples[4]["status"] = "failed"
+        samples[5]["status"] = "aborted"
+        samples[6]["remove_sample"] = True
+        samples[7]["status"] = "pending"  # judged like a completed sample
+
+    assert fates(edited(tmp_path, "small.pt", "rollout_5.pt", change)) == [
+        "no_signal"] * 4 + ["failed", "aborted", "filtered", "signal"]
+
+
+def test_precedence_failed_aborted_filtered_truncated(tmp_path: Path) -> None:
+    def change(samples: list[dict]) -> None:
+        for member, status in zip(samples[4:], ("failed", "aborted", "truncated", "truncated"),
+                                  strict=True):
+            member["status"] = status
+            member["remove_sample"] = True
+        samples[7]["remove_sample"] = False
+
+    assert fates(edited(tmp_path, "small.pt", "rollout_5.pt", change))[4:] == [
+        "failed", "aborted", "filtered", "truncated"]
+
+
+def test_a_filter_event_marks_the_group_filtered(tmp_path: Path) -> None:
+    def change(samples: list[dict]) -> None:
+        group = samples[:4]
+        end = max(e["ts"] for s in group for e in s["trace"]["events"])
+        with use_clock(lambda: end):
+            trace_event(group, "filter_dropped", {"reason": "zero_std_1.0"})
+
+    frames = edited(tmp_path, "small.pt", "rollout_5.pt", change)
+    assert (frames.events["name"] == "filter_dropped").sum() == 4
+    assert fates(frames)[:4] == ["filtered"] * 4
+    # the dropped group does not count toward the batch: one group left, stop at it
+    tail = tail_price(frames, oversample=1.0).loc[5]
+    assert tail["units"] == 1 and tail["batch_units"] == 1
+    order = finish_order(frames)
+    assert order["counted"].tolist().count(False) == 1
+    assert tail["stop_s"] == pytest.approx(order.loc[5][order.loc[5]["counted"]]["seconds"].max())
+
+
+def test_missing_rewards_and_groups_of_one(tmp_path: Path) -> None:
+    def change(samples: list[dict]) -> None:
+        samples[0]["reward"] = None  # group 0 keeps 0, 1, 1: varies
+        samples[4]["reward"], samples[5]["reward"] = None, float("nan")
+        samples[6]["reward"] = float("inf")  # group 1: only row 7's reward is usable
+        samples[2]["group_index"] = 99  # a group of one
+
+    frames = edited(tmp_path, "small.pt", "rollout_5.pt", change)
+    assert fates(frames) == ["signal", "signal", "no_signal", "signal", "no_signal",
+                             "truncated", "no_signal", "truncated"]
+
+
+def test_rewards_within_slimes_zero_std_are_equal(tmp_path: Path) -> None:
+    def change(samples: list[dict]) -> None:
+        for i, member in enumerate(samples[:4]):
+            member["reward"] = 0.5 + i * 1e-8  # std 1.3e-8: slime's filter calls it zero
+
+    assert fates(edited(tmp_path, "small.pt", "rollout_5.pt", change))[:4] == ["no_signal"] * 4
+
+
+def test_dict_rewards_whole_or_by_key(tmp_path: Path) -> None:
+    """The eval fixture's dict rewards in a training dump of two groups."""
+    def change(samples: list[dict]) -> None:
+        for i, member in enumerate(samples[:8]):
+            member["group_index"] = i // 4
+            member["reward"] = {"score": 1.0 if i < 4 else float(i % 2), "pred": f"p{i}"}
+        del samples[8:]
+
+    frames = edited(tmp_path, "rollout_eval_3.pt", "rollout_3.pt", change, rollout_id=3)
+    # whole dicts differ in "pred" everywhere; by score group 0 is all 1.0
+    assert fates(frames) == ["signal"] * 8
+    assert fates(frames, reward_key="score") == ["no_signal"] * 4 + ["signal"] * 4
+
+
+def test_an_eval_dump_buys_no_signal(tmp_path: Path) -> None:
+    frames = load_frames(FIXTURES / "rollout_eval_3.pt")
+    assert frames.samples["group_index"].isna().all()
+    assert fates(frames) == ["no_signal"] * len(frames.samples)
+
+    def grouped(samples: list[dict]) -> None:
+        for i, member in enumerate(samples):
+            member["group_index"], member["reward"] = i // 2, float(i % 2)
+
+    # groups whose rewards vary: signal in a training dump, none in an eval dump
+    as_eval = edited(tmp_path, "rollout_eval_3.pt", "rollout_eval_3.pt", grouped, 3)
+    as_train = edited(tmp_path, "rollout_eval_3.pt", "rollout_3.pt", grouped, 3)
+    assert fates(as_eval) == ["no_signal"] * 22 and fates(as_train) == ["signal"] * 22
+    trends = analysis.rollout_trends(combine_frames([as_eval, as_train]))
+    assert trends.set_index("dump_kind")["share_signal"].to_dict() == {"eval": 0.0,
+                                                                        "train": 1.0}
+
+
+def test_remove_sample_reads_from_legacy_and_object_dumps(tmp_path: Path) -> None:
+    for fixture in ("legacy_v0_pd.pt", "legacy_v1_pd.pt", "edge_legacy_torch_format.pt"):
+        frames = edited(tmp_path, fixture, f"rollout_{fixture}",
+                        lambda s: s[1].update(remove_sample=True))
+        assert frames.samples["remove_sample"].tolist() == [False, True] + [False] * (
+            len(frames.samples) - 2)
+        assert fates(frames)[1] == "filtered"
+        assert_ledger_adds_up(frames)
+    objects = load_frames(FIXTURES / "edge_sample_objects.pt")
+    assert not objects.samples["remove_sample"].any()
+
+
+def test_a_dataset_written_before_remove_sample_opens(tmp_path: Path) -> None:
+    convert(str(copy_run(tmp_path) / "*.pt"), tmp_path / "ds", progress=False)
+    for file in (tmp_path / "ds" / "samples").glob("*/*.parquet"):
+        table = pq.read_table(file)
+        pq.write_table(table.drop_columns(["remove_sample"]), file)
+    frames = open_dataset(tmp_path / "ds")
+    assert not frames.samples["remove_sample"].any()
+    assert_ledger_adds_up(frames)
+    old = analysis.rollout_trends(tmp_path / "ds")
+    assert old["share_filtered"].eq(0).all()
+
+
+# --------------------------------------------------------------------------- the tail
+
+
+def test_tail_by_hand_on_the_eval_dump() -> None:
+    frames = load_frames(FIXTURES / "rollout_eval_3.pt")
+    tail = tail_price(frames).loc[3]
+    start, ends = frames.samples["start"].min(), np.sort(frames.samples["end"].to_numpy())
+    n = len(ends)
+    assert tail["samples"] == n == 22 and tail["unit"] == "sample"
+    assert tail["finished_50"] == pytest.approx(ends[10] - start)  # the 11th of 22
+    assert tail["finished_90"] == pytest.approx(ends[19] - start)  # the 20th
+    assert tail["finished_99"] == pytest.approx(ends[21] - start)
+    assert tail["step_s"] == pytest.approx(ends[-1] - start)
+    assert tail["batch_units"] == math.ceil(22 / 1.25) == 18
+    assert tail["stop_s"] == pytest.approx(ends[17] - start)
+    assert tail["saved_s"] == pytest.approx(ends[-1] - ends[17])
+    assert tail["saved_share"] == pytest.approx(tail["saved_s"] / tail["step_s"])
+
+
+def test_the_batch_is_made_of_whole_groups(demo: TraceFrames) -> None:
+    samples = demo.samples
+    start = samples["start"].min()
+    finishes = np.sort(samples.groupby("group_index")["end"].max().to_numpy()) - start
+    for oversample in (1.0, 1.25, 2.0):
+        tail = tail_price(demo, oversample).loc[12]
+        assert tail["unit"] == "group" and tail["units"] == len(finishes)
+        batch = math.ceil(len(finishes) / oversample)
+        assert tail["batch_units"] == batch
+        assert tail["stop_s"] == pytest.approx(finishes[batch - 1])
+    assert tail_price(demo, 1.0).loc[12, "saved_s"] == 0
+    order = finish_order(demo).loc[12]
+    assert np.allclose(order["seconds"].to_numpy(), finishes)
+    with pytest.raises(ValueError, match="oversample"):
+        tail_price(demo, 0.8)
+
+
+def test_the_tail_leaves_out_samples_without_times() -> None:
+    frames = load_frames(FIXTURES / "edge_untraced_mixed.pt")
+    timed = frames.samples["start"].notna()
+    assert 0 < timed.sum() < len(frames.samples)
+    assert tail_price(frames).iloc[0]["samples"] == timed.sum()
+    assert tail_price(load_frames(FIXTURES / "edge_empty.pt")).empty
+
+
+# --------------------------------------------------------------------------- every view
+
+
+def test_exported_from_analysis_and_answers() -> None:
+    for module in (analysis, answers):
+        assert module.signal_ledger is signal_ledger and module.tail_price is tail_price
+        assert module.sample_fates is sample_fates and tuple(module.FATES) == FATES
+
+
+def test_trends_carry_the_ledger_and_the_tail(tmp_path: Path) -> None:
+    convert(str(copy_run(tmp_path) / "*.pt"), tmp_path / "ds", progress=False)
+    from_dataset = analysis.rollout_trends(tmp_path / "ds")
+    frames = open_dataset(tmp_path / "ds")
+    from_frames = analysis.rollout_trends(frames)
+    columns = [*(f"share_{fate}" for fate in FATES), "finished_50", "finished_90",
+               "finished_99", "stop_s", "saved_s", "saved_share"]
+    pd.testing.assert_frame_equal(from_dataset[columns], from_frames[columns])
+    only = analysis.ledger_trends(tmp_path / "ds")
+    pd.testing.assert_frame_equal(only, from_dataset[[*only.columns[:3], *columns]])
+    for _, row in from_dataset.iterrows():
+        dump = load_frames(tmp_path / "debug" / _dump_name(row["dump_file"]))
+        ledger = signal_ledger(dump).iloc[0]
+        tail = tail_price(dump).iloc[0]
+        for fate in FATES:
+            assert row[f"share_{fate}"] == pytest.approx(ledger[f"share_{fate}"])
+        for column in ("finished_50", "finished_90", "finished_99", "stop_s", "saved_share"):
+            assert row[column] == pytest.approx(tail[column])
+        assert row["wall_s"] == pytest.approx(tail["step_s"])
+    assert from_dataset.set_index("dump_kind").loc["eval", "share_no_signal"] == 1.0
+    logged = scalars(from_dataset.iloc[0], "rollout")  # what the trend logs send
+    assert {f"rollout/{column}" for column in columns} <= set(logged)
+
+
+def _dump_name(dump_file: str) -> str:
+    return Path(dump_file).name
+
+
+def test_the_trends_rules_are_the_ledgers(tmp_path: Path) -> None:
+    """Filtered and no-signal samples, through DuckDB, as the frames' ledger has them."""
+    def change(samples: list[dict]) -> None:
+        for member in samples[:4]:
+            member["reward"] = 0.0
+        samples[6]["remove_sample"] = True
+        end = max(e["ts"] for e in samples[4]["trace"]["events"])
+        with use_clock(lambda: end):
+            trace_event(samples[4], "filter_dropped")
+
+    frames = edited(tmp_path, "small.pt", "rollout_5.pt", change)
+    trends = analysis.rollout_trends(frames).iloc[0]
+    ledger = signal_ledger(frames).loc[5]
+    assert ledger["samples_no_signal"] == 4 and ledger["samples_filtered"] == 2
+    for fate in FATES:
+        assert trends[f"share_{fate}"] == pytest.approx(ledger[f"share_{fate}"])
+
+
+def test_ledger_diff_compares_two_rollouts() -> None:
+    frames = load_frames([FIXTURES / "small.pt", FIXTURES / "legacy_v1_pd.pt"])
+    table = analysis.rollout_diff(frames, of="ledger")
+    assert table.equals(analysis.ledger_diff(frames, 0, 1))
+    assert list(table.index) == [*FATES, "all"]
+    by_dump = signal_ledger(frames, by="dump")
+    for fate in FATES:
+        assert table.at[fate, "seconds_a"] == pytest.approx(by_dump.at[0, f"seconds_{fate}"])
+        assert table.at[fate, "seconds_b"] == pytest.approx(by_dump.at[1, f"seconds_{fate}"])
+        assert table.at[fate, "samples_diff"] == (by_dump.at[1, f"samples_{fate}"]
+                                                  - by_dump.at[0, f"samples_{fate}"])
+    assert table.at["all", "samples_a"] == 8 and table.at["all", "share_a"] == 1.0
+    assert table["share_diff"].sum() == pytest.approx(0.0, abs=1e-12)
+    empty = analysis.ledger_diff(frames, 0, 7)  # no such dump: zeros and NaN shares
+    assert (empty["samples_b"] == 0).all() and empty["share_b"].isna().all()
+    with pytest.raises(ValueError, match="of must be"):
+        analysis.rollout_diff(frames, of="fates")
