@@ -27,6 +27,7 @@ from ..answers.links import LINK_KINDS, group_members, links
 from ..frames.engine_load import load_tracks
 from ..frames.model import TraceFrames
 from ..values import truncate
+from .fates import fate_codes, ledger_meta
 
 #: The column table and codes shared with js/src/data/decode.js (one source for both sides).
 CONTRACT: dict[str, Any] = json.loads(
@@ -140,6 +141,9 @@ def encode(
         meta["engine_phases"] = {phase: list(names) for phase, names in ENGINE_PHASES.items()}
     if load_engines:
         meta["load_engines"] = load_engines
+    ledger = ledger_meta(frames, sample_rows, offsets)
+    if ledger is not None:
+        meta["ledger"] = ledger
     payload = {"version": PAYLOAD_VERSION, "meta": meta, "buffers": buffers}
     return EncodedView(payload, sample_rows, core.index.to_numpy()[span_order],
                        frames.event_core.index.to_numpy()[event_order])
@@ -252,6 +256,7 @@ def _sample_columns(
         "smp_lanes": _pack("smp_lanes", np.minimum(lanes[rows], 65535)),
         "smp_open": _pack("smp_open", samples["n_open_spans"].to_numpy()),
         "smp_offset": _pack("smp_offset", offsets),
+        "smp_fate": _pack("smp_fate", fate_codes(frames)[rows]),
     }
 
 

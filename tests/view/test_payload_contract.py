@@ -20,7 +20,9 @@ from typing import Any
 
 import numpy as np
 
+from slime_trace_widget.answers.ledger import FATES, sample_fates, signal_ledger
 from slime_trace_widget.answers.links import group_members, links
+from slime_trace_widget.answers.tail import tail_price
 from slime_trace_widget.frames.engine_load import engine_load_frame, load_tracks
 from slime_trace_widget.sources.loading import load_frames
 from slime_trace_widget.view.payload import CONTRACT, encode
@@ -93,6 +95,7 @@ def golden() -> dict[str, Any]:
             "start": _times(samples["start"], t0),
             "end": _times(samples["end"], t0),
             "attempts": [int(v) for v in samples["attempts"]],
+            "fate": [str(v) for v in sample_fates(frames).loc[samples.index]],
         },
         "spans": {
             "sample": [sample_pos[int(r)] for r in spans["sample_row"]],
@@ -126,9 +129,32 @@ def golden() -> dict[str, Any]:
     expected["links"] = _expected_links(frames, span_pos, {
         int(index): k for k, index in enumerate(view.event_index)})
     expected["load"] = _expected_load(frames, t0)
+    expected["ledger"] = _expected_ledger(frames, view.sample_rows, t0)
     wire = {**payload, "buffers": {name: base64.b64encode(raw).decode()
                                    for name, raw in payload["buffers"].items()}}
     return {"payload": wire, "expected": expected}
+
+
+def _expected_ledger(frames: Any, rows: Any, t0: float) -> list[dict[str, Any]]:
+    """Per dump shown (each the only dump of its rollout id): its row of
+    ``signal_ledger`` and ``tail_price``, and where the 90%-finished instant is drawn
+    (seconds after ``t0``: the dump's first start plus ``finished_90``)."""
+    ledger, tail = signal_ledger(frames), tail_price(frames)
+    samples = frames.samples
+    out = []
+    for dump in sorted({int(d) for d in samples["dump"].iloc[rows]}):
+        rollout_id = frames.rollout_ids[dump]
+        assert list(frames.rollout_ids).count(rollout_id) == 1
+        row, price = ledger.loc[rollout_id], tail.loc[rollout_id]
+        start = float(samples.loc[samples["dump"] == dump, "start"].min())
+        out.append({
+            "rollout": dump,
+            "samples": [int(row[f"samples_{fate}"]) for fate in FATES],
+            "seconds": [round(float(row[f"seconds_{fate}"]), 6) for fate in FATES],
+            "finished_90": round(float(price["finished_90"]), 6),
+            "marker_time": round(start + float(price["finished_90"]) - t0, 6),
+        })
+    return out
 
 
 def _expected_links(frames: Any, span_pos: dict[int, int],
@@ -174,6 +200,10 @@ def test_golden_payload_covers_the_flags() -> None:
     assert load["engines"] == ["engine-a", "engine-b"]
     assert {s["track"] for s in load["series"]} == {"running", "token_usage"}
     assert all(s["ts"][0] < 0 < s["ts"][1] and len(s["ts"]) == 4 for s in load["series"])
+    expected = golden()["expected"]
+    assert {"signal", "truncated"} <= set(expected["samples"]["fate"])
+    assert len(expected["ledger"]) == 3
+    assert sum(entry["samples"][FATES.index("no_signal")] for entry in expected["ledger"]) > 0
 
 
 def test_golden_payload_sorted_as_the_contract_says() -> None:
@@ -197,6 +227,8 @@ def test_contract_codes_match_the_frames() -> None:
     frames = load_frames(FIXTURES / "edge_open_span.pt")
     assert list(frames.span_core["clip_reason"].array.categories) == CONTRACT["clip_reasons"]
     assert list(frames.event_core["kind"].array.categories) == CONTRACT["event_kinds"]
+    assert list(sample_fates(frames).array.categories) == CONTRACT["fates"] == list(FATES)
+    assert CONTRACT["fate_none"] >= len(FATES)
 
 
 if __name__ == "__main__":

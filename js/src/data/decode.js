@@ -4,6 +4,7 @@
 import { CTORS, toTyped } from "./bytes.js";
 import { deriveEngine } from "./engine_lanes.js";
 import { decodeLoad } from "./load_tracks.js";
+import { decodeLedger, hasFates, FATE_NONE } from "./fates.js";
 import CONTRACT from "../../../slime_trace_widget/view/payload_contract.json" with { type: "json" };
 
 export { CTORS, toTyped };
@@ -61,6 +62,7 @@ export const DEFAULT_DTYPES = /** @type {Record<string, Dtype>} */ (CONTRACT.col
  * @property {string} align
  * @property {Record<string, string[]>} engine_phases slice names by engine phase (with engine spans)
  * @property {string[]} load_engines names of the engines whose load the payload carries (load_tracks.js)
+ * @property {import("./fates.js").Ledger} ledger the rollouts' ledger and 90%-finished instants (fates.js)
  */
 
 /**
@@ -81,6 +83,8 @@ export const DEFAULT_DTYPES = /** @type {Record<string, Dtype>} */ (CONTRACT.col
  * @property {Uint16Array} smpLanes
  * @property {Uint32Array} smpOpen
  * @property {Float32Array} smpOffset
+ * @property {Uint8Array} smpFate index in fates.js FATES (FATE_NONE: none)
+ * @property {boolean} hasFates some sample has a fate
  * @property {Uint32Array} spanSample
  * @property {Float32Array} spanStart
  * @property {Float32Array} spanEnd
@@ -187,6 +191,7 @@ function normaliseMeta(rawMeta) {
     align: meta.align === "rollout" ? "rollout" : "global",
     engine_phases: enginePhaseNames(meta.engine_phases),
     load_engines: arr(meta.load_engines).map(String),
+    ledger: decodeLedger(meta.ledger, arr(meta.rollouts).length),
   };
 }
 
@@ -270,6 +275,8 @@ export function decodePayload(payload) {
     smpLanes: /** @type {Uint16Array} */ (readColumn("smp_lanes", nSamples)),
     smpOpen: /** @type {Uint32Array} */ (readColumn("smp_open", nSamples)),
     smpOffset: /** @type {Float32Array} */ (readColumn("smp_offset", nSamples)),
+    smpFate: /** @type {Uint8Array} */ (readColumn("smp_fate", nSamples, FATE_NONE)),
+    hasFates: false,
     spanSample: /** @type {Uint32Array} */ (spanSampleRaw),
     spanStart: /** @type {Float32Array} */ (readColumn("span_start", nSpans, NaN)),
     spanEnd: /** @type {Float32Array} */ (readColumn("span_end", nSpans, NaN)),
@@ -329,6 +336,7 @@ export function decodePayload(payload) {
   deriveSegments(data);
   deriveGlobals(data);
   deriveEngine(data);
+  data.hasFates = hasFates(data.smpFate);
   return data;
 }
 

@@ -1,9 +1,11 @@
 // Legend: span names with their colours (most used first; click one to
-// highlight it), PD phase colours, instant-event names, and a key for the
+// highlight it), PD phase colours, instant-event names, the samples' fates
+// with their counts (while rows are coloured by fate), and a key for the
 // markers (instant event, cluster, unmatched end, open span, error).
 
 import { F_ENGINE, F_PD_DETAIL, F_VIRTUAL, EV_INSTANT, nameOf } from "../data/decode.js";
-import { colorForName, colorForSegment, enginePhaseColor } from "../render/colors.js";
+import { colorForName, colorForSegment, enginePhaseColor, fateColor } from "../render/colors.js";
+import { FATES, FATE_LABELS, FATE_MEANINGS } from "../data/fates.js";
 import { el } from "../util/dom.js";
 
 /** @typedef {import("../data/decode.js").Data} Data */
@@ -73,8 +75,9 @@ function phaseRank(name) {
  * @param {LegendInfo} info
  * @param {number} highlight highlighted name index, -1 for none
  * @param {(name: number) => void} onClick
+ * @param {number[]|null} [fates] samples per fate among the rows shown (FATES order), null while rows are not coloured by fate
  */
-export function renderLegend(host, data, info, highlight, onClick) {
+export function renderLegend(host, data, info, highlight, onClick, fates = null) {
   host.replaceChildren();
   const group = (/** @type {string} */ title) => {
     const container = el("div", "stw-legend-group");
@@ -140,6 +143,21 @@ export function renderLegend(host, data, info, highlight, onClick) {
       item(container, entry.name, colorForName(nm), nm, entry.count, "stw-diamond");
     }
     if (info.events.length > 12) container.appendChild(el("span", "stw-legend-more", `+${info.events.length - 12} more`));
+  }
+  if (fates) {
+    const container = group("fate");
+    container.classList.add("stw-legend-fates");
+    FATES.forEach((fate, k) => {
+      const chip = el("span", "stw-key stw-fate-key");
+      chip.dataset.fate = fate;
+      const sw = el("span", "stw-swatch");
+      sw.style.background = fateColor(fate);
+      chip.appendChild(sw);
+      chip.appendChild(el("span", "stw-legend-text", FATE_LABELS[fate] ?? fate));
+      chip.appendChild(el("span", "stw-fate-count", (fates[k] ?? 0).toLocaleString("en-US")));
+      chip.title = `${FATE_LABELS[fate] ?? fate}: ${FATE_MEANINGS[fate] ?? ""} (${(fates[k] ?? 0).toLocaleString("en-US")} of the rows shown)`;
+      container.appendChild(chip);
+    });
   }
   const key = group("");
   key.classList.add("stw-legend-key");

@@ -11,6 +11,7 @@ import { linksOf, describe, endOfHit, filteredOut } from "../data/links.js";
 import { enginePhases } from "../data/engine.js";
 import { renderEnginePhases } from "./engine_panel.js";
 import { shareRow, shareTable } from "./shares.js";
+import { FATES, FATE_LABELS } from "../data/fates.js";
 
 /** @typedef {import("../data/decode.js").Data} Data */
 /** @typedef {import("../render/hit.js").Hit} Hit */
@@ -430,6 +431,7 @@ export function renderDetails(host, data, hit, detailSpan, st, act) {
     ["group", String(pick("group", sm.group_index[sample] ?? "—"))],
     ["source", String(pick("source", sourceOf(data, sample)))],
     ["status", String(pick("status", statusOf(data, sample)))],
+    ...(/** @type {[string, string][]} */ (data.hasFates ? [["fate", FATE_LABELS[FATES[data.smpFate[sample]]] ?? "—"]] : [])),
     ["reward", reward === null || typeof reward !== "object" ? (typeof reward === "number" ? formatNumberExact(reward) : String(reward ?? "—")) : renderValue(reward, 1)],
     ["attempts", String(pick("attempts", data.smpAttempts[sample]))],
     ["duration", formatDuration(typeof ks.duration === "number" ? ks.duration : data.smpEnd[sample] - data.smpStart[sample])],

@@ -60,6 +60,24 @@ export const LOAD_TRACK_COLORS = /** @type {Record<string, string>} */ ({
   retractions: "#d0545a",
 });
 
+/** Sample fates (data/fates.js): rows coloured by fate, the ledger bar, the fate legend. */
+export const FATE_COLORS = /** @type {Record<string, string>} */ ({
+  signal: "#2e9d58",
+  no_signal: "#8d99ab",
+  filtered: "#8763c8",
+  truncated: "#e0912f",
+  aborted: "#a8643b",
+  failed: "#d0545a",
+});
+
+/**
+ * Colour of a fate (an unknown one: its name's colour).
+ * @param {string} fate
+ */
+export function fateColor(fate) {
+  return Object.hasOwn(FATE_COLORS, fate) ? FATE_COLORS[fate] : colorForName(fate);
+}
+
 /**
  * Colour of an engine phase (a phase the renderer does not know: its name's colour).
  * @param {string} phase

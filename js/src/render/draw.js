@@ -6,6 +6,8 @@
 
 import { sizeCanvas, roundRect } from "./canvas.js";
 import { paintGutter, paintAxis } from "./margins.js";
+import { rowFill } from "./fate_rows.js";
+import { paintFinishLines } from "./finish_marker.js";
 import { F_OPEN, F_ERROR, F_VIRTUAL, F_ENGINE, LK_SPANS, LK_VIRTUAL, EV_INSTANT, EV_UNMATCHED, nameOf } from "../data/decode.js";
 import { LANE_OWN, LANE_BAND } from "../data/engine_lanes.js";
 import { BandPainter } from "./band.js";
@@ -97,6 +99,7 @@ class RectBatch {
  * @property {number} selRow -1 for none
  * @property {boolean} raiseShown draw undimmed spans of collapsed rows on top (legend highlight)
  * @property {boolean} loadSplit the load tracks one per engine (else summed)
+ * @property {import("./fate_rows.js").FateFills|null} [fates] rows coloured by fate (fate_rows.js), null: by span
  */
 
 export class Painter {
@@ -127,6 +130,8 @@ export class Painter {
     /** @type {Uint8Array|null} the visibility `ownVis` was made from */
     this.ownVisOf = null;
     this.ownVis = new Uint8Array(0);
+    /** @type {import("../data/fates.js").PlacedMarker[]} the 90%-finished markers of the last frame (finish_marker.js) */
+    this.finishPlaced = [];
   }
 
   /**
@@ -237,7 +242,7 @@ export class Painter {
     for (let row = r0; row < r1; row++) {
       const y = canvasY(geometry, layout.rowTop[row]);
       const rowH = layout.rowTop[row + 1] - layout.rowTop[row];
-      const bg = row === scene.selRow ? theme.selRow : row === scene.hoverRow ? theme.hoverRow : row % 2 === 1 ? theme.stripe : null;
+      const bg = rowFill(scene, row);
       if (bg) {
         ctx.fillStyle = bg;
         ctx.fillRect(0, y, width, rowH);
@@ -637,6 +642,7 @@ export class Painter {
     const { d: data, L: layout, g: geometry, theme } = scene;
     const top = geometry.axisH;
     const height = this.h;
+    paintFinishLines(this, scene);
     if (scene.brush) {
       const left = xOf(geometry, Math.min(scene.brush[0], scene.brush[1]));
       const right = xOf(geometry, Math.max(scene.brush[0], scene.brush[1]));

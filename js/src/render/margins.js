@@ -6,6 +6,8 @@ import { roundRect } from "./canvas.js";
 import { sampleLabel, statusOf } from "../data/decode.js";
 import { laneLabel } from "../data/lane_labels.js";
 import { ROW_PAD } from "../data/layout.js";
+import { rowFill, stripFill, STRIP_W } from "./fate_rows.js";
+import { paintFinishFlags } from "./finish_marker.js";
 import { xOf, canvasY } from "./hit.js";
 import { formatTick, formatDuration } from "../util/format.js";
 
@@ -39,12 +41,15 @@ export function paintGutter(painter, scene, r0, r1) {
     const sample = layout.rows[row];
     const y0 = canvasY(geometry, layout.rowTop[row]);
     const rowH = layout.rowTop[row + 1] - layout.rowTop[row];
-    if (row === scene.selRow || row === scene.hoverRow) {
-      ctx.fillStyle = row === scene.selRow ? theme.selRow : theme.hoverRow;
+    const bg = rowFill(scene, row);
+    if (bg) {
+      ctx.fillStyle = bg;
       ctx.fillRect(0, y0, geometry.gutter, rowH);
-    } else if (row % 2 === 1) {
-      ctx.fillStyle = theme.stripe;
-      ctx.fillRect(0, y0, geometry.gutter, rowH);
+    }
+    const strip = stripFill(scene, row);
+    if (strip) {
+      ctx.fillStyle = strip;
+      ctx.fillRect(0, y0, STRIP_W, rowH);
     }
     const cy = y0 + ROW_PAD + laneH / 2;
     if (laneH < 7) continue;
@@ -137,6 +142,8 @@ export function paintAxis(painter, scene, step, firstTick) {
     const x = xOf(geometry, tt);
     ctx.fillText(formatTick(tt, step, base), x + 4, axisH / 2 - 1);
   }
+  paintFinishFlags(painter, scene, axisH);
+  ctx.font = font;
   const pill = (/** @type {number} */ x, /** @type {string} */ text, /** @type {string} */ bg) => {
     const pillWidth = painter.textWidth(font, text) + 10;
     const px = Math.min(Math.max(x - pillWidth / 2, geometry.plotX), geometry.plotX + geometry.plotW - pillWidth);

@@ -13,7 +13,7 @@ import { paintEmpty } from "../render/margins.js";
 import { ColorTable } from "../render/colors.js";
 import { Overview, activeHistogram } from "../panels/overview.js";
 import { Interaction } from "./interact.js";
-import { Controls } from "./controls.js";
+import { Controls, controlsInfo } from "./controls.js";
 import { legendInfo, renderLegend } from "../panels/legend.js";
 import { cursorCounts, brushSummary, renderStatsBar, renderBrushPanel } from "../panels/stats.js";
 import { hostTheme, watchTheme } from "./theme.js";
@@ -25,7 +25,6 @@ import { followTraits } from "./traits.js";
 import { pointAt } from "./tooltip.js";
 import { FrameLoop } from "../render/frameloop.js";
 import { installDebug } from "./debug.js";
-import { matchSummary } from "../data/query.js";
 import { attachViews } from "./views.js";
 import { Sizer, viewportHeight, AXIS_H, OVERVIEW_H, MAX_VIEWPORT_H } from "../render/sizing.js";
 import { tracksHeight } from "../render/tracks.js";
@@ -84,6 +83,8 @@ export class App {
     this.critical = null;
     /** @type {import("../panels/icicle.js").FlameView|null} */
     this.flameView = null;
+    /** @type {import("../panels/fate_view.js").FateView|null} the ledger bars and rows coloured by fate */
+    this.fates = null;
 
     // ---- DOM
     const ui = buildShell(host);
@@ -143,7 +144,7 @@ export class App {
     this.hist = new Float32Array(0);
     this.recomputeVis();
     this.refilter();
-    const views = attachViews(this, ui.flameEl);
+    const views = attachViews(this, ui.flameEl, ui.ledgerEl);
     this.query = views.query;
     this.diff = views.diff;
     this.critical = views.critical;
@@ -234,6 +235,7 @@ export class App {
     if (patch.diff !== undefined || patch.diffPair !== undefined) this.diff.render();
     if (settings.critical !== before.critical) this.critical?.update();
     if (settings.flame !== before.flame) this.flameView?.show();
+    if (settings.colorBy !== before.colorBy) this.fates?.update();
     this.updateControls();
     this.saveViewState();
     this.requestFrame();
@@ -408,6 +410,7 @@ export class App {
     // Rows, visibility and the range changed (or may have): the flame view rebuilds if its inputs did.
     this.flameView?.changed();
     this.diff?.changed();
+    this.fates?.changed();
     if (!this.brush) {
       this.brushSum = null;
       this.brushEl.replaceChildren();
@@ -590,7 +593,7 @@ export class App {
   // ------------------------------------------------------------ DOM bits
 
   renderLegend() {
-    renderLegend(this.legendEl, this.data, this.legend, this.highlight, (nameIndex) => this.toggleHighlight(nameIndex));
+    renderLegend(this.legendEl, this.data, this.legend, this.highlight, (nameIndex) => this.toggleHighlight(nameIndex), this.fates?.legendCounts() ?? null);
   }
 
   renderStats() {
@@ -598,17 +601,7 @@ export class App {
   }
 
   updateControls() {
-    const data = this.data;
-    this.controls.update(this.settings, {
-      title: data.meta.title,
-      nRows: this.rows.length,
-      nTotal: data.meta.n_samples_total,
-      nPayload: data.nSamples,
-      maxAttempt: data.maxAttempt,
-      nRollouts: data.meta.rollouts.length,
-      nEngines: data.load.series.length ? data.load.engines.length : 0,
-      match: this.query?.result ? matchSummary(this.query.result, data.meta.n_samples_total) : "",
-    });
+    this.controls.update(this.settings, controlsInfo(this.data, this.rows.length, this.query?.result ?? null));
   }
 
   updateSide() {
@@ -661,6 +654,7 @@ export class App {
       selRow,
       raiseShown: this.highlight >= 0 || this.masks.focus !== null,
       loadSplit: this.settings.loadSplit,
+      fates: this.fates?.frame(geometry) ?? null,
     });
     if (this.rows.length === 0) paintEmpty(this.painter, this.theme, this.data, geometry);
     /** @type {import("../render/arrows.js").Arrow[]} the selection's link arrows as last painted */
@@ -686,6 +680,7 @@ export class App {
     this.overview.dispose();
     this.controls.dispose();
     this.flameView?.dispose();
+    this.fates?.dispose();
     this.requests.dispose();
     this.ro?.disconnect();
     this.stopTheme();

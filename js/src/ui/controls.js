@@ -1,9 +1,11 @@
 // Header toolbar: title, "N of M samples" (or what the query matched), the
 // query box and its message, attempt filter and
-// mode, expand mode, sort key and direction, toggles, lane height, fit
-// buttons. Reflects state without re-triggering; reports user changes.
+// mode, expand mode, sort key and direction, toggles, row colouring (by span
+// or by the sample's fate), lane height, fit buttons. Reflects state without
+// re-triggering; reports user changes.
 
 import { SORT_KEYS, SORT_LABELS } from "../data/layout.js";
+import { matchSummary } from "../data/query.js";
 import { formatNumber } from "../util/format.js";
 import { el } from "../util/dom.js";
 
@@ -25,6 +27,20 @@ import { el } from "../util/dom.js";
  * @property {boolean} critical the selected sample's critical path is the focus (critical_panel.js)
  * @property {boolean} flame the flame view is open (icicle.js)
  * @property {boolean} loadSplit the engines' load tracks one per engine, else summed (render/tracks.js)
+ * @property {"span"|"fate"} colorBy rows plain (bars by span name), or tinted by their sample's fate (render/fate_rows.js)
+ */
+
+/**
+ * @typedef {Object} ControlsInfo what the toolbar shows besides the settings
+ * @property {string} title
+ * @property {number} nRows rows after the filter
+ * @property {number} nTotal samples in the frames
+ * @property {number} nPayload samples in the payload
+ * @property {number} maxAttempt
+ * @property {number} nRollouts
+ * @property {number} [nEngines] engines whose load the payload carries
+ * @property {string} [match] what the query matched, in words
+ * @property {boolean} [hasFates] the payload's samples have fates (the colour control is offered)
  */
 
 /**
@@ -76,6 +92,27 @@ function checkbox(label) {
   labelEl.appendChild(inputEl);
   labelEl.appendChild(document.createTextNode(label));
   return { wrap: labelEl, input: inputEl };
+}
+
+/**
+ * What the toolbar shows of a payload, its rows and the query's result.
+ * @param {import("../data/decode.js").Data} data
+ * @param {number} nRows rows after the filter
+ * @param {import("../data/query.js").QueryResult|null} result the query's result, null without one
+ * @returns {ControlsInfo}
+ */
+export function controlsInfo(data, nRows, result) {
+  return {
+    title: data.meta.title,
+    nRows,
+    nTotal: data.meta.n_samples_total,
+    nPayload: data.nSamples,
+    maxAttempt: data.maxAttempt,
+    nRollouts: data.meta.rollouts.length,
+    nEngines: data.load.series.length ? data.load.engines.length : 0,
+    match: result ? matchSummary(result, data.meta.n_samples_total) : "",
+    hasFates: data.hasFates,
+  };
 }
 
 export class Controls {
@@ -178,6 +215,16 @@ export class Controls {
     this.flame.addEventListener("change", () => act.change({ flame: this.flame.checked }));
     bar2.appendChild(fl.wrap);
 
+    this.colorBy = select([
+      ["span", "by span"],
+      ["fate", "by fate"],
+    ]);
+    this.colorBy.title = "by fate: each row tinted by what became of its sample (signal, no signal, filtered, truncated, aborted, failed)";
+    this.colorBy.addEventListener("change", () => act.change({ colorBy: this.colorBy.value === "fate" ? "fate" : "span" }));
+    this.colorField = field("Colour", this.colorBy);
+    this.colorField.classList.add("stw-field-color");
+    bar2.appendChild(this.colorField);
+
     this.lane = /** @type {HTMLInputElement} */ (el("input", "stw-range"));
     this.lane.type = "range";
     this.lane.min = String(LANE_MIN);
@@ -216,7 +263,7 @@ export class Controls {
   /**
    * Reflect state into the inputs (without firing change events).
    * @param {Settings} settings
-   * @param {{title: string, nRows: number, nTotal: number, nPayload: number, maxAttempt: number, nRollouts: number, nEngines?: number, match?: string}} info
+   * @param {ControlsInfo} info
    */
   update(settings, info) {
     this.title.textContent = info.title;
@@ -248,6 +295,8 @@ export class Controls {
     this.diff.hidden = info.nRollouts < 2;
     this.loadField.hidden = !info.nEngines;
     this.load.value = settings.loadSplit ? "split" : "summed";
+    this.colorField.hidden = !info.hasFates;
+    this.colorBy.value = settings.colorBy;
     this.diff.setAttribute("aria-pressed", String(settings.diff));
   }
 

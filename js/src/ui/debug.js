@@ -169,6 +169,17 @@ export function installDebug(app) {
         })),
       };
     },
+    /** The samples' fates as shown: colouring, counts, ledger bars and 90%-finished markers (panels/fate_view.js). */
+    fates() {
+      return self.fates ? self.fates.debug() : null;
+    },
+    /**
+     * Row `row`'s background and fate strip colours (as if neither selected nor hovered).
+     * @param {number} row
+     */
+    rowFill(row) {
+      return self.fates ? self.fates.rowFill(row) : null;
+    },
     /** Pieces of the engine band painted in the last frame (collapsed rows). */
     get bandPieces() {
       return self.painter.band.drawn;

@@ -13,6 +13,7 @@ const HINT = "drag = pan · wheel = zoom (over labels: scroll) · click = cursor
  * @property {HTMLElement} statsEl
  * @property {HTMLElement} legendEl
  * @property {HTMLElement} mainEl
+ * @property {HTMLElement} ledgerEl the rollouts' ledger bars above the timeline (panels/ledger_bar.js)
  * @property {HTMLCanvasElement} ovCanvas
  * @property {HTMLElement} scrollEl
  * @property {HTMLCanvasElement} canvas
@@ -43,6 +44,8 @@ export function buildShell(host) {
   const legendEl = el("div", "stw-legend");
   const body = el("div", "stw-body");
   const mainEl = el("div", "stw-main");
+  const ledgerEl = el("div", "stw-ledger");
+  ledgerEl.hidden = true;
   const ovCanvas = /** @type {HTMLCanvasElement} */ (el("canvas", "stw-overview"));
   const scrollEl = el("div", "stw-scroll");
   const canvas = /** @type {HTMLCanvasElement} */ (el("canvas", "stw-canvas"));
@@ -63,6 +66,7 @@ export function buildShell(host) {
   footerEl.appendChild(footerHint);
   scrollEl.appendChild(canvas);
   scrollEl.appendChild(spacer);
+  mainEl.appendChild(ledgerEl);
   mainEl.appendChild(ovCanvas);
   mainEl.appendChild(scrollEl);
   mainEl.appendChild(tooltip);
@@ -79,7 +83,7 @@ export function buildShell(host) {
   root.appendChild(flameEl);
   root.appendChild(footerEl);
   host.appendChild(root);
-  const shell = { root, headerEl, statsEl, legendEl, mainEl, ovCanvas, scrollEl, canvas, spacer, tooltip, sideEl, detailsEl, brushEl, diffEl, criticalEl, flameEl, footerEl, footerView };
+  const shell = { root, headerEl, statsEl, legendEl, mainEl, ledgerEl, ovCanvas, scrollEl, canvas, spacer, tooltip, sideEl, detailsEl, brushEl, diffEl, criticalEl, flameEl, footerEl, footerView };
   updateSide(shell);
   return shell;
 }

@@ -3,6 +3,7 @@
 
 import { F_OPEN, F_ERROR, F_VIRTUAL, EV_UNMATCHED, CLIP_REASONS, clipReasonOf, nameOf, sampleLabel, sampleRowId, sourceOf, statusOf } from "../data/decode.js";
 import { el } from "../util/dom.js";
+import { FATES, FATE_LABELS } from "../data/fates.js";
 import { formatDuration, formatNumber } from "../util/format.js";
 
 /** @typedef {import("../data/decode.js").Data} Data */
@@ -74,6 +75,7 @@ export function fillTooltip(tt, data, hit) {
   if (hit.type === "label") {
     tt.appendChild(el("div", "stw-tt-title", sampleLabel(data, sample)));
     line("status", sum.sample.status || "—");
+    if (data.smpFate[sample] < FATES.length) line("fate", FATE_LABELS[FATES[data.smpFate[sample]]] ?? "—");
     line("reward", sum.sample.reward !== null ? formatNumber(sum.sample.reward) : "—");
     line("duration", formatDuration(sum.sample.duration));
     line("lanes", String(data.nLanes[sample]));

@@ -19,7 +19,7 @@ import { LANE_MIN, LANE_MAX } from "./controls.js";
 
 /** @returns {Settings} */
 export function defaultSettings() {
-  return { filter: "", attempt: -1, attemptMode: "filter", sort: "start", desc: false, showEvents: true, showOpen: true, showUnmatched: true, laneH: 18, expandAll: false, diff: false, diffPair: [0, 1], critical: false, flame: false, loadSplit: false };
+  return { filter: "", attempt: -1, attemptMode: "filter", sort: "start", desc: false, showEvents: true, showOpen: true, showUnmatched: true, laneH: 18, expandAll: false, diff: false, diffPair: [0, 1], critical: false, flame: false, loadSplit: false, colorBy: "span" };
 }
 
 /** @param {any} range */
@@ -55,6 +55,7 @@ export function restoreViewState(st, vs, names) {
   if (typeof vs.flame === "boolean") settings.flame = vs.flame;
   if (typeof vs.flame_path === "string") st.flamePath = vs.flame_path;
   if (typeof vs.load_split === "boolean") settings.loadSplit = vs.load_split;
+  if (vs.color_by === "span" || vs.color_by === "fate") settings.colorBy = vs.color_by;
 }
 
 /**
@@ -90,5 +91,6 @@ export function viewStateOf(st, names, view, cursor, scrollTop) {
     flame: settings.flame,
     flame_path: st.flamePath,
     load_split: settings.loadSplit,
+    color_by: settings.colorBy,
   };
 }

@@ -4,6 +4,7 @@ import { readFileSync } from "node:fs";
 import { decodePayload, toTyped, sampleLabel, detailSpanForSegment, nameOf, statusOf, sourceOf, sampleRowId, F_OPEN, F_VIRTUAL, F_ERROR, F_PD_DETAIL, F_PD_SEGMENT_SPANS, CLIP_REASONS, clipReasonOf, EV_UNMATCHED, LINK_KINDS, LK_SPANS, LK_VIRTUAL, PD_PREFILL, PD_DECODE } from "../../src/data/decode.js";
 import { groupMembers, endOf } from "../../src/data/links.js";
 import { makePayload } from "../helpers/make_payload.js";
+import { FATES, finishMarkers, ledgerSegments } from "../../src/data/fates.js";
 
 function small(opts = {}) {
   return makePayload({
@@ -204,6 +205,25 @@ test("golden payload: samples", () => {
   closeTimes(d.smpStart, s.start, "smp_start");
   closeTimes(d.smpEnd, s.end, "smp_end");
   assert.ok(d.meta.rollouts.length === 3, "three dumps, three rollout labels");
+  assert.ok(d.hasFates);
+  assert.deepEqual(Array.from(d.smpFate, (code) => FATES[code]), s.fate);
+});
+
+test("golden payload: the ledger per rollout and the 90%-finished instants (signal_ledger, tail_price)", () => {
+  const entries = d.meta.ledger.entries;
+  assert.deepEqual(entries.map((entry) => entry.rollout), want.ledger.map((/** @type {any} */ exp) => exp.rollout));
+  entries.forEach((entry, k) => {
+    const exp = want.ledger[k];
+    assert.deepEqual(entry.samples, exp.samples);
+    entry.seconds.forEach((seconds, fate) => assert.ok(Math.abs(seconds - exp.seconds[fate]) < 1e-6, `seconds ${k} ${FATES[fate]}`));
+    assert.ok(Math.abs(entry.finished90 - exp.finished_90) < 1e-6);
+    // the bar's parts are the fates with time, as wide as their seconds
+    const total = exp.seconds.reduce((/** @type {number} */ sum, /** @type {number} */ value) => sum + value, 0);
+    for (const seg of ledgerSegments(entry)) assert.ok(Math.abs(seg.to - seg.from - exp.seconds[seg.fate] / total) < 1e-6);
+  });
+  const markers = finishMarkers(d.meta.ledger, d.meta.t0);
+  assert.equal(markers.length, want.ledger.length);
+  markers.forEach((marker, k) => assert.ok(Math.abs(marker.time - want.ledger[k].marker_time) < 1e-5, `marker ${k}: ${marker.time} vs ${want.ledger[k].marker_time}`));
 });
 
 test("golden payload: spans, flags, lanes, parents", () => {

@@ -61,6 +61,7 @@ export function packBuffers(cols, opt = {}) {
  * @property {number} [lanes]
  * @property {number} [open]
  * @property {number} [offset]
+ * @property {number} [fate] index in the contract's fates (255: none, the default)
  * @property {number} [row]
  * @property {number|null} [sample_index]
  * @property {number|null} [group_index]
@@ -199,6 +200,7 @@ export function makePayload(input) {
     c.smp_lanes.push(s.lanes ?? lanes[i]);
     c.smp_open.push(s.open ?? open[i]);
     c.smp_offset.push(s.offset ?? 0);
+    c.smp_fate.push(s.fate ?? 255);
   });
   for (const orig of spanOrder) {
     const sp = spans[orig];

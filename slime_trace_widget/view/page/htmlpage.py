@@ -33,7 +33,8 @@ CACHE_MAGIC = b"STWC"
 #: details' tables): raised with any change to either, so that the CLI rebuilds a
 #: cache of another layout instead of serving it to a page that cannot read it.
 #: 2: the items' own fields in the details block are byte columns.
-BLOCKS_FORMAT = 2
+#: 3: the payload carries the samples' fates (``smp_fate``) and the ledger (``meta.ledger``).
+BLOCKS_FORMAT = 3
 _STATIC = Path(__file__).parents[1] / "static"
 
 _CSP = ("default-src 'none'; script-src 'unsafe-inline' blob:; style-src 'unsafe-inline'; "
