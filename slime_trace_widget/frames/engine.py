@@ -155,6 +155,8 @@ def _attach(frames_spans: _Spans, request: Request, owner: int, shift: dict[str,
     row = int(frames_spans.sample_row[at])
     attempt = int(frames_spans.attempt[at])
     kind = ENGINE_LANE_KINDS.get(request.role, 0)
+    spans, events = built.spans, built.events
+    span_ids, depths = spans["span_id"], spans["depth"]
     placed: list[int] = []
     for piece in request.pieces:
         if piece.parent < 0:
@@ -164,8 +166,8 @@ def _attach(frames_spans: _Spans, request: Request, owner: int, shift: dict[str,
             attrs = {**piece.attrs, "engine.name": piece.name}
         else:
             parent = placed[piece.parent]
-            parent_id = built.spans["span_id"][parent - base]
-            depth = built.spans["depth"][parent - base] + 1
+            parent_id = span_ids[parent - base]
+            depth = depths[parent - base] + 1
             name = piece.name
             attrs = dict(piece.attrs)
         if request.rid is not None:
@@ -174,26 +176,20 @@ def _attach(frames_spans: _Spans, request: Request, owner: int, shift: dict[str,
         offset = shift.get(piece.host, 0.0)
         index = base + len(built.span_attrs)
         placed.append(index)
-        span_id = piece.span_id
-        built.spans["sample_row"].append(row)
-        built.spans["span_id"].append(span_id)
-        built.spans["parent_span_id"].append(parent_id)
-        built.spans["parent"].append(parent)
-        built.spans["name"].append(name)
-        built.spans["start"].append(piece.start_ns / 1e9 + offset)
-        built.spans["end"].append(piece.end_ns / 1e9 + offset)
-        built.spans["depth"].append(depth)
-        built.spans["attempt"].append(attempt)
-        built.spans["lane_kind"].append(kind)
-        built.spans["error"].append(piece.error)
+        for column, value in (("sample_row", row), ("span_id", piece.span_id),
+                              ("parent_span_id", parent_id), ("parent", parent),
+                              ("name", name), ("start", piece.start_ns / 1e9 + offset),
+                              ("end", piece.end_ns / 1e9 + offset), ("depth", depth),
+                              ("attempt", attempt), ("lane_kind", kind),
+                              ("error", piece.error)):
+            spans[column].append(value)
         built.span_attrs.append(attrs)
         for event in piece.events:
-            built.events["sample_row"].append(row)
-            built.events["name"].append(str(event.get("name", "")))
-            built.events["ts"].append(event["time_ns"] / 1e9 + offset)
-            built.events["attempt"].append(attempt)
-            built.events["parent_span_id"].append(span_id)
-            built.events["parent"].append(index)
+            for column, value in (("sample_row", row), ("name", str(event.get("name", ""))),
+                                  ("ts", event["time_ns"] / 1e9 + offset),
+                                  ("attempt", attempt), ("parent_span_id", piece.span_id),
+                                  ("parent", index)):
+                events[column].append(value)
             event_attrs = event.get("attributes")
             built.event_attrs.append(event_attrs if isinstance(event_attrs, dict) and event_attrs
                                      else None)

@@ -159,9 +159,17 @@ class _Rows:
         self.status = table["status"].to_numpy().astype(np.int64)
         # after the loops are folded every row is drawn or above one: parse them together
         self._attrs = _parse_all(table["attributes"], dict)
-        self._events = _parse_all(table["events"], list)
+        self._events = [[e for e in events if isinstance(e, dict)
+                         and isinstance(e.get("time_ns"), int)] if events else events
+                        for events in _parse_all(table["events"], list)]
         self._names = table["name"].to_pylist()
         self._span_ids = table["span_id"].to_pylist()
+        self._trace_ids = table["trace_id"].to_pylist()
+        self._parent_ids = table["parent_id"].to_pylist()
+        # plain lists: the walk per request reads them one value at a time
+        self._start, self._end = self.start.tolist(), self.end.tolist()
+        self._errors = (self.status == 2).tolist()
+        self._parents = parent.tolist()
         attributes = table["attributes"]
         maybe_root = _any_substring(attributes, _ROOT_KEYS)
         maybe_thread = _any_substring(attributes, _THREAD_KEYS)
@@ -175,6 +183,7 @@ class _Rows:
                 self.is_thread[i] = True
         self.root_of = self._nearest(self.is_root)
         self.thread_of = self._nearest(self.is_thread, stop=self.is_root)
+        self._thread_of = self.thread_of.tolist()
 
     def attrs(self, i: int) -> dict:
         """The attributes of stored row ``i``."""
@@ -187,8 +196,8 @@ class _Rows:
         return str(self._span_ids[i])
 
     def events(self, i: int) -> list[dict]:
-        return [e for e in self._events[i]
-                if isinstance(e, dict) and isinstance(e.get("time_ns"), int)]
+        """The events of stored row ``i`` that have a time (a list of its own)."""
+        return list(self._events[i])
 
     def _nearest(self, mark: np.ndarray, stop: np.ndarray | None = None) -> np.ndarray:
         """Each row's nearest strict ancestor with ``mark`` (-1: none, or a ``stop`` first)."""
@@ -206,11 +215,11 @@ class _Rows:
         return found
 
     def _top(self, i: int) -> int:
-        node = i
+        node, parents = i, self._parents
         for _ in range(_MAX_DEPTH):
-            if self.parent[node] < 0:
+            if parents[node] < 0:
                 break
-            node = int(self.parent[node])
+            node = parents[node]
         return node
 
     # ------------------------------------------------------------------ threads
@@ -289,29 +298,29 @@ class _Rows:
                  ) -> Request:
         attrs = self.attrs(root)
         thread_hosts = [context.hosts[t] for t in threads]
-        slice_hosts = Counter(context.host_of(int(self.thread_of[i]), "") for i in slices)
+        slice_hosts = Counter(context.host_of(self._thread_of[i], "") for i in slices)
         slice_hosts.pop("", None)
         host = (slice_hosts.most_common(1)[0][0] if slice_hosts else
                 thread_hosts[0] if thread_hosts else _resource_host(self, root))
-        pieces = [Piece(root, self.span_id(root), self.name(root), int(self.start[root]),
-                        int(self.end[root]), dict(attrs), -1, host, -1,
-                        bool(self.status[root] == 2), self.events(root))]
+        pieces = [Piece(root, self.span_id(root), self.name(root), self._start[root],
+                        self._end[root], dict(attrs), -1, host, -1, self._errors[root],
+                        self.events(root))]
         position = {root: 0}
-        slices.sort(key=lambda i: (self._depth_to(i, root), self.start[i], i))
+        slices.sort(key=lambda i: (self._depth_to(i, root), self._start[i], i))
         for i in slices:
-            thread = int(self.thread_of[i])
+            thread = self._thread_of[i]
             piece_attrs = {**context.carriers.get(thread, {}), **self.attrs(i),
                            **context.stretches.get(i, {})}
-            events, end = self.events(i), int(self.end[i])
             above = self._drawn_parent(i, root, position)
             position[i] = len(pieces)
-            pieces.append(Piece(i, self.span_id(i), self.name(i), int(self.start[i]), end,
-                                piece_attrs, above, context.host_of(thread, host), thread,
-                                bool(self.status[i] == 2), events))
+            pieces.append(Piece(i, self._span_ids[i], self._names[i], self._start[i],
+                                self._end[i], piece_attrs, above,
+                                context.host_of(thread, host), thread, self._errors[i],
+                                self.events(i)))
         for thread in threads:
             for event in self.events(thread):
                 _place_event(pieces, event, thread)
-            if self.status[thread] == 2:
+            if self._errors[thread]:
                 pieces[0].error = True
         name = self.name(root)
         words = name.split()
@@ -319,31 +328,31 @@ class _Rows:
         top = self._top(root)
         top_attrs = self.attrs(top) if top != root else {}
         return Request(
-            root=root, trace_id=str(self.table["trace_id"][root].as_py()),
+            root=root, trace_id=str(self._trace_ids[root]),
             span_id=self.span_id(root), name=name, role=role,
             rid=_text(attrs.get("rid")),
             whole_rid=_text(attrs.get("gen_ai.request.id")) or _text(attrs.get("rid")),
             room=_room(attrs.get("bootstrap_room")), top=top,
             top_room=_room(top_attrs.get("bootstrap_room")), host=host, pieces=pieces,
-            context_parents=[parent] if (parent := self.table["parent_id"][top].as_py())
-            else [])
+            context_parents=[parent] if (parent := self._parent_ids[top]) else [])
 
     def _depth_to(self, i: int, root: int) -> int:
-        depth, node = 0, i
+        depth, node, parents = 0, i, self._parents
         while node >= 0 and node != root and depth < _MAX_DEPTH:
-            node = int(self.parent[node])
+            node = parents[node]
             depth += 1
         return depth
 
     def _drawn_parent(self, i: int, root: int, position: dict[int, int]) -> int:
         """The piece above slice ``i``: its nearest drawn ancestor, else the request root."""
-        node = int(self.parent[i])
+        parents = self._parents
+        node = parents[i]
         for _ in range(_MAX_DEPTH):
             if node < 0 or node == root:
                 break
             if node in position:
                 return position[node]
-            node = int(self.parent[node])
+            node = parents[node]
         return 0
 
 
