@@ -85,19 +85,12 @@ def main() -> int:
 
 def _join() -> list[tuple[str, bool, str]]:
     from slime_trace_widget.sources.loading import load_frames
+    from tests.support.engine_oracle import LEVELS as levels
+    from tests.support.engine_oracle import SKEWS as skews
     from tests.support.engine_oracle import compare
     from tests.support.receiver import start_receiver
-    from tests.support.sglang_driver import (
-        DEFAULT_HOSTS,
-        SCENARIOS,
-        default_rids,
-        drive,
-        plan,
-        write_dump,
-    )
+    from tests.support.sglang_driver import SCENARIOS, default_rids, drive, plan, write_dump
 
-    skews = {DEFAULT_HOSTS[0]: 1.5, DEFAULT_HOSTS[1]: -1.5, DEFAULT_HOSTS[2]: 0.4}
-    levels = {DEFAULT_HOSTS[0]: 3, DEFAULT_HOSTS[1]: 3, DEFAULT_HOSTS[2]: 2}
     work = OUT / "engine_join"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
@@ -178,15 +171,15 @@ def _level3_store(dump: Path) -> tuple[Path, dict[str, Any]]:
     if marker.exists():
         return folder, json.loads(marker.read_text())
     from slime_trace_widget.sources.loading import load_frames
+    from tests.support.engine_oracle import SKEWS as skews
     from tests.support.receiver import start_receiver
-    from tests.support.sglang_driver import DEFAULT_HOSTS, SCENARIOS, drive, plan
+    from tests.support.sglang_driver import SCENARIOS, drive, plan
 
     shutil.rmtree(folder, ignore_errors=True)
     requests = plan(load_frames(str(dump), progress=False), SCENARIOS, seed=3, strays=20,
                     decode_iterations=LEVEL3_STEPS)
     made = [r for r in requests if r.span is not None][:LEVEL3_REQUESTS]
     requests = made + [r for r in requests if r.span is None]
-    skews = {DEFAULT_HOSTS[0]: 1.5, DEFAULT_HOSTS[1]: -1.5, DEFAULT_HOSTS[2]: 0.4}
     with start_receiver(folder) as receiver:
         driven = drive(requests, receiver.endpoint("grpc"), "grpc", skews, 3,
                        OUT / "engine_l3_hosts", capture=False)

@@ -19,14 +19,15 @@ from slime_trace_widget.answers.engine import engine_breakdown
 from slime_trace_widget.frames.model import TraceFrames
 from slime_trace_widget.sources.loading import load_frames
 from tests.support.engine_oracle import (
+    LEVELS,
     ROLE_OF_SPAN,
+    SKEWS,
     compare,
     request_spans,
     sampled_halves,
 )
 from tests.support.receiver import start_receiver
 from tests.support.sglang_driver import (
-    DEFAULT_HOSTS,
     SCENARIOS,
     Driven,
     default_rids,
@@ -35,9 +36,6 @@ from tests.support.sglang_driver import (
     write_dump,
 )
 
-SKEWS = {DEFAULT_HOSTS[0]: 1.5, DEFAULT_HOSTS[1]: -1.5, DEFAULT_HOSTS[2]: 0.4}
-#: The third host traces at level 2 (no decode loops, no schedule events).
-LEVELS = {DEFAULT_HOSTS[0]: 3, DEFAULT_HOSTS[1]: 3, DEFAULT_HOSTS[2]: 2}
 #: The issue's bound on where a slice may be placed; SGLang's float stamps for durations.
 START_TOLERANCE = 0.05
 DURATION_TOLERANCE = 2e-6

@@ -9,71 +9,28 @@ import http.client
 import json
 import os
 import signal
-import subprocess
-import sys
 import threading
 import zlib
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 
 from slime_trace_widget.demo import make_demo_samples
-from slime_trace_widget.devtools.browser import free_port
 from slime_trace_widget.devtools.engine_traces import Request, replay, requests_for
 from slime_trace_widget.frames import build_frames
 from slime_trace_widget.sources.engine.store import LAYOUT, SUBDIR, SpanStore, load_engine_traces
+from tests.support.receiver import STARTUP_SECONDS, Receiver, start_receiver
 
 ROOT = Path(__file__).parents[2]
-STARTUP_SECONDS = 120  # a hang guard: on a busy machine imports take a while
-
-
-@dataclass
-class Collector:
-    folder: Path
-    http_port: int
-    grpc_port: int
-    process: subprocess.Popen
-    first_line: str
-
-    @property
-    def traces_url(self) -> str:
-        return f"http://127.0.0.1:{self.http_port}/v1/traces"
-
-    def stop(self) -> str:
-        """SIGTERM, as a service manager stops it; what it printed after its first line."""
-        self.process.send_signal(signal.SIGTERM)
-        out, err = self.process.communicate(timeout=STARTUP_SECONDS)
-        assert self.process.returncode == 0, err
-        return out
-
-
-def start_collector(folder: Path) -> Collector:
-    http_port, grpc_port = free_port(), free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "slime_trace_widget", "collect", str(folder),
-         "--http", f"127.0.0.1:{http_port}", "--grpc", f"127.0.0.1:{grpc_port}"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
-    lines: list[str] = []
-    reader = threading.Thread(target=lambda: lines.append(process.stdout.readline()),
-                              daemon=True)
-    reader.start()
-    reader.join(STARTUP_SECONDS)
-    if not lines or not lines[0]:
-        process.kill()
-        raise AssertionError(f"the collector did not start: {process.communicate()[1]}")
-    return Collector(folder, http_port, grpc_port, process, lines[0].strip())
 
 
 @pytest.fixture
-def collector(tmp_path: Path) -> Iterator[Collector]:
-    running = start_collector(tmp_path / "engine")
+def collector(tmp_path: Path) -> Iterator[Receiver]:
+    running = start_receiver(tmp_path / "engine")
     yield running
-    if running.process.poll() is None:
-        running.process.kill()
-        running.process.communicate(timeout=STARTUP_SECONDS)
+    running.kill()
 
 
 @pytest.fixture(scope="module")
@@ -105,13 +62,13 @@ def gzip_of_zeros(size: int) -> bytes:
     return b"".join([*parts, packer.flush()])
 
 
-def test_the_first_line_says_where_it_listens(collector: Collector) -> None:
+def test_the_first_line_says_where_it_listens(collector: Receiver) -> None:
     assert collector.first_line.startswith("receiving OTLP on ")
     assert f"127.0.0.1:{collector.http_port}/v1/traces" in collector.first_line
     assert f"127.0.0.1:{collector.grpc_port}" in collector.first_line
 
 
-def test_sdk_exporters_over_http_and_grpc_are_kept(collector: Collector,
+def test_sdk_exporters_over_http_and_grpc_are_kept(collector: Receiver,
                                                    requests: list[Request]) -> None:
     from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (
         OTLPSpanExporter as GrpcExporter,
@@ -144,7 +101,7 @@ def test_sdk_exporters_over_http_and_grpc_are_kept(collector: Collector,
     assert sum(pq.read_metadata(f).num_rows for f in finished) == len(stored)
 
 
-def test_json_and_gzip_bodies(collector: Collector, requests: list[Request]) -> None:
+def test_json_and_gzip_bodies(collector: Receiver, requests: list[Request]) -> None:
     from google.protobuf.json_format import MessageToDict
     from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -171,7 +128,7 @@ def test_json_and_gzip_bodies(collector: Collector, requests: list[Request]) -> 
     assert set(stored[stored["name"] == "prefill_waiting"]["span_id"].value_counts()) == {2}
 
 
-def test_hostile_requests_get_a_clear_answer_and_nothing_else(collector: Collector) -> None:
+def test_hostile_requests_get_a_clear_answer_and_nothing_else(collector: Receiver) -> None:
     port = collector.http_port
     protobuf = {"Content-Type": "application/x-protobuf"}
     status, body, _ = post(port, b"\xff\xfe garbage", protobuf)
@@ -222,7 +179,7 @@ def test_hostile_requests_get_a_clear_answer_and_nothing_else(collector: Collect
     assert list(stored["name"]) == ["<img src=x onerror=alert(1)>"]
 
 
-def test_grpc_refuses_what_is_not_otlp_with_a_reason(collector: Collector) -> None:
+def test_grpc_refuses_what_is_not_otlp_with_a_reason(collector: Receiver) -> None:
     import grpc
 
     with grpc.insecure_channel(f"127.0.0.1:{collector.grpc_port}") as channel:
@@ -293,7 +250,7 @@ def test_acknowledged_spans_survive_kill_9(tmp_path: Path, requests: list[Reques
     )
 
     folder = tmp_path / "engine"
-    first = start_collector(folder)
+    first = start_receiver(folder)
     try:
         # one export per span, each answered before the next: every one acknowledged
         replay(requests, lambda host: HttpExporter(endpoint=first.traces_url), {},
@@ -303,7 +260,7 @@ def test_acknowledged_spans_survive_kill_9(tmp_path: Path, requests: list[Reques
         first.process.communicate(timeout=STARTUP_SECONDS)
     assert list((folder / SUBDIR).glob("wal-*.arrows"))  # what was kept, not yet rolled
     assert len(load_engine_traces(folder)) == spans_of(requests)  # readable as it lies
-    second = start_collector(folder)
+    second = start_receiver(folder)
     second.stop()
     stored = load_engine_traces(folder)
     assert len(stored) == spans_of(requests) and stored["span_id"].is_unique

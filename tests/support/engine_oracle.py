@@ -20,7 +20,13 @@ from slime_trace_widget.answers.engine import engine_breakdown
 from slime_trace_widget.frames.engine import REQUEST_SPAN_NAMES
 from slime_trace_widget.frames.model import TraceFrames
 
-from .sglang_driver import Driven, Half, Request
+from .sglang_driver import DEFAULT_HOSTS, Driven, Half, Request
+
+#: The hosts' clocks (engine time + skew = dump time) and trace levels the engine tests
+#: and ``benchmarks/bench_engine.py`` drive: skews up to 1.5 s either way, and one host at
+#: level 2 (no decode loops, no schedule events).
+SKEWS = {DEFAULT_HOSTS[0]: 1.5, DEFAULT_HOSTS[1]: -1.5, DEFAULT_HOSTS[2]: 0.4}
+LEVELS = {DEFAULT_HOSTS[0]: 3, DEFAULT_HOSTS[1]: 3, DEFAULT_HOSTS[2]: 2}
 
 ROLE_OF_SPAN = {name: ("unified" if role == "" else role)
                 for role, name in REQUEST_SPAN_NAMES.items()}

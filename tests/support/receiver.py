@@ -19,34 +19,48 @@ STARTUP_SECONDS = 120
 
 @dataclass
 class Receiver:
+    """A running receiver: its folder, ports, process and the line it announced itself by."""
+
     folder: Path
     http_port: int
     grpc_port: int
     process: subprocess.Popen
+    first_line: str
+
+    @property
+    def traces_url(self) -> str:
+        return f"http://127.0.0.1:{self.http_port}/v1/traces"
 
     def endpoint(self, protocol: str) -> str:
-        return (f"127.0.0.1:{self.grpc_port}" if protocol == "grpc"
-                else f"http://127.0.0.1:{self.http_port}/v1/traces")
+        """Where an exporter of ``protocol`` (``grpc`` or ``http/protobuf``) sends."""
+        return f"127.0.0.1:{self.grpc_port}" if protocol == "grpc" else self.traces_url
 
-    def stop(self) -> None:
-        """SIGTERM: the receiver writes what is waiting and exits."""
+    def stop(self) -> str:
+        """SIGTERM, as a service manager stops it: the receiver writes what is waiting and
+        exits cleanly; what it printed after its first line."""
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
+        out, err = self.process.communicate(timeout=STARTUP_SECONDS)
+        assert self.process.returncode == 0, err
+        return out
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
             self.process.communicate(timeout=STARTUP_SECONDS)
 
     def __enter__(self) -> Receiver:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        try:
+    def __exit__(self, kind: object, *exc: object) -> None:
+        if kind is None:
             self.stop()
-        finally:
-            if self.process.poll() is None:
-                self.process.kill()
-                self.process.communicate(timeout=STARTUP_SECONDS)
+        self.kill()
 
 
 def start_receiver(folder: Path) -> Receiver:
+    """``slime-trace-viewer collect folder`` on free loopback ports, once it has announced
+    where it listens (a hang guard of :data:`STARTUP_SECONDS`)."""
     http_port, grpc_port = free_port(), free_port()
     process = subprocess.Popen(
         [sys.executable, "-m", "slime_trace_widget", "collect", str(folder),
@@ -60,6 +74,4 @@ def start_receiver(folder: Path) -> Receiver:
     if not lines or not lines[0]:
         process.kill()
         raise AssertionError(f"the receiver did not start: {process.communicate()[1]}")
-    return Receiver(folder, http_port, grpc_port, process)
-
-
+    return Receiver(folder, http_port, grpc_port, process, lines[0].strip())
