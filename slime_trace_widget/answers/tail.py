@@ -86,7 +86,10 @@ def tail_price(frames: TraceFrames, oversample: float = OVERSAMPLE) -> pd.DataFr
     toward the batch; ``oversample``: the factor asked for; ``batch_units``:
     ``ceil(units / oversample)``; ``stop_s``: seconds from the first start until that
     many units had finished; ``saved_s`` = ``step_s - stop_s``; ``saved_share`` =
-    ``saved_s / step_s``. The module docstring says on what assumptions these rest."""
+    ``saved_s / step_s``. The module docstring says on what assumptions these rest.
+    Frames holding a train and an eval dump of one rollout id give one row for both
+    together; load them apart (or read ``rollout_trends``, which is per dump) to tell
+    them apart."""
     return tail_of(unit_table(frames), oversample)
 
 

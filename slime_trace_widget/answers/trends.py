@@ -266,7 +266,10 @@ def _engine_figures(db: Any) -> pd.DataFrame:
                    (select min(c.start) from slices c
                     where c.{PARTITION} = e.{PARTITION} and c.{DUMP_FILE} = e.{DUMP_FILE}
                       and c.parent_index = e.parent_index and c.start >= e.ts) - e.ts as wait_s
-            from events e where origin = 'engine' and name = '{RETRACT_EVENT}'),
+            from events e where origin = 'engine' and name = '{RETRACT_EVENT}'
+              and exists (select 1 from slices s where s.{PARTITION} = e.{PARTITION}
+                          and s.{DUMP_FILE} = e.{DUMP_FILE}
+                          and s.span_index = e.parent_index)),
         wait_time as (
             select {_KEYS}, parent_index, sum(wait_s) as wait_s
             from waits where wait_s is not null group by {_KEYS}, parent_index),

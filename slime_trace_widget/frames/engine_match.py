@@ -62,7 +62,8 @@ def _match_by_tail(requests: list[Request], owners: list[int], whole: dict[str, 
             continue
         rid = request.whole_rid
         keys = [(whole, rid.rsplit("_", 1)[-1])] if "_" in rid else []
-        keys.append((tail, rid))
+        if not request.short_rid:  # a short rid is a tail already: it names no whole id
+            keys.append((tail, rid))
         for table, key in keys:
             hit = table.get(key, -1)
             if hit >= 0 and (hit, request.role) not in claimed:

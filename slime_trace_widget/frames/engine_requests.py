@@ -73,6 +73,7 @@ class Request:
     role: str                     # "", "prefill" or "decode"
     rid: str | None               # the root's ``rid`` attribute
     whole_rid: str | None         # ``gen_ai.request.id`` (the whole rid), else ``rid``
+    short_rid: bool               # ``rid`` alone on a 0.5.x root: only its last ``_`` part
     room: int | None              # the PD bootstrap room, when it has one (never 0)
     top: int                      # the outermost stored span above the root
     top_room: int | None          # the room of a "Bootstrap Room" span above it (older SGLang)
@@ -332,6 +333,10 @@ class _Rows:
             span_id=self.span_id(root), name=name, role=role,
             rid=_text(attrs.get("rid")),
             whole_rid=_text(attrs.get("gen_ai.request.id")) or _text(attrs.get("rid")),
+            # SGLang 0.5.x (module "sglang::...") keeps only the part after the last "_" in
+            # ``rid``; older releases kept it whole
+            short_rid=not _text(attrs.get("gen_ai.request.id"))
+            and str(attrs.get("module", "")).startswith("sglang::"),
             room=_room(attrs.get("bootstrap_room")), top=top,
             top_room=_room(top_attrs.get("bootstrap_room")), host=host, pieces=pieces,
             context_parents=[parent] if (parent := self._parent_ids[top]) else [])

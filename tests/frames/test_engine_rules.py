@@ -225,3 +225,27 @@ def test_a_sibling_between_loops_breaks_the_stretch() -> None:
     joined = join_engine(frames, engine.table())
     kept = joined.events[(joined.events["origin"] == "engine").to_numpy()]
     assert kept["name"].astype(str).tolist() == ["custom"]  # a loop's schedule events go
+
+
+def test_a_short_rid_alone_never_matches_by_its_tail() -> None:
+    """A 0.5.x root that never finished has only ``rid``, the part after the last ``_``:
+    it must not land on the one sample whose id ends the same way."""
+    frames = frames_for(["sess-17_turn-2"])
+    engine = Engine()
+    engine.request("sess-23_turn-2", T0 + 1, T0 + 4)
+    engine.rows["attributes"][0] = json.dumps({"rid": "turn-2", "module": "sglang::request"})
+    joined = join_engine(frames, engine.table())
+    assert _engine_spans(joined).empty
+    assert joined.engine_unmatched["rid"].tolist() == ["turn-2"]
+
+
+def test_a_retraction_no_slice_holds_counts_the_same_in_trends() -> None:
+    frames = frames_for(["r-early"])
+    engine = Engine()
+    engine.request("r-early", T0 + 1, T0 + 9, thread_events=[("retract", T0 + 1.05, {})],
+                   slices=plain_slices(T0 + 1.1, T0 + 9))
+    joined = join_engine(frames, engine.table())
+    breakdown = engine_breakdown(joined).loc[0]
+    trends = rollout_trends(joined).iloc[0]
+    for phase in ("queue", "prefill", "decode", "pd", "other"):
+        assert trends[f"engine_{phase}_s"] == pytest.approx(breakdown[f"{phase}_s"], abs=1e-6)

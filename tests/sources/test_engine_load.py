@@ -370,7 +370,7 @@ def test_collect_scrapes_and_kill_9_loses_nothing_stored(tmp_path: Path,
     assert restarted.returncode == 0, err
     recovered = load_engine_load(folder)
     pd.testing.assert_frame_equal(recovered, as_it_lies)
-    files = list((folder / SUBDIR).iterdir())
+    files = [f for f in (folder / SUBDIR).iterdir() if f.name != ".lock"]
     assert files and all(f.suffix == ".parquet" for f in files)
 
 
@@ -590,3 +590,12 @@ def test_sglangs_own_metrics_become_the_tracks(tmp_path: Path) -> None:
     gained = float((retractions.set_index("ts")["value"] * gaps).sum())
     assert gained == pytest.approx(counter["value"].iloc[-1] - counter["value"].iloc[0])
     assert gained > 0
+
+
+def test_back_off_doubles_to_its_cap_and_never_overflows() -> None:
+    from slime_trace_widget.sources.engine.scrape import MAX_BACKOFF, backoff
+
+    assert backoff(1.0, 0) == 1.0
+    assert [backoff(1.0, n) for n in (1, 2, 3)] == [1.0, 2.0, 4.0]
+    assert backoff(1.0, 10_000) == MAX_BACKOFF  # days of a target down
+    assert backoff(60.0, 5) == 60.0  # never below the interval

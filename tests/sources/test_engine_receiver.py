@@ -9,11 +9,15 @@ import http.client
 import json
 import os
 import signal
+import subprocess
+import sys
 import threading
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.ipc
 import pyarrow.parquet as pq
 import pytest
 
@@ -95,7 +99,7 @@ def test_sdk_exporters_over_http_and_grpc_are_kept(collector: Receiver,
     assert {"schedule"} <= {e["name"] for e in events}
     # finished files only, each readable, named by the time it covers, each with its
     # folded companion (decode loops as stretches) beside it
-    files = sorted((collector.folder / SUBDIR).iterdir())
+    files = sorted(f for f in (collector.folder / SUBDIR).iterdir() if f.name != ".lock")
     finished = [f for f in files if LAYOUT.finished.fullmatch(f.name)]
     assert finished and sorted([*finished, *map(LAYOUT.companion_of, finished)]) == files
     assert sum(pq.read_metadata(f).num_rows for f in finished) == len(stored)
@@ -264,7 +268,7 @@ def test_acknowledged_spans_survive_kill_9(tmp_path: Path, requests: list[Reques
     second.stop()
     stored = load_engine_traces(folder)
     assert len(stored) == spans_of(requests) and stored["span_id"].is_unique
-    files = list((folder / SUBDIR).iterdir())
+    files = [f for f in (folder / SUBDIR).iterdir() if f.name != ".lock"]
     assert files and all(f.suffix == ".parquet" for f in files)
     for path in files:
         pq.read_table(path)  # every finished file whole
@@ -283,9 +287,19 @@ def test_a_write_ahead_file_cut_mid_batch_loses_only_that_batch(tmp_path: Path,
     memory = InMemorySpanExporter()
     replay(requests[:4], lambda host: memory, {}, batch=False)
     table = rows_table(request_rows(encode_spans(memory.get_finished_spans())).columns)
-    store = SpanStore(tmp_path)
-    store.append(table.slice(0, 10))
-    store.append(table.slice(10))
+    # a collector that appends two batches and dies without closing its store
+    batches = tmp_path / "batches.arrows"
+    with pa.OSFile(str(batches), "wb") as sink, pa.ipc.new_stream(sink, table.schema) as out:
+        out.write_table(table)
+    crash = ("import os, signal, sys, pyarrow as pa\n"
+             "from slime_trace_widget.sources.engine.store import SpanStore\n"
+             "table = pa.ipc.open_stream(sys.argv[2]).read_all()\n"
+             "store = SpanStore(sys.argv[1])\n"
+             "store.append(table.slice(0, 10))\n"
+             "store.append(table.slice(10))\n"
+             "os.kill(os.getpid(), signal.SIGKILL)\n")
+    subprocess.run([sys.executable, "-c", crash, str(tmp_path), str(batches)],
+                   timeout=STARTUP_SECONDS, cwd=ROOT)
     wal = next((tmp_path / SUBDIR).glob("wal-*.arrows"))
     wal.write_bytes(wal.read_bytes()[:-40])  # the second batch cut short
     assert len(load_engine_traces(tmp_path)) == 10

@@ -5,6 +5,7 @@ same loops lie in two files (the reader goes back to the spans)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -87,3 +88,65 @@ def test_a_companion_lost_in_a_crash_is_written_when_the_store_opens(tmp_path: P
     assert not (tmp_path / SUBDIR / "wal-000001.arrows").exists()
     joined = join_engine(frames_for(["r-a", "r-b"]), read_spans(tmp_path, folded=True))
     assert _stretches(joined) == [("r-a", LOOPS), ("r-b", LOOPS)]
+
+
+def test_rows_acknowledged_after_a_failed_write_are_kept(tmp_path: Path, monkeypatch) -> None:
+    """A write cut short (a full disk) is not acknowledged; the appends after it are, and
+    must not sit behind the half batch a reader stops at."""
+    from slime_trace_widget.sources.engine import durable
+
+    tables = []
+    for number in range(3):
+        engine = Engine()
+        engine.request(f"r-{number}", T0 + 1, T0 + 9, slices=plain_slices(T0 + 1.1, T0 + 9))
+        tables.append(engine.table())
+    full = {"now": False}
+
+    class FillingDisk:
+        """A file whose next write, once armed, keeps half its bytes and fails."""
+
+        def __init__(self, handle: Any) -> None:
+            self.handle = handle
+
+        def write(self, data: Any) -> int:
+            if full["now"]:
+                full["now"] = False
+                self.handle.write(bytes(data)[:len(data) // 2])
+                raise OSError(28, "No space left on device")
+            return self.handle.write(data)
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.handle, name)
+
+        def __enter__(self) -> Any:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            self.handle.close()
+
+    monkeypatch.setattr(durable, "open", lambda *a, **k: FillingDisk(open(*a, **k)),  # noqa: SIM115
+                        raising=False)
+    store = SpanStore(tmp_path)
+    store.append(tables[0])
+    full["now"] = True
+    try:
+        store.append(tables[1])
+    except OSError:
+        pass
+    else:
+        raise AssertionError("the failed write was acknowledged")
+    store.append(tables[2])
+    store.close()
+    stored = read_spans(tmp_path).to_pandas()["attributes"]
+    rids = set(stored.str.extract(r'"gen_ai.request.id": "([^"]+)"')[0].dropna())
+    assert {"r-0", "r-2"} <= rids
+
+
+def test_one_collector_per_folder(tmp_path: Path) -> None:
+    import pytest
+
+    first = SpanStore(tmp_path)
+    with pytest.raises(RuntimeError, match="another collector"):
+        SpanStore(tmp_path)
+    first.close()
+    SpanStore(tmp_path).close()  # free again once the first has closed

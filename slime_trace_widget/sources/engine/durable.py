@@ -21,6 +21,7 @@ the roll had completed, and the leftover is removed).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import time
@@ -28,6 +29,7 @@ import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -83,6 +85,7 @@ class DurableStore:
         self.layout = layout
         self.folder = Path(directory) / layout.subdir
         self.folder.mkdir(parents=True, exist_ok=True)
+        self._lock = _lock_folder(self.folder, layout)
         self.roll_rows, self.roll_seconds = roll_rows, roll_seconds
         self._writer: ipc.RecordBatchStreamWriter | None = None
         self._stream: object | None = None
@@ -98,9 +101,16 @@ class DurableStore:
         if self._writer is None:
             self._open_wal()
         assert self._writer is not None and self._stream is not None
-        self._writer.write_table(table)
-        self._stream.flush()  # type: ignore[attr-defined]
-        os.fsync(self._stream.fileno())  # type: ignore[attr-defined]
+        try:
+            self._writer.write_table(table)
+            self._stream.flush()  # type: ignore[attr-defined]
+            os.fsync(self._stream.fileno())  # type: ignore[attr-defined]
+        except BaseException:
+            # A batch cut short (a full disk) ends what a reader takes of this file: nothing
+            # after it may be acknowledged here. Finish the file with what came before it;
+            # the next append opens a new one.
+            self._abandon()
+            raise
         self._wal_rows += len(table)
         if (self._wal_rows >= self.roll_rows
                 or time.monotonic() - self._wal_opened >= self.roll_seconds):
@@ -116,7 +126,19 @@ class DurableStore:
         finish(self.folder, self._wal_seq, self.layout)
 
     def close(self) -> None:
-        self.roll()
+        try:
+            self.roll()
+        finally:
+            self._lock.close()  # the lock goes with the file
+
+    def _abandon(self) -> None:
+        writer, stream = self._writer, self._stream
+        self._writer = self._stream = None
+        for closing in (writer, stream):
+            with contextlib.suppress(Exception):
+                closing.close()  # type: ignore[union-attr]
+        with contextlib.suppress(Exception):  # the WAL stays; recovery finishes it
+            finish(self.folder, self._wal_seq, self.layout)
 
     def _open_wal(self) -> None:
         self._wal_seq, self._next_seq = self._next_seq, self._next_seq + 1
@@ -143,6 +165,23 @@ class DurableStore:
             if match:
                 finish(self.folder, int(match.group(1)), self.layout)
         return max(seqs) + 1
+
+
+def _lock_folder(folder: Path, layout: Layout) -> Any:
+    """An exclusive lock on the folder for this store's life: a second writer would roll
+    and delete the write-ahead file the first is appending to."""
+    handle = open(folder / ".lock", "a+b")  # noqa: SIM115 (held until close)
+    try:
+        import fcntl
+    except ImportError:  # no flock here: one collector per folder is the user's to keep
+        return handle
+    try:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.close()
+        raise RuntimeError(f"{layout.what} {folder}: another collector is writing to this "
+                           "folder (one collector per folder)") from None
+    return handle
 
 
 def finish(folder: Path, seq: int, layout: Layout) -> None:
@@ -234,18 +273,12 @@ def read_rows(layout: Layout, source: Source, low_ns: int | None = None,
         if bounds is not None and (bounds[0] > high or bounds[1] < low):
             continue
         try:
-            companion = layout.companion_of(path) if derive is not None else None
-            if companion is not None and path.suffix != ".arrows" and companion.exists():
-                table = _read_finished(companion, layout, low, high, schema)
-            elif path.suffix == ".arrows" or derive is not None:
-                table = (read_wal(path, layout) if path.suffix == ".arrows" else
-                         pq.read_table(path, schema=layout.schema))
-                table = derive(table) if derive is not None else table
-                for name in dictionaries:
-                    table = table.set_column(table.schema.get_field_index(name), name,
-                                             pc.dictionary_encode(table[name]))
-            else:
-                table = _read_finished(path, layout, low, high, schema)
+            table = _read_one(path, layout, low, high, schema, derive, dictionaries)
+            if path.suffix == ".arrows" and not len(table) and not path.exists():
+                # rolled between the listing and the read: its rows are in its finished file
+                finished = _finished_of(path, layout)
+                if finished is not None:
+                    table = _read_one(finished, layout, low, high, schema, derive, dictionaries)
         except (pa.ArrowException, OSError, ValueError) as exc:
             warnings.warn(f"skipped {layout.what} {path}: {exc}", RuntimeWarning, stacklevel=3)
             continue
@@ -278,6 +311,34 @@ def _read_finished(path: Path, layout: Layout, low: int, high: int, schema: pa.S
             groups.append(number)
     table = parquet.read_row_groups(groups) if groups else parquet.schema_arrow.empty_table()
     return table if table.schema.equals(schema) else table.cast(schema)
+
+
+def _read_one(path: Path, layout: Layout, low: int, high: int, schema: pa.Schema,
+              derive: Callable[[pa.Table], pa.Table] | None, dictionaries: tuple[str, ...]
+              ) -> pa.Table:
+    """One file's rows as ``schema``: a finished file's companion when ``derive`` is asked
+    for and it has one; else the file, derived as it is read when asked for."""
+    companion = layout.companion_of(path) if derive is not None else None
+    if companion is not None and path.suffix != ".arrows" and companion.exists():
+        return _read_finished(companion, layout, low, high, schema)
+    if path.suffix != ".arrows" and derive is None:
+        return _read_finished(path, layout, low, high, schema)
+    table = (read_wal(path, layout) if path.suffix == ".arrows" else
+             pq.read_table(path, schema=layout.schema))
+    table = derive(table) if derive is not None else table
+    for name in dictionaries:
+        table = table.set_column(table.schema.get_field_index(name), name,
+                                 pc.dictionary_encode(table[name]))
+    return table
+
+
+def _finished_of(wal: Path, layout: Layout) -> Path | None:
+    match = _WAL.fullmatch(wal.name)
+    if match is None:
+        return None
+    done = [p for p in wal.parent.glob(f"{layout.prefix}-*-{match.group(1)}.parquet")
+            if layout.finished.fullmatch(p.name)]
+    return done[0] if done else None
 
 
 def _with_dictionaries(schema: pa.Schema, names: tuple[str, ...]) -> pa.Schema:

@@ -8,7 +8,6 @@ write-ahead file after the store's ``roll_seconds``.
 
 from __future__ import annotations
 
-import contextlib
 import threading
 from dataclasses import dataclass, field
 
@@ -36,6 +35,8 @@ class GroupWriter:
         self.max_pending_rows = max_pending_rows
         self.accepted_rows = 0
         self.refused = 0
+        self.roll_errors = 0
+        self.last_roll_error = ""
         self._items: list[_Item] = []
         self._pending = 0
         self._closed = False
@@ -64,7 +65,9 @@ class GroupWriter:
             self._pending += len(table)
             self._items.append(item)
             self._condition.notify()
-        item.done.wait()
+        while not item.done.wait(timeout=1.0):
+            if not self._thread.is_alive():
+                raise Busy("the writer has stopped")
         if item.error is not None:
             raise Busy(f"the rows could not be written ({item.error})")
 
@@ -98,6 +101,10 @@ class GroupWriter:
                 item.done.set()
 
     def _roll_quietly(self) -> None:
-        """A quiet collector still finishes its write-ahead file after a while."""
-        with contextlib.suppress(OSError):  # tried again at the next quiet spell, or on close
+        """A quiet collector still finishes its write-ahead file after a while; a roll that
+        fails is tried again at the next quiet spell, or on close (its WAL stays)."""
+        try:
             self.store.roll()
+        except Exception as exc:  # the writer thread must outlive it, or submitters hang
+            self.roll_errors += 1
+            self.last_roll_error = f"{type(exc).__name__}: {exc}"[:300]

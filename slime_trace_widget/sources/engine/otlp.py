@@ -27,6 +27,8 @@ from .store import COLUMNS
 #: Deepest nesting of array and kvlist values kept; deeper ones are cut to their text.
 MAX_VALUE_DEPTH = 16
 _ID_FIELDS = ("traceId", "spanId", "parentSpanId")
+#: Times are unsigned 64-bit in OTLP and signed in the store (year 2262).
+_NS_LIMIT = 2**63
 
 
 class BadRequest(ValueError):
@@ -91,6 +93,8 @@ def request_rows(request: ExportTraceServiceRequest) -> SpanRows:
                 start, end = span.start_time_unix_nano, span.end_time_unix_nano
                 if not start or end < start:
                     raise BadRequest(f"span {span.name!r} has no start time or ends before it")
+                if end >= _NS_LIMIT:
+                    raise BadRequest(f"span {span.name!r} ends past what a store can hold")
                 out["trace_id"].append(span.trace_id.hex())
                 out["span_id"].append(span.span_id.hex())
                 out["parent_id"].append(span.parent_span_id.hex() if any(span.parent_span_id)

@@ -53,6 +53,8 @@ _LINE = re.compile(r'([a-zA-Z_:][a-zA-Z0-9_:]*)'
                    r'([^ \t]+)(?:[ \t]+([^ \t#][^ \t]*))?(?:[ \t]+#.*)?[ \t]*')
 #: Label texts whose canonical form a cache keeps before it starts again.
 _CACHE_LIMIT = 100_000
+#: Label texts longer than this are not cached: the cache stays small whatever a target sends.
+_CACHED_LABEL_CHARS = 512
 _SUFFIXES = ("_total", "_bucket", "_count", "_sum", "_created", "_gcount", "_gsum", "_info")
 _WITH_CREATED = {"counter", "histogram", "summary", "gaugehistogram"}
 _TYPES = {"counter", "gauge", "histogram", "summary", "untyped", "unknown", "gaugehistogram",
@@ -189,9 +191,10 @@ def _sample(line: str, cache: dict[str, str]) -> tuple[str, str, float]:
         if _labels("{" + raw + "}", 1, pairs) != len(raw) + 2:
             raise _BadLine
         labels = canonical_labels(pairs)
-        if len(cache) >= _CACHE_LIMIT:
-            cache.clear()
-        cache[raw] = labels
+        if len(raw) <= _CACHED_LABEL_CHARS:  # long label texts are parsed each time
+            if len(cache) >= _CACHE_LIMIT:
+                cache.clear()
+            cache[raw] = labels
     return name, labels, _number(value)
 
 

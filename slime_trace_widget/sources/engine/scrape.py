@@ -52,6 +52,14 @@ ACCEPT = "text/plain;version=0.0.4;q=1.0, */*;q=0.1"  # not OpenMetrics: its wri
 _MAX_NAME = 200
 
 
+def backoff(interval: float, failures: int) -> float:
+    """Seconds to the next scrape of a target after ``failures`` failures in a row: the
+    interval, doubled per failure up to :data:`MAX_BACKOFF` (never below the interval)."""
+    if not failures:
+        return interval
+    return min(interval * 2 ** min(failures - 1, 30), max(MAX_BACKOFF, interval))
+
+
 @dataclass(frozen=True)
 class Target:
     """An engine to scrape: the name its rows carry, and its metrics URL."""
@@ -208,8 +216,7 @@ class Scraper:
                 stats.last_error = f"error: {type(exc).__name__}: {str(exc)[:300]}"
             else:
                 failures = 0
-            delay = self.interval if not failures else min(
-                self.interval * 2 ** (failures - 1), max(MAX_BACKOFF, self.interval))
+            delay = backoff(self.interval, failures)
             next_at += delay
             now = time.monotonic()
             if next_at < now:  # a slow scrape: the ticks it overran are not made up

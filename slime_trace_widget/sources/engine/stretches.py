@@ -173,9 +173,12 @@ def _with_fold_columns(table: pa.Table) -> pa.Table:
 
 
 def _decode_counts(table: pa.Table, rows: np.ndarray, column: str) -> list[int | None]:
-    """SGLang's ``decode_ct`` at ``rows``: the folded column, else the loop's attribute."""
+    """SGLang's ``decode_ct`` at ``rows``: the folded column, else (a loop not yet folded)
+    the loop's attribute."""
     known = table[column].take(pa.array(rows)).to_pylist()
-    missing = [k for k, value in enumerate(known) if value is None]
+    folded = table["loops"].take(pa.array(rows)).to_numpy(zero_copy_only=False) > 0
+    # a folded stretch's attributes are its first loop's: they say nothing of its last
+    missing = [k for k, value in enumerate(known) if value is None and not folded[k]]
     if missing:
         texts = table["attributes"].take(pa.array(rows[missing])).to_pylist()
         for k, text in zip(missing, texts, strict=True):
