@@ -150,3 +150,13 @@ def test_one_collector_per_folder(tmp_path: Path) -> None:
         SpanStore(tmp_path)
     first.close()
     SpanStore(tmp_path).close()  # free again once the first has closed
+
+
+def test_a_file_of_few_loops_gets_no_companion_and_reads_the_same(tmp_path: Path) -> None:
+    engine = Engine()
+    engine.request("r-a", T0 + 1, T0 + 9, slices=plain_slices(T0 + 1.1, T0 + 9, loops=2))
+    _store(tmp_path, [engine.table()])
+    [finished] = _finished(tmp_path)
+    assert not LAYOUT.companion_of(finished).exists()
+    joined = join_engine(frames_for(["r-a"]), read_spans(tmp_path, folded=True))
+    assert _stretches(joined) == [("r-a", 2)]

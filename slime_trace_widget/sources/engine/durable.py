@@ -63,6 +63,12 @@ class Layout:
     companion: str = ""
     derive: Callable[[pa.Table], pa.Table] | None = field(default=None, compare=False)
     derived_schema: pa.Schema | None = None
+    #: Whether a finished file's rows are worth a companion (None: always).
+    worth_deriving: Callable[[pa.Table], bool] | None = field(default=None, compare=False)
+
+    def wants_companion(self, table: pa.Table) -> bool:
+        return self.derive is not None and (self.worth_deriving is None
+                                            or self.worth_deriving(table))
     finished: re.Pattern = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -191,8 +197,9 @@ def finish(folder: Path, seq: int, layout: Layout) -> None:
             if layout.finished.fullmatch(p.name)]
     if done:  # rolled before a crash; the WAL outlived it, the companion may be missing
         if layout.derive is not None and not layout.companion_of(done[0]).exists():
-            _write_durably(layout.derive(pq.read_table(done[0], schema=layout.schema)),
-                           layout.companion_of(done[0]), layout)
+            table = pq.read_table(done[0], schema=layout.schema)
+            if layout.wants_companion(table):
+                _write_durably(layout.derive(table), layout.companion_of(done[0]), layout)
         wal.unlink(missing_ok=True)
         fsync_folder(folder)
         return
@@ -202,7 +209,7 @@ def finish(folder: Path, seq: int, layout: Layout) -> None:
         last = int(pc.max(table[layout.end]).as_py())
         final = folder / f"{layout.prefix}-{first}-{last}-{seq:06d}.parquet"
         _write_durably(table, final, layout)
-        if layout.derive is not None:
+        if layout.wants_companion(table):
             _write_durably(layout.derive(table), layout.companion_of(final), layout)
     wal.unlink(missing_ok=True)
     fsync_folder(folder)

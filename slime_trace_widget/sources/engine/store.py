@@ -21,7 +21,7 @@ import pandas as pd
 import pyarrow as pa
 
 from . import durable
-from .stretches import FOLD_COLUMNS, fold_decode_loops
+from .stretches import FOLD_COLUMNS, fold_decode_loops, mostly_decode_loops
 
 SUBDIR = "engine_spans"
 ROLL_SPANS = 250_000
@@ -34,11 +34,13 @@ SCHEMA = pa.schema([
 ])
 #: Columns of a stored span, in order.
 COLUMNS = tuple(SCHEMA.names)
-#: Beside each finished file, its spans with decode loops folded (``stretches``): what a
-#: join reads, a few dozen rows a request instead of one per scheduler iteration.
+#: Beside each finished file that is mostly decode loops (trace level 3), its spans with
+#: the loops folded (``stretches``): what a join reads, a few dozen rows a request instead
+#: of one per scheduler iteration. Other files are folded as they are read.
 LAYOUT = durable.Layout(subdir=SUBDIR, prefix="spans", schema=SCHEMA, start="start_ns",
                         end="end_ns", sort_by="start_ns", what="engine traces",
                         companion="folded", derive=lambda table: fold_decode_loops(table).table,
+                        worth_deriving=mostly_decode_loops,
                         derived_schema=pa.schema([*SCHEMA, *FOLD_COLUMNS]))
 
 

@@ -107,15 +107,18 @@ def fold_decode_loops(table: pa.Table) -> Folded:
     loops[at] = iterations
     columns = {"end_ns": pa.array(ends, pa.int64()), "loops": pa.array(loops),
                "first_ct": _at_rows(m, at, first_ct), "last_ct": _at_rows(m, at, last_ct)}
-    kept_texts = folded["events"].to_pylist()
-    for position in at.tolist():
-        kept_texts[position] = "[]"
-    texts = table["events"].to_pylist() if flagged.any() else []
+    # only the heads' events change: each becomes its run's kept events ("[]" for most)
+    head_events = ["[]"] * len(heads)
     for run in np.flatnonzero(flagged):
-        kept = [e for row in rows[firsts[run]:lasts[run] + 1] for e in _events(texts[row])
-                if e.get("name") != SCHEDULE_EVENT]
-        kept_texts[int(at[run])] = json.dumps(kept, ensure_ascii=False)
-    columns["events"] = pa.array(kept_texts, folded.schema.field("events").type)
+        texts = table["events"].take(pa.array(rows[firsts[run]:lasts[run] + 1])).to_pylist()
+        kept = [e for text in texts for e in _events(text) if e.get("name") != SCHEDULE_EVENT]
+        head_events[run] = json.dumps(kept, ensure_ascii=False)
+    mask = np.zeros(m, dtype=bool)
+    mask[at] = True
+    order_of_heads = np.argsort(at, kind="stable")  # replace_with_mask fills in row order
+    columns["events"] = pc.replace_with_mask(
+        folded["events"].combine_chunks(), pa.array(mask),
+        pa.array([head_events[k] for k in order_of_heads], folded.schema.field("events").type))
     for name, values in columns.items():
         folded = folded.set_column(folded.schema.get_field_index(name), name, values)
     return Folded(folded, overlapping)
@@ -129,6 +132,11 @@ def _at_rows(length: int, rows: np.ndarray, values: list[int | None]) -> pa.Arra
     data[rows[known]] = [value for value in values if value is not None]
     valid[rows[known]] = True
     return pa.array(data, pa.int64(), mask=~valid)
+
+
+def mostly_decode_loops(table: pa.Table) -> bool:
+    """Whether folding ``table`` leaves a small part of it: loops are most of its rows."""
+    return bool(len(table)) and 2 * int(equals(table["name"], DECODE_LOOP).sum()) >= len(table)
 
 
 def stretch_figures(table: pa.Table) -> dict[int, dict[str, int]]:
