@@ -119,6 +119,12 @@ def _unmatched(requests: list[Request]) -> pd.DataFrame:
 # --------------------------------------------------------------------------- attaching
 
 
+#: The span columns ``_attach`` fills besides ``span_id`` and ``depth``, and the events'.
+_SPAN_VALUES = ("sample_row", "parent_span_id", "parent", "name", "start", "end", "attempt",
+                "lane_kind", "error")
+_EVENT_VALUES = ("sample_row", "name", "ts", "attempt", "parent_span_id", "parent")
+
+
 class _Built:
     """The new spans and events, column by column, before they join the frames."""
 
@@ -176,19 +182,18 @@ def _attach(frames_spans: _Spans, request: Request, owner: int, shift: dict[str,
         offset = shift.get(piece.host, 0.0)
         index = base + len(built.span_attrs)
         placed.append(index)
-        for column, value in (("sample_row", row), ("span_id", piece.span_id),
-                              ("parent_span_id", parent_id), ("parent", parent),
-                              ("name", name), ("start", piece.start_ns / 1e9 + offset),
-                              ("end", piece.end_ns / 1e9 + offset), ("depth", depth),
-                              ("attempt", attempt), ("lane_kind", kind),
-                              ("error", piece.error)):
+        span_ids.append(piece.span_id)
+        depths.append(depth)
+        for column, value in zip(_SPAN_VALUES, (row, parent_id, parent, name,
+                                                piece.start_ns / 1e9 + offset,
+                                                piece.end_ns / 1e9 + offset, attempt, kind,
+                                                piece.error), strict=True):
             spans[column].append(value)
         built.span_attrs.append(attrs)
         for event in piece.events:
-            for column, value in (("sample_row", row), ("name", str(event.get("name", ""))),
-                                  ("ts", event["time_ns"] / 1e9 + offset),
-                                  ("attempt", attempt), ("parent_span_id", piece.span_id),
-                                  ("parent", index)):
+            for column, value in zip(_EVENT_VALUES, (
+                    row, str(event.get("name", "")), event["time_ns"] / 1e9 + offset, attempt,
+                    piece.span_id, index), strict=True):
                 events[column].append(value)
             event_attrs = event.get("attributes")
             built.event_attrs.append(event_attrs if isinstance(event_attrs, dict) and event_attrs

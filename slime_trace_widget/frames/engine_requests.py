@@ -299,9 +299,12 @@ class _Rows:
                  ) -> Request:
         attrs = self.attrs(root)
         thread_hosts = [context.hosts[t] for t in threads]
-        slice_hosts = Counter(context.host_of(self._thread_of[i], "") for i in slices)
-        slice_hosts.pop("", None)
-        host = (slice_hosts.most_common(1)[0][0] if slice_hosts else
+        found = {context.host_of(self._thread_of[i], "") for i in slices} - {""}
+        if len(found) > 1:  # a request on several hosts is said to be on most slices'
+            counts = Counter(context.host_of(self._thread_of[i], "") for i in slices)
+            counts.pop("", None)
+            found = {counts.most_common(1)[0][0]}
+        host = (found.pop() if found else
                 thread_hosts[0] if thread_hosts else _resource_host(self, root))
         pieces = [Piece(root, self.span_id(root), self.name(root), self._start[root],
                         self._end[root], dict(attrs), -1, host, -1, self._errors[root],
