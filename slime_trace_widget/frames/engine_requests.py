@@ -34,7 +34,12 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..sources.engine.stretches import fold_decode_loops, stretch_figures
+from ..sources.engine.stretches import (
+    fold_decode_loops,
+    json_value,
+    stretch_figures,
+    timed_events,
+)
 
 #: Attribute keys (as stored JSON text) that mark a request root or a thread span.
 _ROOT_KEYS = ('"rid": ', '"gen_ai.request.id": ')
@@ -160,8 +165,7 @@ class _Rows:
         self.status = table["status"].to_numpy().astype(np.int64)
         # after the loops are folded every row is drawn or above one: parse them together
         self._attrs = _parse_all(table["attributes"], dict)
-        self._events = [[e for e in events if isinstance(e, dict)
-                         and isinstance(e.get("time_ns"), int)] if events else events
+        self._events = [timed_events(events) if events else events
                         for events in _parse_all(table["events"], list)]
         self._names = table["name"].to_pylist()
         self._span_ids = table["span_id"].to_pylist()
@@ -412,16 +416,8 @@ def _parse_all(column: pa.ChunkedArray, kind: type) -> list[Any]:
     except (ValueError, RecursionError):
         values = []
     if len(values) != len(texts):
-        values = [_loads(text, kind) for text in texts]
+        values = [json_value(text, kind) for text in texts]
     return [value if isinstance(value, kind) else kind() for value in values]
-
-
-def _loads(text: Any, kind: type) -> Any:
-    try:
-        value = json.loads(text) if isinstance(text, str) else None
-    except (ValueError, RecursionError):
-        value = None
-    return value if isinstance(value, kind) else kind()
 
 
 def _text(value: Any) -> str | None:
@@ -467,7 +463,7 @@ def _host(attrs: dict) -> str:
 
 
 def _resource_host(rows: _Rows, i: int) -> str:
-    resource = _loads(rows.table["resource"][i].as_py(), dict)
+    resource = json_value(rows.table["resource"][i].as_py(), dict)
     for key in ("host.name", "host.id", "service.instance.id"):
         if _text(resource.get(key)):
             return str(resource[key])

@@ -111,7 +111,8 @@ def fold_decode_loops(table: pa.Table) -> Folded:
     head_events = ["[]"] * len(heads)
     for run in np.flatnonzero(flagged):
         texts = table["events"].take(pa.array(rows[firsts[run]:lasts[run] + 1])).to_pylist()
-        kept = [e for text in texts for e in _events(text) if e.get("name") != SCHEDULE_EVENT]
+        kept = [e for text in texts for e in timed_events(json_value(text, list))
+                if e.get("name") != SCHEDULE_EVENT]
         head_events[run] = json.dumps(kept, ensure_ascii=False)
     mask = np.zeros(m, dtype=bool)
     mask[at] = True
@@ -190,7 +191,7 @@ def _decode_counts(table: pa.Table, rows: np.ndarray, column: str) -> list[int |
     if missing:
         texts = table["attributes"].take(pa.array(rows[missing])).to_pylist()
         for k, text in zip(missing, texts, strict=True):
-            value = _loads(text).get("decode_ct")
+            value = json_value(text, dict).get("decode_ct")
             known[k] = value if isinstance(value, int) and not isinstance(value, bool) \
                 else None
     return known
@@ -220,18 +221,16 @@ def _repeated_loops(table: pa.Table, order: np.ndarray, sorted_loop: np.ndarray,
     return order[hit], order[hit - 1]
 
 
-def _loads(text: Any) -> dict:
+def json_value(text: Any, kind: type) -> Any:
+    """A stored JSON text as ``kind`` (``dict`` or ``list``): an empty one where the text
+    is not JSON of that kind."""
     try:
         value = json.loads(text) if isinstance(text, str) else None
     except (ValueError, RecursionError):
         value = None
-    return value if isinstance(value, dict) else {}
+    return value if isinstance(value, kind) else kind()
 
 
-def _events(text: Any) -> list[dict]:
-    try:
-        value = json.loads(text) if isinstance(text, str) else None
-    except (ValueError, RecursionError):
-        value = None
-    return [e for e in value if isinstance(e, dict) and isinstance(e.get("time_ns"), int)] \
-        if isinstance(value, list) else []
+def timed_events(events: list) -> list[dict]:
+    """The stored events that have a time (``time_ns`` an integer)."""
+    return [e for e in events if isinstance(e, dict) and isinstance(e.get("time_ns"), int)]
