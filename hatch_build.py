@@ -1,6 +1,6 @@
 """Build hook: compile the native pass of the attribute columns, where a C compiler is.
 
-``slime_trace_widget/frames/_native_columns.c`` is one C file against Python's own
+``slime_trace_widget/tables/_native_columns.c`` is one C file against Python's own
 headers, compiled with the compiler this Python was built with (or ``$CC``). Where
 there is none, or compiling fails, the package installs as pure Python and
 ``attr_columns`` uses its Python pass, which makes the same tables more slowly; the
@@ -22,7 +22,7 @@ from typing import Any
 
 from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 
-SOURCE = Path("slime_trace_widget/frames/_native_columns.c")
+SOURCE = Path("slime_trace_widget/tables/_native_columns.c")
 
 
 class NativeColumnsHook(BuildHookInterface):

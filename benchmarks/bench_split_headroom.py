@@ -28,11 +28,12 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from demo_dumps import SHAPES, demo_dump
 
-from slime_trace_widget.frames.build import build_frames, cyclic_gc_paused
-from slime_trace_widget.frames.samples import sample_fields
+from slime_trace_widget.frames.flatten import build_frames
 from slime_trace_widget.sources.dumps.forked_attrs import ForkedAttrTables
 from slime_trace_widget.sources.dumps.wire import read_frames, write_frames
 from slime_trace_widget.sources.dumps.worker import read_for_frames
+from slime_trace_widget.tables.build import cyclic_gc_paused
+from slime_trace_widget.tables.samples import sample_fields
 
 
 def halfway(samples: list) -> int:

@@ -4,10 +4,12 @@ The notebook entry point is :class:`TraceTimeline` (``TraceTimeline.from_dump(pa
 the data model is :class:`TraceFrames` (``load_frames(path)``); the recording API
 lives in :mod:`slime_trace_widget.tracing`.
 
-The package is laid out by stage of the data flow: ``tracing`` (record),
-``sources`` (dumps, the run dataset, followed folders), ``frames`` (flatten),
-``view`` (widget and page), ``answers`` (analysis, query, links, plots) and
-``export`` (Perfetto, Parquet, OTLP, trend loggers); ``docs/architecture.md`` draws it.
+The package is laid out in layers, each importing only those below it:
+``schema``/``values`` < ``tracing`` (record) < ``tables`` (records to Arrow) <
+``frames`` (the model) < ``sources`` (dumps, the run dataset, followed folders, the
+engines) < ``answers`` (stats, query, links, plots) < ``view`` (widget and page) <
+``export`` (Perfetto, Parquet, OTLP, trend loggers) < ``analysis``, the CLI and the
+demo; ``docs/architecture.md`` draws it.
 
 Names are imported on first use: ``import slime_trace_widget.tracing`` in a
 rollout worker, or the CLI's cached path, should not pay for pandas and the
@@ -31,7 +33,7 @@ _EXPORTS = {
     "TraceFrames": ".frames.model",
     "TraceTimeline": ".view.widget",
     "analysis": None,
-    "build_frames": ".frames.build",
+    "build_frames": ".frames.flatten",
     "load_dump": ".sources.loading",
     "load_dumps": ".sources.loading",
     "load_engine_traces": ".sources.engine.store",
@@ -50,7 +52,6 @@ _LOADING_NAMES = frozenset({"TraceTimeline", "load_dump", "load_dumps", "load_fr
 #: stage (the README shows them): each name is the very module of its stage, not a
 #: copy, so classes, state and ``isinstance`` are shared.
 _MODULE_ALIASES = {
-    "analysis": "answers.analysis",
     "dataset": "sources.dataset",
     "links": "answers.links",
     "parquet": "export.parquet",

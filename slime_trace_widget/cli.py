@@ -343,7 +343,7 @@ def _run(args: argparse.Namespace) -> int:
 def _follow(args: argparse.Namespace) -> int:
     """Serve a page of a run's dumps that grows as slime writes new ones: only new
     dumps load; the page sees ``follow.json`` change and offers the update."""
-    from .frames.build import build_frames
+    from .frames.flatten import build_frames
     from .frames.model import combine_frames
     from .sources.follow import POLL_SECONDS, DumpWatcher, Poller
     from .view.page.snapshot import data_blocks

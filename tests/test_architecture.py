@@ -1,4 +1,5 @@
-"""The house stays as drawn: no import circle, few modules on top, tests beside each stage.
+"""The house stays as drawn: layers that only import downwards, no import circle, few
+modules on top, tests beside each stage.
 
 Every import counts, at module level, inside functions and under ``TYPE_CHECKING``:
 a circle through a type-only import still means two modules that cannot be read,
@@ -19,22 +20,37 @@ PACKAGE_PLUMBING = {"__init__.py", "__main__.py", "_version.py"}
 #: The front end's entry points (esbuild's inputs and the page's shell).
 JS_ENTRY_POINTS = {"index.js", "standalone.js", "run_table.js", "page.html"}
 #: The packages that are stages of the data flow; each has its tests folder.
-STAGES = ("tracing", "sources", "frames", "view", "answers", "export")
+STAGES = ("tracing", "tables", "frames", "sources", "answers", "view", "export")
+#: The layers, lowest first, by the first name under the package (``""`` is the package's
+#: own ``__init__``): a module imports only its own layer and those below it. The order
+#: is written at the top of docs/architecture.md; the top layer is the package's face
+#: (the CLI, the demo, the ``analysis`` facade, dev tools) and may import anything.
+LAYERS = (
+    ("schema", "values", "_version"),
+    ("tracing",),
+    ("tables",),
+    ("frames",),
+    ("sources",),
+    ("answers",),
+    ("view",),
+    ("export",),
+    ("", "__main__", "analysis", "cli", "demo", "devtools"),
+)
 MAX_TOP_MODULES = 8
 MAX_JS_TOP_FILES = 6
 MAX_SOURCE_LINES = 700
 
 
-def module_name(path: Path) -> str:
-    """The dotted name Python gives a file of the package."""
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+def module_name(path: Path, root: Path = ROOT) -> str:
+    """The dotted name Python gives a file of the package under ``root``."""
+    parts = list(path.relative_to(root).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts)
 
 
-def package_modules() -> dict[str, Path]:
-    return {module_name(path): path for path in PACKAGE.rglob("*.py")}
+def package_modules(root: Path = ROOT) -> dict[str, Path]:
+    return {module_name(path, root): path for path in (root / PACKAGE.name).rglob("*.py")}
 
 
 def imported_names(path: Path, name: str) -> Iterator[str]:
@@ -57,9 +73,9 @@ def imported_names(path: Path, name: str) -> Iterator[str]:
             yield from (f"{module}.{alias.name}" for alias in node.names)
 
 
-def import_graph() -> dict[str, set[str]]:
+def import_graph(root: Path = ROOT) -> dict[str, set[str]]:
     """Module -> the package's modules it imports (a submodule import implies its parents)."""
-    modules = package_modules()
+    modules = package_modules(root)
     graph: dict[str, set[str]] = {name: set() for name in modules}
     for name, path in modules.items():
         for target in imported_names(path, name):
@@ -94,7 +110,7 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
-def dependency_graph() -> dict[str, set[str]]:
+def dependency_graph(root: Path = ROOT) -> dict[str, set[str]]:
     """The import graph less each module's edges to the packages that contain it.
 
     Importing ``a.b.c`` runs ``a/__init__`` and ``a/b/__init__`` first, so an import from
@@ -102,7 +118,65 @@ def dependency_graph() -> dict[str, set[str]]:
     of its code. A package ``__init__`` that re-exports its modules does depend on them.
     """
     return {name: {target for target in targets if not name.startswith(target + ".")}
-            for name, targets in import_graph().items()}
+            for name, targets in import_graph(root).items()}
+
+
+def layer_of(name: str) -> int:
+    """The index in :data:`LAYERS` of a package module; a module in no layer fails here."""
+    head = name.removeprefix(PACKAGE.name).removeprefix(".").split(".")[0]
+    for index, members in enumerate(LAYERS):
+        if head in members:
+            return index
+    raise AssertionError(f"{name} is in no layer: add {head!r} to LAYERS and the docs")
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    """Every edge of the graph from a module to one of a higher layer."""
+    return sorted(f"{name} -> {target}" for name, targets in graph.items()
+                  for target in targets if layer_of(target) > layer_of(name))
+
+
+def test_no_import_goes_up_the_layers() -> None:
+    upward = upward_imports(dependency_graph())
+    assert not upward, "imports up the layers:\n" + "\n".join(upward)
+
+
+def test_the_layer_check_catches_an_upward_import(tmp_path: Path) -> None:
+    """A tree whose tables import the model (at module level, in a function, and for
+    types only) and whose frames import an exporter: each such edge is reported."""
+    files = {
+        "__init__.py": "",
+        "tables/__init__.py": "",
+        "tables/build.py": ("from typing import TYPE_CHECKING\n"
+                            "from ..frames.model import TraceFrames\n"
+                            "if TYPE_CHECKING:\n    from ..sources import loading\n"
+                            "def late():\n    import slime_trace_widget.view.widget\n"),
+        "frames/__init__.py": "",
+        "frames/model.py": "from ..tables import build\nfrom ..export.parquet import to_parquet\n",
+        "sources/__init__.py": "", "sources/loading.py": "from ..frames.model import TraceFrames\n",
+        "view/__init__.py": "", "view/widget.py": "",
+        "export/__init__.py": "", "export/parquet.py": "from ..frames import model\n",
+    }
+    for relative, text in files.items():
+        path = tmp_path / PACKAGE.name / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    pkg = PACKAGE.name
+    assert upward_imports(dependency_graph(tmp_path)) == [
+        f"{pkg}.frames.model -> {pkg}.export",
+        f"{pkg}.frames.model -> {pkg}.export.parquet",
+        f"{pkg}.tables.build -> {pkg}.frames",
+        f"{pkg}.tables.build -> {pkg}.frames.model",
+        f"{pkg}.tables.build -> {pkg}.sources",
+        f"{pkg}.tables.build -> {pkg}.sources.loading",
+        f"{pkg}.tables.build -> {pkg}.view",
+        f"{pkg}.tables.build -> {pkg}.view.widget",
+    ]
+
+
+def test_every_module_is_in_a_layer() -> None:
+    for name in package_modules():
+        layer_of(name)
 
 
 def test_no_import_circle() -> None:

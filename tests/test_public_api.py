@@ -22,7 +22,7 @@ TOP_NAMES = {
     "RunView": "slime_trace_widget.view.run_view",
     "TraceFrames": "slime_trace_widget.frames.model",
     "TraceTimeline": "slime_trace_widget.view.widget",
-    "build_frames": "slime_trace_widget.frames.build",
+    "build_frames": "slime_trace_widget.tables.build",
     "load_dump": "slime_trace_widget.sources.loading",
     "load_dumps": "slime_trace_widget.sources.loading",
     "load_engine_traces": "slime_trace_widget.sources.engine.store",
@@ -38,7 +38,7 @@ TRACING_NAMES = [
 ]
 #: Module names from before the layout -> the module of its stage.
 OLD_MODULES = {
-    "slime_trace_widget.analysis": "slime_trace_widget.answers.analysis",
+    "slime_trace_widget.analysis": "slime_trace_widget.analysis",
     "slime_trace_widget.plots": "slime_trace_widget.answers.plots",
     "slime_trace_widget.query": "slime_trace_widget.answers.query",
     "slime_trace_widget.links": "slime_trace_widget.answers.links",

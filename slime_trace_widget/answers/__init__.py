@@ -2,8 +2,9 @@
 and what a rollout's time bought (the signal ledger and the tail's price).
 
 ``stats``, ``critical``, ``flame``, ``diff``, ``ledger``, ``tail`` and ``trends`` (a
-run dataset, in DuckDB) do the work and ``analysis`` gathers them for users; ``query``
-is the filter language, ``links`` the links between rows, ``plots`` matplotlib views.
+run dataset, in DuckDB) do the work and ``slime_trace_widget.analysis`` (on top)
+gathers them for users; ``query`` is the filter language, ``links`` the links
+between rows, ``plots`` matplotlib views.
 """
 
 from .ledger import FATES, ledger_kinds, sample_fates, signal_ledger

@@ -1,7 +1,7 @@
 """Where a generation's time went inside the engine: queue, prefill, decode, PD, retractions.
 
 Reads the engine spans the join attached (``origin == "engine"``; see
-:mod:`slime_trace_widget.frames.engine`). Each slice counts its *own* time (its
+:mod:`slime_trace_widget.sources.engine.join`). Each slice counts its *own* time (its
 duration less its engine children's) in the phase its name belongs to, so a slice
 nested in another is counted once, in its own phase: after a retraction SGLang nests
 the request's second wait and prefill inside its first ``decode_forward``, and they
@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from ..frames.engine import REQUEST_SPAN_NAMES
+from ..sources.engine.join import REQUEST_SPAN_NAMES
 
 if TYPE_CHECKING:
     from ..frames.model import TraceFrames

@@ -43,8 +43,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from ..frames.core_tables import json_text_column
 from ..sources.dumps.paths import dump_kind
+from ..tables.core_tables import UNKNOWN_ROLLOUT, json_text_column
 from .engine import PHASES, engine_breakdown
 
 if TYPE_CHECKING:
@@ -69,7 +69,6 @@ KINDS: dict[str, tuple[str, ...]] = {
     "tools": ("*tool*",),
     "generation": ("sglang_*", "generate", "*_generate", "*_generate [[]*"),
 }
-UNKNOWN_ROLLOUT = -1
 _CODE = {fate: code for code, fate in enumerate(FATES)}
 
 

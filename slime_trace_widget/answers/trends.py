@@ -14,11 +14,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..frames.core_tables import json_text_column
 from ..frames.engine_load import TRACK_METRICS, TRACK_NAMES, load_tracks
 from ..frames.model import TraceFrames
 from ..sources.dataset.layout import DUMP_FILE, DUMP_KIND, PARTITION, dump_kind
 from ..sources.dataset.manifest import Manifest
+from ..tables.core_tables import json_text_column
 from .engine import PHASES, REQUEST_SPANS, RETRACT_EVENT, TOKENS_ATTR
 from .ledger import FATES, FILTER_EVENTS, fates_of, ledger_of
 from .tail import OVERSAMPLE, tail_of

@@ -1,6 +1,6 @@
 """Send frames to an OpenTelemetry backend over OTLP (Phoenix, Jaeger, Tempo, a Collector).
 
-``to_otlp`` is ``TraceFrames.to_otlp`` and the CLI's ``--otlp URL``: the mapping is
+``to_otlp(frames, url)`` is the Python API and the CLI's ``--otlp URL``: the mapping is
 :mod:`.otlp_spans` (one trace per sample), the sending :mod:`.otlp_transport`
 (batches, retries that never send a request twice once it may have arrived). Both
 need the ``otel`` extra, imported here on use so the package works without it.

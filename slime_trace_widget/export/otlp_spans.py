@@ -28,7 +28,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -37,23 +37,8 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, Span, Status
 
 from .._version import __version__
+from ..frames.model import TraceFrames
 from ..values import MAX_STRING_CHARS, clean_text, json_safe, truncate
-
-
-class TraceFrames(Protocol):
-    """What the exporter reads of the frames; naming the class instead would import the
-    data model here, whose ``to_otlp`` method imports this exporter."""
-
-    samples: pd.DataFrame
-    span_core: pd.DataFrame
-    event_core: pd.DataFrame
-    event_attrs: Any
-    paths: list[str]
-    rollout_ids: list[int | None]
-
-    def measured_spans(self) -> pd.DataFrame: ...
-
-    def span_attrs(self, indices: Any) -> tuple[list[dict | None], list[dict | None]]: ...
 
 SAMPLE_SPAN = "sample"
 SCOPE_NAME = "slime_trace_widget"

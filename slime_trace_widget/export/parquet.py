@@ -12,33 +12,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Protocol
 
 import numpy as np
 import pandas as pd
 
+from ..frames.model import TraceFrames
+from ..tables.core_tables import UNKNOWN_ROLLOUT
 from ..values import clean_text, json_safe
 
 
-class FrameTables(Protocol):
-    """What the writer reads of :class:`TraceFrames`; naming the class instead would
-    import the data model here, whose ``to_parquet`` method imports this writer."""
-
-    samples: pd.DataFrame
-    span_core: pd.DataFrame
-    segments: pd.DataFrame
-
-    @property
-    def spans(self) -> pd.DataFrame: ...
-
-    @property
-    def events(self) -> pd.DataFrame: ...
-
-
-UNKNOWN_ROLLOUT = -1
-
-
-def to_parquet(frames: FrameTables, directory: str | Path) -> Path:
+def to_parquet(frames: TraceFrames, directory: str | Path) -> Path:
     """Write the frames as hive-partitioned Parquet tables under ``directory``."""
     root = Path(directory)
     rollout_of_row = frames.samples["rollout_id"].fillna(UNKNOWN_ROLLOUT).astype(np.int64)

@@ -1,15 +1,13 @@
-"""Flatten: raw trace records into :class:`TraceFrames`, the data model every answer reads.
+"""The data model: :class:`TraceFrames`, the pandas views of the core Arrow tables.
 
-``carrier`` walks each sample's records once, ``samples`` reads the per-sample
-fields, ``pd_lanes`` derives the PD phase spans, ``span_geometry`` the depths,
-display ends and lanes, ``attr_columns`` the attributes as typed columns;
-``build`` puts them together as Arrow tables (``core_tables``), ``core_frames``
-gives them their pandas form and ``model`` is the result. ``engine`` joins the
-engines' requests under the spans that made them; ``engine_load`` reads the
-engines' scraped load into named tracks (``load_tracks``).
+``tables/`` (below) flattens records into the core tables; here ``core_frames``
+gives them their pandas form, ``attr_frames`` the ``attr.*`` columns, ``model``
+is the result and ``flatten`` goes from records to frames in one call.
+``engine_load`` holds the engines' scraped load as named tracks (``load_tracks``).
+Where frames come from (dumps, the run dataset, the engines, joined under the
+spans that made their requests) is ``sources/``, above this package.
 
-The names below are imported on first use: a worker imports ``build`` without
-pandas, which ``model`` needs.
+The names below are imported on first use, so importing the package costs nothing.
 """
 
 from __future__ import annotations
@@ -19,7 +17,7 @@ from typing import Any
 
 __all__ = ["TraceFrames", "build_frames", "combine_frames", "load_tracks"]
 
-_HOMES = {"TraceFrames": ".model", "build_frames": ".build", "combine_frames": ".model",
+_HOMES = {"TraceFrames": ".model", "build_frames": ".flatten", "combine_frames": ".model",
           "load_tracks": ".engine_load"}
 
 

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from .attr_columns import ATTR_PREFIX, AttrTable, merged_attr_arrays
+from ..tables.attr_columns import ATTR_PREFIX, AttrTable, merged_attr_arrays
 
 __all__ = ["attr_frame", "event_attr_frames", "merged_attr_frame", "span_attr_frames"]
 

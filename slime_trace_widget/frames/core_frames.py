@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from .core_tables import (
+from ..tables.core_tables import (
     CODES,
     CORE_SCHEMA,
     INDEX_NAMES,
@@ -31,8 +31,8 @@ from .core_tables import (
     dictionary_column,
     json_text_column,
 )
+from ..tables.names import Names
 from .model import TraceFrames
-from .names import Names
 
 __all__ = ["INFERRED_TEXT", "decode_table", "encode_table", "frames_from_tables",
            "inferred_text"]

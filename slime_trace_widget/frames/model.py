@@ -1,9 +1,10 @@
 """The data model: dumps flattened into three DataFrames, samples, spans and events.
 
 Every other part reads it (widget, snapshot, CLI, analysis, exports); it is
-built by :mod:`.build`. ``samples.index`` is the sample *row* (position across the dumps
-given, as sample indices repeat); ``spans.index`` / ``events.index`` are stable
-ids. Times are epoch seconds; ``duration`` is NaN for open spans. A span
+built by :mod:`..tables.build` and :mod:`.core_frames`; exporters are functions
+of it (``export/``), never its methods. ``samples.index`` is the sample *row*
+(position across the dumps given, as sample indices repeat); ``spans.index`` /
+``events.index`` are stable ids. Times are epoch seconds; ``duration`` is NaN for open spans. A span
 belongs to the attempt on its start record (``end_attempt`` keeps the end's);
 ``reward`` is NaN unless scalar (a dict reward stays in ``reward_detail``).
 Span geometry (depths, display ends, lanes) lives in ``span_geometry``; the
@@ -19,9 +20,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .attr_columns import AttrTable
+from ..tables.attr_columns import AttrTable
+from ..tables.core_tables import ORIGINS
 from .attr_frames import event_attr_frames, span_attr_frames
-from .core_tables import ORIGINS
 from .engine_load import combine_engine_load, empty_engine_load
 
 __all__ = ["ORIGINS", "TraceFrames", "combine_frames"]
@@ -102,21 +103,6 @@ class TraceFrames:
     def event_attrs_json(self, indices: Any, max_chars: int) -> list[dict]:
         """Attributes of the events ``indices``, JSON-safe (strings cut to ``max_chars``)."""
         return self.event_attrs.json_rows(self.event_core.index.get_indexer(indices), max_chars)
-
-    def to_parquet(self, directory: Any) -> Any:
-        """Write samples/spans/events/segments as hive-partitioned Parquet (see ``parquet``).
-
-        The exporter is imported here, on use, so the data model imports no exporter."""
-        from ..export.parquet import to_parquet
-
-        return to_parquet(self, directory)
-
-    def to_otlp(self, endpoint: str, **options: Any) -> Any:
-        """Send the frames to an OpenTelemetry backend, one trace per sample: see
-        ``export.otlp.to_otlp`` for the options; returns its report."""
-        from ..export.otlp import to_otlp
-
-        return to_otlp(self, endpoint, **options)
 
     def with_offsets(self, frame: pd.DataFrame) -> pd.DataFrame:
         """Copy of ``frame`` with ``<col>_rel`` (seconds since ``t0``) for its time columns."""

@@ -61,7 +61,7 @@ def load_frames(paths_or_glob: PathLike | Iterable[PathLike], *, trusted: bool =
 
     ``engine_traces`` (a ``slime-trace-viewer collect`` folder, or its files) adds
     the engines' own request traces: each request under the generation span that
-    made it (:mod:`slime_trace_widget.frames.engine`); only the stored files that
+    made it (:mod:`slime_trace_widget.sources.engine.join`); only the stored files that
     overlap the dumps' time are read.
     """
     frames = _load_frames(paths_or_glob, trusted=trusted, workers=workers, progress=progress,
@@ -92,7 +92,7 @@ def _load_frames(paths_or_glob: PathLike | Iterable[PathLike], *, trusted: bool,
         start_worker()  # its imports overlap the ones below
     import pyarrow as pa
 
-    from ..frames.build import build_frames
+    from ..frames.flatten import build_frames
     from ..frames.model import combine_frames
     from .dumps.wire import WireError, read_frames
 

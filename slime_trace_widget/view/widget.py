@@ -25,7 +25,7 @@ import pandas as pd
 import traitlets
 
 from ..answers.query import attr_masks, check_terms, restrict
-from ..frames.build import build_frames
+from ..frames.flatten import build_frames
 from ..frames.model import TraceFrames, combine_frames
 from ..sources.follow import POLL_SECONDS, SETTLE_SECONDS, DumpWatcher, Poller
 from ..sources.loading import load_frames

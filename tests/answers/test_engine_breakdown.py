@@ -13,11 +13,11 @@ from slime_trace_widget import analysis
 from slime_trace_widget.demo import make_demo_samples
 from slime_trace_widget.devtools.engine_traces import Half, Request, Slice, requests_for
 from slime_trace_widget.frames import build_frames
-from slime_trace_widget.frames.engine import join_engine
 from slime_trace_widget.frames.model import TraceFrames
+from slime_trace_widget.sources.engine.join import join_engine
 from slime_trace_widget.sources.engine.store import load_engine_traces
 from slime_trace_widget.tracing import bind_trace, trace_span, use_clock
-from tests.frames.test_engine_join import SKEWS, store_requests
+from tests.sources.test_engine_join import SKEWS, store_requests
 
 
 @pytest.fixture(scope="module")

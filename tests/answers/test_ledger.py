@@ -24,15 +24,15 @@ from slime_trace_widget.demo import make_demo_samples, write_demo_dump
 from slime_trace_widget.devtools.engine_traces import requests_for
 from slime_trace_widget.export.trend_log import scalars
 from slime_trace_widget.frames import build_frames
-from slime_trace_widget.frames.engine import join_engine
 from slime_trace_widget.frames.model import TraceFrames, combine_frames
 from slime_trace_widget.sources.dataset import convert, open_dataset
 from slime_trace_widget.sources.dumps.files import save_dump
+from slime_trace_widget.sources.engine.join import join_engine
 from slime_trace_widget.sources.engine.store import load_engine_traces
 from slime_trace_widget.sources.loading import load_dump, load_frames
 from slime_trace_widget.tracing import trace_event, use_clock
-from tests.frames.test_engine_join import SKEWS, store_requests
 from tests.sources.runs import FIXTURES, copy_run
+from tests.sources.test_engine_join import SKEWS, store_requests
 
 LOADABLE = sorted(p.name for p in FIXTURES.glob("*.pt") if "corrupt" not in p.name)
 

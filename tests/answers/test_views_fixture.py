@@ -23,7 +23,7 @@ import numpy as np
 
 from slime_trace_widget import TraceTimeline, analysis
 from slime_trace_widget.frames import TraceFrames
-from slime_trace_widget.frames.pd_lanes import LANE_SUFFIX, PD_PREFIX, PHASE_SPANS
+from slime_trace_widget.tables.pd_lanes import LANE_SUFFIX, PD_PREFIX, PHASE_SPANS
 from slime_trace_widget.view.payload import encode
 from tests.answers.test_critical_and_flame import _agent
 from tests.frames.test_frames import frames_of, rec, sample

@@ -17,13 +17,13 @@ import numpy as np
 
 from slime_trace_widget.demo import write_demo_dump
 from slime_trace_widget.devtools.engine_traces import requests_for
-from slime_trace_widget.frames.engine import join_engine
 from slime_trace_widget.frames.engine_load import engine_load_frame
 from slime_trace_widget.frames.model import TraceFrames
+from slime_trace_widget.sources.engine.join import join_engine
 from slime_trace_widget.sources.engine.store import load_engine_traces
 from slime_trace_widget.sources.loading import load_frames
 from slime_trace_widget.view.payload import encode
-from tests.frames.test_engine_join import SKEWS, store_requests
+from tests.sources.test_engine_join import SKEWS, store_requests
 
 #: The ``gen_ai.*`` figures of the first request's halves, by role.
 FIRST_FIGURES = {

@@ -26,7 +26,7 @@ from slime_trace_widget.view.payload import FLAG_ENGINE, encode
 from tests.browser.engine_scene import LOAD_STEP, scene
 from tests.browser.notebooks import FIRST_WIDGET, run_first_widget
 from tests.browser.test_snapshot_browser import opened
-from tests.frames.test_engine_join import SKEWS, store_requests
+from tests.sources.test_engine_join import SKEWS, store_requests
 from tests.view.test_payload import decode
 
 pytestmark = pytest.mark.browser

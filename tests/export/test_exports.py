@@ -78,7 +78,7 @@ def test_every_thread_is_named_and_complete_events_nest(trace) -> None:
 
 
 def test_parquet_read_back_with_duckdb(frames, tmp_path: Path) -> None:
-    root = frames.to_parquet(tmp_path / "pq")
+    root = to_parquet(frames, tmp_path / "pq")
     spans = f"read_parquet('{root}/spans/*/*.parquet', hive_partitioning=true)"
     samples = f"read_parquet('{root}/samples/*/*.parquet', hive_partitioning=true)"
     rows = duckdb.sql(f"select rollout_id, count(*), sum(coalesce(duration, 0)) from {spans} "

@@ -29,11 +29,11 @@ from slime_trace_widget.export.otlp import to_otlp
 from slime_trace_widget.export.otlp_spans import any_value, exported_span_count, otlp_batches
 from slime_trace_widget.export.otlp_transport import OtlpExportError
 from slime_trace_widget.frames import build_frames
-from slime_trace_widget.frames.engine import join_engine
 from slime_trace_widget.frames.model import TraceFrames
+from slime_trace_widget.sources.engine.join import join_engine
 from slime_trace_widget.sources.engine.store import load_engine_traces
 from slime_trace_widget.sources.loading import load_frames
-from tests.frames.test_engine_join import SKEWS, store_requests
+from tests.sources.test_engine_join import SKEWS, store_requests
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 

@@ -457,7 +457,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> dict:
     from slime_trace_widget import load_frames
     from slime_trace_widget.demo import write_demo_dump
     from slime_trace_widget.devtools.engine_traces import requests_for
-    from tests.frames.test_engine_join import SKEWS, store_requests
+    from tests.sources.test_engine_join import SKEWS, store_requests
 
     folder = tmp_path_factory.mktemp("load_run")
     (folder / "debug").mkdir()

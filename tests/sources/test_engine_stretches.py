@@ -10,7 +10,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from slime_trace_widget.frames.engine import join_engine
+from slime_trace_widget.sources.engine.join import join_engine
 from slime_trace_widget.sources.engine.store import LAYOUT, SUBDIR, SpanStore, read_spans
 from tests.support.engine_builder import T0, Engine, frames_for, plain_slices
 

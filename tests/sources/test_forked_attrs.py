@@ -12,9 +12,9 @@ import pytest
 
 from slime_trace_widget.demo import make_demo_samples
 from slime_trace_widget.frames import build_frames
-from slime_trace_widget.frames.attr_columns import MAX_ATTR_COLUMNS, AttrTable
 from slime_trace_widget.sources.dumps import forked_attrs
 from slime_trace_widget.sources.dumps.forked_attrs import ForkedAttrTables
+from slime_trace_widget.tables.attr_columns import MAX_ATTR_COLUMNS, AttrTable
 from tests.sources.test_wire import assert_same_frames
 
 
@@ -281,7 +281,7 @@ def test_the_fork_starts_before_the_pd_spans_are_made(tmp_path: Path,
     """On the 146 MB dump the job waited 0.3 s for a fork that started after the span
     columns and the PD spans; the fork now starts on the real spans' ends and gets the
     PD spans' over a pipe, and the job no longer waits for it."""
-    from slime_trace_widget.frames import build
+    from slime_trace_widget.tables import build
 
     monkeypatch.setattr(forked_attrs, "MIN_FORKED_ROWS", 0)
     steps: list[str] = []
@@ -347,7 +347,7 @@ def test_a_fork_that_dies_before_taking_the_pd_rows_leaves_the_table_to_the_job(
 
 def test_a_flatten_that_fails_stops_its_fork(tmp_path: Path,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    from slime_trace_widget.frames import build
+    from slime_trace_widget.tables import build
 
     monkeypatch.setattr(forked_attrs, "MIN_FORKED_ROWS", 0)
     pids = _watch_forks(monkeypatch)

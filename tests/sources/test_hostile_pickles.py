@@ -48,8 +48,8 @@ from torch.serialization import MAGIC_NUMBER, PROTOCOL_VERSION
 
 from slime_trace_widget import DumpError, TraceTimeline
 from slime_trace_widget.frames import TraceFrames, build_frames
-from slime_trace_widget.frames.carrier import RecordColumns, read_carrier
 from slime_trace_widget.sources.loading import load_dump, load_frames
+from slime_trace_widget.tables.carrier import RecordColumns, read_carrier
 from slime_trace_widget.view.details import span_detail
 
 ROOT = Path(__file__).resolve().parents[2]

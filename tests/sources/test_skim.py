@@ -16,7 +16,6 @@ import pytest
 
 from slime_trace_widget.demo import make_demo_samples
 from slime_trace_widget.frames import build_frames
-from slime_trace_widget.frames.samples import READ_FIELDS
 from slime_trace_widget.sources.dumps import DumpError, files, skim
 from slime_trace_widget.sources.dumps.files import load_dump_file, save_dump
 from slime_trace_widget.sources.dumps.skim import (
@@ -28,6 +27,7 @@ from slime_trace_widget.sources.dumps.skim import (
 )
 from slime_trace_widget.sources.dumps.skim_stream import unpickle_skimmed
 from slime_trace_widget.sources.dumps.worker import read_for_frames
+from slime_trace_widget.tables.samples import READ_FIELDS
 from tests.sources.test_wire import FIXTURES, assert_same_frames
 
 

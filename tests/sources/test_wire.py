@@ -11,9 +11,7 @@ import pytest
 
 from slime_trace_widget.demo import make_demo_samples
 from slime_trace_widget.frames import build_frames
-from slime_trace_widget.frames.build import build_tables
 from slime_trace_widget.frames.core_frames import INFERRED_TEXT, _decode_column, encode_table
-from slime_trace_widget.frames.core_tables import CORE_SCHEMA, CORE_TABLES
 from slime_trace_widget.sources.dumps.wire import (
     WireError,
     read_frames,
@@ -22,7 +20,9 @@ from slime_trace_widget.sources.dumps.wire import (
     write_frames,
     write_table,
 )
-from tests.frames.test_attr_columns import _ipc_bytes
+from slime_trace_widget.tables.build import build_tables
+from slime_trace_widget.tables.core_tables import CORE_SCHEMA, CORE_TABLES
+from tests.tables.test_attr_columns import _ipc_bytes
 
 
 def assert_same_frames(one, other) -> None:

@@ -17,8 +17,8 @@ import numpy as np
 import pandas as pd
 
 from slime_trace_widget.answers.engine import engine_breakdown
-from slime_trace_widget.frames.engine import REQUEST_SPAN_NAMES
 from slime_trace_widget.frames.model import TraceFrames
+from slime_trace_widget.sources.engine.join import REQUEST_SPAN_NAMES
 
 from .sglang_driver import DEFAULT_HOSTS, Driven, Half, Request
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from slime_trace_widget.frames import attr_columns
-from slime_trace_widget.frames.attr_columns import AttrTable
+from slime_trace_widget.tables import attr_columns
+from slime_trace_widget.tables.attr_columns import AttrTable
 from slime_trace_widget.view.page.page_attrs import page_attr_table
 
 DECODER = Path(__file__).parents[2] / "js" / "src" / "page" / "page_attrs.js"

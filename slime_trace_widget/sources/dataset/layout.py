@@ -24,10 +24,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ...export.parquet import UNKNOWN_ROLLOUT  # samples without a rollout id (read back as missing)
-from ...frames.attr_columns import ATTR_PREFIX, AttrTable, merged_attr_arrays
 from ...frames.engine_load import ENGINE_LOAD_COLUMNS, engine_load_frame
 from ...frames.model import ORIGINS, TraceFrames
+from ...tables.attr_columns import ATTR_PREFIX, AttrTable, merged_attr_arrays
+from ...tables.core_tables import (
+    UNKNOWN_ROLLOUT,  # samples without a rollout id (read back as missing)
+)
 from ..dumps.paths import dump_kind
 from ..dumps.wire import (
     WireError,

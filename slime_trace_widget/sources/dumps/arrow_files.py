@@ -16,7 +16,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from ...frames.core_tables import CORE_TABLES, FrameTables
+from ...tables.core_tables import CORE_TABLES, FrameTables
 
 __all__ = ["ATTR_TABLES", "CORE_TABLES", "WireError", "map_table", "meta_of", "parse_meta",
            "read_meta", "read_table", "table_file", "write_table", "write_tables"]

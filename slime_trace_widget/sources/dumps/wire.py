@@ -17,10 +17,10 @@ import pandas as pd
 import pyarrow as pa
 
 from ...frames import core_frames
-from ...frames.attr_columns import AttrTable
 from ...frames.core_frames import encode_table
-from ...frames.core_tables import FrameTables
 from ...frames.model import TraceFrames
+from ...tables.attr_columns import AttrTable
+from ...tables.core_tables import FrameTables
 from .arrow_files import (
     ATTR_TABLES,
     CORE_TABLES,

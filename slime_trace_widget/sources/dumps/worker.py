@@ -33,11 +33,11 @@ try:
 except ImportError:  # Windows: jobs run without CPU or memory limits of their own
     resource = None  # type: ignore[assignment]
 
-from ...frames.samples import READ_FIELDS
+from ...tables.samples import READ_FIELDS
 from .errors import DumpError
 
 if TYPE_CHECKING:
-    from ...frames.core_tables import FrameTables
+    from ...tables.core_tables import FrameTables
     from .files import LoadedDump
 
 __all__ = ["read_for_frames", "serve"]
@@ -85,7 +85,7 @@ def _prepare(job: str) -> None:
         return
     # Frames and dataset jobs: no torch; frames jobs no pandas either (0.2 s of each
     # cold load), as the worker writes the tables it builds as they are.
-    from ...frames import build  # noqa: F401
+    from ...tables import build  # noqa: F401
     from . import arrow_files, forked_attrs, plain_tensors  # noqa: F401
     if job == "dataset":
         from ..dataset import layout  # noqa: F401
@@ -153,7 +153,7 @@ def _dataset_job(request: dict) -> dict:
 
 def _flattened(request: dict) -> FrameTables:
     """The flattened tables of the dump a job names; its samples die when this returns."""
-    from ...frames.build import cyclic_gc_paused
+    from ...tables.build import cyclic_gc_paused
 
     with cyclic_gc_paused():
         tables = _read_and_flatten(request)
@@ -178,7 +178,7 @@ def read_for_frames(path: str, name: str | None = None, pipelined: bool = False)
 
 
 def _read_and_flatten(request: dict) -> FrameTables:
-    from ...frames.build import build_tables
+    from ...tables.build import build_tables
     from .forked_attrs import ForkedAttrTables
 
     spare_core = bool(request.get("spare_core"))  # else other jobs keep every core busy

@@ -7,8 +7,9 @@ Parquet files named by the time they cover and reads a window back
 URL``), ``prometheus`` parses the text format, bounded, and ``load_store`` keeps the
 samples and reads a window back (``load_engine_load``). Both stores are a ``durable``
 store (write-ahead file, rolls, recovery) behind a ``group_commit`` writer. ``window``
-reads what frames need of both for their time. Joining requests into a dump's samples
-and turning the load into tracks are the flatten stage's
-(:mod:`slime_trace_widget.frames.engine`, :mod:`slime_trace_widget.frames.engine_load`).
+reads what frames need of both for their time and joins the requests under the spans
+that made them: ``requests`` reads them (decode loops folded by ``stretches``),
+``match`` finds their spans, ``join`` attaches them (``docs/engine-join.md``). The
+load as named tracks is the model's (:mod:`slime_trace_widget.frames.engine_load`).
 Reading needs pyarrow only; receiving needs the ``otel`` extra.
 """

@@ -12,9 +12,9 @@ from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
 
-from ...frames.engine import join_engine
 from ...frames.engine_load import aligned
 from ...frames.model import TraceFrames
+from .join import join_engine
 from .load_store import load_engine_load
 from .store import REPEATED_COLUMNS, read_spans
 
@@ -26,7 +26,7 @@ MARGIN_SECONDS = 60.0
 def with_engine_traces(frames: TraceFrames, source: str | Path | Iterable[str | Path]
                        ) -> TraceFrames:
     """``frames`` with the requests of ``source`` (a collector folder, or its files) that
-    fall in their time attached (see :func:`slime_trace_widget.frames.engine.join_engine`),
+    fall in their time attached (see :func:`slime_trace_widget.sources.engine.join.join_engine`),
     and the load scraped over that time (``[t0, t1]`` widened by :data:`MARGIN_SECONDS`)
     in ``engine_load``, shifted into the dump's clock where an engine's name is a host of
     the join's ``engine_skew`` (see :mod:`slime_trace_widget.frames.engine_load`).

@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ...frames.attr_columns import AttrTable, text_array
+from ...tables.attr_columns import AttrTable, text_array
 from ...values import json_safe, truncate
 
 

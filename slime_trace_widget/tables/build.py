@@ -4,8 +4,8 @@ Records are walked once (``carrier.read_carrier``); the rest is numpy and Arrow
 over whole columns: the span table (with the virtual PD spans of ``pd_lanes``
 and the geometry of ``span_geometry``), the event table, the sample table, and
 the attributes as typed columns (``attr_columns``). No pandas: a worker
-flattens and writes the tables as they are; :func:`build_frames` gives them
-their pandas form (``core_frames``) where frames are wanted.
+flattens and writes the tables as they are; ``frames.flatten.build_frames``
+gives them their pandas form (``frames.core_frames``) where frames are wanted.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import gc
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -47,9 +47,6 @@ from .pd_lanes import (
 from .samples import SampleFields, sample_fields
 from .span_geometry import CLIP_REASONS, display_ends, span_depths, span_lanes
 
-if TYPE_CHECKING:
-    from .model import TraceFrames
-
 
 class AttrTablesHere:
     """Turns the attribute dicts of span starts, span ends and events into tables, in
@@ -79,13 +76,6 @@ class AttrTablesHere:
 
     def cancel(self) -> None:
         """Flattening failed before ``tables``: drop whatever was started."""
-
-
-def build_frames(source: Any, attr_tables: AttrTablesHere | None = None) -> TraceFrames:
-    """Flatten dumps (see :func:`build_tables`) into frames, with pandas."""
-    from .core_frames import frames_from_tables  # pandas: only where frames are wanted
-
-    return frames_from_tables(build_tables(source, attr_tables))
 
 
 def build_tables(source: Any, attr_tables: AttrTablesHere | None = None) -> FrameTables:

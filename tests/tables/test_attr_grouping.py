@@ -13,10 +13,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from slime_trace_widget.frames import attr_columns, attr_grouping, build
-from slime_trace_widget.frames.attr_columns import AttrTable
 from slime_trace_widget.sources.dumps import worker
-from tests.frames.test_attr_columns import _ipc_bytes
+from slime_trace_widget.tables import attr_columns, attr_grouping, build
+from slime_trace_widget.tables.attr_columns import AttrTable
+from tests.tables.test_attr_columns import _ipc_bytes
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 native = attr_grouping._native_columns

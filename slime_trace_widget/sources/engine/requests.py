@@ -34,7 +34,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..sources.engine.stretches import (
+from .stretches import (
     fold_decode_loops,
     json_value,
     stretch_figures,

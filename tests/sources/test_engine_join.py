@@ -25,8 +25,8 @@ from slime_trace_widget.devtools.engine_traces import (
     stray_requests,
 )
 from slime_trace_widget.frames import build_frames
-from slime_trace_widget.frames.engine import join_engine
 from slime_trace_widget.frames.model import TraceFrames
+from slime_trace_widget.sources.engine.join import join_engine
 from slime_trace_widget.sources.engine.otlp import request_rows
 from slime_trace_widget.sources.engine.store import SpanStore, load_engine_traces, rows_table
 from slime_trace_widget.tracing import bind_trace, trace_headers, trace_span

@@ -1,8 +1,9 @@
 """Answers in one call: where the time went, the long tail, concurrency, comparisons.
 
-The public face of :mod:`.stats`, :mod:`.critical`, :mod:`.flame`, :mod:`.diff`,
-:mod:`.engine`, :mod:`.ledger`, :mod:`.tail` and :mod:`.trends`
-(``slime_trace_widget.analysis``).
+The public face of ``answers/`` (:mod:`.answers.stats`, ``critical``, ``flame``,
+``diff``, ``engine``, ``ledger``, ``tail`` and ``trends``) and of the trend loggers of
+``export/`` (``log_trends``): it sits on top of both, beside the command line, so that
+no answer imports an exporter.
 
 Every function takes :class:`TraceFrames` and returns a DataFrame the user can
 keep filtering. Conventions shared by all of them:
@@ -22,12 +23,12 @@ from typing import Any
 
 import pandas as pd
 
-from .critical import critical_path, critical_path_share
-from .diff import DIFF_COLUMNS, compare, ledger_diff, rollout_diff
-from .engine import engine_breakdown
-from .flame import flame
-from .ledger import FATES, ledger_kinds, sample_fates, signal_ledger
-from .stats import (
+from .answers.critical import critical_path, critical_path_share
+from .answers.diff import DIFF_COLUMNS, compare, ledger_diff, rollout_diff
+from .answers.engine import engine_breakdown
+from .answers.flame import flame
+from .answers.ledger import FATES, ledger_kinds, sample_fates, signal_ledger
+from .answers.stats import (
     ALIVE,
     QUANTILES,
     TURN_SPAN,
@@ -39,7 +40,7 @@ from .stats import (
     self_times,
     span_stats,
 )
-from .tail import finish_order, tail_price
+from .answers.tail import finish_order, tail_price
 
 __all__ = ["ALIVE", "DIFF_COLUMNS", "FATES", "QUANTILES", "TURN_SPAN", "compare",
            "concurrency", "critical_path", "critical_path_share", "engine_breakdown",
@@ -52,24 +53,24 @@ __all__ = ["ALIVE", "DIFF_COLUMNS", "FATES", "QUANTILES", "TURN_SPAN", "compare"
 def rollout_trends(source: Any, heaviest: int = 3, oversample: float = 1.25) -> pd.DataFrame:
     """Trends across a run, one row per dump of a run dataset folder (or of frames),
     computed in DuckDB, with each dump's ledger shares and tail figures: see
-    :func:`.trends.rollout_trends`."""
-    from .trends import rollout_trends as trends_of
+    :func:`.answers.trends.rollout_trends`."""
+    from .answers.trends import rollout_trends as trends_of
 
     return trends_of(source, heaviest, oversample)
 
 
 def ledger_trends(source: Any, oversample: float = 1.25) -> pd.DataFrame:
     """Only the ledger shares and tail figures of :func:`rollout_trends`, one row per
-    dump: see :func:`.trends.ledger_trends`."""
-    from .trends import ledger_trends as ledger_of_run
+    dump: see :func:`.answers.trends.ledger_trends`."""
+    from .answers.trends import ledger_trends as ledger_of_run
 
     return ledger_of_run(source, oversample)
 
 
 def log_trends(trends: pd.DataFrame, target: Any, **options: Any) -> Any:
     """Log :func:`rollout_trends` to TensorBoard, MLflow or W&B, one scalar per column per
-    rollout with the rollout id as the step: see :func:`..export.trend_log.log_trends`
+    rollout with the rollout id as the step: see :func:`.export.trend_log.log_trends`
     for targets and options. Returns what was logged."""
-    from ..export.trend_log import log_trends as log
+    from .export.trend_log import log_trends as log
 
     return log(trends, target, **options)

@@ -31,6 +31,9 @@ __all__ = ["CODES", "CORE_SCHEMA", "CORE_TABLES", "EVENT_KINDS", "INDEX_NAMES", 
 #: Where a span or event was recorded: slime's dump, or the engine's own trace.
 ORIGINS = ["dump", "engine"]
 STATES = ["closed", "open"]
+#: The rollout id written for samples that have none (Parquet partitions, ledger rows);
+#: read back as missing.
+UNKNOWN_ROLLOUT = -1
 EVENT_KINDS = ["instant", "unmatched_end"]
 PD_FORMS = ["children", "attrs"]
 

@@ -25,9 +25,9 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from ..schema import w3c_span_id, w3c_trace_id
-from .engine_requests import Request
-from .model import TraceFrames
+from ...frames.model import TraceFrames
+from ...schema import w3c_span_id, w3c_trace_id
+from .requests import Request
 
 REQUEST_ID_ATTR = "sglang_request_id"
 _AMBIGUOUS = -2

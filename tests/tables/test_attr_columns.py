@@ -10,9 +10,9 @@ import pandas as pd
 import pyarrow as pa
 import torch
 
-from slime_trace_widget.frames import attr_columns, attr_grouping
-from slime_trace_widget.frames.attr_columns import AttrTable
 from slime_trace_widget.frames.attr_frames import merged_attr_frame
+from slime_trace_widget.tables import attr_columns, attr_grouping
+from slime_trace_widget.tables.attr_columns import AttrTable
 
 ROWS = [
     {"turn": 1, "tool": "python", "ok": True, "latency": 0.5},

@@ -14,8 +14,8 @@ import pytest
 
 from slime_trace_widget.answers.engine import engine_breakdown
 from slime_trace_widget.answers.trends import rollout_trends
-from slime_trace_widget.frames.engine import join_engine
 from slime_trace_widget.frames.model import TraceFrames
+from slime_trace_widget.sources.engine.join import join_engine
 from tests.support.engine_builder import T0, Engine, frames_for, next_id, plain_slices
 
 

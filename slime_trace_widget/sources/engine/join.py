@@ -30,13 +30,13 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from .attr_columns import AttrTable
-from .build import event_placement, row_counts
-from .engine_match import REQUEST_ID_ATTR, attr_values, match_requests
-from .engine_requests import Request, read_requests
-from .model import ORIGINS, TraceFrames
-from .pd_lanes import LANE_SUFFIX
-from .span_geometry import ENGINE_LANE_KINDS, span_lanes
+from ...frames.model import ORIGINS, TraceFrames
+from ...tables.attr_columns import AttrTable
+from ...tables.build import event_placement, row_counts
+from ...tables.pd_lanes import LANE_SUFFIX
+from ...tables.span_geometry import ENGINE_LANE_KINDS, span_lanes
+from .match import REQUEST_ID_ATTR, attr_values, match_requests
+from .requests import Request, read_requests
 
 __all__ = ["REQUEST_ID_ATTR", "REQUEST_SPAN_NAMES", "attr_values", "join_engine"]
 

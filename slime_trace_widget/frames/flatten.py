@@ -1,0 +1,20 @@
+"""Flatten dumps straight into :class:`TraceFrames`: the Arrow tables of
+:func:`..tables.build.build_tables`, given their pandas form.
+
+It lives here, not beside ``build_tables``, because ``tables/`` never imports pandas
+(a worker flattens with it alone) and sits below the model it would have to return.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..tables.build import AttrTablesHere, build_tables
+from .core_frames import frames_from_tables
+from .model import TraceFrames
+
+
+def build_frames(source: Any, attr_tables: AttrTablesHere | None = None) -> TraceFrames:
+    """Flatten dumps (a ``LoadedDump``, a list of them, a dump dict or a list of samples;
+    see :func:`build_tables`) into frames, with pandas."""
+    return frames_from_tables(build_tables(source, attr_tables))
