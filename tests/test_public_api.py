@@ -22,7 +22,7 @@ TOP_NAMES = {
     "RunView": "slime_trace_widget.view.run_view",
     "TraceFrames": "slime_trace_widget.frames.model",
     "TraceTimeline": "slime_trace_widget.view.widget",
-    "build_frames": "slime_trace_widget.tables.build",
+    "build_frames": "slime_trace_widget.frames.flatten",
     "load_dump": "slime_trace_widget.sources.loading",
     "load_dumps": "slime_trace_widget.sources.loading",
     "load_engine_traces": "slime_trace_widget.sources.engine.store",
