@@ -1,0 +1,294 @@
+"""Records into OTLP: each record one LogRecord, each ended span also one Span.
+
+The wire is docs/live.md's. A record's body is the record as compact JSON, exactly
+as the carrier holds it (values that JSON cannot hold are made plain by
+:func:`slime_trace_widget.values.plain_value`; NaN stays NaN, as Python's ``json``
+reads and writes it; text is ASCII-escaped, so any string survives). Ids are the
+W3C ids of :mod:`slime_trace_widget.schema`, the ones a request to the engine
+carries in its ``traceparent``: in Phoenix or Jaeger the engine's own spans hang
+under the spans sent here.
+
+Encoding runs on the sender's thread, never on the recording one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from ..._version import __version__
+from ...schema import (
+    ERROR_MESSAGE_ATTR,
+    ERROR_TYPE_ATTR,
+    RECORD_ATTEMPT,
+    RECORD_ATTRS,
+    RECORD_GROUP_ID,
+    RECORD_NAME,
+    RECORD_PARENT_SPAN_ID,
+    RECORD_SAMPLE_ID,
+    RECORD_SPAN_ID,
+    RECORD_TRACE_ID,
+    RECORD_TS,
+    RECORD_TYPE,
+    SPAN_END,
+    SPAN_START,
+    w3c_span_id,
+    w3c_trace_id,
+)
+from ...values import plain_value, short_text
+from . import wire
+from .outbox import Queued
+
+#: Instrumentation scope of everything sent; the receiver skips spans of this scope.
+SCOPE_NAME = "slime_trace_widget.live"
+DEFAULT_SERVICE = "slime-rollout"
+# Attribute keys of the wire (docs/live.md).
+ATTR_RECORD = "slime.record"
+ATTR_SEQ = "slime.seq"
+ATTR_DROPPED = "slime.dropped"
+ATTR_QUEUED = "slime.queued"
+ATTR_SAMPLE_ID = "slime.sample_id"
+ATTR_GROUP_ID = "slime.group_id"
+ATTR_ATTEMPT = "slime.attempt"
+ATTR_ROLLOUT_ID = "slime.rollout_id"
+ATTR_SENDER = "slime.live.sender"
+HEARTBEAT = "heartbeat"
+CLOSE = "close"
+#: Open spans the encoder remembers for their end; beyond that the oldest is forgotten
+#: (its log records are sent all the same, only its OTLP span is not).
+MAX_OPEN_SPANS = 100_000
+_MAX_TEXT = 1000
+_INT64 = range(-(2**63), 2**63)
+_KEYS = {key: wire.text(key) for key in (ATTR_RECORD, ATTR_SEQ, ATTR_DROPPED, ATTR_QUEUED,
+                                         ATTR_SAMPLE_ID, ATTR_GROUP_ID, ATTR_ATTEMPT,
+                                         ATTR_ROLLOUT_ID)}
+
+
+def sender_identity(pid: int | None = None) -> tuple[str, int, str]:
+    """This process's (host, pid, sender id): ``<host>:<pid>:<start epoch ns>``."""
+    host = socket.gethostname()
+    pid = os.getpid() if pid is None else pid
+    return host, pid, f"{host}:{pid}:{time.time_ns()}"
+
+
+def resource_attributes(host: str, pid: int, sender: str) -> dict[str, Any]:
+    """The resource of every request: who sends (``OTEL_SERVICE_NAME`` names the service)."""
+    return {
+        "service.name": os.environ.get("OTEL_SERVICE_NAME") or DEFAULT_SERVICE,
+        "host.name": host,
+        "process.pid": pid,
+        ATTR_SENDER: sender,
+    }
+
+
+_to_json = json.JSONEncoder(separators=(",", ":"), default=plain_value).encode
+_plain_to_json = json.JSONEncoder(separators=(",", ":")).encode
+
+
+def record_body(record: Any) -> str:
+    """The record as compact JSON, as the carrier holds it (see the module docstring).
+
+    A snapshot of the record and its attrs is taken first: a span's end attributes
+    may still be added by the recording thread (``span.set`` after the block).
+    """
+    snapshot = dict(record)
+    attrs = snapshot.get(RECORD_ATTRS)
+    if type(attrs) is dict:
+        snapshot[RECORD_ATTRS] = dict(attrs)
+    try:
+        return _to_json(snapshot)
+    except (TypeError, ValueError, RecursionError):
+        return _plain_to_json(plain_value(snapshot))
+
+
+def attribute_value(value: Any) -> Any:
+    """``value`` as an attribute: bool, 64-bit int, float and text as themselves,
+    anything else (containers, big ints, arrays) as JSON text."""
+    kind = type(value)
+    if kind is str or kind is bool or kind is float or (kind is int and value in _INT64):
+        return value
+    plain = plain_value(value)
+    if type(plain) is not type(value) and type(plain) in (str, bool, float, int):
+        return attribute_value(plain)
+    try:
+        return _plain_to_json(plain)
+    except (TypeError, ValueError, RecursionError):
+        return short_text(plain, _MAX_TEXT)
+
+
+def _attributes(values: Mapping[Any, Any]) -> list[bytes]:
+    """``KeyValue``s of the values that are not None."""
+    out = []
+    for key, value in values.items():
+        if value is None:
+            continue
+        encoded_key = _KEYS.get(key) if type(key) is str else None
+        if encoded_key is None:
+            encoded_key = wire.text(key if type(key) is str else short_text(key, _MAX_TEXT))
+        out.append(wire.key_value(encoded_key, attribute_value(value)))
+    return out
+
+
+class _IdentityAttributes:
+    """The ``KeyValue``s of a record's identity (type, sample, group, attempt, rollout),
+    remembered: a rollout repeats the same few thousand values over and over."""
+
+    __slots__ = ("_known",)
+    #: Entries kept before starting over (a few MB at most).
+    LIMIT = 50_000
+
+    def __init__(self) -> None:
+        self._known: dict[tuple[str, type, Any], bytes] = {}
+
+    def encoded(self, key: str, value: Any) -> bytes | None:
+        if value is None:
+            return None
+        try:
+            return self._known[key, type(value), value]
+        except KeyError:
+            encoded = wire.key_value(_KEYS[key], attribute_value(value))
+            if len(self._known) >= self.LIMIT:
+                self._known.clear()
+            self._known[key, type(value), value] = encoded
+            return encoded
+        except TypeError:  # an unhashable value from a damaged record
+            return wire.key_value(_KEYS[key], attribute_value(value))
+
+
+def _ids(text: Any, digest: Any) -> bytes:
+    if text is None:
+        return b""
+    try:
+        return bytes.fromhex(digest(text))
+    except Exception:  # an id whose str() fails: the record goes without it
+        return b""
+
+
+class Encoder:
+    """Turns queued records into one logs request and one traces request per batch.
+
+    Keeps each open span's start (bounded by :data:`MAX_OPEN_SPANS`) until its end
+    arrives, so the ended span can be sent whole.
+    """
+
+    def __init__(self, resource: Mapping[str, Any]) -> None:
+        self._resource = wire.resource({key: attribute_value(value)
+                                        for key, value in resource.items()})
+        self._scope = wire.scope(SCOPE_NAME, __version__)
+        self._open: dict[Any, tuple[dict, int | None]] = {}
+        self._identity = _IdentityAttributes()
+        self._trace_ids: dict[Any, bytes] = {}
+        self.forgotten_spans = 0
+
+    def request(self, items: list[bytes]) -> bytes:
+        """An export request of log records or of spans (the two have one shape)."""
+        return wire.export_request(self._resource, self._scope, items)
+
+    def encode(self, batch: list[Queued], dropped: int) -> tuple[bytes, list[bytes]]:
+        """The batch's logs request (its last record carrying ``dropped``) and its ended
+        spans."""
+        logs: list[bytes] = []
+        spans: list[bytes] = []
+        last = len(batch) - 1
+        for position, item in enumerate(batch):
+            log, span = self._encode_one(item, dropped if position == last else None)
+            logs.append(log)
+            if span is not None:
+                spans.append(span)
+        return self.request(logs), spans
+
+    def status_request(self, kind: str, seq: int, dropped: int, queued: int,
+                       rollout_id: int | None) -> bytes:
+        """A heartbeat or the closing record: body empty, the sender's counts as attributes."""
+        now = time.time_ns()
+        attrs = _attributes({ATTR_RECORD: kind, ATTR_SEQ: seq, ATTR_DROPPED: dropped,
+                             ATTR_QUEUED: queued, ATTR_ROLLOUT_ID: rollout_id})
+        return self.request([wire.log_record(now, now, "", attrs, b"", b"")])
+
+    def _encode_one(self, item: Queued, dropped: int | None) -> tuple[bytes, bytes | None]:
+        seq, observed_ns, rollout_id, record = item
+        get = record.get
+        kind = get(RECORD_TYPE)
+        own_span = get(RECORD_SPAN_ID)
+        time_ns = _nanoseconds(get(RECORD_TS), observed_ns)
+        identity = self._identity.encoded
+        attrs = [wire.int_key_value(_KEYS[ATTR_SEQ], seq)]
+        for key, value in ((ATTR_RECORD, kind if type(kind) is str else short_text(kind)),
+                           (ATTR_SAMPLE_ID, get(RECORD_SAMPLE_ID)),
+                           (ATTR_GROUP_ID, get(RECORD_GROUP_ID)),
+                           (ATTR_ATTEMPT, get(RECORD_ATTEMPT)),
+                           (ATTR_ROLLOUT_ID, rollout_id)):
+            encoded = identity(key, value)
+            if encoded is not None:
+                attrs.append(encoded)
+        if dropped is not None:
+            attrs.append(wire.int_key_value(_KEYS[ATTR_DROPPED], dropped))
+        log = wire.log_record(
+            time_ns, observed_ns, record_body(record), attrs, self._trace_id(get(RECORD_TRACE_ID)),
+            _ids(own_span if own_span is not None else get(RECORD_PARENT_SPAN_ID), w3c_span_id))
+        span = None
+        if kind == SPAN_START and own_span is not None:
+            self._remember(own_span, record, rollout_id)
+        elif kind == SPAN_END and own_span is not None:
+            span = self._ended_span(own_span, record, time_ns)
+        return log, span
+
+    def _trace_id(self, text: Any) -> bytes:
+        """The trace id's bytes, remembered per trace (a sample's records share one)."""
+        try:
+            return self._trace_ids[text]
+        except KeyError:
+            encoded = _ids(text, w3c_trace_id)
+            if len(self._trace_ids) >= _IdentityAttributes.LIMIT:
+                self._trace_ids.clear()
+            self._trace_ids[text] = encoded
+            return encoded
+        except TypeError:
+            return _ids(text, w3c_trace_id)
+
+    def _remember(self, span_id: Any, record: dict, rollout_id: int | None) -> None:
+        try:
+            self._open[span_id] = (record, rollout_id)
+        except TypeError:  # an unhashable id from a damaged record: no span for it
+            return
+        if len(self._open) > MAX_OPEN_SPANS:
+            del self._open[next(iter(self._open))]
+            self.forgotten_spans += 1
+
+    def _ended_span(self, span_id: Any, end: dict, end_ns: int) -> bytes | None:
+        try:
+            start, rollout_id = self._open.pop(span_id)
+        except (KeyError, TypeError):
+            return None
+        start_get = start.get
+        attrs: dict[Any, Any] = {}
+        for source in (start_get(RECORD_ATTRS), end.get(RECORD_ATTRS)):
+            if isinstance(source, Mapping):
+                attrs.update(dict(source))
+        attrs[ATTR_SAMPLE_ID] = start_get(RECORD_SAMPLE_ID)
+        attrs[ATTR_GROUP_ID] = start_get(RECORD_GROUP_ID)
+        attrs[ATTR_ATTEMPT] = start_get(RECORD_ATTEMPT)
+        attrs[ATTR_ROLLOUT_ID] = rollout_id
+        error = attrs.get(ERROR_TYPE_ATTR)
+        message = None if error is None else short_text(
+            attrs.get(ERROR_MESSAGE_ATTR) or error, _MAX_TEXT)
+        name = start_get(RECORD_NAME)
+        start_ns = _nanoseconds(start_get(RECORD_TS), end_ns)
+        return wire.span(
+            self._trace_id(start_get(RECORD_TRACE_ID)), _ids(span_id, w3c_span_id),
+            _ids(start_get(RECORD_PARENT_SPAN_ID), w3c_span_id),
+            name if type(name) is str else short_text(name, _MAX_TEXT),
+            start_ns, max(end_ns, start_ns), _attributes(attrs), message)
+
+
+def _nanoseconds(ts: Any, fallback: int) -> int:
+    """Epoch seconds as integer nanoseconds; ``fallback`` for a missing or unusable time."""
+    try:
+        value = int(float(ts) * 1e9)
+    except (TypeError, ValueError, OverflowError):
+        return fallback
+    return value if 0 <= value < 2**64 else fallback
