@@ -17,7 +17,7 @@ import json
 import os
 import socket
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..._version import __version__
@@ -66,6 +66,7 @@ _INT64 = range(-(2**63), 2**63)
 _KEYS = {key: wire.text(key) for key in (ATTR_RECORD, ATTR_SEQ, ATTR_DROPPED, ATTR_QUEUED,
                                          ATTR_SAMPLE_ID, ATTR_GROUP_ID, ATTR_ATTEMPT,
                                          ATTR_ROLLOUT_ID)}
+_SEQ_KEY = _KEYS[ATTR_SEQ]
 
 
 def sender_identity(pid: int | None = None) -> tuple[str, int, str]:
@@ -120,43 +121,50 @@ def attribute_value(value: Any) -> Any:
         return short_text(plain, _MAX_TEXT)
 
 
-def _attributes(values: Mapping[Any, Any]) -> list[bytes]:
-    """``KeyValue``s of the values that are not None."""
-    out = []
-    for key, value in values.items():
-        if value is None:
-            continue
-        encoded_key = _KEYS.get(key) if type(key) is str else None
-        if encoded_key is None:
-            encoded_key = wire.text(key if type(key) is str else short_text(key, _MAX_TEXT))
-        out.append(wire.key_value(encoded_key, attribute_value(value)))
-    return out
+def _encoded_key(key: Any) -> bytes:
+    encoded = _KEYS.get(key) if type(key) is str else None
+    if encoded is None:
+        encoded = wire.text(key if type(key) is str else short_text(key, _MAX_TEXT))
+    return encoded
+
+
+def _span_attributes(values: Mapping[Any, Any]) -> bytes:
+    """A span's attribute fields, of the values that are not None."""
+    return b"".join(wire.span_attribute(_encoded_key(key), attribute_value(value))
+                    for key, value in values.items() if value is not None)
+
+
+def _log_attributes(values: Mapping[Any, Any]) -> bytes:
+    """A log record's attribute fields, of the values that are not None."""
+    return b"".join(wire.log_attribute(_encoded_key(key), attribute_value(value))
+                    for key, value in values.items() if value is not None)
 
 
 class _IdentityAttributes:
-    """The ``KeyValue``s of a record's identity (type, sample, group, attempt, rollout),
-    remembered: a rollout repeats the same few thousand values over and over."""
+    """The attribute fields of a record's identity (type, sample, group, attempt,
+    rollout), remembered: a rollout repeats the same few thousand values over and over."""
 
-    __slots__ = ("_known",)
+    __slots__ = ("_attribute", "_known")
     #: Entries kept before starting over (a few MB at most).
     LIMIT = 50_000
 
-    def __init__(self) -> None:
+    def __init__(self, attribute: Callable[[bytes, Any], bytes]) -> None:
+        self._attribute = attribute  # wire.log_attribute or wire.span_attribute
         self._known: dict[tuple[str, type, Any], bytes] = {}
 
-    def encoded(self, key: str, value: Any) -> bytes | None:
+    def encoded(self, key: str, value: Any) -> bytes:
         if value is None:
-            return None
+            return b""
         try:
             return self._known[key, type(value), value]
         except KeyError:
-            encoded = wire.key_value(_KEYS[key], attribute_value(value))
+            encoded = self._attribute(_KEYS[key], attribute_value(value))
             if len(self._known) >= self.LIMIT:
                 self._known.clear()
             self._known[key, type(value), value] = encoded
             return encoded
         except TypeError:  # an unhashable value from a damaged record
-            return wire.key_value(_KEYS[key], attribute_value(value))
+            return self._attribute(_KEYS[key], attribute_value(value))
 
 
 def _ids(text: Any, digest: Any) -> bytes:
@@ -180,7 +188,8 @@ class Encoder:
                                         for key, value in resource.items()})
         self._scope = wire.scope(SCOPE_NAME, __version__)
         self._open: dict[Any, tuple[dict, int | None]] = {}
-        self._identity = _IdentityAttributes()
+        self._identity = _IdentityAttributes(wire.log_attribute)
+        self._span_identity = _IdentityAttributes(wire.span_attribute)
         self._trace_ids: dict[Any, bytes] = {}
         self.forgotten_spans = 0
 
@@ -205,9 +214,9 @@ class Encoder:
                        rollout_id: int | None) -> bytes:
         """A heartbeat or the closing record: body empty, the sender's counts as attributes."""
         now = time.time_ns()
-        attrs = _attributes({ATTR_RECORD: kind, ATTR_SEQ: seq, ATTR_DROPPED: dropped,
-                             ATTR_QUEUED: queued, ATTR_ROLLOUT_ID: rollout_id})
-        return self.request([wire.log_record(now, now, "", attrs, b"", b"")])
+        attrs = _log_attributes({ATTR_RECORD: kind, ATTR_SEQ: seq, ATTR_DROPPED: dropped,
+                                 ATTR_QUEUED: queued, ATTR_ROLLOUT_ID: rollout_id})
+        return self.request([wire.log_record(now, now, b"", attrs, b"", b"")])
 
     def _encode_one(self, item: Queued, dropped: int | None) -> tuple[bytes, bytes | None]:
         seq, observed_ns, rollout_id, record = item
@@ -216,19 +225,17 @@ class Encoder:
         own_span = get(RECORD_SPAN_ID)
         time_ns = _nanoseconds(get(RECORD_TS), observed_ns)
         identity = self._identity.encoded
-        attrs = [wire.int_key_value(_KEYS[ATTR_SEQ], seq)]
-        for key, value in ((ATTR_RECORD, kind if type(kind) is str else short_text(kind)),
-                           (ATTR_SAMPLE_ID, get(RECORD_SAMPLE_ID)),
-                           (ATTR_GROUP_ID, get(RECORD_GROUP_ID)),
-                           (ATTR_ATTEMPT, get(RECORD_ATTEMPT)),
-                           (ATTR_ROLLOUT_ID, rollout_id)):
-            encoded = identity(key, value)
-            if encoded is not None:
-                attrs.append(encoded)
+        attrs = (wire.log_int_attribute(_SEQ_KEY, seq)
+                 + identity(ATTR_RECORD, kind if type(kind) is str else short_text(kind))
+                 + identity(ATTR_SAMPLE_ID, get(RECORD_SAMPLE_ID))
+                 + identity(ATTR_GROUP_ID, get(RECORD_GROUP_ID))
+                 + identity(ATTR_ATTEMPT, get(RECORD_ATTEMPT))
+                 + identity(ATTR_ROLLOUT_ID, rollout_id))
         if dropped is not None:
-            attrs.append(wire.int_key_value(_KEYS[ATTR_DROPPED], dropped))
+            attrs += wire.log_int_attribute(_KEYS[ATTR_DROPPED], dropped)
         log = wire.log_record(
-            time_ns, observed_ns, record_body(record), attrs, self._trace_id(get(RECORD_TRACE_ID)),
+            time_ns, observed_ns, record_body(record).encode("ascii"), attrs,
+            self._trace_id(get(RECORD_TRACE_ID)),
             _ids(own_span if own_span is not None else get(RECORD_PARENT_SPAN_ID), w3c_span_id))
         span = None
         if kind == SPAN_START and own_span is not None:
@@ -269,20 +276,22 @@ class Encoder:
         for source in (start_get(RECORD_ATTRS), end.get(RECORD_ATTRS)):
             if isinstance(source, Mapping):
                 attrs.update(dict(source))
-        attrs[ATTR_SAMPLE_ID] = start_get(RECORD_SAMPLE_ID)
-        attrs[ATTR_GROUP_ID] = start_get(RECORD_GROUP_ID)
-        attrs[ATTR_ATTEMPT] = start_get(RECORD_ATTEMPT)
-        attrs[ATTR_ROLLOUT_ID] = rollout_id
         error = attrs.get(ERROR_TYPE_ATTR)
         message = None if error is None else short_text(
             attrs.get(ERROR_MESSAGE_ATTR) or error, _MAX_TEXT)
+        identity = self._span_identity.encoded
+        encoded_attrs = (_span_attributes(attrs)
+                         + identity(ATTR_SAMPLE_ID, start_get(RECORD_SAMPLE_ID))
+                         + identity(ATTR_GROUP_ID, start_get(RECORD_GROUP_ID))
+                         + identity(ATTR_ATTEMPT, start_get(RECORD_ATTEMPT))
+                         + identity(ATTR_ROLLOUT_ID, rollout_id))
         name = start_get(RECORD_NAME)
         start_ns = _nanoseconds(start_get(RECORD_TS), end_ns)
         return wire.span(
             self._trace_id(start_get(RECORD_TRACE_ID)), _ids(span_id, w3c_span_id),
             _ids(start_get(RECORD_PARENT_SPAN_ID), w3c_span_id),
             name if type(name) is str else short_text(name, _MAX_TEXT),
-            start_ns, max(end_ns, start_ns), _attributes(attrs), message)
+            start_ns, max(end_ns, start_ns), encoded_attrs, message)
 
 
 def _nanoseconds(ts: Any, fallback: int) -> int:

@@ -19,6 +19,9 @@ from ...values import clean_text
 
 _UINT64 = (1 << 64) - 1
 _FIXED64 = struct.Struct("<Q")
+# time_unix_nano (field 1) and observed_time_unix_nano (field 11) of a LogRecord, with
+# its severity (field 2, INFO), in one pack.
+_LOG_HEAD = struct.Struct("<BQBQBB")
 _DOUBLE = struct.Struct("<d")
 _SMALL = tuple(bytes((n,)) for n in range(128))
 
@@ -87,37 +90,50 @@ def key_value(key: bytes, value: Any) -> bytes:
     return field(_KEY, key) + field(_VALUE, any_value(value))
 
 
-def int_key_value(key: bytes, value: int) -> bytes:
-    """A ``KeyValue`` of a 64-bit int, the common case written in one go."""
+def log_attribute(key: bytes, value: Any) -> bytes:
+    """One attribute field of a ``LogRecord`` (a :func:`key_value` in its field)."""
+    return field(_LOG_ATTRIBUTE, key_value(key, value))
+
+
+def span_attribute(key: bytes, value: Any) -> bytes:
+    """One attribute field of a ``Span``."""
+    return field(_SPAN_ATTRIBUTE, key_value(key, value))
+
+
+def log_int_attribute(key: bytes, value: int) -> bytes:
+    """:func:`log_attribute` of a 64-bit int, the common case written in one go."""
     number = varint(value)
-    return (_SMALL[_KEY] + varint(len(key)) + key + _SMALL[_VALUE]
-            + varint(len(number) + 1) + _SMALL[_INT_VALUE] + number)
+    pair = (_SMALL[_KEY] + _SMALL[len(key)] + key + _SMALL[_VALUE]
+            + _SMALL[len(number) + 1] + _SMALL[_INT_VALUE] + number) if len(key) < 100 else (
+        key_value(key, value))
+    return _SMALL[_LOG_ATTRIBUTE] + varint(len(pair)) + pair
 
 
-def log_record(time_ns: int, observed_ns: int, body: str, attributes: Iterable[bytes],
+def log_record(time_ns: int, observed_ns: int, body: bytes, attributes: bytes,
                trace_id: bytes, span_id: bytes) -> bytes:
-    """A ``LogRecord`` (severity INFO); ``attributes`` are :func:`key_value` results."""
-    parts = [_SMALL[_LOG_TIME], _FIXED64.pack(time_ns & _UINT64),
-             _SMALL[_LOG_OBSERVED], _FIXED64.pack(observed_ns & _UINT64),
-             b"\x10\x09", field(_LOG_BODY, field(_STRING_VALUE, text(body)))]
-    parts.extend(field(_LOG_ATTRIBUTE, attribute) for attribute in attributes)
+    """A ``LogRecord`` (severity INFO) with a string body (``body``: UTF-8) and
+    ``attributes``, :func:`log_attribute` fields joined."""
+    value = _SMALL[_STRING_VALUE] + varint(len(body)) + body
+    head = _LOG_HEAD.pack(_LOG_TIME, time_ns & _UINT64, _LOG_OBSERVED, observed_ns & _UINT64,
+                          _LOG_SEVERITY, SEVERITY_INFO)
+    record = head + _SMALL[_LOG_BODY] + varint(len(value)) + value + attributes
     if trace_id:
-        parts.append(field(_LOG_TRACE_ID, trace_id))
+        record += _SMALL[_LOG_TRACE_ID] + varint(len(trace_id)) + trace_id
     if span_id:
-        parts.append(field(_LOG_SPAN_ID, span_id))
-    return b"".join(parts)
+        record += _SMALL[_LOG_SPAN_ID] + varint(len(span_id)) + span_id
+    return record
 
 
 def span(trace_id: bytes, span_id: bytes, parent_span_id: bytes, name: str, start_ns: int,
-         end_ns: int, attributes: Iterable[bytes], error: str | None) -> bytes:
-    """A ``Span`` of kind INTERNAL; status ERROR with ``error`` as message when not None."""
+         end_ns: int, attributes: bytes, error: str | None) -> bytes:
+    """A ``Span`` of kind INTERNAL with ``attributes`` (:func:`span_attribute` fields
+    joined); status ERROR with ``error`` as message when not None."""
     parts = [field(_SPAN_TRACE_ID, trace_id), field(_SPAN_ID, span_id)]
     if parent_span_id:
         parts.append(field(_SPAN_PARENT, parent_span_id))
     parts += [field(_SPAN_NAME, text(name)), _SMALL[_SPAN_KIND], _SMALL[SPAN_KIND_INTERNAL],
               _SMALL[_SPAN_START], _FIXED64.pack(start_ns & _UINT64),
-              _SMALL[_SPAN_END], _FIXED64.pack(end_ns & _UINT64)]
-    parts.extend(field(_SPAN_ATTRIBUTE, attribute) for attribute in attributes)
+              _SMALL[_SPAN_END], _FIXED64.pack(end_ns & _UINT64), attributes]
     if error is not None:
         parts.append(field(_SPAN_STATUS, field(_STATUS_MESSAGE, text(error))
                            + _SMALL[_STATUS_CODE] + _SMALL[STATUS_CODE_ERROR]))
