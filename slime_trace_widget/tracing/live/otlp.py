@@ -61,6 +61,8 @@ CLOSE = "close"
 #: Open spans the encoder remembers for their end; beyond that the oldest is forgotten
 #: (its log records are sent all the same, only its OTLP span is not).
 MAX_OPEN_SPANS = 100_000
+#: Records encoded between two calls of ``encode``'s ``pause`` (well under a millisecond).
+PAUSE_EVERY = 64
 _MAX_TEXT = 1000
 _INT64 = range(-(2**63), 2**63)
 _KEYS = {key: wire.text(key) for key in (ATTR_RECORD, ATTR_SEQ, ATTR_DROPPED, ATTR_QUEUED,
@@ -141,30 +143,37 @@ def _log_attributes(values: Mapping[Any, Any]) -> bytes:
 
 
 class _IdentityAttributes:
-    """The attribute fields of a record's identity (type, sample, group, attempt,
-    rollout), remembered: a rollout repeats the same few thousand values over and over."""
+    """The attribute fields of a record's identity (its type, sample, group, attempt and
+    rollout), remembered per distinct identity: a rollout repeats a few thousand of them
+    over and over, so most records cost one lookup here."""
 
-    __slots__ = ("_attribute", "_known")
-    #: Entries kept before starting over (a few MB at most).
+    __slots__ = ("_attribute", "_keys", "_known")
+    #: Identities kept before starting over (a few MB at most).
     LIMIT = 50_000
 
-    def __init__(self, attribute: Callable[[bytes, Any], bytes]) -> None:
+    def __init__(self, attribute: Callable[[bytes, Any], bytes], keys: tuple[str, ...]) -> None:
         self._attribute = attribute  # wire.log_attribute or wire.span_attribute
-        self._known: dict[tuple[str, type, Any], bytes] = {}
+        self._keys = tuple(_KEYS[key] for key in keys)
+        self._known: dict[tuple, bytes] = {}
 
-    def encoded(self, key: str, value: Any) -> bytes:
-        if value is None:
-            return b""
+    def encoded(self, *values: Any) -> bytes:
+        """The fields of ``values`` (one per key; None left out)."""
+        lookup = (values, tuple(map(type, values)))  # 1, 1.0 and True are equal keys
         try:
-            return self._known[key, type(value), value]
+            return self._known[lookup]
         except KeyError:
-            encoded = self._attribute(_KEYS[key], attribute_value(value))
+            encoded = self._encode(values)
             if len(self._known) >= self.LIMIT:
                 self._known.clear()
-            self._known[key, type(value), value] = encoded
+            self._known[lookup] = encoded
             return encoded
         except TypeError:  # an unhashable value from a damaged record
-            return self._attribute(_KEYS[key], attribute_value(value))
+            return self._encode(values)
+
+    def _encode(self, values: tuple) -> bytes:
+        return b"".join(self._attribute(key, attribute_value(value))
+                        for key, value in zip(self._keys, values, strict=True)
+                        if value is not None)
 
 
 def _ids(text: Any, digest: Any) -> bytes:
@@ -188,8 +197,10 @@ class Encoder:
                                         for key, value in resource.items()})
         self._scope = wire.scope(SCOPE_NAME, __version__)
         self._open: dict[Any, tuple[dict, int | None]] = {}
-        self._identity = _IdentityAttributes(wire.log_attribute)
-        self._span_identity = _IdentityAttributes(wire.span_attribute)
+        self._identity = _IdentityAttributes(wire.log_attribute, (
+            ATTR_RECORD, ATTR_SAMPLE_ID, ATTR_GROUP_ID, ATTR_ATTEMPT, ATTR_ROLLOUT_ID))
+        self._span_identity = _IdentityAttributes(wire.span_attribute, (
+            ATTR_SAMPLE_ID, ATTR_GROUP_ID, ATTR_ATTEMPT, ATTR_ROLLOUT_ID))
         self._trace_ids: dict[Any, bytes] = {}
         self.forgotten_spans = 0
 
@@ -197,9 +208,10 @@ class Encoder:
         """An export request of log records or of spans (the two have one shape)."""
         return wire.export_request(self._resource, self._scope, items)
 
-    def encode(self, batch: list[Queued], dropped: int) -> tuple[bytes, list[bytes]]:
+    def encode(self, batch: list[Queued], dropped: int,
+               pause: Callable[[], None] | None = None) -> tuple[bytes, list[bytes]]:
         """The batch's logs request (its last record carrying ``dropped``) and its ended
-        spans."""
+        spans; ``pause`` is called after every :data:`PAUSE_EVERY` records."""
         logs: list[bytes] = []
         spans: list[bytes] = []
         last = len(batch) - 1
@@ -208,6 +220,8 @@ class Encoder:
             logs.append(log)
             if span is not None:
                 spans.append(span)
+            if pause is not None and position % PAUSE_EVERY == PAUSE_EVERY - 1:
+                pause()
         return self.request(logs), spans
 
     def status_request(self, kind: str, seq: int, dropped: int, queued: int,
@@ -224,13 +238,9 @@ class Encoder:
         kind = get(RECORD_TYPE)
         own_span = get(RECORD_SPAN_ID)
         time_ns = _nanoseconds(get(RECORD_TS), observed_ns)
-        identity = self._identity.encoded
-        attrs = (wire.log_int_attribute(_SEQ_KEY, seq)
-                 + identity(ATTR_RECORD, kind if type(kind) is str else short_text(kind))
-                 + identity(ATTR_SAMPLE_ID, get(RECORD_SAMPLE_ID))
-                 + identity(ATTR_GROUP_ID, get(RECORD_GROUP_ID))
-                 + identity(ATTR_ATTEMPT, get(RECORD_ATTEMPT))
-                 + identity(ATTR_ROLLOUT_ID, rollout_id))
+        attrs = wire.log_int_attribute(_SEQ_KEY, seq) + self._identity.encoded(
+            kind if type(kind) is str else short_text(kind), get(RECORD_SAMPLE_ID),
+            get(RECORD_GROUP_ID), get(RECORD_ATTEMPT), rollout_id)
         if dropped is not None:
             attrs += wire.log_int_attribute(_KEYS[ATTR_DROPPED], dropped)
         log = wire.log_record(
@@ -279,12 +289,9 @@ class Encoder:
         error = attrs.get(ERROR_TYPE_ATTR)
         message = None if error is None else short_text(
             attrs.get(ERROR_MESSAGE_ATTR) or error, _MAX_TEXT)
-        identity = self._span_identity.encoded
-        encoded_attrs = (_span_attributes(attrs)
-                         + identity(ATTR_SAMPLE_ID, start_get(RECORD_SAMPLE_ID))
-                         + identity(ATTR_GROUP_ID, start_get(RECORD_GROUP_ID))
-                         + identity(ATTR_ATTEMPT, start_get(RECORD_ATTEMPT))
-                         + identity(ATTR_ROLLOUT_ID, rollout_id))
+        encoded_attrs = _span_attributes(attrs) + self._span_identity.encoded(
+            start_get(RECORD_SAMPLE_ID), start_get(RECORD_GROUP_ID), start_get(RECORD_ATTEMPT),
+            rollout_id)
         name = start_get(RECORD_NAME)
         start_ns = _nanoseconds(start_get(RECORD_TS), end_ns)
         return wire.span(

@@ -28,6 +28,13 @@ MAX_BACKOFF_SECONDS = 8.0
 #: Tries a batch of ended spans gets; spans are a courtesy to tracing backends, the
 #: logs are the stream, so spans never hold the stream up for long.
 SPAN_TRIES = 3
+#: How long the sender lets go of the interpreter between two slices of a batch it
+#: encodes. Python hands the interpreter to a waiting thread only every 5 ms
+#: (``sys.getswitchinterval``) unless the holder lets go: without these pauses a
+#: rollout's event loop, woken by a timer while a big batch is encoded, would wait up to
+#: that long each time. A sleep, because a thread that releases the interpreter for no
+#: time at all usually takes it straight back.
+YIELD_SECONDS = 0.0001
 
 
 class SenderThread(threading.Thread):
@@ -106,7 +113,7 @@ class SenderThread(threading.Thread):
 
     def _send_batch(self, batch: list[Queued]) -> None:
         dropped = self._outbox.counts()[1]
-        logs, spans = self._encoder.encode(batch, dropped)
+        logs, spans = self._encoder.encode(batch, dropped, pause=_let_others_run)
         outcome = self._deliver(LOGS_PATH, logs, tries=None)
         if outcome.taken:
             self.sent += len(batch)
@@ -178,3 +185,7 @@ class SenderThread(threading.Thread):
             logger.warning("live stream: %s%s not delivered (%s); counted as dropped",
                            "records to " if path == LOGS_PATH else "spans to ", path,
                            outcome.reason)
+
+
+def _let_others_run() -> None:
+    time.sleep(YIELD_SECONDS)
