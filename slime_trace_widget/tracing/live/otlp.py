@@ -13,6 +13,7 @@ Encoding runs on the sender's thread, never on the recording one.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import socket
@@ -36,7 +37,6 @@ from ...schema import (
     RECORD_TYPE,
     SPAN_END,
     SPAN_START,
-    w3c_span_id,
     w3c_trace_id,
 )
 from ...values import plain_value, short_text
@@ -69,6 +69,8 @@ _KEYS = {key: wire.text(key) for key in (ATTR_RECORD, ATTR_SEQ, ATTR_DROPPED, AT
                                          ATTR_SAMPLE_ID, ATTR_GROUP_ID, ATTR_ATTEMPT,
                                          ATTR_ROLLOUT_ID)}
 _SEQ_KEY = _KEYS[ATTR_SEQ]
+#: Attribute keys remembered as UTF-8 at most (then encoded each time).
+_MAX_KEYS = 10_000
 
 
 def sender_identity(pid: int | None = None) -> tuple[str, int, str]:
@@ -124,10 +126,16 @@ def attribute_value(value: Any) -> Any:
 
 
 def _encoded_key(key: Any) -> bytes:
-    encoded = _KEYS.get(key) if type(key) is str else None
-    if encoded is None:
+    """An attribute key as UTF-8, remembered (a rollout uses a few dozen keys)."""
+    try:
+        return _KEYS[key]
+    except KeyError:
         encoded = wire.text(key if type(key) is str else short_text(key, _MAX_TEXT))
-    return encoded
+        if type(key) is str and len(_KEYS) < _MAX_KEYS:
+            _KEYS[key] = encoded
+        return encoded
+    except TypeError:
+        return wire.text(short_text(key, _MAX_TEXT))
 
 
 def _span_attributes(values: Mapping[Any, Any]) -> bytes:
@@ -176,12 +184,24 @@ class _IdentityAttributes:
                         if value is not None)
 
 
-def _ids(text: Any, digest: Any) -> bytes:
-    if text is None:
+def _trace_bytes(trace_id: Any) -> bytes:
+    """The 16 bytes of :func:`~slime_trace_widget.schema.w3c_trace_id`."""
+    if trace_id is None:
         return b""
     try:
-        return bytes.fromhex(digest(text))
+        return bytes.fromhex(w3c_trace_id(trace_id))
     except Exception:  # an id whose str() fails: the record goes without it
+        return b""
+
+
+def _span_bytes(span_id: Any) -> bytes:
+    """The 8 bytes of :func:`~slime_trace_widget.schema.w3c_span_id`, without the hex."""
+    if span_id is None:
+        return b""
+    try:
+        text = span_id if type(span_id) is str else str(span_id)
+        return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    except Exception:
         return b""
 
 
@@ -237,21 +257,23 @@ class Encoder:
         get = record.get
         kind = get(RECORD_TYPE)
         own_span = get(RECORD_SPAN_ID)
-        time_ns = _nanoseconds(get(RECORD_TS), observed_ns)
+        ts = get(RECORD_TS)
+        time_ns = int(ts * 1e9) if type(ts) is float and 0 <= ts < 1.8e10 else _nanoseconds(
+            ts, observed_ns)
         attrs = wire.log_int_attribute(_SEQ_KEY, seq) + self._identity.encoded(
             kind if type(kind) is str else short_text(kind), get(RECORD_SAMPLE_ID),
             get(RECORD_GROUP_ID), get(RECORD_ATTEMPT), rollout_id)
         if dropped is not None:
             attrs += wire.log_int_attribute(_KEYS[ATTR_DROPPED], dropped)
-        log = wire.log_record(
-            time_ns, observed_ns, record_body(record).encode("ascii"), attrs,
-            self._trace_id(get(RECORD_TRACE_ID)),
-            _ids(own_span if own_span is not None else get(RECORD_PARENT_SPAN_ID), w3c_span_id))
+        span_bytes = _span_bytes(own_span if own_span is not None
+                                 else get(RECORD_PARENT_SPAN_ID))
+        log = wire.log_record(time_ns, observed_ns, record_body(record).encode("ascii"), attrs,
+                              self._trace_id(get(RECORD_TRACE_ID)), span_bytes)
         span = None
         if kind == SPAN_START and own_span is not None:
             self._remember(own_span, record, rollout_id)
         elif kind == SPAN_END and own_span is not None:
-            span = self._ended_span(own_span, record, time_ns)
+            span = self._ended_span(own_span, span_bytes, record, time_ns)
         return log, span
 
     def _trace_id(self, text: Any) -> bytes:
@@ -259,13 +281,13 @@ class Encoder:
         try:
             return self._trace_ids[text]
         except KeyError:
-            encoded = _ids(text, w3c_trace_id)
+            encoded = _trace_bytes(text)
             if len(self._trace_ids) >= _IdentityAttributes.LIMIT:
                 self._trace_ids.clear()
             self._trace_ids[text] = encoded
             return encoded
         except TypeError:
-            return _ids(text, w3c_trace_id)
+            return _trace_bytes(text)
 
     def _remember(self, span_id: Any, record: dict, rollout_id: int | None) -> None:
         try:
@@ -276,7 +298,8 @@ class Encoder:
             del self._open[next(iter(self._open))]
             self.forgotten_spans += 1
 
-    def _ended_span(self, span_id: Any, end: dict, end_ns: int) -> bytes | None:
+    def _ended_span(self, span_id: Any, span_bytes: bytes, end: dict, end_ns: int
+                    ) -> bytes | None:
         try:
             start, rollout_id = self._open.pop(span_id)
         except (KeyError, TypeError):
@@ -295,8 +318,8 @@ class Encoder:
         name = start_get(RECORD_NAME)
         start_ns = _nanoseconds(start_get(RECORD_TS), end_ns)
         return wire.span(
-            self._trace_id(start_get(RECORD_TRACE_ID)), _ids(span_id, w3c_span_id),
-            _ids(start_get(RECORD_PARENT_SPAN_ID), w3c_span_id),
+            self._trace_id(start_get(RECORD_TRACE_ID)), span_bytes,
+            _span_bytes(start_get(RECORD_PARENT_SPAN_ID)),
             name if type(name) is str else short_text(name, _MAX_TEXT),
             start_ns, max(end_ns, start_ns), encoded_attrs, message)
 

@@ -87,17 +87,21 @@ def any_value(value: Any) -> bytes:
 
 def key_value(key: bytes, value: Any) -> bytes:
     """A ``KeyValue``; ``key`` already UTF-8 (see :func:`text`)."""
-    return field(_KEY, key) + field(_VALUE, any_value(value))
+    content = any_value(value)
+    return (_SMALL[_KEY] + varint(len(key)) + key
+            + _SMALL[_VALUE] + varint(len(content)) + content)
 
 
 def log_attribute(key: bytes, value: Any) -> bytes:
     """One attribute field of a ``LogRecord`` (a :func:`key_value` in its field)."""
-    return field(_LOG_ATTRIBUTE, key_value(key, value))
+    pair = key_value(key, value)
+    return _SMALL[_LOG_ATTRIBUTE] + varint(len(pair)) + pair
 
 
 def span_attribute(key: bytes, value: Any) -> bytes:
     """One attribute field of a ``Span``."""
-    return field(_SPAN_ATTRIBUTE, key_value(key, value))
+    pair = key_value(key, value)
+    return _SMALL[_SPAN_ATTRIBUTE] + varint(len(pair)) + pair
 
 
 def log_int_attribute(key: bytes, value: int) -> bytes:
