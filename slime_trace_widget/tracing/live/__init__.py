@@ -132,8 +132,8 @@ def install(endpoint: str | None = None, *, interval: float = DEFAULT_INTERVAL,
     ``slime=False`` leaves slime's ``trace_utils`` alone.
     """
     global _stream
-    chosen = endpoint if endpoint is not None else os.environ.get(ENV_VAR, "")
-    if not chosen.strip():
+    chosen = (endpoint if endpoint is not None else os.environ.get(ENV_VAR, "")).strip()
+    if not chosen:
         return LiveStream(None, reason=f"no endpoint given and ${ENV_VAR} is not set")
     source = "endpoint" if endpoint is not None else f"${ENV_VAR}"
     try:
@@ -147,7 +147,7 @@ def install(endpoint: str | None = None, *, interval: float = DEFAULT_INTERVAL,
                 logger.warning("live stream: already sending to %s; %s ignored",
                                _stream.endpoint, chosen)
             return _stream
-        _stream = _start(chosen.strip(), interval, capacity, max_batch, timeout, slime)
+        _stream = _start(chosen, interval, capacity, max_batch, timeout, slime)
         _register_exit_hook()
         return _stream
 

@@ -25,6 +25,8 @@ logger = logging.getLogger(__name__)
 HEARTBEAT_SECONDS = 2.0
 FIRST_BACKOFF_SECONDS = 0.25
 MAX_BACKOFF_SECONDS = 8.0
+#: Shortest wait before sending again, whatever ``Retry-After`` says (even 0).
+MIN_PAUSE_SECONDS = 0.05
 #: Tries a batch of ended spans gets; spans are a courtesy to tracing backends, the
 #: logs are the stream, so spans never hold the stream up for long.
 SPAN_TRIES = 3
@@ -153,23 +155,21 @@ class SenderThread(threading.Thread):
                 return outcome
             if (tries is not None and attempt >= tries) or self._out_of_time():
                 return outcome
-            pause = outcome.after if outcome.after is not None else (
-                backoff * random.uniform(0.5, 1.0))
+            pause = max(outcome.after if outcome.after is not None
+                        else backoff * random.uniform(0.5, 1.0), MIN_PAUSE_SECONDS)
             backoff = min(backoff * 2, MAX_BACKOFF_SECONDS)
             if not self._pause(pause):
                 return outcome
             self.retries += 1
 
     def _pause(self, seconds: float) -> bool:
-        """Wait ``seconds`` (less when closing); False when the close deadline has passed."""
+        """Wait ``seconds``, at most until the close deadline; False once it has passed."""
+        end = time.monotonic() + seconds
         if self._deadline is None:
-            self._closing.wait(seconds)
-            if self._deadline is None:
-                return True
-        left = self._left()
-        if left <= 0:
-            return False
-        time.sleep(min(seconds, left))
+            self._closing.wait(seconds)  # a close cuts the wait short: its deadline rules
+        left = min(end - time.monotonic(), self._left())
+        if left > 0:
+            time.sleep(left)
         return not self._out_of_time()
 
     def _left(self) -> float:
