@@ -31,14 +31,14 @@ def ray_streaming(sink) -> Iterator:
                      "PYTHONPATH": os.pathsep.join(filter(None, [
                          str(ROOT), os.environ.get("PYTHONPATH", "")]))},
     }
-    for attempt in range(3):  # Ray gives its node 30 s to start: a busy machine may need more
+    for attempt in range(5):  # Ray gives its node 30 s to start: a busy machine may need more
         try:
             ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
                      _node_ip_address="127.0.0.1", runtime_env=runtime_env)
             break
         except Exception:
             ray.shutdown()
-            if attempt == 2:
+            if attempt == 4:
                 raise
     yield ray
     ray.shutdown()
