@@ -286,11 +286,11 @@ def test_no_endpoint_means_off(monkeypatch) -> None:
 
 
 def test_the_environment_variable_turns_it_on(sink, monkeypatch) -> None:
-    monkeypatch.setenv(live.ENV_VAR, sink.endpoint)
-    stream = live.install()
-    assert stream.enabled and stream.endpoint == sink.endpoint
-    trace_event({"index": 1}, "hello")
-    stream.close()
+    monkeypatch.setenv(live.ENV_VAR, f" {sink.endpoint} ")
+    with live.install() as stream:  # the handle closes (and flushes) as a context manager
+        assert stream.enabled and stream.endpoint == sink.endpoint
+        trace_event({"index": 1}, "hello")
+    assert not stream.enabled and stream.stats().sent == 1
     assert [body["name"] for _, body in sink.records()] == ["hello"]
 
 
