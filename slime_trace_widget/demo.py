@@ -126,6 +126,10 @@ class DemoConfig:
     #: its ``sglang_generate`` span open: exactly this many open spans, plus those of
     #: ``cancel_share``. A picked sample runs to its cut without failing or stopping early.
     open_spans: int = 0
+    #: Run on the real clock (``time.time``, an ordinary event loop) with every simulated
+    #: wait multiplied by this factor: 0.02 plays a 5-minute step in 6 s, records
+    #: stamped as they happen. None (the default): the simulated clock, reproducible.
+    real_time_scale: float | None = None
 
 
 class _Payload:
@@ -261,6 +265,14 @@ class _Rollout:
 
     # ------------------------------------------------------------------ running
 
+    def _scaled(self, seconds: float) -> float:
+        """A simulated duration as this run waits it (see ``real_time_scale``)."""
+        scale = self.config.real_time_scale
+        return seconds if scale is None else seconds * scale
+
+    async def _sleep(self, seconds: float) -> None:
+        await asyncio.sleep(self._scaled(seconds))
+
     async def run(self) -> None:
         groups = self.make_groups()
         gate = asyncio.Semaphore(self.config.max_concurrent_groups)
@@ -269,7 +281,7 @@ class _Rollout:
 
     async def _admit(self, gate: asyncio.Semaphore, kind: str, group: list[dict],
                      position: int) -> None:
-        await asyncio.sleep(position * self.rng.uniform(0.0, 0.05))
+        await self._sleep(position * self.rng.uniform(0.0, 0.05))
         async with gate:
             await self.generate_and_rm_group(kind, group)
 
@@ -282,7 +294,7 @@ class _Rollout:
             with trace_span(group, "group_reward_model",
                             self._start_attrs({"group_size": len(group)})) as span:
                 self._end_attrs(span)
-                await asyncio.sleep(self.rng.uniform(0.2, 1.5))
+                await self._sleep(self.rng.uniform(0.2, 1.5))
                 rewards = [s["reward"] for s in group if isinstance(s["reward"], float)]
                 span.set("mean_reward", sum(rewards) / len(rewards) if rewards else None)
 
@@ -293,7 +305,7 @@ class _Rollout:
             await work
             return
         try:
-            await asyncio.wait_for(work, timeout=self.rng.uniform(1.0, 20.0))
+            await asyncio.wait_for(work, timeout=self._scaled(self.rng.uniform(1.0, 20.0)))
         except asyncio.TimeoutError:
             sample["status"] = "aborted"
 
@@ -309,25 +321,24 @@ class _Rollout:
                     {"rm_type": "rule" if kind == "math" else "llm_judge"})) as span:
                 self._end_attrs(span)
                 if kind == "math":
-                    await asyncio.sleep(self.rng.uniform(0.05, 0.4))
+                    await self._sleep(self.rng.uniform(0.05, 0.4))
                 else:
                     await self._remote_judge(sample, self.rng.uniform(0.3, 2.0))
                 sample["reward"] = self._reward(sample)
                 span.set("reward", sample["reward"])
 
-    @staticmethod
-    async def _remote_judge(sample: dict, seconds: float) -> None:
+    async def _remote_judge(self, sample: dict, seconds: float) -> None:
         """The LLM judge as a remote service: the trace travels with the request
         (``export_trace``), the service records into its own carrier (``import_trace``)
         and its records come back with the answer (``merge_trace``)."""
         request = export_trace(sample)
-        await asyncio.sleep(seconds * 0.1)  # the request on the wire
+        await self._sleep(seconds * 0.1)  # the request on the wire
         remote = import_trace(request)
         with trace_span(remote, "judge_queue"):
-            await asyncio.sleep(seconds * 0.3)
+            await self._sleep(seconds * 0.3)
         with trace_span(remote, "judge_forward"):
-            await asyncio.sleep(seconds * 0.5)
-        await asyncio.sleep(seconds * 0.1)  # the answer on the wire
+            await self._sleep(seconds * 0.5)
+        await self._sleep(seconds * 0.1)  # the answer on the wire
         merge_trace(sample, remote)
 
     async def _single_turn(self, sample: dict) -> None:
@@ -366,10 +377,10 @@ class _Rollout:
             with trace_span(sample, "sglang_generate",
                             self._start_attrs({"max_new_tokens": 2048})) as span:
                 self._end_attrs(span)
-                await asyncio.sleep(self.rng.uniform(0.5, 5.0))
+                await self._sleep(self.rng.uniform(0.5, 5.0))
                 raise ConnectionError("sglang worker restarted; request dropped")
         except ConnectionError:
-            await asyncio.sleep(self.rng.uniform(0.5, 2.0))
+            await self._sleep(self.rng.uniform(0.5, 2.0))
             trace_next_attempt(sample, {"reason": "ConnectionError"})
 
     async def _generate(self, sample: dict, turn: int, max_new_tokens: int, cut: bool = False,
@@ -397,7 +408,7 @@ class _Rollout:
             return "abort"
         with trace_span(sample, "sglang_generate", attrs) as span:
             self._end_attrs(span)
-            await asyncio.sleep(duration)
+            await self._sleep(duration)
             meta = {
                 "id": f"{rng.getrandbits(64):016x}", "prompt_tokens": prompt_tokens,
                 "completion_tokens": completion,
@@ -408,6 +419,8 @@ class _Rollout:
             }
             if rng.random() < self.config.pd_share:
                 meta.update(self._pd_meta(duration))
+                for key in (*PREFILL_KEYS, *DECODE_KEYS):  # child spans within the real span
+                    meta[key] = self._scaled(meta[key])
             span.update(build_sglang_meta_trace_attrs(meta))
         if self.config.token_lists:
             self._add_tokens(sample, completion, mask=1)
@@ -428,7 +441,7 @@ class _Rollout:
                 await asyncio.Event().wait()
 
         with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(hang(), timeout=duration)
+            await asyncio.wait_for(hang(), timeout=self._scaled(duration))
 
     def _add_tokens(self, sample: dict, n: int, mask: int) -> None:
         """Append ``n`` response tokens (generated: mask 1, tool observation: mask 0).
@@ -477,12 +490,12 @@ class _Rollout:
         with trace_span(sample, "tool_call",
                         self._start_attrs({"turn": turn, "tool": tool})) as call:
             self._end_attrs(call)
-            await asyncio.sleep(rng.uniform(0.002, 0.02))
+            await self._sleep(rng.uniform(0.002, 0.02))
             try:
                 with trace_span(sample, "tool_execution", self._start_attrs(
                         {"tool": tool, "query": self._text(rng.randint(3, 14))})) as run:
                     self._end_attrs(run)
-                    await asyncio.sleep(min(5.0, max(0.05, rng.lognormvariate(-0.7, 0.9))))
+                    await self._sleep(min(5.0, max(0.05, rng.lognormvariate(-0.7, 0.9))))
                     if rng.random() < 0.05:
                         raise TimeoutError(f"{tool} did not answer within the tool budget")
                     chars = rng.randint(200, 8000)
@@ -521,6 +534,13 @@ def make_demo_samples(n_samples: int = 64, seed: int = 0, **options: Any) -> lis
 
 
 def _simulate(rollout: _Rollout) -> None:
+    if rollout.config.real_time_scale is not None:
+        loop = asyncio.new_event_loop()
+        try:
+            loop.run_until_complete(rollout.run())
+        finally:
+            loop.close()
+        return
     loop = SimulatedClockLoop()
     start = EPOCH + 3600.0 * rollout.config.rollout_id
     try:

@@ -11,6 +11,7 @@ written into a carrier here too (``_write``), through the handle that points at 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
@@ -45,6 +46,16 @@ _MAX_SCOPE_CHAIN = 16
 _ACTIVE: ContextVar[_Scope | None] = ContextVar("slime_trace_widget_active", default=None)
 # Serialises creating/repairing carriers: two threads binding one fresh sample must share a carrier.
 _CARRIER_LOCK = threading.RLock()
+# Called with every record ``_write`` appends (the live stream's hook); None costs one check.
+_record_listener: Callable[[dict[str, Any]], None] | None = None
+
+
+def set_record_listener(listener: Callable[[dict[str, Any]], None] | None) -> None:
+    """Have ``listener`` called with each record written from now on, after it is in its
+    carrier (None: no one). The listener must never raise and must return at once; the
+    live stream (:mod:`.live`) is the one user."""
+    global _record_listener
+    _record_listener = listener
 
 
 # --------------------------------------------------------------------------- scopes
@@ -377,7 +388,7 @@ def _write(
     callers pass each group member its own copy. Building happens inside the
     guard too, because it reads the carrier (its attempt): a member whose carrier
     or handle was damaged loses its record (None is returned), and the loop over
-    the other members of a group goes on.
+    the other members of a group goes on. The record listener, when set, sees it.
     """
     try:
         carrier = handle.carrier
@@ -400,4 +411,6 @@ def _write(
     except Exception:
         _log_failure("appending %s %r", kind, name)
         return None
+    if _record_listener is not None:
+        _record_listener(record)
     return record

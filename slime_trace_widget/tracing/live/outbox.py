@@ -1,0 +1,84 @@
+"""The bounded queue between recording threads and the thread that sends.
+
+The recording side (:meth:`Outbox.offer`) stamps a sequence number and appends
+to a bounded deque under a lock: no I/O, no encoding, no waiting on the sender.
+A full queue drops the new record and counts it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+#: One record as the recording thread queued it: (seq, observed ns, rollout id, record).
+#: A tuple, because building it is on the recording thread's clock.
+Queued = tuple[int, int, "int | None", Any]
+
+
+@dataclass(frozen=True)
+class LiveStats:
+    """Counts of one stream. ``seq`` is the last sequence number given out; every record
+    numbered so far is sent, dropped or queued, so ``seq == sent + dropped + queued``
+    whenever no record is being taken or posted at that very moment."""
+
+    sent: int = 0
+    dropped: int = 0
+    queued: int = 0
+    retries: int = 0
+    batches: int = 0
+    seq: int = 0
+    spans_sent: int = 0
+    spans_dropped: int = 0
+
+
+class Outbox:
+    """Records waiting to be sent: at most ``capacity``; sequence numbers and drop counts."""
+
+    __slots__ = ("_capacity", "_lock", "_queue", "dropped", "last_seq")
+
+    def __init__(self, capacity: int) -> None:
+        self._queue: deque[Queued] = deque()
+        self._capacity = capacity
+        self._lock = threading.Lock()
+        self.last_seq = 0
+        self.dropped = 0
+
+    def offer(self, record: Any, rollout_id: int | None) -> None:
+        """Number ``record`` and queue it, or count it dropped when the queue is full."""
+        observed = time.time_ns()
+        with self._lock:
+            seq = self.last_seq = self.last_seq + 1
+            if len(self._queue) < self._capacity:
+                self._queue.append((seq, observed, rollout_id, record))
+            else:
+                self.dropped += 1
+
+    def take(self, limit: int) -> list[Queued]:
+        """Up to ``limit`` records, oldest first."""
+        taken: list[Queued] = []
+        queue = self._queue
+        with self._lock:
+            while queue and len(taken) < limit:
+                taken.append(queue.popleft())
+        return taken
+
+    def drop(self, count: int) -> None:
+        """Count ``count`` records taken from here as dropped (refused, or out of time)."""
+        with self._lock:
+            self.dropped += count
+
+    def discard(self) -> None:
+        """Count every record still queued as dropped (the stream is closing, out of time)."""
+        with self._lock:
+            self.dropped += len(self._queue)
+            self._queue.clear()
+
+    def counts(self) -> tuple[int, int, int]:
+        """(last seq, dropped, queued), read together."""
+        with self._lock:
+            return self.last_seq, self.dropped, len(self._queue)
+
+

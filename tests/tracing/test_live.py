@@ -1,0 +1,360 @@
+"""The live stream (slime_trace_widget.tracing.live) against an OTLP sink in the test
+process: records arrive exactly, in order, numbered; a receiver that is down, hung or
+refusing never blocks or breaks recording, and what is lost is counted."""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+from slime_trace_widget.demo import make_demo_samples
+from slime_trace_widget.schema import w3c_span_id, w3c_trace_id
+from slime_trace_widget.tracing import (
+    bind_trace,
+    live,
+    trace_event,
+    trace_next_attempt,
+    trace_span,
+)
+from slime_trace_widget.tracing.live.otlp import SCOPE_NAME
+from tests.support.live_sink import SinkServer, attributes
+
+
+@pytest.fixture
+def sink() -> Iterator:
+    server = SinkServer()
+    yield server.sink
+    server.stop()
+
+
+@pytest.fixture(autouse=True)
+def no_stream_left(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Each test starts without a stream and leaves none running."""
+    monkeypatch.delenv(live.ENV_VAR, raising=False)
+    assert live.current_stream() is None
+    yield
+    stream = live.current_stream()
+    if stream is not None:
+        stream.close(timeout=1.0)
+    live.set_rollout(None)
+
+
+def carrier_records(samples: list) -> list[dict]:
+    return [record for sample in samples for record in sample["trace"]["events"]]
+
+
+def record_a_little(samples: list[dict]) -> None:
+    """Spans, events, a group span and a retry, through the recording API."""
+    with trace_span(samples, "generate_and_rm_group", {"group_size": len(samples)}):
+        for sample in samples:
+            with trace_span(sample, "sglang_generate", {"turn": 0}) as span:
+                trace_event(sample, "tool_result", {"chars": 12, "ok": True})
+                span.set("completion_tokens", 7)
+        trace_next_attempt(samples[0], {"reason": "retry"})
+        with trace_span(samples[0], "reward_model") as span:
+            span.set("reward", float("nan"))
+
+
+def test_records_arrive_exactly_and_in_order(sink) -> None:
+    stream = live.install(sink.endpoint)
+    assert stream.enabled and live.install(sink.endpoint) is stream  # idempotent
+    assert stream.slime_modules == ()  # slime is not installed here
+    live.set_rollout(12)
+    samples = [{"index": i, "group_index": 3} for i in range(4)]
+    record_a_little(samples)
+    stats = stream.close()
+    records = carrier_records(samples)
+    assert stats.sent == stats.seq == len(records) and stats.dropped == stats.queued == 0
+    arrived = sink.records()
+    assert [attrs["slime.seq"] for attrs, _ in arrived] == list(range(1, len(records) + 1))
+    # The carriers' records interleave by time; per carrier, the stream keeps their order.
+    for sample in samples:
+        ours = [body for _, body in arrived if body["trace_id"] == sample["trace"]["trace_id"]]
+        assert _same(ours, sample["trace"]["events"])
+    for attrs, body in arrived:
+        assert attrs["slime.record"] == body["type"]
+        assert attrs["slime.sample_id"] == body["sample_id"]
+        assert attrs["slime.group_id"] == 3 and attrs["slime.attempt"] == body["attempt"]
+        assert attrs["slime.rollout_id"] == 12
+    logs = sink.log_records()
+    assert attributes(logs[-1])["slime.record"] == "close"
+    assert attributes(logs[-1])["slime.seq"] == len(records)
+    first = logs[0]
+    body = arrived[0][1]
+    assert first.trace_id.hex() == w3c_trace_id(body["trace_id"])
+    assert first.span_id.hex() == w3c_span_id(body["span_id"])
+    assert first.time_unix_nano == int(body["ts"] * 1e9)
+    request = sink.taken()[0].resource_logs[0]
+    resource = attributes(request.resource)
+    assert resource["service.name"] == "slime-rollout"
+    assert resource["process.pid"] == os.getpid()
+    assert resource["slime.live.sender"] == stream.sender
+    assert stream.sender.startswith(f"{socket.gethostname()}:{os.getpid()}:")
+    assert request.scope_logs[0].scope.name == SCOPE_NAME
+    # The last record of each batch says how many were dropped so far.
+    for taken in sink.taken():
+        batch = taken.resource_logs[0].scope_logs[0].log_records
+        assert [("slime.dropped" in attributes(r)) for r in batch][-1]
+
+
+def test_ended_spans_are_also_sent_as_spans(sink) -> None:
+    stream = live.install(sink.endpoint)
+    samples = [{"index": i, "group_index": 0} for i in range(2)]
+    record_a_little(samples)
+    stream.close()
+    starts = {r["span_id"]: r for r in carrier_records(samples) if r["type"] == "span_start"}
+    ends = {r["span_id"]: r for r in carrier_records(samples) if r["type"] == "span_end"}
+    spans = {span.span_id.hex(): span for span in sink.spans()}
+    assert len(spans) == len(ends) == stream.stats().spans_sent
+    for span_id, end in ends.items():
+        start = starts[span_id]
+        span = spans[w3c_span_id(span_id)]
+        assert span.name == start["name"]
+        assert span.trace_id.hex() == w3c_trace_id(start["trace_id"])
+        assert span.parent_span_id.hex() == (w3c_span_id(start["parent_span_id"])
+                                             if "parent_span_id" in start else "")
+        assert span.start_time_unix_nano == int(start["ts"] * 1e9)
+        assert span.end_time_unix_nano == int(end["ts"] * 1e9)
+        attrs = attributes(span)
+        assert attrs["slime.sample_id"] == start["sample_id"]
+        for key, value in {**start.get("attrs", {}), **end.get("attrs", {})}.items():
+            assert attrs[key] == value or value != value  # NaN
+    request = sink.taken("/v1/traces")[0]
+    assert request.resource_spans[0].scope_spans[0].scope.name == SCOPE_NAME
+
+
+def test_an_error_span_has_an_error_status(sink) -> None:
+    stream = live.install(sink.endpoint)
+    sample = {"index": 0, "group_index": 0}
+    with pytest.raises(KeyError), trace_span(sample, "tool_call"):
+        raise KeyError("no such tool")
+    stream.close()
+    (span,) = sink.spans()
+    assert span.status.code == span.status.STATUS_CODE_ERROR
+    assert "no such tool" in span.status.message
+
+
+def test_records_go_while_the_stream_runs(sink) -> None:
+    """Batches go out on their own (every ``interval``), not only at close."""
+    stream = live.install(sink.endpoint, interval=0.1)
+    sample = {"index": 0, "group_index": 0}
+    for round_ in range(3):
+        trace_event(sample, "tick", {"round": round_})
+        sink.wait_for(lambda s, n=round_ + 1: len(s.records()) == stream.stats().sent == n)
+    assert stream.stats().batches == 3 and stream.enabled
+
+
+def test_an_idle_stream_sends_heartbeats(sink) -> None:
+    stream = live.install(sink.endpoint, interval=0.05)
+    trace_event({"index": 0}, "one")
+    sink.wait_for(lambda s: any(attributes(r)["slime.record"] == "heartbeat"
+                                for r in s.log_records()))
+    beat = next(attributes(r) for r in sink.log_records()
+                if attributes(r)["slime.record"] == "heartbeat")
+    assert beat["slime.seq"] == 1 and beat["slime.dropped"] == 0 and beat["slime.queued"] == 0
+    assert stream.enabled
+
+
+def test_close_flushes_what_is_queued(sink) -> None:
+    stream = live.install(sink.endpoint, interval=0.5)
+    sample = {"index": 0, "group_index": 0}
+    for k in range(500):
+        trace_event(sample, "tick", {"k": k})
+    stats = stream.close(timeout=60)
+    assert stats.sent == 500 and stats.queued == 0 and not stream.enabled
+    assert [body["attrs"]["k"] for _, body in sink.records()] == list(range(500))
+    assert live.current_stream() is None
+    trace_event(sample, "after close")  # recorded, not streamed
+    assert stream.stats().seq == 500
+
+
+def test_a_hung_receiver_never_blocks_recording(monkeypatch) -> None:
+    """A receiver that takes the connection and never answers: the sender waits on it,
+    the recording thread does not; the queue keeps its bound and counts the drops."""
+    listener = socket.create_server(("127.0.0.1", 0), backlog=8)
+    port = listener.getsockname()[1]
+    try:
+        stream = live.install(f"http://127.0.0.1:{port}", capacity=100, max_batch=10,
+                              interval=0.05, timeout=600)
+        sample = bind_trace({"index": 0, "group_index": 0})
+        for k in range(5_000):
+            trace_event(sample, "tick", {"k": k})
+        stats = stream.stats()
+        assert stats.sent == 0 and stats.seq == 5_000
+        assert stats.queued <= 100 + 10
+        assert stats.dropped + stats.queued == 5_000
+    finally:
+        listener.close()  # the hung request fails: the sender goes on
+    stats = stream.close(timeout=1.0)
+    assert stats.sent == 0 and stats.dropped == 5_000 and stats.queued == 0
+
+
+def test_a_receiver_that_is_down_costs_nothing_but_the_records(sink) -> None:
+    with socket.socket() as probe:  # a loopback port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    stream = live.install(f"http://127.0.0.1:{port}", capacity=1_000, interval=0.05)
+    sample = {"index": 0, "group_index": 0}
+    for k in range(3_000):
+        trace_event(sample, "tick", {"k": k})
+    assert len(sample["trace"]["events"]) == 3_000
+    stats = stream.close(timeout=0.5)
+    assert stats.sent == 0 and stats.dropped == 3_000 and stats.seq == 3_000
+
+
+def test_503_with_retry_after_is_retried_then_delivered(sink) -> None:
+    sink.answers.extend([(503, {"Retry-After": "1"}), (503, {"Retry-After": "1"})])
+    stream = live.install(sink.endpoint)
+    sample = {"index": 0, "group_index": 0}
+    for k in range(20):
+        trace_event(sample, "tick", {"k": k})
+    sink.wait_for(lambda s: stream.stats().sent == 20)
+    stats = stream.stats()
+    assert stats.retries >= 2 and stats.sent == 20 and stats.dropped == 0
+    posts = [post for post in sink.posts if post.path == "/v1/logs"]
+    assert [post.status for post in posts[:3]] == [503, 503, 200]
+    # Retry-After honoured: each retry came at least a second after the refusal.
+    assert posts[1].arrived - posts[0].arrived >= 0.9
+    assert posts[2].arrived - posts[1].arrived >= 0.9
+    assert [attrs["slime.seq"] for attrs, _ in sink.records()] == list(range(1, 21))
+
+
+def test_a_429_storm_holds_a_bounded_number_of_records(sink) -> None:
+    sink.default = (429, {"Retry-After": "0"})
+    stream = live.install(sink.endpoint, capacity=300, max_batch=50, interval=0.05)
+    sample = {"index": 0, "group_index": 0}
+    most_held = 0
+    for k in range(20_000):
+        trace_event(sample, "tick", {"k": k})
+        if k % 500 == 0:
+            most_held = max(most_held, stream.stats().queued)
+    sink.wait_for(lambda s: len(s.posts) >= 5)
+    stats = stream.stats()
+    assert most_held <= 300 + 50 and stats.queued <= 300 + 50
+    assert stats.dropped >= 20_000 - 350 and stats.retries >= 4
+    sink.default = (200, {})  # the storm ends: what was held arrives, the loss is counted
+    final = stream.close(timeout=60)
+    arrived = [attrs["slime.seq"] for attrs, _ in sink.records()]
+    assert final.sent == len(arrived) and final.sent + final.dropped == 20_000
+    assert len(set(arrived)) == len(arrived) and arrived == sorted(arrived)
+    close = next(attributes(r) for r in sink.log_records()
+                 if attributes(r)["slime.record"] == "close")
+    assert close["slime.dropped"] == final.dropped and close["slime.seq"] == 20_000
+
+
+def test_a_refused_batch_is_counted_and_the_stream_goes_on(sink) -> None:
+    sink.answers.append((400, {}))
+    stream = live.install(sink.endpoint, interval=0.05)
+    sample = {"index": 0, "group_index": 0}
+    trace_event(sample, "refused")
+    sink.wait_for(lambda s: len(s.posts) >= 1)
+    trace_event(sample, "taken")
+    stats = stream.close()
+    assert stats.dropped == 1 and stats.sent == 1
+    ((attrs, body),) = sink.records()
+    assert body["name"] == "taken" and attrs["slime.seq"] == 2
+
+
+def test_a_real_rollout_on_a_real_clock_arrives_whole(sink) -> None:
+    stream = live.install(sink.endpoint)
+    live.set_rollout(5)
+    samples = make_demo_samples(24, seed=3, rollout_id=5, real_time_scale=0.005)
+    stats = stream.close(timeout=60)
+    records = carrier_records(samples)
+    assert stats.seq == stats.sent == len(records) and stats.dropped == 0
+    arrived = sink.records()
+    assert [attrs["slime.seq"] for attrs, _ in arrived] == list(range(1, len(records) + 1))
+    for sample in samples:
+        trace_id = sample["trace"]["trace_id"]
+        ours = [body for _, body in arrived if body["trace_id"] == trace_id]
+        assert _same(ours, sample["trace"]["events"])
+    assert {attrs["slime.rollout_id"] for attrs, _ in arrived} == {5}
+    assert stream.stats().batches >= 2  # it streamed while the rollout ran
+
+
+def test_no_endpoint_means_off(monkeypatch) -> None:
+    stream = live.install()
+    assert not stream.enabled and live.ENV_VAR in stream.reason
+    assert stream.stats() == live.LiveStats() and live.current_stream() is None
+    stream.close()
+    monkeypatch.setenv(live.ENV_VAR, "   ")
+    assert not live.install().enabled
+
+
+def test_the_environment_variable_turns_it_on(sink, monkeypatch) -> None:
+    monkeypatch.setenv(live.ENV_VAR, f" {sink.endpoint} ")
+    with live.install() as stream:  # the handle closes (and flushes) as a context manager
+        assert stream.enabled and stream.endpoint == sink.endpoint
+        trace_event({"index": 1}, "hello")
+    assert not stream.enabled and stream.stats().sent == 1
+    assert [body["name"] for _, body in sink.records()] == ["hello"]
+
+
+def test_a_bad_endpoint_is_refused_at_install(monkeypatch) -> None:
+    with pytest.raises(live.EndpointError, match="endpoint"):
+        live.install("127.0.0.1:4318")
+    monkeypatch.setenv(live.ENV_VAR, "ftp://collector")
+    with pytest.raises(live.EndpointError, match=r"\$SLIME_TRACE_LIVE"):
+        live.install()
+    with pytest.raises(ValueError, match="interval"):
+        live.install("http://127.0.0.1:1", interval=2.0)
+    assert live.current_stream() is None
+
+
+def test_set_rollout_takes_integers_only() -> None:
+    with pytest.raises(TypeError):
+        live.set_rollout("3")  # type: ignore[arg-type]
+    live.set_rollout(4)
+    assert live.current_rollout() == 4
+    live.set_rollout(None)
+    assert live.current_rollout() is None
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork")
+def test_a_forked_child_does_not_stream_its_parents_stream(sink) -> None:
+    stream = live.install(sink.endpoint)
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: no stream, recording still works
+        try:
+            trace_event({"index": 9}, "in the child")
+            ok = live.current_stream() is None
+            os.write(write, b"1" if ok else b"0")
+        finally:
+            os._exit(0)
+    os.close(write)
+    assert os.read(read, 1) == b"1"
+    os.waitpid(pid, 0)
+    os.close(read)
+    trace_event({"index": 1}, "in the parent")
+    stream.close()
+    assert [body["name"] for _, body in sink.records()] == ["in the parent"]
+
+
+def test_many_threads_record_at_once(sink) -> None:
+    stream = live.install(sink.endpoint)
+    samples = [{"index": i, "group_index": 0} for i in range(8)]
+
+    def work(sample: dict) -> None:
+        for k in range(300):
+            trace_event(sample, "tick", {"k": k})
+
+    threads = [threading.Thread(target=work, args=(s,)) for s in samples]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    stats = stream.close(timeout=60)
+    assert stats.sent == stats.seq == 2_400
+    assert sorted(a["slime.seq"] for a, _ in sink.records()) == list(range(1, 2_401))
+
+
+def _same(bodies: list[dict], records: list[dict]) -> bool:
+    """Bodies equal the records (NaN equal to NaN, as the carrier holds it)."""
+    import json
+
+    return json.dumps(bodies) == json.dumps(records)
