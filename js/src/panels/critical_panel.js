@@ -16,7 +16,7 @@ export class CriticalView {
   /** @param {App} app */
   constructor(app) {
     this.app = app;
-    this.panel = app.criticalEl;
+    this.panel = app.ui.criticalEl;
     /** @type {Uint8Array|null} the focus mask this view set (null: none) */
     this.focus = null;
     /** @type {CriticalStep[]} */
@@ -27,17 +27,17 @@ export class CriticalView {
   /** Recompute for the current selection and toggle (on every change of either, and of the payload). */
   update() {
     const app = this.app;
-    const hit = app.selection;
-    const sample = app.settings.critical && hit && "sample" in hit ? hit.sample : -1;
+    const hit = app.pointer.selection;
+    const sample = app.viewState.settings.critical && hit && "sample" in hit ? hit.sample : -1;
     if (sample < 0) {
       this.sample = -1;
       this.path = [];
-      if (this.focus && app.masks.focus === this.focus) app.setMasks({ focus: null, evFocus: null });
+      if (this.focus && app.shown.masks.focus === this.focus) app.setMasks({ focus: null, evFocus: null });
       this.focus = null;
       this.render();
       return;
     }
-    const data = app.data;
+    const data = app.shown.data;
     this.sample = sample;
     this.path = criticalPath(data, sample);
     const focus = new Uint8Array(data.nSpans);
@@ -49,7 +49,7 @@ export class CriticalView {
 
   render() {
     const app = this.app;
-    const data = app.data;
+    const data = app.shown.data;
     this.panel.replaceChildren();
     if (this.sample >= 0) {
       const total = sampleLatency(data, this.sample);
@@ -68,7 +68,7 @@ export class CriticalView {
         row.dataset.span = String(step.span);
         if (step.seg >= 0) row.dataset.seg = String(step.seg);
         row.addEventListener("click", () => {
-          const rowIndex = app.layout.rowOfSample[this.sample] ?? -1;
+          const rowIndex = app.shown.layout.rowOfSample[this.sample] ?? -1;
           const sample = this.sample;
           app.select(step.seg >= 0 ? { type: "segment", row: rowIndex, sample, span: step.span, seg: step.seg, t: start } : { type: "span", row: rowIndex, sample, span: step.span, t: start });
         });

@@ -226,11 +226,11 @@ export class DiffView {
 
   /** Offered only with two rollouts or more. */
   available() {
-    return this.app.data.meta.rollouts.length >= 2;
+    return this.app.shown.data.meta.rollouts.length >= 2;
   }
 
   isOpen() {
-    return this.app.settings.diff && this.available();
+    return this.app.viewState.settings.diff && this.available();
   }
 
   /**
@@ -239,35 +239,35 @@ export class DiffView {
    * @returns {import("../data/diff.js").DiffScope}
    */
   scopeNow() {
-    const masks = this.app.masks;
-    return { rows: masks.rowKeep ? this.app.rows : null, keep: masks.keep };
+    const masks = this.app.shown.masks;
+    return { rows: masks.rowKeep ? this.app.shown.rows : null, keep: masks.keep };
   }
 
   /** Recompute when needed and fill (or clear) the panel. */
   render() {
     const app = this.app;
     if (!this.isOpen()) {
-      app.diffEl.replaceChildren();
+      app.ui.diffEl.replaceChildren();
       this.focus = null;
-      app.root.classList.remove("stw-diff-open");
+      app.ui.root.classList.remove("stw-diff-open");
       app.updateSide();
       return;
     }
-    const pair = diffPair(app.data, app.settings.diffPair);
+    const pair = diffPair(app.shown.data, app.viewState.settings.diffPair);
     const scope = this.scopeNow();
-    const moved = this.data !== app.data || pair[0] !== this.pair[0] || pair[1] !== this.pair[1];
+    const moved = this.data !== app.shown.data || pair[0] !== this.pair[0] || pair[1] !== this.pair[1];
     if (moved || scope.rows !== this.scope.rows || scope.keep !== this.scope.keep) {
-      this.data = app.data;
+      this.data = app.shown.data;
       this.pair = pair;
       this.scope = scope;
-      this.rows = rolloutDiff(app.data, pair[0], pair[1], scope);
+      this.rows = rolloutDiff(app.shown.data, pair[0], pair[1], scope);
       const focus = this.focus;
       const row = focus && this.rows.find((candidate) => candidate.name === focus.name);
       if (moved || !row || row[focus.side]?.slowest !== focus.span) this.focus = null; // its span is no longer the one shown
     }
     renderDiffPanel(
-      app.diffEl,
-      app.data,
+      app.ui.diffEl,
+      app.shown.data,
       this.pair,
       this.rows,
       this.focus,
@@ -276,9 +276,9 @@ export class DiffView {
         setPair: (newPair) => app.changeSettings({ diffPair: newPair }),
         pick: (name) => this.pick(name),
       },
-      diffScopeText(app.data, this.scope),
+      diffScopeText(app.shown.data, this.scope),
     );
-    app.root.classList.add("stw-diff-open");
+    app.ui.root.classList.add("stw-diff-open");
     app.updateSide();
   }
 
@@ -302,8 +302,8 @@ export class DiffView {
     if (!row[side]) side = side === "a" ? "b" : "a";
     const span = /** @type {DiffSide} */ (row[side]).slowest;
     const app = this.app;
-    const data = app.data;
-    if (app.highlight !== name) app.toggleHighlight(name);
+    const data = app.shown.data;
+    if (app.viewState.highlight !== name) app.toggleHighlight(name);
     let lo = Infinity;
     let hi = -Infinity;
     for (const stats of [row.a, row.b]) {
@@ -315,7 +315,7 @@ export class DiffView {
     app.setView(lo - pad, hi + pad);
     app.userView();
     const sample = data.spanSample[span];
-    const rowIndex = app.layout.rowOfSample[sample] ?? -1;
+    const rowIndex = app.shown.layout.rowOfSample[sample] ?? -1;
     if (rowIndex >= 0 && !filteredOut(data, { kind: "span", index: span })) {
       app.select({ type: "span", row: rowIndex, sample, span, t: data.spanStart[span] });
       app.scrollRowIntoView(rowIndex);
@@ -331,7 +331,7 @@ export class DiffView {
       available: this.available(),
       open: this.isOpen(),
       pair: this.isOpen() ? [...this.pair] : null,
-      scope: this.isOpen() ? diffScopeText(this.app.data, this.scope) : null,
+      scope: this.isOpen() ? diffScopeText(this.app.shown.data, this.scope) : null,
       rows: this.isOpen() ? this.rows.map((row) => ({ name: row.label, a: side(row.a), b: side(row.b), totalDiff: row.totalDiff, p50Ratio: row.p50Ratio })) : [],
       focus: this.focus ? { name: this.rows.find((row) => row.name === this.focus?.name)?.label ?? null, side: this.focus.side, span: this.focus.span } : null,
     };

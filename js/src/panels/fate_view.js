@@ -32,32 +32,32 @@ export class FateView {
       const target = event.target instanceof Element ? event.target.closest(".stw-ledger-seg") : null;
       const entry = target instanceof HTMLElement ? this.entryOf(target) : null;
       if (!entry || !(target instanceof HTMLElement)) {
-        app.tooltip.hidden = true;
+        app.ui.tooltip.hidden = true;
         return;
       }
-      fillLedgerTooltip(app.tooltip, app.data, entry, FATES.indexOf(target.dataset.fate ?? ""));
-      placeTooltip(app.tooltip, app.mainEl, event.clientX, event.clientY);
+      fillLedgerTooltip(app.ui.tooltip, app.shown.data, entry, FATES.indexOf(target.dataset.fate ?? ""));
+      placeTooltip(app.ui.tooltip, app.ui.mainEl, event.clientX, event.clientY);
     };
     this.onBarLeave = () => {
-      app.tooltip.hidden = true;
+      app.ui.tooltip.hidden = true;
     };
     /** @param {MouseEvent} event */
     this.onCanvasMove = (event) => {
-      const rect = app.canvas.getBoundingClientRect();
+      const rect = app.ui.canvas.getBoundingClientRect();
       const geometry = app.geometry();
-      const item = markerAt(app.painter.finishPlaced, event.clientX - rect.left, event.clientY - rect.top, geometry.axisH - geometry.tracksH);
+      const item = markerAt(app.drawing.painter.finishPlaced, event.clientX - rect.left, event.clientY - rect.top, geometry.axisH - geometry.tracksH);
       const title = item ? item.text : "";
-      if (app.canvas.title !== title) app.canvas.title = title;
+      if (app.ui.canvas.title !== title) app.ui.canvas.title = title;
     };
     host.addEventListener("mousemove", this.onBarMove);
     host.addEventListener("mouseleave", this.onBarLeave);
-    app.canvas.addEventListener("mousemove", this.onCanvasMove);
+    app.ui.canvas.addEventListener("mousemove", this.onCanvasMove);
     this.changed();
   }
 
   /** Whether rows are coloured by fate now (the setting, and fates in the payload). */
   get on() {
-    return this.app.settings.colorBy === "fate" && this.app.data.hasFates;
+    return this.app.viewState.settings.colorBy === "fate" && this.app.shown.data.hasFates;
   }
 
   /**
@@ -66,18 +66,18 @@ export class FateView {
    */
   entryOf(segment) {
     const rollout = Number(segment.dataset.rollout);
-    return this.app.data.meta.ledger.entries.find((entry) => entry.rollout === rollout) ?? null;
+    return this.app.shown.data.meta.ledger.entries.find((entry) => entry.rollout === rollout) ?? null;
   }
 
   /** The payload or the rows changed: rebuild the bars for a new payload, recount the fates. */
   changed() {
     const app = this.app;
-    if (this.data !== app.data) {
-      this.data = app.data;
-      renderLedgerBars(this.host, app.data);
+    if (this.data !== app.shown.data) {
+      this.data = app.shown.data;
+      renderLedgerBars(this.host, app.shown.data);
       this.plotX = -1;
     }
-    const counts = fateCounts(app.data.smpFate, app.rows);
+    const counts = fateCounts(app.shown.data.smpFate, app.shown.rows);
     const same = counts.length === this.counts.length && counts.every((count, k) => count === this.counts[k]);
     this.counts = counts;
     if (!same && this.on) app.renderLegend();
@@ -103,7 +103,7 @@ export class FateView {
    */
   frame(geometry) {
     // The bars span the main area; the canvas leaves out the rows' scrollbar.
-    const right = (this.host.hidden ? geometry.width : this.app.mainEl.clientWidth || geometry.width) - geometry.plotX - geometry.plotW;
+    const right = (this.host.hidden ? geometry.width : this.app.ui.mainEl.clientWidth || geometry.width) - geometry.plotX - geometry.plotW;
     if (geometry.plotX !== this.plotX || geometry.plotW !== this.plotW || right !== this.plotRight) {
       this.plotX = geometry.plotX;
       this.plotW = geometry.plotW;
@@ -112,20 +112,20 @@ export class FateView {
       this.host.style.setProperty("--stw-ledger-right", `${Math.max(0, right)}px`);
       if (!this.host.hidden) fitLedgerLabels(this.host);
     }
-    return this.on ? fateFills(this.app.theme) : null;
+    return this.on ? fateFills(this.app.drawing.theme) : null;
   }
 
   /** Test hook (`stwDebug.fates()`): the colouring, counts, bars and markers as shown, in client px. */
   debug() {
     const app = this.app;
-    const data = app.data;
-    const canvas = app.canvas.getBoundingClientRect();
+    const data = app.shown.data;
+    const canvas = app.ui.canvas.getBoundingClientRect();
     const rectOf = (/** @type {Element} */ element) => {
       const rect = element.getBoundingClientRect();
       return { x: rect.left, y: rect.top, w: rect.width, h: rect.height };
     };
     return {
-      colorBy: app.settings.colorBy,
+      colorBy: app.viewState.settings.colorBy,
       on: this.on,
       counts: Object.fromEntries(FATES.map((fate, k) => [fate, this.counts[k] ?? 0])),
       bars: data.meta.ledger.entries.map((entry) => ({
@@ -143,7 +143,7 @@ export class FateView {
           return bar ? rectOf(bar) : null;
         })(),
       })),
-      markers: app.painter.finishPlaced.map((item) => ({
+      markers: app.drawing.painter.finishPlaced.map((item) => ({
         rollout: item.marker.rollout,
         time: item.marker.time,
         seconds: item.marker.seconds,
@@ -161,13 +161,13 @@ export class FateView {
    */
   rowFill(row) {
     const app = this.app;
-    const scene = { d: app.data, L: app.layout, theme: app.theme, selRow: -1, hoverRow: -1, fates: this.frame(app.geometry()) };
+    const scene = { d: app.shown.data, L: app.shown.layout, theme: app.drawing.theme, selRow: -1, hoverRow: -1, fates: this.frame(app.geometry()) };
     return { fill: rowFill(scene, row), strip: stripFill(scene, row) };
   }
 
   dispose() {
     this.host.removeEventListener("mousemove", this.onBarMove);
     this.host.removeEventListener("mouseleave", this.onBarLeave);
-    this.app.canvas.removeEventListener("mousemove", this.onCanvasMove);
+    this.app.ui.canvas.removeEventListener("mousemove", this.onCanvasMove);
   }
 }

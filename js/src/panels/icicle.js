@@ -115,7 +115,7 @@ export class FlameView {
     };
     this.onClick = (/** @type {MouseEvent} */ event) => {
       const rowIndex = this.at(event);
-      app.root.focus({ preventScroll: true }); // Esc reaches the widget's key handler
+      app.ui.root.focus({ preventScroll: true }); // Esc reaches the widget's key handler
       if (rowIndex >= 0) this.choose(rowIndex === this.row ? -1 : rowIndex, true);
     };
     this.canvas.addEventListener("mousemove", this.onMove);
@@ -123,13 +123,13 @@ export class FlameView {
     this.canvas.addEventListener("click", this.onClick);
     this.ro = typeof ResizeObserver !== "undefined" ? new ResizeObserver(() => this.draw()) : null;
     this.ro?.observe(host);
-    host.hidden = !app.settings.flame;
+    host.hidden = !app.viewState.settings.flame;
     this.changed();
   }
 
   /** Show or hide the view (the `flame` setting changed). */
   show() {
-    const on = this.app.settings.flame;
+    const on = this.app.viewState.settings.flame;
     this.host.hidden = !on;
     if (!on) this.choose(-1, this.app.sync.get("selected")?.kind === "flame");
     else this.changed();
@@ -138,25 +138,25 @@ export class FlameView {
   /** The inputs the table depends on changed, maybe: rebuild it when they did and the view is open. */
   changed() {
     const app = this.app;
-    if (!app.settings.flame) return;
-    const settings = app.settings;
-    const brush = app.brush;
+    if (!app.viewState.settings.flame) return;
+    const settings = app.viewState.settings;
+    const brush = app.pointer.brush;
     /** @type {[number, number]|null} */
     const win = brush ? [Math.min(brush[0], brush[1]), Math.max(brush[0], brush[1])] : null;
-    const key = [app.data, app.rows, settings.showOpen, settings.attempt, settings.attemptMode, app.masks.keep, win ? win[0] : NaN, win ? win[1] : NaN];
+    const key = [app.shown.data, app.shown.rows, settings.showOpen, settings.attempt, settings.attemptMode, app.shown.masks.keep, win ? win[0] : NaN, win ? win[1] : NaN];
     if (this.flame && key.every((value, index) => Object.is(value, this.key[index]))) return;
     this.key = key;
-    const data = app.data;
+    const data = app.shown.data;
     const shown = new Uint8Array(data.nSamples);
-    for (const smp of app.rows) shown[smp] = 1;
-    const vis = spanVisibility(data, { showOpen: settings.showOpen, showEvents: false, showUnmatched: false, attempt: settings.attempt, attemptMode: settings.attemptMode, highlightName: -1, keep: app.masks.keep });
+    for (const smp of app.shown.rows) shown[smp] = 1;
+    const vis = spanVisibility(data, { showOpen: settings.showOpen, showEvents: false, showUnmatched: false, attempt: settings.attempt, attemptMode: settings.attemptMode, highlightName: -1, keep: app.shown.masks.keep });
     const measured = measuredSpans(data);
     const include = new Uint8Array(data.nSpans);
     for (let i = 0; i < data.nSpans; i++) include[i] = measured[i] && vis[i] !== HIDDEN && shown[data.spanSample[i]] ? 1 : 0;
     this.flame = flameOf(data, include, win);
     const spans = this.flame.rows.reduce((sum, row) => sum + (row.depth === 0 ? row.count : 0), 0);
-    this.title.textContent = `flame · ${win ? `range ${formatDuration(win[0])} – ${formatDuration(win[1])}` : `${formatNumber(app.rows.length)} rows`} · ${formatNumber(spans)} root spans · click a frame to highlight its spans`;
-    const path = app.flamePath;
+    this.title.textContent = `flame · ${win ? `range ${formatDuration(win[0])} – ${formatDuration(win[1])}` : `${formatNumber(app.shown.rows.length)} rows`} · ${formatNumber(spans)} root spans · click a frame to highlight its spans`;
+    const path = app.viewState.flamePath;
     this.row = -1;
     this.hover = -1;
     const rowIndex = path === null ? -1 : this.flame.rows.findIndex((row) => row.path === path);
@@ -173,9 +173,9 @@ export class FlameView {
    */
   choose(rowIndex, write) {
     const app = this.app;
-    if (rowIndex >= 0 && app.selection) app.select(null);
+    if (rowIndex >= 0 && app.pointer.selection) app.select(null);
     this.applyFocus(rowIndex);
-    app.flamePath = rowIndex >= 0 && this.flame ? this.flame.rows[rowIndex].path : null;
+    app.viewState.flamePath = rowIndex >= 0 && this.flame ? this.flame.rows[rowIndex].path : null;
     if (write) {
       const row = rowIndex >= 0 && this.flame ? this.flame.rows[rowIndex] : null;
       app.sync.setNow("selected", row ? { kind: "flame", path: row.path, count: row.count, total: row.total, self: row.self } : {});
@@ -192,7 +192,7 @@ export class FlameView {
     const app = this.app;
     this.row = rowIndex;
     if (rowIndex < 0 || !this.flame) {
-      if (this.focus && app.masks.focus === this.focus) app.setMasks({ focus: null, evFocus: null });
+      if (this.focus && app.shown.masks.focus === this.focus) app.setMasks({ focus: null, evFocus: null });
       this.focus = null;
       return;
     }
@@ -201,14 +201,14 @@ export class FlameView {
     for (let i = 0; i < spanRow.length; i++) focus[i] = spanRow[i] === rowIndex ? 1 : 0;
     // A segment frame: the phase spans owning its segments.
     const segRow = this.flame.segRow;
-    for (let seg = 0; seg < segRow.length; seg++) if (segRow[seg] === rowIndex) focus[app.data.segSpan[seg]] = 1;
+    for (let seg = 0; seg < segRow.length; seg++) if (segRow[seg] === rowIndex) focus[app.shown.data.segSpan[seg]] = 1;
     this.focus = focus;
-    app.setMasks({ focus, evFocus: new Uint8Array(app.data.nEvents) });
+    app.setMasks({ focus, evFocus: new Uint8Array(app.shown.data.nEvents) });
   }
 
   /** A timeline selection replaces a chosen frame (`selected` now names the item). */
   dropPath() {
-    if (this.row < 0 && this.app.flamePath === null) return;
+    if (this.row < 0 && this.app.viewState.flamePath === null) return;
     this.choose(-1, false);
   }
 
@@ -225,9 +225,9 @@ export class FlameView {
    */
   fromModel(sel) {
     const path = typeof sel.path === "string" ? sel.path : null;
-    if (path === this.app.flamePath) return;
-    this.app.flamePath = path;
-    if (!this.app.settings.flame) {
+    if (path === this.app.viewState.flamePath) return;
+    this.app.viewState.flamePath = path;
+    if (!this.app.viewState.settings.flame) {
       // No table to match it against while the view is off (an old one could be of
       // another payload): it applies when the view opens.
       this.app.saveViewState();
@@ -235,7 +235,7 @@ export class FlameView {
     }
     this.changed();
     const rowIndex = path === null || !this.flame ? -1 : this.flame.rows.findIndex((row) => row.path === path);
-    if (rowIndex >= 0 && this.app.selection) this.app.select(null);
+    if (rowIndex >= 0 && this.app.pointer.selection) this.app.select(null);
     this.applyFocus(rowIndex);
     this.app.saveViewState();
     this.draw();
@@ -304,7 +304,7 @@ export class FlameView {
       this.width = width;
     }
     const lay = this.lay;
-    const theme = this.app.theme;
+    const theme = this.app.drawing.theme;
     const dpr = Math.max(1, window.devicePixelRatio || 1);
     const height = Math.max(1, lay.depth) * ROW_H;
     sizeCanvas(this.canvas, width, height, dpr);
@@ -347,8 +347,8 @@ export class FlameView {
     const lay = this.lay;
     const rect = this.canvas.getBoundingClientRect();
     return {
-      on: this.app.settings.flame,
-      path: this.app.flamePath,
+      on: this.app.viewState.settings.flame,
+      path: this.app.viewState.flamePath,
       chosen: this.row,
       frames: rows.map((row, rowIndex) => ({
         path: row.path, count: row.count, total: row.total, self: row.self, p50: row.p50, p95: row.p95,

@@ -1,42 +1,38 @@
-// One rendered view of the widget: owns the view state and wires data ->
-// layout -> frame and the model's traits (`selected`, `view_range`,
-// `view_state`, `payload`, `height`) to it. The DOM skeleton (shell.js), view
-// state (viewstate.js), selection values (selection.js), tooltip, frame loop
-// and test hooks (debug.js) live in their own modules.
+// One rendered view of the widget. Its state is split by job, each part an
+// object of its own: `ui` the DOM skeleton (shell.js), `viewState` what
+// `view_state` saves (viewstate.js), `shown` the decoded payload and what of it
+// is shown (shown.js), `pointer` the cursor, brush, selection and hover
+// (pointer.js), `views` the views over the timeline (views.js), `drawing` the
+// painter, overview, theme and frame loop (drawing.js). The App wires them:
+// data -> layout -> frame, user input, and the model's traits (`selected`,
+// `view_range`, `view_state`, `payload`, `height`, traits.js).
 
-import { decodePayload, sampleRowId } from "../data/decode.js";
-import { allSamples, sortRows, buildLayout } from "../data/layout.js";
-import { spanVisibility, eventVisibility } from "../data/filters.js";
 import { hitTest, timeAt } from "../render/hit.js";
-import { Painter } from "../render/draw.js";
-import { paintEmpty } from "../render/margins.js";
-import { ColorTable } from "../render/colors.js";
-import { Overview, activeHistogram } from "../panels/overview.js";
 import { Interaction } from "./interact.js";
 import { Controls, controlsInfo } from "./controls.js";
-import { legendInfo, renderLegend } from "../panels/legend.js";
-import { cursorCounts, brushSummary, renderStatsBar, renderBrushPanel } from "../panels/stats.js";
-import { hostTheme, watchTheme } from "./theme.js";
+import { renderLegend } from "../panels/legend.js";
+import { brushSummary, renderStatsBar, renderBrushPanel } from "../panels/stats.js";
+import { watchTheme } from "./theme.js";
 import { Sync, Requests } from "../data/model.js";
-import { buildShell, updateSide, updateFooter } from "./shell.js";
-import { defaultSettings, validRange, restoreViewState, viewStateOf } from "./viewstate.js";
+import { buildShell, updateSide } from "./shell.js";
+import { ViewState, validRange, restoreViewState, viewStateOf } from "./viewstate.js";
 import { selectedValue, selectsSame, hitOfSelected, loadDetails } from "./selection.js";
+import { sampleRowId } from "../data/decode.js";
 import { followTraits } from "./traits.js";
 import { pointAt } from "./tooltip.js";
-import { FrameLoop } from "../render/frameloop.js";
 import { installDebug } from "./debug.js";
-import { attachViews } from "./views.js";
-import { Sizer, viewportHeight, AXIS_H, OVERVIEW_H, MAX_VIEWPORT_H } from "../render/sizing.js";
+import { Views } from "./views.js";
+import { ShownTrace } from "./shown.js";
+import { PointerState } from "./pointer.js";
+import { Drawing, paintFrame } from "./drawing.js";
+import { viewportHeight, AXIS_H } from "../render/sizing.js";
 import { tracksHeight } from "../render/tracks.js";
-import { clampWindow, zoomedWindow, fitRange, focusWindow, scrollToShow, labelWidthOf } from "../render/viewport.js";
-import { arrowsFor, paintArrows } from "../render/arrows.js";
-import { noteMasks } from "../data/links.js";
+import { clampWindow, zoomedWindow, fitRange, focusWindow, scrollToShow } from "../render/viewport.js";
 
 /** @typedef {import("../data/model.js").AnyModel} AnyModel */
 /** @typedef {import("../render/hit.js").Hit} Hit */
 /** @typedef {import("../render/hit.js").Geo} Geo */
 /** @typedef {import("./controls.js").Settings} Settings */
-/** @typedef {import("../data/decode.js").Data} Data */
 /** @typedef {import("../data/filters.js").ViewMasks} ViewMasks */
 
 export class App {
@@ -49,69 +45,14 @@ export class App {
     this.model = model;
     this.sync = new Sync(model);
     this.requests = new Requests(model);
-    /** @type {Settings} */
-    this.settings = defaultSettings();
-    /** @type {Set<number>} sample row ids expanded (when not expand-all) */
-    this.expanded = new Set();
-    /** @type {Set<number>} sample row ids collapsed (when expand-all) */
-    this.collapsed = new Set();
-    this.highlight = -1;
-    this.view = { t0: 0, t1: 1 };
-    this.cursor = NaN;
-    /** @type {[number, number]|null} */
-    this.brush = null;
-    /** @type {import("../panels/stats.js").BrushSummary|null} */
-    this.brushSum = null;
-    /** @type {Hit|null} */
-    this.selection = null;
-    /** @type {Hit|null} */
-    this.hover = null;
-    this.hoverRow = -1;
-    this.pendingReq = -1;
-    this.loop = new FrameLoop(() => this.frame(), t0);
-    this.viewportH = MAX_VIEWPORT_H;
-    this.labelW = -1;
-    /** @type {number|undefined} scroll offset restored from view_state on the first frame */
-    this.pendingScroll = undefined;
-    /** @type {import("../panels/stats.js").CursorCounts|null} */
-    this.counts = null;
-    /** @type {ViewMasks} the views' masks over payload items (see setMasks) */
-    this.masks = { keep: null, evKeep: null, rowKeep: null, focus: null, evFocus: null };
-    /** @type {string|null} the flame frame chosen (its name path) */
-    this.flamePath = null;
-    /** @type {import("../panels/critical_panel.js").CriticalView|null} */
-    this.critical = null;
-    /** @type {import("../panels/icicle.js").FlameView|null} */
-    this.flameView = null;
-    /** @type {import("../panels/fate_view.js").FateView|null} the ledger bars and rows coloured by fate */
-    this.fates = null;
-
-    // ---- DOM
-    const ui = buildShell(host);
-    const root = ui.root;
-    this.root = root;
-    this.headerEl = ui.headerEl;
-    this.statsEl = ui.statsEl;
-    this.legendEl = ui.legendEl;
-    this.mainEl = ui.mainEl;
-    this.ovCanvas = ui.ovCanvas;
-    this.scrollEl = ui.scrollEl;
-    this.canvas = ui.canvas;
-    this.spacer = ui.spacer;
-    this.tooltip = ui.tooltip;
-    this.sideEl = ui.sideEl;
-    this.detailsEl = ui.detailsEl;
-    this.brushEl = ui.brushEl;
-    this.diffEl = ui.diffEl;
-    this.criticalEl = ui.criticalEl;
-    this.footerEl = ui.footerEl;
-    this.footerView = ui.footerView;
-
-    this.sizer = new Sizer(() => this.scrollEl.clientWidth || this.mainEl.clientWidth, () => this.requestFrame());
-    this.theme = hostTheme(root);
-    this.painter = new Painter(this.canvas);
-    this.overview = new Overview(this.ovCanvas, {
-      view: () => this.view,
+    this.ui = buildShell(host);
+    this.viewState = new ViewState();
+    this.shown = new ShownTrace(this.sync.get("payload"), this.viewState.settings.laneH);
+    restoreViewState(this.viewState, this.sync.get("view_state"), this.shown.data.names);
+    this.pointer = new PointerState();
+    this.views = new Views();
+    this.drawing = new Drawing(this.ui, this.shown.data, t0, () => paintFrame(this), {
+      view: () => this.viewState.timeWindow,
       setView: (start, end) => {
         this.setView(start, end);
         this.userView();
@@ -121,49 +62,48 @@ export class App {
         return { plotX: geometry.plotX, plotW: geometry.plotW };
       },
     });
-    this.controls = new Controls(this.headerEl, {
+    this.controls = new Controls(this.ui.headerEl, {
       change: (patch) => this.changeSettings(patch),
       fitAll: () => this.fit(false),
       fitFiltered: () => this.fit(true),
     });
+    this.showData();
+    this.restoreView();
+    /** @type {Array<() => void>} undo what `listen` set up */
+    this.stopListening = this.listen();
+    installDebug(this);
+    this.requestFrame();
+  }
 
-    // ---- data and saved state
-    /** @type {Data} */
-    this.data = decodePayload(this.sync.get("payload"));
-    this.restoreState(this.sync.get("view_state"));
-    this.colors = new ColorTable(this.data.names, this.theme);
-    this.legend = legendInfo(this.data);
-    /** @type {Uint32Array} */
-    this.rows = new Uint32Array(0);
-    this.layout = buildLayout(this.data, this.rows, () => false, this.settings.laneH);
-    /** @type {Uint8Array} */
-    this.vis = new Uint8Array(0);
-    /** @type {Uint8Array} */
-    this.evVis = new Uint8Array(0);
-    /** @type {Float32Array} */
-    this.hist = new Float32Array(0);
-    this.recomputeVis();
+  /** The payload shown, its views, and where the saved state says the view was. */
+  showData() {
+    this.shown.updateVisibility(this.viewState.settings, this.viewState.highlight);
     this.refilter();
-    const views = attachViews(this, ui.flameEl, ui.ledgerEl);
-    this.query = views.query;
-    this.diff = views.diff;
-    this.critical = views.critical;
-    this.flameView = views.flameView;
+    this.views.attach(this, this.ui.flameEl, this.ui.ledgerEl);
+  }
+
+  restoreView() {
     const vr = this.sync.get("view_range");
     const vs = this.sync.get("view_state");
     if (validRange(vr)) this.setView(vr[0], vr[1]);
     else if (vs && validRange(vs.view)) this.setView(vs.view[0], vs.view[1]);
     else this.fit(false, true);
     if (vs && Number.isFinite(vs.cursor)) this.setCursor(vs.cursor, true);
-    if (vs && typeof vs.scroll_top === "number") this.pendingScroll = vs.scroll_top;
+    if (vs && typeof vs.scroll_top === "number") this.viewState.pendingScroll = vs.scroll_top;
     this.renderLegend();
     this.renderStats();
     this.updateControls();
     const sel = this.sync.get("selected");
     if (sel && typeof sel === "object" && "kind" in sel) this.applySelectedFromModel(sel);
+  }
 
-    // ---- interaction, observers, model events
-    this.interaction = new Interaction(this.canvas, root, {
+  /**
+   * User input, the observers and the model's events.
+   * @returns {Array<() => void>} what undoes each
+   */
+  listen() {
+    const { ui } = this;
+    const interaction = new Interaction(ui.canvas, ui.root, {
       geometry: () => this.geometry(),
       hit: (x, y) => this.hitAt(x, y),
       panPx: (dx) => this.panPx(dx),
@@ -177,65 +117,62 @@ export class App {
       escape: () => this.escape(),
       focusFilter: () => this.controls.focusFilter(),
       scrollBy: (dy) => {
-        this.scrollEl.scrollTop += dy;
+        ui.scrollEl.scrollTop += dy;
       },
       userView: () => this.userView(),
     });
-    this.onScroll = () => {
-      this.tooltip.hidden = true;
+    const onScroll = () => {
+      ui.tooltip.hidden = true;
       this.requestFrame();
       this.saveViewState();
     };
-    this.scrollEl.addEventListener("scroll", this.onScroll, { passive: true });
-    this.ro = typeof ResizeObserver !== "undefined" ? new ResizeObserver(() => this.requestFrame()) : null;
-    this.ro?.observe(this.scrollEl);
-    this.ro?.observe(root);
-    this.stopTheme = watchTheme(root, () => this.reTheme());
+    ui.scrollEl.addEventListener("scroll", onScroll, { passive: true });
+    const resized = typeof ResizeObserver !== "undefined" ? new ResizeObserver(() => this.requestFrame()) : null;
+    resized?.observe(ui.scrollEl);
+    resized?.observe(ui.root);
     // Browser zoom and moving between screens change devicePixelRatio.
-    this.onWinResize = () => this.requestFrame();
-    window.addEventListener("resize", this.onWinResize);
-
-    this.unfollow = followTraits(this);
-
-    installDebug(this);
-    this.requestFrame();
+    const onWinResize = () => this.requestFrame();
+    window.addEventListener("resize", onWinResize);
+    return [
+      () => interaction.dispose(),
+      () => resized?.disconnect(),
+      watchTheme(ui.root, () => this.reTheme()),
+      () => ui.scrollEl.removeEventListener("scroll", onScroll),
+      () => window.removeEventListener("resize", onWinResize),
+      followTraits(this),
+    ];
   }
 
   // ------------------------------------------------------------ state
 
-  /** @param {any} vs */
-  restoreState(vs) {
-    restoreViewState(this, vs, this.data.names);
-  }
-
   /** The `view_state` value (docs/payload.md). */
-  viewState() {
-    return viewStateOf(this, this.data.names, this.view, this.cursor, this.scrollEl.scrollTop);
+  viewStateValue() {
+    return viewStateOf(this.viewState, this.shown.data.names, this.viewState.timeWindow, this.pointer.cursor, this.ui.scrollEl.scrollTop);
   }
 
   saveViewState() {
-    this.sync.setLater("view_state", () => this.viewState(), 250);
+    this.sync.setLater("view_state", () => this.viewStateValue(), 250);
   }
 
   /** @param {Partial<Settings>} patch */
   changeSettings(patch) {
-    const before = { ...this.settings };
-    Object.assign(this.settings, patch);
-    const settings = this.settings;
+    const settings = this.viewState.settings;
+    const before = { ...settings };
+    Object.assign(settings, patch);
     if (patch.expandAll !== undefined && patch.expandAll !== before.expandAll) {
-      this.expanded.clear();
-      this.collapsed.clear();
+      this.viewState.expanded.clear();
+      this.viewState.collapsed.clear();
     }
     const visChanged = settings.showEvents !== before.showEvents || settings.showOpen !== before.showOpen || settings.showUnmatched !== before.showUnmatched || settings.attempt !== before.attempt || settings.attemptMode !== before.attemptMode;
     if (visChanged) this.recomputeVis();
-    if (settings.filter !== before.filter) this.query.run(settings.filter); // its masks refilter the rows (setMasks)
+    if (settings.filter !== before.filter) this.views.query?.run(settings.filter); // its masks refilter the rows (setMasks)
     if (settings.sort !== before.sort || settings.desc !== before.desc) this.refilter();
     else if (settings.laneH !== before.laneH || settings.expandAll !== before.expandAll || settings.loadSplit !== before.loadSplit) this.relayout();
     if (visChanged) this.afterVisChange();
-    if (patch.diff !== undefined || patch.diffPair !== undefined) this.diff.render();
-    if (settings.critical !== before.critical) this.critical?.update();
-    if (settings.flame !== before.flame) this.flameView?.show();
-    if (settings.colorBy !== before.colorBy) this.fates?.update();
+    if (patch.diff !== undefined || patch.diffPair !== undefined) this.views.diff?.render();
+    if (settings.critical !== before.critical) this.views.critical?.update();
+    if (settings.flame !== before.flame) this.views.flameView?.show();
+    if (settings.colorBy !== before.colorBy) this.views.fates?.update();
     this.updateControls();
     this.saveViewState();
     this.requestFrame();
@@ -247,9 +184,7 @@ export class App {
    * @param {Partial<ViewMasks>} patch
    */
   setMasks(patch) {
-    const rowsChanged = "rowKeep" in patch && patch.rowKeep !== this.masks.rowKeep;
-    Object.assign(this.masks, patch);
-    noteMasks(this.data, this.masks);
+    const rowsChanged = this.shown.patchMasks(patch);
     this.recomputeVis();
     if (rowsChanged) this.refilter();
     this.afterVisChange();
@@ -257,70 +192,56 @@ export class App {
   }
 
   recomputeVis() {
-    const masks = this.masks;
-    const visOptions = { showOpen: this.settings.showOpen, showEvents: this.settings.showEvents, showUnmatched: this.settings.showUnmatched, attempt: this.settings.attempt, attemptMode: this.settings.attemptMode, highlightName: this.highlight, keep: masks.keep, evKeep: masks.evKeep, focus: masks.focus, evFocus: masks.evFocus };
-    this.vis = spanVisibility(this.data, visOptions);
-    this.evVis = eventVisibility(this.data, visOptions);
+    this.shown.updateVisibility(this.viewState.settings, this.viewState.highlight);
   }
 
   afterVisChange() {
-    if (Number.isFinite(this.cursor)) this.counts = cursorCounts(this.data, this.rows, this.vis, this.cursor);
+    this.recount();
     this.renderStats();
     this.recomputeBrush();
+  }
+
+  /** The counts at the cursor, when there is one. */
+  recount() {
+    if (Number.isFinite(this.pointer.cursor)) this.pointer.counts = this.shown.countsAt(this.pointer.cursor);
   }
 
   /** Filter + sort -> rows; then layout, histogram, counts. */
   refilter() {
-    const data = this.data;
-    const keepRow = this.masks.rowKeep;
-    const matched = allSamples(data);
-    this.rows = sortRows(data, keepRow ? matched.filter((sample) => keepRow[sample]) : matched, this.settings.sort, this.settings.desc);
-    this.hist = activeHistogram(data, this.rows, data.globalStart, data.globalEnd, 400);
-    this.overview.setData(this.hist, data.globalStart, data.globalEnd);
+    const { shown } = this;
+    shown.updateRows(this.viewState.settings);
+    this.drawing.overview.setData(shown.hist, shown.data.globalStart, shown.data.globalEnd);
     this.relayout();
-    if (this.hoverRow >= this.rows.length) this.hoverRow = -1;
-    if (Number.isFinite(this.cursor)) this.counts = cursorCounts(data, this.rows, this.vis, this.cursor);
-    this.renderStats();
-    this.recomputeBrush();
-  }
-
-  /** @param {number} sample payload sample */
-  isExpanded(sample) {
-    const id = sampleRowId(this.data, sample);
-    return this.settings.expandAll ? !this.collapsed.has(id) : this.expanded.has(id);
+    if (this.pointer.hoverRow >= shown.rows.length) this.pointer.hoverRow = -1;
+    this.afterVisChange();
   }
 
   relayout() {
-    this.layout = buildLayout(this.data, this.rows, (sample) => this.isExpanded(sample), this.settings.laneH);
+    this.shown.updateLayout(this.viewState.settings.laneH, (rowId) => this.viewState.isExpanded(rowId));
     this.sizeViewport();
   }
 
   sizeViewport() {
-    const head = AXIS_H + tracksHeight(this.data.load, this.settings.loadSplit); // axis and load tracks
-    const want = viewportHeight(this.layout.totalHeight, this.sync.get("height"), head);
-    this.viewportH = want;
-    this.scrollEl.style.height = `${want}px`;
-    this.spacer.style.height = `${Math.max(0, head + this.layout.totalHeight - want)}px`;
+    const head = AXIS_H + tracksHeight(this.shown.data.load, this.viewState.settings.loadSplit); // axis and load tracks
+    const totalHeight = this.shown.layout.totalHeight;
+    const want = viewportHeight(totalHeight, this.sync.get("height"), head);
+    this.drawing.viewportH = want;
+    this.ui.scrollEl.style.height = `${want}px`;
+    this.ui.spacer.style.height = `${Math.max(0, head + totalHeight - want)}px`;
   }
 
   // ------------------------------------------------------------ view
-
-  /** Width the row labels need (longest labels measured), cached per payload. */
-  labelWidth() {
-    const font = `12px ${this.theme.font}`;
-    if (this.labelW < 0) this.labelW = labelWidthOf(this.data, (label) => this.painter.textWidth(font, label));
-    return this.labelW;
-  }
 
   /**
    * @param {number} [width] CSS px, the live width by default
    * @returns {Geo}
    */
-  geometry(width = this.sizer.current()) {
-    const gutter = Math.round(Math.max(120, Math.min(this.labelWidth() + 36, 300, width * 0.26)));
+  geometry(width = this.drawing.sizer.current()) {
+    const gutter = Math.round(Math.max(120, Math.min(this.drawing.labelWidth(this.shown.data) + 36, 300, width * 0.26)));
     const plotX = gutter + 8;
-    const tracksH = tracksHeight(this.data.load, this.settings.loadSplit);
-    return { width, height: this.viewportH, gutter, plotX, plotW: Math.max(40, width - plotX - 12), axisH: AXIS_H + tracksH, tracksH, scrollTop: this.scrollEl.scrollTop, t0: this.view.t0, t1: this.view.t1 };
+    const tracksH = tracksHeight(this.shown.data.load, this.viewState.settings.loadSplit);
+    const { t0, t1 } = this.viewState.timeWindow;
+    return { width, height: this.drawing.viewportH, gutter, plotX, plotW: Math.max(40, width - plotX - 12), axisH: AXIS_H + tracksH, tracksH, scrollTop: this.ui.scrollEl.scrollTop, t0, t1 };
   }
 
   /**
@@ -328,21 +249,21 @@ export class App {
    * @param {number} end
    */
   setView(start, end) {
-    this.view = clampWindow(this.data, start, end);
+    this.viewState.timeWindow = clampWindow(this.shown.data, start, end);
     this.requestFrame();
   }
 
   /** A user pan/zoom ended (or happened): write view_range and view_state, debounced. */
   userView() {
-    this.sync.setLater("view_range", () => [this.view.t0, this.view.t1], 200);
+    this.sync.setLater("view_range", () => [this.viewState.timeWindow.t0, this.viewState.timeWindow.t1], 200);
     this.saveViewState();
   }
 
   /** @param {number} dx */
   panPx(dx) {
-    const geometry = this.geometry();
-    const dt = (dx * (this.view.t1 - this.view.t0)) / geometry.plotW;
-    this.setView(this.view.t0 - dt, this.view.t1 - dt);
+    const { t0, t1 } = this.viewState.timeWindow;
+    const dt = (dx * (t1 - t0)) / this.geometry().plotW;
+    this.setView(t0 - dt, t1 - dt);
   }
 
   /**
@@ -351,13 +272,13 @@ export class App {
    */
   zoomAt(x, factor) {
     const time = timeAt(this.geometry(), x);
-    const timeWindow = zoomedWindow(this.view, time, factor);
+    const timeWindow = zoomedWindow(this.viewState.timeWindow, time, factor);
     if (!timeWindow) return;
     this.setView(timeWindow[0], timeWindow[1]);
     // Keep the time under the pointer in place despite clamping.
-    const g2 = this.geometry();
-    const drift = timeAt(g2, x) - time;
-    if (Math.abs(drift) > 1e-12 && Number.isFinite(drift)) this.view = { t0: this.view.t0 - drift, t1: this.view.t1 - drift };
+    const drift = timeAt(this.geometry(), x) - time;
+    const shown = this.viewState.timeWindow;
+    if (Math.abs(drift) > 1e-12 && Number.isFinite(drift)) this.viewState.timeWindow = { t0: shown.t0 - drift, t1: shown.t1 - drift };
   }
 
   /**
@@ -365,7 +286,7 @@ export class App {
    * @param {boolean} [silent] do not write view_range
    */
   fit(filtered, silent = false) {
-    const [start, end] = fitRange(this.data, filtered ? this.rows : null);
+    const [start, end] = fitRange(this.shown.data, filtered ? this.shown.rows : null);
     this.setView(start, end);
     if (!silent) this.userView();
   }
@@ -377,7 +298,8 @@ export class App {
    * @param {number} y
    */
   hitAt(x, y) {
-    return hitTest(this.data, this.layout, this.geometry(), this.vis, this.evVis, x, y);
+    const { data, layout, vis, evVis } = this.shown;
+    return hitTest(data, layout, this.geometry(), vis, evVis, x, y);
   }
 
   /**
@@ -385,8 +307,8 @@ export class App {
    * @param {boolean} [silent]
    */
   setCursor(time, silent = false) {
-    this.cursor = time;
-    this.counts = cursorCounts(this.data, this.rows, this.vis, time);
+    this.pointer.cursor = time;
+    this.recount();
     this.renderStats();
     if (!silent) this.saveViewState();
     this.requestFrame();
@@ -397,10 +319,11 @@ export class App {
    * @param {boolean} final
    */
   setBrush(range, final) {
-    this.brush = range;
+    const pointer = this.pointer;
+    pointer.brush = range;
     if (final && range) {
-      const geometry = this.geometry();
-      if ((Math.abs(range[1] - range[0]) * geometry.plotW) / (this.view.t1 - this.view.t0) < 3) this.brush = null;
+      const { t0, t1 } = this.viewState.timeWindow;
+      if ((Math.abs(range[1] - range[0]) * this.geometry().plotW) / (t1 - t0) < 3) pointer.brush = null;
     }
     if (final) this.recomputeBrush();
     this.requestFrame();
@@ -408,21 +331,22 @@ export class App {
 
   recomputeBrush() {
     // Rows, visibility and the range changed (or may have): the flame view rebuilds if its inputs did.
-    this.flameView?.changed();
-    this.diff?.changed();
-    this.fates?.changed();
-    if (!this.brush) {
-      this.brushSum = null;
-      this.brushEl.replaceChildren();
+    this.views.flameView?.changed();
+    this.views.diff?.changed();
+    this.views.fates?.changed();
+    const { pointer, shown } = this;
+    if (!pointer.brush) {
+      pointer.brushSum = null;
+      this.ui.brushEl.replaceChildren();
       this.updateSide();
       return;
     }
-    const [from, to] = this.brush;
-    this.brushSum = brushSummary(this.data, this.rows, this.vis, Math.min(from, to), Math.max(from, to));
+    const [from, to] = pointer.brush;
+    pointer.brushSum = brushSummary(shown.data, shown.rows, shown.vis, Math.min(from, to), Math.max(from, to));
     renderBrushPanel(
-      this.brushEl,
-      this.data,
-      this.brushSum,
+      this.ui.brushEl,
+      shown.data,
+      pointer.brushSum,
       () => this.setBrush(null, true),
       (nameIndex) => this.toggleHighlight(nameIndex),
     );
@@ -431,13 +355,11 @@ export class App {
 
   /** @param {Hit|null} hit */
   select(hit) {
-    this.selection = hit;
+    this.pointer.selection = hit;
     this.selectionChanged();
     this.requestFrame();
     if (!hit) {
-      this.pendingReq = -1;
-      this.detailsEl.replaceChildren();
-      this.updateSide();
+      this.clearDetails();
       this.sync.setNow("selected", {});
       return;
     }
@@ -445,100 +367,106 @@ export class App {
     loadDetails(this, hit);
   }
 
+  /** No selection: no details request, an empty details panel. */
+  clearDetails() {
+    this.pointer.dropSelection();
+    this.ui.detailsEl.replaceChildren();
+    this.updateSide();
+  }
+
   /**
    * The `selected` value for a hit (docs/payload.md).
    * @param {Hit} hit
    */
   selectedValue(hit) {
-    return selectedValue(this.data, hit);
+    return selectedValue(this.shown.data, hit);
   }
 
   /** The views that follow the selection: the critical path; a timeline item replaces a flame frame. */
   selectionChanged() {
-    if (this.selection) this.flameView?.dropPath();
-    this.critical?.update();
+    if (this.pointer.selection) this.views.flameView?.dropPath();
+    this.views.critical?.update();
   }
 
   /** @param {any} sel `selected` from the kernel */
   applySelectedFromModel(sel) {
-    const data = this.data;
+    const { data, layout } = this.shown;
     if (sel && sel.kind === "flame") {
-      this.flameView?.fromModel(sel);
+      this.views.flameView?.fromModel(sel);
       return;
     }
     if (!sel || !("kind" in sel)) {
-      this.flameView?.dropPath();
-      if (this.selection) {
-        this.selection = null;
+      this.views.flameView?.dropPath();
+      if (this.pointer.selection) {
+        this.pointer.selection = null;
         this.selectionChanged();
-        this.pendingReq = -1;
-        this.detailsEl.replaceChildren();
-        this.updateSide();
+        this.clearDetails();
         this.requestFrame();
       }
       return;
     }
-    if (selectsSame(data, this.selection, sel)) return;
-    const hit = hitOfSelected(data, this.layout, sel);
+    if (selectsSame(data, this.pointer.selection, sel)) return;
+    const hit = hitOfSelected(data, layout, sel);
     if (!hit) return;
-    this.selection = hit;
+    this.pointer.selection = hit;
     this.selectionChanged();
     loadDetails(this, hit);
     this.requestFrame();
   }
 
   focusSelection() {
-    const hit = this.selection;
-    const timeWindow = focusWindow(this.data, hit, this.view, this.cursor);
+    const hit = this.pointer.selection;
+    const timeWindow = focusWindow(this.shown.data, hit, this.viewState.timeWindow, this.pointer.cursor);
     if (!timeWindow) return;
     this.setView(timeWindow[0], timeWindow[1]);
-    if (hit && "sample" in hit) this.scrollRowIntoView(this.layout.rowOfSample[hit.sample]);
+    if (hit && "sample" in hit) this.scrollRowIntoView(this.shown.layout.rowOfSample[hit.sample]);
     this.userView();
   }
 
   /** @param {number} row */
   scrollRowIntoView(row) {
-    const top = scrollToShow(this.layout.rowTop, row, this.scrollEl.scrollTop, this.viewportH - this.geometry().axisH);
-    if (top !== null) this.scrollEl.scrollTop = top;
+    const scrollEl = this.ui.scrollEl;
+    const top = scrollToShow(this.shown.layout.rowTop, row, scrollEl.scrollTop, this.drawing.viewportH - this.geometry().axisH);
+    if (top !== null) scrollEl.scrollTop = top;
   }
 
   escape() {
-    if (this.flameView?.escape()) return;
-    if (this.selection || this.brush) {
-      if (this.brush) this.setBrush(null, true);
-      if (this.selection) this.select(null);
+    const pointer = this.pointer;
+    if (this.views.flameView?.escape()) return;
+    if (pointer.selection || pointer.brush) {
+      if (pointer.brush) this.setBrush(null, true);
+      if (pointer.selection) this.select(null);
       else this.sync.setNow("selected", {});
-    } else if (Number.isFinite(this.cursor)) {
-      this.cursor = NaN;
-      this.counts = null;
+    } else if (Number.isFinite(pointer.cursor)) {
+      pointer.cursor = NaN;
+      pointer.counts = null;
       this.renderStats();
       this.saveViewState();
-    } else if (this.highlight >= 0) {
-      this.toggleHighlight(this.highlight);
+    } else if (this.viewState.highlight >= 0) {
+      this.toggleHighlight(this.viewState.highlight);
     }
-    this.tooltip.hidden = true;
+    this.ui.tooltip.hidden = true;
     this.requestFrame();
   }
 
   /** @param {number} row */
   toggleRow(row) {
-    const sample = this.rows[row];
-    if (sample === undefined || this.data.nLanes[sample] <= 1) return;
-    const id = sampleRowId(this.data, sample);
-    const set = this.settings.expandAll ? this.collapsed : this.expanded;
-    if (set.has(id)) set.delete(id);
-    else set.add(id);
+    const { data, layout } = this.shown;
+    const sample = this.shown.rows[row];
+    if (sample === undefined || data.nLanes[sample] <= 1) return;
+    this.viewState.toggleExpanded(sampleRowId(data, sample));
     // Keep the clicked row where it is on screen.
-    const offset = this.layout.rowTop[row] - this.scrollEl.scrollTop;
+    const scrollEl = this.ui.scrollEl;
+    const offset = layout.rowTop[row] - scrollEl.scrollTop;
     this.relayout();
-    this.scrollEl.scrollTop = Math.max(0, this.layout.rowTop[row] - offset);
+    scrollEl.scrollTop = Math.max(0, this.shown.layout.rowTop[row] - offset);
     this.saveViewState();
     this.requestFrame();
   }
 
   /** @param {number} nameIndex */
   toggleHighlight(nameIndex) {
-    this.highlight = this.highlight === nameIndex ? -1 : nameIndex;
+    this.viewState.highlight = this.viewState.highlight === nameIndex ? -1 : nameIndex;
     this.recomputeVis();
     this.afterVisChange();
     this.renderLegend();
@@ -552,39 +480,33 @@ export class App {
    * @param {number} clientY
    */
   setHover(hit, clientX, clientY) {
-    if (pointAt(this, hit, clientX, clientY)) this.requestFrame();
+    if (pointAt(this.pointer, this.ui, this.shown.data, hit, clientX, clientY)) this.requestFrame();
   }
 
   // ------------------------------------------------------------ payload
 
+  /** A new `payload`: shown in place, the zoom kept when it still shows some of the new data. */
   replacePayload() {
-    const oldView = this.view;
-    const hadSel = !!this.selection;
-    this.data = decodePayload(this.sync.get("payload"));
-    this.labelW = -1;
-    this.colors = new ColorTable(this.data.names, this.theme);
-    this.legend = legendInfo(this.data);
-    if (this.highlight >= this.data.names.length) this.highlight = -1;
-    this.selection = null;
-    this.hover = null;
-    this.hoverRow = -1;
-    this.pendingReq = -1;
-    this.detailsEl.replaceChildren();
-    // The masks index the old payload; the views that set them recompute theirs.
-    this.masks = { keep: null, evKeep: null, rowKeep: null, focus: null, evFocus: null };
+    const oldView = this.viewState.timeWindow;
+    const hadSel = !!this.pointer.selection;
+    this.shown.replace(this.sync.get("payload"));
+    const data = this.shown.data;
+    this.drawing.newData(data);
+    if (this.viewState.highlight >= data.names.length) this.viewState.highlight = -1;
+    this.pointer.hover = null;
+    this.pointer.hoverRow = -1;
+    this.clearDetails();
     this.recomputeVis();
     this.refilter();
-    this.query.run(this.settings.filter);
-    this.critical?.update();
-    const data = this.data;
-    // Keep the zoom when it still shows some of the new data.
+    this.views.query?.run(this.viewState.settings.filter);
+    this.views.critical?.update();
     if (oldView.t1 > data.globalStart && oldView.t0 < data.globalEnd) this.setView(oldView.t0, oldView.t1);
     else this.fit(false, true);
-    if (Number.isFinite(this.cursor)) this.counts = cursorCounts(data, this.rows, this.vis, this.cursor);
+    this.recount();
     this.renderLegend();
     this.renderStats();
     this.updateControls();
-    this.diff.render();
+    this.views.diff?.render();
     this.updateSide();
     if (hadSel) this.sync.setNow("selected", {});
     this.requestFrame();
@@ -593,100 +515,43 @@ export class App {
   // ------------------------------------------------------------ DOM bits
 
   renderLegend() {
-    renderLegend(this.legendEl, this.data, this.legend, this.highlight, (nameIndex) => this.toggleHighlight(nameIndex), this.fates?.legendCounts() ?? null);
+    const { data, legend } = this.shown;
+    renderLegend(this.ui.legendEl, data, legend, this.viewState.highlight, (nameIndex) => this.toggleHighlight(nameIndex), this.views.fates?.legendCounts() ?? null);
   }
 
   renderStats() {
-    renderStatsBar(this.statsEl, this.data, this.counts, this.rows.length, (nameIndex) => this.toggleHighlight(nameIndex));
+    renderStatsBar(this.ui.statsEl, this.shown.data, this.pointer.counts, this.shown.rows.length, (nameIndex) => this.toggleHighlight(nameIndex));
   }
 
   updateControls() {
-    this.controls.update(this.settings, controlsInfo(this.data, this.rows.length, this.query?.result ?? null));
+    this.controls.update(this.viewState.settings, controlsInfo(this.shown.data, this.shown.rows.length, this.views.query?.result ?? null));
   }
 
   updateSide() {
-    updateSide(this);
+    updateSide(this.ui);
   }
 
   reTheme() {
-    this.theme = hostTheme(this.root);
-    this.colors = new ColorTable(this.data.names, this.theme);
-    this.painter.resetTextCache();
-    this.labelW = -1;
-    this.flameView?.draw();
+    this.drawing.retheme(this.ui.root, this.shown.data);
+    this.views.flameView?.draw();
     this.requestFrame();
   }
 
   // ------------------------------------------------------------ frames
 
   requestFrame() {
-    this.loop.request();
-  }
-
-  frame() {
-    const startTime = performance.now();
-    const width = this.root.clientWidth;
-    this.root.classList.toggle("stw-narrow", width > 0 && width < 980);
-    const frameWidth = this.sizer.frameWidth();
-    if (!frameWidth) return; // no width (hidden, or the host mid theme swap): the sizer asks for another frame
-    if (this.pendingScroll !== undefined) {
-      this.scrollEl.scrollTop = this.pendingScroll;
-      this.pendingScroll = undefined;
-    }
-    const geometry = this.geometry(frameWidth);
-    const dpr = Math.max(1, window.devicePixelRatio || 1);
-    if (this.painter.w !== geometry.width || this.painter.h !== geometry.height || this.painter.dpr !== dpr) this.painter.resize(geometry.width, geometry.height, dpr);
-    if (this.overview.w !== geometry.width || this.overview.dpr !== dpr) this.overview.resize(geometry.width, OVERVIEW_H, dpr);
-    const selRow = this.selection && "row" in this.selection ? this.layout.rowOfSample[this.selection.sample] ?? -1 : -1;
-    const drawn = this.painter.paint({
-      d: this.data,
-      L: this.layout,
-      g: geometry,
-      vis: this.vis,
-      evVis: this.evVis,
-      theme: this.theme,
-      colors: this.colors,
-      cursor: this.cursor,
-      brush: this.brush,
-      selection: this.selection,
-      hover: this.hover,
-      hoverRow: this.hoverRow,
-      selRow,
-      raiseShown: this.highlight >= 0 || this.masks.focus !== null,
-      loadSplit: this.settings.loadSplit,
-      fates: this.fates?.frame(geometry) ?? null,
-    });
-    if (this.rows.length === 0) paintEmpty(this.painter, this.theme, this.data, geometry);
-    /** @type {import("../render/arrows.js").Arrow[]} the selection's link arrows as last painted */
-    this.arrows = arrowsFor(this.data, this.layout, geometry, this.vis, this.evVis, this.selection);
-    paintArrows(this.painter.ctx, dpr, geometry, this.theme, this.arrows);
-    this.overview.paint(this.theme, this.cursor);
-    const dt = performance.now() - startTime;
-    if (!this.sideEl.hidden) {
-      const mh = this.root.classList.contains("stw-narrow") ? "" : `${this.mainEl.offsetHeight}px`;
-      if (this.sideEl.style.maxHeight !== mh) this.sideEl.style.maxHeight = mh;
-    }
-    this.loop.record(dt);
-    this.root.dataset.rows = String(this.rows.length);
-    this.root.dataset.drawnRows = String(drawn);
-    updateFooter(this.footerView, this.data, this.view);
-    this.loop.painted(this.root);
+    this.drawing.loop.request();
   }
 
   dispose() {
-    this.loop.dispose();
+    this.drawing.loop.dispose();
     this.sync.flush();
-    this.interaction.dispose();
-    this.overview.dispose();
+    this.drawing.overview.dispose();
     this.controls.dispose();
-    this.flameView?.dispose();
-    this.fates?.dispose();
+    this.views.flameView?.dispose();
+    this.views.fates?.dispose();
     this.requests.dispose();
-    this.ro?.disconnect();
-    this.stopTheme();
-    this.scrollEl.removeEventListener("scroll", this.onScroll);
-    window.removeEventListener("resize", this.onWinResize);
-    this.unfollow();
-    this.root.remove();
+    for (const stop of this.stopListening) stop();
+    this.ui.root.remove();
   }
 }

@@ -75,7 +75,7 @@ export function hitOfSelected(data, layout, sel) {
  * @param {Hit} hit
  */
 export function loadDetails(app, hit) {
-  const data = app.data;
+  const data = app.shown.data;
   if (hit.type !== "span" && hit.type !== "segment" && hit.type !== "event") return;
   const detailSpan = hit.type === "segment" ? detailSpanForSegment(data, hit.seg) : hit.type === "span" ? hit.span : -1;
   const kind = hit.type === "event" ? "event" : "span";
@@ -85,13 +85,13 @@ export function loadDetails(app, hit) {
     focus: () => app.focusSelection(),
     selectSpan: (/** @type {number} */ span) => {
       const sample = data.spanSample[span];
-      const row = app.layout.rowOfSample[sample];
+      const row = app.shown.layout.rowOfSample[sample];
       if (row < 0) return;
       app.select({ type: "span", row, sample, span, t: data.spanStart[span] });
     },
     selectEvent: (/** @type {number} */ ev) => {
       const sample = data.evSample[ev];
-      const row = app.layout.rowOfSample[sample];
+      const row = app.shown.layout.rowOfSample[sample];
       if (row < 0) return;
       app.select({ type: "event", row, sample, ev, count: 1, members: [ev], t: data.evTs[ev] });
     },
@@ -99,19 +99,19 @@ export function loadDetails(app, hit) {
   };
   const figures = hit.type === "span" ? figureSpans(data, hit.span) : null;
   const engineBox = figures ? el("div", "stw-sec stw-engine-figures-sec") : undefined;
-  renderDetails(app.detailsEl, data, hit, detailSpan, { status: "loading", detail: null, engineBox }, actions);
+  renderDetails(app.ui.detailsEl, data, hit, detailSpan, { status: "loading", detail: null, engineBox }, actions);
   app.updateSide();
   const { req, promise } = app.requests.attrs(kind, index);
-  app.pendingReq = req;
+  app.pointer.pendingReq = req;
   promise.then(
     (reply) => {
-      if (app.loop.disposed || reply.req !== app.pendingReq || app.selection !== hit) return; // stale
+      if (app.drawing.loop.disposed || reply.req !== app.pointer.pendingReq || app.pointer.selection !== hit) return; // stale
       const ok = reply.detail && typeof reply.detail === "object";
-      renderDetails(app.detailsEl, data, hit, detailSpan, ok ? { status: "ok", detail: /** @type {Record<string, any>} */ (reply.detail), engineBox } : { status: "error", detail: null, error: reply.error || "no attributes", engineBox }, actions);
+      renderDetails(app.ui.detailsEl, data, hit, detailSpan, ok ? { status: "ok", detail: /** @type {Record<string, any>} */ (reply.detail), engineBox } : { status: "error", detail: null, error: reply.error || "no attributes", engineBox }, actions);
     },
     (err) => {
-      if (app.loop.disposed || req !== app.pendingReq || app.selection !== hit) return;
-      renderDetails(app.detailsEl, data, hit, detailSpan, { status: "error", detail: null, error: String(err && err.message ? err.message : err), engineBox }, actions);
+      if (app.drawing.loop.disposed || req !== app.pointer.pendingReq || app.pointer.selection !== hit) return;
+      renderDetails(app.ui.detailsEl, data, hit, detailSpan, { status: "error", detail: null, error: String(err && err.message ? err.message : err), engineBox }, actions);
     },
   );
   if (figures && engineBox) loadFigures(app, hit, figures, engineBox, index === figures.generation ? promise : null);
@@ -127,18 +127,18 @@ export function loadDetails(app, hit) {
  * @param {Promise<import("../data/model.js").AttrsReply>|null} generationReply
  */
 function loadFigures(app, hit, figures, box, generationReply) {
-  const data = app.data;
+  const data = app.shown.data;
   renderEngineFigures(box, data, figures.requests, { status: "loading" });
   const detailOf = (/** @type {Promise<import("../data/model.js").AttrsReply>} */ promise) => promise.then((reply) => (reply.detail && typeof reply.detail === "object" ? reply.detail : null));
   const slime = figures.generation < 0 ? Promise.resolve(null) : detailOf(generationReply ?? app.requests.attrs("span", figures.generation).promise);
   const requests = figures.requests.map((span) => detailOf(app.requests.attrs("span", span).promise));
   Promise.all([slime, ...requests]).then(
     ([generation, ...replies]) => {
-      if (app.loop.disposed || app.selection !== hit) return; // another item shown since
+      if (app.drawing.loop.disposed || app.pointer.selection !== hit) return; // another item shown since
       renderEngineFigures(box, data, figures.requests, { status: "ok", slime: generation, requests: replies });
     },
     (err) => {
-      if (app.loop.disposed || app.selection !== hit) return;
+      if (app.drawing.loop.disposed || app.pointer.selection !== hit) return;
       renderEngineFigures(box, data, figures.requests, { status: "error", error: String(err && err.message ? err.message : err) });
     },
   );

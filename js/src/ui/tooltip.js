@@ -176,24 +176,26 @@ export function sameHit(first, second) {
  * Point the hover at `hit`: the item outlined, the row marked, the tooltip's
  * text and place, the pointer's shape. Returns whether the outline or the
  * marked row changed, i.e. whether a repaint is due.
- * @param {{data: Data, hover: Hit|null, hoverRow: number, tooltip: HTMLElement, canvas: HTMLElement, mainEl: HTMLElement}} st
+ * @param {{hover: Hit|null, hoverRow: number}} pointer the hover, set here
+ * @param {{tooltip: HTMLElement, canvas: HTMLElement, mainEl: HTMLElement}} ui
+ * @param {Data} data
  * @param {Hit|null} hit
  * @param {number} clientX
  * @param {number} clientY
  */
-export function pointAt(st, hit, clientX, clientY) {
+export function pointAt(pointer, ui, data, hit, clientX, clientY) {
   const item = hit && (hit.type === "span" || hit.type === "segment" || hit.type === "event") ? hit : null;
   const row = hit && "row" in hit ? hit.row : -1;
-  const same = sameHit(item, st.hover) && row === st.hoverRow;
-  st.hover = item;
-  st.hoverRow = row;
+  const same = sameHit(item, pointer.hover) && row === pointer.hoverRow;
+  pointer.hover = item;
+  pointer.hoverRow = row;
   if (!hit || (hit.type !== "label" && !item)) {
-    st.tooltip.hidden = true;
-    st.canvas.style.cursor = "";
+    ui.tooltip.hidden = true;
+    ui.canvas.style.cursor = "";
     return !same;
   }
-  st.canvas.style.cursor = hit.type === "label" ? "pointer" : "";
-  if (!same) fillTooltip(st.tooltip, st.data, hit);
-  placeTooltip(st.tooltip, st.mainEl, clientX, clientY);
+  ui.canvas.style.cursor = hit.type === "label" ? "pointer" : "";
+  if (!same) fillTooltip(ui.tooltip, data, hit);
+  placeTooltip(ui.tooltip, ui.mainEl, clientX, clientY);
   return !same;
 }

@@ -18,7 +18,7 @@ export function followTraits(app) {
     if (app.sync.writing) return;
     const range = app.sync.get("view_range");
     if (!validRange(range)) return;
-    if (Math.abs(range[0] - app.view.t0) < 1e-9 && Math.abs(range[1] - app.view.t1) < 1e-9) return;
+    if (Math.abs(range[0] - app.viewState.timeWindow.t0) < 1e-9 && Math.abs(range[1] - app.viewState.timeWindow.t1) < 1e-9) return;
     app.setView(range[0], range[1]);
   };
   const onSelected = () => {

@@ -17,6 +17,42 @@ import { LANE_MIN, LANE_MAX } from "./controls.js";
  * @property {string|null} flamePath the flame frame chosen (its name path), null for none
  */
 
+/**
+ * A view's own state: what `view_state` saves (the controls, expanded rows,
+ * highlight, flame frame, time window), and the saved scroll until the first
+ * frame applies it. The cursor is the pointer's (pointer.js).
+ */
+export class ViewState {
+  constructor() {
+    /** @type {Settings} */
+    this.settings = defaultSettings();
+    /** @type {Set<number>} sample row ids expanded (when not expand-all) */
+    this.expanded = new Set();
+    /** @type {Set<number>} sample row ids collapsed (when expand-all) */
+    this.collapsed = new Set();
+    /** highlighted name index, -1 for none */
+    this.highlight = -1;
+    /** @type {string|null} the flame frame chosen (its name path) */
+    this.flamePath = null;
+    /** the time window shown (seconds) */
+    this.timeWindow = { t0: 0, t1: 1 };
+    /** @type {number|undefined} scroll offset restored from view_state, applied on the first frame */
+    this.pendingScroll = undefined;
+  }
+
+  /** @param {number} rowId sample row id */
+  isExpanded(rowId) {
+    return this.settings.expandAll ? !this.collapsed.has(rowId) : this.expanded.has(rowId);
+  }
+
+  /** @param {number} rowId sample row id */
+  toggleExpanded(rowId) {
+    const set = this.settings.expandAll ? this.collapsed : this.expanded;
+    if (set.has(rowId)) set.delete(rowId);
+    else set.add(rowId);
+  }
+}
+
 /** @returns {Settings} */
 export function defaultSettings() {
   return { filter: "", attempt: -1, attemptMode: "filter", sort: "start", desc: false, showEvents: true, showOpen: true, showUnmatched: true, laneH: 18, expandAll: false, diff: false, diffPair: [0, 1], critical: false, flame: false, loadSplit: false, colorBy: "span" };
