@@ -1,8 +1,9 @@
 """The query grammar of the filter box and ``tl.show(query=...)`` (``docs/query.md``).
 
 One grammar for Python and the widget (``js/src/data/query.js`` is the same parser
-term for term; ``js/test/fixtures/query_cases.json`` holds the cases both must
-agree on). A query is parsed into plain dict terms, then evaluated into boolean
+term for term; both read the tables of fields, operators and units from
+``query_grammar.json``, and ``js/test/fixtures/query_cases.json`` holds the cases
+both must agree on). A query is parsed into plain dict terms, then evaluated into boolean
 masks over ``samples``, ``span_core`` and ``event_core`` with numpy and Arrow
 over whole columns: sample terms (status, source, bare words) choose rows,
 item terms (name, attempt, duration, ``is:``, attributes) choose spans and
@@ -13,8 +14,10 @@ answers with :func:`attr_masks` (the same code, the same answer).
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -27,17 +30,35 @@ from ..frames.model import TraceFrames
 __all__ = ["Matches", "QueryError", "attr_masks", "glob_match", "match", "parse", "restrict",
            "select"]
 
-_SPACE = " \t\r\n"
-_COLON_FIELDS = ("name", "status", "source", "attempt", "is", "has")
-_COMPARED_FIELDS = ("attempt", "duration")
-_IS_VALUES = ("error", "open")
+#: the grammar's tables, shared with the widget's parser
+GRAMMAR: dict[str, Any] = json.loads(
+    (Path(__file__).parent / "query_grammar.json").read_text(encoding="utf-8"))
+_SPACE: str = GRAMMAR["space"]
+_ATTR_PREFIX: str = GRAMMAR["attr_prefix"]
+_COLON_FIELDS = tuple(GRAMMAR["colon_fields"])
+_COMPARED_FIELDS = tuple(GRAMMAR["compared_fields"])
+_IS_VALUES = tuple(GRAMMAR["is_values"])
+_EQUALITY = tuple(GRAMMAR["equality_operators"])
+_ORDER = tuple(GRAMMAR["order_operators"])
+#: longest first, so ">=" is read before ">"
+_OPERATORS = sorted(_EQUALITY + _ORDER, key=len, reverse=True)
 #: seconds per unit as (multiply, divide), so 100us is 100 / 1e6 on both sides, exactly
-_UNITS = {"us": (1, 1e6), "ms": (1, 1e3), "s": (1, 1), "m": (60, 1), "h": (3600, 1)}
+_UNITS: dict[str, tuple[int, int]] = {unit: (times, per) for unit, (times, per)
+                                      in GRAMMAR["units"].items()}
+_DEFAULT_UNIT: str = GRAMMAR["default_unit"]
 # [0-9], not \d: \d takes any Unicode digit ("٣"), which the widget's parser refuses
 _NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
-_DURATION = re.compile(r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(us|ms|s|m|h)?")
+_DURATION = re.compile(r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)("
+                       + "|".join(re.escape(unit) for unit in _UNITS) + ")?")
 _WHOLE = re.compile(r"[0-9]+")
-SAMPLE_KINDS = ("text", "status", "source")
+SAMPLE_KINDS = tuple(GRAMMAR["sample_kinds"])
+_ATTR_KINDS = tuple(GRAMMAR["attr_kinds"])
+_SPAN_ONLY_KINDS = tuple(GRAMMAR["span_only_kinds"])
+
+
+def _alternatives(options: list[str]) -> str:
+    """``a, b or c``: how an error message lists what would have done."""
+    return ", ".join(options[:-1]) + " or " + options[-1]
 
 Term = dict[str, Any]
 
@@ -82,17 +103,13 @@ def _tokens(text: str) -> list[tuple[int, str, list[bool]]]:
 
 
 def _operator(word: str, quoted: list[bool]) -> tuple[int, str]:
-    """The first unquoted comparison (``=``, ``!=``, ``>``, ``>=``, ``<``, ``<=``)."""
-    for i, c in enumerate(word):
+    """The first operator of the grammar written unquoted, the longest at its place."""
+    for i in range(len(word)):
         if quoted[i]:
             continue
-        follows = i + 1 < len(word) and word[i + 1] == "=" and not quoted[i + 1]
-        if c in "<>":
-            return i, c + "=" if follows else c
-        if c == "=":
-            return i, "="
-        if c == "!" and follows:
-            return i, "!="
+        for op in _OPERATORS:
+            if word.startswith(op, i) and not any(quoted[i:i + len(op)]):
+                return i, op
     return -1, ""
 
 
@@ -116,9 +133,8 @@ def _term(pos: int, word: str, quoted: list[bool]) -> Term:
         raise QueryError(f'"{key}{op}" needs a value after it', pos)
     if key.lower() in _COMPARED_FIELDS:
         return {"kind": key.lower(), "neg": neg, **_field_value(pos, key.lower(), op, value)}
-    if key.startswith("attr.") and len(key) > 5:
-        key = key[5:]
-    if op in ("=", "!="):
+    key = _attr_key(key)
+    if op in _EQUALITY:
         return {"kind": "attr", "neg": neg, "key": key, "op": op, "value": value}
     if not _NUMBER.fullmatch(value):
         raise QueryError(f'"{op}" needs a number, not "{value}"', pos)
@@ -133,18 +149,26 @@ def _field_value(pos: int, field: str, op: str, value: str) -> dict[str, Any]:
     if field == "duration":
         found = _DURATION.fullmatch(value)
         if not found:
-            raise QueryError(f'bad duration "{value}" (a number, then us, ms, s, m or h)', pos)
-        times, per = _UNITS[found[2] or "s"]
+            raise QueryError(f'bad duration "{value}" (a number, then '
+                             f'{_alternatives(list(_UNITS))})', pos)
+        times, per = _UNITS[found[2] or _DEFAULT_UNIT]
         return {"op": op, "value": float(found[1]) * times / per}
     if not value:
         raise QueryError(f"{field}: needs a value", pos)
     if field == "is":
         if value.lower() not in _IS_VALUES:
-            raise QueryError(f'unknown is: value "{value}" (is:error or is:open)', pos)
+            raise QueryError(f'unknown is: value "{value}" '
+                             f'({_alternatives([f"is:{known}" for known in _IS_VALUES])})', pos)
         return {"value": value.lower()}
     if field == "has":
-        return {"key": value[5:] if value.startswith("attr.") and len(value) > 5 else value}
+        return {"key": _attr_key(value)}
     return {"value": value.lower()}
+
+
+def _attr_key(key: str) -> str:
+    """``attr.duration`` is the attribute ``duration``, not the field."""
+    prefixed = key.startswith(_ATTR_PREFIX) and len(key) > len(_ATTR_PREFIX)
+    return key[len(_ATTR_PREFIX):] if prefixed else key
 
 
 def parse(text: str) -> list[Term]:
@@ -270,12 +294,12 @@ def attr_value_mask(column: pa.ChunkedArray | None, n: int, term: Term) -> np.nd
     if pa.types.is_integer(kind) or pa.types.is_floating(kind):
         # unsafe: an int64 past 2**53 (a seed) rounds, as in the widget, instead of raising
         numbers = column.cast(pa.float64(), safe=False).to_numpy(zero_copy_only=False)
-        if op in ("=", "!="):
+        if op in _EQUALITY:
             target = float(value) if _NUMBER.fullmatch(value) else float("nan")
             equal = _compare(numbers, "=", target)
             return equal if op == "=" else present & ~equal
         return _compare(numbers, op, value) & present
-    if op not in ("=", "!="):
+    if op not in _EQUALITY:
         return np.zeros(n, dtype=bool)
     if pa.types.is_boolean(kind):
         flags = column.fill_null(False).to_numpy(zero_copy_only=False).astype(bool)
@@ -322,7 +346,7 @@ def _attr_event(frames: TraceFrames) -> Any:
 def _items(core: pd.DataFrame, terms: list[Term], attrs: Any, events: bool) -> np.ndarray:
     keep = np.ones(len(core), dtype=bool)
     for term in terms:
-        if events and term["kind"] in ("duration", "is"):
+        if events and term["kind"] in _SPAN_ONLY_KINDS:
             return np.zeros(len(core), dtype=bool)  # span-only: never an event, negated or not
         hit = _item_mask(core, term, attrs)
         keep &= ~hit if term["neg"] else hit
@@ -399,7 +423,7 @@ def attr_masks(frames: TraceFrames, terms: list[Term], span_index: np.ndarray,
     """Whether every attribute term (attr, has) holds, per given span and event
     (``spans.index`` / ``events.index`` labels, e.g. a payload's): the widget's
     front end asks for this, as attributes are not in the payload."""
-    chosen = [t for t in terms if t["kind"] in ("attr", "has")]
+    chosen = [t for t in terms if t["kind"] in _ATTR_KINDS]
     spans = _items(frames.span_core, chosen, _attr_span(frames), False)
     events = _items(frames.event_core, chosen, _attr_event(frames), True)
     span_at = frames.span_core.index.get_indexer(span_index)
@@ -415,13 +439,13 @@ def check_terms(terms: Any) -> list[Term]:
         raise ValueError("terms must be a list")
     out = []
     for term in terms:
-        if not isinstance(term, dict) or term.get("kind") not in ("attr", "has") \
+        if not isinstance(term, dict) or term.get("kind") not in _ATTR_KINDS \
                 or not isinstance(term.get("key"), str) or not isinstance(term.get("neg"), bool):
             raise ValueError(f"not an attribute term: {term!r}")
         if term["kind"] == "attr":
             op, value = term.get("op"), term.get("value")
-            ok = (isinstance(value, str) if op in ("=", "!=") else
-                  op in (">", ">=", "<", "<=") and isinstance(value, int | float)
+            ok = (isinstance(value, str) if op in _EQUALITY else
+                  op in _ORDER and isinstance(value, int | float)
                   and not isinstance(value, bool))
             if not ok:
                 raise ValueError(f"bad attribute term: {term!r}")

@@ -1,6 +1,7 @@
 // The filter box's query grammar (docs/query.md), the same parser as
-// slime_trace_widget/answers/query.py term for term (test/fixtures/query_cases.json
-// holds the cases both must agree on), evaluated over the decoded payload into
+// slime_trace_widget/answers/query.py term for term, reading the same tables of
+// fields, operators and units (slime_trace_widget/answers/query_grammar.json;
+// test/fixtures/query_cases.json holds the cases both must agree on), evaluated over the decoded payload into
 // the masks App.setMasks lays over the timeline. Attributes are not in the
 // payload: attribute terms go to a resolver (the kernel, or a snapshot's
 // embedded tables) and the picture changes only when its answer is in; an
@@ -9,6 +10,7 @@
 import { F_OPEN, F_ERROR, F_PD_DETAIL, statusOf, sourceOf } from "./decode.js";
 import { formatNumber } from "../util/format.js";
 import { base64ToBytes } from "./bytes.js";
+import GRAMMAR from "../../../slime_trace_widget/answers/query_grammar.json" with { type: "json" };
 
 /** @typedef {import("./decode.js").Data} Data */
 
@@ -24,17 +26,33 @@ import { base64ToBytes } from "./bytes.js";
 /** Per payload span and event: whether every attribute term holds. */
 /** @typedef {{spans: Uint8Array, events: Uint8Array}} AttrHits */
 
-const SPACE = " \t\r\n";
-const COLON_FIELDS = ["name", "status", "source", "attempt", "is", "has"];
-const COMPARED_FIELDS = ["attempt", "duration"];
-const IS_VALUES = ["error", "open"];
-/** @type {Record<string, [number, number]>} seconds per unit as (multiply, divide), as in Python */
-const UNITS = { us: [1, 1e6], ms: [1, 1e3], s: [1, 1], m: [60, 1], h: [3600, 1] };
+export { GRAMMAR };
+
+const SPACE = GRAMMAR.space;
+const ATTR_PREFIX = GRAMMAR.attr_prefix;
+const COLON_FIELDS = GRAMMAR.colon_fields;
+const COMPARED_FIELDS = GRAMMAR.compared_fields;
+const IS_VALUES = GRAMMAR.is_values;
+const EQUALITY = GRAMMAR.equality_operators;
+/** Every operator, longest first, so ">=" is read before ">". */
+const OPERATORS = [...EQUALITY, ...GRAMMAR.order_operators].sort((first, second) => second.length - first.length);
+/** @type {Record<string, number[]>} seconds per unit as (multiply, divide), as in Python */
+const UNITS = GRAMMAR.units;
+const UNIT_NAMES = Object.keys(UNITS);
 const NUMBER = /^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$/;
-const DURATION = /^(\d+(?:\.\d*)?|\.\d+)(us|ms|s|m|h)?$/;
+const DURATION = new RegExp(`^(\\d+(?:\\.\\d*)?|\\.\\d+)(${UNIT_NAMES.join("|")})?$`);
 const WHOLE = /^\d+$/;
-export const SAMPLE_KINDS = ["text", "status", "source"];
-export const ATTR_KINDS = ["attr", "has"];
+export const SAMPLE_KINDS = GRAMMAR.sample_kinds;
+export const ATTR_KINDS = GRAMMAR.attr_kinds;
+const SPAN_ONLY_KINDS = GRAMMAR.span_only_kinds;
+
+/**
+ * `a, b or c`: how an error message lists what would have done.
+ * @param {string[]} options
+ */
+function alternatives(options) {
+  return `${options.slice(0, -1).join(", ")} or ${options[options.length - 1]}`;
+}
 
 export class QueryError extends Error {
   /**
@@ -88,7 +106,7 @@ function tokens(text) {
 }
 
 /**
- * The first unquoted comparison.
+ * The first operator of the grammar written unquoted, the longest at its place.
  * @param {string} word
  * @param {boolean[]} quoted
  * @returns {[number, string]}
@@ -96,11 +114,9 @@ function tokens(text) {
 function operator(word, quoted) {
   for (let i = 0; i < word.length; i++) {
     if (quoted[i]) continue;
-    const character = word[i];
-    const follows = i + 1 < word.length && word[i + 1] === "=" && !quoted[i + 1];
-    if (character === "<" || character === ">") return [i, follows ? character + "=" : character];
-    if (character === "=") return [i, "="];
-    if (character === "!" && follows) return [i, "!="];
+    for (const op of OPERATORS) {
+      if (word.startsWith(op, i) && !quoted.slice(i, i + op.length).includes(true)) return [i, op];
+    }
   }
   return [-1, ""];
 }
@@ -134,8 +150,8 @@ function term(pos, word, quoted) {
   if (!key) throw new QueryError(`"${op}" needs a key before it`, pos);
   if (!value) throw new QueryError(`"${key}${op}" needs a value after it`, pos);
   if (COMPARED_FIELDS.includes(key.toLowerCase())) return { kind: key.toLowerCase(), neg, ...fieldValue(pos, key.toLowerCase(), op, value) };
-  if (key.startsWith("attr.") && key.length > 5) key = key.slice(5);
-  if (op === "=" || op === "!=") return { kind: "attr", neg, key, op, value };
+  key = attrKey(key);
+  if (EQUALITY.includes(op)) return { kind: "attr", neg, key, op, value };
   if (!NUMBER.test(value)) throw new QueryError(`"${op}" needs a number, not "${value}"`, pos);
   return { kind: "attr", neg, key, op, value: Number(value) };
 }
@@ -153,17 +169,25 @@ function fieldValue(pos, field, op, value) {
   }
   if (field === "duration") {
     const found = DURATION.exec(value);
-    if (!found) throw new QueryError(`bad duration "${value}" (a number, then us, ms, s, m or h)`, pos);
-    const [times, per] = UNITS[found[2] || "s"];
+    if (!found) throw new QueryError(`bad duration "${value}" (a number, then ${alternatives(UNIT_NAMES)})`, pos);
+    const [times, per] = UNITS[found[2] || GRAMMAR.default_unit];
     return { op, value: (Number(found[1]) * times) / per };
   }
   if (!value) throw new QueryError(`${field}: needs a value`, pos);
   if (field === "is") {
-    if (!IS_VALUES.includes(value.toLowerCase())) throw new QueryError(`unknown is: value "${value}" (is:error or is:open)`, pos);
+    if (!IS_VALUES.includes(value.toLowerCase())) throw new QueryError(`unknown is: value "${value}" (${alternatives(IS_VALUES.map((known) => `is:${known}`))})`, pos);
     return { value: value.toLowerCase() };
   }
-  if (field === "has") return { key: value.startsWith("attr.") && value.length > 5 ? value.slice(5) : value };
+  if (field === "has") return { key: attrKey(value) };
   return { value: value.toLowerCase() };
+}
+
+/**
+ * `attr.duration` is the attribute `duration`, not the field.
+ * @param {string} key
+ */
+function attrKey(key) {
+  return key.startsWith(ATTR_PREFIX) && key.length > ATTR_PREFIX.length ? key.slice(ATTR_PREFIX.length) : key;
 }
 
 /**
@@ -241,9 +265,9 @@ export function attrHolds(queryTerm, pattern, kind, value) {
   const op = /** @type {string} */ (queryTerm.op);
   let equal;
   if (kind === "number") {
-    if (op !== "=" && op !== "!=") return compare(value, op, queryTerm.value);
+    if (!EQUALITY.includes(op)) return compare(value, op, queryTerm.value);
     equal = NUMBER.test(queryTerm.value) && value === Number(queryTerm.value);
-  } else if (op !== "=" && op !== "!=") {
+  } else if (!EQUALITY.includes(op)) {
     return false;
   } else if (kind === "bool") {
     const want = String(queryTerm.value).toLowerCase();
@@ -333,7 +357,7 @@ export function evaluate(data, terms, attr) {
   const keep = new Uint8Array(data.nSpans);
   for (let i = 0; i < data.nSpans; i++) keep[i] = rowKeep[data.spanSample[i]] && (!attr || attr.spans[i]) ? 1 : 0;
   const evKeep = new Uint8Array(data.nEvents);
-  const spanOnly = items.some((queryTerm) => queryTerm.kind === "duration" || queryTerm.kind === "is");
+  const spanOnly = items.some((queryTerm) => SPAN_ONLY_KINDS.includes(queryTerm.kind));
   if (!spanOnly) for (let i = 0; i < data.nEvents; i++) evKeep[i] = rowKeep[data.evSample[i]] && (!attr || attr.events[i]) ? 1 : 0;
   for (const queryTerm of items) {
     const want = queryTerm.neg ? 0 : 1;

@@ -5,7 +5,7 @@
 // re-triggering; reports user changes.
 
 import { SORT_KEYS, SORT_LABELS } from "../data/layout.js";
-import { matchSummary } from "../data/query.js";
+import { matchSummary, GRAMMAR } from "../data/query.js";
 import { formatNumber } from "../util/format.js";
 import { el } from "../util/dom.js";
 
@@ -52,8 +52,8 @@ import { el } from "../util/dom.js";
 
 const QUERY_HELP = [
   "Terms separated by spaces must all hold; -term negates; \"quote values\" with spaces; * is a wildcard.",
-  "name:VALUE  status:X  source:X  attempt:N  attempt>N  duration>2s (us ms s m h)",
-  "is:error  is:open  key=value  key!=value  key>5  has:key (span and event attributes)",
+  `name:VALUE  status:X  source:X  attempt:N  attempt>N  duration>2s (${Object.keys(GRAMMAR.units).join(" ")})`,
+  `${GRAMMAR.is_values.map((value) => `is:${value}`).join("  ")}  key=value  key!=value  key>5  has:key (span and event attributes)`,
   "a bare word searches #id, source, status, label and trace id",
 ].join("\n");
 

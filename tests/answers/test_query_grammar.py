@@ -1,0 +1,104 @@
+"""The query grammar's tables live in one contract file, ``answers/query_grammar.json``.
+
+The Python parser (``answers/query.py``) and the widget's (``js/src/data/query.js``)
+both read it; no source file writes a table out again, so a field, operator or
+unit added to the file reaches both parsers and nothing else needs to change.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from slime_trace_widget.answers import query
+
+ROOT = Path(__file__).parents[2]
+GRAMMAR_FILE = ROOT / "slime_trace_widget" / "answers" / "query_grammar.json"
+GRAMMAR = json.loads(GRAMMAR_FILE.read_text(encoding="utf-8"))
+JS_PARSER = ROOT / "js" / "src" / "data" / "query.js"
+
+#: between two entries of a written-out table: spaces, quotes, brackets,
+#: separators and numbers (``"us": (1, 1e6), "ms"``, ``us: [1, 1e6], ms``, ``us|ms``);
+#: possessive, so a long run of digits is read one way and cannot backtrack
+_BETWEEN = r"""(?:[\s,;:'"`|()\[\]{}]|[-+]?[0-9]+(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?)*+"""
+#: the same between quoted entries, whose quotes the entries' pattern takes
+_BETWEEN_QUOTED = _BETWEEN.replace("""'"`""", "")
+#: a table this short is a copy only written as quoted strings: prose names
+#: two words in a row ("attempt, duration") often enough
+_BARE_FROM = 3
+
+
+def _tables() -> dict[str, list[str]]:
+    """Each table of the grammar with two or more entries, as its entries' text."""
+    out = {}
+    for name, value in GRAMMAR.items():
+        entries = list(value) if isinstance(value, dict | list) else []
+        if len(entries) >= 2:
+            out[name] = [str(entry) for entry in entries]
+    return out
+
+
+def _entry(text: str) -> str:
+    """One entry, not part of a longer word or operator."""
+    edge = "A-Za-z0-9_" if text[0].isalnum() else "<>=!"
+    return rf"(?<![{edge}]){re.escape(text)}(?![{edge}])"
+
+
+def _table_pattern(entries: list[str]) -> str:
+    if len(entries) >= _BARE_FROM:
+        return _BETWEEN.join(_entry(entry) for entry in entries)
+    return _BETWEEN_QUOTED.join(f"""['"]{re.escape(entry)}['"]""" for entry in entries)
+
+
+def written_out(source: str) -> list[str]:
+    """The grammar's tables that ``source`` writes out, entry after entry."""
+    return [name for name, entries in _tables().items()
+            if re.search(_table_pattern(entries), source)]
+
+
+def _sources() -> list[Path]:
+    package = ROOT / "slime_trace_widget"
+    return sorted([*package.rglob("*.py"), *(ROOT / "js" / "src").rglob("*.js")])
+
+
+def test_both_parsers_read_the_contract_file() -> None:
+    assert query.GRAMMAR == GRAMMAR
+    js = JS_PARSER.read_text(encoding="utf-8")
+    imported = (r'^import GRAMMAR from "(\.\./)+slime_trace_widget/answers/query_grammar\.json"'
+                r' with \{ type: "json" \};$')
+    assert re.search(imported, js, re.M)
+
+
+@pytest.mark.parametrize("path", _sources(), ids=lambda path: str(path.relative_to(ROOT)))
+def test_no_source_writes_a_table_out_again(path: Path) -> None:
+    assert written_out(path.read_text(encoding="utf-8")) == [], \
+        f"{path.relative_to(ROOT)} defines a table of {GRAMMAR_FILE.name}: read it from there"
+
+
+@pytest.mark.parametrize("copy", [
+    '_UNITS = {"us": (1, 1e6), "ms": (1, 1e3), "s": (1, 1), "m": (60, 1), "h": (3600, 1)}',
+    "const UNITS = { us: [1, 1e6], ms: [1, 1e3], s: [1, 1], m: [60, 1], h: [3600, 1] };",
+    "const DURATION = /^(\\d+(?:\\.\\d*)?|\\.\\d+)(us|ms|s|m|h)?$/;",
+    '_COLON_FIELDS = ("name", "status", "source", "attempt", "is", "has")',
+    'ok = op in (">", ">=", "<", "<=")',
+    "if op in ('=', '!='):",
+    'const ATTR_KINDS = ["attr", "has"];',
+])
+def test_a_table_written_out_is_found(copy: str) -> None:
+    assert written_out(copy), copy
+
+
+def test_units_are_words_the_duration_pattern_can_take_as_they_are() -> None:
+    # Both parsers join the unit names into a regular expression unescaped.
+    assert all(re.fullmatch(r"[a-z]+", unit) for unit in GRAMMAR["units"])
+    assert GRAMMAR["default_unit"] in GRAMMAR["units"]
+
+
+def test_errors_list_what_the_tables_hold() -> None:
+    with pytest.raises(query.QueryError, match="us, ms, s, m or h"):
+        query.parse("duration>2x")
+    with pytest.raises(query.QueryError, match="is:error or is:open"):
+        query.parse("is:late")
