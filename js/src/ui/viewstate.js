@@ -8,7 +8,7 @@ import { LANE_MIN, LANE_MAX } from "./controls.js";
 /** @typedef {import("./controls.js").Settings} Settings */
 
 /**
- * What of App the view state reads and restores.
+ * What `view_state` reads and restores (a ViewState holds it).
  * @typedef {Object} ViewBits
  * @property {Settings} settings
  * @property {Set<number>} expanded sample row ids expanded (when not expand-all)
