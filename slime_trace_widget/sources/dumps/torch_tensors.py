@@ -7,8 +7,8 @@ frames worker reads tensors as numpy arrays without importing torch
 
 from __future__ import annotations
 
+import contextlib
 import io
-from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -19,9 +19,6 @@ from .placeholders import split_state
 from .unpickler import LoadSession, restricted_pickle_module
 
 __all__ = ["TORCH_TENSORS", "torch_load"]
-
-_REBUILD_V3 = torch._utils._rebuild_tensor_v3
-
 
 def _torch_globals() -> dict[tuple[str, str], object]:
     """torch classes and constants a tensor-holding dump names."""
@@ -45,20 +42,51 @@ def _torch_globals() -> dict[tuple[str, str], object]:
     return table
 
 
-def _check_within_storage(storage: Any, offset: Any, size: Any, stride: Any,
-                          dtype: Any) -> None:
-    """Refuse a tensor whose elements would lie outside its storage.
-
-    torch checks this for storages read from a zip, but a legacy file can hand
-    out an empty storage that ``set_`` then grows without initialising it.
-    """
+def _untyped(storage: Any) -> torch.UntypedStorage:
+    """The bytes of a storage the file handed out; ValueError for anything else. A
+    typed storage's are reached through a tensor over it, since its own accessors
+    warn that the class is deprecated."""
     if isinstance(storage, torch.storage.TypedStorage):
-        available = storage._size()  # size() would warn that TypedStorage is deprecated
-    elif isinstance(storage, torch.UntypedStorage) and isinstance(dtype, torch.dtype):
-        available = storage.nbytes() // torch._utils._element_size(dtype)
-    else:
-        return  # not a storage: the rebuild itself fails
+        return torch.empty((0,), dtype=storage.dtype).set_(storage).untyped_storage()
+    if isinstance(storage, torch.UntypedStorage):
+        return storage
+    raise ValueError("a tensor whose storage is not one")
+
+
+def _rebuilt_tensor(storage: Any, offset: Any, size: Any, stride: Any,
+                    dtype: Any = None) -> torch.Tensor:
+    """The tensor the file describes, made as torch's rebuild functions make it but
+    through public calls: an empty tensor of ``dtype`` (default: the storage's) set
+    onto the storage's bytes.
+
+    A tensor whose elements would lie outside its storage is refused: torch checks
+    this for storages read from a zip, but a legacy file can hand out an empty
+    storage that ``set_`` then grows without initialising it.
+    """
+    data = _untyped(storage)
+    typed = isinstance(storage, torch.storage.TypedStorage)
+    element = storage.dtype if dtype is None and typed else dtype
+    if not isinstance(element, torch.dtype):
+        raise ValueError("a tensor whose dtype is not one")
+    available = torch.empty((0,), dtype=element).set_(data).numel()
     refuse_past_storage(tensor_extent(offset, size, stride), available)
+    return torch.empty((0,), dtype=element).set_(data, offset, size, stride)
+
+
+def _apply_metadata(tensor: torch.Tensor, metadata: Any, session: LoadSession) -> torch.Tensor:
+    """The tensor with the flags torch pickles beside it (``{"conj": True}``) applied
+    where a public call can; any other flag is dropped and counted."""
+    if not metadata:
+        return tensor
+    if not (isinstance(metadata, dict) and all(
+            isinstance(k, str) and isinstance(v, bool) for k, v in metadata.items())):
+        raise ValueError("tensor metadata that is not a dict of flags")
+    for flag, on in metadata.items():
+        if flag == "conj" and on and tensor.is_complex():
+            tensor = tensor.conj()
+        elif on:
+            session.warnings["tensor_metadata_dropped"] += 1
+    return tensor
 
 
 def _apply_plain_state(tensor: torch.Tensor, state: Any, session: LoadSession) -> None:
@@ -89,19 +117,27 @@ class _TorchTensors:
         self.data_only = frozenset({torch.Tensor, torch.nn.Parameter, *storages})
 
     def wrappers(self, session: LoadSession) -> dict[tuple[str, str], Callable]:
-        def without_hooks(rebuild: Callable) -> Callable:
-            def rebuild_tensor(*args: Any) -> torch.Tensor:
-                _check_within_storage(*args[:4], args[6] if rebuild is _REBUILD_V3 else None)
-                # args[5] is backward_hooks: torch never serialises live hooks, so keep none.
-                if len(args) > 5 and not (isinstance(args[5], dict) and not args[5]):
-                    session.warnings["tensor_hooks_dropped"] += 1
-                return rebuild(*args[:5], OrderedDict(), *args[6:])
-
-            return rebuild_tensor
+        def finished(tensor: torch.Tensor, requires_grad: Any, hooks: Any,
+                     metadata: Any) -> torch.Tensor:
+            # torch never serialises live hooks, so a new tensor keeps none.
+            if not (hooks is None or (isinstance(hooks, dict) and not hooks)):
+                session.warnings["tensor_hooks_dropped"] += 1
+            tensor.requires_grad_(bool(requires_grad))
+            return _apply_metadata(tensor, metadata, session)
 
         def rebuild_tensor_v1(storage: Any, offset: Any, size: Any, stride: Any) -> Any:
-            _check_within_storage(storage, offset, size, stride, None)
-            return torch._utils._rebuild_tensor(storage, offset, size, stride)
+            return _rebuilt_tensor(storage, offset, size, stride)
+
+        def rebuild_tensor_v2(storage: Any, offset: Any, size: Any, stride: Any,
+                              requires_grad: Any, hooks: Any, metadata: Any = None) -> Any:
+            return finished(_rebuilt_tensor(storage, offset, size, stride),
+                            requires_grad, hooks, metadata)
+
+        def rebuild_tensor_v3(storage: Any, offset: Any, size: Any, stride: Any,
+                              requires_grad: Any, hooks: Any, dtype: Any,
+                              metadata: Any = None) -> Any:
+            return finished(_rebuilt_tensor(storage, offset, size, stride, dtype),
+                            requires_grad, hooks, metadata)
 
         def rebuild_parameter(data: Any, requires_grad: Any, _hooks: Any,
                               state: Any = None) -> Any:
@@ -125,8 +161,8 @@ class _TorchTensors:
 
         return {
             ("torch._utils", "_rebuild_tensor"): rebuild_tensor_v1,
-            ("torch._utils", "_rebuild_tensor_v2"): without_hooks(torch._utils._rebuild_tensor_v2),
-            ("torch._utils", "_rebuild_tensor_v3"): without_hooks(_REBUILD_V3),
+            ("torch._utils", "_rebuild_tensor_v2"): rebuild_tensor_v2,
+            ("torch._utils", "_rebuild_tensor_v3"): rebuild_tensor_v3,
             ("torch._utils", "_rebuild_parameter"): rebuild_parameter,
             ("torch._utils", "_rebuild_parameter_with_state"): rebuild_parameter,
             ("torch._tensor", "_rebuild_from_type_v2"): rebuild_from_type_v2,
@@ -149,10 +185,8 @@ def _clear_unfilled_storages(session: LoadSession) -> None:
     filled_keys = {key for key in filled if isinstance(key, str | bytes | int)}
     for key, storage in session.legacy_storages:
         if key not in filled_keys:
-            # The untyped view: TypedStorage.fill_ warns that typed storages are deprecated.
-            untyped = getattr(storage, "_untyped_storage", storage)
-            if hasattr(untyped, "fill_"):
-                untyped.fill_(0)
+            with contextlib.suppress(ValueError):  # not a storage: nothing to clear
+                _untyped(storage).fill_(0)
 
 
 def torch_load(session: LoadSession, data: bytes) -> Any:

@@ -9,7 +9,6 @@ numpy stand-ins), and anything else becomes an inert placeholder. One
 from __future__ import annotations
 
 import _codecs
-import copyreg
 import pickle
 import types
 from collections import Counter
@@ -107,6 +106,19 @@ class LoadSession:
         return self.placeholder_class(module, name)(*args)
 
 
+def _reconstructed(cls: type, base: type, state: Any) -> Any:
+    """What pickle's ``copyreg._reconstructor(cls, base, state)`` makes (protocols 0
+    and 1 pickle an object of a subclass of a built-in type this way): an instance
+    of ``cls`` made by ``base``'s constructor from ``state``, or a bare one when
+    ``base`` is ``object``. Written out, as the stdlib's is not public API."""
+    if base is object:
+        return object.__new__(cls)
+    obj = base.__new__(cls, state)
+    if base.__init__ is not object.__init__:
+        base.__init__(obj, state)
+    return obj
+
+
 def _session_wrappers(session: LoadSession) -> dict[tuple[str, str], Callable]:
     """Allowed numpy and builtin functions that need checks bound to this load.
 
@@ -127,7 +139,7 @@ def _session_wrappers(session: LoadSession) -> dict[tuple[str, str], Callable]:
             return cls.__new__(cls) if state is None else cls.__new__(cls, state)
         allowed = session.allowed_types
         if isinstance(cls, type) and cls in allowed and base in allowed:
-            return copyreg._reconstructor(cls, base, state)
+            return _reconstructed(cls, base, state)
         return session.blocked_call("copyreg", "_reconstructor", cls, base, state)
 
     def reconstruct(cls: Any, shape: Any, dtype: Any) -> Any:
