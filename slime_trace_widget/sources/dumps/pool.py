@@ -110,6 +110,11 @@ class _Worker:
             self.stop()
             raise
 
+    @property
+    def started(self) -> bool:
+        """It has a process (not yet stopped), which may be kept for the next load."""
+        return self._process is not None
+
     def owns(self, stream: Any) -> bool:
         return self._process is not None and self._process.stdout is stream
 
@@ -134,9 +139,9 @@ class _Worker:
 def _worker_environment() -> dict[str, str]:
     """This process's environment, numpy's OpenBLAS held to one thread unless the user
     chose a number: a worker never multiplies matrices, and OpenBLAS's threads spin
-    while numpy is imported, 0.1 s of CPU on each helper's start (user 0.27 s -> 0.17 s),
-    taken from the jobs when a call of several dumps starts a second helper. It also
-    spares the helper, which forks every job, threads it has no use for."""
+    while numpy is imported, CPU taken from the jobs when a call of several dumps
+    starts a second helper. It also keeps the helper, which forks every job, free of
+    threads a fork would copy in an unknown state."""
     environment = dict(os.environ)
     environment.setdefault("OPENBLAS_NUM_THREADS", "1")
     return environment
@@ -177,7 +182,7 @@ class _Idle:
 
     def give_back(self, workers: list[_Worker]) -> None:
         with self.lock:
-            self.workers.extend(w for w in workers if w._process is not None)
+            self.workers.extend(w for w in workers if w.started)
 
     def stop_all(self) -> None:
         with self.lock:
