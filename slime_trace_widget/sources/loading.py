@@ -123,8 +123,7 @@ def _load_frames(paths_or_glob: PathLike | Iterable[PathLike], *, trusted: bool,
 
         # Each dump's frames are read as soon as its job ends, while other jobs still
         # run, and in a thread of their own: were this thread reading, a helper that
-        # finished meanwhile would wait for its next job (8 dumps of 62 MB: up to
-        # 0.16 s per read, three times per helper).
+        # finished meanwhile would wait for its next job until the read ended.
         reads: list[Future] = []
         with ThreadPoolExecutor(max_workers=1) as reader, \
                 progress_bar([job.size for job in jobs], progress) as bar:

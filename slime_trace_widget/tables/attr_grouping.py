@@ -45,12 +45,12 @@ def group_by_keys(dicts: list[dict | None]) -> tuple[list[dict | None], dict[tup
 
     The native pass (``_native_columns.c``, where the package was built with a C
     compiler) reads each value once and copies it into its key's typed column, with
-    none of the Python pass's work per value: on a 62 MB dump's span starts 0.18-0.22
-    s -> 0.07 s, its span ends 0.20-0.22 s -> 0.09 s (their whole tables 0.20 ->
-    0.10 s and 0.24 -> 0.12 s). It leaves to Python a list with a row that is not
-    exactly a dict or a key that is not ASCII text, and each key whose values over a
-    group are not all floats, all ints within int64, all bools or all ASCII text;
-    those come out as the Python pass makes them, in its blocks of rows.
+    none of the Python pass's work per value; its result equals the Python pass's,
+    column for column (the tests compare them). It leaves to Python a list with a
+    row that is not exactly a dict or a key that is not ASCII text, and each key
+    whose values over a group are not all floats, all ints within int64, all bools
+    or all ASCII text; those come out as the Python pass makes them, in its blocks
+    of rows.
     """
     if _native_columns is not None:
         laid = _native_columns.lay_columns(dicts)
@@ -67,13 +67,9 @@ def group_by_keys_in_python(dicts: list[dict | None]
     Each dict is read once, its values laid end to end in its group's list while
     it is in the cache; every block of a group (:data:`BLOCK_VALUES` values and
     :data:`BLOCK_ROWS` rows at least), each key's values (a strided slice) have
-    their types taken and are converted to Arrow while they still are. Reading the
-    dicts again for the values, then each value again for its type (each pass
-    misses the cache on every row), took 0.87-0.94 s on the 500,884 span ends of
-    a trace-heavy dump, against 0.61-0.63 s; converting the values once all were
-    laid missed the cache on each of them again (0.14 s of a 62 MB dump's span
-    ends, 0.07 s with the values fresh).
-    Taking the types per block rather than per row spares a list of them.
+    their types taken and are converted to Arrow while they still are: each row and
+    each value is read while it is in the cache, never in a second pass over all
+    of them. Taking the types per block rather than per row spares a list of them.
 
     Only str keys may become dict keys here: their hashes are salted per process,
     while ints, floats and tuples hash the same everywhere, so a dump can hold
@@ -111,17 +107,12 @@ def group_by_keys_in_python(dicts: list[dict | None]
     return dicts, groups
 
 
-#: Values of one key tuple laid before they are converted (see group_by_keys). On the
-#: 146 MB dump, fresh processes, 3 each: span ends 1.02-1.17 s with every row laid
-#: first, 0.86-0.91 s in blocks of 32,768 values, 0.81-0.88 s in blocks of 8,192;
-#: span starts 0.58-0.64 s, 0.46-0.52 s, 0.44-0.50 s.
+#: Values of one key tuple laid before they are converted (see group_by_keys): few
+#: enough that a block's values are still in the cache when it is converted.
 BLOCK_VALUES = 8192
 #: Rows of one key tuple a block holds at least: each key's chunk then has this many
-#: values or more, whatever the tuple's width. Each chunk costs a few microseconds
-#: beyond its values; the 62 MB dump's span records have 50-58 keys, which made
-#: chunks of about 150 values. Best of 5 in one process: span starts 0.200 ->
-#: 0.178 s, ends 0.232 -> 0.210 s; the 146 MB dump (11-17 keys, chunks of 480 values
-#: or more already) unchanged, 0.366 and 0.660 s.
+#: values or more, whatever the tuple's width: each chunk has a fixed cost beyond its
+#: values, which wide tuples (50 keys and more) would otherwise pay every few rows.
 BLOCK_ROWS = 256
 
 
@@ -226,9 +217,8 @@ def block_chunk(values: list, kinds: frozenset[type]) -> Chunk:
 def _dense_chunk(values: list, kind: type) -> pa.Array | None:
     """Values of one plain type without None as Arrow, by numpy for numbers and by one
     join for ASCII text; None for other text. Arrow's own conversion of a Python
-    list checks each value's type again, which grouping already knows: on a 62 MB
-    dump's span attributes (1.3M values each side) it took 0.08 s for the numbers
-    and 0.08-0.09 s for the text, against 0.04 s and 0.05 s this way."""
+    list checks each value's type again, which grouping already knows; this one
+    relies on ``kind`` being every value's exact type."""
     if kind is str:
         joined = "".join(values)
         if not joined.isascii() or len(joined) > _MAX_TEXT_OFFSET:

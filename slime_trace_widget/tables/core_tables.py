@@ -1,10 +1,10 @@
 """The four core tables (samples, span_core, event_core, segments) as Arrow data.
 
 Flattening builds them without pandas, and a worker writes them as they are:
-importing pandas was 0.2 s of every cold load, in a process that only encoded
-its DataFrames back to Arrow. :mod:`.core_frames` gives the caller its pandas
-form. :data:`CORE_SCHEMA` states each column's kind, the one definition the
-builder, the writer and the decoder follow.
+the worker only encodes to Arrow, so it never needs pandas, and only the caller
+pays for the pandas form, which :mod:`.core_frames` gives. :data:`CORE_SCHEMA`
+states each column's kind, the one definition the builder, the writer and the
+decoder follow.
 """
 
 from __future__ import annotations

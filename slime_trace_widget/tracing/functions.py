@@ -99,7 +99,8 @@ def _target_finder(
 def _parameter_reader(
     fn: Callable[..., Any], name: str, param: str
 ) -> Callable[[tuple, dict], Any]:
-    """Read one argument by parameter name without ``Signature.bind`` on every call (~5 µs)."""
+    """Read one argument by parameter name: its position is found once, here, so a
+    traced call never runs ``Signature.bind``."""
     try:
         parameters = list(inspect.signature(fn).parameters.values())
     except (TypeError, ValueError):

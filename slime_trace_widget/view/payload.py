@@ -280,8 +280,8 @@ def _span_columns(
     lanes = np.minimum(core["lane"].to_numpy()[selection], 255)  # as packed: u1
     starts = core["start"].to_numpy()[selection]
     order = selection[np.lexsort((starts, lanes, rows))]
-    # Column by column, only those drawn: a take of the whole table also copies the
-    # ids' text (0.1 s on 1.9M spans).
+    # Column by column, only those drawn: a take of the whole table would also copy
+    # the columns never drawn (the ids' text among them).
     chosen = {name: core[name].iloc[order] for name in _DRAWN_SPAN_COLUMNS
               if name in core.columns}
     flags = (

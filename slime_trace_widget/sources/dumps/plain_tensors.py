@@ -5,8 +5,9 @@ and one ``<archive>/data/<key>`` record of raw bytes per storage. The pickle
 names storages by persistent id ``("storage", <XStorage class>, key, location,
 numel)`` and tensors by ``torch._utils._rebuild_tensor_v2(storage, offset,
 size, stride, ...)``. All of that is plain data, so the frames worker reads it
-with numpy and never imports torch (1.3 s here). A tensor whose dtype numpy
-lacks (bfloat16, complex32, quantised) becomes a short description of itself.
+with numpy and never imports torch, the largest import a load could pay for. A
+tensor whose dtype numpy lacks (bfloat16, complex32, quantised) becomes a short
+description of itself.
 """
 
 from __future__ import annotations

@@ -81,7 +81,7 @@ _NUMBER = b"K.|M..|J....|G.{8}|\\x8a" + _counted(range(9))
 def _body() -> re.Pattern[bytes]:
     """A list's body as the pickler writes it: batches of MARK, items, APPENDS, or item +
     APPEND. Compiled on first use, as the walker is: a helper that never skims does
-    not pay for them (0.015-0.02 s of its start)."""
+    not compile them at its start."""
     return re.compile(b"(?:\\((?:" + _NUMBER + b")*+e|(?:" + _NUMBER + b")a)*+", re.S)
 
 
@@ -172,7 +172,7 @@ def _walk(data: Any, view: memoryview, start: int, size: int,
     listed = 0  # bytes of list bodies met, cut or not
     # Nothing is cut before the probe has judged that cutting pays: a walk that gives
     # up then has cut nothing, and a reader of the stream goes on rather than start
-    # over (a 62 MB dump with short token lists lost 0.06 s to that).
+    # over.
     judged = False
     probe = _probe_bytes(start, size)
     walker = _walker(SKIPPED_KEYS)
@@ -185,8 +185,8 @@ def _walk(data: Any, view: memoryview, start: int, size: int,
     def give_up() -> Skimmed | None:
         """None: read the pickle the plain way. But while nothing is cut yet, a reader
         unpickling the stream gets the rest of the file's own bytes, uncut, and goes
-        on instead of starting over (the walk's probe of a 146 MB pickle took 0.08 s);
-        its result is then the plain read's."""
+        on instead of starting over, so the probe's bytes are never read twice; its
+        result is then the plain read's."""
         if cuts or not streaming:
             return None
         emit(view[kept_from:size])
@@ -267,8 +267,8 @@ def _probe_bytes(start: int, size: int) -> int:
 def _keys_in_probe(data: Any, start: int, size: int) -> bool:
     """Whether a key of :data:`SKIPPED_KEYS` is written where the walk probes. When none
     is, the walk would give up at the first key it met (in any file slime writes: its
-    samples all have the same fields), so the plain read starts at once; searching
-    the whole of a 146 MB pickle took 0.08 s."""
+    samples all have the same fields), so the plain read starts at once. Only the
+    probe is searched, never the whole pickle."""
     stop = min(size, start + _probe_bytes(start, size) + _LONGEST_KEY_OPCODE)
     return any(data.find(key, start, stop) >= 0 for key in _KEY_TEXTS)
 
@@ -279,13 +279,12 @@ def _lists_may_pay(data: Any, start: int, size: int) -> bool:
     under any key, with the number body after it (as the walk would match it).
 
     A dump whose samples have the keys but short lists (a few tokens each, beside
-    long text and spans) is walked for nothing: the walk's probe gives up, 0.035 s
-    of a 62 MB dump and 0.14 s of a 387 MB one, in a process that then reads the
-    file the plain way. This count takes 3-11 ms of them. It runs in C and in one
-    pass: each match starts at a ``]`` and goes on past its body, which may be
-    empty, so no byte is matched twice however the probe was crafted. It goes a
-    megabyte at a time and stops once the share is reached (a list across two
-    windows counts in part): a 612 MB token dump's took 53 ms whole.
+    long text and spans) would be walked for nothing: the walk's probe gives up, in
+    a process that then reads the file the plain way. This count is a small part
+    of the walk's cost: it runs in C and in one pass: each match starts at a ``]``
+    and goes on past its body, which may be empty, so no byte is matched twice
+    however the probe was crafted. It goes a megabyte at a time and stops once the
+    share is reached (a list across two windows counts in part).
     """
     stop = start + _probe_bytes(start, size)
     wanted = _MIN_SHARE * (stop - start)

@@ -43,9 +43,10 @@ if TYPE_CHECKING:
 __all__ = ["read_for_frames", "serve"]
 
 #: In a job's forked child, what the job read and built, kept until the child
-#: ends: ``os._exit`` skips freeing it, which for a dump of a million records took
-#: 0.6 s (12 % of the load) after the verdict could already have been sent. None in
-#: the helper, which must free what a job held.
+#: ends: the child sends its verdict, then ends by ``os._exit``, which frees none of
+#: it object by object. That holds because nothing the child holds needs a
+#: finaliser (its files are written and closed before the verdict). None in the
+#: helper, which must free what a job held.
 _kept_until_exit: list | None = None
 
 
@@ -93,9 +94,9 @@ def _prepare(job: str) -> None:
 
 def _use_the_system_allocator() -> None:
     """Arrow's buffers in the helper and its children come from malloc, not mimalloc:
-    each job starts in a fresh fork, where mimalloc's first buffers cost 0.45 s of
-    system time on a dump of a million records (its span ends' table: 1.75 s to
-    build against 1.24 s with malloc), while malloc's cost the same every time."""
+    each job starts in a fresh fork, where mimalloc sets up its arenas anew and
+    pays for the pages of its first buffers in system time, while malloc's cost is
+    the same in a new process as in an old one."""
     import pyarrow as pa
 
     pa.set_memory_pool(pa.system_memory_pool())
@@ -160,8 +161,8 @@ def _flattened(request: dict) -> FrameTables:
         if _kept_until_exit is not None:
             # What the child read and built stays until it exits, so no collection
             # needs to look at it: the first one after the pause would scan all of
-            # it (0.23 s for a dump of a million records, while the frames are
-            # written). Frozen objects are skipped; newer ones are still collected.
+            # it while the frames are written. Frozen objects are skipped; newer
+            # ones are still collected.
             gc.freeze()
         return tables
 

@@ -1,17 +1,16 @@
 """Attribute tables and item detail fields as a snapshot page embeds them: column
 by column, numbers and texts as bytes (read by ``js/src/page/page_attrs.js``).
 
-As one JSON dict per row, 50k spans with a few dozen attributes each made
-25 MB of JSON that took longer to write and compress than the dump took to
-load. As columns, numbers are their bytes, a text repeated across rows is
+Not one JSON dict per row, which repeats every key on every row and escapes
+every text: as columns, numbers are their bytes, a text repeated across rows is
 written once, and texts reach the page as Arrow's own UTF-8 buffers, neither
 escaped nor parsed. The layout of a table is in ``docs/payload.md`` ("Snapshot
 attribute tables"); texts are cut to ``max_chars`` as everywhere else, and
 non-finite floats read as the text ``json_safe`` gives them.
 
 The spans', events' and PD segments' own detail fields (name, ids, times...) use
-the same columns (:func:`page_item_table`): as JSON lists they took a third of
-the time a 50k-span page's blocks took to make.
+the same columns (:func:`page_item_table`), not JSON lists, for the same
+reasons.
 """
 
 from __future__ import annotations
