@@ -26,7 +26,6 @@ from .dumps.files import LoadedDump, load_dump_bytes, load_trusted, read_header
 from .dumps.paths import PathLike, expand_paths
 from .dumps.pool import (
     SPARE_FLAG,
-    available_memory,
     default_workers,
     new_job,
     run_jobs,
@@ -35,9 +34,6 @@ from .dumps.pool import (
 from .dumps.progress import progress_bar
 
 __all__ = ["load_dump", "load_dumps", "load_frames"]
-
-#: The tmpfs workers hand frames over through, when it has room (see _shared_memory_room).
-SHARED_MEMORY = "/dev/shm"
 
 
 def load_frames(paths_or_glob: PathLike | Iterable[PathLike], *, trusted: bool = False,
@@ -98,8 +94,7 @@ def _load_frames(paths_or_glob: PathLike | Iterable[PathLike], *, trusted: bool,
 
     if trusted:
         return build_frames([load_trusted(path) for path in paths])
-    shared = _shared_memory_room(sum(os.path.getsize(path) for path in paths))
-    scratch = tempfile.mkdtemp(prefix="slime-trace-", dir=SHARED_MEMORY if shared else None)
+    scratch = tempfile.mkdtemp(prefix="slime-trace-")
     try:
         jobs = []
         # A core the other jobs leave idle: each job skims and builds a table there.
@@ -117,7 +112,7 @@ def _load_frames(paths_or_glob: PathLike | Iterable[PathLike], *, trusted: bool,
             assert job.verdict is not None
             if "ok" in job.verdict:
                 try:
-                    read[id(job)] = read_frames(job.request["out"], mapped=shared)
+                    read[id(job)] = read_frames(job.request["out"])
                 except WireError as exc:
                     job.verdict = {"error": f"{job.name}: the worker's output was refused ({exc})"}
 
@@ -146,23 +141,6 @@ def _load_frames(paths_or_glob: PathLike | Iterable[PathLike], *, trusted: bool,
     del parts
     pa.default_memory_pool().release_unused()  # what reading and joining held, back to the system
     return frames
-
-
-def _shared_memory_room(dump_bytes: int) -> bool:
-    """Whether the workers' frames can go through :data:`SHARED_MEMORY`: it and the
-    machine's free memory have room for four times the dumps (their Arrow files take
-    up to about 2.6 times their size). There the files never queue for a disk they
-    need not reach (a 569 MB table took 1.4 s to write on disk, throttled), and the
-    caller maps them instead of reading a copy. Else the temporary folder on disk,
-    where files read once take no memory of their own."""
-    need = 4 * dump_bytes
-    try:
-        room = shutil.disk_usage(SHARED_MEMORY).free
-    except OSError:
-        return False
-    available = available_memory()
-    return os.access(SHARED_MEMORY, os.W_OK) and room >= need and (
-        available is not None and available >= need)
 
 
 def load_dump(path: PathLike, *, trusted: bool = False, isolate: bool = True,

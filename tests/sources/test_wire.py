@@ -84,7 +84,7 @@ def test_ids_cross_as_the_text_pandas_keeps_and_the_older_text_still_reads(
     written = read_table(table_file(str(tmp_path), "span_core"))
     arrow_text = isinstance(INFERRED_TEXT, pd.StringDtype) and INFERRED_TEXT.storage == "pyarrow"
     assert (written.schema.field("span_id").type == pa.large_string()) == arrow_text
-    assert_same_frames(read_frames(str(tmp_path), mapped=True), frames)
+    assert_same_frames(read_frames(str(tmp_path)), frames)
     as_string = written.set_column(written.schema.get_field_index("span_id"), "span_id",
                                    written.column("span_id").cast(pa.string()))
     write_table(as_string, table_file(str(tmp_path), "span_core"))
@@ -128,26 +128,17 @@ def test_workers_read_every_fixture_as_torch_does(fixture: str) -> None:
     assert_same_frames(load_frames(path), build_frames(load_dump(path)))
 
 
-def test_frames_through_shared_memory_and_through_disk_are_the_same(
+def test_the_workers_files_are_gone_before_the_frames_are_used(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """With room, workers write into SHARED_MEMORY and the caller maps the files (which
-    are gone before the columns are used); without, the temporary folder on disk."""
+    """Workers write into a temporary folder, deleted once the caller has read each
+    file into memory: the frames' columns hold no file open."""
     from slime_trace_widget.sources import loading
 
-    shared = tmp_path / "shm"
-    shared.mkdir()
-    monkeypatch.setattr(loading, "SHARED_MEMORY", str(shared))
+    monkeypatch.setattr(loading.tempfile, "tempdir", str(tmp_path))
     path = FIXTURES / "small.pt"
-    seen = []
-    real_mkdtemp = loading.tempfile.mkdtemp
-    monkeypatch.setattr(loading.tempfile, "mkdtemp",
-                        lambda **kwargs: seen.append(kwargs["dir"]) or real_mkdtemp(**kwargs))
-    mapped = loading.load_frames(path)
-    monkeypatch.setattr(loading, "available_memory", lambda: 1024)  # no room: on disk
-    on_disk = loading.load_frames(path)
-    assert seen == [str(shared), None] and list(shared.iterdir()) == []
-    assert_same_frames(mapped, on_disk)
-    assert_same_frames(mapped, build_frames(loading.load_dump(path)))
+    frames = loading.load_frames(path)
+    assert list(tmp_path.iterdir()) == []
+    assert_same_frames(frames, build_frames(loading.load_dump(path)))
 
 
 @pytest.mark.parametrize("fixture", ["small.pt", "legacy_v0_pd.pt", "legacy_v1_pd.pt",

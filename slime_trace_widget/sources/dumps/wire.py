@@ -46,11 +46,10 @@ def write_frames(frames: TraceFrames, directory: str) -> None:
                  directory)
 
 
-def read_frames(directory: str, mapped: bool = False) -> TraceFrames:
+def read_frames(directory: str) -> TraceFrames:
     """The frames a worker wrote into ``directory``; WireError when anything is off.
-    ``mapped``: the columns point into memory maps of the files (for files in memory
-    already, a tmpfs), else into one read copy of each."""
-    tables: dict[str, Any] = {name: read_table(table_file(directory, name), mapped)
+    The columns point into one read copy of each file, which may be deleted then."""
+    tables: dict[str, Any] = {name: read_table(table_file(directory, name))
                               for name in (*CORE_TABLES, *ATTR_TABLES)}
     for name in ATTR_TABLES:
         tables[name] = AttrTable(checked_attrs(tables[name], name))
