@@ -9,6 +9,7 @@ broken guard fails the test instead of hanging the suite.
 from __future__ import annotations
 
 import io
+import json
 import os
 import queue
 import signal
@@ -532,6 +533,36 @@ def test_frames_and_dataset_workers_never_import_torch(job: str) -> None:
                             timeout=300, cwd=ROOT)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "False"
+
+
+def test_a_frames_jobs_child_never_imports_pandas(tmp_path: Path) -> None:
+    """A frames job builds Arrow tables and never a DataFrame: its child, forked from a
+    helper that has not imported pandas, ends its job with no pandas in sys.modules,
+    though pyarrow imports pandas where it can on its first conversion."""
+    dump = FIXTURES / "rollout_eval_3.pt"
+    job = pool.new_job(str(dump), "frames", str(tmp_path), None, None, spare_core=True)
+    script = (
+        "import sys\n"
+        "from slime_trace_widget.sources.dumps import worker\n"
+        "run_job = worker._run_job\n"
+        "class Held(list):\n"
+        "    send = list.append\n"
+        "def run_and_tell(request, out):\n"
+        "    verdict = Held()\n"
+        "    run_job(request, verdict)\n"
+        "    out.send({'pandas': 'pandas' in sys.modules})\n"
+        "    for message in verdict:\n"
+        "        out.send(message)\n"
+        "worker._run_job = run_and_tell\n"
+        "worker.serve()\n")
+    result = subprocess.run([sys.executable, "-c", script], input=json.dumps(job.request) + "\n",
+                            capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    assert [json.loads(line) for line in result.stdout.splitlines()] == [
+        {"pandas": False}, {"ok": True}]
+    from slime_trace_widget.sources.dumps.wire import read_frames
+
+    assert len(read_frames(str(tmp_path)).span_core) > 0
 
 
 @pytest.mark.parametrize("in_child", [True, False])

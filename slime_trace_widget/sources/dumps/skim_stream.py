@@ -59,9 +59,9 @@ def unpickle_skimmed(path: str, info: zipfile.ZipInfo,
 
 
 def _widen(pipe: int) -> None:
-    """Give the pipe :data:`_PIPE_BUFFER` bytes of room where the system allows it. With
-    Linux's 64 KiB the two processes take turns at every 64 KiB; reading a 612 MB dump
-    took 3.1-3.2 s that way and 2.5-2.9 s with 1 MiB."""
+    """Give the pipe :data:`_PIPE_BUFFER` bytes of room where the system allows it, so
+    the skim may run that far ahead of the unpickler: with Linux's 64 KiB the two
+    processes would take turns at every 64 KiB instead of running side by side."""
     if F_SETPIPE_SZ is not None:
         # OSError: above the system's pipe-max-size, or past the user's pipe quota
         with contextlib.suppress(OSError):

@@ -8,8 +8,14 @@ and a memory cap, so a hostile file that would hash forever, allocate without
 end or crash the interpreter ends that child only. The child reads the dump
 with the restricted unpickler, flattens it and writes the tables as Arrow
 files (:mod:`.arrow_files`); its verdict goes back as one JSON line (``ok`` or
-``error``). The helper is single-threaded, which makes forking it safe, unlike
-forking a Jupyter kernel.
+``error``).
+
+Forking the helper is safe, unlike forking a Jupyter kernel, because it starts no
+thread of its own: a fork copies only the forking thread, so a lock another
+thread held would stay locked in the child. The one other thread it has is
+jemalloc's, started by importing pyarrow, which jemalloc's own fork handlers make
+safe; the helper takes Arrow's buffers from malloc and OpenBLAS is held to one
+thread (:func:`.pool._worker_environment`).
 """
 
 from __future__ import annotations
@@ -84,8 +90,8 @@ def _prepare(job: str) -> None:
     if job == "check":  # load_dump's check loads with torch
         from . import torch_tensors  # noqa: F401
         return
-    # Frames and dataset jobs: no torch; frames jobs no pandas either (0.2 s of each
-    # cold load), as the worker writes the tables it builds as they are.
+    # Frames and dataset jobs: no torch; frames jobs no pandas either, as the worker
+    # writes the tables it builds as they are (see _refuse_pandas).
     from ...tables import build  # noqa: F401
     from . import arrow_files, forked_attrs, plain_tensors  # noqa: F401
     if job == "dataset":
@@ -287,12 +293,15 @@ def _run_in_child(request: dict, out: _Messages) -> None:
 def _refuse_pandas() -> None:
     """Make ``import pandas`` fail in a frames job's child, unless the helper has it.
 
-    pyarrow imports pandas, where installed, on its first conversion of a Python
-    list, only to ask whether the list is a pandas object: 0.2 s of a cold load,
-    in a process that builds Arrow tables and never a DataFrame. With the import
-    refused, pyarrow converts as it does where pandas is not installed. (A None
-    in ``sys.modules`` would not do: pyarrow's compiled import takes it as the
-    module.) The child ends with its job, so nothing in it needs pandas later.
+    pyarrow imports pandas, where installed, on its first conversion (of a list or
+    an array alike), only to ask whether the value is a pandas object, in a process
+    that builds Arrow tables and never a DataFrame. This relies on two things:
+    nothing a frames job runs needs pandas (a test checks ``sys.modules`` in the
+    child after its job), and pyarrow takes a failed import of pandas as pandas not
+    installed, converting as it does where it is not. (A None in ``sys.modules``
+    would not do: pyarrow's compiled import takes it as the module.) The finder is
+    the import system's public hook (``importlib.abc.MetaPathFinder``), and the
+    child ends with its job, so nothing in it needs pandas later.
     """
     if "pandas" not in sys.modules:
         sys.meta_path.insert(0, _NoPandas())
