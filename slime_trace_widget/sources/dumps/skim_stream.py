@@ -7,6 +7,14 @@ then one JSON line saying what it cut (and whether the member's CRC held); the
 job unpickles from the pipe meanwhile. If the fork gives up or dies, the pipe
 ends before the pickle does, the unpickling fails, and the caller reads the
 file the plain way.
+
+What the fork needs: the job has no other thread when it forks (a fork copies
+only the forking thread; the skim is the job's first work, in a child the helper
+forked, and the CRC's thread runs in the fork itself); the fork only reads the
+file through its own mapping and writes the pipe, so the job's state is never
+touched; and it ends by ``os._exit``, never returning into the job's stack. The
+result is the plain read's or nothing: the job keeps it only when the trailer
+says every cut was made and the member's CRC held.
 """
 
 from __future__ import annotations
