@@ -4,11 +4,24 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import torch
 
 from slime_trace_widget.demo import count_records, main, make_demo_samples
 from slime_trace_widget.frames import build_frames
 from slime_trace_widget.sources.loading import load_frames
+from tests.support.demo_output import digest
+
+#: The output of these seeds, recorded when the simulated clock read asyncio's private
+#: timer queue: any other clock must record the very same rollouts.
+RECORDED = [
+    ({"n_samples": 256, "seed": 0},
+     "de3a6bbf004fc2ab0ec63e4c3eeb595e136b4386d4efaaa85297b3863df4baa3"),
+    ({"n_samples": 64, "seed": 0},
+     "5f68f8a4ebdac85dbad37cb064357a039be1d44310d2742155d5278649a1924b"),
+    ({"n_samples": 48, "seed": 5, "rollout_id": 3},
+     "fba97676a539c27e51eca6ec2206bf97d22267c3fe00ebe9fd0856fb8de8a136"),
+]
 
 
 def test_demo_is_deterministic_by_seed() -> None:
@@ -17,6 +30,11 @@ def test_demo_is_deterministic_by_seed() -> None:
 
     assert shape(make_demo_samples(16, seed=3)) == shape(make_demo_samples(16, seed=3))
     assert shape(make_demo_samples(16, seed=3)) != shape(make_demo_samples(16, seed=4))
+
+
+@pytest.mark.parametrize(("options", "expected"), RECORDED)
+def test_a_seed_records_what_it_always_recorded(options: dict, expected: str) -> None:
+    assert digest(make_demo_samples(**options)) == expected
 
 
 def test_demo_rollout_looks_like_a_real_step() -> None:

@@ -22,6 +22,7 @@ from slime_trace_widget.demo import (
     make_demo_samples,
     write_demo_dump,
 )
+from tests.support.demo_output import digest
 
 #: Two math groups of 8 and two agentic groups of 4 with this seed.
 N, SEED = 16, 2
@@ -52,6 +53,12 @@ def end_attrs(sample: dict, name: str) -> list[dict[str, Any]]:
     """End attributes of a sample's closed spans called ``name``, in recording order."""
     return [e.get("attrs") or {} for e in sample["trace"]["events"]
             if e["type"] == "span_end" and e["name"] == name]
+
+
+def test_the_knobs_record_what_they_always_recorded() -> None:
+    """Recorded before the knobs left the package: the benchmarks' shapes stay as measured."""
+    samples = make_demo_samples(N, seed=SEED, token_lists=True, extra_attrs=5, open_spans=2)
+    assert digest(samples) == "fc99d42759023b0e4e58f2efc54b5f1a3ecc509f88b64d7075d72d91e6c434a2"
 
 
 def test_default_output_follows_the_plain_code_path() -> None:
