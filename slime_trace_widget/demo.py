@@ -19,7 +19,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import contextvars
+import heapq
+import itertools
 import random
+import selectors
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,29 +77,78 @@ MODELS = ("qwen3-30b-a3b", "qwen3-4b-instruct", "glm-4.5-air")
 POLICIES = ("cache_aware", "round_robin", "least_load")
 
 
+class _SimulatedTime(selectors.BaseSelector):
+    """A selector that, where the loop would wait for its next timer, moves the clock there.
+
+    The event loop asks its selector to wait ``timeout`` seconds only when no callback is
+    ready, ``timeout`` being the time to its earliest live timer: that is the moment every
+    task waits. Instead of sleeping, the clock jumps to that timer's own ``when()`` (not
+    ``now + timeout``, which float rounding could land just short of), and the real
+    selector is only polled. The timers come from :meth:`SimulatedClockLoop.call_at`.
+    """
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self._timers: list[tuple[float, int, asyncio.TimerHandle]] = []
+        self._count = itertools.count()
+        self._real = selectors.DefaultSelector()
+
+    def add_timer(self, handle: asyncio.TimerHandle) -> None:
+        heapq.heappush(self._timers, (handle.when(), next(self._count), handle))
+
+    def _next_timer(self) -> float | None:
+        while self._timers and (self._timers[0][2].cancelled()
+                                or self._timers[0][0] <= self.now):
+            heapq.heappop(self._timers)
+        return self._timers[0][0] if self._timers else None
+
+    def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
+        if timeout is not None and timeout > 0:
+            when = self._next_timer()
+            if when is not None:
+                self.now = when
+            timeout = 0
+        return self._real.select(timeout)
+
+    def register(self, fileobj: Any, events: int, data: Any = None) -> selectors.SelectorKey:
+        return self._real.register(fileobj, events, data)
+
+    def unregister(self, fileobj: Any) -> selectors.SelectorKey:
+        return self._real.unregister(fileobj)
+
+    def modify(self, fileobj: Any, events: int, data: Any = None) -> selectors.SelectorKey:
+        return self._real.modify(fileobj, events, data)
+
+    def get_map(self) -> Mapping[Any, selectors.SelectorKey]:
+        return self._real.get_map()
+
+    def close(self) -> None:
+        self._real.close()
+
+
 class SimulatedClockLoop(asyncio.SelectorEventLoop):
     """An event loop whose time jumps to the next timer instead of waiting for it.
 
-    ``asyncio.sleep`` schedules timers; when nothing is ready to run, the loop
-    advances its clock to the earliest timer, so simulated minutes pass in
-    microseconds while every task still observes a consistent, monotonic time.
-    The loop's own time starts at 0: asyncio compares timers against
+    ``asyncio.sleep`` schedules timers; when every task waits, the loop's selector
+    (:class:`_SimulatedTime`) advances the clock to the earliest timer, so simulated
+    minutes pass in microseconds while every task still observes a consistent, monotonic
+    time. Only public means: the selector the loop is built with, and the loop's ``time``
+    and ``call_at``. The loop's own time starts at 0: asyncio compares timers against
     ``time() + 1e-9``, which an epoch-sized float cannot represent.
     """
 
     def __init__(self) -> None:
-        super().__init__()
-        self._now = 0.0
+        self.simulated_time = _SimulatedTime()
+        super().__init__(self.simulated_time)
 
     def time(self) -> float:
-        return self._now
+        return self.simulated_time.now
 
-    def _run_once(self) -> None:
-        ready = self._ready  # type: ignore[attr-defined]
-        scheduled = self._scheduled  # type: ignore[attr-defined]
-        if not ready and scheduled:
-            self._now = max(self._now, scheduled[0].when())
-        super()._run_once()  # type: ignore[misc]
+    def call_at(self, when: float, callback: Callable[..., object], *args: Any,
+                context: contextvars.Context | None = None) -> asyncio.TimerHandle:
+        handle = super().call_at(when, callback, *args, context=context)
+        self.simulated_time.add_timer(handle)
+        return handle
 
 
 @dataclass
