@@ -236,10 +236,10 @@ def _load() -> list[tuple[str, bool, str]]:
 
 def _receiver(copies: int) -> list[tuple[str, bool, str]]:
     from slime_trace_widget.demo import write_demo_dump
-    from slime_trace_widget.devtools.browser import free_port
-    from slime_trace_widget.devtools.engine_traces import requests_for
     from slime_trace_widget.sources.engine.store import read_spans
     from slime_trace_widget.sources.loading import load_frames
+    from tests.support.browser import free_port
+    from tests.support.engine_traces import requests_for
 
     dump = OUT / "engine_demo_256.pt"
     if not dump.exists():
@@ -275,7 +275,7 @@ def _span_batches(truth: list[Any], copies: int) -> list[list[Any]]:
 
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-    from slime_trace_widget.devtools.engine_traces import Half, Slice, replay
+    from tests.support.engine_traces import Half, Slice, replay
 
     def shifted(request: Any, copy: int) -> Any:
         hours = copy * HOUR

@@ -33,11 +33,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from demo_dumps import demo_dump
 
-from slime_trace_widget.devtools.browser import VIEWPORT, launch_chromium
 from slime_trace_widget.frames import TraceFrames
 from slime_trace_widget.sources.loading import load_frames
 from slime_trace_widget.view.page.snapshot import write_snapshot
 from slime_trace_widget.view.payload import encode
+from tests.support.browser import VIEWPORT, launch_chromium
 
 INTERACTIVE_TARGET_S = 2.0
 CACHE_SPEEDUP_TARGET = 5.0

@@ -20,9 +20,9 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from demo_dumps import demo_dump
 
-from slime_trace_widget.demo import count_records
 from slime_trace_widget.frames import build_frames
 from slime_trace_widget.sources.loading import load_dump, load_frames
+from tests.support.demo_shapes import count_records
 
 
 def deep_size(samples: list[dict]) -> int:

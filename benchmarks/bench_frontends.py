@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from bench_render import PROBES
 from demo_dumps import SHAPES, SIZES, demo_dump
 
-from slime_trace_widget.devtools.browser import (
+from tests.support.browser import (
     VIEWPORT,
     JupyterLab,
     LocalServer,

@@ -1,6 +1,6 @@
 """Benchmark: the heavy inputs, from dump to a page that still answers the mouse.
 
-For each heavy input of ``slime_trace_widget/devtools/heavy_inputs.py`` (one sample of 100,000 trace
+For each heavy input of ``tests/support/heavy_inputs.py`` (one sample of 100,000 trace
 records; 5,000 samples, here with full demo traces; a 10 MB attribute string;
 200 dumps behind one glob; and 10 MB span/event names, status and source, which
 the payload does not cut yet, see ``test_heavy_input.py``) prints:
@@ -43,10 +43,10 @@ sys.path.insert(0, str(Path(__file__).parent))
 from percentiles import triple  # noqa: E402
 
 from slime_trace_widget import TraceTimeline  # noqa: E402
-from slime_trace_widget.devtools import heavy_inputs  # noqa: E402
-from slime_trace_widget.devtools.browser import VIEWPORT, launch_chromium  # noqa: E402
 from slime_trace_widget.sources.loading import load_frames  # noqa: E402
 from slime_trace_widget.view.payload import encode  # noqa: E402
+from tests.support import heavy_inputs  # noqa: E402
+from tests.support.browser import VIEWPORT, launch_chromium  # noqa: E402
 
 READY = '.stw-root[data-ready="1"]'
 #: The renderer keeps its last 600 frame times.

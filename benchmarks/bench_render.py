@@ -46,7 +46,7 @@ from demo_dumps import OUT, SHAPES, demo_dump
 from percentiles import pct, triple
 
 from slime_trace_widget.demo import write_demo_dump
-from slime_trace_widget.devtools.browser import VIEWPORT, JupyterLab, NotebookPage, launch_chromium
+from tests.support.browser import VIEWPORT, JupyterLab, NotebookPage, launch_chromium
 
 FIRST_PAINT_TARGET_MS = 1000.0
 FRAME_P95_TARGET_MS = 16.0

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
-from slime_trace_widget.demo import write_demo_dump
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # the shapes' knobs live with the tests' support
+    sys.path.insert(0, str(ROOT))
+
+from tests.support.demo_shapes import write_sized_demo_dump  # noqa: E402
 
 OUT = Path(__file__).parent / "out"
 
@@ -15,8 +20,8 @@ SIZES = {
     "1m_events": 5_400,    # about 1,000,000 trace records
 }
 
-#: name -> (samples, DemoConfig options): the dumps users brought, by file size, spans
-#: (span_start records) and trace records.
+#: name -> (samples, DemoConfig options and size knobs): the dumps users brought, by
+#: file size, spans (span_start records) and trace records.
 SHAPES: dict[str, tuple[int, dict[str, Any]]] = {
     # 256 agentic samples, ~50k spans, ~111k records, ~62 MB: ~560 bytes a record.
     "62mb_agentic": (256, {"agentic_share": 1.0, "min_turns": 15, "max_turns": 55,
@@ -40,5 +45,6 @@ def demo_dump(size: str, seed: int = 7, rollout_id: int = 0) -> Path:
     if not path.exists():
         samples, options = (SIZES[size], {}) if size in SIZES else SHAPES[size]
         OUT.mkdir(parents=True, exist_ok=True)
-        write_demo_dump(path, n_samples=samples, seed=seed, rollout_id=rollout_id, **options)
+        write_sized_demo_dump(path, n_samples=samples, seed=seed, rollout_id=rollout_id,
+                              **options)
     return path

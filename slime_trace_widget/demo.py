@@ -7,9 +7,9 @@ Rather than writing records by hand, this module *runs* such a rollout: real
 asyncio tasks, real ``trace_span``/``trace_function`` calls, on an event loop
 whose clock is simulated, so a 10-minute rollout step takes seconds and the
 same seed always gives the same dump (ids aside, which are random as in slime).
-Size knobs (``token_lists``, ``extra_attrs``, ``open_spans``) build dumps the
-size and shape of users' (benchmarks/demo_dumps.py); off by default, they leave
-the output of a seed as it was.
+What the samples carry besides their traces is a :class:`RolloutContent`; the
+benchmarks give a heavier one to build dumps the size and shape of users'
+(``tests/support/demo_shapes.py``).
 
 Usage: ``python -m slime_trace_widget.demo out.pt --samples 512 --seed 0``.
 """
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .schema import CARRIER_EVENTS, PD_SEGMENTS, PD_SUMMARY_KEYS, SAMPLE_TRACE_KEY
+from .schema import PD_SEGMENTS, PD_SUMMARY_KEYS
 from .tracing import (
     TraceSpan,
     build_sglang_meta_trace_attrs,
@@ -56,25 +56,7 @@ TOOLS = ("search", "browse", "python")
 AGENT_MAX_NEW_TOKENS = 8192
 WORDS = ("population", "capital", "compare", "river", "document", "final", "year", "city",
          "compute", "therefore", "between", "largest", "oldest", "summary")
-#: Token ids are drawn below this (Qwen's vocabulary size): most need 5 pickle bytes, as in slime.
-VOCAB_SIZE = 151_936
-#: Length of the pools that token ids, log-probs and response words are sliced from.
-POOL_SIZE = 1 << 16
-#: Cap on a response's words: text follows the completion tokens up to about 30 kB.
-MAX_RESPONSE_WORDS = 4096
-#: What real spans carry besides their own attributes (engine, batch, host details), as
-#: (key, kind) for ``extra_attrs``; kinds are drawn in ``_Payload._value``.
-EXTRA_ATTR_KEYS = (
-    ("engine_rank", "rank"), ("engine_url", "url"), ("num_running_reqs", "count"),
-    ("kv_cache_usage", "ratio"), ("model", "model"), ("stream", "bool"),
-    ("gen_throughput", "rate"), ("session_id", "hex"), ("num_queue_reqs", "count"),
-    ("note", "text"), ("weight_version", "count"), ("gpu_mem_used_gb", "rate"),
-    ("node", "node"), ("top_p", "ratio"), ("router_policy", "policy"),
-    ("prefix_hit", "bool"), ("result_preview", "preview"), ("batch_id", "count"),
-    ("sampling_seed", "seed"),
-)
-MODELS = ("qwen3-30b-a3b", "qwen3-4b-instruct", "glm-4.5-air")
-POLICIES = ("cache_aware", "round_robin", "least_load")
+
 
 
 class _SimulatedTime(selectors.BaseSelector):
@@ -168,97 +150,65 @@ class DemoConfig:
     fail_share: float = 0.02
     min_turns: int = 5
     max_turns: int = 60
-    #: Give each sample slime's real-size payload: ``tokens`` (prompt + response ids),
-    #: ``rollout_log_probs`` and ``loss_mask`` (one per response token; tool
-    #: observations are in the response with mask 0, as in slime's multi-turn
-    #: rollouts) and a ``response`` text; ``response_length`` then counts them.
-    token_lists: bool = False
-    #: Filler attributes added to the start and end records of the spans the demo opens
-    #: (end records of ``trace_function`` spans excepted: that API has no end attrs).
-    extra_attrs: int = 0
-    #: Samples whose generation request hangs and is cancelled by a timeout, leaving
-    #: its ``sglang_generate`` span open: exactly this many open spans, plus those of
-    #: ``cancel_share``. A picked sample runs to its cut without failing or stopping early.
-    open_spans: int = 0
     #: Run on the real clock (``time.time``, an ordinary event loop) with every simulated
     #: wait multiplied by this factor: 0.02 plays a 5-minute step in 6 s, records
     #: stamped as they happen. None (the default): the simulated clock, reproducible.
     real_time_scale: float | None = None
 
 
-class _Payload:
-    """Bulk content for the size knobs, drawn from a generator of its own.
+class RolloutContent:
+    """What a simulated sample carries besides its trace, and which requests are lost.
 
-    The rollout's generator never sees these draws, so switching ``token_lists`` or
-    ``extra_attrs`` on leaves the seed's schedule as it was (``open_spans`` cuts
-    samples short and so changes it). Token ids, log-probs and words are slices of
-    fixed pools: a 600 MB dump holds tens of millions of them, and a slice shares
-    the pool's objects instead of drawing and boxing each one.
+    The demo's samples are light: a placeholder ``tokens`` list of up to 64 ids, only the
+    rollout's own span attributes, no request lost but those the rollout cancels. The
+    rollout calls each hook at a fixed point of its schedule, so a subclass that draws
+    from a random generator of its own (not the rollout's) leaves the seed's schedule as
+    it was, unless it loses requests, which cuts samples short.
     """
 
-    def __init__(self, config: DemoConfig) -> None:
-        self.rng = random.Random(f"payload-{config.seed}")
-        named = len(EXTRA_ATTR_KEYS)
-        self.attr_keys: list[tuple[str, str]] = []
-        for k in range(config.extra_attrs):  # past the named keys, numbered copies
-            key, kind = EXTRA_ATTR_KEYS[k % named]
-            self.attr_keys.append((key if k < named else f"{key}_{k}", kind))
-        if config.token_lists:
-            rng = self.rng
-            self.token_pool = [rng.randrange(VOCAB_SIZE) for _ in range(POOL_SIZE)]
-            self.logprob_pool = [-rng.expovariate(3.0) for _ in range(POOL_SIZE)]
-            self.word_pool = [rng.choice(WORDS) for _ in range(POOL_SIZE)]
+    def choose_lost(self, samples: list[dict[str, Any]]) -> None:
+        """Once every sample exists: pick the samples whose requests get lost."""
 
-    def take(self, pool: list, n: int) -> list:
-        """``n`` items of ``pool`` from a random offset, wrapping around."""
-        start = self.rng.randrange(len(pool))
-        items = pool[start:start + n]
-        while len(items) < n:
-            items += pool[:n - len(items)]
-        return items
+    def lost_single_turn(self, sample: dict[str, Any]) -> bool:
+        """Whether a single-turn sample's one request hangs until the rollout cancels it."""
+        return False
 
-    def attrs(self) -> dict[str, Any]:
-        """One record's filler attributes: numbers, short strings, the odd bool."""
-        return {key: self._value(kind) for key, kind in self.attr_keys}
+    def lost_turn(self, sample: dict[str, Any], turns: int) -> int | None:
+        """The turn whose request a multi-turn sample loses, else None. A sample with a
+        lost turn runs to it: it does not stop early, and a request that would end it by
+        length is the one lost."""
+        return None
 
-    def _value(self, kind: str) -> Any:
-        rng = self.rng
-        if kind == "count":
-            return rng.randrange(100_000)
-        if kind == "rank":
-            return rng.randrange(64)
-        if kind == "ratio":
-            return rng.random()
-        if kind == "rate":
-            return rng.uniform(10.0, 5000.0)
-        if kind == "bool":
-            return rng.random() < 0.5
-        if kind == "seed":
-            return rng.getrandbits(31)
-        if kind == "hex":
-            return f"{rng.getrandbits(64):016x}"
-        if kind == "url":
-            return f"http://10.0.{rng.randrange(16)}.{rng.randrange(256)}:3000{rng.randrange(8)}"
-        if kind == "node":
-            return f"node-{rng.randrange(32):02d}"
-        if kind in ("text", "preview"):
-            words = rng.randint(3, 12) if kind == "text" else rng.randint(10, 40)
-            return " ".join(rng.choice(WORDS) for _ in range(words))
-        return rng.choice(MODELS if kind == "model" else POLICIES)
+    def start_attrs(self, attrs: dict[str, Any] | None) -> dict[str, Any] | None:
+        """The start attributes of a span the rollout opens."""
+        return attrs
+
+    def end_attrs(self, span: TraceSpan) -> None:
+        """Add to the end record of a span the rollout opens with ``trace_span``."""
+
+    def new_sample(self, sample: dict[str, Any]) -> None:
+        """Fill a sample's fields when it is made."""
+
+    def prompt(self, sample: dict[str, Any], tokens: int) -> None:
+        """Before each request: the request's prompt is ``tokens`` long."""
+
+    def generated(self, sample: dict[str, Any], tokens: int) -> None:
+        """After a request: it generated ``tokens`` response tokens."""
+        sample["response_length"] += tokens
+        sample["tokens"] = list(range(min(64, sample["response_length"])))
+
+    def observed(self, sample: dict[str, Any], tokens: int) -> None:
+        """After a tool call: its observation is ``tokens`` long."""
 
 
 class _Rollout:
     """One simulated rollout step: builds samples, runs groups, records traces."""
 
-    def __init__(self, config: DemoConfig) -> None:
+    def __init__(self, config: DemoConfig, content: RolloutContent) -> None:
         self.config = config
         self.rng = random.Random(config.seed)
-        self.payload = _Payload(config)
+        self.content = content
         self.samples: list[dict[str, Any]] = []
-        #: Indices of the samples picked for ``open_spans``.
-        self.cut: set[int] = set()
-        #: Generated tokens so far per sample index (``token_lists``: sizes the response text).
-        self.generated: dict[int, int] = {}
 
     # ------------------------------------------------------------------ samples
 
@@ -277,8 +227,7 @@ class _Rollout:
                        for k in range(size)]
             self.samples.extend(members)
             groups.append(("agent" if agentic else "math", members))
-        picks = min(config.open_spans, len(self.samples))
-        self.cut = set(self.payload.rng.sample(range(len(self.samples)), picks))
+        self.content.choose_lost(self.samples)
         return groups
 
     def _sample(self, index: int, group: int, source: str, prompt: str,
@@ -295,27 +244,11 @@ class _Rollout:
             "prefix_cache_info": {"cached_tokens": 0, "total_prompt_tokens": 0},
             "rollout_id": self.config.rollout_id,
         }
-        if self.config.token_lists:  # filled as requests run; a sample never sent keeps them empty
-            sample["loss_mask"], sample["rollout_log_probs"] = [], []
+        self.content.new_sample(sample)
         return sample
 
     def _text(self, n_words: int) -> str:
         return " ".join(self.rng.choice(WORDS) for _ in range(n_words))
-
-    def _start_attrs(self, attrs: dict[str, Any] | None = None) -> dict[str, Any] | None:
-        """A span's start attributes plus the filler ones ``extra_attrs`` asks for."""
-        if not self.config.extra_attrs:
-            return attrs
-        return {**(attrs or {}), **self.payload.attrs()}
-
-    def _end_attrs(self, span: TraceSpan) -> None:
-        """Give a span's end record the filler attributes ``extra_attrs`` asks for."""
-        if self.config.extra_attrs:
-            span.update(self.payload.attrs())
-
-    def _cut_turn(self, sample: dict, turns: int) -> int | None:
-        """The turn whose request a sample picked for ``open_spans`` loses, else None."""
-        return self.payload.rng.randrange(turns) if sample["index"] in self.cut else None
 
     # ------------------------------------------------------------------ running
 
@@ -340,14 +273,14 @@ class _Rollout:
             await self.generate_and_rm_group(kind, group)
 
     @trace_function("generate_and_rm_group", target="group",
-                    attrs_getter=lambda self, kind, group: self._start_attrs(
+                    attrs_getter=lambda self, kind, group: self.content.start_attrs(
                         {"group_size": len(group)}))
     async def generate_and_rm_group(self, kind: str, group: list[dict]) -> None:
         await asyncio.gather(*(self._run_sample(kind, sample) for sample in group))
         if kind == "agent":
             with trace_span(group, "group_reward_model",
-                            self._start_attrs({"group_size": len(group)})) as span:
-                self._end_attrs(span)
+                            self.content.start_attrs({"group_size": len(group)})) as span:
+                self.content.end_attrs(span)
                 await self._sleep(self.rng.uniform(0.2, 1.5))
                 rewards = [s["reward"] for s in group if isinstance(s["reward"], float)]
                 span.set("mean_reward", sum(rewards) / len(rewards) if rewards else None)
@@ -364,16 +297,16 @@ class _Rollout:
             sample["status"] = "aborted"
 
     @trace_function("generate_and_rm", target="sample",
-                    attrs_getter=lambda self, kind, sample: self._start_attrs())
+                    attrs_getter=lambda self, kind, sample: self.content.start_attrs(None))
     async def generate_and_rm(self, kind: str, sample: dict) -> None:
         if kind == "math":
             await self._single_turn(sample)
         else:
             await self._multi_turn(sample)
         if sample["status"] in ("completed", "truncated"):
-            with trace_span(sample, "reward_model", self._start_attrs(
+            with trace_span(sample, "reward_model", self.content.start_attrs(
                     {"rm_type": "rule" if kind == "math" else "llm_judge"})) as span:
-                self._end_attrs(span)
+                self.content.end_attrs(span)
                 if kind == "math":
                     await self._sleep(self.rng.uniform(0.05, 0.4))
                 else:
@@ -399,13 +332,13 @@ class _Rollout:
         if self.rng.random() < self.config.retry_share:
             await self._failed_attempt(sample)
         finish = await self._generate(sample, turn=0, max_new_tokens=self.rng.choice(
-            (2048, 8192, 32768)), cut=sample["index"] in self.cut)
+            (2048, 8192, 32768)), cut=self.content.lost_single_turn(sample))
         sample["status"] = {"length": "truncated", "abort": "aborted"}.get(finish, "completed")
 
     async def _multi_turn(self, sample: dict) -> None:
         rng = self.rng
         turns = rng.randint(self.config.min_turns, self.config.max_turns)
-        cut_turn = self._cut_turn(sample, turns)
+        cut_turn = self.content.lost_turn(sample, turns)
         trace_event(sample, "rollout_admitted", {"planned_turns": turns})
         for turn in range(turns):
             if rng.random() < self.config.retry_share / 4:
@@ -429,8 +362,8 @@ class _Rollout:
     async def _failed_attempt(self, sample: dict) -> None:
         try:
             with trace_span(sample, "sglang_generate",
-                            self._start_attrs({"max_new_tokens": 2048})) as span:
-                self._end_attrs(span)
+                            self.content.start_attrs({"max_new_tokens": 2048})) as span:
+                self.content.end_attrs(span)
                 await self._sleep(self.rng.uniform(0.5, 5.0))
                 raise ConnectionError("sglang worker restarted; request dropped")
         except ConnectionError:
@@ -441,9 +374,9 @@ class _Rollout:
                         keep_going: bool = False) -> str:
         """One SGLang request; with ``cut`` it hangs until the rollout cancels it.
 
-        ``keep_going`` marks a sample picked for ``open_spans``: it must reach its
-        cut, so it does not stop early, and a request that would end it by length
-        is the one cut.
+        ``keep_going`` marks a sample with a lost turn (:meth:`RolloutContent.lost_turn`):
+        it must reach that turn, so it does not stop early, and a request that would end
+        it by length is the one cut.
         """
         rng = self.rng
         prompt_tokens = rng.randint(150, 900) + 350 * turn
@@ -454,14 +387,13 @@ class _Rollout:
         throughput = rng.uniform(40.0, 220.0)
         queue_time = rng.expovariate(1 / 0.05)
         duration = min(30.0, max(0.5, queue_time + completion / throughput))
-        if self.config.token_lists and not sample["tokens"]:  # the first request's prompt
-            sample["tokens"] = self.payload.take(self.payload.token_pool, prompt_tokens)
-        attrs = self._start_attrs({"max_new_tokens": max_new_tokens, "turn": turn})
+        self.content.prompt(sample, prompt_tokens)
+        attrs = self.content.start_attrs({"max_new_tokens": max_new_tokens, "turn": turn})
         if cut or (keep_going and finish == "length"):
             await self._lost_request(sample, attrs, duration)
             return "abort"
         with trace_span(sample, "sglang_generate", attrs) as span:
-            self._end_attrs(span)
+            self.content.end_attrs(span)
             await self._sleep(duration)
             meta = {
                 "id": f"{rng.getrandbits(64):016x}", "prompt_tokens": prompt_tokens,
@@ -476,11 +408,7 @@ class _Rollout:
                 for key in (*PREFILL_KEYS, *DECODE_KEYS):  # child spans within the real span
                     meta[key] = self._scaled(meta[key])
             span.update(build_sglang_meta_trace_attrs(meta))
-        if self.config.token_lists:
-            self._add_tokens(sample, completion, mask=1)
-        else:
-            sample["response_length"] += completion
-            sample["tokens"] = list(range(min(64, sample["response_length"])))
+        self.content.generated(sample, completion)
         return finish
 
     async def _lost_request(self, sample: dict, attrs: dict[str, Any] | None,
@@ -496,24 +424,6 @@ class _Rollout:
 
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(hang(), timeout=self._scaled(duration))
-
-    def _add_tokens(self, sample: dict, n: int, mask: int) -> None:
-        """Append ``n`` response tokens (generated: mask 1, tool observation: mask 0).
-
-        ``response`` follows the generated tokens at about three words per four
-        tokens, capped.
-        """
-        payload = self.payload
-        sample["tokens"] += payload.take(payload.token_pool, n)
-        sample["loss_mask"] += [mask] * n
-        sample["rollout_log_probs"] += (payload.take(payload.logprob_pool, n) if mask
-                                        else [0.0] * n)
-        sample["response_length"] = len(sample["loss_mask"])
-        if mask:
-            generated = self.generated.get(sample["index"], 0) + n
-            self.generated[sample["index"]] = generated
-            words = min(MAX_RESPONSE_WORDS, generated * 3 // 4)
-            sample["response"] = " ".join(payload.take(payload.word_pool, words))
 
     def _pd_meta(self, duration: float) -> dict[str, float]:
         rng = self.rng
@@ -542,13 +452,13 @@ class _Rollout:
         rng = self.rng
         tool = rng.choice(TOOLS)
         with trace_span(sample, "tool_call",
-                        self._start_attrs({"turn": turn, "tool": tool})) as call:
-            self._end_attrs(call)
+                        self.content.start_attrs({"turn": turn, "tool": tool})) as call:
+            self.content.end_attrs(call)
             await self._sleep(rng.uniform(0.002, 0.02))
             try:
-                with trace_span(sample, "tool_execution", self._start_attrs(
+                with trace_span(sample, "tool_execution", self.content.start_attrs(
                         {"tool": tool, "query": self._text(rng.randint(3, 14))})) as run:
-                    self._end_attrs(run)
+                    self.content.end_attrs(run)
                     await self._sleep(min(5.0, max(0.05, rng.lognormvariate(-0.7, 0.9))))
                     if rng.random() < 0.05:
                         raise TimeoutError(f"{tool} did not answer within the tool budget")
@@ -557,8 +467,7 @@ class _Rollout:
                                 "http_status": 200})
                 trace_event(sample, "tool_result", {"turn": turn, "tool": tool, "chars": chars})
                 call.update({"ok": True, "observation_tokens": chars // 4})
-                if self.config.token_lists:
-                    self._add_tokens(sample, chars // 4, mask=0)
+                self.content.observed(sample, chars // 4)
             except TimeoutError:
                 call.update({"ok": False, "observation_tokens": 0})
 
@@ -569,14 +478,16 @@ class _Rollout:
                      else self.rng.random(), 4)
 
 
-def make_demo_samples(n_samples: int = 64, seed: int = 0, **options: Any) -> list[dict]:
-    """Run a simulated rollout of ``n_samples`` samples and return them as dump records.
+def make_demo_samples(n_samples: int = 64, seed: int = 0, *,
+                      content: RolloutContent | None = None, **options: Any) -> list[dict]:
+    """Run a simulated rollout of ``n_samples`` samples and return them as dump records;
+    ``options`` are :class:`DemoConfig` fields.
 
     Works inside Jupyter too: the kernel's own event loop is running there, so
     the simulation then runs its loop in a worker thread.
     """
     config = DemoConfig(n_samples=n_samples, seed=seed, **options)
-    rollout = _Rollout(config)
+    rollout = _Rollout(config, content or RolloutContent())
     try:
         asyncio.get_running_loop()
     except RuntimeError:
@@ -605,18 +516,15 @@ def _simulate(rollout: _Rollout) -> None:
 
 
 def write_demo_dump(path: str | Path, *, n_samples: int = 64, seed: int = 0,
-                    rollout_id: int = 0, **options: Any) -> Path:
+                    rollout_id: int = 0, content: RolloutContent | None = None,
+                    **options: Any) -> Path:
     """Simulate a rollout and save it the way slime's ``--save-debug-rollout-data`` does."""
     from .sources.dumps import save_dump
 
-    samples = make_demo_samples(n_samples, seed, rollout_id=rollout_id, **options)
+    samples = make_demo_samples(n_samples, seed, content=content, rollout_id=rollout_id,
+                                **options)
     save_dump(path, samples, rollout_id=rollout_id)
     return Path(path)
-
-
-def count_records(samples: list[dict]) -> int:
-    """Number of raw trace records across ``samples`` (the size unit of the benchmarks)."""
-    return sum(len((s.get(SAMPLE_TRACE_KEY) or {}).get(CARRIER_EVENTS) or ()) for s in samples)
 
 
 def main(argv: list[str] | None = None) -> int:

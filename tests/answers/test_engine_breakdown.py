@@ -1,5 +1,5 @@
 """analysis.engine_breakdown and the engine columns of rollout_trends, against the
-requests the engines were told to trace (devtools.engine_traces)."""
+requests the engines were told to trace (tests/support/engine_traces.py)."""
 
 from __future__ import annotations
 
@@ -11,13 +11,13 @@ import pytest
 
 from slime_trace_widget import analysis
 from slime_trace_widget.demo import make_demo_samples
-from slime_trace_widget.devtools.engine_traces import Half, Request, Slice, requests_for
 from slime_trace_widget.frames import build_frames
 from slime_trace_widget.frames.model import TraceFrames
 from slime_trace_widget.sources.engine.join import join_engine
 from slime_trace_widget.sources.engine.store import load_engine_traces
 from slime_trace_widget.tracing import bind_trace, trace_span, use_clock
 from tests.sources.test_engine_join import SKEWS, store_requests
+from tests.support.engine_traces import Half, Request, Slice, requests_for
 
 
 @pytest.fixture(scope="module")

@@ -21,7 +21,6 @@ from slime_trace_widget import analysis, answers
 from slime_trace_widget.answers.ledger import FATES, sample_fates, signal_ledger
 from slime_trace_widget.answers.tail import finish_order, tail_price
 from slime_trace_widget.demo import make_demo_samples, write_demo_dump
-from slime_trace_widget.devtools.engine_traces import requests_for
 from slime_trace_widget.export.trend_log import scalars
 from slime_trace_widget.frames import build_frames
 from slime_trace_widget.frames.model import TraceFrames, combine_frames
@@ -33,6 +32,7 @@ from slime_trace_widget.sources.loading import load_dump, load_frames
 from slime_trace_widget.tracing import trace_event, use_clock
 from tests.sources.runs import FIXTURES, copy_run
 from tests.sources.test_engine_join import SKEWS, store_requests
+from tests.support.engine_traces import requests_for
 
 LOADABLE = sorted(p.name for p in FIXTURES.glob("*.pt") if "corrupt" not in p.name)
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from slime_trace_widget.devtools.browser import (
+from tests.support.browser import (
     JupyterLab,
     LocalServer,
     Marimo,

@@ -1,6 +1,6 @@
 """A dump with its engines' side, for the engine browser tests and the screenshot.
 
-The engine traces are SGLang-shaped (``devtools.engine_traces``: PD halves on two
+The engine traces are SGLang-shaped (``tests/support/engine_traces.py``: PD halves on two
 skewed hosts) and reach the frames through the store and the join, as a collector's
 would; each request root carries the ``gen_ai.*`` figures SGLang writes at its end
 (the first request's are known: :data:`FIRST_FIGURES`). The engines' load is a
@@ -16,7 +16,6 @@ from typing import Any
 import numpy as np
 
 from slime_trace_widget.demo import write_demo_dump
-from slime_trace_widget.devtools.engine_traces import requests_for
 from slime_trace_widget.frames.engine_load import engine_load_frame
 from slime_trace_widget.frames.model import TraceFrames
 from slime_trace_widget.sources.engine.join import join_engine
@@ -24,6 +23,7 @@ from slime_trace_widget.sources.engine.store import load_engine_traces
 from slime_trace_widget.sources.loading import load_frames
 from slime_trace_widget.view.payload import encode
 from tests.sources.test_engine_join import SKEWS, store_requests
+from tests.support.engine_traces import requests_for
 
 #: The ``gen_ai.*`` figures of the first request's halves, by role.
 FIRST_FIGURES = {

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pickle
 from typing import Any
 
-from slime_trace_widget.devtools.browser import JupyterLab, NotebookPage
+from tests.support.browser import JupyterLab, NotebookPage
 
 
 def samples_notebook(lab: JupyterLab, samples: list[dict[str, Any]], stem: str) -> str:

@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 
 from slime_trace_widget import TraceTimeline
-from slime_trace_widget.devtools.browser import VIEWPORT, JupyterLab
 from slime_trace_widget.sources.dumps import save_dump
 from slime_trace_widget.sources.loading import load_frames
 from slime_trace_widget.view.payload import encode
 from tests.answers.test_rollout_diff import samples_a, samples_b
 from tests.browser.notebooks import FIRST_WIDGET, run_first_widget
 from tests.browser.test_snapshot_browser import _debug, opened
+from tests.support.browser import VIEWPORT, JupyterLab
 
 pytestmark = pytest.mark.browser
 

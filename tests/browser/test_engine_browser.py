@@ -19,14 +19,14 @@ import numpy as np
 import pytest
 
 from slime_trace_widget.demo import write_demo_dump
-from slime_trace_widget.devtools.browser import VIEWPORT, JupyterLab
-from slime_trace_widget.devtools.engine_traces import requests_for
 from slime_trace_widget.sources.loading import load_frames
 from slime_trace_widget.view.payload import FLAG_ENGINE, encode
 from tests.browser.engine_scene import LOAD_STEP, scene
 from tests.browser.notebooks import FIRST_WIDGET, run_first_widget
 from tests.browser.test_snapshot_browser import opened
 from tests.sources.test_engine_join import SKEWS, store_requests
+from tests.support.browser import VIEWPORT, JupyterLab
+from tests.support.engine_traces import requests_for
 from tests.view.test_payload import decode
 
 pytestmark = pytest.mark.browser

@@ -21,13 +21,13 @@ from slime_trace_widget import TraceTimeline
 from slime_trace_widget.answers.ledger import FATES, sample_fates, signal_ledger
 from slime_trace_widget.answers.tail import tail_price
 from slime_trace_widget.demo import write_demo_dump
-from slime_trace_widget.devtools.browser import VIEWPORT, JupyterLab
 from slime_trace_widget.frames.model import TraceFrames
 from slime_trace_widget.sources.loading import load_frames
 from slime_trace_widget.view.payload import encode
 from tests.browser.notebooks import FIRST_WIDGET, run_first_widget
 from tests.browser.test_engine_browser import _center, _debug, _pixels, _wait
 from tests.browser.test_snapshot_browser import opened
+from tests.support.browser import VIEWPORT, JupyterLab
 from tests.view.test_payload import decode
 
 pytestmark = pytest.mark.browser

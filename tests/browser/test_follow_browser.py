@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from slime_trace_widget.cli import FOLLOW_STATE
-from slime_trace_widget.devtools.browser import VIEWPORT, free_port
 from tests.sources.test_follow import _place
+from tests.support.browser import VIEWPORT, free_port
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 READY = '.stw-root[data-ready="1"]'

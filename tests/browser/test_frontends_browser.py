@@ -20,7 +20,10 @@ from typing import Any
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-from slime_trace_widget.devtools.browser import (
+from slime_trace_widget.sources.loading import load_frames
+from slime_trace_widget.view.payload import encode
+from tests.browser.test_widget_browser import _click_span, _payload_index
+from tests.support.browser import (
     KERNEL_CONNECTED,
     VIEWPORT,
     JupyterLab,
@@ -28,9 +31,6 @@ from slime_trace_widget.devtools.browser import (
     MarimoPage,
     NotebookPage,
 )
-from slime_trace_widget.sources.loading import load_frames
-from slime_trace_widget.view.payload import encode
-from tests.browser.test_widget_browser import _click_span, _payload_index
 
 pytestmark = pytest.mark.browser
 

@@ -29,7 +29,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-from slime_trace_widget.devtools.browser import (
+from slime_trace_widget.frames import TraceFrames
+from slime_trace_widget.sources.dumps import save_dump
+from slime_trace_widget.sources.loading import load_dump, load_frames
+from slime_trace_widget.values import MAX_STRING_CHARS, truncate
+from slime_trace_widget.view.page.snapshot import SNAPSHOT_MAX_CHARS, write_snapshot
+from slime_trace_widget.view.payload import NAME_CHARS, EncodedView, encode
+from tests.support.browser import (
     VIEWPORT,
     JupyterLab,
     NotebookPage,
@@ -38,12 +44,6 @@ from slime_trace_widget.devtools.browser import (
     free_port,
     origin_of,
 )
-from slime_trace_widget.frames import TraceFrames
-from slime_trace_widget.sources.dumps import save_dump
-from slime_trace_widget.sources.loading import load_dump, load_frames
-from slime_trace_widget.values import MAX_STRING_CHARS, truncate
-from slime_trace_widget.view.page.snapshot import SNAPSHOT_MAX_CHARS, write_snapshot
-from slime_trace_widget.view.payload import NAME_CHARS, EncodedView, encode
 
 pytestmark = pytest.mark.browser
 

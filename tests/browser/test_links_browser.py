@@ -14,13 +14,13 @@ from typing import Any
 
 import pytest
 
-from slime_trace_widget.devtools.browser import VIEWPORT, JupyterLab
 from slime_trace_widget.frames import TraceFrames, build_frames
 from slime_trace_widget.view.page.snapshot import write_snapshot
 from slime_trace_widget.view.payload import encode
 from tests.answers.test_links import scene_samples
 from tests.browser.notebooks import FIRST_WIDGET, run_first_widget, samples_notebook
 from tests.browser.test_snapshot_browser import opened
+from tests.support.browser import VIEWPORT, JupyterLab
 
 pytestmark = pytest.mark.browser
 

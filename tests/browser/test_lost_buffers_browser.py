@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from slime_trace_widget.devtools.browser import VIEWPORT, JupyterLab
 from slime_trace_widget.sources.loading import load_frames
 from slime_trace_widget.view.payload import encode
 from tests.browser.notebooks import FIRST_WIDGET, run_first_widget
 from tests.browser.test_widget_browser import _click_span, _payload_index
+from tests.support.browser import VIEWPORT, JupyterLab
 
 pytestmark = pytest.mark.browser
 

@@ -16,16 +16,16 @@ import pytest
 
 from slime_trace_widget import TraceTimeline
 from slime_trace_widget.answers import query
-from slime_trace_widget.devtools.browser import (
+from slime_trace_widget.frames import TraceFrames
+from slime_trace_widget.sources.loading import load_frames
+from slime_trace_widget.view.payload import encode
+from tests.browser.notebooks import FIRST_WIDGET, run_first_widget
+from tests.support.browser import (
     VIEWPORT,
     JupyterLab,
     PageGuard,
     file_only,
 )
-from slime_trace_widget.frames import TraceFrames
-from slime_trace_widget.sources.loading import load_frames
-from slime_trace_widget.view.payload import encode
-from tests.browser.notebooks import FIRST_WIDGET, run_first_widget
 
 pytestmark = pytest.mark.browser
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from slime_trace_widget.devtools.browser import VIEWPORT, JupyterLab, NotebookPage
+from tests.support.browser import VIEWPORT, JupyterLab, NotebookPage
 from tests.view.test_run_view import make_run_dataset
 
 

@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 
 from slime_trace_widget.demo import make_demo_samples
-from slime_trace_widget.devtools.browser import VIEWPORT, JupyterLab
 from slime_trace_widget.frames import build_frames
 from slime_trace_widget.view.details import TEXT_PREVIEW_CHARS
 from slime_trace_widget.view.page.snapshot import SNAPSHOT_MAX_CHARS, write_snapshot
 from tests.browser.notebooks import FIRST_WIDGET, run_first_widget, samples_notebook
 from tests.browser.test_snapshot_browser import opened
+from tests.support.browser import VIEWPORT, JupyterLab
 
 pytestmark = pytest.mark.browser
 

@@ -22,13 +22,13 @@ import numpy as np
 import pytest
 
 from slime_trace_widget import TraceTimeline
-from slime_trace_widget.devtools.browser import VIEWPORT, PageGuard, file_only
 from slime_trace_widget.frames import TraceFrames
 from slime_trace_widget.sources.dumps import save_dump
 from slime_trace_widget.sources.loading import load_frames
 from slime_trace_widget.view.page import gzip_parallel
 from slime_trace_widget.view.page.snapshot import SNAPSHOT_MAX_CHARS, write_snapshot
 from slime_trace_widget.view.payload import EncodedView, encode
+from tests.support.browser import VIEWPORT, PageGuard, file_only
 
 pytestmark = pytest.mark.browser
 

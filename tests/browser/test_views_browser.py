@@ -14,18 +14,18 @@ from typing import Any
 
 import pytest
 
-from slime_trace_widget.devtools.browser import (
+from slime_trace_widget.sources.dumps import save_dump
+from slime_trace_widget.sources.loading import load_frames
+from slime_trace_widget.view.payload import encode
+from tests.answers.test_critical_and_flame import _agent
+from tests.answers.test_views_fixture import _retry_and_open
+from tests.support.browser import (
     VIEWPORT,
     JupyterLab,
     NotebookPage,
     PageGuard,
     file_only,
 )
-from slime_trace_widget.sources.dumps import save_dump
-from slime_trace_widget.sources.loading import load_frames
-from slime_trace_widget.view.payload import encode
-from tests.answers.test_critical_and_flame import _agent
-from tests.answers.test_views_fixture import _retry_and_open
 
 pytestmark = pytest.mark.browser
 

@@ -8,11 +8,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from slime_trace_widget.devtools.browser import VIEWPORT, JupyterLab
 from slime_trace_widget.sources.dumps import save_dump
 from slime_trace_widget.sources.loading import load_frames
 from slime_trace_widget.view.payload import encode
 from tests.browser.notebooks import FIRST_WIDGET, run_first_widget
+from tests.support.browser import VIEWPORT, JupyterLab
 
 pytestmark = pytest.mark.browser
 

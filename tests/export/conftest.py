@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from slime_trace_widget.devtools.browser import free_port
 from slime_trace_widget.sources.engine.receiver import collect
+from tests.support.browser import free_port
 
 #: Generous: a receiver on a busy machine still starts and stops well within it.
 WAIT_SECONDS = 60

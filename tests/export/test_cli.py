@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from slime_trace_widget.cli import CACHE_SUFFIX, HTML_SUFFIX, main
-from slime_trace_widget.devtools.browser import free_port
+from tests.support.browser import free_port
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 

@@ -23,8 +23,6 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from slime_trace_widget.answers.stats import measured_spans
 from slime_trace_widget.cli import main
 from slime_trace_widget.demo import make_demo_samples
-from slime_trace_widget.devtools.browser import free_port
-from slime_trace_widget.devtools.engine_traces import requests_for
 from slime_trace_widget.export.otlp import to_otlp
 from slime_trace_widget.export.otlp_spans import any_value, exported_span_count, otlp_batches
 from slime_trace_widget.export.otlp_transport import OtlpExportError
@@ -34,6 +32,8 @@ from slime_trace_widget.sources.engine.join import join_engine
 from slime_trace_widget.sources.engine.store import load_engine_traces
 from slime_trace_widget.sources.loading import load_frames
 from tests.sources.test_engine_join import SKEWS, store_requests
+from tests.support.browser import free_port
+from tests.support.engine_traces import requests_for
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 

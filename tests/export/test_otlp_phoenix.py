@@ -22,7 +22,6 @@ from pathlib import Path
 
 import pytest
 
-from slime_trace_widget.devtools.browser import free_port
 from slime_trace_widget.export.otlp import to_otlp
 from slime_trace_widget.export.otlp_spans import exported_span_count
 from slime_trace_widget.frames.model import TraceFrames
@@ -30,6 +29,7 @@ from slime_trace_widget.sources.loading import load_frames
 from slime_trace_widget.values import MAX_STRING_CHARS, clean_text
 from tests.browser.test_hostile_strings_browser import HOSTILE, write_hostile_dump
 from tests.export.test_otlp import decoded
+from tests.support.browser import free_port
 
 pytestmark = pytest.mark.slow
 

@@ -1,7 +1,7 @@
 """The engines' request traces joined into the frames: under the right generation span,
 with exact durations, each host's clock skew found, unmatched requests listed.
 
-The requests are SGLang-shaped (devtools.engine_traces) and go through the real
+The requests are SGLang-shaped (tests/support/engine_traces.py) and go through the real
 OpenTelemetry SDK and its OTLP encoder into the store, as a collector would keep them.
 """
 
@@ -15,7 +15,13 @@ import pandas as pd
 import pytest
 
 from slime_trace_widget.demo import make_demo_samples
-from slime_trace_widget.devtools.engine_traces import (
+from slime_trace_widget.frames import build_frames
+from slime_trace_widget.frames.model import TraceFrames
+from slime_trace_widget.sources.engine.join import join_engine
+from slime_trace_widget.sources.engine.otlp import request_rows
+from slime_trace_widget.sources.engine.store import SpanStore, load_engine_traces, rows_table
+from slime_trace_widget.tracing import bind_trace, trace_headers, trace_span
+from tests.support.engine_traces import (
     Half,
     Request,
     Slice,
@@ -24,12 +30,6 @@ from slime_trace_widget.devtools.engine_traces import (
     requests_for,
     stray_requests,
 )
-from slime_trace_widget.frames import build_frames
-from slime_trace_widget.frames.model import TraceFrames
-from slime_trace_widget.sources.engine.join import join_engine
-from slime_trace_widget.sources.engine.otlp import request_rows
-from slime_trace_widget.sources.engine.store import SpanStore, load_engine_traces, rows_table
-from slime_trace_widget.tracing import bind_trace, trace_headers, trace_span
 
 SKEWS = {"engine-a": 1.5, "engine-b": -1.2}
 #: The join may place a slice this far from the truth (the issue's bound is 50 ms).

@@ -20,7 +20,6 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from slime_trace_widget.devtools.browser import free_port
 from slime_trace_widget.sources.engine.load_store import (
     SUBDIR,
     LoadStore,
@@ -35,6 +34,7 @@ from slime_trace_widget.sources.engine.prometheus import (
     parse_exposition,
 )
 from slime_trace_widget.sources.engine.scrape import STATUS_FILE, Scraper, Target, parse_target
+from tests.support.browser import free_port
 
 ROOT = Path(__file__).parents[2]
 GUARD_SECONDS = 120  # a hang guard, never a timing assertion
@@ -456,8 +456,8 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> dict:
     two engines over the dump's time and ten minutes either side."""
     from slime_trace_widget import load_frames
     from slime_trace_widget.demo import write_demo_dump
-    from slime_trace_widget.devtools.engine_traces import requests_for
     from tests.sources.test_engine_join import SKEWS, store_requests
+    from tests.support.engine_traces import requests_for
 
     folder = tmp_path_factory.mktemp("load_run")
     (folder / "debug").mkdir()

@@ -22,9 +22,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from slime_trace_widget.demo import make_demo_samples
-from slime_trace_widget.devtools.engine_traces import Request, replay, requests_for
 from slime_trace_widget.frames import build_frames
 from slime_trace_widget.sources.engine.store import LAYOUT, SUBDIR, SpanStore, load_engine_traces
+from tests.support.engine_traces import Request, replay, requests_for
 from tests.support.receiver import STARTUP_SECONDS, Receiver, start_receiver
 
 ROOT = Path(__file__).parents[2]

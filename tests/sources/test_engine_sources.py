@@ -13,10 +13,10 @@ import pytest
 
 from slime_trace_widget import TraceTimeline, load_frames
 from slime_trace_widget.demo import write_demo_dump
-from slime_trace_widget.devtools.engine_traces import Request, requests_for, stray_requests
 from slime_trace_widget.sources.dataset import convert, open_dataset
 from slime_trace_widget.sources.engine.store import LAYOUT, SUBDIR, read_spans
 from tests.sources.test_engine_join import SKEWS, check_slices, store_requests
+from tests.support.engine_traces import Request, requests_for, stray_requests
 
 ROOT = Path(__file__).parents[2]
 

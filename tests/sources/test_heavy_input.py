@@ -1,6 +1,6 @@
 """Heavy inputs end to end: each must flatten, encode, answer a click and open a widget.
 
-The inputs (``slime_trace_widget/devtools/heavy_inputs.py``) are the shapes that break viewers in
+The inputs (``tests/support/heavy_inputs.py``) are the shapes that break viewers in
 practice: one agentic sample with 100,000 records, 5,000 samples in a dump, a
 10 MB attribute string, 200 dumps behind one glob. Sizes are bounded so CI stays
 fast; ``STW_HEAVY_LONG=1`` runs the long mode (10x records, full demo traces,
@@ -24,15 +24,6 @@ import numpy as np
 import pytest
 
 from slime_trace_widget import TraceTimeline
-from slime_trace_widget.devtools import heavy_inputs
-from slime_trace_widget.devtools.heavy_inputs import (
-    GROUP_SIZE,
-    HUGE_STRING_CHARS,
-    LONG_SAMPLE_RECORDS,
-    MANY_DUMPS,
-    MANY_SAMPLES,
-    huge_text,
-)
 from slime_trace_widget.frames import TraceFrames, build_frames
 from slime_trace_widget.sources.dumps import save_dump
 from slime_trace_widget.sources.loading import load_dumps, load_frames
@@ -40,6 +31,15 @@ from slime_trace_widget.tracing import bind_trace, trace_event, trace_span
 from slime_trace_widget.values import MAX_STRING_CHARS
 from slime_trace_widget.view.details import event_detail, span_detail
 from slime_trace_widget.view.payload import encode
+from tests.support import heavy_inputs
+from tests.support.heavy_inputs import (
+    GROUP_SIZE,
+    HUGE_STRING_CHARS,
+    LONG_SAMPLE_RECORDS,
+    MANY_DUMPS,
+    MANY_SAMPLES,
+    huge_text,
+)
 
 #: JSON a click or a snapshot carries for one item, at most (strings are cut).
 DETAIL_JSON_BYTES = 1_000_000

@@ -29,6 +29,7 @@ from slime_trace_widget.sources.dumps.skim_stream import unpickle_skimmed
 from slime_trace_widget.sources.dumps.worker import read_for_frames
 from slime_trace_widget.tables.samples import READ_FIELDS
 from tests.sources.test_wire import FIXTURES, assert_same_frames
+from tests.support.demo_shapes import sized_demo_samples
 
 
 def _samples(count: int = 120) -> list[dict]:
@@ -248,7 +249,7 @@ def test_frames_read_skimmed_equal_the_plain_ones(tmp_path: Path,
     """A demo dump with token lists, and every fixture: the same frames, table by table."""
     monkeypatch.setattr(files, "SKIM_MIN_BYTES", 0)
     path = tmp_path / "rollout_4.pt"
-    save_dump(path, make_demo_samples(60, seed=5, token_lists=True, pd_share=1.0), rollout_id=4)
+    save_dump(path, sized_demo_samples(60, seed=5, token_lists=True, pd_share=1.0), rollout_id=4)
     with zipfile.ZipFile(path) as archive:
         info = archive.getinfo(next(n for n in archive.namelist() if n.endswith("data.pkl")))
     checked = skim_stored_file(str(path), info)

@@ -10,7 +10,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from slime_trace_widget.devtools.browser import free_port
+from tests.support.browser import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 #: Hang guard, generous: a busy 2-core machine starts Python and grpc slowly.

@@ -7,10 +7,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from slime_trace_widget.demo import count_records, main, make_demo_samples
+from slime_trace_widget.demo import main, make_demo_samples
 from slime_trace_widget.frames import build_frames
 from slime_trace_widget.sources.loading import load_frames
 from tests.support.demo_output import digest
+from tests.support.demo_shapes import count_records
 
 #: The output of these seeds, recorded when the simulated clock read asyncio's private
 #: timer queue: any other clock must record the very same rollouts.

@@ -1,4 +1,5 @@
-"""The demo's size knobs: real-size token lists, many attributes, open spans.
+"""The demo's size knobs (tests/support/demo_shapes.py): real-size token lists, many
+attributes, open spans.
 
 The benchmarks build users' dump shapes with these knobs, and the existing
 tests and cached dumps rely on the default output staying what it was: the
@@ -14,15 +15,16 @@ from typing import Any
 import pytest
 import torch
 
-from slime_trace_widget.demo import (
+from slime_trace_widget.demo import make_demo_samples
+from tests.support.demo_output import digest
+from tests.support.demo_shapes import (
     EXTRA_ATTR_KEYS,
     MAX_RESPONSE_WORDS,
     VOCAB_SIZE,
     count_records,
-    make_demo_samples,
-    write_demo_dump,
+    sized_demo_samples,
+    write_sized_demo_dump,
 )
-from tests.support.demo_output import digest
 
 #: Two math groups of 8 and two agentic groups of 4 with this seed.
 N, SEED = 16, 2
@@ -57,13 +59,13 @@ def end_attrs(sample: dict, name: str) -> list[dict[str, Any]]:
 
 def test_the_knobs_record_what_they_always_recorded() -> None:
     """Recorded before the knobs left the package: the benchmarks' shapes stay as measured."""
-    samples = make_demo_samples(N, seed=SEED, token_lists=True, extra_attrs=5, open_spans=2)
+    samples = sized_demo_samples(N, seed=SEED, token_lists=True, extra_attrs=5, open_spans=2)
     assert digest(samples) == "fc99d42759023b0e4e58f2efc54b5f1a3ecc509f88b64d7075d72d91e6c434a2"
 
 
 def test_default_output_follows_the_plain_code_path() -> None:
     samples = make_demo_samples(N, seed=SEED)
-    assert schedule(samples) == schedule(make_demo_samples(
+    assert schedule(samples) == schedule(sized_demo_samples(
         N, seed=SEED, token_lists=False, extra_attrs=0, open_spans=0))
     for sample in samples:
         generated = sum(a.get("completion_tokens", 0) for a in end_attrs(sample, "sglang_generate"))
@@ -81,7 +83,7 @@ def test_default_output_follows_the_plain_code_path() -> None:
 
 def test_payload_knobs_leave_the_schedule_and_the_trace_alone() -> None:
     plain = make_demo_samples(N, seed=SEED)
-    loaded = make_demo_samples(N, seed=SEED, token_lists=True)
+    loaded = sized_demo_samples(N, seed=SEED, token_lists=True)
     assert schedule(loaded) == schedule(plain)
     strip = [{k: v for k, v in e.items() if k not in IDS} for e in records(loaded)]
     assert strip == [{k: v for k, v in e.items() if k not in IDS} for e in records(plain)]
@@ -89,7 +91,7 @@ def test_payload_knobs_leave_the_schedule_and_the_trace_alone() -> None:
 
 
 def test_token_lists_are_sized_from_the_simulated_token_counts() -> None:
-    samples = make_demo_samples(N, seed=SEED, token_lists=True, cancel_share=0.0)
+    samples = sized_demo_samples(N, seed=SEED, token_lists=True, cancel_share=0.0)
     observed = 0
     for sample in samples:
         generations = [a for a in end_attrs(sample, "sglang_generate") if "prompt_tokens" in a]
@@ -109,7 +111,7 @@ def test_token_lists_are_sized_from_the_simulated_token_counts() -> None:
 def test_extra_attrs_go_on_the_start_and_end_records_of_own_spans() -> None:
     count = len(EXTRA_ATTR_KEYS) + 6  # past the named keys: numbered ones follow
     plain = records(make_demo_samples(N, seed=SEED))
-    extra = records(make_demo_samples(N, seed=SEED, extra_attrs=count))
+    extra = records(sized_demo_samples(N, seed=SEED, extra_attrs=count))
     touched = 0
     for before, after in zip(plain, extra, strict=True):
         added = set(after.get("attrs") or {}) - set(before.get("attrs") or {})
@@ -124,7 +126,7 @@ def test_extra_attrs_go_on_the_start_and_end_records_of_own_spans() -> None:
 
 @pytest.mark.parametrize(("agentic_share", "wanted"), [(0.6, 0), (0.6, 1), (0.6, 5), (1.0, 8)])
 def test_open_spans_leaves_that_many_generations_open(agentic_share: float, wanted: int) -> None:
-    samples = make_demo_samples(N, seed=SEED, agentic_share=agentic_share, open_spans=wanted,
+    samples = sized_demo_samples(N, seed=SEED, agentic_share=agentic_share, open_spans=wanted,
                                 cancel_share=0.0)
     opened = open_starts(samples)
     assert len(opened) == wanted
@@ -138,9 +140,10 @@ def test_open_spans_leaves_that_many_generations_open(agentic_share: float, want
     assert all(e["parent_span_id"] in roots for e in opened), "nested like a finished one"
 
 
-def test_write_demo_dump_takes_the_knobs(tmp_path: Path) -> None:
-    path = write_demo_dump(tmp_path / "rollout_0.pt", n_samples=4, seed=0, token_lists=True,
-                           extra_attrs=3, open_spans=1, cancel_share=0.0)
+def test_a_sized_dump_is_written_with_the_knobs(tmp_path: Path) -> None:
+    path = write_sized_demo_dump(tmp_path / "rollout_0.pt", n_samples=4, seed=0,
+                                 token_lists=True, extra_attrs=3, open_spans=1,
+                                 cancel_share=0.0)
     samples = torch.load(path, weights_only=False)["samples"]
     assert count_records(samples) > 0
     assert all(isinstance(s["rollout_log_probs"], list) for s in samples)

@@ -18,8 +18,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..frames.model import TraceFrames
-from ..sources.engine.join import REQUEST_ID_ATTR, attr_values
+from slime_trace_widget.frames.model import TraceFrames
+from slime_trace_widget.sources.engine.join import REQUEST_ID_ATTR, attr_values
 
 #: Seconds of network between the client's span and the engine's work, each side.
 NETWORK_SECONDS = 0.002
