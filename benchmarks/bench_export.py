@@ -134,7 +134,7 @@ def bench_open(path: Path, repeats: int) -> None:
 
 def _cli_run(dump: Path, out_dir: Path) -> tuple[float, str]:
     """Wall time of one ``slime-trace-viewer --no-serve`` run, and its first output line."""
-    command = [sys.executable, "-m", "slime_trace_widget.cli", str(dump), "--no-serve",
+    command = [sys.executable, "-m", "slime_trace_widget", str(dump), "--no-serve",
                "--out-dir", str(out_dir)]
     start = time.perf_counter()
     done = subprocess.run(command, check=True, capture_output=True, text=True)

@@ -12,7 +12,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from slime_trace_widget.cli import FOLLOW_STATE
+from slime_trace_widget.cli.follow import FOLLOW_STATE
 from tests.sources.test_follow import _place
 from tests.support.browser import VIEWPORT, free_port
 

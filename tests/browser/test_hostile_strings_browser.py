@@ -390,13 +390,13 @@ def guarded(browser: Any, allowed: Callable[[str], bool]) -> Iterator[Any]:
 
 @contextmanager
 def cli_server(dump: Path, folder: Path) -> Iterator[str]:
-    """``python -m slime_trace_widget.cli`` serving ``dump`` on a free port; the page's URL.
+    """``python -m slime_trace_widget`` serving ``dump`` on a free port; the page's URL.
 
     The page goes to ``folder/out`` (the folder served), the CLI's log beside it.
     """
     port = free_port()
     log = folder / "cli.stderr"
-    command = [sys.executable, "-m", "slime_trace_widget.cli", str(dump), "--port", str(port),
+    command = [sys.executable, "-m", "slime_trace_widget", str(dump), "--port", str(port),
                "--out-dir", str(folder / "out")]
     with log.open("w") as stderr, subprocess.Popen(command, stdout=subprocess.PIPE,
                                                    stderr=stderr, text=True) as process:

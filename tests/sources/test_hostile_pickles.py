@@ -495,7 +495,7 @@ def build_all(folder: Path, marker_folder: Path) -> dict[str, tuple[Path, Path]]
 def run_cli(path: Path, out_dir: Path, cwd: Path) -> subprocess.CompletedProcess:
     cwd.mkdir(parents=True, exist_ok=True)
     return subprocess.run(
-        [sys.executable, "-m", "slime_trace_widget.cli", str(path), "--no-serve",
+        [sys.executable, "-m", "slime_trace_widget", str(path), "--no-serve",
          "--out-dir", str(out_dir)],
         capture_output=True, text=True, timeout=300, cwd=cwd,
         env={**os.environ, "PYTHONPATH": str(ROOT)})

@@ -12,7 +12,8 @@ from urllib.parse import quote
 
 import pytest
 
-from slime_trace_widget.cli import _audience, _parser, make_server
+from slime_trace_widget.cli.command import parser, with_subcommand
+from slime_trace_widget.cli.server import audience, make_server
 
 PAGE = "rollout_1+1 <b>.trace_timeline_viewer.html"  # a name that needs quoting in a URL
 
@@ -86,7 +87,7 @@ def test_nothing_else_of_the_folder(served: int, path: str, method: str) -> None
 
 
 def test_binds_loopback_by_default() -> None:
-    assert _parser().parse_args(["x.pt"]).host == "127.0.0.1"
+    assert parser().parse_args(with_subcommand(["x.pt"])).host == "127.0.0.1"
     server = make_server(Path("."), ["page.html"], "127.0.0.1", 0)
     try:
         assert server.server_address[0] == "127.0.0.1"
@@ -103,7 +104,7 @@ def test_binds_loopback_by_default() -> None:
     ("gpu-node-7", "anyone who can reach gpu-node-7:9999"),
 ])
 def test_start_up_line_says_to_whom(host: str, words: str) -> None:
-    assert _audience(host, 9999) == words
+    assert audience(host, 9999) == words
 
 
 def test_survives_200_concurrent_requests(served: int) -> None:

@@ -1,4 +1,4 @@
-"""slime-trace-viewer end to end: files, cache reuse, serving, bad input."""
+"""slime-trace-viewer [view] end to end: files, cache reuse, serving, bad input."""
 
 from __future__ import annotations
 
@@ -15,7 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from slime_trace_widget.cli import CACHE_SUFFIX, HTML_SUFFIX, main
+from slime_trace_widget.cli import main
+from slime_trace_widget.cli.cache import CACHE_SUFFIX
+from slime_trace_widget.cli.files import HTML_SUFFIX
 from tests.support.browser import free_port
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
@@ -43,8 +45,8 @@ def test_no_serve_writes_page_and_cache_then_reuses_cache(dump: Path, capsys) ->
 
 
 def test_the_command_exits_with_its_output_and_code_through_a_pipe(dump: Path) -> None:
-    """The command skips the interpreter's teardown: what it printed (block-buffered
-    into a pipe) must still arrive, and its exit code must be main's."""
+    """What the command printed (block-buffered into a pipe) arrives, and its exit
+    code is main's."""
     buffered = {name: value for name, value in os.environ.items()
                 if name != "PYTHONUNBUFFERED"}
     done = subprocess.run([sys.executable, "-m", "slime_trace_widget", str(dump), "--no-serve"],
@@ -73,9 +75,9 @@ def test_cache_of_another_blocks_layout_is_rebuilt(dump: Path, capsys, monkeypat
     """A cache written by a copy whose blocks the page reads differently (same version
     number, e.g. an upgrade from main) is rebuilt, not served to a page that would
     show broken details."""
-    from slime_trace_widget import cli
+    from slime_trace_widget.cli import cache
 
-    monkeypatch.setattr(cli, "BLOCKS_FORMAT", cli.BLOCKS_FORMAT - 1)
+    monkeypatch.setattr(cache, "BLOCKS_FORMAT", cache.BLOCKS_FORMAT - 1)
     assert main([str(dump), "--no-serve"]) == 0
     assert "built" in capsys.readouterr().out
     monkeypatch.undo()
@@ -113,7 +115,7 @@ def test_demo_option(tmp_path: Path) -> None:
 ])
 def test_bad_input_gives_one_line_and_exit_code(argv: list[str], message: str,
                                                 tmp_path: Path) -> None:
-    result = subprocess.run([sys.executable, "-m", "slime_trace_widget.cli", *argv, "--no-serve",
+    result = subprocess.run([sys.executable, "-m", "slime_trace_widget", *argv, "--no-serve",
                              "--out-dir", str(tmp_path)], capture_output=True, text=True,
                             cwd=tmp_path, timeout=120)
     assert result.returncode == 2
@@ -153,7 +155,7 @@ def test_serves_the_page_on_loopback_and_stops_on_ctrl_c(dump: Path) -> None:
     port = free_port()
     page = f"rollout_0{HTML_SUFFIX}"
     process = subprocess.Popen(
-        [sys.executable, "-m", "slime_trace_widget.cli", str(dump), "--port", str(port)],
+        [sys.executable, "-m", "slime_trace_widget", str(dump), "--port", str(port)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         line = _serving_line(process)
@@ -228,7 +230,7 @@ class NoParquet:  # a pyarrow built without Parquet, like conda-forge's pyarrow-
 
 sys.meta_path.insert(0, NoParquet())
 sys.argv[0] = "slime-trace-viewer"
-runpy.run_module("slime_trace_widget.cli", run_name="__main__")
+runpy.run_module("slime_trace_widget", run_name="__main__")
 """
 
 

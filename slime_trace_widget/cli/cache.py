@@ -1,0 +1,43 @@
+"""The page's data block kept beside the dumps, reused while it matches them.
+
+``rollout_0.trace_timeline_cache.stw`` holds the page's blocks (payload and attributes,
+plain data, no pickle). It is reused only when newer than every input dump and built
+from the same files (path, size, mtime), engine-trace files and blocks layout by the
+same version: anything else rebuilds, so a stale page is never served.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .._version import __version__
+from ..view.page.htmlpage import BLOCKS_FORMAT, Blocks, read_cache
+
+CACHE_SUFFIX = ".trace_timeline_cache.stw"
+
+
+def source_note(inputs: list[Path], engine_traces: str | None = None) -> dict:
+    """What a cache was built from: version and blocks' layout, every input's path, size
+    and mtime, and the files of the engine-trace folder (a collector adds files as
+    spans arrive)."""
+    note: dict = {"version": __version__, "blocks_format": BLOCKS_FORMAT,
+                  "inputs": [[str(p.resolve()), p.stat().st_size, p.stat().st_mtime_ns]
+                             for p in inputs]}
+    if engine_traces is not None:
+        root = Path(engine_traces)
+        files = sorted(root.rglob("*")) if root.is_dir() else [root]
+        note["engine_traces"] = [[str(f.resolve()), f.stat().st_size, f.stat().st_mtime_ns]
+                                 for f in files if f.is_file()]
+    return note
+
+
+def fresh_cache(cache: Path, inputs: list[Path], source: dict) -> Blocks | None:
+    """The cached blocks when newer than every input and built from the same inputs."""
+    if not cache.exists() or any(cache.stat().st_mtime_ns <= p.stat().st_mtime_ns
+                                 for p in inputs):
+        return None
+    try:
+        blocks = read_cache(cache)
+        return blocks if blocks.header().get("source") == source else None
+    except (OSError, ValueError, EOFError):
+        return None

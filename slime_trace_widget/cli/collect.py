@@ -1,0 +1,91 @@
+"""``slime-trace-viewer collect DIR``: receive the engines' own request traces over OTLP
+and keep them in DIR (for ``--engine-traces DIR``); with ``--scrape``, poll the engines'
+Prometheus metrics into DIR too. Ctrl-C or SIGTERM writes what is waiting and exits."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import threading
+from typing import TYPE_CHECKING
+
+from .errors import CliError
+
+if TYPE_CHECKING:
+    from ..sources.engine.scrape import Target
+
+NAME = "collect"
+SUMMARY = "receive the engines' request traces (OTLP) and metrics into a folder"
+DESCRIPTION = ("Receive the engines' own request traces (SGLang --enable-trace "
+               "--otlp-traces-endpoint) over OTLP and keep them in DIR, for "
+               "--engine-traces DIR; with --scrape, poll the engines' Prometheus "
+               "metrics (SGLang --enable-metrics) into DIR too. Ctrl-C or SIGTERM "
+               "writes what is waiting and exits.")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("dir", help="the collector's folder")
+    parser.add_argument("--http", type=address, default=("127.0.0.1", 4318),
+                        metavar="HOST:PORT", help="OTLP/HTTP (default 127.0.0.1:4318)")
+    parser.add_argument("--grpc", type=address, default=("127.0.0.1", 4317),
+                        metavar="HOST:PORT", help="OTLP/gRPC (default 127.0.0.1:4317)")
+    parser.add_argument("--no-grpc", action="store_true", help="OTLP/HTTP only")
+    parser.add_argument("--scrape", action="append", type=scrape_target, default=[],
+                        metavar="[NAME=]URL",
+                        help="an engine's metrics URL to poll (http or https; /metrics when "
+                             "the URL has no path); repeat for each engine. NAME (default "
+                             "HOST:PORT) names its rows; a NAME equal to an engine host of "
+                             "the trace join's engine_skew shifts them by that host's skew "
+                             "(docs/engine-load.md)")
+    parser.add_argument("--scrape-interval", type=seconds, default=1.0, metavar="SECONDS",
+                        help="seconds between two scrapes of an engine (default 1)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..sources.engine.receiver import collect  # the receiver's imports only here
+
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
+    names = [target.name for target in args.scrape]
+    if len(set(names)) != len(names):
+        raise CliError(f"--scrape: two targets are named alike ({', '.join(sorted(names))}); "
+                       "name them with NAME=URL")
+    try:
+        collector = collect(args.dir, args.http, None if args.no_grpc else args.grpc,
+                            lambda line: print(line, flush=True), stop,
+                            targets=args.scrape, scrape_interval=args.scrape_interval)
+    except OSError as exc:
+        raise CliError(f"cannot receive OTLP: {exc.strerror or exc}") from exc
+    print(f"stopped: {collector.accepted_spans} span(s) kept in {args.dir}", flush=True)
+    return 0
+
+
+def scrape_target(text: str) -> Target:
+    """``--scrape [NAME=]URL`` as the scraper's target."""
+    from ..sources.engine.scrape import parse_target
+
+    try:
+        return parse_target(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def seconds(text: str) -> float:
+    """A number of seconds above 0 and below a day."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < 86_400:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds above 0")
+    return value
+
+
+def address(text: str) -> tuple[str, int]:
+    """``HOST:PORT`` (``[::1]:4318`` for IPv6) as a (host, port) pair."""
+    host, _, port = text.rpartition(":")
+    host = host.strip("[]")
+    if not host or not port.isdigit() or not 0 <= int(port) < 65536:
+        raise argparse.ArgumentTypeError(f"{text!r} is not HOST:PORT")
+    return host, int(port)

@@ -1,0 +1,68 @@
+"""The command: the subcommands' parsers under one, and the dispatch to the chosen one.
+
+Each subcommand is a module of this package with ``NAME``, ``SUMMARY`` (its line in
+``slime-trace-viewer --help``), ``DESCRIPTION``, ``add_arguments(parser)`` and
+``run(args) -> int``; :data:`SUBCOMMANDS` lists them, so a new one is one module and
+one entry. An argument list that does not start with a subcommand's name is ``view``'s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from ..sources.dumps.errors import DumpError
+from . import collect, convert, view
+from .errors import CliError
+
+#: The subcommands, in the order ``--help`` lists them.
+SUBCOMMANDS = (view, convert, collect)
+#: What ``slime-trace-viewer ARGS`` runs when ARGS names no subcommand.
+DEFAULT = view.NAME
+PROG = "slime-trace-viewer"
+#: Exit codes besides a subcommand's own: a one-line failure, Ctrl-C.
+FAILED, INTERRUPTED = 2, 130
+
+
+def parser() -> argparse.ArgumentParser:
+    """The command's parser, a subparser per subcommand."""
+    top = argparse.ArgumentParser(
+        prog=PROG,
+        description="Explore slime rollout traces: an offline HTML timeline of dumps, a "
+                    "run's Parquet dataset, the engines' own request traces.",
+        epilog=f"With no subcommand, '{DEFAULT}' runs: '{PROG} rollout_0.pt' is "
+               f"'{PROG} {DEFAULT} rollout_0.pt'. '{PROG} SUBCOMMAND --help' for its options.")
+    choices = top.add_subparsers(dest="subcommand", metavar="SUBCOMMAND", required=True)
+    for module in SUBCOMMANDS:
+        sub = choices.add_parser(module.NAME, help=module.SUMMARY,
+                                 description=module.DESCRIPTION)
+        module.add_arguments(sub)
+        sub.set_defaults(run=module.run)
+    return top
+
+
+def with_subcommand(argv: Sequence[str]) -> list[str]:
+    """``argv`` led by a subcommand's name: the default's unless one is named (or only
+    the command's own help is asked)."""
+    names = {module.NAME for module in SUBCOMMANDS}
+    if argv and (argv[0] in names or argv[0] in ("-h", "--help")):
+        return list(argv)
+    return [DEFAULT, *argv]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command on ``argv`` (default ``sys.argv[1:]``); the exit code."""
+    args = parser().parse_args(with_subcommand(sys.argv[1:] if argv is None else argv))
+    try:
+        return args.run(args)
+    except (CliError, DumpError) as exc:
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        return FAILED
+    except KeyboardInterrupt:
+        return INTERRUPTED
+
+
+def console() -> None:
+    """The ``slime-trace-viewer`` entry point: :func:`main`'s code as the exit status."""
+    sys.exit(main())

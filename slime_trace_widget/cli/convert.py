@@ -1,0 +1,85 @@
+"""``slime-trace-viewer convert DUMPS --out DIR``: a run's dumps into one Parquet dataset,
+partitioned by rollout id; a rerun converts only new or changed dumps. ``--otlp`` and
+``--log-trends`` then hand the dumps new to that endpoint or target onwards."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import warnings
+
+from .errors import CliError
+from .otlp_options import MISSING_EXTRA, add_otlp_arguments
+
+NAME = "convert"
+SUMMARY = "a run's dumps into one Parquet dataset (a rerun converts only new dumps)"
+DESCRIPTION = ("Convert a run's dumps into one Parquet dataset, partitioned by rollout "
+               "id; a rerun converts only new or changed dumps.")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("dumps", nargs="+", help="dump files or globs (debug/rollout_*.pt)")
+    parser.add_argument("--out", required=True, help="the dataset's folder")
+    parser.add_argument("--engine", choices=("local", "ray"), default="local",
+                        help="local worker processes (default) or Ray tasks")
+    parser.add_argument("--address", help="Ray cluster address (default: a local Ray)")
+    parser.add_argument("--workers", type=int, help="dumps at once (default: one per core)")
+    parser.add_argument("--engine-traces", metavar="DIR",
+                        help="join the engines' request traces kept by "
+                             "'slime-trace-viewer collect DIR'")
+    add_otlp_arguments(parser, " (the dumps converted by this run)")
+    parser.add_argument("--log-trends", metavar="TARGET",
+                        help="log each new rollout's trends to tensorboard:LOGDIR, "
+                             "mlflow:TRACKING_URI[#EXPERIMENT] or wandb:PROJECT")
+    parser.add_argument("--log-snapshots", action="store_true",
+                        help="with --log-trends wandb:PROJECT, each new rollout's HTML "
+                             "snapshot as an artifact of the run")
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..sources.dataset import convert  # the dataset's imports only for this subcommand
+
+    with warnings.catch_warnings():  # failures are listed below, one line each
+        warnings.simplefilter("ignore", RuntimeWarning)
+        report = convert(args.dumps, args.out, engine=args.engine, address=args.address,
+                         workers=args.workers, engine_traces=args.engine_traces)
+    for path, reason in report.failed:
+        print(f"failed {path}: {reason}", file=sys.stderr)
+    for path in report.in_progress:
+        print(f"later {path}: still being written")
+    print(f"{args.out}: {report.summary()}")
+    if args.otlp:
+        send_dataset(args)
+    if args.log_trends:
+        log_dataset_trends(args)
+    return 1 if report.failed else 0
+
+
+def send_dataset(args: argparse.Namespace) -> None:
+    """``--otlp``: the dataset's dumps not sent to that endpoint yet."""
+    try:  # the otel extra may be missing: said in one line, not a traceback
+        from ..export.otlp_transport import OtlpExportError
+        from ..export.run_exports import send_new_dumps
+    except ImportError as exc:
+        raise CliError(MISSING_EXTRA) from exc
+    try:
+        reports = send_new_dumps(args.out, args.otlp, protocol=args.otlp_protocol,
+                                 headers=dict(args.otlp_header),
+                                 service_name=args.service_name)
+    except OtlpExportError as exc:
+        raise CliError(str(exc)) from exc
+    spans = sum(report.spans for report in reports)
+    print(f"sent {len(reports)} dump(s), {spans} spans, to {args.otlp}"
+          + ("" if reports else " (every dump was sent before)"))
+
+
+def log_dataset_trends(args: argparse.Namespace) -> None:
+    """``--log-trends``: the rollouts the target has not logged yet."""
+    from ..export.run_exports import log_new_trends
+    from ..export.trend_backends import MissingBackend
+
+    try:
+        report = log_new_trends(args.out, args.log_trends, snapshots=args.log_snapshots)
+    except (MissingBackend, ValueError) as exc:
+        raise CliError(str(exc)) from exc
+    print(report.summary())

@@ -1,0 +1,107 @@
+"""The page server: the files the command wrote into a folder, by exact name, on
+127.0.0.1 unless told otherwise, until Ctrl-C."""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import ipaddress
+import sys
+import urllib.parse
+from collections.abc import Sequence
+from http import HTTPStatus
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from .errors import CliError
+
+#: Seconds the server loop waits in ``select``: a Ctrl-C that the OS hands to another
+#: thread (a request, the loader's readers, the poller) is only seen when it returns.
+POLL_INTERVAL = 0.1
+
+
+class PageHandler(http.server.SimpleHTTPRequestHandler):
+    """The files the command wrote into a folder, by exact name, and nothing else of it.
+
+    A dump's folder also holds the ``.pt`` dumps (prompts, responses), the cache and
+    whatever else lies there, so anything not in ``served`` is a 404, as is a served
+    name that resolves out of the folder (a symlink put in its place): no listing, no
+    hidden files, no ``..``. ``/`` redirects to the page (``served[0]``).
+    """
+
+    def __init__(self, *args: Any, served: Sequence[str], **kwargs: Any) -> None:
+        self.served = tuple(served)  # before the base class handles the request
+        super().__init__(*args, **kwargs)
+
+    def send_head(self) -> BinaryIO | None:
+        path = urllib.parse.unquote(urllib.parse.urlsplit(self.path).path)
+        if path == "/":
+            self.send_response(HTTPStatus.FOUND)
+            self.send_header("Location", "/" + urllib.parse.quote(self.served[0]))
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return None
+        name = path[1:]
+        root = Path(self.directory).resolve()
+        if name not in self.served or (root / name).resolve().parent != root:
+            self.send_error(HTTPStatus.NOT_FOUND, "Not served")
+            return None
+        # The files are rewritten in place (a followed run's page) and dates have whole
+        # seconds: a page rewritten within the second the browser saw would be answered
+        # "304 Not Modified", and an update would reload the old page. Always the file.
+        del self.headers["If-Modified-Since"]
+        return super().send_head()
+
+    def end_headers(self) -> None:
+        self.send_header("Cache-Control", "no-store")
+        super().end_headers()
+
+    def log_message(self, format: str, *args: object) -> None:
+        sys.stderr.write(f"{self.address_string()} {format % args}\n")
+
+
+class PageServer(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 256  # a burst of page loads should queue, not be refused
+
+
+def make_server(folder: Path, served: Sequence[str], host: str,
+                port: int) -> http.server.ThreadingHTTPServer:
+    """A threaded server of the files ``served`` in ``folder``, the page first (port 0
+    picks a free one)."""
+    handler = functools.partial(PageHandler, directory=str(folder), served=served)
+    try:
+        return PageServer((host, port), handler)
+    except OSError as exc:
+        raise CliError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
+
+
+def audience(host: str, port: int) -> str:
+    """Who can open a server on ``host``, in words for the start-up line."""
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:  # a host name
+        return ("this machine only (localhost)" if host == "localhost"
+                else f"anyone who can reach {host}:{port}")
+    if address.is_loopback:
+        return f"this machine only ({host})"
+    if address.is_unspecified:
+        return f"anyone who can reach this machine on port {port} ({host}: every interface)"
+    return f"anyone who can reach {host}:{port}"
+
+
+def serve(folder: Path, served: Sequence[str], host: str, port: int) -> None:
+    """Serve the files ``served`` (the page first) from ``folder`` until Ctrl-C, saying
+    what is served, to whom, and the page's URL."""
+    server = make_server(folder, served, host, port)
+    port = server.server_address[1]
+    shown_host = host if host not in ("0.0.0.0", "::") else "127.0.0.1"
+    url = f"http://{shown_host}:{port}/{urllib.parse.quote(served[0])}"
+    try:  # from the start-up line on, Ctrl-C is the normal way to stop
+        print(f"serving {' and '.join(served)} to {audience(host, port)} at {url}"
+              "  (Ctrl-C to stop)", flush=True)
+        server.serve_forever(poll_interval=POLL_INTERVAL)
+    except KeyboardInterrupt:
+        print("stopped", flush=True)
+    finally:
+        server.server_close()
