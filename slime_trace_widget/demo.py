@@ -58,7 +58,6 @@ WORDS = ("population", "capital", "compare", "river", "document", "final", "year
          "compute", "therefore", "between", "largest", "oldest", "summary")
 
 
-
 class _SimulatedTime(selectors.BaseSelector):
     """A selector that, where the loop would wait for its next timer, moves the clock there.
 
