@@ -24,7 +24,7 @@ STAGES = ("tracing", "tables", "frames", "sources", "answers", "view", "export")
 #: The layers, lowest first, by the first name under the package (``""`` is the package's
 #: own ``__init__``): a module imports only its own layer and those below it. The order
 #: is written at the top of docs/architecture.md; the top layer is the package's face
-#: (the CLI, the demo, the ``analysis`` facade, dev tools) and may import anything.
+#: (the CLI, the demo, the ``analysis`` facade) and may import anything.
 LAYERS = (
     ("schema", "values", "_version"),
     ("tracing",),
@@ -34,7 +34,7 @@ LAYERS = (
     ("answers",),
     ("view",),
     ("export",),
-    ("", "__main__", "analysis", "cli", "demo", "devtools"),
+    ("", "__main__", "analysis", "cli", "demo"),
 )
 MAX_TOP_MODULES = 8
 MAX_JS_TOP_FILES = 6
