@@ -172,8 +172,9 @@ def record_loop(endpoint: str, paced: str) -> dict[str, Any]:
 
 @child("demo")
 def demo_rollout(endpoint: str, samples: str, scale: str) -> dict[str, Any]:
-    from slime_trace_widget.demo import count_records, make_demo_samples
+    from slime_trace_widget.demo import make_demo_samples
     from slime_trace_widget.tracing import live
+    from tests.support.demo_shapes import count_records
 
     stream = live.install(endpoint) if endpoint != "off" else None
     started, cpu = time.perf_counter(), time.process_time()
