@@ -22,7 +22,7 @@ import pandas as pd
 
 from ..tables.attr_columns import AttrTable
 from ..tables.core_tables import ORIGINS
-from .attr_frames import event_attr_frames, span_attr_frames
+from .attr_frames import event_attr_frame, span_attr_frame
 from .engine_load import combine_engine_load, empty_engine_load
 
 __all__ = ["ORIGINS", "TraceFrames", "combine_frames"]
@@ -66,8 +66,8 @@ class TraceFrames:
         """One row per span (virtual PD spans last), with ``attr.<key>`` columns."""
         if self._spans is None:
             core = self.span_core
-            attrs = span_attr_frames(self.span_start_attrs, self.span_end_attrs, core.index)
-            self._spans = pd.concat([core, *attrs], axis=1)
+            attrs = span_attr_frame(self.span_start_attrs, self.span_end_attrs, core.index)
+            self._spans = pd.concat([core, attrs], axis=1)
         return self._spans
 
     @property
@@ -75,7 +75,7 @@ class TraceFrames:
         """One row per instant event and unmatched end, with ``attr.<key>`` columns."""
         if self._events is None:
             core = self.event_core
-            self._events = pd.concat([core, *event_attr_frames(self.event_attrs, core.index)],
+            self._events = pd.concat([core, event_attr_frame(self.event_attrs, core.index)],
                                      axis=1)
         return self._events
 

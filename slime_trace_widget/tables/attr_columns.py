@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Sequence
+from itertools import repeat
 from operator import itemgetter
 from typing import Any, NamedTuple
 
@@ -30,7 +31,8 @@ from ..values import (
 )
 from .attr_grouping import ARROW_TYPES, CONVERSION_ERRORS, NONE_TYPE, Chunk, Group, group_by_keys
 
-__all__ = ["ATTR_PREFIX", "MAX_ATTR_COLUMNS", "AttrTable", "AttrTableBuilder", "text_array"]
+__all__ = ["ATTR_PREFIX", "MAX_ATTR_COLUMNS", "AttrTable", "AttrTableBuilder", "common_type",
+           "python_values", "text_array"]
 
 MAX_ATTR_COLUMNS = 500
 ATTR_PREFIX = "attr."
@@ -66,7 +68,7 @@ class AttrTable:
                 if known is None:
                     names[field.name] = field
                 elif known.type != field.type:
-                    names[field.name] = pa.field(field.name, _common_type(known.type, field.type),
+                    names[field.name] = pa.field(field.name, common_type(known.type, field.type),
                                                  metadata=known.metadata)
         # Each part's columns by name, looked up once: ``Table.column_names`` builds its
         # list anew on every call, and a combine looks up every key of every part.
@@ -94,14 +96,14 @@ class AttrTable:
 
     def rows(self, positions: np.ndarray | list[int]) -> list[dict[str, Any] | None]:
         """The attribute dicts of the rows at ``positions`` (None for no attributes)."""
-        return _dicts(self.table.take(pa.array(np.asarray(positions, dtype=np.int64))))
+        return _dicts(self.table.take(pa.array(np.asarray(positions, dtype=np.int64)))).tolist()
 
     def json_rows(self, positions: np.ndarray | list[int], max_chars: int) -> list[dict]:
         """:func:`values.json_safe` of the dicts at ``positions``, checked column by
         column: when no text is longer than ``max_chars`` and no float is NaN or
         infinite, the dicts are JSON-ready as they are (the common case, in C)."""
         table = self.table.take(pa.array(np.asarray(positions, dtype=np.int64)))
-        rows = _dicts(table)
+        rows = _dicts(table).tolist()
         if _json_ready(table, max_chars):
             return [row or {} for row in rows]
         return [json_safe(row or {}, max_chars) for row in rows]
@@ -125,7 +127,12 @@ class AttrTable:
 
     def dicts(self) -> list[dict[str, Any] | None]:
         """Every row's attribute dict (None for no attributes)."""
-        return _dicts(self.table)
+        return _dicts(self.table).tolist()
+
+    def dict_array(self, values: dict[str, np.ndarray] | None = None) -> np.ndarray:
+        """:meth:`dicts` as an object array; ``values``: :func:`python_values` of the
+        table, when the caller has them."""
+        return _dicts(self.table, values)
 
     def column(self, key: str) -> pa.ChunkedArray:
         return self.table.column(key)
@@ -222,7 +229,7 @@ def merged_attr_arrays(start: AttrTable, end: AttrTable) -> dict[str, pa.Chunked
         in_end, in_start = key in end.keys, key in start.keys
         if in_end and in_start:
             late, early = end.column(key), start.column(key)
-            kind = _common_type(late.type, early.type)
+            kind = common_type(late.type, early.type)
             late, early = late.cast(kind, safe=False), early.cast(kind, safe=False)
             combined = pc.coalesce(late, early)
         else:
@@ -442,7 +449,7 @@ def _empty(n: int) -> pa.Table:
     return pa.table({_NONE_KEYS: pa.nulls(n, pa.string())})
 
 
-def _common_type(one: pa.DataType, other: pa.DataType) -> pa.DataType:
+def common_type(one: pa.DataType, other: pa.DataType) -> pa.DataType:
     """The type two columns of one key share: numbers meet as float64, anything else as text."""
     if one == other:
         return one
@@ -479,43 +486,97 @@ def _json_ready(table: pa.Table, max_chars: int) -> bool:
     return longest_texts <= TOTAL_CHARS_FACTOR * max_chars and table.num_columns <= MAX_STEPS
 
 
-def _dicts(table: pa.Table) -> list[dict[str, Any] | None]:
-    """Row dicts, grouped by which keys each row has so each group zips in C."""
+def python_values(table: pa.Table) -> dict[str, np.ndarray]:
+    """Each attribute column of ``table`` as an array whose ``tolist()`` gives its Python
+    values where the column is valid: text (JSON as its text) as objects with None,
+    shared by the dicts and the ``attr.<key>`` columns so each string is made once;
+    numbers and bools as numpy, so that only the values a dict holds become objects."""
+    return {name: _python_column(table.column(name)) for name in table.column_names
+            if name not in (_NONE_KEYS, _OVERFLOW)}
+
+
+def _python_column(column: pa.ChunkedArray) -> np.ndarray:
+    """See :func:`python_values`: converted in C, text by Arrow, numbers by numpy (exact,
+    no float in between; what a missing number or bool reads as is not defined)."""
+    kind = column.type
+    if kind in (pa.string(), pa.large_string()):
+        return column.to_numpy(zero_copy_only=False)
+    if pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_boolean(kind):
+        if column.null_count == 0:
+            return column.to_numpy()
+        chunks = [_raw_numbers(chunk) for chunk in column.chunks]
+        return chunks[0] if len(chunks) == 1 else np.concatenate(chunks)
+    values = np.empty(len(column), dtype=object)
+    values[:] = column.to_pylist()
+    return values
+
+
+def _raw_numbers(chunk: pa.Array) -> np.ndarray:
+    """The values buffer of a number or bool array as numpy, nulls and all (their
+    slots hold whatever the buffer holds): no copy but for bools."""
+    data = chunk.buffers()[1]
+    if pa.types.is_boolean(chunk.type):
+        bits = np.unpackbits(np.frombuffer(data, dtype=np.uint8), bitorder="little")
+        return bits[chunk.offset:chunk.offset + len(chunk)].astype(bool)
+    dtype = np.dtype(chunk.type.to_pandas_dtype())
+    return np.frombuffer(data, dtype=dtype, count=chunk.offset + len(chunk))[chunk.offset:]
+
+
+def _dicts(table: pa.Table, values: dict[str, np.ndarray] | None = None) -> np.ndarray:
+    """Row dicts (None for a row without attributes) in an object array, grouped by
+    which keys each row has so that each group's dicts are made in C; ``values`` are
+    :func:`python_values` of ``table`` when the caller has them already."""
     n = table.num_rows
+    out = np.full(n, None, dtype=object)
     names = [name for name in table.column_names if name not in (_NONE_KEYS, _OVERFLOW)]
-    json_keys = {field.name for field in table.schema
-                 if field.metadata and field.metadata.get(_JSON_FIELD)}
-    if not names and _NONE_KEYS not in table.column_names and \
-            _OVERFLOW not in table.column_names:
-        return [None] * n
-    valid = np.zeros((n, max(len(names), 1)), dtype=bool)
-    values = []
-    for position, name in enumerate(names):
-        column = table.column(name)
-        valid[:, position] = ~np.asarray(column.is_null().to_numpy(zero_copy_only=False))
-        items = column.to_pylist()
-        if name in json_keys:
-            items = [None if v is None else json.loads(v) for v in items]
-        holder = np.empty(n, dtype=object)
-        holder[:] = items
-        values.append(holder)
-    out: list[dict[str, Any] | None] = [None] * n
     if names:
-        seen: dict[bytes, int] = {}  # which keys a row has, numbered in first-seen order
-        patterns = np.fromiter((seen.setdefault(row.tobytes(), len(seen))
-                                for row in np.packbits(valid, axis=1)), dtype=np.int64, count=n)
-        order = np.argsort(patterns, kind="stable")
-        bounds = np.flatnonzero(np.diff(patterns[order])) + 1
-        for group in np.split(order, bounds) if n else []:
-            columns = np.flatnonzero(valid[group[0]])
-            if not len(columns):
-                continue
-            keys = [names[c] for c in columns]
-            rows = zip(*(values[c][group].tolist() for c in columns), strict=True)
-            for position, row in zip(group.tolist(), rows, strict=True):
-                out[position] = dict(zip(keys, row, strict=True))
+        values = values if values is not None else python_values(table)
+        json_keys = {field.name for field in table.schema
+                     if field.metadata and field.metadata.get(_JSON_FIELD)}
+        columns = [np.array([None if v is None else json.loads(v) for v in values[name]],
+                            dtype=object) if name in json_keys else values[name]
+                   for name in names]
+        valid = np.empty((n, len(names)), dtype=bool)
+        for position, name in enumerate(names):
+            valid[:, position] = table.column(name).is_valid().to_numpy(zero_copy_only=False)
+        _fill_dicts(out, names, columns, valid)
     for extra, decode in ((_NONE_KEYS, lambda text: dict.fromkeys(json.loads(text))),
                           (_OVERFLOW, json.loads)):
         for position, text in _sparse(table, extra):
             out[position] = {**(out[position] or {}), **decode(text)}
     return out
+
+
+def _fill_dicts(out: np.ndarray, names: list[str], columns: list[np.ndarray],
+                valid: np.ndarray) -> None:
+    """Write into ``out`` each row's dict of the ``columns`` it has (``valid``), keys in
+    column order; rows with none stay as they are."""
+    if not len(out):
+        return
+    patterns = _row_patterns(valid)
+    order = np.argsort(patterns, kind="stable")
+    for group in np.split(order, np.flatnonzero(np.diff(patterns[order])) + 1):
+        present = np.flatnonzero(valid[group[0]])
+        if not len(present):
+            continue
+        keys = tuple(names[c] for c in present)
+        rows = zip(*(columns[c][group].tolist() for c in present), strict=True)
+        out[group] = np.fromiter(map(dict, map(zip, repeat(keys), rows)), dtype=object,
+                                 count=len(group))
+
+
+def _row_patterns(valid: np.ndarray) -> np.ndarray:
+    """A number per row of the boolean matrix ``valid``, equal for equal rows: the row's
+    bits as 64-bit words, the words of wider rows paired down to one number."""
+    n = len(valid)
+    packed = np.packbits(valid, axis=1)
+    padded = np.zeros((n, -(-packed.shape[1] // 8) * 8), dtype=np.uint8)
+    padded[:, :packed.shape[1]] = packed
+    words = padded.view(np.uint64)
+    patterns = words[:, 0]
+    for more in range(1, words.shape[1]):
+        _, first = np.unique(patterns, return_inverse=True)
+        _, second = np.unique(words[:, more], return_inverse=True)
+        patterns = (first.ravel().astype(np.uint64) * np.uint64(int(second.max()) + 1)
+                    + second.ravel().astype(np.uint64))
+    return patterns
