@@ -148,18 +148,28 @@ def _categorical(array: pa.Array, spec: Column) -> pd.Categorical:
     codes = array.indices.to_numpy(zero_copy_only=False)
     codes = np.where(array.is_null().to_numpy(zero_copy_only=False), -1, codes)
     names = array.dictionary.to_pylist()
-    # Fixed vocabularies keep their dtype; names found in a dump are objects, as built.
-    dtype = _vocabulary_dtype(spec.vocabulary) if spec.kind == VOCABULARY else object
-    categories = pd.Index(names, dtype=dtype)
+    if spec.kind == VOCABULARY:
+        # The whole vocabulary, in its order, whatever the file held (a table of no
+        # rows may come back without its dictionary).
+        vocabulary = list(spec.vocabulary)
+        if names != vocabulary:
+            if not set(names) <= set(vocabulary) or len(set(names)) < len(names):
+                raise ValueError(f"categories {names[:8]} are not of {vocabulary}")
+            remap = np.array([vocabulary.index(name) for name in names] + [-1], np.int32)
+            codes = remap[codes]
+        return pd.Categorical.from_codes(codes.astype(np.int32),
+                                         dtype=_vocabulary_dtype(spec.vocabulary))
+    # Names found in a dump are objects, as built.
+    categories = pd.Index(names, dtype=object)
     if categories.has_duplicates:
         raise ValueError("repeated categories")
     return pd.Categorical.from_codes(codes.astype(np.int32), categories=categories)
 
 
 @cache
-def _vocabulary_dtype(vocabulary: tuple[str, ...]) -> Any:
-    """The dtype pandas gives the categories of a fixed vocabulary."""
-    return pd.CategoricalDtype(list(vocabulary)).categories.dtype
+def _vocabulary_dtype(vocabulary: tuple[str, ...]) -> pd.CategoricalDtype:
+    """The categorical dtype of a fixed vocabulary, as pandas infers its categories."""
+    return pd.CategoricalDtype(list(vocabulary))
 
 
 def _text(array: pa.Array, kind: str) -> Any:

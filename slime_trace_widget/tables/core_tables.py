@@ -24,9 +24,9 @@ from .span_geometry import CLIP_REASONS
 
 __all__ = ["CODES", "CORE_SCHEMA", "CORE_TABLES", "EVENT_KINDS", "INDEX_NAMES", "JSON_TEXT",
            "LATER_COLUMNS", "NULLABLE_INT", "OBJECT_TEXT", "ORIGINS", "PD_FORMS", "STATES",
-           "TEXT", "VOCABULARY", "Column", "FrameTables", "core_table", "dictionary_column",
-           "json_text_column", "nullable_int_column", "object_text_column", "text_column",
-           "vocabulary_column"]
+           "TEXT", "VOCABULARY", "Column", "FrameTables", "blank_column", "column_of",
+           "core_table", "dictionary_column", "filled_table", "json_text_column",
+           "nullable_int_column", "object_text_column", "text_column", "vocabulary_column"]
 
 #: Where a span or event was recorded: slime's dump, or the engine's own trace.
 ORIGINS = ["dump", "engine"]
@@ -134,6 +134,47 @@ def core_table(name: str, columns: dict[str, pa.Array]) -> pa.Table:
     if list(columns) != expected:
         raise ValueError(f"{name}: built columns {list(columns)} are not {expected}")
     return pa.table(columns)
+
+
+def filled_table(name: str, rows: int, values: dict[str, Any]) -> pa.Table:
+    """Core table ``name`` of ``rows`` rows: the columns in ``values`` (Python or numpy
+    values, each made the kind its schema says), every other column at its kind's
+    blank (0, NaN, False, null)."""
+    unknown = set(values) - {column.name for column in CORE_SCHEMA[name]}
+    if unknown:
+        raise ValueError(f"{name} has no columns {sorted(unknown)}")
+    return core_table(name, {column.name: column_of(column, values[column.name])
+                             if column.name in values else blank_column(column, rows)
+                             for column in CORE_SCHEMA[name]})
+
+
+def column_of(column: Column, values: Sequence[Any] | np.ndarray) -> pa.Array:
+    """``values`` as the Arrow data of ``column``'s kind (text for names; None missing)."""
+    kind = column.kind
+    if kind == CODES:
+        return pa.array(list(values), type=pa.string()).dictionary_encode()
+    if kind == VOCABULARY:
+        vocabulary = list(column.vocabulary)
+        codes = np.array([-1 if value is None else vocabulary.index(value) for value in values],
+                         dtype=np.int32)
+        return vocabulary_column(codes, vocabulary)
+    if kind == NULLABLE_INT:
+        return nullable_int_column(list(values))
+    if kind == TEXT:
+        return text_column(list(values))
+    if kind == OBJECT_TEXT:
+        return object_text_column(list(values))
+    if kind == JSON_TEXT:
+        return json_text_column(list(values))
+    return pa.array(np.asarray(values, dtype=kind))
+
+
+def blank_column(column: Column, rows: int) -> pa.Array:
+    """``rows`` blanks of ``column``'s kind: 0, NaN or False for numbers, else null."""
+    if column.kind in (CODES, VOCABULARY, NULLABLE_INT, TEXT, OBJECT_TEXT, JSON_TEXT):
+        return column_of(column, [None] * rows)
+    blank = np.nan if column.kind == "float64" else 0
+    return pa.array(np.full(rows, blank, dtype=column.kind))
 
 
 def dictionary_column(names: Names) -> pa.DictionaryArray:
