@@ -29,13 +29,14 @@ from ..tables.core_tables import (
     Column,
     FrameTables,
     dictionary_column,
+    filled_table,
     json_text_column,
 )
 from ..tables.names import Names
 from .model import TraceFrames
 
-__all__ = ["INFERRED_TEXT", "decode_table", "encode_table", "frames_from_tables",
-           "inferred_text"]
+__all__ = ["INFERRED_TEXT", "append_rows", "decode_table", "encode_table", "frames_from_tables",
+           "inferred_text", "new_rows"]
 
 #: What pandas makes of a column of Python strings and None (Arrow-backed text in pandas 3).
 INFERRED_TEXT = pd.Series(["text"]).dtype
@@ -58,6 +59,30 @@ def frames_from_tables(tables: FrameTables) -> TraceFrames:
         t0=tables.t0,
         t1=tables.t1,
     )
+
+
+def new_rows(name: str, start: int, rows: int, values: dict[str, Any]) -> pd.DataFrame:
+    """Rows ``start`` to ``start + rows`` of core frame ``name``: the columns in ``values``,
+    blanks elsewhere (``core_tables.filled_table``), decoded as every core frame is."""
+    frame = decode_table(filled_table(name, rows, values), name)
+    return frame.set_axis(pd.RangeIndex(start, start + rows, name=frame.index.name))
+
+
+def append_rows(frame: pd.DataFrame, more: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` then ``more`` (the same columns): a categorical column keeps ``frame``'s
+    categories in their order, then those only ``more`` has, in theirs."""
+    columns = {}
+    for name in frame.columns:
+        first, second = frame[name], more[name]
+        if isinstance(first.dtype, pd.CategoricalDtype):
+            union = pd.api.types.union_categoricals([first.array, second.array])
+            # union_categoricals infers the categories' dtype anew; keep frame's
+            categories = pd.Index(union.categories, dtype=first.dtype.categories.dtype)
+            columns[name] = pd.Series(pd.Categorical.from_codes(union.codes, categories),
+                                      copy=False)
+        else:
+            columns[name] = pd.concat([first, second], ignore_index=True)
+    return pd.DataFrame(columns, copy=False).set_axis(frame.index.append(more.index))
 
 
 # --------------------------------------------------------------------------- encoding

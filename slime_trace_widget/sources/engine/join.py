@@ -30,7 +30,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from ...frames.model import ORIGINS, TraceFrames
+from ...frames.core_frames import append_rows, new_rows
+from ...frames.model import TraceFrames
 from ...tables.attr_columns import AttrTable
 from ...tables.build import event_placement, row_counts
 from ...tables.pd_lanes import LANE_SUFFIX
@@ -44,7 +45,6 @@ RID_ATTR = "rid"
 #: The span a request root becomes, by its role ("" without PD).
 REQUEST_SPAN_NAMES = {"": "sglang request", "prefill": "sglang prefill request",
                       "decode": "sglang decode request"}
-ENGINE_ORIGIN = ORIGINS.index("engine")
 SKEW_COLUMNS = ["host", "skew", "requests", "low", "high", "consistent"]
 UNMATCHED_COLUMNS = ["rid", "trace_id", "span_id", "name", "host", "start", "end", "spans"]
 
@@ -204,45 +204,23 @@ def _append(frames: TraceFrames, built: _Built) -> TraceFrames:
     """The frames with ``built``'s spans and events added: lanes, counts and attributes
     recomputed for the rows that changed shape."""
     core = frames.span_core
-    added = pd.DataFrame(built.spans)
-    n_new = len(added)
-    index = pd.RangeIndex(len(core), len(core) + n_new)
-    parent_names = core["name"].astype(object).to_numpy()
-    new_names = added["name"].to_numpy(dtype=object)
-    parent_name = [parent_names[p] if p < len(core) else new_names[p - len(core)]
-                   for p in added["parent"]]
-    new_core = pd.DataFrame({
-        "sample_row": added["sample_row"].to_numpy(dtype=np.int64),
-        "span_id": added["span_id"].to_numpy(dtype=object),
-        "parent_span_id": added["parent_span_id"].to_numpy(dtype=object),
-        "parent_index": added["parent"].to_numpy(dtype=np.int64),
-        "parent_name": pd.Categorical(parent_name),
-        "name": pd.Categorical(new_names),
-        "start": added["start"].to_numpy(dtype=np.float64),
-        "end": added["end"].to_numpy(dtype=np.float64),
-        "display_end": added["end"].to_numpy(dtype=np.float64),
-        "duration": (added["end"] - added["start"]).to_numpy(dtype=np.float64),
-        "state": pd.Categorical(["closed"] * n_new, categories=core["state"].cat.categories),
-        "clip_reason": pd.Categorical([None] * n_new,
-                                      categories=core["clip_reason"].cat.categories),
-        "depth": added["depth"].to_numpy(dtype=np.int32),
-        "lane": np.zeros(n_new, dtype=np.int32),
-        "attempt": added["attempt"].to_numpy(dtype=np.int32),
-        "end_attempt": added["attempt"].to_numpy(dtype=np.int32),
-        "virtual": np.zeros(n_new, dtype=bool),
-        "pd_detail": np.zeros(n_new, dtype=bool),
-        "pd_form": pd.Categorical([None] * n_new, categories=core["pd_form"].cat.categories),
-        "error": added["error"].to_numpy(dtype=bool),
-        "origin": pd.Categorical.from_codes(np.full(n_new, ENGINE_ORIGIN, dtype=np.int8),
-                                            categories=ORIGINS),
-    }, index=index)
-    spans = pd.concat([core, new_core[core.columns]])
-    spans["name"] = _extended(core["name"].array, new_names)
+    added = built.spans
+    n_new = len(built.span_attrs)
+    new_core = new_rows("span_core", len(core), n_new, {
+        "sample_row": added["sample_row"], "span_id": added["span_id"],
+        "parent_span_id": added["parent_span_id"], "parent_index": added["parent"],
+        "name": added["name"], "start": added["start"], "end": added["end"],
+        "display_end": added["end"],
+        "duration": np.subtract(added["end"], added["start"], dtype=np.float64),
+        "state": ["closed"] * n_new, "depth": added["depth"], "attempt": added["attempt"],
+        "end_attempt": added["attempt"], "error": added["error"],
+        "origin": ["engine"] * n_new})
+    spans = append_rows(core, new_core)
     codes = np.asarray(spans["name"].array.codes)
     parents = spans["parent_index"].to_numpy()
     spans["parent_name"] = pd.Categorical.from_codes(
         np.where(parents >= 0, codes[np.maximum(parents, 0)], -1), dtype=spans["name"].dtype)
-    kinds = _lane_kinds(core, added["lane_kind"].to_numpy(dtype=np.int64))
+    kinds = _lane_kinds(core, np.asarray(added["lane_kind"], dtype=np.int64))
     spans["lane"] = span_lanes(
         spans["sample_row"].to_numpy(), spans["depth"].to_numpy().astype(np.int64),
         spans["parent_index"].to_numpy(), spans["name"].array, spans["pd_detail"].to_numpy(),
@@ -280,27 +258,14 @@ def _events(frames: TraceFrames, built: _Built, spans: pd.DataFrame) -> pd.DataF
     """The events table with the engine's events after the dump's; every event's lane and
     depth read again from its parent span (lanes of a row may have moved)."""
     core = frames.event_core
-    if "instant" not in core["kind"].cat.categories:  # a dump without instant events
-        core = core.assign(kind=core["kind"].cat.add_categories(["instant"]))
-    added = pd.DataFrame(built.events)
-    n_new = len(added)
-    new = pd.DataFrame({
-        "sample_row": added["sample_row"].to_numpy(dtype=np.int64),
-        "name": pd.Categorical(added["name"].to_numpy(dtype=object)),
-        "ts": added["ts"].to_numpy(dtype=np.float64),
-        "attempt": added["attempt"].to_numpy(dtype=np.int32),
-        "parent_span_id": added["parent_span_id"].to_numpy(dtype=object),
-        "parent_index": added["parent"].to_numpy(dtype=np.int64),
-        "parent_name": pd.Categorical([None] * n_new),
-        "kind": pd.Categorical(["instant"] * n_new, categories=core["kind"].cat.categories),
-        "span_id": np.full(n_new, None, dtype=object),
-        "depth": np.zeros(n_new, dtype=np.int32),
-        "lane": np.zeros(n_new, dtype=np.int32),
-        "origin": pd.Categorical.from_codes(np.full(n_new, ENGINE_ORIGIN, dtype=np.int8),
-                                            categories=ORIGINS),
-    }, index=pd.RangeIndex(len(core), len(core) + n_new))
-    events = pd.concat([core, new[core.columns]])
-    events["name"] = _extended(core["name"].array, added["name"].to_numpy(dtype=object))
+    added = built.events
+    n_new = len(built.event_attrs)
+    new = new_rows("event_core", len(core), n_new, {
+        "sample_row": added["sample_row"], "name": added["name"], "ts": added["ts"],
+        "attempt": added["attempt"], "parent_span_id": added["parent_span_id"],
+        "parent_index": added["parent"], "kind": ["instant"] * n_new,
+        "origin": ["engine"] * n_new})
+    events = append_rows(core, new)
     span_names: pd.Categorical = spans["name"].array  # type: ignore[assignment]
     parent_codes, depth, lane = event_placement(
         events["parent_index"].to_numpy(), np.asarray(span_names.codes),
@@ -308,17 +273,6 @@ def _events(frames: TraceFrames, built: _Built, spans: pd.DataFrame) -> pd.DataF
     events["parent_name"] = pd.Categorical.from_codes(parent_codes, dtype=span_names.dtype)
     events["depth"], events["lane"] = depth, lane
     return events
-
-
-def _extended(existing: pd.Categorical, values: np.ndarray) -> pd.Categorical:
-    """``existing`` followed by ``values``: the categories kept in their order (as the
-    build made them), new names appended."""
-    known = existing.categories
-    extra = pd.Index(pd.unique(values), dtype=object).difference(known, sort=False)
-    categories = known.append(extra) if len(extra) else known
-    codes = np.concatenate([np.asarray(existing.codes, dtype=np.int64),
-                            categories.get_indexer(values)])
-    return pd.Categorical.from_codes(codes, categories=pd.Index(categories, dtype=object))
 
 
 def _recount(samples: pd.DataFrame, spans: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
