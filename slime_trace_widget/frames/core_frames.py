@@ -171,7 +171,7 @@ def _categorical(array: pa.Array, spec: Column) -> pd.Categorical:
     if not pa.types.is_dictionary(array.type) or array.type.value_type != pa.string():
         raise TypeError(f"expected dictionary-encoded text, got {array.type}")
     codes = array.indices.to_numpy(zero_copy_only=False)
-    codes = np.where(array.is_null().to_numpy(zero_copy_only=False), -1, codes)
+    codes = np.where(array.is_null().to_numpy(zero_copy_only=False), -1, codes).astype(np.int32)
     names = array.dictionary.to_pylist()
     if spec.kind == VOCABULARY:
         # The whole vocabulary, in its order, whatever the file held (a table of no
@@ -182,13 +182,12 @@ def _categorical(array: pa.Array, spec: Column) -> pd.Categorical:
                 raise ValueError(f"categories {names[:8]} are not of {vocabulary}")
             remap = np.array([vocabulary.index(name) for name in names] + [-1], np.int32)
             codes = remap[codes]
-        return pd.Categorical.from_codes(codes.astype(np.int32),
-                                         dtype=_vocabulary_dtype(spec.vocabulary))
+        return pd.Categorical.from_codes(codes, dtype=_vocabulary_dtype(spec.vocabulary))
     # Names found in a dump are objects, as built.
     categories = pd.Index(names, dtype=object)
     if categories.has_duplicates:
         raise ValueError("repeated categories")
-    return pd.Categorical.from_codes(codes.astype(np.int32), categories=categories)
+    return pd.Categorical.from_codes(codes, categories=categories)
 
 
 @cache

@@ -73,6 +73,24 @@ def test_a_column_of_the_wrong_type_is_refused(tmp_path: Path) -> None:
         read_frames(str(tmp_path))
 
 
+def test_a_state_outside_its_vocabulary_is_refused(tmp_path: Path) -> None:
+    frames = build_frames(make_demo_samples(4))
+    frames.span_core["state"] = frames.span_core["state"].cat.rename_categories(
+        {"open": "ajar"})
+    write_frames(frames, str(tmp_path))
+    with pytest.raises(WireError, match=r"span_core\.state: categories .* are not of"):
+        read_frames(str(tmp_path))
+
+
+def test_a_vocabulary_comes_back_whole_and_in_order_whatever_the_file_held() -> None:
+    spec = next(column for column in CORE_SCHEMA["span_core"] if column.name == "state")
+    held = pa.DictionaryArray.from_arrays(pa.array([0, 0, None], pa.int32()),
+                                          pa.array(["open"]))
+    decoded = _decode_column(pa.chunked_array([held]), spec)
+    assert list(decoded.categories) == list(spec.vocabulary)
+    assert decoded.tolist()[:2] == ["open", "open"] and pd.isna(decoded.tolist()[2])
+
+
 def test_ids_cross_as_the_text_pandas_keeps_and_the_older_text_still_reads(
         tmp_path: Path) -> None:
     """Arrow-backed id columns are written as large_string, the type pandas holds

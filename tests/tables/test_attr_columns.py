@@ -248,3 +248,16 @@ def test_text_placed_at_its_rows_is_what_a_take_with_null_positions_makes() -> N
         expected = values.take(pa.array(positions, mask=positions < 0))
         placed.validate(full=True)
         assert placed.equals(expected), (values, rows, n)
+
+
+def test_rows_of_many_keys_come_back_each_with_its_own_keys() -> None:
+    """Rows are grouped by which keys they have, 64 keys to a word: past that too."""
+    rng = np.random.default_rng(4)
+    rows: list[dict | None] = []
+    for number in range(300):
+        keys = np.flatnonzero(rng.random(150) < 0.1)
+        rows.append({f"k{key}": (int(key) if key % 3 else f"t{number}") for key in keys}
+                    or None)
+    back = AttrTable.from_dicts(rows).dicts()
+    assert [row and sorted(row.items()) for row in back] == \
+        [row and sorted(row.items()) for row in rows]
