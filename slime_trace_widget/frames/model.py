@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from ..tables.attr_columns import AttrTable
-from ..tables.core_tables import ORIGINS
+from ..tables.core_tables import CODES, CORE_SCHEMA, ORIGINS, VOCABULARY
 from .attr_frames import event_attr_frame, span_attr_frame
 from .engine_load import combine_engine_load, empty_engine_load
 
@@ -199,9 +199,17 @@ def _concat_small(tables: list[pd.DataFrame]) -> pd.DataFrame:
 
 
 def _recategorize(frame: pd.DataFrame) -> pd.DataFrame:
-    """Concatenating categoricals with different categories gives objects; restore them."""
-    for column in ("name", "parent_name", "source", "status", "state", "clip_reason", "kind",
-                   "pd_form", "origin"):
-        if column in frame.columns and frame[column].dtype != "category":
-            frame[column] = frame[column].astype("category")
+    """Concatenating categoricals with different categories gives objects; restore them
+    (the names found as categories, a vocabulary as its schema states it)."""
+    for column in frame.columns:
+        spec = _CATEGORICAL.get(column)
+        if spec is not None and frame[column].dtype != "category":
+            frame[column] = frame[column].astype(
+                pd.CategoricalDtype(list(spec.vocabulary)) if spec.kind == VOCABULARY
+                else "category")
     return frame
+
+
+#: The categorical columns of the core tables by name (a name has one kind in all of them).
+_CATEGORICAL = {column.name: column for table in CORE_SCHEMA.values() for column in table
+                if column.kind in (CODES, VOCABULARY)}
