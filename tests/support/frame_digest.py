@@ -27,10 +27,10 @@ import pandas as pd
 import pyarrow.feather as feather
 
 from slime_trace_widget import load_frames
-from slime_trace_widget.frames.engine import join_engine
 from slime_trace_widget.frames.model import TraceFrames
 from slime_trace_widget.sources.dataset import convert, open_dataset
 from slime_trace_widget.sources.dumps import DumpError
+from slime_trace_widget.sources.engine.join import join_engine
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 SHAPES = FIXTURES / "shapes"
