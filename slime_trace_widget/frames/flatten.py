@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..tables.build import build_tables
+from ..tables.build import AttrTablesHere, build_tables
 from .core_frames import frames_from_tables
 from .model import TraceFrames
 
 
-def build_frames(source: Any) -> TraceFrames:
+def build_frames(source: Any, attr_tables: AttrTablesHere | None = None) -> TraceFrames:
     """Flatten dumps (a ``LoadedDump``, a list of them, a dump dict or a list of samples;
     see :func:`build_tables`) into frames, with pandas."""
-    return frames_from_tables(build_tables(source))
+    return frames_from_tables(build_tables(source, attr_tables))

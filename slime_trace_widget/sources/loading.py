@@ -24,7 +24,13 @@ from typing import Any
 from .dumps.errors import DumpError
 from .dumps.files import LoadedDump, load_dump_bytes, load_trusted, read_header
 from .dumps.paths import PathLike, expand_paths
-from .dumps.pool import default_workers, new_job, run_jobs, start_worker
+from .dumps.pool import (
+    SPARE_FLAG,
+    default_workers,
+    new_job,
+    run_jobs,
+    start_worker,
+)
 from .dumps.progress import progress_bar
 
 __all__ = ["load_dump", "load_dumps", "load_frames"]
@@ -91,13 +97,15 @@ def _load_frames(paths_or_glob: PathLike | Iterable[PathLike], *, trusted: bool,
     scratch = tempfile.mkdtemp(prefix="slime-trace-")
     try:
         jobs = []
-        # A core the other jobs leave idle: each job skims its dump there.
+        # A core the other jobs leave idle: each job skims and builds a table there.
+        # Else a job may get one later, when the pool has no other job to start.
         spare_core = len(paths) < (os.cpu_count() or 1)
         for index, path in enumerate(paths):
             out = os.path.join(scratch, str(index))
             os.mkdir(out)
             jobs.append(new_job(path, "frames", out, time_limit, memory_limit,
-                                spare_core=spare_core))
+                                spare_core=spare_core,
+                                spare_flag=None if spare_core else os.path.join(out, SPARE_FLAG)))
         read: dict[int, Any] = {}
 
         def read_part(job: Any) -> None:

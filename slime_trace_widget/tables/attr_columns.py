@@ -45,8 +45,11 @@ _INT64 = (-(2**63), 2**63 - 1)
 class AttrTable:
     """The attributes of a list of rows (spans' start or end records, or events)."""
 
-    def __init__(self, table: pa.Table) -> None:
+    def __init__(self, table: pa.Table, file: str | None = None) -> None:
         self.table = table
+        #: The Arrow file whose memory map holds this table, when that file stays
+        #: where it is: writing the table to that path again would be needless.
+        self.file = file
 
     # ------------------------------------------------------------------ building
 

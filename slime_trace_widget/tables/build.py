@@ -48,10 +48,48 @@ from .samples import SampleFields, sample_fields
 from .span_geometry import CLIP_REASONS, display_ends, span_depths, span_lanes
 
 
-def build_tables(source: Any) -> FrameTables:
-    """Flatten dumps: a ``LoadedDump``, a list of them, a dump dict or a list of samples."""
+class AttrTablesHere:
+    """Turns the attribute dicts of span starts, span ends and events into tables, in
+    this process, once flattening has made every list.
+
+    Flattening tells it twice: first the lists as far as the carrier pass made them
+    (each complete list begins with that part: the real spans' starts and ends, and
+    every event), then every list once the PD spans' are known. A subclass may start
+    on the first parts at once and elsewhere (the worker's ``ForkedAttrTables``
+    builds the span ends' and the events' tables in a forked process).
+    """
+
+    def __init__(self) -> None:
+        self._lists: list[list] = []
+        self._warnings: Counter[str] = Counter()
+
+    def lists_begin(self, lists: list[list]) -> None:
+        """The first part of each list; here, nothing to do yet."""
+
+    def lists_complete(self, lists: list[list], warnings: Counter[str]) -> None:
+        """Span starts, span ends (real, then virtual) and events are all known."""
+        self._lists, self._warnings = lists, warnings
+
+    def tables(self) -> list[AttrTable]:
+        """The three tables, in the order of the lists."""
+        return [AttrTable.from_dicts(dicts, self._warnings) for dicts in self._lists]
+
+    def cancel(self) -> None:
+        """Flattening failed before ``tables``: drop whatever was started."""
+
+
+def build_tables(source: Any, attr_tables: AttrTablesHere | None = None) -> FrameTables:
+    """Flatten dumps: a ``LoadedDump``, a list of them, a dump dict or a list of samples.
+
+    ``attr_tables`` builds the attribute tables, each call a fresh one.
+    """
+    attr_tables = attr_tables or AttrTablesHere()
     with cyclic_gc_paused():
-        return _build_tables(source)
+        try:
+            return _build_tables(source, attr_tables)
+        except BaseException:
+            attr_tables.cancel()
+            raise
 
 
 @contextmanager
@@ -72,7 +110,7 @@ def cyclic_gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _build_tables(source: Any) -> FrameTables:
+def _build_tables(source: Any, attr_tables: AttrTablesHere) -> FrameTables:
     dumps = _as_dump_list(source)
     records = RecordColumns()
     fields: list[SampleFields] = []
@@ -89,6 +127,7 @@ def _build_tables(source: Any) -> FrameTables:
     warnings.update(records.warnings)
     end_index = np.asarray(records.end_span, dtype=np.int64)  # the span each end closes
     real_end_attrs = _span_end_attrs(records, end_index)
+    attr_tables.lists_begin([records.span_attrs, real_end_attrs, records.event_attrs])
     span_cols = _span_columns(records, end_index, real_end_attrs)
     event_cols = _event_columns(records)
     first, last, top_attempt = _row_extents(len(fields), span_cols, event_cols)
@@ -98,14 +137,15 @@ def _build_tables(source: Any) -> FrameTables:
                                   _pd_summaries(event_cols), pd_detail)
     start_attrs = span_cols["start_attrs"] + [None] * len(virtual.generation)
     end_attrs = span_cols["end_attrs"] + virtual.attrs
+    # Every attribute list is complete: their tables may be built (elsewhere) while
+    # the span table is built here.
+    attr_tables.lists_complete([start_attrs, end_attrs, event_cols["attrs"]], warnings)
     spans = _span_arrays(span_cols, virtual, pd_detail, end_attrs, last, warnings)
     events = _event_arrays(event_cols, spans)
     samples = _sample_table(fields, first, last, top_attempt, spans, events)
     span_table, event_table = _span_table(spans), _event_table(events)
     segments = _segment_table(virtual, len(span_cols["rows"]))
-    start_attrs_table, end_attrs_table, event_attrs_table = (
-        AttrTable.from_dicts(dicts, warnings)
-        for dicts in (start_attrs, end_attrs, event_cols["attrs"]))
+    start_attrs_table, end_attrs_table, event_attrs_table = attr_tables.tables()
     finite = np.isfinite(first)
     return FrameTables(
         samples=samples,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import queue
 import signal
 import subprocess
 import sys
@@ -619,6 +620,117 @@ def test_a_jobs_child_ends_holding_what_it_read_but_the_helper_frees_it(
     else:
         assert read[0]() is None
 
+
+def test_a_frames_jobs_fork_writes_its_tables_into_the_frames_folder(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a spare core, the fork's files are the frames' own: the job writes every other
+    table and the caller reads frames equal to those of a job without the fork."""
+    from slime_trace_widget.sources.dumps import forked_attrs, wire
+    from tests.sources.test_forked_attrs import (
+        FORKED_FILES,
+        _assert_same_attrs,
+        watch_table_writes,
+    )
+    from tests.sources.test_wire import assert_same_frames
+
+    monkeypatch.setattr(forked_attrs, "MIN_FORKED_ROWS", 0)
+    written = watch_table_writes(monkeypatch)
+    outs = {}
+    for spare_core in (True, False):
+        outs[spare_core] = tmp_path / str(spare_core)
+        outs[spare_core].mkdir()
+        job = pool.new_job(str(FIXTURES / "small.pt"), "frames", str(outs[spare_core]), None,
+                           None, spare_core=spare_core)
+        worker._frames_job(job.request)
+        if spare_core:
+            assert not set(FORKED_FILES) & set(written)
+            assert all((outs[spare_core] / name).exists() for name in FORKED_FILES)
+    assert all(written.count(name) == 1 for name in FORKED_FILES)  # the job without it
+    forked, plain = (wire.read_frames(str(outs[spare_core])) for spare_core in (True, False))
+    assert_same_frames(forked, plain)
+    _assert_same_attrs(forked, plain)
+
+
+
+@pytest.mark.parametrize("told", [True, False])
+def test_a_job_started_without_a_spare_core_forks_if_one_is_free_by_then(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, told: bool) -> None:
+    """A job started while every core was busy names a file that the pool creates once
+    a helper idles with nothing left to start. If the file is there when the job would
+    fork, the fork writes the span ends' and events' tables; else the job writes every
+    table itself. The frames are the same either way."""
+    from slime_trace_widget.sources.dumps import forked_attrs, wire
+    from tests.sources.test_forked_attrs import (
+        FORKED_FILES,
+        _assert_same_attrs,
+        watch_table_writes,
+    )
+    from tests.sources.test_wire import assert_same_frames
+
+    monkeypatch.setattr(forked_attrs, "MIN_FORKED_ROWS", 0)
+    written = watch_table_writes(monkeypatch)
+    out = tmp_path / "out"
+    out.mkdir()
+    flag = out / pool.SPARE_FLAG
+    if told:
+        flag.touch()
+    job = pool.new_job(str(FIXTURES / "small.pt"), "frames", str(out), None, None,
+                       spare_core=False, spare_flag=str(flag))
+    worker._frames_job(job.request)
+    by_the_job = [name for name in FORKED_FILES if name in written]
+    assert by_the_job == ([] if told else FORKED_FILES)
+    frames, loaded = wire.read_frames(str(out)), load_frames(str(FIXTURES / "small.pt"))
+    assert len(frames.spans) > 0
+    assert_same_frames(frames, loaded)
+    _assert_same_attrs(frames, loaded)
+
+
+def test_the_pool_tells_running_jobs_of_a_spare_core_once(tmp_path: Path) -> None:
+    """Only while a helper idles (nothing is left to start when this is asked), only
+    jobs that named a file, each once; a job whose folder is gone is skipped."""
+    lanes = [pool._Worker(queue.Queue()) for _ in range(2)]
+    flags = [tmp_path / f"{lane}.flag" for lane in range(2)]
+    lanes[0].job = pool._Job("a.pt", 1, {"spare_flag": str(flags[0])})
+    lanes[1].job = pool._Job("b.pt", 1, {"spare_flag": str(flags[1])})
+    pool._tell_spare_cores(lanes)
+    assert not flags[0].exists() and not flags[1].exists()  # both helpers busy
+    lanes[1].job = None
+    pool._tell_spare_cores(lanes)
+    assert flags[0].exists() and not flags[1].exists()
+    flags[0].unlink()
+    pool._tell_spare_cores(lanes)
+    assert not flags[0].exists()  # told once
+    lanes[0].job = pool._Job("c.pt", 1, {"spare_flag": str(tmp_path / "gone" / "c.flag")})
+    pool._tell_spare_cores(lanes)
+    assert lanes[0].job.told_spare
+    lanes[0].job = pool._Job("d.pt", 1, {})
+    pool._tell_spare_cores(lanes)
+    assert not lanes[0].job.told_spare and not list(tmp_path.glob("*.flag"))
+
+
+def test_the_last_of_three_dumps_on_two_cores_is_told_of_the_spare_core(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Three dumps on two helpers: no job starts with a spare core; once the third has
+    started and one of the running two ends, the other is told (its flag file appears
+    in its own folder)."""
+    paths = _small_dumps(tmp_path, 3)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    told: list[tuple[str, bool]] = []
+    real_tell = pool._tell_spare_cores
+
+    def tell(lanes: list[pool._Worker]) -> None:
+        before = {id(lane.job) for lane in lanes if lane.job is not None and lane.job.told_spare}
+        real_tell(lanes)
+        for lane in lanes:
+            job = lane.job
+            if job is not None and job.told_spare and id(job) not in before:
+                assert not job.request["spare_core"]
+                told.append((Path(job.name).stem, os.path.exists(job.request["spare_flag"])))
+
+    monkeypatch.setattr(pool, "_tell_spare_cores", tell)
+    frames = load_frames(paths, workers=2)
+    assert frames.rollout_ids == [1, 2, 3]
+    assert len(told) == 1 and told[0][1], told
 
 def test_the_helpers_jobs_take_arrow_buffers_from_malloc() -> None:
     """mimalloc's first buffers in a fresh fork cost 0.45 s of system time on a dump of a

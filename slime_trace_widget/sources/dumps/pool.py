@@ -26,8 +26,8 @@ from typing import Any
 
 from .errors import DumpError
 
-__all__ = ["default_memory_limit", "default_time_limit", "default_workers", "expected_peak",
-           "new_job", "run_jobs", "start_worker"]
+__all__ = ["SPARE_FLAG", "default_memory_limit", "default_time_limit", "default_workers",
+           "expected_peak", "new_job", "run_jobs", "start_worker"]
 
 #: CPU seconds a worker may take: a floor plus this much per MB of file. Loading
 #: and flattening run at 25-50 MB/s, so a genuine dump needs a small part of it.
@@ -36,6 +36,9 @@ TIME_SECONDS_PER_MB = 1.0
 #: New memory a worker may take: this many times the file's size, at least the floor.
 MEMORY_FACTOR = 64
 MEMORY_FLOOR_BYTES = 4 << 30
+#: The file a job may name as its ``spare_flag`` is called this in its own folder: the
+#: pool creates it when a core is free for the job (:func:`_tell_spare_cores`).
+SPARE_FLAG = "spare_core.flag"
 #: What a worker is expected to need at its peak, to decide how many run at once:
 #: loaded samples take several times their pickled size, plus the interpreter.
 PEAK_FACTOR = 8
@@ -223,6 +226,7 @@ class _Job:
     deadline: float = math.inf
     verdict: dict | None = None
     digest: str | None = None
+    told_spare: bool = False  # its ``spare_flag`` file was created
 
 
 def new_job(path: str, kind: str, out: str | None, time_limit: float | None,
@@ -244,9 +248,10 @@ def run_jobs(jobs: list[_Job], workers: int, progress: Any,
 
     Jobs start largest file first, so the last to start are the shortest and the
     helpers end close together: started in the order given, a large dump last could
-    keep one helper busy long after the others have ended. A job starts only while
-    the expected peaks of running jobs fit in available memory (one always runs).
-    Ctrl-C stops every helper before it propagates.
+    keep one helper busy long after the others have ended. Once none is left to
+    start, jobs still running hear of the cores that idle (:func:`_tell_spare_cores`).
+    A job starts only while the expected peaks of running jobs fit in available
+    memory (one always runs). Ctrl-C stops every helper before it propagates.
     """
     inbox: queue.Queue = queue.Queue()
     pool = _IDLE.take(workers, inbox)
@@ -257,6 +262,8 @@ def run_jobs(jobs: list[_Job], workers: int, progress: Any,
             running = [w.job for w in pool if w.job is not None]
             _take_message(inbox, [w for w in pool if w.job is not None], progress)
             _start_pending(pending, pool)  # a freed helper goes on before on_done runs
+            if not pending:
+                _tell_spare_cores(pool)
             if on_done is not None:
                 for job in running:
                     if job.verdict is not None:
@@ -277,6 +284,26 @@ def _start_pending(pending: list[_Job], pool: list[_Worker]) -> None:
         # a busy machine a CPU second takes longer.
         job.deadline = time.monotonic() + 3 * job.request["cpu_seconds"] + 30
         worker.send(job)
+
+
+def _tell_spare_cores(pool: list[_Worker]) -> None:
+    """With no job left to start and a helper idle, create the ``spare_flag`` file of
+    each running job that named one: a frames job that has not split its work yet
+    then builds its span ends' table in a fork, on the idle core, as a single load
+    does. Calls of 62 MB dumps on 2 cores, 3 runs each: 3 dumps 2.35-2.47 s without
+    this, 2.16-2.21 s with it; 5 dumps 3.48-3.64 s, 3.41-3.43 s."""
+    running = [worker.job for worker in pool if worker.job is not None]
+    if len(running) == len(pool):
+        return
+    for job in running:
+        flag = job.request.get("spare_flag")
+        if flag and not job.told_spare:
+            job.told_spare = True
+            try:
+                with open(flag, "x"):
+                    pass
+            except OSError:
+                pass  # the job's folder is gone (it ended meanwhile): nothing to tell
 
 
 def _fits(job: _Job, running: list[_Job]) -> bool:

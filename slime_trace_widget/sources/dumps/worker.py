@@ -20,14 +20,17 @@ thread (:func:`.pool._worker_environment`).
 
 from __future__ import annotations
 
+import functools
 import gc
 import hashlib
 import importlib.abc
 import json
 import math
 import os
+import shutil
 import signal
 import sys
+import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -90,7 +93,7 @@ def _prepare(job: str) -> None:
     # Frames and dataset jobs: no torch; frames jobs no pandas either, as the worker
     # writes the tables it builds as they are (see _refuse_pandas).
     from ...tables import build  # noqa: F401
-    from . import arrow_files, plain_tensors  # noqa: F401
+    from . import arrow_files, forked_attrs, plain_tensors  # noqa: F401
     if job == "dataset":
         from ..dataset import layout  # noqa: F401
 
@@ -183,11 +186,25 @@ def read_for_frames(path: str, name: str | None = None, pipelined: bool = False)
 
 def _read_and_flatten(request: dict) -> FrameTables:
     from ...tables.build import build_tables
+    from .forked_attrs import ForkedAttrTables
 
     spare_core = bool(request.get("spare_core"))  # else other jobs keep every core busy
     loaded = read_for_frames(request["path"], request["name"], pipelined=spare_core)
     _keep_until_exit(loaded)
-    return build_tables(loaded)
+    flag = request.get("spare_flag")
+    if not spare_core and not flag:
+        return build_tables(loaded)
+    # No core was spare when the job started, but one may be by the time the fork
+    # would start: the pool creates the file ``spare_flag`` once it has no other job
+    # to start and a helper idles (the last of 3 dumps on 2 cores, say).
+    spare = None if spare_core else functools.partial(os.path.exists, flag)
+    if request["job"] == "frames":  # the fork's table goes where the other tables go
+        return build_tables(loaded, ForkedAttrTables(request["out"], final=True, spare=spare))
+    scratch = tempfile.mkdtemp(prefix="slime-trace-attrs-")
+    try:
+        return build_tables(loaded, ForkedAttrTables(scratch, spare=spare))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _keep_until_exit(value: object) -> None:
