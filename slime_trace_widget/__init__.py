@@ -38,6 +38,7 @@ _EXPORTS = {
     "load_dumps": ".sources.loading",
     "load_engine_traces": ".sources.engine.store",
     "load_frames": ".sources.loading",
+    "load_live": ".sources.live",
     "save_dump": ".sources.dumps.files",
 }
 

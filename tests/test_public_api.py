@@ -27,6 +27,7 @@ TOP_NAMES = {
     "load_dumps": "slime_trace_widget.sources.loading",
     "load_engine_traces": "slime_trace_widget.sources.engine.store",
     "load_frames": "slime_trace_widget.sources.loading",
+    "load_live": "slime_trace_widget.sources.live",
     "save_dump": "slime_trace_widget.sources.dumps.files",
 }
 TRACING_NAMES = [

@@ -1,5 +1,6 @@
 """``slime-trace-viewer collect DIR``: receive the engines' own request traces over OTLP
-and keep them in DIR (for ``--engine-traces DIR``); with ``--scrape``, poll the engines'
+and keep them in DIR (for ``--engine-traces DIR``), and a rollout's live records (OTLP
+logs) in DIR/live (for ``load_live(DIR)``); with ``--scrape``, poll the engines'
 Prometheus metrics into DIR too. Ctrl-C or SIGTERM writes what is waiting and exits."""
 
 from __future__ import annotations
@@ -15,10 +16,13 @@ if TYPE_CHECKING:
     from ..sources.engine.scrape import Target
 
 NAME = "collect"
-SUMMARY = "receive the engines' request traces (OTLP) and metrics into a folder"
+SUMMARY = ("receive the engines' request traces (OTLP), metrics and a rollout's live "
+           "records into a folder")
 DESCRIPTION = ("Receive the engines' own request traces (SGLang --enable-trace "
                "--otlp-traces-endpoint) over OTLP and keep them in DIR, for "
-               "--engine-traces DIR; with --scrape, poll the engines' Prometheus "
+               "--engine-traces DIR, and a rollout's live records (OTLP logs from "
+               "slime_trace_widget.tracing.live) in DIR/live, for load_live(DIR); "
+               "with --scrape, poll the engines' Prometheus "
                "metrics (SGLang --enable-metrics) into DIR too. Ctrl-C or SIGTERM "
                "writes what is waiting and exits.")
 
@@ -52,12 +56,16 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(f"--scrape: two targets are named alike ({', '.join(sorted(names))}); "
                        "name them with NAME=URL")
     try:
-        collector = collect(args.dir, args.http, None if args.no_grpc else args.grpc,
+        received = collect(args.dir, args.http, None if args.no_grpc else args.grpc,
                             lambda line: print(line, flush=True), stop,
                             targets=args.scrape, scrape_interval=args.scrape_interval)
     except OSError as exc:
         raise CliError(f"cannot receive OTLP: {exc.strerror or exc}") from exc
-    print(f"stopped: {collector.accepted_spans} span(s) kept in {args.dir}", flush=True)
+    live = received.live
+    print(f"stopped: {received.spans.accepted_spans} span(s) and {live.accepted_records} "
+          f"live record(s) kept in {args.dir}"
+          + (f" ({live.foreign_records} log record(s) not slime's, not kept)"
+             if live.foreign_records else ""), flush=True)
     return 0
 
 

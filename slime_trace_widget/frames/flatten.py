@@ -14,7 +14,9 @@ from .core_frames import frames_from_tables
 from .model import TraceFrames
 
 
-def build_frames(source: Any, attr_tables: AttrTablesHere | None = None) -> TraceFrames:
+def build_frames(source: Any, attr_tables: AttrTablesHere | None = None, *,
+                 open_until: float | None = None) -> TraceFrames:
     """Flatten dumps (a ``LoadedDump``, a list of them, a dump dict or a list of samples;
-    see :func:`build_tables`) into frames, with pandas."""
-    return frames_from_tables(build_tables(source, attr_tables))
+    see :func:`build_tables`) into frames, with pandas. ``open_until``: see
+    :func:`build_tables`."""
+    return frames_from_tables(build_tables(source, attr_tables, open_until=open_until))

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -24,6 +24,9 @@ from ..tables.attr_columns import AttrTable
 from ..tables.core_tables import CODES, CORE_SCHEMA, ORIGINS, VOCABULARY
 from .attr_frames import event_attr_frame, span_attr_frame
 from .engine_load import combine_engine_load, empty_engine_load
+
+if TYPE_CHECKING:
+    from .live_health import LiveHealth
 
 __all__ = ["ORIGINS", "TraceFrames", "combine_frames"]
 
@@ -58,6 +61,8 @@ class TraceFrames:
     engine_unmatched: pd.DataFrame = field(default_factory=pd.DataFrame)
     #: The engines' scraped load over the frames' time (see ``frames.engine_load``).
     engine_load: pd.DataFrame = field(default_factory=empty_engine_load)
+    #: Frames of a rollout read live (``load_live``): each sender's loss and health.
+    live: LiveHealth | None = None
     _spans: pd.DataFrame | None = field(default=None, repr=False)
     _events: pd.DataFrame | None = field(default=None, repr=False)
 

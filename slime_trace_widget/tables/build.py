@@ -78,15 +78,18 @@ class AttrTablesHere:
         """Flattening failed before ``tables``: drop whatever was started."""
 
 
-def build_tables(source: Any, attr_tables: AttrTablesHere | None = None) -> FrameTables:
+def build_tables(source: Any, attr_tables: AttrTablesHere | None = None, *,
+                 open_until: float | None = None) -> FrameTables:
     """Flatten dumps: a ``LoadedDump``, a list of them, a dump dict or a list of samples.
 
-    ``attr_tables`` builds the attribute tables, each call a fresh one.
+    ``attr_tables`` builds the attribute tables, each call a fresh one. ``open_until``
+    (epoch seconds) is for records of a rollout still running: open spans are drawn to
+    it (see ``span_geometry.display_ends``) rather than guessed closed.
     """
     attr_tables = attr_tables or AttrTablesHere()
     with cyclic_gc_paused():
         try:
-            return _build_tables(source, attr_tables)
+            return _build_tables(source, attr_tables, open_until)
         except BaseException:
             attr_tables.cancel()
             raise
@@ -110,7 +113,8 @@ def cyclic_gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _build_tables(source: Any, attr_tables: AttrTablesHere) -> FrameTables:
+def _build_tables(source: Any, attr_tables: AttrTablesHere, open_until: float | None
+                  ) -> FrameTables:
     dumps = _as_dump_list(source)
     records = RecordColumns()
     fields: list[SampleFields] = []
@@ -140,7 +144,7 @@ def _build_tables(source: Any, attr_tables: AttrTablesHere) -> FrameTables:
     # Every attribute list is complete: their tables may be built (elsewhere) while
     # the span table is built here.
     attr_tables.lists_complete([start_attrs, end_attrs, event_cols["attrs"]], warnings)
-    spans = _span_arrays(span_cols, virtual, pd_detail, end_attrs, last, warnings)
+    spans = _span_arrays(span_cols, virtual, pd_detail, end_attrs, last, warnings, open_until)
     events = _event_arrays(event_cols, spans)
     samples = _sample_table(fields, first, last, top_attempt, spans, events)
     span_table, event_table = _span_table(spans), _event_table(events)
@@ -296,7 +300,7 @@ def _row_extents(
 
 def _span_arrays(
     cols: dict[str, Any], virtual: VirtualSpans, pd_detail: np.ndarray, end_attrs: list,
-    row_last: np.ndarray, warnings: Counter[str],
+    row_last: np.ndarray, warnings: Counter[str], open_until: float | None = None,
 ) -> dict[str, Any]:
     """Every column of the spans table (real spans, then the ``virtual`` PD spans) as
     numpy arrays and :class:`Names`. ``end_attrs`` are every span's end attribute
@@ -323,7 +327,8 @@ def _span_arrays(
 
     depth = span_depths(parents)
     open_mask = np.isnan(ends)
-    display_end, clip = display_ends(rows, starts, ends, parents, open_mask, row_last)
+    display_end, clip = display_ends(rows, starts, ends, parents, open_mask, row_last,
+                                     open_until)
     backwards = ~open_mask & (ends < starts)
     if backwards.any():
         warnings["end_before_start"] += int(backwards.sum())

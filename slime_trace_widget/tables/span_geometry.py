@@ -52,8 +52,13 @@ def display_ends(
     parents: np.ndarray,
     open_mask: np.ndarray,
     row_last: np.ndarray,
+    until: float | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Display end for every span and the clip reason code (-1 for closed spans).
+
+    ``until`` is for a rollout still running: its open spans are running, so each is
+    drawn to ``until`` (now), cut only by a closed ancestor's end (reason ``row_end``
+    for "now"); a sibling starting later runs beside it, it does not end it.
 
     Linear in the number of spans plus log-time per open span, however many
     spans are open: siblings are found by binary search in (row, parent, start)
@@ -65,9 +70,13 @@ def display_ends(
     if not len(open_index):
         return display, clip
     own_start = starts[open_index]
-    last = row_last[rows[open_index]]
-    row_end = np.where(np.isnan(last), own_start, last)
-    next_sibling = _next_sibling_starts(rows, parents, starts, open_index)
+    if until is None:
+        last = row_last[rows[open_index]]
+        row_end = np.where(np.isnan(last), own_start, last)
+        next_sibling = _next_sibling_starts(rows, parents, starts, open_index)
+    else:
+        row_end = np.full(len(open_index), float(until))
+        next_sibling = np.full(len(open_index), np.inf)
     closed = _nearest_closed_ancestor(parents, open_mask)[open_index]
     ancestor_end = np.where(closed >= 0, ends[np.maximum(closed, 0)], np.inf)
     candidates = np.stack([row_end, next_sibling, ancestor_end])

@@ -37,6 +37,9 @@ import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 
 Source = str | os.PathLike | Iterable[str | os.PathLike]
+#: Rows per row group of a finished file: a read keeps only the groups whose statistics
+#: overlap what it asks for.
+ROW_GROUP_ROWS = 65_536
 _WAL = re.compile(r"wal-(\d{6,})\.arrows")
 #: A finished file of any layout: in a list of files, one of another layout is left out.
 _ANY_FINISHED = re.compile(r"([a-z_]+)-\d{1,20}-\d{1,20}-\d{6,}\.parquet")
@@ -47,8 +50,9 @@ class Layout:
     """What one store keeps and where: its rows' ``schema``, its ``subdir`` of the
     collector folder, the ``prefix`` of its finished files, the int64 nanosecond
     columns a row's time runs from (``start``) and to (``end``), and the column its
-    finished files are sorted by (stably). ``what`` names the store in warnings;
-    ``compression`` is the finished files' Parquet codec."""
+    finished files are sorted by (stably; "" keeps the order rows were written in, so a
+    finished file's rows are its write-ahead file's, row for row). ``what`` names the
+    store in warnings; ``compression`` is the finished files' Parquet codec."""
 
     subdir: str
     prefix: str
@@ -218,7 +222,8 @@ def finish(folder: Path, seq: int, layout: Layout) -> None:
 def _write_durably(table: pa.Table, final: Path, layout: Layout) -> None:
     """``table`` at ``final``: written aside, fsynced, renamed into place."""
     temp = final.with_name(f".{final.name}.tmp")
-    pq.write_table(table.sort_by(layout.sort_by), temp, row_group_size=65_536,
+    ordered = table.sort_by(layout.sort_by) if layout.sort_by else table
+    pq.write_table(ordered, temp, row_group_size=ROW_GROUP_ROWS,
                    compression=layout.compression)
     with open(temp, "rb") as handle:
         os.fsync(handle.fileno())

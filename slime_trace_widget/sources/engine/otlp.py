@@ -6,8 +6,12 @@ protobuf JSON mapping, except that trace and span ids are hex, not base64). Both
 end as :class:`SpanRows`, plain columns the store writes as they are. A request
 that does not parse, or a span without valid ids and times, is refused whole
 with a reason (:class:`BadRequest`): a receiver must not half-accept a batch the
-client will send again. Attribute values become plain data (strings, numbers,
-booleans, lists, dicts; bytes as hex) and are kept as JSON text.
+client will send again. Spans of the instrumentation scope
+:data:`LIVE_SCOPE` are slime's own, streamed live as log records too
+(``sources/live``): they are taken (the client is answered) and not kept here,
+where they would pass for an engine's requests. Attribute values become plain
+data (strings, numbers, booleans, lists, dicts; bytes as hex) and are kept as JSON
+text.
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ from .store import COLUMNS
 #: Deepest nesting of array and kvlist values kept; deeper ones are cut to their text.
 MAX_VALUE_DEPTH = 16
 _ID_FIELDS = ("traceId", "spanId", "parentSpanId")
+#: The instrumentation scope of the spans slime's live stream sends beside its log records.
+LIVE_SCOPE = "slime_trace_widget.live"
 #: Times are unsigned 64-bit in OTLP and signed in the store (year 2262).
 _NS_LIMIT = 2**63
 
@@ -40,6 +46,8 @@ class SpanRows:
     """Decoded spans as columns (one list per name of :data:`COLUMNS`)."""
 
     columns: dict[str, list] = field(default_factory=lambda: {name: [] for name in COLUMNS})
+    #: Spans of :data:`LIVE_SCOPE` in the request, left out.
+    live_spans: int = 0
 
     def __len__(self) -> int:
         return len(self.columns["span_id"])
@@ -64,7 +72,7 @@ def parse_json(body: bytes) -> SpanRows:
     if not isinstance(document, dict):
         raise BadRequest("the body is not an OTLP/JSON ExportTraceServiceRequest object")
     try:
-        _hex_ids_to_base64(document)
+        hex_ids_to_base64(document)
         request = json_format.ParseDict(document, ExportTraceServiceRequest(),
                                         ignore_unknown_fields=True)
     except (json_format.ParseError, ValueError, TypeError, RecursionError) as exc:
@@ -78,11 +86,14 @@ def request_rows(request: ExportTraceServiceRequest) -> SpanRows:
     rows = SpanRows()
     out = rows.columns
     for resource_spans in request.resource_spans:
-        resource = _attributes(resource_spans.resource.attributes)
+        resource = attributes_of(resource_spans.resource.attributes)
         service = resource.get("service.name")
         service_text = service if isinstance(service, str) else ""
         resource_text = json.dumps(resource, ensure_ascii=False)
         for scope_spans in resource_spans.scope_spans:
+            if scope_spans.scope.name == LIVE_SCOPE:
+                rows.live_spans += len(scope_spans.spans)
+                continue
             for span in scope_spans.spans:
                 if len(span.trace_id) != 16 or not any(span.trace_id):
                     raise BadRequest(f"span {span.name!r} has no valid 16-byte trace id")
@@ -104,22 +115,22 @@ def request_rows(request: ExportTraceServiceRequest) -> SpanRows:
                 out["end_ns"].append(end)
                 out["service"].append(service_text)
                 out["status"].append(int(span.status.code))
-                out["attributes"].append(json.dumps(_attributes(span.attributes),
+                out["attributes"].append(json.dumps(attributes_of(span.attributes),
                                                     ensure_ascii=False))
                 out["resource"].append(resource_text)
                 out["events"].append(json.dumps(
                     [{"name": event.name, "time_ns": event.time_unix_nano,
-                      "attributes": _attributes(event.attributes)} for event in span.events],
+                      "attributes": attributes_of(event.attributes)} for event in span.events],
                     ensure_ascii=False))
                 out["links"].append(json.dumps(
                     [{"trace_id": link.trace_id.hex(), "span_id": link.span_id.hex(),
-                      "attributes": _attributes(link.attributes)} for link in span.links],
+                      "attributes": attributes_of(link.attributes)} for link in span.links],
                     ensure_ascii=False))
     return rows
 
 
-def _attributes(pairs: Any) -> dict[str, Any]:
-    """OTLP key-values as a dict (a repeated key keeps its last value, as SDKs do)."""
+def attributes_of(pairs: Any) -> dict[str, Any]:
+    """OTLP key-values as plain data in a dict (a repeated key keeps its last value, as SDKs do)."""
     return {pair.key: _value(pair.value, 0) for pair in pairs}
 
 
@@ -147,7 +158,7 @@ def _value(value: Any, depth: int) -> Any:
     return None  # a string-table index (profiles only): nothing to resolve it against
 
 
-def _hex_ids_to_base64(node: Any) -> None:
+def hex_ids_to_base64(node: Any) -> None:
     """OTLP/JSON writes ids as hex; the protobuf JSON mapping reads bytes as base64."""
     stack = [node]
     while stack:

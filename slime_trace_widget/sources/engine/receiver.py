@@ -1,13 +1,15 @@
-"""The OTLP receiver the engines export to: OTLP/HTTP and OTLP/gRPC into the store.
+"""The OTLP receiver the engines and the live stream export to: OTLP/HTTP and OTLP/gRPC.
 
-A request is answered with success only once its spans are on disk: handler
-threads hand their decoded spans to one writer thread, which appends whatever
-has gathered as one durable write (group commit) and then releases them all.
-What cannot be taken is refused before anything is kept, so the client's retry
-never duplicates spans: a body that is not OTLP (400, ``INVALID_ARGUMENT``), a
-body or a decompressed body over the limits (413, read no further than the
-limit), a wrong path (404), and more than the writer has room for (503 with
-``Retry-After``, ``UNAVAILABLE``: the exporters retry both).
+Traces (``/v1/traces``, ``TraceService``) go to the engine span store; logs
+(``/v1/logs``, ``LogsService``) are the rollout's live records and go to the live
+store (:mod:`slime_trace_widget.sources.live`). A request is answered with success
+only once what it carries is on disk: handler threads hand their decoded rows to one
+writer thread per store, which appends whatever has gathered as one durable write
+(group commit) and then releases them all. What cannot be taken is refused before
+anything is kept, so the client's retry never duplicates rows: a body that is not
+OTLP (400, ``INVALID_ARGUMENT``), a body or a decompressed body over the limits (413,
+read no further than the limit), a wrong path (404), and more than the writer has
+room for (503 with ``Retry-After``, ``UNAVAILABLE``: the exporters retry both).
 
 :func:`collect` is the command: the receiver, and the scrapers of the engines' load.
 """
@@ -15,13 +17,19 @@ limit), a wrong path (404), and more than the writer has room for (503 with
 from __future__ import annotations
 
 import http.server
+import json
 import threading
+import time
 import zlib
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from http import HTTPStatus
 from pathlib import Path
 from typing import Any
 
+from ..live import otlp_logs
+from ..live.collector import LiveCollector
+from ..live.store import SUBDIR as LIVE_SUBDIR
 from .group_commit import Busy, GroupWriter
 from .load_store import SUBDIR as LOAD_SUBDIR
 from .load_store import LoadStore
@@ -30,7 +38,9 @@ from .scrape import DEFAULT_INTERVAL, STATUS_FILE, Scraper, Target
 from .store import SpanStore, rows_table
 
 TRACES_PATH = "/v1/traces"
+LOGS_PATH = "/v1/logs"
 GRPC_SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
+GRPC_LOGS_SERVICE = "opentelemetry.proto.collector.logs.v1.LogsService"
 #: Largest request body taken as it comes over the wire, and once decompressed.
 MAX_BODY_BYTES = 32 << 20
 MAX_DECOMPRESSED_BYTES = 128 << 20
@@ -77,15 +87,17 @@ class _TooLarge(Exception):
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
-    """``POST /v1/traces`` with an OTLP body, and nothing else."""
+    """``POST /v1/traces`` and ``POST /v1/logs`` with an OTLP body, and nothing else."""
 
     protocol_version = "HTTP/1.1"
     server: _HttpServer
 
     def do_POST(self) -> None:
-        if self.path.split("?", 1)[0] != TRACES_PATH:
-            self._reply(HTTPStatus.NOT_FOUND, f"not found; OTLP traces go to {TRACES_PATH}",
-                        read=False)
+        path = self.path.split("?", 1)[0]
+        if path not in (TRACES_PATH, LOGS_PATH) or (path == LOGS_PATH
+                                                    and self.server.live is None):
+            self._reply(HTTPStatus.NOT_FOUND, f"not found; OTLP traces go to {TRACES_PATH}"
+                        f" and logs to {LOGS_PATH}", read=False)
             return
         if not self.server.slots.acquire(timeout=5):
             self._reply(HTTPStatus.SERVICE_UNAVAILABLE, "too many requests at once",
@@ -97,9 +109,10 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self.server.slots.release()
 
     def do_GET(self) -> None:
-        status = HTTPStatus.METHOD_NOT_ALLOWED if self.path == TRACES_PATH else \
+        status = HTTPStatus.METHOD_NOT_ALLOWED if self.path in (TRACES_PATH, LOGS_PATH) else \
             HTTPStatus.NOT_FOUND
-        self._reply(status, "OTLP traces are sent with POST " + TRACES_PATH, read=False)
+        self._reply(status, f"OTLP is sent with POST to {TRACES_PATH} or {LOGS_PATH}",
+                    read=False)
 
     do_PUT = do_DELETE = do_PATCH = do_GET
 
@@ -131,8 +144,13 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         try:
             if encoding == "gzip":
                 body = _gunzip(body, MAX_DECOMPRESSED_BYTES)
-            rows = parse_json(body) if kind == "application/json" else parse_protobuf(body)
-            self.server.collector.submit(rows)
+            as_json = kind == "application/json"
+            if self.path.split("?", 1)[0] == LOGS_PATH:
+                answer = self._take_logs(body, as_json)
+            else:
+                rows = parse_json(body) if as_json else parse_protobuf(body)
+                self.server.collector.submit(rows)
+                answer = b"{}" if as_json else b""  # an empty response message
         except _TooLarge:
             self._reply(HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
                         f"the decompressed body is over {MAX_DECOMPRESSED_BYTES} bytes")
@@ -141,8 +159,16 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         except Busy as exc:
             self._reply(HTTPStatus.SERVICE_UNAVAILABLE, str(exc), retry=True)
         else:
-            answer = b"{}" if kind == "application/json" else b""  # an empty response message
             self._send(HTTPStatus.OK, answer, kind)
+
+    def _take_logs(self, body: bytes, as_json: bool) -> bytes:
+        """Keep the live records of a logs request; the response message's bytes."""
+        assert self.server.live is not None
+        received = time.time_ns()
+        rows = (otlp_logs.parse_json(body, received) if as_json
+                else otlp_logs.parse_protobuf(body, received))
+        self.server.live.submit(rows)
+        return logs_response(rows.foreign, as_json)
 
     def _reply(self, status: HTTPStatus, reason: str, retry: bool = False,
                read: bool = True) -> None:
@@ -173,8 +199,10 @@ class _HttpServer(http.server.ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 128
 
-    def __init__(self, address: tuple[str, int], collector: Collector) -> None:
+    def __init__(self, address: tuple[str, int], collector: Collector,
+                 live: LiveCollector | None) -> None:
         self.collector = collector
+        self.live = live
         self.slots = threading.BoundedSemaphore(MAX_CONCURRENT_REQUESTS)
         super().__init__(address, _Handler)
 
@@ -200,16 +228,39 @@ def _gunzip(body: bytes, limit: int) -> bytes:
     return b"".join(parts)
 
 
-def http_server(collector: Collector, host: str, port: int) -> _HttpServer:
-    """An OTLP/HTTP server bound to ``host:port`` (0: a free port), not yet serving."""
-    return _HttpServer((host, port), collector)
+def http_server(collector: Collector, host: str, port: int,
+                live: LiveCollector | None = None) -> _HttpServer:
+    """An OTLP/HTTP server bound to ``host:port`` (0: a free port), not yet serving; it
+    takes logs when given a ``live`` writer."""
+    return _HttpServer((host, port), collector, live)
+
+
+def logs_response(foreign: int, as_json: bool) -> bytes:
+    """An ``ExportLogsServiceResponse``: empty, or a partial success naming the records
+    that are not slime's (taken and not kept; OTLP clients do not send them again)."""
+    if not foreign:
+        return b"{}" if as_json else b""
+    reason = f"{foreign} log record(s) without slime.record are not kept here"
+    if as_json:
+        return json.dumps({"partialSuccess": {"rejectedLogRecords": str(foreign),
+                                              "errorMessage": reason}}).encode()
+    from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
+        ExportLogsServiceResponse,
+    )
+
+    response = ExportLogsServiceResponse()
+    response.partial_success.rejected_log_records = foreign
+    response.partial_success.error_message = reason
+    return response.SerializeToString()
 
 
 # --------------------------------------------------------------------------- OTLP/gRPC
 
 
-def grpc_server(collector: Collector, host: str, port: int) -> tuple[Any, int]:
-    """An OTLP/gRPC server bound to ``host:port`` and started; with the port it got.
+def grpc_server(collector: Collector, host: str, port: int,
+                live: LiveCollector | None = None) -> tuple[Any, int]:
+    """An OTLP/gRPC server bound to ``host:port`` and started; with the port it got. It
+    serves the logs service too when given a ``live`` writer.
 
     The request arrives as bytes and is parsed here, as over HTTP, so a body that is not
     OTLP gets ``INVALID_ARGUMENT`` with the reason (gRPC's own parsing would answer
@@ -230,12 +281,27 @@ def grpc_server(collector: Collector, host: str, port: int) -> tuple[Any, int]:
             context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
         return ExportTraceServiceResponse().SerializeToString()
 
-    handler = grpc.method_handlers_generic_handler(GRPC_SERVICE, {
+    def export_logs(body: bytes, context: Any) -> bytes:
+        assert live is not None
+        try:
+            rows = otlp_logs.parse_protobuf(body, time.time_ns())
+            live.submit(rows)
+        except BadRequest as exc:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        except Busy as exc:
+            context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
+        return logs_response(rows.foreign, as_json=False)
+
+    handlers = [grpc.method_handlers_generic_handler(GRPC_SERVICE, {
         "Export": grpc.unary_unary_rpc_method_handler(
-            export, request_deserializer=bytes, response_serializer=bytes)})
+            export, request_deserializer=bytes, response_serializer=bytes)})]
+    if live is not None:
+        handlers.append(grpc.method_handlers_generic_handler(GRPC_LOGS_SERVICE, {
+            "Export": grpc.unary_unary_rpc_method_handler(
+                export_logs, request_deserializer=bytes, response_serializer=bytes)}))
     server = grpc.server(
         ThreadPoolExecutor(max_workers=MAX_CONCURRENT_REQUESTS, thread_name_prefix="otlp-grpc"),
-        handlers=(handler,), maximum_concurrent_rpcs=4 * MAX_CONCURRENT_REQUESTS,
+        handlers=handlers, maximum_concurrent_rpcs=4 * MAX_CONCURRENT_REQUESTS,
         options=[("grpc.max_receive_message_length", MAX_DECOMPRESSED_BYTES)])
     bound = server.add_insecure_port(f"{_bracketed(host)}:{port}")
     if not bound:
@@ -251,28 +317,42 @@ def _bracketed(host: str) -> str:
 # --------------------------------------------------------------------------- the command
 
 
+@dataclass
+class Received:
+    """What :func:`collect` kept: the engine spans' writer and the live records' (their
+    counts)."""
+
+    spans: Collector
+    live: LiveCollector
+
+
 def collect(directory: str, http_address: tuple[str, int], grpc_address: tuple[str, int] | None,
             announce: Callable[[str], None], stop: threading.Event,
             targets: Sequence[Target] = (), scrape_interval: float = DEFAULT_INTERVAL
-            ) -> Collector:
-    """Receive OTLP into the store at ``directory`` until ``stop`` is set, and scrape the
+            ) -> Received:
+    """Receive OTLP into the stores at ``directory`` until ``stop`` is set, and scrape the
     engines' ``/metrics`` at ``targets`` every ``scrape_interval`` seconds into its load
     store (:mod:`.scrape`); then write what is waiting, finish the files, announce each
-    target's counts and return the collector (its counts)."""
+    target's counts and return the writers (their counts). The live store records when
+    this collector started and, unless killed, when it stopped."""
     collector = Collector(SpanStore(directory))
+    live: LiveCollector | None = None
     servers: list[Callable[[], None]] = []
     scraper: Scraper | None = None
     try:
-        web = http_server(collector, *http_address)
+        live = LiveCollector(directory)
+        web = http_server(collector, *http_address, live=live)
         threading.Thread(target=web.serve_forever, kwargs={"poll_interval": 0.2},
                          daemon=True).start()
         servers.append(lambda: (web.shutdown(), web.server_close()))
-        where = [f"http://{_bracketed(http_address[0])}:{web.server_address[1]}{TRACES_PATH}"]
+        where = [f"http://{_bracketed(http_address[0])}:{web.server_address[1]}{TRACES_PATH}"
+                 f" and {LOGS_PATH}"]
         if grpc_address is not None:
-            rpc, port = grpc_server(collector, *grpc_address)
+            rpc, port = grpc_server(collector, *grpc_address, live=live)
             servers.append(lambda: rpc.stop(grace=5).wait())
             where.append(f"grpc {_bracketed(grpc_address[0])}:{port}")
-        announce(f"receiving OTLP on {' and '.join(where)}, writing {directory}")
+        announce(f"receiving OTLP on {' and '.join(where)}, writing {directory} "
+                 f"(live records in {directory}/{LIVE_SUBDIR})")
         if targets:
             scraper = Scraper(directory, list(targets), interval=scrape_interval).start()
             listed = ", ".join(f"{t.name}={t.url}" for t in targets)
@@ -290,5 +370,9 @@ def collect(directory: str, http_address: tuple[str, int], grpc_address: tuple[s
                 announce(f"scraped {name}: {stats.summary()}")
         for close in reversed(servers):
             close()
-        collector.close()
-    return collector
+        try:
+            collector.close()
+        finally:
+            if live is not None:
+                live.close()
+    return Received(collector, live)

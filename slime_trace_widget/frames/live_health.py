@@ -1,0 +1,251 @@
+"""What was lost, per sending process: the loss accounting of the live stream.
+
+Every sender numbers its records 1, 2, 3... as they are recorded, dropped ones
+included, and says in its heartbeats (and on the last record of each batch) how many
+it dropped so far. So per sender (``host:pid``, told apart by its start time):
+
+* ``missing``: sequence numbers never received, between the first one read and the
+  highest one the sender announced (a record's, or a heartbeat's last assigned
+  number): records dropped at the sender, lost in transit, or refused while the
+  receiver was down;
+* ``dropped``: records the sender says it dropped (since it started);
+* ``silent``: nothing heard for :data:`SILENT_SECONDS` (a heartbeat comes at least
+  every 2 s while it is alive) and no ``close`` record: the process may be dead;
+* records received more than once (a batch sent again after an answer was lost) count
+  once: :meth:`HealthTracker.observe` tells which rows are new.
+
+Receiver restarts come from the collector's own rows: each ``receiver_start`` after
+earlier rows is a gap from the last row received before it (or the ``receiver_stop``
+of a clean stop) to the start.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+#: Record types of the live stream this accounting reads besides trace records: a
+#: sender's heartbeat and close (its counts), the collector's own start and stop rows
+#: (sender names beginning ``receiver:``). The live store writes them.
+HEARTBEAT = "heartbeat"
+CLOSE = "close"
+RECEIVER_START = "receiver_start"
+RECEIVER_STOP = "receiver_stop"
+RECEIVER_PREFIX = "receiver:"
+
+#: A sender not heard from for this long (and not closed) is flagged silent.
+SILENT_SECONDS = 10.0
+
+
+@dataclass
+class SenderHealth:
+    """One sending process as the receiver saw it (times in epoch seconds)."""
+
+    sender: str            # "<host>:<pid>:<start ns>": unique per process
+    process: str           # "host:pid", as the live view names it
+    service: str
+    records: int           # distinct records received
+    missing: int           # sequence numbers never received (see the module)
+    dropped: int           # dropped at the sender, as it last said
+    queued: int            # waiting in the sender, as it last said
+    highest_seq: int
+    last_heard: float      # the collector's clock
+    silent: bool
+    closed: bool
+
+
+@dataclass
+class RestartGap:
+    """The receiver was down (or stopping) between ``down_after`` and ``up_at`` (epoch
+    seconds): records sent meanwhile were refused or retried; ``clean`` when it stopped
+    cleanly (``down_after`` is then its stop)."""
+
+    down_after: float
+    up_at: float
+    clean: bool
+
+
+@dataclass
+class LiveHealth:
+    """Per-sender loss and health of a live read, and the receiver's restarts."""
+
+    senders: list[SenderHealth] = field(default_factory=list)
+    restarts: list[RestartGap] = field(default_factory=list)
+    now: float = float("nan")
+
+    @property
+    def missing(self) -> int:
+        return sum(sender.missing for sender in self.senders)
+
+    @property
+    def dropped(self) -> int:
+        return sum(sender.dropped for sender in self.senders)
+
+    @property
+    def silent(self) -> list[str]:
+        """The processes (``host:pid``) not heard from lately."""
+        return [sender.process for sender in self.senders if sender.silent]
+
+    def frame(self) -> pd.DataFrame:
+        """One row per sender, the fields of :class:`SenderHealth`."""
+        columns = list(SenderHealth.__dataclass_fields__)
+        return pd.DataFrame([[getattr(s, c) for c in columns] for s in self.senders],
+                            columns=columns)
+
+    def summary(self) -> str:
+        """One line a live view can show: what was lost and from where."""
+        parts = [f"{len(self.senders)} sender(s)"]
+        lossy = [s for s in self.senders if s.missing or s.dropped]
+        parts += [f"{s.process}: {s.missing} record(s) missing ({s.dropped} dropped at the "
+                  "sender)" for s in lossy]
+        parts += [f"{process}: silent" for process in self.silent]
+        parts += [f"receiver down {gap.up_at - gap.down_after:.1f} s"
+                  for gap in self.restarts]
+        return "; ".join(parts)
+
+
+class SeqRanges:
+    """A set of sequence numbers as sorted, disjoint ``[lo, hi]`` ranges: a sender's
+    numbers arrive nearly in order, so a few ranges hold millions of them."""
+
+    def __init__(self) -> None:
+        self.lo = np.empty(0, dtype=np.int64)
+        self.hi = np.empty(0, dtype=np.int64)
+
+    def contains(self, seqs: np.ndarray) -> np.ndarray:
+        at = np.searchsorted(self.lo, seqs, "right") - 1
+        return (at >= 0) & (seqs <= self.hi[np.maximum(at, 0)]) if len(self.lo) else \
+            np.zeros(len(seqs), dtype=bool)
+
+    def add(self, seqs: np.ndarray) -> None:
+        """Add numbers (repeats and numbers already held are fine)."""
+        if not len(seqs):
+            return
+        unique = np.unique(seqs)
+        breaks = np.flatnonzero(np.diff(unique) != 1) + 1
+        run_lo = unique[np.concatenate([[0], breaks])]
+        run_hi = unique[np.concatenate([breaks - 1, [len(unique) - 1]])]
+        lo, hi = np.concatenate([self.lo, run_lo]), np.concatenate([self.hi, run_hi])
+        order = np.argsort(lo, kind="stable")
+        lo, hi = lo[order], hi[order]
+        reach = np.maximum.accumulate(hi)
+        heads = np.flatnonzero(np.concatenate([[True], lo[1:] > reach[:-1] + 1]))
+        self.lo, self.hi = lo[heads], np.maximum.reduceat(hi, heads)
+
+    @property
+    def count(self) -> int:
+        return int((self.hi - self.lo + 1).sum())
+
+    @property
+    def first(self) -> int:
+        return int(self.lo[0]) if len(self.lo) else 0
+
+
+@dataclass
+class _Sender:
+    seen: SeqRanges = field(default_factory=SeqRanges)
+    service: str = ""
+    highest: int = 0
+    dropped: int = 0
+    queued: int = 0
+    last_heard_ns: int = 0
+    closed: bool = False
+
+
+class HealthTracker:
+    """Loss accounting kept up to date as rows arrive, in arrival order."""
+
+    def __init__(self) -> None:
+        self._senders: dict[str, _Sender] = {}
+        self._restarts: list[RestartGap] = []
+        self._last_received_ns = 0
+        self._stopped_ns = 0
+
+    def observe(self, table: pa.Table) -> np.ndarray:
+        """Take rows in; a mask of the rows that are records seen for the first time (a
+        duplicate's row, a heartbeat and the collector's rows are False)."""
+        n = len(table)
+        fresh = np.zeros(n, dtype=bool)
+        if not n:
+            return fresh
+        senders = table["sender"].to_numpy(zero_copy_only=False)
+        kinds = table["record"].to_numpy(zero_copy_only=False)
+        seqs = table["seq"].to_numpy()
+        received = table["received_ns"].to_numpy()
+        dropped = table["dropped"].fill_null(-1).to_numpy()
+        queued = table["queued"].fill_null(-1).to_numpy()
+        ours = ~np.char.startswith(senders.astype(str), RECEIVER_PREFIX)
+        self._restarts_in(kinds, ours, received, table["ts_ns"].to_numpy())
+        services = table["service"].to_numpy(zero_copy_only=False)
+        for name in np.unique(senders[ours]).tolist():
+            rows = np.flatnonzero(senders == name)
+            state = self._senders.setdefault(name, _Sender(service=str(services[rows[0]])))
+            kind = kinds[rows]
+            marks = (kind == HEARTBEAT) | (kind == CLOSE)
+            state.highest = max(state.highest, int(seqs[rows].max()))
+            state.last_heard_ns = max(state.last_heard_ns, int(received[rows].max()))
+            state.closed = state.closed or bool((kind == CLOSE).any())
+            state.dropped = max(state.dropped, int(dropped[rows].max()))
+            said = queued[rows][queued[rows] >= 0]
+            if len(said):
+                state.queued = int(said[-1])
+            records = rows[~marks]
+            numbers = seqs[records]
+            _, first = np.unique(numbers, return_index=True)
+            new = np.zeros(len(records), dtype=bool)
+            new[first] = True
+            new &= ~state.seen.contains(numbers)
+            state.seen.add(numbers[new])
+            fresh[records[new]] = True
+        return fresh
+
+    def _restarts_in(self, kinds: np.ndarray, ours: np.ndarray, received: np.ndarray,
+                     ts: np.ndarray) -> None:
+        markers = np.flatnonzero(~ours)
+        if not len(markers):
+            self._last_received_ns = max(self._last_received_ns, int(received.max()))
+            self._stopped_ns = 0
+            return
+        heard = np.maximum.accumulate(np.where(ours, received, 0))
+        for position in markers.tolist():
+            before = int(heard[position - 1]) if position else 0
+            if before > self._last_received_ns:
+                self._last_received_ns, self._stopped_ns = before, 0
+            if kinds[position] == RECEIVER_STOP:
+                self._stopped_ns = int(ts[position])
+            elif kinds[position] == RECEIVER_START:
+                if self._last_received_ns or self._stopped_ns:
+                    down = self._stopped_ns or self._last_received_ns
+                    self._restarts.append(RestartGap(down / 1e9, int(ts[position]) / 1e9,
+                                                     bool(self._stopped_ns)))
+                self._stopped_ns = 0
+                self._last_received_ns = int(ts[position])
+        tail = ours[markers[-1] + 1:]
+        if tail.any():
+            self._last_received_ns = max(self._last_received_ns,
+                                         int(received[markers[-1] + 1:][tail].max()))
+            self._stopped_ns = 0
+
+    def health(self, now: float) -> LiveHealth:
+        """The state so far, silence judged at ``now`` (epoch seconds)."""
+        senders = []
+        for name, state in sorted(self._senders.items()):
+            first = state.seen.first or state.highest
+            expected = state.highest - first + 1 if first else 0
+            senders.append(SenderHealth(
+                sender=name, process=process_name(name), service=state.service,
+                records=state.seen.count, missing=max(expected - state.seen.count, 0),
+                dropped=state.dropped, queued=state.queued, highest_seq=state.highest,
+                last_heard=state.last_heard_ns / 1e9,
+                silent=not state.closed and now - state.last_heard_ns / 1e9 > SILENT_SECONDS,
+                closed=state.closed))
+        return LiveHealth(senders, list(self._restarts), now)
+
+
+def process_name(sender: str) -> str:
+    """``host:pid`` of a sender id ``host:pid:start`` (the id itself when it is not one)."""
+    head, _, start = sender.rpartition(":")
+    return head if head and start.isdigit() else sender

@@ -1,0 +1,30 @@
+"""Live traces into :class:`TraceFrames`: the dump's builder, open spans drawn to now, the
+engines' requests of the same collector folder joined as they are for dumps."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ...frames.flatten import build_frames
+from ...frames.live_health import LiveHealth
+from ...frames.model import TraceFrames
+from ..engine.store import SUBDIR as ENGINE_SUBDIR
+from ..engine.window import with_engine_traces
+from .carriers import LiveCarriers
+from .store import UNKNOWN_ROLLOUT
+
+
+def live_frames(carriers: LiveCarriers, rollout: int, directory: str | Path, now: float,
+                health: LiveHealth, keys: list[str] | None = None,
+                engine: bool = True) -> TraceFrames:
+    """Frames of the traces ``keys`` (all when None) as of ``now`` (epoch seconds), with
+    the engine requests stored beside them when ``engine`` and ``health`` as ``live``."""
+    dump = {"path": f"live:{directory}",
+            "rollout_id": None if rollout == UNKNOWN_ROLLOUT else rollout,
+            "samples": carriers.samples(keys)}
+    frames = build_frames(dump, open_until=now)
+    frames.warnings.update(carriers.warnings)
+    if engine and (Path(directory) / ENGINE_SUBDIR).is_dir():
+        frames = with_engine_traces(frames, directory)
+    frames.live = health
+    return frames

@@ -1,0 +1,39 @@
+"""``load_live``: what a running rollout has recorded so far, as frames."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from ...frames.live_health import HealthTracker
+from ...frames.model import TraceFrames
+from .carriers import LiveCarriers
+from .frames_of import live_frames
+from .read import select
+
+
+def load_live(directory: str | Path, rollout: int | None = None, since: float | None = None,
+              until: float | None = None, now: float | None = None, *,
+              engine_traces: bool = True) -> TraceFrames:
+    """The records a collector (``slime-trace-viewer collect DIR``) has received, as frames.
+
+    ``rollout``: a rollout id (default: the latest; -1: records sent before any rollout
+    id was set, or every record when none ever was). ``since``/``until`` (epoch seconds)
+    keep the records of that window. Each open span has state ``open`` and is drawn up
+    to ``now`` (default: the clock now). The engines' requests the same collector
+    received are nested under the spans that made them, as for dumps
+    (``engine_traces=False`` leaves them out). ``frames.live`` tells per sending process
+    what was received, lost and dropped, and which went silent
+    (:class:`~slime_trace_widget.frames.live_health.LiveHealth`).
+
+    Only the files, and in them the row groups, that can hold the rollout and window are
+    read (``docs/live-store.md``)."""
+    now = time.time() if now is None else float(now)
+    selection = select(directory, rollout, None if since is None else int(since * 1e9),
+                       None if until is None else int(until * 1e9))
+    tracker = HealthTracker()
+    fresh = tracker.observe(selection.read)
+    carriers = LiveCarriers()
+    carriers.add(selection.read, fresh & selection.chosen)
+    return live_frames(carriers, selection.rollout, directory, now, tracker.health(now),
+                       engine=engine_traces)

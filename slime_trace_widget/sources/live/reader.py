@@ -1,0 +1,162 @@
+"""``LiveReader``: follows a collector folder, each poll reading only what arrived since
+the last one and saying what changed (:class:`LiveDelta`), so a live view sends only that.
+
+The first poll reads the rollout as :func:`~.load.load_live` does; later polls read on
+from where the last one stopped in each store file (``sources.live.read.Tail``). A
+reader following the latest rollout (``rollout=None``) moves to a newer one as soon as
+a record of it arrives: that delta has ``rollout_changed`` and holds the new rollout's
+records from its first, and the view starts over from it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ...frames.live_health import HealthTracker, LiveHealth
+from ...frames.model import TraceFrames
+from .carriers import LiveCarriers, NewRecord
+from .frames_of import live_frames
+from .read import Tail, select, store_folder
+from .spans import SpanChanges, SpanTracker
+from .store import TRACE_RECORDS, UNKNOWN_ROLLOUT
+
+SAMPLE_COLUMNS = ["key", "trace_id", "sample_id", "group_id", "rollout_id", "first_ts",
+                  "last_ts", "last_received", "n_records", "n_open", "new"]
+OPENED_COLUMNS = ["key", "span_id", "parent_span_id", "name", "start", "attempt"]
+CLOSED_COLUMNS = ["key", "span_id", "name", "start", "end"]
+EVENT_COLUMNS = ["key", "name", "ts", "parent_span_id", "attempt"]
+OPEN_COLUMNS = ["key", "span_id", "name", "start", "parent_span_id", "last_record"]
+
+
+@dataclass
+class LiveDelta:
+    """What one poll found. ``key`` is a trace's wire id (32 hex digits), the same in every
+    table and across polls; ``trace_id`` is the trace id as recorded. Times are epoch
+    seconds.
+
+    * ``samples``: the traces that are new or got records (``new`` for the former), with
+      their first and last record times, the collector's time of their last record,
+      their record count and how many of their spans are open;
+    * ``opened`` / ``closed``: spans started / ended by this poll's records (a span may
+      be in both); ``events``: instant events recorded;
+    * ``open_spans``: every span open now, with its sample's last record time (a sample
+      whose open span has had no record for long is stalled);
+    * ``health``: loss and silence per sender, receiver restarts.
+    """
+
+    rollout: int
+    rollout_changed: bool
+    records: int
+    samples: pd.DataFrame
+    opened: pd.DataFrame
+    closed: pd.DataFrame
+    events: pd.DataFrame
+    open_spans: pd.DataFrame
+    health: LiveHealth
+    now: float
+
+    @property
+    def empty(self) -> bool:
+        return not self.records and not self.rollout_changed
+
+
+class LiveReader:
+    """Follows the live store of ``directory`` (a ``slime-trace-viewer collect`` folder):
+    the latest rollout, or ``rollout`` when given."""
+
+    def __init__(self, directory: str | Path, rollout: int | None = None, *,
+                 engine_traces: bool = True) -> None:
+        self.directory = Path(directory)
+        self.follow_latest = rollout is None
+        self.rollout = UNKNOWN_ROLLOUT if rollout is None else int(rollout)
+        self.engine_traces = engine_traces
+        self._tail: Tail | None = None
+        self._health = HealthTracker()
+        self._carriers = LiveCarriers()
+        self._spans = SpanTracker()
+
+    def poll(self, now: float | None = None) -> LiveDelta:
+        """Read what arrived since the last poll (the rollout so far, the first time)."""
+        now = time.time() if now is None else float(now)
+        changed = False
+        if self._tail is None:
+            try:
+                store_folder(self.directory)
+            except FileNotFoundError:
+                return self._delta([], SpanChanges(), False, now)  # no collector yet
+            selection = select(self.directory, None if self.follow_latest else self.rollout)
+            self._tail = Tail(self.directory)
+            self._tail.start_after(selection.extent)
+            self.rollout, changed = selection.rollout, True
+            fresh = self._health.observe(selection.read)
+            taken = self._carriers.add(selection.read, fresh & selection.chosen)
+        else:
+            table = self._tail.read()
+            fresh = self._health.observe(table)
+            if self.follow_latest:
+                changed = self._move_on(table)
+            taken = self._carriers.add(table, fresh & self._chosen(table))
+        return self._delta(taken, self._spans.take(taken), changed, now)
+
+    def frames(self, now: float | None = None, keys: list[str] | None = None) -> TraceFrames:
+        """Frames of everything read so far (or of the traces ``keys``), as
+        :func:`~.load.load_live` gives them, open spans drawn to ``now``."""
+        now = time.time() if now is None else float(now)
+        return live_frames(self._carriers, self.rollout, self.directory, now,
+                           self._health.health(now), keys, self.engine_traces)
+
+    def _chosen(self, table: pa.Table) -> np.ndarray:
+        records = pc.is_in(table["record"], pa.array(TRACE_RECORDS))
+        if not (self.follow_latest and self.rollout == UNKNOWN_ROLLOUT):
+            records = pc.and_(records, pc.equal(table["rollout_id"], self.rollout))
+        return records.to_numpy(zero_copy_only=False)
+
+    def _move_on(self, table: pa.Table) -> bool:
+        """Start over on a newer rollout when a record of one arrived."""
+        records = table.filter(pc.is_in(table["record"], pa.array(TRACE_RECORDS)))
+        if not len(records):
+            return False
+        newest = int(pc.max(records["rollout_id"]).as_py())
+        if newest <= self.rollout:
+            return False
+        self.rollout = newest
+        self._carriers = LiveCarriers()
+        self._spans = SpanTracker()
+        return True
+
+    def _delta(self, taken: list[NewRecord], changes: SpanChanges, changed: bool,
+               now: float) -> LiveDelta:
+        traces = {item.trace.key: item.trace for item in taken}
+        taken_per_trace = Counter(item.trace.key for item in taken)
+        open_now = self._spans.open_spans()
+        open_count: dict[str, int] = {}
+        for span in open_now:
+            open_count[span.key] = open_count.get(span.key, 0) + 1
+        samples = [(key, _text(trace.trace_id), _text(trace.sample_id),
+                    _text(trace.group_id), None if trace.rollout_id < 0 else trace.rollout_id,
+                    trace.first_ts, trace.last_ts, trace.last_received, trace.count,
+                    open_count.get(key, 0), trace.count == taken_per_trace[key])
+                   for key, trace in traces.items()]
+        last = {key: trace.last_ts for key, trace in self._carriers.traces.items()}
+        return LiveDelta(
+            rollout=self.rollout, rollout_changed=changed, records=len(taken),
+            samples=pd.DataFrame(samples, columns=SAMPLE_COLUMNS),
+            opened=pd.DataFrame(changes.opened, columns=OPENED_COLUMNS),
+            closed=pd.DataFrame(changes.closed, columns=CLOSED_COLUMNS),
+            events=pd.DataFrame(changes.events, columns=EVENT_COLUMNS),
+            open_spans=pd.DataFrame([(s.key, s.span_id, s.name, s.start, s.parent_span_id,
+                                      last.get(s.key)) for s in open_now],
+                                    columns=OPEN_COLUMNS),
+            health=self._health.health(now), now=now)
+
+
+def _text(value: object) -> str | None:
+    return None if value is None else str(value)
