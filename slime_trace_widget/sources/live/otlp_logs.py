@@ -25,12 +25,15 @@ from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 
 from ..engine.otlp import BadRequest, attributes_of, hex_ids_to_base64
 from .lean_logs import AttributeCache, Meaning, body_text, parse_request
-from .store import COLUMNS, SENDER_RECORDS, TRACE_RECORDS, UNKNOWN_ROLLOUT
+from .store import COLUMNS, STATUS_RECORDS, UNKNOWN_ROLLOUT
 
 SENDER_ATTR = "slime.live.sender"
 RECORD_ATTR = "slime.record"
-_INT_ATTRS = {"slime.seq": "seq", "slime.attempt": "attempt", "slime.rollout_id": "rollout_id",
-              "slime.dropped": "dropped", "slime.queued": "queued"}
+ATTEMPT_ATTR = "slime.attempt"
+_INT_ATTRS = {"slime.seq": "seq", "slime.rollout_id": "rollout_id", "slime.dropped": "dropped",
+              "slime.queued": "queued"}
+_SCALARS = ("string_value", "int_value", "double_value", "bool_value")
+MAX_RECORD_TYPE = 64
 _ID_ATTRS = {"slime.sample_id": "sample_id", "slime.group_id": "group_id"}
 #: Longest sender name and sample or group id text kept.
 MAX_NAME = 256
@@ -77,13 +80,16 @@ def request_rows(request: Any, received_ns: int) -> LiveRows:
     """Every slime record of a (lean) request as a row; :class:`BadRequest` for an
     unusable one.
 
-    A record needs: its resource's ``slime.live.sender`` (text); ``slime.record`` one of
-    ``span_start``, ``span_end``, ``event``, ``heartbeat``, ``close``; ``slime.seq`` an
-    integer (at least 1 on trace records); a time; trace records a 16-byte trace id, a
-    span id of 8 bytes when there is one, and a body that is JSON object text. Integers
-    where integers belong (``slime.attempt`` 0 to 2**31-2, ``slime.rollout_id``,
-    ``slime.dropped`` and ``slime.queued`` at least 0), sample and group ids a string or
-    an integer."""
+    The framing must be right, or the request is refused: the resource's
+    ``slime.live.sender`` (text); ``slime.record`` text of at most 64 characters;
+    ``slime.seq`` an integer (at least 1 on trace records); a time; on trace records
+    (all but ``heartbeat`` and ``close``) a 16-byte trace id and a body that is JSON
+    object text; a span id of 8 bytes when there is one; ``slime.rollout_id``,
+    ``slime.dropped`` and ``slime.queued`` integers (the last two at least 0). What
+    comes from the record itself is taken as it is, since the body holds it whole and a
+    damaged record must not cost its batch: sample and group ids of any scalar kind
+    become text (cut to 256 characters), an attempt that is not an integer from 0 to
+    2**31-2 reads as 0."""
     rows = LiveRows()
     out = rows.columns
     meaning = _ATTRIBUTES.meaning
@@ -140,20 +146,18 @@ def _attribute(pair: KeyValue) -> Meaning:
     key, value = pair.key, pair.value
     kind = value.WhichOneof("value")
     if key == RECORD_ATTR:
-        if kind != "string_value":
-            raise BadRequest(f"{RECORD_ATTR} is not a string")
+        if kind != "string_value" or not 0 < len(value.string_value) <= MAX_RECORD_TYPE:
+            raise BadRequest(f"{RECORD_ATTR} is not text of 1 to {MAX_RECORD_TYPE} characters")
         return "record", value.string_value
+    if key == ATTEMPT_ATTR:
+        attempt = value.int_value if kind == "int_value" else 0
+        return "attempt", attempt if 0 <= attempt <= _MAX_ATTEMPT else 0
     if key in _INT_ATTRS:
         if kind != "int_value":
             raise BadRequest(f"{key} is not an integer")
         return _INT_ATTRS[key], value.int_value
-    if key in _ID_ATTRS:
-        if kind == "int_value":
-            return _ID_ATTRS[key], str(value.int_value)
-        if kind == "string_value" and len(value.string_value) <= MAX_NAME:
-            return _ID_ATTRS[key], value.string_value
-        if kind is not None:
-            raise BadRequest(f"{key} is not an integer or a short string")
+    if key in _ID_ATTRS and kind in _SCALARS:
+        return _ID_ATTRS[key], str(getattr(value, kind))[:MAX_NAME]
     return None
 
 
@@ -163,20 +167,17 @@ _ATTRIBUTES = AttributeCache(_attribute, "slime.seq", "seq")
 def _check(fields: dict[str, Any], ts: int, trace_id: bytes, span_id: bytes,
            body: str | None) -> None:
     kind = fields["record"]
-    if kind not in SENDER_RECORDS:
-        raise BadRequest(f"{RECORD_ATTR} {kind[:40]!r} is not one of {', '.join(SENDER_RECORDS)}")
+    traced = kind not in STATUS_RECORDS
     seq = fields.get("seq")
-    if seq is None or seq < (1 if kind in TRACE_RECORDS else 0):
+    if seq is None or seq < (1 if traced else 0):
         raise BadRequest(f"a {kind} record has no valid slime.seq")
     if not 0 < ts < _NS_LIMIT:
         raise BadRequest(f"a {kind} record has no valid time")
-    if not 0 <= fields.get("attempt", 0) <= _MAX_ATTEMPT:
-        raise BadRequest(f"a {kind} record has an attempt out of range")
     if fields.get("dropped", 0) < 0 or fields.get("queued", 0) < 0:
         raise BadRequest(f"a {kind} record has a negative slime.dropped or slime.queued")
     if span_id and len(span_id) != 8:
         raise BadRequest(f"a {kind} record has a span id that is not 8 bytes")
-    if kind not in TRACE_RECORDS:
+    if not traced:
         return
     if len(trace_id) != 16 or not any(trace_id):
         raise BadRequest(f"a {kind} record has no valid 16-byte trace id")

@@ -23,7 +23,7 @@ import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 
 from ..engine.durable import read_wal
-from .store import LAYOUT, SUBDIR, TRACE_RECORDS, UNKNOWN_ROLLOUT
+from .store import LAYOUT, SUBDIR, UNKNOWN_ROLLOUT, trace_records
 
 _WAL = re.compile(r"wal-(\d{6,})\.arrows")
 _NS_MAX = 2**63 - 1
@@ -132,7 +132,7 @@ def latest_rollout(files: list[StoreFile]) -> int:
     """The greatest rollout id of the newest file holding trace records (-1: none known)."""
     for store_file in reversed(files):
         table = read_file(store_file, None, -1, _NS_MAX)
-        records = table.filter(pc.is_in(table["record"], pa.array(TRACE_RECORDS)))
+        records = table.filter(trace_records(table))
         if len(records):
             return int(pc.max(records["rollout_id"]).as_py())
     return UNKNOWN_ROLLOUT
@@ -179,13 +179,14 @@ def select(directory: str | Path, rollout: int | None = None, low_ns: int | None
         table = read_file(store_file, None if everything else wanted, low, high)
         if not store_file.finished:
             extent[store_file.seq] = len(table)
-        seen = seen or bool(len(table))
+        seen = seen or (bool(len(table)) and (everything or bool(
+            pc.any(pc.equal(table["rollout_id"], wanted)).as_py())))
         tables.append(table)
     read = pa.concat_tables(tables[::-1]) if tables else LAYOUT.empty()
     keep = pc.and_(pc.greater_equal(read["ts_ns"], low), pc.less_equal(read["ts_ns"], high))
     if not everything:
         keep = pc.and_(keep, pc.equal(read["rollout_id"], wanted))
-    records = pc.and_(keep, pc.is_in(read["record"], pa.array(TRACE_RECORDS)))
+    records = pc.and_(keep, trace_records(read))
     return Selection(wanted, read, records.to_numpy(zero_copy_only=False), extent)
 
 

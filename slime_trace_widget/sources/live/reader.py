@@ -26,7 +26,7 @@ from .carriers import LiveCarriers, NewRecord
 from .frames_of import live_frames
 from .read import Tail, select, store_folder
 from .spans import SpanChanges, SpanTracker
-from .store import TRACE_RECORDS, UNKNOWN_ROLLOUT
+from .store import UNKNOWN_ROLLOUT, trace_records
 
 SAMPLE_COLUMNS = ["key", "trace_id", "sample_id", "group_id", "rollout_id", "first_ts",
                   "last_ts", "last_received", "n_records", "n_open", "new"]
@@ -114,14 +114,14 @@ class LiveReader:
                            self._health.health(now), keys, self.engine_traces)
 
     def _chosen(self, table: pa.Table) -> np.ndarray:
-        records = pc.is_in(table["record"], pa.array(TRACE_RECORDS))
+        records = trace_records(table)
         if not (self.follow_latest and self.rollout == UNKNOWN_ROLLOUT):
             records = pc.and_(records, pc.equal(table["rollout_id"], self.rollout))
         return records.to_numpy(zero_copy_only=False)
 
     def _move_on(self, table: pa.Table) -> bool:
         """Start over on a newer rollout when a record of one arrived."""
-        records = table.filter(pc.is_in(table["record"], pa.array(TRACE_RECORDS)))
+        records = table.filter(trace_records(table))
         if not len(records):
             return False
         newest = int(pc.max(records["rollout_id"]).as_py())

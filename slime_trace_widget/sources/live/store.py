@@ -21,8 +21,10 @@ import json
 import os
 import socket
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 # The row kinds the loss accounting reads are defined with it (the frames stage, below
 # this one); named here too, as the store's.
@@ -37,9 +39,11 @@ from ..engine import durable
 SUBDIR = "live"
 ROLL_ROWS = 500_000
 ROLL_SECONDS = 60.0
-#: Record types a sender writes: the trace records, and its own heartbeat and close.
-TRACE_RECORDS = ("span_start", "span_end", "event")
-SENDER_RECORDS = (*TRACE_RECORDS, HEARTBEAT, CLOSE)
+#: A sender's own records (its counts, no trace record); all its other rows are trace
+#: records (``span_start``, ``span_end``, ``event``, or a type a damaged record holds).
+STATUS_RECORDS = (HEARTBEAT, CLOSE)
+#: Rows that are not trace records.
+NOT_TRACE_RECORDS = (*STATUS_RECORDS, RECEIVER_START, RECEIVER_STOP)
 
 SCHEMA = pa.schema([
     ("sender", pa.string()),        # "<host>:<pid>:<start epoch ns>", one per process
@@ -67,6 +71,11 @@ def rows_table(columns: dict[str, list]) -> pa.Table:
     """Decoded records (a list per column) as a table of the store's schema."""
     return pa.table({name: pa.array(columns[name], type=SCHEMA.field(name).type)
                      for name in COLUMNS}, schema=SCHEMA)
+
+
+def trace_records(table: pa.Table) -> Any:
+    """A boolean column: which rows of ``table`` are trace records."""
+    return pc.invert(pc.is_in(table["record"], pa.array(NOT_TRACE_RECORDS)))
 
 
 def marker_table(record: str, identity: str, at_ns: int) -> pa.Table:
