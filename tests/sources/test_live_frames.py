@@ -164,3 +164,27 @@ def test_a_reader_moves_to_a_newer_rollout(tmp_path: Path) -> None:
     assert len(reader.frames().samples) == len({r["trace_id"] for r in part})
     assert load_live(tmp_path / "collector", rollout=0,
                      engine_traces=False).rollout_ids == [0]
+
+
+def test_a_rollout_streamed_by_the_sender_equals_its_dump(tmp_path: Path) -> None:
+    """The issue's case end to end: a demo rollout on a real clock, recorded with our
+    recording API while ``tracing.live`` streams it, then dumped as slime dumps."""
+    from slime_trace_widget.tracing import live as streaming
+
+    folder = tmp_path / "collector"
+    with start_receiver(folder) as receiver:
+        stream = streaming.install(f"http://127.0.0.1:{receiver.http_port}")
+        try:
+            streaming.set_rollout(5)
+            samples = make_demo_samples(12, seed=6, rollout_id=5, real_time_scale=0.002)
+        finally:
+            streaming.set_rollout(None)
+            stats = stream.close()
+    assert stats.dropped == 0 and stats.queued == 0
+    dump = Path(save_dump(tmp_path / "rollout_5.pt", samples, rollout_id=5))
+    live = load_live(folder, now=time.time())
+    expected = by_trace(load_frames(str(dump), progress=False))
+    pd.testing.assert_frame_equal(by_trace(live), expected, check_categorical=False)
+    assert live.rollout_ids == [5]
+    (sender,) = live.live.senders
+    assert (sender.records, sender.missing, sender.closed) == (stats.sent, 0, True)

@@ -28,6 +28,11 @@ class Receiver:
     first_line: str
 
     @property
+    def endpoint_url(self) -> str:
+        """The OTLP/HTTP base address a live stream is installed with."""
+        return f"http://127.0.0.1:{self.http_port}"
+
+    @property
     def traces_url(self) -> str:
         return f"http://127.0.0.1:{self.http_port}/v1/traces"
 
@@ -58,10 +63,11 @@ class Receiver:
         self.kill()
 
 
-def start_receiver(folder: Path) -> Receiver:
-    """``slime-trace-viewer collect folder`` on free loopback ports, once it has announced
-    where it listens (a hang guard of :data:`STARTUP_SECONDS`)."""
-    http_port, grpc_port = free_port(), free_port()
+def start_receiver(folder: Path, http_port: int = 0, grpc_port: int = 0) -> Receiver:
+    """``slime-trace-viewer collect folder`` on loopback ports (free ones unless given: a
+    receiver restarted where its senders send), once it has announced where it listens
+    (a hang guard of :data:`STARTUP_SECONDS`)."""
+    http_port, grpc_port = http_port or free_port(), grpc_port or free_port()
     process = subprocess.Popen(
         [sys.executable, "-m", "slime_trace_widget", "collect", str(folder),
          "--http", f"127.0.0.1:{http_port}", "--grpc", f"127.0.0.1:{grpc_port}"],

@@ -109,27 +109,51 @@ class LiveCarriers:
         if not len(rows):
             return []
         taken = []
-        columns = [rows[name].to_pylist() for name in
-                   ("trace_id", "sender", "seq", "rollout_id", "body", "received_ns")]
-        for key, sender, seq, rollout, body, received in zip(*columns, strict=True):
+        traces, warnings = self.traces, self.warnings
+        keys = rows["trace_id"].to_pylist()
+        columns = [rows[name].to_pylist() for name in ("sender", "seq", "rollout_id", "body")]
+        for key, sender, seq, rollout, body in zip(keys, *columns, strict=True):
             record = _parse(body)
             if record is None:
-                self.warnings[UNREADABLE] += 1
+                warnings[UNREADABLE] += 1
                 continue
+            trace = traces.get(key)
+            if trace is None:
+                get = record.get
+                trace = traces[key] = LiveTrace(key, rollout, get(RECORD_TRACE_ID),
+                                                get(RECORD_SAMPLE_ID), get(RECORD_GROUP_ID))
+            items = trace.by_sender.get(sender)
+            if items is None:
+                items = trace.by_sender[sender] = []
+            items.append((seq, record))
+            taken.append(NewRecord(trace, record))
+        self._times(rows)
+        return taken
+
+    def _times(self, rows: pa.Table) -> None:
+        """Each trace's first and last record time, the collector's time of its last, and
+        its record count, over whole columns (a body that did not parse still counts its
+        time: the wire carries it)."""
+        keys = rows["trace_id"].to_numpy(zero_copy_only=False)
+        unique, inverse = np.unique(keys, return_inverse=True)
+        ts = rows["ts_ns"].to_numpy()
+        received = rows["received_ns"].to_numpy()
+        first = np.full(len(unique), np.iinfo(np.int64).max)
+        last = np.full(len(unique), np.iinfo(np.int64).min)
+        heard = np.zeros(len(unique), dtype=np.int64)
+        np.minimum.at(first, inverse, ts)
+        np.maximum.at(last, inverse, ts)
+        np.maximum.at(heard, inverse, received)
+        counts = np.bincount(inverse, minlength=len(unique))
+        for key, low, high, at, count in zip(unique.tolist(), first.tolist(), last.tolist(),
+                                             heard.tolist(), counts.tolist(), strict=True):
             trace = self.traces.get(key)
             if trace is None:
-                trace = self.traces[key] = LiveTrace(
-                    key, rollout, record.get(RECORD_TRACE_ID), record.get(RECORD_SAMPLE_ID),
-                    record.get(RECORD_GROUP_ID))
-            trace.by_sender.setdefault(sender, []).append((seq, record))
-            ts = _ts(record)
-            if ts != float("inf"):
-                trace.first_ts = min(trace.first_ts, ts)
-                trace.last_ts = max(trace.last_ts, ts)
-            trace.last_received = max(trace.last_received, received / 1e9)
-            trace.count += 1
-            taken.append(NewRecord(trace, record))
-        return taken
+                continue
+            trace.first_ts = min(trace.first_ts, low / 1e9)
+            trace.last_ts = max(trace.last_ts, high / 1e9)
+            trace.last_received = max(trace.last_received, at / 1e9)
+            trace.count += count
 
     def samples(self, keys: list[str] | None = None) -> list[dict[str, Any]]:
         """Sample records of the traces ``keys`` (all when None), in first-seen order."""
@@ -137,9 +161,14 @@ class LiveCarriers:
         return [trace.sample() for trace in chosen]
 
 
+_DECODER = json.JSONDecoder()
+
+
 def _parse(body: str) -> dict | None:
+    """The record of a body: a JSON object and nothing after it (the receiver sends a
+    body without whitespace around it, as the sender writes it)."""
     try:
-        record = json.loads(body)
+        record, end = _DECODER.raw_decode(body)
     except (ValueError, RecursionError, TypeError):
         return None
-    return record if type(record) is dict else None
+    return record if type(record) is dict and end == len(body) else None

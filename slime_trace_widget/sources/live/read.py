@@ -128,16 +128,6 @@ def read_file(store_file: StoreFile, rollout: int | None, low: int, high: int) -
                                          if group.may_hold(rollout, low, high)])
 
 
-def latest_rollout(files: list[StoreFile]) -> int:
-    """The greatest rollout id of the newest file holding trace records (-1: none known)."""
-    for store_file in reversed(files):
-        table = read_file(store_file, None, -1, _NS_MAX)
-        records = table.filter(trace_records(table))
-        if len(records):
-            return int(pc.max(records["rollout_id"]).as_py())
-    return UNKNOWN_ROLLOUT
-
-
 @dataclass
 class Selection:
     """What a read took: every row of the row groups read (``read``: heartbeats, other
@@ -163,25 +153,42 @@ def select(directory: str | Path, rollout: int | None = None, low_ns: int | None
     files = store_files(store_folder(directory))
     low = -1 if low_ns is None else int(low_ns)
     high = _NS_MAX if high_ns is None else int(high_ns)
-    wanted = latest_rollout(files) if rollout is None else int(rollout)
-    everything = wanted == UNKNOWN_ROLLOUT and rollout is None
+    wanted = None if rollout is None else int(rollout)
     tables, extent = [], {}
     seen = False
     for store_file in reversed(files):
+        if wanted is None:  # the latest rollout: the greatest of the newest trace records
+            table = read_file(store_file, None, -1, _NS_MAX)
+            extent[store_file.seq] = (sum(group.rows for group in group_stats(store_file.path))
+                                      if store_file.finished else len(table))
+            tables.append(table)
+            records = table.filter(trace_records(table))
+            if len(records):
+                wanted = int(pc.max(records["rollout_id"]).as_py())
+                seen = True
+            continue
+        everything = wanted == UNKNOWN_ROLLOUT and rollout is None
         if store_file.finished:
             stats = group_stats(store_file.path)
             extent[store_file.seq] = sum(group.rows for group in stats)
             holds = everything or any(g.may_hold(wanted, low, high) for g in stats)
             if not holds and seen:
                 break  # rollout ids grow with time: older files hold older rollouts
-            if not holds:
-                continue
-        table = read_file(store_file, None if everything else wanted, low, high)
-        if not store_file.finished:
+            # the groups of the rollout, and those of rows sent without one, where the
+            # collector's own start and stop rows are (the loss accounting reads them)
+            table = read_groups(store_file.path, [
+                number for number, group in enumerate(stats)
+                if everything or group.may_hold(wanted, low, high)
+                or group.may_hold(UNKNOWN_ROLLOUT, low, high)])
+        else:
+            table = read_file(store_file, None, low, high)
             extent[store_file.seq] = len(table)
         seen = seen or (bool(len(table)) and (everything or bool(
             pc.any(pc.equal(table["rollout_id"], wanted)).as_py())))
         tables.append(table)
+    if wanted is None:
+        wanted = UNKNOWN_ROLLOUT
+    everything = wanted == UNKNOWN_ROLLOUT and rollout is None
     read = pa.concat_tables(tables[::-1]) if tables else LAYOUT.empty()
     keep = pc.and_(pc.greater_equal(read["ts_ns"], low), pc.less_equal(read["ts_ns"], high))
     if not everything:
