@@ -17,6 +17,11 @@ Usage (alone, until ``bench_live.py`` registers them)::
   probe span starts every 0.25 s on a fresh sample; ``load_live`` is called over and
   over: the time from recording each probe's start to the first ``load_live`` that
   shows it (p50/p95/max), and what one ``load_live`` costs. Target: p95 <= 2 s.
+* ``long_run``: a collector folder holding 10 earlier rollouts of 30 minute-files of
+  2,000 records each (600,000 records, 300 files) and the rollout in progress (5 files
+  of real demo records): ``load_live`` of the latest rollout in a fresh interpreter,
+  against the same rollout alone in a folder. Target: well under a second, whatever
+  came before.
 * ``kill9``: the same rollout streamed to a collector killed with ``kill -9`` a third
   of the way through and restarted on the same ports 2 s later: the rollout ends
   without an error and no slower than a run without the kill (plus the down time),
@@ -288,8 +293,93 @@ def _streamed_rollout(folder: Path, kill_after: float | None) -> dict[str, Any]:
     return result
 
 
+def long_run() -> list[Row]:
+    print("\n== long_run: the rollout in progress after 10 earlier rollouts (300 files) ==")
+    alone, after = OUT / "live_long_alone", OUT / "live_long_after"
+    for folder in (alone, after):
+        shutil.rmtree(folder, ignore_errors=True)
+    _write_old_rollouts(after, rollouts=10, files=30, rows=2_000)
+    for folder in (alone, after):
+        _write_current_rollout(folder, rollout=10, files=5)
+    timings: dict[str, list[float]] = {"alone": [], "after": []}
+    for _ in range(3):  # alternating, each in a fresh interpreter (footers read cold)
+        for name, folder in (("alone", alone), ("after", after)):
+            timings[name].append(_fresh_load_live(folder))
+    best = {name: min(values) for name, values in timings.items()}
+    print(f"  load_live of the latest rollout, best of 3 in fresh interpreters: alone "
+          f"{best['alone']:.2f} s, after 600,000 earlier records in 300 files "
+          f"{best['after']:.2f} s (all: {timings})")
+    return [("load_live of a rollout in progress, long-running collector",
+             best["after"] < 1.0, f"{best['after']:.2f} s (alone {best['alone']:.2f} s)")]
+
+
+def _write_old_rollouts(folder: Path, rollouts: int, files: int, rows: int) -> None:
+    """Earlier rollouts' records, one finished file a minute (their bodies are never read:
+    a short span start each)."""
+    import numpy as np
+
+    from slime_trace_widget.sources.live.store import LiveStore, rows_table
+
+    store = LiveStore(folder)
+    start = 1_767_225_600 * 10**9
+    seq = 1
+    for rollout in range(rollouts):
+        for minute in range(files):
+            ts = start + (rollout * files + minute) * 60 * 10**9 + np.arange(rows) * 10**7
+            columns = {
+                "sender": ["bench:1:0"] * rows, "seq": list(range(seq, seq + rows)),
+                "record": ["span_start"] * rows, "ts_ns": ts.tolist(),
+                "trace_id": [f"{rollout:016x}{n % 512:016x}" for n in range(rows)],
+                "span_id": [f"{n:016x}" for n in range(rows)], "sample_id": ["0"] * rows,
+                "group_id": ["0"] * rows, "attempt": [0] * rows, "rollout_id": [rollout] * rows,
+                "body": ['{"type":"span_start","name":"x","ts":1.0}'] * rows,
+                "dropped": [None] * rows, "queued": [None] * rows, "service": ["s"] * rows,
+                "received_ns": ts.tolist()}
+            seq += rows
+            store.append(rows_table(columns))
+            store.roll()
+    store.close()
+
+
+def _write_current_rollout(folder: Path, rollout: int, files: int) -> None:
+    """The rollout in progress: real demo records, late in time, through the receiver's
+    parser, a finished file per fifth of it and the last fifth still a write-ahead file."""
+    from slime_trace_widget.demo import make_demo_samples
+    from slime_trace_widget.sources.live.otlp_logs import parse_protobuf
+    from slime_trace_widget.sources.live.store import LiveStore, rows_table
+    from tests.support.live_wire import Sender, recording_order
+
+    records = recording_order(make_demo_samples(48, seed=24, rollout_id=rollout))
+    shift = 30 * 24 * 3600.0  # after every earlier rollout
+    records = [{**record, "ts": record["ts"] + shift} for record in records]
+    sender = Sender(host="bench", pid=2)
+    store = LiveStore(folder)
+    size = -(-len(records) // files)
+    for first in range(0, len(records), size):
+        body = sender.request(records[first:first + size], rollout_id=rollout)
+        store.append(rows_table(parse_protobuf(body.SerializeToString(), 1).columns))
+        if first + size < len(records):
+            store.roll()
+    store.close()
+
+
+def _fresh_load_live(folder: Path) -> float:
+    """Seconds ``load_live(folder)`` takes in a new interpreter (imports excluded)."""
+    import subprocess
+
+    code = ("import time, sys\n"
+            "from slime_trace_widget.frames.live import load_live\n"
+            "began = time.perf_counter()\n"
+            "frames = load_live(sys.argv[1], engine_traces=False)\n"
+            "print(time.perf_counter() - began, len(frames.samples))\n")
+    out = subprocess.run([sys.executable, "-c", code, str(folder)], capture_output=True,
+                         text=True, check=True, cwd=ROOT, env={**os.environ,
+                                                                "PYTHONPATH": str(ROOT)})
+    return float(out.stdout.split()[0])
+
+
 SECTIONS: dict[str, Callable[[], list[Row]]] = {
-    "receiver": receiver, "visibility": visibility, "kill9": kill9}
+    "receiver": receiver, "visibility": visibility, "long_run": long_run, "kill9": kill9}
 
 
 def main() -> int:
