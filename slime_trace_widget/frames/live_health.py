@@ -180,8 +180,13 @@ class HealthTracker:
         ours = ~np.char.startswith(senders.astype(str), RECEIVER_PREFIX)
         self._restarts_in(kinds, ours, received, table["ts_ns"].to_numpy())
         services = table["service"].to_numpy(zero_copy_only=False)
-        for name in np.unique(senders[ours]).tolist():
-            rows = np.flatnonzero(senders == name)
+        names, inverse = np.unique(senders, return_inverse=True)
+        order = np.argsort(inverse, kind="stable")
+        bounds = np.searchsorted(inverse[order], np.arange(len(names) + 1))
+        for number, name in enumerate(names.tolist()):
+            rows = order[bounds[number]:bounds[number + 1]]
+            if name.startswith(RECEIVER_PREFIX):
+                continue
             state = self._senders.setdefault(name, _Sender(service=str(services[rows[0]])))
             kind = kinds[rows]
             marks = (kind == HEARTBEAT) | (kind == CLOSE)
