@@ -173,7 +173,7 @@ def _rollout_in_thread(rollout_id: int, seed: int, scale: float = REAL_TIME_SCAL
 def visibility() -> list[Row]:
     import numpy as np
 
-    from slime_trace_widget.frames.live import load_live
+    from slime_trace_widget.sources.live import load_live
     from slime_trace_widget.tracing import live as streaming
     from slime_trace_widget.tracing import trace_span
     from tests.support.receiver import start_receiver
@@ -227,7 +227,7 @@ def visibility() -> list[Row]:
 
 
 def kill9() -> list[Row]:
-    from slime_trace_widget.frames.live import load_live
+    from slime_trace_widget.sources.live import load_live
 
     print("\n== kill9: the collector killed with kill -9 mid-rollout, restarted 2 s later ==")
     baseline = _streamed_rollout(OUT / "live_kill9_baseline", kill_after=None)
@@ -368,7 +368,7 @@ def _fresh_load_live(folder: Path) -> float:
     import subprocess
 
     code = ("import time, sys\n"
-            "from slime_trace_widget.frames.live import load_live\n"
+            "from slime_trace_widget.sources.live import load_live\n"
             "began = time.perf_counter()\n"
             "frames = load_live(sys.argv[1], engine_traces=False)\n"
             "print(time.perf_counter() - began, len(frames.samples))\n")
