@@ -1,7 +1,7 @@
 """The receiver's sections of ``bench_live.py`` (issue 45): the live store's intake, how
 soon a record is visible through ``load_live``, and ``kill -9`` in the middle of a rollout.
 
-Usage (alone, until ``bench_live.py`` registers them)::
+Usage (alone, until ``bench_live.py`` registers them with ``printed(name)``)::
 
     python benchmarks/live_receiver_sections.py                    # every section
     python benchmarks/live_receiver_sections.py --sections receiver,kill9
@@ -382,6 +382,21 @@ SECTIONS: dict[str, Callable[[], list[Row]]] = {
     "receiver": receiver, "visibility": visibility, "long_run": long_run, "kill9": kill9}
 
 
+def print_targets(rows: list[Row]) -> None:
+    for what, met, figure in rows:
+        print(f"  {what:<58} {'met' if met else 'NOT MET':>8}   {figure}")
+
+
+def printed(name: str) -> Callable[[], None]:
+    """Section ``name`` as ``bench_live.py``'s registry runs one: it prints its figures and
+    its targets (``section(name)(printed(name))`` registers it there)."""
+    def run() -> None:
+        OUT.mkdir(exist_ok=True)
+        print_targets(SECTIONS[name]())
+
+    return run
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sections", default=",".join(SECTIONS))
@@ -393,8 +408,7 @@ def main() -> int:
     OUT.mkdir(exist_ok=True)
     rows = [row for name in chosen for row in SECTIONS[name]()]
     print("\n== targets ==")
-    for what, met, figure in rows:
-        print(f"  {what:<58} {'met' if met else 'NOT MET':>8}   {figure}")
+    print_targets(rows)
     return 0
 
 

@@ -15,12 +15,12 @@ import pandas as pd
 import pytest
 
 from slime_trace_widget.demo import make_demo_samples
-from slime_trace_widget.devtools.engine_traces import replay, requests_for
 from slime_trace_widget.frames import build_frames
 from slime_trace_widget.frames.model import TraceFrames
 from slime_trace_widget.sources.dumps import save_dump
 from slime_trace_widget.sources.live import LiveReader, load_live
 from slime_trace_widget.sources.loading import load_frames
+from tests.support.engine_traces import replay, requests_for
 from tests.support.live_wire import Poster, Sender, recording_order
 from tests.support.receiver import start_receiver
 
