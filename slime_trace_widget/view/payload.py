@@ -77,6 +77,8 @@ def encode(
     events: pd.DataFrame | pd.Index | None = None,
     title: str | None = None,
     align: str = "global",
+    t0: float | None = None,
+    summaries: bool = True,
 ) -> EncodedView:
     """Encode ``frames``, limited to the given samples, spans and/or events (pandas
     filters).
@@ -85,7 +87,11 @@ def encode(
     ``samples`` are given, the rows to the samples owning one of them.
     ``events`` names the events to send (within the rows); without it, events
     follow the span filter (those whose parent span is sent). ``align="rollout"``
-    draws each rollout from its own start (comparison view).
+    draws each rollout from its own start (comparison view). ``t0`` sets the
+    epoch seconds relative time 0 stands for (default: the frames' earliest
+    timestamp); the live view encodes each batch of samples against one ``t0``.
+    ``summaries=False`` leaves out the links, the fates and the ledger, which need
+    whole rollouts (the live view sends parts of one still running).
     """
     core, segments = frames.span_core, frames.segments
     sample_rows = _chosen_rows(frames, samples, spans)
@@ -101,11 +107,12 @@ def encode(
     event_sel = _chosen_events(frames.event_core, sample_pos, span_mask, spans is not None,
                                None if events is None else _index_of(events))
 
-    t0 = frames.t0 if frames.t0 == frames.t0 else 0.0
+    if t0 is None:
+        t0 = frames.t0 if frames.t0 == frames.t0 else 0.0
     offsets = _alignment(frames, sample_rows, align, t0)
     names = _NameTable()
     buffers: dict[str, bytes] = {}
-    buffers.update(_sample_columns(frames, sample_rows, core, span_sel, offsets, t0))
+    buffers.update(_sample_columns(frames, sample_rows, core, span_sel, offsets, t0, summaries))
     span_order, span_cols = _span_columns(core, span_sel, sample_pos, names, t0, offsets)
     buffers.update(span_cols)
     span_pos = np.full(len(core), -1, dtype=np.int64)
@@ -117,7 +124,8 @@ def encode(
     buffers.update(event_cols)
     event_pos = np.full(len(frames.event_core), -1, dtype=np.int64)
     event_pos[event_order] = np.arange(len(event_order))
-    buffers.update(_link_columns(frames, span_pos, event_pos))
+    if summaries:
+        buffers.update(_link_columns(frames, span_pos, event_pos))
     load_cols, load_engines = _load_columns(frames, t0, align)
     buffers.update(load_cols)
     for kind in CONTRACT["sort_keys"]:
@@ -141,7 +149,7 @@ def encode(
         meta["engine_phases"] = {phase: list(names) for phase, names in ENGINE_PHASES.items()}
     if load_engines:
         meta["load_engines"] = load_engines
-    ledger = ledger_meta(frames, sample_rows, offsets)
+    ledger = ledger_meta(frames, sample_rows, offsets) if summaries else None
     if ledger is not None:
         meta["ledger"] = ledger
     payload = {"version": PAYLOAD_VERSION, "meta": meta, "buffers": buffers}
@@ -236,7 +244,7 @@ def _pack(name: str, values: np.ndarray) -> bytes:
 
 def _sample_columns(
     frames: TraceFrames, rows: np.ndarray, core: pd.DataFrame, span_sel: np.ndarray,
-    offsets: np.ndarray, t0: float,
+    offsets: np.ndarray, t0: float, fates: bool,
 ) -> dict[str, bytes]:
     samples = frames.samples.iloc[rows] if len(rows) else frames.samples.iloc[:0]
     lanes = np.zeros(len(frames.samples), dtype=np.int64)
@@ -256,7 +264,8 @@ def _sample_columns(
         "smp_lanes": _pack("smp_lanes", np.minimum(lanes[rows], 65535)),
         "smp_open": _pack("smp_open", samples["n_open_spans"].to_numpy()),
         "smp_offset": _pack("smp_offset", offsets),
-        "smp_fate": _pack("smp_fate", fate_codes(frames)[rows]),
+        "smp_fate": _pack("smp_fate", fate_codes(frames)[rows] if fates
+                          else np.full(len(rows), CONTRACT["fate_none"])),
     }
 
 

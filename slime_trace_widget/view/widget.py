@@ -12,6 +12,7 @@ prompt, response, label or metadata when the panel's "show all" asks for it.
 from __future__ import annotations
 
 import base64
+import functools
 import itertools
 import logging
 from collections.abc import Callable
@@ -30,6 +31,8 @@ from ..frames.model import TraceFrames, combine_frames
 from ..sources.follow import POLL_SECONDS, SETTLE_SECONDS, DumpWatcher, Poller
 from ..sources.loading import load_frames
 from .details import event_detail, sample_text, span_detail
+from .live import STALL_AFTER, LiveFeed, LiveFollower, LiveSession
+from .live_blocks import LiveDelta
 from .page.snapshot import write_snapshot
 from .payload import EncodedView, encode
 
@@ -56,6 +59,7 @@ class TraceTimeline(anywidget.AnyWidget):
         the default compares several dumps by their shape, "rollout", else "global"."""
         self._frames = frames
         self._poller: Poller | None = None
+        self._live: LiveFollower | None = None
         self._title = title
         self._align = align or ("rollout" if len(frames.paths) > 1 else "global")
         self._view = self._encode(frames)
@@ -115,11 +119,76 @@ class TraceTimeline(anywidget.AnyWidget):
             "following %s: %s", folder, exc), interval)
         return timeline
 
+    @classmethod
+    def live(cls, directory: str | Path | None = None, *, feed: LiveFeed | None = None,
+             stall_after: float = STALL_AFTER, dumps: str | Path | None = None,
+             pattern: str = "*.pt", settle_seconds: float = SETTLE_SECONDS,
+             interval: float = 0.5, title: str | None = None, **kwargs: Any
+             ) -> TraceTimeline:
+        """Watch a rollout while it runs: the live records a ``slime-trace-viewer collect
+        DIR`` receiver keeps (``directory``; or any ``feed`` with the same ``poll``),
+        updated at least once a second while records arrive (``docs/live-view.md``).
+
+        Open spans grow to a "now" line; a sample whose open span had no record for
+        ``stall_after`` seconds is flagged stalled, one running longer than the
+        finished samples' p90 a straggler; the banner says what was lost, per
+        sending process. With ``dumps`` (slime's dump folder), the view hands over
+        to the step's dump once it lands (the first new complete dump, see
+        :meth:`follow`, holding a sample seen live): the same samples and spans,
+        now with their statuses, rewards and texts.
+        ``stop_following()`` stops the updates.
+        """
+        if feed is None:
+            if directory is None:
+                raise ValueError("TraceTimeline.live needs a collector folder or a feed")
+            from .live_feed import ReaderFeed
+
+            feed = ReaderFeed(directory)
+        name = Path(directory).name if directory is not None else "feed"
+        session = LiveSession(feed, stall_after=stall_after, title=title or f"{name} (live)")
+        timeline = cls(build_frames([]), **kwargs)
+        timeline.payload = session.starting_payload()
+        watcher = None
+        if dumps is not None:  # the steps' dumps already there are not this one's
+            watcher = DumpWatcher(dumps, pattern, settle_seconds)
+            watcher.seen.update(str(path) for path in Path(dumps).glob(pattern))
+
+        def report(exc: BaseException) -> None:
+            _log.warning("live %s: %s", directory, exc)
+
+        def send(delta: LiveDelta) -> None:
+            content, buffers = delta.as_message()
+            timeline.send(content, buffers)
+
+        after = None if watcher is None else functools.partial(timeline._hand_over, watcher)
+        timeline._live = LiveFollower(session, send, report, interval, after)
+        return timeline
+
+    def _hand_over(self, watcher: DumpWatcher) -> bool:
+        """Show the first new dump that holds a sample seen live, instead of the
+        live view; whether it did."""
+        live = self._live
+        if live is None:
+            return False
+        seen = live.session.blocks.trace_ids()
+        for path in watcher.new_dumps():
+            frames = load_frames([path], progress=False)
+            if seen & {str(t) for t in frames.samples["trace_id"].dropna()}:
+                self._live = None
+                live.stop()
+                self._frames = frames
+                self._align = "global"
+                self.show()
+                return True
+        return False
+
     def stop_following(self) -> None:
-        """Stop adding new dumps (see :meth:`follow`)."""
+        """Stop adding new dumps (see :meth:`follow`) or live records (:meth:`live`)."""
         if self._poller is not None:
             self._poller.stop()
             self._poller = None
+        if self._live is not None:
+            self._live.stop()
 
     def add_frames(self, frames: TraceFrames) -> TraceTimeline:
         """Add more dumps' frames to what this widget shows (everything is shown again)."""
@@ -147,6 +216,9 @@ class TraceTimeline(anywidget.AnyWidget):
 
     @property
     def frames(self) -> TraceFrames:
+        """The frames shown (a live view: every sample so far, flattened now)."""
+        if self._live is not None:
+            return self._live.session.frames()
         return self._frames
 
     @property
@@ -210,7 +282,7 @@ class TraceTimeline(anywidget.AnyWidget):
     def _complete_selection(self, proposal: dict[str, Any]) -> dict[str, Any]:
         """Add the frame index and span id to a selection made in the front end."""
         value = dict(proposal["value"] or {})
-        if not value or "index" not in value:
+        if not value or "index" not in value or self._live is not None:
             return value
         try:
             frame_index = self._frame_index(value.get("kind", "span"), int(value["index"]))
@@ -251,7 +323,11 @@ class TraceTimeline(anywidget.AnyWidget):
         """Answer the front end's requests (``docs/payload.md``); other messages are ignored."""
         if not isinstance(content, dict):
             return
-        if content.get("type") == "attrs":
+        if content.get("type") == "live_sync" and self._live is not None:
+            since, epoch = content.get("since"), content.get("epoch")
+            self._live.send_since(since if type(since) is int and since >= 0 else 0,
+                                  epoch if isinstance(epoch, str) else None)
+        elif content.get("type") == "attrs":
             self._reply(content, ("kind", "index"), self._attrs)
         elif content.get("type") == "sample_text":
             self._reply(content, ("sample", "field"), self._sample_text)
@@ -279,6 +355,8 @@ class TraceTimeline(anywidget.AnyWidget):
     def _attrs(self, content: dict[str, Any]) -> dict[str, Any]:
         """Details of payload span or event ``index`` (see ``details.span_detail``)."""
         kind = "span" if content.get("kind") == "span" else "event"
+        if self._live is not None:
+            return {"detail": self._live.session.detail(kind, int(content["index"]))}
         frame_index = self._frame_index(kind, int(content["index"]))
         return {"detail": (span_detail if kind == "span" else event_detail)(self._frames,
                                                                            frame_index)}
@@ -309,6 +387,8 @@ class TraceTimeline(anywidget.AnyWidget):
         ``follow()``'s thread may swap the frames and view meanwhile: read once, the
         view first (new frames still hold an older view's rows, not the reverse), and
         refuse a request made for another view than this one."""
+        if self._live is not None:
+            raise ValueError("a live view answers attribute terms once it shows the dump")
         view = self._view
         frames = self._frames
         terms = check_terms(content.get("terms"))

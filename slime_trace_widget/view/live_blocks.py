@@ -1,0 +1,289 @@
+"""The live view's state: one encoded block per sample, replaced whole when its records move.
+
+A rollout in progress grows one sample at a time, so the kernel keeps, per
+sample, the records that arrived for it and its part of the payload (its
+sample columns, spans, PD segments and events, encoded by ``payload.encode``
+against one fixed ``t0``). When records arrive, only the samples they belong to
+are flattened and encoded again (``build_frames`` over those samples' records),
+so an update costs in proportion to the samples that moved, not to the rollout.
+
+A *delta* (``docs/live-view.md``) carries the blocks of the samples changed
+since a sequence number, each whole: the renderer replaces a sample's block, so
+applying a block twice, or a delta that starts before what a view has, is
+harmless, and a view that missed deltas asks for everything since its own
+number. Inside a block, parent and owner indices count from the block's first
+span; sample positions are absolute and never move (new samples are appended).
+Names, statuses, sources and rollouts travel as whole tables (they are small)
+and every block uses their codes.
+"""
+
+from __future__ import annotations
+
+import base64
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..frames.flatten import build_frames
+from ..frames.model import TraceFrames
+from .payload import COLUMN_DTYPES, encode
+
+_NUMPY = {"u1": "<u1", "u2": "<u2", "u4": "<u4", "i4": "<i4", "f4": "<f4", "f8": "<f8"}
+SAMPLE_COLUMNS = [name for name in COLUMN_DTYPES if name.startswith("smp_")]
+#: Item columns per kind, and the column that says which sample (or span) owns a row.
+ITEM_COLUMNS = {kind: [name for name in COLUMN_DTYPES if name.startswith(prefix)]
+                for kind, prefix in (("span", "span_"), ("seg", "seg_"), ("ev", "ev_"))}
+#: Index columns that point at spans: block-relative in a delta (-1 stays -1).
+SPAN_POINTERS = ("span_parent", "ev_parent", "seg_span")
+_TABLES = ("names", "statuses", "sources", "rollouts")
+_CODE_COLUMNS = {"span_name": "names", "seg_name": "names", "ev_name": "names",
+                 "smp_status": "statuses", "smp_source": "sources", "smp_rollout": "rollouts"}
+_SAMPLE_STRINGS = ("sample_index", "group_index", "trace_id", "label")
+
+
+def sample_key(record: dict[str, Any]) -> str:
+    """The sample a record belongs to: its trace id, else its sample and group ids."""
+    trace_id = record.get("trace_id")
+    if isinstance(trace_id, str) and trace_id:
+        return trace_id
+    return f"sample {record.get('sample_id')} group {record.get('group_id')}"
+
+
+class RecordTraces:
+    """Records grouped by sample, in arrival order, flattened on demand: the frames
+    builder for records handed over directly (tests, benchmarks, any feed that is
+    not the collector's reader, which keeps its own)."""
+
+    def __init__(self, rollout_id: int | None = None) -> None:
+        self.rollout_id = rollout_id
+        self._records: dict[str, list[dict[str, Any]]] = {}
+
+    def add(self, records: list[dict[str, Any]]) -> list[str]:
+        """Take records; the keys of the samples they touched, first-touched first."""
+        touched: dict[str, None] = {}
+        for record in records:
+            if isinstance(record, dict):
+                key = sample_key(record)
+                self._records.setdefault(key, []).append(record)
+                touched[key] = None
+        return list(touched)
+
+    def frames(self, keys: list[str], now: float | None = None) -> TraceFrames:
+        """Frames of the samples ``keys`` (in that order), open spans drawn to ``now``."""
+        samples = [self._sample_dict(key) for key in keys]
+        return build_frames({"samples": samples, "rollout_id": self.rollout_id,
+                             "path": "live"}, open_until=now)
+
+    def _sample_dict(self, key: str) -> dict[str, Any]:
+        records = self._records[key]
+        first = records[0]
+        attempts = [r.get("attempt") for r in records if type(r.get("attempt")) is int]
+        carrier = {"version": 1, "trace_id": first.get("trace_id"),
+                   "sample_id": first.get("sample_id"), "group_id": first.get("group_id"),
+                   "attempt": max(attempts, default=0), "events": records}
+        return {"index": first.get("sample_id"), "group_index": first.get("group_id"),
+                "rollout_id": self.rollout_id, "trace": carrier}
+
+
+@dataclass
+class Block:
+    """One sample's part of the payload (item columns block-relative, codes global)."""
+
+    sample: dict[str, float]
+    strings: dict[str, Any]
+    items: dict[str, np.ndarray]
+
+    def count(self, kind: str) -> int:
+        return len(self.items[ITEM_COLUMNS[kind][0]])
+
+
+@dataclass
+class LiveDelta:
+    """A delta message: JSON-safe ``meta`` and column bytes (see ``docs/live-view.md``)."""
+
+    meta: dict[str, Any]
+    buffers: dict[str, bytes]
+
+    def as_message(self) -> tuple[dict[str, Any], list[bytes]]:
+        """Content and binary buffers for a widget's custom message."""
+        names = list(self.buffers)
+        return ({**self.meta, "buffer_names": names}, [self.buffers[n] for n in names])
+
+    def as_json(self) -> dict[str, Any]:
+        """The delta with each buffer as base64 text (the served page's form)."""
+        return {**self.meta, "buffers": {name: base64.b64encode(data).decode("ascii")
+                                         for name, data in self.buffers.items()}}
+
+
+class _Table:
+    """A table of strings that only grows, so codes already sent stay valid."""
+
+    def __init__(self, first: list[str] | None = None) -> None:
+        self.values: list[str] = []
+        self._codes: dict[str, int] = {}
+        for value in first or []:
+            self.code(value)
+
+    def code(self, value: str) -> int:
+        found = self._codes.get(value)
+        if found is None:
+            found = self._codes[value] = len(self.values)
+            self.values.append(value)
+        return found
+
+    def lookup(self, values: list[str]) -> np.ndarray:
+        """Global codes of a batch's table (index = the batch's code)."""
+        return np.array([self.code(v) for v in values] + [0], dtype=np.int64)
+
+
+class LiveBlocks:
+    """Per-sample blocks by sample key, and which changed when.
+
+    ``replace`` takes the frames of the samples that moved, built by whoever holds
+    their records (the collector's ``LiveReader``, or :class:`RecordTraces`), in
+    the order of their keys. ``epoch`` tells one rollout's blocks from the next
+    one's (a reader that moves on to a newer rollout starts over)."""
+
+    def __init__(self, *, t0: float | None = None, title: str = "live rollout") -> None:
+        self.t0 = t0
+        self.title = title
+        self.seq = 0
+        self.epoch = uuid.uuid4().hex[:12]
+        self._position: dict[str, int] = {}
+        self._keys: list[str] = []
+        self._blocks: list[Block | None] = []
+        self._changed_at = np.zeros(0, dtype=np.int64)
+        self._tables = {name: _Table() for name in _TABLES}
+
+    @property
+    def n_samples(self) -> int:
+        return len(self._keys)
+
+    def keys(self) -> list[str]:
+        """Every sample's key, by position."""
+        return list(self._keys)
+
+    def trace_ids(self) -> set[str]:
+        """The trace ids of the samples shown (as recorded)."""
+        return {str(b.strings["trace_id"]) for b in self._blocks
+                if b is not None and b.strings["trace_id"] is not None}
+
+    def block_count(self, position: int, kind: str) -> int:
+        """Rows of ``kind`` ("span", "seg", "ev") in the block at ``position``."""
+        block = self._blocks[position]
+        return 0 if block is None else block.count(kind)
+
+    def replace(self, keys: list[str], frames: TraceFrames) -> list[int]:
+        """Encode ``frames`` (sample row i is the sample ``keys[i]``) and put each
+        sample's block in place; new keys get the next positions. Returns the
+        positions replaced."""
+        if len(frames.samples) != len(keys):
+            raise ValueError(f"live frames hold {len(frames.samples)} samples "
+                             f"for {len(keys)} keys")
+        if not keys:
+            return []
+        if self.t0 is None and frames.t0 == frames.t0:
+            self.t0 = float(frames.t0)
+        payload = encode(frames, t0=self.t0 or 0.0, title=self.title, summaries=False).payload
+        positions = []
+        for key in keys:
+            position = self._position.get(key)
+            if position is None:
+                position = self._position[key] = len(self._keys)
+                self._keys.append(key)
+                self._blocks.append(None)
+            positions.append(position)
+        self.seq += 1
+        for position, block in zip(positions, split_blocks(payload, self._tables), strict=True):
+            block.strings["row"] = position
+            for column in ("span_sample", "ev_sample"):
+                block.items[column] = np.full(len(block.items[column]), position, dtype=np.int64)
+            self._blocks[position] = block
+        if len(self._changed_at) < len(self._blocks):
+            grown = np.zeros(max(len(self._blocks), 2 * len(self._changed_at)), dtype=np.int64)
+            grown[:len(self._changed_at)] = self._changed_at
+            self._changed_at = grown
+        self._changed_at[positions] = self.seq
+        return positions
+
+    # ------------------------------------------------------------------ deltas
+
+    def changed_since(self, seq: int) -> np.ndarray:
+        """Positions whose block changed after ``seq``, ascending."""
+        return np.flatnonzero(self._changed_at[:self.n_samples] > seq)
+
+    def delta_since(self, seq: int, *, now: float, extra: dict[str, Any] | None = None
+                    ) -> LiveDelta:
+        """The blocks changed after ``seq`` (all of them for 0), ``now`` relative to ``t0``."""
+        positions = self.changed_since(seq)
+        blocks = [self._blocks[p] for p in positions]
+        buffers: dict[str, bytes] = {}
+        for name in SAMPLE_COLUMNS:
+            values = np.array([b.sample[name] for b in blocks if b is not None])
+            buffers[name] = _pack(name, values)
+        for names in ITEM_COLUMNS.values():
+            for name in names:
+                parts = [b.items[name] for b in blocks if b is not None]
+                buffers[name] = _pack(name, np.concatenate(parts) if parts else np.zeros(0))
+        t0 = self.t0 or 0.0
+        meta = {
+            "type": "live_delta",
+            "epoch": self.epoch,
+            "since": int(seq),
+            "seq": int(self.seq),
+            "n_samples": self.n_samples,
+            "positions": positions.tolist(),
+            "counts": {kind: [b.count(kind) for b in blocks if b is not None]
+                       for kind in ITEM_COLUMNS},
+            "samples": {field: [b.strings[field] for b in blocks if b is not None]
+                        for field in ("row", *_SAMPLE_STRINGS)},
+            **{name: list(self._tables[name].values) for name in _TABLES},
+            "t0": t0,
+            "now": now - t0,
+            "title": self.title,
+            **(extra or {}),
+        }
+        return LiveDelta(meta, buffers)
+
+
+def split_blocks(payload: dict[str, Any], tables: dict[str, _Table]) -> list[Block]:
+    """Cut a payload into per-sample blocks: codes into ``tables``, pointers block-relative."""
+    meta = payload["meta"]
+    columns = {name: np.frombuffer(data, dtype=_NUMPY[COLUMN_DTYPES[name]])
+               for name, data in payload["buffers"].items()}
+    lookups = {column: tables[table].lookup(meta[table])
+               for column, table in _CODE_COLUMNS.items()}
+    n_samples = len(columns["smp_start"])
+    span_bounds = np.searchsorted(columns["span_sample"], np.arange(n_samples + 1))
+    ev_bounds = np.searchsorted(columns["ev_sample"], np.arange(n_samples + 1))
+    seg_bounds = np.searchsorted(columns["seg_span"], span_bounds)
+    bounds = {"span": span_bounds, "ev": ev_bounds, "seg": seg_bounds}
+    blocks = []
+    for i in range(n_samples):
+        sample = {}
+        for name in SAMPLE_COLUMNS:
+            value = columns[name][i]
+            sample[name] = float(lookups[name][value] if name in lookups else value)
+        items: dict[str, np.ndarray] = {}
+        for kind, names in ITEM_COLUMNS.items():
+            lo, hi = bounds[kind][i], bounds[kind][i + 1]
+            for name in names:
+                part = columns[name][lo:hi].astype(np.int64 if name in _INTEGER else np.float64)
+                if name in _CODE_COLUMNS:
+                    part = lookups[name][part]
+                elif name in SPAN_POINTERS:
+                    part = np.where(part >= 0, part - span_bounds[i], -1)
+                items[name] = part
+        strings = {field: meta["samples"][field][i] for field in _SAMPLE_STRINGS}
+        blocks.append(Block(sample, strings, items))
+    return blocks
+
+
+_INTEGER = {name for name, dtype in COLUMN_DTYPES.items() if dtype[0] in "ui"}
+
+
+def _pack(name: str, values: np.ndarray) -> bytes:
+    return np.ascontiguousarray(values, dtype=_NUMPY[COLUMN_DTYPES[name]]).tobytes()
+

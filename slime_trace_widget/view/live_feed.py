@@ -1,0 +1,55 @@
+"""The collector's live store as a live view's feed: ``sources.live.LiveReader`` polled
+for the samples that moved, their frames built by the reader (the dump's builder,
+open spans drawn to now, the engine's requests from the same folder joined), and its
+loss accounting told per sending process."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..frames.live_health import LiveHealth
+from ..frames.model import TraceFrames
+from ..sources.live.reader import LiveReader
+from .live import LiveBatch
+
+
+class ReaderFeed:
+    """Follows ``directory``'s live store (a ``slime-trace-viewer collect`` folder): the
+    latest rollout, or ``rollout``."""
+
+    def __init__(self, directory: str | Path, rollout: int | None = None) -> None:
+        self.reader = LiveReader(directory, rollout)
+
+    def poll(self) -> LiveBatch:
+        delta = self.reader.poll()
+        return LiveBatch(keys=[str(k) for k in delta.samples["key"]],
+                         senders=sender_rows(delta.health),
+                         receiver_gap=receiver_gap(delta.health),
+                         restarted=bool(delta.rollout_changed))
+
+    def frames(self, keys: list[str], now: float) -> TraceFrames:
+        return self.reader.frames(now, keys)
+
+
+def sender_rows(health: LiveHealth) -> list[dict[str, Any]]:
+    """Each sending process as the banner reads it: ``missing`` counts every sequence
+    number never received, those the sender says it dropped among them, so ``lost``
+    (in transit, or refused while the receiver was down) is the rest."""
+    rows = []
+    for sender in health.senders:
+        rows.append({"sender": sender.process, "service": sender.service,
+                     "received": sender.records, "dropped": sender.dropped,
+                     "lost": max(sender.missing - sender.dropped, 0),
+                     "silent": bool(sender.silent), "closed": bool(sender.closed),
+                     "quiet_s": max(0.0, health.now - sender.last_heard)})
+    return rows
+
+
+def receiver_gap(health: LiveHealth) -> str:
+    """The receiver's downtime in words ("" when it never was down)."""
+    if not health.restarts:
+        return ""
+    down = sum(gap.up_at - gap.down_after for gap in health.restarts)
+    return (f"the receiver was down {len(health.restarts)} time(s), {down:.1f} s in all: "
+            "records sent meanwhile were retried or lost (counted per sender)")
