@@ -131,6 +131,7 @@ export const DEFAULT_DTYPES = /** @type {Record<string, Dtype>} */ (CONTRACT.col
  * @property {string[]} bandPhases the band's phases, in drawing order (last on top)
  * @property {boolean} hasEngine the payload holds engine spans
  * @property {import("./load_tracks.js").Load} load the engines' load tracks
+ * @property {Float32Array} [liveRunning] a live view's seconds each sample has been running (its duration once finished)
  */
 
 /**

@@ -4,11 +4,12 @@
 // expanded set changes.
 
 /** @typedef {import("./decode.js").Data} Data */
-/** @typedef {"start"|"duration"|"reward"|"lanes"|"open"} SortKey */
-export const SORT_KEYS = /** @type {SortKey[]} */ (["start", "duration", "reward", "lanes", "open"]);
+/** @typedef {"start"|"duration"|"running"|"reward"|"lanes"|"open"} SortKey */
+export const SORT_KEYS = /** @type {SortKey[]} */ (["start", "duration", "running", "reward", "lanes", "open"]);
 export const SORT_LABELS = /** @type {Record<SortKey, string>} */ ({
   start: "start",
   duration: "duration",
+  running: "running for",
   reward: "reward",
   lanes: "lane count",
   open: "open spans",
@@ -39,6 +40,8 @@ export function sortValue(data, sample, key) {
   switch (key) {
     case "duration":
       return data.smpEnd[sample] - data.smpStart[sample];
+    case "running": // a live view's clock; a dump's samples have all finished
+      return data.liveRunning ? data.liveRunning[sample] : data.smpEnd[sample] - data.smpStart[sample];
     case "reward":
       return data.smpReward[sample];
     case "lanes":

@@ -28,6 +28,7 @@ import { Drawing, paintFrame } from "./drawing.js";
 import { viewportHeight, AXIS_H } from "../render/sizing.js";
 import { tracksHeight } from "../render/tracks.js";
 import { clampWindow, zoomedWindow, fitRange, focusWindow, scrollToShow } from "../render/viewport.js";
+import { attachLive } from "../live/live_view.js";
 
 /** @typedef {import("../data/model.js").AnyModel} AnyModel */
 /** @typedef {import("../render/hit.js").Hit} Hit */
@@ -71,6 +72,8 @@ export class App {
     this.restoreView();
     /** @type {Array<() => void>} undo what `listen` set up */
     this.stopListening = this.listen();
+    /** a live rollout's updates (live/), null for a dump */
+    this.live = attachLive(this);
     installDebug(this);
     this.requestFrame();
   }
@@ -485,17 +488,26 @@ export class App {
 
   // ------------------------------------------------------------ payload
 
-  /** A new `payload`: shown in place, the zoom kept when it still shows some of the new data. */
-  replacePayload() {
+  /**
+   * A new payload (the model's, or a live view's next one): shown in place, the zoom
+   * kept when it still shows some of the new data; `keep` maps the selection into it
+   * (live/keep.js), else the selection is cleared.
+   * @param {any} [payload]
+   * @param {((old: import("../data/decode.js").Data, next: import("../data/decode.js").Data, hit: Hit) => Hit|null)|null} [keep]
+   */
+  replacePayload(payload = this.sync.get("payload"), keep = null) {
     const oldView = this.viewState.timeWindow;
+    const oldData = this.shown.data;
     const hadSel = !!this.pointer.selection;
-    this.shown.replace(this.sync.get("payload"));
+    this.shown.replace(payload);
     const data = this.shown.data;
     this.drawing.newData(data);
     if (this.viewState.highlight >= data.names.length) this.viewState.highlight = -1;
     this.pointer.hover = null;
     this.pointer.hoverRow = -1;
-    this.clearDetails();
+    const kept = keep && this.pointer.selection ? keep(oldData, data, this.pointer.selection) : null;
+    if (kept) this.pointer.selection = kept;
+    else this.clearDetails();
     this.recomputeVis();
     this.refilter();
     this.views.query?.run(this.viewState.settings.filter);
@@ -508,7 +520,7 @@ export class App {
     this.updateControls();
     this.views.diff?.render();
     this.updateSide();
-    if (hadSel) this.sync.setNow("selected", {});
+    if (hadSel && !kept) this.sync.setNow("selected", {});
     this.requestFrame();
   }
 
@@ -552,6 +564,7 @@ export class App {
     this.views.fates?.dispose();
     this.requests.dispose();
     for (const stop of this.stopListening) stop();
+    this.live?.dispose();
     this.ui.root.remove();
   }
 }

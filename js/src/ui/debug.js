@@ -180,6 +180,10 @@ export function installDebug(app) {
     rowFill(row) {
       return self.views.fates ? self.views.fates.rowFill(row) : null;
     },
+    /** A live rollout's state (live/live_view.js), null for a dump. */
+    live() {
+      return self.live ? self.live.debug() : null;
+    },
     /** Pieces of the engine band painted in the last frame (collapsed rows). */
     get bandPieces() {
       return self.drawing.painter.band.drawn;

@@ -109,6 +109,7 @@ export function paintFrame(app) {
   if (shown.rows.length === 0) paintEmpty(drawing.painter, drawing.theme, shown.data, geometry);
   drawing.arrows = arrowsFor(shown.data, shown.layout, geometry, shown.vis, shown.evVis, pointer.selection);
   paintArrows(drawing.painter.ctx, dpr, geometry, drawing.theme, drawing.arrows);
+  app.live?.paint(geometry);
   drawing.overview.paint(drawing.theme, pointer.cursor);
   const dt = performance.now() - startTime;
   if (!ui.sideEl.hidden) {

@@ -1,0 +1,76 @@
+// The live view's banner: what the rollout is doing (samples, running,
+// stalled, stragglers) and what was lost on the way, per sending process
+// (records dropped at the sender, gaps in its sequence, a sender gone silent,
+// the receiver's own downtime), so a picture with holes never looks whole.
+
+import { el } from "../util/dom.js";
+import { formatDuration } from "../util/format.js";
+
+/**
+ * One sender's health as the kernel or server reports it (docs/live-view.md).
+ * @typedef {Object} SenderHealth
+ * @property {string} sender "host:pid"
+ * @property {number} [received] records received
+ * @property {number} [lost] records missing from its sequence (seq gaps)
+ * @property {number} [dropped] records it dropped itself (queue full, receiver down)
+ * @property {boolean} [silent] no heartbeat for 10 s
+ * @property {number} [quiet_s] seconds since it was last heard
+ * @property {boolean} [closed] it said goodbye (close record)
+ */
+
+/**
+ * The loss lines, one per sender with something lost or silent (empty: nothing lost).
+ * @param {SenderHealth[]} senders
+ * @returns {string[]}
+ */
+export function lossLines(senders) {
+  const lines = [];
+  for (const sender of Array.isArray(senders) ? senders : []) {
+    const parts = [];
+    const dropped = Number(sender.dropped) || 0;
+    const lost = Number(sender.lost) || 0;
+    if (dropped > 0) parts.push(`${dropped} dropped at the sender`);
+    if (lost > 0) parts.push(`${lost} missing in transit`);
+    if (sender.silent && !sender.closed) parts.push(`silent for ${formatDuration(Number(sender.quiet_s) || 0)} (stopped or died?)`);
+    if (parts.length) lines.push(`${sender.sender}: ${parts.join(", ")}`);
+  }
+  return lines;
+}
+
+/**
+ * Records lost in all, over every sender.
+ * @param {SenderHealth[]} senders
+ */
+export function totalLost(senders) {
+  let total = 0;
+  for (const sender of Array.isArray(senders) ? senders : []) total += (Number(sender.dropped) || 0) + (Number(sender.lost) || 0);
+  return total;
+}
+
+/**
+ * Fill the banner.
+ * @param {HTMLElement} banner
+ * @param {{nSamples: number, status: import("./status.js").LiveStatus|null, live: Record<string, any>, following: boolean}} info
+ */
+export function renderBanner(banner, info) {
+  const { status, live } = info;
+  const senders = /** @type {SenderHealth[]} */ (live.senders ?? []);
+  const summary = [`${info.following ? "live" : "live (stopped)"}: ${info.nSamples} samples`];
+  if (status) {
+    summary.push(`${status.nRunning} running`);
+    if (status.nStalled) summary.push(`${status.nStalled} stalled`);
+    if (status.nStragglers) summary.push(`${status.nStragglers} stragglers (over p90 ${formatDuration(status.p90)})`);
+  }
+  const lines = lossLines(senders);
+  if (typeof live.receiver_gap === "string" && live.receiver_gap) lines.push(live.receiver_gap);
+  const lost = totalLost(senders);
+  const children = [el("span", "stw-live-summary", summary.join(", "))];
+  if (lines.length) {
+    children.push(el("span", "stw-live-loss", lost ? `${lost} record(s) lost.` : "Check the senders:"));
+    for (const line of lines) children.push(el("span", "stw-live-loss-line", line));
+  }
+  banner.replaceChildren(...children);
+  banner.classList.toggle("stw-live-lossy", lines.length > 0);
+  banner.dataset.lost = String(lost);
+  banner.dataset.stalled = String(status?.nStalled ?? 0);
+}

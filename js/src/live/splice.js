@@ -1,0 +1,270 @@
+// A live view's columns, kept whole in the renderer and patched by deltas
+// (docs/live-view.md). A delta carries, for each sample that moved, its whole
+// block (sample columns, spans, PD segments, events) with span pointers counted
+// from the block's first span; the renderer replaces those blocks and copies
+// every run of unchanged samples in one piece, shifting its pointers by one
+// constant. Sample positions never move (new samples come last), so a block
+// applied twice, or a delta older than what a view holds, changes nothing.
+
+import { CTORS, toTyped, DEFAULT_DTYPES } from "../data/decode.js";
+
+/** @typedef {import("../data/bytes.js").Typed} Typed */
+/** @typedef {import("../data/bytes.js").Dtype} Dtype */
+
+/** Item kinds, the column naming which sample owns a row, and the span pointer columns. */
+const KINDS = /** @type {const} */ ({
+  span: { prefix: "span_", pointers: ["span_parent"] },
+  seg: { prefix: "seg_", pointers: ["seg_span"] },
+  ev: { prefix: "ev_", pointers: ["ev_parent"] },
+});
+const STRING_FIELDS = /** @type {const} */ (["row", "sample_index", "group_index", "trace_id", "label"]);
+const TABLES = /** @type {const} */ (["names", "statuses", "sources", "rollouts"]);
+
+/** @param {string} prefix */
+const columnsOf = (prefix) => Object.keys(DEFAULT_DTYPES).filter((name) => name.startsWith(prefix));
+const SAMPLE_COLUMNS = columnsOf("smp_");
+/** @type {Record<string, string[]>} */
+const ITEM_COLUMNS = { span: columnsOf("span_"), seg: columnsOf("seg_"), ev: columnsOf("ev_") };
+
+/**
+ * @typedef {Object} LiveState
+ * @property {string} epoch whose blocks these are (a feed that starts over on a newer rollout makes a new epoch)
+ * @property {number} seq the last delta applied (0: none)
+ * @property {number} nSamples
+ * @property {Record<string, Typed>} columns every payload column, pointers absolute
+ * @property {Record<string, any[]>} samples per-sample strings (row, sample_index, group_index, trace_id, label)
+ * @property {Record<string, string[]>} tables names, statuses, sources, rollouts
+ * @property {number} t0 epoch seconds of relative time 0
+ * @property {number} now the kernel's now when the last delta was made (relative to t0)
+ * @property {string} title
+ * @property {Record<string, any>} live the delta's `live` part (stall_after, senders, ...)
+ */
+
+/**
+ * @typedef {Object} LiveDeltaMeta
+ * @property {string} [epoch]
+ * @property {number} since
+ * @property {number} seq
+ * @property {number} n_samples
+ * @property {number[]} positions ascending
+ * @property {{span: number[], seg: number[], ev: number[]}} counts rows per changed block
+ * @property {Record<string, any[]>} samples strings per changed block
+ * @property {number} t0
+ * @property {number} now
+ * @property {string} [title]
+ * @property {Record<string, any>} [live]
+ */
+
+/** @returns {LiveState} */
+export function emptyLiveState() {
+  /** @type {Record<string, Typed>} */
+  const columns = {};
+  for (const name of Object.keys(DEFAULT_DTYPES)) columns[name] = new CTORS[/** @type {Dtype} */ (DEFAULT_DTYPES[name])](0);
+  return {
+    epoch: "",
+    seq: 0,
+    nSamples: 0,
+    columns,
+    samples: Object.fromEntries(STRING_FIELDS.map((field) => [field, []])),
+    tables: Object.fromEntries(TABLES.map((table) => [table, []])),
+    t0: 0,
+    now: 0,
+    title: "live rollout",
+    live: {},
+  };
+}
+
+/**
+ * Whether `delta` can be applied to `state`: blocks of the same epoch, starting no
+ * later than the state's last delta (a delta holds every block changed after its
+ * `since`), or a whole state (since 0) of any epoch.
+ * @param {LiveState} state
+ * @param {{since: number, seq: number, epoch?: string}} delta
+ */
+export function applicable(state, delta) {
+  return delta.since === 0 || ((delta.epoch ?? "") === state.epoch && delta.since <= state.seq);
+}
+
+/**
+ * The state `delta` is applied to: `state`, or an empty one when the delta starts
+ * another epoch's blocks.
+ * @param {LiveState} state
+ * @param {{epoch?: string}} delta
+ */
+export function baseFor(state, delta) {
+  return (delta.epoch ?? "") === state.epoch ? state : emptyLiveState();
+}
+
+/**
+ * Per-sample row offsets of an item kind (length nSamples + 1).
+ * @param {Typed} owner sample of each row (sorted), or for segments the owning span
+ * @param {Typed|null} spanSample for segments: the sample of each span
+ * @param {number} nSamples
+ */
+function offsetsOf(owner, spanSample, nSamples) {
+  const off = new Uint32Array(nSamples + 1);
+  for (let i = 0; i < owner.length; i++) {
+    const sample = spanSample ? spanSample[owner[i]] : owner[i];
+    if (sample < nSamples) off[sample + 1]++;
+  }
+  for (let s = 0; s < nSamples; s++) off[s + 1] += off[s];
+  return off;
+}
+
+/**
+ * The state after `delta` (a new state; `state` is left as it was).
+ * @param {LiveState} state
+ * @param {LiveDeltaMeta} delta
+ * @param {Record<string, unknown>} buffers the delta's columns (DataView, ArrayBuffer, typed array or base64)
+ * @returns {LiveState}
+ */
+export function spliceLive(state, delta, buffers) {
+  const nOld = state.nSamples;
+  const nNew = Math.max(nOld, delta.n_samples);
+  const positions = delta.positions;
+  const changed = new Int32Array(nNew).fill(-1);
+  positions.forEach((position, j) => {
+    if (position >= 0 && position < nNew) changed[position] = j;
+  });
+  /** @type {(name: string) => Typed} */
+  const incoming = (name) => toTyped(buffers[name] ?? new ArrayBuffer(0), /** @type {Dtype} */ (DEFAULT_DTYPES[name]));
+
+  /** @type {Record<string, Typed>} */
+  const columns = {};
+  for (const name of SAMPLE_COLUMNS) {
+    const Ctor = CTORS[/** @type {Dtype} */ (DEFAULT_DTYPES[name])];
+    const out = new Ctor(nNew);
+    out.set(state.columns[name].subarray(0, Math.min(nOld, nNew)));
+    const values = incoming(name);
+    positions.forEach((position, j) => {
+      if (j < values.length) out[position] = values[j];
+    });
+    columns[name] = out;
+  }
+
+  const oldSpanOff = offsetsOf(state.columns.span_sample, null, nOld);
+  /** @type {Record<string, Uint32Array>} old per-sample offsets */
+  const oldOff = {
+    span: oldSpanOff,
+    ev: offsetsOf(state.columns.ev_sample, null, nOld),
+    seg: offsetsOf(state.columns.seg_span, state.columns.span_sample, nOld),
+  };
+  /** @type {Record<string, Uint32Array>} new per-sample offsets */
+  const newOff = {};
+  /** @type {Record<string, Uint32Array>} where each changed block starts in the delta */
+  const deltaOff = {};
+  for (const kind of Object.keys(KINDS)) {
+    const counts = /** @type {any} */ (delta.counts)[kind] ?? [];
+    const dOff = new Uint32Array(positions.length + 1);
+    for (let j = 0; j < positions.length; j++) dOff[j + 1] = dOff[j] + (counts[j] ?? 0);
+    deltaOff[kind] = dOff;
+    const off = new Uint32Array(nNew + 1);
+    for (let s = 0; s < nNew; s++) {
+      const j = changed[s];
+      const size = j >= 0 ? dOff[j + 1] - dOff[j] : s < nOld ? oldOff[kind][s + 1] - oldOff[kind][s] : 0;
+      off[s + 1] = off[s] + size;
+    }
+    newOff[kind] = off;
+  }
+
+  for (const kind of /** @type {(keyof typeof KINDS)[]} */ (Object.keys(KINDS))) {
+    const total = newOff[kind][nNew];
+    const pointers = new Set(/** @type {readonly string[]} */ (KINDS[kind].pointers));
+    for (const name of ITEM_COLUMNS[kind]) {
+      const Ctor = CTORS[/** @type {Dtype} */ (DEFAULT_DTYPES[name])];
+      const out = new Ctor(total);
+      const old = state.columns[name];
+      const fresh = incoming(name);
+      const isPointer = pointers.has(name);
+      let s = 0;
+      while (s < nNew) {
+        const j = changed[s];
+        if (j >= 0) {
+          const lo = deltaOff[kind][j];
+          const hi = deltaOff[kind][j + 1];
+          const at = newOff[kind][s];
+          out.set(fresh.subarray(lo, Math.min(hi, fresh.length)), at);
+          if (isPointer) {
+            const base = newOff.span[s];
+            for (let i = at; i < at + (hi - lo); i++) if (out[i] >= 0) out[i] += base;
+          }
+          s++;
+          continue;
+        }
+        // A run of unchanged samples: one copy, pointers shifted by one constant.
+        let end = s;
+        while (end < nNew && changed[end] < 0) end++;
+        const runEnd = Math.min(end, nOld);
+        if (runEnd > s) {
+          const lo = oldOff[kind][s];
+          const hi = oldOff[kind][runEnd];
+          const at = newOff[kind][s];
+          out.set(old.subarray(lo, hi), at);
+          if (isPointer) {
+            const shift = newOff.span[s] - oldOff.span[s];
+            if (shift !== 0) for (let i = at; i < at + (hi - lo); i++) if (out[i] >= 0) out[i] += shift;
+          }
+        }
+        s = end;
+      }
+      columns[name] = out;
+    }
+  }
+
+  /** @type {Record<string, any[]>} */
+  const samples = {};
+  for (const field of STRING_FIELDS) {
+    const values = state.samples[field].slice(0, nNew);
+    while (values.length < nNew) values.push(null);
+    const fresh = delta.samples?.[field] ?? [];
+    positions.forEach((position, j) => {
+      values[position] = fresh[j] ?? null;
+    });
+    samples[field] = values;
+  }
+  /** @type {Record<string, string[]>} */
+  const tables = {};
+  for (const table of TABLES) {
+    const value = /** @type {any} */ (delta)[table];
+    tables[table] = Array.isArray(value) ? value.map(String) : state.tables[table];
+  }
+  return {
+    epoch: delta.epoch ?? state.epoch,
+    seq: Math.max(state.seq, delta.seq),
+    nSamples: nNew,
+    columns,
+    samples,
+    tables,
+    t0: Number.isFinite(delta.t0) ? delta.t0 : state.t0,
+    now: Number.isFinite(delta.now) ? delta.now : state.now,
+    title: typeof delta.title === "string" ? delta.title : state.title,
+    live: delta.live && typeof delta.live === "object" ? delta.live : state.live,
+  };
+}
+
+/**
+ * The payload (docs/payload.md) a live state draws as.
+ * @param {LiveState} state
+ */
+export function livePayload(state) {
+  let t1 = state.now;
+  const ends = state.columns.smp_end;
+  for (let s = 0; s < ends.length; s++) if (ends[s] > t1) t1 = ends[s];
+  return {
+    version: undefined,
+    meta: {
+      title: state.title,
+      t0: state.t0,
+      t1: state.t0 + t1,
+      n_samples_total: state.nSamples,
+      ...state.tables,
+      samples: state.samples,
+      columns: { ...DEFAULT_DTYPES },
+      attrs_embedded: false,
+      align: "global",
+      live: state.live,
+    },
+    // The view grows open spans' ends in place: its own copy of them.
+    buffers: { ...state.columns, span_end: state.columns.span_end.slice() },
+  };
+}
