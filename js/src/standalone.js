@@ -32,7 +32,7 @@
  * `{payload, selected, view_range, view_state}`.
  * @param {any} state
  * @param {LocalModelOptions} [opts]
- * @returns {import("./data/model.js").AnyModel & {attrsFor: (kind: string, index: number) => Promise<any>}}
+ * @returns {import("./data/model.js").AnyModel & {attrsFor: (kind: string, index: number) => Promise<any>, receive: (content: any, buffers?: any[]) => void}}
  */
 export function createLocalModel(state, opts = {}) {
   const isPayload = state && typeof state === "object" && "buffers" in state && "meta" in state;
@@ -170,6 +170,14 @@ export function createLocalModel(state, opts = {}) {
       }
     },
     attrsFor,
+    /**
+     * Deliver a message as the kernel would (a live page's poller, page/live_page.js).
+     * @param {any} content
+     * @param {any[]} [buffers]
+     */
+    receive(content, buffers = []) {
+      emit("msg:custom", content, buffers);
+    },
   };
   return model;
 }

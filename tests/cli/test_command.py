@@ -23,7 +23,7 @@ def help_text(*argv: str) -> str:
 def test_help_lists_every_subcommand_with_its_summary() -> None:
     text = help_text("--help")
     assert text.startswith("usage: slime-trace-viewer ")
-    assert {"view", "convert", "collect"} <= set(NAMES)
+    assert {"view", "convert", "collect", "live"} <= set(NAMES)
     for module in SUBCOMMANDS:
         line = next(line for line in text.splitlines() if line.split()[:1] == [module.NAME])
         assert module.SUMMARY.split()[0] in line, (module.NAME, line)
@@ -35,6 +35,7 @@ def test_help_lists_every_subcommand_with_its_summary() -> None:
               "--perfetto", "--parquet", "--engine-traces", "--otlp", "--pattern"]),
     ("convert", ["--out", "--engine", "--workers", "--otlp", "--log-trends"]),
     ("collect", ["--http", "--grpc", "--no-grpc", "--scrape", "--scrape-interval"]),
+    ("live", ["--rollout", "--stall-after", "--host", "--port"]),
 ])
 def test_each_subcommand_has_its_help(name: str, options: list[str]) -> None:
     text = help_text(name, "--help")

@@ -15,6 +15,7 @@ import { base64ToBytes } from "../data/bytes.js";
 import { followUpdates, takeKeptView } from "./follow.js";
 import { attrRow, attrTermHits, itemField, itemRow } from "./page_attrs.js";
 import { createLocalModel } from "../standalone.js";
+import { followLive, liveAttrs } from "./live_page.js";
 
 const MAGIC = "STW1";
 
@@ -200,16 +201,26 @@ export async function bootSnapshot(dataElement, detailsElement, host, render) {
     return details;
   };
   const follow = /** @type {any} */ (header).source?.follow;
+  const live = /** @type {import("./live_page.js").LiveNote|undefined} */ (/** @type {any} */ (header).source?.live);
   const kept = follow ? takeKeptView(globalThis.sessionStorage) : null;
+  /** @type {ReturnType<typeof followLive>|null} */
+  let liveFollow = null;
   const model = createLocalModel(
     { payload, selected: {}, view_range: [], view_state: {}, ...header.state, ...kept },
     {
-      attrs: async (kind, index) => detailFor(await readDetails(), payload, kind, index),
+      attrs: live ? (kind, index) => liveAttrs(live, kind, index) : async (kind, index) => detailFor(await readDetails(), payload, kind, index),
       sampleText: async (sample, field) => textFor(await readDetails(), sample, field),
       queryAttrs: async (terms) => queryAttrsFor(await readDetails(), payload, terms),
+      onSend: (msg) => {
+        if (msg?.type === "live_sync") liveFollow?.sync(msg.since, msg.epoch);
+      },
     },
   );
-  const cleanup = render({ model, el: host });
+  if (live) liveFollow = followLive(model, live);
+  const cleanup = render({ model, el: host }); // a live view asks for its blocks (live_sync)
   if (follow) followUpdates(host, follow, model);
-  return cleanup;
+  return () => {
+    liveFollow?.stop();
+    cleanup();
+  };
 }

@@ -1,0 +1,112 @@
+"""``slime-trace-viewer live DIR``: a live rollout in a served page.
+
+The page is the snapshot page with an empty live payload (``data_blocks``), its
+data block's ``source.live`` naming where its server answers; the page's poller
+(``js/src/page/live_page.js``) fetches ``live.json?since=N&epoch=E`` once a
+second: the blocks changed since its last answer (all of them for another
+epoch), as the widget's deltas with base64 buffers. ``attrs.json?kind=&index=``
+answers a click. A background thread polls the collector's live store every half
+second. Anything else is a 404; the server listens on loopback unless asked.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import json
+import sys
+import urllib.parse
+from http import HTTPStatus
+from typing import Any
+
+import numpy as np
+
+from ...frames.flatten import build_frames
+from ..live import LiveSession
+from ..payload import EncodedView
+from .htmlpage import page
+from .snapshot import data_blocks
+
+PAGE = "live.html"
+DELTAS = "live.json"
+ATTRS = "attrs.json"
+
+
+def live_page(session: LiveSession) -> bytes:
+    """The page: no samples yet, and where to ask for them."""
+    empty = np.zeros(0, dtype=np.int64)
+    view = EncodedView(session.starting_payload(), empty, empty, empty)
+    source = {"live": {"url": DELTAS, "attrs": ATTRS, "interval_s": 1}}
+    blocks = data_blocks(build_frames([]), view, source=source)
+    return page(blocks, session.title, follow=True).encode()
+
+
+class LiveHandler(http.server.BaseHTTPRequestHandler):
+    """The page, its deltas and its items' details; nothing else."""
+
+    def __init__(self, *args: Any, session: LiveSession, page_bytes: bytes,
+                 **kwargs: Any) -> None:
+        self.session = session
+        self.page_bytes = page_bytes
+        super().__init__(*args, **kwargs)
+
+    def do_GET(self) -> None:
+        parts = urllib.parse.urlsplit(self.path)
+        query = urllib.parse.parse_qs(parts.query)
+        if parts.path in ("/", f"/{PAGE}"):
+            self._answer(HTTPStatus.OK, "text/html; charset=utf-8", self.page_bytes)
+        elif parts.path == f"/{DELTAS}":
+            since = _integer(query.get("since", ["0"])[0])
+            epoch = query.get("epoch", [None])[0]
+            if since is None or since < 0:
+                self._json(HTTPStatus.BAD_REQUEST, {"error": "since: a whole number >= 0"})
+                return
+            self._json(HTTPStatus.OK, self.session.delta_since(since, epoch).as_json())
+        elif parts.path == f"/{ATTRS}":
+            index = _integer(query.get("index", [""])[0])
+            kind = query.get("kind", ["span"])[0]
+            if index is None or kind not in ("span", "event"):
+                self._json(HTTPStatus.BAD_REQUEST,
+                           {"error": "kind: span or event; index: a number"})
+                return
+            try:
+                self._json(HTTPStatus.OK, {"detail": self.session.detail(kind, index)})
+            except (IndexError, ValueError) as exc:
+                self._json(HTTPStatus.NOT_FOUND, {"error": str(exc)})
+        else:
+            self._answer(HTTPStatus.NOT_FOUND, "text/plain; charset=utf-8", b"Not served")
+
+    def _json(self, status: HTTPStatus, body: dict[str, Any]) -> None:
+        text = json.dumps(body, allow_nan=False, separators=(",", ":"), default=str)
+        self._answer(status, "application/json", text.encode())
+
+    def _answer(self, status: HTTPStatus, kind: str, body: bytes) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Cache-Control", "no-store")
+        self.send_header("X-Content-Type-Options", "nosniff")
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:
+        if not self.path.startswith(f"/{DELTAS}"):  # once a second per page: not logged
+            sys.stderr.write(f"{self.address_string()} {format % args}\n")
+
+
+def _integer(text: str) -> int | None:
+    try:
+        return int(text)
+    except ValueError:
+        return None
+
+
+class LiveServer(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+
+
+def make_live_server(session: LiveSession, host: str, port: int) -> LiveServer:
+    """A threaded server of ``session``'s page (port 0 picks a free one)."""
+    handler = functools.partial(LiveHandler, session=session, page_bytes=live_page(session))
+    return LiveServer((host, port), handler)
+
