@@ -1,0 +1,68 @@
+"""``TraceTimeline.live(DIR)`` in JupyterLab, fed by a real receiver subprocess that the
+live stream (``tracing.live.install``) sends to: a span recorded on a real clock grows
+while open and then closes, a hung sample is flagged stalled, and ``stop_following()``
+stops the clock."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from slime_trace_widget.tracing import live
+from slime_trace_widget.tracing.spans import trace_span
+from tests.browser.live_stream import live_state
+from tests.browser.notebooks import FIRST_WIDGET, run_first_widget
+from tests.support.browser import VIEWPORT, JupyterLab
+from tests.support.receiver import start_receiver
+
+WAIT_MS = 60_000
+LIVE = live_state(FIRST_WIDGET)
+
+
+def _spans(page: Any, name: str) -> list[dict]:
+    return [s for s in page.evaluate(f"{LIVE}.spans") if s["name"] == name]
+
+
+def test_live_widget_grows_closes_flags_and_stops(chromium: Any, lab: JupyterLab,
+                                                  tmp_path: Path) -> None:
+    folder = tmp_path / "collect"
+    with start_receiver(folder) as receiver, \
+            live.install(f"http://127.0.0.1:{receiver.http_port}") as stream:
+        assert stream.enabled, stream
+        url = lab.write_notebook("live_widget.ipynb", [
+            "from slime_trace_widget import TraceTimeline\n"
+            f"tl = TraceTimeline.live({str(folder)!r}, stall_after=2)\ntl",
+            "tl.stop_following()",
+        ])
+        page = chromium.new_page(viewport=VIEWPORT, device_scale_factor=1)
+        try:
+            notebook = run_first_widget(page, url)
+            running = {"index": 0, "group_index": 0}
+            generate = trace_span(running, "generate")
+            generate.__enter__()
+            page.wait_for_function(f"() => {LIVE}.growing.length === 1", timeout=WAIT_MS)
+            first = _spans(page, "generate")[0]
+            page.wait_for_function(f"() => {LIVE}.growing[0].end > {first['end']} + 0.5",
+                                   timeout=WAIT_MS)
+            generate.__exit__(None, None, None)
+            page.wait_for_function(f"() => {LIVE}.growing.length === 0", timeout=WAIT_MS)
+            closed = _spans(page, "generate")[0]
+            recorded = running["trace"]["events"]
+            assert not closed["open"]
+            assert closed["end"] - closed["start"] == pytest.approx(
+                recorded[-1]["ts"] - recorded[0]["ts"], abs=1e-3)
+
+            hung = {"index": 1, "group_index": 0}
+            trace_span(hung, "tool_call").__enter__()  # never returns
+            page.wait_for_function(f"() => {LIVE}.stalled.length === 1", timeout=WAIT_MS)
+            assert any(tag["text"].endswith("in tool_call")
+                       for tag in page.evaluate(f"{LIVE}.tags"))
+
+            notebook.run_cell(1)
+            page.wait_for_function(f"() => {LIVE}.following === false", timeout=WAIT_MS)
+            page.wait_for_function(f"() => {LIVE}.banner.startsWith('live (stopped)')",
+                                   timeout=WAIT_MS)
+        finally:
+            page.close()
