@@ -9,6 +9,8 @@ next to their targets; helpers for fresh-process A/B runs (``child``, ``run_chil
 Timings on a shared machine are noisy: every comparison alternates its two sides in
 fresh processes and reports medians.
 
+Section ``widget`` (the live view): ``live_widget_figures``.
+
 Section ``recording`` (the sender): what streaming costs the code that records.
 * per record on the recording thread, streaming off vs on: the thread's CPU time
   (what the hook itself adds; target at most 5 us), and wall time in a tight loop
@@ -213,6 +215,20 @@ def recording() -> None:
               f"{median(on, 'cpu_s'):.2f} s; sent {min(r['sent'] for r in on)} in "
               f"{min(r['batches'] for r in on)}+ batches, "
               f"dropped {max(r['dropped'] for r in on)}")
+
+
+@section("widget")
+def widget() -> None:
+    """The live widget (``live_widget_figures``): an update's kernel cost over a rollout
+    of 10,000 samples x 200 records (target under 100 ms), and a span start from
+    recording to its bar in a JupyterLab widget on a real receiver (target 3 s)."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from live_widget_figures import visibility_figures, widget_figures
+
+    print("widget: a live update's cost in the kernel (10,000 x 200 records; p50/p95 ms, "
+          "this process's CPU and wall time) and record-to-widget time (s)")
+    print(json.dumps({"kernel_update": widget_figures(), "visibility": visibility_figures()},
+                     indent=1))
 
 
 # --------------------------------------------------------------------------- main
