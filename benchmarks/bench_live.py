@@ -11,6 +11,9 @@ fresh processes and reports medians.
 
 Section ``widget`` (the live view): ``live_widget_figures``.
 
+Sections ``receiver``, ``visibility``, ``long_run``, ``kill9`` (the collector and
+``load_live``): ``live_receiver_sections``.
+
 Section ``recording`` (the sender): what streaming costs the code that records.
 * per record on the recording thread, streaming off vs on: the thread's CPU time
   (what the hook itself adds; target at most 5 us), and wall time in a tight loop
@@ -229,6 +232,19 @@ def widget() -> None:
           "this process's CPU and wall time) and record-to-widget time (s)")
     print(json.dumps({"kernel_update": widget_figures(), "visibility": visibility_figures()},
                      indent=1))
+
+
+def _register_receiver_sections() -> None:
+    """The receiver's sections (``live_receiver_sections``): intake records/s with nothing
+    lost, record-to-``load_live`` visibility, a long-running collector, ``kill -9``."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    import live_receiver_sections
+
+    for name in live_receiver_sections.SECTIONS:
+        section(name)(live_receiver_sections.printed(name))
+
+
+_register_receiver_sections()
 
 
 # --------------------------------------------------------------------------- main

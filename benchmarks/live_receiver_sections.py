@@ -1,7 +1,7 @@
 """The receiver's sections of ``bench_live.py`` (issue 45): the live store's intake, how
 soon a record is visible through ``load_live``, and ``kill -9`` in the middle of a rollout.
 
-Usage (alone, until ``bench_live.py`` registers them with ``printed(name)``)::
+Usage (also registered in ``bench_live.py``, or alone)::
 
     python benchmarks/live_receiver_sections.py                    # every section
     python benchmarks/live_receiver_sections.py --sections receiver,kill9
