@@ -29,6 +29,7 @@ from ..answers.query import attr_masks, check_terms, restrict
 from ..frames.flatten import build_frames
 from ..frames.model import TraceFrames, combine_frames
 from ..sources.follow import POLL_SECONDS, SETTLE_SECONDS, DumpWatcher, Poller
+from ..sources.handover import new_dumps_watcher, step_dump
 from ..sources.loading import load_frames
 from .details import event_detail, sample_text, span_detail
 from .live import STALL_AFTER, LiveFeed, LiveFollower, LiveSession
@@ -150,8 +151,7 @@ class TraceTimeline(anywidget.AnyWidget):
         timeline.payload = session.starting_payload()
         watcher = None
         if dumps is not None:  # the steps' dumps already there are not this one's
-            watcher = DumpWatcher(dumps, pattern, settle_seconds)
-            watcher.seen.update(str(path) for path in Path(dumps).glob(pattern))
+            watcher = new_dumps_watcher(dumps, pattern, settle_seconds)
 
         def report(exc: BaseException) -> None:
             _log.warning("live %s: %s", directory, exc)
@@ -170,17 +170,15 @@ class TraceTimeline(anywidget.AnyWidget):
         live = self._live
         if live is None:
             return False
-        seen = live.session.blocks.trace_ids()
-        for path in watcher.new_dumps():
-            frames = load_frames([path], progress=False)
-            if seen & {str(t) for t in frames.samples["trace_id"].dropna()}:
-                self._live = None
-                live.stop()
-                self._frames = frames
-                self._align = "global"
-                self.show()
-                return True
-        return False
+        found = step_dump(watcher, live.session.blocks.trace_ids())
+        if found is None:
+            return False
+        self._live = None
+        live.stop()
+        self._frames = found[1]
+        self._align = "global"
+        self.show()
+        return True
 
     def stop_following(self) -> None:
         """Stop adding new dumps (see :meth:`follow`) or live records (:meth:`live`)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from slime_trace_widget.view.live_blocks import LiveDelta
+from slime_trace_widget.view.live_blocks import LiveDelta, _Table, split_blocks
 from slime_trace_widget.view.payload import COLUMN_DTYPES
 
 _NUMPY = {"u1": "<u1", "u2": "<u2", "u4": "<u4", "i4": "<i4", "f4": "<f4", "f8": "<f8"}
@@ -26,3 +26,34 @@ def absolute_items(delta: LiveDelta) -> dict[str, np.ndarray]:
     return columns
 
 
+def as_payload(delta: LiveDelta) -> dict:
+    """A whole delta as the payload a renderer holds after applying it."""
+    columns = absolute_items(delta)
+    meta = delta.meta
+    packed = {name: values.astype(_NUMPY[COLUMN_DTYPES[name]]).tobytes()
+              for name, values in columns.items()}
+    return {"meta": {**{k: meta[k] for k in ("names", "statuses", "sources", "rollouts")},
+                     "samples": meta["samples"]}, "buffers": packed}
+
+
+def blocks_by_trace(payload: dict) -> dict:
+    """A payload's per-sample blocks by trace id, each with its names table."""
+    tables = {name: _Table() for name in ("names", "statuses", "sources", "rollouts")}
+    blocks = split_blocks(payload, tables)
+    return {str(b.strings["trace_id"]): (b, tables["names"].values) for b in blocks}
+
+
+def assert_same_rows(live: dict, dump: dict, trace_ids: set[str]) -> None:
+    """The live rows are the dump's rows: the same samples (``trace_ids``) with the
+    same spans, segments and events, at the same times (within a millisecond)."""
+    live_blocks, dump_blocks = blocks_by_trace(live), blocks_by_trace(dump)
+    assert set(live_blocks) == set(dump_blocks) == trace_ids
+    for trace_id, (block, names) in live_blocks.items():
+        other, other_names = dump_blocks[trace_id]
+        for column in ("span_start", "span_end", "span_lane", "span_depth", "span_flags",
+                       "span_parent", "seg_start", "seg_end", "ev_ts", "ev_parent"):
+            np.testing.assert_allclose(block.items[column], other.items[column],
+                                       rtol=0, atol=1e-3, err_msg=column)
+        for column in ("span_name", "ev_name", "seg_name"):
+            assert [names[c] for c in block.items[column]] == \
+                   [other_names[c] for c in other.items[column]], column

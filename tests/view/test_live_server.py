@@ -1,19 +1,32 @@
 """The live page's server (``slime-trace-viewer live``): the page, its deltas and an
-item's details over real HTTP on loopback, and nothing else."""
+item's details over real HTTP on loopback, and nothing else; with a dump folder, the
+hand-over to the step's dump once it lands."""
 
 from __future__ import annotations
 
+import base64
+import contextlib
+import gzip
 import json
+import os
+import re
+import struct
 import threading
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+import torch
 
 from slime_trace_widget.demo import make_demo_samples
+from slime_trace_widget.sources.handover import new_dumps_watcher
 from slime_trace_widget.view.live import LiveSession, RecordQueue
-from slime_trace_widget.view.page.live_server import make_live_server
+from slime_trace_widget.view.live_blocks import LiveDelta
+from slime_trace_widget.view.page.live_server import Handover, make_live_server
+from tests.support.live_deltas import as_payload, assert_same_rows
 
 
 @pytest.fixture(scope="module")
@@ -22,7 +35,13 @@ def served() -> Iterator[str]:
     feed.put([r for s in make_demo_samples(3, seed=4) for r in s["trace"]["events"]])
     session = LiveSession(feed)
     session.poll()
-    server = make_live_server(session, "127.0.0.1", 0)
+    with _serving(session) as url:
+        yield url
+
+
+@contextlib.contextmanager
+def _serving(session: LiveSession, handover: Handover | None = None) -> Iterator[str]:
+    server = make_live_server(session, "127.0.0.1", 0, handover)
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1},
                               daemon=True)
     thread.start()
@@ -69,3 +88,52 @@ def test_details_and_bad_requests(served: str) -> None:
     assert _get(f"{served}/../etc/passwd")[0] == 404
     assert _get(f"{served}/live_server.py")[0] == 404
 
+
+def test_the_page_hands_over_to_the_steps_dump(tmp_path: Path) -> None:
+    samples = make_demo_samples(5, seed=7)
+    (tmp_path / "rollout_2.pt").write_bytes(b"an earlier step's dump, never read")
+    feed = RecordQueue()
+    feed.put([r for s in samples for r in s["trace"]["events"]])
+    session = LiveSession(feed, title="collect (live)")
+    session.poll()
+    handover = Handover(new_dumps_watcher(tmp_path))
+    with _serving(session, handover) as url:
+        _, _, body = _get(f"{url}/live.json?since=0")
+        live = json.loads(body)
+        assert "handover" not in live and handover.look(session) is False
+        assert _get(f"{url}/dump.html")[0] == 404  # nothing to hand over to yet
+
+        other = tmp_path / "rollout_25_other_run.pt"  # complete, but none of these samples
+        torch.save({"rollout_id": 3, "samples": make_demo_samples(2, seed=99)}, other)
+        dump = tmp_path / "rollout_3.pt"
+        torch.save({"rollout_id": 3, "samples": samples}, dump)
+        old = time.time() - 60
+        for path in (other, dump):
+            os.utime(path, (old, old))  # complete: not modified within the settle time
+        assert handover.look(session) is True  # what the CLI's poll thread does
+
+        _, _, body = _get(f"{url}/live.json?since={live['seq']}&epoch={live['epoch']}")
+        assert json.loads(body)["handover"] == {"url": "dump.html", "dump": "rollout_3.pt"}
+        status, kind, page = _get(f"{url}/dump.html")
+        assert status == 200 and kind.startswith("text/html")
+        assert b"<title>rollout_3.pt: the step&#x27;s dump (handed over from collect (live))" \
+            in page
+
+    # the live rows are the dump page's rows: the same samples with the same spans
+    buffers = {name: base64.b64decode(text) for name, text in live.pop("buffers").items()}
+    assert_same_rows(as_payload(LiveDelta(live, buffers)), _page_payload(page),
+                     {s["trace"]["trace_id"] for s in samples})
+
+
+def _page_payload(html: bytes) -> dict:
+    """The payload a snapshot page's data block holds (``view/page/snapshot.py``)."""
+    data = re.search(rb'<script type="text/plain" id="stw-data">([^<]*)</script>', html)
+    assert data, "no data block in the page"
+    raw = gzip.decompress(base64.b64decode(data[1]))
+    assert raw[:4] == b"STW1"
+    (length,) = struct.unpack("<I", raw[4:8])
+    header = json.loads(raw[8:8 + length])
+    body = raw[8 + length:]
+    payload = header["payload"]
+    return {"meta": payload["meta"], "buffers": {
+        name: body[start:start + size] for name, (start, size) in payload["buffers"].items()}}

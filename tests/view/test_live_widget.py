@@ -12,10 +12,9 @@ import torch
 
 from slime_trace_widget.demo import make_demo_samples
 from slime_trace_widget.view.live import LiveSession, RecordQueue
-from slime_trace_widget.view.live_blocks import LiveDelta, _Table, split_blocks
-from slime_trace_widget.view.payload import COLUMN_DTYPES
+from slime_trace_widget.view.live_blocks import LiveDelta
 from slime_trace_widget.view.widget import TraceTimeline
-from tests.support.live_deltas import absolute_items
+from tests.support.live_deltas import as_payload, assert_same_rows
 
 
 @pytest.fixture(scope="module")
@@ -108,37 +107,5 @@ def test_the_live_view_hands_over_to_the_steps_dump(tmp_path: Path) -> None:
     assert sent[-1][0]["live"]["following"] is False  # the views were told first
 
     # the live rows are the dump's rows: the same samples with the same spans
-    dump_blocks = _blocks_by_trace(timeline.view.payload)
-    live_blocks = _blocks_by_trace(_as_payload(live_delta))
-    assert set(live_blocks) == set(dump_blocks) == {s["trace"]["trace_id"] for s in samples}
-    for trace_id, (block, names) in live_blocks.items():
-        other, other_names = dump_blocks[trace_id]
-        for column in ("span_start", "span_end", "span_lane", "span_depth", "span_flags",
-                       "span_parent", "seg_start", "seg_end", "ev_ts", "ev_parent"):
-            np.testing.assert_allclose(block.items[column], other.items[column],
-                                       rtol=0, atol=1e-3, err_msg=column)
-        for column in ("span_name", "ev_name", "seg_name"):
-            assert [names[c] for c in block.items[column]] == \
-                   [other_names[c] for c in other.items[column]], column
-
-
-def _as_payload(delta: LiveDelta) -> dict:
-    """A whole delta as the payload a renderer holds after applying it."""
-    columns = absolute_items(delta)
-    meta = delta.meta
-    buffers = {name: np.asarray(values).astype(
-        {"u": "<u8", "i": "<i8", "f": "<f8"}[COLUMN_DTYPES[name][0]]) for name, values in
-        columns.items()}
-    packed = {name: values.astype(_DTYPE[COLUMN_DTYPES[name]]).tobytes()
-              for name, values in buffers.items()}
-    return {"meta": {**{k: meta[k] for k in ("names", "statuses", "sources", "rollouts")},
-                     "samples": meta["samples"]}, "buffers": packed}
-
-
-_DTYPE = {"u1": "<u1", "u2": "<u2", "u4": "<u4", "i4": "<i4", "f4": "<f4", "f8": "<f8"}
-
-
-def _blocks_by_trace(payload: dict) -> dict:
-    tables = {name: _Table() for name in ("names", "statuses", "sources", "rollouts")}
-    blocks = split_blocks(payload, tables)
-    return {str(b.strings["trace_id"]): (b, tables["names"].values) for b in blocks}
+    assert_same_rows(as_payload(live_delta), timeline.view.payload,
+                     {s["trace"]["trace_id"] for s in samples})

@@ -3,7 +3,9 @@
 // own server once a second (each answer: the blocks changed since the last one,
 // docs/live-view.md) and hands it to the view as the kernel's message would be,
 // answers the view's `live_sync` the same way, and asks the server for an
-// item's details when it is clicked.
+// item's details when it is clicked. Served with `--dumps`, an answer that names
+// the step's dump (`handover`) ends the polling and the page goes to the dump's
+// page, whose title says it was handed over.
 
 /** @typedef {{url: string, attrs: string, interval_s?: number}} LiveNote where the page's server answers */
 
@@ -21,6 +23,24 @@ export async function liveAttrs(note, kind, index) {
   const reply = await response.json();
   if (!response.ok || reply.error) throw new Error(reply.error || `HTTP ${response.status}`);
   return reply.detail;
+}
+
+/**
+ * Where a delta hands the page over to (the step's dump's page on the same
+ * server), or null: an answer without one, or one naming another origin.
+ * @param {unknown} delta the parsed `live.json` answer
+ * @param {string} base the page's address
+ * @returns {string|null}
+ */
+export function handoverTarget(delta, base) {
+  const note = /** @type {any} */ (delta)?.handover;
+  if (!note || typeof note.url !== "string") return null;
+  try {
+    const url = new URL(note.url, base);
+    return url.origin === new URL(base).origin ? url.href : null;
+  } catch {
+    return null;
+  }
 }
 
 /**
@@ -46,6 +66,12 @@ export function followLive(model, note) {
       const response = await fetch(url, { cache: "no-store" });
       if (!response.ok) return;
       const delta = await response.json();
+      const target = handoverTarget(delta, location.href);
+      if (target) {
+        clearInterval(timer);
+        location.replace(target);
+        return;
+      }
       since = Math.max(delta.epoch === epoch ? since : 0, delta.seq);
       epoch = delta.epoch;
       model.receive(delta, []);

@@ -6,7 +6,10 @@ data block's ``source.live`` naming where its server answers; the page's poller
 second: the blocks changed since its last answer (all of them for another
 epoch), as the widget's deltas with base64 buffers. ``attrs.json?kind=&index=``
 answers a click. A background thread polls the collector's live store every half
-second. Anything else is a 404; the server listens on loopback unless asked.
+second. With a dump folder (``--dumps``), once the step's dump lands (the rule the
+widget uses, ``sources/handover.py``) ``dump.html`` serves its snapshot page and every
+``live.json`` answer names it (``"handover": {"url", "dump"}``): the page goes there.
+Anything else is a 404; the server listens on loopback unless asked.
 """
 
 from __future__ import annotations
@@ -15,21 +18,26 @@ import functools
 import http.server
 import json
 import sys
+import threading
 import urllib.parse
 from http import HTTPStatus
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ...frames.flatten import build_frames
+from ...sources.follow import DumpWatcher
+from ...sources.handover import step_dump
 from ..live import LiveSession
-from ..payload import EncodedView
+from ..payload import EncodedView, encode
 from .htmlpage import page
 from .snapshot import data_blocks
 
 PAGE = "live.html"
 DELTAS = "live.json"
 ATTRS = "attrs.json"
+DUMP_PAGE = "dump.html"
 
 
 def live_page(session: LiveSession) -> bytes:
@@ -41,13 +49,46 @@ def live_page(session: LiveSession) -> bytes:
     return page(blocks, session.title, follow=True).encode()
 
 
+class Handover:
+    """The step's dump a live page hands over to: none until it lands, then its
+    snapshot page, kept."""
+
+    def __init__(self, watcher: DumpWatcher) -> None:
+        self.watcher = watcher
+        self.dump: str | None = None
+        self.page_bytes: bytes | None = None
+        self._lock = threading.Lock()
+
+    def look(self, session: LiveSession) -> bool:
+        """Look for the step's dump once (it is loaded here, off the request
+        threads); whether the page has handed over."""
+        if self.page_bytes is not None:
+            return True
+        found = step_dump(self.watcher, session.blocks.trace_ids())
+        if found is None:
+            return False
+        path, frames = found
+        name = Path(path).name
+        title = f"{name}: the step's dump (handed over from {session.title})"
+        blocks = data_blocks(frames, encode(frames, title=title))
+        with self._lock:
+            self.dump, self.page_bytes = name, page(blocks, title).encode()
+        return True
+
+    def note(self) -> dict[str, str] | None:
+        """What a ``live.json`` answer says once handed over."""
+        with self._lock:
+            return None if self.dump is None else {"url": DUMP_PAGE, "dump": self.dump}
+
+
 class LiveHandler(http.server.BaseHTTPRequestHandler):
     """The page, its deltas and its items' details; nothing else."""
 
     def __init__(self, *args: Any, session: LiveSession, page_bytes: bytes,
-                 **kwargs: Any) -> None:
+                 handover: Handover | None, **kwargs: Any) -> None:
         self.session = session
         self.page_bytes = page_bytes
+        self.handover = handover
         super().__init__(*args, **kwargs)
 
     def do_GET(self) -> None:
@@ -61,7 +102,14 @@ class LiveHandler(http.server.BaseHTTPRequestHandler):
             if since is None or since < 0:
                 self._json(HTTPStatus.BAD_REQUEST, {"error": "since: a whole number >= 0"})
                 return
-            self._json(HTTPStatus.OK, self.session.delta_since(since, epoch).as_json())
+            answer = self.session.delta_since(since, epoch).as_json()
+            handed = self.handover.note() if self.handover is not None else None
+            if handed is not None:
+                answer["handover"] = handed
+            self._json(HTTPStatus.OK, answer)
+        elif parts.path == f"/{DUMP_PAGE}" and self.handover is not None \
+                and self.handover.page_bytes is not None:
+            self._answer(HTTPStatus.OK, "text/html; charset=utf-8", self.handover.page_bytes)
         elif parts.path == f"/{ATTRS}":
             index = _integer(query.get("index", [""])[0])
             kind = query.get("kind", ["span"])[0]
@@ -105,8 +153,11 @@ class LiveServer(http.server.ThreadingHTTPServer):
     daemon_threads = True
 
 
-def make_live_server(session: LiveSession, host: str, port: int) -> LiveServer:
-    """A threaded server of ``session``'s page (port 0 picks a free one)."""
-    handler = functools.partial(LiveHandler, session=session, page_bytes=live_page(session))
+def make_live_server(session: LiveSession, host: str, port: int,
+                     handover: Handover | None = None) -> LiveServer:
+    """A threaded server of ``session``'s page (port 0 picks a free one); with
+    ``handover``, of the step's dump's page once it has landed."""
+    handler = functools.partial(LiveHandler, session=session, page_bytes=live_page(session),
+                                handover=handover)
     return LiveServer((host, port), handler)
 

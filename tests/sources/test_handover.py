@@ -1,0 +1,41 @@
+"""The hand-over rule the live widget and the live page share: the step's dump is the
+first new complete dump holding a sample seen live (real dumps through torch.load)."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import torch
+
+from slime_trace_widget.demo import make_demo_samples
+from slime_trace_widget.sources.handover import new_dumps_watcher, step_dump
+
+
+def _save(path: Path, samples: list[dict], age: float = 60.0) -> None:
+    torch.save({"rollout_id": 0, "samples": samples}, path)
+    old = time.time() - age
+    os.utime(path, (old, old))
+
+
+def test_only_a_new_complete_dump_with_a_live_sample_is_the_steps(tmp_path: Path) -> None:
+    samples = make_demo_samples(3, seed=11)
+    seen = {s["trace"]["trace_id"] for s in samples[:1]}
+    _save(tmp_path / "rollout_0.pt", samples)  # there before: an earlier step's
+    watcher = new_dumps_watcher(tmp_path)
+    assert step_dump(watcher, seen) is None
+
+    _save(tmp_path / "rollout_1.pt", make_demo_samples(2, seed=12))  # none seen live
+    _save(tmp_path / "rollout_2.pt", samples, age=0.0)  # still being written
+    assert step_dump(watcher, seen) is None
+    assert str(tmp_path / "rollout_1.pt") in watcher.seen  # looked at once, not again
+
+    old = time.time() - 60
+    os.utime(tmp_path / "rollout_2.pt", (old, old))
+    found = step_dump(watcher, seen)
+    assert found is not None
+    path, frames = found
+    assert path == str(tmp_path / "rollout_2.pt")
+    assert set(frames.samples["trace_id"]) == {s["trace"]["trace_id"] for s in samples}
+    assert step_dump(watcher, seen) is None  # returned once
