@@ -18,7 +18,7 @@ from slime_trace_widget.demo import make_demo_samples
 from slime_trace_widget.frames import build_frames
 from slime_trace_widget.frames.model import TraceFrames
 from slime_trace_widget.sources.dumps import save_dump
-from slime_trace_widget.sources.live import LiveReader, load_live
+from slime_trace_widget.sources.live import LiveDelta, LiveReader, load_live
 from slime_trace_widget.sources.loading import load_frames
 from tests.support.engine_traces import replay, requests_for
 from tests.support.live_wire import Poster, Sender, recording_order
@@ -38,6 +38,8 @@ class Streamed:
     records: list[dict]
     deltas: list
     reader: LiveReader
+    #: The poll after the engine's export: its samples, without a new record.
+    engine_delta: LiveDelta
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +67,8 @@ def streamed(tmp_path_factory: pytest.TempPathFactory) -> Streamed:
         poster.close()
         replay(requests_for(build_frames(samples)),
                lambda host: OTLPSpanExporter(endpoint=receiver.traces_url), {}, batch=True)
-    return Streamed(folder, dump, samples, records, deltas, reader)
+        engine_delta = reader.poll()
+    return Streamed(folder, dump, samples, records, deltas, reader, engine_delta)
 
 
 def by_trace(frames: TraceFrames) -> pd.DataFrame:
@@ -115,6 +118,8 @@ def test_each_poll_reads_only_what_arrived(streamed: Streamed) -> None:
     assert sorted(new["trace_id"]) == sorted(s["trace"]["trace_id"] for s in streamed.samples)
     middle = streamed.deltas[len(streamed.deltas) // 2]
     assert len(middle.open_spans) and (middle.open_spans["start"] <= middle.now).all()
+    engine = streamed.engine_delta  # the engine's export, after the last record
+    assert engine.records == 0 and len(engine.samples) and not engine.samples["new"].any()
     assert streamed.reader.poll().empty  # nothing new since
 
 

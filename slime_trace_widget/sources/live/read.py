@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 
+from ..engine import durable
 from ..engine.durable import read_wal
 from .store import LAYOUT, SUBDIR, UNKNOWN_ROLLOUT, trace_records
 
@@ -64,15 +65,16 @@ def store_folder(directory: str | Path) -> Path:
                             "folder of 'slime-trace-viewer collect DIR'?)")
 
 
-def store_files(folder: Path) -> list[StoreFile]:
-    """The store's files by sequence number: a finished file stands for its write-ahead
-    file (the roll completed); write-ahead files are listed first, so one rolled between
-    the two listings is still found, as finished."""
+def store_files(folder: Path, layout: durable.Layout = LAYOUT) -> list[StoreFile]:
+    """The store's files by sequence number (the live store's, or ``layout``'s): a
+    finished file stands for its write-ahead file (the roll completed); write-ahead
+    files are listed first, so one rolled between the two listings is still found, as
+    finished."""
     wals = {int(m.group(1)): path for path in folder.glob("wal-*.arrows")
             if (m := _WAL.fullmatch(path.name))}
     files = {seq: StoreFile(seq, path, False) for seq, path in wals.items()}
-    for path in folder.glob(f"{LAYOUT.prefix}-*.parquet"):
-        match = LAYOUT.finished.fullmatch(path.name)
+    for path in folder.glob(f"{layout.prefix}-*.parquet"):
+        match = layout.finished.fullmatch(path.name)
         if match:
             files[int(match.group(3))] = StoreFile(int(match.group(3)), path, True)
     return [files[seq] for seq in sorted(files)]
@@ -224,7 +226,7 @@ class Tail:
                 continue
             done = self.rows.get(store_file.seq, 0)
             table = (_finished_after(store_file.path, done) if store_file.finished
-                     else _wal_after(store_file.path, done))
+                     else wal_after(store_file.path, done))
             self.rows[store_file.seq] = done + len(table)
             if len(table):
                 tables.append(table)
@@ -243,15 +245,15 @@ def _finished_after(path: Path, done: int) -> pa.Table:
     return read_groups(path, groups).slice(skip) if groups else LAYOUT.empty()
 
 
-def _wal_after(path: Path, done: int) -> pa.Table:
-    """The complete batches of a write-ahead file after its first ``done`` rows, through a
-    memory map (the batches skipped are not copied). A batch being written, or a file
-    rolled meanwhile, is read next time."""
+def wal_after(path: Path, done: int, layout: durable.Layout = LAYOUT) -> pa.Table:
+    """The complete batches of a write-ahead file (the live store's, or ``layout``'s) after
+    its first ``done`` rows, through a memory map (the batches skipped are not copied). A
+    batch being written, or a file rolled meanwhile, is read next time."""
     batches = []
     try:
         reader = ipc.open_stream(pa.memory_map(str(path)))
-        if not reader.schema.equals(LAYOUT.schema):
-            return LAYOUT.empty()
+        if not reader.schema.equals(layout.schema):
+            return layout.empty()
         seen = 0
         while True:
             try:
@@ -264,5 +266,5 @@ def _wal_after(path: Path, done: int) -> pa.Table:
     except (pa.ArrowInvalid, OSError, EOFError):
         pass  # gone, or its last batch is being written
     if not batches:
-        return LAYOUT.empty()
-    return pa.Table.from_batches(batches, LAYOUT.schema)
+        return layout.empty()
+    return pa.Table.from_batches(batches, layout.schema)

@@ -2,7 +2,10 @@
 the last one and saying what changed (:class:`LiveDelta`), so a live view sends only that.
 
 The first poll reads the rollout as :func:`~.load.load_live` does; later polls read on
-from where the last one stopped in each store file (``sources.live.read.Tail``). A
+from where the last one stopped in each store file (``sources.live.read.Tail``), and
+in the engine span store beside it: a sample whose engine requests landed since the
+last poll is in the delta too (``engine``), to be flattened again with them, even when
+it has no new record (``sources.live.engine_marks``). A
 reader following the latest rollout (``rollout=None``) moves to a newer one as soon as
 a record of it arrives: that delta has ``rollout_changed`` and holds the new rollout's
 records from its first, and the view starts over from it.
@@ -23,6 +26,7 @@ import pyarrow.compute as pc
 from ...frames.live_health import HealthTracker, LiveHealth
 from ...frames.model import TraceFrames
 from .carriers import LiveCarriers, NewRecord
+from .engine_marks import EngineMarks
 from .frames_of import live_frames
 from .read import Tail, select, store_folder
 from .spans import SpanChanges, SpanTracker
@@ -34,6 +38,7 @@ OPENED_COLUMNS = ["key", "span_id", "parent_span_id", "name", "start", "attempt"
 CLOSED_COLUMNS = ["key", "span_id", "name", "start", "end"]
 EVENT_COLUMNS = ["key", "name", "ts", "parent_span_id", "attempt"]
 OPEN_COLUMNS = ["key", "span_id", "name", "start", "parent_span_id", "last_record"]
+ENGINE_COLUMNS = ["key", "spans"]
 
 
 @dataclass
@@ -42,9 +47,11 @@ class LiveDelta:
     table and across polls; ``trace_id`` is the trace id as recorded. Times are epoch
     seconds.
 
-    * ``samples``: the traces that are new or got records (``new`` for the former), with
-      their first and last record times, the collector's time of their last record,
-      their record count and how many of their spans are open;
+    * ``samples``: the traces that are new, got records (``new`` for the former) or got
+      engine spans, with their first and last record times, the collector's time of
+      their last record, their record count and how many of their spans are open;
+    * ``engine``: the traces engine spans stored since the last poll belong to (as the
+      engine join matches them), with how many of those spans;
     * ``opened`` / ``closed``: spans started / ended by this poll's records (a span may
       be in both); ``events``: instant events recorded;
     * ``open_spans``: every span open now, with its sample's last record time (a sample
@@ -62,10 +69,11 @@ class LiveDelta:
     open_spans: pd.DataFrame
     health: LiveHealth
     now: float
+    engine: pd.DataFrame
 
     @property
     def empty(self) -> bool:
-        return not self.records and not self.rollout_changed
+        return not self.records and not self.rollout_changed and self.engine.empty
 
 
 class LiveReader:
@@ -82,6 +90,7 @@ class LiveReader:
         self._health = HealthTracker()
         self._carriers = LiveCarriers()
         self._spans = SpanTracker()
+        self._engine: EngineMarks | None = None
 
     def poll(self, now: float | None = None) -> LiveDelta:
         """Read what arrived since the last poll (the rollout so far, the first time)."""
@@ -91,8 +100,10 @@ class LiveReader:
             try:
                 store_folder(self.directory)
             except FileNotFoundError:
-                return self._delta([], SpanChanges(), False, now)  # no collector yet
+                return self._delta([], SpanChanges(), False, now, {})  # no collector yet
             selection = select(self.directory, None if self.follow_latest else self.rollout)
+            if self.engine_traces:  # what is stored now is joined when the samples are built
+                self._engine = EngineMarks(self.directory)
             self._tail = Tail(self.directory)
             self._tail.start_after(selection.extent)
             self.rollout, changed = selection.rollout, True
@@ -104,7 +115,8 @@ class LiveReader:
             if self.follow_latest:
                 changed = self._move_on(table)
             taken = self._carriers.add(table, fresh & self._chosen(table))
-        return self._delta(taken, self._spans.take(taken), changed, now)
+        return self._delta(taken, self._spans.take(taken), changed, now, self._engine_marks(
+            taken, changed, now))
 
     def frames(self, now: float | None = None, keys: list[str] | None = None) -> TraceFrames:
         """Frames of everything read so far (or of the traces ``keys``), as
@@ -112,6 +124,18 @@ class LiveReader:
         now = time.time() if now is None else float(now)
         return live_frames(self._carriers, self.rollout, self.directory, now,
                            self._health.health(now), keys, self.engine_traces)
+
+    def _engine_marks(self, taken: list[NewRecord], changed: bool, now: float
+                      ) -> dict[str, int]:
+        """The samples engine spans stored since the last poll belong to."""
+        if self._engine is None:
+            return {}
+        if changed:
+            self._engine.forget()
+        self._engine.index(taken)
+        health = self._health.health(now)
+        return self._engine.marks(lambda keys: live_frames(
+            self._carriers, self.rollout, self.directory, now, health, keys, engine=False))
 
     def _chosen(self, table: pa.Table) -> np.ndarray:
         records = trace_records(table)
@@ -133,8 +157,10 @@ class LiveReader:
         return True
 
     def _delta(self, taken: list[NewRecord], changes: SpanChanges, changed: bool,
-               now: float) -> LiveDelta:
+               now: float, engine: dict[str, int]) -> LiveDelta:
         traces = {item.trace.key: item.trace for item in taken}
+        for key in engine:
+            traces.setdefault(key, self._carriers.traces[key])
         taken_per_trace = Counter(item.trace.key for item in taken)
         open_now = self._spans.open_spans()
         open_count: dict[str, int] = {}
@@ -155,7 +181,8 @@ class LiveReader:
             open_spans=pd.DataFrame([(s.key, s.span_id, s.name, s.start, s.parent_span_id,
                                       last.get(s.key)) for s in open_now],
                                     columns=OPEN_COLUMNS),
-            health=self._health.health(now), now=now)
+            health=self._health.health(now), now=now,
+            engine=pd.DataFrame(list(engine.items()), columns=ENGINE_COLUMNS))
 
 
 def _text(value: object) -> str | None:

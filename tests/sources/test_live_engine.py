@@ -1,0 +1,145 @@
+"""Engine exports that land after a sample's last live record: a rollout streamed to the
+real receiver and polled to its end, then SGLang-shaped requests exported by the SDK
+into the same collector (matched by rid, or by the W3C context a client sent); the next
+poll names the samples they belong to without any new record, and their frames hold
+the engine's slices under the generation spans, as ``load_live`` gives them."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import pytest
+
+from slime_trace_widget.demo import make_demo_samples
+from slime_trace_widget.frames import build_frames
+from slime_trace_widget.frames.model import TraceFrames
+from slime_trace_widget.schema import w3c_span_id, w3c_trace_id
+from slime_trace_widget.sources.engine.store import SpanStore
+from slime_trace_widget.sources.live import LiveDelta, LiveReader, load_live
+from slime_trace_widget.sources.live.engine_tail import EngineTail
+from tests.support.engine_builder import Engine, plain_slices
+from tests.support.engine_traces import replay, requests_for
+from tests.support.live_wire import Poster, Sender, recording_order, wire_id
+from tests.support.receiver import start_receiver
+
+ROLLOUT = 3
+CHUNK = 400
+
+
+@dataclass
+class Exported:
+    folder: Path
+    reader: LiveReader
+    before: list[LiveDelta]
+    after: LiveDelta
+    #: The wire keys of the samples whose generation spans got a request.
+    owners: set[str]
+    others: set[str]
+
+
+def key_of(trace_id: object) -> str:
+    return wire_id(trace_id, 16).hex()
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory: pytest.TempPathFactory) -> Exported:
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+    samples = make_demo_samples(12, seed=5, rollout_id=ROLLOUT)
+    frames = build_frames(samples)
+    core, sample_traces = frames.span_core, frames.samples["trace_id"]
+    # the even samples get their engine's requests, the odd ones none
+    requests = [r for r in requests_for(frames) if int(core.at[r.span, "sample_row"]) % 2 == 0]
+    for number, request in enumerate(requests):
+        if number % 2:  # matched by trace context: a rid no generation span carries
+            trace = sample_traces[int(core.at[request.span, "sample_row"])]
+            span = core.at[request.span, "span_id"]
+            requests[number] = replace(request, rid=f"client-{number:04d}-unrelated",
+                                       traceparent=f"00-{w3c_trace_id(trace)}-"
+                                                   f"{w3c_span_id(span)}-01")
+    rows = {int(core.at[r.span, "sample_row"]) for r in requests}
+    owners = {key_of(sample_traces[row]) for row in rows}
+    others = {key_of(t) for row, t in sample_traces.items() if row not in rows}
+    records = recording_order(samples)
+    folder = tmp_path_factory.mktemp("live_engine") / "collector"
+    sender = Sender()
+    with start_receiver(folder) as receiver:
+        reader = LiveReader(folder)
+        poster = Poster(receiver.http_port)
+        before = []
+        for start in range(0, len(records), CHUNK):
+            status, answer = poster.post(sender.request(records[start:start + CHUNK],
+                                                        rollout_id=ROLLOUT))
+            assert status == 200, answer
+            before.append(reader.poll())
+        poster.close()
+        replay(requests, lambda host: OTLPSpanExporter(endpoint=receiver.traces_url), {},
+               batch=True)
+        after = reader.poll()
+    return Exported(folder, reader, before, after, owners, others)
+
+
+def engine_spans_per_trace(frames: TraceFrames) -> Counter[str]:
+    engine = frames.span_core[(frames.span_core["origin"] == "engine").to_numpy()]
+    traces = frames.samples["trace_id"].to_numpy()[engine["sample_row"].to_numpy()]
+    return Counter(key_of(trace) for trace in traces)
+
+
+def test_engine_spans_after_the_last_record_reach_the_next_delta(exported: Exported) -> None:
+    after = exported.after
+    assert after.records == 0 and not after.rollout_changed and not after.empty
+    assert set(after.engine["key"]) == exported.owners
+    assert set(after.samples["key"]) == exported.owners
+    assert len(exported.owners) == len(exported.others) == 6
+    assert not after.samples["new"].any() and (after.engine["spans"] > 0).all()
+    assert not any(len(delta.engine) for delta in exported.before)
+
+
+def test_the_marked_samples_frames_hold_the_engine_slices(exported: Exported) -> None:
+    now = time.time()
+    keys = list(exported.after.samples["key"])
+    frames = exported.reader.frames(now, keys)
+    found = engine_spans_per_trace(frames)
+    assert set(found) == exported.owners
+    whole = load_live(exported.folder, now=now)
+    assert engine_spans_per_trace(whole) == found  # every request placed, as load_live does
+    spans = frames.span_core
+    roots = spans[((spans["origin"] == "engine")
+                   & spans["name"].astype(str).str.startswith("sglang")).to_numpy()]
+    parents = spans.loc[roots["parent_index"].to_numpy()]
+    assert (parents["origin"] != "engine").all()  # under the sample's own span
+    assert exported.reader.poll().empty  # nothing stored since
+
+
+def test_the_engine_tail_reads_each_span_once_across_a_roll(tmp_path: Path) -> None:
+    """The real store: spans read from a write-ahead file are not read again from the
+    finished file it rolls into (sorted by start, not in arrival order)."""
+    store = SpanStore(tmp_path, roll_spans=1_000_000, roll_seconds=3600.0)
+    written: list[int] = []
+
+    def request(start: float) -> None:
+        engine = Engine()
+        engine.request(f"rid-{start}", start, start + 5.0,
+                       slices=plain_slices(start + 0.1, start + 4.9, loops=3))
+        store.append(engine.table())
+        written.append(len(engine.table()))
+
+    try:
+        request(1_700_000_100.0)
+        tail = EngineTail(tmp_path)
+        tail.skip_present()
+        request(1_700_000_050.0)  # starts earlier: sorted before the first in the roll
+        assert len(tail.read()) == written[-1]
+        request(1_700_000_000.0)
+        store.roll()
+        assert len(tail.read()) == written[-1]
+        assert len(tail.read()) == 0
+        request(1_700_000_200.0)
+        assert len(tail.read()) == written[-1]
+    finally:
+        store.close()
+    assert len(tail.read()) == 0  # the last write-ahead file rolled on close: nothing new
+    assert len(EngineTail(tmp_path).read()) == sum(written)
