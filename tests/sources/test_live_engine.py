@@ -20,6 +20,8 @@ from slime_trace_widget.schema import w3c_span_id, w3c_trace_id
 from slime_trace_widget.sources.engine.store import SpanStore
 from slime_trace_widget.sources.live import LiveDelta, LiveReader, load_live
 from slime_trace_widget.sources.live.engine_tail import EngineTail
+from slime_trace_widget.view.live import LiveSession
+from slime_trace_widget.view.live_feed import ReaderFeed
 from tests.support.engine_builder import Engine, plain_slices
 from tests.support.engine_traces import replay, requests_for
 from tests.support.live_wire import Poster, Sender, recording_order, wire_id
@@ -38,6 +40,12 @@ class Exported:
     #: The wire keys of the samples whose generation spans got a request.
     owners: set[str]
     others: set[str]
+    #: A live view's session fed by its own reader, polled alongside: the block
+    #: positions the export changed, and each block's span count before and after it.
+    session: LiveSession
+    changed: list[int]
+    spans_before: dict[str, int]
+    spans_after: dict[str, int]
 
 
 def key_of(trace_id: object) -> str:
@@ -68,6 +76,7 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> Exported:
     sender = Sender()
     with start_receiver(folder) as receiver:
         reader = LiveReader(folder)
+        session = LiveSession(ReaderFeed(folder))
         poster = Poster(receiver.http_port)
         before = []
         for start in range(0, len(records), CHUNK):
@@ -75,11 +84,21 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> Exported:
                                                         rollout_id=ROLLOUT))
             assert status == 200, answer
             before.append(reader.poll())
+            session.poll()
         poster.close()
+        spans_before = block_spans(session)
         replay(requests, lambda host: OTLPSpanExporter(endpoint=receiver.traces_url), {},
                batch=True)
         after = reader.poll()
-    return Exported(folder, reader, before, after, owners, others)
+        changed = session.poll()
+    return Exported(folder, reader, before, after, owners, others, session, changed,
+                    spans_before, block_spans(session))
+
+
+def block_spans(session: LiveSession) -> dict[str, int]:
+    """The spans in each sample's block as a live view holds it, by sample key."""
+    return {key: session.blocks.block_count(position, "span")
+            for position, key in enumerate(session.blocks.keys())}
 
 
 def engine_spans_per_trace(frames: TraceFrames) -> Counter[str]:
@@ -143,3 +162,19 @@ def test_the_engine_tail_reads_each_span_once_across_a_roll(tmp_path: Path) -> N
         store.close()
     assert len(tail.read()) == 0  # the last write-ahead file rolled on close: nothing new
     assert len(EngineTail(tmp_path).read()) == sum(written)
+
+
+def test_a_live_view_redraws_the_samples_the_engine_spans_belong_to(exported: Exported
+                                                                    ) -> None:
+    keys = exported.session.blocks.keys()
+    assert sorted(keys[p] for p in exported.changed) == sorted(exported.owners)
+    delta = exported.session.delta_since(exported.session.seq - 1).meta
+    assert sorted(keys[p] for p in delta["positions"]) == sorted(exported.owners)
+    counts = dict(zip(delta["positions"], delta["counts"]["span"], strict=True))
+    for position in delta["positions"]:
+        assert exported.session.blocks.block_count(position, "span") == counts[position]
+    found = engine_spans_per_trace(exported.reader.frames(time.time()))
+    for key in exported.owners:  # the engine's spans joined into the block
+        assert exported.spans_after[key] == exported.spans_before[key] + found[key]
+    for key in exported.others:
+        assert exported.spans_after[key] == exported.spans_before[key]
