@@ -20,14 +20,15 @@ import base64
 import json
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from google.protobuf import json_format
-from google.protobuf.message import DecodeError
+from google.protobuf.message import DecodeError, Message
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from .store import COLUMNS
 
+MessageT = TypeVar("MessageT", bound=Message)
 #: Deepest nesting of array and kvlist values kept; deeper ones are cut to their text.
 MAX_VALUE_DEPTH = 16
 _ID_FIELDS = ("traceId", "spanId", "parentSpanId")
@@ -65,20 +66,24 @@ def parse_protobuf(body: bytes) -> SpanRows:
 
 def parse_json(body: bytes) -> SpanRows:
     """Spans of an OTLP/JSON ``ExportTraceServiceRequest`` (ids in hex)."""
+    return request_rows(json_message(body, ExportTraceServiceRequest()))
+
+
+def json_message(body: bytes, message: MessageT) -> MessageT:
+    """``message`` filled from an OTLP/JSON body (ids in hex, as OTLP writes them);
+    :class:`BadRequest` naming the message type when the body is not one."""
+    kind = type(message).__name__
     try:
         document = json.loads(body)
     except (ValueError, RecursionError) as exc:
         raise BadRequest(f"the body is not JSON ({exc})") from None
     if not isinstance(document, dict):
-        raise BadRequest("the body is not an OTLP/JSON ExportTraceServiceRequest object")
+        raise BadRequest(f"the body is not an OTLP/JSON {kind} object")
     try:
         hex_ids_to_base64(document)
-        request = json_format.ParseDict(document, ExportTraceServiceRequest(),
-                                        ignore_unknown_fields=True)
+        return json_format.ParseDict(document, message, ignore_unknown_fields=True)
     except (json_format.ParseError, ValueError, TypeError, RecursionError) as exc:
-        raise BadRequest(f"the body is not an OTLP/JSON ExportTraceServiceRequest ({exc})"
-                         ) from None
-    return request_rows(request)
+        raise BadRequest(f"the body is not an OTLP/JSON {kind} ({exc})") from None
 
 
 def request_rows(request: ExportTraceServiceRequest) -> SpanRows:

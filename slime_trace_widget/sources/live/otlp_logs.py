@@ -13,17 +13,15 @@ microseconds.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from google.protobuf import json_format
 from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import KeyValue
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 
-from ..engine.otlp import BadRequest, attributes_of, hex_ids_to_base64
+from ..engine.otlp import BadRequest, attributes_of, json_message
 from .lean_logs import AttributeCache, Meaning, body_text, parse_request
 from .store import COLUMNS, STATUS_RECORDS, UNKNOWN_ROLLOUT
 
@@ -60,19 +58,7 @@ def parse_protobuf(body: bytes, received_ns: int) -> LiveRows:
 
 def parse_json(body: bytes, received_ns: int) -> LiveRows:
     """Records of an OTLP/JSON ``ExportLogsServiceRequest`` (ids in hex)."""
-    try:
-        document = json.loads(body)
-    except (ValueError, RecursionError) as exc:
-        raise BadRequest(f"the body is not JSON ({exc})") from None
-    if not isinstance(document, dict):
-        raise BadRequest("the body is not an OTLP/JSON ExportLogsServiceRequest object")
-    try:
-        hex_ids_to_base64(document)
-        request = json_format.ParseDict(document, ExportLogsServiceRequest(),
-                                        ignore_unknown_fields=True)
-    except (json_format.ParseError, ValueError, TypeError, RecursionError) as exc:
-        raise BadRequest(f"the body is not an OTLP/JSON ExportLogsServiceRequest ({exc})"
-                         ) from None
+    request = json_message(body, ExportLogsServiceRequest())
     return parse_protobuf(request.SerializeToString(), received_ns)
 
 
