@@ -91,7 +91,8 @@ def test_a_batch_and_its_spans_read_back() -> None:
            "attrs": {"error_type": "KeyError", "error_message": "boom"}}
     now = time.time_ns()
     batch = [(1, now, 4, start), (2, now, 4, event), (3, now, None, end)]
-    logs_body, spans = encoder.encode(batch, dropped=6)
+    logs_body, spans, unencodable = encoder.encode(batch, dropped=6)
+    assert unencodable == 0
     logs = decode_logs(logs_body)
     resource_logs = logs.resource_logs[0]
     assert attributes(resource_logs.resource) == RESOURCE

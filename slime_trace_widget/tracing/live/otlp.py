@@ -229,20 +229,27 @@ class Encoder:
         return wire.export_request(self._resource, self._scope, items)
 
     def encode(self, batch: list[Queued], dropped: int,
-               pause: Callable[[], None] | None = None) -> tuple[bytes, list[bytes]]:
-        """The batch's logs request (its last record carrying ``dropped``) and its ended
-        spans; ``pause`` is called after every :data:`PAUSE_EVERY` records."""
+               pause: Callable[[], None] | None = None) -> tuple[bytes, list[bytes], int]:
+        """The batch's logs request (its last record carrying ``dropped``), its ended
+        spans, and how many of its records could not be encoded (left out: the caller
+        counts them dropped, so one odd record never stops the stream); ``pause`` is
+        called after every :data:`PAUSE_EVERY` records."""
         logs: list[bytes] = []
         spans: list[bytes] = []
+        unencodable = 0
         last = len(batch) - 1
         for position, item in enumerate(batch):
-            log, span = self._encode_one(item, dropped if position == last else None)
+            try:
+                log, span = self._encode_one(item, dropped if position == last else None)
+            except Exception:  # any record the encoder cannot write is dropped, counted
+                unencodable += 1
+                continue
             logs.append(log)
             if span is not None:
                 spans.append(span)
             if pause is not None and position % PAUSE_EVERY == PAUSE_EVERY - 1:
                 pause()
-        return self.request(logs), spans
+        return self.request(logs), spans, unencodable
 
     def status_request(self, kind: str, seq: int, dropped: int, queued: int,
                        rollout_id: int | None) -> bytes:

@@ -115,13 +115,18 @@ class SenderThread(threading.Thread):
 
     def _send_batch(self, batch: list[Queued]) -> None:
         dropped = self._outbox.counts()[1]
-        logs, spans = self._encoder.encode(batch, dropped, pause=_let_others_run)
+        logs, spans, unencodable = self._encoder.encode(batch, dropped, pause=_let_others_run)
+        if unencodable:
+            self._outbox.drop(unencodable)
+        encoded = len(batch) - unencodable
+        if not encoded:
+            return
         outcome = self._deliver(LOGS_PATH, logs, tries=None)
         if outcome.taken:
-            self.sent += len(batch)
+            self.sent += encoded
             self.batches += 1
         else:
-            self._outbox.drop(len(batch))
+            self._outbox.drop(encoded)
             self._log_refusal(LOGS_PATH, outcome)
         if spans and self._spans_on:
             self._send_spans(spans)
