@@ -115,6 +115,9 @@ class AttributeCache:
     non-negative integer. Bounded: emptied when it holds :data:`LIMIT` entries."""
 
     LIMIT = 100_000
+    #: Longest attribute (as bytes) remembered: repeats are short (ids, names, kinds);
+    #: a long one is decoded each time, so the cache stays small whatever arrives.
+    LARGEST_KEPT = 256
 
     def __init__(self, decode: Callable[[KeyValue], Meaning], unique_key: str,
                  unique_column: str) -> None:
@@ -141,9 +144,10 @@ class AttributeCache:
         except (DecodeError, RuntimeError, ValueError) as exc:
             raise BadRequest(f"an attribute is not an OTLP KeyValue ({exc})") from None
         meaning = self._decode(pair)
-        if len(self._known) >= self.LIMIT:
-            self._known.clear()
-        self._known[raw] = meaning
+        if len(raw) <= self.LARGEST_KEPT:
+            if len(self._known) >= self.LIMIT:
+                self._known.clear()
+            self._known[raw] = meaning
         return meaning
 
 
