@@ -164,6 +164,11 @@ def hostile_requests(records: list[dict]) -> dict[str, tuple[bytes, dict[str, st
         del attrs[:]
         attrs.extend(keep)
 
+    def receiver_sender(request: ExportLogsServiceRequest) -> None:
+        for pair in request.resource_logs[0].resource.attributes:
+            if pair.key == "slime.live.sender":
+                pair.value.string_value = "receiver:" + pair.value.string_value
+
     protobuf = PROTOBUF
     return {
         "not protobuf": (b"\xff\xfe not a message", protobuf),
@@ -173,6 +178,11 @@ def hostile_requests(records: list[dict]) -> dict[str, tuple[bytes, dict[str, st
         "seq as text": (edited(set_attr("slime.seq", "string_value", "7")), protobuf),
         "seq zero": (edited(set_attr("slime.seq", "int_value", 0)), protobuf),
         "record type not text": (edited(set_attr("slime.record", "int_value", 1)), protobuf),
+        "the collector's own start row": (
+            edited(set_attr("slime.record", "string_value", "receiver_start")), protobuf),
+        "the collector's own stop row": (
+            edited(set_attr("slime.record", "string_value", "receiver_stop")), protobuf),
+        "a sender named like the collector": (edited(receiver_sender), protobuf),
         "rollout as text": (edited(set_attr("slime.rollout_id", "string_value", "x")),
                             protobuf),
         "short trace id": (edited(lambda r: setattr(records_of(r)[1], "trace_id", b"\1" * 3)),

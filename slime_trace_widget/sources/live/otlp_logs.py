@@ -23,7 +23,14 @@ from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 
 from ..engine.otlp import BadRequest, attributes_of, json_message
 from .lean_logs import AttributeCache, Meaning, body_text, parse_request
-from .store import COLUMNS, STATUS_RECORDS, UNKNOWN_ROLLOUT
+from .store import (
+    COLUMNS,
+    RECEIVER_PREFIX,
+    RECEIVER_START,
+    RECEIVER_STOP,
+    STATUS_RECORDS,
+    UNKNOWN_ROLLOUT,
+)
 
 SENDER_ATTR = "slime.live.sender"
 RECORD_ATTR = "slime.record"
@@ -122,7 +129,8 @@ def _resource(raw: bytes) -> tuple[str | None, str]:
     except (DecodeError, RuntimeError, ValueError) as exc:
         raise BadRequest(f"a resource is not an OTLP Resource ({exc})") from None
     sender, service = attributes.get(SENDER_ATTR), attributes.get("service.name")
-    usable = isinstance(sender, str) and 0 < len(sender) <= MAX_NAME
+    usable = (isinstance(sender, str) and 0 < len(sender) <= MAX_NAME
+              and not sender.startswith(RECEIVER_PREFIX))
     return (sender if usable else None,  # type: ignore[return-value]
             service[:MAX_NAME] if isinstance(service, str) else "")
 
@@ -134,6 +142,8 @@ def _attribute(pair: KeyValue) -> Meaning:
     if key == RECORD_ATTR:
         if kind != "string_value" or not 0 < len(value.string_value) <= MAX_RECORD_TYPE:
             raise BadRequest(f"{RECORD_ATTR} is not text of 1 to {MAX_RECORD_TYPE} characters")
+        if value.string_value in (RECEIVER_START, RECEIVER_STOP):
+            raise BadRequest(f"{RECORD_ATTR} {value.string_value!r} is the collector's own")
         return "record", value.string_value
     if key == ATTEMPT_ATTR:
         attempt = value.int_value if kind == "int_value" else 0
