@@ -77,12 +77,14 @@ export function emptyLiveState() {
 /**
  * Whether `delta` can be applied to `state`: blocks of the same epoch, starting no
  * later than the state's last delta (a delta holds every block changed after its
- * `since`), or a whole state (since 0) of any epoch.
+ * `since`) and ending no earlier (an older answer that arrives late would put older
+ * blocks back), or a whole state (since 0) of another epoch.
  * @param {LiveState} state
  * @param {{since: number, seq: number, epoch?: string}} delta
  */
 export function applicable(state, delta) {
-  return delta.since === 0 || ((delta.epoch ?? "") === state.epoch && delta.since <= state.seq);
+  if ((delta.epoch ?? "") !== state.epoch) return delta.since === 0;
+  return delta.since <= state.seq && delta.seq >= state.seq;
 }
 
 /**

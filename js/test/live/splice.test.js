@@ -46,6 +46,16 @@ test("a delta that starts after the state's last one is refused", () => {
   assert.equal(applicable(state, FIXTURE.deltas[1]), true);
 });
 
+test("an older answer that arrives after a newer one is refused", () => {
+  let state = emptyLiveState();
+  for (const delta of FIXTURE.deltas) state = apply(state, delta);
+  const older = FIXTURE.deltas[FIXTURE.deltas.length - 2];
+  assert.ok(older.seq < state.seq);
+  assert.equal(applicable(state, older), false);
+  assert.equal(applicable(state, { ...FIXTURE.whole, seq: state.seq - 1 }), false);
+  assert.equal(applicable(state, FIXTURE.deltas[FIXTURE.deltas.length - 1]), true);
+});
+
 test("the state decodes as a payload: pointers inside their own sample, spans sorted", () => {
   let state = emptyLiveState();
   for (const delta of FIXTURE.deltas) state = apply(state, delta);
