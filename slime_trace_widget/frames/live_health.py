@@ -190,7 +190,10 @@ class HealthTracker:
             state = self._senders.setdefault(name, _Sender(service=str(services[rows[0]])))
             kind = kinds[rows]
             marks = (kind == HEARTBEAT) | (kind == CLOSE)
-            state.highest = max(state.highest, int(seqs[rows].max()))
+            # a heartbeat's number is the last one given out, its queued ones included:
+            # only those before them are due (sent or counted dropped) by now
+            due = np.where(marks, seqs[rows] - np.maximum(queued[rows], 0), seqs[rows])
+            state.highest = max(state.highest, int(due.max()))
             state.last_heard_ns = max(state.last_heard_ns, int(received[rows].max()))
             state.closed = state.closed or bool((kind == CLOSE).any())
             state.dropped = max(state.dropped, int(dropped[rows].max()))

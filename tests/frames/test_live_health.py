@@ -19,13 +19,13 @@ T0 = 1_800_000_000 * SECOND
 
 
 def rows(sender: str, seqs: list[int], kind: str = "span_start", received: int = T0,
-         dropped: int | None = None) -> pa.Table:
+         dropped: int | None = None, queued: int | None = None) -> pa.Table:
     columns: dict[str, list] = {name: [] for name in COLUMNS}
     for n, seq in enumerate(seqs):
         row = {"sender": sender, "seq": seq, "record": kind, "ts_ns": received + n,
                "trace_id": "ab" * 16, "span_id": None, "sample_id": None, "group_id": None,
                "attempt": 0, "rollout_id": 0, "body": "{}",
-               "dropped": dropped if n == len(seqs) - 1 else None, "queued": None,
+               "dropped": dropped if n == len(seqs) - 1 else None, "queued": queued,
                "service": "rollout", "received_ns": received + n}
         for name in COLUMNS:
             columns[name].append(row[name])
@@ -56,6 +56,17 @@ def test_gaps_drops_and_repeats_per_sender() -> None:
     assert health.missing == 4 and health.dropped == 2
     assert "a:1: 4 record(s) missing (2 dropped at the sender)" in health.summary()
     assert list(health.frame()["process"]) == ["a:1", "b:2"]
+
+
+def test_numbers_still_queued_at_a_heartbeat_are_not_missing() -> None:
+    """A heartbeat says the last number given out; the ones still queued behind it are
+    not lost until a later heartbeat or record says they are due."""
+    tracker = HealthTracker()
+    tracker.observe(rows("a:1:5", [1, 2, 3]))
+    tracker.observe(rows("a:1:5", [8], kind="heartbeat", dropped=0, queued=5))
+    assert tracker.health(now=T0 / SECOND + 1).missing == 0
+    tracker.observe(rows("a:1:5", [9], kind="heartbeat", dropped=0, queued=0))
+    assert tracker.health(now=T0 / SECOND + 1).missing == 6
 
 
 def test_a_sender_goes_silent_unless_it_closed() -> None:
