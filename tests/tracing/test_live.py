@@ -193,6 +193,29 @@ def test_a_hung_receiver_never_blocks_recording(monkeypatch) -> None:
     assert stats.sent == 0 and stats.dropped == 5_000 and stats.queued == 0
 
 
+def test_close_settles_the_counts_while_the_receiver_still_hangs() -> None:
+    """The receiver takes the request and never answers, and is still there when the
+    stream closes: close cuts the wait, and every record is sent or counted dropped."""
+    listener = socket.create_server(("127.0.0.1", 0), backlog=8)
+    port = listener.getsockname()[1]
+    try:
+        stream = live.install(f"http://127.0.0.1:{port}", capacity=100, max_batch=10,
+                              interval=0.05, timeout=600)
+        sample = bind_trace({"index": 0, "group_index": 0})
+        for k in range(500):
+            trace_event(sample, "tick", {"k": k})
+        listener.settimeout(120)  # hang guard
+        connection, _ = listener.accept()
+        connection.settimeout(120)
+        assert connection.recv(1)  # a post is on the wire, waiting for its answer
+        stats = stream.close(timeout=1.0)
+        assert stats.queued == 0 and stats.sent == 0
+        assert stats.dropped == stats.seq == 500
+        connection.close()
+    finally:
+        listener.close()
+
+
 def test_a_receiver_that_is_down_costs_nothing_but_the_records(sink) -> None:
     with socket.socket() as probe:  # a loopback port nobody listens on
         probe.bind(("127.0.0.1", 0))

@@ -30,6 +30,8 @@ MIN_PAUSE_SECONDS = 0.05
 #: Tries a batch of ended spans gets; spans are a courtesy to tracing backends, the
 #: logs are the stream, so spans never hold the stream up for long.
 SPAN_TRIES = 3
+#: How long a close waits for the thread once the connection it waited on is cut.
+ABORT_JOIN_SECONDS = 5.0
 #: How long the sender lets go of the interpreter between two slices of a batch it
 #: encodes. Python hands the interpreter to a waiting thread only every 5 ms
 #: (``sys.getswitchinterval``) unless the holder lets go: without these pauses a
@@ -71,6 +73,9 @@ class SenderThread(threading.Thread):
         self._closing.set()
         if self.is_alive() and threading.current_thread() is not self:
             self.join(max(timeout, 0.0) + 1.0)
+            if self.is_alive():  # a post still waits on a receiver that never answers
+                self._poster.abort()
+                self.join(ABORT_JOIN_SECONDS)
 
     # ------------------------------------------------------------------ the thread
 

@@ -10,8 +10,10 @@ sender and ``slime.seq`` (docs/live.md).
 
 from __future__ import annotations
 
+import contextlib
 import email.utils
 import http.client
+import socket
 import time
 import urllib.parse
 from dataclasses import dataclass
@@ -92,6 +94,16 @@ class Poster:
         """Wait at most ``seconds`` for each later connect and answer (a closing stream)."""
         self._timeout = seconds
         self.close()
+
+    def abort(self) -> None:
+        """Cut the open connection from another thread: a post waiting on a receiver that
+        took the request and never answers fails at once (and is handled as one that
+        got no answer), so a closing stream keeps its deadline."""
+        connection = self._connection
+        sock = connection.sock if connection is not None else None
+        if sock is not None:
+            with contextlib.suppress(OSError):  # already closed: nothing waits on it
+                sock.shutdown(socket.SHUT_RDWR)
 
     def close(self) -> None:
         connection, self._connection = self._connection, None
