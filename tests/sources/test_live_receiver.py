@@ -10,8 +10,9 @@ import gzip
 import json
 import os
 import signal
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pyarrow as pa
@@ -29,6 +30,7 @@ from slime_trace_widget.sources.live import load_live
 from slime_trace_widget.sources.live.lean_logs import LeanRequest
 from slime_trace_widget.sources.live.read import Tail, store_files, store_folder
 from slime_trace_widget.sources.live.store import RECEIVER_START, RECEIVER_STOP
+from slime_trace_widget.tracing import live as streaming
 from tests.support.live_wire import SCOPE, Poster, Sender, recording_order
 from tests.support.receiver import STARTUP_SECONDS, Receiver, start_receiver
 
@@ -263,8 +265,9 @@ def test_kill_9_keeps_what_was_acknowledged_and_the_loss_is_counted(
     os.kill(first.process.pid, signal.SIGKILL)
     first.process.communicate(timeout=STARTUP_SECONDS)
     assert len(sender_rows(folder)) == acknowledged  # readable as it lies
-    lost = sender.request(records[300:350], rollout_id=2)  # refused: nobody listens
-    assert len(lost.resource_logs[0].scope_logs[0].log_records) == 50
+    lost = sender.request(records[300:350], rollout_id=2)
+    with pytest.raises(OSError):  # refused: nobody listens
+        Poster(first.http_port).post(lost)
     with start_receiver(folder) as second:
         poster = Poster(second.http_port)
         status, _ = poster.post(sender.request(records[350:], rollout_id=2))
@@ -283,3 +286,58 @@ def test_kill_9_keeps_what_was_acknowledged_and_the_loss_is_counted(
     assert len(health.restarts) == 1 and not health.restarts[0].clean
     kinds = stored(folder)["record"].to_pylist()
     assert kinds.count(RECEIVER_START) == 2 and kinds.count(RECEIVER_STOP) == 1
+
+
+def test_kill_9_mid_rollout_with_the_real_sender(tmp_path: Path) -> None:
+    """A demo rollout on a real clock streams through ``tracing.live``; the receiver is
+    killed with ``kill -9`` once records are on disk and restarted on its ports. The
+    rollout ends without an error, records sent after the restart arrive, every number
+    is received or counted missing, and the restart is reported."""
+    folder = tmp_path / "collector"
+    collector = start_receiver(folder)
+    stream = streaming.install(collector.endpoint_url, interval=0.05)
+    streaming.set_rollout(4)
+    outcome: dict[str, object] = {}
+
+    def rollout() -> None:
+        try:
+            outcome["samples"] = make_demo_samples(64, seed=5, rollout_id=4,
+                                                   real_time_scale=0.05)
+        except BaseException as exc:  # the test asserts there is none
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=rollout, name="demo-rollout")
+    thread.start()
+    try:
+        wait_until(lambda: Tail(folder).read().num_rows > 100, "records on disk")
+        os.kill(collector.process.pid, signal.SIGKILL)
+        collector.process.communicate(timeout=STARTUP_SECONDS)
+        killed_at_ns = time.time_ns()
+        collector = start_receiver(folder, collector.http_port, collector.grpc_port)
+        thread.join(timeout=600)
+        assert not thread.is_alive() and "error" not in outcome
+        stats = stream.close(timeout=30)
+    finally:
+        streaming.set_rollout(None)
+        stream.close(timeout=1)
+        collector.stop()
+    assert stats.queued == 0 and stats.sent + stats.dropped == stats.seq
+    rows = Tail(folder).read()
+    received = rows["received_ns"].to_numpy()
+    assert (received > killed_at_ns).sum() > 0
+    (sender,) = load_live(folder, engine_traces=False).live.senders
+    assert sender.records + sender.missing == sender.highest_seq == stats.seq
+    health = load_live(folder, engine_traces=False).live
+    assert len(health.restarts) == 1 and not health.restarts[0].clean
+
+
+#: Hang guard for conditions the tests wait on (generous: the machine may be busy).
+WAIT_SECONDS = 300.0
+
+
+def wait_until(condition: Callable[[], bool], what: str) -> None:
+    """Poll ``condition`` until it holds; fail naming ``what`` after :data:`WAIT_SECONDS`."""
+    deadline = time.monotonic() + WAIT_SECONDS
+    while not condition():
+        assert time.monotonic() < deadline, f"waited {WAIT_SECONDS:.0f} s for {what}"
+        time.sleep(0.05)
