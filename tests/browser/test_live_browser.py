@@ -6,6 +6,7 @@ page switches to the step's dump when it lands, its spans those seen live."""
 
 from __future__ import annotations
 
+import contextvars
 import os
 import signal
 import subprocess
@@ -101,7 +102,9 @@ def test_live_page_grows_closes_and_flags_a_stall(chromium: Any, live_page: tupl
         assert _spans(page, "generate")[0]["end"] == closed["end"]  # no longer growing
 
         tool = trace_span(hung, "tool_call")
-        tool.__enter__()  # never returns
+        # never returns; entered in a copy of this context, so the open span is not left
+        # active for the tests that run after this one in the process
+        contextvars.copy_context().run(tool.__enter__)
         trace_event(hung, "note")
         lossy = post_with_a_drop(port)
         page.wait_for_function(f"() => {LIVE}.stalled.length === 1 && {LIVE}.lost === 1",

@@ -5,6 +5,7 @@ stops the clock."""
 
 from __future__ import annotations
 
+import contextvars
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +56,9 @@ def test_live_widget_grows_closes_flags_and_stops(chromium: Any, lab: JupyterLab
                 recorded[-1]["ts"] - recorded[0]["ts"], abs=1e-3)
 
             hung = {"index": 1, "group_index": 0}
-            trace_span(hung, "tool_call").__enter__()  # never returns
+            # never returns; entered in a copy of this context, so the open span is not
+            # left active for the tests that run after this one in the process
+            contextvars.copy_context().run(trace_span(hung, "tool_call").__enter__)
             page.wait_for_function(f"() => {LIVE}.stalled.length === 1", timeout=WAIT_MS)
             assert any(tag["text"].endswith("in tool_call")
                        for tag in page.evaluate(f"{LIVE}.tags"))
