@@ -49,6 +49,8 @@ OUT = HERE / "out"
 ROOT = HERE.parent
 sys.path[:0] = [str(ROOT), str(HERE)]
 
+from processes import peak_rss, timed_run  # noqa: E402 (a sibling module, found by the line above)
+
 SECTIONS = ("join", "level3", "load", "receiver")
 BATCH = 512
 EXPORTERS = 8
@@ -258,7 +260,7 @@ def _receiver(copies: int) -> list[tuple[str, bool, str]]:
     print("\n== receiver: 8 exporters at once (4 OTLP/HTTP, 4 OTLP/gRPC) ==")
     print("  " + collector.stdout.readline().strip())
     seconds = _send(batches, http_port, grpc_port)
-    peak = _peak_rss(collector.pid)
+    peak = peak_rss(collector.pid)
     collector.send_signal(signal.SIGTERM)
     collector.communicate(timeout=600)
     kept = len(read_spans(folder))
@@ -321,23 +323,7 @@ def _send(batches: list[list[Any]], http_port: int, grpc_port: int) -> float:
     for worker in workers:
         worker.start()
     time.sleep(2.0)  # let every exporter import and connect before the clock starts
-    began = time.perf_counter()
-    start.set()
-    for worker in workers:
-        worker.join()
-    seconds = time.perf_counter() - began
-    failed = [w.exitcode for w in workers if w.exitcode]
-    if failed:
-        raise SystemExit(f"an exporter failed: exit codes {failed}")
-    return seconds
-
-
-def _peak_rss(pid: int) -> int:
-    with open(f"/proc/{pid}/status", encoding="ascii") as status:
-        for line in status:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) * 1024
-    return 0
+    return timed_run(workers, start, "an exporter")
 
 
 if __name__ == "__main__":

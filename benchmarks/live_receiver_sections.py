@@ -50,6 +50,8 @@ OUT = HERE / "out"
 ROOT = HERE.parent
 sys.path[:0] = [str(ROOT), str(HERE)]
 
+from processes import peak_rss, timed_run  # noqa: E402 (a sibling module, found by the line above)
+
 Row = tuple[str, bool, str]
 SENDERS = 4
 RECORDS_PER_REQUEST = 2_000
@@ -79,7 +81,7 @@ def receiver() -> list[Row]:
     print("  " + collector.first_line)
     per_sender = RECORDS_TOTAL // SENDERS
     seconds = _post_from_processes(records, per_sender, collector.http_port)
-    peak = _peak_rss(collector.process.pid)
+    peak = peak_rss(collector.process.pid)
     collector.stop()
     tracker = HealthTracker()
     tracker.observe(Tail(folder).read())
@@ -105,15 +107,7 @@ def _post_from_processes(records: list[dict], per_sender: int, port: int) -> flo
     for worker in workers:
         worker.start()
     ready.wait(timeout=600)  # every body encoded, every connection open
-    began = time.perf_counter()
-    start.set()
-    for worker in workers:
-        worker.join()
-    seconds = time.perf_counter() - began
-    failed = [worker.exitcode for worker in workers if worker.exitcode]
-    if failed:
-        raise SystemExit(f"a sender failed: exit codes {failed}")
-    return seconds
+    return timed_run(workers, start, "a sender")
 
 
 def _sender_process(number: int, records: list[dict], count: int, port: int, ready: Any,
@@ -138,14 +132,6 @@ def _sender_process(number: int, records: list[dict], count: int, port: int, rea
                 raise SystemExit(f"sender {number}: HTTP {status} {answer[:200]!r}")
             time.sleep(0.1)  # the writer is full: back off as the sender does
     poster.close()
-
-
-def _peak_rss(pid: int) -> int:
-    with open(f"/proc/{pid}/status", encoding="ascii") as status:
-        for line in status:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) * 1024
-    return 0
 
 
 def _rollout_in_thread(rollout_id: int, seed: int, scale: float = REAL_TIME_SCALE
