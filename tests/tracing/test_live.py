@@ -172,17 +172,24 @@ def test_close_flushes_what_is_queued(sink) -> None:
     assert stream.stats().seq == 500
 
 
+def stream_ticks_to_a_mute_listener(listener: socket.socket, count: int) -> live.LiveStream:
+    """A stream (queue of 100, batches of 10, posts that wait up to 600 s) to a listener
+    that never answers, and ``count`` events recorded through it."""
+    port = listener.getsockname()[1]
+    stream = live.install(f"http://127.0.0.1:{port}", capacity=100, max_batch=10,
+                          interval=0.05, timeout=600)
+    sample = bind_trace({"index": 0, "group_index": 0})
+    for k in range(count):
+        trace_event(sample, "tick", {"k": k})
+    return stream
+
+
 def test_a_hung_receiver_never_blocks_recording(monkeypatch) -> None:
     """A receiver that takes the connection and never answers: the sender waits on it,
     the recording thread does not; the queue keeps its bound and counts the drops."""
     listener = socket.create_server(("127.0.0.1", 0), backlog=8)
-    port = listener.getsockname()[1]
     try:
-        stream = live.install(f"http://127.0.0.1:{port}", capacity=100, max_batch=10,
-                              interval=0.05, timeout=600)
-        sample = bind_trace({"index": 0, "group_index": 0})
-        for k in range(5_000):
-            trace_event(sample, "tick", {"k": k})
+        stream = stream_ticks_to_a_mute_listener(listener, 5_000)
         stats = stream.stats()
         assert stats.sent == 0 and stats.seq == 5_000
         assert stats.queued <= 100 + 10
@@ -197,13 +204,8 @@ def test_close_settles_the_counts_while_the_receiver_still_hangs() -> None:
     """The receiver takes the request and never answers, and is still there when the
     stream closes: close cuts the wait, and every record is sent or counted dropped."""
     listener = socket.create_server(("127.0.0.1", 0), backlog=8)
-    port = listener.getsockname()[1]
     try:
-        stream = live.install(f"http://127.0.0.1:{port}", capacity=100, max_batch=10,
-                              interval=0.05, timeout=600)
-        sample = bind_trace({"index": 0, "group_index": 0})
-        for k in range(500):
-            trace_event(sample, "tick", {"k": k})
+        stream = stream_ticks_to_a_mute_listener(listener, 500)
         listener.settimeout(120)  # hang guard
         connection, _ = listener.accept()
         connection.settimeout(120)
