@@ -1,13 +1,11 @@
 /*
- * Attribute dicts grouped by key tuple and laid out as typed columns, in one pass.
+ * Attribute dicts grouped by key tuple and laid out as typed columns, in one pass,
+ * and the dicts made again from the columns.
  *
  * The native half of attr_grouping.group_by_keys. Python's version reads each
  * dict's values into a list, then each value again for its type and once more
- * to convert it: about 150 ns per value on a 62 MB dump's span attributes, most
- * of it interpreter work around values that are already in the cache. Here each
- * value is read once, its type checked by pointer and its number or text copied
- * into its column's buffer: about 60 ns per value, which is mostly the memory
- * reads of the values themselves.
+ * to convert it. Here each value is read once, its type checked by pointer and
+ * its number or text copied into its column's buffer.
  *
  * lay_columns(dicts) takes the list attr_columns groups (dicts, None or {} for a
  * row without attributes) and returns either None, when a row is not a dict or a
@@ -21,6 +19,15 @@
  *
  * Only exact builtin types count (a subclass is not plain), so no value's own code
  * runs: the pass calls no Python code, and nothing can change the dicts meanwhile.
+ *
+ * row_dicts(names, columns, patterns, pattern_columns) is the way back, for
+ * attr_columns' dicts: ``names`` the column names (str), ``columns`` each column's
+ * values (a list of Python objects, or a C-contiguous buffer of numbers or bools,
+ * which become the ints, floats and bools numpy's tolist() makes), ``patterns`` one
+ * int64 per row naming its entry of ``pattern_columns``, the tuple of the columns
+ * that row has, in order. It returns a list with each row's dict (keys in the
+ * pattern's order) or None for a row with no column. Its keys are exact str, so
+ * setting them calls no Python code either.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -383,15 +390,279 @@ fail:
     return NULL;
 }
 
+/* ------------------------------------------------------------------ back to dicts */
+
+/* One column of row_dicts: Python objects, one per row, or a numeric buffer whose
+ * items become ints, floats or bools as numpy's tolist() would make them. */
+typedef struct {
+    PyObject *objects; /* a list, or NULL for a buffer */
+    Py_buffer buffer;
+    char format;
+} Values;
+
+/* The buffer format's item kind, with any byte-order or size prefix dropped (the
+ * buffer must hold native items of the size that kind has here). */
+static char
+buffer_kind(const Py_buffer *buffer)
+{
+    const char *format = buffer->format ? buffer->format : "B";
+    if (*format == '@' || *format == '=' || *format == '<') {
+        format++;
+    }
+    if (format[0] == '\0' || format[1] != '\0') {
+        return 0;
+    }
+    switch (format[0]) {
+    case 'd': return buffer->itemsize == sizeof(double) ? 'd' : 0;
+    case 'f': return buffer->itemsize == sizeof(float) ? 'f' : 0;
+    case '?': return buffer->itemsize == 1 ? '?' : 0;
+    case 'b': case 'h': case 'i': case 'l': case 'q':
+        return buffer->itemsize <= 8 ? 's' : 0;
+    case 'B': case 'H': case 'I': case 'L': case 'Q':
+        return buffer->itemsize <= 8 ? 'u' : 0;
+    default: return 0;
+    }
+}
+
+/* A new reference to the value of ``values`` at ``row``. */
+static PyObject *
+value_at(Values *values, Py_ssize_t row)
+{
+    if (values->objects != NULL) {
+        return Py_NewRef(PyList_GET_ITEM(values->objects, row));
+    }
+    const char *item = (const char *)values->buffer.buf + row * values->buffer.itemsize;
+    switch (values->format) {
+    case 'd': {
+        double number;
+        memcpy(&number, item, sizeof number);
+        return PyFloat_FromDouble(number);
+    }
+    case 'f': {
+        float number;
+        memcpy(&number, item, sizeof number);
+        return PyFloat_FromDouble(number);
+    }
+    case '?':
+        return PyBool_FromLong(*item != 0);
+    case 's': {
+        int64_t number = 0;
+        switch (values->buffer.itemsize) {
+        case 1: number = *(const int8_t *)item; break;
+        case 2: { int16_t v; memcpy(&v, item, 2); number = v; break; }
+        case 4: { int32_t v; memcpy(&v, item, 4); number = v; break; }
+        default: memcpy(&number, item, 8); break;
+        }
+        return PyLong_FromLongLong(number);
+    }
+    default: {
+        uint64_t number = 0;
+        switch (values->buffer.itemsize) {
+        case 1: number = *(const uint8_t *)item; break;
+        case 2: { uint16_t v; memcpy(&v, item, 2); number = v; break; }
+        case 4: { uint32_t v; memcpy(&v, item, 4); number = v; break; }
+        default: memcpy(&number, item, 8); break;
+        }
+        return PyLong_FromUnsignedLongLong(number);
+    }
+    }
+}
+
+static void
+release_values(Values *values, Py_ssize_t count)
+{
+    for (Py_ssize_t at = 0; at < count; at++) {
+        if (values[at].objects == NULL && values[at].buffer.obj != NULL) {
+            PyBuffer_Release(&values[at].buffer);
+        }
+    }
+    PyMem_RawFree(values);
+}
+
+/* Each column of ``columns`` (a list of lists or numeric buffers, each of ``rows``
+ * items) as Values; NULL with an exception set when one is neither. */
+static Values *
+read_values(PyObject *columns, Py_ssize_t rows)
+{
+    Py_ssize_t count = PyList_GET_SIZE(columns);
+    Values *values = PyMem_RawCalloc((size_t)(count ? count : 1), sizeof(Values));
+    if (values == NULL) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    for (Py_ssize_t at = 0; at < count; at++) {
+        PyObject *column = PyList_GET_ITEM(columns, at);
+        if (PyList_CheckExact(column)) {
+            if (PyList_GET_SIZE(column) != rows) {
+                PyErr_Format(PyExc_ValueError, "column %zd has %zd rows, not %zd", at,
+                             PyList_GET_SIZE(column), rows);
+                release_values(values, at);
+                return NULL;
+            }
+            values[at].objects = column;
+            continue;
+        }
+        if (PyObject_GetBuffer(column, &values[at].buffer,
+                               PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0) {
+            release_values(values, at);
+            return NULL;
+        }
+        values[at].format = buffer_kind(&values[at].buffer);
+        Py_ssize_t length = values[at].buffer.itemsize
+                            ? values[at].buffer.len / values[at].buffer.itemsize : -1;
+        if (values[at].format == 0 || values[at].buffer.ndim != 1 || length != rows) {
+            PyErr_Format(PyExc_ValueError, "column %zd is not a list or a buffer of %zd "
+                         "numbers", at, rows);
+            release_values(values, at + 1);
+            return NULL;
+        }
+    }
+    return values;
+}
+
+/* Per pattern, a dict of its keys (in column order) to None, which each row of the
+ * pattern copies and fills: a copy of a dict of the right size takes its keys as
+ * they are, where setting each key in a new dict would grow it step by step. */
+static PyObject *
+templates_of(PyObject *names, PyObject *pattern_columns, Py_ssize_t width)
+{
+    Py_ssize_t count = PyList_GET_SIZE(pattern_columns);
+    PyObject *templates = PyList_New(count);
+    if (templates == NULL) {
+        return NULL;
+    }
+    for (Py_ssize_t at = 0; at < count; at++) {
+        PyObject *present = PyList_GET_ITEM(pattern_columns, at);
+        if (!PyTuple_CheckExact(present)) {
+            PyErr_SetString(PyExc_TypeError, "each pattern's columns must be a tuple");
+            goto fail;
+        }
+        if (PyTuple_GET_SIZE(present) == 0) {
+            PyList_SET_ITEM(templates, at, Py_NewRef(Py_None));
+            continue;
+        }
+        PyObject *template = PyDict_New();
+        if (template == NULL) {
+            goto fail;
+        }
+        PyList_SET_ITEM(templates, at, template);
+        for (Py_ssize_t slot = 0; slot < PyTuple_GET_SIZE(present); slot++) {
+            Py_ssize_t column = PyLong_AsSsize_t(PyTuple_GET_ITEM(present, slot));
+            if (column == -1 && PyErr_Occurred()) {
+                goto fail;
+            }
+            if (column < 0 || column >= width) {
+                PyErr_Format(PyExc_ValueError, "column %zd is not one of %zd", column, width);
+                goto fail;
+            }
+            if (PyDict_SetItem(template, PyTuple_GET_ITEM(names, column), Py_None) < 0) {
+                goto fail;
+            }
+        }
+    }
+    return templates;
+fail:
+    Py_DECREF(templates);
+    return NULL;
+}
+
+/* One row's dict: its pattern's template filled with the row's values. */
+static PyObject *
+row_dict(PyObject *template, PyObject *present, PyObject *names, Values *values,
+         Py_ssize_t row)
+{
+    PyObject *result = PyDict_Copy(template);
+    if (result == NULL) {
+        return NULL;
+    }
+    for (Py_ssize_t slot = 0; slot < PyTuple_GET_SIZE(present); slot++) {
+        Py_ssize_t column = PyLong_AsSsize_t(PyTuple_GET_ITEM(present, slot));
+        PyObject *value = value_at(&values[column], row);
+        if (value == NULL || PyDict_SetItem(result, PyTuple_GET_ITEM(names, column), value) < 0) {
+            Py_XDECREF(value);
+            Py_DECREF(result);
+            return NULL;
+        }
+        Py_DECREF(value);
+    }
+    return result;
+}
+
+static PyObject *
+row_dicts(PyObject *module, PyObject *args)
+{
+    PyObject *names, *columns, *patterns, *pattern_columns;
+    if (!PyArg_ParseTuple(args, "O!O!OO!:row_dicts", &PyTuple_Type, &names, &PyList_Type,
+                          &columns, &patterns, &PyList_Type, &pattern_columns)) {
+        return NULL;
+    }
+    Py_ssize_t width = PyTuple_GET_SIZE(names);
+    if (PyList_GET_SIZE(columns) != width) {
+        PyErr_SetString(PyExc_ValueError, "one column per name");
+        return NULL;
+    }
+    for (Py_ssize_t at = 0; at < width; at++) {
+        if (!PyUnicode_CheckExact(PyTuple_GET_ITEM(names, at))) {
+            PyErr_SetString(PyExc_TypeError, "names must be str");
+            return NULL;
+        }
+    }
+    Py_buffer rows_of;
+    if (PyObject_GetBuffer(patterns, &rows_of, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0) {
+        return NULL;
+    }
+    PyObject *result = NULL, *templates = NULL;
+    Values *values = NULL;
+    Py_ssize_t rows = rows_of.len / (Py_ssize_t)sizeof(int64_t);
+    if (rows_of.itemsize != sizeof(int64_t) || buffer_kind(&rows_of) != 's' || rows_of.ndim != 1) {
+        PyErr_SetString(PyExc_ValueError, "patterns must be one int64 per row");
+        goto done;
+    }
+    values = read_values(columns, rows);
+    templates = values == NULL ? NULL : templates_of(names, pattern_columns, width);
+    result = templates == NULL ? NULL : PyList_New(rows);
+    if (result == NULL) {
+        goto done;
+    }
+    const int64_t *pattern_of = (const int64_t *)rows_of.buf;
+    Py_ssize_t pattern_count = PyList_GET_SIZE(pattern_columns);
+    for (Py_ssize_t row = 0; row < rows; row++) {
+        int64_t pattern = pattern_of[row];
+        if (pattern < 0 || pattern >= pattern_count) {
+            PyErr_Format(PyExc_ValueError, "row %zd has no pattern %lld", row,
+                         (long long)pattern);
+            Py_CLEAR(result);
+            goto done;
+        }
+        PyObject *template = PyList_GET_ITEM(templates, pattern);
+        PyObject *dict = template == Py_None ? Py_NewRef(Py_None)
+            : row_dict(template, PyList_GET_ITEM(pattern_columns, pattern), names, values, row);
+        if (dict == NULL) {
+            Py_CLEAR(result);
+            goto done;
+        }
+        PyList_SET_ITEM(result, row, dict);
+    }
+done:
+    Py_XDECREF(templates);
+    if (values != NULL) {
+        release_values(values, width);
+    }
+    PyBuffer_Release(&rows_of);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"lay_columns", lay_columns, METH_O,
      "Attribute dicts grouped by key tuple, each key's values as one typed column."},
+    {"row_dicts", row_dicts, METH_VARARGS,
+     "Row dicts again from columns: row_dicts(names, columns, patterns, pattern_columns)."},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module_definition = {
     PyModuleDef_HEAD_INIT, "_native_columns",
-    "Attribute dicts grouped by key tuple and laid out as typed columns, in one pass.",
+    "Attribute dicts laid out as typed columns in one pass, and the dicts made again.",
     -1, methods, NULL, NULL, NULL, NULL,
 };
 

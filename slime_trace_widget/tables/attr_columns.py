@@ -31,6 +31,11 @@ from ..values import (
 )
 from .attr_grouping import ARROW_TYPES, CONVERSION_ERRORS, NONE_TYPE, Chunk, Group, group_by_keys
 
+try:  # compiled where the package was built with a C compiler (see hatch_build.py)
+    from . import _native_columns
+except ImportError:
+    _native_columns = None
+
 __all__ = ["ATTR_PREFIX", "MAX_ATTR_COLUMNS", "AttrTable", "AttrTableBuilder", "common_type",
            "python_values", "text_array"]
 
@@ -526,9 +531,9 @@ def _raw_numbers(chunk: pa.Array) -> np.ndarray:
 
 
 def _dicts(table: pa.Table, values: dict[str, np.ndarray] | None = None) -> np.ndarray:
-    """Row dicts (None for a row without attributes) in an object array, grouped by
-    which keys each row has so that each group's dicts are made in C; ``values`` are
-    :func:`python_values` of ``table`` when the caller has them already."""
+    """Row dicts (None for a row without attributes) in an object array, made per group
+    of rows that have the same keys; ``values`` are :func:`python_values` of ``table``
+    when the caller has them already."""
     n = table.num_rows
     out = np.full(n, None, dtype=object)
     names = [name for name in table.column_names if name not in (_NONE_KEYS, _OVERFLOW)]
@@ -536,9 +541,8 @@ def _dicts(table: pa.Table, values: dict[str, np.ndarray] | None = None) -> np.n
         values = values if values is not None else python_values(table)
         json_keys = {field.name for field in table.schema
                      if field.metadata and field.metadata.get(_JSON_FIELD)}
-        columns = [np.array([None if v is None else json.loads(v) for v in values[name]],
-                            dtype=object) if name in json_keys else values[name]
-                   for name in names]
+        columns = [[None if v is None else json.loads(v) for v in values[name].tolist()]
+                   if name in json_keys else values[name] for name in names]
         valid = np.empty((n, len(names)), dtype=bool)
         for position, name in enumerate(names):
             valid[:, position] = table.column(name).is_valid().to_numpy(zero_copy_only=False)
@@ -550,22 +554,39 @@ def _dicts(table: pa.Table, values: dict[str, np.ndarray] | None = None) -> np.n
     return out
 
 
-def _fill_dicts(out: np.ndarray, names: list[str], columns: list[np.ndarray],
+def _fill_dicts(out: np.ndarray, names: list[str], columns: list[np.ndarray | list],
                 valid: np.ndarray) -> None:
     """Write into ``out`` each row's dict of the ``columns`` it has (``valid``), keys in
-    column order; rows with none stay as they are."""
+    column order; rows with none stay None. A number's or bool's Python value is made
+    only where a dict holds it; text is the column's own object."""
     if not len(out):
         return
-    patterns = _row_patterns(valid)
-    order = np.argsort(patterns, kind="stable")
-    for group in np.split(order, np.flatnonzero(np.diff(patterns[order])) + 1):
-        present = np.flatnonzero(valid[group[0]])
-        if not len(present):
+    _, first_rows, pattern_of_row = np.unique(_row_patterns(valid), return_index=True,
+                                              return_inverse=True)
+    pattern_of_row = pattern_of_row.ravel().astype(np.int64)
+    present = [tuple(np.flatnonzero(valid[row]).tolist()) for row in first_rows.tolist()]
+    if _native_columns is not None:
+        laid = [column.tolist() if isinstance(column, np.ndarray) and column.dtype == object
+                else column if isinstance(column, list) else np.ascontiguousarray(column)
+                for column in columns]
+        out[:] = _native_columns.row_dicts(tuple(names), laid, pattern_of_row, present)
+        return
+    order = np.argsort(pattern_of_row, kind="stable")
+    for group in np.split(order, np.flatnonzero(np.diff(pattern_of_row[order])) + 1):
+        columns_here = present[pattern_of_row[group[0]]]
+        if not columns_here:
             continue
-        keys = tuple(names[c] for c in present)
-        rows = zip(*(columns[c][group].tolist() for c in present), strict=True)
+        keys = tuple(names[c] for c in columns_here)
+        rows = zip(*(_taken(columns[c], group) for c in columns_here), strict=True)
         out[group] = np.fromiter(map(dict, map(zip, repeat(keys), rows)), dtype=object,
                                  count=len(group))
+
+
+def _taken(column: np.ndarray | list, rows: np.ndarray) -> list:
+    """The Python values of ``column`` at ``rows``."""
+    if isinstance(column, list):
+        return [column[row] for row in rows.tolist()]
+    return column[rows].tolist()
 
 
 def _row_patterns(valid: np.ndarray) -> np.ndarray:

@@ -8,6 +8,7 @@ from collections import Counter
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pytest
 import torch
 
 from slime_trace_widget.frames.attr_frames import merged_attr_frame
@@ -261,3 +262,62 @@ def test_rows_of_many_keys_come_back_each_with_its_own_keys() -> None:
     back = AttrTable.from_dicts(rows).dicts()
     assert [row and sorted(row.items()) for row in back] == \
         [row and sorted(row.items()) for row in rows]
+
+
+#: The compiled dict pass, as imported (tests set the module's name to None).
+NATIVE_DICTS = attr_columns._native_columns
+
+
+def _dicts_both_ways(table: AttrTable, monkeypatch) -> tuple[list, list]:
+    """``table.dicts()`` by the native dict pass, then by the Python pass."""
+    made = []
+    for module in (NATIVE_DICTS, None):
+        monkeypatch.setattr(attr_columns, "_native_columns", module)
+        made.append(table.dicts())
+    return made[0], made[1]
+
+
+def _typed(rows: list) -> list:
+    """Each row's items with each value's type, NaN as a marker: what the dicts are
+    compared by (1 == 1.0 == True, and NaN != NaN, in plain equality)."""
+    return [row if row is None else
+            [(key, type(value), "nan" if value != value else repr(value))
+             for key, value in row.items()] for row in rows]
+
+
+def test_the_native_dict_pass_makes_the_dicts_of_the_python_pass(monkeypatch) -> None:
+    """Numbers, bools and text with gaps, JSON values, keys whose values were None and
+    keys past the cap, in row groups of many key patterns: the same dicts, the same
+    value types and key order."""
+    if NATIVE_DICTS is None:
+        pytest.skip("built without a C compiler")
+    rng = np.random.default_rng(17)
+    for trial in range(60):
+        monkeypatch.setattr(attr_columns, "MAX_ATTR_COLUMNS", [500, 3][trial % 5 == 0])
+        table = AttrTable.from_dicts(_random_rows(rng, int(rng.integers(1, 200))))
+        by_native, by_python = _dicts_both_ways(table, monkeypatch)
+        assert _typed(by_native) == _typed(by_python), trial
+    table = AttrTable.from_dicts([{"small": np.int32(3), "bits": 200, "flag": False}] * 3)
+    by_native, by_python = _dicts_both_ways(table, monkeypatch)
+    assert _typed(by_native) == _typed(by_python)
+
+
+def test_the_native_dict_pass_refuses_what_it_cannot_read() -> None:
+    native = NATIVE_DICTS
+    if native is None:
+        pytest.skip("built without a C compiler")
+    rows = np.array([0, 0], dtype=np.int64)
+    assert native.row_dicts(("a",), [np.array([1.5, 2.5])], rows, [(0,)]) == \
+        [{"a": 1.5}, {"a": 2.5}]
+    with pytest.raises(ValueError, match="not a list or a buffer"):
+        native.row_dicts(("a",), [np.array(["x", "y"], dtype=object)], rows, [(0,)])
+    with pytest.raises(ValueError, match="rows"):
+        native.row_dicts(("a",), [[1]], rows, [(0,)])
+    with pytest.raises(ValueError, match="no pattern"):
+        native.row_dicts(("a",), [[1, 2]], np.array([0, 3], dtype=np.int64), [(0,)])
+    with pytest.raises(ValueError, match="not one of"):
+        native.row_dicts(("a",), [[1, 2]], rows, [(4,)])
+    with pytest.raises(ValueError, match="int64"):
+        native.row_dicts(("a",), [[1, 2]], np.array([0, 0], dtype=np.int32), [(0,)])
+    with pytest.raises(TypeError):
+        native.row_dicts((7,), [[1, 2]], rows, [(0,)])
