@@ -1,9 +1,10 @@
-"""Build hook: compile the native pass of the attribute columns, where a C compiler is.
+"""Build hook: compile the native passes of the tables, where a C compiler is.
 
-``slime_trace_widget/tables/_native_columns.c`` is one C file against Python's own
-headers, compiled with the compiler this Python was built with (or ``$CC``). Where
-there is none, or compiling fails, the package installs as pure Python and
-``attr_columns`` uses its Python pass, which makes the same tables more slowly; the
+Each of :data:`SOURCES` is one C file against Python's own headers, compiled with
+the compiler this Python was built with (or ``$CC``): ``_native_columns.c`` (the
+attribute columns and their dicts) and ``_native_records.c`` (a carrier's records).
+Where there is none, or compiling fails, the package installs as pure Python and
+``tables`` uses its Python passes, which make the same tables more slowly; the
 build says so in a warning rather than failing.
 
 An editable install compiles next to the source, where the package is imported
@@ -22,28 +23,30 @@ from typing import Any
 
 from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 
-SOURCE = Path("slime_trace_widget/tables/_native_columns.c")
+SOURCES = (Path("slime_trace_widget/tables/_native_columns.c"),
+           Path("slime_trace_widget/tables/_native_records.c"))
 
 
 class NativeColumnsHook(BuildHookInterface):
-    """Compiles :data:`SOURCE` before a wheel (or an editable install) is built."""
+    """Compiles :data:`SOURCES` before a wheel (or an editable install) is built."""
 
     def initialize(self, version: str, build_data: dict[str, Any]) -> None:
         if self.target_name != "wheel":
             return
-        source = Path(self.root) / SOURCE
-        module = source.with_name(source.stem + sysconfig.get_config_var("EXT_SUFFIX"))
-        if not _up_to_date(module, source):
-            problem = _compile(source, module)
-            if problem is not None:
-                self.app.display_warning(
-                    f"slime-trace-widget: the native attribute pass was not compiled "
-                    f"({problem}); the Python pass will be used")
-                return
-        if version != "editable":
-            build_data["force_include"][str(module)] = str(module.relative_to(self.root))
-            build_data["pure_python"] = False
-            build_data["infer_tag"] = True
+        for relative in SOURCES:
+            source = Path(self.root) / relative
+            module = source.with_name(source.stem + sysconfig.get_config_var("EXT_SUFFIX"))
+            if not _up_to_date(module, source):
+                problem = _compile(source, module)
+                if problem is not None:
+                    self.app.display_warning(
+                        f"slime-trace-widget: {source.name} was not compiled ({problem}); "
+                        "its Python pass will be used")
+                    continue
+            if version != "editable":
+                build_data["force_include"][str(module)] = str(module.relative_to(self.root))
+                build_data["pure_python"] = False
+                build_data["infer_tag"] = True
 
 
 def _up_to_date(module: Path, source: Path) -> bool:
