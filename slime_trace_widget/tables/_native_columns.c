@@ -22,8 +22,8 @@
  *
  * row_dicts(names, columns, patterns, pattern_columns) is the way back, for
  * attr_columns' dicts: ``names`` the column names (str), ``columns`` each column's
- * values (a list of Python objects, or a C-contiguous buffer of numbers or bools,
- * which become the ints, floats and bools numpy's tolist() makes), ``patterns`` one
+ * values (a list of Python objects, or a C-contiguous buffer of float64, int64 or
+ * bool, which become the floats, ints and bools numpy's tolist() makes), ``patterns`` one
  * int64 per row naming its entry of ``pattern_columns``, the tuple of the columns
  * that row has, in order. It returns a list with each row's dict (keys in the
  * pattern's order) or None for a row with no column. Its keys are exact str, so
@@ -400,28 +400,28 @@ typedef struct {
     char format;
 } Values;
 
-/* The buffer format's item kind, with any byte-order or size prefix dropped (the
- * buffer must hold native items of the size that kind has here). */
+/* The buffer's item kind: 'd' float64, 'q' int64 or '?' bool, native (any byte-order
+ * mark is the native one's); 0 for anything else. */
 static char
 buffer_kind(const Py_buffer *buffer)
 {
     const char *format = buffer->format ? buffer->format : "B";
-    if (*format == '@' || *format == '=' || *format == '<') {
+    if (*format == '@' || *format == '=') {
         format++;
     }
     if (format[0] == '\0' || format[1] != '\0') {
         return 0;
     }
-    switch (format[0]) {
-    case 'd': return buffer->itemsize == sizeof(double) ? 'd' : 0;
-    case 'f': return buffer->itemsize == sizeof(float) ? 'f' : 0;
-    case '?': return buffer->itemsize == 1 ? '?' : 0;
-    case 'b': case 'h': case 'i': case 'l': case 'q':
-        return buffer->itemsize <= 8 ? 's' : 0;
-    case 'B': case 'H': case 'I': case 'L': case 'Q':
-        return buffer->itemsize <= 8 ? 'u' : 0;
-    default: return 0;
+    if (format[0] == 'd' && buffer->itemsize == sizeof(double)) {
+        return 'd';
     }
+    if ((format[0] == 'l' || format[0] == 'q') && buffer->itemsize == sizeof(int64_t)) {
+        return 'q';
+    }
+    if (format[0] == '?' && buffer->itemsize == 1) {
+        return '?';
+    }
+    return 0;
 }
 
 /* A new reference to the value of ``values`` at ``row``. */
@@ -432,40 +432,17 @@ value_at(Values *values, Py_ssize_t row)
         return Py_NewRef(PyList_GET_ITEM(values->objects, row));
     }
     const char *item = (const char *)values->buffer.buf + row * values->buffer.itemsize;
-    switch (values->format) {
-    case 'd': {
+    if (values->format == 'd') {
         double number;
         memcpy(&number, item, sizeof number);
         return PyFloat_FromDouble(number);
     }
-    case 'f': {
-        float number;
+    if (values->format == 'q') {
+        int64_t number;
         memcpy(&number, item, sizeof number);
-        return PyFloat_FromDouble(number);
-    }
-    case '?':
-        return PyBool_FromLong(*item != 0);
-    case 's': {
-        int64_t number = 0;
-        switch (values->buffer.itemsize) {
-        case 1: number = *(const int8_t *)item; break;
-        case 2: { int16_t v; memcpy(&v, item, 2); number = v; break; }
-        case 4: { int32_t v; memcpy(&v, item, 4); number = v; break; }
-        default: memcpy(&number, item, 8); break;
-        }
         return PyLong_FromLongLong(number);
     }
-    default: {
-        uint64_t number = 0;
-        switch (values->buffer.itemsize) {
-        case 1: number = *(const uint8_t *)item; break;
-        case 2: { uint16_t v; memcpy(&v, item, 2); number = v; break; }
-        case 4: { uint32_t v; memcpy(&v, item, 4); number = v; break; }
-        default: memcpy(&number, item, 8); break;
-        }
-        return PyLong_FromUnsignedLongLong(number);
-    }
-    }
+    return PyBool_FromLong(*item != 0);
 }
 
 static void
@@ -614,7 +591,7 @@ row_dicts(PyObject *module, PyObject *args)
     PyObject *result = NULL, *templates = NULL;
     Values *values = NULL;
     Py_ssize_t rows = rows_of.len / (Py_ssize_t)sizeof(int64_t);
-    if (rows_of.itemsize != sizeof(int64_t) || buffer_kind(&rows_of) != 's' || rows_of.ndim != 1) {
+    if (buffer_kind(&rows_of) != 'q' || rows_of.ndim != 1) {
         PyErr_SetString(PyExc_ValueError, "patterns must be one int64 per row");
         goto done;
     }

@@ -45,6 +45,8 @@ _NONE_KEYS = "_none_keys"
 _OVERFLOW = "_overflow"
 _JSON_FIELD = b"json"
 _INT64 = (-(2**63), 2**63 - 1)
+#: Number columns the native dict pass reads as they are (others go as Python values).
+_NATIVE_DTYPES = (np.dtype(np.float64), np.dtype(np.int64), np.dtype(np.bool_))
 
 
 class AttrTable:
@@ -566,9 +568,9 @@ def _fill_dicts(out: np.ndarray, names: list[str], columns: list[np.ndarray | li
     pattern_of_row = pattern_of_row.ravel().astype(np.int64)
     present = [tuple(np.flatnonzero(valid[row]).tolist()) for row in first_rows.tolist()]
     if _native_columns is not None:
-        laid = [column.tolist() if isinstance(column, np.ndarray) and column.dtype == object
-                else column if isinstance(column, list) else np.ascontiguousarray(column)
-                for column in columns]
+        laid = [np.ascontiguousarray(column) if isinstance(column, np.ndarray)
+                and column.dtype in _NATIVE_DTYPES else column if isinstance(column, list)
+                else column.tolist() for column in columns]
         out[:] = _native_columns.row_dicts(tuple(names), laid, pattern_of_row, present)
         return
     order = np.argsort(pattern_of_row, kind="stable")

@@ -134,34 +134,24 @@ def read_carrier(row: int, records: list, out: RecordColumns) -> None:
     read_carrier_in_python(row, records, out)
 
 
+#: The columns the native pass returns first, in its order.
+_NATIVE_COLUMNS = ("span_name", "span_start", "span_id", "span_parent_id", "span_parent",
+                   "span_attempt", "span_attrs", "end_span", "end_ts", "end_attempt",
+                   "end_attrs", "event_name", "event_ts", "event_attempt", "event_parent_id",
+                   "event_parent", "event_attrs")
+
+
 def _append_native(row: int, record_count: int, read: tuple, out: RecordColumns) -> None:
     """Append what the native pass read of one carrier, then resolve what only the
     whole carrier could (parents named before they started)."""
-    (span_names, span_starts, span_ids, span_parent_ids, span_parents, span_attempts,
-     span_attrs, end_spans, end_ts, end_attempts, end_attrs, event_names, event_ts,
-     event_attempts, event_parent_ids, event_parents, event_attrs, deferred, inferred,
-     deferred_events, first_by_id, unknown_types) = read
-    first_index = len(out.span_row)
-    out.span_row.extend(repeat(row, len(span_names)))
-    out.span_name.extend(span_names)
-    out.span_start.extend(span_starts)
-    out.span_id.extend(span_ids)
-    out.span_parent_id.extend(span_parent_ids)
-    out.span_parent.extend(span_parents)
-    out.span_attempt.extend(span_attempts)
-    out.span_attrs.extend(span_attrs)
-    out.end_span.extend(end_spans)
-    out.end_ts.extend(end_ts)
-    out.end_attempt.extend(end_attempts)
-    out.end_attrs.extend(end_attrs)
-    out.event_row.extend(repeat(row, len(event_names)))
-    out.event_name.extend(event_names)
-    out.event_ts.extend(event_ts)
-    out.event_attempt.extend(event_attempts)
-    out.event_parent_id.extend(event_parent_ids)
-    out.event_parent.extend(event_parents)
-    out.event_span_id.extend(repeat(None, len(event_names)))
-    out.event_attrs.extend(event_attrs)
+    columns, rest = read[:len(_NATIVE_COLUMNS)], read[len(_NATIVE_COLUMNS):]
+    deferred, inferred, deferred_events, first_by_id, unknown_types = rest
+    first_index, first_event = len(out.span_row), len(out.event_row)
+    for name, values in zip(_NATIVE_COLUMNS, columns, strict=True):
+        getattr(out, name).extend(values)
+    out.span_row.extend(repeat(row, len(out.span_name) - first_index))
+    out.event_row.extend(repeat(row, len(out.event_name) - first_event))
+    out.event_span_id.extend(repeat(None, len(out.event_name) - first_event))
     out.raw_records += record_count
     if unknown_types:
         out.warnings["unknown_record_type"] += unknown_types
