@@ -1,5 +1,5 @@
 """Flatten dumps straight into :class:`TraceFrames`: the Arrow tables of
-:func:`..tables.build.build_tables`, given their pandas form.
+:func:`..tables.build.build_tables`, whose pandas views are made when first read.
 
 It lives here, not beside ``build_tables``, because ``tables/`` never imports pandas
 (a worker flattens with it alone) and sits below the model it would have to return.
@@ -10,8 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..tables.build import AttrTablesHere, build_tables
-from .core_frames import frames_from_tables
-from .model import TraceFrames
+from .model import TraceFrames, frames_from_tables
 
 
 def build_frames(source: Any, attr_tables: AttrTablesHere | None = None, *,

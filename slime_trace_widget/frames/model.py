@@ -1,10 +1,12 @@
-"""The data model: dumps flattened into three DataFrames, samples, spans and events.
+"""The data model: dumps flattened into the core Arrow tables, and their pandas views.
 
 Every other part reads it (widget, snapshot, CLI, analysis, exports); it is
-built by :mod:`..tables.build` and :mod:`.core_frames`; exporters are functions
-of it (``export/``), never its methods. ``samples.index`` is the sample *row*
-(position across the dumps given, as sample indices repeat); ``spans.index`` /
-``events.index`` are stable ids. Times are epoch seconds; ``duration`` is NaN for open spans. A span
+built from the tables of :mod:`..tables.build` (or a worker's files, or a run
+dataset's), which :data:`..tables.core_tables.CORE_SCHEMA` defines, the only
+statement of the frames' columns. Exporters are functions of it (``export/``),
+never its methods. ``samples.index`` is the sample *row* (position across the
+dumps given, as sample indices repeat); ``spans.index`` / ``events.index`` are
+stable ids. Times are epoch seconds; ``duration`` is NaN for open spans. A span
 belongs to the attempt on its start record (``end_attempt`` keeps the end's);
 ``reward`` is NaN unless scalar (a dict reward stays in ``reward_detail``).
 Span geometry (depths, display ends, lanes) lives in ``span_geometry``; the
@@ -13,43 +15,80 @@ Span geometry (depths, display ends, lanes) lives in ``span_geometry``; the
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import pandas as pd
 
 from ..tables.attr_columns import AttrTable
-from ..tables.core_tables import CODES, CORE_SCHEMA, ORIGINS, VOCABULARY
+from ..tables.core_concat import combined_tables
+from ..tables.core_tables import ORIGINS, CoreTables, FrameTables
 from .attr_frames import event_attr_frame, span_attr_frame
+from .core_frames import decode_checked
 from .engine_load import combine_engine_load, empty_engine_load
 
 if TYPE_CHECKING:
     from .live_health import LiveHealth
 
-__all__ = ["ORIGINS", "TraceFrames", "combine_frames"]
+__all__ = ["ORIGINS", "TraceFrames", "combine_frames", "frames_from_tables"]
+
+
+class _Views:
+    """The pandas views of frames, each made on first use and kept with the very objects
+    it was made of, so that it is made again when one of them is replaced."""
+
+    def __init__(self, made: dict[str, tuple[tuple[Any, ...], pd.DataFrame]] | None = None
+                 ) -> None:
+        self._lock = threading.RLock()  # a view is made once, whichever thread asks
+        self._made = made or {}
+
+    def kept(self, sources: dict[str, tuple[Any, ...]]) -> _Views:
+        """The views made of exactly ``sources`` (view name: what it is made of), for
+        frames that ``dataclasses.replace`` made: they keep what they share."""
+        with self._lock:
+            return _Views({name: (made, view) for name, (made, view) in self._made.items()
+                           if _same(made, sources[name])})
+
+    def get(self, name: str, sources: tuple[Any, ...],
+            make: Callable[[], pd.DataFrame]) -> pd.DataFrame:
+        with self._lock:
+            kept = self._made.get(name)
+            if kept is not None and _same(kept[0], sources):
+                return kept[1]
+            view = make()
+            self._made[name] = (sources, view)
+            return view
+
+
+def _same(made: tuple[Any, ...], sources: tuple[Any, ...]) -> bool:
+    return all(a is b for a, b in zip(made, sources, strict=True))
 
 
 @dataclass
 class TraceFrames:
     """The flattened view of one or more dumps.
 
-    ``span_core`` / ``event_core`` hold every column except attributes, which
-    live as typed columns in ``span_start_attrs`` / ``span_end_attrs`` /
-    ``event_attrs`` (one row per core row, in order). :attr:`spans` /
-    :attr:`events` join them on first access (and keep them): the timeline
-    never needs them, so a widget opened on a big dump does not pay for it.
-    ``failures`` lists the dumps that could not be read (path, reason).
+    Its data are the core Arrow tables, ``tables`` (:class:`CoreTables`: ``samples``,
+    ``span_core``, ``event_core``, ``segments``, each with exactly its
+    ``CORE_SCHEMA`` columns, checked when made), and the attribute tables
+    ``span_start_attrs`` / ``span_end_attrs`` / ``event_attrs`` (typed columns, one
+    row per core row, in order). What users read are pandas views of them, each
+    made on first access from the Arrow columns (numbers in place, every other column
+    made once) and kept: :attr:`samples`, :attr:`span_core`, :attr:`event_core`,
+    :attr:`segments`, and :attr:`spans` / :attr:`events`, the core with the
+    ``attr.<key>`` columns, which the timeline never needs, so a widget opened on
+    a big dump does not pay for them. Code that wants Arrow (the run dataset
+    writer, the wire) reads ``tables``. ``failures`` lists the dumps that could not
+    be read (path, reason).
     """
 
-    samples: pd.DataFrame
-    span_core: pd.DataFrame
-    event_core: pd.DataFrame
+    tables: CoreTables
     span_start_attrs: AttrTable
     span_end_attrs: AttrTable
     event_attrs: AttrTable
-    segments: pd.DataFrame = field(default_factory=pd.DataFrame)
     paths: list[str] = field(default_factory=list)
     rollout_ids: list[int | None] = field(default_factory=list)
     warnings: Counter[str] = field(default_factory=Counter)
@@ -63,26 +102,59 @@ class TraceFrames:
     engine_load: pd.DataFrame = field(default_factory=empty_engine_load)
     #: Frames of a rollout read live (``load_live``): each sender's loss and health.
     live: LiveHealth | None = None
-    _spans: pd.DataFrame | None = field(default=None, repr=False)
-    _events: pd.DataFrame | None = field(default=None, repr=False)
+    _views: _Views = field(default_factory=_Views, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self._views = self._views.kept(self._sources())
+
+    def _sources(self) -> dict[str, tuple[Any, ...]]:
+        """What each view is made of."""
+        tables = self.tables
+        return {"samples": (tables.samples,), "span_core": (tables.span_core,),
+                "event_core": (tables.event_core,), "segments": (tables.segments,),
+                "spans": (tables.span_core, self.span_start_attrs, self.span_end_attrs),
+                "events": (tables.event_core, self.event_attrs)}
+
+    def _core(self, name: str) -> pd.DataFrame:
+        table = getattr(self.tables, name)
+        return self._views.get(name, (table,), lambda: decode_checked(table, name))
+
+    @property
+    def samples(self) -> pd.DataFrame:
+        """One row per sample, index ``row``."""
+        return self._core("samples")
+
+    @property
+    def span_core(self) -> pd.DataFrame:
+        """One row per span (virtual PD spans last), without attributes."""
+        return self._core("span_core")
+
+    @property
+    def event_core(self) -> pd.DataFrame:
+        """One row per instant event and unmatched end, without attributes."""
+        return self._core("event_core")
+
+    @property
+    def segments(self) -> pd.DataFrame:
+        """The phases of virtual PD spans (``span_index`` their span)."""
+        return self._core("segments")
 
     @property
     def spans(self) -> pd.DataFrame:
         """One row per span (virtual PD spans last), with ``attr.<key>`` columns."""
-        if self._spans is None:
+        def make() -> pd.DataFrame:
             core = self.span_core
             attrs = span_attr_frame(self.span_start_attrs, self.span_end_attrs, core.index)
-            self._spans = pd.concat([core, attrs], axis=1)
-        return self._spans
+            return pd.concat([core, attrs], axis=1)
+        return self._views.get("spans", self._sources()["spans"], make)
 
     @property
     def events(self) -> pd.DataFrame:
         """One row per instant event and unmatched end, with ``attr.<key>`` columns."""
-        if self._events is None:
+        def make() -> pd.DataFrame:
             core = self.event_core
-            self._events = pd.concat([core, event_attr_frame(self.event_attrs, core.index)],
-                                     axis=1)
-        return self._events
+            return pd.concat([core, event_attr_frame(self.event_attrs, core.index)], axis=1)
+        return self._views.get("events", self._sources()["events"], make)
 
     def measured_spans(self) -> pd.DataFrame:
         """Span core rows that carry their own time: the one rule analyses, plots and
@@ -141,50 +213,41 @@ class TraceFrames:
         return "\n".join(lines)
 
     def __repr__(self) -> str:
-        return (f"TraceFrames(samples={len(self.samples)}, spans={len(self.span_core)}, "
-                f"events={len(self.event_core)}, dumps={len(self.paths)})")
+        return (f"TraceFrames(samples={self.tables.samples.num_rows}, "
+                f"spans={self.tables.span_core.num_rows}, "
+                f"events={self.tables.event_core.num_rows}, dumps={len(self.paths)})")
+
+
+def frames_from_tables(tables: FrameTables) -> TraceFrames:
+    """The frames of flattened ``tables`` (their core tables checked, none decoded)."""
+    return TraceFrames(
+        tables=CoreTables.of(tables),
+        span_start_attrs=tables.span_start_attrs,
+        span_end_attrs=tables.span_end_attrs,
+        event_attrs=tables.event_attrs,
+        paths=tables.paths,
+        rollout_ids=tables.rollout_ids,
+        warnings=tables.warnings,
+        t0=tables.t0,
+        t1=tables.t1,
+    )
 
 
 def combine_frames(parts: list[TraceFrames]) -> TraceFrames:
-    """One set of frames from several (e.g. two rollouts to compare), ids renumbered."""
+    """One set of frames from several (e.g. two rollouts to compare), ids renumbered,
+    put together in Arrow (``core_concat.combined_tables``); no view is made."""
     if len(parts) == 1:
         return parts[0]
-    samples, spans, events, segments = [], [], [], []
-    row_offset = span_offset = event_offset = dump_offset = 0
     warnings: Counter[str] = Counter()
     for part in parts:
-        samples.append(part.samples.assign(dump=part.samples["dump"] + dump_offset)
-                       .set_axis(part.samples.index + row_offset))
-        core = part.span_core
-        spans.append(core.assign(
-            sample_row=core["sample_row"] + row_offset,
-            parent_index=np.where(core["parent_index"] >= 0,
-                                  core["parent_index"] + span_offset, -1),
-        ).set_axis(core.index + span_offset))
-        events.append(part.event_core.assign(
-            sample_row=part.event_core["sample_row"] + row_offset,
-            parent_index=np.where(part.event_core["parent_index"] >= 0,
-                                  part.event_core["parent_index"] + span_offset, -1),
-        ).set_axis(part.event_core.index + event_offset))
-        segments.append(part.segments.assign(span_index=part.segments["span_index"]
-                                             + span_offset))
         warnings.update(part.warnings)
-        row_offset += len(part.samples)
-        span_offset += len(core)
-        event_offset += len(part.event_core)
-        dump_offset += max(len(part.paths), 1)
-    combined_samples = pd.concat(samples)
-    combined_samples.index.name = "row"
     t0s = [p.t0 for p in parts if p.t0 == p.t0]
     t1s = [p.t1 for p in parts if p.t1 == p.t1]
     return TraceFrames(
-        samples=_recategorize(combined_samples),
-        span_core=_recategorize(pd.concat(spans)),
-        event_core=_recategorize(pd.concat(events)),
+        tables=combined_tables([p.tables for p in parts], [max(len(p.paths), 1) for p in parts]),
         span_start_attrs=AttrTable.concat([p.span_start_attrs for p in parts]),
         span_end_attrs=AttrTable.concat([p.span_end_attrs for p in parts]),
         event_attrs=AttrTable.concat([p.event_attrs for p in parts]),
-        segments=_recategorize(pd.concat(segments, ignore_index=True)),
         paths=[path for p in parts for path in (p.paths or ["<memory>"])],
         rollout_ids=[r for p in parts for r in (p.rollout_ids or [None])],
         warnings=warnings,
@@ -201,20 +264,3 @@ def _concat_small(tables: list[pd.DataFrame]) -> pd.DataFrame:
     """The rows of the non-empty ``tables`` (per-dump reports), in order."""
     kept = [table for table in tables if len(table)]
     return pd.concat(kept, ignore_index=True) if kept else pd.DataFrame()
-
-
-def _recategorize(frame: pd.DataFrame) -> pd.DataFrame:
-    """Concatenating categoricals with different categories gives objects; restore them
-    (the names found as categories, a vocabulary as its schema states it)."""
-    for column in frame.columns:
-        spec = _CATEGORICAL.get(column)
-        if spec is not None and frame[column].dtype != "category":
-            frame[column] = frame[column].astype(
-                pd.CategoricalDtype(list(spec.vocabulary)) if spec.kind == VOCABULARY
-                else "category")
-    return frame
-
-
-#: The categorical columns of the core tables by name (a name has one kind in all of them).
-_CATEGORICAL = {column.name: column for table in CORE_SCHEMA.values() for column in table
-                if column.kind in (CODES, VOCABULARY)}

@@ -12,10 +12,12 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..values import json_safe
 from .attr_columns import AttrTable
@@ -24,9 +26,10 @@ from .span_geometry import CLIP_REASONS
 
 __all__ = ["CODES", "CORE_SCHEMA", "CORE_TABLES", "EVENT_KINDS", "INDEX_NAMES", "JSON_TEXT",
            "LATER_COLUMNS", "NULLABLE_INT", "OBJECT_TEXT", "ORIGINS", "PD_FORMS", "STATES",
-           "TEXT", "VOCABULARY", "Column", "FrameTables", "blank_column", "column_of",
-           "core_table", "dictionary_column", "filled_table", "json_text_column",
-           "nullable_int_column", "object_text_column", "text_column", "vocabulary_column"]
+           "TEXT", "VOCABULARY", "Column", "CoreTables", "FrameTables", "blank_column",
+           "checked_table", "column_of", "core_table", "dictionary_column", "filled_table",
+           "json_text_column", "nullable_int_column", "object_text_column", "text_column",
+           "vocabulary_column"]
 
 #: Where a span or event was recorded: slime's dump, or the engine's own trace.
 ORIGINS = ["dump", "engine"]
@@ -50,6 +53,8 @@ TEXT = "text"
 OBJECT_TEXT = "object_text"
 #: Plain data (a dict reward) as JSON text on the wire, objects in pandas.
 JSON_TEXT = "json_text"
+#: The kinds held as Arrow text: ``string``, or ``large_string`` (pandas' own text, for ids).
+TEXT_KINDS = (TEXT, OBJECT_TEXT, JSON_TEXT)
 
 
 class Column(NamedTuple):
@@ -126,6 +131,118 @@ class FrameTables(NamedTuple):
     warnings: Counter[str]
     t0: float
     t1: float
+
+
+@dataclass(frozen=True, eq=False)
+class CoreTables:
+    """The four core tables of frames, each checked as it is given (:func:`checked_table`),
+    so that frames never hold a table their pandas views cannot be made of."""
+
+    samples: pa.Table
+    span_core: pa.Table
+    event_core: pa.Table
+    segments: pa.Table
+
+    def __post_init__(self) -> None:
+        for name in CORE_TABLES:
+            object.__setattr__(self, name, checked_table(name, getattr(self, name)))
+
+    @classmethod
+    def of(cls, tables: FrameTables) -> CoreTables:
+        """The core tables of flattened ``tables``."""
+        return cls(tables.samples, tables.span_core, tables.event_core, tables.segments)
+
+
+def checked_table(name: str, table: pa.Table) -> pa.Table:
+    """``table`` as core table ``name``: exactly the columns of its schema, in order, each
+    of its kind's Arrow type, or a ValueError naming the table and column. It trusts
+    nothing in ``table`` (a worker's file, a run dataset's): names are dictionaries of
+    distinct text that every code points into, columns of numbers hold no nulls, JSON
+    text parses. What comes back is what frames hold: the :data:`LATER_COLUMNS` a table
+    was written without at their default, a vocabulary column holding its whole
+    vocabulary in order, a names column in one piece with int32 codes."""
+    schema = CORE_SCHEMA[name]
+    expected = [column.name for column in schema]
+    table = _with_later_columns(table, name, expected)
+    if table.column_names != expected:
+        raise ValueError(f"{name}: columns {table.column_names[:8]}... are not "
+                         f"{expected[:8]}...")
+    for position, column in enumerate(schema):
+        given = table.column(position)
+        try:
+            checked = _checked_column(given, column)
+        except (TypeError, ValueError, RecursionError, pa.ArrowException) as exc:
+            raise ValueError(f"{name}.{column.name}: {exc}") from exc
+        if checked is not given:
+            table = table.set_column(position, column.name, checked)
+    return table
+
+
+def _with_later_columns(table: pa.Table, name: str, expected: list[str]) -> pa.Table:
+    """``table`` with the :data:`LATER_COLUMNS` it was written without, at their default
+    (only when it has every column before them, in order)."""
+    later = LATER_COLUMNS.get(name, {})
+    missing = [column for column in later if column not in table.column_names]
+    if not missing or table.column_names != expected[:len(expected) - len(missing)]:
+        return table
+    for column in missing:
+        table = table.append_column(column, pa.array(np.full(table.num_rows, later[column])))
+    return table
+
+
+def _checked_column(column: pa.ChunkedArray, spec: Column) -> pa.ChunkedArray:
+    kind = spec.kind
+    if kind in (CODES, VOCABULARY):
+        return _checked_names(column, spec)
+    if kind in TEXT_KINDS:
+        if column.type not in (pa.string(), pa.large_string()):
+            raise TypeError(f"expected string, got {column.type}")
+        if kind == JSON_TEXT:
+            for value in pc.drop_null(column).to_pylist():
+                json.loads(value)
+        return column
+    expected = pa.int64() if kind == NULLABLE_INT else pa.from_numpy_dtype(np.dtype(kind))
+    if column.type != expected:
+        raise TypeError(f"expected {expected}, got {column.type}")
+    if kind != NULLABLE_INT and column.null_count:
+        raise ValueError("nulls in a column that has none")
+    return column
+
+
+def _checked_names(column: pa.ChunkedArray, spec: Column) -> pa.ChunkedArray:
+    """A names column as one dictionary array of int32 codes; a vocabulary's dictionary is
+    the whole vocabulary, in order, whatever the table held (a table of no rows may come
+    without its dictionary)."""
+    array = column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
+    kind = array.type
+    if not pa.types.is_dictionary(kind) or kind.value_type not in (pa.string(),
+                                                                   pa.large_string()):
+        raise TypeError(f"expected dictionary-encoded text, got {kind}")
+    values = array.dictionary.to_pylist()
+    if None in values:
+        raise ValueError("a category is missing")
+    codes = array.indices
+    low, high = pc.min_max(codes).values()
+    if low.is_valid and (low.as_py() < 0 or high.as_py() >= len(values)):
+        raise ValueError("codes point outside the categories")
+    if spec.kind == VOCABULARY:
+        vocabulary = list(spec.vocabulary)
+        if values != vocabulary or kind != _NAMES_TYPE:
+            if not set(values) <= set(vocabulary) or len(set(values)) < len(values):
+                raise ValueError(f"categories {values[:8]} are not of {vocabulary}")
+            remap = pa.array([vocabulary.index(value) for value in values], pa.int32())
+            array = pa.DictionaryArray.from_arrays(pc.take(remap, codes),
+                                                   pa.array(vocabulary, pa.string()))
+    elif len(set(values)) < len(values):
+        raise ValueError("repeated categories")
+    elif kind.index_type != pa.int32():
+        array = pa.DictionaryArray.from_arrays(codes.cast(pa.int32()), array.dictionary)
+    if column.num_chunks == 1 and array is column.chunk(0):
+        return column
+    return pa.chunked_array([array])
+
+
+_NAMES_TYPE = pa.dictionary(pa.int32(), pa.string())
 
 
 def core_table(name: str, columns: dict[str, pa.Array]) -> pa.Table:

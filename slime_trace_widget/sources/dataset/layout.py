@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ...frames.engine_load import ENGINE_LOAD_COLUMNS, engine_load_frame
@@ -35,8 +36,7 @@ from ..dumps.wire import (
     WireError,
     check_references,
     checked_attrs,
-    decode_table,
-    encode_table,
+    checked_core_tables,
     meta_of,
     parse_meta,
 )
@@ -68,13 +68,12 @@ def write_dump(frames: TraceFrames, root: Path, dump_file: str, stem: str) -> di
     Each file appears whole or not at all (written aside, then renamed).
     """
     kind = dump_kind(dump_file)
-    rollout_of_row = frames.samples["rollout_id"].to_numpy(dtype=np.float64, na_value=np.nan)
-    rollout_of_row = np.where(np.isnan(rollout_of_row), UNKNOWN_ROLLOUT,
-                              rollout_of_row).astype(np.int64)
-    span_rows = frames.span_core["sample_row"].to_numpy()
-    event_rows = frames.event_core["sample_row"].to_numpy()
-    segment_rows = span_rows[frames.segments["span_index"].to_numpy()] if len(frames.segments) \
-        else np.zeros(0, dtype=np.int64)
+    core = frames.tables  # written as frames hold them: no view is made
+    rollout_of_row = pc.fill_null(core.samples.column(PARTITION), UNKNOWN_ROLLOUT).to_numpy()
+    span_rows = core.span_core.column("sample_row").to_numpy()
+    event_rows = core.event_core.column("sample_row").to_numpy()
+    segment_rows = span_rows[core.segments.column("span_index").to_numpy()] \
+        if core.segments.num_rows else np.zeros(0, dtype=np.int64)
     tables = _tables(frames)
     rollouts_of = {"samples": rollout_of_row, "spans": rollout_of_row[span_rows],
                    "events": rollout_of_row[event_rows], "segments": rollout_of_row[segment_rows],
@@ -108,21 +107,22 @@ def write_dump(frames: TraceFrames, root: Path, dump_file: str, stem: str) -> di
             _write_whole(load, target)
             files.append(target.relative_to(root).as_posix())
     return {"files": files, "rollouts": rollouts, "kind": kind, "meta": meta_of(frames),
-            "samples": len(frames.samples), "spans": len(frames.span_core),
-            "events": len(frames.event_core)}
+            "samples": core.samples.num_rows, "spans": core.span_core.num_rows,
+            "events": core.event_core.num_rows}
 
 
 def _tables(frames: TraceFrames) -> dict[str, pa.Table]:
-    samples = encode_table(frames.samples).drop_columns([PARTITION])
-    spans = encode_table(frames.span_core)
+    core = frames.tables
+    samples = core.samples.drop_columns([PARTITION])
+    spans = core.span_core
     for name, column in merged_attr_arrays(frames.span_start_attrs,
                                            frames.span_end_attrs).items():
         spans = spans.append_column(name, column)
-    events = encode_table(frames.event_core)
+    events = core.event_core
     for key in frames.event_attrs.keys:
         events = events.append_column(ATTR_PREFIX + key, frames.event_attrs.column(key))
     tables = {"samples": samples, "spans": spans, "events": events,
-              "segments": encode_table(frames.segments)}
+              "segments": core.segments}
     for name in ("span_start_attrs", "span_end_attrs", "event_attrs"):
         attrs: pa.Table = getattr(frames, name).table
         tables[name] = attrs.rename_columns([ATTR_PREFIX + c for c in attrs.column_names])
@@ -234,19 +234,15 @@ def _frames(tables: dict[str, pa.Table], keep_rows: np.ndarray, entry: dict) -> 
     segments = tables["segments"]
     segments = segments.filter(pa.array(np.isin(segments.column("span_index").to_numpy(),
                                                 span_keep)))
-    core = {
-        "samples": decode_table(_core_columns(samples, "samples"), "samples"),
-        "span_core": decode_table(_core_columns(_renumbered(
-            spans, keep_rows, span_keep), "span_core"), "span_core"),
-        "event_core": decode_table(_core_columns(_renumbered(
-            events, keep_rows, span_keep), "event_core"), "event_core"),
-        "segments": decode_table(_core_columns(_renumber_column(
-            segments, "span_index", span_keep), "segments"), "segments"),
-    }
+    core = checked_core_tables(
+        _core_columns(samples, "samples"),
+        _core_columns(_renumbered(spans, keep_rows, span_keep), "span_core"),
+        _core_columns(_renumbered(events, keep_rows, span_keep), "event_core"),
+        _core_columns(_renumber_column(segments, "span_index", span_keep), "segments"))
     attrs = {name: AttrTable(checked_attrs(_attr_columns(_select(
         tables[name], _POSITION[name], span_keep if name.startswith("span") else event_keep)),
         name)) for name in ("span_start_attrs", "span_end_attrs", "event_attrs")}
-    frames = TraceFrames(**core, **attrs, **parse_meta(entry["meta"]))
+    frames = TraceFrames(core, **attrs, **parse_meta(entry["meta"]))
     check_references(frames)
     return frames
 
@@ -300,7 +296,7 @@ def _new_positions(values: np.ndarray, keep: np.ndarray, column: str) -> np.ndar
 
 
 def _core_columns(table: pa.Table, name: str) -> pa.Table:
-    """The columns of core frame ``name`` (decode_table checks them and their order)."""
+    """The columns of core table ``name`` (``CoreTables`` checks them and their order)."""
     position = {"samples": "row", "span_core": "span_index", "event_core": "event_index"}
     wanted = [c for c in table.column_names
               if c != position.get(name) and not c.startswith(ATTR_PREFIX)]

@@ -13,14 +13,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from ...frames import core_frames
-from ...frames.core_frames import encode_table
-from ...frames.model import TraceFrames
+from ...frames.model import TraceFrames, frames_from_tables
 from ...tables.attr_columns import AttrTable
-from ...tables.core_tables import FrameTables
+from ...tables.core_tables import CoreTables, FrameTables
 from .arrow_files import (
     ATTR_TABLES,
     CORE_TABLES,
@@ -35,13 +33,13 @@ from .arrow_files import (
 )
 
 __all__ = ["ATTR_TABLES", "CORE_TABLES", "WireError", "check_references", "checked_attrs",
-           "decode_table", "encode_table", "meta_of", "parse_meta", "read_frames", "read_table",
+           "checked_core_tables", "meta_of", "parse_meta", "read_frames", "read_table",
            "table_file", "write_frames", "write_table", "write_tables"]
 
 
 def write_frames(frames: TraceFrames, directory: str) -> None:
     """Write ``frames`` into ``directory`` as a worker writes its tables."""
-    write_tables(FrameTables(**{name: encode_table(getattr(frames, name)) if name in CORE_TABLES
+    write_tables(FrameTables(**{name: getattr(frames.tables, name) if name in CORE_TABLES
                                 else getattr(frames, name) for name in FrameTables._fields}),
                  directory)
 
@@ -55,19 +53,20 @@ def read_frames(directory: str) -> TraceFrames:
         tables[name] = AttrTable(checked_attrs(tables[name], name))
     flattened = FrameTables(**tables, **read_meta(directory))
     try:
-        frames = core_frames.frames_from_tables(flattened)
-    except (TypeError, ValueError) as exc:  # a core table is not this version's
+        frames = frames_from_tables(flattened)
+    except ValueError as exc:  # a core table is not this version's
         raise WireError(str(exc)) from exc
     check_references(frames)
     return frames
 
 
-def decode_table(table: pa.Table, name: str) -> pd.DataFrame:
-    """Core frame ``name`` from ``table``, which must have exactly the columns and
-    types that frames of this version have (WireError otherwise)."""
+def checked_core_tables(samples: pa.Table, span_core: pa.Table, event_core: pa.Table,
+                        segments: pa.Table) -> CoreTables:
+    """The core tables of frames, which must have exactly the columns and types that
+    frames of this version have (WireError otherwise)."""
     try:
-        return core_frames.decode_table(table, name)
-    except (TypeError, ValueError) as exc:
+        return CoreTables(samples, span_core, event_core, segments)
+    except ValueError as exc:
         raise WireError(str(exc)) from exc
 
 
@@ -82,20 +81,22 @@ def checked_attrs(table: pa.Table, name: str) -> pa.Table:
 
 
 def check_references(frames: TraceFrames) -> None:
-    """Every row reference must point inside its table."""
-    n_samples, n_spans = len(frames.samples), len(frames.span_core)
+    """Every row reference must point inside its table (read in the Arrow tables: no
+    view is made)."""
+    tables = frames.tables
+    n_samples, n_spans = tables.samples.num_rows, tables.span_core.num_rows
     checks = (
-        ("span_core.sample_row", frames.span_core["sample_row"], 0, n_samples),
-        ("span_core.parent_index", frames.span_core["parent_index"], -1, n_spans),
-        ("event_core.sample_row", frames.event_core["sample_row"], 0, n_samples),
-        ("event_core.parent_index", frames.event_core["parent_index"], -1, n_spans),
-        ("segments.span_index", frames.segments["span_index"], 0, n_spans),
+        ("span_core.sample_row", tables.span_core, "sample_row", 0, n_samples),
+        ("span_core.parent_index", tables.span_core, "parent_index", -1, n_spans),
+        ("event_core.sample_row", tables.event_core, "sample_row", 0, n_samples),
+        ("event_core.parent_index", tables.event_core, "parent_index", -1, n_spans),
+        ("segments.span_index", tables.segments, "span_index", 0, n_spans),
     )
-    for name, values, low, high in checks:
-        array = values.to_numpy()
-        if len(array) and (array.min() < low or array.max() >= high):
+    for name, table, column, low, high in checks:
+        least, most = pc.min_max(table.column(column)).values()
+        if least.is_valid and (least.as_py() < low or most.as_py() >= high):
             raise WireError(f"{name} points outside its table")
     for name, rows in (("span_start_attrs", n_spans), ("span_end_attrs", n_spans),
-                       ("event_attrs", len(frames.event_core))):
+                       ("event_attrs", tables.event_core.num_rows)):
         if len(getattr(frames, name)) != rows:
             raise WireError(f"{name} has {len(getattr(frames, name))} rows, expected {rows}")

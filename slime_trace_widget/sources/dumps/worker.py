@@ -143,7 +143,7 @@ def _frames_job(request: dict) -> None:
 def _dataset_job(request: dict) -> dict:
     """Read and flatten the dump as for frames, then write its tables into the run
     dataset at ``out``; report what was written and the file's content hash."""
-    from ...frames.core_frames import frames_from_tables
+    from ...frames.model import frames_from_tables
     from ..dataset.layout import write_dump
     from ..dataset.manifest import content_hash
 

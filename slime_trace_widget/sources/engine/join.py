@@ -29,11 +29,14 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from ...frames.core_frames import append_rows, new_rows
 from ...frames.model import TraceFrames
 from ...tables.attr_columns import AttrTable
 from ...tables.build import event_placement, row_counts
+from ...tables.core_concat import APPENDED, concatenated
+from ...tables.core_tables import CoreTables, filled_table
+from ...tables.names import Names
 from ...tables.pd_lanes import LANE_SUFFIX
 from ...tables.span_geometry import ENGINE_LANE_KINDS, span_lanes
 from .match import REQUEST_ID_ATTR, attr_values, match_requests
@@ -54,11 +57,12 @@ def join_engine(frames: TraceFrames, engine: pd.DataFrame | pa.Table) -> TraceFr
     DataFrame, or the store's table (``read_spans``), which is read faster since only
     the spans that are drawn have their attributes parsed."""
     requests = read_requests(engine)
-    core = frames.span_core
-    if "origin" in core.columns and (core["origin"] == "engine").any():
+    core = frames.tables.span_core
+    engine_spans = pc.equal(core.column("origin"), "engine")
+    if pc.any(engine_spans).as_py():
         # frames that already hold engine spans (a dataset converted with them): those
         # requests are not attached twice
-        present = set(core.loc[(core["origin"] == "engine").to_numpy(), "span_id"])
+        present = set(core.column("span_id").filter(engine_spans).to_pylist())
         requests = [r for r in requests if r.span_id not in present]
     owners = match_requests(frames, requests)
     columns = _Spans(frames)
@@ -201,12 +205,12 @@ def _attach(frames_spans: _Spans, request: Request, owner: int, shift: dict[str,
 
 
 def _append(frames: TraceFrames, built: _Built) -> TraceFrames:
-    """The frames with ``built``'s spans and events added: lanes, counts and attributes
-    recomputed for the rows that changed shape."""
-    core = frames.span_core
+    """The frames with ``built``'s spans and events added, in Arrow: lanes, counts and
+    attributes recomputed for the rows that changed shape."""
+    tables = frames.tables
     added = built.spans
     n_new = len(built.span_attrs)
-    new_core = new_rows("span_core", len(core), n_new, {
+    new_spans = filled_table("span_core", n_new, {
         "sample_row": added["sample_row"], "span_id": added["span_id"],
         "parent_span_id": added["parent_span_id"], "parent_index": added["parent"],
         "name": added["name"], "start": added["start"], "end": added["end"],
@@ -215,23 +219,21 @@ def _append(frames: TraceFrames, built: _Built) -> TraceFrames:
         "state": ["closed"] * n_new, "depth": added["depth"], "attempt": added["attempt"],
         "end_attempt": added["attempt"], "error": added["error"],
         "origin": ["engine"] * n_new})
-    spans = append_rows(core, new_core)
-    codes = np.asarray(spans["name"].array.codes)
-    parents = spans["parent_index"].to_numpy()
-    spans["parent_name"] = pd.Categorical.from_codes(
-        np.where(parents >= 0, codes[np.maximum(parents, 0)], -1), dtype=spans["name"].dtype)
-    kinds = _lane_kinds(core, np.asarray(added["lane_kind"], dtype=np.int64))
-    spans["lane"] = span_lanes(
-        spans["sample_row"].to_numpy(), spans["depth"].to_numpy().astype(np.int64),
-        spans["parent_index"].to_numpy(), spans["name"].array, spans["pd_detail"].to_numpy(),
-        kinds).astype(np.int32)
-    events = _events(frames, built, spans)
+    spans = concatenated("span_core", [tables.span_core, new_spans], APPENDED)
+    names = _names(spans.column("name"))
+    parents = _numbers(spans, "parent_index")
+    spans = _with(spans, "parent_name", _names_column(
+        np.where(parents >= 0, names.codes[np.maximum(parents, 0)], -1), spans, "name"))
+    kinds = _lane_kinds(tables.span_core, np.asarray(added["lane_kind"], dtype=np.int64))
+    lanes = span_lanes(_numbers(spans, "sample_row"), _numbers(spans, "depth").astype(np.int64),
+                       parents, names, _numbers(spans, "pd_detail"), kinds)
+    spans = _with(spans, "lane", pa.array(lanes.astype(np.int32)))
+    events = _events(tables.event_core, built, spans, names)
     warnings = Counter(frames.warnings)
     return replace(
         frames,
-        samples=_recount(frames.samples, spans, events),
-        span_core=spans,
-        event_core=events,
+        tables=CoreTables(_recount(tables.samples, spans, events), spans, events,
+                          tables.segments),
         span_start_attrs=AttrTable.concat([frames.span_start_attrs,
                                            AttrTable.from_dicts([None] * n_new)]),
         span_end_attrs=AttrTable.concat([frames.span_end_attrs,
@@ -239,46 +241,70 @@ def _append(frames: TraceFrames, built: _Built) -> TraceFrames:
         event_attrs=AttrTable.concat([frames.event_attrs,
                                       AttrTable.from_dicts(built.event_attrs, warnings)]),
         warnings=warnings,
-        _spans=None,
-        _events=None,
     )
 
 
-def _lane_kinds(core: pd.DataFrame, engine_kinds: np.ndarray) -> np.ndarray:
+def _numbers(table: pa.Table, column: str) -> np.ndarray:
+    return table.column(column).to_numpy()
+
+
+def _names(column: pa.ChunkedArray) -> Names:
+    """A names column (one chunk, as concatenated) as codes (-1 missing) and names."""
+    array = column.chunk(0)
+    return Names(array.indices.fill_null(-1).to_numpy(zero_copy_only=False),
+                 array.dictionary.to_pylist())
+
+
+def _names_column(codes: np.ndarray, table: pa.Table, names_of: str) -> pa.DictionaryArray:
+    """``codes`` (-1 missing) into the names of ``table``'s column ``names_of``."""
+    codes = np.asarray(codes, dtype=np.int32)
+    return pa.DictionaryArray.from_arrays(pa.array(codes, mask=codes < 0),
+                                          table.column(names_of).chunk(0).dictionary)
+
+
+def _with(table: pa.Table, column: str, values: pa.Array) -> pa.Table:
+    return table.set_column(table.schema.get_field_index(column), column, values)
+
+
+def _lane_kinds(core: pa.Table, engine_kinds: np.ndarray) -> np.ndarray:
     """The lane kind of every span: 0 real, 1/2 virtual [P]/[D], engine roles their own."""
-    names = core["name"].astype(str)
-    virtual = core["virtual"].to_numpy()
-    kinds = np.zeros(len(core), dtype=np.int64)
-    kinds[virtual & names.str.endswith(LANE_SUFFIX["prefill"]).to_numpy()] = 1
-    kinds[virtual & names.str.endswith(LANE_SUFFIX["decode"]).to_numpy()] = 2
+    names = core.column("name").chunk(0)
+    virtual = _numbers(core, "virtual")
+    codes = names.indices.fill_null(-1).to_numpy(zero_copy_only=False)
+    kinds = np.zeros(len(codes), dtype=np.int64)
+    for kind, phase in ((1, "prefill"), (2, "decode")):
+        of_name = np.append(pc.ends_with(names.dictionary, LANE_SUFFIX[phase])
+                            .to_numpy(zero_copy_only=False), False)  # -1: no name
+        kinds[virtual & of_name[codes]] = kind
     return np.concatenate([kinds, engine_kinds])
 
 
-def _events(frames: TraceFrames, built: _Built, spans: pd.DataFrame) -> pd.DataFrame:
+def _events(core: pa.Table, built: _Built, spans: pa.Table, span_names: Names) -> pa.Table:
     """The events table with the engine's events after the dump's; every event's lane and
     depth read again from its parent span (lanes of a row may have moved)."""
-    core = frames.event_core
     added = built.events
     n_new = len(built.event_attrs)
-    new = new_rows("event_core", len(core), n_new, {
+    new = filled_table("event_core", n_new, {
         "sample_row": added["sample_row"], "name": added["name"], "ts": added["ts"],
         "attempt": added["attempt"], "parent_span_id": added["parent_span_id"],
         "parent_index": added["parent"], "kind": ["instant"] * n_new,
         "origin": ["engine"] * n_new})
-    events = append_rows(core, new)
-    span_names: pd.Categorical = spans["name"].array  # type: ignore[assignment]
+    events = concatenated("event_core", [core, new], APPENDED)
     parent_codes, depth, lane = event_placement(
-        events["parent_index"].to_numpy(), np.asarray(span_names.codes),
-        spans["depth"].to_numpy(), spans["lane"].to_numpy())
-    events["parent_name"] = pd.Categorical.from_codes(parent_codes, dtype=span_names.dtype)
-    events["depth"], events["lane"] = depth, lane
-    return events
+        _numbers(events, "parent_index"), span_names.codes, _numbers(spans, "depth"),
+        _numbers(spans, "lane"))
+    events = _with(events, "parent_name", _names_column(parent_codes, spans, "name"))
+    events = _with(events, "depth", pa.array(np.asarray(depth, dtype=np.int32)))
+    return _with(events, "lane", pa.array(np.asarray(lane, dtype=np.int32)))
 
 
-def _recount(samples: pd.DataFrame, spans: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
+def _recount(samples: pa.Table, spans: pa.Table, events: pa.Table) -> pa.Table:
     """The per-sample counts that depend on spans and events, computed again."""
     counts = row_counts(
-        len(samples), spans["sample_row"].to_numpy(), spans["virtual"].to_numpy(),
-        (spans["state"] == "open").to_numpy(), spans["lane"].to_numpy(),
-        events["sample_row"].to_numpy(), (events["kind"] == "unmatched_end").to_numpy())
-    return samples.assign(**counts)
+        samples.num_rows, _numbers(spans, "sample_row"), _numbers(spans, "virtual"),
+        pc.equal(spans.column("state"), "open").to_numpy(), _numbers(spans, "lane"),
+        _numbers(events, "sample_row"),
+        pc.equal(events.column("kind"), "unmatched_end").to_numpy())
+    for column, values in counts.items():
+        samples = _with(samples, column, pa.array(np.asarray(values, dtype=np.int64)))
+    return samples
