@@ -1,8 +1,9 @@
-"""The data model: :class:`TraceFrames`, the pandas views of the core Arrow tables.
+"""The data model: :class:`TraceFrames`, the core Arrow tables and their pandas views.
 
-``tables/`` (below) flattens records into the core tables; here ``core_frames``
-gives them their pandas form, ``attr_frames`` the ``attr.*`` columns, ``model``
-is the result and ``flatten`` goes from records to frames in one call.
+``tables/`` (below) flattens records into the core tables; ``model`` holds them
+(``frames.tables``) and makes each pandas view when first read, ``core_frames``
+giving a core table its pandas form, ``attr_frames`` the ``attr.*`` columns;
+``flatten`` goes from records to frames in one call.
 ``engine_load`` holds the engines' scraped load as named tracks (``load_tracks``).
 Where frames come from (dumps, the run dataset, the engines, joined under the
 spans that made their requests) is ``sources/``, above this package.

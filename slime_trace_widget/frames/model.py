@@ -45,6 +45,9 @@ class _Views:
         self._lock = threading.RLock()  # a view is made once, whichever thread asks
         self._made = made or {}
 
+    def __reduce__(self) -> tuple[type, tuple[()]]:
+        return (_Views, ())  # frames pickled or copied make their views again
+
     def kept(self, sources: dict[str, tuple[Any, ...]]) -> _Views:
         """The views made of exactly ``sources`` (view name: what it is made of), for
         frames that ``dataclasses.replace`` made: they keep what they share."""

@@ -213,7 +213,8 @@ def _checked_names(column: pa.ChunkedArray, spec: Column) -> pa.ChunkedArray:
     """A names column as one dictionary array of int32 codes; a vocabulary's dictionary is
     the whole vocabulary, in order, whatever the table held (a table of no rows may come
     without its dictionary)."""
-    array = column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
+    single = column.chunk(0) if column.num_chunks == 1 else None
+    array = column.combine_chunks() if single is None else single
     kind = array.type
     if not pa.types.is_dictionary(kind) or kind.value_type not in (pa.string(),
                                                                    pa.large_string()):
@@ -237,9 +238,7 @@ def _checked_names(column: pa.ChunkedArray, spec: Column) -> pa.ChunkedArray:
         raise ValueError("repeated categories")
     elif kind.index_type != pa.int32():
         array = pa.DictionaryArray.from_arrays(codes.cast(pa.int32()), array.dictionary)
-    if column.num_chunks == 1 and array is column.chunk(0):
-        return column
-    return pa.chunked_array([array])
+    return column if array is single else pa.chunked_array([array])
 
 
 _NAMES_TYPE = pa.dictionary(pa.int32(), pa.string())

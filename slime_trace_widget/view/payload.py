@@ -529,7 +529,5 @@ def _default_title(frames: TraceFrames) -> str:
 
 
 def _is_engine(spans: pd.DataFrame | dict[str, pd.Series]) -> np.ndarray:
-    """Which of ``spans`` the engine recorded (frames from before engine traces: none)."""
-    if "origin" not in spans:
-        return np.zeros(len(spans["start"]), dtype=bool)
+    """Which of ``spans`` the engine recorded."""
     return (spans["origin"] == "engine").to_numpy()

@@ -183,7 +183,7 @@ def test_a_rid_two_generation_spans_share_attaches_nowhere(tmp_path: Path) -> No
         ends.table.column_names.index("sglang_request_id"), "sglang_request_id",
         [[first.rid if i == other else v for i, v in
           enumerate(ends.table.column("sglang_request_id").to_pylist())]])
-    ambiguous = replace(frames, span_end_attrs=type(ends)(table), _spans=None, _events=None)
+    ambiguous = replace(frames, span_end_attrs=type(ends)(table))
     joined = join_engine(ambiguous, load_engine_traces(
         store_requests([first], tmp_path, {"engine-a": 0.0})))
     assert engine_spans(joined).empty

@@ -11,7 +11,12 @@ import pytest
 
 from slime_trace_widget.demo import make_demo_samples
 from slime_trace_widget.frames import build_frames
-from slime_trace_widget.frames.core_frames import INFERRED_TEXT, _decode_column, encode_table
+from slime_trace_widget.frames.core_frames import (
+    INFERRED_TEXT,
+    _decode_column,
+    decode_table,
+    encode_table,
+)
 from slime_trace_widget.sources.dumps.wire import (
     WireError,
     read_frames,
@@ -21,7 +26,7 @@ from slime_trace_widget.sources.dumps.wire import (
     write_table,
 )
 from slime_trace_widget.tables.build import build_tables
-from slime_trace_widget.tables.core_tables import CORE_SCHEMA, CORE_TABLES
+from slime_trace_widget.tables.core_tables import CORE_SCHEMA, CORE_TABLES, STATES
 from tests.tables.test_attr_columns import _ipc_bytes
 
 
@@ -65,29 +70,38 @@ def test_a_reward_json_cannot_write_crosses_as_json_safe_makes_it(tmp_path: Path
     assert frames.samples["reward_detail"].tolist() == back
 
 
+def write_changed(frames, directory: Path, name: str, column: str, change) -> None:
+    """``frames`` written as a worker writes them, then core table ``name`` again with
+    ``column`` made ``change(column)``."""
+    write_frames(frames, str(directory))
+    table = getattr(frames.tables, name)
+    position = table.schema.get_field_index(column)
+    write_table(table.set_column(position, column, change(table.column(column))),
+                table_file(str(directory), name))
+
+
 def test_a_column_of_the_wrong_type_is_refused(tmp_path: Path) -> None:
     frames = build_frames(make_demo_samples(4))
-    frames.samples["reward"] = frames.samples["reward"].astype("float32")
-    write_frames(frames, str(tmp_path))
+    write_changed(frames, tmp_path, "samples", "reward", lambda c: c.cast(pa.float32()))
     with pytest.raises(WireError, match=r"samples\.reward: expected double, got float"):
         read_frames(str(tmp_path))
 
 
 def test_a_state_outside_its_vocabulary_is_refused(tmp_path: Path) -> None:
     frames = build_frames(make_demo_samples(4))
-    frames.span_core["state"] = frames.span_core["state"].cat.rename_categories(
-        {"open": "ajar"})
-    write_frames(frames, str(tmp_path))
+    write_changed(frames, tmp_path, "span_core", "state", lambda c: pa.DictionaryArray.from_arrays(
+        c.chunk(0).indices, pa.array(["closed", "ajar"])))
     with pytest.raises(WireError, match=r"span_core\.state: categories .* are not of"):
         read_frames(str(tmp_path))
 
 
 def test_a_vocabulary_comes_back_whole_and_in_order_whatever_the_file_held() -> None:
-    spec = next(column for column in CORE_SCHEMA["span_core"] if column.name == "state")
+    spans = build_frames(make_demo_samples(1)).tables.span_core.slice(0, 3)
     held = pa.DictionaryArray.from_arrays(pa.array([0, 0, None], pa.int32()),
                                           pa.array(["open"]))
-    decoded = _decode_column(pa.chunked_array([held]), spec)
-    assert list(decoded.categories) == list(spec.vocabulary)
+    spans = spans.set_column(spans.schema.get_field_index("state"), "state", held)
+    decoded = decode_table(spans, "span_core")["state"]
+    assert list(decoded.cat.categories) == list(STATES)
     assert decoded.tolist()[:2] == ["open", "open"] and pd.isna(decoded.tolist()[2])
 
 

@@ -22,6 +22,8 @@ import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
+import pyarrow as pa
 import pytest
 import torch
 
@@ -512,11 +514,20 @@ def test_a_job_waits_while_memory_is_short(monkeypatch: pytest.MonkeyPatch) -> N
 def test_output_that_is_not_a_workers_is_refused(tmp_path: Path) -> None:
     """The caller checks what a worker wrote: a row reference outside its table fails."""
     from slime_trace_widget.frames import build_frames
-    from slime_trace_widget.sources.dumps.wire import WireError, read_frames, write_frames
+    from slime_trace_widget.sources.dumps.wire import (
+        WireError,
+        read_frames,
+        table_file,
+        write_frames,
+        write_table,
+    )
 
     frames = build_frames([benign_sample()])
-    frames.span_core["sample_row"] = 10**6
     write_frames(frames, str(tmp_path))
+    spans = frames.tables.span_core
+    outside = pa.array(np.full(spans.num_rows, 10**6, dtype=np.int64))
+    write_table(spans.set_column(spans.schema.get_field_index("sample_row"), "sample_row",
+                                 outside), table_file(str(tmp_path), "span_core"))
     with pytest.raises(WireError, match=r"sample_row points outside"):
         read_frames(str(tmp_path))
     (tmp_path / "segments.arrow").write_bytes(b"ARROW1 but not really")

@@ -144,11 +144,20 @@ def test_empty_dump_encodes() -> None:
     assert view.payload["meta"]["n_samples_total"] == 0
 
 
-def test_frames_from_before_engine_traces_encode_without_engine_spans(frames) -> None:
-    """Frames read back from an older dataset have no ``origin`` column."""
-    from dataclasses import replace
+def test_a_dataset_from_before_engine_traces_encodes_without_engine_spans(
+        frames, tmp_path: Path) -> None:
+    """An older run dataset's spans and events have no ``origin`` column: read back,
+    every one is the dump's."""
+    import pyarrow.parquet as pq
 
-    older = replace(frames, span_core=frames.span_core.drop(columns=["origin"]))
+    from slime_trace_widget.sources.dataset import convert, open_dataset
+
+    convert([FIXTURES / "edge_open_span.pt"], tmp_path, progress=False)
+    written = [*tmp_path.glob("spans/*/*.parquet"), *tmp_path.glob("events/*/*.parquet")]
+    assert written
+    for path in written:
+        pq.write_table(pq.read_table(path).drop_columns(["origin"]), path)
+    older = open_dataset(tmp_path)
     view, current = encode(older), encode(frames)
     assert "engine_phases" not in view.payload["meta"]
     assert view.payload["buffers"] == current.payload["buffers"]  # no span was the engine's

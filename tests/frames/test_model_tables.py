@@ -1,0 +1,200 @@
+"""TraceFrames hold the core Arrow tables: checked when made, combined and appended in
+Arrow, their pandas views made once, when first read."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+from slime_trace_widget.frames import model
+from slime_trace_widget.frames.model import TraceFrames, combine_frames
+from slime_trace_widget.sources.loading import load_frames
+from slime_trace_widget.tables.attr_columns import AttrTable
+from slime_trace_widget.tables.core_tables import CORE_SCHEMA, TEXT, CoreTables, checked_table
+from tests.support.frame_digest import digest_frame
+
+FIXTURES = Path(__file__).parents[1] / "fixtures"
+CORE_VIEWS = ("samples", "span_core", "event_core", "segments")
+
+
+def fixture(name: str) -> TraceFrames:
+    return load_frames(FIXTURES / name, trusted=True, progress=False)
+
+
+# --------------------------------------------------------------------------- combining
+
+
+def pandas_combined(parts: list[TraceFrames]) -> dict[str, pd.DataFrame]:
+    """The core views of ``parts`` concatenated in pandas, as frames were combined before
+    they held Arrow tables: renumbered, then categoricals whose categories differed
+    (objects after the concatenation) made categories again. One rule is new: a column
+    of ids is pandas' text when any part has it so (before, objects when another part
+    had no id at all)."""
+    pieces: dict[str, list[pd.DataFrame]] = {name: [] for name in CORE_VIEWS}
+    rows = spans = events = dumps = 0
+    for part in parts:
+        pieces["samples"].append(part.samples.assign(dump=part.samples["dump"] + dumps)
+                                 .set_axis(part.samples.index + rows))
+        for name, offset in (("span_core", spans), ("event_core", events)):
+            core = getattr(part, name)
+            pieces[name].append(core.assign(
+                sample_row=core["sample_row"] + rows,
+                parent_index=np.where(core["parent_index"] >= 0,
+                                      core["parent_index"] + spans, -1),
+            ).set_axis(core.index + offset))
+        pieces["segments"].append(part.segments.assign(
+            span_index=part.segments["span_index"] + spans))
+        rows += len(part.samples)
+        spans += len(part.span_core)
+        events += len(part.event_core)
+        dumps += max(len(part.paths), 1)
+    out = {}
+    for name, frames in pieces.items():
+        frame = pd.concat(frames, ignore_index=name == "segments")
+        frame.index.name = frames[0].index.name
+        for column in CORE_SCHEMA[name]:
+            values = frame[column.name]
+            if column.kind in ("codes", "vocabulary") and values.dtype != "category":
+                frame[column.name] = values.astype("category")
+            if column.kind == TEXT and any(f[column.name].dtype != object for f in frames):
+                frame[column.name] = values.astype(frames[0][column.name].dtype
+                                                   if frames[0][column.name].dtype != object
+                                                   else frames[1][column.name].dtype)
+        out[name] = frame
+    return out
+
+
+@pytest.mark.parametrize("names", [
+    ("small.pt", "legacy_v1_pd.pt"),  # span and event names that differ
+    ("small.pt", "small.pt"),  # the same names
+    ("legacy_v1_pd.pt", "edge_empty.pt", "small.pt"),  # a part without rows
+    ("edge_orphan_end.pt", "small.pt"),  # ids of unmatched ends in one part only
+    ("edge_weird_values.pt", "edge_untraced_mixed.pt", "rollout_eval_3.pt"),
+])
+def test_combining_in_arrow_gives_the_views_pandas_gave(names: tuple[str, ...]) -> None:
+    parts = [fixture(name) for name in names]
+    combined = combine_frames(parts)
+    want = pandas_combined(parts)
+    for name in CORE_VIEWS:
+        assert digest_frame(getattr(combined, name)) == digest_frame(want[name]), name
+
+
+def test_names_that_differ_become_the_sorted_names_used() -> None:
+    small, legacy = fixture("small.pt"), fixture("legacy_v1_pd.pt")
+    assert set(small.span_core["name"].cat.categories) != \
+        set(legacy.span_core["name"].cat.categories)
+    combined = combine_frames([small, legacy])
+    names = combined.tables.span_core.column("name")
+    assert names.type == pa.dictionary(pa.int32(), pa.large_string())
+    used = set(small.span_core["name"].astype(str)) | set(legacy.span_core["name"].astype(str))
+    assert combined.span_core["name"].cat.categories.tolist() == sorted(used)
+    assert combined.span_core["name"].tolist() == [*small.span_core["name"].tolist(),
+                                                   *legacy.span_core["name"].tolist()]
+    # the same names (the segments' here) keep the first part's order, as objects
+    same = combine_frames([small, small]).span_core["name"].cat.categories
+    assert same.tolist() == small.span_core["name"].cat.categories.tolist()
+    assert same.dtype == object
+
+
+def test_combined_frames_point_into_their_own_rows() -> None:
+    small, legacy = fixture("small.pt"), fixture("legacy_v1_pd.pt")
+    combined = combine_frames([small, legacy])
+    spans = combined.span_core
+    tail = spans.iloc[len(small.span_core):]
+    parents = tail["parent_index"].to_numpy()
+    assert (parents[parents >= 0] >= len(small.span_core)).all()
+    assert (tail["sample_row"] >= len(small.samples)).all()
+    assert combined.samples["dump"].tolist() == [0] * len(small.samples) + \
+        [1] * len(legacy.samples)
+
+
+# --------------------------------------------------------------------------- views
+
+
+def test_views_are_made_once_when_first_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    made: Counter[str] = Counter()
+    decode = model.decode_checked
+
+    def counted(table: pa.Table, name: str) -> pd.DataFrame:
+        made[name] += 1
+        return decode(table, name)
+
+    monkeypatch.setattr(model, "decode_checked", counted)
+    frames = combine_frames([fixture("small.pt"), fixture("legacy_v1_pd.pt")])
+    assert not made  # loading and combining decode nothing
+    assert frames.spans is frames.spans and frames.events is frames.events
+    assert frames.samples is frames.samples
+    assert made == Counter(span_core=1, event_core=1, samples=1)
+    frames.span_core, frames.segments  # noqa: B018 - read again, and one more view
+    assert made == Counter(span_core=1, event_core=1, samples=1, segments=1)
+
+
+def test_frames_replace_makes_share_the_views_of_what_they_share() -> None:
+    frames = fixture("small.pt")
+    spans, core = frames.spans, frames.span_core
+    reported = replace(frames, engine_skew=pd.DataFrame({"host": ["h"]}))
+    assert reported.spans is spans and reported.span_core is core
+    ends = frames.span_end_attrs
+    no_ends = replace(frames, span_end_attrs=AttrTable.from_dicts([None] * len(ends)))
+    assert no_ends.span_core is core
+    assert no_ends.spans is not spans
+    assert spans["end_attrs"].notna().any() and no_ends.spans["end_attrs"].isna().all()
+    assert frames.spans is spans  # the original keeps its own
+
+
+# --------------------------------------------------------------------------- checking
+
+
+def _changed(table: pa.Table, column: str, values: pa.Array) -> pa.Table:
+    return table.set_column(table.schema.get_field_index(column), column, values)
+
+
+def test_tables_of_the_wrong_schema_are_refused_naming_table_and_column() -> None:
+    tables = fixture("small.pt").tables
+    spans = tables.span_core
+    cases = {
+        r"span_core\.start: expected double, got float":
+            _changed(spans, "start", spans.column("start").cast(pa.float32())),
+        r"span_core: columns .* are not":
+            spans.drop_columns(["origin"]),
+        r"span_core\.name: repeated categories":
+            _changed(spans, "name", pa.DictionaryArray.from_arrays(
+                pa.array(np.zeros(spans.num_rows, np.int32)), pa.array(["a", "a"]))),
+        r"span_core\.name: codes point outside the categories":
+            _changed(spans, "name", pa.DictionaryArray.from_arrays(
+                pa.array(np.full(spans.num_rows, 5, np.int32)), pa.array(["a"]), safe=False)),
+        r"span_core\.depth: nulls in a column that has none":
+            _changed(spans, "depth", pa.array([None] * spans.num_rows, pa.int32())),
+        r"span_core\.span_id: expected string, got int64":
+            _changed(spans, "span_id", pa.array(np.arange(spans.num_rows))),
+    }
+    for message, table in cases.items():
+        with pytest.raises(ValueError, match=message):
+            CoreTables(tables.samples, table, tables.event_core, tables.segments)
+    bad_json = _changed(tables.samples, "reward_detail",
+                        pa.array(["{not json"] * tables.samples.num_rows))
+    with pytest.raises(ValueError, match=r"samples\.reward_detail"):
+        CoreTables(bad_json, spans, tables.event_core, tables.segments)
+
+
+def test_a_checked_table_is_what_frames_hold() -> None:
+    """Names in pieces come back in one; a vocabulary whole and in order; a table
+    written before ``remove_sample`` existed gets it, false."""
+    tables = fixture("small.pt").tables
+    spans = tables.span_core
+    halves = pa.concat_tables([spans.slice(0, 10), spans.slice(10)])
+    assert checked_table("span_core", halves).column("name").num_chunks == 1
+    state = pa.DictionaryArray.from_arrays(
+        pa.array(np.zeros(spans.num_rows, np.int8)), pa.array(["closed"]))
+    checked = checked_table("span_core", _changed(spans, "state", state)).column("state")
+    assert checked.type == pa.dictionary(pa.int32(), pa.string())
+    assert checked.chunk(0).dictionary.to_pylist() == ["closed", "open"]
+    older = checked_table("samples", tables.samples.drop_columns(["remove_sample"]))
+    assert older.column("remove_sample").to_pylist() == [False] * tables.samples.num_rows
+    assert checked_table("span_core", spans) is spans  # nothing to change: as it was
