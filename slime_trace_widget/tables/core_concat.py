@@ -46,7 +46,8 @@ def combined_tables(parts: list[CoreTables], dumps: list[int]) -> CoreTables:
 
 def concatenated(name: str, tables: list[pa.Table], names_rule: str) -> pa.Table:
     """The rows of core tables ``name``, one table after another; names columns by
-    ``names_rule``. The tables must be checked ones (``CoreTables``)."""
+    ``names_rule``. The tables are checked ones (``CoreTables``) or new rows of
+    ``filled_table``: names in one chunk, int32 codes."""
     columns = {}
     for spec in CORE_SCHEMA[name]:
         parts = [table.column(spec.name) for table in tables]
