@@ -62,10 +62,9 @@ def pandas_combined(parts: list[TraceFrames]) -> dict[str, pd.DataFrame]:
             values = frame[column.name]
             if column.kind in ("codes", "vocabulary") and values.dtype != "category":
                 frame[column.name] = values.astype("category")
-            if column.kind == TEXT and any(f[column.name].dtype != object for f in frames):
-                frame[column.name] = values.astype(frames[0][column.name].dtype
-                                                   if frames[0][column.name].dtype != object
-                                                   else frames[1][column.name].dtype)
+            texts = [f[column.name].dtype for f in frames if f[column.name].dtype != object]
+            if column.kind == TEXT and texts:
+                frame[column.name] = values.astype(texts[0])
         out[name] = frame
     return out
 
