@@ -71,15 +71,12 @@ def _per_sample(frames: TraceFrames) -> pd.DataFrame:
     core = frames.span_core
     rows = frames.samples.index
     out = pd.DataFrame(0.0, index=rows, columns=COLUMNS)
-    if "origin" not in core.columns:
-        out["decode_tokens_per_s"] = np.nan
-        return out
     engine = core[(core["origin"] == "engine").to_numpy()]
     slices = engine[~engine["name"].isin(REQUEST_SPANS).to_numpy()]
     phases = slices["name"].astype(str).map(phase_of)
     events = frames.event_core
     retracts = events[((events["origin"] == "engine") & (events["name"] == RETRACT_EVENT)
-                       ).to_numpy()] if "origin" in events.columns else events.iloc[:0]
+                       ).to_numpy()]
     own = own_seconds(slices)
     requeued = requeue_seconds(slices, retracts)
     own = own.sub(requeued, fill_value=0.0)

@@ -279,7 +279,7 @@ def ledger_kinds(frames: TraceFrames, by: str = "rollout", reward_key: str | Non
 
 def _has_engine(frames: TraceFrames) -> bool:
     core = frames.span_core
-    return "origin" in core.columns and bool((core["origin"] == "engine").any())
+    return bool((core["origin"] == "engine").any())
 
 
 def _kind_seconds(frames: TraceFrames, kinds: Mapping[str, Sequence[str]]) -> pd.DataFrame:
@@ -288,8 +288,7 @@ def _kind_seconds(frames: TraceFrames, kinds: Mapping[str, Sequence[str]]) -> pd
     duration = samples["duration"].to_numpy(dtype=np.float64)
     duration = np.where(np.isfinite(duration), duration, 0.0)
     spans = frames.measured_spans()
-    if "origin" in spans.columns:
-        spans = spans[(spans["origin"] == "dump").to_numpy()]
+    spans = spans[(spans["origin"] == "dump").to_numpy()]
     rows = samples.index.get_indexer(spans["sample_row"].to_numpy())
     lo = samples["start"].to_numpy(dtype=np.float64)[rows]
     hi = samples["end"].to_numpy(dtype=np.float64)[rows]

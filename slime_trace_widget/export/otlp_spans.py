@@ -135,8 +135,7 @@ class _Plan:
         self.open = (spans["state"] == "open").to_numpy().tolist()
         self.clip_reasons = [_plain(reason) for reason in spans["clip_reason"].tolist()]
         self.virtual = spans["virtual"].to_numpy(dtype=bool).tolist()
-        self.engine = ((spans["origin"] == "engine").to_numpy().tolist() if "origin" in spans
-                       else [False] * len(spans))
+        self.engine = (spans["origin"] == "engine").to_numpy().tolist()
         position_of = pd.Series(np.arange(len(spans)), index=spans.index)
         targets = position_of.reindex(events["parent_index"].to_numpy()).to_numpy()
         self.event_targets = [None if target != target else int(target) for target in targets]
