@@ -59,8 +59,8 @@ def decode_checked(table: pa.Table, name: str) -> pd.DataFrame:
 
 
 def _decode_column(column: pa.ChunkedArray, spec: Column) -> Any:
-    # One chunk (a worker's file holds one batch) is taken as it is: combining copies
-    # even a single chunk, 0.13-0.19 s per id column of a 1.9M-span dump.
+    # One chunk (a worker's file holds one batch) is taken as it is: combining would
+    # copy even a single chunk.
     array = column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
     kind = spec.kind
     if kind in (CODES, VOCABULARY):
@@ -107,8 +107,8 @@ def _text(array: pa.Array, kind: str) -> Any:
 
 def inferred_text(values: np.ndarray | pa.Array) -> Any:
     """``values`` (an object array of str and None, or Arrow text) as the column pandas
-    would infer from them, built by Arrow in C: pandas' inference visits each string
-    (0.8 s for the ids of 1.9M spans). The values as they are where pandas keeps
+    would infer from them, built by Arrow in C, where pandas' inference would visit
+    each string in Python. The values as they are where pandas keeps
     objects: no Arrow text, no string at all, or something other than text."""
     if not _ARROW_TEXT:
         return values

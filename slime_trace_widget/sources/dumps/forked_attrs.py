@@ -45,15 +45,10 @@ _FORKED = (1, 2)
 _SIZED = 1
 #: Lists of fewer rows are built in the job itself. After the fork, every page either
 #: process writes is copied (a reference count is a write), which costs time and
-#: memory on a big heap; yet one load gains from the fork at every size measured from
-#: 1,500 span ends up. The 62 MB shape's dumps cut to fewer samples, ``load_frames``
-#: in fresh processes, best of 5-7 alternating runs, the table built in the job against
-#: in the fork: 692 rows 0.200 and 0.199 s; 1,501 rows 0.222 -> 0.218 s (too little to
-#: be worth a process); 2,216 rows 0.226 -> 0.221 s; 4,711 rows 0.292 -> 0.276 s;
-#: 9,610 rows 0.389 -> 0.364 s; 21,885 rows 0.666 -> 0.581 s; 49,629 rows 1.219 ->
-#: 1.080 s. On 1.88M span ends (the 20k-sample dump), 19.08 s with the fork against
-#: 20.97 s without, the machine's memory 1.1 GB higher at its peak; lists longer than
-#: the maximum were not measured, so they stay in the job.
+#: memory on a big heap: below ``MIN_FORKED_ROWS`` span ends a process is not worth
+#: starting, and lists longer than ``MAX_FORKED_ROWS`` (past the largest measured,
+#: where the copied pages could exhaust memory) stay in the job. The figures behind
+#: both bounds are in the commits that set them and in ``benchmarks/bench_split_headroom.py``.
 MIN_FORKED_ROWS = 2_000
 MAX_FORKED_ROWS = 2_000_000
 #: What the fork may add to the machine's memory per span ends' row (the pages its
@@ -249,7 +244,7 @@ def _remove(paths: list[str]) -> None:
 
 def _reap(pid: int) -> None:
     """Collect the fork's exit without waiting on it: a process that shared a heap of
-    gigabytes takes 0.03 s to end after its last message, so a thread waits for it
+    gigabytes takes a while to end after its last message, so a thread waits for it
     when it has not ended yet."""
     ended, _ = os.waitpid(pid, os.WNOHANG)
     if not ended:

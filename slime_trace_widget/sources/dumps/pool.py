@@ -290,8 +290,7 @@ def _tell_spare_cores(pool: list[_Worker]) -> None:
     """With no job left to start and a helper idle, create the ``spare_flag`` file of
     each running job that named one: a frames job that has not split its work yet
     then builds its span ends' table in a fork, on the idle core, as a single load
-    does. Calls of 62 MB dumps on 2 cores, 3 runs each: 3 dumps 2.35-2.47 s without
-    this, 2.16-2.21 s with it; 5 dumps 3.48-3.64 s, 3.41-3.43 s."""
+    does, so the last dumps of a call do not leave a core idle while they end."""
     running = [worker.job for worker in pool if worker.job is not None]
     if len(running) == len(pool):
         return
