@@ -18,17 +18,18 @@ from __future__ import annotations
 import threading
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from ..tables.attr_columns import AttrTable
 from ..tables.core_concat import combined_tables
-from ..tables.core_tables import ORIGINS, CoreTables, FrameTables
+from ..tables.core_tables import CORE_TABLES, ORIGINS, CoreTables, FrameTables
 from .attr_frames import event_attr_frame, span_attr_frame
 from .core_frames import decode_checked
 from .engine_load import combine_engine_load, empty_engine_load
+from .frame_encoding import encode_table
 
 if TYPE_CHECKING:
     from .live_health import LiveHealth
@@ -158,6 +159,26 @@ class TraceFrames:
             core = self.event_core
             return pd.concat([core, event_attr_frame(self.event_attrs, core.index)], axis=1)
         return self._views.get("events", self._sources()["events"], make)
+
+    def with_views(self, **views: pd.DataFrame) -> TraceFrames:
+        """These frames with some core views replaced by changed copies (``samples``,
+        ``span_core``, ``event_core``, ``segments``), e.g. rewards scored another way:
+        ``frames.with_views(samples=frames.samples.assign(reward=...))``. Each must have
+        the rows of the view it replaces, in order, and its columns of their kinds; it
+        is encoded to Arrow and checked as every table of frames is (ValueError naming
+        the table and column otherwise). Views of what did not change are kept."""
+        unknown = sorted(set(views) - set(CORE_TABLES))
+        if unknown:
+            raise ValueError(f"with_views takes {', '.join(CORE_TABLES)}, not {', '.join(unknown)}")
+        tables = {}
+        for name, view in views.items():
+            if not view.index.equals(getattr(self, name).index):
+                raise ValueError(f"{name}: a changed view must keep the rows of the one it "
+                                 "replaces, in order (the other tables refer to them)")
+            tables[name] = encode_table(view)
+        core = self.tables
+        return replace(self, tables=CoreTables(**{name: tables.get(name, getattr(core, name))
+                                                  for name in CORE_TABLES}))
 
     def measured_spans(self) -> pd.DataFrame:
         """Span core rows that carry their own time: the one rule analyses, plots and

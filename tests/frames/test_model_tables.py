@@ -197,3 +197,24 @@ def test_a_checked_table_is_what_frames_hold() -> None:
     older = checked_table("samples", tables.samples.drop_columns(["remove_sample"]))
     assert older.column("remove_sample").to_pylist() == [False] * tables.samples.num_rows
     assert checked_table("span_core", spans) is spans  # nothing to change: as it was
+
+
+def test_a_changed_view_makes_frames_every_function_takes() -> None:
+    """A user who scores rewards another way gets frames of the changed samples; the
+    views of the tables that did not change are kept; a view that loses rows, a
+    column of the wrong kind or a name that is not a core view is refused."""
+    from slime_trace_widget.analysis import signal_ledger
+
+    frames = load_frames(FIXTURES / "small.pt", progress=False)
+    spans = frames.span_core
+    binary = (frames.samples["reward"] >= 1).astype(float)
+    pass_fail = frames.with_views(samples=frames.samples.assign(reward=binary))
+    assert pass_fail.samples["reward"].tolist() == binary.tolist()
+    assert pass_fail.span_core is spans
+    assert not signal_ledger(pass_fail).equals(signal_ledger(frames))
+    with pytest.raises(ValueError, match="keep the rows"):
+        frames.with_views(samples=frames.samples.iloc[1:])
+    with pytest.raises(ValueError, match="samples"):
+        frames.with_views(samples=frames.samples.assign(duration="long"))
+    with pytest.raises(ValueError, match="spans"):
+        frames.with_views(spans=frames.spans)

@@ -16,6 +16,7 @@ from slime_trace_widget.frames.core_frames import (
     _decode_column,
     decode_table,
 )
+from slime_trace_widget.frames.frame_encoding import encode_table
 from slime_trace_widget.sources.dumps.wire import (
     WireError,
     read_frames,
@@ -26,7 +27,6 @@ from slime_trace_widget.sources.dumps.wire import (
 )
 from slime_trace_widget.tables.build import build_tables
 from slime_trace_widget.tables.core_tables import CORE_SCHEMA, CORE_TABLES, STATES
-from tests.support.frame_encoding import encode_table
 from tests.tables.test_attr_columns import _ipc_bytes
 
 

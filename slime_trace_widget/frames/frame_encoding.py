@@ -1,5 +1,5 @@
-"""Core frames back to Arrow, for tests that check decoding loses nothing: the
-product never encodes a frame (frames hold their Arrow tables, ``frames.tables``)."""
+"""Core frames (pandas) back to Arrow: how a view a user changed becomes frames again
+(``TraceFrames.with_views``). Frames hold Arrow tables, so nothing else encodes."""
 
 from __future__ import annotations
 
@@ -7,8 +7,10 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from slime_trace_widget.tables.core_tables import dictionary_column, json_text_column
-from slime_trace_widget.tables.names import Names
+from ..tables.core_tables import dictionary_column, json_text_column
+from ..tables.names import Names
+
+__all__ = ["encode_table"]
 
 
 def encode_table(frame: pd.DataFrame) -> pa.Table:
