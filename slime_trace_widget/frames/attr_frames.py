@@ -17,7 +17,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..tables.attr_columns import ATTR_PREFIX, AttrTable, common_type, python_values
+from ..tables.attr_columns import ATTR_PREFIX, AttrTable, common_type, python_values, raw_numbers
 
 __all__ = ["attr_frame", "event_attr_frame", "merged_attr_frame", "span_attr_frame"]
 
@@ -87,13 +87,27 @@ def _pandas_column(column: pa.ChunkedArray, objects: np.ndarray | None, index: p
     if pa.types.is_integer(kind) or pa.types.is_boolean(kind):
         if column.null_count == 0:
             return column.to_numpy()
-        return column.cast(pa.float64(), safe=False).to_numpy(zero_copy_only=False)
+        return _floats_with_gaps(column)
     if pa.types.is_floating(kind):
         return column.to_numpy(zero_copy_only=False)
     if objects is None:
         objects = np.empty(len(column), dtype=object)
         objects[:] = column.to_pylist()
     return _object_series(objects, index)
+
+
+def _floats_with_gaps(column: pa.ChunkedArray) -> np.ndarray:
+    """Ints or bools with nulls as float64 with NaN at the nulls, written into the one
+    array pandas keeps (a cast in Arrow, then a copy to numpy, would make two)."""
+    out = np.empty(len(column), dtype=np.float64)
+    position = 0
+    for chunk in column.chunks:
+        part = out[position:position + len(chunk)]
+        part[:] = raw_numbers(chunk)
+        if chunk.null_count:
+            part[~chunk.is_valid().to_numpy(zero_copy_only=False)] = np.nan
+        position += len(chunk)
+    return out
 
 
 def _object_series(values: np.ndarray, index: pd.Index) -> pd.Series:

@@ -37,7 +37,7 @@ except ImportError:
     _native_columns = None
 
 __all__ = ["ATTR_PREFIX", "MAX_ATTR_COLUMNS", "AttrTable", "AttrTableBuilder", "common_type",
-           "python_values", "text_array"]
+           "python_values", "raw_numbers", "text_array"]
 
 MAX_ATTR_COLUMNS = 500
 ATTR_PREFIX = "attr."
@@ -514,14 +514,14 @@ def _python_column(column: pa.ChunkedArray) -> np.ndarray:
     if pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_boolean(kind):
         if column.null_count == 0:
             return column.to_numpy()
-        chunks = [_raw_numbers(chunk) for chunk in column.chunks]
+        chunks = [raw_numbers(chunk) for chunk in column.chunks]
         return chunks[0] if len(chunks) == 1 else np.concatenate(chunks)
     values = np.empty(len(column), dtype=object)
     values[:] = column.to_pylist()
     return values
 
 
-def _raw_numbers(chunk: pa.Array) -> np.ndarray:
+def raw_numbers(chunk: pa.Array) -> np.ndarray:
     """The values buffer of a number or bool array as numpy, nulls and all (their
     slots hold whatever the buffer holds): no copy but for bools."""
     data = chunk.buffers()[1]
