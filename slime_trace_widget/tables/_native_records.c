@@ -5,8 +5,9 @@
  * read_records(records, fields, kinds, limits, first_span, first_event) takes the
  * carrier's list of record dicts, the record keys (type, name, ts, attempt, attrs,
  * span_id, parent_span_id), the record types (span_start, span_end, event), the
- * limits (largest |ts| kept, exclusive; largest attempt kept) and the positions
- * among all spans and events where this carrier's begin. It returns None, having
+ * limits (largest |ts| kept, exclusive; largest attempt kept; how many open spans
+ * a parent inference looks at) and the positions among all spans and events where
+ * this carrier's begin. It returns None, having
  * changed nothing, as soon as a record needs what only the Python pass does:
  * a record that is not exactly a dict; a ts that is not a float strictly within
  * the limit; a name, type, span id or parent id that is not exactly str; an
@@ -47,7 +48,7 @@ typedef struct {
     PyObject *lists[LIST_COUNT];
     PyObject *first_by_id; /* span id -> its position among all spans */
     double *starts;        /* by position in this carrier */
-    Py_ssize_t *open;      /* positions of spans started and not ended, in order */
+    Py_ssize_t *open;      /* positions of started spans in order, none ended at its end */
     char *is_open;
     Py_ssize_t open_count, span_count, event_count;
     Py_ssize_t first_span, first_event, scan;
