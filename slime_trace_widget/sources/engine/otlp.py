@@ -56,12 +56,16 @@ class SpanRows:
 
 def parse_protobuf(body: bytes) -> SpanRows:
     """Spans of a binary ``ExportTraceServiceRequest``."""
-    request = ExportTraceServiceRequest()
+    return request_rows(binary_message(body, ExportTraceServiceRequest()))
+
+
+def binary_message(body: bytes, message: MessageT) -> MessageT:
+    """``message`` read from the binary ``body``; BadRequest naming its type if it is not one."""
     try:
-        request.ParseFromString(body)
+        message.ParseFromString(body)
     except (DecodeError, RuntimeError, ValueError) as exc:
-        raise BadRequest(f"the body is not an OTLP ExportTraceServiceRequest ({exc})") from None
-    return request_rows(request)
+        raise BadRequest(f"the body is not an OTLP {message.DESCRIPTOR.name} ({exc})") from None
+    return message
 
 
 def parse_json(body: bytes) -> SpanRows:

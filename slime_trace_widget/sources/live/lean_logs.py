@@ -20,7 +20,7 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from google.protobuf.message import DecodeError
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 
-from ..engine.otlp import BadRequest
+from ..engine.otlp import BadRequest, binary_message
 
 _F = descriptor_pb2.FieldDescriptorProto
 _ONE, _MANY = _F.LABEL_OPTIONAL, _F.LABEL_REPEATED
@@ -61,12 +61,7 @@ LeanRequest = _request_class()
 
 def parse_request(body: bytes) -> Any:
     """The lean request of a binary ``ExportLogsServiceRequest``; BadRequest if it is not."""
-    request = LeanRequest()
-    try:
-        request.ParseFromString(body)
-    except (DecodeError, RuntimeError, ValueError) as exc:
-        raise BadRequest(f"the body is not an OTLP ExportLogsServiceRequest ({exc})") from None
-    return request
+    return binary_message(body, LeanRequest())
 
 
 def body_text(raw: bytes) -> str | None:
