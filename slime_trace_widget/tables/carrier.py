@@ -131,7 +131,7 @@ def read_carrier(row: int, records: list, out: RecordColumns) -> None:
         if read is not None:
             _append_native(row, len(records), read, out)
             return
-    read_carrier_in_python(row, records, out)
+    _read_carrier_in_python(row, records, out)
 
 
 #: The columns the native pass returns first, in its order.
@@ -155,12 +155,10 @@ def _append_native(row: int, record_count: int, read: tuple, out: RecordColumns)
     out.raw_records += record_count
     if unknown_types:
         out.warnings["unknown_record_type"] += unknown_types
-    _resolve_deferred_parents(out, first_by_id, deferred, set(inferred), first_index)
-    for position in deferred_events:
-        out.event_parent[position] = first_by_id.get(out.event_parent_id[position], -1)
+    _resolve_late_links(out, first_by_id, deferred, set(inferred), deferred_events, first_index)
 
 
-def read_carrier_in_python(row: int, records: list, out: RecordColumns) -> None:
+def _read_carrier_in_python(row: int, records: list, out: RecordColumns) -> None:
     """:func:`read_carrier` by the Python pass: every carrier, plain or not."""
     warn = out.warnings
     add_row, add_name = out.span_row.append, out.span_name.append
@@ -279,9 +277,7 @@ def read_carrier_in_python(row: int, records: list, out: RecordColumns) -> None:
 
     out.raw_records += len(records)
     _pair_early_ends(out, row, open_ids, extra_starts, first_by_id, early_ends, deferred_events)
-    _resolve_deferred_parents(out, first_by_id, deferred, inferred, first_index)
-    for position in deferred_events:
-        out.event_parent[position] = first_by_id.get(out.event_parent_id[position], -1)
+    _resolve_late_links(out, first_by_id, deferred, inferred, deferred_events, first_index)
 
 
 def _infer_parent(open_ids: dict[str, int], starts: list[float], ts: float) -> str | None:
@@ -323,6 +319,15 @@ def _pair_early_ends(
             continue
         deferred_events.append(len(out.event_row))
         out.add_event(row, name, ts, attempt, parent_id, -1, sid, attrs)
+
+
+def _resolve_late_links(out: RecordColumns, first_by_id: dict[str, int], deferred: list[int],
+                        inferred: set[int], deferred_events: list[int], first_index: int) -> None:
+    """Once a carrier is read: the parents of spans and events (``deferred_events``,
+    positions among all events) that were named before they started."""
+    _resolve_deferred_parents(out, first_by_id, deferred, inferred, first_index)
+    for position in deferred_events:
+        out.event_parent[position] = first_by_id.get(out.event_parent_id[position], -1)
 
 
 def _resolve_deferred_parents(
