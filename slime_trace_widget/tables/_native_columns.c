@@ -26,8 +26,8 @@
  * bool, which become the floats, ints and bools numpy's tolist() makes), ``patterns`` one
  * int64 per row naming its entry of ``pattern_columns``, the tuple of the columns
  * that row has, in order. It returns a list with each row's dict (keys in the
- * pattern's order) or None for a row with no column. Its keys are exact str, so
- * setting them calls no Python code either.
+ * pattern's order) or None for a row with no column, made a block of rows at a
+ * time. Its keys are exact str, so setting them calls no Python code either.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -543,26 +543,66 @@ fail:
     return NULL;
 }
 
-/* One row's dict: its pattern's template filled with the row's values. */
-static PyObject *
-row_dict(PyObject *template, PyObject *present, PyObject *names, Values *values,
-         Py_ssize_t row)
+/* Rows are filled a block at a time, column by column within a block: each column's
+ * values are then read in the order they lie in memory (text objects that Arrow made
+ * column by column), while the block's dicts stay in cache. Filled row by row, each
+ * row would read one value from every column, each read a likely cache miss on a
+ * table of many columns. */
+#define BLOCK_ROWS 256
+
+/* Per pattern, which columns its rows have: ``has[pattern * width + column]``. */
+static char *
+membership_of(PyObject *pattern_columns, Py_ssize_t width)
 {
-    PyObject *result = PyDict_Copy(template);
-    if (result == NULL) {
+    Py_ssize_t count = PyList_GET_SIZE(pattern_columns);
+    char *has = PyMem_RawCalloc((size_t)(count ? count : 1) * (size_t)(width ? width : 1), 1);
+    if (has == NULL) {
+        PyErr_NoMemory();
         return NULL;
     }
-    for (Py_ssize_t slot = 0; slot < PyTuple_GET_SIZE(present); slot++) {
-        Py_ssize_t column = PyLong_AsSsize_t(PyTuple_GET_ITEM(present, slot));
-        PyObject *value = value_at(&values[column], row);
-        if (value == NULL || PyDict_SetItem(result, PyTuple_GET_ITEM(names, column), value) < 0) {
-            Py_XDECREF(value);
-            Py_DECREF(result);
-            return NULL;
+    for (Py_ssize_t at = 0; at < count; at++) {
+        PyObject *present = PyList_GET_ITEM(pattern_columns, at);
+        for (Py_ssize_t slot = 0; slot < PyTuple_GET_SIZE(present); slot++) {
+            /* templates_of has checked that each entry names a column */
+            has[at * width + PyLong_AsSsize_t(PyTuple_GET_ITEM(present, slot))] = 1;
         }
-        Py_DECREF(value);
     }
-    return result;
+    return has;
+}
+
+/* The dicts of rows [first, last): each a copy of its pattern's template (None for a
+ * pattern of no column), stored in ``result``, then filled column by column. */
+static int
+fill_block(PyObject *result, PyObject *templates, const int64_t *pattern_of, const char *has,
+           PyObject *names, Values *values, Py_ssize_t width, Py_ssize_t first,
+           Py_ssize_t last)
+{
+    for (Py_ssize_t row = first; row < last; row++) {
+        PyObject *template = PyList_GET_ITEM(templates, pattern_of[row]);
+        PyObject *dict = template == Py_None ? Py_NewRef(Py_None) : PyDict_Copy(template);
+        if (dict == NULL) {
+            return -1;
+        }
+        PyList_SET_ITEM(result, row, dict);
+    }
+    for (Py_ssize_t column = 0; column < width; column++) {
+        PyObject *name = PyTuple_GET_ITEM(names, column);
+        for (Py_ssize_t row = first; row < last; row++) {
+            if (!has[pattern_of[row] * width + column]) {
+                continue;
+            }
+            PyObject *value = value_at(&values[column], row);
+            if (value == NULL) {
+                return -1;
+            }
+            int failed = PyDict_SetItem(PyList_GET_ITEM(result, row), name, value);
+            Py_DECREF(value);
+            if (failed < 0) {
+                return -1;
+            }
+        }
+    }
+    return 0;
 }
 
 static PyObject *
@@ -590,37 +630,43 @@ row_dicts(PyObject *module, PyObject *args)
     }
     PyObject *result = NULL, *templates = NULL;
     Values *values = NULL;
+    char *has = NULL;
     Py_ssize_t rows = rows_of.len / (Py_ssize_t)sizeof(int64_t);
     if (buffer_kind(&rows_of) != 'q' || rows_of.ndim != 1) {
         PyErr_SetString(PyExc_ValueError, "patterns must be one int64 per row");
         goto done;
     }
-    values = read_values(columns, rows);
-    templates = values == NULL ? NULL : templates_of(names, pattern_columns, width);
-    result = templates == NULL ? NULL : PyList_New(rows);
-    if (result == NULL) {
-        goto done;
-    }
     const int64_t *pattern_of = (const int64_t *)rows_of.buf;
     Py_ssize_t pattern_count = PyList_GET_SIZE(pattern_columns);
     for (Py_ssize_t row = 0; row < rows; row++) {
-        int64_t pattern = pattern_of[row];
-        if (pattern < 0 || pattern >= pattern_count) {
+        if (pattern_of[row] < 0 || pattern_of[row] >= pattern_count) {
             PyErr_Format(PyExc_ValueError, "row %zd has no pattern %lld", row,
-                         (long long)pattern);
+                         (long long)pattern_of[row]);
+            goto done;
+        }
+    }
+    values = read_values(columns, rows);
+    templates = values == NULL ? NULL : templates_of(names, pattern_columns, width);
+    has = templates == NULL ? NULL : membership_of(pattern_columns, width);
+    if (has == NULL) {
+        goto done;
+    }
+    /* Each slot is set before the list is returned; after a failure, the slots not
+     * reached yet are NULL, which the list's deallocation skips. */
+    result = PyList_New(rows);
+    if (result == NULL) {
+        goto done;
+    }
+    for (Py_ssize_t first = 0; first < rows; first += BLOCK_ROWS) {
+        Py_ssize_t last = first + BLOCK_ROWS < rows ? first + BLOCK_ROWS : rows;
+        if (fill_block(result, templates, pattern_of, has, names, values, width, first,
+                       last) < 0) {
             Py_CLEAR(result);
             goto done;
         }
-        PyObject *template = PyList_GET_ITEM(templates, pattern);
-        PyObject *dict = template == Py_None ? Py_NewRef(Py_None)
-            : row_dict(template, PyList_GET_ITEM(pattern_columns, pattern), names, values, row);
-        if (dict == NULL) {
-            Py_CLEAR(result);
-            goto done;
-        }
-        PyList_SET_ITEM(result, row, dict);
     }
 done:
+    PyMem_RawFree(has);
     Py_XDECREF(templates);
     if (values != NULL) {
         release_values(values, width);

@@ -287,14 +287,16 @@ def _typed(rows: list) -> list:
 
 def test_the_native_dict_pass_makes_the_dicts_of_the_python_pass(monkeypatch) -> None:
     """Numbers, bools and text with gaps, JSON values, keys whose values were None and
-    keys past the cap, in row groups of many key patterns: the same dicts, the same
-    value types and key order."""
+    keys past the cap, in row groups of many key patterns, within one block of rows of
+    the native pass and across several: the same dicts, the same value types and key
+    order."""
     if NATIVE_DICTS is None:
         pytest.skip("built without a C compiler")
     rng = np.random.default_rng(17)
     for trial in range(60):
         monkeypatch.setattr(attr_columns, "MAX_ATTR_COLUMNS", [500, 3][trial % 5 == 0])
-        table = AttrTable.from_dicts(_random_rows(rng, int(rng.integers(1, 200))))
+        rows = int(rng.integers(257, 900) if trial % 4 == 3 else rng.integers(1, 200))
+        table = AttrTable.from_dicts(_random_rows(rng, rows))
         by_native, by_python = _dicts_both_ways(table, monkeypatch)
         assert _typed(by_native) == _typed(by_python), trial
     table = AttrTable.from_dicts([{"small": np.int32(3), "bits": 200, "flag": False}] * 3)
