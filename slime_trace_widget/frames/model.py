@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from ..tables.attr_columns import AttrTable
+from ..tables.build import cyclic_gc_paused
 from ..tables.core_concat import combined_tables
 from ..tables.core_tables import CORE_TABLES, ORIGINS, CoreTables, FrameTables
 from .attr_frames import event_attr_frame, span_attr_frame
@@ -62,7 +63,8 @@ class _Views:
             kept = self._made.get(name)
             if kept is not None and _same(kept[0], sources):
                 return kept[1]
-            view = make()
+            with cyclic_gc_paused():  # a view's rows hold no reference cycles
+                view = make()
             self._made[name] = (sources, view)
             return view
 

@@ -97,12 +97,15 @@ def build_tables(source: Any, attr_tables: AttrTablesHere | None = None, *,
 
 @contextmanager
 def cyclic_gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while flattening (or unpickling).
+    """Pause the cyclic garbage collector while flattening, unpickling or making the
+    frames' pandas views.
 
-    Both allocate millions of small containers and create no reference cycles,
-    yet each allocation burst would trigger collections that re-scan every raw
-    event dict of the dump. Pausing relies on that: what they allocate is freed by
-    reference counting, and the collector runs as before once the pause ends.
+    Each allocates millions of small containers and creates no reference cycles,
+    yet each allocation burst would trigger collections that re-scan every object
+    made so far (the dump's raw event dicts, a view's attribute dicts). Pausing
+    relies on that: what they allocate is freed by reference counting, and the
+    collector runs as before once the pause ends. The pause is the process's: a
+    thread that allocates meanwhile is not collected either until the pause ends.
     """
     was_enabled = gc.isenabled()
     gc.disable()

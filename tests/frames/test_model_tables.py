@@ -3,6 +3,7 @@ Arrow, their pandas views made once, when first read."""
 
 from __future__ import annotations
 
+import gc
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
@@ -132,6 +133,43 @@ def test_views_are_made_once_when_first_read(monkeypatch: pytest.MonkeyPatch) ->
     assert made == Counter(span_core=1, event_core=1, samples=1)
     frames.span_core, frames.segments  # noqa: B018 - read again, and one more view
     assert made == Counter(span_core=1, event_core=1, samples=1, segments=1)
+
+
+def test_a_view_is_made_with_the_collector_paused_and_left_as_it_was(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Making ``spans`` allocates a dict per row and then some, well past the count that
+    starts a collection; none runs while its attributes are made, and the collector is
+    on (or off) after as before."""
+    frames = combine_frames([fixture("small.pt")] * 40)
+    assert len(frames.span_core) * 2 > gc.get_threshold()[0]
+    collections: list[int] = []
+    during: list[int] = []
+    make = model.span_attr_frame
+
+    def watched(*args: object) -> pd.DataFrame:
+        before = len(collections)
+        made = make(*args)
+        during.append(len(collections) - before)
+        return made
+
+    def seen(phase: str, info: dict) -> None:
+        if phase == "start":
+            collections.append(info["generation"])
+
+    monkeypatch.setattr(model, "span_attr_frame", watched)
+    gc.callbacks.append(seen)
+    try:
+        assert gc.isenabled()
+        frames.spans  # noqa: B018 - made here
+        assert during == [0] and gc.isenabled()
+        gc.disable()
+        try:
+            frames.events  # noqa: B018 - made here
+            assert not gc.isenabled()
+        finally:
+            gc.enable()
+    finally:
+        gc.callbacks.remove(seen)
 
 
 def test_frames_replace_makes_share_the_views_of_what_they_share() -> None:
