@@ -2,7 +2,8 @@
 
 Each of :data:`SOURCES` is one C file against Python's own headers, compiled with
 the compiler this Python was built with (or ``$CC``): ``_native_columns.c`` (the
-attribute columns and their dicts) and ``_native_records.c`` (a carrier's records).
+attribute columns), ``_native_dicts.c`` (their dicts made again) and
+``_native_records.c`` (a carrier's records).
 Where there is none, or compiling fails, the package installs as pure Python and
 ``tables`` uses its Python passes, which make the same tables more slowly; the
 build says so in a warning rather than failing.
@@ -24,6 +25,7 @@ from typing import Any
 from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 
 SOURCES = (Path("slime_trace_widget/tables/_native_columns.c"),
+           Path("slime_trace_widget/tables/_native_dicts.c"),
            Path("slime_trace_widget/tables/_native_records.c"))
 
 

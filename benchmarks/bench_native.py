@@ -9,7 +9,7 @@ as flattening pauses it:
   over every sample's records;
 * the attribute tables (``AttrTable.from_dicts``: ``_native_columns.lay_columns``
   or Python) of the span starts', span ends' and events' dicts;
-* the attribute dicts again (``AttrTable.dicts``: ``_native_columns.row_dicts`` or
+* the attribute dicts again (``AttrTable.dicts``: ``_native_dicts.row_dicts`` or
   Python), what ``frames.spans`` and ``frames.events`` make.
 
 Figures only; the README quotes them. A pass the install did not compile prints as
@@ -39,7 +39,7 @@ from slime_trace_widget.tables.samples import sample_fields
 PASSES = {
     "carrier": (carrier, "_native_records"),
     "attribute tables": (attr_grouping, "_native_columns"),
-    "attribute dicts": (attr_columns, "_native_columns"),
+    "attribute dicts": (attr_columns, "_native_dicts"),
 }
 
 

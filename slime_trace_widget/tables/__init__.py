@@ -4,8 +4,8 @@
 compiled), ``samples`` reads the per-sample
 fields, ``pd_lanes`` derives the PD phase spans, ``span_geometry`` the depths,
 display ends and lanes, ``attr_columns`` the attributes as typed columns (laid out
-by ``attr_grouping``, and made dicts again, in C where ``_native_columns`` was
-compiled); ``build`` puts
+by ``attr_grouping``, in C where ``_native_columns`` was compiled, and made dicts
+again, in C where ``_native_dicts`` was); ``build`` puts
 them together as the tables of ``core_tables``, whose ``CORE_SCHEMA`` is the one
 definition of their columns. A worker process imports this package alone: nothing
 here imports pandas or any layer above (``docs/architecture.md``).

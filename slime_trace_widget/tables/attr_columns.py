@@ -32,9 +32,9 @@ from ..values import (
 from .attr_grouping import ARROW_TYPES, CONVERSION_ERRORS, NONE_TYPE, Chunk, Group, group_by_keys
 
 try:  # compiled where the package was built with a C compiler (see hatch_build.py)
-    from . import _native_columns
+    from . import _native_dicts
 except ImportError:
-    _native_columns = None
+    _native_dicts = None
 
 __all__ = ["ATTR_PREFIX", "MAX_ATTR_COLUMNS", "AttrTable", "AttrTableBuilder", "common_type",
            "python_values", "raw_numbers", "text_array"]
@@ -567,11 +567,11 @@ def _fill_dicts(out: np.ndarray, names: list[str], columns: list[np.ndarray | li
                                               return_inverse=True)
     pattern_of_row = pattern_of_row.ravel().astype(np.int64)
     present = [tuple(np.flatnonzero(valid[row]).tolist()) for row in first_rows.tolist()]
-    if _native_columns is not None:
+    if _native_dicts is not None:
         laid = [np.ascontiguousarray(column) if isinstance(column, np.ndarray)
                 and column.dtype in _NATIVE_DTYPES else column if isinstance(column, list)
                 else column.tolist() for column in columns]
-        out[:] = _native_columns.row_dicts(tuple(names), laid, pattern_of_row, present)
+        out[:] = _native_dicts.row_dicts(tuple(names), laid, pattern_of_row, present)
         return
     order = np.argsort(pattern_of_row, kind="stable")
     for group in np.split(order, np.flatnonzero(np.diff(pattern_of_row[order])) + 1):

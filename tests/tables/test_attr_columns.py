@@ -265,14 +265,14 @@ def test_rows_of_many_keys_come_back_each_with_its_own_keys() -> None:
 
 
 #: The compiled dict pass, as imported (tests set the module's name to None).
-NATIVE_DICTS = attr_columns._native_columns
+NATIVE_DICTS = attr_columns._native_dicts
 
 
 def _dicts_both_ways(table: AttrTable, monkeypatch) -> tuple[list, list]:
     """``table.dicts()`` by the native dict pass, then by the Python pass."""
     made = []
     for module in (NATIVE_DICTS, None):
-        monkeypatch.setattr(attr_columns, "_native_columns", module)
+        monkeypatch.setattr(attr_columns, "_native_dicts", module)
         made.append(table.dicts())
     return made[0], made[1]
 

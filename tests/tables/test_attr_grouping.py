@@ -30,12 +30,14 @@ def _can_compile() -> bool:
     return shutil.which(shlex.split(compiler)[0]) is not None and headers.exists()
 
 
-def test_the_native_pass_is_built_where_a_c_compiler_is() -> None:
-    """The install compiles it (hatch_build.py); a build that silently fell back to
+@pytest.mark.parametrize(("module", "name"), [(attr_grouping, "_native_columns"),
+                                              (attr_columns, "_native_dicts")])
+def test_the_native_passes_are_built_where_a_c_compiler_is(module: object, name: str) -> None:
+    """The install compiles them (hatch_build.py); a build that silently fell back to
     Python would leave every load slower with nothing said at run time."""
     if not _can_compile():
         pytest.skip("no C compiler or no Python headers here: the package runs its Python pass")
-    assert native is not None, "pip install -e . did not compile _native_columns.c"
+    assert getattr(module, name) is not None, f"pip install -e . did not compile {name}.c"
 
 
 def _both_ways(rows: list, monkeypatch: pytest.MonkeyPatch) -> list[tuple[bytes, Counter]]:

@@ -1,0 +1,386 @@
+/*
+ * Attribute dicts made again from the typed columns that _native_columns.c lays out:
+ * the dicts of ``TraceFrames.spans`` and ``.events`` (attr_columns._dicts).
+ *
+ * row_dicts(names, columns, patterns, pattern_columns): ``names`` the column names
+ * (str); ``columns`` each column's values, a list of Python objects or a
+ * C-contiguous buffer of float64, int64 or bool, which become the floats, ints and
+ * bools numpy's tolist() makes; ``patterns`` one int64 per row naming its entry of
+ * ``pattern_columns``, the tuple of the columns that row has, in order. It returns
+ * a list with each row's dict (keys in the pattern's order) or None for a row with
+ * no column, made a block of rows at a time. Its keys are exact str, so setting
+ * them calls no Python code.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+/* One column of row_dicts: Python objects, one per row, or a numeric buffer whose
+ * items become ints, floats or bools as numpy's tolist() would make them. */
+typedef struct {
+    PyObject *objects; /* a list, or NULL for a buffer */
+    Py_buffer buffer;
+    char format;
+} Values;
+
+/* The buffer's item kind: 'd' float64, 'q' int64 or '?' bool, native (any byte-order
+ * mark is the native one's); 0 for anything else. */
+static char
+buffer_kind(const Py_buffer *buffer)
+{
+    const char *format = buffer->format ? buffer->format : "B";
+    if (*format == '@' || *format == '=') {
+        format++;
+    }
+    if (format[0] == '\0' || format[1] != '\0') {
+        return 0;
+    }
+    if (format[0] == 'd' && buffer->itemsize == sizeof(double)) {
+        return 'd';
+    }
+    if ((format[0] == 'l' || format[0] == 'q') && buffer->itemsize == sizeof(int64_t)) {
+        return 'q';
+    }
+    if (format[0] == '?' && buffer->itemsize == 1) {
+        return '?';
+    }
+    return 0;
+}
+
+/* A new reference to the value of ``values`` at ``row``. */
+static PyObject *
+value_at(Values *values, Py_ssize_t row)
+{
+    if (values->objects != NULL) {
+        return Py_NewRef(PyList_GET_ITEM(values->objects, row));
+    }
+    const char *item = (const char *)values->buffer.buf + row * values->buffer.itemsize;
+    if (values->format == 'd') {
+        double number;
+        memcpy(&number, item, sizeof number);
+        return PyFloat_FromDouble(number);
+    }
+    if (values->format == 'q') {
+        int64_t number;
+        memcpy(&number, item, sizeof number);
+        return PyLong_FromLongLong(number);
+    }
+    return PyBool_FromLong(*item != 0);
+}
+
+static void
+release_values(Values *values, Py_ssize_t count)
+{
+    for (Py_ssize_t at = 0; at < count; at++) {
+        if (values[at].objects == NULL && values[at].buffer.obj != NULL) {
+            PyBuffer_Release(&values[at].buffer);
+        }
+    }
+    PyMem_RawFree(values);
+}
+
+/* Each column of ``columns`` (a list of lists or numeric buffers, each of ``rows``
+ * items) as Values; NULL with an exception set when one is neither. */
+static Values *
+read_values(PyObject *columns, Py_ssize_t rows)
+{
+    Py_ssize_t count = PyList_GET_SIZE(columns);
+    Values *values = PyMem_RawCalloc((size_t)(count ? count : 1), sizeof(Values));
+    if (values == NULL) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    for (Py_ssize_t at = 0; at < count; at++) {
+        PyObject *column = PyList_GET_ITEM(columns, at);
+        if (PyList_CheckExact(column)) {
+            if (PyList_GET_SIZE(column) != rows) {
+                PyErr_Format(PyExc_ValueError, "column %zd has %zd rows, not %zd", at,
+                             PyList_GET_SIZE(column), rows);
+                release_values(values, at);
+                return NULL;
+            }
+            values[at].objects = column;
+            continue;
+        }
+        if (PyObject_GetBuffer(column, &values[at].buffer,
+                               PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0) {
+            release_values(values, at);
+            return NULL;
+        }
+        values[at].format = buffer_kind(&values[at].buffer);
+        Py_ssize_t length = values[at].buffer.itemsize
+                            ? values[at].buffer.len / values[at].buffer.itemsize : -1;
+        if (values[at].format == 0 || values[at].buffer.ndim != 1 || length != rows) {
+            PyErr_Format(PyExc_ValueError, "column %zd is not a list or a buffer of %zd "
+                         "numbers", at, rows);
+            release_values(values, at + 1);
+            return NULL;
+        }
+    }
+    return values;
+}
+
+/* Per pattern, a dict of its keys (in column order) to None, which each row of the
+ * pattern copies and fills: a copy of a dict of the right size takes its keys as
+ * they are, where setting each key in a new dict would grow it step by step. */
+static PyObject *
+templates_of(PyObject *names, PyObject *pattern_columns, Py_ssize_t width)
+{
+    Py_ssize_t count = PyList_GET_SIZE(pattern_columns);
+    PyObject *templates = PyList_New(count);
+    if (templates == NULL) {
+        return NULL;
+    }
+    for (Py_ssize_t at = 0; at < count; at++) {
+        PyObject *present = PyList_GET_ITEM(pattern_columns, at);
+        if (!PyTuple_CheckExact(present)) {
+            PyErr_SetString(PyExc_TypeError, "each pattern's columns must be a tuple");
+            goto fail;
+        }
+        if (PyTuple_GET_SIZE(present) == 0) {
+            PyList_SET_ITEM(templates, at, Py_NewRef(Py_None));
+            continue;
+        }
+        PyObject *template = PyDict_New();
+        if (template == NULL) {
+            goto fail;
+        }
+        PyList_SET_ITEM(templates, at, template);
+        for (Py_ssize_t slot = 0; slot < PyTuple_GET_SIZE(present); slot++) {
+            Py_ssize_t column = PyLong_AsSsize_t(PyTuple_GET_ITEM(present, slot));
+            if (column == -1 && PyErr_Occurred()) {
+                goto fail;
+            }
+            if (column < 0 || column >= width) {
+                PyErr_Format(PyExc_ValueError, "column %zd is not one of %zd", column, width);
+                goto fail;
+            }
+            if (PyDict_SetItem(template, PyTuple_GET_ITEM(names, column), Py_None) < 0) {
+                goto fail;
+            }
+        }
+    }
+    return templates;
+fail:
+    Py_DECREF(templates);
+    return NULL;
+}
+
+/* Rows are filled a block at a time, column by column within a block: each column's
+ * values are then read in the order they lie in memory (text objects that Arrow made
+ * column by column), while the block's dicts stay in cache. Filled row by row, each
+ * row would read one value from every column, each read a likely cache miss on a
+ * table of many columns. */
+#define BLOCK_ROWS 256
+
+/* The columns of each pattern as C indices: pattern ``p``'s are
+ * ``columns[starts[p]:starts[p + 1]]``, in order. */
+typedef struct {
+    Py_ssize_t *starts;
+    Py_ssize_t *columns;
+} Patterns;
+
+static void
+free_patterns(Patterns *patterns)
+{
+    PyMem_RawFree(patterns->starts);
+    PyMem_RawFree(patterns->columns);
+}
+
+/* ``pattern_columns`` as Patterns (templates_of has checked each entry is a column);
+ * free_patterns frees them, after a failure too. */
+static int
+read_patterns(PyObject *pattern_columns, Patterns *patterns)
+{
+    Py_ssize_t count = PyList_GET_SIZE(pattern_columns), total = 0;
+    for (Py_ssize_t at = 0; at < count; at++) {
+        total += PyTuple_GET_SIZE(PyList_GET_ITEM(pattern_columns, at));
+    }
+    patterns->starts = PyMem_RawMalloc((size_t)(count + 1) * sizeof(Py_ssize_t));
+    patterns->columns = PyMem_RawMalloc((size_t)(total ? total : 1) * sizeof(Py_ssize_t));
+    if (patterns->starts == NULL || patterns->columns == NULL) {
+        PyErr_NoMemory(); /* the caller frees what was allocated */
+        return -1;
+    }
+    Py_ssize_t filled = 0;
+    for (Py_ssize_t at = 0; at < count; at++) {
+        PyObject *present = PyList_GET_ITEM(pattern_columns, at);
+        patterns->starts[at] = filled;
+        for (Py_ssize_t slot = 0; slot < PyTuple_GET_SIZE(present); slot++) {
+            patterns->columns[filled++] = PyLong_AsSsize_t(PyTuple_GET_ITEM(present, slot));
+        }
+    }
+    patterns->starts[count] = filled;
+    return 0;
+}
+
+/* Scratch for one block: its (row, column) cells ordered by column, then row. */
+typedef struct {
+    Py_ssize_t *column_starts; /* width + 1 */
+    Py_ssize_t *rows;          /* the block's cells' rows, column by column */
+} BlockCells;
+
+/* Order the cells of rows [first, last) by column; ``column_starts`` says where each
+ * column's rows begin in ``rows``. */
+static void
+order_cells(BlockCells *cells, const Patterns *patterns, const int64_t *pattern_of,
+            Py_ssize_t width, Py_ssize_t first, Py_ssize_t last)
+{
+    Py_ssize_t *starts = cells->column_starts;
+    memset(starts, 0, (size_t)(width + 1) * sizeof(Py_ssize_t));
+    for (Py_ssize_t row = first; row < last; row++) {
+        int64_t pattern = pattern_of[row];
+        for (Py_ssize_t at = patterns->starts[pattern]; at < patterns->starts[pattern + 1];
+             at++) {
+            starts[patterns->columns[at] + 1]++;
+        }
+    }
+    for (Py_ssize_t column = 0; column < width; column++) {
+        starts[column + 1] += starts[column];
+    }
+    /* Column c's next free place is kept in starts[c + 1]: shifted up by one, each
+     * column's begin; once its rows are placed, the begin of the column after it. */
+    for (Py_ssize_t column = width; column > 0; column--) {
+        starts[column] = starts[column - 1];
+    }
+    for (Py_ssize_t row = first; row < last; row++) {
+        int64_t pattern = pattern_of[row];
+        for (Py_ssize_t at = patterns->starts[pattern]; at < patterns->starts[pattern + 1];
+             at++) {
+            cells->rows[starts[patterns->columns[at] + 1]++] = row;
+        }
+    }
+}
+
+/* The dicts of rows [first, last): each a copy of its pattern's template (None for a
+ * pattern of no column), stored in ``result``, then filled column by column. */
+static int
+fill_block(PyObject *result, PyObject *templates, const int64_t *pattern_of,
+           const Patterns *patterns, BlockCells *cells, PyObject *names, Values *values,
+           Py_ssize_t width, Py_ssize_t first, Py_ssize_t last)
+{
+    for (Py_ssize_t row = first; row < last; row++) {
+        PyObject *template = PyList_GET_ITEM(templates, pattern_of[row]);
+        PyObject *dict = template == Py_None ? Py_NewRef(Py_None) : PyDict_Copy(template);
+        if (dict == NULL) {
+            return -1;
+        }
+        PyList_SET_ITEM(result, row, dict);
+    }
+    order_cells(cells, patterns, pattern_of, width, first, last);
+    for (Py_ssize_t column = 0; column < width; column++) {
+        PyObject *name = PyTuple_GET_ITEM(names, column);
+        for (Py_ssize_t at = cells->column_starts[column];
+             at < cells->column_starts[column + 1]; at++) {
+            Py_ssize_t row = cells->rows[at];
+            PyObject *value = value_at(&values[column], row);
+            if (value == NULL) {
+                return -1;
+            }
+            int failed = PyDict_SetItem(PyList_GET_ITEM(result, row), name, value);
+            Py_DECREF(value);
+            if (failed < 0) {
+                return -1;
+            }
+        }
+    }
+    return 0;
+}
+
+static PyObject *
+row_dicts(PyObject *module, PyObject *args)
+{
+    PyObject *names, *columns, *patterns, *pattern_columns;
+    if (!PyArg_ParseTuple(args, "O!O!OO!:row_dicts", &PyTuple_Type, &names, &PyList_Type,
+                          &columns, &patterns, &PyList_Type, &pattern_columns)) {
+        return NULL;
+    }
+    Py_ssize_t width = PyTuple_GET_SIZE(names);
+    if (PyList_GET_SIZE(columns) != width) {
+        PyErr_SetString(PyExc_ValueError, "one column per name");
+        return NULL;
+    }
+    for (Py_ssize_t at = 0; at < width; at++) {
+        if (!PyUnicode_CheckExact(PyTuple_GET_ITEM(names, at))) {
+            PyErr_SetString(PyExc_TypeError, "names must be str");
+            return NULL;
+        }
+    }
+    Py_buffer rows_of;
+    if (PyObject_GetBuffer(patterns, &rows_of, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0) {
+        return NULL;
+    }
+    PyObject *result = NULL, *templates = NULL;
+    Values *values = NULL;
+    Patterns laid = {NULL, NULL};
+    BlockCells cells = {NULL, NULL};
+    Py_ssize_t rows = rows_of.len / (Py_ssize_t)sizeof(int64_t);
+    if (buffer_kind(&rows_of) != 'q' || rows_of.ndim != 1) {
+        PyErr_SetString(PyExc_ValueError, "patterns must be one int64 per row");
+        goto done;
+    }
+    const int64_t *pattern_of = (const int64_t *)rows_of.buf;
+    Py_ssize_t pattern_count = PyList_GET_SIZE(pattern_columns);
+    for (Py_ssize_t row = 0; row < rows; row++) {
+        if (pattern_of[row] < 0 || pattern_of[row] >= pattern_count) {
+            PyErr_Format(PyExc_ValueError, "row %zd has no pattern %lld", row,
+                         (long long)pattern_of[row]);
+            goto done;
+        }
+    }
+    values = read_values(columns, rows);
+    templates = values == NULL ? NULL : templates_of(names, pattern_columns, width);
+    if (templates == NULL || read_patterns(pattern_columns, &laid) < 0) {
+        goto done;
+    }
+    cells.column_starts = PyMem_RawMalloc((size_t)(width + 1) * sizeof(Py_ssize_t));
+    cells.rows = PyMem_RawMalloc((size_t)BLOCK_ROWS * (size_t)(width ? width : 1)
+                                 * sizeof(Py_ssize_t));
+    if (cells.column_starts == NULL || cells.rows == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    /* Each slot is set before the list is returned; after a failure, the slots not
+     * reached yet are NULL, which the list's deallocation skips. */
+    result = PyList_New(rows);
+    if (result == NULL) {
+        goto done;
+    }
+    for (Py_ssize_t first = 0; first < rows; first += BLOCK_ROWS) {
+        Py_ssize_t last = first + BLOCK_ROWS < rows ? first + BLOCK_ROWS : rows;
+        if (fill_block(result, templates, pattern_of, &laid, &cells, names, values, width,
+                       first, last) < 0) {
+            Py_CLEAR(result);
+            goto done;
+        }
+    }
+done:
+    PyMem_RawFree(cells.column_starts);
+    PyMem_RawFree(cells.rows);
+    free_patterns(&laid);
+    Py_XDECREF(templates);
+    if (values != NULL) {
+        release_values(values, width);
+    }
+    PyBuffer_Release(&rows_of);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"row_dicts", row_dicts, METH_VARARGS,
+     "Row dicts again from columns: row_dicts(names, columns, patterns, pattern_columns)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module_definition = {
+    PyModuleDef_HEAD_INIT, "_native_dicts",
+    "Attribute dicts made again from typed columns.",
+    -1, methods, NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC
+PyInit__native_dicts(void)
+{
+    return PyModule_Create(&module_definition);
+}
