@@ -3,9 +3,9 @@
  * the dicts of ``TraceFrames.spans`` and ``.events`` (attr_columns._dicts).
  *
  * row_dicts(names, columns, patterns, pattern_columns): ``names`` the column names
- * (str); ``columns`` each column's values, a list of Python objects or a
- * C-contiguous buffer of float64, int64 or bool, which become the floats, ints and
- * bools numpy's tolist() makes; ``patterns`` one int64 per row naming its entry of
+ * (str); ``columns`` each column's values: a list or a 1-D numpy array of Python
+ * objects, or a C-contiguous buffer of float64, int64 or bool, which become the
+ * floats, ints and bools numpy's tolist() makes; ``patterns`` one int64 per row naming its entry of
  * ``pattern_columns``, the tuple of the columns that row has, in order. It returns
  * a list with each row's dict (keys in the pattern's order) or None for a row with
  * no column, made a block of rows at a time. Its keys are exact str, so setting
@@ -16,10 +16,12 @@
 #include <stdint.h>
 #include <string.h>
 
-/* One column of row_dicts: Python objects, one per row, or a numeric buffer whose
- * items become ints, floats or bools as numpy's tolist() would make them. */
+/* One column of row_dicts: Python objects, one per row (a list's or a numpy array's),
+ * or a numeric buffer whose items become ints, floats or bools as numpy's tolist()
+ * would make them. */
 typedef struct {
-    PyObject *objects; /* a list, or NULL for a buffer */
+    PyObject *objects; /* a list, or NULL */
+    PyObject *const *items; /* a numpy array's objects, or NULL */
     Py_buffer buffer;
     char format;
 } Values;
@@ -55,6 +57,9 @@ value_at(Values *values, Py_ssize_t row)
     if (values->objects != NULL) {
         return Py_NewRef(PyList_GET_ITEM(values->objects, row));
     }
+    if (values->items != NULL) {
+        return Py_NewRef(values->items[row]);
+    }
     const char *item = (const char *)values->buffer.buf + row * values->buffer.itemsize;
     if (values->format == 'd') {
         double number;
@@ -73,11 +78,47 @@ static void
 release_values(Values *values, Py_ssize_t count)
 {
     for (Py_ssize_t at = 0; at < count; at++) {
-        if (values[at].objects == NULL && values[at].buffer.obj != NULL) {
+        if (values[at].buffer.obj != NULL) {
             PyBuffer_Release(&values[at].buffer);
         }
     }
     PyMem_RawFree(values);
+}
+
+/* The objects of ``column`` when it is a 1-D, C-contiguous numpy array of ``rows``
+ * objects, found through numpy's documented array interface (its ``data`` address
+ * holds one PyObject pointer per item, typestr ``|O``); NULL, with no exception set,
+ * for anything else. The caller keeps the array alive while the pointers are used. */
+static PyObject *const *
+object_array_items(PyObject *column, Py_ssize_t rows)
+{
+    if (strcmp(Py_TYPE(column)->tp_name, "numpy.ndarray") != 0) {
+        return NULL;
+    }
+    PyObject *interface = PyObject_GetAttrString(column, "__array_interface__");
+    if (interface == NULL) {
+        PyErr_Clear();
+        return NULL;
+    }
+    PyObject *const *items = NULL;
+    PyObject *typestr = PyDict_Check(interface)
+                        ? PyDict_GetItemString(interface, "typestr") : NULL;
+    PyObject *shape = typestr ? PyDict_GetItemString(interface, "shape") : NULL;
+    PyObject *strides = shape ? PyDict_GetItemString(interface, "strides") : NULL;
+    PyObject *data = strides ? PyDict_GetItemString(interface, "data") : NULL;
+    int objects = data != NULL && PyUnicode_Check(typestr)
+                  && PyUnicode_CompareWithASCIIString(typestr, "|O") == 0;
+    int one_row_each = objects && strides == Py_None && PyTuple_Check(shape)
+                       && PyTuple_GET_SIZE(shape) == 1
+                       && PyLong_Check(PyTuple_GET_ITEM(shape, 0))
+                       && PyLong_AsSsize_t(PyTuple_GET_ITEM(shape, 0)) == rows;
+    if (one_row_each && PyTuple_Check(data) && PyTuple_GET_SIZE(data) == 2
+        && PyLong_Check(PyTuple_GET_ITEM(data, 0))) {
+        items = (PyObject *const *)PyLong_AsVoidPtr(PyTuple_GET_ITEM(data, 0));
+    }
+    PyErr_Clear(); /* a lookup or conversion that failed: not such an array */
+    Py_DECREF(interface);
+    return items;
 }
 
 /* Each column of ``columns`` (a list of lists or numeric buffers, each of ``rows``
@@ -103,6 +144,10 @@ read_values(PyObject *columns, Py_ssize_t rows)
             values[at].objects = column;
             continue;
         }
+        values[at].items = object_array_items(column, rows);
+        if (values[at].items != NULL) {
+            continue;
+        }
         if (PyObject_GetBuffer(column, &values[at].buffer,
                                PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0) {
             release_values(values, at);
@@ -112,8 +157,8 @@ read_values(PyObject *columns, Py_ssize_t rows)
         Py_ssize_t length = values[at].buffer.itemsize
                             ? values[at].buffer.len / values[at].buffer.itemsize : -1;
         if (values[at].format == 0 || values[at].buffer.ndim != 1 || length != rows) {
-            PyErr_Format(PyExc_ValueError, "column %zd is not a list or a buffer of %zd "
-                         "numbers", at, rows);
+            PyErr_Format(PyExc_ValueError, "column %zd is not a list, an array of objects "
+                         "or a buffer of %zd numbers", at, rows);
             release_values(values, at + 1);
             return NULL;
         }

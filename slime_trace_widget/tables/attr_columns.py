@@ -45,8 +45,10 @@ _NONE_KEYS = "_none_keys"
 _OVERFLOW = "_overflow"
 _JSON_FIELD = b"json"
 _INT64 = (-(2**63), 2**63 - 1)
-#: Number columns the native dict pass reads as they are (others go as Python values).
-_NATIVE_DTYPES = (np.dtype(np.float64), np.dtype(np.int64), np.dtype(np.bool_))
+#: Columns the native dict pass reads as they are: numbers, bools and Python objects
+#: (others go as lists of Python values).
+_NATIVE_DTYPES = (np.dtype(np.float64), np.dtype(np.int64), np.dtype(np.bool_),
+                  np.dtype(object))
 
 
 class AttrTable:

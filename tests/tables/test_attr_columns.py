@@ -311,8 +311,15 @@ def test_the_native_dict_pass_refuses_what_it_cannot_read() -> None:
     rows = np.array([0, 0], dtype=np.int64)
     assert native.row_dicts(("a",), [np.array([1.5, 2.5])], rows, [(0,)]) == \
         [{"a": 1.5}, {"a": 2.5}]
-    with pytest.raises(ValueError, match="not a list or a buffer"):
-        native.row_dicts(("a",), [np.array(["x", "y"], dtype=object)], rows, [(0,)])
+    assert native.row_dicts(("a",), [np.array(["x", "y"], dtype=object)], rows, [(0,)]) == \
+        [{"a": "x"}, {"a": "y"}]
+    for not_one_per_row in (np.array(["x", "_", "y"], dtype=object)[::2],  # strided
+                            np.array([["x"], ["y"]], dtype=object),  # 2-D
+                            np.array(["x"], dtype=object)):  # one row short
+        with pytest.raises(ValueError):
+            native.row_dicts(("a",), [not_one_per_row], rows, [(0,)])
+    with pytest.raises(ValueError, match="not a list, an array of objects or a buffer"):
+        native.row_dicts(("a",), [np.array([1, 2], dtype=np.int16)], rows, [(0,)])
     with pytest.raises(ValueError, match="rows"):
         native.row_dicts(("a",), [[1]], rows, [(0,)])
     with pytest.raises(ValueError, match="no pattern"):
