@@ -11,6 +11,7 @@ import pyarrow as pa
 import pytest
 import torch
 
+from slime_trace_widget.frames import attr_frames
 from slime_trace_widget.frames.attr_frames import merged_attr_frame
 from slime_trace_widget.tables import attr_columns, attr_grouping
 from slime_trace_widget.tables.attr_columns import AttrTable
@@ -87,6 +88,56 @@ def test_merged_columns_prefer_the_end_value() -> None:
     frame = merged_attr_frame(start, end, pd.RangeIndex(2))
     assert frame["attr.k"].tolist() == [10, 2]
     assert frame["attr.only_start"].tolist() == ["s", None]
+
+
+def _typed_rows(rng: np.random.Generator, n: int, kinds: tuple[str, ...]) -> list[dict | None]:
+    """Rows whose keys "a" to "c" each hold a value of one of ``kinds``, or nothing."""
+    makers = {"int": lambda: int(rng.integers(-2**62, 2**62)), "float": lambda: float(
+        rng.normal()), "bool": lambda: bool(rng.random() < 0.5),
+        "text": lambda: f"t{int(rng.integers(5))}"}
+    kind_of = {key: kinds[int(rng.integers(len(kinds)))] for key in "abc"}
+    rows: list[dict | None] = []
+    for _ in range(n):
+        row = {key: makers[kind_of[key]]() for key in "abc" if rng.random() < 0.7}
+        rows.append(row or None)
+    return rows
+
+
+def _in_chunks(table: AttrTable, rng: np.random.Generator, narrow: bool) -> AttrTable:
+    """``table`` in chunks of a random size, its int64 and float64 columns int32 and
+    float32 when ``narrow`` (types a run dataset's tables may hold)."""
+    data = table.table
+    if narrow:
+        data = data.cast(pa.schema([field.with_type({pa.int64(): pa.int32(),
+                                                     pa.float64(): pa.float32()}.get(
+                                                         field.type, field.type))
+                                    for field in data.schema]), safe=False)
+    size = int(rng.integers(1, max(2, data.num_rows)))
+    return AttrTable(pa.Table.from_batches(data.to_batches(max_chunksize=size), data.schema))
+
+
+def test_merged_columns_in_pandas_are_the_arrow_rule() -> None:
+    """A key at both ends: the end value where there is one, else the start value. The
+    pandas columns (text merged as shared objects) have the values and dtype of the
+    Arrow rule (``merged_attr_arrays``: both cast to their common type and coalesced)
+    made a pandas column, whatever the types, gaps and chunks."""
+    rng = np.random.default_rng(23)
+    kinds = ("int", "float", "bool", "text")
+    for trial in range(80):
+        n = int(rng.integers(1, 60))
+        narrow = trial % 4 == 3
+        start = _in_chunks(AttrTable.from_dicts(_typed_rows(rng, n, kinds)), rng, narrow)
+        end = _in_chunks(AttrTable.from_dicts(_typed_rows(rng, n, kinds)), rng, narrow)
+        index = pd.RangeIndex(n)
+        frame = merged_attr_frame(start, end, index)
+        for name, arrow in attr_columns.merged_attr_arrays(start, end).items():
+            expected = attr_frames._pandas_column(arrow, None, index)
+            got, want = frame[name].to_numpy(), np.asarray(expected)
+            assert got.dtype == want.dtype, (trial, name)
+            if want.dtype == object:
+                assert got.tolist() == want.tolist(), (trial, name)
+            else:
+                np.testing.assert_array_equal(got, want, err_msg=f"{trial} {name}")
 
 
 def test_rows_with_the_same_keys_in_another_order_keep_each_value_under_its_key() -> None:
