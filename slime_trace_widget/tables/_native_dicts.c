@@ -121,8 +121,8 @@ object_array_items(PyObject *column, Py_ssize_t rows)
     return items;
 }
 
-/* Each column of ``columns`` (a list of lists or numeric buffers, each of ``rows``
- * items) as Values; NULL with an exception set when one is neither. */
+/* Each column of ``columns`` (lists, numpy arrays of objects or numeric buffers, each
+ * of ``rows`` items) as Values; NULL with an exception set when one is none of them. */
 static Values *
 read_values(PyObject *columns, Py_ssize_t rows)
 {
