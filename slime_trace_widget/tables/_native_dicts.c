@@ -166,52 +166,6 @@ read_values(PyObject *columns, Py_ssize_t rows)
     return values;
 }
 
-/* Per pattern, a dict of its keys (in column order) to None, which each row of the
- * pattern copies and fills: a copy of a dict of the right size takes its keys as
- * they are, where setting each key in a new dict would grow it step by step. */
-static PyObject *
-templates_of(PyObject *names, PyObject *pattern_columns, Py_ssize_t width)
-{
-    Py_ssize_t count = PyList_GET_SIZE(pattern_columns);
-    PyObject *templates = PyList_New(count);
-    if (templates == NULL) {
-        return NULL;
-    }
-    for (Py_ssize_t at = 0; at < count; at++) {
-        PyObject *present = PyList_GET_ITEM(pattern_columns, at);
-        if (!PyTuple_CheckExact(present)) {
-            PyErr_SetString(PyExc_TypeError, "each pattern's columns must be a tuple");
-            goto fail;
-        }
-        if (PyTuple_GET_SIZE(present) == 0) {
-            PyList_SET_ITEM(templates, at, Py_NewRef(Py_None));
-            continue;
-        }
-        PyObject *template = PyDict_New();
-        if (template == NULL) {
-            goto fail;
-        }
-        PyList_SET_ITEM(templates, at, template);
-        for (Py_ssize_t slot = 0; slot < PyTuple_GET_SIZE(present); slot++) {
-            Py_ssize_t column = PyLong_AsSsize_t(PyTuple_GET_ITEM(present, slot));
-            if (column == -1 && PyErr_Occurred()) {
-                goto fail;
-            }
-            if (column < 0 || column >= width) {
-                PyErr_Format(PyExc_ValueError, "column %zd is not one of %zd", column, width);
-                goto fail;
-            }
-            if (PyDict_SetItem(template, PyTuple_GET_ITEM(names, column), Py_None) < 0) {
-                goto fail;
-            }
-        }
-    }
-    return templates;
-fail:
-    Py_DECREF(templates);
-    return NULL;
-}
-
 /* Rows are filled a block at a time, column by column within a block: each column's
  * values are then read in the order they lie in memory (text objects that Arrow made
  * column by column), while the block's dicts stay in cache. Filled row by row, each
@@ -233,31 +187,64 @@ free_patterns(Patterns *patterns)
     PyMem_RawFree(patterns->columns);
 }
 
-/* ``pattern_columns`` as Patterns (templates_of has checked each entry is a column);
- * free_patterns frees them, after a failure too. */
-static int
-read_patterns(PyObject *pattern_columns, Patterns *patterns)
+/* ``pattern_columns`` (a tuple of column numbers per pattern) checked and read into
+ * ``patterns``, and per pattern a dict of its keys (in column order) to None, which
+ * each row of the pattern copies and fills: a copy of a dict of the right size takes
+ * its keys as they are, where setting each key in a new dict would grow it step by
+ * step. Returns the list of templates (None for a pattern of no column), or NULL
+ * with an exception set; free_patterns frees ``patterns`` either way. */
+static PyObject *
+read_patterns(PyObject *names, PyObject *pattern_columns, Py_ssize_t width,
+              Patterns *patterns)
 {
     Py_ssize_t count = PyList_GET_SIZE(pattern_columns), total = 0;
     for (Py_ssize_t at = 0; at < count; at++) {
-        total += PyTuple_GET_SIZE(PyList_GET_ITEM(pattern_columns, at));
+        PyObject *present = PyList_GET_ITEM(pattern_columns, at);
+        if (!PyTuple_CheckExact(present)) {
+            PyErr_SetString(PyExc_TypeError, "each pattern's columns must be a tuple");
+            return NULL;
+        }
+        total += PyTuple_GET_SIZE(present);
     }
     patterns->starts = PyMem_RawMalloc((size_t)(count + 1) * sizeof(Py_ssize_t));
     patterns->columns = PyMem_RawMalloc((size_t)(total ? total : 1) * sizeof(Py_ssize_t));
     if (patterns->starts == NULL || patterns->columns == NULL) {
-        PyErr_NoMemory(); /* the caller frees what was allocated */
-        return -1;
+        PyErr_NoMemory();
+        return NULL;
+    }
+    PyObject *templates = PyList_New(count);
+    if (templates == NULL) {
+        return NULL;
     }
     Py_ssize_t filled = 0;
     for (Py_ssize_t at = 0; at < count; at++) {
         PyObject *present = PyList_GET_ITEM(pattern_columns, at);
         patterns->starts[at] = filled;
+        PyObject *template = PyTuple_GET_SIZE(present) ? PyDict_New() : Py_NewRef(Py_None);
+        if (template == NULL) {
+            goto fail;
+        }
+        PyList_SET_ITEM(templates, at, template);
         for (Py_ssize_t slot = 0; slot < PyTuple_GET_SIZE(present); slot++) {
-            patterns->columns[filled++] = PyLong_AsSsize_t(PyTuple_GET_ITEM(present, slot));
+            Py_ssize_t column = PyLong_AsSsize_t(PyTuple_GET_ITEM(present, slot));
+            if (column == -1 && PyErr_Occurred()) {
+                goto fail;
+            }
+            if (column < 0 || column >= width) {
+                PyErr_Format(PyExc_ValueError, "column %zd is not one of %zd", column, width);
+                goto fail;
+            }
+            patterns->columns[filled++] = column;
+            if (PyDict_SetItem(template, PyTuple_GET_ITEM(names, column), Py_None) < 0) {
+                goto fail;
+            }
         }
     }
     patterns->starts[count] = filled;
-    return 0;
+    return templates;
+fail:
+    Py_DECREF(templates);
+    return NULL;
 }
 
 /* Scratch for one block: its (row, column) cells ordered by column, then row. */
@@ -375,8 +362,8 @@ row_dicts(PyObject *module, PyObject *args)
         }
     }
     values = read_values(columns, rows);
-    templates = values == NULL ? NULL : templates_of(names, pattern_columns, width);
-    if (templates == NULL || read_patterns(pattern_columns, &laid) < 0) {
+    templates = values == NULL ? NULL : read_patterns(names, pattern_columns, width, &laid);
+    if (templates == NULL) {
         goto done;
     }
     cells.column_starts = PyMem_RawMalloc((size_t)(width + 1) * sizeof(Py_ssize_t));
