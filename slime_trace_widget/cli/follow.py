@@ -11,8 +11,9 @@ import threading
 from pathlib import Path
 
 from ..view.page.htmlpage import page
+from ..whole_files import write_whole
 from .errors import CliError
-from .files import HTML_SUFFIX, atomic_write
+from .files import HTML_SUFFIX
 from .load import load
 from .server import serve
 
@@ -52,10 +53,10 @@ def follow(args: argparse.Namespace) -> int:
         frames = shown["frames"]
         blocks = data_blocks(frames, encode(frames, title=f"{folder.name} (following)"),
                              source={"follow": state})
-        atomic_write(html_path, page(blocks, blocks.header()["payload"]["meta"]["title"],
-                                     follow=True).encode())
-        atomic_write(out_dir / FOLLOW_STATE, json.dumps(
-            {"version": shown["version"], "dumps": len(frames.paths)}).encode())
+        write_whole(html_path, page(blocks, blocks.header()["payload"]["meta"]["title"],
+                                    follow=True))
+        write_whole(out_dir / FOLLOW_STATE, json.dumps(
+            {"version": shown["version"], "dumps": len(frames.paths)}))
 
     stopping = threading.Event()
 

@@ -17,9 +17,10 @@ from typing import TYPE_CHECKING
 
 from ..sources.dumps.paths import expand_paths
 from ..view.page.htmlpage import page
+from ..whole_files import write_whole
 from .cache import CACHE_SUFFIX, fresh_cache, source_note
 from .errors import CliError
-from .files import HTML_SUFFIX, atomic_write
+from .files import HTML_SUFFIX
 from .follow import follow
 from .load import load
 from .otlp_options import add_otlp_arguments, send_otlp
@@ -91,13 +92,13 @@ def run(args: argparse.Namespace) -> int:
 
         view = encode(frames)
         blocks = data_blocks(frames, view, source=source)
-        atomic_write(cache, blocks.to_bytes())
+        write_whole(cache, blocks.to_bytes())
         print(f"built {cache.name} from {len(inputs)} dump(s): {len(frames.samples)} samples, "
               f"{len(view.span_index)} spans drawn")
     else:
         print(f"reusing {cache.name} (newer than its dumps; --rebuild to rebuild)")
     title = blocks.header()["payload"]["meta"]["title"]
-    atomic_write(html_path, page(blocks, title).encode())
+    write_whole(html_path, page(blocks, title))
     print(f"wrote {html_path}")
     if args.perfetto or args.parquet or args.otlp:
         frames = frames or load(inputs, args.trusted, args.engine_traces)

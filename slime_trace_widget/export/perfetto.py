@@ -23,6 +23,7 @@ import pandas as pd
 from ..answers.links import links
 from ..answers.stats import measured_spans
 from ..values import json_safe
+from ..whole_files import replaced
 
 if TYPE_CHECKING:
     from ..frames.model import TraceFrames
@@ -68,7 +69,7 @@ def perfetto_trace(frames: TraceFrames) -> dict[str, Any]:
 def export_perfetto(frames: TraceFrames, path: str | Path) -> Path:
     """Write :func:`perfetto_trace` as JSON to ``path`` (open it in ui.perfetto.dev)."""
     target = Path(path)
-    with target.open("w", encoding="utf-8") as stream:
+    with replaced(target) as temporary, temporary.open("w", encoding="utf-8") as stream:
         json.dump(perfetto_trace(frames), stream, allow_nan=False, ensure_ascii=False,
                   separators=(",", ":"))
     return target

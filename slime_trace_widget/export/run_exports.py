@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
+
+from ..whole_files import write_whole
 
 LEDGER = "exports.json"
 
@@ -41,9 +42,7 @@ class Ledger:
 
     def add(self, target: str, keys: list[str]) -> None:
         self.done.setdefault(target, []).extend(keys)
-        temporary = self.path.with_name(f".{LEDGER}.{os.getpid()}.partial")
-        temporary.write_text(json.dumps({"targets": self.done}, indent=1), encoding="utf-8")
-        os.replace(temporary, self.path)
+        write_whole(self.path, json.dumps({"targets": self.done}, indent=1))
 
 
 def send_new_dumps(root: str | Path, endpoint: str, **options: Any) -> list[Any]:

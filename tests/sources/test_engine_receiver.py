@@ -24,6 +24,7 @@ import pytest
 from slime_trace_widget.demo import make_demo_samples
 from slime_trace_widget.frames import build_frames
 from slime_trace_widget.sources.engine.store import LAYOUT, SUBDIR, SpanStore, load_engine_traces
+from slime_trace_widget.whole_files import replaced
 from tests.support.engine_traces import Request, replay, requests_for
 from tests.support.receiver import STARTUP_SECONDS, Receiver, start_receiver
 
@@ -305,3 +306,18 @@ def test_a_write_ahead_file_cut_mid_batch_loses_only_that_batch(tmp_path: Path,
     assert len(load_engine_traces(tmp_path)) == 10
     SpanStore(tmp_path).close()  # reopening rolls what is whole
     assert len(load_engine_traces(tmp_path)) == 10
+
+
+def test_reopening_a_store_removes_what_a_roll_cut_short_left(tmp_path: Path) -> None:
+    SpanStore(tmp_path).close()
+    folder = tmp_path / SUBDIR
+    target = folder / "spans-1-2-000001.parquet"
+    with replaced(target) as temporary:  # the name a roll's temporary file gets
+        temporary.write_bytes(b"")
+    target.unlink()
+    (folder / temporary.name).write_bytes(b"half a Parquet file: the roll was killed")
+    (folder / "notes.tmp").write_bytes(b"not the store's")
+    SpanStore(tmp_path).close()
+    assert not (folder / temporary.name).exists()
+    assert (folder / "notes.tmp").exists()
+    assert len(load_engine_traces(tmp_path)) == 0

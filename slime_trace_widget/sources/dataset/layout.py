@@ -15,7 +15,6 @@ Reading trusts nothing in the files: tables are checked as worker output is.
 
 from __future__ import annotations
 
-import os
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -31,6 +30,7 @@ from ...tables.attr_columns import ATTR_PREFIX, AttrTable, merged_attr_arrays
 from ...tables.core_tables import (
     UNKNOWN_ROLLOUT,  # samples without a rollout id (read back as missing)
 )
+from ...whole_files import replaced
 from ..dumps.paths import dump_kind
 from ..dumps.wire import (
     WireError,
@@ -141,12 +141,8 @@ def _labelled(table: pa.Table, dump_file: str, kind: str) -> pa.Table:
 
 def _write_whole(table: pa.Table, target: Path) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
-    temporary = target.with_name(f".{target.name}.{os.getpid()}.partial")
-    try:
+    with replaced(target) as temporary:
         pq.write_table(table, temporary, compression="zstd")
-        os.replace(temporary, target)
-    finally:
-        temporary.unlink(missing_ok=True)
 
 
 # --------------------------------------------------------------------------- reading

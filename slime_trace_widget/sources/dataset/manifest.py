@@ -16,6 +16,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ...whole_files import write_whole
 from ..dumps.errors import DumpError
 
 MANIFEST = "manifest.json"
@@ -47,11 +48,8 @@ class Manifest:
         return cls(root, data["dumps"])
 
     def save(self) -> None:
-        path = self.root / MANIFEST
-        temporary = path.with_name(f".{MANIFEST}.{os.getpid()}.partial")
-        temporary.write_text(json.dumps({"version": VERSION, "dumps": self.dumps}, indent=1),
-                             encoding="utf-8")
-        os.replace(temporary, path)
+        write_whole(self.root / MANIFEST,
+                    json.dumps({"version": VERSION, "dumps": self.dumps}, indent=1))
 
     def converted(self) -> list[dict[str, Any]]:
         """Entries of the dumps converted without error, in path order."""

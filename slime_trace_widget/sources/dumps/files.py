@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...values import bounded_int, short_text
+from ...whole_files import replaced
 from .allowlist import check_dtypes
 from .errors import DumpError, one_line
 from .paths import PathLike
@@ -343,14 +344,9 @@ def save_dump(path: PathLike, samples: Iterable[Any], *, rollout_id: int | None 
     """
     target = os.fspath(path)
     records = [_record_for_save(i, sample) for i, sample in enumerate(samples)]
-    partial = f"{target}.{os.getpid()}.partial"
     import torch
 
-    try:
-        torch.save({"rollout_id": rollout_id, "samples": records}, partial)
-        os.replace(partial, target)
-    finally:
-        if os.path.exists(partial):
-            os.remove(partial)
+    with replaced(target) as temporary:
+        torch.save({"rollout_id": rollout_id, "samples": records}, temporary)
     return target
 

@@ -36,6 +36,8 @@ import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 
+from ...whole_files import TEMPORARY_SUFFIX, fsync_folder, replaced
+
 Source = str | os.PathLike | Iterable[str | os.PathLike]
 #: Rows per row group of a finished file: a read keeps only the groups whose statistics
 #: overlap what it asks for.
@@ -162,7 +164,7 @@ class DurableStore:
         """Roll write-ahead files a killed collector left; the next free sequence number."""
         seqs = [0]
         for path in sorted(self.folder.iterdir()):
-            if path.name.startswith(".") and path.name.endswith(".tmp"):
+            if path.name.startswith(".") and path.name.endswith(TEMPORARY_SUFFIX):
                 path.unlink(missing_ok=True)  # a roll cut short: its WAL is still there
                 continue
             wal, done = _WAL.fullmatch(path.name), self.layout.finished.fullmatch(path.name)
@@ -221,14 +223,10 @@ def finish(folder: Path, seq: int, layout: Layout) -> None:
 
 def _write_durably(table: pa.Table, final: Path, layout: Layout) -> None:
     """``table`` at ``final``: written aside, fsynced, renamed into place."""
-    temp = final.with_name(f".{final.name}.tmp")
     ordered = table.sort_by(layout.sort_by) if layout.sort_by else table
-    pq.write_table(ordered, temp, row_group_size=ROW_GROUP_ROWS,
-                   compression=layout.compression)
-    with open(temp, "rb") as handle:
-        os.fsync(handle.fileno())
-    os.replace(temp, final)
-    fsync_folder(final.parent)
+    with replaced(final, durable=True) as temporary:
+        pq.write_table(ordered, temporary, row_group_size=ROW_GROUP_ROWS,
+                       compression=layout.compression)
 
 
 def read_wal(path: Path, layout: Layout) -> pa.Table:
@@ -250,14 +248,6 @@ def read_wal(path: Path, layout: Layout) -> pa.Table:
         return layout.empty()
     table = pa.Table.from_batches(batches)
     return table if table.schema.equals(layout.schema) else layout.empty()
-
-
-def fsync_folder(folder: Path) -> None:
-    handle = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(handle)
-    finally:
-        os.close(handle)
 
 
 # --------------------------------------------------------------------------- reading

@@ -21,9 +21,9 @@ redirects are not followed and proxies from the environment are not used.
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
-import os
 import threading
 import time
 import urllib.error
@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ...whole_files import write_whole
 from .group_commit import Busy, GroupWriter
 from .load_store import LoadStore, scrape_table
 from .prometheus import DEFAULT_PREFIXES, MAX_BODY_BYTES, MAX_SERIES, parse_exposition
@@ -186,13 +187,9 @@ class Scraper:
 
     def write_status(self) -> None:
         """Rewrite :data:`STATUS_FILE` in the collector folder (whole or not at all)."""
-        path = self.directory / STATUS_FILE
-        temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        try:
-            temp.write_text(json.dumps(self.status(), indent=1, sort_keys=True))
-            os.replace(temp, path)
-        except OSError:
-            temp.unlink(missing_ok=True)  # a status is a courtesy: the next one may land
+        with contextlib.suppress(OSError):  # a status is a courtesy: the next one may land
+            write_whole(self.directory / STATUS_FILE,
+                        json.dumps(self.status(), indent=1, sort_keys=True))
 
     # ------------------------------------------------------------------ one target
 

@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from ...frames.model import TraceFrames
+from ...whole_files import write_whole
 from ..details import (
     SAMPLE_TEXT_FIELDS,
     TEXT_PREVIEW_CHARS,
@@ -66,9 +67,7 @@ def snapshot_html(
 def write_snapshot(path: str | Path, frames: TraceFrames, view: EncodedView | None = None,
                    **options: Any) -> Path:
     """Write :func:`snapshot_html` to ``path`` and return the path."""
-    target = Path(path)
-    target.write_text(snapshot_html(frames, view, **options), encoding="utf-8")
-    return target
+    return write_whole(path, snapshot_html(frames, view, **options))
 
 
 def data_blocks(
