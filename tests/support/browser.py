@@ -16,6 +16,7 @@ import json
 import os
 import re
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
@@ -26,7 +27,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-CHROMIUM = "/usr/bin/chromium"
+#: The Chromium Playwright drives: ``$STW_CHROMIUM`` when set, else the ``chromium`` on
+#: PATH (Debian's package puts it at /usr/bin/chromium; Playwright's own download is
+#: not used).
+CHROMIUM = os.environ.get("STW_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
