@@ -18,7 +18,9 @@
  * 'b' bool (one byte each), 's' ASCII text (its bytes, and int32 offsets).
  *
  * Only exact builtin types count (a subclass is not plain), so no value's own code
- * runs: the pass calls no Python code, and nothing can change the dicts meanwhile.
+ * runs. The one Python code that can run is a finalizer, in a collection that making
+ * a key tuple may start: each row is held while it is read, and a dict whose size
+ * changed meanwhile is an error (RuntimeError), never a read past its end.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -102,6 +104,9 @@ kind_of(PyObject *value)
 static int
 append_bytes(Column *column, const void *bytes, Py_ssize_t size)
 {
+    if (size == 0) { /* the column's data may not be allocated yet: nothing to copy */
+        return 0;
+    }
     if (reserve((void **)&column->data, &column->capacity, column->length + size, 1) < 0) {
         return -1;
     }
@@ -192,7 +197,9 @@ same_keys(Group *group, PyObject *value)
     return 1;
 }
 
-/* ``value``'s keys as a tuple; NULL with no error set when one is not ASCII text. */
+/* ``value``'s keys as a tuple; NULL with no error set when one is not ASCII text.
+ * Making the tuple may run a collection, whose finalizers are Python code that could
+ * change the dict: one that no longer has ``width`` keys is an error. */
 static PyObject *
 key_tuple(PyObject *value, Py_ssize_t width)
 {
@@ -203,12 +210,20 @@ key_tuple(PyObject *value, Py_ssize_t width)
     Py_ssize_t cursor = 0, slot = 0;
     PyObject *key, *item;
     while (PyDict_Next(value, &cursor, &key, &item)) {
+        if (slot == width) {
+            break;
+        }
         if (!PyUnicode_CheckExact(key) || !PyUnicode_IS_ASCII(key)) {
             Py_DECREF(keys);
             return NULL;
         }
         Py_INCREF(key);
         PyTuple_SET_ITEM(keys, slot++, key);
+    }
+    if (slot != width || PyDict_GET_SIZE(value) != width) {
+        Py_DECREF(keys);
+        PyErr_SetString(PyExc_RuntimeError, "an attribute dict changed while it was read");
+        return NULL;
     }
     return keys;
 }
@@ -308,8 +323,11 @@ lay_columns(PyObject *module, PyObject *dicts)
     Group *groups = NULL;
     Py_ssize_t count = 0, capacity = 0, last = -1;
     PyObject *result = NULL;
+    /* Each row is held while it is read: a collection run by an allocation below
+     * may run finalizers, which could drop it from the list. */
+    PyObject *value = NULL;
     for (Py_ssize_t position = 0; position < PyList_GET_SIZE(dicts); position++) {
-        PyObject *value = PyList_GET_ITEM(dicts, position);
+        Py_XSETREF(value, Py_NewRef(PyList_GET_ITEM(dicts, position)));
         if (value == Py_None) {
             continue;
         }
@@ -358,6 +376,10 @@ lay_columns(PyObject *module, PyObject *dicts)
             goto fail;
         }
         group->members[group->rows++] = position;
+        if (PyDict_GET_SIZE(value) != group->width) {
+            PyErr_SetString(PyExc_RuntimeError, "an attribute dict changed while it was read");
+            goto fail;
+        }
         Py_ssize_t cursor = 0, slot = 0;
         PyObject *key, *item;
         while (PyDict_Next(value, &cursor, &key, &item)) {
@@ -367,15 +389,18 @@ lay_columns(PyObject *module, PyObject *dicts)
             }
         }
     }
+    Py_XDECREF(value);
     result = groups_result(groups, count);
     free_groups(groups, count);
     Py_DECREF(index);
     return result;
 leave_to_python:
+    Py_XDECREF(value);
     free_groups(groups, count);
     Py_DECREF(index);
     Py_RETURN_NONE;
 fail:
+    Py_XDECREF(value);
     free_groups(groups, count);
     Py_DECREF(index);
     return NULL;

@@ -9,7 +9,9 @@
  * ``pattern_columns``, the tuple of the columns that row has, in order. It returns
  * a list with each row's dict (keys in the pattern's order) or None for a row with
  * no column, made a block of rows at a time. Its keys are exact str, so setting
- * them calls no Python code.
+ * them calls no Python code. A collection started by an allocation may run
+ * finalizers: the columns and patterns are read from tuples this call holds, and a
+ * list column that changed length meanwhile is an error, never a read past its end.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -55,6 +57,10 @@ static PyObject *
 value_at(Values *values, Py_ssize_t row)
 {
     if (values->objects != NULL) {
+        if (row >= PyList_GET_SIZE(values->objects)) {
+            PyErr_SetString(PyExc_RuntimeError, "a column changed while it was read");
+            return NULL;
+        }
         return Py_NewRef(PyList_GET_ITEM(values->objects, row));
     }
     if (values->items != NULL) {
@@ -86,13 +92,14 @@ release_values(Values *values, Py_ssize_t count)
 }
 
 /* The objects of ``column`` when it is a 1-D, C-contiguous numpy array of ``rows``
- * objects, found through numpy's documented array interface (its ``data`` address
- * holds one PyObject pointer per item, typestr ``|O``); NULL, with no exception set,
- * for anything else. The caller keeps the array alive while the pointers are used. */
+ * objects (exactly ``ndarray``, numpy's own type, or NULL when numpy is not loaded),
+ * found through numpy's documented array interface (its ``data`` address holds one
+ * PyObject pointer per item, typestr ``|O``); NULL, with no exception set, for
+ * anything else. The caller keeps the array alive while the pointers are used. */
 static PyObject *const *
-object_array_items(PyObject *column, Py_ssize_t rows)
+object_array_items(PyObject *column, Py_ssize_t rows, PyObject *ndarray)
 {
-    if (strcmp(Py_TYPE(column)->tp_name, "numpy.ndarray") != 0) {
+    if (ndarray == NULL || (PyObject *)Py_TYPE(column) != ndarray) {
         return NULL;
     }
     PyObject *interface = PyObject_GetAttrString(column, "__array_interface__");
@@ -121,35 +128,66 @@ object_array_items(PyObject *column, Py_ssize_t rows)
     return items;
 }
 
-/* Each column of ``columns`` (lists, numpy arrays of objects or numeric buffers, each
- * of ``rows`` items) as Values; NULL with an exception set when one is none of them. */
+/* numpy's ndarray type when numpy is loaded (a new reference), else NULL: an array
+ * of objects can only exist once numpy is. NULL with an exception set on failure. */
+static PyObject *
+loaded_ndarray(void)
+{
+    PyObject *name = PyUnicode_FromString("numpy");
+    if (name == NULL) {
+        return NULL;
+    }
+    PyObject *numpy = PyImport_GetModule(name);
+    Py_DECREF(name);
+    if (numpy == NULL) {
+        return NULL; /* not loaded (no exception), or the lookup failed (one set) */
+    }
+    PyObject *ndarray = PyObject_GetAttrString(numpy, "ndarray");
+    Py_DECREF(numpy);
+    if (ndarray != NULL && !PyType_Check(ndarray)) {
+        Py_CLEAR(ndarray);
+        PyErr_SetString(PyExc_TypeError, "numpy.ndarray is not a type");
+    }
+    return ndarray;
+}
+
+/* Each column of ``columns`` (a tuple of lists, numpy arrays of objects or numeric
+ * buffers, each of ``rows`` items) as Values; NULL with an exception set when one is
+ * none of them. */
 static Values *
 read_values(PyObject *columns, Py_ssize_t rows)
 {
-    Py_ssize_t count = PyList_GET_SIZE(columns);
+    PyObject *ndarray = loaded_ndarray();
+    if (ndarray == NULL && PyErr_Occurred()) {
+        return NULL;
+    }
+    Py_ssize_t count = PyTuple_GET_SIZE(columns);
     Values *values = PyMem_RawCalloc((size_t)(count ? count : 1), sizeof(Values));
     if (values == NULL) {
+        Py_XDECREF(ndarray);
         PyErr_NoMemory();
         return NULL;
     }
     for (Py_ssize_t at = 0; at < count; at++) {
-        PyObject *column = PyList_GET_ITEM(columns, at);
+        PyObject *column = PyTuple_GET_ITEM(columns, at);
         if (PyList_CheckExact(column)) {
             if (PyList_GET_SIZE(column) != rows) {
                 PyErr_Format(PyExc_ValueError, "column %zd has %zd rows, not %zd", at,
                              PyList_GET_SIZE(column), rows);
+                Py_XDECREF(ndarray);
                 release_values(values, at);
                 return NULL;
             }
             values[at].objects = column;
             continue;
         }
-        values[at].items = object_array_items(column, rows);
+        values[at].items = object_array_items(column, rows, ndarray);
         if (values[at].items != NULL) {
             continue;
         }
         if (PyObject_GetBuffer(column, &values[at].buffer,
                                PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0) {
+            Py_XDECREF(ndarray);
             release_values(values, at);
             return NULL;
         }
@@ -159,10 +197,12 @@ read_values(PyObject *columns, Py_ssize_t rows)
         if (values[at].format == 0 || values[at].buffer.ndim != 1 || length != rows) {
             PyErr_Format(PyExc_ValueError, "column %zd is not a list, an array of objects "
                          "or a buffer of %zd numbers", at, rows);
+            Py_XDECREF(ndarray);
             release_values(values, at + 1);
             return NULL;
         }
     }
+    Py_XDECREF(ndarray);
     return values;
 }
 
@@ -187,7 +227,8 @@ free_patterns(Patterns *patterns)
     PyMem_RawFree(patterns->columns);
 }
 
-/* ``pattern_columns`` (a tuple of column numbers per pattern) checked and read into
+/* ``pattern_columns`` (a tuple of column numbers per pattern, each pattern's numbers
+ * increasing, so that a row has at most one cell per column) checked and read into
  * ``patterns``, and per pattern a dict of its keys (in column order) to None, which
  * each row of the pattern copies and fills: a copy of a dict of the right size takes
  * its keys as they are, where setting each key in a new dict would grow it step by
@@ -197,9 +238,9 @@ static PyObject *
 read_patterns(PyObject *names, PyObject *pattern_columns, Py_ssize_t width,
               Patterns *patterns)
 {
-    Py_ssize_t count = PyList_GET_SIZE(pattern_columns), total = 0;
+    Py_ssize_t count = PyTuple_GET_SIZE(pattern_columns), total = 0;
     for (Py_ssize_t at = 0; at < count; at++) {
-        PyObject *present = PyList_GET_ITEM(pattern_columns, at);
+        PyObject *present = PyTuple_GET_ITEM(pattern_columns, at);
         if (!PyTuple_CheckExact(present)) {
             PyErr_SetString(PyExc_TypeError, "each pattern's columns must be a tuple");
             return NULL;
@@ -218,7 +259,7 @@ read_patterns(PyObject *names, PyObject *pattern_columns, Py_ssize_t width,
     }
     Py_ssize_t filled = 0;
     for (Py_ssize_t at = 0; at < count; at++) {
-        PyObject *present = PyList_GET_ITEM(pattern_columns, at);
+        PyObject *present = PyTuple_GET_ITEM(pattern_columns, at);
         patterns->starts[at] = filled;
         PyObject *template = PyTuple_GET_SIZE(present) ? PyDict_New() : Py_NewRef(Py_None);
         if (template == NULL) {
@@ -232,6 +273,10 @@ read_patterns(PyObject *names, PyObject *pattern_columns, Py_ssize_t width,
             }
             if (column < 0 || column >= width) {
                 PyErr_Format(PyExc_ValueError, "column %zd is not one of %zd", column, width);
+                goto fail;
+            }
+            if (slot > 0 && column <= patterns->columns[filled - 1]) {
+                PyErr_Format(PyExc_ValueError, "pattern %zd's columns are not increasing", at);
                 goto fail;
             }
             patterns->columns[filled++] = column;
@@ -321,18 +366,9 @@ fill_block(PyObject *result, PyObject *templates, const int64_t *pattern_of,
 }
 
 static PyObject *
-row_dicts(PyObject *module, PyObject *args)
+row_dicts_of(PyObject *names, PyObject *columns, PyObject *patterns,
+             PyObject *pattern_columns, Py_ssize_t width)
 {
-    PyObject *names, *columns, *patterns, *pattern_columns;
-    if (!PyArg_ParseTuple(args, "O!O!OO!:row_dicts", &PyTuple_Type, &names, &PyList_Type,
-                          &columns, &patterns, &PyList_Type, &pattern_columns)) {
-        return NULL;
-    }
-    Py_ssize_t width = PyTuple_GET_SIZE(names);
-    if (PyList_GET_SIZE(columns) != width) {
-        PyErr_SetString(PyExc_ValueError, "one column per name");
-        return NULL;
-    }
     for (Py_ssize_t at = 0; at < width; at++) {
         if (!PyUnicode_CheckExact(PyTuple_GET_ITEM(names, at))) {
             PyErr_SetString(PyExc_TypeError, "names must be str");
@@ -353,7 +389,7 @@ row_dicts(PyObject *module, PyObject *args)
         goto done;
     }
     const int64_t *pattern_of = (const int64_t *)rows_of.buf;
-    Py_ssize_t pattern_count = PyList_GET_SIZE(pattern_columns);
+    Py_ssize_t pattern_count = PyTuple_GET_SIZE(pattern_columns);
     for (Py_ssize_t row = 0; row < rows; row++) {
         if (pattern_of[row] < 0 || pattern_of[row] >= pattern_count) {
             PyErr_Format(PyExc_ValueError, "row %zd has no pattern %lld", row,
@@ -374,11 +410,13 @@ row_dicts(PyObject *module, PyObject *args)
         goto done;
     }
     /* Each slot is set before the list is returned; after a failure, the slots not
-     * reached yet are NULL, which the list's deallocation skips. */
+     * reached yet are NULL, which the list's deallocation skips. Until then the list
+     * is kept from the collector, so no finalizer can come upon its empty slots. */
     result = PyList_New(rows);
     if (result == NULL) {
         goto done;
     }
+    PyObject_GC_UnTrack(result);
     for (Py_ssize_t first = 0; first < rows; first += BLOCK_ROWS) {
         Py_ssize_t last = first + BLOCK_ROWS < rows ? first + BLOCK_ROWS : rows;
         if (fill_block(result, templates, pattern_of, &laid, &cells, names, values, width,
@@ -387,6 +425,7 @@ row_dicts(PyObject *module, PyObject *args)
             goto done;
         }
     }
+    PyObject_GC_Track(result);
 done:
     PyMem_RawFree(cells.column_starts);
     PyMem_RawFree(cells.rows);
@@ -396,6 +435,32 @@ done:
         release_values(values, width);
     }
     PyBuffer_Release(&rows_of);
+    return result;
+}
+
+static PyObject *
+row_dicts(PyObject *module, PyObject *args)
+{
+    PyObject *names, *column_list, *patterns, *pattern_list;
+    if (!PyArg_ParseTuple(args, "O!O!OO!:row_dicts", &PyTuple_Type, &names, &PyList_Type,
+                          &column_list, &patterns, &PyList_Type, &pattern_list)) {
+        return NULL;
+    }
+    Py_ssize_t width = PyTuple_GET_SIZE(names);
+    if (PyList_GET_SIZE(column_list) != width) {
+        PyErr_SetString(PyExc_ValueError, "one column per name");
+        return NULL;
+    }
+    /* Held as tuples: what a finalizer does to the caller's lists cannot reach them. */
+    PyObject *columns = PyList_AsTuple(column_list);
+    PyObject *pattern_columns = columns ? PyList_AsTuple(pattern_list) : NULL;
+    if (pattern_columns == NULL) {
+        Py_XDECREF(columns);
+        return NULL;
+    }
+    PyObject *result = row_dicts_of(names, columns, patterns, pattern_columns, width);
+    Py_DECREF(columns);
+    Py_DECREF(pattern_columns);
     return result;
 }
 

@@ -329,6 +329,11 @@ read_records(PyObject *module, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "read_records needs 7 record keys and 3 record types");
         return NULL;
     }
+    if (scan < 0 || scan > PY_SSIZE_T_MAX / WALK_FACTOR || first_span < 0 || first_event < 0
+        || first_span > PY_SSIZE_T_MAX / 2 || first_event > PY_SSIZE_T_MAX / 2) {
+        PyErr_SetString(PyExc_ValueError, "read_records: scan or a first row is out of range");
+        return NULL;
+    }
     PyObject *keys[FIELD_COUNT], *kind_names[KIND_COUNT];
     for (int at = 0; at < FIELD_COUNT; at++) {
         keys[at] = PyTuple_GET_ITEM(fields, at);
