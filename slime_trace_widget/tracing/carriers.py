@@ -412,6 +412,7 @@ def _write(
     except Exception:
         _log_failure("appending %s %r", kind, name)
         return None
-    if _record_listener is not None:
-        _record_listener(record)
+    listener = _record_listener  # read once: a stream may close on another thread
+    if listener is not None:
+        listener(record)
     return record

@@ -9,6 +9,7 @@ import http.client
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -23,6 +24,7 @@ import pytest
 
 from slime_trace_widget.demo import make_demo_samples
 from slime_trace_widget.frames import build_frames
+from slime_trace_widget.sources.engine import receiver as receiver_module
 from slime_trace_widget.sources.engine.store import LAYOUT, SUBDIR, SpanStore, load_engine_traces
 from slime_trace_widget.whole_files import replaced
 from tests.support.engine_traces import Request, replay, requests_for
@@ -321,3 +323,28 @@ def test_reopening_a_store_removes_what_a_roll_cut_short_left(tmp_path: Path) ->
     assert not (folder / temporary.name).exists()
     assert (folder / "notes.tmp").exists()
     assert len(load_engine_traces(tmp_path)) == 0
+
+
+def test_a_client_that_stops_mid_body_frees_its_slot(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A sender's host lost mid-request leaves its connection open: the read waits at
+    most the handler's timeout, then the connection is closed and its slot is free."""
+    assert 0 < receiver_module._Handler.timeout <= 60  # the receiver's own setting
+    monkeypatch.setattr(receiver_module._Handler, "timeout", 1.0)  # quicker, same path
+    server = receiver_module._HttpServer(("127.0.0.1", 0), None, None)  # type: ignore[arg-type]
+    serving = threading.Thread(target=server.serve_forever, daemon=True)
+    serving.start()
+    try:
+        with socket.create_connection(server.server_address, timeout=120) as client:
+            client.sendall(b"POST /v1/traces HTTP/1.1\r\nHost: x\r\n"
+                           b"Content-Type: application/x-protobuf\r\nContent-Length: 100\r\n"
+                           b"\r\n" + b"x" * 10)
+            assert client.recv(1) == b""  # closed by the receiver, not by the guard
+        # The slot is given back before the connection closes: every one is free now.
+        taken = [server.slots.acquire(blocking=False)
+                 for _ in range(receiver_module.MAX_CONCURRENT_REQUESTS)]
+        assert all(taken)
+        for _ in taken:
+            server.slots.release()
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -42,10 +42,12 @@ class Post:
 @dataclass
 class Sink:
     """The sink's state; ``answers`` holds (status, headers) for the next requests
-    (then 200), ``default`` the status when it is empty."""
+    (then 200), ``default`` the status when it is empty; ``path_answers`` the same per
+    path, asked first."""
 
     posts: list[Post] = field(default_factory=list)
     answers: deque = field(default_factory=deque)
+    path_answers: dict[str, deque] = field(default_factory=dict)
     default: tuple[int, dict[str, str]] = (200, {})
     lock: threading.Lock = field(default_factory=threading.Lock)
     changed: threading.Condition = field(init=False)
@@ -100,7 +102,9 @@ def _handler(sink: Sink) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
             with sink.lock:
-                status, headers = sink.answers.popleft() if sink.answers else sink.default
+                own = sink.path_answers.get(self.path)
+                status, headers = (own.popleft() if own else sink.answers.popleft()
+                                   if sink.answers else sink.default)
             request = (ExportLogsServiceRequest() if self.path.endswith("/v1/logs")
                        else ExportTraceServiceRequest())
             request.ParseFromString(body)

@@ -5,11 +5,16 @@ refusing never blocks or breaks recording, and what is lost is counted."""
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import threading
+import time
+from collections import deque
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 
 from slime_trace_widget.demo import make_demo_samples
 from slime_trace_widget.schema import w3c_span_id, w3c_trace_id
@@ -20,7 +25,8 @@ from slime_trace_widget.tracing import (
     trace_next_attempt,
     trace_span,
 )
-from slime_trace_widget.tracing.live.otlp import SCOPE_NAME
+from slime_trace_widget.tracing.live import sender as live_sender
+from slime_trace_widget.tracing.live.otlp import SCOPE_NAME, Encoder
 from tests.support.live_sink import SinkServer, attributes
 
 
@@ -396,3 +402,111 @@ def _same(bodies: list[dict], records: list[dict]) -> bool:
     import json
 
     return json.dumps(bodies) == json.dumps(records)
+
+
+def test_a_batch_goes_in_requests_of_bounded_size(sink, monkeypatch) -> None:
+    """A batch too big for one request goes in several, in order; a record that alone
+    is over the bound is counted dropped, and the others still arrive."""
+    monkeypatch.setattr(live_sender, "MAX_REQUEST_BYTES", 20_000)
+    stream = live.install(sink.endpoint, interval=0.05, max_batch=5_000)
+    sample = {"index": 0, "group_index": 0}
+    for k in range(200):
+        trace_event(sample, "padded", {"k": k, "pad": "x" * 400})
+        if k == 100:
+            trace_event(sample, "huge", {"pad": "y" * 50_000})
+    stats = stream.close(timeout=60)
+    assert stats.sent == 200 and stats.dropped == 1 and stats.queued == 0
+    assert [body["attrs"]["k"] for _, body in sink.records()] == list(range(200))
+    assert len(sink.taken()) >= 5  # 200 records of about 0.6 kB in 20 kB requests
+    assert all(post.request.ByteSize() <= 21_000 for post in sink.posts
+               if post.path == "/v1/logs")
+
+
+def test_records_the_receiver_would_refuse_are_dropped_alone() -> None:
+    """The receiver refuses a whole request holding a record without a 16-byte trace id
+    or with a time outside (0, 2**63) ns: such a time is replaced by the queueing time
+    (the body keeps its own), and a record without a trace id is left out, counted."""
+    encoder = Encoder({"service.name": "t"})
+    good = {"type": "event", "name": "e", "ts": 5.0, "trace_id": "a" * 32}
+    batch = [(1, 77, None, {**good, "ts": 0.0}), (2, 78, None, {**good, "ts": 1e10}),
+             (3, 79, None, {**good, "trace_id": None}), (4, 80, None, good)]
+    records, _, unencodable = encoder.encode(batch, 0)
+    assert unencodable == 1
+    logs = ExportLogsServiceRequest()
+    logs.ParseFromString(encoder.request(records))
+    times = [r.time_unix_nano for r in logs.resource_logs[0].scope_logs[0].log_records]
+    assert times == [77, 78, 5 * 10**9]
+
+
+def test_a_sender_thread_that_fails_counts_what_it_leaves(sink, monkeypatch) -> None:
+    """A failure inside the sender thread (a bug) ends streaming: the handle says so,
+    and every record queued or recorded later is counted dropped, never left queued."""
+    def broken(self: Any) -> bool:
+        raise RuntimeError("a bug in the sender")
+
+    monkeypatch.setattr(live_sender.SenderThread, "_send_queued", broken)
+    stream = live.install(sink.endpoint, interval=0.05)
+    sample = {"index": 0, "group_index": 0}
+    trace_event(sample, "first")
+    deadline = time.monotonic() + 120
+    while stream.enabled:
+        assert time.monotonic() < deadline, "the sender thread never stopped"
+        time.sleep(0.05)
+    trace_event(sample, "after")
+    stats = stream.close(timeout=1.0)
+    assert stats.seq == 2 and stats.dropped == 2 and stats.queued == 0 and stats.sent == 0
+
+
+def test_endpoints_and_timeouts_that_cannot_work_are_refused_at_install() -> None:
+    for endpoint in ("http://" + "a" * 64 + ".example:4318", "http://a..b:4318"):
+        with pytest.raises(live.EndpointError, match="endpoint"):
+            live.install(endpoint)
+    for timeout in (float("inf"), 1e10, float("nan")):
+        with pytest.raises(ValueError, match="timeout"):
+            live.install("http://127.0.0.1:1", timeout=timeout)
+    with pytest.raises(ValueError, match="64-bit"):
+        live.set_rollout(2**63)
+    assert live.current_stream() is None
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork")
+def test_a_forked_child_s_copy_of_the_handle_is_closed_and_never_hangs(sink) -> None:
+    """The child may still hold the parent's handle; a lock of its queue held by a
+    parent's thread at the fork must not hang the child's stats() or close()."""
+    stream = live.install(sink.endpoint)
+    read, write = os.pipe()
+    lock = stream._outbox._lock
+    lock.acquire()  # as if a recording thread were queueing at the very moment
+    try:
+        pid = os.fork()
+        if pid == 0:
+            try:
+                signal.alarm(60)  # hang guard: a hang ends the child, the parent sees "0"
+                stream.offer({"type": "event", "name": "in the child"})
+                stats = stream.close(timeout=1.0)
+                ok = not stream.enabled and stats.seq == 0
+                os.write(write, b"1" if ok else b"0")
+            finally:
+                os._exit(0)
+    finally:
+        lock.release()
+    os.close(write)
+    with os.fdopen(read, "rb") as answer:
+        assert answer.read(1) == b"1"
+    os.waitpid(pid, 0)
+    stream.close()
+
+
+def test_a_traces_endpoint_asking_to_wait_long_never_holds_the_logs(sink) -> None:
+    """Spans are a courtesy: a 429 asking to wait 10 s costs one try, not the stream."""
+    sink.path_answers["/v1/traces"] = deque([(429, {"Retry-After": "10"})])  # then 200
+    stream = live.install(sink.endpoint, interval=0.05)
+    sample = bind_trace({"index": 0, "group_index": 0})
+    with trace_span(sample, "generate"):
+        pass
+    sink.wait_for(lambda s: any(p.path == "/v1/traces" for p in s.posts))
+    trace_event(sample, "later")
+    sink.wait_for(lambda s: any(body["name"] == "later" for _, body in s.records()))
+    assert [p.status for p in sink.posts if p.path == "/v1/traces"] == [429]
+    stats = stream.close(timeout=5.0)
+    assert stats.spans_dropped == 1 and stats.spans_sent == 0

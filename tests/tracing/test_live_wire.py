@@ -91,9 +91,9 @@ def test_a_batch_and_its_spans_read_back() -> None:
            "attrs": {"error_type": "KeyError", "error_message": "boom"}}
     now = time.time_ns()
     batch = [(1, now, 4, start), (2, now, 4, event), (3, now, None, end)]
-    logs_body, spans, unencodable = encoder.encode(batch, dropped=6)
+    log_records, spans, unencodable = encoder.encode(batch, dropped=6)
     assert unencodable == 0
-    logs = decode_logs(logs_body)
+    logs = decode_logs(encoder.request(log_records))
     resource_logs = logs.resource_logs[0]
     assert attributes(resource_logs.resource) == RESOURCE
     scope = resource_logs.scope_logs[0].scope
@@ -124,7 +124,7 @@ def test_a_damaged_record_still_travels() -> None:
     encoder = Encoder(RESOURCE)
     odd = {"type": ["x"], "name": None, "ts": "soon", "trace_id": {"a": 1},
            "sample_id": [1], "span_id": ["unhashable"]}
-    logs = decode_logs(encoder.encode([(1, 99, None, odd)], 0)[0])
+    logs = decode_logs(encoder.request(encoder.encode([(1, 99, None, odd)], 0)[0]))
     (record,) = logs.resource_logs[0].scope_logs[0].log_records
     assert record.time_unix_nano == 99  # the time it was queued, for want of a ts
     assert attributes(record)["slime.record"] == '["x"]'

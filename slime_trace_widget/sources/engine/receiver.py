@@ -82,6 +82,10 @@ class Collector(GroupWriter):
 # --------------------------------------------------------------------------- OTLP/HTTP
 
 
+#: See ``_Handler.timeout``.
+READ_TIMEOUT_SECONDS = 30.0
+
+
 class _TooLarge(Exception):
     pass
 
@@ -91,6 +95,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
     protocol_version = "HTTP/1.1"
     server: _HttpServer
+    #: Seconds a read of the connection may wait (each one, not the whole body): a
+    #: client that stops mid-request (its host lost) frees its slot then.
+    timeout = READ_TIMEOUT_SECONDS
 
     def do_POST(self) -> None:
         path = self.path.split("?", 1)[0]

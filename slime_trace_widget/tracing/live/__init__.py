@@ -52,6 +52,8 @@ DEFAULT_MAX_BATCH = 5_000
 #: Seconds ``close()`` waits by default, and the flush at interpreter exit.
 DEFAULT_CLOSE_SECONDS = 5.0
 EXIT_CLOSE_SECONDS = 3.0
+#: Longest ``timeout`` per request ``install`` takes.
+MAX_TIMEOUT = 3600.0
 
 _LOCK = threading.Lock()
 _stream: LiveStream | None = None
@@ -74,11 +76,12 @@ class LiveStream:
         self._outbox = outbox
         self._thread = thread
         self._closed = thread is None
+        self._in_child = False  # a forked copy of the handle: the thread is the parent's
 
     @property
     def enabled(self) -> bool:
-        """True while records are being streamed."""
-        return not self._closed
+        """True while records are being streamed (not closed, its sender thread running)."""
+        return not self._closed and self._thread is not None and self._thread.is_alive()
 
     def stats(self) -> LiveStats:
         """Records sent, dropped and queued so far (and retries, batches, the last seq)."""
@@ -93,9 +96,16 @@ class LiveStream:
                 carriers.set_record_listener(None)
                 _stream = None
         self._closed = True
-        if self._thread is not None:
+        if self._thread is not None and not self._in_child:
             self._thread.close(timeout)
         return self.stats()
+
+    def _detach_in_child(self) -> None:
+        """In a forked child: closed, nothing queued from here on, no thread to stop."""
+        self._closed = True
+        self._in_child = True
+        if self._outbox is not None:
+            self._outbox.forget_lock()
 
     def offer(self, record: Any) -> None:
         """Queue one record to send (what the recording hooks call); never raises."""
@@ -156,7 +166,13 @@ def set_rollout(rollout_id: int | None) -> None:
     """Tag the records recorded from now on with ``rollout_id`` (None: unknown again, or
     slime's own rollout id when slime is running one)."""
     global _rollout
-    _rollout = None if rollout_id is None else operator.index(rollout_id)
+    if rollout_id is None:
+        _rollout = None
+        return
+    number = operator.index(rollout_id)
+    if not -(2**63) <= number < 2**63:  # the receiver takes a 64-bit rollout id only
+        raise ValueError(f"rollout id {number} is out of the 64-bit range")
+    _rollout = number
 
 
 def current_rollout() -> int | None:
@@ -216,8 +232,8 @@ def _check_settings(interval: float, capacity: int, max_batch: int, timeout: flo
     if capacity < 1 or max_batch < 1:
         raise ValueError(f"capacity and max_batch must be positive, not {capacity}, "
                          f"{max_batch}")
-    if not timeout > 0:
-        raise ValueError(f"timeout must be positive, not {timeout!r}")
+    if not 0 < timeout <= MAX_TIMEOUT:
+        raise ValueError(f"timeout must be in (0, {MAX_TIMEOUT:g}] seconds, not {timeout!r}")
 
 
 def _close_at_exit() -> None:
@@ -235,12 +251,15 @@ def _register_exit_hook() -> None:
 
 def _forget_after_fork() -> None:
     """A forked child has no sender thread: it records without streaming until it calls
-    ``install`` itself (as a new sender, with its own pid)."""
+    ``install`` itself (as a new sender, with its own pid). The parent's handle, which
+    the child may still hold, says it is closed and reads its counts without a lock
+    the parent's threads may have held at the fork."""
     global _stream, _LOCK
     _LOCK = threading.Lock()
-    if _stream is not None:
+    stream, _stream = _stream, None
+    if stream is not None:
         carriers.set_record_listener(None)
-        _stream = None
+        stream._detach_in_child()
 
 
 os.register_at_fork(after_in_child=_forget_after_fork)

@@ -63,6 +63,11 @@ CLOSE = "close"
 MAX_OPEN_SPANS = 100_000
 #: Records encoded between two calls of ``encode``'s ``pause`` (well under a millisecond).
 PAUSE_EVERY = 64
+#: The receiver keeps times after the epoch and within int64 nanoseconds, and a trace
+#: record only with a 16-byte trace id; it refuses a whole request that breaks either.
+MAX_NANOSECONDS = 2**63
+MAX_SECONDS = MAX_NANOSECONDS / 1e9
+TRACE_ID_BYTES = 16
 _MAX_TEXT = 1000
 _INT64 = range(-(2**63), 2**63)
 _KEYS = {key: wire.text(key) for key in (ATTR_RECORD, ATTR_SEQ, ATTR_DROPPED, ATTR_QUEUED,
@@ -229,11 +234,12 @@ class Encoder:
         return wire.export_request(self._resource, self._scope, items)
 
     def encode(self, batch: list[Queued], dropped: int,
-               pause: Callable[[], None] | None = None) -> tuple[bytes, list[bytes], int]:
-        """The batch's logs request (its last record carrying ``dropped``), its ended
-        spans, and how many of its records could not be encoded (left out: the caller
-        counts them dropped, so one odd record never stops the stream); ``pause`` is
-        called after every :data:`PAUSE_EVERY` records."""
+               pause: Callable[[], None] | None = None) -> tuple[list[bytes], list[bytes], int]:
+        """The batch's log records (its last record carrying ``dropped``; :meth:`request`
+        makes a request of them), its ended spans, and how many of its records could not
+        be encoded (left out: the caller counts them dropped, so one odd record never
+        stops the stream, nor makes the receiver refuse the others); ``pause`` is called
+        after every :data:`PAUSE_EVERY` records."""
         logs: list[bytes] = []
         spans: list[bytes] = []
         unencodable = 0
@@ -249,7 +255,7 @@ class Encoder:
                 spans.append(span)
             if pause is not None and position % PAUSE_EVERY == PAUSE_EVERY - 1:
                 pause()
-        return self.request(logs), spans, unencodable
+        return logs, spans, unencodable
 
     def status_request(self, kind: str, seq: int, dropped: int, queued: int,
                        rollout_id: int | None) -> bytes:
@@ -265,7 +271,7 @@ class Encoder:
         kind = get(RECORD_TYPE)
         own_span = get(RECORD_SPAN_ID)
         ts = get(RECORD_TS)
-        time_ns = int(ts * 1e9) if type(ts) is float and 0 <= ts < 1.8e10 else _nanoseconds(
+        time_ns = int(ts * 1e9) if type(ts) is float and 0 < ts < MAX_SECONDS else _nanoseconds(
             ts, observed_ns)
         attrs = wire.log_int_attribute(_SEQ_KEY, seq) + self._identity.encoded(
             kind if type(kind) is str else short_text(kind), get(RECORD_SAMPLE_ID),
@@ -274,8 +280,11 @@ class Encoder:
             attrs += wire.log_int_attribute(_KEYS[ATTR_DROPPED], dropped)
         span_bytes = _span_bytes(own_span if own_span is not None
                                  else get(RECORD_PARENT_SPAN_ID))
+        trace_bytes = self._trace_id(get(RECORD_TRACE_ID))
+        if len(trace_bytes) != TRACE_ID_BYTES:  # the receiver keeps no record without one
+            raise ValueError("a record without a usable trace id")
         log = wire.log_record(time_ns, observed_ns, record_body(record).encode("ascii"), attrs,
-                              self._trace_id(get(RECORD_TRACE_ID)), span_bytes)
+                              trace_bytes, span_bytes)
         span = None
         if kind == SPAN_START and own_span is not None:
             self._remember(own_span, record, rollout_id)
@@ -332,9 +341,11 @@ class Encoder:
 
 
 def _nanoseconds(ts: Any, fallback: int) -> int:
-    """Epoch seconds as integer nanoseconds; ``fallback`` for a missing or unusable time."""
+    """Epoch seconds as integer nanoseconds; ``fallback`` (the time the record was
+    queued) for a missing time or one outside what the receiver keeps: after the epoch,
+    within int64 nanoseconds. The record's body keeps its own time either way."""
     try:
         value = int(float(ts) * 1e9)
     except (TypeError, ValueError, OverflowError):
         return fallback
-    return value if 0 <= value < 2**64 else fallback
+    return value if 0 < value < MAX_NANOSECONDS else fallback

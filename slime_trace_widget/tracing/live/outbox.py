@@ -76,6 +76,19 @@ class Outbox:
             self.dropped += len(self._queue)
             self._queue.clear()
 
+    def stop(self) -> None:
+        """Take no more records: those queued and every one offered from now on are
+        counted dropped (the thread that sends has stopped)."""
+        with self._lock:
+            self._capacity = 0
+            self.dropped += len(self._queue)
+            self._queue.clear()
+
+    def forget_lock(self) -> None:
+        """In a forked child: a lock the parent's threads may have held at the fork is
+        replaced, so the child can still read the counts."""
+        self._lock = threading.Lock()
+
     def counts(self) -> tuple[int, int, int]:
         """(last seq, dropped, queued), read together."""
         with self._lock:

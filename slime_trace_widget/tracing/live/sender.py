@@ -27,11 +27,18 @@ FIRST_BACKOFF_SECONDS = 0.25
 MAX_BACKOFF_SECONDS = 8.0
 #: Shortest wait before sending again, whatever ``Retry-After`` says (even 0).
 MIN_PAUSE_SECONDS = 0.05
-#: Tries a batch of ended spans gets; spans are a courtesy to tracing backends, the
-#: logs are the stream, so spans never hold the stream up for long.
+#: Tries a batch of ended spans gets, and the longest it waits between them in all
+#: (whatever ``Retry-After`` asks); spans are a courtesy to tracing backends, the logs
+#: are the stream, so spans never hold the stream up for long.
 SPAN_TRIES = 3
-#: How long a close waits for the thread once the connection it waited on is cut.
-ABORT_JOIN_SECONDS = 5.0
+SPAN_PATIENCE_SECONDS = 1.0
+#: Largest request body: a batch is sent in as many requests as its records need. The
+#: receiver refuses bodies over 32 MB and collectors often take less (20 MiB is the
+#: OpenTelemetry Collector's default); a record that alone is larger is counted dropped.
+MAX_REQUEST_BYTES = 8 << 20
+#: How long a close waits for the thread once the connection it waited on is cut: a
+#: connect that hangs cannot be cut, and the thread (a daemon) then ends on its own.
+ABORT_JOIN_SECONDS = 0.5
 #: How long the sender lets go of the interpreter between two slices of a batch it
 #: encodes. Python hands the interpreter to a waiting thread only every 5 ms
 #: (``sys.getswitchinterval``) unless the holder lets go: without these pauses a
@@ -83,7 +90,11 @@ class SenderThread(threading.Thread):
         try:
             self._run()
         except Exception:  # a bug here must not take the process down; the counts say it
-            logger.exception("live stream: the sender thread stopped")
+            logger.exception("live stream: the sender thread stopped; records are counted "
+                             "dropped from now on")
+            self._outbox.drop(self._in_flight)
+            self._in_flight = 0
+            self._outbox.stop()
         finally:
             self._poster.close()
 
@@ -121,25 +132,27 @@ class SenderThread(threading.Thread):
     def _send_batch(self, batch: list[Queued]) -> None:
         dropped = self._outbox.counts()[1]
         logs, spans, unencodable = self._encoder.encode(batch, dropped, pause=_let_others_run)
-        if unencodable:
-            self._outbox.drop(unencodable)
-        encoded = len(batch) - unencodable
-        if not encoded:
-            return
-        outcome = self._deliver(LOGS_PATH, logs, tries=None)
-        if outcome.taken:
-            self.sent += encoded
-            self.batches += 1
-        else:
-            self._outbox.drop(encoded)
-            self._log_refusal(LOGS_PATH, outcome)
+        pieces, too_large = _pieces(logs, MAX_REQUEST_BYTES)
+        self._in_flight = len(logs) - too_large
+        if unencodable or too_large:
+            self._outbox.drop(unencodable + too_large)
+        for piece in pieces:
+            outcome = self._deliver(LOGS_PATH, self._encoder.request(piece), tries=None)
+            if outcome.taken:
+                self.sent += len(piece)
+                self.batches += 1
+            else:
+                self._outbox.drop(len(piece))
+                self._log_refusal(LOGS_PATH, outcome)
+            self._in_flight -= len(piece)
         if spans and self._spans_on:
             self._send_spans(spans)
         elif spans:
             self.spans_dropped += len(spans)
 
     def _send_spans(self, spans: list[bytes]) -> None:
-        outcome = self._deliver(TRACES_PATH, self._encoder.request(spans), tries=SPAN_TRIES)
+        outcome = self._deliver(TRACES_PATH, self._encoder.request(spans), tries=SPAN_TRIES,
+                                patience=SPAN_PATIENCE_SECONDS)
         if outcome.taken:
             self.spans_sent += len(spans)
             return
@@ -154,8 +167,10 @@ class SenderThread(threading.Thread):
                                                self._rollout())
         self._deliver(LOGS_PATH, request, tries=1)
 
-    def _deliver(self, path: str, body: bytes, tries: int | None) -> Outcome:
-        """Post until taken, refused, out of ``tries`` (None: no limit) or out of time."""
+    def _deliver(self, path: str, body: bytes, tries: int | None,
+                 patience: float = float("inf")) -> Outcome:
+        """Post until taken, refused, out of ``tries`` (None: no limit), out of time, or
+        until the next wait would take the waits past ``patience`` seconds in all."""
         backoff = FIRST_BACKOFF_SECONDS
         attempt = 0
         while True:
@@ -168,7 +183,8 @@ class SenderThread(threading.Thread):
             pause = max(outcome.after if outcome.after is not None
                         else backoff * random.uniform(0.5, 1.0), MIN_PAUSE_SECONDS)
             backoff = min(backoff * 2, MAX_BACKOFF_SECONDS)
-            if not self._pause(pause):
+            patience -= pause
+            if patience < 0 or not self._pause(pause):
                 return outcome
             self.retries += 1
 
@@ -199,3 +215,23 @@ class SenderThread(threading.Thread):
 
 def _let_others_run() -> None:
     time.sleep(YIELD_SECONDS)
+
+
+def _pieces(records: list[bytes], limit: int) -> tuple[list[list[bytes]], int]:
+    """``records`` cut, in order, into runs of at most ``limit`` bytes each, and how
+    many records were left out because alone they are larger."""
+    pieces: list[list[bytes]] = []
+    piece: list[bytes] = []
+    size = too_large = 0
+    for record in records:
+        if len(record) > limit:
+            too_large += 1
+            continue
+        if piece and size + len(record) > limit:
+            pieces.append(piece)
+            piece, size = [], 0
+        piece.append(record)
+        size += len(record)
+    if piece:
+        pieces.append(piece)
+    return pieces, too_large

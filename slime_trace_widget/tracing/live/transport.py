@@ -50,7 +50,8 @@ def parse_endpoint(endpoint: str) -> urllib.parse.SplitResult:
                             "http://127.0.0.1:4318 (the receiver's OTLP/HTTP address)")
     try:
         parts.port  # noqa: B018 (raises on a port that is not a number)
-    except ValueError as exc:
+        parts.hostname.encode("idna")  # what connecting does: an empty or overlong label
+    except (ValueError, UnicodeError) as exc:
         raise EndpointError(f"live endpoint {endpoint!r}: {exc}") from None
     return parts
 
@@ -79,6 +80,9 @@ class Poster:
         except (OSError, http.client.HTTPException) as exc:
             self.close()
             return Outcome(False, retry=True, reason=_reason(exc))
+        except Exception as exc:  # anything else would fail again: refused for good
+            self.close()
+            return Outcome(False, reason=_reason(exc))
         if response.will_close:
             self.close()
         status = response.status
