@@ -361,3 +361,29 @@ def test_a_flatten_that_fails_stops_its_fork(tmp_path: Path,
         build_frames(_samples(), ForkedAttrTables(str(tmp_path)))
     assert pids and _wait_until_gone(pids[0])
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_job_build_that_fails_after_a_failed_fork_raises_its_own_error(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fork fails, then the job's own build of its tables runs out of memory (the
+    worker's memory limit): the MemoryError is what the caller hears, not an error of
+    cancelling the fork that was already reaped."""
+    monkeypatch.setattr(forked_attrs, "MIN_FORKED_ROWS", 0)
+
+    class Broken:  # the fork fails at once, as a fork out of memory would
+        def add(self, dicts: list) -> None:
+            raise MemoryError("the fork ran out of memory")
+
+    monkeypatch.setattr(forked_attrs, "AttrTableBuilder", Broken)
+    job = os.getpid()
+    own_build = ForkedAttrTables._built_here
+
+    def built_here(self: ForkedAttrTables, position: int, dicts: list) -> AttrTable:
+        if position != 0 and os.getpid() == job:
+            raise MemoryError("the job ran out of memory too")
+        return own_build(self, position, dicts)
+
+    monkeypatch.setattr(ForkedAttrTables, "_built_here", built_here)
+    samples = sized_demo_samples(40, seed=9, pd_share=1.0, extra_attrs=6)
+    with pytest.raises(MemoryError, match="the job ran out of memory too"):
+        build_frames(samples, ForkedAttrTables(str(tmp_path), final=True))

@@ -10,6 +10,7 @@ side (what to load, what comes back) is :mod:`..loading`.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import math
 import os
@@ -118,22 +119,33 @@ class _Worker:
     def owns(self, stream: Any) -> bool:
         return self._process is not None and self._process.stdout is stream
 
+    def kill(self) -> None:
+        """Send the helper and any job it is running (its whole process group) SIGKILL,
+        without waiting: :meth:`stop` waits."""
+        if self._process is not None:
+            _kill(self._process)
+
     def stop(self) -> None:
-        """End the helper and any job it is running (its whole process group)."""
+        """End the helper and any job it is running, and wait for it."""
         process, self._process = self._process, None
         if process is None:
             return
-        try:
-            if hasattr(os, "killpg"):
-                os.killpg(process.pid, signal.SIGKILL)
-            else:
-                process.kill()
-        except OSError:
-            pass  # already gone
+        _kill(process)
         process.wait()
         for stream in (process.stdin, process.stdout):
             if stream is not None:
-                stream.close()
+                with contextlib.suppress(OSError):  # a request line the dead helper never took
+                    stream.close()
+
+
+def _kill(process: subprocess.Popen) -> None:
+    try:
+        if hasattr(os, "killpg"):
+            os.killpg(process.pid, signal.SIGKILL)
+        else:
+            process.kill()
+    except OSError:
+        pass  # already gone
 
 
 def _worker_environment() -> dict[str, str]:
@@ -254,9 +266,10 @@ def run_jobs(jobs: list[_Job], workers: int, progress: Any,
     memory (one always runs). Ctrl-C stops every helper before it propagates.
     """
     inbox: queue.Queue = queue.Queue()
-    pool = _IDLE.take(workers, inbox)
+    pool: list[_Worker] = []
     pending = sorted(jobs, key=lambda job: -job.size)  # stable: equal sizes keep order
     try:
+        pool = _IDLE.take(workers, inbox)
         _start_pending(pending, pool)
         while any(w.job is not None for w in pool):
             running = [w.job for w in pool if w.job is not None]
@@ -269,6 +282,10 @@ def run_jobs(jobs: list[_Job], workers: int, progress: Any,
                     if job.verdict is not None:
                         on_done(job)
     except BaseException:
+        # Every helper is signalled before any is waited for: a second Ctrl-C during a
+        # wait then leaves no helper running its job until the caller's process ends.
+        for worker in pool:
+            worker.kill()
         for worker in pool:
             worker.stop()
         raise
@@ -333,8 +350,9 @@ def available_memory() -> int | None:
 def _take_message(inbox: queue.Queue, busy: list[_Worker], progress: Any) -> None:
     """Wait for one message from a busy worker (or the first deadline) and act on it."""
     deadline = min(w.job.deadline for w in busy if w.job is not None)
+    wait = min(max(0.0, deadline - time.monotonic()), threading.TIMEOUT_MAX)  # inf: no limit
     try:
-        worker, stream, line = inbox.get(timeout=max(0.0, deadline - time.monotonic()))
+        worker, stream, line = inbox.get(timeout=wait)
     except queue.Empty:
         for worker in busy:
             job = worker.job

@@ -46,7 +46,12 @@ def unpickle_skimmed(path: str, info: zipfile.ZipInfo,
     None when either failed or the member's CRC did not hold."""
     read_end, write_end = os.pipe()
     _widen(write_end)
-    pid = os.fork()
+    try:
+        pid = os.fork()
+    except OSError:  # no process to spare: the caller reads the file the plain way
+        os.close(read_end)
+        os.close(write_end)
+        return None
     if pid == 0:
         _skim_into(path, info, read_end, write_end)
     os.close(write_end)

@@ -261,8 +261,18 @@ class _Messages:
 def _run_in_child(request: dict, out: _Messages) -> None:
     """Fork, run the job in the child under its limits, and relay what it says."""
     global _kept_until_exit
-    read_end, write_end = os.pipe()
-    pid = os.fork()
+    try:
+        read_end, write_end = os.pipe()
+    except OSError as exc:
+        out.send({"error": f"{request['name']}: the loader could not start a job ({exc})"})
+        return
+    try:
+        pid = os.fork()
+    except OSError as exc:  # out of processes or memory: this job fails, the helper stays
+        os.close(read_end)
+        os.close(write_end)
+        out.send({"error": f"{request['name']}: the loader could not start a job ({exc})"})
+        return
     if pid == 0:  # the child: never returns
         code = 1
         _kept_until_exit = []
@@ -331,19 +341,25 @@ def _death_message(request: dict, code: int) -> str:
     return f"{name}: the worker exited with status {code}; nothing was loaded"
 
 
+_LARGEST_LIMIT = 2**63 - 1
+
+
 def _apply_limits(request: dict) -> None:
     """CPU seconds and new memory for this child; no core file when a limit ends it."""
     if resource is None:
         return
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    if math.isfinite(request["cpu_seconds"]):
+    # A limit past what the system can hold (2**63 - 1, the largest a limit can be set
+    # to here, in seconds or bytes) is no limit: the child runs without it.
+    if math.isfinite(request["cpu_seconds"]) and request["cpu_seconds"] < _LARGEST_LIMIT - 6:
         # SIGXCPU at the soft limit ends the child; the hard one (SIGKILL) is a backstop.
         cpu = max(1, math.ceil(request["cpu_seconds"]))
         _lower_limit(resource.RLIMIT_CPU, cpu, cpu + 5)
     used = _data_segment_bytes()
     if used is not None and math.isfinite(request["memory_bytes"]):
         cap = used + int(request["memory_bytes"])
-        _lower_limit(resource.RLIMIT_DATA, cap, None)
+        if cap < _LARGEST_LIMIT:
+            _lower_limit(resource.RLIMIT_DATA, cap, None)
 
 
 def _lower_limit(kind: int, soft: int, hard: int | None) -> None:
