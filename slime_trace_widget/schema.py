@@ -40,6 +40,16 @@ SPAN_END = "span_end"
 EVENT = "event"
 RECORD_TYPES = (SPAN_START, SPAN_END, EVENT)
 
+# The live stream's record types (``slime.record``, docs/live-store.md) besides those
+# above: a sender's heartbeat and close, and the collector's own start and stop rows,
+# which no sender may send. The collector keeps a type of 1 to LIVE_MAX_RECORD_TYPE
+# characters only.
+LIVE_HEARTBEAT = "heartbeat"
+LIVE_CLOSE = "close"
+LIVE_RECEIVER_START = "receiver_start"
+LIVE_RECEIVER_STOP = "receiver_stop"
+LIVE_MAX_RECORD_TYPE = 64
+
 # Record keys, in the order slime writes them. ``span_id`` is on span records only;
 # ``parent_span_id`` on starts and events that have a parent; ``attrs`` when not empty.
 RECORD_TYPE = "type"

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -31,11 +32,18 @@ def replaced(target: str | os.PathLike[str], *, durable: bool = False) -> Iterat
 
     ``durable``: the file's data is synced to disk before the rename and the folder's
     entry after it, so the new file survives a power cut once this returns.
+
+    As writing in place would: a symbolic link is written through (the file it names is
+    replaced, the link stays), and a file that existed keeps its permission bits.
     """
     final = Path(target)
+    if final.is_symlink():
+        final = final.resolve()
     temporary = final.with_name(f".{final.name}.{secrets.token_hex(8)}{TEMPORARY_SUFFIX}")
     try:
         yield temporary
+        with contextlib.suppress(FileNotFoundError):  # a new file: the umask decides
+            os.chmod(temporary, stat.S_IMODE(os.stat(final).st_mode))
         if durable:
             with open(temporary, "rb") as handle:
                 os.fsync(handle.fileno())

@@ -97,3 +97,22 @@ def test_durable_syncs_the_file_before_the_rename_and_the_folder_after(
     (file_name, existed_then), (folder_name, landed_then) = synced
     assert file_name.endswith(TEMPORARY_SUFFIX) and not existed_then
     assert folder_name == tmp_path.name and landed_then
+
+
+def test_an_existing_file_keeps_its_permissions(tmp_path: Path) -> None:
+    target = tmp_path / "private.html"
+    target.write_text("old")
+    target.chmod(0o600)
+    write_whole(target, "new")
+    assert target.stat().st_mode & 0o777 == 0o600 and target.read_text() == "new"
+
+
+def test_a_symbolic_link_is_written_through(tmp_path: Path) -> None:
+    (tmp_path / "shared").mkdir()
+    real = tmp_path / "shared" / "page.html"
+    real.write_text("old")
+    link = tmp_path / "page.html"
+    link.symlink_to(real)
+    write_whole(link, "new")
+    assert link.is_symlink() and real.read_text() == "new"
+    assert sorted(p.name for p in (tmp_path / "shared").iterdir()) == ["page.html"]

@@ -27,13 +27,15 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from ..schema import LIVE_CLOSE, LIVE_HEARTBEAT, LIVE_RECEIVER_START, LIVE_RECEIVER_STOP
+
 #: Record types of the live stream this accounting reads besides trace records: a
 #: sender's heartbeat and close (its counts), the collector's own start and stop rows
 #: (sender names beginning ``receiver:``). The live store writes them.
-HEARTBEAT = "heartbeat"
-CLOSE = "close"
-RECEIVER_START = "receiver_start"
-RECEIVER_STOP = "receiver_stop"
+HEARTBEAT = LIVE_HEARTBEAT
+CLOSE = LIVE_CLOSE
+RECEIVER_START = LIVE_RECEIVER_START
+RECEIVER_STOP = LIVE_RECEIVER_STOP
 RECEIVER_PREFIX = "receiver:"
 
 #: A sender not heard from for this long (and not closed) is flagged silent.

@@ -438,6 +438,28 @@ done:
     return result;
 }
 
+/* A new tuple of ``list``'s items. The tuple is made before any item is read: making
+ * it may start a collection whose finalizers could change the list, so the size is
+ * checked again after, and nothing allocates between that check and the copy. */
+static PyObject *
+held_items(PyObject *list)
+{
+    Py_ssize_t count = PyList_GET_SIZE(list);
+    PyObject *items = PyTuple_New(count);
+    if (items == NULL) {
+        return NULL;
+    }
+    if (PyList_GET_SIZE(list) != count) {
+        Py_DECREF(items);
+        PyErr_SetString(PyExc_RuntimeError, "a list changed while it was read");
+        return NULL;
+    }
+    for (Py_ssize_t at = 0; at < count; at++) {
+        PyTuple_SET_ITEM(items, at, Py_NewRef(PyList_GET_ITEM(list, at)));
+    }
+    return items;
+}
+
 static PyObject *
 row_dicts(PyObject *module, PyObject *args)
 {
@@ -447,15 +469,17 @@ row_dicts(PyObject *module, PyObject *args)
         return NULL;
     }
     Py_ssize_t width = PyTuple_GET_SIZE(names);
-    if (PyList_GET_SIZE(column_list) != width) {
-        PyErr_SetString(PyExc_ValueError, "one column per name");
-        return NULL;
-    }
     /* Held as tuples: what a finalizer does to the caller's lists cannot reach them. */
-    PyObject *columns = PyList_AsTuple(column_list);
-    PyObject *pattern_columns = columns ? PyList_AsTuple(pattern_list) : NULL;
+    PyObject *columns = held_items(column_list);
+    PyObject *pattern_columns = columns ? held_items(pattern_list) : NULL;
     if (pattern_columns == NULL) {
         Py_XDECREF(columns);
+        return NULL;
+    }
+    if (PyTuple_GET_SIZE(columns) != width) {
+        Py_DECREF(columns);
+        Py_DECREF(pattern_columns);
+        PyErr_SetString(PyExc_ValueError, "one column per name");
         return NULL;
     }
     PyObject *result = row_dicts_of(names, columns, patterns, pattern_columns, width);

@@ -123,3 +123,20 @@ from slime_trace_widget.tables import _native_records, carrier
         "(1e12, 100, sys.maxsize), 0, 0)")}
 """)
     assert out == "ValueError"
+
+
+@needs_native
+def test_row_dicts_refuses_a_list_of_columns_a_finalizer_clears() -> None:
+    out = run_case(f"""
+import numpy as np
+from slime_trace_widget.tables import _native_dicts
+width = 64  # a tuple this wide is newly allocated, so a collection may start
+names = tuple(f"k{{i}}" for i in range(width))
+columns = [[f"v{{i}}"] * 4 for i in range(width)]
+arguments = (names, columns, np.zeros(4, np.int64), [tuple(range(width))])
+def change():
+    columns.clear()
+{ARM}
+{raised("_native_dicts.row_dicts(*arguments)")}
+""")
+    assert out == "RuntimeError"

@@ -11,7 +11,6 @@ import threading
 import time
 from collections import deque
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
@@ -429,32 +428,36 @@ def test_records_the_receiver_would_refuse_are_dropped_alone() -> None:
     encoder = Encoder({"service.name": "t"})
     good = {"type": "event", "name": "e", "ts": 5.0, "trace_id": "a" * 32}
     batch = [(1, 77, None, {**good, "ts": 0.0}), (2, 78, None, {**good, "ts": 1e10}),
-             (3, 79, None, {**good, "trace_id": None}), (4, 80, None, good)]
+             (3, 79, None, {**good, "trace_id": None}), (4, 80, None, good),
+             (5, 81, None, {**good, "ts": 5e-10}), (6, 82, None, {**good, "type": ""}),
+             (7, 83, None, {**good, "type": "t" * 65}),
+             (8, 84, None, {**good, "type": "receiver_start"})]
     records, _, unencodable = encoder.encode(batch, 0)
-    assert unencodable == 1
+    assert unencodable == 4
     logs = ExportLogsServiceRequest()
     logs.ParseFromString(encoder.request(records))
     times = [r.time_unix_nano for r in logs.resource_logs[0].scope_logs[0].log_records]
-    assert times == [77, 78, 5 * 10**9]
+    assert times == [77, 78, 5 * 10**9, 81]
 
 
 def test_a_sender_thread_that_fails_counts_what_it_leaves(sink, monkeypatch) -> None:
     """A failure inside the sender thread (a bug) ends streaming: the handle says so,
     and every record queued or recorded later is counted dropped, never left queued."""
-    def broken(self: Any) -> bool:
-        raise RuntimeError("a bug in the sender")
+    def broken(records: list, limit: int) -> tuple:
+        raise RuntimeError("a bug in the sender, with a batch in hand")
 
-    monkeypatch.setattr(live_sender.SenderThread, "_send_queued", broken)
+    monkeypatch.setattr(live_sender, "_pieces", broken)
     stream = live.install(sink.endpoint, interval=0.05)
     sample = {"index": 0, "group_index": 0}
-    trace_event(sample, "first")
+    for _ in range(5):
+        trace_event(sample, "first")
     deadline = time.monotonic() + 120
     while stream.enabled:
         assert time.monotonic() < deadline, "the sender thread never stopped"
         time.sleep(0.05)
     trace_event(sample, "after")
     stats = stream.close(timeout=1.0)
-    assert stats.seq == 2 and stats.dropped == 2 and stats.queued == 0 and stats.sent == 0
+    assert stats.seq == 6 and stats.dropped == 6 and stats.queued == 0 and stats.sent == 0
 
 
 def test_endpoints_and_timeouts_that_cannot_work_are_refused_at_install() -> None:

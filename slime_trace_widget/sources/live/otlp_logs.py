@@ -21,6 +21,7 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsSer
 from opentelemetry.proto.common.v1.common_pb2 import KeyValue
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 
+from ...schema import LIVE_MAX_RECORD_TYPE
 from ..engine.otlp import BadRequest, attributes_of, json_message
 from .lean_logs import AttributeCache, Meaning, body_text, parse_request
 from .store import (
@@ -38,7 +39,7 @@ ATTEMPT_ATTR = "slime.attempt"
 _INT_ATTRS = {"slime.seq": "seq", "slime.rollout_id": "rollout_id", "slime.dropped": "dropped",
               "slime.queued": "queued"}
 _SCALARS = ("string_value", "int_value", "double_value", "bool_value")
-MAX_RECORD_TYPE = 64
+MAX_RECORD_TYPE = LIVE_MAX_RECORD_TYPE
 _ID_ATTRS = {"slime.sample_id": "sample_id", "slime.group_id": "group_id"}
 #: Longest sender name and sample or group id text kept.
 MAX_NAME = 256

@@ -25,6 +25,11 @@ from ..._version import __version__
 from ...schema import (
     ERROR_MESSAGE_ATTR,
     ERROR_TYPE_ATTR,
+    LIVE_CLOSE,
+    LIVE_HEARTBEAT,
+    LIVE_MAX_RECORD_TYPE,
+    LIVE_RECEIVER_START,
+    LIVE_RECEIVER_STOP,
     RECORD_ATTEMPT,
     RECORD_ATTRS,
     RECORD_GROUP_ID,
@@ -56,8 +61,8 @@ ATTR_GROUP_ID = "slime.group_id"
 ATTR_ATTEMPT = "slime.attempt"
 ATTR_ROLLOUT_ID = "slime.rollout_id"
 ATTR_SENDER = "slime.live.sender"
-HEARTBEAT = "heartbeat"
-CLOSE = "close"
+HEARTBEAT = LIVE_HEARTBEAT
+CLOSE = LIVE_CLOSE
 #: Open spans the encoder remembers for their end; beyond that the oldest is forgotten
 #: (its log records are sent all the same, only its OTLP span is not).
 MAX_OPEN_SPANS = 100_000
@@ -68,6 +73,7 @@ PAUSE_EVERY = 64
 MAX_NANOSECONDS = 2**63
 MAX_SECONDS = MAX_NANOSECONDS / 1e9
 TRACE_ID_BYTES = 16
+_COLLECTORS = (LIVE_RECEIVER_START, LIVE_RECEIVER_STOP)
 _MAX_TEXT = 1000
 _INT64 = range(-(2**63), 2**63)
 _KEYS = {key: wire.text(key) for key in (ATTR_RECORD, ATTR_SEQ, ATTR_DROPPED, ATTR_QUEUED,
@@ -271,11 +277,15 @@ class Encoder:
         kind = get(RECORD_TYPE)
         own_span = get(RECORD_SPAN_ID)
         ts = get(RECORD_TS)
-        time_ns = int(ts * 1e9) if type(ts) is float and 0 < ts < MAX_SECONDS else _nanoseconds(
-            ts, observed_ns)
+        time_ns = int(ts * 1e9) if type(ts) is float and 0 < ts < MAX_SECONDS else 0
+        if not 0 < time_ns < MAX_NANOSECONDS:
+            time_ns = _nanoseconds(ts, observed_ns)
+        record_type = kind if type(kind) is str else short_text(kind)
+        if not 0 < len(record_type) <= LIVE_MAX_RECORD_TYPE or record_type in _COLLECTORS:
+            raise ValueError("a record type the receiver refuses")
         attrs = wire.log_int_attribute(_SEQ_KEY, seq) + self._identity.encoded(
-            kind if type(kind) is str else short_text(kind), get(RECORD_SAMPLE_ID),
-            get(RECORD_GROUP_ID), get(RECORD_ATTEMPT), rollout_id)
+            record_type, get(RECORD_SAMPLE_ID), get(RECORD_GROUP_ID), get(RECORD_ATTEMPT),
+            rollout_id)
         if dropped is not None:
             attrs += wire.log_int_attribute(_KEYS[ATTR_DROPPED], dropped)
         span_bytes = _span_bytes(own_span if own_span is not None

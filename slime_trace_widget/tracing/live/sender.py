@@ -92,8 +92,6 @@ class SenderThread(threading.Thread):
         except Exception:  # a bug here must not take the process down; the counts say it
             logger.exception("live stream: the sender thread stopped; records are counted "
                              "dropped from now on")
-            self._outbox.drop(self._in_flight)
-            self._in_flight = 0
             self._outbox.stop()
         finally:
             self._poster.close()
@@ -125,8 +123,11 @@ class SenderThread(threading.Thread):
             self._in_flight = len(batch)
             try:
                 self._send_batch(batch)
-            finally:
+            except BaseException:  # what the batch still held is counted, then it ends
+                self._outbox.drop(self._in_flight)
                 self._in_flight = 0
+                raise
+            self._in_flight = 0
         return any_sent
 
     def _send_batch(self, batch: list[Queued]) -> None:
