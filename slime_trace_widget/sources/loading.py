@@ -26,6 +26,7 @@ from .dumps.files import LoadedDump, load_dump_bytes, load_trusted, read_header
 from .dumps.paths import PathLike, expand_paths
 from .dumps.pool import (
     SPARE_FLAG,
+    available_memory,
     default_workers,
     new_job,
     run_jobs,
@@ -34,6 +35,13 @@ from .dumps.pool import (
 from .dumps.progress import progress_bar
 
 __all__ = ["load_dump", "load_dumps", "load_frames"]
+
+#: A worker's tables are read into this process only while they take at most this
+#: share of the memory available then: the worker's own limits bound what it may
+#: build (gigabytes), and a small dump whose pickle shares one value among many rows
+#: can make tables hundreds of times its size. Past it the dump is refused, named,
+#: rather than the kernel running out of memory.
+READ_MEMORY_SHARE = 0.5
 
 
 def load_frames(paths_or_glob: PathLike | Iterable[PathLike], *, trusted: bool = False,
@@ -111,6 +119,10 @@ def _load_frames(paths_or_glob: PathLike | Iterable[PathLike], *, trusted: bool,
         def read_part(job: Any) -> None:
             assert job.verdict is not None
             if "ok" in job.verdict:
+                refusal = _too_large_to_read(job.request["out"])
+                if refusal:
+                    job.verdict = {"error": f"{job.name}: refused: {refusal}"}
+                    return
                 try:
                     read[id(job)] = read_frames(job.request["out"])
                 except WireError as exc:
@@ -141,6 +153,24 @@ def _load_frames(paths_or_glob: PathLike | Iterable[PathLike], *, trusted: bool,
     del parts
     pa.default_memory_pool().release_unused()  # what reading and joining held, back to the system
     return frames
+
+
+def _too_large_to_read(folder: str) -> str | None:
+    """Why the tables a worker wrote into ``folder`` are not read into this process
+    (see :data:`READ_MEMORY_SHARE`), or None when they fit."""
+    size = sum(entry.stat().st_size for entry in os.scandir(folder) if entry.is_file())
+    room = available_memory()
+    if room is None or size <= READ_MEMORY_SHARE * room:
+        return None
+    return (f"its frames would take {_amount(size)} in this process, more than "
+            f"{READ_MEMORY_SHARE:.0%} of the {_amount(room)} of memory available")
+
+
+def _amount(size: float) -> str:
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20)):
+        if size >= scale:
+            return f"{size / scale:.1f} {unit}"
+    return f"{size / 2**10:.0f} KiB"
 
 
 def load_dump(path: PathLike, *, trusted: bool = False, isolate: bool = True,

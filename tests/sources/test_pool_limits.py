@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from slime_trace_widget.sources.dumps import pool
+from slime_trace_widget.sources.dumps.errors import DumpError
 from slime_trace_widget.sources.loading import load_frames
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
@@ -111,3 +112,17 @@ def test_a_skim_that_cannot_fork_leaves_no_pipe_open(monkeypatch: pytest.MonkeyP
     before = sorted(os.listdir("/proc/self/fd"))
     assert skim_stream.unpickle_skimmed(path, info, lambda stream: stream.read()) is None
     assert sorted(os.listdir("/proc/self/fd")) == before
+
+
+def test_frames_too_large_for_the_memory_left_are_refused_before_they_are_read(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A dump whose tables would take more than half the memory available is refused,
+    named, and never read into the caller (a small dump can make huge tables)."""
+    from slime_trace_widget.sources import loading
+
+    monkeypatch.setattr(loading, "available_memory", lambda: 64 << 10)  # 64 KiB left
+    with pytest.raises(DumpError, match=r"small\.pt: refused: its frames would take .* "
+                                        r"more than 50% of the 64 KiB of memory available"):
+        load_frames(FIXTURES / "small.pt")
+    monkeypatch.setattr(loading, "available_memory", lambda: None)  # unknown: read
+    assert len(load_frames(FIXTURES / "small.pt").spans) > 0
