@@ -56,8 +56,9 @@ def replaced(target: str | os.PathLike[str], *, durable: bool = False) -> Iterat
 
 def write_whole(target: str | os.PathLike[str], data: bytes | str, *,
                 durable: bool = False) -> Path:
-    """Write ``data`` (text as UTF-8) to ``target`` whole or not at all (:func:`replaced`);
-    the file gets the permissions any new file gets under the umask. Returns the path."""
+    """Write ``data`` (text as UTF-8) to ``target`` whole or not at all (:func:`replaced`:
+    a new file's permissions are the umask's, an existing file keeps its own). Returns
+    the path."""
     payload = data.encode("utf-8") if isinstance(data, str) else data
     with replaced(target, durable=durable) as temporary:
         temporary.write_bytes(payload)

@@ -261,18 +261,16 @@ class _Messages:
 def _run_in_child(request: dict, out: _Messages) -> None:
     """Fork, run the job in the child under its limits, and relay what it says."""
     global _kept_until_exit
+    ends: tuple[int, ...] = ()
     try:
-        read_end, write_end = os.pipe()
-    except OSError as exc:
-        out.send({"error": f"{request['name']}: the loader could not start a job ({exc})"})
-        return
-    try:
+        ends = os.pipe()
         pid = os.fork()
     except OSError as exc:  # out of processes or memory: this job fails, the helper stays
-        os.close(read_end)
-        os.close(write_end)
+        for end in ends:
+            os.close(end)
         out.send({"error": f"{request['name']}: the loader could not start a job ({exc})"})
         return
+    read_end, write_end = ends
     if pid == 0:  # the child: never returns
         code = 1
         _kept_until_exit = []
