@@ -186,6 +186,29 @@ def test_hostile_requests_get_a_clear_answer_and_nothing_else(collector: Receive
     assert list(stored["name"]) == ["<img src=x onerror=alert(1)>"]
 
 
+def test_a_refused_body_still_being_sent_gets_its_answer(collector: Receiver) -> None:
+    """A refusal decided from the headers (wrong path, media type) reads the body
+    first: a sender still writing a large one would otherwise meet a reset
+    connection, take it for a network fault and retry what is refused for good."""
+    from slime_trace_widget.tracing.live.transport import Poster
+
+    poster = Poster(f"http://127.0.0.1:{collector.http_port}")
+    body = os.urandom(8 << 20)  # the live sender's largest request
+    outcomes = [poster.post("/v1/metrics", body) for _ in range(3)]
+    assert [(o.taken, o.retry, o.reason) for o in outcomes] == [
+        (False, False, "HTTP 404 Not Found")] * 3
+    connection = http.client.HTTPConnection("127.0.0.1", collector.http_port, timeout=60)
+    try:
+        for _ in range(2):  # the same connection serves the next request
+            connection.request("POST", "/v1/traces", body=body,
+                               headers={"Content-Type": "text/plain"})
+            response = connection.getresponse()
+            assert response.status == 415 and b"Content-Type" in response.read()
+            assert not response.will_close
+    finally:
+        connection.close()
+
+
 def test_grpc_refuses_what_is_not_otlp_with_a_reason(collector: Receiver) -> None:
     import grpc
 

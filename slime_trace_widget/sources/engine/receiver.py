@@ -179,12 +179,36 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
     def _reply(self, status: HTTPStatus, reason: str, retry: bool = False,
                read: bool = True) -> None:
-        """An error answer with its reason as text; a body left unread closes the connection."""
-        if not read:
+        """An error answer with its reason as text. A body not yet ``read`` is read and
+        dropped first when its declared length is within the limit: a client still
+        sending it would otherwise meet a reset connection rather than this answer,
+        and retry what is refused for good. Otherwise the connection closes."""
+        if not read and not self._drop_body():
             self.close_connection = True
         headers = {"Retry-After": str(RETRY_AFTER_SECONDS)} if retry else {}
         self._send(status, (reason + "\n").encode("utf-8", "replace"),
                    "text/plain; charset=utf-8", headers)
+
+    def _drop_body(self) -> bool:
+        """Read and drop the request's body; False when it has no length within
+        :data:`MAX_BODY_BYTES` or the client stopped sending it."""
+        if self.headers.get("Transfer-Encoding"):
+            return False
+        try:
+            left = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            return False
+        if not 0 <= left <= MAX_BODY_BYTES:
+            return False
+        try:
+            while left:
+                part = self.rfile.read(min(left, _CHUNK))
+                if not part:
+                    return False
+                left -= len(part)
+        except OSError:  # the read timed out or the connection broke
+            return False
+        return True
 
     def _send(self, status: HTTPStatus, body: bytes, kind: str,
               headers: dict[str, str] | None = None) -> None:
