@@ -31,6 +31,7 @@ from .attr_frames import event_attr_frame, span_attr_frame
 from .core_frames import decode_checked
 from .engine_load import combine_engine_load, empty_engine_load
 from .frame_encoding import encode_table
+from .view_memory import Estimate, attr_view_bytes, check_room, table_view_bytes
 
 if TYPE_CHECKING:
     from .live_health import LiveHealth
@@ -57,12 +58,15 @@ class _Views:
             return _Views({name: (made, view) for name, (made, view) in self._made.items()
                            if _same(made, sources[name])})
 
-    def get(self, name: str, sources: tuple[Any, ...],
-            make: Callable[[], pd.DataFrame]) -> pd.DataFrame:
+    def get(self, name: str, sources: tuple[Any, ...], make: Callable[[], pd.DataFrame],
+            estimate: Estimate) -> pd.DataFrame:
+        """The view ``name``, made by ``make`` unless kept; MemoryError, before it is
+        made, when its ``estimate`` does not fit in the memory available."""
         with self._lock:
             kept = self._made.get(name)
             if kept is not None and _same(kept[0], sources):
                 return kept[1]
+            check_room(name, estimate)
             with cyclic_gc_paused():  # a view's rows hold no reference cycles
                 view = make()
             self._made[name] = (sources, view)
@@ -123,7 +127,8 @@ class TraceFrames:
 
     def _core(self, name: str) -> pd.DataFrame:
         table = getattr(self.tables, name)
-        return self._views.get(name, (table,), lambda: decode_checked(table, name))
+        return self._views.get(name, (table,), lambda: decode_checked(table, name),
+                               lambda text: table_view_bytes(table, name, text))
 
     @property
     def samples(self) -> pd.DataFrame:
@@ -152,7 +157,10 @@ class TraceFrames:
             core = self.span_core
             attrs = span_attr_frame(self.span_start_attrs, self.span_end_attrs, core.index)
             return pd.concat([core, attrs], axis=1)
-        return self._views.get("spans", self._sources()["spans"], make)
+        def estimate(look_at_text: bool) -> int:
+            return (attr_view_bytes(self.span_start_attrs, look_at_text)
+                    + attr_view_bytes(self.span_end_attrs, look_at_text))
+        return self._views.get("spans", self._sources()["spans"], make, estimate)
 
     @property
     def events(self) -> pd.DataFrame:
@@ -160,7 +168,8 @@ class TraceFrames:
         def make() -> pd.DataFrame:
             core = self.event_core
             return pd.concat([core, event_attr_frame(self.event_attrs, core.index)], axis=1)
-        return self._views.get("events", self._sources()["events"], make)
+        return self._views.get("events", self._sources()["events"], make,
+                               lambda text: attr_view_bytes(self.event_attrs, text))
 
     def with_views(self, **views: pd.DataFrame) -> TraceFrames:
         """These frames with some core views replaced by changed copies (``samples``,

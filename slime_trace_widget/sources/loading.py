@@ -21,12 +21,12 @@ from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
+from ..machine_memory import available_memory, memory_amount
 from .dumps.errors import DumpError
 from .dumps.files import LoadedDump, load_dump_bytes, load_trusted, read_header
 from .dumps.paths import PathLike, expand_paths
 from .dumps.pool import (
     SPARE_FLAG,
-    available_memory,
     default_workers,
     new_job,
     run_jobs,
@@ -162,15 +162,8 @@ def _too_large_to_read(folder: str) -> str | None:
     room = available_memory()
     if room is None or size <= READ_MEMORY_SHARE * room:
         return None
-    return (f"its frames would take {_amount(size)} in this process, more than "
-            f"{READ_MEMORY_SHARE:.0%} of the {_amount(room)} of memory available")
-
-
-def _amount(size: float) -> str:
-    for unit, scale in (("GiB", 2**30), ("MiB", 2**20)):
-        if size >= scale:
-            return f"{size / scale:.1f} {unit}"
-    return f"{size / 2**10:.0f} KiB"
+    return (f"its frames would take {memory_amount(size)} in this process, more than "
+            f"{READ_MEMORY_SHARE:.0%} of the {memory_amount(room)} of memory available")
 
 
 def load_dump(path: PathLike, *, trusted: bool = False, isolate: bool = True,

@@ -44,6 +44,20 @@ def test_no_serve_writes_page_and_cache_then_reuses_cache(dump: Path, capsys) ->
     assert "built" in capsys.readouterr().out
 
 
+def test_frames_too_large_for_memory_are_refused_in_one_line(dump: Path, capsys,
+                                                            monkeypatch: pytest.MonkeyPatch
+                                                            ) -> None:
+    from slime_trace_widget.cli.command import FAILED
+    from slime_trace_widget.frames import view_memory
+
+    monkeypatch.setattr(view_memory, "available_memory", lambda: 64 << 10)
+    assert main([str(dump), "--no-serve"]) == FAILED
+    error = capsys.readouterr().err
+    assert error.startswith("slime-trace-viewer: frames.") and "would take up to" in error
+    assert len(error.splitlines()) == 1
+    assert not dump.with_name("rollout_0" + HTML_SUFFIX).exists()
+
+
 def test_the_command_exits_with_its_output_and_code_through_a_pipe(dump: Path) -> None:
     """What the command printed (block-buffered into a pipe) arrives, and its exit
     code is main's."""

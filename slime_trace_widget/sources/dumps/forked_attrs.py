@@ -30,10 +30,10 @@ from collections import Counter
 from collections.abc import Callable
 from typing import NamedTuple
 
+from ...machine_memory import available_memory
 from ...tables.attr_columns import AttrTable, AttrTableBuilder
 from ...tables.build import AttrTablesHere
 from .arrow_files import ATTR_TABLES, map_table, read_table, table_file, write_table
-from .pool import available_memory
 
 __all__ = ["ForkedAttrTables"]
 

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ...machine_memory import available_memory
 from .errors import DumpError
 
 __all__ = ["SPARE_FLAG", "default_memory_limit", "default_time_limit", "default_workers",
@@ -333,18 +334,6 @@ def _fits(job: _Job, running: list[_Job]) -> bool:
 def expected_peak(size: int) -> int:
     """Memory a worker is expected to peak at for a dump of ``size`` bytes."""
     return PEAK_BASE_BYTES + PEAK_FACTOR * size
-
-
-def available_memory() -> int | None:
-    """MemAvailable of this machine, on Linux."""
-    try:
-        with open("/proc/meminfo", encoding="ascii") as info:
-            for line in info:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
 
 
 def _take_message(inbox: queue.Queue, busy: list[_Worker], progress: Any) -> None:
