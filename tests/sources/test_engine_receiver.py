@@ -371,3 +371,61 @@ def test_a_client_that_stops_mid_body_frees_its_slot(monkeypatch: pytest.MonkeyP
     finally:
         server.shutdown()
         server.server_close()
+
+
+@pytest.fixture
+def in_process_server() -> Iterator[receiver_module._HttpServer]:
+    """The HTTP side alone, in this process (no collector: nothing here is taken)."""
+    server = receiver_module._HttpServer(("127.0.0.1", 0), None, None)  # type: ignore[arg-type]
+    serving = threading.Thread(target=server.serve_forever, daemon=True)
+    serving.start()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+def test_a_client_waiting_to_continue_is_refused_before_its_body(
+        in_process_server: receiver_module._HttpServer) -> None:
+    with socket.create_connection(in_process_server.server_address, timeout=120) as client:
+        client.sendall(b"POST /v1/metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 8388608\r\n"
+                       b"Content-Type: application/x-protobuf\r\nExpect: 100-continue\r\n\r\n")
+        answer = b""
+        while chunk := client.recv(4096):  # the receiver closes after its answer
+            answer += chunk
+    assert answer.startswith(b"HTTP/1.1 404 ") and b"100 Continue" not in answer
+
+
+def test_a_refused_body_that_trickles_is_not_waited_for(
+        in_process_server: receiver_module._HttpServer,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reading a refused body to drop it has a deadline for the whole body, not only
+    per read: a client sending a byte now and then does not hold its thread."""
+    assert 0 < receiver_module.DROP_SECONDS <= 30  # the receiver's own setting
+    monkeypatch.setattr(receiver_module, "DROP_SECONDS", 0.5)  # quicker, same path
+    with socket.create_connection(in_process_server.server_address, timeout=120) as client:
+        client.sendall(b"POST /v1/metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n")
+        client.settimeout(0.2)
+        answer = b""
+        for _ in range(600):  # a byte every 0.2 s would take 200 s for the whole body
+            try:
+                chunk = client.recv(4096)
+            except TimeoutError:
+                client.sendall(b"x")
+                continue
+            if not chunk:
+                break
+            answer += chunk
+    assert answer.startswith(b"HTTP/1.1 404 ") and b"Connection: close" in answer
+
+
+def test_a_sign_or_separator_in_the_length_is_refused(collector: Receiver) -> None:
+    for length in ("+5", "1_0", " -1"):
+        connection = http.client.HTTPConnection("127.0.0.1", collector.http_port, timeout=60)
+        try:
+            connection.putrequest("POST", "/v1/traces")
+            connection.putheader("Content-Type", "application/x-protobuf")
+            connection.putheader("Content-Length", length)
+            connection.endheaders()
+            assert connection.getresponse().status == 411
+        finally:
+            connection.close()

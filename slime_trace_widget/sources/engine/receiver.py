@@ -48,6 +48,12 @@ MAX_DECOMPRESSED_BYTES = 128 << 20
 MAX_PENDING_SPANS = 400_000
 #: Requests being read and decoded at once; more wait for a slot or are refused.
 MAX_CONCURRENT_REQUESTS = 32
+#: A request refused for good is answered after its body is read and dropped, when
+#: that body is at most this long (the live sender's requests are at most 8 MiB) and
+#: arrives within this time; else the connection closes after the answer.
+DROP_MAX_BYTES = 8 << 20
+DROP_SECONDS = 10.0
+MEDIA_TYPES = ("application/x-protobuf", "application/protobuf", "application/json")
 RETRY_AFTER_SECONDS = 1
 #: How often the scrapers' counts are rewritten to their status file.
 STATUS_SECONDS = 5.0
@@ -100,11 +106,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     timeout = READ_TIMEOUT_SECONDS
 
     def do_POST(self) -> None:
-        path = self.path.split("?", 1)[0]
-        if path not in (TRACES_PATH, LOGS_PATH) or (path == LOGS_PATH
-                                                    and self.server.live is None):
-            self._reply(HTTPStatus.NOT_FOUND, f"not found; OTLP traces go to {TRACES_PATH}"
-                        f" and logs to {LOGS_PATH}", read=False)
+        refusal = self._header_refusal()
+        if refusal is not None:
+            self._reply(*refusal, read=False)
             return
         if not self.server.slots.acquire(timeout=5):
             self._reply(HTTPStatus.SERVICE_UNAVAILABLE, "too many requests at once",
@@ -123,24 +127,48 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
     do_PUT = do_DELETE = do_PATCH = do_GET
 
+    def handle_expect_100(self) -> bool:
+        """A client that waits for "100 Continue" before its body is refused at once
+        when its path or headers would be, its body never sent."""
+        refusal = self._header_refusal() if self.command == "POST" else None
+        if refusal is None:
+            return super().handle_expect_100()
+        self.close_connection = True
+        self._reply(*refusal)
+        return False
+
+    def _header_refusal(self) -> tuple[HTTPStatus, str] | None:
+        """Why a POST is refused by its path and headers alone; None when it is not."""
+        path = self.path.split("?", 1)[0]
+        if path not in (TRACES_PATH, LOGS_PATH) or (path == LOGS_PATH
+                                                    and self.server.live is None):
+            return (HTTPStatus.NOT_FOUND,
+                    f"not found; OTLP traces go to {TRACES_PATH} and logs to {LOGS_PATH}")
+        if self._media_type() not in MEDIA_TYPES:
+            return (HTTPStatus.UNSUPPORTED_MEDIA_TYPE,
+                    "Content-Type must be application/x-protobuf or application/json")
+        if self._encoding() not in ("identity", "gzip"):
+            return HTTPStatus.UNSUPPORTED_MEDIA_TYPE, "Content-Encoding must be gzip or none"
+        return None
+
+    def _declared_length(self) -> int | None:
+        """The Content-Length, when it is plain decimal digits (no sign, no '_')."""
+        text = (self.headers.get("Content-Length") or "").strip()
+        return int(text) if text.isascii() and text.isdigit() else None
+
+    def _media_type(self) -> str:
+        return (self.headers.get("Content-Type") or "").split(";", 1)[0].strip().lower()
+
+    def _encoding(self) -> str:
+        return (self.headers.get("Content-Encoding") or "identity").strip().lower()
+
     def _export(self) -> None:
-        kind = (self.headers.get("Content-Type") or "").split(";", 1)[0].strip().lower()
-        if kind not in ("application/x-protobuf", "application/protobuf", "application/json"):
-            self._reply(HTTPStatus.UNSUPPORTED_MEDIA_TYPE,
-                        "Content-Type must be application/x-protobuf or application/json",
-                        read=False)
-            return
-        encoding = (self.headers.get("Content-Encoding") or "identity").strip().lower()
-        if encoding not in ("identity", "gzip"):
-            self._reply(HTTPStatus.UNSUPPORTED_MEDIA_TYPE,
-                        "Content-Encoding must be gzip or none", read=False)
-            return
-        try:
-            length = int(self.headers.get("Content-Length", ""))
-        except ValueError:
+        kind, encoding = self._media_type(), self._encoding()
+        length = self._declared_length()
+        if length is None:
             self._reply(HTTPStatus.LENGTH_REQUIRED, "a Content-Length is required", read=False)
             return
-        if length < 0 or length > MAX_BODY_BYTES:
+        if length > MAX_BODY_BYTES:
             self._reply(HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
                         f"the body is over {MAX_BODY_BYTES} bytes", read=False)
             return
@@ -179,35 +207,40 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
     def _reply(self, status: HTTPStatus, reason: str, retry: bool = False,
                read: bool = True) -> None:
-        """An error answer with its reason as text. A body not yet ``read`` is read and
-        dropped first when its declared length is within the limit: a client still
-        sending it would otherwise meet a reset connection rather than this answer,
-        and retry what is refused for good. Otherwise the connection closes."""
-        if not read and not self._drop_body():
+        """An error answer with its reason as text. A body not yet ``read`` of a refusal
+        for good is read and dropped first (see :meth:`_drop_body`): a client still
+        sending it would otherwise meet a reset connection rather than this answer, and
+        retry what is refused. Otherwise (and for an answer to retry, which a reset
+        brings about as well) the connection closes."""
+        if not read and (retry or not self._drop_body()):
             self.close_connection = True
         headers = {"Retry-After": str(RETRY_AFTER_SECONDS)} if retry else {}
         self._send(status, (reason + "\n").encode("utf-8", "replace"),
                    "text/plain; charset=utf-8", headers)
 
     def _drop_body(self) -> bool:
-        """Read and drop the request's body; False when it has no length within
-        :data:`MAX_BODY_BYTES` or the client stopped sending it."""
+        """Read and drop the request's body: True once done within
+        :data:`DROP_SECONDS`, for a declared length of at most :data:`DROP_MAX_BYTES`."""
         if self.headers.get("Transfer-Encoding"):
             return False
-        try:
-            left = int(self.headers.get("Content-Length") or 0)
-        except ValueError:
+        left = self._declared_length() if "Content-Length" in self.headers else 0
+        if left is None or left > DROP_MAX_BYTES:
             return False
-        if not 0 <= left <= MAX_BODY_BYTES:
-            return False
+        deadline = time.monotonic() + DROP_SECONDS
         try:
             while left:
-                part = self.rfile.read(min(left, _CHUNK))
+                wait = deadline - time.monotonic()
+                if wait <= 0:
+                    return False
+                self.connection.settimeout(min(wait, self.timeout))
+                part = self.rfile.read1(min(left, _CHUNK))
                 if not part:
                     return False
                 left -= len(part)
         except OSError:  # the read timed out or the connection broke
             return False
+        finally:
+            self.connection.settimeout(self.timeout)
         return True
 
     def _send(self, status: HTTPStatus, body: bytes, kind: str,
