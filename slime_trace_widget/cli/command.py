@@ -60,7 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return FAILED
     except MemoryError as exc:  # a view refused before it was made, or a failed allocation
-        print(f"{PROG}: {exc or 'out of memory'}", file=sys.stderr)
+        print(f"{PROG}: {str(exc) or 'out of memory'}", file=sys.stderr)
         return FAILED
     except KeyboardInterrupt:
         return INTERRUPTED

@@ -22,6 +22,7 @@ import pandas as pd
 
 from ..answers.links import links
 from ..answers.stats import measured_spans
+from ..frames.view_memory import attr_view_bytes, check_room
 from ..values import json_safe
 from ..whole_files import replaced
 
@@ -29,10 +30,18 @@ if TYPE_CHECKING:
     from ..frames.model import TraceFrames
 
 PERFETTO_MAX_CHARS = 10_000
+#: What the document may hold per span, event and sample beyond their attribute
+#: dicts: its event dict and track entries (about 600 bytes on the demo dumps).
+_BYTES_PER_ROW = 1024
 
 
 def perfetto_trace(frames: TraceFrames) -> dict[str, Any]:
-    """The Chrome trace event document for ``frames``."""
+    """The Chrome trace event document for ``frames``. It holds every span's and
+    event's attributes as Python objects: MemoryError, before it is made, when an
+    upper estimate of it does not fit in the memory available."""
+    check_room("the Perfetto trace", lambda look_at_text: _document_bytes(frames, look_at_text),
+               instead="export fewer dumps at once, or use the Parquet export, which writes "
+                       "the Arrow tables as they are")
     t0 = frames.t0 if frames.t0 == frames.t0 else 0.0
     samples = frames.samples
     pid_of_row = samples["dump"].to_numpy() + 1
@@ -73,6 +82,14 @@ def export_perfetto(frames: TraceFrames, path: str | Path) -> Path:
         json.dump(perfetto_trace(frames), stream, allow_nan=False, ensure_ascii=False,
                   separators=(",", ":"))
     return target
+
+
+def _document_bytes(frames: TraceFrames, look_at_text: bool) -> int:
+    tables = frames.tables
+    rows = tables.samples.num_rows + tables.span_core.num_rows + tables.event_core.num_rows
+    return rows * _BYTES_PER_ROW + sum(
+        attr_view_bytes(attrs, look_at_text)
+        for attrs in (frames.span_start_attrs, frames.span_end_attrs, frames.event_attrs))
 
 
 def _tid(row: int, track: int) -> int:

@@ -66,7 +66,7 @@ class _Views:
             kept = self._made.get(name)
             if kept is not None and _same(kept[0], sources):
                 return kept[1]
-            check_room(name, estimate)
+            check_room(f"frames.{name}", estimate)
             with cyclic_gc_paused():  # a view's rows hold no reference cycles
                 view = make()
             self._made[name] = (sources, view)
@@ -153,10 +153,12 @@ class TraceFrames:
     @property
     def spans(self) -> pd.DataFrame:
         """One row per span (virtual PD spans last), with ``attr.<key>`` columns."""
+        core = self.span_core  # made, or refused, first: the estimate below is the rest
+
         def make() -> pd.DataFrame:
-            core = self.span_core
             attrs = span_attr_frame(self.span_start_attrs, self.span_end_attrs, core.index)
             return pd.concat([core, attrs], axis=1)
+
         def estimate(look_at_text: bool) -> int:
             return (attr_view_bytes(self.span_start_attrs, look_at_text)
                     + attr_view_bytes(self.span_end_attrs, look_at_text))
@@ -165,8 +167,9 @@ class TraceFrames:
     @property
     def events(self) -> pd.DataFrame:
         """One row per instant event and unmatched end, with ``attr.<key>`` columns."""
+        core = self.event_core  # made, or refused, first: the estimate below is the rest
+
         def make() -> pd.DataFrame:
-            core = self.event_core
             return pd.concat([core, event_attr_frame(self.event_attrs, core.index)], axis=1)
         return self._views.get("events", self._sources()["events"], make,
                                lambda text: attr_view_bytes(self.event_attrs, text))

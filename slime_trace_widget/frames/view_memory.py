@@ -27,7 +27,8 @@ from ..machine_memory import available_memory, memory_amount
 from ..tables.attr_columns import AttrTable
 from ..tables.core_tables import CORE_SCHEMA, JSON_TEXT
 
-__all__ = ["VIEW_MEMORY_SHARE", "Estimate", "attr_view_bytes", "check_room", "table_view_bytes"]
+__all__ = ["VIEW_INSTEAD", "VIEW_MEMORY_SHARE", "Estimate", "attr_view_bytes", "check_room",
+           "table_view_bytes"]
 
 #: A view is made only while its estimate is at most this share of the memory available.
 VIEW_MEMORY_SHARE = 0.8
@@ -46,8 +47,8 @@ _NUMBER = 40
 _DICT = 232
 _DICT_KEY = 56
 #: Lists and dicts decoded from JSON text, per byte of that text ("[]," is 3 bytes
-#: and a 56-byte list).
-_JSON_PER_BYTE = 24
+#: and a 56-byte list with a slot for its item; '{"":0},' 7 bytes and a 232-byte dict).
+_JSON_PER_BYTE = 48
 
 #: An estimate of a view: its bytes, with the text looked at (True) or not.
 Estimate = Callable[[bool], int]
@@ -75,9 +76,16 @@ def attr_view_bytes(attrs: AttrTable, look_at_text: bool = False) -> int:
     return total
 
 
-def check_room(view: str, estimate: Estimate) -> None:
-    """Raise :class:`MemoryError` when the view's ``estimate`` does not fit in the
-    available share of memory (nothing when the machine does not say what it has)."""
+#: What to read instead of a view that does not fit.
+VIEW_INSTEAD = ("read the Arrow tables instead (frames.tables, frames.span_end_attrs.table), "
+                "load fewer dumps at once, or convert them to a run dataset "
+                "(slime-trace-viewer convert) and open only the rollouts or samples you need")
+
+
+def check_room(what: str, estimate: Estimate, instead: str = VIEW_INSTEAD) -> None:
+    """Raise :class:`MemoryError` naming ``what`` when its ``estimate`` does not fit in
+    the available share of memory (nothing when the machine does not say what it has);
+    ``instead`` says what to do."""
     room = available_memory()
     if room is None:
         return
@@ -88,28 +96,32 @@ def check_room(view: str, estimate: Estimate) -> None:
     if needed <= limit:
         return
     raise MemoryError(
-        f"frames.{view} would take up to {memory_amount(needed)}, more than "
-        f"{VIEW_MEMORY_SHARE:.0%} of the {memory_amount(room)} of memory available: "
-        "read the Arrow tables instead (frames.tables, frames.span_end_attrs.table), "
-        "load fewer dumps at once, or convert them to a run dataset "
-        "(slime-trace-viewer convert) and open only the rollouts or samples you need")
+        f"{what} would take up to {memory_amount(needed)}, more than "
+        f"{VIEW_MEMORY_SHARE:.0%} of the {memory_amount(room)} of memory available: {instead}")
 
 
 def _column_bytes(column: pa.ChunkedArray, json_text: bool, look_at_text: bool) -> int:
     rows = len(column)
     kind = column.type
-    if _is_number(kind) or pa.types.is_boolean(kind) or pa.types.is_dictionary(kind):
+    if _is_number(kind) or pa.types.is_boolean(kind):
         return _COLUMN + rows * (_SLOT + 1)  # a nullable int keeps a mask beside its values
-    valid = rows - column.null_count
-    size = _COLUMN + _SLOT * rows + _STRING * valid
-    text = pa.types.is_string(kind) or pa.types.is_large_string(kind)
-    if text and look_at_text:
-        size += _characters_bytes(column)
-    else:
-        size += _WIDEST_CHARACTER * column.nbytes
-    if json_text or not text:
+    if pa.types.is_dictionary(kind):  # codes, and a str per entry of each chunk's dictionary
+        return _COLUMN + rows * (_SLOT + 1) + sum(
+            _text_bytes(pa.chunked_array([chunk.dictionary]), look_at_text)
+            for chunk in column.chunks)
+    size = _COLUMN + _SLOT * rows + _text_bytes(column, look_at_text)
+    if json_text or not (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
         size += _JSON_PER_BYTE * column.nbytes  # decoded to Python objects
     return size
+
+
+def _text_bytes(column: pa.ChunkedArray, look_at_text: bool) -> int:
+    """The ``str`` objects of a column's valid values (its bytes, for what is not text)."""
+    valid = len(column) - column.null_count
+    kind = column.type
+    if look_at_text and (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
+        return _STRING * valid + _characters_bytes(column)
+    return _STRING * valid + _WIDEST_CHARACTER * column.nbytes
 
 
 def _characters_bytes(column: pa.ChunkedArray) -> int:

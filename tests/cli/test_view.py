@@ -58,6 +58,19 @@ def test_frames_too_large_for_memory_are_refused_in_one_line(dump: Path, capsys,
     assert not dump.with_name("rollout_0" + HTML_SUFFIX).exists()
 
 
+def test_a_failed_allocation_is_reported_in_one_line(dump: Path, capsys,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from slime_trace_widget.cli import view
+    from slime_trace_widget.cli.command import FAILED
+
+    def out_of_memory(args: object) -> int:
+        raise MemoryError  # as an allocation that fails raises it: no message
+
+    monkeypatch.setattr(view, "run", out_of_memory)
+    assert main([str(dump), "--no-serve"]) == FAILED
+    assert capsys.readouterr().err == "slime-trace-viewer: out of memory\n"
+
+
 def test_the_command_exits_with_its_output_and_code_through_a_pipe(dump: Path) -> None:
     """What the command printed (block-buffered into a pipe) arrives, and its exit
     code is main's."""

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import gc
 import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from slime_trace_widget.frames import view_memory
+from slime_trace_widget.frames import build_frames, view_memory
 from slime_trace_widget.frames.model import TraceFrames
 from slime_trace_widget.frames.view_memory import (
     VIEW_MEMORY_SHARE,
@@ -47,9 +48,48 @@ def warm() -> None:
         getattr(frames, view)
 
 
-@pytest.mark.parametrize("name", SHAPES)
+def nested(depth: int, leaf: object, wrap: Callable[[object], object]) -> object:
+    value = leaf
+    for _ in range(depth):
+        value = wrap(value)
+    return value
+
+
+def traced(spans: int, name: Callable[[int], str], attrs: Callable[[int], dict]
+           ) -> TraceFrames:
+    """Frames of samples of 50 spans each, named and attributed by span number."""
+    samples = []
+    for row in range(spans // 50):
+        identity = {"trace_id": f"{row:032x}", "sample_id": row, "group_id": 0, "attempt": 0}
+        records = []
+        for number in range(row * 50, row * 50 + 50):
+            span = {**identity, "name": name(number), "span_id": f"{number:016x}"}
+            records.append({**span, "type": "span_start", "ts": 1e9 + number,
+                            "attrs": attrs(number)})
+            records.append({**span, "type": "span_end", "ts": 1e9 + number + 0.5})
+        samples.append({"index": row, "group_index": 0, "status": "completed",
+                        "trace": {**identity, "version": 1, "events": records}})
+    return build_frames(samples)
+
+
+#: Shapes the fixtures do not have, each where one cost of a view is largest.
+HOSTILE = {
+    "unique long names": lambda: traced(2000, lambda n: f"{n:08d}" + "n" * 2000,
+                                        lambda n: {}),
+    "nested lists": lambda: traced(2000, lambda n: "s",
+                                   lambda n: {"deep": nested(30, [], lambda v: [v])}),
+    "nested dicts": lambda: traced(2000, lambda n: "s",
+                                   lambda n: {"deep": nested(30, 0, lambda v: {"": v})}),
+    "astral text": lambda: traced(500, lambda n: "s", lambda n: {"t": "a" * 5000 + "\U0001F600"}),
+    "many keys": lambda: traced(2000, lambda n: "s",
+                                lambda n: {f"k{i}": i * 1.5 for i in range(60)}),
+    "tiny texts": lambda: traced(5000, lambda n: "s", lambda n: {f"t{i}": "x" for i in range(20)}),
+}
+
+
+@pytest.mark.parametrize("name", [*SHAPES, *HOSTILE])
 def test_the_estimate_is_at_least_what_the_view_allocates(name: str) -> None:
-    frames = fixture(name)
+    frames = HOSTILE[name]() if name in HOSTILE else fixture(name)
     expected = estimates(frames)
     assert all(expected[view] <= bound for view, bound in estimates(frames, False).items())
     gc.collect()
@@ -92,3 +132,17 @@ def test_the_widget_refuses_with_the_same_error(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setattr(view_memory, "available_memory", lambda: 1024)
     with pytest.raises(MemoryError, match=r"frames\.span_core would take"):
         TraceTimeline(frames)
+
+
+def test_the_perfetto_trace_is_refused_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Perfetto document holds every attribute dict as the views do."""
+    from slime_trace_widget.export.perfetto import perfetto_trace
+
+    frames = fixture("small.pt")
+    for view in ("samples", "span_core", "event_core"):  # what it reads besides
+        getattr(frames, view)
+    monkeypatch.setattr(view_memory, "available_memory", lambda: 64 << 10)
+    with pytest.raises(MemoryError, match=r"the Perfetto trace would take up to .*Parquet"):
+        perfetto_trace(frames)
+    monkeypatch.setattr(view_memory, "available_memory", lambda: None)
+    assert perfetto_trace(frames)["traceEvents"]
