@@ -124,6 +124,9 @@ export function spliceLive(state, delta, buffers) {
   const nOld = state.nSamples;
   const nNew = Math.max(nOld, delta.n_samples);
   const positions = delta.positions;
+  // Nothing moved (most polls of a long rollout): the columns stay the very arrays
+  // they were, never written to once a state holds them.
+  if (positions.length === 0 && nNew === nOld) return { ...state, ...deltaMeta(state, delta) };
   const changed = new Int32Array(nNew).fill(-1);
   positions.forEach((position, j) => {
     if (position >= 0 && position < nNew) changed[position] = j;
@@ -224,6 +227,16 @@ export function spliceLive(state, delta, buffers) {
     });
     samples[field] = values;
   }
+  return { nSamples: nNew, columns, samples, ...deltaMeta(state, delta) };
+}
+
+/**
+ * What a delta says besides its blocks: its sequence number, the code tables, the
+ * clock, the title and the live settings (the state's where the delta is silent).
+ * @param {LiveState} state
+ * @param {LiveDeltaMeta} delta
+ */
+function deltaMeta(state, delta) {
   /** @type {Record<string, string[]>} */
   const tables = {};
   for (const table of TABLES) {
@@ -233,9 +246,6 @@ export function spliceLive(state, delta, buffers) {
   return {
     epoch: delta.epoch ?? state.epoch,
     seq: Math.max(state.seq, delta.seq),
-    nSamples: nNew,
-    columns,
-    samples,
     tables,
     t0: Number.isFinite(delta.t0) ? delta.t0 : state.t0,
     now: Number.isFinite(delta.now) ? delta.now : state.now,

@@ -40,6 +40,40 @@ test("a delta applied twice, or one older than the state, changes nothing", () =
   assert.deepEqual(plain(resent), plain(state));
 });
 
+test("a poll where nothing moved keeps the columns and takes the clock", () => {
+  let state = emptyLiveState();
+  for (const delta of FIXTURE.deltas) state = apply(state, delta);
+  const quiet = {
+    epoch: state.epoch, since: state.seq, seq: state.seq + 1, n_samples: state.nSamples,
+    positions: [], counts: { span: [], seg: [], ev: [] }, samples: {}, buffers: {},
+    t0: state.t0, now: state.now + 5, live: { ...state.live, following: false },
+  };
+  assert.ok(applicable(state, quiet));
+  const next = apply(state, quiet);
+  for (const name of Object.keys(state.columns)) assert.equal(next.columns[name], state.columns[name], name);
+  assert.equal(next.samples, state.samples);
+  assert.equal(next.seq, state.seq + 1);
+  assert.equal(next.now, state.now + 5);
+  assert.equal(next.live.following, false);
+  assert.deepEqual(plain(next), plain(state));
+  // What comes after it lands as it would have without it.
+  const resent = apply(next, { ...FIXTURE.whole, seq: next.seq });
+  assert.deepEqual(plain(resent), plain(apply(emptyLiveState(), FIXTURE.whole)));
+});
+
+test("a poll that only adds samples still makes room for them", () => {
+  const state = apply(emptyLiveState(), FIXTURE.deltas[0]);
+  const grown = apply(state, {
+    epoch: state.epoch, since: state.seq, seq: state.seq + 1, n_samples: state.nSamples + 2,
+    positions: [], counts: { span: [], seg: [], ev: [] }, samples: {}, buffers: {},
+  });
+  assert.equal(grown.nSamples, state.nSamples + 2);
+  for (const name of Object.keys(state.columns)) {
+    if (name.startsWith("smp_")) assert.equal(grown.columns[name].length, state.nSamples + 2, name);
+  }
+  assert.equal(grown.samples.row.length, state.nSamples + 2);
+});
+
 test("a delta that starts after the state's last one is refused", () => {
   const state = apply(emptyLiveState(), FIXTURE.deltas[0]);
   assert.equal(applicable(state, FIXTURE.deltas[2]), false);
