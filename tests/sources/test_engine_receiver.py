@@ -429,3 +429,29 @@ def test_a_sign_or_separator_in_the_length_is_refused(collector: Receiver) -> No
             assert connection.getresponse().status == 411
         finally:
             connection.close()
+
+
+def test_a_request_told_to_come_back_is_answered_without_its_body(
+        in_process_server: receiver_module._HttpServer,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """With every slot taken, the 503 goes out and the connection closes: its body is
+    not read outside the slots (a reset brings the same retry as the answer). A read
+    of the body that never comes would wait out the handler's timeouts, made longer
+    here than the client's guard."""
+    monkeypatch.setattr(receiver_module._Handler, "timeout", 600.0)
+    monkeypatch.setattr(receiver_module, "DROP_SECONDS", 600.0)
+    taken = 0
+    while in_process_server.slots.acquire(blocking=False):
+        taken += 1
+    try:
+        with socket.create_connection(in_process_server.server_address, timeout=120) as client:
+            client.sendall(b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n"
+                           b"Content-Type: application/x-protobuf\r\n\r\n")
+            answer = b""
+            while chunk := client.recv(4096):  # no body byte is ever sent
+                answer += chunk
+    finally:
+        for _ in range(taken):
+            in_process_server.slots.release()
+    assert answer.startswith(b"HTTP/1.1 503 ") and b"Connection: close" in answer
+    assert b"Retry-After: " in answer
