@@ -384,14 +384,23 @@ def in_process_server() -> Iterator[receiver_module._HttpServer]:
     server.server_close()
 
 
+def answer_to_headers(server: receiver_module._HttpServer, head: bytes) -> bytes:
+    """What the receiver says to a request's ``head`` sent without a byte of its body,
+    read until it closes the connection (120 s guard)."""
+    with socket.create_connection(server.server_address, timeout=120) as client:
+        client.sendall(head)
+        answer = b""
+        while chunk := client.recv(4096):
+            answer += chunk
+    return answer
+
+
 def test_a_client_waiting_to_continue_is_refused_before_its_body(
         in_process_server: receiver_module._HttpServer) -> None:
-    with socket.create_connection(in_process_server.server_address, timeout=120) as client:
-        client.sendall(b"POST /v1/metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 8388608\r\n"
-                       b"Content-Type: application/x-protobuf\r\nExpect: 100-continue\r\n\r\n")
-        answer = b""
-        while chunk := client.recv(4096):  # the receiver closes after its answer
-            answer += chunk
+    answer = answer_to_headers(
+        in_process_server,
+        b"POST /v1/metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 8388608\r\n"
+        b"Content-Type: application/x-protobuf\r\nExpect: 100-continue\r\n\r\n")
     assert answer.startswith(b"HTTP/1.1 404 ") and b"100 Continue" not in answer
 
 
@@ -444,12 +453,9 @@ def test_a_request_told_to_come_back_is_answered_without_its_body(
     while in_process_server.slots.acquire(blocking=False):
         taken += 1
     try:
-        with socket.create_connection(in_process_server.server_address, timeout=120) as client:
-            client.sendall(b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n"
-                           b"Content-Type: application/x-protobuf\r\n\r\n")
-            answer = b""
-            while chunk := client.recv(4096):  # no body byte is ever sent
-                answer += chunk
+        answer = answer_to_headers(
+            in_process_server, b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Length: 1000"
+                               b"\r\nContent-Type: application/x-protobuf\r\n\r\n")
     finally:
         for _ in range(taken):
             in_process_server.slots.release()
