@@ -29,13 +29,9 @@ import pyarrow as pa
 
 from ..schema import LIVE_CLOSE, LIVE_HEARTBEAT, LIVE_RECEIVER_START, LIVE_RECEIVER_STOP
 
-#: Record types of the live stream this accounting reads besides trace records: a
-#: sender's heartbeat and close (its counts), the collector's own start and stop rows
-#: (sender names beginning ``receiver:``). The live store writes them.
-HEARTBEAT = LIVE_HEARTBEAT
-CLOSE = LIVE_CLOSE
-RECEIVER_START = LIVE_RECEIVER_START
-RECEIVER_STOP = LIVE_RECEIVER_STOP
+#: Besides trace records, this accounting reads a sender's heartbeat and close (its
+#: counts) and the collector's own start and stop rows (``schema.LIVE_*``), whose
+#: sender names begin with this. The live store writes them.
 RECEIVER_PREFIX = "receiver:"
 
 #: A sender not heard from for this long (and not closed) is flagged silent.
@@ -191,13 +187,13 @@ class HealthTracker:
                 continue
             state = self._senders.setdefault(name, _Sender(service=str(services[rows[0]])))
             kind = kinds[rows]
-            marks = (kind == HEARTBEAT) | (kind == CLOSE)
+            marks = (kind == LIVE_HEARTBEAT) | (kind == LIVE_CLOSE)
             # a heartbeat's number is the last one given out, its queued ones included:
             # only those before them are due (sent or counted dropped) by now
             due = np.where(marks, seqs[rows] - np.maximum(queued[rows], 0), seqs[rows])
             state.highest = max(state.highest, int(due.max()))
             state.last_heard_ns = max(state.last_heard_ns, int(received[rows].max()))
-            state.closed = state.closed or bool((kind == CLOSE).any())
+            state.closed = state.closed or bool((kind == LIVE_CLOSE).any())
             state.dropped = max(state.dropped, int(dropped[rows].max()))
             said = queued[rows][queued[rows] >= 0]
             if len(said):
@@ -224,9 +220,9 @@ class HealthTracker:
             before = int(heard[position - 1]) if position else 0
             if before > self._last_received_ns:
                 self._last_received_ns, self._stopped_ns = before, 0
-            if kinds[position] == RECEIVER_STOP:
+            if kinds[position] == LIVE_RECEIVER_STOP:
                 self._stopped_ns = int(ts[position])
-            elif kinds[position] == RECEIVER_START:
+            elif kinds[position] == LIVE_RECEIVER_START:
                 if self._last_received_ns or self._stopped_ns:
                     down = self._stopped_ns or self._last_received_ns
                     self._restarts.append(RestartGap(down / 1e9, int(ts[position]) / 1e9,

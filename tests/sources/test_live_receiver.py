@@ -25,11 +25,11 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from slime_trace_widget.demo import make_demo_samples
+from slime_trace_widget.schema import LIVE_RECEIVER_START, LIVE_RECEIVER_STOP
 from slime_trace_widget.sources.engine.store import load_engine_traces
 from slime_trace_widget.sources.live import load_live
 from slime_trace_widget.sources.live.lean_logs import LeanRequest
 from slime_trace_widget.sources.live.read import Tail, store_files, store_folder
-from slime_trace_widget.sources.live.store import RECEIVER_START, RECEIVER_STOP
 from slime_trace_widget.tracing import live as streaming
 from tests.support.live_wire import SCOPE, Poster, Sender, recording_order
 from tests.support.receiver import STARTUP_SECONDS, Receiver, start_receiver
@@ -285,7 +285,7 @@ def test_kill_9_keeps_what_was_acknowledged_and_the_loss_is_counted(
     assert health.senders[0].process == f"{sender.host}:{sender.pid}"
     assert len(health.restarts) == 1 and not health.restarts[0].clean
     kinds = stored(folder)["record"].to_pylist()
-    assert kinds.count(RECEIVER_START) == 2 and kinds.count(RECEIVER_STOP) == 1
+    assert kinds.count(LIVE_RECEIVER_START) == 2 and kinds.count(LIVE_RECEIVER_STOP) == 1
 
 
 def test_kill_9_mid_rollout_with_the_real_sender(tmp_path: Path) -> None:

@@ -8,11 +8,10 @@ import threading
 import time
 from pathlib import Path
 
+from ...schema import LIVE_RECEIVER_START, LIVE_RECEIVER_STOP
 from ..engine.group_commit import GroupWriter
 from .otlp_logs import LiveRows
 from .store import (
-    RECEIVER_START,
-    RECEIVER_STOP,
     LiveStore,
     marker_table,
     receiver_identity,
@@ -34,7 +33,7 @@ class LiveCollector(GroupWriter):
         self._foreign = 0
         self._foreign_lock = threading.Lock()
         self._markers = 0
-        self._mark(RECEIVER_START, self.started_ns)
+        self._mark(LIVE_RECEIVER_START, self.started_ns)
 
     @property
     def accepted_records(self) -> int:
@@ -57,7 +56,7 @@ class LiveCollector(GroupWriter):
     def close(self) -> None:
         """Write the stop row and what is waiting, finish the files, stop the writer."""
         try:
-            self._mark(RECEIVER_STOP, time.time_ns())
+            self._mark(LIVE_RECEIVER_STOP, time.time_ns())
         finally:
             super().close()
 

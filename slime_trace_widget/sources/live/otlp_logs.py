@@ -21,14 +21,12 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsSer
 from opentelemetry.proto.common.v1.common_pb2 import KeyValue
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 
-from ...schema import LIVE_MAX_RECORD_TYPE
+from ...schema import LIVE_MAX_RECORD_TYPE, LIVE_RECEIVER_START, LIVE_RECEIVER_STOP
 from ..engine.otlp import BadRequest, attributes_of, json_message
 from .lean_logs import AttributeCache, Meaning, body_text, parse_request
 from .store import (
     COLUMNS,
     RECEIVER_PREFIX,
-    RECEIVER_START,
-    RECEIVER_STOP,
     STATUS_RECORDS,
     UNKNOWN_ROLLOUT,
 )
@@ -39,7 +37,6 @@ ATTEMPT_ATTR = "slime.attempt"
 _INT_ATTRS = {"slime.seq": "seq", "slime.rollout_id": "rollout_id", "slime.dropped": "dropped",
               "slime.queued": "queued"}
 _SCALARS = ("string_value", "int_value", "double_value", "bool_value")
-MAX_RECORD_TYPE = LIVE_MAX_RECORD_TYPE
 _ID_ATTRS = {"slime.sample_id": "sample_id", "slime.group_id": "group_id"}
 #: Longest sender name and sample or group id text kept.
 MAX_NAME = 256
@@ -141,9 +138,9 @@ def _attribute(pair: KeyValue) -> Meaning:
     key, value = pair.key, pair.value
     kind = value.WhichOneof("value")
     if key == RECORD_ATTR:
-        if kind != "string_value" or not 0 < len(value.string_value) <= MAX_RECORD_TYPE:
-            raise BadRequest(f"{RECORD_ATTR} is not text of 1 to {MAX_RECORD_TYPE} characters")
-        if value.string_value in (RECEIVER_START, RECEIVER_STOP):
+        if kind != "string_value" or not 0 < len(value.string_value) <= LIVE_MAX_RECORD_TYPE:
+            raise BadRequest(f"{RECORD_ATTR} is not text of 1 to {LIVE_MAX_RECORD_TYPE} characters")
+        if value.string_value in (LIVE_RECEIVER_START, LIVE_RECEIVER_STOP):
             raise BadRequest(f"{RECORD_ATTR} {value.string_value!r} is the collector's own")
         return "record", value.string_value
     if key == ATTEMPT_ATTR:

@@ -26,13 +26,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-# The row kinds the loss accounting reads are defined with it (the frames stage, below
-# this one); named here too, as the store's.
-from ...frames.live_health import CLOSE as CLOSE
-from ...frames.live_health import HEARTBEAT as HEARTBEAT
 from ...frames.live_health import RECEIVER_PREFIX
-from ...frames.live_health import RECEIVER_START as RECEIVER_START
-from ...frames.live_health import RECEIVER_STOP as RECEIVER_STOP
+from ...schema import LIVE_CLOSE, LIVE_HEARTBEAT, LIVE_RECEIVER_START, LIVE_RECEIVER_STOP
 from ...tables.core_tables import UNKNOWN_ROLLOUT as UNKNOWN_ROLLOUT  # -1: no rollout id
 from ..engine import durable
 
@@ -41,9 +36,9 @@ ROLL_ROWS = 500_000
 ROLL_SECONDS = 60.0
 #: A sender's own records (its counts, no trace record); all its other rows are trace
 #: records (``span_start``, ``span_end``, ``event``, or a type a damaged record holds).
-STATUS_RECORDS = (HEARTBEAT, CLOSE)
+STATUS_RECORDS = (LIVE_HEARTBEAT, LIVE_CLOSE)
 #: Rows that are not trace records.
-NOT_TRACE_RECORDS = (*STATUS_RECORDS, RECEIVER_START, RECEIVER_STOP)
+NOT_TRACE_RECORDS = (*STATUS_RECORDS, LIVE_RECEIVER_START, LIVE_RECEIVER_STOP)
 
 SCHEMA = pa.schema([
     ("sender", pa.string()),        # "<host>:<pid>:<start epoch ns>", one per process

@@ -25,8 +25,6 @@ from ..._version import __version__
 from ...schema import (
     ERROR_MESSAGE_ATTR,
     ERROR_TYPE_ATTR,
-    LIVE_CLOSE,
-    LIVE_HEARTBEAT,
     LIVE_MAX_RECORD_TYPE,
     LIVE_RECEIVER_START,
     LIVE_RECEIVER_STOP,
@@ -61,8 +59,6 @@ ATTR_GROUP_ID = "slime.group_id"
 ATTR_ATTEMPT = "slime.attempt"
 ATTR_ROLLOUT_ID = "slime.rollout_id"
 ATTR_SENDER = "slime.live.sender"
-HEARTBEAT = LIVE_HEARTBEAT
-CLOSE = LIVE_CLOSE
 #: Open spans the encoder remembers for their end; beyond that the oldest is forgotten
 #: (its log records are sent all the same, only its OTLP span is not).
 MAX_OPEN_SPANS = 100_000

@@ -14,7 +14,8 @@ import threading
 import time
 from collections.abc import Callable
 
-from .otlp import CLOSE, HEARTBEAT, Encoder, Queued
+from ...schema import LIVE_CLOSE, LIVE_HEARTBEAT
+from .otlp import Encoder, Queued
 from .outbox import LiveStats, Outbox
 from .transport import LOGS_PATH, TRACES_PATH, Outcome, Poster
 
@@ -104,12 +105,12 @@ class SenderThread(threading.Thread):
             if self._send_queued():
                 quiet_since = time.monotonic()
             elif time.monotonic() - quiet_since >= HEARTBEAT_SECONDS:
-                self._send_status(HEARTBEAT)
+                self._send_status(LIVE_HEARTBEAT)
                 quiet_since = time.monotonic()
         self._poster.set_timeout(max(self._left(), 0.1))
         self._send_queued()
         if not self._out_of_time():
-            self._send_status(CLOSE)
+            self._send_status(LIVE_CLOSE)
         self._outbox.discard()
 
     def _send_queued(self) -> bool:
