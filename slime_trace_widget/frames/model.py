@@ -283,9 +283,9 @@ def combine_frames(parts: list[TraceFrames]) -> TraceFrames:
     t1s = [p.t1 for p in parts if p.t1 == p.t1]
     return TraceFrames(
         tables=combined_tables([p.tables for p in parts], [max(len(p.paths), 1) for p in parts]),
-        span_start_attrs=AttrTable.concat([p.span_start_attrs for p in parts]),
-        span_end_attrs=AttrTable.concat([p.span_end_attrs for p in parts]),
-        event_attrs=AttrTable.concat([p.event_attrs for p in parts]),
+        span_start_attrs=AttrTable.concat([p.span_start_attrs for p in parts], warnings),
+        span_end_attrs=AttrTable.concat([p.span_end_attrs for p in parts], warnings),
+        event_attrs=AttrTable.concat([p.event_attrs for p in parts], warnings),
         paths=[path for p in parts for path in (p.paths or ["<memory>"])],
         rollout_ids=[r for p in parts for r in (p.rollout_ids or [None])],
         warnings=warnings,

@@ -71,30 +71,44 @@ class AttrTable:
         return builder.table(warnings)
 
     @classmethod
-    def concat(cls, parts: list[AttrTable]) -> AttrTable:
-        """One table of the rows of ``parts`` in order; a key typed differently becomes text."""
-        names: dict[str, pa.Field] = {}
+    def concat(cls, parts: list[AttrTable], warnings: Counter[str] | None = None) -> AttrTable:
+        """One table of the rows of ``parts`` in order; a key typed differently becomes text.
+
+        The cap holds for the whole as for one part: past :data:`MAX_ATTR_COLUMNS`
+        keys in all (dumps whose keys differ, say), the most frequent keep their
+        columns and the others travel per row in ``_overflow``, each counted in
+        ``warnings`` as ``attr_columns_capped``. A key's chunks keep the parts'
+        buffers; each run of parts without the key adds one null chunk.
+        """
+        fields: dict[str, pa.Field] = {}
         for part in parts:
             for field in part.table.schema:
-                known = names.get(field.name)
+                known = fields.get(field.name)
                 if known is None:
-                    names[field.name] = field
+                    fields[field.name] = field
                 elif known.type != field.type:
-                    names[field.name] = pa.field(field.name, common_type(known.type, field.type),
-                                                 metadata=known.metadata)
+                    fields[field.name] = pa.field(field.name, common_type(known.type, field.type),
+                                                  metadata=known.metadata)
         # Each part's columns by name, looked up once: ``Table.column_names`` builds its
         # list anew on every call, and a combine looks up every key of every part.
         held = [(dict(zip(part.table.column_names, part.table.columns, strict=True)), len(part))
                 for part in parts]
-        columns = {}
-        for name, field in names.items():  # chunks keep the parts' buffers: no copy
-            chunks = [chunk for part_columns, rows in held
-                      for chunk in _as_type(part_columns.get(name), rows, field.type)]
-            columns[name] = pa.chunked_array(chunks, type=field.type)
+        moved = set()
+        if len(fields.keys() - {_NONE_KEYS, _OVERFLOW}) > MAX_ATTR_COLUMNS:
+            moved = _past_the_cap(_frequency(held))
+        if moved:
+            if warnings is not None:
+                warnings["attr_columns_capped"] += len(moved)
+            held = [(_moved_to_overflow(columns, rows, moved, part.table.schema), rows)
+                    for (columns, rows), part in zip(held, parts, strict=True)]
+            fields = {name: field for name, field in fields.items() if name not in moved}
+            fields.setdefault(_OVERFLOW, pa.field(_OVERFLOW, pa.string()))
+        columns = {name: pa.chunked_array(_chunks(held, name, field.type), type=field.type)
+                   for name, field in fields.items()}
         total = sum(len(part) for part in parts)
         if not columns:
             return cls(_empty(total))
-        return cls(pa.table(columns, schema=pa.schema(list(names.values()))))
+        return cls(pa.table(columns, schema=pa.schema(list(fields.values()))))
 
     # ------------------------------------------------------------------ reading
 
@@ -126,8 +140,7 @@ class AttrTable:
 
     def is_json(self, key: str) -> bool:
         """Whether the text of column ``key`` is JSON (the key held lists or dicts)."""
-        metadata = self.table.schema.field(key).metadata
-        return bool(metadata and metadata.get(_JSON_FIELD))
+        return _is_json_field(self.table.schema.field(key))
 
     def explicit_nones(self) -> dict[int, list[str]]:
         """Per row (by position), the keys whose value was None (their columns are null)."""
@@ -179,20 +192,19 @@ class AttrTableBuilder:
             for keys, group in part.groups.items():
                 for key in keys:
                     frequency[key] += len(group.members)
-        capped = len(frequency) > MAX_ATTR_COLUMNS
-        kept = {key for key, _ in frequency.most_common(MAX_ATTR_COLUMNS)}
-        if capped and warnings is not None:
-            warnings["attr_columns_capped"] += len(frequency) - MAX_ATTR_COLUMNS
+        moved = _past_the_cap(frequency)
+        if moved and warnings is not None:
+            warnings["attr_columns_capped"] += len(moved)
         pieces: dict[str, list[_Piece]] = {}
         overflow: dict[int, dict] = {}
         for part in self._parts:
             for keys, group in part.groups.items():
                 index = np.asarray(group.members, dtype=np.int64) + part.offset
-                wanted = [key for key in keys if key in kept] if capped else list(keys)
+                wanted = [key for key in keys if key not in moved] if moved else list(keys)
                 if len(wanted) < len(keys):
                     rows = list(map(part.dicts.__getitem__, group.members))
                     for position, row in zip(index.tolist(), rows, strict=True):
-                        overflow[position] = {k: v for k, v in row.items() if k not in kept}
+                        overflow[position] = {k: v for k, v in row.items() if k in moved}
                     columns = [_Piece(index, [values], None)
                                for values in _transposed(rows, wanted)] if wanted else []
                 else:
@@ -450,7 +462,11 @@ def _sparse(table: pa.Table, name: str) -> list[tuple[int, str]]:
     """(position, text) of the non-null rows of a sparse text column, if ``table`` has it."""
     if name not in table.column_names:
         return []
-    column = table.column(name)
+    return _sparse_values(table.column(name))
+
+
+def _sparse_values(column: pa.ChunkedArray) -> list[tuple[int, str]]:
+    """(position, text) of the non-null rows of ``column``."""
     positions = np.flatnonzero(~np.asarray(column.is_null().to_numpy(zero_copy_only=False)))
     return list(zip(positions.tolist(), column.take(pa.array(positions)).to_pylist(),
                     strict=True))
@@ -471,11 +487,71 @@ def common_type(one: pa.DataType, other: pa.DataType) -> pa.DataType:
     return pa.string()
 
 
-def _as_type(column: pa.ChunkedArray | None, rows: int, kind: pa.DataType) -> list[pa.Array]:
-    """The chunks of one part's ``column`` as ``kind``; ``rows`` nulls when the part lacks it."""
-    if column is None:
-        return [pa.nulls(rows, kind)] if rows else []
-    return (column if column.type == kind else column.cast(kind, safe=False)).chunks
+def _past_the_cap(frequency: Counter[str]) -> set[str]:
+    """The keys that lose their column: all but the :data:`MAX_ATTR_COLUMNS` most
+    frequent (the first seen of equally frequent ones stay)."""
+    if len(frequency) <= MAX_ATTR_COLUMNS:
+        return set()
+    kept = {key for key, _ in frequency.most_common(MAX_ATTR_COLUMNS)}
+    return {key for key in frequency if key not in kept}
+
+
+def _frequency(held: list[tuple[dict[str, pa.ChunkedArray], int]]) -> Counter[str]:
+    """Each key's values over the parts (``held``: each part's columns and rows)."""
+    frequency: Counter[str] = Counter()
+    for columns, rows in held:
+        for name, column in columns.items():
+            if name not in (_NONE_KEYS, _OVERFLOW):
+                frequency[name] += rows - column.null_count
+    return frequency
+
+
+def _moved_to_overflow(columns: dict[str, pa.ChunkedArray], rows: int, moved: set[str],
+                       schema: pa.Schema) -> dict[str, pa.ChunkedArray]:
+    """One part's ``columns`` with those of the ``moved`` keys taken out and their
+    values added to each row's ``_overflow`` (JSON columns decoded first)."""
+    present = [name for name in columns if name in moved]
+    if not present:
+        return columns
+    kept = {name: column for name, column in columns.items() if name not in moved}
+    overflow: dict[int, dict] = {}
+    if _OVERFLOW in kept:
+        overflow = {position: json.loads(text)
+                    for position, text in _sparse_values(kept[_OVERFLOW])}
+    for name in present:
+        column = columns[name]
+        positions = np.flatnonzero(column.is_valid().to_numpy(zero_copy_only=False))
+        values = column.take(pa.array(positions)).to_pylist()
+        if _is_json_field(schema.field(name)):
+            values = [json.loads(value) for value in values]
+        for position, value in zip(positions.tolist(), values, strict=True):
+            overflow.setdefault(position, {})[name] = value
+    kept[_OVERFLOW] = pa.chunked_array([_sparse_text(_json_rows(overflow), rows)])
+    return kept
+
+
+def _chunks(held: list[tuple[dict[str, pa.ChunkedArray], int]], name: str,
+            kind: pa.DataType) -> list[pa.Array]:
+    """The chunks of column ``name`` over the parts in order, cast to ``kind``; the rows
+    of each run of parts without it as one null chunk."""
+    chunks: list[pa.Array] = []
+    missing = 0
+    for columns, rows in held:
+        column = columns.get(name)
+        if column is None:
+            missing += rows
+            continue
+        if missing:
+            chunks.append(pa.nulls(missing, kind))
+            missing = 0
+        chunks.extend((column if column.type == kind else column.cast(kind, safe=False)).chunks)
+    if missing:
+        chunks.append(pa.nulls(missing, kind))
+    return chunks
+
+
+def _is_json_field(field: pa.Field) -> bool:
+    return bool(field.metadata and field.metadata.get(_JSON_FIELD))
 
 
 def _json_ready(table: pa.Table, max_chars: int) -> bool:
@@ -484,7 +560,7 @@ def _json_ready(table: pa.Table, max_chars: int) -> bool:
     longest_texts = 0
     for field in table.schema:
         column = table.column(field.name)
-        if field.name == _OVERFLOW or (field.metadata and field.metadata.get(_JSON_FIELD)):
+        if field.name == _OVERFLOW or _is_json_field(field):
             if column.null_count < len(column):
                 return False  # nested or overflow values: json_safe walks them
         elif field.type == pa.string():
@@ -544,7 +620,7 @@ def _dicts(table: pa.Table, values: dict[str, np.ndarray] | None = None) -> np.n
     if names:
         values = values if values is not None else python_values(table)
         json_keys = {field.name for field in table.schema
-                     if field.metadata and field.metadata.get(_JSON_FIELD)}
+                     if _is_json_field(field)}
         columns = [[None if v is None else json.loads(v) for v in values[name].tolist()]
                    if name in json_keys else values[name] for name in names]
         valid = np.empty((n, len(names)), dtype=bool)

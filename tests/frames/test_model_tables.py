@@ -15,8 +15,9 @@ import pytest
 
 from slime_trace_widget.frames import model
 from slime_trace_widget.frames.model import TraceFrames, combine_frames
-from slime_trace_widget.sources.loading import load_frames
-from slime_trace_widget.tables.attr_columns import AttrTable
+from slime_trace_widget.sources.dumps.files import save_dump
+from slime_trace_widget.sources.loading import load_dump, load_frames
+from slime_trace_widget.tables.attr_columns import MAX_ATTR_COLUMNS, AttrTable
 from slime_trace_widget.tables.core_tables import CORE_SCHEMA, TEXT, CoreTables, checked_table
 from tests.support.frame_digest import digest_frame
 
@@ -115,6 +116,29 @@ def test_combined_frames_point_into_their_own_rows() -> None:
 
 
 # --------------------------------------------------------------------------- views
+
+
+def test_dumps_whose_attribute_keys_differ_combine_within_the_cap(tmp_path: Path) -> None:
+    """Three real dumps, each with a span of 200 keys of its own: the combined frames
+    keep :data:`MAX_ATTR_COLUMNS` start attribute columns, counted in the warnings, and
+    each span's ``start_attrs`` still holds every key it was recorded with."""
+    paths = []
+    for dump in range(3):
+        samples = load_dump(FIXTURES / "small.pt").samples
+        record = next(r for r in samples[0]["trace"]["events"] if r["type"] == "span_start")
+        record["attrs"] = {**record["attrs"], **{f"d{dump}_k{k}": k for k in range(200)}}
+        paths.append(tmp_path / f"rollout_{dump}.pt")
+        save_dump(paths[-1], samples, rollout_id=dump)
+    alone = [load_frames(path, progress=False) for path in paths]
+    keys = {key for frames in alone for key in frames.span_start_attrs.keys}
+    combined = load_frames(paths, progress=False)
+    assert len(combined.span_start_attrs.keys) == MAX_ATTR_COLUMNS < len(keys)
+    assert combined.warnings["attr_columns_capped"] == len(keys) - MAX_ATTR_COLUMNS
+    start_attrs = combined.spans["start_attrs"].tolist()
+    assert start_attrs == [row for frames in alone for row in frames.spans["start_attrs"]]
+    for dump in range(3):
+        assert any(row and all(row.get(f"d{dump}_k{k}") == k for k in range(200))
+                   for row in start_attrs)
 
 
 def test_views_are_made_once_when_first_read(monkeypatch: pytest.MonkeyPatch) -> None:

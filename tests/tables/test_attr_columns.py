@@ -82,6 +82,38 @@ def test_concat_promotes_numbers_and_falls_back_to_text() -> None:
     assert joined.dicts() == [{"x": 1.0, "y": "1"}, {"x": 2.5, "y": "two"}, None]
 
 
+def test_concat_holds_the_cap_over_all_parts(monkeypatch) -> None:
+    """Parts whose keys differ: the most frequent keys keep their columns (the first
+    seen of equally frequent ones), the others travel per row with the overflow a
+    part already had, and every dict comes back as it was."""
+    first = AttrTable.from_dicts([{"common": 1, "a": "x", "nested": {"n": [1, 2]}}, None,
+                                  {"common": 3, "a": "y", "gone": None}])
+    second = AttrTable.from_dicts([{"common": 2, "b": 2.5, "flag": True},
+                                   {"b": 1.5, "common": 4}])
+    monkeypatch.setattr(attr_columns, "MAX_ATTR_COLUMNS", 3)
+    third = AttrTable.from_dicts([{"c1": 1, "c2": "two", "c3": 3.0, "c4": [4]}])
+    assert third.overflow() == {0: {"c4": [4]}}
+    warnings: Counter[str] = Counter()
+    joined = AttrTable.concat([first, second, third], warnings)
+    assert joined.keys == ["common", "a", "b"]
+    assert joined.dicts() == first.dicts() + second.dicts() + third.dicts()
+    assert joined.overflow() == {0: {"nested": {"n": [1, 2]}}, 3: {"flag": True},
+                                 5: {"c1": 1, "c2": "two", "c3": 3.0, "c4": [4]}}
+    assert joined.explicit_nones() == {2: ["gone"]}
+    assert warnings["attr_columns_capped"] == 6  # nested, gone, flag, c1, c2, c3
+
+
+def test_concat_of_many_parts_makes_a_null_chunk_per_run_of_parts_without_a_key() -> None:
+    """A key of one part among many: its column has that part's chunk and one null
+    chunk for the parts after it, not a chunk per part."""
+    parts = [AttrTable.from_dicts([{"rare": 1, "all": 0}])] + \
+        [AttrTable.from_dicts([{"all": n}, None]) for n in range(1, 60)]
+    joined = AttrTable.concat(parts)
+    assert joined.column("rare").num_chunks == 2
+    assert joined.column("rare").to_pylist() == [1] + [None] * 118
+    assert joined.dicts() == [row for part in parts for row in part.dicts()]
+
+
 def test_merged_columns_prefer_the_end_value() -> None:
     start = AttrTable.from_dicts([{"k": 1, "only_start": "s"}, {"k": 2}])
     end = AttrTable.from_dicts([{"k": 10}, None])
