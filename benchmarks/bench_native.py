@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from demo_dumps import demo_dump
 
 from slime_trace_widget.sources.dumps.worker import read_for_frames
-from slime_trace_widget.tables import attr_columns, attr_grouping, build, carrier
+from slime_trace_widget.tables import attr_grouping, attr_python, build, carrier
 from slime_trace_widget.tables.attr_columns import AttrTable
 from slime_trace_widget.tables.samples import sample_fields
 
@@ -39,7 +39,7 @@ from slime_trace_widget.tables.samples import sample_fields
 PASSES = {
     "carrier": (carrier, "_native_records"),
     "attribute tables": (attr_grouping, "_native_columns"),
-    "attribute dicts": (attr_columns, "_native_dicts"),
+    "attribute dicts": (attr_python, "_native_dicts"),
 }
 
 

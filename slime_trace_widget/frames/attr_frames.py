@@ -17,7 +17,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..tables.attr_columns import ATTR_PREFIX, AttrTable, common_type, python_values, raw_numbers
+from ..tables.attr_columns import ATTR_PREFIX, AttrTable, common_type
+from ..tables.attr_python import python_values, raw_numbers
 
 __all__ = ["attr_frame", "event_attr_frame", "merged_attr_frame", "span_attr_frame"]
 

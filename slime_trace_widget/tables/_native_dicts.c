@@ -1,6 +1,6 @@
 /*
  * Attribute dicts made again from the typed columns that _native_columns.c lays out:
- * the dicts of ``TraceFrames.spans`` and ``.events`` (attr_columns._dicts).
+ * the dicts of ``TraceFrames.spans`` and ``.events`` (attr_python.table_dicts).
  *
  * row_dicts(names, columns, patterns, pattern_columns): ``names`` the column names
  * (str); ``columns`` each column's values: a list or a 1-D numpy array of Python

@@ -1,4 +1,5 @@
-"""Span and event attributes as typed Arrow columns, one per key, and back to dicts.
+"""Span and event attributes as typed Arrow columns, one per key (``attr_python`` reads
+them back as Python values and dicts).
 
 Attributes are built into columns once, where the dump is read (the worker):
 numbers numeric, text as text, mixed kinds as text, nested lists and dicts as
@@ -13,7 +14,6 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Sequence
-from itertools import repeat
 from operator import itemgetter
 from typing import Any, NamedTuple
 
@@ -29,26 +29,24 @@ from ..values import (
     json_safe,
     plain_value,
 )
+from .attr_format import (
+    EXTRA_COLUMNS,
+    JSON_FIELD,
+    NONE_KEYS,
+    OVERFLOW,
+    column_texts,
+    extra_texts,
+    is_json_field,
+)
 from .attr_grouping import ARROW_TYPES, CONVERSION_ERRORS, NONE_TYPE, Chunk, Group, group_by_keys
-
-try:  # compiled where the package was built with a C compiler (see hatch_build.py)
-    from . import _native_dicts
-except ImportError:
-    _native_dicts = None
+from .attr_python import table_dicts
 
 __all__ = ["ATTR_PREFIX", "MAX_ATTR_COLUMNS", "AttrTable", "AttrTableBuilder", "common_type",
-           "python_values", "raw_numbers", "text_array"]
+           "merged_attr_arrays", "text_array"]
 
 MAX_ATTR_COLUMNS = 500
 ATTR_PREFIX = "attr."
-_NONE_KEYS = "_none_keys"
-_OVERFLOW = "_overflow"
-_JSON_FIELD = b"json"
 _INT64 = (-(2**63), 2**63 - 1)
-#: Columns the native dict pass reads as they are: numbers, bools and Python objects
-#: (others go as lists of Python values).
-_NATIVE_DTYPES = (np.dtype(np.float64), np.dtype(np.int64), np.dtype(np.bool_),
-                  np.dtype(object))
 
 
 class AttrTable:
@@ -93,8 +91,8 @@ class AttrTable:
         # list anew on every call, and a combine looks up every key of every part.
         held = [(dict(zip(part.table.column_names, part.table.columns, strict=True)), len(part))
                 for part in parts]
-        moved = set()
-        if len(fields.keys() - {_NONE_KEYS, _OVERFLOW}) > MAX_ATTR_COLUMNS:
+        moved: set[str] = set()
+        if len(fields.keys() - set(EXTRA_COLUMNS)) > MAX_ATTR_COLUMNS:
             moved = _past_the_cap(_frequency(held))
         if moved:
             if warnings is not None:
@@ -102,7 +100,7 @@ class AttrTable:
             held = [(_moved_to_overflow(columns, rows, moved, part.table.schema), rows)
                     for (columns, rows), part in zip(held, parts, strict=True)]
             fields = {name: field for name, field in fields.items() if name not in moved}
-            fields.setdefault(_OVERFLOW, pa.field(_OVERFLOW, pa.string()))
+            fields.setdefault(OVERFLOW, pa.field(OVERFLOW, pa.string()))
         columns = {name: pa.chunked_array(_chunks(held, name, field.type), type=field.type)
                    for name, field in fields.items()}
         total = sum(len(part) for part in parts)
@@ -118,18 +116,18 @@ class AttrTable:
     @property
     def keys(self) -> list[str]:
         """Attribute keys that have a column, most frequent first."""
-        return [name for name in self.table.column_names if name not in (_NONE_KEYS, _OVERFLOW)]
+        return [name for name in self.table.column_names if name not in EXTRA_COLUMNS]
 
     def rows(self, positions: np.ndarray | list[int]) -> list[dict[str, Any] | None]:
         """The attribute dicts of the rows at ``positions`` (None for no attributes)."""
-        return _dicts(self.table.take(pa.array(np.asarray(positions, dtype=np.int64)))).tolist()
+        return table_dicts(self.take(positions).table).tolist()
 
     def json_rows(self, positions: np.ndarray | list[int], max_chars: int) -> list[dict]:
         """:func:`values.json_safe` of the dicts at ``positions``, checked column by
         column: when no text is longer than ``max_chars`` and no float is NaN or
         infinite, the dicts are JSON-ready as they are (the common case, in C)."""
-        table = self.table.take(pa.array(np.asarray(positions, dtype=np.int64)))
-        rows = _dicts(table).tolist()
+        table = self.take(positions).table
+        rows = table_dicts(table).tolist()
         if _json_ready(table, max_chars):
             return [row or {} for row in rows]
         return [json_safe(row or {}, max_chars) for row in rows]
@@ -140,24 +138,24 @@ class AttrTable:
 
     def is_json(self, key: str) -> bool:
         """Whether the text of column ``key`` is JSON (the key held lists or dicts)."""
-        return _is_json_field(self.table.schema.field(key))
+        return is_json_field(self.table.schema.field(key))
 
     def explicit_nones(self) -> dict[int, list[str]]:
         """Per row (by position), the keys whose value was None (their columns are null)."""
-        return {position: json.loads(text) for position, text in _sparse(self.table, _NONE_KEYS)}
+        return {position: json.loads(text) for position, text in extra_texts(self.table, NONE_KEYS)}
 
     def overflow(self) -> dict[int, dict]:
         """Per row (by position), the attributes past :data:`MAX_ATTR_COLUMNS`."""
-        return {position: json.loads(text) for position, text in _sparse(self.table, _OVERFLOW)}
+        return {position: json.loads(text) for position, text in extra_texts(self.table, OVERFLOW)}
 
     def dicts(self) -> list[dict[str, Any] | None]:
         """Every row's attribute dict (None for no attributes)."""
-        return _dicts(self.table).tolist()
+        return table_dicts(self.table).tolist()
 
     def dict_array(self, values: dict[str, np.ndarray] | None = None) -> np.ndarray:
         """:meth:`dicts` as an object array; ``values``: :func:`python_values` of the
         table, when the caller has them."""
-        return _dicts(self.table, values)
+        return table_dicts(self.table, values)
 
     def column(self, key: str) -> pa.ChunkedArray:
         return self.table.column(key)
@@ -216,10 +214,10 @@ class AttrTableBuilder:
         fields, arrays, none_keys = [], [], {}
         for key in sorted(pieces, key=lambda k: -frequency[k]):
             array, is_json = _column(pieces[key], n, key, none_keys)
-            fields.append(pa.field(key, array.type, metadata={_JSON_FIELD: b"1"} if is_json
+            fields.append(pa.field(key, array.type, metadata={JSON_FIELD: b"1"} if is_json
                                    else None))
             arrays.append(array)
-        for name, rows_json in ((_NONE_KEYS, none_keys), (_OVERFLOW, _json_rows(overflow))):
+        for name, rows_json in ((NONE_KEYS, none_keys), (OVERFLOW, _json_rows(overflow))):
             if rows_json:
                 fields.append(pa.field(name, pa.string()))
                 arrays.append(_sparse_text(rows_json, n))
@@ -458,23 +456,9 @@ def _sparse_text(rows: dict[int, Any], n: int) -> pa.Array:
     return text_array(values)
 
 
-def _sparse(table: pa.Table, name: str) -> list[tuple[int, str]]:
-    """(position, text) of the non-null rows of a sparse text column, if ``table`` has it."""
-    if name not in table.column_names:
-        return []
-    return _sparse_values(table.column(name))
-
-
-def _sparse_values(column: pa.ChunkedArray) -> list[tuple[int, str]]:
-    """(position, text) of the non-null rows of ``column``."""
-    positions = np.flatnonzero(~np.asarray(column.is_null().to_numpy(zero_copy_only=False)))
-    return list(zip(positions.tolist(), column.take(pa.array(positions)).to_pylist(),
-                    strict=True))
-
-
 def _empty(n: int) -> pa.Table:
     """A table of ``n`` rows without attributes (a table needs a column to have rows)."""
-    return pa.table({_NONE_KEYS: pa.nulls(n, pa.string())})
+    return pa.table({NONE_KEYS: pa.nulls(n, pa.string())})
 
 
 def common_type(one: pa.DataType, other: pa.DataType) -> pa.DataType:
@@ -497,11 +481,12 @@ def _past_the_cap(frequency: Counter[str]) -> set[str]:
 
 
 def _frequency(held: list[tuple[dict[str, pa.ChunkedArray], int]]) -> Counter[str]:
-    """Each key's values over the parts (``held``: each part's columns and rows)."""
+    """How many values each key has over the parts (``held``: each part's columns and
+    its number of rows)."""
     frequency: Counter[str] = Counter()
     for columns, rows in held:
         for name, column in columns.items():
-            if name not in (_NONE_KEYS, _OVERFLOW):
+            if name not in EXTRA_COLUMNS:
                 frequency[name] += rows - column.null_count
     return frequency
 
@@ -515,18 +500,18 @@ def _moved_to_overflow(columns: dict[str, pa.ChunkedArray], rows: int, moved: se
         return columns
     kept = {name: column for name, column in columns.items() if name not in moved}
     overflow: dict[int, dict] = {}
-    if _OVERFLOW in kept:
+    if OVERFLOW in kept:
         overflow = {position: json.loads(text)
-                    for position, text in _sparse_values(kept[_OVERFLOW])}
+                    for position, text in column_texts(kept[OVERFLOW])}
     for name in present:
         column = columns[name]
         positions = np.flatnonzero(column.is_valid().to_numpy(zero_copy_only=False))
         values = column.take(pa.array(positions)).to_pylist()
-        if _is_json_field(schema.field(name)):
+        if is_json_field(schema.field(name)):
             values = [json.loads(value) for value in values]
         for position, value in zip(positions.tolist(), values, strict=True):
             overflow.setdefault(position, {})[name] = value
-    kept[_OVERFLOW] = pa.chunked_array([_sparse_text(_json_rows(overflow), rows)])
+    kept[OVERFLOW] = pa.chunked_array([_sparse_text(_json_rows(overflow), rows)])
     return kept
 
 
@@ -550,17 +535,13 @@ def _chunks(held: list[tuple[dict[str, pa.ChunkedArray], int]], name: str,
     return chunks
 
 
-def _is_json_field(field: pa.Field) -> bool:
-    return bool(field.metadata and field.metadata.get(_JSON_FIELD))
-
-
 def _json_ready(table: pa.Table, max_chars: int) -> bool:
     """Whether every value of ``table`` is JSON-ready text, number or bool that
     ``json_safe(..., max_chars)`` would leave alone (a row's texts included)."""
     longest_texts = 0
     for field in table.schema:
         column = table.column(field.name)
-        if field.name == _OVERFLOW or _is_json_field(field):
+        if field.name == OVERFLOW or is_json_field(field):
             if column.null_count < len(column):
                 return False  # nested or overflow values: json_safe walks them
         elif field.type == pa.string():
@@ -572,115 +553,3 @@ def _json_ready(table: pa.Table, max_chars: int) -> bool:
                 pc.all(pc.is_finite(column)).as_py() not in (True, None):
             return False
     return longest_texts <= TOTAL_CHARS_FACTOR * max_chars and table.num_columns <= MAX_STEPS
-
-
-def python_values(table: pa.Table) -> dict[str, np.ndarray]:
-    """Each attribute column of ``table`` as an array whose ``tolist()`` gives its Python
-    values where the column is valid: text (JSON as its text) as objects with None,
-    shared by the dicts and the ``attr.<key>`` columns so each string is made once;
-    numbers and bools as numpy, so that only the values a dict holds become objects."""
-    return {name: _python_column(table.column(name)) for name in table.column_names
-            if name not in (_NONE_KEYS, _OVERFLOW)}
-
-
-def _python_column(column: pa.ChunkedArray) -> np.ndarray:
-    """See :func:`python_values`: converted in C, text by Arrow, numbers by numpy (exact,
-    no float in between; what a missing number or bool reads as is not defined)."""
-    kind = column.type
-    if kind in (pa.string(), pa.large_string()):
-        return column.to_numpy(zero_copy_only=False)
-    if pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_boolean(kind):
-        if column.null_count == 0:
-            return column.to_numpy()
-        chunks = [raw_numbers(chunk) for chunk in column.chunks]
-        return chunks[0] if len(chunks) == 1 else np.concatenate(chunks)
-    values = np.empty(len(column), dtype=object)
-    values[:] = column.to_pylist()
-    return values
-
-
-def raw_numbers(chunk: pa.Array) -> np.ndarray:
-    """The values buffer of a number or bool array as numpy, nulls and all (their
-    slots hold whatever the buffer holds): no copy but for bools."""
-    data = chunk.buffers()[1]
-    if pa.types.is_boolean(chunk.type):
-        bits = np.unpackbits(np.frombuffer(data, dtype=np.uint8), bitorder="little")
-        return bits[chunk.offset:chunk.offset + len(chunk)].astype(bool)
-    dtype = np.dtype(chunk.type.to_pandas_dtype())
-    return np.frombuffer(data, dtype=dtype, count=chunk.offset + len(chunk))[chunk.offset:]
-
-
-def _dicts(table: pa.Table, values: dict[str, np.ndarray] | None = None) -> np.ndarray:
-    """Row dicts (None for a row without attributes) in an object array, made per group
-    of rows that have the same keys; ``values`` are :func:`python_values` of ``table``
-    when the caller has them already."""
-    n = table.num_rows
-    out = np.full(n, None, dtype=object)
-    names = [name for name in table.column_names if name not in (_NONE_KEYS, _OVERFLOW)]
-    if names:
-        values = values if values is not None else python_values(table)
-        json_keys = {field.name for field in table.schema
-                     if _is_json_field(field)}
-        columns = [[None if v is None else json.loads(v) for v in values[name].tolist()]
-                   if name in json_keys else values[name] for name in names]
-        valid = np.empty((n, len(names)), dtype=bool)
-        for position, name in enumerate(names):
-            valid[:, position] = table.column(name).is_valid().to_numpy(zero_copy_only=False)
-        _fill_dicts(out, names, columns, valid)
-    for extra, decode in ((_NONE_KEYS, lambda text: dict.fromkeys(json.loads(text))),
-                          (_OVERFLOW, json.loads)):
-        for position, text in _sparse(table, extra):
-            out[position] = {**(out[position] or {}), **decode(text)}
-    return out
-
-
-def _fill_dicts(out: np.ndarray, names: list[str], columns: list[np.ndarray | list],
-                valid: np.ndarray) -> None:
-    """Write into ``out`` each row's dict of the ``columns`` it has (``valid``), keys in
-    column order; rows with none stay None. A number's or bool's Python value is made
-    only where a dict holds it; text is the column's own object."""
-    if not len(out):
-        return
-    _, first_rows, pattern_of_row = np.unique(_row_patterns(valid), return_index=True,
-                                              return_inverse=True)
-    pattern_of_row = pattern_of_row.ravel().astype(np.int64)
-    present = [tuple(np.flatnonzero(valid[row]).tolist()) for row in first_rows.tolist()]
-    if _native_dicts is not None:
-        laid = [np.ascontiguousarray(column) if isinstance(column, np.ndarray)
-                and column.dtype in _NATIVE_DTYPES else column if isinstance(column, list)
-                else column.tolist() for column in columns]
-        out[:] = _native_dicts.row_dicts(tuple(names), laid, pattern_of_row, present)
-        return
-    order = np.argsort(pattern_of_row, kind="stable")
-    for group in np.split(order, np.flatnonzero(np.diff(pattern_of_row[order])) + 1):
-        columns_here = present[pattern_of_row[group[0]]]
-        if not columns_here:
-            continue
-        keys = tuple(names[c] for c in columns_here)
-        rows = zip(*(_taken(columns[c], group) for c in columns_here), strict=True)
-        out[group] = np.fromiter(map(dict, map(zip, repeat(keys), rows)), dtype=object,
-                                 count=len(group))
-
-
-def _taken(column: np.ndarray | list, rows: np.ndarray) -> list:
-    """The Python values of ``column`` at ``rows``."""
-    if isinstance(column, list):
-        return [column[row] for row in rows.tolist()]
-    return column[rows].tolist()
-
-
-def _row_patterns(valid: np.ndarray) -> np.ndarray:
-    """A number per row of the boolean matrix ``valid``, equal for equal rows: the row's
-    bits as 64-bit words, the words of wider rows paired down to one number."""
-    n = len(valid)
-    packed = np.packbits(valid, axis=1)
-    padded = np.zeros((n, -(-packed.shape[1] // 8) * 8), dtype=np.uint8)
-    padded[:, :packed.shape[1]] = packed
-    words = padded.view(np.uint64)
-    patterns = words[:, 0]
-    for more in range(1, words.shape[1]):
-        _, first = np.unique(patterns, return_inverse=True)
-        _, second = np.unique(words[:, more], return_inverse=True)
-        patterns = (first.ravel().astype(np.uint64) * np.uint64(int(second.max()) + 1)
-                    + second.ravel().astype(np.uint64))
-    return patterns

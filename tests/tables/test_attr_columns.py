@@ -13,7 +13,7 @@ import torch
 
 from slime_trace_widget.frames import attr_frames
 from slime_trace_widget.frames.attr_frames import merged_attr_frame
-from slime_trace_widget.tables import attr_columns, attr_grouping
+from slime_trace_widget.tables import attr_columns, attr_grouping, attr_python
 from slime_trace_widget.tables.attr_columns import AttrTable
 
 ROWS = [
@@ -348,14 +348,14 @@ def test_rows_of_many_keys_come_back_each_with_its_own_keys() -> None:
 
 
 #: The compiled dict pass, as imported (tests set the module's name to None).
-NATIVE_DICTS = attr_columns._native_dicts
+NATIVE_DICTS = attr_python._native_dicts
 
 
 def _dicts_both_ways(table: AttrTable, monkeypatch) -> tuple[list, list]:
     """``table.dicts()`` by the native dict pass, then by the Python pass."""
     made = []
     for module in (NATIVE_DICTS, None):
-        monkeypatch.setattr(attr_columns, "_native_dicts", module)
+        monkeypatch.setattr(attr_python, "_native_dicts", module)
         made.append(table.dicts())
     return made[0], made[1]
 

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from slime_trace_widget.sources.dumps import worker
-from slime_trace_widget.tables import attr_columns, attr_grouping, build
+from slime_trace_widget.tables import attr_columns, attr_grouping, attr_python, build
 from slime_trace_widget.tables.attr_columns import AttrTable
 from tests.tables.test_attr_columns import _ipc_bytes
 
@@ -31,7 +31,7 @@ def _can_compile() -> bool:
 
 
 @pytest.mark.parametrize(("module", "name"), [(attr_grouping, "_native_columns"),
-                                              (attr_columns, "_native_dicts")])
+                                              (attr_python, "_native_dicts")])
 def test_the_native_passes_are_built_where_a_c_compiler_is(module: object, name: str) -> None:
     """The install compiles them (hatch_build.py); a build that silently fell back to
     Python would leave every load slower with nothing said at run time."""

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from slime_trace_widget.tables import attr_columns, attr_grouping, carrier
+from slime_trace_widget.tables import attr_grouping, attr_python, carrier
 
 ROOT = Path(__file__).resolve().parents[2]
 needs_native = pytest.mark.skipif(
-    None in (attr_columns._native_dicts, attr_grouping._native_columns, carrier._native_records),
+    None in (attr_python._native_dicts, attr_grouping._native_columns, carrier._native_records),
     reason="built without a C compiler")
 #: Hang guard for one case, generous for a busy machine.
 CASE_SECONDS = 120
