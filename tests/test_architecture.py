@@ -9,6 +9,7 @@ moved or tested apart. The walk is over source text (AST), so nothing is importe
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -201,6 +202,49 @@ def test_the_walk_sees_every_kind_of_import(tmp_path: Path) -> None:
     names = set(imported_names(source, "slime_trace_widget.stage.mod"))
     assert {"slime_trace_widget.frames", "slime_trace_widget.frames.TraceFrames",
             "slime_trace_widget.stage.sibling", "slime_trace_widget.view.widget"} <= names
+
+
+def private_imports(root: Path = ROOT) -> list[str]:
+    """Every import of another project's private module or name: one whose dotted
+    name has a part that starts with an underscore (``_codecs``, ``pandas._libs``),
+    dunder names (``__future__``) aside."""
+    found = []
+    for name, path in package_modules(root).items():
+        for target in imported_names(path, name):
+            parts = target.split(".")
+            if parts[0] != PACKAGE.name and any(
+                    part.startswith("_") and not part.endswith("__") for part in parts):
+                found.append(f"{name} -> {target}")
+    return sorted(found)
+
+
+def test_no_private_module_of_python_or_a_library() -> None:
+    private = private_imports()
+    assert not private, "private imports:\n" + "\n".join(private)
+
+
+def test_the_private_check_catches_private_imports(tmp_path: Path) -> None:
+    files = {"__init__.py": "from __future__ import annotations\n",
+             "stage/__init__.py": "",
+             "stage/mod.py": ("import _compat_pickle\nfrom pandas._libs import lib\n"
+                              "from pickle import _Unpickler\nfrom . import _native\n"),
+             "stage/_native.py": ""}
+    for relative, text in files.items():
+        path = tmp_path / PACKAGE.name / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    pkg = f"{PACKAGE.name}.stage.mod"
+    assert private_imports(tmp_path) == [f"{pkg} -> _compat_pickle", f"{pkg} -> pandas._libs",
+                                         f"{pkg} -> pandas._libs.lib",
+                                         f"{pkg} -> pickle._Unpickler"]
+
+
+def test_native_code_uses_python_s_public_c_api() -> None:
+    """CPython's underscored C names (``_PyDict_NewPresized``) may change in any release."""
+    private = {str(path.relative_to(ROOT)): sorted(set(re.findall(r"\b_Py\w+", text)))
+               for path in PACKAGE.rglob("*.c")
+               if "_Py" in (text := path.read_text(encoding="utf-8"))}
+    assert not private, private
 
 
 def test_few_modules_on_top() -> None:

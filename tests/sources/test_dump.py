@@ -409,6 +409,29 @@ def test_codecs_and_reconstructor_only_serve_plain_uses(tmp_path):
     assert {"_codecs.encode", "copyreg._reconstructor"} <= set(dump.blocked_globals)
 
 
+def test_python2_names_serve_what_their_python3_names_serve(tmp_path):
+    """Protocol 0-2 pickles may name builtins and copyreg as Python 2 did; those names
+    resolve as the C unpickler renames them, a Python 2 name for anything not served
+    stays refused under the name the file wrote, and ``_codecs.encode`` with a plain
+    encoding makes bytes."""
+    number_range = pickle_ops(glob_op("__builtin__", "xrange"), MARK, fragment(3), TUPLE, REDUCE)
+    old_text = pickle_ops(glob_op("__builtin__", "unicode"), MARK, text("ab"), TUPLE, REDUCE)
+    a_set = pickle_ops(glob_op("__builtin__", "set"), MARK, fragment([1, 2]), TUPLE, REDUCE)
+    reconstructed = pickle_ops(glob_op("copy_reg", "_reconstructor"), MARK,
+                               glob_op("collections", "OrderedDict"),
+                               glob_op("__builtin__", "dict"), EMPTY_TUPLE, TUPLE, REDUCE)
+    encoded = pickle_ops(glob_op("_codecs", "encode"), MARK, text("ab\u00e9"), text("latin1"),
+                         TUPLE, REDUCE)
+    not_served = pickle_ops(glob_op("UserDict", "OrderedDict"), EMPTY_TUPLE, REDUCE)
+    raw = with_benign(MARK, number_range, old_text, a_set, reconstructed, encoded, not_served,
+                      TUPLE)
+    dump, payload = load_payload(tmp_path, raw)
+    assert payload[:5] == (range(3), "ab", {1, 2}, OrderedDict(), b"ab\xe9")
+    assert type(payload[3]) is OrderedDict
+    assert isinstance(payload[5], Placeholder)
+    assert dump.blocked_globals == ["UserDict.OrderedDict"]
+
+
 def test_resaving_a_hostile_dump_writes_no_globals(tmp_path):
     path = save_dump(tmp_path / "rollout_0.pt", load_dump(FIXTURES / "hostile_pickle.pt").samples)
     dump = load_dump(path)

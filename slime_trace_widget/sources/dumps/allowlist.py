@@ -10,7 +10,6 @@ frames worker). ``docs/loader-safety.md`` explains why each entry is safe.
 
 from __future__ import annotations
 
-import _compat_pickle
 import builtins
 import collections
 import datetime
@@ -23,6 +22,8 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
+
+from .python2_names import python3_name
 
 if TYPE_CHECKING:
     from .placeholders import Placeholder
@@ -44,15 +45,10 @@ _IMMUTABLE_TYPE_FLAG = 1 << 8  # Py_TPFLAGS_IMMUTABLETYPE
 
 
 def canonical(module: str, name: str) -> tuple[str, str]:
-    """Map Python 2 names (which protocol 0-2 pickles write) and old torch paths to today's.
-
-    The same renaming the C unpickler's own find_class does, so allowlist entries
-    and blocked names read as Python 3 names (``commands.Popen`` is ``subprocess.Popen``).
-    """
-    if (module, name) in _compat_pickle.NAME_MAPPING:
-        module, name = _compat_pickle.NAME_MAPPING[(module, name)]
-    else:
-        module = _compat_pickle.IMPORT_MAPPING.get(module, module)
+    """Map Python 2 names (:mod:`.python2_names`) and old torch paths to today's, so
+    allowlist entries and blocked names read as Python 3 names (``commands.Popen`` is
+    ``subprocess.Popen``)."""
+    module, name = python3_name(module, name)
     return _TORCH_MODULE_ALIASES.get(module, module), name
 
 

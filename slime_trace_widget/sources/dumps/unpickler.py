@@ -8,7 +8,7 @@ numpy stand-ins), and anything else becomes an inert placeholder. One
 
 from __future__ import annotations
 
-import _codecs
+import codecs
 import pickle
 import types
 from collections import Counter
@@ -163,7 +163,7 @@ def _session_wrappers(session: LoadSession) -> dict[tuple[str, str], Callable]:
     def encode(*args: Any) -> Any:
         plain = (len(args) == 2 and all(isinstance(a, str) for a in args)
                  and args[1].lower() in SAFE_ENCODINGS)
-        return _codecs.encode(*args) if plain else session.blocked_call("_codecs", "encode", *args)
+        return codecs.encode(*args) if plain else session.blocked_call("_codecs", "encode", *args)
 
     def nested_getattr(owner: Any, attr: Any) -> Any:
         # Protocol 2 names Sample.Status as getattr(Sample, "Status"); only that use is served.
