@@ -222,8 +222,9 @@ def _collect(fork: _Fork, table_paths: list[str], final: bool,
         with os.fdopen(fork.done, "rb") as stream:
             line = stream.readline()
         if line.endswith(b"\n"):  # else the fork died before its tables were complete
-            # Mapped, not read into memory: 4x quicker on a 200 MB table, and this
-            # short-lived job ends before the mapping's pages could weigh on anything.
+            # Mapped, not read into memory: the job checks the tables and passes them
+            # on, which needs no copy of their bytes, and this short-lived job ends
+            # before the mapping's pages could weigh on anything.
             tables = [AttrTable(read_table(path, mapped=True), file=path if final else None)
                       for path in table_paths]
             warnings.update(json.loads(line))
