@@ -217,7 +217,7 @@ print("STATS " + json.dumps({{
     "end_epoch_ms": _end_epoch_ms,
     "group_bytes": {{g: sum(len(v) for k, v in _buffers.items() if k.startswith(g + "_"))
                     for g in ("smp", "span", "seg", "ev")}},
-    "n_bytes": tl.view.n_bytes,
+    "n_bytes": sum(len(b) for b in tl.view.payload["buffers"].values()),
     "meta_bytes": len(json.dumps(tl.view.payload["meta"])),
     "samples": len(tl.view.sample_rows),
     "spans": len(tl.view.span_index),

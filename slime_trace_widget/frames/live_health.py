@@ -21,7 +21,7 @@ of a clean stop) to the start.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 import pandas as pd
@@ -89,7 +89,7 @@ class LiveHealth:
 
     def frame(self) -> pd.DataFrame:
         """One row per sender, the fields of :class:`SenderHealth`."""
-        columns = list(SenderHealth.__dataclass_fields__)
+        columns = [column.name for column in fields(SenderHealth)]
         return pd.DataFrame([[getattr(s, c) for c in columns] for s in self.senders],
                             columns=columns)
 

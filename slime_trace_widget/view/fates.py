@@ -22,8 +22,6 @@ also those a ``show()`` filter leaves out of the rows.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -32,12 +30,7 @@ import pandas as pd
 from ..answers.ledger import sample_fates, signal_ledger
 from ..answers.tail import tail_of, unit_table
 from ..frames.model import TraceFrames
-
-_CONTRACT = json.loads((Path(__file__).parent / "payload_contract.json")
-                       .read_text(encoding="utf-8"))
-#: The fates in the contract's order (``smp_fate`` codes index it).
-FATES: list[str] = _CONTRACT["fates"]
-FATE_NONE: int = _CONTRACT["fate_none"]
+from .contract import FATE_NONE, FATES
 
 
 def fate_codes(frames: TraceFrames) -> np.ndarray:

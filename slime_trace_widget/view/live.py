@@ -24,9 +24,10 @@ import numpy as np
 
 from ..frames.model import TraceFrames
 from ..sources.follow import Poller
+from .contract import PAYLOAD_VERSION
 from .details import event_detail, span_detail
 from .live_blocks import LiveBlocks, LiveDelta, RecordTraces
-from .payload import PAYLOAD_VERSION, encode
+from .payload import encode
 
 #: Seconds an open span may go without a record before its sample is flagged stalled.
 STALL_AFTER = 60.0

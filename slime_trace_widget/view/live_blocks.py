@@ -28,10 +28,11 @@ import numpy as np
 
 from ..frames.flatten import build_frames
 from ..frames.model import TraceFrames
-from .payload import COLUMN_DTYPES, encode
+from .contract import COLUMN_DTYPES, column_bytes, column_values
+from .payload import encode
 
-_NUMPY = {"u1": "<u1", "u2": "<u2", "u4": "<u4", "i4": "<i4", "f4": "<f4", "f8": "<f8"}
 SAMPLE_COLUMNS = [name for name in COLUMN_DTYPES if name.startswith("smp_")]
+_INTEGER = {name for name, dtype in COLUMN_DTYPES.items() if dtype[0] in "ui"}
 #: Item columns per kind, and the column that says which sample (or span) owns a row.
 ITEM_COLUMNS = {kind: [name for name in COLUMN_DTYPES if name.startswith(prefix)]
                 for kind, prefix in (("span", "span_"), ("seg", "seg_"), ("ev", "ev_"))}
@@ -222,11 +223,11 @@ class LiveBlocks:
         buffers: dict[str, bytes] = {}
         for name in SAMPLE_COLUMNS:
             values = np.array([b.sample[name] for b in blocks if b is not None])
-            buffers[name] = _pack(name, values)
+            buffers[name] = column_bytes(name, values)
         for names in ITEM_COLUMNS.values():
             for name in names:
                 parts = [b.items[name] for b in blocks if b is not None]
-                buffers[name] = _pack(name, np.concatenate(parts) if parts else np.zeros(0))
+                buffers[name] = column_bytes(name, np.concatenate(parts) if parts else np.zeros(0))
         t0 = self.t0 or 0.0
         meta = {
             "type": "live_delta",
@@ -251,8 +252,7 @@ class LiveBlocks:
 def split_blocks(payload: dict[str, Any], tables: dict[str, _Table]) -> list[Block]:
     """Cut a payload into per-sample blocks: codes into ``tables``, pointers block-relative."""
     meta = payload["meta"]
-    columns = {name: np.frombuffer(data, dtype=_NUMPY[COLUMN_DTYPES[name]])
-               for name, data in payload["buffers"].items()}
+    columns = {name: column_values(name, data) for name, data in payload["buffers"].items()}
     lookups = {column: tables[table].lookup(meta[table])
                for column, table in _CODE_COLUMNS.items()}
     n_samples = len(columns["smp_start"])
@@ -279,11 +279,3 @@ def split_blocks(payload: dict[str, Any], tables: dict[str, _Table]) -> list[Blo
         strings = {field: meta["samples"][field][i] for field in _SAMPLE_STRINGS}
         blocks.append(Block(sample, strings, items))
     return blocks
-
-
-_INTEGER = {name for name, dtype in COLUMN_DTYPES.items() if dtype[0] in "ui"}
-
-
-def _pack(name: str, values: np.ndarray) -> bytes:
-    return np.ascontiguousarray(values, dtype=_NUMPY[COLUMN_DTYPES[name]]).tobytes()
-

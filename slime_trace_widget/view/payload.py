@@ -13,10 +13,8 @@ them, and then drawn as ordinary spans.
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -27,31 +25,28 @@ from ..answers.links import LINK_KINDS, group_members, links
 from ..frames.engine_load import load_tracks
 from ..frames.model import TraceFrames
 from ..values import truncate
+from .contract import (
+    CLIP_SHIFT,
+    COLUMN_DTYPES,
+    CONTRACT,
+    FATE_NONE,
+    FLAG_ENGINE,
+    FLAG_ERROR,
+    FLAG_OPEN,
+    FLAG_PD_SEGMENT_SPANS,
+    FLAG_VIRTUAL,
+    LOAD_TRACKS,
+    PAYLOAD_VERSION,
+    column_bytes,
+    column_values,
+)
 from .fates import fate_codes, ledger_meta
 
-#: The column table and codes shared with js/src/data/decode.js (one source for both sides).
-CONTRACT: dict[str, Any] = json.loads(
-    (Path(__file__).parent / "payload_contract.json").read_text(encoding="utf-8"))
-
-PAYLOAD_VERSION: int = CONTRACT["version"]
 LABEL_CHARS = 200
 #: Names, statuses and sources longer than this travel cut (with a marker); the
 #: kernel keeps them whole. A label on screen never shows more.
 NAME_CHARS = 1000
 MAX_NAMES = 65535
-
-FLAG_OPEN: int = CONTRACT["span_flags"]["open"]
-FLAG_VIRTUAL: int = CONTRACT["span_flags"]["virtual"]
-FLAG_ERROR: int = CONTRACT["span_flags"]["error"]
-#: On a child-form virtual span: its segments mirror real spans, which count as its children.
-FLAG_PD_SEGMENT_SPANS: int = CONTRACT["span_flags"]["pd_segment_spans"]
-FLAG_ENGINE: int = CONTRACT["span_flags"]["engine"]
-CLIP_SHIFT: int = CONTRACT["clip_shift"]
-
-COLUMN_DTYPES: dict[str, str] = dict(CONTRACT["columns"])
-#: The engine-load tracks the payload carries (``load_track`` codes index it).
-LOAD_TRACKS: list[str] = CONTRACT["load_tracks"]
-_NUMPY_DTYPES = {"u1": "<u1", "u2": "<u2", "u4": "<u4", "i4": "<i4", "f4": "<f4", "f8": "<f8"}
 
 
 @dataclass
@@ -62,11 +57,6 @@ class EncodedView:
     sample_rows: np.ndarray  # payload sample -> samples.index
     span_index: np.ndarray  # payload span -> spans.index
     event_index: np.ndarray  # payload event -> events.index
-
-    @property
-    def n_bytes(self) -> int:
-        """Bytes of binary columns (what the benchmarks count per span)."""
-        return sum(len(b) for b in self.payload["buffers"].values())
 
 
 def encode(
@@ -238,10 +228,6 @@ class _NameTable:
         return self._codes[self.OVERFLOW]
 
 
-def _pack(name: str, values: np.ndarray) -> bytes:
-    return np.ascontiguousarray(values, dtype=_NUMPY_DTYPES[COLUMN_DTYPES[name]]).tobytes()
-
-
 def _sample_columns(
     frames: TraceFrames, rows: np.ndarray, core: pd.DataFrame, span_sel: np.ndarray,
     offsets: np.ndarray, t0: float, fates: bool,
@@ -254,18 +240,19 @@ def _sample_columns(
     source = samples["source"].array
     dump_codes = samples["dump"].to_numpy()
     return {
-        "smp_start": _pack("smp_start", samples["start"].to_numpy() - t0 - offsets),
-        "smp_end": _pack("smp_end", samples["end"].to_numpy() - t0 - offsets),
-        "smp_reward": _pack("smp_reward", samples["reward"].to_numpy()),
-        "smp_status": _pack("smp_status", _code_or_last(status, 255)),
-        "smp_source": _pack("smp_source", _code_or_last(source, 65535)),
-        "smp_rollout": _pack("smp_rollout", dump_codes),
-        "smp_attempts": _pack("smp_attempts", np.minimum(samples["attempts"].to_numpy(), 65535)),
-        "smp_lanes": _pack("smp_lanes", np.minimum(lanes[rows], 65535)),
-        "smp_open": _pack("smp_open", samples["n_open_spans"].to_numpy()),
-        "smp_offset": _pack("smp_offset", offsets),
-        "smp_fate": _pack("smp_fate", fate_codes(frames)[rows] if fates
-                          else np.full(len(rows), CONTRACT["fate_none"])),
+        "smp_start": column_bytes("smp_start", samples["start"].to_numpy() - t0 - offsets),
+        "smp_end": column_bytes("smp_end", samples["end"].to_numpy() - t0 - offsets),
+        "smp_reward": column_bytes("smp_reward", samples["reward"].to_numpy()),
+        "smp_status": column_bytes("smp_status", _code_or_last(status, 255)),
+        "smp_source": column_bytes("smp_source", _code_or_last(source, 65535)),
+        "smp_rollout": column_bytes("smp_rollout", dump_codes),
+        "smp_attempts": column_bytes("smp_attempts",
+                                     np.minimum(samples["attempts"].to_numpy(), 65535)),
+        "smp_lanes": column_bytes("smp_lanes", np.minimum(lanes[rows], 65535)),
+        "smp_open": column_bytes("smp_open", samples["n_open_spans"].to_numpy()),
+        "smp_offset": column_bytes("smp_offset", offsets),
+        "smp_fate": column_bytes("smp_fate", fate_codes(frames)[rows] if fates
+                          else np.full(len(rows), FATE_NONE)),
     }
 
 
@@ -308,15 +295,15 @@ def _span_columns(
     samples = sample_pos[chosen["sample_row"].to_numpy()]
     base = t0 + offsets[samples]
     columns = {
-        "span_sample": _pack("span_sample", samples),
-        "span_start": _pack("span_start", chosen["start"].to_numpy() - base),
-        "span_end": _pack("span_end", chosen["display_end"].to_numpy() - base),
-        "span_name": _pack("span_name", names.codes_for(chosen["name"])),
-        "span_lane": _pack("span_lane", np.minimum(chosen["lane"].to_numpy(), 255)),
-        "span_depth": _pack("span_depth", np.minimum(chosen["depth"].to_numpy(), 255)),
-        "span_flags": _pack("span_flags", flags),
-        "span_attempt": _pack("span_attempt", np.minimum(chosen["attempt"].to_numpy(), 255)),
-        "span_parent": _pack("span_parent", parent_payload),
+        "span_sample": column_bytes("span_sample", samples),
+        "span_start": column_bytes("span_start", chosen["start"].to_numpy() - base),
+        "span_end": column_bytes("span_end", chosen["display_end"].to_numpy() - base),
+        "span_name": column_bytes("span_name", names.codes_for(chosen["name"])),
+        "span_lane": column_bytes("span_lane", np.minimum(chosen["lane"].to_numpy(), 255)),
+        "span_depth": column_bytes("span_depth", np.minimum(chosen["depth"].to_numpy(), 255)),
+        "span_flags": column_bytes("span_flags", flags),
+        "span_attempt": column_bytes("span_attempt", np.minimum(chosen["attempt"].to_numpy(), 255)),
+        "span_parent": column_bytes("span_parent", parent_payload),
     }
     return order, columns
 
@@ -338,10 +325,10 @@ def _segment_columns(
     else:
         owners = name_codes = start = end = np.zeros(0)
     return {
-        "seg_span": _pack("seg_span", owners),
-        "seg_start": _pack("seg_start", start),
-        "seg_end": _pack("seg_end", end),
-        "seg_name": _pack("seg_name", name_codes),
+        "seg_span": column_bytes("seg_span", owners),
+        "seg_start": column_bytes("seg_start", start),
+        "seg_end": column_bytes("seg_end", end),
+        "seg_name": column_bytes("seg_name", name_codes),
     }
 
 
@@ -357,13 +344,13 @@ def _event_columns(
     parents = chosen["parent_index"].to_numpy()
     samples = sample_pos[chosen["sample_row"].to_numpy()]
     columns = {
-        "ev_sample": _pack("ev_sample", samples),
-        "ev_ts": _pack("ev_ts", chosen["ts"].to_numpy() - t0 - offsets[samples]),
-        "ev_name": _pack("ev_name", names.codes_for(chosen["name"])),
-        "ev_lane": _pack("ev_lane", np.minimum(chosen["lane"].to_numpy(), 255)),
-        "ev_kind": _pack("ev_kind", _contract_codes(chosen["kind"], "event_kinds")),
-        "ev_attempt": _pack("ev_attempt", np.minimum(chosen["attempt"].to_numpy(), 255)),
-        "ev_parent": _pack("ev_parent", _parent_positions(parents, span_pos)),
+        "ev_sample": column_bytes("ev_sample", samples),
+        "ev_ts": column_bytes("ev_ts", chosen["ts"].to_numpy() - t0 - offsets[samples]),
+        "ev_name": column_bytes("ev_name", names.codes_for(chosen["name"])),
+        "ev_lane": column_bytes("ev_lane", np.minimum(chosen["lane"].to_numpy(), 255)),
+        "ev_kind": column_bytes("ev_kind", _contract_codes(chosen["kind"], "event_kinds")),
+        "ev_attempt": column_bytes("ev_attempt", np.minimum(chosen["attempt"].to_numpy(), 255)),
+        "ev_parent": column_bytes("ev_parent", _parent_positions(parents, span_pos)),
     }
     return order, columns
 
@@ -400,9 +387,9 @@ def _link_columns(frames: TraceFrames, span_pos: np.ndarray,
                             for parts in (kinds, sources, targets))
     order = np.lexsort((target, source, kind))
     return {
-        "link_kind": _pack("link_kind", kind[order]),
-        "link_from": _pack("link_from", source[order]),
-        "link_to": _pack("link_to", target[order]),
+        "link_kind": column_bytes("link_kind", kind[order]),
+        "link_from": column_bytes("link_from", source[order]),
+        "link_to": column_bytes("link_to", target[order]),
     }
 
 
@@ -425,7 +412,7 @@ def _load_columns(frames: TraceFrames, t0: float, align: str
     no one clock holds for the tracks."""
     tracks = engine_load_tracks(frames) if align == "global" else None
     if tracks is None:
-        return {name: _pack(name, np.zeros(0)) for name in
+        return {name: column_bytes(name, np.zeros(0)) for name in
                 ("load_engine", "load_track", "load_ts", "load_value")}, []
     ts = pd.to_numeric(tracks["ts"], errors="coerce").to_numpy(dtype=np.float64)
     value = pd.to_numeric(tracks["value"], errors="coerce").to_numpy(dtype=np.float64)
@@ -440,10 +427,10 @@ def _load_columns(frames: TraceFrames, t0: float, align: str
     table = table.sort_values(["engine", "track", "ts"], kind="stable")
     codes, engines = pd.factorize(table["engine"], sort=True)
     return {
-        "load_engine": _pack("load_engine", codes),
-        "load_track": _pack("load_track", table["track"].to_numpy()),
-        "load_ts": _pack("load_ts", table["ts"].to_numpy() - t0),
-        "load_value": _pack("load_value", table["value"].to_numpy()),
+        "load_engine": column_bytes("load_engine", codes),
+        "load_track": column_bytes("load_track", table["track"].to_numpy()),
+        "load_ts": column_bytes("load_ts", table["ts"].to_numpy() - t0),
+        "load_value": column_bytes("load_value", table["value"].to_numpy()),
     }, [truncate(str(name), NAME_CHARS) for name in engines]
 
 
@@ -471,7 +458,7 @@ def _check_order(buffers: dict[str, bytes], kind: str) -> None:
     The renderer binary-searches each lane and track and does not reorder, so a
     payload out of order would draw wrong rather than fail loudly there.
     """
-    sample, lane, time = (np.frombuffer(buffers[name], dtype=_NUMPY_DTYPES[COLUMN_DTYPES[name]])
+    sample, lane, time = (column_values(name, buffers[name])
                           for name in CONTRACT["sort_keys"][kind])
     d_sample = np.diff(sample.astype(np.int64))
     d_lane = np.diff(lane.astype(np.int64))

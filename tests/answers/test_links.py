@@ -28,7 +28,8 @@ from slime_trace_widget.tracing import (
     trace_span,
     use_clock,
 )
-from slime_trace_widget.view.payload import _NUMPY_DTYPES, COLUMN_DTYPES, CONTRACT, encode
+from slime_trace_widget.view.contract import COLUMN_DTYPES, CONTRACT, column_values
+from slime_trace_widget.view.payload import encode
 
 
 class Clock:
@@ -208,7 +209,7 @@ def test_group_links_scale_as_columns():
 
 
 def _column(view, name: str) -> np.ndarray:
-    return np.frombuffer(view.payload["buffers"][name], dtype=_NUMPY_DTYPES[COLUMN_DTYPES[name]])
+    return column_values(name, view.payload["buffers"][name])
 
 
 def _payload_links(view) -> set[tuple[str, tuple[str, int], tuple[str, int]]]:

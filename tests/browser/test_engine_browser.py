@@ -20,7 +20,8 @@ import pytest
 
 from slime_trace_widget.demo import write_demo_dump
 from slime_trace_widget.sources.loading import load_frames
-from slime_trace_widget.view.payload import FLAG_ENGINE, encode
+from slime_trace_widget.view.contract import FLAG_ENGINE
+from slime_trace_widget.view.payload import encode
 from tests.browser.engine_scene import LOAD_STEP, scene
 from tests.browser.notebooks import FIRST_WIDGET, run_first_widget
 from tests.browser.test_snapshot_browser import opened

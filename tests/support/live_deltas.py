@@ -5,17 +5,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from slime_trace_widget.view.contract import COLUMN_DTYPES, column_bytes, column_values
 from slime_trace_widget.view.live_blocks import LiveDelta, _Table, split_blocks
-from slime_trace_widget.view.payload import COLUMN_DTYPES
-
-_NUMPY = {"u1": "<u1", "u2": "<u2", "u4": "<u4", "i4": "<i4", "f4": "<f4", "f8": "<f8"}
 
 
 def absolute_items(delta: LiveDelta) -> dict[str, np.ndarray]:
     """The item columns of a full delta with block-relative pointers made absolute:
     the payload a renderer that applied it holds."""
     meta = delta.meta
-    columns = {name: np.frombuffer(data, dtype=_NUMPY[COLUMN_DTYPES[name]]).astype(np.float64
+    columns = {name: column_values(name, data).astype(np.float64
                if COLUMN_DTYPES[name][0] == "f" else np.int64)
                for name, data in delta.buffers.items()}
     span_starts = np.concatenate([[0], np.cumsum(meta["counts"]["span"])])[:-1]
@@ -30,8 +28,7 @@ def as_payload(delta: LiveDelta) -> dict:
     """A whole delta as the payload a renderer holds after applying it."""
     columns = absolute_items(delta)
     meta = delta.meta
-    packed = {name: values.astype(_NUMPY[COLUMN_DTYPES[name]]).tobytes()
-              for name, values in columns.items()}
+    packed = {name: column_bytes(name, values) for name, values in columns.items()}
     return {"meta": {**{k: meta[k] for k in ("names", "statuses", "sources", "rollouts")},
                      "samples": meta["samples"]}, "buffers": packed}
 

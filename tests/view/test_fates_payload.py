@@ -16,10 +16,10 @@ from slime_trace_widget import TraceTimeline
 from slime_trace_widget.answers.ledger import FATES, sample_fates, signal_ledger
 from slime_trace_widget.answers.tail import tail_price
 from slime_trace_widget.sources.loading import load_frames
-from slime_trace_widget.view.fates import FATE_NONE
+from slime_trace_widget.view.contract import CONTRACT, FATE_NONE
 from slime_trace_widget.view.page.htmlpage import MAGIC
 from slime_trace_widget.view.page.snapshot import data_blocks
-from slime_trace_widget.view.payload import CONTRACT, encode
+from slime_trace_widget.view.payload import encode
 from tests.view.test_payload import decode
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"

@@ -25,7 +25,8 @@ from slime_trace_widget.answers.links import group_members, links
 from slime_trace_widget.answers.tail import tail_price
 from slime_trace_widget.frames.engine_load import engine_load_frame, load_tracks
 from slime_trace_widget.sources.loading import load_frames
-from slime_trace_widget.view.payload import CONTRACT, encode
+from slime_trace_widget.view.contract import CONTRACT
+from slime_trace_widget.view.payload import encode
 
 ROOT = Path(__file__).parents[2]
 FIXTURES = Path(__file__).parents[1] / "fixtures"
@@ -208,10 +209,9 @@ def test_golden_payload_covers_the_flags() -> None:
 
 def test_golden_payload_sorted_as_the_contract_says() -> None:
     payload = json.loads(GOLDEN.read_text(encoding="utf-8"))["payload"]
-    dtypes = {"u1": "<u1", "u2": "<u2", "u4": "<u4", "i4": "<i4", "f4": "<f4", "f8": "<f8"}
     for keys in CONTRACT["sort_keys"].values():
         cols = [np.frombuffer(base64.b64decode(payload["buffers"][k]),
-                              dtype=dtypes[payload["meta"]["columns"][k]]) for k in keys]
+                              dtype="<" + payload["meta"]["columns"][k]) for k in keys]
         order = np.lexsort(cols[::-1])
         assert (order == np.arange(len(order))).all(), keys
 

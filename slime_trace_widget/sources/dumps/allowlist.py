@@ -41,7 +41,6 @@ _BUILTIN_NAMES = (
 )
 SAFE_ENCODINGS = frozenset({"latin1", "latin-1", "iso-8859-1", "iso8859-1", "utf-8", "utf8",
                             "ascii"})
-_IMMUTABLE_TYPE_FLAG = 1 << 8  # Py_TPFLAGS_IMMUTABLETYPE
 
 
 def canonical(module: str, name: str) -> tuple[str, str]:
@@ -89,11 +88,6 @@ def _static_globals() -> dict[tuple[str, str], object]:
 
 
 STATIC_GLOBALS = _static_globals()
-
-
-def is_mutable_class(obj: object) -> bool:
-    """True for Python-defined classes, whose attributes a pickle BUILD could overwrite."""
-    return isinstance(obj, type) and not obj.__flags__ & _IMMUTABLE_TYPE_FLAG
 
 
 def forwarder(function: Callable) -> Callable:
@@ -148,7 +142,11 @@ _CLASS_SPECIALS = ("__class__", "__bases__", "__name__", "__qualname__")
 
 
 class ClassGuard:
-    """Snapshots mutable allowed classes so a load that alters them can be undone and refused.
+    """Snapshots allowed classes so a load that alters them can be undone and refused.
+
+    Every class is watched: one written in Python (``uuid.UUID``, ``Counter``) is
+    open to a BUILD's setattr, and one written in C is left as it was, which the
+    comparison then finds.
 
     Besides the class ``__dict__`` it records the attributes that live outside it
     (metaclass, bases, names), which BUILD's setattr could also reach.
@@ -165,7 +163,8 @@ class ClassGuard:
         """Put back every changed class attribute; return the names of the classes touched."""
         touched = []
         for cls, specials, before in self._snapshots.values():
-            changed = [k for k, v in specials.items() if getattr(cls, k) is not v]
+            # Compared by value: a C class makes its name anew on each read.
+            changed = [k for k, v in specials.items() if getattr(cls, k) != v]
             after = dict(vars(cls))
             same_dict = after.keys() == before.keys() and all(
                 after[k] is v for k, v in before.items())

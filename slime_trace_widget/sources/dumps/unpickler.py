@@ -30,7 +30,6 @@ from .allowlist import (
     DataOnlyClass,
     canonical,
     forwarder,
-    is_mutable_class,
     refuse_bad_dtype,
     unwrap,
 )
@@ -84,7 +83,7 @@ class LoadSession:
                 obj = DataOnlyClass(obj, *key, self)  # type: ignore[arg-type]
             elif isinstance(obj, types.FunctionType):
                 obj = forwarder(obj)
-            elif is_mutable_class(obj):
+            elif isinstance(obj, type):
                 self.guard.watch(obj)  # type: ignore[arg-type]
         else:
             return self.placeholder_class(*key)

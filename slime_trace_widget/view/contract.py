@@ -1,0 +1,51 @@
+"""The payload contract, read from ``payload_contract.json`` as Python constants.
+
+The renderer's decoder (``js/src/data/decode.js``) reads the same file, so the
+columns, their types, the codes and the flags are stated once for both sides.
+This module only reads the file, and packs and reads a column by its stated type.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["CLIP_SHIFT", "COLUMN_DTYPES", "CONTRACT", "FATES", "FATE_NONE", "FLAG_ENGINE",
+           "FLAG_ERROR", "FLAG_OPEN", "FLAG_PD_SEGMENT_SPANS", "FLAG_VIRTUAL", "LOAD_TRACKS",
+           "PAYLOAD_VERSION", "column_bytes", "column_values"]
+
+CONTRACT: dict[str, Any] = json.loads(
+    (Path(__file__).parent / "payload_contract.json").read_text(encoding="utf-8"))
+
+PAYLOAD_VERSION: int = CONTRACT["version"]
+FLAG_OPEN: int = CONTRACT["span_flags"]["open"]
+FLAG_VIRTUAL: int = CONTRACT["span_flags"]["virtual"]
+FLAG_ERROR: int = CONTRACT["span_flags"]["error"]
+#: On a child-form virtual span: its segments mirror real spans, which count as its children.
+FLAG_PD_SEGMENT_SPANS: int = CONTRACT["span_flags"]["pd_segment_spans"]
+FLAG_ENGINE: int = CONTRACT["span_flags"]["engine"]
+CLIP_SHIFT: int = CONTRACT["clip_shift"]
+#: Each column's type code (``u1``, ``i4``, ``f8``...): little-endian, as typed arrays read it.
+COLUMN_DTYPES: dict[str, str] = dict(CONTRACT["columns"])
+#: The engine-load tracks the payload carries (``load_track`` codes index it).
+LOAD_TRACKS: list[str] = CONTRACT["load_tracks"]
+#: The fates in the contract's order (``smp_fate`` codes index it).
+FATES: list[str] = CONTRACT["fates"]
+FATE_NONE: int = CONTRACT["fate_none"]
+
+
+def _dtype(name: str) -> np.dtype:
+    return np.dtype("<" + COLUMN_DTYPES[name])
+
+
+def column_bytes(name: str, values: Any) -> bytes:
+    """``values`` as the bytes of the payload column ``name``."""
+    return np.ascontiguousarray(values, dtype=_dtype(name)).tobytes()
+
+
+def column_values(name: str, data: bytes) -> np.ndarray:
+    """The values of the payload column ``name`` from its bytes (a read-only view)."""
+    return np.frombuffer(data, dtype=_dtype(name))
