@@ -411,6 +411,26 @@ export function matchSummary(result, total) {
 }
 
 /**
+ * The filter box's help, written from the grammar's tables so that a field, an
+ * operator or a unit added there is listed here too.
+ * @param {typeof GRAMMAR} grammar
+ */
+export function queryHelp(grammar = GRAMMAR) {
+  const valued = grammar.colon_fields.filter((name) => name !== "is" && name !== "has");
+  const [firstOrder] = grammar.order_operators;
+  const compared = grammar.compared_fields.map((name) => `${name}${firstOrder}N`).join("  ");
+  const units = Object.keys(grammar.units).join(" ");
+  const is = grammar.is_values.map((value) => `is:${value}`).join("  ");
+  const attrs = [...grammar.equality_operators.map((op) => `key${op}value`), `key${firstOrder}5`, "has:key"].join("  ");
+  return [
+    "Terms separated by spaces must all hold; -term negates; \"quote values\" with spaces; * is a wildcard.",
+    `${valued.map((name) => `${name}:VALUE`).join("  ")}  ${compared} (${grammar.order_operators.join(" ")}; times in ${units})`,
+    `${is}  ${attrs} (span and event attributes)`,
+    "a bare word searches #id, source, status, label and trace id",
+  ].join("\n");
+}
+
+/**
  * Resolves attribute terms for the current payload (the kernel, or the page).
  * @typedef {(terms: Term[], d: Data) => Promise<AttrHits>} AttrResolver
  */

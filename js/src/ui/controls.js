@@ -5,7 +5,7 @@
 // re-triggering; reports user changes.
 
 import { SORT_KEYS, SORT_LABELS } from "../data/layout.js";
-import { matchSummary, GRAMMAR } from "../data/query.js";
+import { matchSummary, queryHelp } from "../data/query.js";
 import { formatNumber } from "../util/format.js";
 import { el } from "../util/dom.js";
 
@@ -49,13 +49,6 @@ import { el } from "../util/dom.js";
  * @property {() => void} fitAll
  * @property {() => void} fitFiltered
  */
-
-const QUERY_HELP = [
-  "Terms separated by spaces must all hold; -term negates; \"quote values\" with spaces; * is a wildcard.",
-  `name:VALUE  status:X  source:X  attempt:N  attempt>N  duration>2s (${Object.keys(GRAMMAR.units).join(" ")})`,
-  `${GRAMMAR.is_values.map((value) => `is:${value}`).join("  ")}  key=value  key!=value  key>5  has:key (span and event attributes)`,
-  "a bare word searches #id, source, status, label and trace id",
-].join("\n");
 
 export const LANE_MIN = 6;
 export const LANE_MAX = 40;
@@ -138,7 +131,7 @@ export class Controls {
     this.filter = /** @type {HTMLInputElement} */ (el("input", "stw-input"));
     this.filter.type = "search";
     this.filter.placeholder = "name:tool* duration>2s key=value status:failed, or words";
-    this.filter.title = QUERY_HELP;
+    this.filter.title = queryHelp();
     this.filter.spellcheck = false;
     this.filter.addEventListener("input", () => {
       clearTimeout(this.filterTimer);

@@ -7,7 +7,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { decodePayload } from "../../src/data/decode.js";
-import { parseQuery, evaluate, matchSummary, QueryError, QueryFilter, unpackBits, resolverFor, finiteStandIns, glob, ATTR_KINDS } from "../../src/data/query.js";
+import { parseQuery, evaluate, matchSummary, QueryError, QueryFilter, unpackBits, resolverFor, finiteStandIns, glob, ATTR_KINDS, GRAMMAR, queryHelp } from "../../src/data/query.js";
 import { attrTermHits } from "../../src/page/page_attrs.js";
 import { base64ToBytes } from "../../src/data/bytes.js";
 import { createLocalModel } from "../../src/standalone.js";
@@ -365,4 +365,17 @@ test("bare words search id, source, status, label and trace id, case-insensitive
   assert.deepEqual(rows("onerror"), [2]);
   assert.deepEqual(rows("  berlin "), [3]);
   assert.deepEqual(rows("zzz"), []);
+});
+
+test("the filter box's help lists every field, operator, unit and is: value of the grammar", () => {
+  const help = queryHelp();
+  for (const name of GRAMMAR.colon_fields) assert.ok(help.includes(`${name}:`), name);
+  for (const name of GRAMMAR.compared_fields) assert.ok(help.includes(`${name}>`), name);
+  for (const op of [...GRAMMAR.order_operators, ...GRAMMAR.equality_operators]) assert.ok(help.includes(op), op);
+  for (const unit of Object.keys(GRAMMAR.units)) assert.ok(help.split(/[ ;()]/).includes(unit), unit);
+  for (const value of GRAMMAR.is_values) assert.ok(help.includes(`is:${value}`), value);
+  const grown = { ...GRAMMAR, colon_fields: [...GRAMMAR.colon_fields, "engine"],
+    compared_fields: [...GRAMMAR.compared_fields, "tokens"], units: { ...GRAMMAR.units, d: [86400, 1] } };
+  const grownHelp = queryHelp(grown);
+  assert.ok(grownHelp.includes("engine:VALUE") && grownHelp.includes("tokens>N") && grownHelp.includes(" d)"));
 });
