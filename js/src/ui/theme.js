@@ -1,5 +1,5 @@
 // Canvas colours read from CSS (host theme variables with plain-page
-// fallbacks, see styles.css), and the scheme they follow: the root's
+// fallbacks, see theme.css), and the scheme they follow: the root's
 // `data-stw-theme` is the one the host states (JupyterLab, Notebook 7, VS
 // Code, marimo, Colab), the OS's only when it states none. Both are re-read
 // when the host or the OS switches theme live.
@@ -185,7 +185,7 @@ export function hostScheme(el) {
 
 /**
  * Mark `root` with the scheme to draw in (`data-stw-theme`, read by
- * styles.css): the host's, else the OS's; then read its colours.
+ * theme.css): the host's, else the OS's; then read its colours.
  * @param {HTMLElement} root
  * @returns {Theme}
  */
