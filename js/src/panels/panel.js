@@ -3,7 +3,7 @@
 // tree, copy as JSON. All data text goes through textContent.
 
 import { F_OPEN, F_VIRTUAL, F_ERROR, F_PD_DETAIL, PD_DECODE, CLIP_REASONS, clipReasonOf, nameOf, sampleLabel, statusOf, sourceOf, EV_UNMATCHED } from "../data/decode.js";
-import { formatDuration, formatEpoch, formatMs, formatNumber, formatPct } from "../util/format.js";
+import { formatDuration, formatEpoch, formatMs, formatPct } from "../util/format.js";
 import { colorForName, colorForSegment } from "../render/colors.js";
 import { el } from "../util/dom.js";
 import { localSummary } from "../ui/tooltip.js";
@@ -11,14 +11,13 @@ import { linksOf, describe, endOfHit, filteredOut } from "../data/links.js";
 import { enginePhases } from "../data/engine.js";
 import { renderEnginePhases } from "./engine_panel.js";
 import { shareRow, shareTable } from "./shares.js";
+import { copyText, formatNumberExact, renderEntries, renderSampleText, renderValue } from "./values.js";
 import { FATES, FATE_LABELS } from "../data/fates.js";
 
 /** @typedef {import("../data/decode.js").Data} Data */
 /** @typedef {import("../render/hit.js").Hit} Hit */
+/** @typedef {Extract<Hit, {type: "span" | "segment" | "event"}>} ItemHit the selections the panel details */
 /** @typedef {import("../data/model.js").SampleTextReply} SampleTextReply */
-
-/** Strings longer than this are cut with a "show all" control. */
-export const TRUNCATE_AT = 300;
 
 /**
  * Sample texts shown under the sample summary, in this order. The kernel sends
@@ -119,200 +118,6 @@ function pdFromDetail(segs) {
 }
 
 /**
- * A collapsible key/value tree of a JSON value.
- * @param {any} value
- * @param {number} depth
- * @returns {HTMLElement}
- */
-export function renderValue(value, depth = 0) {
-  if (value === null || value === undefined) return el("span", "stw-v-null", value === null ? "null" : "undefined");
-  if (typeof value === "boolean") return el("span", "stw-v-bool", String(value));
-  if (typeof value === "number") return el("span", "stw-v-num", Number.isFinite(value) ? formatNumberExact(value) : String(value));
-  if (typeof value === "string") return renderString(value);
-  if (Array.isArray(value) || typeof value === "object") {
-    const entries = Array.isArray(value) ? value.map((item, i) => /** @type {[string, any]} */ ([String(i), item])) : Object.entries(value);
-    if (entries.length === 0) return el("span", "stw-v-null", Array.isArray(value) ? "[]" : "{}");
-    const det = /** @type {HTMLDetailsElement} */ (el("details", "stw-tree"));
-    det.open = depth < 1 && entries.length <= 30;
-    const sum = el("summary", "stw-tree-sum", Array.isArray(value) ? `[${entries.length} items]` : `{${entries.length} keys}`);
-    det.appendChild(sum);
-    det.appendChild(renderEntries(entries, depth + 1));
-    return det;
-  }
-  return el("span", "", String(value));
-}
-
-/** @param {number} value */
-function formatNumberExact(value) {
-  return Number.isInteger(value) ? String(value) : String(Number(value.toPrecision(12)));
-}
-
-/**
- * @param {[string, any][]} entries
- * @param {number} depth
- */
-function renderEntries(entries, depth) {
-  const box = el("div", "stw-kv");
-  const max = 500;
-  for (const [key, value] of entries.slice(0, max)) {
-    box.appendChild(el("div", "stw-k", key));
-    const cell = el("div", "stw-v");
-    cell.appendChild(renderValue(value, depth));
-    box.appendChild(cell);
-  }
-  if (entries.length > max) box.appendChild(el("div", "stw-more", `… ${entries.length - max} more (copy as JSON to see all)`));
-  return box;
-}
-
-/**
- * A string, cut at TRUNCATE_AT characters with a control to show it all.
- * @param {string} value
- */
-function renderString(value) {
-  const span = el("span", "stw-v-str");
-  if (value.length <= TRUNCATE_AT) {
-    span.textContent = value;
-    return span;
-  }
-  const text = el("span", "", value.slice(0, TRUNCATE_AT) + "…");
-  const btn = el("button", "stw-link", `show all (${formatNumber(value.length)} chars)`);
-  let full = false;
-  btn.addEventListener("click", () => {
-    full = !full;
-    text.textContent = full ? value : value.slice(0, TRUNCATE_AT) + "…";
-    btn.textContent = full ? "show less" : `show all (${formatNumber(value.length)} chars)`;
-  });
-  span.appendChild(text);
-  span.appendChild(document.createTextNode(" "));
-  span.appendChild(btn);
-  return span;
-}
-
-/**
- * Length of `text` in code points, the unit the kernel counts text lengths in
- * (a character outside the BMP is one code point but two UTF-16 units).
- * @param {string} text
- */
-export function codePointLength(text) {
-  let pairs = 0;
-  for (let i = 0; i + 1 < text.length; i++) {
-    const code = text.charCodeAt(i);
-    if (code < 0xd800 || code > 0xdbff) continue;
-    const next = text.charCodeAt(i + 1);
-    if (next >= 0xdc00 && next <= 0xdfff) {
-      pairs++;
-      i++;
-    }
-  }
-  return text.length - pairs;
-}
-
-/**
- * The line under a cut text saying how much of it is shown; "" when it is whole.
- * @param {string} text the text shown
- * @param {number|null|undefined} chars the whole text's length, in code points
- */
-export function textNote(text, chars) {
-  const shown = codePointLength(text);
-  if (typeof chars !== "number" || chars <= shown) return "";
-  return `first ${formatNumber(shown)} of ${formatNumber(chars)} characters, ${formatNumber(chars - shown)} left out`;
-}
-
-/**
- * One sample text: its name and size, the text as sent with the summary, and
- * when that is cut a "show all" control that fetches the whole text (then
- * toggles between the two).
- * @param {string} field
- * @param {string} preview
- * @param {number|null} chars
- * @param {(field: string) => Promise<SampleTextReply>} fetchText
- * @param {string} cutWhere what to say when even the whole text came back cut
- */
-function renderSampleText(field, preview, chars, fetchText, cutWhere) {
-  const box = el("div", "stw-text-field");
-  const head = el("div", "stw-text-head");
-  head.appendChild(el("span", "stw-k", field));
-  if (typeof chars === "number") head.appendChild(el("span", "stw-text-size", `${formatNumber(chars)} chars`));
-  box.appendChild(head);
-  const empty = preview === "" && !chars; // a snapshot of many texts may preview none of one
-  const body = el("div", empty ? "stw-v stw-text stw-empty" : "stw-v stw-text", empty ? "(empty)" : preview);
-  box.appendChild(body);
-  const previewNote = textNote(preview, chars);
-  if (!previewNote) return box;
-  const foot = el("div", "stw-text-foot");
-  const note = el("span", "stw-text-note", previewNote);
-  const btn = /** @type {HTMLButtonElement} */ (el("button", "stw-link", "show all"));
-  foot.appendChild(note);
-  foot.appendChild(document.createTextNode(" "));
-  foot.appendChild(btn);
-  box.appendChild(foot);
-  /** @type {string|null} fetched on the first "show all", kept for the next */
-  let whole = null;
-  let expanded = false;
-  /**
-   * @param {string} text
-   * @param {string} noteText
-   */
-  const show = (text, noteText) => {
-    body.textContent = text;
-    note.textContent = noteText;
-    btn.textContent = expanded ? "show less" : "show all";
-  };
-  const showWhole = (/** @type {string} */ text) => {
-    const left = textNote(text, chars);
-    show(text, left && `${left} ${cutWhere}`);
-  };
-  btn.addEventListener("click", async () => {
-    expanded = !expanded;
-    if (!expanded) return show(preview, previewNote);
-    if (whole !== null) return showWhole(whole);
-    btn.disabled = true;
-    btn.textContent = "loading…";
-    try {
-      const reply = await fetchText(field);
-      if (typeof reply.text !== "string") throw new Error(reply.error || "no text in the reply");
-      whole = reply.text;
-      showWhole(whole);
-    } catch (err) {
-      expanded = false;
-      show(preview, `${previewNote}; could not load the rest: ${err instanceof Error ? err.message : String(err)}`);
-    } finally {
-      btn.disabled = false;
-    }
-  });
-  return box;
-}
-
-/**
- * Copy text to the clipboard; never throws. Resolves to true on success.
- * @param {string} text
- */
-export async function copyText(text) {
-  try {
-    if (typeof navigator !== "undefined" && navigator.clipboard && navigator.clipboard.writeText) {
-      await navigator.clipboard.writeText(text);
-      return true;
-    }
-  } catch {
-    /* fall through to the textarea path */
-  }
-  try {
-    const ta = document.createElement("textarea");
-    ta.value = text;
-    ta.setAttribute("readonly", "");
-    ta.style.position = "fixed";
-    ta.style.left = "-9999px";
-    document.body.appendChild(ta);
-    ta.select();
-    const ok = document.execCommand("copy");
-    ta.remove();
-    return !!ok;
-  } catch {
-    return false;
-  }
-}
-
-/**
  * A section with a title.
  * @param {HTMLElement} host
  * @param {string} title
@@ -343,7 +148,8 @@ function kvRows(host, rows) {
 }
 
 /**
- * Render the details panel.
+ * Render the details panel: the header, the sample, the item's timing, its
+ * links, its phases and its attributes.
  * @param {HTMLElement} host
  * @param {Data} data
  * @param {Hit} hit span, segment or event selection
@@ -354,24 +160,47 @@ function kvRows(host, rows) {
 export function renderDetails(host, data, hit, detailSpan, st, act) {
   host.replaceChildren();
   if (hit.type !== "span" && hit.type !== "segment" && hit.type !== "event") return;
-  const sample = hit.sample;
-  const sm = data.meta.samples;
   const detail = st.status === "ok" ? st.detail : null;
-
-  let title = "";
-  let kind = "";
+  renderHeader(host, data, hit, detail, act);
+  renderSample(host, data, hit.sample, detail, act);
+  const timing = section(host, hit.type === "event" ? "Event" : hit.type === "segment" ? "PD phase" : "Span");
+  kvRows(timing, hit.type === "event" ? eventRows(data, hit, detail, act) : spanRows(data, hit, detail, act));
+  renderLinks(host, data, hit, act);
+  if (hit.type !== "event") renderPhases(host, data, hit, detailSpan, detail, st);
   if (hit.type === "event") {
-    title = nameOf(data, data.evName[hit.ev]);
-    kind = data.evKind[hit.ev] === EV_UNMATCHED ? "unmatched end" : hit.count > 1 ? `${hit.count} events` : "event";
-  } else if (hit.type === "segment") {
-    title = nameOf(data, data.segName[hit.seg]);
-    kind = "PD phase";
+    renderAttrs(host, "Attributes", detail && "attrs" in detail ? "attrs" : "start_attrs", detail, st);
   } else {
-    title = nameOf(data, data.spanName[hit.span]);
-    kind = data.spanFlags[hit.span] & F_VIRTUAL ? "PD lane" : "span";
+    renderAttrs(host, "Start attributes", "start_attrs", detail, st);
+    renderAttrs(host, "End attributes", "end_attrs", detail, st);
   }
+}
 
-  // Header.
+/**
+ * What the selection is called and what kind of item it is.
+ * @param {Data} data
+ * @param {ItemHit} hit
+ * @returns {{title: string, kind: string}}
+ */
+function itemTitle(data, hit) {
+  if (hit.type === "event") {
+    const kind = data.evKind[hit.ev] === EV_UNMATCHED ? "unmatched end" : hit.count > 1 ? `${hit.count} events` : "event";
+    return { title: nameOf(data, data.evName[hit.ev]), kind };
+  }
+  if (hit.type === "segment") return { title: nameOf(data, data.segName[hit.seg]), kind: "PD phase" };
+  return { title: nameOf(data, data.spanName[hit.span]), kind: data.spanFlags[hit.span] & F_VIRTUAL ? "PD lane" : "span" };
+}
+
+/**
+ * The panel's head: the kind, the focus, copy and close buttons, the title with
+ * its colour, the copy message and the sample's label.
+ * @param {HTMLElement} host
+ * @param {Data} data
+ * @param {ItemHit} hit
+ * @param {any} detail the kernel's details, or null
+ * @param {PanelActions} act
+ */
+function renderHeader(host, data, hit, detail, act) {
+  const { title, kind } = itemTitle(data, hit);
   const heading = el("div", "stw-panel-title stw-wrap");
   const sw = el("span", "stw-swatch");
   sw.style.background = hit.type === "segment" ? colorForSegment(title) : colorForName(title);
@@ -386,28 +215,7 @@ export function renderDetails(host, data, hit, detailSpan, st, act) {
   const copy = el("button", "stw-btn", "copy JSON");
   copy.title = "copy the details as JSON";
   const copyMsg = el("div", "stw-copy-msg");
-  copy.addEventListener("click", async () => {
-    const obj = detail ? { ...localSummary(data, hit), detail } : localSummary(data, hit);
-    let text = "";
-    try {
-      text = JSON.stringify(obj, null, 2);
-    } catch (err) {
-      text = String(err);
-    }
-    const ok = await copyText(text);
-    copyMsg.replaceChildren();
-    if (ok) {
-      copyMsg.textContent = "copied";
-      setTimeout(() => (copyMsg.textContent = ""), 1500);
-    } else {
-      copyMsg.textContent = "could not reach the clipboard: select and copy the text below";
-      const ta = /** @type {HTMLTextAreaElement} */ (el("textarea", "stw-copy-area"));
-      ta.value = text;
-      ta.readOnly = true;
-      copyMsg.appendChild(ta);
-      ta.select();
-    }
-  });
+  copy.addEventListener("click", () => copyDetails(copyMsg, detail ? { ...localSummary(data, hit), detail } : localSummary(data, hit)));
   const close = el("button", "stw-btn stw-icon-btn", "×");
   close.title = "close (Esc)";
   close.addEventListener("click", act.close);
@@ -418,15 +226,54 @@ export function renderDetails(host, data, hit, detailSpan, st, act) {
   host.appendChild(head);
   host.appendChild(heading);
   host.appendChild(copyMsg);
-  host.appendChild(el("div", "stw-panel-sub", sampleLabel(data, sample)));
+  host.appendChild(el("div", "stw-panel-sub", sampleLabel(data, hit.sample)));
+}
 
-  // Sample summary (payload first, the kernel's values when they arrive).
+/**
+ * Copy the details as JSON; where the clipboard is out of reach, show the text to
+ * copy by hand in ``copyMsg``.
+ * @param {HTMLElement} copyMsg
+ * @param {object} details
+ */
+async function copyDetails(copyMsg, details) {
+  let text = "";
+  try {
+    text = JSON.stringify(details, null, 2);
+  } catch (err) {
+    text = String(err);
+  }
+  const ok = await copyText(text);
+  copyMsg.replaceChildren();
+  if (ok) {
+    copyMsg.textContent = "copied";
+    setTimeout(() => (copyMsg.textContent = ""), 1500);
+  } else {
+    copyMsg.textContent = "could not reach the clipboard: select and copy the text below";
+    const ta = /** @type {HTMLTextAreaElement} */ (el("textarea", "stw-copy-area"));
+    ta.value = text;
+    ta.readOnly = true;
+    copyMsg.appendChild(ta);
+    ta.select();
+  }
+}
+
+/**
+ * The "Sample" section: the payload's values first, the kernel's when they
+ * arrive, then the sample's texts (the label is in the payload, so it shows
+ * before the kernel's reply).
+ * @param {HTMLElement} host
+ * @param {Data} data
+ * @param {number} sample
+ * @param {any} detail the kernel's details, or null
+ * @param {PanelActions} act
+ */
+function renderSample(host, data, sample, detail, act) {
+  const sm = data.meta.samples;
   const ks = detail && detail.sample && typeof detail.sample === "object" ? detail.sample : {};
   const pick = (/** @type {string} */ key, /** @type {any} */ fallback) => (key in ks && ks[key] !== undefined ? ks[key] : fallback);
   const reward = pick("reward", Number.isFinite(data.smpReward[sample]) ? data.smpReward[sample] : null);
-  const sec1 = section(host, "Sample");
-  /** @type {[string, string|HTMLElement][]} */
-  const srows = [
+  const sec = section(host, "Sample");
+  kvRows(sec, [
     ["id", String(pick("id", sm.sample_index[sample] ?? "—"))],
     ["group", String(pick("group", sm.group_index[sample] ?? "—"))],
     ["source", String(pick("source", sourceOf(data, sample)))],
@@ -436,100 +283,139 @@ export function renderDetails(host, data, hit, detailSpan, st, act) {
     ["attempts", String(pick("attempts", data.smpAttempts[sample]))],
     ["duration", formatDuration(typeof ks.duration === "number" ? ks.duration : data.smpEnd[sample] - data.smpStart[sample])],
     ["trace id", String(sm.trace_id[sample] ?? "—")],
-  ];
-  kvRows(sec1, srows);
-  // The label is in the payload too, so it shows before the kernel's reply.
+  ]);
   const texts = { ...ks, label: pick("label", sm.label[sample] ?? null) };
   const cutWhere = data.meta.attrs_embedded ? "(the rest is not in this snapshot)" : "(the rest is in the widget's .samples table)";
   for (const field of SAMPLE_TEXT_FIELDS) {
     const text = texts[field];
     const chars = texts[`${field}_chars`];
     if (typeof text !== "string") continue;
-    sec1.appendChild(renderSampleText(field, text, typeof chars === "number" ? chars : null, act.sampleText, cutWhere));
+    sec.appendChild(renderSampleText(field, text, typeof chars === "number" ? chars : null, act.sampleText, cutWhere));
   }
+}
 
-  // Timing.
-  const secT = section(host, hit.type === "event" ? "Event" : hit.type === "segment" ? "PD phase" : "Span");
+/**
+ * A payload time as epoch seconds: the kernel's own value when it has one.
+ * @param {Data} data
+ * @param {number} sample
+ * @param {number} relative seconds from the payload's t0, before the sample's offset
+ */
+function epochOf(data, sample, relative) {
+  return data.meta.t0 + relative + (data.smpOffset[sample] || 0);
+}
+
+/**
+ * The timing rows of an event (or a cluster of events).
+ * @param {Data} data
+ * @param {Hit & {type: "event"}} hit
+ * @param {any} detail the kernel's details, or null
+ * @param {PanelActions} act
+ * @returns {[string, string|HTMLElement][]}
+ */
+function eventRows(data, hit, detail, act) {
+  const ts = data.evTs[hit.ev];
   /** @type {[string, string|HTMLElement][]} */
-  const trows = [];
-  const abs = (/** @type {number} */ rel) => data.meta.t0 + rel + (data.smpOffset[sample] || 0);
-  if (hit.type === "event") {
-    const ts = data.evTs[hit.ev];
-    trows.push(["time", `${formatDuration(ts)}  (${formatEpoch(typeof detail?.ts === "number" ? detail.ts : abs(ts))})`]);
-    trows.push(["kind", data.evKind[hit.ev] === EV_UNMATCHED ? "unmatched end (its start is missing)" : "instant event"]);
-    trows.push(["attempt", String(data.evAttempt[hit.ev])]);
-    const parent = data.evParent[hit.ev];
-    if (parent >= 0) trows.push(["parent", parentLink(data, parent, act)]);
-    if (hit.count > 1) {
-      const counts = new Map();
-      for (const member of hit.members) counts.set(nameOf(data, data.evName[member]), (counts.get(nameOf(data, data.evName[member])) || 0) + 1);
-      trows.push(["cluster", [...counts].map(([name, count]) => `${name} ×${count}`).join(", ")]);
-      const ts2 = hit.members.map((member) => data.evTs[member]);
-      trows.push(["spread", formatDuration(Math.max(...ts2) - Math.min(...ts2))]);
-    }
-  } else {
-    const span = hit.type === "segment" ? hit.span : hit.span;
-    const start = hit.type === "segment" ? data.segStart[hit.seg] : data.spanStart[span];
-    const end = hit.type === "segment" ? data.segEnd[hit.seg] : data.spanEnd[span];
-    const fl = data.spanFlags[span];
-    const open = !!(fl & F_OPEN);
-    trows.push(["start", `${formatDuration(start)}  (${formatEpoch(hit.type === "span" && typeof detail?.start === "number" ? detail.start : abs(start))})`]);
-    trows.push([open && hit.type === "span" ? "display end" : "end", `${formatDuration(end)}  (${formatEpoch(hit.type === "span" && typeof detail?.end === "number" ? detail.end : abs(end))})`]);
-    trows.push(["duration", formatDuration(end - start) + (open && hit.type === "span" ? " (open: still running when the dump was taken)" : "")]);
-    if (hit.type === "span") {
-      const state = detail && typeof detail.state === "string" ? detail.state : open ? "open" : "closed";
-      trows.push(["state", state + (fl & F_ERROR ? " · error" : "")]);
-      const cr = detail && detail.clip_reason ? String(detail.clip_reason) : CLIP_REASONS[clipReasonOf(fl)];
-      if (open && cr) trows.push(["clipped at", cr]);
-    } else {
-      trows.push(["lane", nameOf(data, data.spanName[span])]);
-    }
-    trows.push(["attempt", String(data.spanAttempt[span])]);
-    const parent = hit.type === "segment" ? data.spanParent[span] : data.spanParent[span];
-    if (parent >= 0) trows.push(["parent", parentLink(data, parent, act)]);
-    else if (detail && detail.parent_name) trows.push(["parent", String(detail.parent_name)]);
-    if (detail && detail.span_id) trows.push(["span id", String(detail.span_id)]);
+  const rows = [
+    ["time", `${formatDuration(ts)}  (${formatEpoch(typeof detail?.ts === "number" ? detail.ts : epochOf(data, hit.sample, ts))})`],
+    ["kind", data.evKind[hit.ev] === EV_UNMATCHED ? "unmatched end (its start is missing)" : "instant event"],
+    ["attempt", String(data.evAttempt[hit.ev])],
+  ];
+  const parent = data.evParent[hit.ev];
+  if (parent >= 0) rows.push(["parent", parentLink(data, parent, act)]);
+  if (hit.count > 1) {
+    const counts = new Map();
+    for (const member of hit.members) counts.set(nameOf(data, data.evName[member]), (counts.get(nameOf(data, data.evName[member])) || 0) + 1);
+    rows.push(["cluster", [...counts].map(([name, count]) => `${name} ×${count}`).join(", ")]);
+    const times = hit.members.map((member) => data.evTs[member]);
+    rows.push(["spread", formatDuration(Math.max(...times) - Math.min(...times))]);
   }
-  kvRows(secT, trows);
-  renderLinks(host, data, hit, act);
+  return rows;
+}
 
-  // PD phases.
-  if (hit.type !== "event") {
-    // The payload knows both phases of a generation (and which is which);
-    // the kernel's `segments` only fill in when the payload has none.
-    const fromPayload = pdBreakdown(data, detailSpan >= 0 ? detailSpan : hit.span);
-    const phases = fromPayload.length ? fromPayload : (detail && pdFromDetail(detail.segments)) || [];
-    if (phases.length) renderPd(section(host, "PD phases"), phases, hit.type === "segment" ? nameOf(data, data.segName[hit.seg]) : "");
-    const engine = hit.type === "span" ? enginePhases(data, hit.span) : [];
-    if (engine.length) renderEnginePhases(section(host, "Engine phases"), engine);
-    if (st.engineBox) host.appendChild(st.engineBox);
-  }
-
-  // Attributes.
-  const attrsSec = (/** @type {string} */ title, /** @type {string} */ key) => {
-    const sec = section(host, title);
-    if (st.status === "loading") {
-      sec.appendChild(el("div", "stw-loading", "loading…"));
-      return;
-    }
-    if (st.status === "error" || !detail) {
-      sec.appendChild(el("div", "stw-empty", st.error ? `not available: ${st.error}` : "not available"));
-      return;
-    }
-    const value = detail[key];
-    if (value === null || value === undefined || (typeof value === "object" && Object.keys(value).length === 0)) {
-      sec.appendChild(el("div", "stw-empty", "none"));
-      return;
-    }
-    if (typeof value === "object" && !Array.isArray(value)) sec.appendChild(renderEntries(Object.entries(value), 1));
-    else sec.appendChild(renderValue(value, 1));
-  };
-  if (hit.type === "event") {
-    attrsSec("Attributes", detail && "attrs" in detail ? "attrs" : "start_attrs");
+/**
+ * The timing rows of a span or of one PD phase of its lane.
+ * @param {Data} data
+ * @param {Hit & {type: "span" | "segment"}} hit
+ * @param {any} detail the kernel's details, or null
+ * @param {PanelActions} act
+ * @returns {[string, string|HTMLElement][]}
+ */
+function spanRows(data, hit, detail, act) {
+  const span = hit.span;
+  const isSpan = hit.type === "span";
+  const start = hit.type === "segment" ? data.segStart[hit.seg] : data.spanStart[span];
+  const end = hit.type === "segment" ? data.segEnd[hit.seg] : data.spanEnd[span];
+  const fl = data.spanFlags[span];
+  const open = !!(fl & F_OPEN);
+  const epoch = (/** @type {string} */ key, /** @type {number} */ at) =>
+    formatEpoch(isSpan && typeof detail?.[key] === "number" ? detail[key] : epochOf(data, hit.sample, at));
+  /** @type {[string, string|HTMLElement][]} */
+  const rows = [
+    ["start", `${formatDuration(start)}  (${epoch("start", start)})`],
+    [open && isSpan ? "display end" : "end", `${formatDuration(end)}  (${epoch("end", end)})`],
+    ["duration", formatDuration(end - start) + (open && isSpan ? " (open: still running when the dump was taken)" : "")],
+  ];
+  if (isSpan) {
+    const state = detail && typeof detail.state === "string" ? detail.state : open ? "open" : "closed";
+    rows.push(["state", state + (fl & F_ERROR ? " · error" : "")]);
+    const cr = detail && detail.clip_reason ? String(detail.clip_reason) : CLIP_REASONS[clipReasonOf(fl)];
+    if (open && cr) rows.push(["clipped at", cr]);
   } else {
-    attrsSec("Start attributes", "start_attrs");
-    attrsSec("End attributes", "end_attrs");
+    rows.push(["lane", nameOf(data, data.spanName[span])]);
   }
+  rows.push(["attempt", String(data.spanAttempt[span])]);
+  const parent = data.spanParent[span];
+  if (parent >= 0) rows.push(["parent", parentLink(data, parent, act)]);
+  else if (detail && detail.parent_name) rows.push(["parent", String(detail.parent_name)]);
+  if (detail && detail.span_id) rows.push(["span id", String(detail.span_id)]);
+  return rows;
+}
+
+/**
+ * The PD phases of a generation and the engine's phases of a request. The
+ * payload knows both PD phases (and which is which); the kernel's `segments`
+ * only fill in when the payload has none.
+ * @param {HTMLElement} host
+ * @param {Data} data
+ * @param {Hit & {type: "span" | "segment"}} hit
+ * @param {number} detailSpan
+ * @param {any} detail the kernel's details, or null
+ * @param {DetailState} st
+ */
+function renderPhases(host, data, hit, detailSpan, detail, st) {
+  const fromPayload = pdBreakdown(data, detailSpan >= 0 ? detailSpan : hit.span);
+  const phases = fromPayload.length ? fromPayload : (detail && pdFromDetail(detail.segments)) || [];
+  if (phases.length) renderPd(section(host, "PD phases"), phases, hit.type === "segment" ? nameOf(data, data.segName[hit.seg]) : "");
+  const engine = hit.type === "span" ? enginePhases(data, hit.span) : [];
+  if (engine.length) renderEnginePhases(section(host, "Engine phases"), engine);
+  if (st.engineBox) host.appendChild(st.engineBox);
+}
+
+/**
+ * One attributes section: loading, not available, none, or the values.
+ * @param {HTMLElement} host
+ * @param {string} title
+ * @param {string} key the details' field (``attrs``, ``start_attrs``, ``end_attrs``)
+ * @param {any} detail the kernel's details, or null
+ * @param {DetailState} st
+ */
+function renderAttrs(host, title, key, detail, st) {
+  const sec = section(host, title);
+  if (st.status === "loading") {
+    sec.appendChild(el("div", "stw-loading", "loading…"));
+    return;
+  }
+  if (st.status === "error" || !detail) {
+    sec.appendChild(el("div", "stw-empty", st.error ? `not available: ${st.error}` : "not available"));
+    return;
+  }
+  const value = detail[key];
+  if (value === null || value === undefined || (typeof value === "object" && Object.keys(value).length === 0)) {
+    sec.appendChild(el("div", "stw-empty", "none"));
+    return;
+  }
+  if (typeof value === "object" && !Array.isArray(value)) sec.appendChild(renderEntries(Object.entries(value), 1));
+  else sec.appendChild(renderValue(value, 1));
 }
 
 /** Group members listed as buttons; the rest are counted. */
