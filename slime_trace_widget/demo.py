@@ -11,12 +11,12 @@ What the samples carry besides their traces is a :class:`RolloutContent`; the
 benchmarks give a heavier one to build dumps the size and shape of users'
 (``tests/support/demo_shapes.py``).
 
-Usage: ``python -m slime_trace_widget.demo out.pt --samples 512 --seed 0``.
+From the command line: ``slime-trace-viewer demo out.pt --samples 512 --seed 0``
+(``--live URL`` streams it to a collector while it plays on the real clock).
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import contextvars
@@ -525,23 +525,3 @@ def write_demo_dump(path: str | Path, *, n_samples: int = 64, seed: int = 0,
     save_dump(path, samples, rollout_id=rollout_id)
     return Path(path)
 
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Write a simulated slime rollout dump.")
-    parser.add_argument("path", help="output .pt file")
-    parser.add_argument("--samples", type=int, default=64)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--rollout-id", type=int, default=0)
-    args = parser.parse_args(argv)
-    path = write_demo_dump(args.path, n_samples=args.samples, seed=args.seed,
-                           rollout_id=args.rollout_id)
-    from .sources.loading import load_frames
-
-    frames = load_frames(path)
-    print(f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB)")
-    print(frames.summary())
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

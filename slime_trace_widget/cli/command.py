@@ -13,11 +13,11 @@ import sys
 from collections.abc import Sequence
 
 from ..sources.dumps.errors import DumpError
-from . import collect, convert, live, view
+from . import collect, convert, demo, live, view
 from .errors import CliError
 
 #: The subcommands, in the order ``--help`` lists them.
-SUBCOMMANDS = (view, convert, collect, live)
+SUBCOMMANDS = (view, convert, collect, live, demo)
 #: What ``slime-trace-viewer ARGS`` runs when ARGS names no subcommand.
 DEFAULT = view.NAME
 PROG = "slime-trace-viewer"

@@ -23,7 +23,7 @@ def help_text(*argv: str) -> str:
 def test_help_lists_every_subcommand_with_its_summary() -> None:
     text = help_text("--help")
     assert text.startswith("usage: slime-trace-viewer ")
-    assert {"view", "convert", "collect", "live"} <= set(NAMES)
+    assert {"view", "convert", "collect", "live", "demo"} <= set(NAMES)
     for module in SUBCOMMANDS:
         line = next(line for line in text.splitlines() if line.split()[:1] == [module.NAME])
         assert module.SUMMARY.split()[0] in line, (module.NAME, line)
@@ -36,6 +36,7 @@ def test_help_lists_every_subcommand_with_its_summary() -> None:
     ("convert", ["--out", "--engine", "--workers", "--otlp", "--log-trends"]),
     ("collect", ["--http", "--grpc", "--no-grpc", "--scrape", "--scrape-interval"]),
     ("live", ["--rollout", "--stall-after", "--host", "--port"]),
+    ("demo", ["--samples", "--seed", "--rollout-id", "--live", "--speed"]),
 ])
 def test_each_subcommand_has_its_help(name: str, options: list[str]) -> None:
     text = help_text(name, "--help")

@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-import torch
 
-from slime_trace_widget.demo import main, make_demo_samples
+from slime_trace_widget.demo import make_demo_samples
 from slime_trace_widget.frames import build_frames
-from slime_trace_widget.sources.loading import load_frames
 from tests.support.demo_output import digest
-from tests.support.demo_shapes import count_records
 
 #: The output of these seeds, recorded when the simulated clock read asyncio's private
 #: timer queue: any other clock must record the very same rollouts.
@@ -60,13 +55,3 @@ def test_demo_rollout_looks_like_a_real_step() -> None:
     assert running >= 100
     turns = spans[spans["name"] == "sglang_generate"].groupby("sample_row").size()
     assert turns.max() >= 20 and turns.min() == 1
-
-
-def test_demo_command_writes_a_loadable_dump(tmp_path: Path, capsys) -> None:
-    path = tmp_path / "rollout_5.pt"
-    assert main([str(path), "--samples", "12", "--rollout-id", "5"]) == 0
-    raw = torch.load(path, weights_only=False)
-    assert raw["rollout_id"] == 5 and len(raw["samples"]) == 12
-    assert count_records(raw["samples"]) > 0
-    assert load_frames(path).rollout_ids == [5]
-    assert "12 samples" in capsys.readouterr().out

@@ -11,8 +11,9 @@ block* (item fields, sample texts and attribute tables, inflated by the page
 on the first click only).
 Base64 has no ``<``, so nothing in a dump can close a script element; the title
 is HTML-escaped; a Content-Security-Policy forbids any network access. The page
-template and its palette come from js/ (``src/page.html``, ``src/styles.css`` and the sheets it imports)
-through the built ``static/`` files, so no node is needed at run time.
+template and its palette come from js/ (``src/page.html``, ``src/styles.css`` and
+the sheets it imports) through the built ``static/`` files, so no node is needed at
+run time.
 """
 
 from __future__ import annotations

@@ -1,0 +1,85 @@
+"""``slime-trace-viewer demo``: a simulated rollout step written as a dump, and with
+``--live`` streamed to a real receiver while it plays on the real clock."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from slime_trace_widget.cli import main
+from slime_trace_widget.demo import make_demo_samples
+from slime_trace_widget.sources.live import load_live
+from slime_trace_widget.sources.loading import load_frames
+from tests.support.demo_shapes import count_records
+from tests.support.receiver import start_receiver
+
+#: Hang guard for the receiver to have written what it was sent: generous, for a busy machine.
+WRITTEN_SECONDS = 120
+
+
+def schedule(samples: list[dict]) -> list[tuple]:
+    """Each sample's records as (type, name, time): what a seed decides (ids are random)."""
+    return [(record["type"], record["name"], record["ts"])
+            for sample in samples for record in sample["trace"]["events"]]
+
+
+def test_the_dump_is_the_seed_s_rollout(tmp_path: Path, capsys) -> None:
+    out = tmp_path / "rollout_3.pt"
+    assert main(["demo", str(out), "--samples", "6", "--seed", "2", "--rollout-id", "3"]) == 0
+    printed = capsys.readouterr().out
+    assert f"wrote {out}" in printed and "6 samples" in printed
+    dump = torch.load(out, weights_only=False)
+    assert dump["rollout_id"] == 3
+    assert schedule(dump["samples"]) == schedule(make_demo_samples(6, seed=2, rollout_id=3))
+
+
+def test_the_dump_loads_with_its_rollout_id(tmp_path: Path, capsys) -> None:
+    path = tmp_path / "rollout_5.pt"
+    assert main(["demo", str(path), "--samples", "12", "--rollout-id", "5"]) == 0
+    raw = torch.load(path, weights_only=False)
+    assert raw["rollout_id"] == 5 and len(raw["samples"]) == 12
+    assert count_records(raw["samples"]) > 0
+    assert load_frames(path).rollout_ids == [5]
+    assert "12 samples" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv", [["--samples", "0"], ["--speed", "0"], ["--speed", "nan"]])
+def test_bad_options_are_refused(tmp_path: Path, argv: list[str], capsys) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["demo", str(tmp_path / "rollout_0.pt"), *argv])
+    assert exited.value.code == 2 and "demo: error" in capsys.readouterr().err
+    assert not (tmp_path / "rollout_0.pt").exists()
+
+
+def test_a_malformed_live_address_is_one_line(tmp_path: Path, capsys) -> None:
+    assert main(["demo", str(tmp_path / "rollout_0.pt"), "--live", "ftp://nowhere"]) == 2
+    assert "--live:" in capsys.readouterr().err
+    assert not (tmp_path / "rollout_0.pt").exists()
+
+
+def test_live_streams_the_step_to_a_receiver_while_it_plays(tmp_path: Path, capsys) -> None:
+    """Every span of the dump reaches the receiver, tagged with the step's rollout id,
+    and the records were stamped on the real clock while the step played."""
+    out = tmp_path / "rollout_7.pt"
+    with start_receiver(tmp_path / "collector") as receiver:
+        started = time.time()
+        assert main(["demo", str(out), "--samples", "8", "--seed", "4", "--rollout-id", "7",
+                     "--live", receiver.endpoint_url, "--speed", "0.002"]) == 0
+        ended = time.time()
+        printed = capsys.readouterr().out
+        assert "(0 dropped)" in printed
+        spans = load_frames(out).spans
+        real = spans[~spans["virtual"]]
+        deadline = time.monotonic() + WRITTEN_SECONDS
+        while True:
+            live = load_live(receiver.folder, rollout=7, engine_traces=False)
+            live_real = live.spans[~live.spans["virtual"]]
+            if len(live_real) >= len(real) or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+    assert sorted(live_real["name"]) == sorted(real["name"])
+    assert started <= real["start"].min() and real["end"].max() <= ended
+    assert live.live.senders and not any(s.missing or s.dropped for s in live.live.senders)
