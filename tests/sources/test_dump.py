@@ -384,17 +384,21 @@ def test_blocked_globals_are_not_imported(tmp_path):
 @pytest.mark.parametrize(
     ("attribute", "value"),
     [("most_common", glob_op("builtins", "set")), ("__name__", text("Evil")),
-     ("fresh_attribute", text("x"))],
+     ("fresh_attribute", text("x")),
+     # an equal name of another type (numpy's str): a change all the same
+     ("__name__", fragment(np.str_("Counter"))), ("__qualname__", fragment(np.str_("Counter")))],
+    ids=["method", "name", "new attribute", "name as numpy str", "qualname as numpy str"],
 )
 def test_build_on_a_global_class_is_undone_and_refused(tmp_path, attribute, value):
-    before = dict(vars(Counter)), Counter.__name__
+    before = dict(vars(Counter)), Counter.__name__, Counter.__qualname__
     poison = pickle_ops(glob_op("collections", "Counter"), NONE, EMPTY_DICT, text(attribute),
                         value, SETITEM, TUPLE2, BUILD)
     path = tmp_path / "rollout_2.pt"
     save_raw(path, with_benign(poison))
     with pytest.raises(DumpError, match=r"modify collections\.Counter"):
         load_dump(path)
-    assert (dict(vars(Counter)), Counter.__name__) == before
+    assert (dict(vars(Counter)), Counter.__name__, Counter.__qualname__) == before
+    assert type(Counter.__name__) is str and type(Counter.__qualname__) is str
     assert Counter("aab").most_common(1) == [("a", 2)]
 
 

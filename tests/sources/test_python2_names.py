@@ -35,3 +35,7 @@ def test_single_renames_and_names_left_as_written():
     assert python3_name("itertools", "chain") == ("itertools", "chain")
     assert python3_name("UserDict", "OrderedDict") == ("UserDict", "OrderedDict")
     assert python3_name("posix", "system") == ("posix", "system")
+    assert python3_name("exceptions", "StandardError") == ("builtins", "Exception")
+    # only the exception classes of Python 2's exceptions module are builtins now
+    assert python3_name("exceptions", "int") == ("exceptions", "int")
+    assert python3_name("exceptions", "getattr") == ("exceptions", "getattr")

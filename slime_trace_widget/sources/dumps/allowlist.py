@@ -141,6 +141,13 @@ _MISSING = object()
 _CLASS_SPECIALS = ("__class__", "__bases__", "__name__", "__qualname__")
 
 
+def _same_special(now: object, before: object) -> bool:
+    """Whether a class's special attribute is as it was: the same object, or (for its
+    names, which a C class makes anew on each read) an exact ``str`` of the same text.
+    An equal text of another type (numpy's ``str_``) is a change."""
+    return now is before or (type(now) is str and type(before) is str and now == before)
+
+
 class ClassGuard:
     """Snapshots allowed classes so a load that alters them can be undone and refused.
 
@@ -163,8 +170,7 @@ class ClassGuard:
         """Put back every changed class attribute; return the names of the classes touched."""
         touched = []
         for cls, specials, before in self._snapshots.values():
-            # Compared by value: a C class makes its name anew on each read.
-            changed = [k for k, v in specials.items() if getattr(cls, k) != v]
+            changed = [k for k, v in specials.items() if not _same_special(getattr(cls, k), v)]
             after = dict(vars(cls))
             same_dict = after.keys() == before.keys() and all(
                 after[k] is v for k, v in before.items())

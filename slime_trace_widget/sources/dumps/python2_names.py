@@ -11,12 +11,13 @@ the allowlist does not hold it, so it is refused under that name.
 
 from __future__ import annotations
 
+import builtins
+
 __all__ = ["python3_name"]
 
 #: Python 2 modules whose names protocol 0-2 pickles write, renamed whole.
 MODULES = {
     "__builtin__": "builtins",
-    "exceptions": "builtins",
     "copy_reg": "copyreg",
     "commands": "subprocess",
     "cPickle": "pickle",
@@ -44,11 +45,18 @@ NAMES = {
     ("itertools", "ifilter"): ("builtins", "filter"),
     ("itertools", "ifilterfalse"): ("itertools", "filterfalse"),
     ("itertools", "izip_longest"): ("itertools", "zip_longest"),
+    ("exceptions", "StandardError"): ("builtins", "Exception"),
 }
+#: Python 2's ``exceptions`` module, renamed name by name: its exception classes are
+#: builtins now (``exceptions.ValueError``); any other name there stays as written.
+EXCEPTIONS = frozenset(name for name, value in vars(builtins).items()
+                       if isinstance(value, type) and issubclass(value, BaseException))
 
 
 def python3_name(module: str, name: str) -> tuple[str, str]:
     """``(module, name)`` as Python 3 names the global a pickle named so."""
     if (module, name) in NAMES:
         return NAMES[module, name]
+    if module == "exceptions" and name in EXCEPTIONS:
+        return "builtins", name
     return MODULES.get(module, module), name
