@@ -22,14 +22,27 @@ DESCRIPTION = ("Simulate an agentic RL rollout step (single-turn and multi-turn 
                "and write it as slime writes a debug rollout dump. With --live URL, the "
                "step plays on the real clock and streams its records to a "
                "'slime-trace-viewer collect' receiver while it runs.")
-#: Seconds ``--live`` waits at the end for the queued records to be sent.
+#: Seconds ``--live`` waits at the end for the queued records to be sent; after Ctrl-C,
+#: a failure, or a step of which no record got through, only the shorter while.
 CLOSE_SECONDS = 30.0
+SHORT_CLOSE_SECONDS = 2.0
+#: Rollout ids the simulated clock places (an hour apart from 2026-01-01).
+MAX_ROLLOUT_ID = 1_000_000
+#: ``--speed`` unless given: real seconds per simulated second (a 5-minute step in 15 s).
+DEFAULT_SPEED = 0.05
 
 
 def _count(text: str) -> int:
     value = int(text)
     if value < 1:
         raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def _rollout_id(text: str) -> int:
+    value = int(text)
+    if not 0 <= value <= MAX_ROLLOUT_ID:
+        raise argparse.ArgumentTypeError(f"must be from 0 to {MAX_ROLLOUT_ID:,}")
     return value
 
 
@@ -44,33 +57,46 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("out", help="the dump to write (rollout_0.pt)")
     parser.add_argument("--samples", type=_count, default=64, help="samples in the step (64)")
     parser.add_argument("--seed", type=int, default=0, help="the schedule's seed (0)")
-    parser.add_argument("--rollout-id", type=int, default=0, help="the step's rollout id (0)")
+    parser.add_argument("--rollout-id", type=_rollout_id, default=0,
+                        help="the step's rollout id (0)")
     parser.add_argument("--live", metavar="URL",
                         help="stream the records to a collector's OTLP/HTTP address "
                              "(http://127.0.0.1:4318) while the step plays on the real clock")
-    parser.add_argument("--speed", type=_speed, default=0.05, metavar="FACTOR",
-                        help="with --live: real seconds per simulated second (0.05 plays a "
-                             "5-minute step in 15 s)")
+    parser.add_argument("--speed", type=_speed, metavar="FACTOR",
+                        help="with --live: real seconds per simulated second (default "
+                             f"{DEFAULT_SPEED}: a 5-minute step in 15 s)")
 
 
 def run(args: argparse.Namespace) -> int:
     from ..demo import write_demo_dump
     from ..sources.loading import load_frames
 
+    out = Path(args.out)
+    if not out.parent.is_dir():
+        raise CliError(f"{out}: its folder {out.parent} does not exist")
+    if args.live is not None and not args.live.strip():
+        raise CliError("--live needs the collector's address (http://127.0.0.1:4318)")
+    if args.speed is not None and args.live is None:
+        raise CliError("--speed plays the step on the real clock, for --live: give --live too")
     options = {"n_samples": args.samples, "seed": args.seed, "rollout_id": args.rollout_id}
-    if args.live:
-        path = _write_streamed(Path(args.out), args.live, args.speed, options)
+    delivered = True
+    if args.live is not None:
+        out, delivered = _write_streamed(out, args.live, args.speed or DEFAULT_SPEED, options)
     else:
-        path = write_demo_dump(args.out, **options)
-    frames = load_frames(path, progress=False)
-    print(f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB)")
+        write_demo_dump(out, **options)
+    frames = load_frames(out, progress=False)
+    print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB)")
     print(frames.summary())
+    if not delivered:
+        raise CliError(f"no record reached {args.live}: is a collector running there "
+                       "('slime-trace-viewer collect DIR')? The dump was written all the same.")
     return 0
 
 
-def _write_streamed(out: Path, endpoint: str, speed: float, options: dict) -> Path:
+def _write_streamed(out: Path, endpoint: str, speed: float,
+                    options: dict) -> tuple[Path, bool]:
     """The step played at ``speed`` on the real clock, its records streamed to ``endpoint``;
-    the dump's path once written."""
+    the dump's path once written, and whether any record reached the collector."""
     from ..demo import write_demo_dump
     from ..tracing import live as streaming
 
@@ -80,11 +106,15 @@ def _write_streamed(out: Path, endpoint: str, speed: float, options: dict) -> Pa
         raise CliError(f"--live: {exc}") from exc
     if not stream.enabled:
         raise CliError(f"--live: {stream.reason}")
-    streaming.set_rollout(options["rollout_id"])
     try:
+        streaming.set_rollout(options["rollout_id"])
         path = write_demo_dump(out, real_time_scale=speed, **options)
+    except BaseException:  # Ctrl-C among them: what is queued gets a short while only
+        stream.close(SHORT_CLOSE_SECONDS)
+        raise
     finally:
-        stats = stream.close(CLOSE_SECONDS)
         streaming.set_rollout(None)
+    # A collector that has taken nothing in all the step long is not waited for.
+    stats = stream.close(CLOSE_SECONDS if stream.stats().sent else SHORT_CLOSE_SECONDS)
     print(f"streamed {stats.sent} records to {endpoint} ({stats.dropped} dropped)")
-    return path
+    return path, stats.sent > 0

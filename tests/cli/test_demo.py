@@ -13,6 +13,7 @@ from slime_trace_widget.cli import main
 from slime_trace_widget.demo import make_demo_samples
 from slime_trace_widget.sources.live import load_live
 from slime_trace_widget.sources.loading import load_frames
+from tests.support.browser import free_port
 from tests.support.demo_shapes import count_records
 from tests.support.receiver import start_receiver
 
@@ -46,7 +47,8 @@ def test_the_dump_loads_with_its_rollout_id(tmp_path: Path, capsys) -> None:
     assert "12 samples" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("argv", [["--samples", "0"], ["--speed", "0"], ["--speed", "nan"]])
+@pytest.mark.parametrize("argv", [["--samples", "0"], ["--speed", "0"], ["--speed", "nan"],
+                                  ["--rollout-id", "-1"], ["--rollout-id", "1000001"]])
 def test_bad_options_are_refused(tmp_path: Path, argv: list[str], capsys) -> None:
     with pytest.raises(SystemExit) as exited:
         main(["demo", str(tmp_path / "rollout_0.pt"), *argv])
@@ -54,10 +56,31 @@ def test_bad_options_are_refused(tmp_path: Path, argv: list[str], capsys) -> Non
     assert not (tmp_path / "rollout_0.pt").exists()
 
 
-def test_a_malformed_live_address_is_one_line(tmp_path: Path, capsys) -> None:
-    assert main(["demo", str(tmp_path / "rollout_0.pt"), "--live", "ftp://nowhere"]) == 2
-    assert "--live:" in capsys.readouterr().err
+@pytest.mark.parametrize(("argv", "said"), [
+    (["--live", "ftp://nowhere"], "--live:"),
+    (["--live", " "], "--live needs the collector's address"),
+    (["--speed", "0.5"], "give --live too"),
+])
+def test_a_wrong_combination_is_one_line(tmp_path: Path, argv: list[str], said: str,
+                                         capsys) -> None:
+    assert main(["demo", str(tmp_path / "rollout_0.pt"), *argv]) == 2
+    assert said in capsys.readouterr().err
     assert not (tmp_path / "rollout_0.pt").exists()
+
+
+def test_a_missing_folder_is_refused_before_the_step_plays(tmp_path: Path, capsys) -> None:
+    assert main(["demo", str(tmp_path / "nowhere" / "rollout_0.pt")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+
+
+def test_a_collector_that_is_not_there_fails_the_command(tmp_path: Path, capsys) -> None:
+    """Nothing reached the address: the command says so and fails; the dump is written."""
+    out = tmp_path / "rollout_0.pt"
+    assert main(["demo", str(out), "--samples", "4", "--live",
+                 f"http://127.0.0.1:{free_port()}", "--speed", "0.001"]) == 2
+    captured = capsys.readouterr()
+    assert "no record reached" in captured.err and "streamed 0 records" in captured.out
+    assert len(load_frames(out).samples) == 4
 
 
 def test_live_streams_the_step_to_a_receiver_while_it_plays(tmp_path: Path, capsys) -> None:
