@@ -416,15 +416,17 @@ export function matchSummary(result, total) {
  * @param {typeof GRAMMAR} grammar
  */
 export function queryHelp(grammar = GRAMMAR) {
-  const valued = grammar.colon_fields.filter((name) => name !== "is" && name !== "has");
+  const compared = new Set(grammar.compared_fields);
+  const valued = grammar.colon_fields.filter((name) => name !== "is" && name !== "has")
+    .map((name) => `${name}:${compared.has(name) ? "N" : "VALUE"}`).join("  ");
   const [firstOrder] = grammar.order_operators;
-  const compared = grammar.compared_fields.map((name) => `${name}${firstOrder}N`).join("  ");
+  const comparisons = grammar.compared_fields.map((name) => `${name}${firstOrder}N`).join("  ");
   const units = Object.keys(grammar.units).join(" ");
   const is = grammar.is_values.map((value) => `is:${value}`).join("  ");
   const attrs = [...grammar.equality_operators.map((op) => `key${op}value`), `key${firstOrder}5`, "has:key"].join("  ");
   return [
     "Terms separated by spaces must all hold; -term negates; \"quote values\" with spaces; * is a wildcard.",
-    `${valued.map((name) => `${name}:VALUE`).join("  ")}  ${compared} (${grammar.order_operators.join(" ")}; times in ${units})`,
+    `${valued}  ${comparisons} (${grammar.order_operators.join(" ")}; a time takes a unit, ${grammar.default_unit} if none: 2${grammar.default_unit}, 150ms; ${units})`,
     `${is}  ${attrs} (span and event attributes)`,
     "a bare word searches #id, source, status, label and trace id",
   ].join("\n");
