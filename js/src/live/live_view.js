@@ -67,7 +67,7 @@ export class LiveView {
     this.disposed = false;
     this.asked = -1;
     this.lastSort = 0;
-    this.banner = el("div", "stw-live-banner");
+    this.banner = el("div", "stw-banner stw-live-banner");
     app.ui.root.insertBefore(this.banner, app.ui.root.firstChild);
     /** @param {any} msg @param {any[]} [buffers] */
     this.onMsg = (msg, buffers) => {

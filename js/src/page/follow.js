@@ -56,7 +56,7 @@ export function followUpdates(host, note, model, intervalMs = 5000) {
       const newer = response.ok ? newerState(shown, await response.json()) : null;
       if (!newer) return;
       shown = newer.version;
-      banner ??= host.insertBefore(el("div", "stw-follow-banner"), host.firstChild);
+      banner ??= host.insertBefore(el("div", "stw-banner stw-follow-banner"), host.firstChild);
       banner.replaceChildren(
         el("span", "", `The run has ${newer.dumps} dump(s) now.`),
         el("button", "stw-follow-update", "Update"),
