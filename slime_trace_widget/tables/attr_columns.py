@@ -34,9 +34,10 @@ from .attr_format import (
     JSON_FIELD,
     NONE_KEYS,
     OVERFLOW,
-    column_texts,
-    extra_texts,
+    extra_rows,
     is_json_field,
+    json_rows,
+    valid_rows,
 )
 from .attr_grouping import ARROW_TYPES, CONVERSION_ERRORS, NONE_TYPE, Chunk, Group, group_by_keys
 from .attr_python import table_dicts
@@ -142,11 +143,11 @@ class AttrTable:
 
     def explicit_nones(self) -> dict[int, list[str]]:
         """Per row (by position), the keys whose value was None (their columns are null)."""
-        return {position: json.loads(text) for position, text in extra_texts(self.table, NONE_KEYS)}
+        return extra_rows(self.table, NONE_KEYS)
 
     def overflow(self) -> dict[int, dict]:
         """Per row (by position), the attributes past :data:`MAX_ATTR_COLUMNS`."""
-        return {position: json.loads(text) for position, text in extra_texts(self.table, OVERFLOW)}
+        return extra_rows(self.table, OVERFLOW)
 
     def dicts(self) -> list[dict[str, Any] | None]:
         """Every row's attribute dict (None for no attributes)."""
@@ -499,17 +500,12 @@ def _moved_to_overflow(columns: dict[str, pa.ChunkedArray], rows: int, moved: se
     if not present:
         return columns
     kept = {name: column for name, column in columns.items() if name not in moved}
-    overflow: dict[int, dict] = {}
-    if OVERFLOW in kept:
-        overflow = {position: json.loads(text)
-                    for position, text in column_texts(kept[OVERFLOW])}
+    overflow: dict[int, dict] = json_rows(kept[OVERFLOW]) if OVERFLOW in kept else {}
     for name in present:
         column = columns[name]
-        positions = np.flatnonzero(column.is_valid().to_numpy(zero_copy_only=False))
-        values = column.take(pa.array(positions)).to_pylist()
-        if is_json_field(schema.field(name)):
-            values = [json.loads(value) for value in values]
-        for position, value in zip(positions.tolist(), values, strict=True):
+        values = (json_rows(column).items() if is_json_field(schema.field(name))
+                  else valid_rows(column))
+        for position, value in values:
             overflow.setdefault(position, {})[name] = value
     kept[OVERFLOW] = pa.chunked_array([_sparse_text(_json_rows(overflow), rows)])
     return kept

@@ -9,11 +9,14 @@ whose text is JSON (its values were lists or dicts) carries the field mark.
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 import numpy as np
 import pyarrow as pa
 
-__all__ = ["EXTRA_COLUMNS", "JSON_FIELD", "NONE_KEYS", "OVERFLOW", "column_texts", "extra_texts",
-           "is_json_field"]
+__all__ = ["EXTRA_COLUMNS", "JSON_FIELD", "NONE_KEYS", "OVERFLOW", "extra_rows", "is_json_field",
+           "json_rows", "valid_rows"]
 
 NONE_KEYS = "_none_keys"
 OVERFLOW = "_overflow"
@@ -28,16 +31,19 @@ def is_json_field(field: pa.Field) -> bool:
     return bool(field.metadata and field.metadata.get(JSON_FIELD))
 
 
-def extra_texts(table: pa.Table, name: str) -> list[tuple[int, str]]:
-    """(position, text) of the rows of ``table`` whose reserved column ``name`` has a value
-    (none when the table lacks the column)."""
-    if name not in table.column_names:
-        return []
-    return column_texts(table.column(name))
-
-
-def column_texts(column: pa.ChunkedArray) -> list[tuple[int, str]]:
-    """(position, text) of the non-null rows of ``column``."""
+def valid_rows(column: pa.ChunkedArray) -> list[tuple[int, Any]]:
+    """(position, Python value) of the non-null rows of ``column``."""
     positions = np.flatnonzero(~np.asarray(column.is_null().to_numpy(zero_copy_only=False)))
     return list(zip(positions.tolist(), column.take(pa.array(positions)).to_pylist(),
                     strict=True))
+
+
+def json_rows(column: pa.ChunkedArray) -> dict[int, Any]:
+    """The decoded JSON of each non-null row of a column of JSON text, by position."""
+    return {position: json.loads(text) for position, text in valid_rows(column)}
+
+
+def extra_rows(table: pa.Table, name: str) -> dict[int, Any]:
+    """:func:`json_rows` of the reserved column ``name`` of ``table`` (none when the
+    table lacks the column)."""
+    return json_rows(table.column(name)) if name in table.column_names else {}

@@ -14,7 +14,7 @@ from itertools import repeat
 import numpy as np
 import pyarrow as pa
 
-from .attr_format import EXTRA_COLUMNS, NONE_KEYS, OVERFLOW, extra_texts, is_json_field
+from .attr_format import EXTRA_COLUMNS, NONE_KEYS, OVERFLOW, extra_rows, is_json_field
 
 try:  # compiled where the package was built with a C compiler (see hatch_build.py)
     from . import _native_dicts
@@ -82,10 +82,10 @@ def table_dicts(table: pa.Table, values: dict[str, np.ndarray] | None = None) ->
         for position, name in enumerate(names):
             valid[:, position] = table.column(name).is_valid().to_numpy(zero_copy_only=False)
         _fill_dicts(out, names, columns, valid)
-    for extra, decode in ((NONE_KEYS, lambda text: dict.fromkeys(json.loads(text))),
-                          (OVERFLOW, json.loads)):
-        for position, text in extra_texts(table, extra):
-            out[position] = {**(out[position] or {}), **decode(text)}
+    for position, keys in extra_rows(table, NONE_KEYS).items():
+        out[position] = {**(out[position] or {}), **dict.fromkeys(keys)}
+    for position, attributes in extra_rows(table, OVERFLOW).items():
+        out[position] = {**(out[position] or {}), **attributes}
     return out
 
 
