@@ -25,6 +25,7 @@ from slime_trace_widget.sources.dumps.wire import (
     write_frames,
     write_table,
 )
+from slime_trace_widget.tables.attr_format import JSON_FIELD, NONE_KEYS, OVERFLOW
 from slime_trace_widget.tables.build import build_tables
 from slime_trace_widget.tables.core_tables import CORE_SCHEMA, CORE_TABLES, STATES
 from tests.tables.test_attr_columns import _ipc_bytes
@@ -85,6 +86,47 @@ def test_a_column_of_the_wrong_type_is_refused(tmp_path: Path) -> None:
     write_changed(frames, tmp_path, "samples", "reward", lambda c: c.cast(pa.float32()))
     with pytest.raises(WireError, match=r"samples\.reward: expected double, got float"):
         read_frames(str(tmp_path))
+
+
+def write_with_extra_text(frames, directory: Path, name: str, column: str, rows: dict,
+                          json_field: bool = False) -> None:
+    """``frames`` written as a worker writes them, then attribute table ``name`` again
+    with a text ``column`` holding ``rows`` (position: text), null elsewhere."""
+    write_frames(frames, str(directory))
+    table = getattr(frames, name).table
+    values = [rows.get(position) for position in range(table.num_rows)]
+    field = pa.field(column, pa.string(), metadata={JSON_FIELD: b"1"} if json_field else None)
+    write_table(table.append_column(field, pa.array(values, pa.string())),
+                table_file(str(directory), name))
+
+
+@pytest.mark.parametrize(("column", "text", "json_field", "problem"), [
+    (OVERFLOW, '{"cut": ', False, r"span_end_attrs\._overflow: a row is not JSON"),
+    (OVERFLOW, "[1, 2]", False, r"span_end_attrs\._overflow: row 1 is not an object"),
+    (NONE_KEYS, '{"a": null}', False, r"_none_keys: row 1 is not a list of text"),
+    (NONE_KEYS, '["a", 3]', False, r"_none_keys: row 1 is not a list of text"),
+    ("tool_args", "[" * 100_000, True, r"tool_args: a row is not JSON \(RecursionError\)"),
+    ("tool_args", "NaN-ish", True, r"tool_args: a row is not JSON \(JSONDecodeError\)"),
+])
+def test_attribute_json_a_view_could_not_read_is_refused(
+        tmp_path: Path, column: str, text: str, json_field: bool, problem: str) -> None:
+    """A worker's JSON columns are read back by the views: text that is not JSON, or
+    not of the shape a view merges into a row's dict, is the file's fault (WireError),
+    not a TypeError when the spans are first touched."""
+    frames = build_frames(make_demo_samples(4))
+    write_with_extra_text(frames, tmp_path, "span_end_attrs", column,
+                          {0: '["fine"]' if column == NONE_KEYS else '{"x": 1}', 1: text},
+                          json_field)
+    with pytest.raises(WireError, match=problem):
+        read_frames(str(tmp_path))
+
+
+def test_attribute_json_of_the_right_shape_reads_into_the_dicts(tmp_path: Path) -> None:
+    frames = build_frames(make_demo_samples(4))
+    write_with_extra_text(frames, tmp_path, "event_attrs", OVERFLOW, {2: '{"late": [1, 2]}'})
+    back = read_frames(str(tmp_path)).events["attrs"].tolist()
+    assert back[2]["late"] == [1, 2]
+    assert back[:2] == frames.events["attrs"].tolist()[:2]
 
 
 def test_a_state_outside_its_vocabulary_is_refused(tmp_path: Path) -> None:

@@ -6,11 +6,14 @@ must have exactly the columns and Arrow types that frames of this version
 have (``core_tables.CORE_SCHEMA``), Arrow's full validation must pass, and
 every row reference (sample row, parent span, segment owner) must point
 inside its table. Anything else is a ``WireError``. Attribute tables are
-free-form (one column per key) but may only hold numbers, bools and text.
+free-form (one column per key) but may only hold numbers, bools and text, and
+their JSON text (the reserved columns and the columns of lists and dicts) must
+decode to what the views expect of it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pyarrow as pa
@@ -18,6 +21,7 @@ import pyarrow.compute as pc
 
 from ...frames.model import TraceFrames, frames_from_tables
 from ...tables.attr_columns import AttrTable
+from ...tables.attr_format import EXTRA_COLUMNS, NONE_KEYS, OVERFLOW, is_json_field, json_rows
 from ...tables.core_tables import CoreTables, FrameTables
 from .arrow_files import (
     ATTR_TABLES,
@@ -71,13 +75,46 @@ def checked_core_tables(samples: pa.Table, span_core: pa.Table, event_core: pa.T
 
 
 def checked_attrs(table: pa.Table, name: str) -> pa.Table:
-    """``table`` if it holds only numbers, bools and text (WireError otherwise)."""
+    """``table`` if it holds only numbers, bools and text, and its JSON columns hold
+    JSON of the shape their readers take (WireError otherwise)."""
     for field in table.schema:
         kind = field.type
         if not (pa.types.is_integer(kind) or pa.types.is_floating(kind)
                 or pa.types.is_boolean(kind) or kind == pa.string()):
             raise WireError(f"{name}.{field.name[:80]}: attributes cannot be {kind}")
+        if field.name in EXTRA_COLUMNS or is_json_field(field):
+            _check_json(table.column(field.name), f"{name}.{field.name[:80]}",
+                        _JSON_SHAPES.get(field.name))
     return table
+
+
+def _is_list_of_text(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(key, str) for key in value)
+
+
+#: What each reserved column's rows must decode to: ``_none_keys`` a list of keys,
+#: ``_overflow`` an object of attributes (JSON keys are always text). A key's own JSON
+#: column may hold any JSON value.
+_JSON_SHAPES: dict[str, tuple[str, Callable[[Any], bool]]] = {
+    NONE_KEYS: ("a list of text", _is_list_of_text),
+    OVERFLOW: ("an object", lambda value: isinstance(value, dict)),
+}
+
+
+def _check_json(column: pa.ChunkedArray, where: str,
+                shape: tuple[str, Callable[[Any], bool]] | None) -> None:
+    """Every non-null row of ``column`` must be JSON text (of ``shape``, if given)."""
+    if column.type != pa.string():
+        raise WireError(f"{where}: JSON columns must be text, not {column.type}")
+    try:
+        rows = json_rows(column)
+    except (ValueError, RecursionError) as exc:  # RecursionError: nested past the stack
+        raise WireError(f"{where}: a row is not JSON ({type(exc).__name__})") from exc
+    if shape is not None:
+        expected, fits = shape
+        for position, value in rows.items():
+            if not fits(value):
+                raise WireError(f"{where}: row {position} is not {expected}")
 
 
 def check_references(frames: TraceFrames) -> None:
