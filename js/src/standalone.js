@@ -26,6 +26,144 @@
  * @property {(msg: any) => void} [onSend] called with every message the renderer sends
  */
 
+/** Callbacks by event name; one that throws is logged and the others still run. */
+class Handlers {
+  constructor() {
+    /** @type {Map<string, Set<(...args: any[]) => void>>} */
+    this.byEvent = new Map();
+  }
+
+  /**
+   * @param {string} event
+   * @param {(...args: any[]) => void} cb
+   */
+  on(event, cb) {
+    let handlers = this.byEvent.get(event);
+    if (!handlers) {
+      handlers = new Set();
+      this.byEvent.set(event, handlers);
+    }
+    handlers.add(cb);
+  }
+
+  /**
+   * Without `event`, `cb` from every event (all callbacks without `cb` either);
+   * with it, `cb` from that event (all of its callbacks without `cb`).
+   * @param {string|null} [event]
+   * @param {((...args: any[]) => void)|null} [cb]
+   */
+  off(event, cb) {
+    if (!event) {
+      if (!cb) this.byEvent.clear();
+      else for (const handlers of this.byEvent.values()) handlers.delete(cb);
+      return;
+    }
+    const handlers = this.byEvent.get(event);
+    if (!handlers) return;
+    if (cb) handlers.delete(cb);
+    else handlers.clear();
+  }
+
+  /**
+   * @param {string} event
+   * @param {...any} args
+   */
+  emit(event, ...args) {
+    const handlers = this.byEvent.get(event);
+    if (!handlers) return;
+    for (const handler of [...handlers]) {
+      try {
+        handler(...args);
+      } catch (err) {
+        console.error(`slime-trace-widget: handler for ${event} failed`, err);
+      }
+    }
+  }
+}
+
+/**
+ * The attributes of a span or event that `source` embeds, or null.
+ * @param {AttrsSource|undefined} source
+ * @returns {(kind: string, index: number) => Promise<any>}
+ */
+function embeddedAttrs(source) {
+  return async (kind, index) => {
+    if (!source) return null;
+    if (typeof source === "function") return await source(kind, index);
+    const table = kind === "event" ? source.event : source.span;
+    if (!table) return null;
+    const attrs = Array.isArray(table) ? table[index] : table[String(index)];
+    return attrs === undefined ? null : attrs;
+  };
+}
+
+/**
+ * @typedef {Object} Reply how a page answers one request of the renderer
+ * @property {Record<string, any>} head what the reply repeats of the request
+ * @property {() => Promise<Record<string, any>>} answer the rest of the reply
+ * @property {Record<string, any>} failed the rest when `answer` throws (with its error)
+ */
+
+/**
+ * The reply to an "attrs", "sample_text" or "query_attrs" request from what the page
+ * embeds; null for any other message.
+ * @param {any} msg
+ * @param {LocalModelOptions} opts
+ * @param {(kind: string, index: number) => Promise<any>} attrsFor
+ * @returns {Reply|null}
+ */
+function replyTo(msg, opts, attrsFor) {
+  if (!msg || typeof msg !== "object") return null;
+  if (msg.type === "attrs") {
+    return {
+      head: { type: "attrs", req: msg.req, kind: msg.kind, index: msg.index },
+      answer: async () => {
+        const detail = await attrsFor(msg.kind, msg.index);
+        return detail === null ? { detail, error: "attributes are not embedded in this page" } : { detail };
+      },
+      failed: { detail: null },
+    };
+  }
+  if (msg.type === "sample_text") {
+    return {
+      head: { type: "sample_text", req: msg.req, sample: msg.sample, field: msg.field },
+      answer: async () => {
+        const found = opts.sampleText ? await opts.sampleText(msg.sample, msg.field) : null;
+        return found ?? { text: null, chars: null, error: "this text is not embedded in this page" };
+      },
+      failed: { text: null, chars: null },
+    };
+  }
+  if (msg.type === "query_attrs") {
+    return {
+      head: { type: "query_attrs", req: msg.req },
+      answer: async () => {
+        if (!opts.queryAttrs) throw new Error("attributes are not embedded in this page");
+        return await opts.queryAttrs(msg.terms);
+      },
+      failed: {},
+    };
+  }
+  return null;
+}
+
+/**
+ * Emit `reply` as a custom message, asynchronously like a kernel would.
+ * @param {Handlers} handlers
+ * @param {Reply} reply
+ */
+function sendLater(handlers, reply) {
+  setTimeout(async () => {
+    let body;
+    try {
+      body = await reply.answer();
+    } catch (err) {
+      body = { ...reply.failed, error: String(err) };
+    }
+    handlers.emit("msg:custom", { ...reply.head, ...body }, []);
+  }, 0);
+}
+
 /**
  * Create a model over `state`. `state` is either a payload
  * (`{version, meta, buffers}`) or an object of trait values
@@ -44,61 +182,11 @@ export function createLocalModel(state, opts = {}) {
     view_state: {},
     ...(isPayload ? { payload: state } : state || {}),
   };
-  /** @type {Map<string, Set<(...args: any[]) => void>>} */
-  const handlers = new Map();
+  const handlers = new Handlers();
   /** @type {Record<string, any>} */
   let dirty = {};
-
-  /**
-   * @param {string} event
-   * @param {...any} args
-   */
-  const emit = (event, ...args) => {
-    const hs = handlers.get(event);
-    if (!hs) return;
-    for (const handler of [...hs]) {
-      try {
-        handler(...args);
-      } catch (err) {
-        console.error(`slime-trace-widget: handler for ${event} failed`, err);
-      }
-    }
-  };
-
-  /**
-   * @param {string} kind
-   * @param {number} index
-   */
-  const attrsFor = async (kind, index) => {
-    const src = opts.attrs;
-    if (!src) return null;
-    if (typeof src === "function") return await src(kind, index);
-    const table = kind === "event" ? src.event : src.span;
-    if (!table) return null;
-    const attrs = Array.isArray(table) ? table[index] : table[String(index)];
-    return attrs === undefined ? null : attrs;
-  };
-
-  /**
-   * Emit `head` plus what `answer` resolves to, asynchronously like a kernel
-   * would; when `answer` throws, `head` plus `failed` and the error.
-   * @param {Record<string, any>} head
-   * @param {() => Promise<Record<string, any>>} answer
-   * @param {Record<string, any>} failed
-   */
-  const replyLater = (head, answer, failed) => {
-    setTimeout(async () => {
-      let body;
-      try {
-        body = await answer();
-      } catch (err) {
-        body = { ...failed, error: String(err) };
-      }
-      emit("msg:custom", { ...head, ...body }, []);
-    }, 0);
-  };
-
-  const model = {
+  const attrsFor = embeddedAttrs(opts.attrs);
+  return {
     /** @param {string} key */
     get(key) {
       return values[key];
@@ -112,8 +200,8 @@ export function createLocalModel(state, opts = {}) {
       values[key] = value;
       dirty[key] = value;
       if (old !== value) {
-        emit(`change:${key}`, value);
-        emit("change", { [key]: value });
+        handlers.emit(`change:${key}`, value);
+        handlers.emit("change", { [key]: value });
       }
     },
     save_changes() {
@@ -126,48 +214,20 @@ export function createLocalModel(state, opts = {}) {
      * @param {(...args: any[]) => void} cb
      */
     on(event, cb) {
-      let hs = handlers.get(event);
-      if (!hs) {
-        hs = new Set();
-        handlers.set(event, hs);
-      }
-      hs.add(cb);
+      handlers.on(event, cb);
     },
     /**
      * @param {string|null} [event]
      * @param {((...args: any[]) => void)|null} [cb]
      */
     off(event, cb) {
-      if (!event) {
-        if (!cb) handlers.clear();
-        else for (const hs of handlers.values()) hs.delete(cb);
-        return;
-      }
-      const hs = handlers.get(event);
-      if (!hs) return;
-      if (cb) hs.delete(cb);
-      else hs.clear();
+      handlers.off(event, cb);
     },
     /** @param {any} msg */
     send(msg) {
       if (opts.onSend) opts.onSend(msg);
-      if (!msg || typeof msg !== "object") return;
-      if (msg.type === "attrs") {
-        replyLater({ type: "attrs", req: msg.req, kind: msg.kind, index: msg.index }, async () => {
-          const detail = await attrsFor(msg.kind, msg.index);
-          return detail === null ? { detail, error: "attributes are not embedded in this page" } : { detail };
-        }, { detail: null });
-      } else if (msg.type === "sample_text") {
-        replyLater({ type: "sample_text", req: msg.req, sample: msg.sample, field: msg.field }, async () => {
-          const found = opts.sampleText ? await opts.sampleText(msg.sample, msg.field) : null;
-          return found ?? { text: null, chars: null, error: "this text is not embedded in this page" };
-        }, { text: null, chars: null });
-      } else if (msg.type === "query_attrs") {
-        replyLater({ type: "query_attrs", req: msg.req }, async () => {
-          if (!opts.queryAttrs) throw new Error("attributes are not embedded in this page");
-          return await opts.queryAttrs(msg.terms);
-        }, {});
-      }
+      const reply = replyTo(msg, opts, attrsFor);
+      if (reply) sendLater(handlers, reply);
     },
     attrsFor,
     /**
@@ -176,8 +236,7 @@ export function createLocalModel(state, opts = {}) {
      * @param {any[]} [buffers]
      */
     receive(content, buffers = []) {
-      emit("msg:custom", content, buffers);
+      handlers.emit("msg:custom", content, buffers);
     },
   };
-  return model;
 }

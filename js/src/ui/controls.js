@@ -108,149 +108,183 @@ export function controlsInfo(data, nRows, result) {
   };
 }
 
+/**
+ * A select of `options` whose choice goes to `choose`.
+ * @param {[string, string][]} options
+ * @param {(value: string) => void} choose
+ * @param {string} [title]
+ */
+function choice(options, choose, title) {
+  const selectEl = select(options);
+  if (title) selectEl.title = title;
+  selectEl.addEventListener("change", () => choose(selectEl.value));
+  return selectEl;
+}
+
+/**
+ * A labelled checkbox whose state goes to `flip`.
+ * @param {string} label
+ * @param {(checked: boolean) => void} flip
+ * @param {string} [title]
+ */
+function toggle(label, flip, title) {
+  const box = checkbox(label);
+  if (title) box.wrap.title = title;
+  box.input.addEventListener("change", () => flip(box.input.checked));
+  return box;
+}
+
+/**
+ * `field(label, control)` with an extra class, for the fields shown only when they apply.
+ * @param {string} label
+ * @param {HTMLElement} control
+ * @param {string} className
+ */
+function classedField(label, control, className) {
+  const wrap = field(label, control);
+  wrap.classList.add(className);
+  return wrap;
+}
+
+/** The query box and its message: what is typed is reported after a pause, at once
+ * on Enter; Escape empties it. */
+class QueryBox {
+  /** @param {(filter: string) => void} report */
+  constructor(report) {
+    /** @type {ReturnType<typeof setTimeout>|undefined} */
+    this.timer = undefined;
+    this.input = /** @type {HTMLInputElement} */ (el("input", "stw-input"));
+    this.input.type = "search";
+    this.input.placeholder = "name:tool* duration>2s key=value status:failed, or words";
+    this.input.title = queryHelp();
+    this.input.spellcheck = false;
+    this.input.addEventListener("input", () => {
+      clearTimeout(this.timer);
+      this.timer = setTimeout(() => report(this.input.value), 120);
+    });
+    this.input.addEventListener("keydown", (event) => {
+      if (event.key === "Enter") {
+        clearTimeout(this.timer);
+        report(this.input.value);
+      }
+      if (event.key === "Escape" && this.input.value) {
+        event.stopPropagation();
+        this.input.value = "";
+        report("");
+      }
+    });
+    this.wrap = classedField("Filter", this.input, "stw-field-filter");
+    /** What the query is doing: "matching…", or why it does not parse (text only). */
+    this.message = el("div", "stw-query-msg");
+    this.message.setAttribute("role", "status");
+    this.message.hidden = true;
+  }
+
+  dispose() {
+    clearTimeout(this.timer);
+  }
+}
+
+/**
+ * The buttons that fit the time range to all rows or to the filtered ones.
+ * @param {ControlActions} act
+ */
+function fitButtons(act) {
+  const group = el("div", "stw-btn-group");
+  for (const [text, title, fit] of /** @type {[string, string, () => void][]} */ ([
+    ["fit all", "show the whole time range", act.fitAll],
+    ["fit filtered", "fit the time range of the filtered rows", act.fitFiltered],
+  ])) {
+    const button = el("button", "stw-btn", text);
+    button.title = title;
+    button.addEventListener("click", fit);
+    group.appendChild(button);
+  }
+  return group;
+}
+
+/** @param {(laneH: number) => void} resize */
+function laneSlider(resize) {
+  const slider = /** @type {HTMLInputElement} */ (el("input", "stw-range"));
+  slider.type = "range";
+  slider.min = String(LANE_MIN);
+  slider.max = String(LANE_MAX);
+  slider.step = "1";
+  slider.addEventListener("input", () => resize(Number(slider.value)));
+  return slider;
+}
+
+/**
+ * `parent` with `children` appended, in order.
+ * @param {HTMLElement} parent
+ * @param {HTMLElement[]} children
+ */
+function holding(parent, children) {
+  for (const child of children) parent.appendChild(child);
+  return parent;
+}
+
 export class Controls {
   /**
+   * Two rows under the title: what is shown (query, attempts, expansion, order), then
+   * how it is drawn (toggles, colours, lane height, fit, load tracks, diff).
    * @param {HTMLElement} host
    * @param {ControlActions} act
    */
   constructor(host, act) {
     this.host = host;
-    this.act = act;
-    /** @type {ReturnType<typeof setTimeout>|undefined} */
-    this.filterTimer = undefined;
-
-    const top = el("div", "stw-titlebar");
+    const change = act.change;
     this.title = el("div", "stw-title");
     this.count = el("div", "stw-count");
-    top.appendChild(this.title);
-    top.appendChild(this.count);
-    host.appendChild(top);
+    host.appendChild(holding(el("div", "stw-titlebar"), [this.title, this.count]));
 
-    const bar = el("div", "stw-toolbar");
-    const bar2 = el("div", "stw-toolbar");
-    this.filter = /** @type {HTMLInputElement} */ (el("input", "stw-input"));
-    this.filter.type = "search";
-    this.filter.placeholder = "name:tool* duration>2s key=value status:failed, or words";
-    this.filter.title = queryHelp();
-    this.filter.spellcheck = false;
-    this.filter.addEventListener("input", () => {
-      clearTimeout(this.filterTimer);
-      this.filterTimer = setTimeout(() => act.change({ filter: this.filter.value }), 120);
-    });
-    this.filter.addEventListener("keydown", (event) => {
-      if (event.key === "Enter") {
-        clearTimeout(this.filterTimer);
-        act.change({ filter: this.filter.value });
-      }
-      if (event.key === "Escape" && this.filter.value) {
-        event.stopPropagation();
-        this.filter.value = "";
-        act.change({ filter: "" });
-      }
-    });
-    const fWrap = field("Filter", this.filter);
-    fWrap.classList.add("stw-field-filter");
-    bar.appendChild(fWrap);
-    /** What the query is doing: "matching…", or why it does not parse (text only). */
-    this.queryMsg = el("div", "stw-query-msg");
-    this.queryMsg.setAttribute("role", "status");
-    this.queryMsg.hidden = true;
-    bar.appendChild(this.queryMsg);
-
-    this.attempt = select([["-1", "all attempts"]]);
-    this.attempt.addEventListener("change", () => act.change({ attempt: Number(this.attempt.value) }));
-    bar.appendChild(field("Attempt", this.attempt));
-
-    this.attemptMode = select([
-      ["filter", "filter segments"],
-      ["highlight", "highlight"],
-    ]);
-    this.attemptMode.addEventListener("change", () => act.change({ attemptMode: this.attemptMode.value === "highlight" ? "highlight" : "filter" }));
-    bar.appendChild(field("Attempt view", this.attemptMode));
-
-    this.view = select([
-      ["collapsed", "collapsed"],
-      ["expanded", "expanded"],
-    ]);
-    this.view.title = "expand or collapse every row (click a row label to toggle one)";
-    this.view.addEventListener("change", () => act.change({ expandAll: this.view.value === "expanded" }));
-    bar.appendChild(field("View", this.view));
-
-    this.sort = select(SORT_KEYS.map((sortKey) => [sortKey, SORT_LABELS[sortKey]]));
-    this.sort.addEventListener("change", () => act.change({ sort: /** @type {any} */ (this.sort.value) }));
-    bar.appendChild(field("Sort", this.sort));
-    const desc = checkbox("desc");
+    this.query = new QueryBox((filter) => change({ filter }));
+    this.filter = this.query.input;
+    this.queryMsg = this.query.message;
+    this.attempt = choice([["-1", "all attempts"]], (value) => change({ attempt: Number(value) }));
+    this.attemptMode = choice([["filter", "filter segments"], ["highlight", "highlight"]],
+      (value) => change({ attemptMode: value === "highlight" ? "highlight" : "filter" }));
+    this.view = choice([["collapsed", "collapsed"], ["expanded", "expanded"]],
+      (value) => change({ expandAll: value === "expanded" }),
+      "expand or collapse every row (click a row label to toggle one)");
+    this.sort = choice(SORT_KEYS.map((sortKey) => [sortKey, SORT_LABELS[sortKey]]),
+      (value) => change({ sort: /** @type {any} */ (value) }));
+    const desc = toggle("desc", (desc) => change({ desc }));
     this.desc = desc.input;
-    this.desc.addEventListener("change", () => act.change({ desc: this.desc.checked }));
-    bar.appendChild(desc.wrap);
+    host.appendChild(holding(el("div", "stw-toolbar"), [
+      this.query.wrap, this.queryMsg, field("Attempt", this.attempt),
+      field("Attempt view", this.attemptMode), field("View", this.view),
+      field("Sort", this.sort), desc.wrap,
+    ]));
 
-    const ev = checkbox("instant events");
-    this.showEvents = ev.input;
-    this.showEvents.addEventListener("change", () => act.change({ showEvents: this.showEvents.checked }));
-    bar2.appendChild(ev.wrap);
-    const op = checkbox("open spans");
-    this.showOpen = op.input;
-    this.showOpen.addEventListener("change", () => act.change({ showOpen: this.showOpen.checked }));
-    bar2.appendChild(op.wrap);
-    const um = checkbox("unmatched ends");
-    this.showUnmatched = um.input;
-    this.showUnmatched.addEventListener("change", () => act.change({ showUnmatched: this.showUnmatched.checked }));
-    bar2.appendChild(um.wrap);
-
-    const cp = checkbox("critical path");
-    this.critical = cp.input;
-    cp.wrap.title = "dim everything but the selected sample's critical path";
-    this.critical.addEventListener("change", () => act.change({ critical: this.critical.checked }));
-    bar2.appendChild(cp.wrap);
-    const fl = checkbox("flame");
-    this.flame = fl.input;
-    fl.wrap.title = "icicle of the shown rows, or of the shift-drag range";
-    this.flame.addEventListener("change", () => act.change({ flame: this.flame.checked }));
-    bar2.appendChild(fl.wrap);
-
-    this.colorBy = select([
-      ["span", "by span"],
-      ["fate", "by fate"],
-    ]);
-    this.colorBy.title = "by fate: each row tinted by what became of its sample (signal, no signal, filtered, truncated, aborted, failed)";
-    this.colorBy.addEventListener("change", () => act.change({ colorBy: this.colorBy.value === "fate" ? "fate" : "span" }));
-    this.colorField = field("Colour", this.colorBy);
-    this.colorField.classList.add("stw-field-color");
-    bar2.appendChild(this.colorField);
-
-    this.lane = /** @type {HTMLInputElement} */ (el("input", "stw-range"));
-    this.lane.type = "range";
-    this.lane.min = String(LANE_MIN);
-    this.lane.max = String(LANE_MAX);
-    this.lane.step = "1";
-    this.lane.addEventListener("input", () => act.change({ laneH: Number(this.lane.value) }));
-    bar2.appendChild(field("Lane height", this.lane));
-
-    const fitAll = el("button", "stw-btn", "fit all");
-    fitAll.title = "show the whole time range";
-    fitAll.addEventListener("click", act.fitAll);
-    const fitF = el("button", "stw-btn", "fit filtered");
-    fitF.title = "fit the time range of the filtered rows";
-    fitF.addEventListener("click", act.fitFiltered);
-    const fits = el("div", "stw-btn-group");
-    fits.appendChild(fitAll);
-    fits.appendChild(fitF);
-    bar2.appendChild(fits);
-    this.load = select([
-      ["summed", "summed"],
-      ["split", "per engine"],
-    ]);
-    this.load.title = "the engines' load tracks above the rows: summed over the engines (KV token usage: the fullest), or one per engine";
-    this.load.addEventListener("change", () => act.change({ loadSplit: this.load.value === "split" }));
-    this.loadField = field("Engine load", this.load);
-    this.loadField.classList.add("stw-field-load");
-    bar2.appendChild(this.loadField);
+    const events = toggle("instant events", (showEvents) => change({ showEvents }));
+    const open = toggle("open spans", (showOpen) => change({ showOpen }));
+    const unmatched = toggle("unmatched ends", (showUnmatched) => change({ showUnmatched }));
+    const critical = toggle("critical path", (critical) => change({ critical }),
+      "dim everything but the selected sample's critical path");
+    const flame = toggle("flame", (flame) => change({ flame }),
+      "icicle of the shown rows, or of the shift-drag range");
+    this.showEvents = events.input;
+    this.showOpen = open.input;
+    this.showUnmatched = unmatched.input;
+    this.critical = critical.input;
+    this.flame = flame.input;
+    this.colorBy = choice([["span", "by span"], ["fate", "by fate"]],
+      (value) => change({ colorBy: value === "fate" ? "fate" : "span" }),
+      "by fate: each row tinted by what became of its sample (signal, no signal, filtered, truncated, aborted, failed)");
+    this.colorField = classedField("Colour", this.colorBy, "stw-field-color");
+    this.lane = laneSlider((laneH) => change({ laneH }));
+    this.load = choice([["summed", "summed"], ["split", "per engine"]],
+      (value) => change({ loadSplit: value === "split" }),
+      "the engines' load tracks above the rows: summed over the engines (KV token usage: the fullest), or one per engine");
+    this.loadField = classedField("Engine load", this.load, "stw-field-load");
     this.diff = el("button", "stw-btn stw-diff-btn", "diff");
     this.diff.title = "rollout diff: per span name, rollout B against rollout A";
-    this.diff.addEventListener("click", () => act.change({ diff: this.diff.getAttribute("aria-pressed") !== "true" }));
-    bar2.appendChild(this.diff);
-    host.appendChild(bar);
-    host.appendChild(bar2);
+    this.diff.addEventListener("click", () => change({ diff: this.diff.getAttribute("aria-pressed") !== "true" }));
+    host.appendChild(holding(el("div", "stw-toolbar"), [
+      events.wrap, open.wrap, unmatched.wrap, critical.wrap, flame.wrap, this.colorField,
+      field("Lane height", this.lane), fitButtons(act), this.loadField, this.diff,
+    ]));
   }
 
   /**
@@ -311,6 +345,6 @@ export class Controls {
   }
 
   dispose() {
-    clearTimeout(this.filterTimer);
+    this.query.dispose();
   }
 }

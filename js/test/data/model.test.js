@@ -26,6 +26,55 @@ test("local model: get/set/on/off/save_changes", () => {
   assert.equal(m2.get("view_state").sort, "reward");
 });
 
+test("local model: off by event, by callback, or all; a throwing handler spares the rest", async () => {
+  const m = createLocalModel({});
+  const calls = [];
+  const a = () => calls.push("a");
+  const b = () => calls.push("b");
+  const boom = () => { throw new Error("handler broke"); };
+  const logged = [];
+  const realError = console.error;
+  console.error = (...args) => logged.push(args.join(" "));
+  try {
+    m.on("change:x", boom);
+    m.on("change:x", a);
+    m.on("change:y", a);
+    m.on("change:y", b);
+    m.set("x", 1);
+    assert.deepEqual(calls, ["a"]);
+    assert.equal(logged.length, 1);
+    assert.match(logged[0], /handler for change:x failed/);
+    m.off(null, a); // a from every event
+    m.set("x", 2);
+    m.set("y", 2);
+    assert.deepEqual(calls, ["a", "b"]);
+    m.off("change:y"); // every callback of one event
+    m.set("y", 3);
+    assert.deepEqual(calls, ["a", "b"]);
+    m.on("change:y", b);
+    m.off(); // everything
+    m.set("x", 3);
+    m.set("y", 4);
+    assert.deepEqual(calls, ["a", "b"]);
+    // query_attrs: answered by the page's function, or an error reply without one.
+    const answered = createLocalModel({}, { queryAttrs: async (terms) => ({ rows: terms.length }) });
+    const bare = createLocalModel({});
+    const replies = [];
+    for (const model of [answered, bare]) {
+      model.on("msg:custom", (msg) => replies.push(msg));
+      model.send({ type: "query_attrs", req: 4, terms: [1, 2] });
+      model.send({ type: "unknown", req: 5 });
+    }
+    await wait(20);
+    assert.deepEqual(replies, [
+      { type: "query_attrs", req: 4, rows: 2 },
+      { type: "query_attrs", req: 4, error: "Error: attributes are not embedded in this page" },
+    ]);
+  } finally {
+    console.error = realError;
+  }
+});
+
 test("local model answers attrs requests from an embedded map or a function", async () => {
   const m = createLocalModel({ payload: null }, { attrs: { span: { 3: { name: "x" } }, event: [{ name: "e0" }] } });
   const replies = [];
