@@ -44,16 +44,42 @@ import { quantile } from "./quantile.js";
  * @returns {Flame}
  */
 export function flameOf(data, include, window = null) {
+  const nodes = flameNodes(data, include, window);
+  const paths = internPaths(nodes);
+  const own = selfTimes(nodes, data.nSpans);
+  const { rows, nodeRow } = flameRows(data, nodes, paths, own);
+  return { rows, spanRow: nodeRow.subarray(0, data.nSpans), segRow: nodeRow.subarray(data.nSpans) };
+}
+
+/**
+ * @typedef {Object} FlameNodes the spans and child segments a flame counts
+ * @property {number} count nodes: spans (0 .. nSpans-1), then segments (nSpans + seg)
+ * @property {Float64Array} start clipped to the window
+ * @property {Float64Array} end clipped to the window
+ * @property {Uint8Array} chosen 1 for a node the flame counts
+ * @property {number} nChosen
+ * @property {Uint32Array} name name id
+ * @property {Uint32Array} depth
+ * @property {(node: number) => number} parentOf the node's parent when it is chosen, else -1
+ */
+
+/**
+ * The spans with `include[i]` set and the segments that are their children
+ * (critical.js segmentsAreChildren), clipped to `window`; a node of no time in it drops.
+ * @param {Data} data
+ * @param {Uint8Array|null} include
+ * @param {[number, number]|null} window
+ * @returns {FlameNodes}
+ */
+function flameNodes(data, include, window) {
   const nSpans = data.nSpans;
-  // Nodes: spans (0 .. nSpans-1), then segments (nSpans + seg) of the spans whose
-  // segments are children (critical.js segmentsAreChildren).
-  const nNodes = nSpans + data.nSegs;
-  const start = new Float64Array(nNodes);
-  const end = new Float64Array(nNodes);
-  const chosen = new Uint8Array(nNodes);
-  const nameOfNode = new Uint32Array(nNodes);
-  const depthOfNode = new Uint32Array(nNodes);
-  const parentOfNode = new Int32Array(nNodes);
+  const count = nSpans + data.nSegs;
+  const start = new Float64Array(count);
+  const end = new Float64Array(count);
+  const chosen = new Uint8Array(count);
+  const name = new Uint32Array(count);
+  const depth = new Uint32Array(count);
+  const parent = new Int32Array(count);
   let nChosen = 0;
   const choose = (/** @type {number} */ node, /** @type {number} */ nodeStart, /** @type {number} */ nodeEnd) => {
     if (window) {
@@ -67,9 +93,9 @@ export function flameOf(data, include, window = null) {
     nChosen++;
   };
   for (let i = 0; i < nSpans; i++) {
-    nameOfNode[i] = data.spanName[i];
-    depthOfNode[i] = data.spanDepth[i];
-    parentOfNode[i] = data.spanParent[i];
+    name[i] = data.spanName[i];
+    depth[i] = data.spanDepth[i];
+    parent[i] = data.spanParent[i];
     if (include && !include[i]) continue;
     choose(i, data.spanStart[i], data.spanEnd[i]);
   }
@@ -78,45 +104,72 @@ export function flameOf(data, include, window = null) {
     for (let position = data.spanSegOff[i]; position < data.spanSegOff[i + 1]; position++) {
       const seg = data.segOrder[position];
       const node = nSpans + seg;
-      nameOfNode[node] = data.segName[seg];
-      depthOfNode[node] = data.spanDepth[i] + 1;
-      parentOfNode[node] = i;
+      name[node] = data.segName[seg];
+      depth[node] = data.spanDepth[i] + 1;
+      parent[node] = i;
       if (data.segEnd[seg] > data.segStart[seg]) choose(node, data.segStart[seg], data.segEnd[seg]);
     }
   }
   const parentOf = (/** @type {number} */ node) => {
-    const parent = parentOfNode[node];
-    return parent >= 0 && chosen[parent] ? parent : -1;
+    const up = parent[node];
+    return up >= 0 && chosen[up] ? up : -1;
   };
-  // Nodes by depth (parents first), then each one's path id.
-  const byDepth = bucket(nNodes, 257, (i) => (chosen[i] ? depthOfNode[i] : -1));
-  const pathId = new Int32Array(nNodes).fill(-1);
+  return { count, start, end, chosen, nChosen, name, depth, parentOf };
+}
+
+/**
+ * @typedef {Object} FlamePaths the name paths of the chosen nodes, parents before children
+ * @property {Int32Array} pathOfNode -1 for a node not chosen
+ * @property {number[]} parent each path's parent path, -1 for a root
+ * @property {number[]} name each path's last name id
+ */
+
+/**
+ * Each chosen node's path, interned as (parent path, name): nodes are visited by
+ * depth, so a parent path always has its id before its children ask for one.
+ * @param {FlameNodes} nodes
+ * @returns {FlamePaths}
+ */
+function internPaths(nodes) {
+  const byDepth = bucket(nodes.count, 257, (i) => (nodes.chosen[i] ? nodes.depth[i] : -1));
+  const pathOfNode = new Int32Array(nodes.count).fill(-1);
   /** @type {Map<number, number>} (parent path + 1) * 65536 + name -> path id */
   const intern = new Map();
   /** @type {number[]} */
-  const pathParent = [];
+  const parent = [];
   /** @type {number[]} */
-  const pathName = [];
+  const name = [];
   for (let position = 0; position < byDepth.order.length; position++) {
     const i = byDepth.order[position];
-    const parent = parentOf(i);
-    const above = parent >= 0 ? pathId[parent] : -1;
-    const key = (above + 1) * 65536 + nameOfNode[i];
+    const up = nodes.parentOf(i);
+    const above = up >= 0 ? pathOfNode[up] : -1;
+    const key = (above + 1) * 65536 + nodes.name[i];
     let id = intern.get(key);
     if (id === undefined) {
-      id = pathParent.length;
+      id = parent.length;
       intern.set(key, id);
-      pathParent.push(above);
-      pathName.push(nameOfNode[i]);
+      parent.push(above);
+      name.push(nodes.name[i]);
     }
-    pathId[i] = id;
+    pathOfNode[i] = id;
   }
-  // Self time: duration minus the union of the children's intervals clipped to it.
-  const kids = bucket(nNodes, nSpans, (i) => (chosen[i] ? parentOf(i) : -1));
-  const own = new Float64Array(nNodes);
-  let sa = new Float64Array(16);
-  let sb = new Float64Array(16);
-  for (let i = 0; i < nNodes; i++) {
+  return { pathOfNode, parent, name };
+}
+
+/**
+ * Each chosen node's self time: its duration minus the union of its chosen
+ * children's intervals clipped to it, never below zero.
+ * @param {FlameNodes} nodes
+ * @param {number} nSpans only spans have children
+ * @returns {Float64Array}
+ */
+function selfTimes(nodes, nSpans) {
+  const { start, end, chosen } = nodes;
+  const kids = bucket(nodes.count, nSpans, (i) => (chosen[i] ? nodes.parentOf(i) : -1));
+  const own = new Float64Array(nodes.count);
+  let starts = new Float64Array(16);
+  let ends = new Float64Array(16);
+  for (let i = 0; i < nodes.count; i++) {
     if (!chosen[i]) continue;
     let nIntervals = 0;
     for (let position = kids.off[i]; position < kids.off[i + 1]; position++) {
@@ -124,35 +177,47 @@ export function flameOf(data, include, window = null) {
       const childStart = Math.max(start[j], start[i]);
       const childEnd = Math.min(end[j], end[i]);
       if (!(childEnd > childStart)) continue;
-      if (nIntervals === sa.length) {
-        sa = grow(sa);
-        sb = grow(sb);
+      if (nIntervals === starts.length) {
+        starts = grow(starts);
+        ends = grow(ends);
       }
-      sa[nIntervals] = childStart;
-      sb[nIntervals] = childEnd;
+      starts[nIntervals] = childStart;
+      ends[nIntervals] = childEnd;
       nIntervals++;
     }
-    own[i] = Math.max(end[i] - start[i] - (nIntervals ? unionLength(sa, sb, nIntervals) : 0), 0);
+    own[i] = Math.max(end[i] - start[i] - (nIntervals ? unionLength(starts, ends, nIntervals) : 0), 0);
   }
-  // Rows: names spelled once per path, sorted by path; durations grouped per row for quantiles.
-  const nPaths = pathParent.length;
+  return own;
+}
+
+/**
+ * One row per path, sorted by its text (names spelled once per path), with the
+ * count, total and self time and the p50/p95 of its nodes' durations; and each
+ * node's row (-1 for a node not chosen).
+ * @param {Data} data
+ * @param {FlameNodes} nodes
+ * @param {FlamePaths} paths
+ * @param {Float64Array} own
+ * @returns {{rows: FlameRow[], nodeRow: Int32Array}}
+ */
+function flameRows(data, nodes, paths, own) {
+  const nPaths = paths.parent.length;
   /** @type {string[]} */
   const text = new Array(nPaths);
   const depthOf = new Int32Array(nPaths);
   for (let id = 0; id < nPaths; id++) {
-    // A parent path is always interned before its children: its text and depth are known.
-    const name = pathPiece(data.names[pathName[id]] ?? "");
-    const up = pathParent[id];
+    const name = pathPiece(data.names[paths.name[id]] ?? "");
+    const up = paths.parent[id];
     text[id] = up < 0 ? name : `${text[up]};${name}`;
     depthOf[id] = up < 0 ? 0 : depthOf[up] + 1;
   }
   const sortedIds = Array.from({ length: nPaths }, (_, id) => id).sort((left, right) => (text[left] < text[right] ? -1 : text[left] > text[right] ? 1 : 0));
   const rowOfPath = new Int32Array(nPaths);
   sortedIds.forEach((id, row) => (rowOfPath[id] = row));
-  const nodeRow = new Int32Array(nNodes).fill(-1);
-  for (let i = 0; i < nNodes; i++) if (chosen[i]) nodeRow[i] = rowOfPath[pathId[i]];
-  const perRow = bucket(nNodes, nPaths, (i) => nodeRow[i]);
-  const seconds = new Float64Array(nChosen);
+  const nodeRow = new Int32Array(nodes.count).fill(-1);
+  for (let i = 0; i < nodes.count; i++) if (nodes.chosen[i]) nodeRow[i] = rowOfPath[paths.pathOfNode[i]];
+  const perRow = bucket(nodes.count, nPaths, (i) => nodeRow[i]);
+  const seconds = new Float64Array(nodes.nChosen);
   const rows = sortedIds.map((id, row) => {
     const lo = perRow.off[row];
     const hi = perRow.off[row + 1];
@@ -160,15 +225,15 @@ export function flameOf(data, include, window = null) {
     let self = 0;
     for (let position = lo; position < hi; position++) {
       const i = perRow.order[position];
-      seconds[position] = end[i] - start[i];
+      seconds[position] = nodes.end[i] - nodes.start[i];
       total += seconds[position];
       self += own[i];
     }
     const sorted = seconds.subarray(lo, hi).sort();
-    const up = pathParent[id];
-    return { path: text[id], name: data.names[pathName[id]] ?? "", depth: depthOf[id], parent: up < 0 ? -1 : rowOfPath[up], count: hi - lo, total, self, p50: quantile(sorted, 0.5), p95: quantile(sorted, 0.95) };
+    const up = paths.parent[id];
+    return { path: text[id], name: data.names[paths.name[id]] ?? "", depth: depthOf[id], parent: up < 0 ? -1 : rowOfPath[up], count: hi - lo, total, self, p50: quantile(sorted, 0.5), p95: quantile(sorted, 0.95) };
   });
-  return { rows, spanRow: nodeRow.subarray(0, nSpans), segRow: nodeRow.subarray(nSpans) };
+  return { rows, nodeRow };
 }
 
 /**
