@@ -123,111 +123,180 @@ function offsetsOf(owner, spanSample, nSamples) {
 export function spliceLive(state, delta, buffers) {
   const nOld = state.nSamples;
   const nNew = Math.max(nOld, delta.n_samples);
-  const positions = delta.positions;
   // Nothing moved (most polls of a long rollout): the columns stay the very arrays
   // they were, never written to once a state holds them.
-  if (positions.length === 0 && nNew === nOld) return { ...state, ...deltaMeta(state, delta) };
+  if (delta.positions.length === 0 && nNew === nOld) return { ...state, ...deltaMeta(state, delta) };
+  const changed = changedBlocks(delta.positions, nNew);
+  /** @type {Splice} */
+  const splice = {
+    state,
+    nOld,
+    nNew,
+    positions: delta.positions,
+    changed,
+    offsets: blockOffsets(state, delta, changed),
+    incoming: (name) => toTyped(buffers[name] ?? new ArrayBuffer(0), /** @type {Dtype} */ (DEFAULT_DTYPES[name])),
+  };
+  /** @type {Record<string, Typed>} */
+  const columns = {};
+  for (const name of SAMPLE_COLUMNS) columns[name] = splicedSampleColumn(splice, name);
+  for (const kind of /** @type {(keyof typeof KINDS)[]} */ (Object.keys(KINDS))) {
+    for (const name of ITEM_COLUMNS[kind]) columns[name] = splicedItemColumn(splice, kind, name);
+  }
+  return { nSamples: nNew, columns, samples: splicedStrings(splice, delta), ...deltaMeta(state, delta) };
+}
+
+/**
+ * @typedef {Object} Splice what applying one delta reads
+ * @property {LiveState} state
+ * @property {number} nOld samples before
+ * @property {number} nNew samples after
+ * @property {number[]} positions the samples whose blocks the delta carries
+ * @property {Int32Array} changed per sample, its block in the delta (-1: unchanged)
+ * @property {Record<string, BlockOffsets>} offsets per item kind
+ * @property {(name: string) => Typed} incoming the delta's column `name`
+ */
+
+/**
+ * @typedef {Object} BlockOffsets where each sample's rows of one item kind begin
+ * @property {Uint32Array} old in the state (nOld + 1)
+ * @property {Uint32Array} fresh in the new state (nNew + 1)
+ * @property {Uint32Array} delta each changed block in the delta (positions + 1)
+ */
+
+/**
+ * Per sample, its block's number in the delta, -1 for a sample the delta leaves.
+ * @param {number[]} positions
+ * @param {number} nNew
+ */
+function changedBlocks(positions, nNew) {
   const changed = new Int32Array(nNew).fill(-1);
   positions.forEach((position, j) => {
     if (position >= 0 && position < nNew) changed[position] = j;
   });
-  /** @type {(name: string) => Typed} */
-  const incoming = (name) => toTyped(buffers[name] ?? new ArrayBuffer(0), /** @type {Dtype} */ (DEFAULT_DTYPES[name]));
+  return changed;
+}
 
-  /** @type {Record<string, Typed>} */
-  const columns = {};
-  for (const name of SAMPLE_COLUMNS) {
-    const Ctor = CTORS[/** @type {Dtype} */ (DEFAULT_DTYPES[name])];
-    const out = new Ctor(nNew);
-    out.set(state.columns[name].subarray(0, Math.min(nOld, nNew)));
-    const values = incoming(name);
-    positions.forEach((position, j) => {
-      if (j < values.length) out[position] = values[j];
-    });
-    columns[name] = out;
-  }
-
-  const oldSpanOff = offsetsOf(state.columns.span_sample, null, nOld);
-  /** @type {Record<string, Uint32Array>} old per-sample offsets */
-  const oldOff = {
-    span: oldSpanOff,
+/**
+ * Each item kind's offsets: a changed sample takes its block's size from the
+ * delta, an unchanged one keeps its old size, a new one the delta does not
+ * carry has none.
+ * @param {LiveState} state
+ * @param {LiveDeltaMeta} delta
+ * @param {Int32Array} changed per sample of the new state, its block in the delta (-1: none)
+ * @returns {Record<string, BlockOffsets>}
+ */
+function blockOffsets(state, delta, changed) {
+  const nOld = state.nSamples;
+  const nNew = changed.length;
+  /** @type {Record<string, Uint32Array>} */
+  const oldOffsets = {
+    span: offsetsOf(state.columns.span_sample, null, nOld),
     ev: offsetsOf(state.columns.ev_sample, null, nOld),
     seg: offsetsOf(state.columns.seg_span, state.columns.span_sample, nOld),
   };
-  /** @type {Record<string, Uint32Array>} new per-sample offsets */
-  const newOff = {};
-  /** @type {Record<string, Uint32Array>} where each changed block starts in the delta */
-  const deltaOff = {};
+  /** @type {Record<string, BlockOffsets>} */
+  const offsets = {};
   for (const kind of Object.keys(KINDS)) {
     const counts = /** @type {any} */ (delta.counts)[kind] ?? [];
-    const dOff = new Uint32Array(positions.length + 1);
-    for (let j = 0; j < positions.length; j++) dOff[j + 1] = dOff[j] + (counts[j] ?? 0);
-    deltaOff[kind] = dOff;
-    const off = new Uint32Array(nNew + 1);
+    const inDelta = new Uint32Array(delta.positions.length + 1);
+    for (let j = 0; j < delta.positions.length; j++) inDelta[j + 1] = inDelta[j] + (counts[j] ?? 0);
+    const old = oldOffsets[kind];
+    const fresh = new Uint32Array(nNew + 1);
     for (let s = 0; s < nNew; s++) {
       const j = changed[s];
-      const size = j >= 0 ? dOff[j + 1] - dOff[j] : s < nOld ? oldOff[kind][s + 1] - oldOff[kind][s] : 0;
-      off[s + 1] = off[s] + size;
+      const size = j >= 0 ? inDelta[j + 1] - inDelta[j] : s < nOld ? old[s + 1] - old[s] : 0;
+      fresh[s + 1] = fresh[s] + size;
     }
-    newOff[kind] = off;
+    offsets[kind] = { old, fresh, delta: inDelta };
   }
+  return offsets;
+}
 
-  for (const kind of /** @type {(keyof typeof KINDS)[]} */ (Object.keys(KINDS))) {
-    const total = newOff[kind][nNew];
-    const pointers = new Set(/** @type {readonly string[]} */ (KINDS[kind].pointers));
-    for (const name of ITEM_COLUMNS[kind]) {
-      const Ctor = CTORS[/** @type {Dtype} */ (DEFAULT_DTYPES[name])];
-      const out = new Ctor(total);
-      const old = state.columns[name];
-      const fresh = incoming(name);
-      const isPointer = pointers.has(name);
-      let s = 0;
-      while (s < nNew) {
-        const j = changed[s];
-        if (j >= 0) {
-          const lo = deltaOff[kind][j];
-          const hi = deltaOff[kind][j + 1];
-          const at = newOff[kind][s];
-          out.set(fresh.subarray(lo, Math.min(hi, fresh.length)), at);
-          if (isPointer) {
-            const base = newOff.span[s];
-            for (let i = at; i < at + (hi - lo); i++) if (out[i] >= 0) out[i] += base;
-          }
-          s++;
-          continue;
-        }
-        // A run of unchanged samples: one copy, pointers shifted by one constant.
-        let end = s;
-        while (end < nNew && changed[end] < 0) end++;
-        const runEnd = Math.min(end, nOld);
-        if (runEnd > s) {
-          const lo = oldOff[kind][s];
-          const hi = oldOff[kind][runEnd];
-          const at = newOff[kind][s];
-          out.set(old.subarray(lo, hi), at);
-          if (isPointer) {
-            const shift = newOff.span[s] - oldOff.span[s];
-            if (shift !== 0) for (let i = at; i < at + (hi - lo); i++) if (out[i] >= 0) out[i] += shift;
-          }
-        }
-        s = end;
-      }
-      columns[name] = out;
+/**
+ * A sample column: the old values, those of the changed samples replaced.
+ * @param {Splice} splice
+ * @param {string} name
+ */
+function splicedSampleColumn(splice, name) {
+  const Ctor = CTORS[/** @type {Dtype} */ (DEFAULT_DTYPES[name])];
+  const out = new Ctor(splice.nNew);
+  out.set(splice.state.columns[name].subarray(0, Math.min(splice.nOld, splice.nNew)));
+  const values = splice.incoming(name);
+  splice.positions.forEach((position, j) => {
+    if (j < values.length) out[position] = values[j];
+  });
+  return out;
+}
+
+/**
+ * An item column: each changed sample's block from the delta, its span pointers
+ * made absolute; each run of unchanged samples copied in one piece, its pointers
+ * shifted by one constant.
+ * @param {Splice} splice
+ * @param {keyof typeof KINDS} kind
+ * @param {string} name
+ */
+function splicedItemColumn(splice, kind, name) {
+  const { nOld, nNew, changed } = splice;
+  const offsets = splice.offsets[kind];
+  const spans = splice.offsets.span;
+  const Ctor = CTORS[/** @type {Dtype} */ (DEFAULT_DTYPES[name])];
+  const out = new Ctor(offsets.fresh[nNew]);
+  const old = splice.state.columns[name];
+  const fresh = splice.incoming(name);
+  const isPointer = /** @type {readonly string[]} */ (KINDS[kind].pointers).includes(name);
+  /** @type {(from: number, to: number, shift: number) => void} */
+  const shiftPointers = (from, to, shift) => {
+    if (isPointer && shift !== 0) for (let i = from; i < to; i++) if (out[i] >= 0) out[i] += shift;
+  };
+  let s = 0;
+  while (s < nNew) {
+    const j = changed[s];
+    if (j >= 0) {
+      const lo = offsets.delta[j];
+      const hi = offsets.delta[j + 1];
+      const at = offsets.fresh[s];
+      out.set(fresh.subarray(lo, Math.min(hi, fresh.length)), at);
+      shiftPointers(at, at + (hi - lo), spans.fresh[s]);
+      s++;
+      continue;
     }
+    let end = s;
+    while (end < nNew && changed[end] < 0) end++;
+    const runEnd = Math.min(end, nOld);
+    if (runEnd > s) {
+      const lo = offsets.old[s];
+      const hi = offsets.old[runEnd];
+      const at = offsets.fresh[s];
+      out.set(old.subarray(lo, hi), at);
+      shiftPointers(at, at + (hi - lo), spans.fresh[s] - spans.old[s]);
+    }
+    s = end;
   }
+  return out;
+}
 
+/**
+ * The per-sample strings: the old ones, those of the changed samples replaced,
+ * null for a new sample the delta does not carry.
+ * @param {Splice} splice
+ * @param {LiveDeltaMeta} delta
+ * @returns {Record<string, any[]>}
+ */
+function splicedStrings(splice, delta) {
   /** @type {Record<string, any[]>} */
   const samples = {};
   for (const field of STRING_FIELDS) {
-    const values = state.samples[field].slice(0, nNew);
-    while (values.length < nNew) values.push(null);
+    const values = splice.state.samples[field].slice(0, splice.nNew);
+    while (values.length < splice.nNew) values.push(null);
     const fresh = delta.samples?.[field] ?? [];
-    positions.forEach((position, j) => {
+    splice.positions.forEach((position, j) => {
       values[position] = fresh[j] ?? null;
     });
     samples[field] = values;
   }
-  return { nSamples: nNew, columns, samples, ...deltaMeta(state, delta) };
+  return samples;
 }
 
 /**
