@@ -13,6 +13,7 @@ import { keepHit } from "./keep.js";
 import { paintLiveMarks } from "./marks.js";
 import { renderBanner } from "./banner.js";
 import { el } from "../util/dom.js";
+import { F_OPEN } from "../data/decode.js";
 
 /** @typedef {import("../ui/app.js").App} App */
 
@@ -180,7 +181,7 @@ export class LiveView {
       stragglers: status ? Array.from(status.straggler.keys()).filter((s) => status.straggler[s]) : [],
       stuck: status ? Array.from(status.stuckSpan) : [],
       growing: Array.from(this.growing, (span) => ({ span, name: data.names[data.spanName[span]], end: data.spanEnd[span] })),
-      spans: Array.from({ length: data.nSpans }, (_, span) => ({ span, name: data.names[data.spanName[span]], start: data.spanStart[span], end: data.spanEnd[span], open: (data.spanFlags[span] & 1) === 1 })),
+      spans: Array.from({ length: data.nSpans }, (_, span) => ({ span, name: data.names[data.spanName[span]], start: data.spanStart[span], end: data.spanEnd[span], open: (data.spanFlags[span] & F_OPEN) !== 0 })),
       p90: status?.p90 ?? NaN,
       tags: this.marks?.tags ?? [],
       nowX: this.marks?.x ?? NaN,

@@ -3,7 +3,7 @@
 // with their counts (while rows are coloured by fate), and a key for the
 // markers (instant event, cluster, unmatched end, open span, error).
 
-import { F_ENGINE, F_PD_DETAIL, F_VIRTUAL, EV_INSTANT, nameOf } from "../data/decode.js";
+import { F_ENGINE, F_ERROR, F_OPEN, F_PD_DETAIL, F_VIRTUAL, EV_INSTANT, nameOf } from "../data/decode.js";
 import { colorForName, colorForSegment, enginePhaseColor, fateColor } from "../render/colors.js";
 import { FATES, FATE_LABELS, FATE_MEANINGS } from "../data/fates.js";
 import { el } from "../util/dom.js";
@@ -39,8 +39,8 @@ export function legendInfo(data) {
     const fl = data.spanFlags[i];
     if (fl & (F_PD_DETAIL | F_VIRTUAL)) continue;
     (fl & F_ENGINE ? en : sp)[Math.min(data.spanName[i], size - 1)]++;
-    if (fl & 1) hasOpen = true;
-    if (fl & 4) hasError = true;
+    if (fl & F_OPEN) hasOpen = true;
+    if (fl & F_ERROR) hasError = true;
   }
   for (let i = 0; i < data.nSegs; i++) sg[Math.min(data.segName[i], size - 1)]++;
   for (let i = 0; i < data.nEvents; i++) {
@@ -54,18 +54,29 @@ export function legendInfo(data) {
     return out.sort((first, second) => second.count - first.count || first.name - second.name);
   };
   const segs = list(sg);
-  // PD segments in pipeline order: prefill first, then decode.
-  segs.sort((first, second) => phaseRank(nameOf(data, first.name)) - phaseRank(nameOf(data, second.name)) || first.name - second.name);
+  const rank = pipelineRanks(data, size);
+  segs.sort((first, second) => rank[first.name] - rank[second.name] || first.name - second.name);
   return { spans: list(sp), engine: list(en), segments: segs, events: list(ev), hasOpen, hasUnmatched, hasError };
 }
 
-/** @param {string} name */
-function phaseRank(name) {
-  const lower = name.toLowerCase();
-  const dec = lower.includes("decode") ? 10 : 0;
-  const order = ["bootstrap_queue", "prealloc", "bootstrap", "alloc_wait", "forward", "transfer_queue", "transfer"];
-  const index = order.findIndex((step) => lower.includes(step));
-  return dec + (index < 0 ? 9 : index);
+/**
+ * Per name id, where its PD segments fall in the pipeline, as the data records it:
+ * the phase of their span (prefill before decode), then their place among that
+ * span's segments in time order; the earliest over all of its segments. The steps
+ * are never listed here: a new step, or one in another order, ranks as recorded.
+ * @param {Data} data
+ * @param {number} size name ids, the last for any out of range
+ */
+function pipelineRanks(data, size) {
+  const rank = new Float64Array(size).fill(Infinity);
+  for (let span = 0; span < data.nSpans; span++) {
+    const first = data.spanSegOff[span];
+    for (let position = first; position < data.spanSegOff[span + 1]; position++) {
+      const name = Math.min(data.segName[data.segOrder[position]], size - 1);
+      rank[name] = Math.min(rank[name], data.spanPd[span] * data.nSegs + (position - first));
+    }
+  }
+  return rank;
 }
 
 /**
