@@ -35,9 +35,8 @@ import { quantile } from "./quantile.js";
 /**
  * The flame table of the spans with `include[i]` set (all when null), clipped
  * to `window` ([a, b] in payload seconds) when given: spans outside it drop.
- * Linear passes over typed arrays (a million spans in well under a second):
- * paths are interned as (parent path, name) pairs, children and durations
- * grouped by counting sort.
+ * Linear passes over typed arrays, with no object per span: paths are interned
+ * as (parent path, name) pairs, children and durations grouped by counting sort.
  * @param {Data} data
  * @param {Uint8Array|null} include
  * @param {[number, number]|null} [window]

@@ -200,8 +200,8 @@ def _byteorder(archive: zipfile.ZipFile, prefix: str) -> str:
 class _StreamReader:
     """``peek``/``read``/``readline`` over a forward-only stream, read in 1 MiB slices.
 
-    With ``peek`` the C unpickler parses from large buffers instead of calling
-    ``read`` for every opcode argument, which halves the load time.
+    With ``peek`` the C unpickler parses from large buffers and calls ``read`` only
+    to advance past what it used, not once for every opcode argument.
     """
 
     _SLICE = 1 << 20

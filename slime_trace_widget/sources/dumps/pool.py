@@ -31,8 +31,9 @@ from .errors import DumpError
 __all__ = ["SPARE_FLAG", "default_memory_limit", "default_time_limit", "default_workers",
            "expected_peak", "new_job", "run_jobs", "start_worker"]
 
-#: CPU seconds a worker may take: a floor plus this much per MB of file. Loading
-#: and flattening run at 25-50 MB/s, so a genuine dump needs a small part of it.
+#: CPU seconds a worker may take: a floor plus this much per MB of file. A genuine
+#: dump needs a small part of it (benchmarks/bench_pipeline.py prints what loads
+#: take); the limit is for a file whose keys hash or whose opcodes loop for ever.
 TIME_FLOOR_SECONDS = 10.0
 TIME_SECONDS_PER_MB = 1.0
 #: New memory a worker may take: this many times the file's size, at least the floor.

@@ -235,11 +235,11 @@ class _PrefetchingReader:
     """A file view with ``peek``, so the C unpickler reads the pickle in large slices.
 
     Handed a plain file (torch passes a ``BytesIO``), the C unpickler calls
-    ``read`` once per opcode argument: 15 million Python calls for a 58 MB dump.
-    Given ``peek`` it works from the peeked buffer and only calls ``read`` to
-    advance past what it used, which halves the load time. ``peek`` reads ahead
-    and seeks back, so the file position always matches what the unpickler
-    consumed: torch's legacy format reads tensor data right after the pickle.
+    ``read`` once per opcode argument, a Python call each. Given ``peek`` it works
+    from the peeked buffer and only calls ``read`` to advance past what it used.
+    ``peek`` reads ahead and seeks back, so the file position always matches what
+    the unpickler consumed: torch's legacy format reads tensor data right after the
+    pickle.
     """
 
     _SLICE = 1 << 20
