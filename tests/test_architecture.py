@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterator
+from importlib.util import resolve_name
 from pathlib import Path
 
 ROOT = Path(__file__).parent.parent
@@ -74,13 +75,64 @@ def imported_names(path: Path, name: str) -> Iterator[str]:
             yield from (f"{module}.{alias.name}" for alias in node.names)
 
 
+def lazy_imported_names(path: Path, name: str) -> Iterator[str]:
+    """The modules a file imports by name at run time: the string given to
+    ``importlib.import_module``, and each relative module path (``".model"``) a dict
+    literal holds, as the package's lazy ``__getattr__`` maps do (``_HOMES``)."""
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "import_module" and node.args
+                and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+            target = node.args[0].value
+            yield resolve_name(target, name) if target.startswith(".") else target
+        elif isinstance(node, ast.Dict):
+            for value in node.values:
+                if (isinstance(value, ast.Constant) and isinstance(value.value, str)
+                        and re.fullmatch(r"\.+[A-Za-z_][\w.]*", value.value)):
+                    yield resolve_name(value.value, name)
+
+
+def facade_names(root: Path = ROOT) -> dict[str, str]:
+    """``package.name`` -> the module it stands for, for the names the package's own
+    ``__init__`` hands out on first use (``_EXPORTS``: a name and its module, None for a
+    module of that name; ``_MODULE_ALIASES``: an old module name and its stage's module):
+    ``from slime_trace_widget import TraceTimeline`` imports ``view.widget``."""
+    tree = ast.parse((root / PACKAGE.name / "__init__.py").read_text(encoding="utf-8"))
+    package = PACKAGE.name
+    facades: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict)
+                and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)):
+            continue
+        table = node.targets[0].id
+        for key, value in zip(node.value.keys, node.value.values, strict=True):
+            if not (isinstance(key, ast.Constant) and isinstance(value, ast.Constant)):
+                continue
+            if table == "_EXPORTS":
+                module = value.value if value.value is not None else f".{key.value}"
+                facades[f"{package}.{key.value}"] = resolve_name(module, package)
+            elif table == "_MODULE_ALIASES":
+                facades[f"{package}.{key.value}"] = f"{package}.{value.value}"
+    return facades
+
+
+def real_module(target: str, facades: dict[str, str]) -> str:
+    """``target`` with a facade name at its head replaced by the module it stands for."""
+    for facade, module in facades.items():
+        if target == facade or target.startswith(facade + "."):
+            return module + target[len(facade):]
+    return target
+
+
 def import_graph(root: Path = ROOT) -> dict[str, set[str]]:
-    """Module -> the package's modules it imports (a submodule import implies its parents)."""
+    """Module -> the package's modules it imports (a submodule import implies its parents),
+    by import statements, by name at run time, and through the package's facade names."""
     modules = package_modules(root)
+    facades = facade_names(root) if (root / PACKAGE.name / "__init__.py").exists() else {}
     graph: dict[str, set[str]] = {name: set() for name in modules}
     for name, path in modules.items():
-        for target in imported_names(path, name):
-            parts = target.split(".")
+        for target in (*imported_names(path, name), *lazy_imported_names(path, name)):
+            parts = real_module(target, facades).split(".")
             for end in range(1, len(parts) + 1):
                 candidate = ".".join(parts[:end])
                 if candidate in modules and candidate != name:
@@ -172,6 +224,43 @@ def test_the_layer_check_catches_an_upward_import(tmp_path: Path) -> None:
         f"{pkg}.tables.build -> {pkg}.sources.loading",
         f"{pkg}.tables.build -> {pkg}.view",
         f"{pkg}.tables.build -> {pkg}.view.widget",
+    ]
+
+
+def test_the_layer_check_sees_imports_by_name_and_through_the_facade(tmp_path: Path) -> None:
+    """Imports the statements do not show: a lazy map of relative module paths in a
+    package ``__init__``, a module named to ``importlib.import_module``, and the names
+    the package's ``__init__`` hands out (``from .. import perfetto`` is the exporter)."""
+    files = {
+        "__init__.py": ('_EXPORTS = {"TraceTimeline": ".view.widget", "analysis": None}\n'
+                        '_MODULE_ALIASES = {"perfetto": "export.perfetto"}\n'),
+        "analysis.py": "",
+        "tables/__init__.py": '_HOMES = {"Widget": "..view.widget"}\n',
+        "tables/build.py": ("import importlib\n"
+                            "def late():\n    return importlib.import_module("
+                            "'slime_trace_widget.export.parquet')\n"),
+        "frames/__init__.py": "",
+        "frames/model.py": "from .. import perfetto\nfrom slime_trace_widget import analysis\n",
+        "sources/__init__.py": "",
+        "sources/load.py": "from slime_trace_widget import TraceTimeline\n",
+        "view/__init__.py": "", "view/widget.py": "",
+        "export/__init__.py": "", "export/parquet.py": "", "export/perfetto.py": "",
+    }
+    for relative, text in files.items():
+        path = tmp_path / PACKAGE.name / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    pkg = PACKAGE.name
+    assert upward_imports(dependency_graph(tmp_path)) == [
+        f"{pkg}.frames.model -> {pkg}.analysis",
+        f"{pkg}.frames.model -> {pkg}.export",
+        f"{pkg}.frames.model -> {pkg}.export.perfetto",
+        f"{pkg}.sources.load -> {pkg}.view",
+        f"{pkg}.sources.load -> {pkg}.view.widget",
+        f"{pkg}.tables -> {pkg}.view",
+        f"{pkg}.tables -> {pkg}.view.widget",
+        f"{pkg}.tables.build -> {pkg}.export",
+        f"{pkg}.tables.build -> {pkg}.export.parquet",
     ]
 
 
