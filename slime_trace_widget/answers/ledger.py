@@ -45,6 +45,7 @@ import pandas as pd
 
 from ..sources.dumps.paths import dump_kind
 from ..tables.core_tables import UNKNOWN_ROLLOUT, json_text_column
+from ..vocabularies import FATES
 from .engine import PHASES, engine_breakdown
 
 if TYPE_CHECKING:
@@ -53,7 +54,6 @@ if TYPE_CHECKING:
 __all__ = ["BY", "EQUAL_STD", "FATES", "FILTER_EVENTS", "KINDS", "UNKNOWN_ROLLOUT", "fate_table",
            "fates_of", "ledger_kinds", "ledger_of", "sample_fates", "signal_ledger"]
 
-FATES = ("signal", "no_signal", "filtered", "truncated", "aborted", "failed")
 #: Instant event names that mark a sample as dropped by a filter.
 FILTER_EVENTS = ("filter_dropped",)
 #: Rewards of a group whose sample standard deviation is at most this are all equal.

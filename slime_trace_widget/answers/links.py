@@ -22,11 +22,11 @@ import numpy as np
 import pandas as pd
 
 from ..schema import ATTEMPT_START_EVENT, TRACE_IMPORT_EVENT
+from ..vocabularies import LINK_KINDS
 
 if TYPE_CHECKING:
     from ..frames.model import TraceFrames
 
-LINK_KINDS = ["group", "attempt", "remote"]
 ENDPOINT_KINDS = ["span", "event"]
 COLUMNS = ["kind", "from_kind", "from_index", "to_kind", "to_index"]
 

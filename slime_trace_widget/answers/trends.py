@@ -50,8 +50,8 @@ def rollout_trends(source: str | Path | TraceFrames, heaviest: int = HEAVIEST_SP
     ``engine_prefill_s``, ``engine_decode_s``, ``engine_pd_s``, ``engine_other_s``)
     ``engine_retractions``, ``engine_retracted_s`` and ``engine_decode_tokens_per_s``;
     with the engines' load scraped, ``load_<track>_p50`` and ``load_<track>_max`` for each
-    track of :func:`slime_trace_widget.frames.engine_load.load_tracks` (``running``,
-    ``queued``, ``token_usage``, ``throughput``, ``retractions``): over the scrapes
+    track of :func:`slime_trace_widget.frames.engine_load.load_tracks`
+    (``vocabularies.LOAD_TRACKS``: ``running``, ``queued`` and the rest): over the scrapes
     between the dump's first sample start and last sample end, each engine's median and
     largest value, then the largest over the engines (the busiest engine's figures)."""
     import duckdb

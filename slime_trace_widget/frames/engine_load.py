@@ -34,6 +34,8 @@ import numpy as np
 import pandas as pd
 from pandas.api.types import union_categoricals
 
+from ..vocabularies import LOAD_TRACKS
+
 #: Columns of ``frames.engine_load``, in order.
 ENGINE_LOAD_COLUMNS = ("engine", "metric", "labels", "ts", "value")
 #: Columns of :func:`load_tracks`, in order.
@@ -69,9 +71,9 @@ class Track:
     unit: str
 
 
-#: The tracks, in the order they are drawn. Names as SGLang 0.5.23 exposes them
+#: How each track reads the engines' metrics. Names as SGLang 0.5.23 exposes them
 #: (``srt/observability/metrics_collector.py``), older or newer names after.
-TRACKS: tuple[Track, ...] = (
+_TRACK_RULES: tuple[Track, ...] = (
     Track("running", "sum", (Candidate("sglang:num_running_reqs"),), "requests"),
     Track("queued", "sum", (Candidate("sglang:num_queue_reqs"),), "requests"),
     Track("token_usage", "max", (Candidate("sglang:token_usage"),
@@ -83,7 +85,11 @@ TRACKS: tuple[Track, ...] = (
     Track("retractions", "sum", (Candidate("sglang:num_retracted_requests_total", rate=True),
                                  Candidate("sglang:num_retracted_reqs")), "requests/s"),
 )
-TRACK_NAMES = tuple(track.name for track in TRACKS)
+#: The tracks, in the order they are drawn: ``vocabularies.LOAD_TRACKS``, which the
+#: payload's ``load_track`` codes index too. Every track there has its rule here.
+TRACKS: tuple[Track, ...] = tuple(
+    next(rule for rule in _TRACK_RULES if rule.name == name) for name in LOAD_TRACKS)
+TRACK_NAMES = LOAD_TRACKS
 #: Every metric some track may read.
 TRACK_METRICS = tuple(dict.fromkeys(c.metric for track in TRACKS for c in track.candidates))
 

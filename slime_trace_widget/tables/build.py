@@ -20,10 +20,10 @@ import numpy as np
 import pyarrow as pa
 
 from ..values import clean_text
+from ..vocabularies import CLIP_REASONS, EVENT_KINDS
 from .attr_columns import AttrTable
 from .carrier import RecordColumns, read_carrier
 from .core_tables import (
-    EVENT_KINDS,
     ORIGINS,
     PD_FORMS,
     STATES,
@@ -45,7 +45,7 @@ from .pd_lanes import (
     find_pd_detail,
 )
 from .samples import SampleFields, sample_fields
-from .span_geometry import CLIP_REASONS, display_ends, span_depths, span_lanes
+from .span_geometry import display_ends, span_depths, span_lanes
 
 
 class AttrTablesHere:

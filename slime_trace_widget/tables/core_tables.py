@@ -20,9 +20,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..values import json_safe
+from ..vocabularies import CLIP_REASONS, EVENT_KINDS
 from .attr_columns import AttrTable
 from .names import Names
-from .span_geometry import CLIP_REASONS
 
 __all__ = ["CODES", "CORE_SCHEMA", "CORE_TABLES", "EVENT_KINDS", "INDEX_NAMES", "JSON_TEXT",
            "LATER_COLUMNS", "NULLABLE_INT", "OBJECT_TEXT", "ORIGINS", "PD_FORMS", "STATES",
@@ -37,7 +37,6 @@ STATES = ["closed", "open"]
 #: The rollout id written for samples that have none (Parquet partitions, ledger rows);
 #: read back as missing.
 UNKNOWN_ROLLOUT = -1
-EVENT_KINDS = ["instant", "unmatched_end"]
 PD_FORMS = ["children", "attrs"]
 
 # Column kinds besides numpy dtypes ("int64", "int32", "float64", "bool").

@@ -4,7 +4,7 @@ Numpy over whole columns of span indices (``parents`` holds each span's parent
 index, -1 for a root); ``frames`` calls these while building the spans table.
 An open span is drawn to the earliest of its row's last timestamp, its next
 sibling's start and its nearest closed ancestor's end, never before its start;
-:data:`CLIP_REASONS` names which one won, in that order. A closed span ending
+:data:`..vocabularies.CLIP_REASONS` names which one won, in that order. A closed span ending
 before its start is drawn with zero width. An expanded row gives each depth a
 lane; the virtual ``[P]``/``[D]`` spans (``pd_lanes``) get lanes of their own
 just below their generation span's children, and the real ``sglang_pd_*``
@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..vocabularies import CLIP_REASONS
 from .pd_lanes import PHASE_SPANS
 
 if TYPE_CHECKING:
     from .names import Names
 
-CLIP_REASONS = ["row_end", "next_sibling", "ancestor_end"]
 #: Lane kinds beside a span's depth: 0 real, 1 and 2 the virtual [P] and [D] spans, and
 #: the engine's spans by role, so a request's prefill and decode halves (which overlap)
 #: each get lanes of their own.
@@ -79,7 +79,9 @@ def display_ends(
         next_sibling = np.full(len(open_index), np.inf)
     closed = _nearest_closed_ancestor(parents, open_mask)[open_index]
     ancestor_end = np.where(closed >= 0, ends[np.maximum(closed, 0)], np.inf)
-    candidates = np.stack([row_end, next_sibling, ancestor_end])
+    # Stacked in the vocabulary's order, so the row that wins is the reason's code.
+    limits = {"row_end": row_end, "next_sibling": next_sibling, "ancestor_end": ancestor_end}
+    candidates = np.stack([limits[name] for name in CLIP_REASONS])
     reason = np.argmin(candidates, axis=0)
     display[open_index] = np.maximum(own_start, candidates[reason, np.arange(len(open_index))])
     clip[open_index] = reason

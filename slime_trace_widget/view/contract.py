@@ -1,7 +1,8 @@
 """The payload contract, read from ``payload_contract.json`` as Python constants.
 
 The renderer's decoder (``js/src/data/decode.js``) reads the same file, so the
-columns, their types, the codes and the flags are stated once for both sides.
+columns, their types and the flags are stated once for both sides; the names that
+codes index are ``vocabularies.json``'s, shared the same way.
 This module only reads the file, and packs and reads a column by its stated type.
 """
 
@@ -13,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["CLIP_SHIFT", "COLUMN_DTYPES", "CONTRACT", "FATES", "FATE_NONE", "FLAG_ENGINE",
-           "FLAG_ERROR", "FLAG_OPEN", "FLAG_PD_SEGMENT_SPANS", "FLAG_VIRTUAL", "LOAD_TRACKS",
-           "PAYLOAD_VERSION", "column_bytes", "column_values"]
+__all__ = ["CLIP_SHIFT", "COLUMN_DTYPES", "CONTRACT", "FATE_NONE", "FLAG_ENGINE", "FLAG_ERROR",
+           "FLAG_OPEN", "FLAG_PD_SEGMENT_SPANS", "FLAG_VIRTUAL", "PAYLOAD_VERSION", "column_bytes",
+           "column_values"]
 
 CONTRACT: dict[str, Any] = json.loads(
     (Path(__file__).parent / "payload_contract.json").read_text(encoding="utf-8"))
@@ -30,10 +31,6 @@ FLAG_ENGINE: int = CONTRACT["span_flags"]["engine"]
 CLIP_SHIFT: int = CONTRACT["clip_shift"]
 #: Each column's type code (``u1``, ``i4``, ``f8``...): little-endian, as typed arrays read it.
 COLUMN_DTYPES: dict[str, str] = dict(CONTRACT["columns"])
-#: The engine-load tracks the payload carries (``load_track`` codes index it).
-LOAD_TRACKS: list[str] = CONTRACT["load_tracks"]
-#: The fates in the contract's order (``smp_fate`` codes index it).
-FATES: list[str] = CONTRACT["fates"]
 FATE_NONE: int = CONTRACT["fate_none"]
 
 

@@ -30,7 +30,8 @@ import pandas as pd
 from ..answers.ledger import sample_fates, signal_ledger
 from ..answers.tail import tail_of, unit_table
 from ..frames.model import TraceFrames
-from .contract import FATE_NONE, FATES
+from ..vocabularies import FATES
+from .contract import FATE_NONE
 
 
 def fate_codes(frames: TraceFrames) -> np.ndarray:

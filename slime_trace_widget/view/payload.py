@@ -14,6 +14,7 @@ them, and then drawn as ordinary spans.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +26,7 @@ from ..answers.links import LINK_KINDS, group_members, links
 from ..frames.engine_load import load_tracks
 from ..frames.model import TraceFrames
 from ..values import truncate
+from ..vocabularies import CLIP_REASONS, EVENT_KINDS, LOAD_TRACKS
 from .contract import (
     CLIP_SHIFT,
     COLUMN_DTYPES,
@@ -35,7 +37,6 @@ from .contract import (
     FLAG_OPEN,
     FLAG_PD_SEGMENT_SPANS,
     FLAG_VIRTUAL,
-    LOAD_TRACKS,
     PAYLOAD_VERSION,
     column_bytes,
     column_values,
@@ -285,7 +286,7 @@ def _span_columns(
         | chosen["virtual"].to_numpy().astype(np.int64) * FLAG_VIRTUAL
         | chosen["error"].to_numpy().astype(np.int64) * FLAG_ERROR
         | (chosen["pd_form"] == "children").to_numpy().astype(np.int64) * FLAG_PD_SEGMENT_SPANS
-        | (_contract_codes(chosen["clip_reason"], "clip_reasons") + 1) << CLIP_SHIFT
+        | (_vocabulary_codes(chosen["clip_reason"], CLIP_REASONS, "clip_reasons") + 1) << CLIP_SHIFT
         | _is_engine(chosen).astype(np.int64) * FLAG_ENGINE
     )
     parent_pos = np.full(len(core), -1, dtype=np.int64)
@@ -348,7 +349,8 @@ def _event_columns(
         "ev_ts": column_bytes("ev_ts", chosen["ts"].to_numpy() - t0 - offsets[samples]),
         "ev_name": column_bytes("ev_name", names.codes_for(chosen["name"])),
         "ev_lane": column_bytes("ev_lane", np.minimum(chosen["lane"].to_numpy(), 255)),
-        "ev_kind": column_bytes("ev_kind", _contract_codes(chosen["kind"], "event_kinds")),
+        "ev_kind": column_bytes("ev_kind",
+                                _vocabulary_codes(chosen["kind"], EVENT_KINDS, "event_kinds")),
         "ev_attempt": column_bytes("ev_attempt", np.minimum(chosen["attempt"].to_numpy(), 255)),
         "ev_parent": column_bytes("ev_parent", _parent_positions(parents, span_pos)),
     }
@@ -440,13 +442,13 @@ def _positions(index: pd.Index, payload_pos: np.ndarray, labels: np.ndarray) -> 
     return np.where(found >= 0, payload_pos[np.maximum(found, 0)], -1)
 
 
-def _contract_codes(series: pd.Series, table: str) -> np.ndarray:
-    """Positions of a categorical's values in the contract's ``table`` (-1 for missing)."""
-    names: list[str] = CONTRACT[table]
+def _vocabulary_codes(series: pd.Series, names: Sequence[str], table: str) -> np.ndarray:
+    """Positions of a categorical's values in ``names``, the vocabulary ``table`` of
+    ``vocabularies.json`` (-1 for missing)."""
     categories = [str(c) for c in series.array.categories]  # type: ignore[union-attr]
     unknown = sorted(set(categories) - set(names))
     if unknown:
-        raise ValueError(f"payload: {table} {unknown} are not in payload_contract.json")
+        raise ValueError(f"payload: {table} {unknown} are not in vocabularies.json")
     lookup = np.array([names.index(c) for c in categories] + [-1], dtype=np.int64)
     return lookup[np.asarray(series.array.codes, dtype=np.int64)]  # type: ignore[union-attr]
 

@@ -28,7 +28,7 @@ from slime_trace_widget.tracing import (
     trace_span,
     use_clock,
 )
-from slime_trace_widget.view.contract import COLUMN_DTYPES, CONTRACT, column_values
+from slime_trace_widget.view.contract import COLUMN_DTYPES, column_values
 from slime_trace_widget.view.payload import encode
 
 
@@ -167,7 +167,7 @@ def test_the_scene_has_exactly_its_known_links(scene):
     }
     table = links(scene)
     assert _as_set(table) == expected
-    assert list(table["kind"].cat.categories) == LINK_KINDS == CONTRACT["link_kinds"]
+    assert list(table["kind"].cat.categories) == LINK_KINDS
     # The mark sits under the exported span after the merge, and only once.
     assert (scene.event_core["name"] == "trace_import").sum() == 1
 
@@ -219,7 +219,7 @@ def _payload_links(view) -> set[tuple[str, tuple[str, int], tuple[str, int]]]:
             return "span", int(view.span_index[value])
         return "event", int(view.event_index[-1 - value])
 
-    return {(CONTRACT["link_kinds"][k], end(int(f)), end(int(t))) for k, f, t in zip(
+    return {(LINK_KINDS[k], end(int(f)), end(int(t))) for k, f, t in zip(
         _column(view, "link_kind"), _column(view, "link_from"), _column(view, "link_to"),
         strict=True)}
 

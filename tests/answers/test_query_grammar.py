@@ -14,22 +14,12 @@ from pathlib import Path
 import pytest
 
 from slime_trace_widget.answers import query
+from tests.support.written_out import written_out as written_out_tables
 
 ROOT = Path(__file__).parents[2]
 GRAMMAR_FILE = ROOT / "slime_trace_widget" / "answers" / "query_grammar.json"
 GRAMMAR = json.loads(GRAMMAR_FILE.read_text(encoding="utf-8"))
 JS_PARSER = ROOT / "js" / "src" / "data" / "query.js"
-
-#: between two entries of a written-out table: spaces, quotes, brackets,
-#: separators and numbers (``"us": (1, 1e6), "ms"``, ``us: [1, 1e6], ms``, ``us|ms``);
-#: possessive, so a long run of digits is read one way and cannot backtrack
-_BETWEEN = r"""(?:[\s,;:'"`|()\[\]{}]|[-+]?[0-9]+(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?)*+"""
-#: the same between quoted entries, whose quotes the entries' pattern takes
-_BETWEEN_QUOTED = _BETWEEN.replace("""'"`""", "")
-#: a table this short is a copy only written as quoted strings: prose names
-#: two words in a row ("attempt, duration") often enough
-_BARE_FROM = 3
-
 
 def _tables() -> dict[str, list[str]]:
     """Each table of the grammar with two or more entries, as its entries' text."""
@@ -41,22 +31,9 @@ def _tables() -> dict[str, list[str]]:
     return out
 
 
-def _entry(text: str) -> str:
-    """One entry, not part of a longer word or operator."""
-    edge = "A-Za-z0-9_" if text[0].isalnum() else "<>=!"
-    return rf"(?<![{edge}]){re.escape(text)}(?![{edge}])"
-
-
-def _table_pattern(entries: list[str]) -> str:
-    if len(entries) >= _BARE_FROM:
-        return _BETWEEN.join(_entry(entry) for entry in entries)
-    return _BETWEEN_QUOTED.join(f"""['"]{re.escape(entry)}['"]""" for entry in entries)
-
-
 def written_out(source: str) -> list[str]:
     """The grammar's tables that ``source`` writes out, entry after entry."""
-    return [name for name, entries in _tables().items()
-            if re.search(_table_pattern(entries), source)]
+    return written_out_tables(_tables(), source)
 
 
 def _sources() -> list[Path]:

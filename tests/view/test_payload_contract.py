@@ -27,6 +27,7 @@ from slime_trace_widget.frames.engine_load import engine_load_frame, load_tracks
 from slime_trace_widget.sources.loading import load_frames
 from slime_trace_widget.view.contract import CONTRACT
 from slime_trace_widget.view.payload import encode
+from slime_trace_widget.vocabularies import CLIP_REASONS, EVENT_KINDS, LOAD_TRACKS
 
 ROOT = Path(__file__).parents[2]
 FIXTURES = Path(__file__).parents[1] / "fixtures"
@@ -62,7 +63,7 @@ def _expected_load(frames: Any, t0: float) -> dict[str, Any]:
     engines = sorted(tracks["engine"].astype(str).unique())
     series = []
     for engine in engines:
-        for track in CONTRACT["load_tracks"]:
+        for track in LOAD_TRACKS:
             rows = tracks[(tracks["engine"].astype(str) == engine)
                           & (tracks["track"].astype(str) == track)]
             if not len(rows):
@@ -193,7 +194,7 @@ def test_golden_payload_covers_the_flags() -> None:
     for flag in ("open", "virtual", "error", "pd_segment_spans"):
         assert any(spans[flag]), flag
     assert max(spans["attempt"]) > 0
-    assert set(events["kind"]) == set(CONTRACT["event_kinds"])
+    assert set(events["kind"]) == set(EVENT_KINDS)
     assert len({s for s in spans["clip_reason"] if s}) >= 2
     found = golden()["expected"]["links"]
     assert found["groups"] and {kind for kind, _, _ in found["pairs"]} == {"attempt"}
@@ -223,11 +224,11 @@ def test_docs_name_every_column_and_point_to_the_contract() -> None:
         assert re.search(rf"`{name}`", docs), name
 
 
-def test_contract_codes_match_the_frames() -> None:
+def test_the_codes_index_the_frames_categories() -> None:
     frames = load_frames(FIXTURES / "edge_open_span.pt")
-    assert list(frames.span_core["clip_reason"].array.categories) == CONTRACT["clip_reasons"]
-    assert list(frames.event_core["kind"].array.categories) == CONTRACT["event_kinds"]
-    assert list(sample_fates(frames).array.categories) == CONTRACT["fates"] == list(FATES)
+    assert list(frames.span_core["clip_reason"].array.categories) == CLIP_REASONS
+    assert list(frames.event_core["kind"].array.categories) == EVENT_KINDS
+    assert tuple(sample_fates(frames).array.categories) == FATES
     assert CONTRACT["fate_none"] >= len(FATES)
 
 

@@ -6,6 +6,7 @@ import { deriveEngine } from "./engine_lanes.js";
 import { decodeLoad } from "./load_tracks.js";
 import { decodeLedger, hasFates, FATE_NONE } from "./fates.js";
 import CONTRACT from "../../../slime_trace_widget/view/payload_contract.json" with { type: "json" };
+import VOCABULARIES from "../../../slime_trace_widget/vocabularies.json" with { type: "json" };
 
 export { CTORS, toTyped };
 
@@ -21,7 +22,7 @@ export const CLIP_SHIFT = CONTRACT.clip_shift;
 /** @param {number} flags */
 export const clipReasonOf = (flags) => (flags >> CLIP_SHIFT) & 3;
 /** Clip reason of code k (0 = none), as shown. */
-export const CLIP_REASONS = ["", ...CONTRACT.clip_reasons.map((reason) => reason.replace(/_/g, " "))];
+export const CLIP_REASONS = ["", ...VOCABULARIES.clip_reasons.map((reason) => reason.replace(/_/g, " "))];
 
 /** Lane kinds (bits of Data.laneKind). */
 export const LK_SPANS = CONTRACT.lane_kinds.spans;
@@ -29,11 +30,11 @@ export const LK_VIRTUAL = CONTRACT.lane_kinds.virtual;
 export const LK_DETAIL = CONTRACT.lane_kinds.detail;
 
 /** Event kinds (ev_kind codes). */
-export const EV_INSTANT = CONTRACT.event_kinds.indexOf("instant");
-export const EV_UNMATCHED = CONTRACT.event_kinds.indexOf("unmatched_end");
+export const EV_INSTANT = VOCABULARIES.event_kinds.indexOf("instant");
+export const EV_UNMATCHED = VOCABULARIES.event_kinds.indexOf("unmatched_end");
 
-/** Link kinds (link_kind codes): "group", "attempt", "remote". */
-export const LINK_KINDS = /** @type {string[]} */ (CONTRACT.link_kinds);
+/** Link kinds, as `link_kind` codes index them (vocabularies.json). */
+export const LINK_KINDS = /** @type {string[]} */ (VOCABULARIES.link_kinds);
 
 /** PD phase of a virtual span. */
 export const PD_NONE = CONTRACT.pd_phases.none;

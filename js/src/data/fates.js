@@ -6,9 +6,10 @@
 // 90%-finished markers' places on the time axis.
 
 import CONTRACT from "../../../slime_trace_widget/view/payload_contract.json" with { type: "json" };
+import VOCABULARIES from "../../../slime_trace_widget/vocabularies.json" with { type: "json" };
 
-/** The fates, in the contract's order: a sample's `smp_fate` code indexes it. */
-export const FATES = /** @type {string[]} */ (CONTRACT.fates);
+/** The fates, in vocabularies.json's order: a sample's `smp_fate` code indexes it. */
+export const FATES = /** @type {string[]} */ (VOCABULARIES.fates);
 /** `smp_fate` of a sample with no fate (a payload without fates, or one the kernel left unknown). */
 export const FATE_NONE = CONTRACT.fate_none;
 

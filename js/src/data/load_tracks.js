@@ -8,9 +8,10 @@
 
 import { CTORS, toTyped } from "./bytes.js";
 import CONTRACT from "../../../slime_trace_widget/view/payload_contract.json" with { type: "json" };
+import VOCABULARIES from "../../../slime_trace_widget/vocabularies.json" with { type: "json" };
 
 /** Track names, in the order the timeline stacks them (`load_track` codes index it). */
-export const LOAD_TRACKS = /** @type {string[]} */ (CONTRACT.load_tracks);
+export const LOAD_TRACKS = /** @type {string[]} */ (VOCABULARIES.load_tracks);
 
 /** How a track's series combine across engines: "max" for token usage, else "sum". */
 export const COMBINE = /** @type {Record<string, "sum"|"max">} */ ({ token_usage: "max" });

@@ -1,0 +1,28 @@
+"""The category names the frames and the payload share, read from ``vocabularies.json``.
+
+Each list is in code order: the frames' categoricals take their categories from it and
+the payload's codes index it, and the renderer imports the same file, so a name is
+written once for the builder, the answers, the encoder and the decoder (stdlib only:
+the dump worker imports it).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+__all__ = ["CLIP_REASONS", "EVENT_KINDS", "FATES", "LINK_KINDS", "LOAD_TRACKS"]
+
+_VOCABULARIES: dict[str, list[str]] = json.loads(
+    (Path(__file__).parent / "vocabularies.json").read_text(encoding="utf-8"))
+
+#: What an event row is: an instant event, or a span end without its start.
+EVENT_KINDS: list[str] = list(_VOCABULARIES["event_kinds"])
+#: Why an open span's drawn end is where it is (``span_geometry``), in order of precedence.
+CLIP_REASONS: list[str] = list(_VOCABULARIES["clip_reasons"])
+#: The kinds of link between spans and events (``answers.links``).
+LINK_KINDS: list[str] = list(_VOCABULARIES["link_kinds"])
+#: What became of each sample (``answers.ledger``), in the order its rules decide.
+FATES: tuple[str, ...] = tuple(_VOCABULARIES["fates"])
+#: The engines' load tracks (``frames.engine_load``), in the order they are drawn.
+LOAD_TRACKS: tuple[str, ...] = tuple(_VOCABULARIES["load_tracks"])

@@ -1,0 +1,72 @@
+"""The category names the frames and the payload share live in ``vocabularies.json``.
+
+``vocabularies.py`` reads it for the frames' categoricals, the answers and the
+payload's encoder; the renderer's decoder imports it; no other source writes a list
+out again, so a name added there reaches every side in its code order.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from slime_trace_widget import vocabularies
+from slime_trace_widget.frames.engine_load import _TRACK_RULES, TRACKS
+from slime_trace_widget.view.contract import CONTRACT
+from tests.support.written_out import written_out
+
+ROOT = Path(__file__).parents[1]
+VOCABULARIES_FILE = ROOT / "slime_trace_widget" / "vocabularies.json"
+FILE = json.loads(VOCABULARIES_FILE.read_text(encoding="utf-8"))
+LISTS = {name: value for name, value in FILE.items() if isinstance(value, list)}
+#: The renderer's modules that decode codes by these names.
+JS_READERS = ("data/decode.js", "data/fates.js", "data/load_tracks.js")
+
+
+def test_the_module_holds_the_file_s_lists_in_their_order() -> None:
+    assert set(LISTS) == {"event_kinds", "clip_reasons", "link_kinds", "fates", "load_tracks"}
+    for name, names in LISTS.items():
+        assert list(getattr(vocabularies, name.upper())) == names
+        assert len(set(names)) == len(names), f"{name} repeats a name: its codes would clash"
+
+
+@pytest.mark.parametrize("module", JS_READERS)
+def test_the_renderer_imports_the_file(module: str) -> None:
+    source = (ROOT / "js" / "src" / module).read_text(encoding="utf-8")
+    imported = (r'^import VOCABULARIES from "(\.\./)+slime_trace_widget/vocabularies\.json"'
+                r' with \{ type: "json" \};$')
+    assert re.search(imported, source, re.M), module
+
+
+def test_the_payload_contract_names_no_vocabulary() -> None:
+    assert not set(LISTS) & set(CONTRACT), "payload_contract.json repeats a vocabulary"
+
+
+def test_every_load_track_has_its_rule_and_every_rule_a_track() -> None:
+    assert [track.name for track in TRACKS] == LISTS["load_tracks"]
+    assert sorted(rule.name for rule in _TRACK_RULES) == sorted(LISTS["load_tracks"])
+
+
+def _sources() -> list[Path]:
+    package = ROOT / "slime_trace_widget"
+    return sorted([*package.rglob("*.py"), *(ROOT / "js" / "src").rglob("*.js")])
+
+
+@pytest.mark.parametrize("path", _sources(), ids=lambda path: str(path.relative_to(ROOT)))
+def test_no_source_writes_a_vocabulary_out_again(path: Path) -> None:
+    assert written_out(LISTS, path.read_text(encoding="utf-8")) == [], \
+        f"{path.relative_to(ROOT)} writes out a list of {VOCABULARIES_FILE.name}: read it"
+
+
+@pytest.mark.parametrize("copy", [
+    'EVENT_KINDS = ["instant", "unmatched_end"]',
+    "CLIP_REASONS = ('row_end', 'next_sibling', 'ancestor_end')",
+    "const LINK_KINDS = [`group`, `attempt`, `remote`];",
+    'FATES = ("signal", "no_signal", "filtered", "truncated", "aborted", "failed")',
+    "tracks: running | queued | token_usage | throughput | retractions",
+])
+def test_a_vocabulary_written_out_is_found(copy: str) -> None:
+    assert written_out(LISTS, copy), copy
