@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from slime_trace_widget.demo import make_demo_samples
-from slime_trace_widget.view.live_blocks import LiveBlocks, RecordTraces
+from slime_trace_widget.view.live_blocks import LiveBlocks
+from tests.support.live_feeds import RecordTraces  # bench_live puts the repository on sys.path
 
 
 def rollout_records(n_samples: int, per_sample: int = 200, seed: int = 0

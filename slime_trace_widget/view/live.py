@@ -1,8 +1,8 @@
 """A live rollout as the widget and the served page show it (``docs/live-view.md``).
 
 :class:`LiveSession` polls a *feed* (the collector's live store through
-``sources.live.LiveReader``: ``live_feed.ReaderFeed``; or records handed over
-in-process: :class:`RecordQueue`) for the samples that moved, keeps each as a
+``sources.live.LiveReader``: ``live_feed.ReaderFeed``; or any object with the same
+``poll`` and ``frames``, :class:`LiveFeed`) for the samples that moved, keeps each as a
 block of the payload (``live_blocks``) and answers what a view asks: the deltas
 since its last one, and an item's details. The widget and the page server poll
 it from a background thread; a lock makes the feed's reads take turns.
@@ -26,7 +26,7 @@ from ..frames.model import TraceFrames
 from ..sources.follow import Poller
 from .contract import PAYLOAD_VERSION
 from .details import event_detail, span_detail
-from .live_blocks import LiveBlocks, LiveDelta, RecordTraces
+from .live_blocks import LiveBlocks, LiveDelta
 from .payload import encode
 
 #: Seconds an open span may go without a record before its sample is flagged stalled.
@@ -48,33 +48,12 @@ class LiveBatch:
 
 class LiveFeed(Protocol):
     """Where a live view's samples come from: the collector's reader
-    (``live_feed.ReaderFeed``) or records handed over in-process (:class:`RecordQueue`)."""
+    (``live_feed.ReaderFeed``), or any source of trace records that groups them by
+    sample and builds their frames on demand."""
 
     def poll(self) -> LiveBatch: ...
 
     def frames(self, keys: list[str], now: float) -> TraceFrames: ...
-
-
-class RecordQueue:
-    """A feed of records handed over in-process (``put``), in arrival order."""
-
-    def __init__(self) -> None:
-        self.traces = RecordTraces()
-        self.senders: list[dict[str, Any]] = []
-        self._waiting: list[dict[str, Any]] = []
-        self._lock = threading.Lock()
-
-    def put(self, records: list[dict[str, Any]]) -> None:
-        with self._lock:
-            self._waiting.extend(records)
-
-    def poll(self) -> LiveBatch:
-        with self._lock:
-            records, self._waiting = self._waiting, []
-        return LiveBatch(self.traces.add(records), list(self.senders))
-
-    def frames(self, keys: list[str], now: float) -> TraceFrames:
-        return self.traces.frames(keys, now)
 
 
 class LiveSession:

@@ -26,7 +26,6 @@ from typing import Any
 
 import numpy as np
 
-from ..frames.flatten import build_frames
 from ..frames.model import TraceFrames
 from .contract import COLUMN_DTYPES, column_bytes, column_values
 from .payload import encode
@@ -42,50 +41,6 @@ _TABLES = ("names", "statuses", "sources", "rollouts")
 _CODE_COLUMNS = {"span_name": "names", "seg_name": "names", "ev_name": "names",
                  "smp_status": "statuses", "smp_source": "sources", "smp_rollout": "rollouts"}
 _SAMPLE_STRINGS = ("sample_index", "group_index", "trace_id", "label")
-
-
-def sample_key(record: dict[str, Any]) -> str:
-    """The sample a record belongs to: its trace id, else its sample and group ids."""
-    trace_id = record.get("trace_id")
-    if isinstance(trace_id, str) and trace_id:
-        return trace_id
-    return f"sample {record.get('sample_id')} group {record.get('group_id')}"
-
-
-class RecordTraces:
-    """Records grouped by sample, in arrival order, flattened on demand: the frames
-    builder for records handed over directly (tests, benchmarks, any feed that is
-    not the collector's reader, which keeps its own)."""
-
-    def __init__(self, rollout_id: int | None = None) -> None:
-        self.rollout_id = rollout_id
-        self._records: dict[str, list[dict[str, Any]]] = {}
-
-    def add(self, records: list[dict[str, Any]]) -> list[str]:
-        """Take records; the keys of the samples they touched, first-touched first."""
-        touched: dict[str, None] = {}
-        for record in records:
-            if isinstance(record, dict):
-                key = sample_key(record)
-                self._records.setdefault(key, []).append(record)
-                touched[key] = None
-        return list(touched)
-
-    def frames(self, keys: list[str], now: float | None = None) -> TraceFrames:
-        """Frames of the samples ``keys`` (in that order), open spans drawn to ``now``."""
-        samples = [self._sample_dict(key) for key in keys]
-        return build_frames({"samples": samples, "rollout_id": self.rollout_id,
-                             "path": "live"}, open_until=now)
-
-    def _sample_dict(self, key: str) -> dict[str, Any]:
-        records = self._records[key]
-        first = records[0]
-        attempts = [r.get("attempt") for r in records if type(r.get("attempt")) is int]
-        carrier = {"version": 1, "trace_id": first.get("trace_id"),
-                   "sample_id": first.get("sample_id"), "group_id": first.get("group_id"),
-                   "attempt": max(attempts, default=0), "events": records}
-        return {"index": first.get("sample_id"), "group_index": first.get("group_id"),
-                "rollout_id": self.rollout_id, "trace": carrier}
 
 
 @dataclass
@@ -143,7 +98,7 @@ class LiveBlocks:
     """Per-sample blocks by sample key, and which changed when.
 
     ``replace`` takes the frames of the samples that moved, built by whoever holds
-    their records (the collector's ``LiveReader``, or :class:`RecordTraces`), in
+    their records (a feed's ``frames``: the collector's ``LiveReader``), in
     the order of their keys. ``epoch`` tells one rollout's blocks from the next
     one's (a reader that moves on to a newer rollout starts over)."""
 

@@ -10,13 +10,12 @@ from slime_trace_widget.frames.flatten import build_frames
 from slime_trace_widget.view.live_blocks import (
     ITEM_COLUMNS,
     LiveBlocks,
-    RecordTraces,
     _Table,
-    sample_key,
     split_blocks,
 )
 from slime_trace_widget.view.payload import encode
 from tests.support.live_deltas import absolute_items
+from tests.support.live_feeds import RecordTraces, sample_key
 
 
 class Stream:

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from slime_trace_widget.demo import make_demo_samples
-from slime_trace_widget.view.live_blocks import LiveBlocks, RecordTraces
+from slime_trace_widget.view.live_blocks import LiveBlocks
+from tests.support.live_feeds import RecordTraces
 
 FIXTURE = Path(__file__).parents[2] / "js" / "test" / "fixtures" / "live_deltas.json"
 

@@ -23,10 +23,11 @@ import torch
 
 from slime_trace_widget.demo import make_demo_samples
 from slime_trace_widget.sources.handover import new_dumps_watcher
-from slime_trace_widget.view.live import LiveSession, RecordQueue
+from slime_trace_widget.view.live import LiveSession
 from slime_trace_widget.view.live_blocks import LiveDelta
 from slime_trace_widget.view.page.live_server import Handover, make_live_server
 from tests.support.live_deltas import as_payload, assert_same_rows
+from tests.support.live_feeds import RecordQueue
 
 
 @pytest.fixture(scope="module")

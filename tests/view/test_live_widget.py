@@ -11,10 +11,11 @@ import pytest
 import torch
 
 from slime_trace_widget.demo import make_demo_samples
-from slime_trace_widget.view.live import LiveSession, RecordQueue
+from slime_trace_widget.view.live import LiveSession
 from slime_trace_widget.view.live_blocks import LiveDelta
 from slime_trace_widget.view.widget import TraceTimeline
 from tests.support.live_deltas import as_payload, assert_same_rows
+from tests.support.live_feeds import RecordQueue
 
 
 @pytest.fixture(scope="module")
