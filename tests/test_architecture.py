@@ -189,6 +189,22 @@ def upward_imports(graph: dict[str, set[str]]) -> list[str]:
                   for target in targets if layer_of(target) > layer_of(name))
 
 
+def upward_imports_of(root: Path, files: dict[str, str]) -> list[str]:
+    """:func:`upward_imports` of a package tree written under ``root`` from ``files``
+    (path in the package: its text)."""
+    for relative, text in files.items():
+        path = root / PACKAGE.name / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return upward_imports(dependency_graph(root))
+
+
+def in_package(*edges: str) -> list[str]:
+    """``"a.b -> c"`` edges as :func:`upward_imports` names them, inside the package."""
+    return [" -> ".join(f"{PACKAGE.name}.{side}" for side in edge.split(" -> "))
+            for edge in edges]
+
+
 def test_no_import_goes_up_the_layers() -> None:
     upward = upward_imports(dependency_graph())
     assert not upward, "imports up the layers:\n" + "\n".join(upward)
@@ -210,21 +226,16 @@ def test_the_layer_check_catches_an_upward_import(tmp_path: Path) -> None:
         "view/__init__.py": "", "view/widget.py": "",
         "export/__init__.py": "", "export/parquet.py": "from ..frames import model\n",
     }
-    for relative, text in files.items():
-        path = tmp_path / PACKAGE.name / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    pkg = PACKAGE.name
-    assert upward_imports(dependency_graph(tmp_path)) == [
-        f"{pkg}.frames.model -> {pkg}.export",
-        f"{pkg}.frames.model -> {pkg}.export.parquet",
-        f"{pkg}.tables.build -> {pkg}.frames",
-        f"{pkg}.tables.build -> {pkg}.frames.model",
-        f"{pkg}.tables.build -> {pkg}.sources",
-        f"{pkg}.tables.build -> {pkg}.sources.loading",
-        f"{pkg}.tables.build -> {pkg}.view",
-        f"{pkg}.tables.build -> {pkg}.view.widget",
-    ]
+    assert upward_imports_of(tmp_path, files) == in_package(
+        "frames.model -> export",
+        "frames.model -> export.parquet",
+        "tables.build -> frames",
+        "tables.build -> frames.model",
+        "tables.build -> sources",
+        "tables.build -> sources.loading",
+        "tables.build -> view",
+        "tables.build -> view.widget",
+    )
 
 
 def test_the_layer_check_sees_imports_by_name_and_through_the_facade(tmp_path: Path) -> None:
@@ -246,22 +257,17 @@ def test_the_layer_check_sees_imports_by_name_and_through_the_facade(tmp_path: P
         "view/__init__.py": "", "view/widget.py": "",
         "export/__init__.py": "", "export/parquet.py": "", "export/perfetto.py": "",
     }
-    for relative, text in files.items():
-        path = tmp_path / PACKAGE.name / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    pkg = PACKAGE.name
-    assert upward_imports(dependency_graph(tmp_path)) == [
-        f"{pkg}.frames.model -> {pkg}.analysis",
-        f"{pkg}.frames.model -> {pkg}.export",
-        f"{pkg}.frames.model -> {pkg}.export.perfetto",
-        f"{pkg}.sources.load -> {pkg}.view",
-        f"{pkg}.sources.load -> {pkg}.view.widget",
-        f"{pkg}.tables -> {pkg}.view",
-        f"{pkg}.tables -> {pkg}.view.widget",
-        f"{pkg}.tables.build -> {pkg}.export",
-        f"{pkg}.tables.build -> {pkg}.export.parquet",
-    ]
+    assert upward_imports_of(tmp_path, files) == in_package(
+        "frames.model -> analysis",
+        "frames.model -> export",
+        "frames.model -> export.perfetto",
+        "sources.load -> view",
+        "sources.load -> view.widget",
+        "tables -> view",
+        "tables -> view.widget",
+        "tables.build -> export",
+        "tables.build -> export.parquet",
+    )
 
 
 def test_every_module_is_in_a_layer() -> None:
