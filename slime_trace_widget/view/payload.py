@@ -253,7 +253,7 @@ def _sample_columns(
         "smp_open": column_bytes("smp_open", samples["n_open_spans"].to_numpy()),
         "smp_offset": column_bytes("smp_offset", offsets),
         "smp_fate": column_bytes("smp_fate", fate_codes(frames)[rows] if fates
-                          else np.full(len(rows), FATE_NONE)),
+                                 else np.full(len(rows), FATE_NONE)),
     }
 
 

@@ -232,7 +232,6 @@ export class Controls {
    * @param {ControlActions} act
    */
   constructor(host, act) {
-    this.host = host;
     const change = act.change;
     this.title = el("div", "stw-title");
     this.count = el("div", "stw-count");
