@@ -54,29 +54,43 @@ export function legendInfo(data) {
     return out.sort((first, second) => second.count - first.count || first.name - second.name);
   };
   const segs = list(sg);
-  const rank = pipelineRanks(data, size);
-  segs.sort((first, second) => rank[first.name] - rank[second.name] || first.name - second.name);
+  segs.sort(pipelineOrder(data, segs.map((entry) => entry.name), size));
   return { spans: list(sp), engine: list(en), segments: segs, events: list(ev), hasOpen, hasUnmatched, hasError };
 }
 
 /**
- * Per name id, where its PD segments fall in the pipeline, as the data records it:
- * the phase of their span (prefill before decode), then their place among that
- * span's segments in time order; the earliest over all of its segments. The steps
- * are never listed here: a new step, or one in another order, ranks as recorded.
+ * How PD segment names sort in the pipeline, as the data records it: by the phase
+ * of their span (prefill before decode), then by how the spans order them: name a
+ * before name b when more spans hold a segment of a before one of b (in time) than
+ * the other way round; names no span holds together keep the order of their ids.
+ * A span that lacks a step moves no other, and no step is listed here.
  * @param {Data} data
+ * @param {number[]} names the segment name ids to sort
  * @param {number} size name ids, the last for any out of range
+ * @returns {(first: {name: number}, second: {name: number}) => number}
  */
-function pipelineRanks(data, size) {
-  const rank = new Float64Array(size).fill(Infinity);
+function pipelineOrder(data, names, size) {
+  const slot = new Map(names.map((name, at) => [name, at]));
+  const count = names.length;
+  const phase = new Float64Array(count).fill(Infinity);
+  const before = new Uint32Array(count * count); // [a * count + b]: spans with a before b
+  /** @type {number[]} */
+  const held = [];
   for (let span = 0; span < data.nSpans; span++) {
-    const first = data.spanSegOff[span];
-    for (let position = first; position < data.spanSegOff[span + 1]; position++) {
-      const name = Math.min(data.segName[data.segOrder[position]], size - 1);
-      rank[name] = Math.min(rank[name], data.spanPd[span] * data.nSegs + (position - first));
+    held.length = 0;
+    for (let position = data.spanSegOff[span]; position < data.spanSegOff[span + 1]; position++) {
+      const at = slot.get(Math.min(data.segName[data.segOrder[position]], size - 1));
+      if (at === undefined) continue;
+      phase[at] = Math.min(phase[at], data.spanPd[span]);
+      for (const earlier of held) if (earlier !== at) before[earlier * count + at]++;
+      held.push(at);
     }
   }
-  return rank;
+  return (first, second) => {
+    const a = /** @type {number} */ (slot.get(first.name));
+    const b = /** @type {number} */ (slot.get(second.name));
+    return phase[a] - phase[b] || before[b * count + a] - before[a * count + b] || first.name - second.name;
+  };
 }
 
 /**

@@ -84,25 +84,28 @@ test("legend lists drawable span names by use, PD segments in pipeline order, ev
 test("legend orders PD segments as the spans record them: decode transfers before it forwards", () => {
   // slime's steps (schema.PD_SEGMENTS): prefill bootstrap_queue, bootstrap, alloc_wait,
   // forward, transfer_queue; decode prealloc, bootstrap, alloc_wait, transfer, forward.
-  // Two samples, the second missing a step: a name ranks by its earliest place.
+  // The first sample lacks decode's alloc_wait and prefill's bootstrap, so it names
+  // transfer before alloc_wait; the third lacks forward. The order is what the spans
+  // agree on: a step one span lacks moves no other.
   const prefill = ["bootstrap_queue", "bootstrap", "alloc_wait", "forward", "transfer_queue"];
   const decode = ["prealloc", "bootstrap", "alloc_wait", "transfer", "forward"];
   const spans = [];
   const segs = [];
-  for (const sample of [0, 1]) {
+  const missing = [["decode_alloc_wait", "prefill_bootstrap"], [], ["decode_forward"]];
+  for (const sample of [0, 1, 2]) {
     const base = spans.length;
     spans.push({ sample, start: 0, end: 10, name: "sglang_generate", lane: 0, depth: 0 });
     spans.push({ sample, start: 0, end: 5, name: "[P]", lane: 1, depth: 1, flags: F_VIRTUAL, parent: base });
     spans.push({ sample, start: 5, end: 10, name: "[D]", lane: 2, depth: 1, flags: F_VIRTUAL, parent: base });
     for (const [span, phase, steps] of [[base + 2, "decode", decode], [base + 1, "prefill", prefill]]) {
       steps.forEach((step, at) => {
-        if (sample === 1 && step === "bootstrap") return;
+        if (missing[sample].includes(`${phase}_${step}`)) return;
         const start = (phase === "decode" ? 5 : 0) + at;
         segs.push({ span, start, end: start + 1, name: `sglang_pd_${phase}_${step}` });
       });
     }
   }
-  const d = decodePayload(makePayload({ samples: [{}, {}], spans, segs }).payload);
+  const d = decodePayload(makePayload({ samples: [{}, {}, {}], spans, segs }).payload);
   const names = legendInfo(d).segments.map((x) => d.names[x.name]);
   assert.deepEqual(names, [...prefill.map((step) => `sglang_pd_prefill_${step}`),
     ...decode.map((step) => `sglang_pd_decode_${step}`)]);
