@@ -1,8 +1,9 @@
 """The payload contract, read from ``payload_contract.json`` as Python constants.
 
-The renderer's decoder (``js/src/data/decode.js``) reads the same file, so the
-columns, their types and the flags are stated once for both sides; the names that
-codes index are ``vocabularies.json``'s, shared the same way.
+The renderer (its decoder, the live view's splice, the details panel) reads the
+same file, so the columns, their types, the flags, the meta's tables and the sample
+fields are stated once for both sides; the names that codes index are
+``vocabularies.json``'s, shared the same way.
 This module only reads the file, and packs and reads a column by its stated type.
 """
 
@@ -14,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["CLIP_SHIFT", "COLUMN_DTYPES", "CONTRACT", "FATE_NONE", "FLAG_ENGINE", "FLAG_ERROR",
-           "FLAG_OPEN", "FLAG_PD_SEGMENT_SPANS", "FLAG_VIRTUAL", "PAYLOAD_VERSION", "column_bytes",
-           "column_values"]
+__all__ = ["CLIP_SHIFT", "CODE_TABLES", "COLUMN_DTYPES", "CONTRACT", "FATE_NONE", "FLAG_ENGINE",
+           "FLAG_ERROR", "FLAG_OPEN", "FLAG_PD_SEGMENT_SPANS", "FLAG_VIRTUAL", "PAYLOAD_VERSION",
+           "SAMPLE_STRINGS", "SAMPLE_TEXT_FIELDS", "column_bytes", "column_values"]
 
 CONTRACT: dict[str, Any] = json.loads(
     (Path(__file__).parent / "payload_contract.json").read_text(encoding="utf-8"))
@@ -32,6 +33,13 @@ CLIP_SHIFT: int = CONTRACT["clip_shift"]
 #: Each column's type code (``u1``, ``i4``, ``f8``...): little-endian, as typed arrays read it.
 COLUMN_DTYPES: dict[str, str] = dict(CONTRACT["columns"])
 FATE_NONE: int = CONTRACT["fate_none"]
+#: The meta's string tables, each with the columns whose codes index it.
+CODE_TABLES: dict[str, tuple[str, ...]] = {
+    table: tuple(columns) for table, columns in CONTRACT["code_tables"].items()}
+#: The per-sample strings of the meta (``meta.samples``), ``row`` first.
+SAMPLE_STRINGS: tuple[str, ...] = tuple(CONTRACT["sample_strings"])
+#: Sample fields the details panel shows as text, in its order, each with "show all".
+SAMPLE_TEXT_FIELDS: tuple[str, ...] = tuple(CONTRACT["sample_text_fields"])
 
 
 def _dtype(name: str) -> np.dtype:

@@ -5,7 +5,7 @@ clicked (notebook) or reads the same fields embedded column-wise in the page
 (HTML snapshot, built for many items at once). Both use the column builders
 below, so the panel shows the same fields either way.
 
-A sample's texts (prompt, response, label, metadata) can run to megabytes, so
+A sample's texts (``SAMPLE_TEXT_FIELDS``) can run to megabytes, so
 the summary carries only the start of each (:data:`TEXT_PREVIEW_CHARS`) and its
 full length; the panel's "show all" asks for one text whole with
 :func:`sample_text` (notebook), or reads a longer cut embedded in the page
@@ -22,10 +22,9 @@ import pandas as pd
 
 from ..frames.model import TraceFrames
 from ..values import MAX_STRING_CHARS, clean_text, json_safe, truncate
+from .contract import SAMPLE_TEXT_FIELDS
 from .payload import NAME_CHARS
 
-#: Sample fields the panel shows as text, each with a "show all" control when cut.
-SAMPLE_TEXT_FIELDS = ("prompt", "response", "label", "metadata")
 #: Characters of each sample text in a summary: a few screens of the panel, and
 #: small enough that a click on a span stays quick however long the texts are.
 TEXT_PREVIEW_CHARS = 2_000

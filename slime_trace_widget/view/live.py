@@ -24,7 +24,7 @@ import numpy as np
 
 from ..frames.model import TraceFrames
 from ..sources.follow import Poller
-from .contract import PAYLOAD_VERSION
+from .contract import CODE_TABLES, PAYLOAD_VERSION
 from .details import event_detail, span_detail
 from .live_blocks import LiveBlocks, LiveDelta
 from .payload import encode
@@ -108,8 +108,8 @@ class LiveSession:
         the blocks (``live_sync``) and follow the deltas."""
         return {"version": PAYLOAD_VERSION,
                 "meta": {"title": self.title, "t0": 0.0, "t1": 0.0,
-                         "n_samples_total": 0, "names": [], "statuses": [], "sources": [],
-                         "rollouts": [], "samples": {}, "columns": {},
+                         "n_samples_total": 0, **{table: [] for table in CODE_TABLES},
+                         "samples": {}, "columns": {},
                          "attrs_embedded": False, "align": "global",
                          "live": self.live_meta()},
                 "buffers": {}}

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from ..frames.model import TraceFrames
-from .contract import COLUMN_DTYPES, column_bytes, column_values
+from .contract import CODE_TABLES, COLUMN_DTYPES, SAMPLE_STRINGS, column_bytes, column_values
 from .payload import encode
 
 SAMPLE_COLUMNS = [name for name in COLUMN_DTYPES if name.startswith("smp_")]
@@ -37,10 +37,10 @@ ITEM_COLUMNS = {kind: [name for name in COLUMN_DTYPES if name.startswith(prefix)
                 for kind, prefix in (("span", "span_"), ("seg", "seg_"), ("ev", "ev_"))}
 #: Index columns that point at spans: block-relative in a delta (-1 stays -1).
 SPAN_POINTERS = ("span_parent", "ev_parent", "seg_span")
-_TABLES = ("names", "statuses", "sources", "rollouts")
-_CODE_COLUMNS = {"span_name": "names", "seg_name": "names", "ev_name": "names",
-                 "smp_status": "statuses", "smp_source": "sources", "smp_rollout": "rollouts"}
-_SAMPLE_STRINGS = ("sample_index", "group_index", "trace_id", "label")
+_CODE_COLUMNS = {column: table for table, columns in CODE_TABLES.items() for column in columns}
+#: The per-sample strings a block takes from its payload: all but its ``row``, which
+#: is the block's place in the view.
+_SAMPLE_STRINGS = tuple(field for field in SAMPLE_STRINGS if field != "row")
 
 
 @dataclass
@@ -111,7 +111,7 @@ class LiveBlocks:
         self._keys: list[str] = []
         self._blocks: list[Block | None] = []
         self._changed_at = np.zeros(0, dtype=np.int64)
-        self._tables = {name: _Table() for name in _TABLES}
+        self._tables = {name: _Table() for name in CODE_TABLES}
 
     @property
     def n_samples(self) -> int:
@@ -194,8 +194,8 @@ class LiveBlocks:
             "counts": {kind: [b.count(kind) for b in blocks if b is not None]
                        for kind in ITEM_COLUMNS},
             "samples": {field: [b.strings[field] for b in blocks if b is not None]
-                        for field in ("row", *_SAMPLE_STRINGS)},
-            **{name: list(self._tables[name].values) for name in _TABLES},
+                        for field in SAMPLE_STRINGS},
+            **{name: list(self._tables[name].values) for name in CODE_TABLES},
             "t0": t0,
             "now": now - t0,
             "title": self.title,

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 
 from slime_trace_widget.answers.ledger import FATES, sample_fates, signal_ledger
 from slime_trace_widget.answers.links import group_members, links
@@ -28,6 +29,7 @@ from slime_trace_widget.sources.loading import load_frames
 from slime_trace_widget.view.contract import CONTRACT
 from slime_trace_widget.view.payload import encode
 from slime_trace_widget.vocabularies import CLIP_REASONS, EVENT_KINDS, LOAD_TRACKS
+from tests.support.written_out import written_out
 
 ROOT = Path(__file__).parents[2]
 FIXTURES = Path(__file__).parents[1] / "fixtures"
@@ -230,6 +232,44 @@ def test_the_codes_index_the_frames_categories() -> None:
     assert list(frames.event_core["kind"].array.categories) == EVENT_KINDS
     assert tuple(sample_fates(frames).array.categories) == FATES
     assert CONTRACT["fate_none"] >= len(FATES)
+
+
+def test_the_meta_holds_the_contract_s_tables_and_sample_strings() -> None:
+    payload = golden()["payload"]
+    meta = payload["meta"]
+    for table, columns in CONTRACT["code_tables"].items():
+        assert isinstance(meta[table], list) and meta[table], table
+        for column in columns:
+            codes = np.frombuffer(base64.b64decode(payload["buffers"][column]),
+                                  dtype="<" + meta["columns"][column])
+            assert codes.max() < len(meta[table]), f"{column} indexes past {table}"
+    assert list(meta["samples"]) == CONTRACT["sample_strings"]
+
+
+#: The contract's lists the Python and the JS sides both name: read, never written out.
+SHARED_LISTS = {"code_tables": list(CONTRACT["code_tables"]),
+                "sample_strings": CONTRACT["sample_strings"],
+                "sample_text_fields": CONTRACT["sample_text_fields"]}
+
+
+def _sources() -> list[Path]:
+    return sorted([*(ROOT / "slime_trace_widget").rglob("*.py"),
+                   *(ROOT / "js" / "src").rglob("*.js")])
+
+
+@pytest.mark.parametrize("path", _sources(), ids=lambda path: str(path.relative_to(ROOT)))
+def test_no_source_writes_a_shared_list_out_again(path: Path) -> None:
+    assert written_out(SHARED_LISTS, path.read_text(encoding="utf-8")) == [], \
+        f"{path.relative_to(ROOT)} writes out a list of payload_contract.json: read it"
+
+
+@pytest.mark.parametrize("copy", [
+    'const TABLES = ["names", "statuses", "sources", "rollouts"];',
+    '_SAMPLE_STRINGS = ("row", "sample_index", "group_index", "trace_id", "label")',
+    'SAMPLE_TEXT_FIELDS = ("prompt", "response", "label", "metadata")',
+])
+def test_a_shared_list_written_out_is_found(copy: str) -> None:
+    assert written_out(SHARED_LISTS, copy), copy
 
 
 if __name__ == "__main__":

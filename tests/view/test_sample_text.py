@@ -20,9 +20,9 @@ import pytest
 from slime_trace_widget import TraceTimeline
 from slime_trace_widget.demo import make_demo_samples
 from slime_trace_widget.frames import TraceFrames, build_frames
+from slime_trace_widget.view.contract import SAMPLE_TEXT_FIELDS
 from slime_trace_widget.view.details import (
     FULL_TEXT_CHARS,
-    SAMPLE_TEXT_FIELDS,
     TEXT_PREVIEW_CHARS,
     sample_summaries,
     sample_text,

@@ -46,6 +46,10 @@ export const PD_DECODE = CONTRACT.pd_phases.decode;
 
 /** Dtypes of the columns (the contract), used when meta.columns omits one. */
 export const DEFAULT_DTYPES = /** @type {Record<string, Dtype>} */ (CONTRACT.columns);
+/** The meta's string tables (names, statuses...), each with the columns whose codes index it. */
+export const CODE_TABLES = Object.keys(CONTRACT.code_tables);
+/** The meta's per-sample strings (`meta.samples`), `row` first. */
+export const SAMPLE_STRINGS = CONTRACT.sample_strings;
 
 /**
  * @typedef {Object} Meta
@@ -172,29 +176,21 @@ function arr(value) {
 function normaliseMeta(rawMeta) {
   const meta = rawMeta && typeof rawMeta === "object" ? rawMeta : {};
   const samples = meta.samples && typeof meta.samples === "object" ? meta.samples : {};
-  return {
+  // The tables and per-sample strings are the contract's; the cast names their types.
+  return /** @type {Meta} */ ({
     title: typeof meta.title === "string" ? meta.title : "trace timeline",
     t0: Number.isFinite(meta.t0) ? meta.t0 : 0,
     t1: Number.isFinite(meta.t1) ? meta.t1 : 0,
     n_samples_total: Number.isFinite(meta.n_samples_total) ? meta.n_samples_total : -1,
-    names: arr(meta.names).map(String),
-    statuses: arr(meta.statuses).map(String),
-    sources: arr(meta.sources).map(String),
-    rollouts: arr(meta.rollouts).map(String),
-    samples: {
-      row: arr(samples.row),
-      sample_index: arr(samples.sample_index),
-      group_index: arr(samples.group_index),
-      trace_id: arr(samples.trace_id),
-      label: arr(samples.label),
-    },
+    ...Object.fromEntries(CODE_TABLES.map((table) => [table, arr(meta[table]).map(String)])),
+    samples: Object.fromEntries(SAMPLE_STRINGS.map((field) => [field, arr(samples[field])])),
     columns: meta.columns && typeof meta.columns === "object" ? meta.columns : {},
     attrs_embedded: !!meta.attrs_embedded,
     align: meta.align === "rollout" ? "rollout" : "global",
     engine_phases: enginePhaseNames(meta.engine_phases),
     load_engines: arr(meta.load_engines).map(String),
     ledger: decodeLedger(meta.ledger, arr(meta.rollouts).length),
-  };
+  });
 }
 
 /**

@@ -6,7 +6,7 @@
 // constant. Sample positions never move (new samples come last), so a block
 // applied twice, or a delta older than what a view holds, changes nothing.
 
-import { CTORS, toTyped, DEFAULT_DTYPES } from "../data/decode.js";
+import { CTORS, toTyped, DEFAULT_DTYPES, CODE_TABLES, SAMPLE_STRINGS } from "../data/decode.js";
 
 /** @typedef {import("../data/bytes.js").Typed} Typed */
 /** @typedef {import("../data/bytes.js").Dtype} Dtype */
@@ -17,8 +17,6 @@ const KINDS = /** @type {const} */ ({
   seg: { prefix: "seg_", pointers: ["seg_span"] },
   ev: { prefix: "ev_", pointers: ["ev_parent"] },
 });
-const STRING_FIELDS = /** @type {const} */ (["row", "sample_index", "group_index", "trace_id", "label"]);
-const TABLES = /** @type {const} */ (["names", "statuses", "sources", "rollouts"]);
 
 /** @param {string} prefix */
 const columnsOf = (prefix) => Object.keys(DEFAULT_DTYPES).filter((name) => name.startsWith(prefix));
@@ -32,8 +30,8 @@ const ITEM_COLUMNS = { span: columnsOf("span_"), seg: columnsOf("seg_"), ev: col
  * @property {number} seq the last delta applied (0: none)
  * @property {number} nSamples
  * @property {Record<string, Typed>} columns every payload column, pointers absolute
- * @property {Record<string, any[]>} samples per-sample strings (row, sample_index, group_index, trace_id, label)
- * @property {Record<string, string[]>} tables names, statuses, sources, rollouts
+ * @property {Record<string, any[]>} samples per-sample strings (the contract's `sample_strings`)
+ * @property {Record<string, string[]>} tables the meta's string tables (the contract's `code_tables`)
  * @property {number} t0 epoch seconds of relative time 0
  * @property {number} now the kernel's now when the last delta was made (relative to t0)
  * @property {string} title
@@ -65,8 +63,8 @@ export function emptyLiveState() {
     seq: 0,
     nSamples: 0,
     columns,
-    samples: Object.fromEntries(STRING_FIELDS.map((field) => [field, []])),
-    tables: Object.fromEntries(TABLES.map((table) => [table, []])),
+    samples: Object.fromEntries(SAMPLE_STRINGS.map((field) => [field, []])),
+    tables: Object.fromEntries(CODE_TABLES.map((table) => [table, []])),
     t0: 0,
     now: 0,
     title: "live rollout",
@@ -287,7 +285,7 @@ function splicedItemColumn(splice, kind, name) {
 function splicedStrings(splice, delta) {
   /** @type {Record<string, any[]>} */
   const samples = {};
-  for (const field of STRING_FIELDS) {
+  for (const field of SAMPLE_STRINGS) {
     const values = splice.state.samples[field].slice(0, splice.nNew);
     while (values.length < splice.nNew) values.push(null);
     const fresh = delta.samples?.[field] ?? [];
@@ -308,7 +306,7 @@ function splicedStrings(splice, delta) {
 function deltaMeta(state, delta) {
   /** @type {Record<string, string[]>} */
   const tables = {};
-  for (const table of TABLES) {
+  for (const table of CODE_TABLES) {
     const value = /** @type {any} */ (delta)[table];
     tables[table] = Array.isArray(value) ? value.map(String) : state.tables[table];
   }

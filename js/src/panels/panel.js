@@ -2,6 +2,7 @@
 // parent, PD phase breakdown, start/end attributes as a collapsible key/value
 // tree, copy as JSON. All data text goes through textContent.
 
+import CONTRACT from "../../../slime_trace_widget/view/payload_contract.json" with { type: "json" };
 import { F_OPEN, F_VIRTUAL, F_ERROR, F_PD_DETAIL, PD_DECODE, CLIP_REASONS, clipReasonOf, nameOf, sampleLabel, statusOf, sourceOf, EV_UNMATCHED } from "../data/decode.js";
 import { formatDuration, formatEpoch, formatMs, formatPct } from "../util/format.js";
 import { colorForName, colorForSegment } from "../render/colors.js";
@@ -20,11 +21,11 @@ import { FATES, FATE_LABELS } from "../data/fates.js";
 /** @typedef {import("../data/model.js").SampleTextReply} SampleTextReply */
 
 /**
- * Sample texts shown under the sample summary, in this order. The kernel sends
- * the start of each (`<field>` in the summary) with its length (`<field>_chars`);
- * "show all" asks for the rest.
+ * Sample texts shown under the sample summary, in this order (the contract's
+ * `sample_text_fields`). The kernel sends the start of each (`<field>` in the
+ * summary) with its length (`<field>_chars`); "show all" asks for the rest.
  */
-export const SAMPLE_TEXT_FIELDS = ["prompt", "response", "label", "metadata"];
+export const SAMPLE_TEXT_FIELDS = CONTRACT.sample_text_fields;
 
 /**
  * @typedef {Object} DetailState

@@ -24,8 +24,8 @@ import pandas as pd
 
 from ...frames.model import TraceFrames
 from ...whole_files import write_whole
+from ..contract import SAMPLE_TEXT_FIELDS
 from ..details import (
-    SAMPLE_TEXT_FIELDS,
     TEXT_PREVIEW_CHARS,
     cut_text,
     event_fields,
