@@ -11,6 +11,7 @@ from pathlib import Path
 import matplotlib
 import numpy as np
 import pandas as pd
+import pyarrow.parquet as pq
 import pytest
 
 from slime_trace_widget import TraceTimeline, analysis
@@ -53,6 +54,23 @@ def test_dataset_reads_back_the_frames_of_its_dumps(run: Path, tmp_path: Path) -
     expected = load_frames(sorted(str(p) for p in run.iterdir()))
     _same_frames(open_dataset(tmp_path / "ds"), expected)
     _same_frames(load_frames(tmp_path / "ds"), expected)  # the folder opens like a dump
+
+
+def test_a_dataset_written_before_engine_traces_reads_as_the_dump_s(run: Path,
+                                                                     tmp_path: Path) -> None:
+    """Spans and events files without ``origin`` (written before engine traces were
+    joined) read back as the dump's own, as the frames that wrote them."""
+    root = tmp_path / "ds"
+    convert(str(run / "*.pt"), root, progress=False)
+    stripped = 0
+    for table in ("spans", "events"):
+        for part in (root / table).rglob("*.parquet"):
+            pq.write_table(pq.read_table(part).drop_columns(["origin"]), part)
+            stripped += 1
+    assert stripped == 6
+    expected = load_frames(sorted(str(p) for p in run.iterdir()))
+    _same_frames(open_dataset(root), expected)
+    assert set(open_dataset(root).span_core["origin"]) == {"dump"}
 
 
 def test_train_and_eval_of_one_rollout_id_sit_side_by_side(run: Path, tmp_path: Path) -> None:

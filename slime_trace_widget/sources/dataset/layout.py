@@ -232,8 +232,8 @@ def _frames(tables: dict[str, pa.Table], keep_rows: np.ndarray, entry: dict) -> 
                                                 span_keep)))
     core = checked_core_tables(
         _core_columns(samples, "samples"),
-        _core_columns(_renumbered(spans, keep_rows, span_keep), "span_core"),
-        _core_columns(_renumbered(events, keep_rows, span_keep), "event_core"),
+        _core_columns(_renumbered(spans, keep_rows, span_keep), "spans"),
+        _core_columns(_renumbered(events, keep_rows, span_keep), "events"),
         _core_columns(_renumber_column(segments, "span_index", span_keep), "segments"))
     attrs = {name: AttrTable(checked_attrs(_attr_columns(_select(
         tables[name], _POSITION[name], span_keep if name.startswith("span") else event_keep)),
@@ -292,14 +292,14 @@ def _new_positions(values: np.ndarray, keep: np.ndarray, column: str) -> np.ndar
 
 
 def _core_columns(table: pa.Table, name: str) -> pa.Table:
-    """The columns of core table ``name`` (``CoreTables`` checks them and their order)."""
-    position = {"samples": "row", "span_core": "span_index", "event_core": "event_index"}
+    """The core columns of the dataset's table ``name``: all but its position and
+    attribute columns (``CoreTables`` checks them and their order)."""
     wanted = [c for c in table.column_names
-              if c != position.get(name) and not c.startswith(ATTR_PREFIX)]
+              if c != _POSITION.get(name) and not c.startswith(ATTR_PREFIX)]
     if name == "samples":  # the partition column was appended last; put it back first
         wanted = [PARTITION, *[c for c in wanted if c != PARTITION]]
     chosen = table.select(wanted)
-    if name in ("span_core", "event_core") and ORIGIN not in chosen.column_names:
+    if name in ("spans", "events") and ORIGIN not in chosen.column_names:
         # written before engine traces were joined: every span and event is the dump's
         codes = pa.array(np.zeros(chosen.num_rows, dtype=np.int32))
         chosen = chosen.append_column(ORIGIN, pa.DictionaryArray.from_arrays(
