@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from .errors import CliError
 
 if TYPE_CHECKING:
+    from ..sources.engine.receiver import Received
     from ..sources.engine.scrape import Target
 
 NAME = "collect"
@@ -61,12 +62,21 @@ def run(args: argparse.Namespace) -> int:
                             targets=args.scrape, scrape_interval=args.scrape_interval)
     except OSError as exc:
         raise CliError(f"cannot receive OTLP: {exc.strerror or exc}") from exc
-    live = received.live
-    print(f"stopped: {received.spans.accepted_spans} span(s) and {live.accepted_records} "
-          f"live record(s) kept in {args.dir}"
-          + (f" ({live.foreign_records} log record(s) not slime's, not kept)"
-             if live.foreign_records else ""), flush=True)
+    print(stop_line(received, args.dir), flush=True)
     return 0
+
+
+def stop_line(received: Received, directory: str) -> str:
+    """What the receiver kept, and what it did not: log records that are not slime's,
+    and requests asked to come back later because the writers were behind the disk."""
+    live = received.live
+    notes = [f"{live.foreign_records} log record(s) not slime's, not kept"] \
+        if live.foreign_records else []
+    retried = received.spans.refused + live.refused
+    if retried:
+        notes.append(f"{retried} request(s) asked to come back later while the disk was behind")
+    return (f"stopped: {received.spans.accepted_spans} span(s) and {live.accepted_records} "
+            f"live record(s) kept in {directory}" + (f" ({'; '.join(notes)})" if notes else ""))
 
 
 def scrape_target(text: str) -> Target:

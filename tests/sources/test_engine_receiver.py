@@ -22,10 +22,13 @@ import pyarrow.ipc
 import pyarrow.parquet as pq
 import pytest
 
+from slime_trace_widget.cli.collect import stop_line
 from slime_trace_widget.demo import make_demo_samples
 from slime_trace_widget.frames import build_frames
 from slime_trace_widget.sources.engine import receiver as receiver_module
+from slime_trace_widget.sources.engine.receiver import Received
 from slime_trace_widget.sources.engine.store import LAYOUT, SUBDIR, SpanStore, load_engine_traces
+from slime_trace_widget.sources.live.collector import LiveCollector
 from slime_trace_widget.whole_files import replaced
 from tests.support.engine_traces import Request, replay, requests_for
 from tests.support.receiver import STARTUP_SECONDS, Receiver, start_receiver
@@ -260,10 +263,11 @@ def test_a_full_writer_asks_clients_to_come_back_later(tmp_path: Path) -> None:
         post(port, body, {"Content-Type": "application/x-protobuf"})[0]))
     first.start()
     try:
-        while not writer.pending_spans:  # the first request is waiting for the disk
+        while not writer.pending_rows:  # the first request is waiting for the disk
             first.join(0.05)
         status, reason, headers = post(port, body, {"Content-Type": "application/x-protobuf"})
         assert status == 503 and headers["Retry-After"] == "1" and b"waiting" in reason
+        assert writer.refused == 1
     finally:
         SlowDisk.release.set()
         first.join(STARTUP_SECONDS)
@@ -272,6 +276,11 @@ def test_a_full_writer_asks_clients_to_come_back_later(tmp_path: Path) -> None:
         writer.close()
     assert results == [200]
     assert len(load_engine_traces(tmp_path)) == 1
+    live = LiveCollector(tmp_path / "live")
+    live.close()
+    assert stop_line(Received(writer, live), "DIR") == (
+        "stopped: 1 span(s) and 0 live record(s) kept in DIR "
+        "(1 request(s) asked to come back later while the disk was behind)")
 
 
 def test_acknowledged_spans_survive_kill_9(tmp_path: Path, requests: list[Request]) -> None:

@@ -70,15 +70,6 @@ class Collector(GroupWriter):
     def accepted_spans(self) -> int:
         return self.accepted_rows
 
-    @property
-    def refused_requests(self) -> int:
-        return self.refused
-
-    @property
-    def pending_spans(self) -> int:
-        """Spans accepted by a handler and not yet on disk."""
-        return self.pending_rows
-
     def submit(self, rows: SpanRows) -> None:
         """Keep ``rows`` durably; returns once they are on disk. :class:`Busy` when full."""
         if len(rows):
