@@ -33,6 +33,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from slime_trace_widget.sources.dumps import DumpError, LoadedDump, Placeholder, save_dump
+from slime_trace_widget.sources.dumps.paths import dump_kind
 from slime_trace_widget.sources.loading import load_dump, load_dumps, load_frames
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
@@ -130,6 +131,16 @@ def test_rollout_ids_and_kinds():
     assert (evaluation.kind, evaluation.rollout_id) == ("eval", 3)
     assert load_dump(FIXTURES / "edge_bare_list.pt").kind == "list"
     assert load_dump(FIXTURES / "edge_legacy_torch_format.pt").rollout_id == 17
+
+
+@pytest.mark.parametrize("name", ["rollout_eval_3.pt", "eval_4.pt", "rollout_eval.pt", "eval.pt",
+                                  "rollout-eval-3.pt", "rollout_3.pt", "evaluate_3.pt"])
+def test_a_dump_s_kind_is_the_run_dataset_s(tmp_path, name):
+    """``LoadedDump.kind`` says eval exactly where the run dataset's ``dump_kind`` does."""
+    save_dump(tmp_path / name, [{"index": 0}], rollout_id=3)
+    loaded = load_dump(tmp_path / name)
+    assert (loaded.kind == "eval") == (dump_kind(name) == "eval")
+    assert loaded.kind in ("eval", "rollout")
 
 
 def test_sample_objects_become_readable_records():

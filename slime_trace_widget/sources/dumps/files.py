@@ -27,7 +27,7 @@ from ...values import bounded_int, short_text
 from ...whole_files import replaced
 from .allowlist import check_dtypes
 from .errors import DumpError, one_line
-from .paths import PathLike
+from .paths import PathLike, dump_kind
 from .placeholders import object_record, sample_records
 from .skim import drop_markers, skim_stored_file, worth_skimming
 from .skim_stream import unpickle_skimmed
@@ -157,7 +157,7 @@ def _rollout_id(value: Any) -> int | None:
 
 def _unpack(obj: Any, path: str) -> tuple[list, int | None, str]:
     """Split the top-level object into (samples, rollout id, kind) for the known layouts."""
-    is_eval = _EVAL_NAME.search(os.path.basename(path)) is not None
+    is_eval = dump_kind(path) == "eval"  # the run dataset's kind, so the two agree
     if isinstance(obj, list):
         return obj, _rollout_id_from_name(path), "eval" if is_eval else "list"
     if not isinstance(obj, dict):
