@@ -21,7 +21,7 @@ from ..sources.dataset.manifest import Manifest
 from ..tables.core_tables import json_text_column
 from .engine import PHASES, REQUEST_SPANS, RETRACT_EVENT, TOKENS_ATTR
 from .ledger import FATES, FILTER_EVENTS, fates_of, ledger_of
-from .tail import OVERSAMPLE, tail_of
+from .tail import FINISHED_COLUMNS, OVERSAMPLE, tail_of
 
 #: Span names reported with p50/p95 columns: the ones with most total time.
 HEAVIEST_SPANS = 3
@@ -31,8 +31,7 @@ _PD_COLUMNS = {"pd_transfer_mb": ("attr.pd_transfer_total_mb", "sum"),
                "pd_transfer_gb_s": ("attr.pd_transfer_speed_gb_s", "avg")}
 #: The ledger and tail columns of :func:`rollout_trends`.
 LEDGER_COLUMNS = tuple(f"share_{fate}" for fate in FATES)
-TAIL_TREND_COLUMNS = ("finished_50", "finished_90", "finished_99", "stop_s", "saved_s",
-                      "saved_share")
+TAIL_TREND_COLUMNS = (*FINISHED_COLUMNS, "stop_s", "saved_s", "saved_share")
 
 
 def rollout_trends(source: str | Path | TraceFrames, heaviest: int = HEAVIEST_SPANS,
@@ -151,8 +150,8 @@ def _trends(db: Any, heaviest: int, oversample: float) -> pd.DataFrame:
                avg(case when duration > 2 * median_duration then 1.0 else 0.0 end)
                    as straggler_share,
                sum(greatest(coalesce(attempts, 1) - 1, 0)) as retries,
-               count(*) filter (where status = 'aborted') as aborted,
-               count(*) filter (where status = 'truncated') as truncated
+               count(*) filter (where lower(status) = 'aborted') as aborted,
+               count(*) filter (where lower(status) = 'truncated') as truncated
         from s group by {_KEYS}""").df()
     keys = [PARTITION, DUMP_KIND, DUMP_FILE]
     tool_errors = db.execute(f"""

@@ -349,6 +349,8 @@ def test_the_trends_rules_are_the_ledgers(tmp_path: Path) -> None:
         for member in samples[:4]:
             member["reward"] = 0.0
         samples[6]["remove_sample"] = True
+        samples[5]["status"] = "Truncated"  # statuses are read whatever their case
+        samples[7]["status"] = "ABORTED"
         end = max(e["ts"] for e in samples[4]["trace"]["events"])
         with use_clock(lambda: end):
             trace_event(samples[4], "filter_dropped")
@@ -357,6 +359,8 @@ def test_the_trends_rules_are_the_ledgers(tmp_path: Path) -> None:
     trends = analysis.rollout_trends(frames).iloc[0]
     ledger = signal_ledger(frames).loc[5]
     assert ledger["samples_no_signal"] == 4 and ledger["samples_filtered"] == 2
+    assert (ledger["samples_truncated"], ledger["samples_aborted"]) == (1, 1)
+    assert (trends["truncated"], trends["aborted"]) == (1, 1)
     for fate in FATES:
         assert trends[f"share_{fate}"] == pytest.approx(ledger[f"share_{fate}"])
 

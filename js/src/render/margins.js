@@ -69,7 +69,7 @@ export function paintGutter(painter, scene, r0, r1) {
       ctx.closePath();
       ctx.fill();
     }
-    const status = statusOf(data, sample);
+    const status = statusOf(data, sample).toLowerCase(); // as the ledger reads it
     const bad = status && status !== "completed";
     const untraced = Number.isNaN(data.smpStart[sample]);
     ctx.font = font;
