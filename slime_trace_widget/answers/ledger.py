@@ -52,7 +52,8 @@ if TYPE_CHECKING:
     from ..frames.model import TraceFrames
 
 __all__ = ["BY", "EQUAL_STD", "FATES", "FILTER_EVENTS", "KINDS", "UNKNOWN_ROLLOUT", "fate_table",
-           "fates_of", "ledger_kinds", "ledger_of", "sample_fates", "signal_ledger"]
+           "fates_of", "filter_dropped", "ledger_kinds", "ledger_of", "sample_fates",
+           "signal_ledger"]
 
 #: Instant event names that mark a sample as dropped by a filter.
 FILTER_EVENTS = ("filter_dropped",)
@@ -82,9 +83,6 @@ def fate_table(frames: TraceFrames) -> pd.DataFrame:
     samples = frames.samples
     removed = (samples["remove_sample"].to_numpy(dtype=bool) if "remove_sample" in samples
                else np.zeros(len(samples), dtype=bool))
-    events = frames.event_core
-    marked = events["sample_row"][events["name"].isin(FILTER_EVENTS).to_numpy()
-                                  & (events["kind"] == "instant").to_numpy()]
     detail = samples["reward_detail"]
     has_detail = detail.notna().to_numpy() & np.isnan(samples["reward"].to_numpy())
     text = np.full(len(samples), None, dtype=object)
@@ -98,9 +96,18 @@ def fate_table(frames: TraceFrames) -> pd.DataFrame:
         "reward": samples["reward"].to_numpy(),
         "reward_text": text,
         "removed": removed,
-        "dropped": samples.index.isin(marked.to_numpy()),
+        "dropped": filter_dropped(frames),
         "evaluation": _evaluation(frames),
     }, index=samples.index)
+
+
+def filter_dropped(frames: TraceFrames) -> np.ndarray:
+    """Per sample (in ``frames.samples``' order), whether an instant event of
+    :data:`FILTER_EVENTS` marks it dropped by a filter."""
+    events = frames.event_core
+    marked = events["sample_row"][events["name"].isin(FILTER_EVENTS).to_numpy()
+                                  & (events["kind"] == "instant").to_numpy()]
+    return frames.samples.index.isin(marked.to_numpy())
 
 
 def _evaluation(frames: TraceFrames) -> np.ndarray:

@@ -34,20 +34,23 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from .ledger import FILTER_EVENTS, UNKNOWN_ROLLOUT
+from .ledger import UNKNOWN_ROLLOUT, filter_dropped
 
 if TYPE_CHECKING:
     from ..frames.model import TraceFrames
 
-__all__ = ["FINISHED", "OVERSAMPLE", "TAIL_COLUMNS", "finish_order", "tail_of", "tail_price",
+__all__ = ["FINISHED", "FINISHED_COLUMNS", "OVERSAMPLE", "TAIL_COLUMNS", "finish_order", "tail_of",
+           "tail_price",
            "unit_table"]
 
 #: Fractions of a rollout's samples for ``finished_<percent>``.
 FINISHED = (0.5, 0.9, 0.99)
 #: The default over-sampling factor of :func:`tail_price`.
 OVERSAMPLE = 1.25
-TAIL_COLUMNS = ("samples", "finished_50", "finished_90", "finished_99", "step_s", "unit",
-                "units", "oversample", "batch_units", "stop_s", "saved_s", "saved_share")
+#: The columns of :data:`FINISHED`, in its order.
+FINISHED_COLUMNS = tuple(f"finished_{round(share * 100)}" for share in FINISHED)
+TAIL_COLUMNS = ("samples", *FINISHED_COLUMNS, "step_s", "unit", "units", "oversample",
+                "batch_units", "stop_s", "saved_s", "saved_share")
 
 
 def unit_table(frames: TraceFrames) -> pd.DataFrame:
@@ -62,16 +65,13 @@ def unit_table(frames: TraceFrames) -> pd.DataFrame:
                                       group[grouped].to_numpy(dtype=np.int64)])
     unit = -1 - rows
     unit[grouped] = pd.factorize(keys)[0]
-    events = frames.event_core
-    marked = events["sample_row"][events["name"].isin(FILTER_EVENTS).to_numpy()
-                                  & (events["kind"] == "instant").to_numpy()]
     return pd.DataFrame({
         "rollout_id": samples["rollout_id"].astype("Float64").fillna(UNKNOWN_ROLLOUT)
         .astype(np.int64).to_numpy(),
         "start": samples["start"].to_numpy(dtype=np.float64),
         "end": samples["end"].to_numpy(dtype=np.float64),
         "unit": unit,
-        "dropped": samples.index.isin(marked.to_numpy()),
+        "dropped": filter_dropped(frames),
     }, index=samples.index)
 
 
@@ -105,8 +105,8 @@ def tail_of(table: pd.DataFrame, oversample: float = OVERSAMPLE) -> pd.DataFrame
     n = np.bincount(np.searchsorted(rollouts, rollout), minlength=len(rollouts))
     out = pd.DataFrame({"samples": n}, index=index)
     ends = _ordered(rollout, timed["end"].to_numpy())
-    for q in FINISHED:
-        out[f"finished_{round(q * 100)}"] = _nth(ends, rollouts, np.ceil(q * n)) - t0
+    for share, column in zip(FINISHED, FINISHED_COLUMNS, strict=True):
+        out[column] = _nth(ends, rollouts, np.ceil(share * n)) - t0
     out["step_s"] = _nth(ends, rollouts, n) - t0
     units = _unit_finishes(timed)
     grouped = units.groupby("rollout_id")["grouped"].any().reindex(rollouts, fill_value=False)

@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from ..answers.ledger import sample_fates, signal_ledger
-from ..answers.tail import tail_of, unit_table
+from ..answers.tail import FINISHED_COLUMNS, tail_of, unit_table
 from ..frames.model import TraceFrames
 from ..vocabularies import FATES
 from .contract import FATE_NONE
@@ -66,8 +66,7 @@ def ledger_meta(frames: TraceFrames, rows: np.ndarray, offsets: np.ndarray
         "samples": per_fate("samples", int),
         "seconds": per_fate("seconds", float),
         "shares": per_fate("share", float),
-        **{column: _numbers(tail[column]) for column in
-           ("finished_50", "finished_90", "finished_99", "step_s")},
+        **{column: _numbers(tail[column]) for column in (*FINISHED_COLUMNS, "step_s")},
         "finished_90_at": _numbers(start + finished_90),
         "offset": _numbers(np.asarray(offsets, dtype=np.float64)[first]),
     }

@@ -16,6 +16,7 @@ import anywidget
 import ipywidgets
 import traitlets
 
+from ..answers.tail import OVERSAMPLE
 from ..answers.trends import rollout_trends
 from .widget import TraceTimeline
 
@@ -30,7 +31,7 @@ COLUMNS = (
     ("aborted", "aborted", "number"), ("truncated", "truncated", "number"),
     ("signal", "share_signal", "share"), ("no signal", "share_no_signal", "share"),
     ("filtered", "share_filtered", "share"), ("90% done s", "finished_90", "number"),
-    ("saved at 1.25x", "saved_share", "share"),
+    (f"saved at {OVERSAMPLE:g}x", "saved_share", "share"),
 )
 
 
