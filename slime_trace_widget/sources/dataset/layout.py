@@ -33,6 +33,7 @@ from ...tables.core_tables import (
 from ...whole_files import replaced
 from ..dumps.paths import dump_kind
 from ..dumps.wire import (
+    ATTR_TABLES,
     WireError,
     check_references,
     checked_attrs,
@@ -47,8 +48,7 @@ ORIGIN = "origin"
 ENGINE_REPORTS = ("engine_skew", "engine_unmatched")
 #: The engines' load over a dump's time (``frames.engine_load``).
 ENGINE_LOAD = "engine_load"
-TABLES = ("samples", "spans", "events", "segments",
-          "span_start_attrs", "span_end_attrs", "event_attrs")
+TABLES = ("samples", "spans", "events", "segments", *ATTR_TABLES)
 PARTITION = "rollout_id"
 DUMP_FILE, DUMP_KIND = "dump_file", "dump_kind"
 _POSITION = {"samples": "row", "spans": "span_index", "events": "event_index",
@@ -123,7 +123,7 @@ def _tables(frames: TraceFrames) -> dict[str, pa.Table]:
         events = events.append_column(ATTR_PREFIX + key, frames.event_attrs.column(key))
     tables = {"samples": samples, "spans": spans, "events": events,
               "segments": core.segments}
-    for name in ("span_start_attrs", "span_end_attrs", "event_attrs"):
+    for name in ATTR_TABLES:
         attrs: pa.Table = getattr(frames, name).table
         tables[name] = attrs.rename_columns([ATTR_PREFIX + c for c in attrs.column_names])
     for name, table in tables.items():
@@ -237,7 +237,7 @@ def _frames(tables: dict[str, pa.Table], keep_rows: np.ndarray, entry: dict) -> 
         _core_columns(_renumber_column(segments, "span_index", span_keep), "segments"))
     attrs = {name: AttrTable(checked_attrs(_attr_columns(_select(
         tables[name], _POSITION[name], span_keep if name.startswith("span") else event_keep)),
-        name)) for name in ("span_start_attrs", "span_end_attrs", "event_attrs")}
+        name)) for name in ATTR_TABLES}
     frames = TraceFrames(core, **attrs, **parse_meta(entry["meta"]))
     check_references(frames)
     return frames

@@ -34,6 +34,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .store import JSON_COLUMNS, LAYOUT, SCHEMA
 from .stretches import (
     fold_decode_loops,
     json_value,
@@ -101,19 +102,22 @@ def engine_table(engine: pd.DataFrame | pa.Table) -> pa.Table:
     if isinstance(engine, pa.Table):
         return engine
     columns = {}
-    for name in ("trace_id", "span_id", "parent_id", "name", "service"):
-        values = engine[name] if name in engine else pd.Series([None] * len(engine))
-        columns[name] = pa.array([None if v is None or v != v else str(v) for v in values],
-                                 type=pa.string())
-    for name in ("start_ns", "end_ns"):
-        columns[name] = pa.array(engine[name].to_numpy(dtype=np.int64))
-    columns["status"] = pa.array(engine["status"].to_numpy(dtype=np.int8)
-                                 if "status" in engine else np.zeros(len(engine), np.int8))
-    for name, empty in (("attributes", {}), ("resource", {}), ("events", []), ("links", [])):
-        values = engine[name] if name in engine else [empty] * len(engine)
-        columns[name] = pa.array([v if isinstance(v, str) else json.dumps(
-            v if v is not None else empty, ensure_ascii=False) for v in values], pa.string())
-    return pa.table(columns)
+    for column in SCHEMA:
+        name = column.name
+        if name in JSON_COLUMNS:
+            empty = JSON_COLUMNS[name]
+            values = engine[name] if name in engine else [empty] * len(engine)
+            columns[name] = pa.array([v if isinstance(v, str) else json.dumps(
+                v if v is not None else empty, ensure_ascii=False) for v in values], pa.string())
+        elif pa.types.is_string(column.type):
+            values = engine[name] if name in engine else pd.Series([None] * len(engine))
+            columns[name] = pa.array([None if v is None or v != v else str(v) for v in values],
+                                     type=pa.string())
+        else:  # the times are required; a missing status is 0 (unset)
+            required = name in (LAYOUT.start, LAYOUT.end)
+            values = engine[name] if name in engine or required else np.zeros(len(engine))
+            columns[name] = pa.array(np.asarray(values, dtype=column.type.to_pandas_dtype()))
+    return pa.table(columns, schema=SCHEMA)
 
 
 def read_requests(engine: pd.DataFrame | pa.Table) -> list[Request]:

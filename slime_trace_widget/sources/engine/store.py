@@ -34,6 +34,9 @@ SCHEMA = pa.schema([
 ])
 #: Columns of a stored span, in order.
 COLUMNS = tuple(SCHEMA.names)
+#: The columns that hold JSON text, each with the value an absent one stands for.
+JSON_COLUMNS: dict[str, dict | list] = {"attributes": {}, "resource": {}, "events": [],
+                                        "links": []}
 #: Beside each finished file that is mostly decode loops (trace level 3), its spans with
 #: the loops folded (``stretches``): what a join reads, a few dozen rows a request instead
 #: of one per scheduler iteration. Other files are folded as they are read.
@@ -109,9 +112,7 @@ def load_engine_traces(source: str | Path | Iterable[str | Path], start: float |
     table = read_spans(source, None if start is None else int(start * 1e9),
                        None if end is None else int(end * 1e9))
     frame = table.to_pandas()
-    for column in ("attributes", "resource"):
-        frame[column] = [json.loads(text) for text in frame[column]]
-    for column in ("events", "links"):
+    for column in JSON_COLUMNS:
         frame[column] = [json.loads(text) for text in frame[column]]
     frame.insert(4, "start", frame["start_ns"].to_numpy() / 1e9)
     frame.insert(5, "end", frame["end_ns"].to_numpy() / 1e9)
