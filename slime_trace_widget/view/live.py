@@ -24,10 +24,9 @@ import numpy as np
 
 from ..frames.model import TraceFrames
 from ..sources.follow import Poller
-from .contract import CODE_TABLES, PAYLOAD_VERSION
 from .details import event_detail, span_detail
 from .live_blocks import LiveBlocks, LiveDelta
-from .payload import encode
+from .payload import empty_payload, encode
 
 #: Seconds an open span may go without a record before its sample is flagged stalled.
 STALL_AFTER = 60.0
@@ -106,13 +105,7 @@ class LiveSession:
     def starting_payload(self) -> dict[str, Any]:
         """A payload with no samples whose ``meta.live`` makes the renderer ask for
         the blocks (``live_sync``) and follow the deltas."""
-        return {"version": PAYLOAD_VERSION,
-                "meta": {"title": self.title, "t0": 0.0, "t1": 0.0,
-                         "n_samples_total": 0, **{table: [] for table in CODE_TABLES},
-                         "samples": {}, "columns": {},
-                         "attrs_embedded": False, "align": "global",
-                         "live": self.live_meta()},
-                "buffers": {}}
+        return empty_payload(self.title, live=self.live_meta())
 
     def frames(self) -> TraceFrames:
         """Frames of every sample so far (all of them flattened again: for pandas work)."""

@@ -29,6 +29,7 @@ from ..values import truncate
 from ..vocabularies import CLIP_REASONS, EVENT_KINDS, LOAD_TRACKS
 from .contract import (
     CLIP_SHIFT,
+    CODE_TABLES,
     COLUMN_DTYPES,
     CONTRACT,
     FATE_NONE,
@@ -58,6 +59,16 @@ class EncodedView:
     sample_rows: np.ndarray  # payload sample -> samples.index
     span_index: np.ndarray  # payload span -> spans.index
     event_index: np.ndarray  # payload event -> events.index
+
+
+def empty_payload(title: str, **meta: Any) -> dict[str, Any]:
+    """A payload of no samples (every table empty) titled ``title``, with ``meta``'s
+    entries added to its meta (the live view's ``live``)."""
+    return {"version": PAYLOAD_VERSION,
+            "meta": {"title": title, "t0": 0.0, "t1": 0.0, "n_samples_total": 0,
+                     **{table: [] for table in CODE_TABLES}, "samples": {}, "columns": {},
+                     "attrs_embedded": False, "align": "global", **meta},
+            "buffers": {}}
 
 
 def encode(
