@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
-__all__ = ["CLIP_REASONS", "EVENT_KINDS", "FATES", "LINK_KINDS", "LOAD_TRACKS"]
+__all__ = ["CLIP_REASONS", "EVENT_KINDS", "FATES", "LINK_KINDS", "LOAD_TRACKS", "PD_LANE_SUFFIXES"]
 
-_VOCABULARIES: dict[str, list[str]] = json.loads(
+_VOCABULARIES: dict[str, Any] = json.loads(
     (Path(__file__).parent / "vocabularies.json").read_text(encoding="utf-8"))
 
 #: What an event row is: an instant event, or a span end without its start.
@@ -26,3 +27,6 @@ LINK_KINDS: list[str] = list(_VOCABULARIES["link_kinds"])
 FATES: tuple[str, ...] = tuple(_VOCABULARIES["fates"])
 #: The engines' load tracks (``frames.engine_load``), in the order they are drawn.
 LOAD_TRACKS: tuple[str, ...] = tuple(_VOCABULARIES["load_tracks"])
+#: What a virtual PD span's name ends with, by its phase (``[P]``/``[D]`` lanes); the
+#: renderer tells a virtual span's phase by it.
+PD_LANE_SUFFIXES: dict[str, str] = dict(_VOCABULARIES["pd_lane_suffixes"])

@@ -26,6 +26,7 @@ from ..schema import (
     PD_SUMMARY_EVENT,
     PD_SUMMARY_KEYS,
 )
+from ..vocabularies import PD_LANE_SUFFIXES
 from .carrier import TS_LIMIT
 
 if TYPE_CHECKING:
@@ -36,7 +37,7 @@ PHASE_SPANS = PD_PHASE_LABELS
 PD_PREFIX = PD_SPAN_PREFIX
 SUMMARY_EVENT = PD_SUMMARY_EVENT
 SUMMARY_KEYS = PD_SUMMARY_KEYS
-LANE_SUFFIX = {"prefill": " [P]", "decode": " [D]"}
+LANE_SUFFIX = PD_LANE_SUFFIXES
 
 #: Attribute-form segments per phase, in SGLang's order: (segment name, keys read).
 ATTRIBUTE_SEGMENTS: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {

@@ -40,6 +40,8 @@ export const LINK_KINDS = /** @type {string[]} */ (VOCABULARIES.link_kinds);
 export const PD_NONE = CONTRACT.pd_phases.none;
 export const PD_PREFILL = CONTRACT.pd_phases.prefill;
 export const PD_DECODE = CONTRACT.pd_phases.decode;
+/** How a virtual span's name ends in its decode lane (vocabularies.json), lower-cased. */
+const DECODE_MARK = VOCABULARIES.pd_lane_suffixes.decode.trim().toLowerCase();
 
 /** @typedef {import("./bytes.js").Typed} Typed */
 /** @typedef {import("./bytes.js").Dtype} Dtype */
@@ -469,8 +471,9 @@ function deriveSegments(data) {
     const nm = data.spanName[i];
     let ph = cache.get(nm);
     if (ph === undefined) {
+      // the lane suffix the builder gave it; a name's other words say nothing
       const name = (data.names[nm] || "").toLowerCase();
-      ph = name.includes("[d]") || name.includes("decode") ? PD_DECODE : PD_PREFILL;
+      ph = name.endsWith(DECODE_MARK) ? PD_DECODE : PD_PREFILL;
       cache.set(nm, ph);
     }
     data.spanPd[i] = ph;

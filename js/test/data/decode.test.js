@@ -130,6 +130,20 @@ test("unsorted spans are left in payload order with a warning (the encoder sorts
   assert.match(warnings[0], /not sorted/);
 });
 
+test("a virtual span's phase is its lane suffix, whatever its name says", () => {
+  const { payload, spanNew } = makePayload({
+    samples: [{}],
+    spans: [
+      { sample: 0, start: 0, end: 10, name: "decode_step", lane: 0, depth: 0 },
+      { sample: 0, start: 0, end: 4, name: "decode_step [P]", lane: 1, depth: 1, flags: F_VIRTUAL, parent: 0 },
+      { sample: 0, start: 4, end: 10, name: "decode_step [D]", lane: 2, depth: 1, flags: F_VIRTUAL, parent: 0 },
+      { sample: 0, start: 0, end: 10, name: "prefill [d]", lane: 3, depth: 1, flags: F_VIRTUAL, parent: 0 },
+    ],
+  });
+  const d = decodePayload(payload);
+  assert.deepEqual([1, 2, 3].map((k) => d.spanPd[spanNew[k]]), [PD_PREFILL, PD_DECODE, PD_DECODE]);
+});
+
 test("labels, PD phases, segments and detail-span matching", () => {
   const { payload, spanNew } = makePayload({
     samples: [{ source: "deepsearch", sample_index: 76 }],
