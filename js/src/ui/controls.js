@@ -8,6 +8,7 @@ import { SORT_KEYS, SORT_LABELS } from "../data/layout.js";
 import { matchSummary, queryHelp } from "../data/query.js";
 import { formatNumber } from "../util/format.js";
 import { el } from "../util/dom.js";
+import { FATES, FATE_LABELS } from "../data/fates.js";
 
 /**
  * The user-facing settings the toolbar edits (also saved in `view_state`).
@@ -270,7 +271,7 @@ export class Controls {
     this.flame = flame.input;
     this.colorBy = choice([["span", "by span"], ["fate", "by fate"]],
       (value) => change({ colorBy: value === "fate" ? "fate" : "span" }),
-      "by fate: each row tinted by what became of its sample (signal, no signal, filtered, truncated, aborted, failed)");
+      `by fate: each row tinted by what became of its sample (${FATES.map((fate) => FATE_LABELS[fate]).join(", ")})`);
     this.colorField = classedField("Colour", this.colorBy, "stw-field-color");
     this.lane = laneSlider((laneH) => change({ laneH }));
     this.load = choice([["summed", "summed"], ["split", "per engine"]],
