@@ -3,6 +3,8 @@
 // save_changes / send over in-memory state, answering "attrs", "sample_text"
 // and "query_attrs" requests from data embedded in the page.
 
+import CONTRACT from "../../slime_trace_widget/view/payload_contract.json" with { type: "json" };
+
 /**
  * Attributes embedded in a page: `{"span": {"<index>": detail, ...},
  * "event": {...}}` (objects keyed by payload index, or arrays indexed by it),
@@ -105,6 +107,17 @@ function embeddedAttrs(source) {
  */
 
 /**
+ * What a reply repeats of request `msg`: its type, `req` and the keys the
+ * contract names for its type (`request_echoes`), as the kernel's replies do.
+ * @param {any} msg
+ * @returns {Record<string, any>}
+ */
+function headOf(msg) {
+  const echoed = /** @type {Record<string, string[]>} */ (CONTRACT.request_echoes)[msg.type] ?? [];
+  return { type: msg.type, req: msg.req, ...Object.fromEntries(echoed.map((key) => [key, msg[key] ?? null])) };
+}
+
+/**
  * The reply to an "attrs", "sample_text" or "query_attrs" request from what the page
  * embeds; null for any other message.
  * @param {any} msg
@@ -116,7 +129,7 @@ function replyTo(msg, opts, attrsFor) {
   if (!msg || typeof msg !== "object") return null;
   if (msg.type === "attrs") {
     return {
-      head: { type: "attrs", req: msg.req, kind: msg.kind, index: msg.index },
+      head: headOf(msg),
       answer: async () => {
         const detail = await attrsFor(msg.kind, msg.index);
         return detail === null ? { detail, error: "attributes are not embedded in this page" } : { detail };
@@ -126,7 +139,7 @@ function replyTo(msg, opts, attrsFor) {
   }
   if (msg.type === "sample_text") {
     return {
-      head: { type: "sample_text", req: msg.req, sample: msg.sample, field: msg.field },
+      head: headOf(msg),
       answer: async () => {
         const found = opts.sampleText ? await opts.sampleText(msg.sample, msg.field) : null;
         return found ?? { text: null, chars: null, error: "this text is not embedded in this page" };
@@ -136,7 +149,7 @@ function replyTo(msg, opts, attrsFor) {
   }
   if (msg.type === "query_attrs") {
     return {
-      head: { type: "query_attrs", req: msg.req },
+      head: headOf(msg),
       answer: async () => {
         if (!opts.queryAttrs) throw new Error("attributes are not embedded in this page");
         return await opts.queryAttrs(msg.terms);

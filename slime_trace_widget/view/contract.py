@@ -17,7 +17,8 @@ import numpy as np
 
 __all__ = ["CLIP_SHIFT", "CODE_TABLES", "COLUMN_DTYPES", "CONTRACT", "FATE_NONE", "FLAG_ENGINE",
            "FLAG_ERROR", "FLAG_OPEN", "FLAG_PD_SEGMENT_SPANS", "FLAG_VIRTUAL", "PAYLOAD_VERSION",
-           "SAMPLE_STRINGS", "SAMPLE_TEXT_FIELDS", "column_bytes", "column_values"]
+           "REQUEST_ECHOES", "SAMPLE_STRINGS", "SAMPLE_TEXT_FIELDS", "column_bytes",
+           "column_values"]
 
 CONTRACT: dict[str, Any] = json.loads(
     (Path(__file__).parent / "payload_contract.json").read_text(encoding="utf-8"))
@@ -40,6 +41,10 @@ CODE_TABLES: dict[str, tuple[str, ...]] = {
 SAMPLE_STRINGS: tuple[str, ...] = tuple(CONTRACT["sample_strings"])
 #: Sample fields the details panel shows as text, in its order, each with "show all".
 SAMPLE_TEXT_FIELDS: tuple[str, ...] = tuple(CONTRACT["sample_text_fields"])
+#: The renderer's requests the kernel (or a page) answers, each with the keys its reply
+#: repeats after ``type`` and ``req``.
+REQUEST_ECHOES: dict[str, tuple[str, ...]] = {
+    request: tuple(keys) for request, keys in CONTRACT["request_echoes"].items()}
 
 
 def _dtype(name: str) -> np.dtype:

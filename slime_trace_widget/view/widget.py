@@ -31,6 +31,7 @@ from ..frames.model import TraceFrames, combine_frames
 from ..sources.follow import POLL_SECONDS, SETTLE_SECONDS, DumpWatcher, Poller
 from ..sources.handover import new_dumps_watcher, step_dump
 from ..sources.loading import load_frames
+from .contract import REQUEST_ECHOES
 from .details import event_detail, sample_text, span_detail
 from .live import STALL_AFTER, LiveFeed, LiveFollower, LiveSession
 from .live_blocks import LiveDelta
@@ -319,30 +320,28 @@ class TraceTimeline(anywidget.AnyWidget):
 
     def _on_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
         """Answer the front end's requests (``docs/payload.md``); other messages are ignored."""
-        if not isinstance(content, dict):
+        if not isinstance(content, dict) or not isinstance(content.get("type"), str):
             return
-        if content.get("type") == "live_sync" and self._live is not None:
+        if content["type"] == "live_sync" and self._live is not None:
             since, epoch = content.get("since"), content.get("epoch")
             self._live.send_since(since if type(since) is int and since >= 0 else 0,
                                   epoch if isinstance(epoch, str) else None)
-        elif content.get("type") == "attrs":
-            self._reply(content, ("kind", "index"), self._attrs)
-        elif content.get("type") == "sample_text":
-            self._reply(content, ("sample", "field"), self._sample_text)
-        elif content.get("type") == "payload_inline":
-            self._reply(content, (), self._payload_inline)
-        elif content.get("type") == "query_attrs":
-            self._reply(content, ("view",), self._query_attrs)
+        elif content["type"] in REQUEST_ECHOES:
+            answers = {"attrs": self._attrs, "sample_text": self._sample_text,
+                       "payload_inline": self._payload_inline, "query_attrs": self._query_attrs}
+            self._reply(content, answers[content["type"]])
 
-    def _reply(self, content: dict[str, Any], echo: tuple[str, ...],
+    def _reply(self, content: dict[str, Any],
                answer: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
-        """Send ``answer(content)`` under the request's type, ``req`` and ``echo`` keys.
+        """Send ``answer(content)`` under the request's type, ``req`` and the keys the
+        contract says its reply repeats (``REQUEST_ECHOES``).
 
         A bad request gets a reply with an ``error`` instead: an exception here would
         break the kernel's comm, and the front end would wait for nothing.
         """
+        echoed = REQUEST_ECHOES[content["type"]]
         reply: dict[str, Any] = {"type": content["type"], "req": content.get("req"),
-                                 **{key: content.get(key) for key in echo}}
+                                 **{key: content.get(key) for key in echoed}}
         try:
             reply.update(answer(content))
         except Exception as exc:

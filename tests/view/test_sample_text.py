@@ -210,7 +210,8 @@ def test_bad_request_gets_an_error_reply(timeline: TraceTimeline, content: dict)
     assert reply["error"] and "text" not in reply
 
 
-@pytest.mark.parametrize("content", ["not a dict", None, [], {"type": "other"}, {"req": 1}])
+@pytest.mark.parametrize("content", ["not a dict", None, [], {"type": "other"}, {"req": 1},
+                                     {"type": ["attrs"]}, {"type": {"attrs": 1}}])
 def test_other_messages_are_ignored(timeline: TraceTimeline, content: Any) -> None:
     assert _ask(timeline, content) == []
 

@@ -10,6 +10,7 @@ import pytest
 
 from slime_trace_widget import TraceTimeline
 from slime_trace_widget.sources.loading import load_frames
+from slime_trace_widget.view.contract import REQUEST_ECHOES
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 
@@ -75,6 +76,23 @@ def test_attrs_request_answers_with_json(timeline: TraceTimeline) -> None:
     assert "error" in sent[-1]
     timeline._on_message(timeline, "not a dict", [])
     assert len(sent) == 2
+
+
+@pytest.mark.parametrize("request_type", sorted(REQUEST_ECHOES))
+def test_a_reply_repeats_what_the_contract_names(timeline: TraceTimeline,
+                                                 request_type: str) -> None:
+    """Every reply carries its request's type, ``req`` and the keys ``request_echoes``
+    names for it (the page's local model repeats the same ones), answered or not."""
+    sent = _replies(timeline)
+    request = {"type": request_type, "req": 11, "kind": "span", "index": 0, "sample": 0,
+               "field": "prompt", "view": "not this view", "terms": []}
+    timeline._on_message(timeline, request, [])
+    [reply] = sent
+    assert reply["type"] == request_type and reply["req"] == 11
+    for key in REQUEST_ECHOES[request_type]:
+        assert reply[key] == request[key], key
+    unnamed = {"kind", "index", "sample", "field", "view"} - set(REQUEST_ECHOES[request_type])
+    assert not unnamed & set(reply), unnamed & set(reply)
 
 
 def test_virtual_span_detail_has_segments(timeline: TraceTimeline) -> None:

@@ -62,13 +62,14 @@ test("local model: off by event, by callback, or all; a throwing handler spares 
     const replies = [];
     for (const model of [answered, bare]) {
       model.on("msg:custom", (msg) => replies.push(msg));
-      model.send({ type: "query_attrs", req: 4, terms: [1, 2] });
+      model.send({ type: "query_attrs", req: 4, terms: [1, 2], view: "v1" });
       model.send({ type: "unknown", req: 5 });
     }
     await wait(20);
+    // each reply repeats the keys the contract names for its type, as the kernel's do
     assert.deepEqual(replies, [
-      { type: "query_attrs", req: 4, rows: 2 },
-      { type: "query_attrs", req: 4, error: "Error: attributes are not embedded in this page" },
+      { type: "query_attrs", req: 4, view: "v1", rows: 2 },
+      { type: "query_attrs", req: 4, view: "v1", error: "Error: attributes are not embedded in this page" },
     ]);
   } finally {
     console.error = realError;
