@@ -16,7 +16,7 @@ import pytest
 from slime_trace_widget import vocabularies
 from slime_trace_widget.frames.engine_load import _TRACK_RULES, TRACKS
 from slime_trace_widget.view.contract import CONTRACT
-from tests.support.written_out import written_out
+from tests.support.written_out import source_files, written_out
 
 ROOT = Path(__file__).parents[1]
 VOCABULARIES_FILE = ROOT / "slime_trace_widget" / "vocabularies.json"
@@ -50,12 +50,7 @@ def test_every_load_track_has_its_rule_and_every_rule_a_track() -> None:
     assert sorted(rule.name for rule in _TRACK_RULES) == sorted(LISTS["load_tracks"])
 
 
-def _sources() -> list[Path]:
-    package = ROOT / "slime_trace_widget"
-    return sorted([*package.rglob("*.py"), *(ROOT / "js" / "src").rglob("*.js")])
-
-
-@pytest.mark.parametrize("path", _sources(), ids=lambda path: str(path.relative_to(ROOT)))
+@pytest.mark.parametrize("path", source_files(ROOT), ids=lambda path: str(path.relative_to(ROOT)))
 def test_no_source_writes_a_vocabulary_out_again(path: Path) -> None:
     assert written_out(LISTS, path.read_text(encoding="utf-8")) == [], \
         f"{path.relative_to(ROOT)} writes out a list of {VOCABULARIES_FILE.name}: read it"

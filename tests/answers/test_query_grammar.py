@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from slime_trace_widget.answers import query
+from tests.support.written_out import source_files
 from tests.support.written_out import written_out as written_out_tables
 
 ROOT = Path(__file__).parents[2]
@@ -36,11 +37,6 @@ def written_out(source: str) -> list[str]:
     return written_out_tables(_tables(), source)
 
 
-def _sources() -> list[Path]:
-    package = ROOT / "slime_trace_widget"
-    return sorted([*package.rglob("*.py"), *(ROOT / "js" / "src").rglob("*.js")])
-
-
 def test_both_parsers_read_the_contract_file() -> None:
     assert query.GRAMMAR == GRAMMAR
     js = JS_PARSER.read_text(encoding="utf-8")
@@ -49,7 +45,7 @@ def test_both_parsers_read_the_contract_file() -> None:
     assert re.search(imported, js, re.M)
 
 
-@pytest.mark.parametrize("path", _sources(), ids=lambda path: str(path.relative_to(ROOT)))
+@pytest.mark.parametrize("path", source_files(ROOT), ids=lambda path: str(path.relative_to(ROOT)))
 def test_no_source_writes_a_table_out_again(path: Path) -> None:
     assert written_out(path.read_text(encoding="utf-8")) == [], \
         f"{path.relative_to(ROOT)} defines a table of {GRAMMAR_FILE.name}: read it from there"

@@ -7,6 +7,7 @@ JS code alike; a source that spells one of its tables out again would drift from
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 #: between two entries of a written-out table: spaces, quotes, brackets,
 #: separators and numbers (``"us": (1, 1e6), "ms"``, ``us: [1, 1e6], ms``, ``us|ms``);
@@ -35,3 +36,10 @@ def written_out(tables: dict[str, list[str]], source: str) -> list[str]:
     """The names of the ``tables`` (of two or more entries) that ``source`` writes out."""
     return [name for name, entries in tables.items()
             if len(entries) >= 2 and re.search(_table_pattern(entries), source)]
+
+
+def source_files(root: Path) -> list[Path]:
+    """The product's sources under the repository ``root`` that a contract's reader
+    may be: the package's Python and the front end's JS."""
+    return sorted([*(root / "slime_trace_widget").rglob("*.py"),
+                   *(root / "js" / "src").rglob("*.js")])

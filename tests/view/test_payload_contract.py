@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pytest
 
 from slime_trace_widget.answers.ledger import FATES, sample_fates, signal_ledger
 from slime_trace_widget.answers.links import group_members, links
@@ -29,7 +28,7 @@ from slime_trace_widget.sources.loading import load_frames
 from slime_trace_widget.view.contract import CONTRACT
 from slime_trace_widget.view.payload import encode
 from slime_trace_widget.vocabularies import CLIP_REASONS, EVENT_KINDS, LOAD_TRACKS
-from tests.support.written_out import written_out
+from tests.support.written_out import source_files, written_out
 
 ROOT = Path(__file__).parents[2]
 FIXTURES = Path(__file__).parents[1] / "fixtures"
@@ -252,24 +251,20 @@ SHARED_LISTS = {"code_tables": list(CONTRACT["code_tables"]),
                 "sample_text_fields": CONTRACT["sample_text_fields"]}
 
 
-def _sources() -> list[Path]:
-    return sorted([*(ROOT / "slime_trace_widget").rglob("*.py"),
-                   *(ROOT / "js" / "src").rglob("*.js")])
+def test_no_source_writes_a_shared_list_out_again() -> None:
+    copies = {str(path.relative_to(ROOT)): found for path in source_files(ROOT)
+              if (found := written_out(SHARED_LISTS, path.read_text(encoding="utf-8")))}
+    assert not copies, f"these write out lists of payload_contract.json (read it): {copies}"
 
 
-@pytest.mark.parametrize("path", _sources(), ids=lambda path: str(path.relative_to(ROOT)))
-def test_no_source_writes_a_shared_list_out_again(path: Path) -> None:
-    assert written_out(SHARED_LISTS, path.read_text(encoding="utf-8")) == [], \
-        f"{path.relative_to(ROOT)} writes out a list of payload_contract.json: read it"
-
-
-@pytest.mark.parametrize("copy", [
-    'const TABLES = ["names", "statuses", "sources", "rollouts"];',
-    '_SAMPLE_STRINGS = ("row", "sample_index", "group_index", "trace_id", "label")',
-    'SAMPLE_TEXT_FIELDS = ("prompt", "response", "label", "metadata")',
-])
-def test_a_shared_list_written_out_is_found(copy: str) -> None:
-    assert written_out(SHARED_LISTS, copy), copy
+def test_each_shared_list_written_out_is_found() -> None:
+    copies = {"code_tables": 'const TABLES = ["names", "statuses", "sources", "rollouts"];',
+              "sample_strings": '_SAMPLE_STRINGS = ("row", "sample_index", "group_index", '
+                                '"trace_id", "label")',
+              "sample_text_fields": 'FIELDS = ("prompt", "response", "label", "metadata")'}
+    assert set(copies) == set(SHARED_LISTS)
+    for name, copy in copies.items():
+        assert written_out(SHARED_LISTS, copy) == [name], copy
 
 
 if __name__ == "__main__":
