@@ -3,7 +3,7 @@
 // with their counts (while rows are coloured by fate), and a key for the
 // markers (instant event, cluster, unmatched end, open span, error).
 
-import { F_ENGINE, F_ERROR, F_OPEN, F_PD_DETAIL, F_VIRTUAL, EV_INSTANT, nameOf } from "../data/decode.js";
+import { F_ENGINE, F_ERROR, F_OPEN, F_PD_DETAIL, F_VIRTUAL, EV_INSTANT, PD_DECODE, nameOf } from "../data/decode.js";
 import { colorForName, colorForSegment, enginePhaseColor, fateColor } from "../render/colors.js";
 import { FATES, FATE_LABELS, FATE_MEANINGS } from "../data/fates.js";
 import { el } from "../util/dom.js";
@@ -14,7 +14,7 @@ import { el } from "../util/dom.js";
  * @typedef {Object} LegendInfo
  * @property {{name: number, count: number}[]} spans drawable span names, most used first
  * @property {{name: number, count: number}[]} engine names of the engine's spans, most used first
- * @property {{name: number, count: number}[]} segments PD segment names
+ * @property {{name: number, count: number, phase: number}[]} segments PD segment names, each with the PD phase of its spans (pipeline order)
  * @property {{name: number, count: number}[]} events instant event names
  * @property {boolean} hasOpen
  * @property {boolean} hasUnmatched
@@ -53,21 +53,23 @@ export function legendInfo(data) {
     for (let i = 0; i < counts.length; i++) if (counts[i]) out.push({ name: i, count: counts[i] });
     return out.sort((first, second) => second.count - first.count || first.name - second.name);
   };
-  const segs = list(sg);
-  segs.sort(pipelineOrder(data, segs.map((entry) => entry.name), size));
+  const order = pipelineOrder(data, list(sg).map((entry) => entry.name), size);
+  const segs = list(sg).map((entry) => ({ ...entry, phase: order.phaseOf(entry.name) }));
+  segs.sort(order.compare);
   return { spans: list(sp), engine: list(en), segments: segs, events: list(ev), hasOpen, hasUnmatched, hasError };
 }
 
 /**
  * How PD segment names sort in the pipeline, as the data records it: by the phase
- * of their span (prefill before decode), then by how the spans order them: name a
- * before name b when more spans hold a segment of a before one of b (in time) than
- * the other way round; names no span holds together keep the order of their ids.
- * A span that lacks a step moves no other, and no step is listed here.
+ * of their span (prefill before decode; `phaseOf` a name), then by how the spans
+ * order them: name a before name b when more spans hold a segment of a before one
+ * of b (in time) than the other way round; names no span holds together keep the
+ * order of their ids. A span that lacks a step moves no other, and no step is
+ * listed here.
  * @param {Data} data
  * @param {number[]} names the segment name ids to sort
  * @param {number} size name ids, the last for any out of range
- * @returns {(first: {name: number}, second: {name: number}) => number}
+ * @returns {{compare: (first: {name: number}, second: {name: number}) => number, phaseOf: (name: number) => number}}
  */
 function pipelineOrder(data, names, size) {
   const slot = new Map(names.map((name, at) => [name, at]));
@@ -86,10 +88,13 @@ function pipelineOrder(data, names, size) {
       held.push(at);
     }
   }
-  return (first, second) => {
-    const a = /** @type {number} */ (slot.get(first.name));
-    const b = /** @type {number} */ (slot.get(second.name));
-    return phase[a] - phase[b] || before[b * count + a] - before[a * count + b] || first.name - second.name;
+  return {
+    compare: (first, second) => {
+      const a = /** @type {number} */ (slot.get(first.name));
+      const b = /** @type {number} */ (slot.get(second.name));
+      return phase[a] - phase[b] || before[b * count + a] - before[a * count + b] || first.name - second.name;
+    },
+    phaseOf: (name) => phase[/** @type {number} */ (slot.get(name))],
   };
 }
 
@@ -157,7 +162,7 @@ export function renderLegend(host, data, info, highlight, onClick, fates = null)
     const container = group("PD (collapsed: thin band, P over D; expanded: [P]/[D] lanes)");
     for (const entry of info.segments.slice(0, MAX)) {
       const nm = nameOf(data, entry.name);
-      const phase = nm.toLowerCase().includes("decode") ? "[D]" : "[P]";
+      const phase = entry.phase === PD_DECODE ? "[D]" : "[P]"; // of the spans that hold it
       item(container, entry.name, colorForSegment(nm), `${phase} ${nm.replace(/^(sglang_)?(pd_)?(prefill_|decode_)?/, "")}`, entry.count, "stw-swatch");
     }
   }

@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { decodePayload, F_VIRTUAL, F_PD_DETAIL } from "../../src/data/decode.js";
+import { decodePayload, F_VIRTUAL, F_PD_DETAIL, PD_PREFILL, PD_DECODE } from "../../src/data/decode.js";
 import { pdBreakdown } from "../../src/panels/panel.js";
 import { activeHistogram } from "../../src/panels/overview.js";
 import { legendInfo } from "../../src/panels/legend.js";
@@ -106,7 +106,24 @@ test("legend orders PD segments as the spans record them: decode transfers befor
     }
   }
   const d = decodePayload(makePayload({ samples: [{}, {}, {}], spans, segs }).payload);
-  const names = legendInfo(d).segments.map((x) => d.names[x.name]);
-  assert.deepEqual(names, [...prefill.map((step) => `sglang_pd_prefill_${step}`),
+  const { segments } = legendInfo(d);
+  assert.deepEqual(segments.map((x) => d.names[x.name]), [...prefill.map((step) => `sglang_pd_prefill_${step}`),
     ...decode.map((step) => `sglang_pd_decode_${step}`)]);
+  // each name's phase is its spans', not a word of the name
+  assert.deepEqual(segments.map((x) => x.phase), [...prefill.map(() => PD_PREFILL), ...decode.map(() => PD_DECODE)]);
+});
+
+test("a PD segment's legend phase is its span's, whatever its name says", () => {
+  const spans = [
+    { sample: 0, start: 0, end: 10, name: "sglang_generate", lane: 0, depth: 0 },
+    { sample: 0, start: 0, end: 5, name: "sglang_generate [P]", lane: 1, depth: 1, flags: F_VIRTUAL, parent: 0 },
+    { sample: 0, start: 5, end: 10, name: "sglang_generate [D]", lane: 2, depth: 1, flags: F_VIRTUAL, parent: 0 },
+  ];
+  const segs = [
+    { span: 1, start: 0, end: 5, name: "decode_cache_warmup" },
+    { span: 2, start: 5, end: 10, name: "transfer_kv" },
+  ];
+  const d = decodePayload(makePayload({ samples: [{}], spans, segs }).payload);
+  const phases = Object.fromEntries(legendInfo(d).segments.map((x) => [d.names[x.name], x.phase]));
+  assert.deepEqual(phases, { decode_cache_warmup: PD_PREFILL, transfer_kv: PD_DECODE });
 });
