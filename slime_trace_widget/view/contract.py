@@ -15,10 +15,25 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["CLIP_SHIFT", "CODE_TABLES", "COLUMN_DTYPES", "CONTRACT", "FATE_NONE", "FLAG_ENGINE",
-           "FLAG_ERROR", "FLAG_OPEN", "FLAG_PD_SEGMENT_SPANS", "FLAG_VIRTUAL", "PAYLOAD_VERSION",
-           "REQUEST_ECHOES", "SAMPLE_STRINGS", "SAMPLE_TEXT_FIELDS", "column_bytes",
-           "column_values"]
+__all__ = [
+    "CLIP_SHIFT",
+    "CODE_TABLES",
+    "COLUMN_DTYPES",
+    "CONTRACT",
+    "FATE_NONE",
+    "FLAG_ENGINE",
+    "FLAG_ERROR",
+    "FLAG_OPEN",
+    "FLAG_PD_SEGMENT_SPANS",
+    "FLAG_VIRTUAL",
+    "ITEM_KINDS",
+    "PAYLOAD_VERSION",
+    "REQUEST_ECHOES",
+    "SAMPLE_STRINGS",
+    "SAMPLE_TEXT_FIELDS",
+    "column_bytes",
+    "column_values",
+]
 
 CONTRACT: dict[str, Any] = json.loads(
     (Path(__file__).parent / "payload_contract.json").read_text(encoding="utf-8"))
@@ -37,6 +52,9 @@ FATE_NONE: int = CONTRACT["fate_none"]
 #: The meta's string tables, each with the columns whose codes index it.
 CODE_TABLES: dict[str, tuple[str, ...]] = {
     table: tuple(columns) for table, columns in CONTRACT["code_tables"].items()}
+#: The kinds of item a live delta's blocks carry, each with its columns' prefix and
+#: the columns that point at spans (block-relative in a delta).
+ITEM_KINDS: dict[str, dict[str, Any]] = dict(CONTRACT["item_kinds"])
 #: The per-sample strings of the meta (``meta.samples``), ``row`` first.
 SAMPLE_STRINGS: tuple[str, ...] = tuple(CONTRACT["sample_strings"])
 #: Sample fields the details panel shows as text, in its order, each with "show all".

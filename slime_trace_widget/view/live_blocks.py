@@ -27,16 +27,23 @@ from typing import Any
 import numpy as np
 
 from ..frames.model import TraceFrames
-from .contract import CODE_TABLES, COLUMN_DTYPES, SAMPLE_STRINGS, column_bytes, column_values
+from .contract import (
+    CODE_TABLES,
+    COLUMN_DTYPES,
+    ITEM_KINDS,
+    SAMPLE_STRINGS,
+    column_bytes,
+    column_values,
+)
 from .payload import encode
 
 SAMPLE_COLUMNS = [name for name in COLUMN_DTYPES if name.startswith("smp_")]
 _INTEGER = {name for name, dtype in COLUMN_DTYPES.items() if dtype[0] in "ui"}
 #: Item columns per kind, and the column that says which sample (or span) owns a row.
-ITEM_COLUMNS = {kind: [name for name in COLUMN_DTYPES if name.startswith(prefix)]
-                for kind, prefix in (("span", "span_"), ("seg", "seg_"), ("ev", "ev_"))}
+ITEM_COLUMNS = {kind: [name for name in COLUMN_DTYPES if name.startswith(item["prefix"])]
+                for kind, item in ITEM_KINDS.items()}
 #: Index columns that point at spans: block-relative in a delta (-1 stays -1).
-SPAN_POINTERS = ("span_parent", "ev_parent", "seg_span")
+SPAN_POINTERS = tuple(name for item in ITEM_KINDS.values() for name in item["pointers"])
 _CODE_COLUMNS = {column: table for table, columns in CODE_TABLES.items() for column in columns}
 #: The per-sample strings a block takes from its payload: all but its ``row``, which
 #: is the block's place in the view.

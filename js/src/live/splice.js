@@ -7,22 +7,19 @@
 // applied twice, or a delta older than what a view holds, changes nothing.
 
 import { CTORS, toTyped, DEFAULT_DTYPES, CODE_TABLES, SAMPLE_STRINGS } from "../data/decode.js";
+import CONTRACT from "../../../slime_trace_widget/view/payload_contract.json" with { type: "json" };
 
 /** @typedef {import("../data/bytes.js").Typed} Typed */
 /** @typedef {import("../data/bytes.js").Dtype} Dtype */
 
-/** Item kinds, the column naming which sample owns a row, and the span pointer columns. */
-const KINDS = /** @type {const} */ ({
-  span: { prefix: "span_", pointers: ["span_parent"] },
-  seg: { prefix: "seg_", pointers: ["seg_span"] },
-  ev: { prefix: "ev_", pointers: ["ev_parent"] },
-});
+/** Item kinds, each with its columns' prefix and the columns that point at spans (the contract's). */
+const KINDS = /** @type {Record<string, {prefix: string, pointers: string[]}>} */ (CONTRACT.item_kinds);
 
 /** @param {string} prefix */
 const columnsOf = (prefix) => Object.keys(DEFAULT_DTYPES).filter((name) => name.startsWith(prefix));
 const SAMPLE_COLUMNS = columnsOf("smp_");
 /** @type {Record<string, string[]>} */
-const ITEM_COLUMNS = { span: columnsOf("span_"), seg: columnsOf("seg_"), ev: columnsOf("ev_") };
+const ITEM_COLUMNS = Object.fromEntries(Object.entries(KINDS).map(([kind, item]) => [kind, columnsOf(item.prefix)]));
 
 /**
  * @typedef {Object} LiveState
@@ -138,7 +135,7 @@ export function spliceLive(state, delta, buffers) {
   /** @type {Record<string, Typed>} */
   const columns = {};
   for (const name of SAMPLE_COLUMNS) columns[name] = splicedSampleColumn(splice, name);
-  for (const kind of /** @type {(keyof typeof KINDS)[]} */ (Object.keys(KINDS))) {
+  for (const kind of Object.keys(KINDS)) {
     for (const name of ITEM_COLUMNS[kind]) columns[name] = splicedItemColumn(splice, kind, name);
   }
   return { nSamples: nNew, columns, samples: splicedStrings(splice, delta), ...deltaMeta(state, delta) };
@@ -232,7 +229,7 @@ function splicedSampleColumn(splice, name) {
  * made absolute; each run of unchanged samples copied in one piece, its pointers
  * shifted by one constant.
  * @param {Splice} splice
- * @param {keyof typeof KINDS} kind
+ * @param {string} kind
  * @param {string} name
  */
 function splicedItemColumn(splice, kind, name) {
@@ -243,7 +240,7 @@ function splicedItemColumn(splice, kind, name) {
   const out = new Ctor(offsets.fresh[nNew]);
   const old = splice.state.columns[name];
   const fresh = splice.incoming(name);
-  const isPointer = /** @type {readonly string[]} */ (KINDS[kind].pointers).includes(name);
+  const isPointer = KINDS[kind].pointers.includes(name);
   /** @type {(from: number, to: number, shift: number) => void} */
   const shiftPointers = (from, to, shift) => {
     if (isPointer && shift !== 0) for (let i = from; i < to; i++) if (out[i] >= 0) out[i] += shift;
