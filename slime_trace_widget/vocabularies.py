@@ -12,7 +12,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CLIP_REASONS", "EVENT_KINDS", "FATES", "LINK_KINDS", "LOAD_TRACKS", "PD_LANE_SUFFIXES"]
+__all__ = ["CLIP_REASONS", "EVENT_KINDS", "FATES", "LINK_KINDS", "LOAD_TRACKS",
+           "LOAD_TRACK_COMBINE", "LOAD_TRACK_UNITS", "PD_LANE_SUFFIXES"]
 
 _VOCABULARIES: dict[str, Any] = json.loads(
     (Path(__file__).parent / "vocabularies.json").read_text(encoding="utf-8"))
@@ -30,3 +31,8 @@ LOAD_TRACKS: tuple[str, ...] = tuple(_VOCABULARIES["load_tracks"])
 #: What a virtual PD span's name ends with, by its phase (``[P]``/``[D]`` lanes); the
 #: renderer tells a virtual span's phase by it.
 PD_LANE_SUFFIXES: dict[str, str] = dict(_VOCABULARIES["pd_lane_suffixes"])
+#: Each load track's unit (``ratio``: a share of 1, drawn as a percentage).
+LOAD_TRACK_UNITS: dict[str, str] = dict(_VOCABULARIES["load_track_units"])
+#: How the series of one load track add up, across an engine's ranks and across
+#: engines: ``sum``, or ``max`` (the fullest).
+LOAD_TRACK_COMBINE: dict[str, str] = dict(_VOCABULARIES["load_track_combine"])

@@ -48,6 +48,12 @@ def test_the_payload_contract_names_no_vocabulary() -> None:
 def test_every_load_track_has_its_rule_and_every_rule_a_track() -> None:
     assert [track.name for track in TRACKS] == LISTS["load_tracks"]
     assert sorted(rule.name for rule in _TRACK_RULES) == sorted(LISTS["load_tracks"])
+    for table in ("load_track_units", "load_track_combine"):
+        assert sorted(FILE[table]) == sorted(LISTS["load_tracks"]), table
+    assert set(FILE["load_track_combine"].values()) <= {"sum", "max"}
+    assert {track.name: (track.combine, track.unit) for track in TRACKS} == {
+        name: (FILE["load_track_combine"][name], FILE["load_track_units"][name])
+        for name in LISTS["load_tracks"]}
 
 
 @pytest.mark.parametrize("path", source_files(ROOT), ids=lambda path: str(path.relative_to(ROOT)))

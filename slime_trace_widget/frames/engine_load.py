@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 from pandas.api.types import union_categoricals
 
-from ..vocabularies import LOAD_TRACKS
+from ..vocabularies import LOAD_TRACK_COMBINE, LOAD_TRACK_UNITS, LOAD_TRACKS
 
 #: Columns of ``frames.engine_load``, in order.
 ENGINE_LOAD_COLUMNS = ("engine", "metric", "labels", "ts", "value")
@@ -71,19 +71,23 @@ class Track:
     unit: str
 
 
+def _track(name: str, *candidates: Candidate) -> Track:
+    """Track ``name`` reading ``candidates``, its combine rule and unit the vocabulary's
+    (the renderer adds the engines' series up by the same rule)."""
+    return Track(name, LOAD_TRACK_COMBINE[name], candidates, LOAD_TRACK_UNITS[name])
+
+
 #: How each track reads the engines' metrics. Names as SGLang 0.5.23 exposes them
 #: (``srt/observability/metrics_collector.py``), older or newer names after.
 _TRACK_RULES: tuple[Track, ...] = (
-    Track("running", "sum", (Candidate("sglang:num_running_reqs"),), "requests"),
-    Track("queued", "sum", (Candidate("sglang:num_queue_reqs"),), "requests"),
-    Track("token_usage", "max", (Candidate("sglang:token_usage"),
-                                 Candidate("sglang:full_token_usage")), "ratio"),
-    Track("throughput", "sum", (
-        Candidate("sglang:gen_throughput"),
-        Candidate("sglang:realtime_tokens_total", rate=True, where=(("mode", "decode"),)),
-        Candidate("sglang:generation_tokens_total", rate=True)), "tokens/s"),
-    Track("retractions", "sum", (Candidate("sglang:num_retracted_requests_total", rate=True),
-                                 Candidate("sglang:num_retracted_reqs")), "requests/s"),
+    _track("running", Candidate("sglang:num_running_reqs")),
+    _track("queued", Candidate("sglang:num_queue_reqs")),
+    _track("token_usage", Candidate("sglang:token_usage"), Candidate("sglang:full_token_usage")),
+    _track("throughput", Candidate("sglang:gen_throughput"),
+           Candidate("sglang:realtime_tokens_total", rate=True, where=(("mode", "decode"),)),
+           Candidate("sglang:generation_tokens_total", rate=True)),
+    _track("retractions", Candidate("sglang:num_retracted_requests_total", rate=True),
+           Candidate("sglang:num_retracted_reqs")),
 )
 #: The tracks, in the order they are drawn: ``vocabularies.LOAD_TRACKS``, which the
 #: payload's ``load_track`` codes index too. Every track there has its rule here.

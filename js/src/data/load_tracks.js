@@ -13,8 +13,10 @@ import VOCABULARIES from "../../../slime_trace_widget/vocabularies.json" with { 
 /** Track names, in the order the timeline stacks them (`load_track` codes index it). */
 export const LOAD_TRACKS = /** @type {string[]} */ (VOCABULARIES.load_tracks);
 
-/** How a track's series combine across engines: "max" for token usage, else "sum". */
-export const COMBINE = /** @type {Record<string, "sum"|"max">} */ ({ token_usage: "max" });
+/** How a track's series combine across engines, "sum" or "max" (vocabularies.json, as the kernel combines ranks). */
+export const COMBINE = /** @type {Record<string, "sum"|"max">} */ (VOCABULARIES.load_track_combine);
+/** Each track's unit (vocabularies.json); a "ratio" is a share of 1, read as a percentage. */
+export const UNITS = /** @type {Record<string, string>} */ (VOCABULARIES.load_track_units);
 
 /** What each track counts, as the timeline names it. */
 export const TRACK_LABELS = /** @type {Record<string, string>} */ ({
@@ -228,14 +230,14 @@ export function seriesLabel(load, series) {
 }
 
 /**
- * A track value as the timeline shows it: token usage in percent, counts whole,
+ * A track value as the timeline shows it: a ratio (token usage) in percent, counts whole,
  * rates with three significant digits.
  * @param {string} track
  * @param {number} value
  */
 export function formatLoadValue(track, value) {
   if (!Number.isFinite(value)) return "—";
-  if (track === "token_usage" && value <= 1.0001) return `${(value * 100).toFixed(value < 0.1 ? 1 : 0)}%`;
+  if (UNITS[track] === "ratio" && value <= 1.0001) return `${(value * 100).toFixed(value < 0.1 ? 1 : 0)}%`;
   if (Number.isInteger(value)) return value.toLocaleString("en-US");
   if (Math.abs(value) >= 100) return Math.round(value).toLocaleString("en-US");
   return Number(value.toPrecision(3)).toString();

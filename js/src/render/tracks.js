@@ -6,7 +6,7 @@
 // cursor; the plot draws the cursor through them. Only the visible time window
 // is walked, points closer than a pixel folded into their peak.
 
-import { drawnSeries, trackMax, seriesLabel, valueAt, lastAtOrBefore, formatLoadValue } from "../data/load_tracks.js";
+import { drawnSeries, trackMax, seriesLabel, valueAt, lastAtOrBefore, formatLoadValue, UNITS } from "../data/load_tracks.js";
 import { xOf } from "./hit.js";
 import { loadTrackColor, mix } from "./colors.js";
 
@@ -121,7 +121,7 @@ export function paintTracks(painter, scene, step, firstTick) {
   for (const reading of readings) {
     const { series, box } = reading;
     const color = loadTrackColor(series.track);
-    const scale = series.track === "token_usage" ? Math.max(1, trackMax(layout.series, series.track)) : trackMax(layout.series, series.track);
+    const scale = UNITS[series.track] === "ratio" ? Math.max(1, trackMax(layout.series, series.track)) : trackMax(layout.series, series.track);
     paintSeries(ctx, geometry, series, box, scale, color, mix(color, theme.bg1, 0.7), data.globalEnd);
     if (!Number.isNaN(reading.value) && scene.cursor >= geometry.t0 && scene.cursor <= geometry.t1) {
       ctx.fillStyle = color;
