@@ -55,6 +55,8 @@ class LoadedDump:
     ``sample_not_a_dict`` (items skipped), ``tensor_state_dropped`` /
     ``tensor_hooks_dropped`` / ``tensor_subclass_dropped`` (tensor extras not restored),
     ``module_id_ignored`` (legacy module ids answered without torch's source check).
+    ``kind`` is ``eval`` for an evaluation dump (by its file name, as the run dataset's
+    ``dump_kind`` tells), else ``list`` for a bare list of samples or ``rollout``.
     """
 
     path: str
