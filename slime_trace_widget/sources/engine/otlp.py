@@ -26,7 +26,7 @@ from google.protobuf import json_format
 from google.protobuf.message import DecodeError, Message
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from .store import COLUMNS
+from .span_schema import COLUMNS
 
 MessageT = TypeVar("MessageT", bound=Message)
 #: Deepest nesting of array and kvlist values kept; deeper ones are cut to their text.

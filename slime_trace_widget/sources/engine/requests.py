@@ -5,7 +5,7 @@ at its end) over one *thread span* per server thread (``host_id``, ``pid``,
 ``thread_label``, ``tp_rank``...) over the work itself, the *slices*. Every
 tensor-parallel rank writes its own thread span with the same slices, and at trace
 level 3 the decode phase is one ``decode_loop`` slice per scheduler iteration. This
-module turns the stored columns (``sources.engine.store.SCHEMA``) into what the join
+module turns the stored columns (``span_schema.SCHEMA``) into what the join
 draws, so that a rollout's frames grow with its requests, not with its iterations:
 
 * each TP group (the thread spans of one request with the same thread label) is
@@ -34,7 +34,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .store import JSON_COLUMNS, LAYOUT, SCHEMA
+from .span_schema import END, JSON_COLUMNS, SCHEMA, START
 from .stretches import (
     fold_decode_loops,
     json_value,
@@ -114,7 +114,7 @@ def engine_table(engine: pd.DataFrame | pa.Table) -> pa.Table:
             columns[name] = pa.array([None if v is None or v != v else str(v) for v in values],
                                      type=pa.string())
         else:  # the times are required; a missing status is 0 (unset)
-            required = name in (LAYOUT.start, LAYOUT.end)
+            required = name in (START, END)
             values = engine[name] if name in engine or required else np.zeros(len(engine))
             columns[name] = pa.array(np.asarray(values, dtype=column.type.to_pandas_dtype()))
     return pa.table(columns, schema=SCHEMA)

@@ -21,27 +21,17 @@ import pandas as pd
 import pyarrow as pa
 
 from . import durable
+from .span_schema import COLUMNS, END, JSON_COLUMNS, SCHEMA, START
 from .stretches import FOLD_COLUMNS, fold_decode_loops, mostly_decode_loops
 
 SUBDIR = "engine_spans"
 ROLL_SPANS = 250_000
 ROLL_SECONDS = 60.0
-SCHEMA = pa.schema([
-    ("trace_id", pa.string()), ("span_id", pa.string()), ("parent_id", pa.string()),
-    ("name", pa.string()), ("start_ns", pa.int64()), ("end_ns", pa.int64()),
-    ("service", pa.string()), ("status", pa.int8()), ("attributes", pa.string()),
-    ("resource", pa.string()), ("events", pa.string()), ("links", pa.string()),
-])
-#: Columns of a stored span, in order.
-COLUMNS = tuple(SCHEMA.names)
-#: The columns that hold JSON text, each with the value an absent one stands for.
-JSON_COLUMNS: dict[str, dict | list] = {"attributes": {}, "resource": {}, "events": [],
-                                        "links": []}
 #: Beside each finished file that is mostly decode loops (trace level 3), its spans with
 #: the loops folded (``stretches``): what a join reads, a few dozen rows a request instead
 #: of one per scheduler iteration. Other files are folded as they are read.
-LAYOUT = durable.Layout(subdir=SUBDIR, prefix="spans", schema=SCHEMA, start="start_ns",
-                        end="end_ns", sort_by="start_ns", what="engine traces",
+LAYOUT = durable.Layout(subdir=SUBDIR, prefix="spans", schema=SCHEMA, start=START,
+                        end=END, sort_by=START, what="engine traces",
                         companion="folded", derive=lambda table: fold_decode_loops(table).table,
                         worth_deriving=mostly_decode_loops,
                         derived_schema=pa.schema([*SCHEMA, *FOLD_COLUMNS]))

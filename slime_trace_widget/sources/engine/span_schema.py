@@ -1,0 +1,26 @@
+"""The columns of an engine span as the store keeps it, apart from the store itself.
+
+What reads engine spans (the request reader, the OTLP decoder) needs their schema
+but not the store's writing side, which brings Parquet in: a pyarrow built without
+Parquet still draws a dump with engine traces joined from a table.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+__all__ = ["COLUMNS", "END", "JSON_COLUMNS", "SCHEMA", "START"]
+
+SCHEMA = pa.schema([
+    ("trace_id", pa.string()), ("span_id", pa.string()), ("parent_id", pa.string()),
+    ("name", pa.string()), ("start_ns", pa.int64()), ("end_ns", pa.int64()),
+    ("service", pa.string()), ("status", pa.int8()), ("attributes", pa.string()),
+    ("resource", pa.string()), ("events", pa.string()), ("links", pa.string()),
+])
+#: Columns of a stored span, in order.
+COLUMNS = tuple(SCHEMA.names)
+#: The int64 nanosecond columns a span runs from and to.
+START, END = "start_ns", "end_ns"
+#: The columns that hold JSON text, each with the value an absent one stands for.
+JSON_COLUMNS: dict[str, dict | list] = {"attributes": {}, "resource": {}, "events": [],
+                                        "links": []}
