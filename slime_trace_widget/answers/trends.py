@@ -26,7 +26,9 @@ from .tail import FINISHED_COLUMNS, OVERSAMPLE, tail_of
 #: Span names reported with p50/p95 columns: the ones with most total time.
 HEAVIEST_SPANS = 3
 _TOKENS_COLUMN = f"attr.{TOKENS_ATTR}"
-_KEYS = f"{PARTITION}, {DUMP_KIND}, {DUMP_FILE}"
+#: The columns that name a row of the trends: its rollout id, kind and dump file.
+TREND_KEYS = (PARTITION, DUMP_KIND, DUMP_FILE)
+_KEYS = ", ".join(TREND_KEYS)
 _PD_COLUMNS = {"pd_transfer_mb": ("attr.pd_transfer_total_mb", "sum"),
                "pd_transfer_gb_s": ("attr.pd_transfer_speed_gb_s", "avg")}
 #: The ledger and tail columns of :func:`rollout_trends`.
@@ -76,7 +78,7 @@ def ledger_trends(source: str | Path | TraceFrames, oversample: float = OVERSAMP
         else:
             _register_dataset(db, Path(source), tables=("samples", "events"))
         out = _ledger_figures(db, oversample)
-    return out.sort_values([PARTITION, DUMP_KIND, DUMP_FILE]).reset_index(drop=True)
+    return out.sort_values(list(TREND_KEYS)).reset_index(drop=True)
 
 
 def _register_dataset(db: Any, root: Path,
@@ -153,7 +155,7 @@ def _trends(db: Any, heaviest: int, oversample: float) -> pd.DataFrame:
                count(*) filter (where lower(status) = 'aborted') as aborted,
                count(*) filter (where lower(status) = 'truncated') as truncated
         from s group by {_KEYS}""").df()
-    keys = [PARTITION, DUMP_KIND, DUMP_FILE]
+    keys = list(TREND_KEYS)
     tool_errors = db.execute(f"""
         select {_KEYS}, count(*) filter (where error and name ilike '%tool%') as tool_errors
         from spans group by {_KEYS}""").df()
@@ -178,14 +180,14 @@ def _trends(db: Any, heaviest: int, oversample: float) -> pd.DataFrame:
         out = out.merge(load.astype({key: out[key].dtype for key in keys}), on=keys,
                         how="left")
     out["tool_errors"] = out["tool_errors"].fillna(0).astype(np.int64)
-    return out.sort_values([PARTITION, DUMP_KIND, DUMP_FILE]).reset_index(drop=True)
+    return out.sort_values(list(TREND_KEYS)).reset_index(drop=True)
 
 
 def _ledger_figures(db: Any, oversample: float) -> pd.DataFrame:
     """Per dump, the ledger's shares and the tail's figures: DuckDB reads the samples'
     few columns and which samples a filter event marks; the rules of
     :mod:`.ledger` and :mod:`.tail` run on that table, once for every dump."""
-    keys = [PARTITION, DUMP_KIND, DUMP_FILE]
+    keys = list(TREND_KEYS)
     present = _columns(db, "samples")
     removed = "coalesce(s.remove_sample, false)" if "remove_sample" in present else "false"
     names = ", ".join(_sql_text(name) for name in FILTER_EVENTS)
@@ -290,7 +292,7 @@ def _engine_figures(db: Any) -> pd.DataFrame:
         select {_KEYS}, count(*) filter (where origin = 'engine' and name = '{RETRACT_EVENT}')
                as engine_retractions
         from events group by {_KEYS}""").df()
-    keys = [PARTITION, DUMP_KIND, DUMP_FILE]
+    keys = list(TREND_KEYS)
     # work a retracted slice had done: from its start to the retraction
     joined = ", ".join(f"e.{key}" for key in keys)
     retracted = db.execute(f"""
@@ -317,7 +319,7 @@ def _engine_figures(db: Any) -> pd.DataFrame:
 def _decode_tokens(db: Any, requests: str) -> pd.DataFrame | None:
     """Completion tokens of the generation spans the engine requests hang under, per dump
     (None when no span carries the token count)."""
-    keys = [PARTITION, DUMP_KIND, DUMP_FILE]
+    keys = list(TREND_KEYS)
     if _TOKENS_COLUMN not in _columns(db, "spans"):
         return None
     joined = ", ".join(f"s.{key}" for key in keys)
@@ -341,7 +343,7 @@ def _load_figures(db: Any) -> pd.DataFrame:
     """Per dump, ``load_<track>_p50`` and ``load_<track>_max`` (see :func:`rollout_trends`)
     over the scrapes in the dump's time. Rows of a dataset's ``engine_load`` belong to
     their dump; the frames' rows to every dump whose time holds them."""
-    keys = [PARTITION, DUMP_KIND, DUMP_FILE]
+    keys = list(TREND_KEYS)
     own = set(keys) <= _columns(db, "engine_load")
     on = " and ".join(f"l.{key} = w.{key}" for key in keys) + " and " if own else ""
     metrics = ", ".join(_sql_text(name) for name in TRACK_METRICS)
@@ -393,6 +395,6 @@ def _pd_figures(db: Any) -> pd.DataFrame:
         parts.append(db.execute(f"select {_KEYS}, {', '.join(selects)} from {view} "
                                 f"group by {_KEYS}").df())
     both = pd.concat(parts)
-    keys = [PARTITION, DUMP_KIND, DUMP_FILE]
+    keys = list(TREND_KEYS)
     return both.groupby(keys, as_index=False).agg(
         {name: ("sum" if how == "sum" else "mean") for name, (_, how) in _PD_COLUMNS.items()})

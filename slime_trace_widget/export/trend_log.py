@@ -22,10 +22,11 @@ from typing import Any
 
 import pandas as pd
 
+from ..answers.trends import TREND_KEYS
 from .trend_backends import MlflowBackend, TensorBoardBackend, WandbBackend
 
 TARGETS = ("tensorboard:LOGDIR", "mlflow:TRACKING_URI[#EXPERIMENT]", "wandb:PROJECT")
-KEYS = ("rollout_id", "dump_kind", "dump_file")
+KEYS = TREND_KEYS
 PREFIXES = {"train": "rollout", "eval": "eval"}
 DEFAULT_RUN_NAME = "rollout-trends"
 _UNSAFE = re.compile(r"[^A-Za-z0-9_\-./ ]")
