@@ -14,10 +14,11 @@ import { renderEnginePhases } from "./engine_panel.js";
 import { shareRow, shareTable } from "./shares.js";
 import { copyText, formatNumberExact, renderEntries, renderSampleText, renderValue } from "./values.js";
 import { FATES, FATE_LABELS } from "../data/fates.js";
+import { isItem } from "../render/hit.js";
 
 /** @typedef {import("../data/decode.js").Data} Data */
 /** @typedef {import("../render/hit.js").Hit} Hit */
-/** @typedef {Extract<Hit, {type: "span" | "segment" | "event"}>} ItemHit the selections the panel details */
+/** @typedef {import("../render/hit.js").ItemHit} ItemHit */
 /** @typedef {import("../data/model.js").SampleTextReply} SampleTextReply */
 
 /**
@@ -160,7 +161,7 @@ function kvRows(host, rows) {
  */
 export function renderDetails(host, data, hit, detailSpan, st, act) {
   host.replaceChildren();
-  if (hit.type !== "span" && hit.type !== "segment" && hit.type !== "event") return;
+  if (!isItem(hit)) return;
   const detail = st.status === "ok" ? st.detail : null;
   renderHeader(host, data, hit, detail, act);
   renderSample(host, data, hit.sample, detail, act);

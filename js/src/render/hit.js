@@ -268,6 +268,16 @@ export function segmentAt(data, span, time, tol) {
  *   | {type: "segment", row: number, sample: number, span: number, seg: number, t: number}
  *   | {type: "event", row: number, sample: number, ev: number, count: number, members: number[], t: number}} Hit
  */
+/** @typedef {Extract<Hit, {type: "span" | "segment" | "event"}>} ItemHit what the details panel describes */
+
+/**
+ * Whether `hit` is an item the details panel describes: a span, a PD segment or an event.
+ * @param {Hit|null|undefined} hit
+ * @returns {hit is ItemHit}
+ */
+export function isItem(hit) {
+  return !!hit && (hit.type === "span" || hit.type === "segment" || hit.type === "event");
+}
 
 const scratch = new EventScratch(256);
 const clusters = new ClusterBuffer(256);

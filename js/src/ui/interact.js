@@ -4,6 +4,8 @@
 // to expand it; W/S zoom, A/D pan (held keys animate), F focus, Esc clear,
 // "/" filter. Keys act only while the widget has the focus.
 
+import { isItem } from "../render/hit.js";
+
 /** @typedef {import("../render/hit.js").Hit} Hit */
 /** @typedef {import("../render/hit.js").Geo} Geo */
 
@@ -153,7 +155,7 @@ export class Interaction {
       return;
     }
     this.host.setCursor(hit.t);
-    this.host.select(hit.type === "span" || hit.type === "segment" || hit.type === "event" ? hit : null);
+    this.host.select(isItem(hit) ? hit : null);
   }
 
   cancel() {

@@ -8,6 +8,7 @@ import { renderDetails } from "../panels/panel.js";
 import { figureSpans } from "../data/engine.js";
 import { renderEngineFigures } from "../panels/engine_figures.js";
 import { el } from "../util/dom.js";
+import { isItem } from "../render/hit.js";
 
 /** @typedef {import("../data/decode.js").Data} Data */
 /** @typedef {import("../data/layout.js").Layout} Layout */
@@ -76,7 +77,7 @@ export function hitOfSelected(data, layout, sel) {
  */
 export function loadDetails(app, hit) {
   const data = app.shown.data;
-  if (hit.type !== "span" && hit.type !== "segment" && hit.type !== "event") return;
+  if (!isItem(hit)) return;
   const detailSpan = hit.type === "segment" ? detailSpanForSegment(data, hit.seg) : hit.type === "span" ? hit.span : -1;
   const kind = hit.type === "event" ? "event" : "span";
   const index = hit.type === "event" ? hit.ev : detailSpan;

@@ -5,6 +5,7 @@ import { F_OPEN, F_ERROR, F_VIRTUAL, EV_UNMATCHED, CLIP_REASONS, clipReasonOf, n
 import { el } from "../util/dom.js";
 import { FATES, FATE_LABELS } from "../data/fates.js";
 import { formatDuration, formatNumber } from "../util/format.js";
+import { isItem } from "../render/hit.js";
 
 /** @typedef {import("../data/decode.js").Data} Data */
 /** @typedef {import("../render/hit.js").Hit} Hit */
@@ -184,7 +185,7 @@ export function sameHit(first, second) {
  * @param {number} clientY
  */
 export function pointAt(pointer, ui, data, hit, clientX, clientY) {
-  const item = hit && (hit.type === "span" || hit.type === "segment" || hit.type === "event") ? hit : null;
+  const item = isItem(hit) ? hit : null;
   const row = hit && "row" in hit ? hit.row : -1;
   const same = sameHit(item, pointer.hover) && row === pointer.hoverRow;
   pointer.hover = item;

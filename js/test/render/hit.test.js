@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { decodePayload, F_VIRTUAL, F_PD_DETAIL, PD_PREFILL, PD_DECODE } from "../../src/data/decode.js";
 import { buildLayout, barBox } from "../../src/data/layout.js";
 import { spanVisibility, eventVisibility } from "../../src/data/filters.js";
-import { hitTest, xOf, canvasY, deviceToCss, clientToCanvas, pdBand, markerGeom, timeAt } from "../../src/render/hit.js";
+import { hitTest, xOf, canvasY, deviceToCss, clientToCanvas, pdBand, markerGeom, timeAt, isItem } from "../../src/render/hit.js";
 import { makePayload } from "../helpers/make_payload.js";
 
 const ALL = { showOpen: true, showEvents: true, showUnmatched: true, attempt: -1, attemptMode: /** @type {"filter"} */ ("filter"), highlightName: -1 };
@@ -135,4 +135,11 @@ test("scrolling shifts rows", () => {
   const box = barBox(L, 2, 0);
   const h = hitTest(d, L, g2, vis, evVis, xOf(g2, 2.5), canvasY(g2, box.y + 3));
   assert.equal(h && h.type === "span" && h.span, spanNew[7]);
+});
+
+test("isItem: spans, segments and events are what the details panel describes", () => {
+  assert.deepEqual(["span", "segment", "event", "row", "label", "axis"].map((type) => isItem(/** @type {any} */ ({ type }))),
+    [true, true, true, false, false, false]);
+  assert.equal(isItem(null), false);
+  assert.equal(isItem(undefined), false);
 });
