@@ -1,9 +1,11 @@
-"""The category names the frames and the payload share, read from ``vocabularies.json``.
+"""The names the frames and the payload share, read from ``vocabularies.json``.
 
-Each list is in code order: the frames' categoricals take their categories from it and
-the payload's codes index it, and the renderer imports the same file, so a name is
-written once for the builder, the answers, the encoder and the decoder (stdlib only:
-the dump worker imports it).
+Each list is category names in code order: the frames' categoricals take their
+categories from it and the payload's codes index it, and the renderer imports the same
+file, so a name is written once for the builder, the answers, the encoder and the
+decoder (stdlib only: the dump worker imports it). Beside the lists, the virtual PD
+lanes' name suffixes and each load track's unit and combine rule, which the builder
+and the renderer both apply.
 """
 
 from __future__ import annotations
@@ -33,6 +35,6 @@ LOAD_TRACKS: tuple[str, ...] = tuple(_VOCABULARIES["load_tracks"])
 PD_LANE_SUFFIXES: dict[str, str] = dict(_VOCABULARIES["pd_lane_suffixes"])
 #: Each load track's unit (``ratio``: a share of 1, drawn as a percentage).
 LOAD_TRACK_UNITS: dict[str, str] = dict(_VOCABULARIES["load_track_units"])
-#: How the series of one load track add up, across an engine's ranks and across
-#: engines: ``sum``, or ``max`` (the fullest).
+#: How the series of one load track add up, across an engine's scheduler groups (the
+#: ranks of one group count once) and across engines: ``sum``, or ``max`` (the fullest).
 LOAD_TRACK_COMBINE: dict[str, str] = dict(_VOCABULARIES["load_track_combine"])

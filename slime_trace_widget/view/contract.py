@@ -1,8 +1,9 @@
 """The payload contract, read from ``payload_contract.json`` as Python constants.
 
-The renderer (its decoder, the live view's splice, the details panel) reads the
-same file, so the columns, their types, the flags, the meta's tables and the sample
-fields are stated once for both sides; the names that codes index are
+The renderer (its decoder, the live view's splice, the details panel, a page's local
+model) reads the same file, so the columns, their types, the flags, the meta's tables,
+the sample fields, a live delta's item kinds and what each reply repeats of its request
+are stated once for the kernel and the renderer; the names that codes index are
 ``vocabularies.json``'s, shared the same way.
 This module only reads the file, and packs and reads a column by its stated type.
 """

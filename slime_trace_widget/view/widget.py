@@ -329,7 +329,9 @@ class TraceTimeline(anywidget.AnyWidget):
         elif content["type"] in REQUEST_ECHOES:
             answers = {"attrs": self._attrs, "sample_text": self._sample_text,
                        "payload_inline": self._payload_inline, "query_attrs": self._query_attrs}
-            self._reply(content, answers[content["type"]])
+            answer = answers.get(content["type"])  # a request this kernel does not know
+            if answer is not None:
+                self._reply(content, answer)
 
     def _reply(self, content: dict[str, Any],
                answer: Callable[[dict[str, Any]], dict[str, Any]]) -> None:

@@ -141,6 +141,11 @@ def test_a_dump_s_kind_is_the_run_dataset_s(tmp_path, name):
     loaded = load_dump(tmp_path / name)
     assert (loaded.kind == "eval") == (dump_kind(name) == "eval")
     assert loaded.kind in ("eval", "rollout")
+    torch.save([{"index": 0}], tmp_path / f"list_{name}")  # a bare list: id from the name
+    bare = load_dump(tmp_path / f"list_{name}")
+    assert (bare.kind == "eval") == (dump_kind(f"list_{name}") == "eval")
+    if bare.kind == "eval" and "3" in name:
+        assert bare.rollout_id == 3
 
 
 def test_sample_objects_become_readable_records():

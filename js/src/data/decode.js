@@ -40,7 +40,11 @@ export const LINK_KINDS = /** @type {string[]} */ (VOCABULARIES.link_kinds);
 export const PD_NONE = CONTRACT.pd_phases.none;
 export const PD_PREFILL = CONTRACT.pd_phases.prefill;
 export const PD_DECODE = CONTRACT.pd_phases.decode;
-/** How a virtual span's name ends in its decode lane (vocabularies.json), lower-cased. */
+/**
+ * How a virtual span's name ends in its decode lane (vocabularies.json), trimmed and
+ * lower-cased: the builder writes " [D]" exactly; a bare "[D]" or "[d]" from another
+ * producer counts too.
+ */
 const DECODE_MARK = VOCABULARIES.pd_lane_suffixes.decode.trim().toLowerCase();
 
 /** @typedef {import("./bytes.js").Typed} Typed */

@@ -13,7 +13,7 @@ import VOCABULARIES from "../../../slime_trace_widget/vocabularies.json" with { 
 /** Track names, in the order the timeline stacks them (`load_track` codes index it). */
 export const LOAD_TRACKS = /** @type {string[]} */ (VOCABULARIES.load_tracks);
 
-/** How a track's series combine across engines, "sum" or "max" (vocabularies.json, as the kernel combines ranks). */
+/** How a track's series combine across engines, "sum" or "max" (vocabularies.json; the kernel combines an engine's scheduler groups so). */
 export const COMBINE = /** @type {Record<string, "sum"|"max">} */ (VOCABULARIES.load_track_combine);
 /** Each track's unit (vocabularies.json); a "ratio" is a share of 1, read as a percentage. */
 export const UNITS = /** @type {Record<string, string>} */ (VOCABULARIES.load_track_units);

@@ -36,7 +36,7 @@ from .unpickler import LoadSession, TensorSupport
 __all__ = ["LoadedDump", "load_dump_bytes", "load_dump_file", "load_trusted", "read_header",
            "save_dump"]
 
-_EVAL_NAME = re.compile(r"(?:^|_)eval_(\d+)")
+_EVAL_NAME = re.compile(r"(?:^|[_-])eval[_-](\d+)")
 _ROLLOUT_NAME = re.compile(r"rollout_(?:eval_)?(\d+)")
 ZIP_MAGIC = b"PK\x03\x04"
 #: Pickles smaller than this are read whole in ``mode="frames"``: cutting their token
