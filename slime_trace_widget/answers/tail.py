@@ -40,8 +40,7 @@ if TYPE_CHECKING:
     from ..frames.model import TraceFrames
 
 __all__ = ["FINISHED", "FINISHED_COLUMNS", "OVERSAMPLE", "TAIL_COLUMNS", "finish_order", "tail_of",
-           "tail_price",
-           "unit_table"]
+           "tail_price", "unit_table"]
 
 #: Fractions of a rollout's samples for ``finished_<percent>``.
 FINISHED = (0.5, 0.9, 0.99)

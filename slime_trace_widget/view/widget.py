@@ -326,10 +326,10 @@ class TraceTimeline(anywidget.AnyWidget):
             since, epoch = content.get("since"), content.get("epoch")
             self._live.send_since(since if type(since) is int and since >= 0 else 0,
                                   epoch if isinstance(epoch, str) else None)
-        elif content["type"] in REQUEST_ECHOES:
+        else:  # one of the contract's REQUEST_ECHOES, or not a request this kernel answers
             answers = {"attrs": self._attrs, "sample_text": self._sample_text,
                        "payload_inline": self._payload_inline, "query_attrs": self._query_attrs}
-            answer = answers.get(content["type"])  # a request this kernel does not know
+            answer = answers.get(content["type"])
             if answer is not None:
                 self._reply(content, answer)
 

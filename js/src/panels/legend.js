@@ -53,8 +53,9 @@ export function legendInfo(data) {
     for (let i = 0; i < counts.length; i++) if (counts[i]) out.push({ name: i, count: counts[i] });
     return out.sort((first, second) => second.count - first.count || first.name - second.name);
   };
-  const order = pipelineOrder(data, list(sg).map((entry) => entry.name), size);
-  const segs = list(sg).map((entry) => ({ ...entry, phase: order.phaseOf(entry.name) }));
+  const counted = list(sg);
+  const order = pipelineOrder(data, counted.map((entry) => entry.name), size);
+  const segs = counted.map((entry) => ({ ...entry, phase: order.phaseOf(entry.name) }));
   segs.sort(order.compare);
   return { spans: list(sp), engine: list(en), segments: segs, events: list(ev), hasOpen, hasUnmatched, hasError };
 }
