@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import hashlib
 
+from . import vocabularies
+
 #: Carrier format version written into every carrier.
 TRACE_VERSION = 1
 
@@ -98,17 +100,18 @@ SGLANG_META_KEYS = (
     "decode_throughput",
 )
 
+#: Common prefix of every PD span name (``vocabularies.json``, which the renderer reads).
+PD_SPAN_PREFIX = vocabularies.PD_SPAN_PREFIX
 #: PD phase span name -> phase label.
-PD_PHASE_LABELS = {"sglang_pd_prefill": "prefill", "sglang_pd_decode": "decode"}
-#: Common prefix of every PD span name.
-PD_SPAN_PREFIX = "sglang_pd_"
+PD_PHASE_LABELS = {f"{PD_SPAN_PREFIX}{label}": label for label in ("prefill", "decode")}
 _PD_STEPS = {
     "prefill": ("bootstrap_queue", "bootstrap", "alloc_wait", "forward", "transfer_queue"),
     "decode": ("prealloc", "bootstrap", "alloc_wait", "transfer", "forward"),
 }
 #: Per phase label: ((meta duration key, child span name), ...), in timeline order.
 PD_SEGMENTS = {
-    label: tuple((f"pd_{label}_{step}_duration", f"sglang_pd_{label}_{step}") for step in steps)
+    label: tuple((f"pd_{label}_{step}_duration", f"{PD_SPAN_PREFIX}{label}_{step}")
+          for step in steps)
     for label, steps in _PD_STEPS.items()
 }
 #: (phase span name, phase label, segments), in timeline order.
@@ -117,7 +120,7 @@ PD_PHASES = tuple((name, label, PD_SEGMENTS[label]) for name, label in PD_PHASE_
 PD_PHASE_ATTR = "phase"
 PD_DURATION_ATTR = "duration_s"
 #: Instant event after the phases, carrying the summary keys present in the meta.
-PD_SUMMARY_EVENT = "sglang_pd_summary"
+PD_SUMMARY_EVENT = f"{PD_SPAN_PREFIX}summary"
 PD_SUMMARY_KEYS = ("pd_transfer_speed_gb_s", "pd_transfer_total_mb", "pd_prefill_retry_count")
 
 # The same tables under the names slime's trace_utils gives them.

@@ -3,9 +3,9 @@
 Each list is category names in code order: the frames' categoricals take their
 categories from it and the payload's codes index it, and the renderer imports the same
 file, so a name is written once for the builder, the answers, the encoder and the
-decoder (stdlib only: the dump worker imports it). Beside the lists, the virtual PD
-lanes' name suffixes and each load track's unit and combine rule, which the builder
-and the renderer both apply.
+decoder (stdlib only: the dump worker imports it). Beside the lists, the real PD
+spans' name prefix, the virtual PD lanes' name suffixes and each load track's unit
+and combine rule, which the builder and the renderer both apply.
 """
 
 from __future__ import annotations
@@ -14,14 +14,17 @@ import json
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CLIP_REASONS", "EVENT_KINDS", "FATES", "LINK_KINDS", "LOAD_TRACKS",
-           "LOAD_TRACK_COMBINE", "LOAD_TRACK_UNITS", "PD_LANE_SUFFIXES"]
+__all__ = ["CLIP_REASONS", "EVENT_KINDS", "FATES", "INSTANT_EVENT", "LINK_KINDS", "LOAD_TRACKS",
+           "LOAD_TRACK_COMBINE", "LOAD_TRACK_UNITS", "PD_LANE_SUFFIXES", "PD_SPAN_PREFIX",
+           "UNMATCHED_END"]
 
 _VOCABULARIES: dict[str, Any] = json.loads(
     (Path(__file__).parent / "vocabularies.json").read_text(encoding="utf-8"))
 
 #: What an event row is: an instant event, or a span end without its start.
 EVENT_KINDS: list[str] = list(_VOCABULARIES["event_kinds"])
+#: The event kinds by what they mean, in the file's order (their payload codes).
+INSTANT_EVENT, UNMATCHED_END = EVENT_KINDS
 #: Why an open span's drawn end is where it is (``span_geometry``), in order of precedence.
 CLIP_REASONS: list[str] = list(_VOCABULARIES["clip_reasons"])
 #: The kinds of link between spans and events (``answers.links``).
@@ -33,6 +36,9 @@ LOAD_TRACKS: tuple[str, ...] = tuple(_VOCABULARIES["load_tracks"])
 #: What a virtual PD span's name ends with, by its phase (``[P]``/``[D]`` lanes); the
 #: renderer tells a virtual span's phase by it.
 PD_LANE_SUFFIXES: dict[str, str] = dict(_VOCABULARIES["pd_lane_suffixes"])
+#: What the name of every real PD span and of the PD summary event begins with
+#: (``schema`` names them from it); the renderer tells a real PD span by it.
+PD_SPAN_PREFIX: str = _VOCABULARIES["pd_span_prefix"]
 #: Each load track's unit (``ratio``: a share of 1, drawn as a percentage).
 LOAD_TRACK_UNITS: dict[str, str] = dict(_VOCABULARIES["load_track_units"])
 #: How the series of one load track add up, across an engine's scheduler groups (the

@@ -71,3 +71,43 @@ def test_no_source_writes_a_vocabulary_out_again(path: Path) -> None:
 ])
 def test_a_vocabulary_written_out_is_found(copy: str) -> None:
     assert written_out(LISTS, copy), copy
+
+
+def _code_of(source: str) -> str:
+    """JS or Python ``source`` without its comments and docstrings, where prose may name
+    a span the way slime does."""
+    source = re.sub(r"/\*.*?\*/|(?<![:\"'`])//[^\n]*", "", source, flags=re.S)
+    source = re.sub(r'"""(?:.*?)"""', "", source, flags=re.S)
+    return "\n".join(line for line in source.splitlines() if not line.lstrip().startswith("#"))
+
+
+def test_the_real_pd_spans_are_named_from_one_prefix() -> None:
+    from slime_trace_widget import schema
+
+    prefix = FILE["pd_span_prefix"]
+    assert schema.PD_SPAN_PREFIX == vocabularies.PD_SPAN_PREFIX == prefix
+    named = [*schema.PD_PHASE_LABELS, schema.PD_SUMMARY_EVENT,
+             *(span for steps in schema.PD_SEGMENTS.values() for _, span in steps)]
+    assert all(name.startswith(prefix) for name in named)
+    for path in source_files(ROOT):
+        assert prefix not in _code_of(path.read_text(encoding="utf-8")), \
+            f"{path.relative_to(ROOT)} spells the PD span prefix: read vocabularies.json"
+
+
+@pytest.mark.parametrize("copy", ['const PD_PREFIX = "sglang_pd_";',
+                                  'name.replace(/^sglang_pd_/, "")',
+                                  'PD_SUMMARY_EVENT = "sglang_pd_summary"'])
+def test_a_spelled_pd_prefix_is_found(copy: str) -> None:
+    assert FILE["pd_span_prefix"] in _code_of(copy)
+
+
+@pytest.mark.parametrize("prose", ['/** Prefix of the real `sglang_pd_*` names. */',
+                                   "// the real sglang_pd_* spans",
+                                   '"""Mask of real ``sglang_pd_*`` spans."""',
+                                   "# sglang_pd_summary attrs"])
+def test_prose_may_name_pd_spans(prose: str) -> None:
+    assert FILE["pd_span_prefix"] not in _code_of(prose)
+
+
+def test_the_event_kinds_are_named_in_the_file_s_order() -> None:
+    assert LISTS["event_kinds"] == [vocabularies.INSTANT_EVENT, vocabularies.UNMATCHED_END]

@@ -45,7 +45,7 @@ import pandas as pd
 
 from ..sources.dumps.paths import dump_kind
 from ..tables.core_tables import UNKNOWN_ROLLOUT, json_text_column
-from ..vocabularies import FATES
+from ..vocabularies import FATES, INSTANT_EVENT
 from .engine import PHASES, engine_breakdown
 
 if TYPE_CHECKING:
@@ -106,7 +106,7 @@ def filter_dropped(frames: TraceFrames) -> np.ndarray:
     :data:`FILTER_EVENTS` marks it dropped by a filter."""
     events = frames.event_core
     marked = events["sample_row"][events["name"].isin(FILTER_EVENTS).to_numpy()
-                                  & (events["kind"] == "instant").to_numpy()]
+                                  & (events["kind"] == INSTANT_EVENT).to_numpy()]
     return frames.samples.index.isin(marked.to_numpy())
 
 

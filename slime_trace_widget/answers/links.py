@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from ..schema import ATTEMPT_START_EVENT, TRACE_IMPORT_EVENT
-from ..vocabularies import LINK_KINDS
+from ..vocabularies import INSTANT_EVENT, LINK_KINDS
 
 if TYPE_CHECKING:
     from ..frames.model import TraceFrames
@@ -113,7 +113,7 @@ def _attempt_pairs(frames: TraceFrames, target: str) -> tuple[np.ndarray, np.nda
     ``attempt_start`` (``target="event"``), or for a sample's first one the earliest
     real span of the attempt it follows (``target="span"``)."""
     events = frames.event_core
-    mask = ((events["name"] == ATTEMPT_START_EVENT) & (events["kind"] == "instant")).to_numpy()
+    mask = ((events["name"] == ATTEMPT_START_EVENT) & (events["kind"] == INSTANT_EVENT)).to_numpy()
     starts = pd.DataFrame({
         "row": events["sample_row"].to_numpy()[mask],
         "ts": events["ts"].to_numpy()[mask],

@@ -19,6 +19,7 @@ from ..frames.model import TraceFrames
 from ..sources.dataset.layout import DUMP_FILE, DUMP_KIND, PARTITION, dump_kind
 from ..sources.dataset.manifest import Manifest
 from ..tables.core_tables import json_text_column
+from ..vocabularies import INSTANT_EVENT
 from .engine import PHASES, REQUEST_SPANS, RETRACT_EVENT, TOKENS_ATTR
 from .ledger import FATES, FILTER_EVENTS, fates_of, ledger_of
 from .tail import FINISHED_COLUMNS, OVERSAMPLE, tail_of
@@ -195,7 +196,7 @@ def _ledger_figures(db: Any, oversample: float) -> pd.DataFrame:
     rows = db.execute(f"""
         with marked as (
             select distinct {_KEYS}, sample_row from events
-            where name in ({names}) and kind = 'instant')
+            where name in ({names}) and kind = {_sql_text(INSTANT_EVENT)})
         select {joined}, s.group_index, s.status::varchar as status,
                s.reward::double as reward, s.reward_detail::varchar as reward_detail,
                {removed} as removed, s.start, s."end", s.duration,

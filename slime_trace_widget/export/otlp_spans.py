@@ -39,6 +39,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, Span, Status
 from .._version import __version__
 from ..frames.model import TraceFrames
 from ..values import MAX_STRING_CHARS, clean_text, json_safe, truncate
+from ..vocabularies import INSTANT_EVENT
 
 SAMPLE_SPAN = "sample"
 SCOPE_NAME = "slime_trace_widget"
@@ -270,7 +271,7 @@ class _Plan:
             event.time_unix_nano = int(self.event_ns[position])
             event.name = self.event_names[position]
             fields = dict(values or {})
-            if self.event_kinds[position] != "instant":
+            if self.event_kinds[position] != INSTANT_EVENT:
                 fields["slime.event_kind"] = self.event_kinds[position]
                 fields["slime.span_id"] = self.event_span_ids[position]
             _add_attributes(event.attributes, fields, self.max_chars)

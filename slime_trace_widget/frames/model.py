@@ -27,6 +27,7 @@ from ..tables.attr_columns import AttrTable
 from ..tables.build import cyclic_gc_paused
 from ..tables.core_concat import combined_tables
 from ..tables.core_tables import CORE_TABLES, ORIGINS, CoreTables, FrameTables
+from ..vocabularies import INSTANT_EVENT, UNMATCHED_END
 from .attr_frames import event_attr_frame, span_attr_frame
 from .core_frames import decode_checked
 from .engine_load import combine_engine_load, empty_engine_load
@@ -235,8 +236,8 @@ class TraceFrames:
             f"from {len(self.paths)} dump(s), rollout ids {self.rollout_ids}",
             f"{len(spans)} spans ({int((spans['state'] == 'open').sum())} open), "
             f"{int(self.span_core['virtual'].sum())} virtual PD spans, "
-            f"{int((self.event_core['kind'] == 'instant').sum())} instant events, "
-            f"{int((self.event_core['kind'] == 'unmatched_end').sum())} unmatched ends",
+            f"{int((self.event_core['kind'] == INSTANT_EVENT).sum())} instant events, "
+            f"{int((self.event_core['kind'] == UNMATCHED_END).sum())} unmatched ends",
         ]
         if self.t1 == self.t1:
             lines.append(f"wall time {self.t1 - self.t0:.1f} s")

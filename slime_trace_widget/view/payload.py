@@ -25,6 +25,7 @@ from ..answers.engine import PHASES as ENGINE_PHASES
 from ..answers.links import LINK_KINDS, group_members, links
 from ..frames.engine_load import load_tracks
 from ..frames.model import TraceFrames
+from ..sources.engine.join import REQUEST_SPAN_NAMES
 from ..values import truncate
 from ..vocabularies import CLIP_REASONS, EVENT_KINDS, LOAD_TRACKS
 from .contract import (
@@ -149,6 +150,7 @@ def encode(
     }
     if _is_engine(core)[span_sel].any():
         meta["engine_phases"] = {phase: list(names) for phase, names in ENGINE_PHASES.items()}
+        meta["engine_roles"] = {name: role for role, name in REQUEST_SPAN_NAMES.items() if role}
     if load_engines:
         meta["load_engines"] = load_engines
     ledger = ledger_meta(frames, sample_rows, offsets) if summaries else None

@@ -88,3 +88,13 @@ def test_the_widget_sends_the_engines_load(engine_scene: Scene) -> None:
     for name in ("load_engine", "load_track", "load_ts", "load_value"):
         offset, length = header["buffers"][name]
         assert body[offset:offset + length] == timeline.payload["buffers"][name], name
+
+
+def test_the_payload_names_each_request_span_s_role(engine_scene: Scene) -> None:
+    timeline = TraceTimeline(engine_scene.frames)
+    meta, cols = timeline.payload["meta"], decode(timeline.payload)
+    roles = meta["engine_roles"]
+    assert set(roles.values()) == {"prefill", "decode"}
+    names = [meta["names"][code] for code in cols["span_name"][
+        _requests(timeline, engine_scene.generation)]]
+    assert sorted(roles[name] for name in names) == ["decode", "prefill"], names

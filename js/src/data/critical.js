@@ -8,12 +8,10 @@
 // when its flag says its segments mirror real spans, they are its children.
 // The panel that shows it is panels/critical_panel.js.
 
-import { F_PD_DETAIL, F_PD_SEGMENT_SPANS, F_VIRTUAL, nameOf } from "./decode.js";
+import { F_PD_DETAIL, F_PD_SEGMENT_SPANS, F_VIRTUAL, PD_SPAN_PREFIX, nameOf } from "./decode.js";
 
 /** @typedef {import("./decode.js").Data} Data */
 
-/** Prefix of the real PD span names (schema.PD_SPAN_PREFIX). */
-const PD_PREFIX = "sglang_pd_";
 /** Seconds: a child ending exactly with its parent is still inside it (as in analysis.py). */
 const EPSILON = 1e-9;
 
@@ -31,7 +29,7 @@ export function measuredSpans(data) {
   const cached = measuredCache.get(data);
   if (cached) return cached;
   const out = new Uint8Array(data.nSpans);
-  const realPd = data.names.map((name) => name.startsWith(PD_PREFIX));
+  const realPd = data.names.map((name) => name.startsWith(PD_SPAN_PREFIX));
   /** @type {Set<string>} */
   const twins = new Set();
   const key = (/** @type {number} */ span) => `${data.spanParent[span]}:${data.spanStart[span]}:${data.spanEnd[span]}`;

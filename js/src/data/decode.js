@@ -46,6 +46,16 @@ export const PD_DECODE = CONTRACT.pd_phases.decode;
  * producer counts too.
  */
 const DECODE_MARK = VOCABULARIES.pd_lane_suffixes.decode.trim().toLowerCase();
+/**
+ * The mark of each PD role in a lane label ("P", "D"): the letter its virtual lanes'
+ * name suffix (" [P]") brackets.
+ * @type {Record<string, string>}
+ */
+export const PD_ROLE_MARKS = Object.fromEntries(
+  Object.entries(VOCABULARIES.pd_lane_suffixes).map(([phase, suffix]) => [phase, String(suffix).trim().replace(/^\[|\]$/g, "")]),
+);
+/** What every real PD span's name begins with (schema.PD_SPAN_PREFIX). */
+export const PD_SPAN_PREFIX = /** @type {string} */ (VOCABULARIES.pd_span_prefix);
 
 /** @typedef {import("./bytes.js").Typed} Typed */
 /** @typedef {import("./bytes.js").Dtype} Dtype */
@@ -72,6 +82,7 @@ export const SAMPLE_STRINGS = CONTRACT.sample_strings;
  * @property {boolean} attrs_embedded
  * @property {string} align
  * @property {Record<string, string[]>} engine_phases slice names by engine phase (with engine spans)
+ * @property {Record<string, string>} engine_roles the PD role (prefill, decode) of each request span name
  * @property {string[]} load_engines names of the engines whose load the payload carries (load_tracks.js)
  * @property {import("./fates.js").Ledger} ledger the rollouts' ledger and 90%-finished instants (fates.js)
  */
@@ -194,6 +205,7 @@ function normaliseMeta(rawMeta) {
     attrs_embedded: !!meta.attrs_embedded,
     align: meta.align === "rollout" ? "rollout" : "global",
     engine_phases: enginePhaseNames(meta.engine_phases),
+    engine_roles: engineRoles(meta.engine_roles),
     load_engines: arr(meta.load_engines).map(String),
     ledger: decodeLedger(meta.ledger, arr(meta.rollouts).length),
   });
@@ -210,6 +222,22 @@ function enginePhaseNames(value) {
   if (!value || typeof value !== "object" || Array.isArray(value)) return out;
   for (const [phase, names] of Object.entries(value)) {
     if (Array.isArray(names)) out[phase] = names.map(String);
+  }
+  return out;
+}
+
+/**
+ * The request span names' PD roles from `meta`, kept only where a role is a PD phase
+ * the contract knows.
+ * @param {any} value
+ * @returns {Record<string, string>}
+ */
+function engineRoles(value) {
+  /** @type {Record<string, string>} */
+  const out = Object.create(null); // keys come from the payload: no prototype to reach
+  if (!value || typeof value !== "object" || Array.isArray(value)) return out;
+  for (const [name, role] of Object.entries(value)) {
+    if (typeof role === "string" && Object.hasOwn(PD_ROLE_MARKS, role)) out[name] = role;
   }
   return out;
 }
@@ -603,7 +631,7 @@ export function detailSpanForSegment(data, seg) {
     const err = Math.abs(data.spanStart[i] - start) + Math.abs(data.spanEnd[i] - end);
     if (err > tol * 2 || err >= bestErr) continue;
     const nm = nameOf(data, data.spanName[i]).toLowerCase();
-    if (!(nm.endsWith(segName) || segName.endsWith(nm.replace(/^sglang_pd_/, "")))) continue;
+    if (!(nm.endsWith(segName) || segName.endsWith(nm.startsWith(PD_SPAN_PREFIX) ? nm.slice(PD_SPAN_PREFIX.length) : nm))) continue;
     best = i;
     bestErr = err;
   }

@@ -1,11 +1,11 @@
 // What an expanded row's lane holds, as its label in the gutter: the names of
 // the spans drawn in it, most frequent first, and for the engine's spans the
-// role of the server that did the work ("[P]" prefill, "[D]" decode, from the
-// request span they belong to). A lane is a depth of the row's span tree, so it
+// role of the server that did the work ("[P]" prefill, "[D]" decode: the role the
+// payload gives the name of the request span they belong to, `meta.engine_roles`). A lane is a depth of the row's span tree, so it
 // can hold spans of many names (a generation's tool calls beside it, the
 // engine's slices of every request); one name would mislabel the rest.
 
-import { F_ENGINE, F_PD_DETAIL, nameOf } from "./decode.js";
+import { F_ENGINE, F_PD_DETAIL, PD_ROLE_MARKS, nameOf } from "./decode.js";
 import { isRequestSpan } from "./engine_lanes.js";
 
 /** @typedef {import("./decode.js").Data} Data */
@@ -70,7 +70,8 @@ function computeLabel(data, slot) {
 
 /**
  * The role of the server that did engine span `span`: "P" (prefill) or "D"
- * (decode) by its request span's name, "" for a server doing both.
+ * (decode), as `meta.engine_roles` names its request span; "" for a server doing
+ * both (a name it does not list).
  * @param {Data} data
  * @param {number} span
  */
@@ -78,6 +79,6 @@ export function engineRole(data, span) {
   let request = span;
   for (let steps = 0; steps < 256 && request >= 0 && !isRequestSpan(data, request); steps++) request = data.spanParent[request];
   if (request < 0 || !(data.spanFlags[request] & F_ENGINE)) return "";
-  const name = nameOf(data, data.spanName[request]).toLowerCase();
-  return name.includes("prefill") ? "P" : name.includes("decode") ? "D" : "";
+  const role = data.meta.engine_roles[nameOf(data, data.spanName[request])];
+  return role === undefined ? "" : PD_ROLE_MARKS[role];
 }

@@ -17,6 +17,8 @@ const PHASES = {
   decode: ["decode_loop", "decode_forward"],
   pd: ["prefill_bootstrap", "decode_bootstrap"],
 };
+/** The request span names' roles, as the kernel's payload gives them. */
+const ROLES = { "sglang prefill request": "prefill", "sglang decode request": "decode" };
 const ALL = { showOpen: true, showEvents: true, showUnmatched: true, attempt: -1, attemptMode: /** @type {"filter"} */ ("filter"), highlightName: -1 };
 
 /** A generation with a tool call beside it, PD requests under it (prefill, decode), their slices. */
@@ -43,7 +45,7 @@ function setup(expanded = false) {
       { sample: 0, ts: 50, name: "retract", lane: 6, parent: 9 },
       { sample: 0, ts: 75, name: "tool_result", lane: 1, parent: 2 },
     ],
-    meta: { engine_phases: PHASES },
+    meta: { engine_phases: PHASES, engine_roles: ROLES },
   });
   const d = decodePayload(payload);
   const L = buildLayout(d, Uint32Array.from([0]), () => expanded, 20);
@@ -106,8 +108,22 @@ test("lane labels: most frequent names first, the rest counted, mixed roles both
       { sample: 0, start: 0, end: 5, name: "x", lane: 2, parent: 0, flags: F_ENGINE },
       { sample: 0, start: 5, end: 10, name: "x", lane: 2, parent: 1, flags: F_ENGINE },
     ],
+    meta: { engine_roles: { "prefill request": "prefill", "decode request": "decode" } },
   }).payload);
   assert.equal(laneLabel(both, 2).text, "x [P+D]");
+});
+
+test("an engine span's role is the one the payload gives its request's name, not a word in it", () => {
+  const spans = [
+    { sample: 0, start: 0, end: 10, name: "half one", lane: 0, flags: F_ENGINE },
+    { sample: 0, start: 0, end: 10, name: "prefill-looking request", lane: 1, flags: F_ENGINE },
+    { sample: 0, start: 0, end: 10, name: "odd request", lane: 2, flags: F_ENGINE },
+    { sample: 0, start: 0, end: 5, name: "x", lane: 3, parent: 0, flags: F_ENGINE },
+  ];
+  const roles = { "half one": "decode", "odd request": "tokenize" };
+  const d = decodePayload(makePayload({ samples: [{}], spans, meta: { engine_roles: roles } }).payload);
+  assert.deepEqual([0, 1, 2, 3].map((lane) => laneLabel(d, lane).role), ["[D]", "", "", "[D]"]);
+  assert.deepEqual(Object.keys(d.meta.engine_roles), ["half one"], "a role the contract does not know is dropped");
 });
 
 test("a collapsed row picks the sample's own span where engine slices lie under it", () => {

@@ -39,6 +39,7 @@ from ...tables.core_tables import CoreTables, filled_table
 from ...tables.names import Names
 from ...tables.pd_lanes import LANE_SUFFIX
 from ...tables.span_geometry import ENGINE_LANE_KINDS, span_lanes
+from ...vocabularies import INSTANT_EVENT, UNMATCHED_END
 from .match import REQUEST_ID_ATTR, attr_values, match_requests
 from .requests import Request, read_requests
 
@@ -287,7 +288,7 @@ def _events(core: pa.Table, built: _Built, spans: pa.Table, span_names: Names) -
     new = filled_table("event_core", n_new, {
         "sample_row": added["sample_row"], "name": added["name"], "ts": added["ts"],
         "attempt": added["attempt"], "parent_span_id": added["parent_span_id"],
-        "parent_index": added["parent"], "kind": ["instant"] * n_new,
+        "parent_index": added["parent"], "kind": [INSTANT_EVENT] * n_new,
         "origin": ["engine"] * n_new})
     events = concatenated("event_core", [core, new], APPENDED)
     parent_codes, depth, lane = event_placement(
@@ -304,7 +305,7 @@ def _recount(samples: pa.Table, spans: pa.Table, events: pa.Table) -> pa.Table:
         samples.num_rows, _numbers(spans, "sample_row"), _numbers(spans, "virtual"),
         pc.equal(spans.column("state"), "open").to_numpy(), _numbers(spans, "lane"),
         _numbers(events, "sample_row"),
-        pc.equal(events.column("kind"), "unmatched_end").to_numpy())
+        pc.equal(events.column("kind"), UNMATCHED_END).to_numpy())
     for column, values in counts.items():
         samples = _with(samples, column, pa.array(np.asarray(values, dtype=np.int64)))
     return samples
