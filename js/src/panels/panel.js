@@ -99,11 +99,13 @@ function childrenVirtual(data, sample, parent) {
 
 /**
  * PD phases from the kernel's `segments` detail (list of {name, start, end}
- * or {name, duration}), when present.
+ * or {name, duration}), when present: the segments of one virtual span, so all of
+ * that span's `phase`.
  * @param {any} segs
+ * @param {"P"|"D"} phase
  * @returns {{phase: "P"|"D", name: string, dur: number}[]|null}
  */
-function pdFromDetail(segs) {
+export function pdFromDetail(segs, phase) {
   if (!Array.isArray(segs) || segs.length === 0) return null;
   /** @type {{phase: "P"|"D", name: string, dur: number}[]} */
   const out = [];
@@ -113,8 +115,7 @@ function pdFromDetail(segs) {
     let dur = Number(entry.duration ?? entry.dur ?? NaN);
     if (!Number.isFinite(dur)) dur = Number(entry.end) - Number(entry.start);
     if (!Number.isFinite(dur)) continue;
-    const ph = String(entry.phase ?? entry.lane ?? name).toLowerCase();
-    out.push({ phase: ph.includes("d]") || ph.startsWith("d") || ph.includes("decode") ? "D" : "P", name, dur: Math.max(0, dur) });
+    out.push({ phase, name, dur: Math.max(0, dur) });
   }
   return out.length ? out : null;
 }
@@ -386,7 +387,8 @@ function spanRows(data, hit, detail, act) {
  */
 function renderPhases(host, data, hit, detailSpan, detail, st) {
   const fromPayload = pdBreakdown(data, detailSpan >= 0 ? detailSpan : hit.span);
-  const phases = fromPayload.length ? fromPayload : (detail && pdFromDetail(detail.segments)) || [];
+  const ownPhase = detailSpan >= 0 && data.spanPd[detailSpan] === PD_DECODE ? "D" : "P";
+  const phases = fromPayload.length ? fromPayload : (detail && pdFromDetail(detail.segments, ownPhase)) || [];
   if (phases.length) renderPd(section(host, "PD phases"), phases, hit.type === "segment" ? nameOf(data, data.segName[hit.seg]) : "");
   const engine = hit.type === "span" ? enginePhases(data, hit.span) : [];
   if (engine.length) renderEnginePhases(section(host, "Engine phases"), engine);

@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { decodePayload, F_VIRTUAL, F_PD_DETAIL, PD_PREFILL, PD_DECODE } from "../../src/data/decode.js";
-import { pdBreakdown } from "../../src/panels/panel.js";
+import { pdBreakdown, pdFromDetail } from "../../src/panels/panel.js";
 import { activeHistogram } from "../../src/panels/overview.js";
 import { legendInfo } from "../../src/panels/legend.js";
 import { makePayload } from "../helpers/make_payload.js";
@@ -41,6 +41,20 @@ test("PD breakdown from the generation span, a virtual span, or a detail span", 
   assert.deepEqual(pdBreakdown(d, spanNew[2]), want);
   assert.deepEqual(pdBreakdown(d, spanNew[3]), want);
   assert.deepEqual(pdBreakdown(d, spanNew[4]), []);
+});
+
+test("the kernel's PD segments take their span's phase, whatever their names say", () => {
+  const segments = [
+    { name: "bootstrap", start: 1, end: 3 },
+    { name: "prefill_transfer", duration: 0.5 },
+    { name: "decode?", start: 2 },
+  ];
+  assert.deepEqual(pdFromDetail(segments, "D"), [
+    { phase: "D", name: "bootstrap", dur: 2 },
+    { phase: "D", name: "prefill_transfer", dur: 0.5 },
+  ]);
+  assert.deepEqual(pdFromDetail([{ name: "decode_forward", duration: 1 }], "P"), [{ phase: "P", name: "decode_forward", dur: 1 }]);
+  assert.equal(pdFromDetail([], "P"), null);
 });
 
 test("active-sample histogram vs brute force", () => {
