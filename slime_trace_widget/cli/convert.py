@@ -8,6 +8,7 @@ import argparse
 import sys
 import warnings
 
+from ..sources.dataset import ENGINES
 from .errors import CliError
 from .otlp_options import MISSING_EXTRA, add_otlp_arguments
 
@@ -20,7 +21,7 @@ DESCRIPTION = ("Convert a run's dumps into one Parquet dataset, partitioned by r
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("dumps", nargs="+", help="dump files or globs (debug/rollout_*.pt)")
     parser.add_argument("--out", required=True, help="the dataset's folder")
-    parser.add_argument("--engine", choices=("local", "ray"), default="local",
+    parser.add_argument("--engine", choices=ENGINES, default=ENGINES[0],
                         help="local worker processes (default) or Ray tasks")
     parser.add_argument("--address", help="Ray cluster address (default: a local Ray)")
     parser.add_argument("--workers", type=int, help="dumps at once (default: one per core)")

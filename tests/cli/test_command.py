@@ -64,6 +64,17 @@ def test_a_named_subcommand_is_that_one() -> None:
     assert (args.subcommand, args.dumps) == ("view", ["convert"])
 
 
+def test_convert_offers_the_engines_conversion_runs() -> None:
+    from slime_trace_widget.sources.dataset import conversion
+
+    for engine in conversion.ENGINES:
+        args = parser().parse_args(["convert", "a.pt", "--out", "ds", "--engine", engine])
+        assert args.engine == engine
+    with pytest.raises(SystemExit):
+        parser().parse_args(["convert", "a.pt", "--out", "ds", "--engine", "dask"])
+    assert parser().parse_args(["convert", "a.pt", "--out", "ds"]).engine == conversion.ENGINES[0]
+
+
 def test_a_bad_option_fails_with_the_subcommands_usage() -> None:
     done = subprocess.run([sys.executable, "-m", "slime_trace_widget", "collect", "d",
                            "--http", "nohost"], capture_output=True, text=True, timeout=300)

@@ -13,10 +13,13 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+#: Where ``convert`` runs its per-dump jobs: the local worker pool or Ray tasks.
+ENGINES = ("local", "ray")
+
 _EXPORTS = {"ConvertReport": ".conversion", "convert": ".conversion", "dump_kind": ".layout",
             "Manifest": ".manifest", "open_dataset": ".reading"}
 
-__all__ = sorted(_EXPORTS)
+__all__ = sorted([*_EXPORTS, "ENGINES"])
 
 
 def __getattr__(name: str) -> Any:

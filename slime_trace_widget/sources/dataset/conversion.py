@@ -21,9 +21,8 @@ from ..dumps.paths import PathLike, expand_paths
 from ..dumps.pool import default_workers, expected_peak, new_job, run_jobs
 from ..dumps.progress import progress_bar
 from ..follow import SETTLE_SECONDS, being_written
+from . import ENGINES
 from .manifest import Manifest
-
-ENGINES = ("local", "ray")
 
 
 @dataclass
