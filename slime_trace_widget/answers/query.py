@@ -54,6 +54,10 @@ _WHOLE = re.compile(r"[0-9]+")
 SAMPLE_KINDS = tuple(GRAMMAR["sample_kinds"])
 _ATTR_KINDS = tuple(GRAMMAR["attr_kinds"])
 _SPAN_ONLY_KINDS = tuple(GRAMMAR["span_only_kinds"])
+#: the sample columns a bare word searches, in the order their texts are joined
+_BARE_WORD_FIELDS = tuple(GRAMMAR["bare_word_fields"])
+#: what a column's searched text starts with ("#" before the sample index)
+_BARE_WORD_MARKS: dict[str, str] = GRAMMAR["bare_word_marks"]
 
 
 def _alternatives(options: list[str]) -> str:
@@ -229,17 +233,12 @@ def _categorical_mask(series: pd.Series, pattern: str) -> np.ndarray:
 
 
 def sample_text(samples: pd.DataFrame) -> pd.Series:
-    """What a bare word is searched in, lower-cased: ``#<index>``, source, status,
-    label and trace id (the widget's filter searches the same fields)."""
-    index = samples["sample_index"]
-    parts = [
-        ("#" + index.astype("string")).fillna(""),
-        samples["source"].astype("string").fillna(""),
-        samples["status"].astype("string").fillna(""),
-        samples["label"].astype("string").fillna(""),
-        samples["trace_id"].astype("string").fillna(""),
-    ]
-    return parts[0].str.cat(parts[1:], sep="\x01").str.lower()
+    """What a bare word is searched in, lower-cased: the grammar's ``bare_word_fields``
+    of each sample in their order, each as text after its mark (``#<index>``), a missing
+    value as "", joined by "\\x01" (the widget's filter searches the same fields)."""
+    first, *rest = [(_BARE_WORD_MARKS.get(field, "") + samples[field].astype("string"))
+                    .fillna("") for field in _BARE_WORD_FIELDS]
+    return first.str.cat(rest, sep="\x01").str.lower()
 
 
 def _compare(values: np.ndarray, op: str, target: float) -> np.ndarray:

@@ -11,9 +11,11 @@ import json
 import re
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from slime_trace_widget.answers import query
+from slime_trace_widget.sources.loading import load_frames
 from tests.support.written_out import source_files
 from tests.support.written_out import written_out as written_out_tables
 
@@ -21,6 +23,7 @@ ROOT = Path(__file__).parents[2]
 GRAMMAR_FILE = ROOT / "slime_trace_widget" / "answers" / "query_grammar.json"
 GRAMMAR = json.loads(GRAMMAR_FILE.read_text(encoding="utf-8"))
 JS_PARSER = ROOT / "js" / "src" / "data" / "query.js"
+FIXTURES = ROOT / "tests" / "fixtures"
 
 def _tables() -> dict[str, list[str]]:
     """Each table of the grammar with two or more entries, as its entries' text."""
@@ -59,6 +62,7 @@ def test_no_source_writes_a_table_out_again(path: Path) -> None:
     'ok = op in (">", ">=", "<", "<=")',
     "if op in ('=', '!='):",
     'const ATTR_KINDS = ["attr", "has"];',
+    'for field in ("sample_index", "source", "status", "label", "trace_id"):',
 ])
 def test_a_table_written_out_is_found(copy: str) -> None:
     assert written_out(copy), copy
@@ -75,3 +79,28 @@ def test_errors_list_what_the_tables_hold() -> None:
         query.parse("duration>2x")
     with pytest.raises(query.QueryError, match="is:error or is:open"):
         query.parse("is:late")
+
+
+def _searched(fields: list[str] | tuple[str, ...]) -> str:
+    """What ``query.sample_text`` makes of a sample whose every field holds its own
+    name (in capitals, which it lower-cases) when ``fields`` are searched in order."""
+    marks = GRAMMAR["bare_word_marks"]
+    return "\x01".join(marks.get(field, "") + field for field in fields)
+
+
+def test_a_bare_word_searches_the_grammars_fields_in_its_order(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    fields = GRAMMAR["bare_word_fields"]
+    samples = pd.DataFrame({field: [field.upper(), None] for field in fields})
+    assert query.sample_text(samples).tolist() == [_searched(fields),
+                                                   "\x01" * (len(fields) - 1)]
+    # the order (and the fields) come from the grammar, not from a list of its own
+    reordered = tuple(reversed(fields))
+    monkeypatch.setattr(query, "_BARE_WORD_FIELDS", reordered)
+    assert query.sample_text(samples)[0] == _searched(reordered)
+
+
+def test_a_bare_word_searches_columns_the_samples_frame_has() -> None:
+    samples = load_frames(FIXTURES / "small.pt").samples
+    assert set(GRAMMAR["bare_word_fields"]) <= set(samples.columns)
+    assert set(GRAMMAR["bare_word_marks"]) <= set(GRAMMAR["bare_word_fields"])

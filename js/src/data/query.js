@@ -47,6 +47,32 @@ export const ATTR_KINDS = GRAMMAR.attr_kinds;
 const SPAN_ONLY_KINDS = GRAMMAR.span_only_kinds;
 
 /**
+ * How the renderer reads each sample column a bare word may search: its value, or
+ * null / undefined when it has none.
+ * @type {Record<string, (data: Data, sample: number) => string | number | null | undefined>}
+ */
+const SAMPLE_FIELD_READERS = {
+  sample_index: (data, sample) => data.meta.samples.sample_index[sample],
+  source: sourceOf,
+  status: statusOf,
+  label: (data, sample) => data.meta.samples.label[sample],
+  trace_id: (data, sample) => data.meta.samples.trace_id[sample],
+};
+/** @type {Record<string, string>} what a column's searched text starts with (#12) */
+const BARE_WORD_MARKS = GRAMMAR.bare_word_marks;
+/**
+ * The grammar's bare_word_fields in order, each with its reader and mark; a field
+ * the renderer cannot read fails here, at load, rather than go unsearched.
+ */
+const BARE_WORD_READERS = GRAMMAR.bare_word_fields.map((field) => {
+  if (!Object.hasOwn(SAMPLE_FIELD_READERS, field)) {
+    throw new Error(`query grammar: a bare word searches ${JSON.stringify(field)},`
+      + " which the renderer cannot read");
+  }
+  return { read: SAMPLE_FIELD_READERS[field], mark: BARE_WORD_MARKS[field] ?? "" };
+});
+
+/**
  * `a, b or c`: how an error message lists what would have done.
  * @param {string[]} options
  */
@@ -282,18 +308,21 @@ export function attrHolds(queryTerm, pattern, kind, value) {
 const textCache = new WeakMap();
 
 /**
- * What a bare word is searched in, lower-cased: #index, source, status,
- * label, trace id (query.sample_text in Python).
+ * What a bare word is searched in, lower-cased: the grammar's bare_word_fields of
+ * each sample in their order, each as text after its mark (#index), a missing
+ * value as "", joined by "\u0001" (query.sample_text in Python).
  * @param {Data} data
  */
 export function sampleTexts(data) {
   let out = textCache.get(data);
   if (out) return out;
-  const sm = data.meta.samples;
   out = [];
   for (let sample = 0; sample < data.nSamples; sample++) {
-    const si = sm.sample_index[sample];
-    out.push([si === null || si === undefined ? "" : `#${si}`, sourceOf(data, sample), statusOf(data, sample), sm.label[sample] ?? "", sm.trace_id[sample] ?? ""].join("\u0001").toLowerCase());
+    const texts = BARE_WORD_READERS.map(({ read, mark }) => {
+      const value = read(data, sample);
+      return value === null || value === undefined ? "" : `${mark}${value}`;
+    });
+    out.push(texts.join("\u0001").toLowerCase());
   }
   textCache.set(data, out);
   return out;
@@ -424,11 +453,14 @@ export function queryHelp(grammar = GRAMMAR) {
   const units = Object.keys(grammar.units).join(" ");
   const is = grammar.is_values.map((value) => `is:${value}`).join("  ");
   const attrs = [...grammar.equality_operators.map((op) => `key${op}value`), `key${firstOrder}5`, "has:key"].join("  ");
+  const marks = /** @type {Record<string, string>} */ (grammar.bare_word_marks);
+  const searched = grammar.bare_word_fields
+    .map((name) => `${marks[name] ?? ""}${name.replace(/_/g, " ")}`);
   return [
     "Terms separated by spaces must all hold; -term negates; \"quote values\" with spaces; * is a wildcard.",
     `${valued}  ${comparisons} (${grammar.order_operators.join(" ")}; a time takes a unit, ${grammar.default_unit} if none: 2${grammar.default_unit}, 150ms; ${units})`,
     `${is}  ${attrs} (span and event attributes)`,
-    "a bare word searches #id, source, status, label and trace id",
+    `a bare word searches ${searched.slice(0, -1).join(", ")} and ${searched[searched.length - 1]}`,
   ].join("\n");
 }
 

@@ -7,7 +7,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { decodePayload } from "../../src/data/decode.js";
-import { parseQuery, evaluate, matchSummary, QueryError, QueryFilter, unpackBits, resolverFor, finiteStandIns, glob, ATTR_KINDS, GRAMMAR, queryHelp } from "../../src/data/query.js";
+import { parseQuery, evaluate, matchSummary, QueryError, QueryFilter, unpackBits, resolverFor, finiteStandIns, glob, ATTR_KINDS, GRAMMAR, queryHelp, sampleTexts } from "../../src/data/query.js";
 import { attrTermHits } from "../../src/page/page_attrs.js";
 import { base64ToBytes } from "../../src/data/bytes.js";
 import { createLocalModel } from "../../src/standalone.js";
@@ -367,6 +367,43 @@ test("bare words search id, source, status, label and trace id, case-insensitive
   assert.deepEqual(rows("zzz"), []);
 });
 
+/**
+ * query.js loaded afresh with the grammar's bare_word_fields set to `fields` for its
+ * load (the JSON module is shared, so the change is undone before returning).
+ * @param {string[]} fields
+ */
+async function queryWithBareWordFields(fields) {
+  const before = GRAMMAR.bare_word_fields;
+  GRAMMAR.bare_word_fields = fields;
+  try {
+    return await import(`../../src/data/query.js?bare_word_fields=${fields.join(",")}`);
+  } finally {
+    GRAMMAR.bare_word_fields = before;
+  }
+}
+
+test("a bare word searches the grammar's bare_word_fields, in the grammar's order", async () => {
+  // every field holds a text of its own (the index a number: the payload carries it so)
+  const samples = [{ sample_index: 7, source: "SourceText", status: "StatusText",
+    label: "LabelText", trace_id: "TraceText" }];
+  const text = { sample_index: "7", source: "sourcetext", status: "statustext", label: "labeltext",
+    trace_id: "tracetext" };
+  const spans = [{ sample: 0, start: 0, end: 1, name: "a" }];
+  const data = decodePayload(makePayload({ samples, spans }).payload);
+  /** @param {string[]} fields */
+  const searched = (fields) => fields
+    .map((field) => `${GRAMMAR.bare_word_marks[field] ?? ""}${text[field]}`).join("\u0001");
+  assert.deepEqual(Object.keys(text).sort(), [...GRAMMAR.bare_word_fields].sort(), "every field");
+  assert.deepEqual(sampleTexts(data), [searched(GRAMMAR.bare_word_fields)]);
+  // the order comes from the grammar, not a list of the renderer's own
+  const reordered = [...GRAMMAR.bare_word_fields].reverse();
+  const fresh = await queryWithBareWordFields(reordered);
+  assert.deepEqual(fresh.sampleTexts(data), [searched(reordered)]);
+  // a field the renderer cannot read fails at load instead of going unsearched
+  await assert.rejects(queryWithBareWordFields([...GRAMMAR.bare_word_fields, "prompt"]),
+    /bare word searches "prompt"/);
+});
+
 test("the filter box's help lists every field, operator, unit and is: value of the grammar", () => {
   const help = queryHelp();
   const words = help.split(/[\s;(),]+/);
@@ -377,8 +414,17 @@ test("the filter box's help lists every field, operator, unit and is: value of t
   for (const op of GRAMMAR.equality_operators) assert.ok(words.includes(`key${op}value`), op);
   for (const unit of Object.keys(GRAMMAR.units)) assert.ok(words.includes(unit), unit);
   for (const value of GRAMMAR.is_values) assert.ok(words.includes(`is:${value}`), value);
+  const searched = help.slice(help.indexOf("a bare word searches"));
+  for (const name of GRAMMAR.bare_word_fields) {
+    assert.ok(searched.includes(name.replace(/_/g, " ")), name);
+  }
   const grown = { ...GRAMMAR, colon_fields: [...GRAMMAR.colon_fields, "engine"],
-    compared_fields: [...GRAMMAR.compared_fields, "tokens"], units: { ...GRAMMAR.units, d: [86400, 1] } };
+    compared_fields: [...GRAMMAR.compared_fields, "tokens"], units: { ...GRAMMAR.units, d: [86400, 1] },
+    bare_word_fields: [...GRAMMAR.bare_word_fields].reverse() };
   const grownWords = queryHelp(grown).split(/[\s;(),]+/);
   assert.ok(grownWords.includes("engine:VALUE") && grownWords.includes("tokens>N") && grownWords.includes("d"));
+  // the bare word fields in the grammar's order: here, its last two first
+  const [last, nextToLast] = GRAMMAR.bare_word_fields.map((name) => name.replace(/_/g, " "))
+    .reverse();
+  assert.ok(queryHelp(grown).includes(`searches ${last}, ${nextToLast},`), queryHelp(grown));
 });
