@@ -19,7 +19,7 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from .allowlist import refuse_past_storage, tensor_extent, unwrap
-from .unpickler import LoadSession, unpickle_stream
+from .unpickler import TENSOR_REBUILDERS, LoadSession, unpickle_stream
 
 __all__ = ["PLAIN_TENSORS", "plain_zip_load"]
 
@@ -89,11 +89,14 @@ class _PlainTensors:
         self.globals = _plain_globals()
         self.data_only: frozenset[type] = frozenset()
 
-    def wrappers(self, session: LoadSession) -> dict[tuple[str, str], Callable]:
+    def rebuilders(self, session: LoadSession) -> dict[str, Callable]:
+        """Rebuilders that make numpy arrays (or a description where numpy lacks the
+        dtype); gradients, parameters and tensor subclasses are dropped."""
+
         def rebuild(storage: Any, offset: Any, size: Any, stride: Any,
                     dtype: Any = None) -> Any:
             if not isinstance(storage, _Storage):
-                return session.blocked_call("torch._utils", "_rebuild_tensor_v2", size)
+                return session.blocked_call(*TENSOR_REBUILDERS["tensor_v2"], size)
             name = dtype.name if isinstance(dtype, TorchName) else _dtype_name(storage.dtype)
             code = dtype.dtype if isinstance(dtype, TorchName) else storage.dtype
             shape = tuple(size) if isinstance(size, tuple | list) else ()
@@ -127,20 +130,24 @@ class _PlainTensors:
         def rebuild_from_type(func: Any, _new_type: Any, args: Any, _state: Any) -> Any:
             if callable(func) and isinstance(args, tuple):
                 return func(*args)
-            return session.blocked_call("torch._tensor", "_rebuild_from_type_v2")
+            return session.blocked_call(*TENSOR_REBUILDERS["from_type"])
+
+        return {
+            "tensor": rebuild,
+            "tensor_v2": rebuild_v2,
+            "tensor_v3": rebuild_v3,
+            "parameter": rebuild_parameter,
+            "parameter_with_state": rebuild_parameter,
+            "from_type": rebuild_from_type,
+        }
+
+    def wrappers(self, session: LoadSession) -> dict[tuple[str, str], Callable]:
+        """``torch.device(name)`` as the name itself: tensors here have no device."""
 
         def device(name: Any, *_: Any) -> Any:
             return name if isinstance(name, str) else session.blocked_call("torch", "device")
 
-        return {
-            ("torch._utils", "_rebuild_tensor"): rebuild,
-            ("torch._utils", "_rebuild_tensor_v2"): rebuild_v2,
-            ("torch._utils", "_rebuild_tensor_v3"): rebuild_v3,
-            ("torch._utils", "_rebuild_parameter"): rebuild_parameter,
-            ("torch._utils", "_rebuild_parameter_with_state"): rebuild_parameter,
-            ("torch._tensor", "_rebuild_from_type_v2"): rebuild_from_type,
-            ("torch", "device"): device,
-        }
+        return {("torch", "device"): device}
 
 
 PLAIN_TENSORS = _PlainTensors()

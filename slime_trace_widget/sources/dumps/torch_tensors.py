@@ -16,7 +16,7 @@ import torch
 
 from .allowlist import refuse_past_storage, tensor_extent, unwrap
 from .placeholders import split_state
-from .unpickler import LoadSession, restricted_pickle_module
+from .unpickler import TENSOR_REBUILDERS, LoadSession, restricted_pickle_module
 
 __all__ = ["TORCH_TENSORS", "torch_load"]
 
@@ -116,7 +116,10 @@ class _TorchTensors:
                     and issubclass(v, torch.storage.TypedStorage | torch.UntypedStorage)}
         self.data_only = frozenset({torch.Tensor, torch.nn.Parameter, *storages})
 
-    def wrappers(self, session: LoadSession) -> dict[tuple[str, str], Callable]:
+    def rebuilders(self, session: LoadSession) -> dict[str, Callable]:
+        """Rebuilders that make torch tensors and parameters through public calls, with
+        the storage bounds, flags and attributes checked."""
+
         def finished(tensor: torch.Tensor, requires_grad: Any, hooks: Any,
                      metadata: Any) -> torch.Tensor:
             # torch never serialises live hooks, so a new tensor keeps none.
@@ -142,7 +145,7 @@ class _TorchTensors:
         def rebuild_parameter(data: Any, requires_grad: Any, _hooks: Any,
                               state: Any = None) -> Any:
             if not isinstance(data, torch.Tensor):
-                return session.blocked_call("torch._utils", "_rebuild_parameter", data)
+                return session.blocked_call(*TENSOR_REBUILDERS["parameter"], data)
             param = torch.nn.Parameter(data, bool(requires_grad))
             _apply_plain_state(param, state, session)
             return param
@@ -160,13 +163,18 @@ class _TorchTensors:
             return result
 
         return {
-            ("torch._utils", "_rebuild_tensor"): rebuild_tensor_v1,
-            ("torch._utils", "_rebuild_tensor_v2"): rebuild_tensor_v2,
-            ("torch._utils", "_rebuild_tensor_v3"): rebuild_tensor_v3,
-            ("torch._utils", "_rebuild_parameter"): rebuild_parameter,
-            ("torch._utils", "_rebuild_parameter_with_state"): rebuild_parameter,
-            ("torch._tensor", "_rebuild_from_type_v2"): rebuild_from_type_v2,
+            "tensor": rebuild_tensor_v1,
+            "tensor_v2": rebuild_tensor_v2,
+            "tensor_v3": rebuild_tensor_v3,
+            "parameter": rebuild_parameter,
+            "parameter_with_state": rebuild_parameter,
+            "from_type": rebuild_from_type_v2,
         }
+
+    def wrappers(self, session: LoadSession) -> dict[tuple[str, str], Callable]:
+        """No functions beside the rebuilders: the torch classes allowed here need no
+        per-load checks."""
+        return {}
 
 
 TORCH_TENSORS = _TorchTensors()

@@ -35,7 +35,20 @@ from .allowlist import (
 )
 from .placeholders import Placeholder, PlaceholderMeta, make_placeholder_class
 
-__all__ = ["LoadSession", "TensorSupport", "restricted_pickle_module", "unpickle_stream"]
+__all__ = ["TENSOR_REBUILDERS", "LoadSession", "TensorSupport", "restricted_pickle_module",
+           "unpickle_stream"]
+
+#: The torch functions a dump calls to rebuild its tensors, keyed by what each
+#: rebuilds. The one spelling of these globals: every :class:`TensorSupport` serves
+#: each role, and :class:`LoadSession` maps roles to the globals a file names.
+TENSOR_REBUILDERS: dict[str, tuple[str, str]] = {
+    "tensor": ("torch._utils", "_rebuild_tensor"),
+    "tensor_v2": ("torch._utils", "_rebuild_tensor_v2"),
+    "tensor_v3": ("torch._utils", "_rebuild_tensor_v3"),
+    "parameter": ("torch._utils", "_rebuild_parameter"),
+    "parameter_with_state": ("torch._utils", "_rebuild_parameter_with_state"),
+    "from_type": ("torch._tensor", "_rebuild_from_type_v2"),
+}
 
 
 class TensorSupport(Protocol):
@@ -46,8 +59,13 @@ class TensorSupport(Protocol):
     #: Allowed classes a file may name but not call (calls hand out raw memory).
     data_only: frozenset[type]
 
+    def rebuilders(self, session: LoadSession) -> dict[str, Callable]:
+        """A function for each role of :data:`TENSOR_REBUILDERS`, no other, with checks
+        bound to ``session``."""
+        ...
+
     def wrappers(self, session: LoadSession) -> dict[tuple[str, str], Callable]:
-        """Allowed torch functions wrapped with checks bound to ``session``."""
+        """Allowed torch functions other than the rebuilders, with checks bound to ``session``."""
         ...
 
 
@@ -68,7 +86,8 @@ class LoadSession:
             if isinstance(v, type))
         self._resolved: dict[tuple[str, str], object] = {}
         self._placeholders: dict[tuple[str, str], type] = {}
-        self._wrapped = {**_session_wrappers(self), **tensors.wrappers(self)}
+        self._wrapped = {**_session_wrappers(self), **tensors.wrappers(self),
+                         **_rebuilders_by_global(tensors, self)}
 
     def resolve(self, module: str, name: str) -> object:
         """What ``find_class(module, name)`` returns: an allowed object or a placeholder."""
@@ -103,6 +122,23 @@ class LoadSession:
     def blocked_call(self, module: str, name: str, *args: Any) -> Placeholder:
         """Record a refused use of an otherwise allowed function as an inert object."""
         return self.placeholder_class(module, name)(*args)
+
+
+def _rebuilders_by_global(tensors: TensorSupport,
+                          session: LoadSession) -> dict[tuple[str, str], Callable]:
+    """``tensors``' rebuilders keyed by the global each serves.
+
+    A support that lacks a role of :data:`TENSOR_REBUILDERS` or names one the table
+    lacks raises TypeError here, when the session is made, rather than leaving a
+    rebuild global to be refused as a placeholder in the middle of a load.
+    """
+    rebuilders = tensors.rebuilders(session)
+    if rebuilders.keys() != TENSOR_REBUILDERS.keys():
+        missing = sorted(TENSOR_REBUILDERS.keys() - rebuilders.keys())
+        unknown = sorted(rebuilders.keys() - TENSOR_REBUILDERS.keys())
+        raise TypeError(f"{type(tensors).__name__} rebuilders: missing roles {missing}, "
+                        f"roles not in TENSOR_REBUILDERS {unknown}")
+    return {TENSOR_REBUILDERS[role]: rebuild for role, rebuild in rebuilders.items()}
 
 
 def _reconstructed(cls: type, base: type, state: Any) -> Any:
