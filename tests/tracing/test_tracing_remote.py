@@ -1,0 +1,137 @@
+"""Carrying a trace to another process and merging its records back.
+
+``export_trace`` gives a JSON- and pickle-safe payload, ``import_trace`` continues
+the trace under the exporting span (in a real subprocess too), and
+``merge_trace`` brings the remote records home with one ``trace_import`` mark,
+ignoring foreign traces and records already there. A failing clock or a garbage
+payload still gives a usable handle.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+
+from slime_trace_widget.tracing import (
+    bind_trace,
+    bind_trace_carrier,
+    export_trace,
+    import_trace,
+    merge_trace,
+    trace_event,
+    trace_next_attempt,
+    trace_span,
+    use_clock,
+)
+from tests.support.traced_samples import FakeSample, events_of, named, span_pair
+from tests.support.traced_samples import assert_logged as _assert_logged
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+REMOTE_WORKER = """
+import json, sys
+from slime_trace_widget.tracing import import_trace, trace_event, trace_span
+
+handle = import_trace(json.load(sys.stdin))
+with trace_span(handle, "remote_reward", attrs={"pid": 1}) as span:
+    with trace_span(handle, "remote_inner"):
+        trace_event(handle, "remote_tick")
+    span.set("score", 0.75)
+trace_event(handle, "remote_done")
+json.dump(handle.carrier, sys.stdout)
+"""
+
+
+def test_trace_continues_in_another_process_and_merges_back():
+    sample = FakeSample(index=4, group_index=1)
+    with trace_span(sample, "reward_model") as local:
+        payload = export_trace(sample)
+        assert pickle.loads(pickle.dumps(payload)) == payload
+        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        done = subprocess.run(
+            [sys.executable, "-c", REMOTE_WORKER],
+            input=json.dumps(payload),
+            capture_output=True,
+            text=True,
+            env=env,
+            check=True,
+            timeout=120,
+        )
+        remote = json.loads(done.stdout)
+        assert merge_trace(sample, remote) == 7  # 6 records and the trace_import mark
+
+    local_id = local.span_ids[0]
+    assert payload["parent_span_id"] == local_id
+    remote_span, remote_end = span_pair(sample, "remote_reward")
+    inner, _ = span_pair(sample, "remote_inner")
+    assert remote_span["parent_span_id"] == local_id
+    assert inner["parent_span_id"] == remote_span["span_id"]
+    assert named(sample, "remote_tick")[0]["parent_span_id"] == inner["span_id"]
+    assert named(sample, "remote_done")[0]["parent_span_id"] == local_id
+    mark = named(sample, "trace_import")
+    assert len(mark) == 1 and mark[0]["parent_span_id"] == local_id
+    assert mark[0]["type"] == "event" and "attrs" not in mark[0]
+    assert remote_end["attrs"] == {"score": 0.75}
+    all_ids = {e["span_id"] for e in events_of(sample) if "span_id" in e}
+    links = {e["parent_span_id"] for e in events_of(sample) if "parent_span_id" in e}
+    assert links <= all_ids
+    assert {(e["sample_id"], e["group_id"]) for e in events_of(sample)} == {(4, 1)}
+
+
+def test_export_import_merge_in_process():
+    group = [FakeSample(index=i) for i in range(2)]
+    with trace_span(group, "group_rm"):
+        payloads = [export_trace(member) for member in group]
+    assert json.loads(json.dumps(payloads)) == payloads
+    assert export_trace(group)["trace_id"] is None
+
+    trace_next_attempt(group[1])
+    remote = [import_trace(payload) for payload in payloads]
+    with trace_span(remote, "remote_group"):
+        trace_next_attempt(remote[0])
+    stranger = bind_trace(FakeSample(index=9))
+    trace_event(stranger, "foreign")
+
+    merged = merge_trace(group, [r.carrier for r in remote] + [stranger])
+    assert merged == 7  # 5 records and one trace_import mark per imported member
+    assert group[0].trace["attempt"] == 1
+    assert group[1].trace["attempt"] == 1
+    for member, payload in zip(group, payloads, strict=True):
+        start, end = span_pair(member, "remote_group")
+        assert start["parent_span_id"] == payload["parent_span_id"]
+        assert end is not None
+    assert not named(group[0], "foreign")
+    assert merge_trace(group[0], events_of(group[1])) == 0
+
+
+def test_a_failing_clock_loses_the_import_mark_not_the_identity(debug_log):
+    sample = FakeSample(index=3)
+    with trace_span(sample, "local"):
+        payload = export_trace(sample)
+
+    def broken() -> float:
+        raise OSError("clock gone")
+
+    with use_clock(broken):
+        handle = import_trace(payload)
+    assert handle.trace_id == payload["trace_id"] and handle.carrier["events"] == []
+    assert handle.parent_span_id == payload["parent_span_id"]
+    _assert_logged(debug_log)
+
+
+def test_import_of_garbage_gives_a_usable_handle(debug_log):
+    handle = import_trace("not a payload")
+    with trace_span(handle, "s"):
+        pass
+    assert len(handle.carrier["events"]) == 2
+    assert import_trace(export_trace(None)).carrier["events"] == []  # no trace: no mark
+    outside = export_trace(FakeSample())  # no open span: no parent to mark under
+    assert outside["trace_id"] and import_trace(outside).carrier["events"] == []
+    _assert_logged(debug_log)
+    assert bind_trace_carrier(None).carrier["events"] == []
+    assert bind_trace_carrier(5).carrier["events"] == []
