@@ -53,7 +53,7 @@ from slime_trace_widget.view.details import (
 )
 from slime_trace_widget.view.page.page_attrs import page_attr_table
 from slime_trace_widget.view.payload import encode
-from tests.sources.test_hostile_pickles import dag, time_limit
+from tests.support.hostile_pickles import dag, time_limit
 
 ROOT = Path(__file__).resolve().parents[2]
 SMALL = (ROOT / "tests" / "fixtures" / "small.pt").read_bytes()

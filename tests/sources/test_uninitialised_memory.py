@@ -18,7 +18,7 @@ import torch
 
 from slime_trace_widget.sources.dumps import DumpError, Placeholder
 from slime_trace_widget.sources.loading import load_dump
-from tests.sources.test_hostile_pickles import (
+from tests.support.hostile_pickles import (
     BINPERSID,
     BUILD,
     MARK,

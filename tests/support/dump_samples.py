@@ -1,0 +1,25 @@
+"""What the dump-loading tests share: a traced sample to save, the way to read a
+loaded sample's events, and the marker file the hostile fixture dump would create
+(``tests/sources/conftest.py`` checks after each such test that it did not)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+FIXTURE_MARKER = Path("/tmp/slime_trace_widget_fixture_PWNED")
+
+
+def events_of(sample: dict) -> list:
+    """The carrier's event list, or [] for untraced / damaged carriers."""
+    trace = sample.get("trace")
+    events = trace.get("events") if isinstance(trace, dict) else None
+    return events if isinstance(events, list) else []
+
+
+def span_sample(index: int, attrs: dict) -> dict:
+    """A sample dict whose one span carries ``attrs`` on its end record."""
+    base = {"trace_id": "t" * 32, "sample_id": index, "group_id": 0, "attempt": 0,
+            "span_id": f"{index:032x}", "name": "reward_model"}
+    events = [{**base, "type": "span_start", "ts": 1.0},
+              {**base, "type": "span_end", "ts": 2.0, "attrs": attrs}]
+    return {"index": index, "status": "completed", "trace": {"version": 1, "events": events}}
