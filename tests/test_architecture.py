@@ -354,8 +354,12 @@ def test_front_end_top_level_is_small() -> None:
 
 
 def test_no_source_file_is_too_long() -> None:
+    """The product's files and the tests and benchmarks around them alike."""
     sources = [path for root, kinds in ((PACKAGE, ("py", "c")),
-                                        (JS_SOURCE, ("js", "ts", "css", "html")))
+                                        (JS_SOURCE, ("js", "ts", "css", "html")),
+                                        (ROOT / "tests", ("py",)),
+                                        (ROOT / "benchmarks", ("py",)),
+                                        (ROOT / "js" / "test", ("js",)))
                for kind in kinds for path in root.rglob(f"*.{kind}")]
     long = {str(p.relative_to(ROOT)): n for p in sources
             if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_SOURCE_LINES}
