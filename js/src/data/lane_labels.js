@@ -1,9 +1,10 @@
 // What an expanded row's lane holds, as its label in the gutter: the names of
 // the spans drawn in it, most frequent first, and for the engine's spans the
-// role of the server that did the work ("[P]" prefill, "[D]" decode: the role the
-// payload gives the name of the request span they belong to, `meta.engine_roles`). A lane is a depth of the row's span tree, so it
-// can hold spans of many names (a generation's tool calls beside it, the
-// engine's slices of every request); one name would mislabel the rest.
+// role of the server that did the work ("[P]" prefill, "[D]" decode: the role
+// `meta.engine_roles` gives the name of the request span they belong to). A lane
+// is a depth of the row's span tree, so it can hold spans of many names (a
+// generation's tool calls beside it, the engine's slices of every request); one
+// name would mislabel the rest.
 
 import { F_ENGINE, F_PD_DETAIL, PD_ROLE_MARKS, nameOf } from "./decode.js";
 import { isRequestSpan } from "./engine_lanes.js";
