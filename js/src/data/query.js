@@ -73,11 +73,13 @@ const BARE_WORD_READERS = GRAMMAR.bare_word_fields.map((field) => {
 });
 
 /**
- * `a, b or c`: how an error message lists what would have done.
+ * `a, b or c` (`a, b and c` with `conjunction` "and"): how an error message lists
+ * what would have done, and the help what a bare word searches.
  * @param {string[]} options
+ * @param {string} [conjunction]
  */
-function alternatives(options) {
-  return `${options.slice(0, -1).join(", ")} or ${options[options.length - 1]}`;
+function inWords(options, conjunction = "or") {
+  return `${options.slice(0, -1).join(", ")} ${conjunction} ${options[options.length - 1]}`;
 }
 
 export class QueryError extends Error {
@@ -195,13 +197,13 @@ function fieldValue(pos, field, op, value) {
   }
   if (field === "duration") {
     const found = DURATION.exec(value);
-    if (!found) throw new QueryError(`bad duration "${value}" (a number, then ${alternatives(UNIT_NAMES)})`, pos);
+    if (!found) throw new QueryError(`bad duration "${value}" (a number, then ${inWords(UNIT_NAMES)})`, pos);
     const [times, per] = UNITS[found[2] || GRAMMAR.default_unit];
     return { op, value: (Number(found[1]) * times) / per };
   }
   if (!value) throw new QueryError(`${field}: needs a value`, pos);
   if (field === "is") {
-    if (!IS_VALUES.includes(value.toLowerCase())) throw new QueryError(`unknown is: value "${value}" (${alternatives(IS_VALUES.map((known) => `is:${known}`))})`, pos);
+    if (!IS_VALUES.includes(value.toLowerCase())) throw new QueryError(`unknown is: value "${value}" (${inWords(IS_VALUES.map((known) => `is:${known}`))})`, pos);
     return { value: value.toLowerCase() };
   }
   if (field === "has") return { key: attrKey(value) };
@@ -460,7 +462,7 @@ export function queryHelp(grammar = GRAMMAR) {
     "Terms separated by spaces must all hold; -term negates; \"quote values\" with spaces; * is a wildcard.",
     `${valued}  ${comparisons} (${grammar.order_operators.join(" ")}; a time takes a unit, ${grammar.default_unit} if none: 2${grammar.default_unit}, 150ms; ${units})`,
     `${is}  ${attrs} (span and event attributes)`,
-    `a bare word searches ${searched.slice(0, -1).join(", ")} and ${searched[searched.length - 1]}`,
+    `a bare word searches ${inWords(searched, "and")}`,
   ].join("\n");
 }
 
