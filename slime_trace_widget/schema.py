@@ -102,12 +102,12 @@ SGLANG_META_KEYS = (
 
 #: Common prefix of every PD span name (``vocabularies.json``, which the renderer reads).
 PD_SPAN_PREFIX = vocabularies.PD_SPAN_PREFIX
-#: PD phase span name -> phase label.
-PD_PHASE_LABELS = {f"{PD_SPAN_PREFIX}{label}": label for label in ("prefill", "decode")}
 _PD_STEPS = {
     "prefill": ("bootstrap_queue", "bootstrap", "alloc_wait", "forward", "transfer_queue"),
     "decode": ("prealloc", "bootstrap", "alloc_wait", "transfer", "forward"),
 }
+#: PD phase span name -> phase label.
+PD_PHASE_LABELS = {f"{PD_SPAN_PREFIX}{label}": label for label in _PD_STEPS}
 #: Per phase label: ((meta duration key, child span name), ...), in timeline order.
 PD_SEGMENTS = {
     label: tuple((f"pd_{label}_{step}_duration", f"{PD_SPAN_PREFIX}{label}_{step}")
