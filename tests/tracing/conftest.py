@@ -1,5 +1,6 @@
 """Fixtures shared by the tracing tests: debug-level log capture and the fault
-suite's check that no span is left active in the test's context."""
+suite's check that no span is left active in the test's context; and the fault
+suite's tally put after every other test."""
 
 from __future__ import annotations
 
@@ -10,6 +11,14 @@ import pytest
 
 from slime_trace_widget import tracing
 from tests.support.traced_samples import LOGGER
+
+#: The fault suite's tally reads what the other fault tests counted.
+_FAULT_TALLY = "test_tracing_faults_total.py::test_fault_count"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Run the fault tally after every other test, whichever order the files sort in."""
+    items.sort(key=lambda item: item.nodeid.endswith(_FAULT_TALLY))
 
 
 @pytest.fixture

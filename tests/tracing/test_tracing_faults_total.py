@@ -12,8 +12,7 @@ afterwards still save with ``save_dump``, load with ``load_dump`` and flatten wi
 ``build_frames``, because a trace that breaks the dump would cost the user their
 rollout data. Every injected fault is counted in ``FAULTS``; the test here checks
 the total against :data:`MIN_FAULTS`, so a run reports how much was tried. It must
-run after the other fault files: pytest collects a folder's files by name, and
-``_total`` sorts after every other ``test_tracing_faults_*`` name.
+run after the other fault files, so ``conftest.py`` moves it to the end of the run.
 """
 
 from __future__ import annotations
@@ -30,7 +29,7 @@ MIN_FAULT_KINDS = 50
 
 
 def test_fault_count():
-    """Report the faults injected (runs last); the total is checked when the module ran whole."""
+    """Report the faults injected (runs last); the total is checked when the suite ran whole."""
     print(f"\nfaults injected: {sum(FAULTS.values())} of {len(FAULTS)} kinds")
     if len(FAULTS) < MIN_FAULT_KINDS:
         pytest.skip("only part of the module ran")
