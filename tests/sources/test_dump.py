@@ -20,7 +20,7 @@ import torch
 from slime_trace_widget.sources.dumps import DumpError, LoadedDump, save_dump
 from slime_trace_widget.sources.dumps.paths import dump_kind
 from slime_trace_widget.sources.loading import load_dump, load_dumps, load_frames
-from tests.support.dump_samples import events_of
+from tests.support.dump_samples import events_or_empty
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 #: Every test fails if a load created the hostile fixture dump's marker file.
@@ -54,11 +54,11 @@ def summarize(dump: LoadedDump) -> tuple:
     """The README's columns, counted by scanning the loaded records."""
     kinds: Counter[str] = Counter()
     for sample in dump.samples:
-        kinds.update(e.get("type") for e in events_of(sample) if isinstance(e, dict))
+        kinds.update(e.get("type") for e in events_or_empty(sample) if isinstance(e, dict))
     statuses = Counter(s.get("status") for s in dump.samples if "status" in s)
     return (
         len(dump.samples) + dump.warnings["sample_not_a_dict"],
-        sum(1 for s in dump.samples if events_of(s)),
+        sum(1 for s in dump.samples if events_or_empty(s)),
         kinds["span_start"],
         kinds["span_end"],
         kinds["event"],
@@ -132,7 +132,7 @@ def test_sample_objects_become_readable_records():
         assert isinstance(sample["metadata"], dict)
         assert isinstance(sample["spec_info"], dict)
         assert isinstance(sample["prefix_cache_info"], dict)
-        assert sample["trace"]["version"] == 1 and events_of(sample)
+        assert sample["trace"]["version"] == 1 and events_or_empty(sample)
 
 
 def test_weird_values_keep_numpy_and_tensors():

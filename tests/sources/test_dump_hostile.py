@@ -30,7 +30,7 @@ import torch
 
 from slime_trace_widget.sources.dumps import DumpError, LoadedDump, Placeholder, save_dump
 from slime_trace_widget.sources.loading import load_dump
-from tests.support.dump_samples import FIXTURE_MARKER, events_of, span_sample
+from tests.support.dump_samples import FIXTURE_MARKER, events_or_empty, span_sample
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 #: Every test fails if a load created the hostile fixture dump's marker file.
@@ -46,7 +46,7 @@ def test_hostile_fixture_loads_inertly():
     assert "posix.system" in dump.blocked_globals or "nt.system" in dump.blocked_globals
     assert dump.warnings["unsafe_global_blocked"] >= 1
     (sample,) = dump.samples
-    start, end = events_of(sample)
+    start, end = events_or_empty(sample)
     assert (start["type"], end["type"]) == ("span_start", "span_end")
     payload = end["attrs"]["note"]
     assert isinstance(payload, Placeholder) and "system" in repr(payload)
@@ -93,10 +93,10 @@ def test_malicious_reduce_in_trace_attrs_never_runs(tmp_path, kind):
     dump = load_dump(path)
     assert not marker.exists()
     assert blocked in dump.blocked_globals
-    assert [len(events_of(s)) for s in dump.samples] == [2, 2]
-    attrs = events_of(dump.samples[0])[1]["attrs"]
+    assert [len(events_or_empty(s)) for s in dump.samples] == [2, 2]
+    attrs = events_or_empty(dump.samples[0])[1]["attrs"]
     assert attrs["ok"] == 1 and isinstance(attrs["deep"][0]["payload"], Placeholder)
-    assert events_of(dump.samples[1])[1]["attrs"] == {"x": 2}
+    assert events_or_empty(dump.samples[1])[1]["attrs"] == {"x": 2}
 
 
 def test_malicious_sample_item_is_skipped_and_counted(tmp_path):
@@ -180,7 +180,7 @@ def load_payload(tmp_path: Path, raw: bytes) -> tuple[LoadedDump, object]:
     save_raw(path, raw)
     dump = load_dump(path)
     assert dump.rollout_id == 2 and [s["index"] for s in dump.samples] == [0, 1]
-    assert events_of(dump.samples[0])[1]["attrs"] == {"ok": True}
+    assert events_or_empty(dump.samples[0])[1]["attrs"] == {"ok": True}
     return dump, dump.samples[1]["payload"]
 
 
@@ -312,7 +312,7 @@ def test_resaving_a_hostile_dump_writes_no_globals(tmp_path):
     path = save_dump(tmp_path / "rollout_0.pt", load_dump(FIXTURES / "hostile_pickle.pt").samples)
     dump = load_dump(path)
     assert dump.blocked_globals == []
-    assert "posix.system" in events_of(dump.samples[0])[1]["attrs"]["note"]
+    assert "posix.system" in events_or_empty(dump.samples[0])[1]["attrs"]["note"]
 
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -325,7 +325,7 @@ def test_torchscript_archive_is_refused(tmp_path):
 
 def test_placeholder_classes_are_read_only():
     dump = load_dump(FIXTURES / "hostile_pickle.pt")
-    cls = type(events_of(dump.samples[0])[1]["attrs"]["note"])
+    cls = type(events_or_empty(dump.samples[0])[1]["attrs"]["note"])
     with pytest.raises(TypeError):
         cls.__setstate__ = print
     assert repr(cls) == f"<placeholder class {cls.placeholder_global}>"

@@ -9,7 +9,7 @@ from pathlib import Path
 FIXTURE_MARKER = Path("/tmp/slime_trace_widget_fixture_PWNED")
 
 
-def events_of(sample: dict) -> list:
+def events_or_empty(sample: dict) -> list:
     """The carrier's event list, or [] for untraced / damaged carriers."""
     trace = sample.get("trace")
     events = trace.get("events") if isinstance(trace, dict) else None
