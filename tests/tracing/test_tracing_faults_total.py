@@ -32,5 +32,5 @@ def test_fault_count():
     """Report the faults injected (runs last); the total is checked when the suite ran whole."""
     print(f"\nfaults injected: {sum(FAULTS.values())} of {len(FAULTS)} kinds")
     if len(FAULTS) < MIN_FAULT_KINDS:
-        pytest.skip("only part of the module ran")
+        pytest.skip("only part of the fault suite ran")
     assert sum(FAULTS.values()) >= MIN_FAULTS
