@@ -33,6 +33,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -42,7 +43,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-#: A stage's process still running after this long is killed: the run fails.
+#: A stage's processes still running after this long are killed, and the run fails.
 CHILD_TIMEOUT = 600.0
 STAGES = ("helper", "read", "build", "wire", "views")
 
@@ -53,7 +54,12 @@ def _child_figures(argv: list[str]) -> dict[str, float]:
     would otherwise take a core from the next stage."""
     process = subprocess.Popen([sys.executable, *argv], stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True, start_new_session=True)
-    stdout, stderr = process.communicate(timeout=CHILD_TIMEOUT)
+    try:
+        stdout, stderr = process.communicate(timeout=CHILD_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
+        raise SystemExit(f"{' '.join(argv[:3])} still ran after {CHILD_TIMEOUT:g} s") from None
     _wait_for_group(process.pid)
     lines = stdout.strip().splitlines()
     if process.returncode or not lines:
@@ -63,7 +69,7 @@ def _child_figures(argv: list[str]) -> dict[str, float]:
 
 
 def _wait_for_group(group: int) -> None:
-    """Return once no process of the process group ``group`` is left."""
+    """Return once no process of the process group ``group`` is left (else kill them)."""
     deadline = time.monotonic() + CHILD_TIMEOUT
     while time.monotonic() < deadline:
         try:
@@ -71,7 +77,8 @@ def _wait_for_group(group: int) -> None:
         except ProcessLookupError:
             return
         time.sleep(0.01)
-    raise SystemExit(f"processes of group {group} still run after {CHILD_TIMEOUT:g} s")
+    os.killpg(group, signal.SIGKILL)
+    raise SystemExit(f"processes of group {group} still ran after {CHILD_TIMEOUT:g} s")
 
 
 def _stage_child(mode: str, *args: str) -> dict[str, float]:
