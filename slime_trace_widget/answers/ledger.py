@@ -118,13 +118,18 @@ def _evaluation(frames: TraceFrames) -> np.ndarray:
     return kinds[np.clip(dumps, 0, len(kinds) - 1)]
 
 
-def fates_of(table: pd.DataFrame, reward_key: str | None = None) -> pd.Series:
+def fates_of(table: pd.DataFrame, reward_key: str | None = None,
+             peers: pd.DataFrame | None = None) -> pd.Series:
     """The fate of each row of a :func:`fate_table`-shaped table, as a Categorical
-    of :data:`FATES` (the rules of this module's docstring)."""
+    of :data:`FATES` (the rules of this module's docstring). ``peers``: the rewards of
+    group members the table leaves out (``TraceFrames.group_peers``), which count
+    toward their groups' rewards."""
     status = _lower_text(table["status"])
-    reward, text = _usable_rewards(table, reward_key)
-    varies = _group_varies(table["dump"].to_numpy(dtype=np.int64), table["group_index"],
-                           reward, text)
+    every = table if peers is None or not len(peers) else pd.concat(
+        [table[["dump", "group_index", "reward", "reward_text"]], peers], ignore_index=True)
+    reward, text = _usable_rewards(every, reward_key)
+    varies = _group_varies(every["dump"].to_numpy(dtype=np.int64), every["group_index"],
+                           reward, text)[:len(table)]
     kept = varies & ~table["evaluation"].to_numpy(dtype=bool)
     codes = np.where(kept, _CODE["signal"], _CODE["no_signal"])
     # later assignments win: apply the rules from the last to the first
@@ -140,7 +145,7 @@ def fates_of(table: pd.DataFrame, reward_key: str | None = None) -> pd.Series:
 def sample_fates(frames: TraceFrames, reward_key: str | None = None) -> pd.Series:
     """Each sample's fate (a Categorical of :data:`FATES`, in that order), indexed like
     ``frames.samples``; ``reward_key`` picks the number of dict rewards."""
-    return fates_of(fate_table(frames), reward_key)
+    return fates_of(fate_table(frames), reward_key, frames.group_peers)
 
 
 def _lower_text(values: Any) -> np.ndarray:
@@ -279,7 +284,9 @@ def ledger_kinds(frames: TraceFrames, by: str = "rollout", reward_key: str | Non
         engine = engine_breakdown(frames, by="sample").reindex(samples.index).fillna(0.0)
         for phase in (*PHASES, "other"):
             table[f"engine_{phase}_s"] = engine[f"{phase}_s"].to_numpy()
-    out = table.groupby([keys[c] for c in keys.columns], observed=True, sort=True).sum()
+    # dropna=False: a sample without a source is a row of signal_ledger(by="source") too
+    out = table.groupby([keys[c] for c in keys.columns], observed=True, sort=True,
+                        dropna=False).sum()
     out.index.names = list(keys.columns)
     return out
 

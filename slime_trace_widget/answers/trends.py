@@ -18,10 +18,11 @@ from ..frames.engine_load import TRACK_METRICS, TRACK_NAMES, load_tracks
 from ..frames.model import TraceFrames
 from ..sources.dataset.layout import DUMP_FILE, DUMP_KIND, PARTITION, dump_kind
 from ..sources.dataset.manifest import Manifest
+from ..sources.dumps.paths import dump_labels
 from ..tables.core_tables import json_text_column
 from ..vocabularies import INSTANT_EVENT
 from .engine import PHASES, REQUEST_SPANS, RETRACT_EVENT, TOKENS_ATTR
-from .ledger import FATES, FILTER_EVENTS, fates_of, ledger_of
+from .ledger import FATES, FILTER_EVENTS, fates_of, ledger_of, sample_fates
 from .tail import FINISHED_COLUMNS, OVERSAMPLE, tail_of
 
 #: Span names reported with p50/p95 columns: the ones with most total time.
@@ -30,6 +31,8 @@ _TOKENS_COLUMN = f"attr.{TOKENS_ATTR}"
 #: The columns that name a row of the trends: its rollout id, kind and dump file.
 TREND_KEYS = (PARTITION, DUMP_KIND, DUMP_FILE)
 _KEYS = ", ".join(TREND_KEYS)
+#: The column of frames' samples with each one's fate (code in ``FATES``), as trends get it.
+_FATE_CODE = "fate_code"
 _PD_COLUMNS = {"pd_transfer_mb": ("attr.pd_transfer_total_mb", "sum"),
                "pd_transfer_gb_s": ("attr.pd_transfer_speed_gb_s", "avg")}
 #: The ledger and tail columns of :func:`rollout_trends`.
@@ -84,17 +87,37 @@ def ledger_trends(source: str | Path | TraceFrames, oversample: float = OVERSAMP
 
 def _register_dataset(db: Any, root: Path,
                       tables: tuple[str, ...] = ("samples", "spans", "events")) -> None:
-    Manifest.load(root, must_exist=True)
+    renamed = _renamed_dumps(Manifest.load(root, must_exist=True))
     for table in tables:
-        pattern = (root / table / "*" / "*.parquet").as_posix()
         if not list((root / table).glob("*/*.parquet")):
             raise FileNotFoundError(f"{root}: the dataset has no {table} files yet")
-        db.execute(f"create view {table} as select * from read_parquet('{_quoted(pattern)}', "
-                   "hive_partitioning = true, union_by_name = true)")
+        db.execute(f"create view {table} as {_dataset_rows(root, table, renamed)}")
     if list((root / "engine_load").glob("*/*.parquet")):
-        pattern = (root / "engine_load" / "*" / "*.parquet").as_posix()
-        db.execute("create view engine_load as select * from read_parquet("
-                   f"'{_quoted(pattern)}', hive_partitioning = true, union_by_name = true)")
+        db.execute(f"create view engine_load as {_dataset_rows(root, 'engine_load', renamed)}")
+
+
+def _renamed_dumps(manifest: Manifest) -> dict[str, str]:
+    """The dumps whose rows must carry another ``dump_file`` than the file name stored
+    in them (by their tables' file stem): those that share a file name with another dump
+    of the dataset (two runs' ``rollout_5.pt``), as :func:`dump_labels` names them."""
+    entries = manifest.converted()
+    labels = dump_labels([entry["path"] for entry in entries])
+    return {entry["stem"]: label for entry, label in zip(entries, labels, strict=True)
+            if label != entry["file"]}
+
+
+def _dataset_rows(root: Path, table: str, renamed: dict[str, str]) -> str:
+    """A query of every row of the dataset's ``table``, ``dump_file`` its dump's label."""
+    pattern = (root / table / "*" / "*.parquet").as_posix()
+    source = (f"read_parquet('{_quoted(pattern)}', hive_partitioning = true, "
+              "union_by_name = true")
+    if not renamed:
+        return f"select * from {source})"
+    stem = r"regexp_extract(filename, '([^/\\]+)[.]parquet$', 1)"
+    cases = " ".join(f"when '{_quoted(name)}' then '{_quoted(label)}'"
+                     for name, label in renamed.items())
+    return (f"select * exclude (filename) replace (case {stem} {cases} "
+            f"else {DUMP_FILE} end as {DUMP_FILE}) from {source}, filename = true)")
 
 
 def _quoted(text: str) -> str:
@@ -105,7 +128,7 @@ def _register_frames(db: Any, frames: TraceFrames,
                      tables: tuple[str, ...] = ("samples", "spans", "events")) -> None:
     """The frames' ``tables`` under the dataset's names (one dump per path)."""
     samples = frames.samples
-    files = np.array([Path(p).name for p in frames.paths] or ["frames"], dtype=object)
+    files = np.array(dump_labels(frames.paths) or ["frames"], dtype=object)
     dump = np.clip(samples["dump"].to_numpy(dtype=np.int64), 0, len(files) - 1)
     labels = pd.DataFrame({
         PARTITION: samples["rollout_id"].astype("float64").fillna(-1).astype(np.int64)
@@ -117,6 +140,8 @@ def _register_frames(db: Any, frames: TraceFrames,
         [labels, pd.DataFrame({"row": samples.index.to_numpy()}),
          samples[["status", "attempts", "start", "end", "duration", "group_index", "reward",
                   "remove_sample"]].reset_index(drop=True),
+         # the frames' own fates: they also know the group members a read left out
+         pd.DataFrame({_FATE_CODE: sample_fates(frames).cat.codes.to_numpy()}),
          pd.DataFrame({"reward_detail": json_text_column(detail.tolist()).to_numpy(
              zero_copy_only=False) if detail.notna().any() else np.full(len(detail), None)})],
         axis=1))
@@ -191,6 +216,7 @@ def _ledger_figures(db: Any, oversample: float) -> pd.DataFrame:
     keys = list(TREND_KEYS)
     present = _columns(db, "samples")
     removed = "coalesce(s.remove_sample, false)" if "remove_sample" in present else "false"
+    fate = f", s.{_FATE_CODE}" if _FATE_CODE in present else ""
     names = ", ".join(_sql_text(name) for name in FILTER_EVENTS)
     joined = ", ".join(f"s.{key}" for key in keys)
     rows = db.execute(f"""
@@ -200,7 +226,7 @@ def _ledger_figures(db: Any, oversample: float) -> pd.DataFrame:
         select {joined}, s.group_index, s.status::varchar as status,
                s.reward::double as reward, s.reward_detail::varchar as reward_detail,
                {removed} as removed, s.start, s."end", s.duration,
-               m.sample_row is not null as dropped
+               m.sample_row is not null as dropped{fate}
         from samples s left join marked m
           on m.{PARTITION} = s.{PARTITION} and m.{DUMP_FILE} = s.{DUMP_FILE}
              and m.sample_row = s."row"
@@ -216,7 +242,8 @@ def _ledger_figures(db: Any, oversample: float) -> pd.DataFrame:
         "removed": rows["removed"].to_numpy(dtype=bool),
         "dropped": rows["dropped"].to_numpy(dtype=bool),
         "evaluation": (rows[DUMP_KIND] == "eval").to_numpy()})
-    codes = fates_of(table).cat.codes.to_numpy()
+    codes = rows[_FATE_CODE].to_numpy(dtype=np.int64) if fate else \
+        fates_of(table).cat.codes.to_numpy()
     ledger = ledger_of(pd.DataFrame({"dump": dump}), codes,
                        rows["duration"].to_numpy(dtype=np.float64, na_value=np.nan))
     units = pd.DataFrame({"rollout_id": dump, "start": rows["start"].to_numpy(dtype=np.float64),

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pandas as pd
 
 from ..tables.attr_columns import AttrTable
@@ -37,7 +38,21 @@ from .view_memory import Estimate, attr_view_bytes, check_room, table_view_bytes
 if TYPE_CHECKING:
     from .live_health import LiveHealth
 
-__all__ = ["ORIGINS", "TraceFrames", "combine_frames", "frames_from_tables"]
+__all__ = ["ORIGINS", "PEER_COLUMNS", "TraceFrames", "combine_frames", "frames_from_tables",
+           "no_peers"]
+
+
+#: The columns of ``TraceFrames.group_peers``, one row per left-out sample: its
+#: ``dump`` (position in ``paths``), ``group_index``, ``reward`` (NaN unless scalar) and
+#: ``reward_text`` (a dict reward's JSON text where ``reward`` is NaN, else None).
+PEER_COLUMNS = ("dump", "group_index", "reward", "reward_text")
+
+
+def no_peers() -> pd.DataFrame:
+    """``group_peers`` of frames that hold every sample of their dumps."""
+    return pd.DataFrame({"dump": np.zeros(0, dtype=np.int64),
+                         "group_index": np.zeros(0, dtype=np.int64),
+                         "reward": np.zeros(0), "reward_text": np.zeros(0, dtype=object)})
 
 
 class _Views:
@@ -93,7 +108,9 @@ class TraceFrames:
     ``attr.<key>`` columns, which the timeline never needs, so a widget opened on
     a big dump does not pay for them. Code that wants Arrow (the run dataset
     writer, the wire) reads ``tables``. ``failures`` lists the dumps that could not
-    be read (path, reason).
+    be read (path, reason). ``group_peers`` holds the rewards of the samples a partial
+    read of a dataset left out, where their groups have a member here (see
+    :data:`PEER_COLUMNS`): a group's rewards are those of all its members in the dump.
     """
 
     tables: CoreTables
@@ -113,6 +130,8 @@ class TraceFrames:
     engine_load: pd.DataFrame = field(default_factory=empty_engine_load)
     #: Frames of a rollout read live (``load_live``): each sender's loss and health.
     live: LiveHealth | None = None
+    #: Rewards of the samples left out of these frames' groups (``PEER_COLUMNS``).
+    group_peers: pd.DataFrame = field(default_factory=no_peers)
     _views: _Views = field(default_factory=_Views, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -296,7 +315,18 @@ def combine_frames(parts: list[TraceFrames]) -> TraceFrames:
         engine_skew=_concat_small([p.engine_skew for p in parts]),
         engine_unmatched=_concat_small([p.engine_unmatched for p in parts]),
         engine_load=combine_engine_load([p.engine_load for p in parts]),
+        group_peers=_combined_peers(parts),
     )
+
+
+def _combined_peers(parts: list[TraceFrames]) -> pd.DataFrame:
+    """The parts' ``group_peers``, each dump position moved past the dumps before it."""
+    peers, first = [], 0
+    for part in parts:
+        if len(part.group_peers):
+            peers.append(part.group_peers.assign(dump=part.group_peers["dump"] + first))
+        first += max(len(part.paths), 1)
+    return pd.concat(peers, ignore_index=True) if peers else no_peers()
 
 
 def _concat_small(tables: list[pd.DataFrame]) -> pd.DataFrame:

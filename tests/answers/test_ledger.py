@@ -84,10 +84,18 @@ def assert_ledger_adds_up(frames: TraceFrames) -> None:
 def test_ledger_adds_up_on_every_fixture(fixture: str) -> None:
     frames = load_frames(FIXTURES / fixture)
     assert_ledger_adds_up(frames)
-    kinds = analysis.ledger_kinds(frames)
-    parts = [c for c in kinds.columns if c.endswith("_s") and not c.startswith("engine_")]
-    np.testing.assert_allclose(kinds[parts].sum(axis=1), kinds["seconds"], atol=1e-6)
-    assert (kinds[parts] >= -1e-9).all().all()
+    for by in ("rollout", "source", "group", "dump"):
+        kinds = analysis.ledger_kinds(frames, by=by)
+        parts = [c for c in kinds.columns if c.endswith("_s") and not c.startswith("engine_")]
+        np.testing.assert_allclose(kinds[parts].sum(axis=1), kinds["seconds"], atol=1e-6)
+        assert (kinds[parts] >= -1e-9).all().all()
+        # every sample is in the kinds: their seconds per key add up to the ledger's
+        per_key = kinds["seconds"].groupby(level=list(range(kinds.index.nlevels - 1)),
+                                           dropna=False).sum()
+        ledger = signal_ledger(frames, by=by)
+        assert len(per_key) == len(ledger)
+        np.testing.assert_allclose(np.sort(per_key.to_numpy()),
+                                   np.sort(ledger["seconds"].to_numpy()), atol=1e-6)
 
 
 @pytest.fixture(scope="module")
@@ -363,6 +371,56 @@ def test_the_trends_rules_are_the_ledgers(tmp_path: Path) -> None:
     assert (trends["truncated"], trends["aborted"]) == (1, 1)
     for fate in FATES:
         assert trends[f"share_{fate}"] == pytest.approx(ledger[f"share_{fate}"])
+
+
+def test_two_runs_dumps_of_one_name_stay_apart_in_trends(tmp_path: Path) -> None:
+    """Two runs' ``rollout_5.pt``: one row each, told apart by their folders, over frames
+    and over a dataset converted from both, each with its own ledger."""
+    samples = load_dump(FIXTURES / "small.pt").samples
+    for run, reward in (("runA", 1.0), ("runB", 0.0)):  # no group varies in either run
+        (tmp_path / run).mkdir()
+        save_dump(tmp_path / run / "rollout_5.pt",
+                  [{**sample, "reward": reward, "status": "completed"} for sample in samples],
+                  rollout_id=5)
+    frames = load_frames([tmp_path / "runA" / "rollout_5.pt", tmp_path / "runB" / "rollout_5.pt"])
+    convert(str(tmp_path / "run*" / "*.pt"), tmp_path / "ds", progress=False, settle_seconds=0)
+    for source in (frames, tmp_path / "ds", open_dataset(tmp_path / "ds")):
+        for trends in (analysis.ledger_trends(source), analysis.rollout_trends(source)):
+            assert trends["dump_file"].tolist() == ["runA/rollout_5.pt", "runB/rollout_5.pt"]
+            assert trends["share_no_signal"].tolist() == [1.0, 1.0]
+            assert trends["share_signal"].tolist() == [0.0, 0.0]
+    assert analysis.rollout_trends(tmp_path / "ds")["samples"].tolist() == [8, 8]
+
+
+def test_a_filtered_dataset_read_keeps_each_sample_s_fate(tmp_path: Path) -> None:
+    """Members a ``where`` filter leaves out still count toward their group's rewards:
+    each sample read keeps the fate it has in the whole dump, in the ledger, the view's
+    fates and trends alike."""
+    def change(samples: list[dict]) -> None:
+        for member, reward in zip(samples[4:], (0.5, 1.0, 0.5, 1.0), strict=True):
+            member["reward"] = reward  # group 1: completed 0.5, 0.5; truncated 1.0, 1.0
+        samples[0]["reward"] = {"score": 1.0}  # group 0 mixes a dict reward in
+
+    whole = edited(tmp_path, "small.pt", "rollout_5.pt", change)
+    run = tmp_path / "run"
+    run.mkdir()
+    for name in ("rollout_5.pt", "rollout_6.pt"):
+        (run / name).write_bytes((tmp_path / "rollout_5.pt").read_bytes())
+    convert(str(run / "*.pt"), tmp_path / "ds", progress=False, settle_seconds=0)
+    expected = fates(whole)
+    assert expected[4:] == ["signal", "truncated", "signal", "truncated"]
+    for key in (None, "score"):
+        completed = open_dataset(tmp_path / "ds", where="status = 'completed'")
+        rows = (whole.samples["status"].astype(str) == "completed").to_numpy()
+        chosen = sample_fates(whole, reward_key=key)[rows].astype(str).tolist()
+        assert fates(completed, **({"reward_key": key} if key else {})) == chosen * 2
+        assert len(completed.group_peers) == 2 * (len(whole.samples) - rows.sum())
+    one = open_dataset(tmp_path / "ds", where="sample_index = 4")
+    assert fates(one) == ["signal"] * 2  # alone, its group would have one member
+    trends = analysis.ledger_trends(one)
+    assert trends["share_signal"].tolist() == [1.0, 1.0]
+    ledger = signal_ledger(one, by="dump")
+    assert ledger["samples_signal"].tolist() == [1, 1]
 
 
 def test_ledger_diff_compares_two_rollouts() -> None:

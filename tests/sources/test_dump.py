@@ -18,7 +18,7 @@ import pytest
 import torch
 
 from slime_trace_widget.sources.dumps import DumpError, LoadedDump, save_dump
-from slime_trace_widget.sources.dumps.paths import dump_kind
+from slime_trace_widget.sources.dumps.paths import dump_kind, dump_labels
 from slime_trace_widget.sources.loading import load_dump, load_dumps, load_frames
 from tests.support.dump_samples import events_or_empty
 
@@ -120,6 +120,20 @@ def test_a_dump_s_kind_is_the_run_dataset_s(tmp_path, name):
     assert (bare.kind == "eval") == (dump_kind(f"list_{name}") == "eval")
     if bare.kind == "eval" and "3" in name:
         assert bare.rollout_id == 3
+
+
+@pytest.mark.parametrize(("paths", "labels"), [
+    (["/r/runA/rollout_5.pt", "/r/runB/rollout_5.pt", "/r/runA/rollout_6.pt"],
+     ["runA/rollout_5.pt", "runB/rollout_5.pt", "rollout_6.pt"]),
+    (["x/r.pt", "x/r.pt", "y/x/r.pt"], ["x/r.pt", "x/r.pt #2", "y/x/r.pt"]),
+    (["a/b/rollout_eval_3.pt", "c/b/rollout_eval_3.pt"],
+     ["a/b/rollout_eval_3.pt", "c/b/rollout_eval_3.pt"]),
+    (["<memory>", "<memory>"], ["<memory>", "<memory> #2"]),
+    ([], []),
+])
+def test_each_dump_gets_a_label_of_its_own(paths, labels):
+    assert dump_labels(paths) == labels
+    assert [dump_kind(label) for label in labels] == [dump_kind(path) for path in paths]
 
 
 def test_sample_objects_become_readable_records():

@@ -41,6 +41,7 @@ from ..dumps.wire import (
     meta_of,
     parse_meta,
 )
+from .peers import left_out_peers
 
 #: The column saying whether a span or event is the dump's or the engine's.
 ORIGIN = "origin"
@@ -166,9 +167,13 @@ def read_dump(root: Path, entry: dict[str, Any], rollouts: set[int] | None = Non
     if not len(keep_rows):
         return None
     frames = _frames(tables, keep_rows, entry)
-    reports = {name: pq.read_table(root / name / f"{stem}.parquet").to_pandas()
-               for name in ENGINE_REPORTS
-               if f"{name}/{stem}.parquet" in entry.get("files", ())}
+    reports: dict[str, Any] = {
+        name: pq.read_table(root / name / f"{stem}.parquet").to_pandas()
+        for name in ENGINE_REPORTS if f"{name}/{stem}.parquet" in entry.get("files", ())}
+    if rows is not None or len(chosen) < len(entry["rollouts"]):  # samples left out
+        every = samples if len(chosen) == len(entry["rollouts"]) else \
+            _read_parts(root, "samples", entry["rollouts"], stem)
+        reports["group_peers"] = left_out_peers(every, keep_rows)
     load = _read_engine_load(root, entry, chosen)
     if load is not None:
         reports[ENGINE_LOAD] = load

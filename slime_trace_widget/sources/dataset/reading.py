@@ -26,8 +26,10 @@ def open_dataset(root: str | Path, rollouts: Iterable[int] | None = None,
     """Frames of the run dataset at ``root``: the rollout ids in ``rollouts`` (default
     all), dumps of ``kinds`` (``train``/``eval``, default both), and the samples for
     which the SQL condition ``where`` holds (DuckDB, over the ``samples`` columns,
-    e.g. ``"status = 'truncated'"``). A dump whose files are damaged is skipped with
-    a warning and listed in ``frames.failures``."""
+    e.g. ``"status = 'truncated'"``). The rewards of the samples left out go with the
+    frames as ``frames.group_peers``, so each sample keeps the fate it has in its whole
+    dump (``answers.ledger``). A dump whose files are damaged is skipped with a warning
+    and listed in ``frames.failures``."""
     root = Path(root)
     manifest = Manifest.load(root, must_exist=True)
     wanted = None if rollouts is None else {int(r) for r in rollouts}

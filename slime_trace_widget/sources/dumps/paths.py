@@ -9,6 +9,7 @@ from __future__ import annotations
 import glob
 import os
 import re
+from collections import Counter
 from collections.abc import Iterable
 
 from .errors import DumpError
@@ -24,6 +25,36 @@ def dump_kind(file_name: str) -> str:
     return "eval" if _EVAL.search(os.path.splitext(os.path.basename(file_name))[0]) \
         else "train"
 
+
+def dump_labels(paths: list[str]) -> list[str]:
+    """A name for each dump of ``paths`` that tells it from the others: its file name,
+    or where two share one, the shortest end of its path that differs (two runs'
+    ``runA/rollout_5.pt`` and ``runB/rollout_5.pt``); a path given twice gets `` #2``,
+    `` #3``... on its later copies. Labels are what trends and exports key dumps by, so
+    two dumps never share one."""
+    parts = [_path_parts(path) for path in paths]
+    depth = [1] * len(paths)
+    while True:
+        labels = ["/".join(part[-level:]) for part, level in zip(parts, depth, strict=True)]
+        crowded = {label for label, count in Counter(labels).items() if count > 1}
+        deeper = [position for position, label in enumerate(labels)
+                  if label in crowded and depth[position] < len(parts[position])]
+        if not deeper:
+            break
+        for position in deeper:
+            depth[position] += 1
+    seen: Counter[str] = Counter()
+    for position, label in enumerate(labels):
+        seen[label] += 1
+        if seen[label] > 1:
+            labels[position] = f"{label} #{seen[label]}"
+    return labels
+
+
+def _path_parts(path: str) -> list[str]:
+    """The names along ``path``, the file's last (``["runA", "rollout_5.pt"]``)."""
+    names = [name for name in os.path.normpath(path).replace(os.sep, "/").split("/") if name]
+    return names or [path]
 
 
 def _natural_key(path: str) -> list:
