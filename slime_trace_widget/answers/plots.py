@@ -23,6 +23,19 @@ def _axes(ax: Any) -> Any:
     return plt.subplots(figsize=(9, 4))[1]
 
 
+def _legend_as_written(ax: Any, **options: Any) -> Any:
+    """``ax.legend(**options)`` with its entries drawn as written, never as mathtext.
+
+    The entries are names from the data (span names, trend columns): a ``$`` in one
+    is a dollar (``price $5 vs $6``), and a name mathtext cannot parse
+    (``$\\undefined$``) still draws and saves.
+    """
+    legend = ax.legend(**options)
+    for text in legend.get_texts():
+        text.set_parse_math(False)
+    return legend
+
+
 def plot_durations(frames: TraceFrames, names: list[str] | None = None, bins: int = 40,
                    ax: Any = None) -> Any:
     """Histogram of closed-span durations per name, on log-spaced bins (seconds)."""
@@ -43,7 +56,7 @@ def plot_durations(frames: TraceFrames, names: list[str] | None = None, bins: in
     ax.set_xscale("log")
     ax.set_xlabel("duration (s)")
     ax.set_ylabel("spans")
-    ax.legend(fontsize="small")
+    _legend_as_written(ax, fontsize="small")
     ax.set_title("span durations")
     return ax
 
@@ -66,7 +79,7 @@ def plot_concurrency(frames: TraceFrames, names: list[str] | None = None,
                 linewidth=2 if column == ALIVE else 1)
     ax.set_xlabel("seconds since dump start")
     ax.set_ylabel("samples")
-    ax.legend(fontsize="small", ncol=2)
+    _legend_as_written(ax, fontsize="small", ncol=2)
     ax.set_title("concurrency")
     return ax
 
@@ -85,7 +98,7 @@ def plot_rollout_trends(trends: Any, columns: list[str] | None = None, ax: Any =
             ax.plot(rows["rollout_id"], rows[column], marker="o", markersize=3,
                     label=column if trends["dump_kind"].nunique() == 1 else f"{column} ({kind})")
     ax.set_xlabel("rollout id")
-    ax.set_ylabel(", ".join(columns) if len(columns) < 3 else "value")
-    ax.legend(fontsize="small")
+    ax.set_ylabel(", ".join(columns) if len(columns) < 3 else "value", parse_math=False)
+    _legend_as_written(ax, fontsize="small")
     ax.set_title("trends across the run")
     return ax

@@ -1,5 +1,6 @@
 """The page server: the files the command wrote into a folder, by exact name, on
-127.0.0.1 unless told otherwise, until Ctrl-C."""
+127.0.0.1 unless told otherwise, to requests that name this server's host (not a
+site that pointed its own name here: ``view/page/http_guard``), until Ctrl-C."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from http import HTTPStatus
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from ..view.page.http_guard import allowed_names, printable, refused_foreign_host
 from .errors import CliError
 
 #: Seconds the server loop waits in ``select``: a Ctrl-C that the OS hands to another
@@ -26,14 +28,19 @@ class PageHandler(http.server.SimpleHTTPRequestHandler):
     A dump's folder also holds the ``.pt`` dumps (prompts, responses), the cache and
     whatever else lies there, so anything not in ``served`` is a 404, as is a served
     name that resolves out of the folder (a symlink put in its place): no listing, no
-    hidden files, no ``..``. ``/`` redirects to the page (``served[0]``).
+    hidden files, no ``..``. ``/`` redirects to the page (``served[0]``). A request
+    whose ``Host`` is not one of ``host_names`` (or an address) is a 403 before all that.
     """
 
-    def __init__(self, *args: Any, served: Sequence[str], **kwargs: Any) -> None:
+    def __init__(self, *args: Any, served: Sequence[str], host_names: frozenset[str],
+                 **kwargs: Any) -> None:
         self.served = tuple(served)  # before the base class handles the request
+        self.host_names = host_names
         super().__init__(*args, **kwargs)
 
     def send_head(self) -> BinaryIO | None:
+        if refused_foreign_host(self, self.host_names):
+            return None
         path = urllib.parse.unquote(urllib.parse.urlsplit(self.path).path)
         if path == "/":
             self.send_response(HTTPStatus.FOUND)
@@ -57,7 +64,8 @@ class PageHandler(http.server.SimpleHTTPRequestHandler):
         super().end_headers()
 
     def log_message(self, format: str, *args: object) -> None:
-        sys.stderr.write(f"{self.address_string()} {format % args}\n")
+        """One line on stderr, the client's text with its control characters escaped."""
+        sys.stderr.write(f"{self.address_string()} {printable(format % args)}\n")
 
 
 class PageServer(http.server.ThreadingHTTPServer):
@@ -68,8 +76,9 @@ class PageServer(http.server.ThreadingHTTPServer):
 def make_server(folder: Path, served: Sequence[str], host: str,
                 port: int) -> http.server.ThreadingHTTPServer:
     """A threaded server of the files ``served`` in ``folder``, the page first (port 0
-    picks a free one)."""
-    handler = functools.partial(PageHandler, directory=str(folder), served=served)
+    picks a free one), to requests that name ``host``, ``localhost`` or an address."""
+    handler = functools.partial(PageHandler, directory=str(folder), served=served,
+                                host_names=allowed_names(host))
     try:
         return PageServer((host, port), handler)
     except OSError as exc:

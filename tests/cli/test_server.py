@@ -1,10 +1,12 @@
 """The CLI's static server: the files it wrote and nothing else, loopback by default,
-``/`` leads to the page, bursts of requests."""
+``/`` leads to the page, bursts of requests, only to requests that name this server's
+host, and a log that never writes a terminal's control characters."""
 
 from __future__ import annotations
 
 import http.client
 import os
+import socket
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -14,6 +16,7 @@ import pytest
 
 from slime_trace_widget.cli.command import parser, with_subcommand
 from slime_trace_widget.cli.server import audience, make_server
+from slime_trace_widget.view.page.http_guard import allowed_names, host_allowed
 
 PAGE = "rollout_1+1 <b>.trace_timeline_viewer.html"  # a name that needs quoting in a URL
 
@@ -127,3 +130,85 @@ def test_a_page_rewritten_within_the_same_second_is_served_anew(served: int, tmp
     status, body, _ = _request(served, "/follow.json",
                                headers={"If-Modified-Since": headers["Last-Modified"]})
     assert (status, body) == (200, b'{"version": 2}')
+
+
+SERVED_PATHS = [f"/{quote(PAGE)}", "/follow.json", "/"]
+
+
+@pytest.mark.parametrize("host", [
+    "attacker.example:{port}", "attacker.example", "localhost.attacker.example:{port}",
+    "127.0.0.1.nip.io:{port}", "evil@127.0.0.1:{port}", "127.0.0.1:{port}:80", "",
+])
+@pytest.mark.parametrize("path", SERVED_PATHS)
+@pytest.mark.parametrize("method", ["GET", "HEAD"])
+def test_a_request_naming_another_host_is_refused(served: int, host: str, path: str,
+                                                  method: str) -> None:
+    """DNS rebinding: a page of attacker.example points its name at 127.0.0.1 and reads
+    what this server answers, unless the server refuses a Host that is not its own."""
+    status, body, headers = _request(served, path, method,
+                                     headers={"Host": host.format(port=served)})
+    assert status == 403, (host, path, status)
+    assert headers["Content-Type"].startswith("text/plain")
+    assert b"timeline" not in body and b"version" not in body
+    if method == "GET":
+        assert b"Host" in body  # says why
+
+
+@pytest.mark.parametrize("host", [
+    "127.0.0.1:{port}", "localhost:{port}", "LocalHost:{port}", "127.0.0.1", "localhost",
+    "[::1]:{port}", "[::1]",
+])
+def test_a_request_naming_this_machine_is_answered(served: int, host: str) -> None:
+    headers = {"Host": host.format(port=served)}
+    assert _request(served, f"/{quote(PAGE)}", headers=headers)[:2] == (200, b"<p>timeline</p>")
+    assert _request(served, "/follow.json", headers=headers)[:2] == (200, b'{"version": 1}')
+    assert _request(served, "/", headers=headers)[0] == 302
+
+
+def _raw_exchange(port: int, request: bytes) -> bytes:
+    """Everything the server sends back to ``request`` written as is on a new connection,
+    up to its closing it (HTTP/1.0, or a request it cannot read)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=60) as connection:
+        connection.sendall(request)
+        chunks = []
+        while chunk := connection.recv(65536):
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def test_a_request_without_a_host_header_is_answered(served: int) -> None:
+    """HTTP/1.0 has no Host header: nothing names another host."""
+    answer = _raw_exchange(served, b"GET /follow.json HTTP/1.0\r\n\r\n")
+    assert answer.startswith(b"HTTP/1.0 200") and answer.endswith(b'{"version": 1}')
+
+
+@pytest.mark.parametrize(("bind", "host", "allowed"), [
+    ("gpu-node-7", "gpu-node-7:9999", True),  # the --host value, with or without the port
+    ("gpu-node-7", "GPU-Node-7", True),
+    ("gpu-node-7", "gpu-node-8:9999", False),
+    ("127.0.0.1", "10.1.2.3:9999", True),  # an address: no DNS name to point elsewhere
+    ("127.0.0.1", "[fe80::1]:9999", True),
+    ("127.0.0.1", "[not-an-address]:9999", False),
+    ("127.0.0.1", "localhost:port", False),
+    ("::1", "[::1]:9999", True),
+    ("0.0.0.0", socket.gethostname(), True),  # every interface: this machine's own name
+    ("0.0.0.0", "attacker.example", False),
+    ("127.0.0.1", None, True),  # no Host header (HTTP/1.0)
+])
+def test_which_hosts_a_server_answers(bind: str, host: str | None, allowed: bool) -> None:
+    assert host_allowed(host, allowed_names(bind)) is allowed
+
+
+@pytest.mark.parametrize(("request_line", "code"), [
+    (b"GET /\x1b[2J\x1b]0;owned\x07 HTTP/1.0", b"404"),  # a path it refuses, logged
+    (b"GET /\x1b[2J HTTP/\x9b1.0", b"400"),  # a line it cannot read, logged too
+])
+def test_the_log_escapes_control_characters(served: int, request_line: bytes, code: bytes,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """A request line with escape sequences must not reach the terminal as is: the
+    log shows them as ``\\xNN``, in the server's own format."""
+    assert code in _raw_exchange(served, request_line + b"\r\n\r\n")
+    log = capsys.readouterr().err  # written before the answer was sent
+    assert log.startswith("127.0.0.1 ")
+    assert r"\x1b[2J" in log
+    assert not [c for c in log if (ord(c) < 0x20 and c != "\n") or 0x7f <= ord(c) < 0xa0], log

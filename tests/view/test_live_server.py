@@ -1,15 +1,18 @@
 """The live page's server (``slime-trace-viewer live``): the page, its deltas and an
-item's details over real HTTP on loopback, and nothing else; with a dump folder, the
-hand-over to the step's dump once it lands."""
+item's details over real HTTP on loopback, and nothing else; only to requests that
+name this server's host; a log without a terminal's control characters; with a dump
+folder, the hand-over to the step's dump once it lands."""
 
 from __future__ import annotations
 
 import base64
 import contextlib
 import gzip
+import http.client
 import json
 import os
 import re
+import socket
 import struct
 import threading
 import time
@@ -138,3 +141,65 @@ def _page_payload(html: bytes) -> dict:
     payload = header["payload"]
     return {"meta": payload["meta"], "buffers": {
         name: body[start:start + size] for name, (start, size) in payload["buffers"].items()}}
+
+
+PAGE_AND_DATA = ["/live.html", "/", "/live.json?since=0", "/attrs.json?kind=span&index=0"]
+
+
+def _port(url: str) -> int:
+    return int(url.rsplit(":", 1)[1])
+
+
+def _get_as(url: str, path: str, host: str) -> tuple[int, str, bytes]:
+    """``path`` of the server at ``url``, asked with ``Host: host``."""
+    connection = http.client.HTTPConnection("127.0.0.1", _port(url), timeout=30)
+    try:
+        connection.request("GET", path, headers={"Host": host.format(port=_port(url))})
+        response = connection.getresponse()
+        return response.status, response.getheader("Content-Type", ""), response.read()
+    finally:
+        connection.close()
+
+
+@pytest.mark.parametrize("host", ["attacker.example:{port}", "attacker.example",
+                                  "localhost.attacker.example:{port}"])
+@pytest.mark.parametrize("path", [*PAGE_AND_DATA, "/dump.html"])
+def test_a_request_naming_another_host_is_refused(served: str, path: str, host: str) -> None:
+    """DNS rebinding: a page of attacker.example that pointed its name at 127.0.0.1
+    reads neither the page nor its samples' data."""
+    status, kind, body = _get_as(served, path, host)
+    assert (status, kind) == (403, "text/plain; charset=utf-8"), (path, host)
+    assert b"Host" in body  # says why
+    assert b"stw-data" not in body and b"positions" not in body and b"detail" not in body
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1:{port}", "localhost:{port}", "[::1]:{port}"])
+@pytest.mark.parametrize("path", PAGE_AND_DATA)
+def test_a_request_naming_this_machine_is_answered(served: str, path: str, host: str) -> None:
+    assert _get_as(served, path, host)[0] == 200
+
+
+def _raw_exchange(url: str, request: bytes) -> bytes:
+    """Everything the server sends back to ``request`` written as is on a new connection,
+    up to its closing it (HTTP/1.0, or a request it cannot read)."""
+    with socket.create_connection(("127.0.0.1", _port(url)), timeout=30) as connection:
+        connection.sendall(request)
+        chunks = []
+        while chunk := connection.recv(65536):
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+@pytest.mark.parametrize(("request_line", "code"), [
+    (b"GET /\x1b[2J\x1b]0;owned\x07 HTTP/1.0", b"404"),  # a path it refuses, logged
+    (b"GET /\x1b[2J HTTP/\x9b1.0", b"400"),  # a line it cannot read, logged too
+])
+def test_the_log_escapes_control_characters(served: str, request_line: bytes, code: bytes,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """A request line with escape sequences must not reach the terminal as is: the
+    log shows them as ``\\xNN``; a line too broken to have a path is answered too."""
+    assert code in _raw_exchange(served, request_line + b"\r\n\r\n")
+    log = capsys.readouterr().err  # written before the answer was sent
+    assert log.startswith("127.0.0.1 ")
+    assert r"\x1b[2J" in log
+    assert not [c for c in log if (ord(c) < 0x20 and c != "\n") or 0x7f <= ord(c) < 0xa0], log

@@ -2,5 +2,6 @@
 
 ``snapshot`` writes the page's data blocks, ``page_attrs`` the attribute tables
 the page reads on a click, ``gzip_parallel`` compresses on every core, and
-``htmlpage`` fills the template; the CLI serves the same page.
+``htmlpage`` fills the template; the CLI serves the same page. ``http_guard`` is
+what both page servers (the CLI's, ``live_server``) refuse and how they log.
 """

@@ -9,7 +9,9 @@ answers a click. A background thread polls the collector's live store every half
 second. With a dump folder (``--dumps``), once the step's dump lands (the rule the
 widget uses, ``sources/handover.py``) ``dump.html`` serves its snapshot page and every
 ``live.json`` answer names it (``"handover": {"url", "dump"}``): the page goes there.
-Anything else is a 404; the server listens on loopback unless asked.
+Anything else is a 404; the server listens on loopback unless asked, and answers
+only requests that name its host (``http_guard``: not a site that pointed its own
+name here).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from ...sources.handover import step_dump
 from ..live import LiveSession
 from ..payload import EncodedView, encode
 from .htmlpage import page
+from .http_guard import allowed_names, printable, refused_foreign_host
 from .snapshot import data_blocks
 
 PAGE = "live.html"
@@ -82,16 +85,20 @@ class Handover:
 
 
 class LiveHandler(http.server.BaseHTTPRequestHandler):
-    """The page, its deltas and its items' details; nothing else."""
+    """The page, its deltas and its items' details; nothing else, and nothing to a
+    request whose ``Host`` is not one of ``host_names`` (or an address): a 403."""
 
     def __init__(self, *args: Any, session: LiveSession, page_bytes: bytes,
-                 handover: Handover | None, **kwargs: Any) -> None:
+                 handover: Handover | None, host_names: frozenset[str], **kwargs: Any) -> None:
         self.session = session
         self.page_bytes = page_bytes
         self.handover = handover
+        self.host_names = host_names
         super().__init__(*args, **kwargs)
 
     def do_GET(self) -> None:
+        if refused_foreign_host(self, self.host_names):
+            return
         parts = urllib.parse.urlsplit(self.path)
         query = urllib.parse.parse_qs(parts.query)
         if parts.path in ("/", f"/{PAGE}"):
@@ -138,8 +145,10 @@ class LiveHandler(http.server.BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def log_message(self, format: str, *args: object) -> None:
-        if not self.path.startswith(f"/{DELTAS}"):  # once a second per page: not logged
-            sys.stderr.write(f"{self.address_string()} {format % args}\n")
+        """One line on stderr, the client's text with its control characters escaped;
+        none for the deltas. A request line too broken to name a path is logged."""
+        if not getattr(self, "path", "").startswith(f"/{DELTAS}"):  # once a second a page
+            sys.stderr.write(f"{self.address_string()} {printable(format % args)}\n")
 
 
 def _integer(text: str) -> int | None:
@@ -155,9 +164,10 @@ class LiveServer(http.server.ThreadingHTTPServer):
 
 def make_live_server(session: LiveSession, host: str, port: int,
                      handover: Handover | None = None) -> LiveServer:
-    """A threaded server of ``session``'s page (port 0 picks a free one); with
-    ``handover``, of the step's dump's page once it has landed."""
+    """A threaded server of ``session``'s page (port 0 picks a free one), to requests
+    that name ``host``, ``localhost`` or an address; with ``handover``, of the step's
+    dump's page once it has landed."""
     handler = functools.partial(LiveHandler, session=session, page_bytes=live_page(session),
-                                handover=handover)
+                                handover=handover, host_names=allowed_names(host))
     return LiveServer((host, port), handler)
 
