@@ -239,8 +239,8 @@ class HealthTracker:
         """The state so far, silence judged at ``now`` (epoch seconds)."""
         senders = []
         for name, state in sorted(self._senders.items()):
-            first = state.seen.first or state.highest
-            expected = state.highest - first + 1 if first else 0
+            # counted from the first number read: none read, none missing
+            expected = state.highest - state.seen.first + 1 if state.seen.count else 0
             senders.append(SenderHealth(
                 sender=name, process=process_name(name), service=state.service,
                 records=state.seen.count, missing=max(expected - state.seen.count, 0),

@@ -35,8 +35,9 @@ STALL_AFTER = 60.0
 @dataclass
 class LiveBatch:
     """What a feed's poll found: the samples that moved (keys the feed's ``frames``
-    knows), every sender's health, and whether the feed started over on a newer
-    rollout (the view then starts over too)."""
+    knows), every sender's health, and whether the feed started over on another
+    rollout (a newer one, or a run resumed from a checkpoint; the view then starts
+    over too)."""
 
     keys: list[str]
     senders: list[dict[str, Any]] = field(default_factory=list)
@@ -144,20 +145,30 @@ class LiveFollower:
         self.session = session
         self._send = send
         self._after = after
+        #: The blocks last handed out: their epoch and how far (``seq``) they went.
         self._sent = 0
+        self._sent_epoch: str | None = None
         self._sent_at = 0.0
         self._poller = Poller(self.look, report, interval)
 
     def look(self) -> None:
+        """Poll the session once and hand the views what changed since the last
+        hand-out: every block, when the session started over on another rollout."""
         changed = self.session.poll()
         if changed or time.monotonic() - self._sent_at >= 1.0:
-            self.send_since(self._sent)
+            self.send_since(self._sent, self._sent_epoch)
         if self._after is not None:
             self._after()
 
     def send_since(self, seq: int, epoch: str | None = None) -> None:
+        """Hand the views the blocks changed after ``seq`` of ``epoch`` (all of them
+        when ``epoch`` is another rollout's; None: the blocks' current epoch)."""
         delta = self.session.delta_since(seq, epoch)
-        self._sent = max(self._sent, delta.meta["seq"])
+        sent_epoch, sent_seq = delta.meta["epoch"], delta.meta["seq"]
+        if sent_epoch != self._sent_epoch:  # new blocks: their numbers start again
+            self._sent, self._sent_epoch = sent_seq, sent_epoch
+        else:
+            self._sent = max(self._sent, sent_seq)
         self._sent_at = time.monotonic()
         self._send(delta)
 
@@ -165,4 +176,4 @@ class LiveFollower:
         """Stop polling, and tell the views the clock has stopped."""
         self._poller.stop()
         self.session.following = False
-        self.send_since(self._sent)
+        self.send_since(self._sent, self._sent_epoch)

@@ -107,7 +107,7 @@ class LiveBlocks:
     ``replace`` takes the frames of the samples that moved, built by whoever holds
     their records (a feed's ``frames``: the collector's ``LiveReader``), in
     the order of their keys. ``epoch`` tells one rollout's blocks from the next
-    one's (a reader that moves on to a newer rollout starts over)."""
+    one's (a reader that moves on to another rollout starts over)."""
 
     def __init__(self, *, t0: float | None = None, title: str = "live rollout") -> None:
         self.t0 = t0

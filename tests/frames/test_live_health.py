@@ -69,6 +69,19 @@ def test_numbers_still_queued_at_a_heartbeat_are_not_missing() -> None:
     assert tracker.health(now=T0 / SECOND + 1).missing == 6
 
 
+def test_a_sender_heard_only_through_heartbeats_misses_nothing() -> None:
+    """Numbers are counted from the first record read: with none read (an idle process,
+    its records in files not read), nothing is missing, whatever its heartbeat says."""
+    tracker = HealthTracker()
+    tracker.observe(rows("b:2:5", [100], kind="heartbeat", dropped=0, queued=0))
+    (idle,) = tracker.health(now=T0 / SECOND + 1).senders
+    assert (idle.records, idle.missing, idle.highest_seq) == (0, 0, 100)
+    tracker.observe(rows("b:2:5", [101, 103]))
+    tracker.observe(rows("b:2:5", [104], kind="heartbeat", dropped=0, queued=0))
+    (idle,) = tracker.health(now=T0 / SECOND + 1).senders
+    assert (idle.records, idle.missing) == (2, 2)  # 102 and 104, from 101 on
+
+
 def test_a_sender_goes_silent_unless_it_closed() -> None:
     tracker = HealthTracker()
     tracker.observe(rows("a:1:5", [1, 2]))

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import os
 import time
+import warnings
 from pathlib import Path
 
+import pytest
 import torch
 
 from slime_trace_widget.demo import make_demo_samples
@@ -39,3 +41,22 @@ def test_only_a_new_complete_dump_with_a_live_sample_is_the_steps(tmp_path: Path
     assert path == str(tmp_path / "rollout_2.pt")
     assert set(frames.samples["trace_id"]) == {s["trace"]["trace_id"] for s in samples}
     assert step_dump(watcher, seen) is None  # returned once
+
+
+def test_a_new_dump_that_cannot_be_read_is_reported_and_the_look_goes_on(
+        tmp_path: Path) -> None:
+    samples = make_demo_samples(3, seed=13)
+    seen = {s["trace"]["trace_id"] for s in samples}
+    watcher = new_dumps_watcher(tmp_path)
+    broken = tmp_path / "a_partial.pt"  # before the step's dump in name order
+    broken.write_bytes(b"not a torch file")
+    old = time.time() - 60
+    os.utime(broken, (old, old))
+    _save(tmp_path / "rollout_5.pt", samples)
+    with pytest.warns(RuntimeWarning, match="a_partial.pt") as caught:
+        found = step_dump(watcher, seen)
+    assert len(caught) == 1
+    assert found is not None and found[0] == str(tmp_path / "rollout_5.pt")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # reported once: not looked at again
+        assert step_dump(watcher, seen) is None

@@ -4,8 +4,13 @@ built by the very code that builds a dump's (``frames.build``).
 A record's body is the record as its carrier holds it (JSON). Records are grouped by
 trace id; within a trace a sender's records keep its numbering (the order they were
 recorded in, whatever order they arrived in), and the records of several senders (a
-trace continued in another process) are merged by time. A body that is not a JSON
-object is skipped and counted (``live_unreadable_record``).
+trace continued in another process) are merged by time. A record that cannot be read
+(a body that is not a JSON object, or a time that is not a number the frames keep) is
+skipped and counted (``live_unreadable_record``).
+
+Taking rows in has two steps: :func:`read_rows` reads and checks them, changing nothing,
+and :meth:`LiveCarriers.take` adds what was read, which cannot fail; so a reader that
+reads everything first never keeps half of a poll.
 """
 
 from __future__ import annotations
@@ -30,16 +35,18 @@ from ...schema import (
     RECORD_GROUP_ID,
     RECORD_SAMPLE_ID,
     RECORD_TRACE_ID,
+    RECORD_TS,
     SAMPLE_TRACE_KEY,
     TRACE_VERSION,
 )
+from ...tables.carrier import TS_LIMIT
 
 UNREADABLE = "live_unreadable_record"
 
 
 @dataclass
 class LiveTrace:
-    """One trace's records so far: per sender, (seq, record) in arrival order."""
+    """One trace's records so far: per sender, (seq, time, record) in arrival order."""
 
     key: str
     rollout_id: int
@@ -47,7 +54,7 @@ class LiveTrace:
     trace_id: object = None
     sample_id: object = None
     group_id: object = None
-    by_sender: dict[str, list[tuple[int, dict]]] = field(default_factory=dict)
+    by_sender: dict[str, list[tuple[int, float, dict]]] = field(default_factory=dict)
     first_ts: float = float("inf")
     last_ts: float = float("-inf")
     last_received: float = 0.0
@@ -57,9 +64,9 @@ class LiveTrace:
         """The records in recording order (see the module)."""
         lists = [sorted(items, key=lambda item: item[0]) for items in self.by_sender.values()]
         if len(lists) == 1:
-            return [record for _, record in lists[0]]
-        merged = heapq.merge(*lists, key=lambda item: _ts(item[1]))
-        return [record for _, record in merged]
+            return [record for _, _, record in lists[0]]
+        merged = heapq.merge(*lists, key=lambda item: item[1])
+        return [record for _, _, record in merged]
 
     def carrier(self) -> dict[str, Any]:
         """The trace as a carrier: identity from its first record, the highest attempt."""
@@ -82,17 +89,66 @@ class LiveTrace:
                 "rollout_id": None if self.rollout_id < 0 else self.rollout_id}
 
 
-def _ts(record: dict) -> float:
-    ts = record.get("ts")
-    return float(ts) if type(ts) in (int, float) else float("inf")
+def record_time(record: dict) -> float | None:
+    """A record's time in epoch seconds: its ``ts`` when that is a number (int or float)
+    strictly inside the frames' ``±TS_LIMIT``; None when it is not one (no number, NaN,
+    infinite, or too large for a float): the record is then unreadable."""
+    ts = record.get(RECORD_TS)
+    if type(ts) is int and -TS_LIMIT < ts < TS_LIMIT:
+        return float(ts)
+    return ts if type(ts) is float and -TS_LIMIT < ts < TS_LIMIT else None
+
+
+@dataclass(frozen=True)
+class RowRecord:
+    """One store row's record, read and checked: the row's position in its table, its
+    trace key, sender, number and rollout, the record's time and the record."""
+
+    row: int
+    key: str
+    sender: str
+    seq: int
+    rollout: int
+    ts: float
+    record: dict
+
+
+@dataclass(frozen=True)
+class RowsRead:
+    """Rows of a store table read as records (:func:`read_rows`), not taken in yet:
+    those that could be read, and the positions of those that could not."""
+
+    table: pa.Table
+    records: list[RowRecord]
+    unreadable: np.ndarray
+
+
+def read_rows(table: pa.Table, chosen: np.ndarray) -> RowsRead:
+    """The records of the rows of ``table`` where ``chosen``, read and checked (see the
+    module); nothing is changed, and no record's content makes it raise."""
+    positions = np.flatnonzero(chosen)
+    rows = table.take(pa.array(positions)) if len(positions) < len(table) else table
+    records: list[RowRecord] = []
+    unreadable: list[int] = []
+    columns = [rows[name].to_pylist() for name in ("trace_id", "sender", "seq", "rollout_id",
+                                                   "body")]
+    for row, key, sender, seq, rollout, body in zip(positions.tolist(), *columns, strict=True):
+        record = _parse(body)
+        ts = None if record is None else record_time(record)
+        if record is None or ts is None:
+            unreadable.append(row)
+        else:
+            records.append(RowRecord(row, key, sender, seq, rollout, ts, record))
+    return RowsRead(table, records, np.array(unreadable, dtype=np.int64))
 
 
 @dataclass
 class NewRecord:
-    """A record just taken in: its trace and the record dict."""
+    """A record just taken in: its trace, the record dict and its time (epoch seconds)."""
 
     trace: LiveTrace
     record: dict
+    ts: float
 
 
 class LiveCarriers:
@@ -102,38 +158,37 @@ class LiveCarriers:
         self.traces: dict[str, LiveTrace] = {}
         self.warnings: Counter[str] = Counter()
 
-    def add(self, table: pa.Table, fresh: np.ndarray) -> list[NewRecord]:
-        """Take the rows of ``table`` where ``fresh`` (records seen for the first time);
-        the records taken, in arrival order."""
-        rows = table.filter(pa.array(fresh)) if not fresh.all() else table
-        if not len(rows):
-            return []
-        taken = []
-        traces, warnings = self.traces, self.warnings
-        keys = rows["trace_id"].to_pylist()
-        columns = [rows[name].to_pylist() for name in ("sender", "seq", "rollout_id", "body")]
-        for key, sender, seq, rollout, body in zip(keys, *columns, strict=True):
-            record = _parse(body)
-            if record is None:
-                warnings[UNREADABLE] += 1
+    def take(self, read: RowsRead, fresh: np.ndarray) -> list[NewRecord]:
+        """Add the records ``read`` holds whose rows are ``fresh`` (seen for the first
+        time: a repeat is neither taken nor counted again), and count the unreadable
+        ones; the records taken, in arrival order."""
+        taken: list[NewRecord] = []
+        rows: list[int] = []
+        traces = self.traces
+        for item in read.records:
+            if not fresh[item.row]:
                 continue
-            trace = traces.get(key)
+            trace = traces.get(item.key)
             if trace is None:
-                get = record.get
-                trace = traces[key] = LiveTrace(key, rollout, get(RECORD_TRACE_ID),
-                                                get(RECORD_SAMPLE_ID), get(RECORD_GROUP_ID))
-            items = trace.by_sender.get(sender)
+                get = item.record.get
+                trace = traces[item.key] = LiveTrace(item.key, item.rollout, get(RECORD_TRACE_ID),
+                                                     get(RECORD_SAMPLE_ID), get(RECORD_GROUP_ID))
+            items = trace.by_sender.get(item.sender)
             if items is None:
-                items = trace.by_sender[sender] = []
-            items.append((seq, record))
-            taken.append(NewRecord(trace, record))
-        self._times(rows)
+                items = trace.by_sender[item.sender] = []
+            items.append((item.seq, item.ts, item.record))
+            taken.append(NewRecord(trace, item.record, item.ts))
+            rows.append(item.row)
+        unreadable = int(fresh[read.unreadable].sum())
+        if unreadable:
+            self.warnings[UNREADABLE] += unreadable
+        if rows:
+            self._times(read.table.take(pa.array(rows, pa.int64())))
         return taken
 
     def _times(self, rows: pa.Table) -> None:
-        """Each trace's first and last record time, the collector's time of its last, and
-        its record count, over whole columns (a body that did not parse still counts its
-        time: the wire carries it)."""
+        """Each trace's first and last record time (as the store has it), the collector's
+        time of its last, and its record count, over whole columns of the rows taken."""
         keys = rows["trace_id"].to_numpy(zero_copy_only=False)
         unique, inverse = np.unique(keys, return_inverse=True)
         ts = rows["ts_ns"].to_numpy()
@@ -147,9 +202,7 @@ class LiveCarriers:
         counts = np.bincount(inverse, minlength=len(unique))
         for key, low, high, at, count in zip(unique.tolist(), first.tolist(), last.tolist(),
                                              heard.tolist(), counts.tolist(), strict=True):
-            trace = self.traces.get(key)
-            if trace is None:
-                continue
+            trace = self.traces[key]
             trace.first_ts = min(trace.first_ts, low / 1e9)
             trace.last_ts = max(trace.last_ts, high / 1e9)
             trace.last_received = max(trace.last_received, at / 1e9)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ...frames.live_health import HealthTracker
 from ...frames.model import TraceFrames
-from .carriers import LiveCarriers
+from .carriers import LiveCarriers, read_rows
 from .frames_of import live_frames
 from .read import select
 
@@ -32,8 +32,7 @@ def load_live(directory: str | Path, rollout: int | None = None, since: float | 
     selection = select(directory, rollout, None if since is None else int(since * 1e9),
                        None if until is None else int(until * 1e9))
     tracker = HealthTracker()
-    fresh = tracker.observe(selection.read)
     carriers = LiveCarriers()
-    carriers.add(selection.read, fresh & selection.chosen)
+    carriers.take(read_rows(selection.read, selection.chosen), tracker.observe(selection.read))
     return live_frames(carriers, selection.rollout, directory, now, tracker.health(now),
                        engine=engine_traces)

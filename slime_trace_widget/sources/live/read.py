@@ -3,10 +3,14 @@ hold it, and a tail that reads only what arrived since its last read.
 
 Finished files are immutable, so the statistics of their row groups (rows, least and
 greatest ``ts_ns`` and ``rollout_id``) are read from each footer once per process and
-kept (:func:`group_stats`). A rollout's rows lie in the newest files, so a read of one
+kept (:func:`group_stats`). A rollout's rows lie together in time, so a read of one
 walks the files from the newest back and stops at the first older file none of whose
 groups can hold it: a rollout in progress reads a few files however long the collector
 has run. Write-ahead files are read whole (at most ``ROLL_ROWS`` rows, a minute).
+
+The latest rollout is the greatest id since the run began (:class:`LatestRollout`),
+where a run begins when a new process sends a lower id: training resumed from a
+checkpoint records lower rollout ids than the run that died.
 """
 
 from __future__ import annotations
@@ -147,11 +151,54 @@ class Selection:
         return self.read.filter(pa.array(self.chosen))
 
 
+class LatestRollout:
+    """Which rollout is the latest, from the trace records as they arrive: the greatest
+    rollout id since the run began. A run begins when a process never heard before
+    (a sender) sends a lower id than that: training resumed from a checkpoint runs in
+    new processes and records the checkpoint's ids again. A late record of an earlier
+    rollout from a process already heard (a slow sender) changes nothing, so a reader
+    never goes back to a rollout the run has left. Seeing rows again changes nothing."""
+
+    def __init__(self) -> None:
+        self.rollout: int | None = None
+        self._senders: set[str] = set()
+
+    def see(self, table: pa.Table) -> int | None:
+        """Take in ``table``'s rows (in arrival order); the latest rollout after them."""
+        named = table.filter(pc.and_(trace_records(table),
+                                     pc.not_equal(table["rollout_id"], UNKNOWN_ROLLOUT)))
+        if not len(named):
+            return self.rollout
+        ids = named["rollout_id"].to_numpy()
+        senders = pc.dictionary_encode(named["sender"].combine_chunks())
+        codes = pc.fill_null(senders.indices, -1).to_numpy(zero_copy_only=False)
+        names = senders.dictionary.to_pylist()
+        _, firsts = np.unique(codes, return_index=True)
+        fresh = sorted(int(first) for first in firsts
+                       if codes[first] >= 0 and names[codes[first]] not in self._senders)
+        high, begin = self.rollout, 0
+        for first in fresh:  # only where a new sender speaks can a run begin
+            if first > begin:
+                high = _highest(high, ids[begin:first])
+            if high is not None and ids[first] < high:
+                high = int(ids[first])
+            begin = first
+        self.rollout = _highest(high, ids[begin:])
+        self._senders.update(names[codes[first]] for first in fresh)
+        return self.rollout
+
+
+def _highest(high: int | None, ids: np.ndarray) -> int:
+    top = int(ids.max())
+    return top if high is None else max(high, top)
+
+
 def select(directory: str | Path, rollout: int | None = None, low_ns: int | None = None,
-           high_ns: int | None = None) -> Selection:
-    """The records of ``rollout`` (None: the latest; -1: those sent without a rollout id,
-    and then every record when no rollout id is known at all) whose time is in
-    ``[low_ns, high_ns]`` (either may be None), in arrival order."""
+           high_ns: int | None = None, latest: LatestRollout | None = None) -> Selection:
+    """The records of ``rollout`` (None: the latest, as ``latest`` (a fresh
+    :class:`LatestRollout` by default) finds it in the newest file; -1: those sent
+    without a rollout id, and then every record when no rollout id is known at all)
+    whose time is in ``[low_ns, high_ns]`` (either may be None), in arrival order."""
     files = store_files(store_folder(directory))
     low = -1 if low_ns is None else int(low_ns)
     high = _NS_MAX if high_ns is None else int(high_ns)
@@ -159,15 +206,13 @@ def select(directory: str | Path, rollout: int | None = None, low_ns: int | None
     tables, extent = [], {}
     seen = False
     for store_file in reversed(files):
-        if wanted is None:  # the latest rollout: the greatest of the newest trace records
+        if wanted is None:  # the latest rollout: that of the last record naming one
             table = read_file(store_file, None, -1, _NS_MAX)
             extent[store_file.seq] = (sum(group.rows for group in group_stats(store_file.path))
                                       if store_file.finished else len(table))
             tables.append(table)
-            records = table.filter(trace_records(table))
-            if len(records):
-                wanted = int(pc.max(records["rollout_id"]).as_py())
-                seen = True
+            wanted = (latest or LatestRollout()).see(table)
+            seen = wanted is not None
             continue
         everything = wanted == UNKNOWN_ROLLOUT and rollout is None
         if store_file.finished:
@@ -175,7 +220,7 @@ def select(directory: str | Path, rollout: int | None = None, low_ns: int | None
             extent[store_file.seq] = sum(group.rows for group in stats)
             holds = everything or any(g.may_hold(wanted, low, high) for g in stats)
             if not holds and seen:
-                break  # rollout ids grow with time: older files hold older rollouts
+                break  # a rollout's rows lie together: older ones are of an earlier run
             # the groups of the rollout, and those of rows sent without one, where the
             # collector's own start and stop rows are (the loss accounting reads them)
             table = read_groups(store_file.path, [
@@ -220,17 +265,28 @@ class Tail:
 
     def read(self) -> pa.Table:
         """Every row that arrived since the last read, in arrival order."""
-        tables = []
+        table, ends = self.read_ahead()
+        self.go_on(ends)
+        return table
+
+    def read_ahead(self) -> tuple[pa.Table, dict[int, int]]:
+        """What :meth:`read` returns, without moving on: the rows, and each file's rows
+        read once they are taken (for :meth:`go_on`). Reading again reads them again."""
+        tables, ends = [], {}
         for store_file in store_files(self.folder):
             if store_file.seq < self.first_seq:
                 continue
             done = self.rows.get(store_file.seq, 0)
             table = (_finished_after(store_file.path, done) if store_file.finished
                      else wal_after(store_file.path, done))
-            self.rows[store_file.seq] = done + len(table)
+            ends[store_file.seq] = done + len(table)
             if len(table):
                 tables.append(table)
-        return pa.concat_tables(tables) if tables else LAYOUT.empty()
+        return (pa.concat_tables(tables) if tables else LAYOUT.empty()), ends
+
+    def go_on(self, ends: dict[int, int]) -> None:
+        """Take the rows of a :meth:`read_ahead` as read: the next read starts after them."""
+        self.rows.update(ends)
 
 
 def _finished_after(path: Path, done: int) -> pa.Table:

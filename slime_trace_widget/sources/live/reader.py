@@ -6,9 +6,15 @@ from where the last one stopped in each store file (``sources.live.read.Tail``),
 in the engine span store beside it: a sample whose engine requests landed since the
 last poll is in the delta too (``engine``), to be flattened again with them, even when
 it has no new record (``sources.live.engine_marks``). A
-reader following the latest rollout (``rollout=None``) moves to a newer one as soon as
-a record of it arrives: that delta has ``rollout_changed`` and holds the new rollout's
+reader following the latest rollout (``rollout=None``) moves on when another rollout
+becomes the latest (``read.LatestRollout``: a newer one, or a lower id sent by new
+processes after training resumed from a checkpoint): it reads that rollout again as
+the first poll does, so the delta has ``rollout_changed`` and holds the new rollout's
 records from its first, and the view starts over from it.
+
+A poll reads and checks every new row before it changes what the reader keeps, and
+taking them in cannot fail: a record it cannot read is counted
+(``live_unreadable_record``) and never costs the rest of the poll.
 """
 
 from __future__ import annotations
@@ -25,10 +31,11 @@ import pyarrow.compute as pc
 
 from ...frames.live_health import HealthTracker, LiveHealth
 from ...frames.model import TraceFrames
-from .carriers import LiveCarriers, NewRecord
+from ...values import short_text
+from .carriers import LiveCarriers, NewRecord, read_rows
 from .engine_marks import EngineMarks
 from .frames_of import live_frames
-from .read import Tail, select, store_folder
+from .read import LatestRollout, Tail, select, store_folder
 from .spans import SpanChanges, SpanTracker
 from .store import UNKNOWN_ROLLOUT, trace_records
 
@@ -91,32 +98,48 @@ class LiveReader:
         self._carriers = LiveCarriers()
         self._spans = SpanTracker()
         self._engine: EngineMarks | None = None
+        self._latest = LatestRollout()  # what "the latest rollout" is, as rows arrive
 
     def poll(self, now: float | None = None) -> LiveDelta:
-        """Read what arrived since the last poll (the rollout so far, the first time)."""
+        """Read what arrived since the last poll (the rollout so far, the first time and
+        when the reader moves on to another rollout)."""
         now = time.time() if now is None else float(now)
-        changed = False
         if self._tail is None:
             try:
                 store_folder(self.directory)
             except FileNotFoundError:
                 return self._delta([], SpanChanges(), False, now, {})  # no collector yet
-            selection = select(self.directory, None if self.follow_latest else self.rollout)
-            if self.engine_traces:  # what is stored now is joined when the samples are built
-                self._engine = EngineMarks(self.directory)
-            self._tail = Tail(self.directory)
-            self._tail.start_after(selection.extent)
-            self.rollout, changed = selection.rollout, True
-            fresh = self._health.observe(selection.read)
-            taken = self._carriers.add(selection.read, fresh & selection.chosen)
-        else:
-            table = self._tail.read()
-            fresh = self._health.observe(table)
-            if self.follow_latest:
-                changed = self._move_on(table)
-            taken = self._carriers.add(table, fresh & self._chosen(table))
-        return self._delta(taken, self._spans.take(taken), changed, now, self._engine_marks(
-            taken, changed, now))
+            return self._start(now)
+        table, ends = self._tail.read_ahead()
+        if self.follow_latest and self._latest.see(table) not in (None, self.rollout):
+            return self._start(now, self._latest.rollout)
+        read = read_rows(table, self._chosen(table))
+        fresh = self._health.observe(table)  # taking the rows in cannot fail from here
+        self._tail.go_on(ends)
+        taken = self._carriers.take(read, fresh)
+        changes = self._spans.take(taken)
+        return self._delta(taken, changes, False, now, self._engine_marks(taken, now))
+
+    def _start(self, now: float, rollout: int | None = None) -> LiveDelta:
+        """Read the rollout so far (``rollout``, else the latest or the one asked for) as
+        :func:`~.load.load_live` does, and follow it from there on."""
+        if rollout is None and not self.follow_latest:
+            rollout = self.rollout
+        selection = select(self.directory, rollout, latest=self._latest)
+        engine = self._engine
+        if engine is None and self.engine_traces:  # what is stored now joins as samples build
+            engine = EngineMarks(self.directory)
+        health, carriers, spans = HealthTracker(), LiveCarriers(), SpanTracker()
+        read = read_rows(selection.read, selection.chosen)
+        taken = carriers.take(read, health.observe(selection.read))
+        changes = spans.take(taken)
+        tail = Tail(self.directory)
+        tail.start_after(selection.extent)
+        if engine is not None:
+            engine.forget()
+        self._tail, self._health, self._carriers, self._spans = tail, health, carriers, spans
+        self._engine, self.rollout = engine, selection.rollout
+        return self._delta(taken, changes, True, now, self._engine_marks(taken, now))
 
     def frames(self, now: float | None = None, keys: list[str] | None = None) -> TraceFrames:
         """Frames of everything read so far (or of the traces ``keys``), as
@@ -125,13 +148,10 @@ class LiveReader:
         return live_frames(self._carriers, self.rollout, self.directory, now,
                            self._health.health(now), keys, self.engine_traces)
 
-    def _engine_marks(self, taken: list[NewRecord], changed: bool, now: float
-                      ) -> dict[str, int]:
+    def _engine_marks(self, taken: list[NewRecord], now: float) -> dict[str, int]:
         """The samples engine spans stored since the last poll belong to."""
         if self._engine is None:
             return {}
-        if changed:
-            self._engine.forget()
         self._engine.index(taken)
         health = self._health.health(now)
         return self._engine.marks(lambda keys: live_frames(
@@ -142,19 +162,6 @@ class LiveReader:
         if not (self.follow_latest and self.rollout == UNKNOWN_ROLLOUT):
             records = pc.and_(records, pc.equal(table["rollout_id"], self.rollout))
         return records.to_numpy(zero_copy_only=False)
-
-    def _move_on(self, table: pa.Table) -> bool:
-        """Start over on a newer rollout when a record of one arrived."""
-        records = table.filter(trace_records(table))
-        if not len(records):
-            return False
-        newest = int(pc.max(records["rollout_id"]).as_py())
-        if newest <= self.rollout:
-            return False
-        self.rollout = newest
-        self._carriers = LiveCarriers()
-        self._spans = SpanTracker()
-        return True
 
     def _delta(self, taken: list[NewRecord], changes: SpanChanges, changed: bool,
                now: float, engine: dict[str, int]) -> LiveDelta:
@@ -186,4 +193,4 @@ class LiveReader:
 
 
 def _text(value: object) -> str | None:
-    return None if value is None else str(value)
+    return None if value is None else short_text(value)

@@ -6,6 +6,10 @@ end closes the earliest open start of its span id; a start without a parent take
 most recently started open span that began no later (among the last
 :data:`~slime_trace_widget.frames.carrier.PARENT_SCAN`); an end that arrives before
 its start (records of two batches swapped in transit) waits for it.
+
+Records come checked (:func:`.carriers.read_rows`: each has a time), and names and ids
+that are not text are made text without raising (:func:`~slime_trace_widget.values.short_text`),
+so taking a batch in never fails halfway.
 """
 
 from __future__ import annotations
@@ -20,12 +24,12 @@ from ...schema import (
     RECORD_NAME,
     RECORD_PARENT_SPAN_ID,
     RECORD_SPAN_ID,
-    RECORD_TS,
     RECORD_TYPE,
     SPAN_END,
     SPAN_START,
 )
 from ...tables.carrier import PARENT_SCAN
+from ...values import short_text
 from .carriers import NewRecord
 
 
@@ -56,19 +60,19 @@ class SpanTracker:
         self._early_ends: dict[str, dict[str, deque[tuple[float, Any]]]] = {}
 
     def take(self, records: list[NewRecord]) -> SpanChanges:
+        """Take records in, in arrival order: the spans they opened and closed and the
+        events they recorded."""
         changes = SpanChanges()
         for item in records:
-            record, key = item.record, item.trace.key
+            record, key, ts = item.record, item.trace.key, item.ts
             kind = record.get(RECORD_TYPE)
-            ts = record.get(RECORD_TS)
-            ts = float(ts) if type(ts) in (int, float) else float("nan")
-            name = str(record.get(RECORD_NAME))
+            name = _text(record.get(RECORD_NAME))
             attempt = record.get("attempt") if type(record.get("attempt")) is int else 0
             spans = self.open.setdefault(key, {})
             if kind == SPAN_START:
-                span_id = str(record.get(RECORD_SPAN_ID))
+                span_id = _text(record.get(RECORD_SPAN_ID))
                 parent = record.get(RECORD_PARENT_SPAN_ID)
-                parent = str(parent) if parent is not None else _inferred(spans, ts)
+                parent = _text(parent) if parent is not None else _inferred(spans, ts)
                 span = OpenSpan(key, span_id, name, ts, parent, attempt)
                 changes.opened.append((key, span_id, parent, name, ts, attempt))
                 early = self._early_ends.get(key, {}).get(span_id)
@@ -78,7 +82,7 @@ class SpanTracker:
                 else:
                     spans.setdefault(span_id, deque()).append(span)
             elif kind == SPAN_END:
-                span_id = str(record.get(RECORD_SPAN_ID))
+                span_id = _text(record.get(RECORD_SPAN_ID))
                 waiting = spans.get(span_id)
                 if waiting:
                     span = waiting.popleft()
@@ -90,13 +94,18 @@ class SpanTracker:
                         (ts, record))
             elif kind == EVENT:
                 parent = record.get(RECORD_PARENT_SPAN_ID)
-                parent = str(parent) if parent is not None else _inferred(spans, ts)
+                parent = _text(parent) if parent is not None else _inferred(spans, ts)
                 changes.events.append((key, name, ts, parent, attempt))
         return changes
 
     def open_spans(self) -> list[OpenSpan]:
         return [span for spans in self.open.values() for waiting in spans.values()
                 for span in waiting]
+
+
+def _text(value: object) -> str:
+    """A name or id as text: itself when it is a string, else its bounded text."""
+    return value if type(value) is str else short_text(value)
 
 
 def _inferred(spans: dict[str, deque[OpenSpan]], ts: float) -> str | None:
