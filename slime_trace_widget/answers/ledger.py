@@ -272,7 +272,9 @@ def ledger_kinds(frames: TraceFrames, by: str = "rollout", reward_key: str | Non
     up to ``seconds``. An instant of a sample's life inside spans of several kinds
     counts once, in the first kind (reward, then tools, then generation). With engine
     traces joined, ``engine_<phase>_s`` (:func:`engine_breakdown`'s phases) tell what
-    the engine did meanwhile: they lie inside generation and are not added in."""
+    the engine did meanwhile: each sample's phases partition the wall time its engine
+    slices cover within its generation spans, each instant once, so they lie inside
+    generation and are not added in."""
     kinds = dict(KINDS if kinds is None else kinds)
     samples = frames.samples
     fates = sample_fates(frames, reward_key)

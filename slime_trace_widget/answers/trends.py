@@ -21,7 +21,7 @@ from ..sources.dataset.manifest import Manifest
 from ..sources.dumps.paths import dump_labels
 from ..tables.core_tables import json_text_column
 from ..vocabularies import INSTANT_EVENT
-from .engine import PHASES, REQUEST_SPANS, RETRACT_EVENT, TOKENS_ATTR
+from .engine import PHASES, REQUEST_SPANS, RETRACT_EVENT, TOKENS_ATTR, phase_seconds_by
 from .ledger import FATES, FILTER_EVENTS, fates_of, ledger_of, sample_fates
 from .tail import FINISHED_COLUMNS, OVERSAMPLE, tail_of
 
@@ -275,47 +275,12 @@ def _has_engine(db: Any) -> bool:
 
 def _engine_figures(db: Any) -> pd.DataFrame:
     """Seconds per engine phase and retractions per dump, by :func:`engine_breakdown`'s
-    rules: each slice's own time (less its child slices') in its phase, and the unsliced
-    wait after a retraction (from the event to the next child slice) as queue."""
-    cases = " ".join(f"when name in ({', '.join(_sql_text(n) for n in names)}) then '{phase}'"
-                     for phase, names in PHASES.items())
+    rules (:func:`.engine.phase_seconds`: each sample's phases partition the wall time its
+    engine slices cover, nested slices first, then the phases' priority; the unsliced wait
+    after a retraction is queue): DuckDB reads the engine spans, the spans their requests
+    hang under and the retract events; the rules run on that table, once for every dump."""
     requests = ", ".join(_sql_text(n) for n in REQUEST_SPANS)
-    sums = ", ".join(f"coalesce(sum(seconds) filter (where phase = '{phase}'), 0) "
-                     f"as engine_{phase}_s" for phase in (*PHASES, "other"))
-    figures = db.execute(f"""
-        with slices as (
-            select {_KEYS}, span_index, parent_index, start, duration,
-                   case {cases} else 'other' end as phase
-            from spans where origin = 'engine' and name not in ({requests})),
-        inner_time as (
-            select {_KEYS}, parent_index, sum(duration) as inner_s
-            from slices group by {_KEYS}, parent_index),
-        waits as (
-            select {_KEYS}, parent_index,
-                   (select min(c.start) from slices c
-                    where c.{PARTITION} = e.{PARTITION} and c.{DUMP_FILE} = e.{DUMP_FILE}
-                      and c.parent_index = e.parent_index and c.start >= e.ts) - e.ts as wait_s
-            from events e where origin = 'engine' and name = '{RETRACT_EVENT}'
-              and exists (select 1 from slices s where s.{PARTITION} = e.{PARTITION}
-                          and s.{DUMP_FILE} = e.{DUMP_FILE}
-                          and s.span_index = e.parent_index)),
-        wait_time as (
-            select {_KEYS}, parent_index, sum(wait_s) as wait_s
-            from waits where wait_s is not null group by {_KEYS}, parent_index),
-        own as (
-            select s.{PARTITION}, s.{DUMP_KIND}, s.{DUMP_FILE}, s.phase,
-                   greatest(s.duration - coalesce(i.inner_s, 0), 0) - coalesce(w.wait_s, 0)
-                   as seconds
-            from slices s
-            left join inner_time i
-              on i.{PARTITION} = s.{PARTITION} and i.{DUMP_FILE} = s.{DUMP_FILE}
-                 and i.parent_index = s.span_index
-            left join wait_time w
-              on w.{PARTITION} = s.{PARTITION} and w.{DUMP_FILE} = s.{DUMP_FILE}
-                 and w.parent_index = s.span_index
-            union all
-            select {_KEYS}, 'queue' as phase, wait_s as seconds from wait_time)
-        select {_KEYS}, {sums} from own group by {_KEYS}""").df()
+    figures = _engine_phases(db, requests)
     retractions = db.execute(f"""
         select {_KEYS}, count(*) filter (where origin = 'engine' and name = '{RETRACT_EVENT}')
                as engine_retractions
@@ -330,6 +295,7 @@ def _engine_figures(db: Any) -> pd.DataFrame:
              and e.parent_index = s.span_index
         where e.origin = 'engine' and e.name = '{RETRACT_EVENT}'
         group by {joined}""").df()
+    figures = figures.astype({key: retractions[key].dtype for key in keys})
     out = figures.merge(retractions, on=keys, how="outer").merge(retracted, on=keys,
                                                                   how="left")
     out["engine_retractions"] = out["engine_retractions"].fillna(0).astype(np.int64)
@@ -342,6 +308,43 @@ def _engine_figures(db: Any) -> pd.DataFrame:
     rate = out["engine_decode_tokens"] / out["engine_decode_s"].where(out["engine_decode_s"] > 0)
     out["engine_decode_tokens_per_s"] = rate.where(rate > 0)
     return out.drop(columns="engine_decode_tokens")
+
+
+def _engine_phases(db: Any, requests: str) -> pd.DataFrame:
+    """``engine_<phase>_s`` per dump: :func:`.engine.phase_seconds_by` over the engine
+    spans, the spans their request spans hang under (the windows their time is clipped
+    to) and the engine's retract events, read one dump at a time so that a run's engine
+    spans are never all in memory at once."""
+    keys = list(TREND_KEYS)
+    selected = ", ".join(f"s.{key}" for key in keys)
+    same = " and ".join(f"s.{key} = ?" for key in keys)
+    dumps = db.execute(f"select distinct {_KEYS} from spans where origin = 'engine'").fetchall()
+    parts = []
+    for dump in dumps:
+        spans = db.execute(f"""
+            with owners as (
+                select distinct parent_index from spans s
+                where {same} and s.origin = 'engine' and s.name in ({requests}))
+            select {selected}, s.sample_row, s.span_index,
+                   s.parent_index, s.name::varchar as name, s.start, s.duration,
+                   s.origin = 'engine' as engine
+            from spans s
+            where {same} and (s.origin = 'engine'
+                              or s.span_index in (select parent_index from owners))""",
+                           [*dump, *dump]).df()
+        retracts = db.execute(f"""
+            select {_KEYS}, parent_index, ts from events s
+            where {same} and origin = 'engine' and name = '{RETRACT_EVENT}'""", list(dump)).df()
+        parts.append(phase_seconds_by(spans, retracts, keys))
+    if not parts:
+        empty = db.execute(f"select {selected}, s.sample_row, s.span_index, s.parent_index, "
+                           "s.name::varchar as name, s.start, s.duration, true as engine "
+                           "from spans s limit 0").df()
+        parts.append(phase_seconds_by(empty, pd.DataFrame(columns=[*keys, "parent_index", "ts"]),
+                                      keys))
+    phases = pd.concat(parts, ignore_index=True)
+    return phases.rename(columns={f"{phase}_s": f"engine_{phase}_s"
+                                  for phase in (*PHASES, "other")})
 
 
 def _decode_tokens(db: Any, requests: str) -> pd.DataFrame | None:

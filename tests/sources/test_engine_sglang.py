@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from slime_trace_widget.answers.engine import engine_breakdown
+from slime_trace_widget.answers.engine import PHASE_COLUMNS, engine_breakdown
 from slime_trace_widget.frames.model import TraceFrames
 from slime_trace_widget.sources.loading import load_frames
 from tests.support.engine_oracle import (
@@ -143,3 +143,15 @@ def test_decode_waiting_is_queue_and_pd_only_under_pd(joined: Joined) -> None:
     plain = breakdown.drop(index=list(pd_rows))
     assert (plain["pd_s"] == 0).all() and (plain["queue_s"] > 0).all()
     assert (breakdown.loc[sorted(pd_rows), "pd_s"] > 0).all()
+
+
+def test_phases_of_each_sample_add_up_to_no_more_than_its_generations(joined: Joined) -> None:
+    """A sample's phases partition wall time: under PD too, where both servers' slices
+    cover the same instants, they add up to at most its generation spans' time."""
+    core = joined.frames.span_core
+    generations = core.loc[request_spans(joined.frames)["parent_index"].unique()]
+    covered = (generations["end"] - generations["start"]).groupby(
+        generations["sample_row"]).sum()
+    phases = engine_breakdown(joined.frames)[list(PHASE_COLUMNS)].sum(axis=1)
+    assert (phases.reindex(covered.index) > 0).all()
+    assert (phases.reindex(covered.index) <= covered + 1e-6).all()

@@ -18,6 +18,10 @@ ranks); ``underscore_rid`` (a rid with ``_``, whose root ``rid`` is its last par
 ``traceparent`` (the request carries the generation span's W3C context, flags 01);
 ``unsampled`` (the same with flags 00: SGLang drops the request; not in the default
 cycle); ``stray`` (another client's request: no generation span).
+
+:func:`plan`'s ``kv_senders`` gives every PD prefill half SGLang's Mooncake KV sender (the
+default transfer backend's trace of its own, one per prefill TP rank, see
+``sglang_host``), and ``pd_tp_size`` the TP ranks of both PD halves.
 """
 
 from __future__ import annotations
@@ -89,6 +93,7 @@ class Half:
     tok: dict[str, float] = field(default_factory=dict)
     sched: list[tuple] = field(default_factory=list)
     usage: dict[str, Any] = field(default_factory=dict)
+    kv_sender: bool = False  # a prefill half whose TP ranks each run a Mooncake KV sender
 
     @property
     def start(self) -> float:
@@ -253,7 +258,8 @@ def generation_spans(frames: Any) -> pd.DataFrame:
 
 def plan(frames: Any, scenarios: Sequence[str] = SCENARIOS, seed: int = 0,
          hosts: Sequence[str] = DEFAULT_HOSTS, *, strays: int | None = None,
-         decode_iterations: int | tuple[int, int] = (3, 10)) -> list[Request]:
+         decode_iterations: int | tuple[int, int] = (3, 10), kv_senders: bool = False,
+         pd_tp_size: int = 1) -> list[Request]:
     """One request per generation span of ``frames`` with a ``sglang_request_id``, its
     scenario cycling through ``scenarios`` (a rid with ``_`` takes ``underscore_rid``
     when that is among them), plus ``strays`` requests of other clients (default: one
@@ -261,7 +267,8 @@ def plan(frames: Any, scenarios: Sequence[str] = SCENARIOS, seed: int = 0,
 
     Unified requests go round-robin over ``hosts``; a PD request's prefill half to one
     host and its decode half to the next. ``decode_iterations`` is a count or a
-    (low, high) range of scheduler decode iterations per request.
+    (low, high) range of scheduler decode iterations per request. ``kv_senders``: each
+    PD prefill half runs SGLang's Mooncake KV sender on each of its ``pd_tp_size`` ranks.
     """
     unknown = set(scenarios) - set(SCENARIOS) - set(EXTRA_SCENARIOS)
     if unknown:
@@ -270,6 +277,7 @@ def plan(frames: Any, scenarios: Sequence[str] = SCENARIOS, seed: int = 0,
         raise ValueError("plan needs at least one host")
     rng = random.Random(seed)
     ids = random.Random(f"sglang-driver-rids-{seed}")  # never the dump's own rids
+    pd = {"kv_senders": kv_senders, "pd_tp_size": pd_tp_size}
     cycle = [name for name in scenarios if name not in ("stray", "underscore_rid")]
     spans = generation_spans(frames)
     requests: list[Request] = []
@@ -289,7 +297,7 @@ def plan(frames: Any, scenarios: Sequence[str] = SCENARIOS, seed: int = 0,
             traceparent = f"00-{row.trace_id}-{row.span_id}-{flags}"
         requests.append(_request(rng, int(row.span), row.rid, scenario,
                                  row.start + network, row.end - network, hosts,
-                                 len(requests), decode_iterations, traceparent, ids))
+                                 len(requests), decode_iterations, traceparent, ids, **pd))
     if "stray" in scenarios:
         count = max(2, len(spans) // 10) if strays is None else strays
         low = float(spans["start"].min()) if len(spans) else DEFAULT_START
@@ -299,7 +307,7 @@ def plan(frames: Any, scenarios: Sequence[str] = SCENARIOS, seed: int = 0,
             begin = rng.uniform(low, max(low, high - length))
             kind = "pd_no_client_rid" if number % 3 == 2 else "normal"
             request = _request(rng, None, _uuid(ids), kind, begin, begin + length, hosts,
-                               len(requests), decode_iterations, None, ids)
+                               len(requests), decode_iterations, None, ids, **pd)
             request.scenario = "stray"
             requests.append(request)
     return requests
@@ -312,7 +320,8 @@ def _uuid(rng: random.Random) -> str:
 def _request(rng: random.Random, span: int | None, rid: str, scenario: str, start: float,
              end: float, hosts: Sequence[str], number: int,
              iterations: int | tuple[int, int], traceparent: str | None,
-             ids: random.Random) -> Request:
+             ids: random.Random, *, kv_senders: bool = False, pd_tp_size: int = 1
+             ) -> Request:
     count = iterations if isinstance(iterations, int) else rng.randint(*iterations)
     usage = {"prompt_tokens": rng.randint(100, 2000), "cached_tokens": rng.randint(0, 99),
              "completion_tokens": count + 1, "max_new_tokens": 1024, "temperature": 1.0,
@@ -325,6 +334,8 @@ def _request(rng: random.Random, span: int | None, rid: str, scenario: str, star
                                      hosts[number % len(hosts)],
                                      hosts[(number + 1) % len(hosts)], prefill_rid, rid, room,
                                      usage)
+        prefill.kv_sender = kv_senders
+        prefill.tp_size = decode.tp_size = pd_tp_size
         halves = [prefill, decode]
     else:
         tp_size = 2 if scenario == "tp2" else 1
@@ -480,6 +491,7 @@ def _half_spec(half: Half, skew: float, traceparent: str | None) -> dict[str, An
             sched.append([op[0], _ns(op[1], skew), *op[2:]])
     return {"role": half.role, "rid": half.server_rid, "tp": half.tp_size,
             "room": half.bootstrap_room, "traceparent": traceparent,
+            "kv_sender": half.kv_sender,
             "tok": {key: _ns(value, skew) for key, value in half.tok.items()},
             "sched": sched, "usage": half.usage}
 

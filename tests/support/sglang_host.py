@@ -17,7 +17,15 @@ per host, because SGLang's tracer provider is process-global. The process
   pickles it as the tokenizer sends it, and unpickles it into ``SchedulerReqTimeStats``
   in each rank's thread, calling the methods in the order SGLang's scheduler calls them;
 * optionally records every span SGLang ends, through an extra ``SimpleSpanProcessor`` on
-  SGLang's provider, to a JSON-lines file (the truth the tests compare the store with).
+  SGLang's provider, to a JSON-lines file (the truth the tests compare the store with);
+* for a prefill half with ``kv_sender``, runs on each TP rank SGLang's own
+  ``MooncakeKVSender`` (Mooncake is the default transfer backend; its ``__init__`` opens a
+  trace of its own, "Sender Req 0x…"): created as the request enters the bootstrap
+  queue, its KV sent as it enters the transfer queue, the chunk taken by a transfer
+  worker thread ("mooncake transfer worker 0", its slices written with SGLang's own
+  stages as ``transfer_worker`` writes them) until the transfer finished, then polled to
+  ``Success``, which ends the sender's trace. Its KV manager is :class:`_KVManager`: a
+  real one needs a transfer engine and RDMA devices.
 
 Each scheduler op of the spec carries the engine-clock time (ns) the driver chose: the
 virtual clock is set to it before the call, and the time is passed where SGLang's method
@@ -42,7 +50,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from .sglang_import import import_sglang
+import numpy as np
+
+from .sglang_import import import_mooncake, import_sglang
 
 #: perf_counter() = time() - OFFSET in the virtual clock: a power of two, so that for
 #: epoch seconds in [2**30, 2**31) (2004 to 2038) the conversions SGLang does are exact.
@@ -95,6 +105,83 @@ class _Batch:
     def __init__(self, reqs: list[_Req], forward_mode: Any) -> None:
         self.reqs = reqs
         self.forward_mode = forward_mode
+
+
+class _KVManager:
+    """What SGLang's ``CommonKVSender`` reads and calls of its KV manager, as a prefill
+    server's ``MooncakeKVManager`` answers them without a deferred bootstrap, CP or KV
+    sharding: each room's status, and the chunks queued for the transfer workers."""
+
+    deferred_bootstrap = None
+    is_dummy_cp_rank = False
+    kv_shard_size = 1
+    enable_all_cp_ranks_for_transfer = False
+    defer_decode_allocation = False
+    reports_transfer_latency = False
+
+    def __init__(self, trace_module: str) -> None:
+        self.sender_trace_module = trace_module
+        self.request_status: dict[int, Any] = {}
+        self._staging_outstanding: dict[int, int] = {}
+        self.queued: list[Any] = []  # each chunk's trace context, for a transfer worker
+
+    def update_status(self, room: int, status: Any) -> None:
+        self.request_status[room] = status
+
+    def check_status(self, room: int) -> Any:
+        return self.request_status[room]
+
+    def prepare_send_state_indices(self, state_indices: Any) -> Any:
+        return state_indices
+
+    def add_transfer_request(self, room: int, *args: Any, trace_ctx: Any = None,
+                             **kwargs: Any) -> None:
+        self.queued.append(trace_ctx)
+
+
+class _KVSending:
+    """One prefill TP rank's Mooncake KV sender for one request (see the module's
+    docstring), moved along by the scheduler ops it sits beside."""
+
+    def __init__(self, host: Host, rank: int, room: int) -> None:
+        self.host = host
+        self.rank = rank
+        self.room = room
+        self.manager = _KVManager(host.mooncake.Manager.sender_trace_module)
+        self.sender: Any = None
+        self.chunk: Any = None
+        self.sent_at = 0.0
+
+    def before(self, op: str, at: int) -> None:
+        """What the sender does as the scheduler reaches ``op`` at ``at`` (engine ns)."""
+        clock = self.host.clock
+        if op == "bootstrap_queue":  # PrefillBootstrapQueue.create_sender
+            clock.set_ns(at)
+            self.sender = self.host.mooncake.Sender(self.manager, "127.0.0.1:8998", self.room)
+            self.sender.init(8, 0)
+        elif op == "kv_queue" and self.sender is not None:  # send_kv_chunk, last chunk
+            self.sent_at = clock.set_ns(at)
+            self.sender.send(np.arange(8, dtype=np.int32))
+            self.chunk = self.manager.queued.pop()
+            self.host.kv_worker(self.rank).run(self.worker_start)
+        elif op == "kv_done" and self.chunk is not None:
+            clock.set_ns(at)
+            self.host.kv_worker(self.rank).run(self.worker_finish)
+            self.sender.poll()  # Success: the sender's trace ends
+
+    def worker_start(self) -> None:
+        stage = self.host.mooncake.stages.MooncakeRequestStage.MOONCAKE_WORKER_SEND
+        self.chunk.rebuild_thread_context()
+        self.chunk.trace_slice_start(stage.stage_name, stage.level)
+
+    def worker_finish(self) -> None:
+        stages = self.host.mooncake.stages
+        stage = stages.MooncakeRequestStage
+        stages.mooncake_trace_slice(self.chunk, stage.MOONCAKE_WORKER_SEND_SESSION,
+                                    self.sent_at)
+        self.chunk.trace_slice_end(stage.MOONCAKE_WORKER_SEND.stage_name,
+                                   stage.MOONCAKE_WORKER_SEND.level, thread_finish_flag=True)
+        self.manager.update_status(self.room, self.host.mooncake.KVPoll.Success)
 
 
 class _Exporter:
@@ -206,6 +293,8 @@ class Host:
         self.clock = clock
         self.rts = sgl.req_time_stats
         self.servers: dict[tuple[str, int], tuple[_Thread, list[_Thread]]] = {}
+        self.kv_workers: dict[int, _Thread] = {}
+        self.mooncake: Any = None
         self.pace: Callable[[], None] = lambda: None
         modes = sgl.DisaggregationMode
         self.modes = {"unified": modes.NULL, "prefill": modes.PREFILL, "decode": modes.DECODE}
@@ -228,19 +317,39 @@ class Host:
             self.servers[key] = (tokenizer, ranks)
         return self.servers[key]
 
+    def kv_worker(self, rank: int) -> _Thread:
+        """TP rank ``rank``'s Mooncake transfer worker thread, registered as
+        ``MooncakeKVManager.transfer_worker`` registers it."""
+        if rank not in self.kv_workers:
+            trace = self.sgl.trace
+            self.kv_workers[rank] = _Thread(lambda: trace.trace_set_thread_info(
+                "mooncake transfer worker 0", tp_rank=rank, dp_rank=0))
+        return self.kv_workers[rank]
+
+    def kv_sending(self, half: dict[str, Any], rank: int) -> _KVSending | None:
+        """A Mooncake sender for a prefill half with ``kv_sender`` (None otherwise)."""
+        if not half.get("kv_sender") or half["role"] != "prefill" or not half.get("room"):
+            return None
+        if self.mooncake is None:
+            self.mooncake = import_mooncake()
+            self.mooncake.stages.time = self.clock  # its slices read perf_counter()
+        return _KVSending(self, rank, int(half["room"]))
+
     def close(self) -> None:
         for tokenizer, ranks in self.servers.values():
             tokenizer.close()
             for rank in ranks:
                 rank.close()
+        for worker in self.kv_workers.values():
+            worker.close()
 
     # ----------------------------------------------------------------- a half
 
     def drive(self, half: dict[str, Any]) -> None:
         tokenizer, ranks = self.server(half["role"], half["tp"])
         stats, message = tokenizer.run(self.tokenizer_start, half)
-        for rank in ranks:  # each TP rank gets the broadcast request and unpickles it
-            rank.run(self.scheduler, message, half)
+        for number, rank in enumerate(ranks):  # each TP rank unpickles the broadcast request
+            rank.run(self.scheduler, message, half, number)
         tokenizer.run(self.tokenizer_finish, stats, half)
 
     def tokenizer_start(self, half: dict[str, Any]) -> tuple[Any, bytes]:
@@ -280,9 +389,10 @@ class Host:
         }
         return attrs
 
-    def scheduler(self, message: bytes, half: dict[str, Any]) -> None:
+    def scheduler(self, message: bytes, half: dict[str, Any], rank: int = 0) -> None:
         """One scheduler rank: Req(...) from the received request, then the ops as the
-        scheduler loop, its batch result processor and the PD queues call them."""
+        scheduler loop, its batch result processor and the PD queues call them (and a
+        prefill rank's KV sender, see :class:`_KVSending`)."""
         clock, rts = self.clock, self.rts
         ops = half["sched"]
         name, at = ops[0]
@@ -307,8 +417,11 @@ class Host:
             "prebuilt_done": stats.set_decode_prebuilt_finish_time,
             "complete": stats.set_completion_time,
         }
+        sending = self.kv_sending(half, rank)
         for op in ops[1:]:
             name, at = op[0], op[1]
+            if sending is not None:
+                sending.before(name, at)
             if name == "forward":  # get_new_batch_prefill / get_new_prebuilt_batch
                 clock.set_ns(at)
                 rts.set_time_batch([req], "set_forward_entry_time")

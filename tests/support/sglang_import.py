@@ -139,3 +139,28 @@ def import_sglang() -> types.SimpleNamespace:
         ForwardMode=forward_batch_info.ForwardMode,
         DisaggregationMode=disaggregation.DisaggregationMode,
         version=version.__version__)
+
+
+def import_mooncake() -> types.SimpleNamespace:
+    """SGLang's Mooncake KV sender (``srt/disaggregation/mooncake/conn.py``: the default
+    transfer backend's ``MooncakeKVSender`` and ``MooncakeKVManager``), ``KVPoll``, and the
+    trace stages its transfer workers write (``srt/observability/mooncake_trace.py``).
+
+    The sender's ``__init__`` reads the server's runtime context, which a server
+    publishes at start-up; here it stands in with tracing on and one data-parallel rank
+    (``get_observability``, ``get_parallel`` of the two ``conn`` modules). Call
+    :func:`import_sglang` first, in the same process."""
+    common = importlib.import_module("sglang.srt.disaggregation.common.conn")
+    mooncake = importlib.import_module("sglang.srt.disaggregation.mooncake.conn")
+    stages = importlib.import_module("sglang.srt.observability.mooncake_trace")
+    observability = types.SimpleNamespace(enable_trace=True)
+    parallel = types.SimpleNamespace(num_dp_ranks=1, enable_dsa_cache_layer_split=False,
+                                     enable_kv_cache_sharding=False)
+    for module in (common, mooncake):
+        if hasattr(module, "get_observability"):
+            module.get_observability = lambda: observability
+        if hasattr(module, "get_parallel"):
+            module.get_parallel = lambda: parallel
+    return types.SimpleNamespace(
+        Sender=mooncake.MooncakeKVSender, Manager=mooncake.MooncakeKVManager,
+        KVPoll=common.KVPoll, stages=stages)

@@ -1,12 +1,19 @@
 """Join the engines' request traces into the frames: each request under the span that made it.
 
-:mod:`.engine_requests` reads the stored spans as requests (one TP rank's slices,
-decode iterations as stretches, thread events placed), :mod:`.engine_match` finds
+:mod:`.requests` reads the stored spans as requests (one TP rank's slices,
+decode iterations as stretches, thread events placed), :mod:`.match` finds
 the span that made each one. Attached, a request root becomes a span under that
 span (named by its role, ``sglang prefill request``; its own name kept in
 ``engine.name``, its host in ``engine.host``) with its slices under it, keeping their
 nesting; a thread span is not drawn, its attributes go onto its slices. Every such
 span and event has ``origin == "engine"``.
+
+A KV sender's trace (SGLang's Mooncake sender, one per prefill TP rank, see
+:mod:`.requests`) is no request: it is drawn under the prefill half of its
+bootstrap room as a ``sglang kv sender`` span (:data:`KV_SENDER_SPAN`), its TP ranks
+counted once (:func:`.requests.with_kv_senders`), attached or listed unmatched with that
+half. A sender whose room has no single prefill half in the traces is not drawn; it is
+counted in ``frames.warnings["engine_kv_sender_dropped"]``.
 
 Engine hosts keep their own clocks. The engine's work on a request lies inside
 the generation span that waited for it, so each request bounds its host's skew
@@ -41,15 +48,18 @@ from ...tables.pd_lanes import LANE_SUFFIX
 from ...tables.span_geometry import ENGINE_LANE_KINDS, span_lanes
 from ...vocabularies import INSTANT_EVENT, UNMATCHED_END
 from .match import REQUEST_ID_ATTR, attr_values, match_requests
-from .requests import Request, read_requests
+from .requests import KV_SENDER, KV_SENDER_SPAN, Request, read_requests, with_kv_senders
 
-__all__ = ["REQUEST_ID_ATTR", "REQUEST_SPAN_NAMES", "attr_values", "join_engine"]
+__all__ = ["KV_SENDER_SPAN", "REQUEST_ID_ATTR", "REQUEST_SPAN_NAMES", "attr_values",
+           "join_engine"]
 
 RID_ATTR = "rid"
 #: The span a request root becomes, by its role ("" without PD).
 REQUEST_SPAN_NAMES = {"": "sglang request", "prefill": "sglang prefill request",
                       "decode": "sglang decode request"}
 SKEW_COLUMNS = ["host", "skew", "requests", "low", "high", "consistent"]
+#: ``frames.warnings`` key: KV senders whose room has no single prefill half.
+SENDERS_DROPPED = "engine_kv_sender_dropped"
 UNMATCHED_COLUMNS = ["rid", "trace_id", "span_id", "name", "host", "start", "end", "spans"]
 
 
@@ -66,19 +76,47 @@ def join_engine(frames: TraceFrames, engine: pd.DataFrame | pa.Table) -> TraceFr
         present = set(core.column("span_id").filter(engine_spans).to_pylist())
         requests = [r for r in requests if r.span_id not in present]
     owners = match_requests(frames, requests)
+    placed, dropped = _nest_kv_senders(requests, owners)
     columns = _Spans(frames)
-    attached = [(request, owner) for request, owner in zip(requests, owners, strict=True)
-                if owner >= 0]
+    attached = [(request, owner) for request, owner in placed if owner >= 0]
     skew = _skews(columns, attached)
     shift = dict(zip(skew["host"], skew["skew"], strict=True))
-    unmatched = _unmatched([r for r, owner in zip(requests, owners, strict=True) if owner < 0])
+    unmatched = _unmatched([request for request, owner in placed if owner < 0])
+    warnings = Counter(frames.warnings)
+    if dropped:
+        warnings[SENDERS_DROPPED] += dropped
     if not attached:
-        return replace(frames, engine_skew=skew, engine_unmatched=unmatched)
+        return replace(frames, engine_skew=skew, engine_unmatched=unmatched, warnings=warnings)
     built = _Built()
     for request, owner in sorted(attached, key=lambda pair: (pair[1], pair[0].start_ns)):
         _attach(columns, request, owner, shift, built)
-    joined = _append(frames, built)
+    joined = _append(replace(frames, warnings=warnings), built)
     return replace(joined, engine_skew=skew, engine_unmatched=unmatched)
+
+
+def _nest_kv_senders(requests: list[Request], owners: list[int]
+                     ) -> tuple[list[tuple[Request, int]], int]:
+    """Every request but the KV senders, with its owner (-1: unmatched), each prefill half
+    carrying the senders of its bootstrap room (:func:`.requests.with_kv_senders`); and
+    how many senders found no single prefill half of their room (not drawn)."""
+    halves: dict[int, list[int]] = {}
+    for number, request in enumerate(requests):
+        if request.role == "prefill" and request.room is not None:
+            halves.setdefault(request.room, []).append(number)
+    senders: dict[int, list[Request]] = {}
+    dropped = 0
+    for request in requests:
+        if request.role != KV_SENDER:
+            continue
+        found = halves.get(request.room, []) if request.room is not None else []
+        if len(found) == 1:
+            senders.setdefault(found[0], []).append(request)
+        else:
+            dropped += 1
+    placed = [(with_kv_senders(request, senders.get(number, [])), owner)
+              for number, (request, owner) in enumerate(zip(requests, owners, strict=True))
+              if request.role != KV_SENDER]
+    return placed, dropped
 
 
 # --------------------------------------------------------------------------- skew

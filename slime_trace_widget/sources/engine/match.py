@@ -17,7 +17,9 @@
    room, when that room's matched halves all have one owner.
 
 A key that names two generation spans names none: a request is never attached to a
-sample it might not belong to.
+sample it might not belong to. A KV sender's trace (role ``KV_SENDER``, see
+:mod:`.requests`) names no generation span: its ``rid`` is its bootstrap room, so it takes
+rule 4 only (the join then draws it under its room's prefill half).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from typing import Any
 
 from ...frames.model import TraceFrames
 from ...schema import w3c_span_id, w3c_trace_id
-from .requests import Request
+from .requests import KV_SENDER, Request
 
 REQUEST_ID_ATTR = "sglang_request_id"
 _AMBIGUOUS = -2
@@ -42,7 +44,7 @@ def match_requests(frames: TraceFrames, requests: list[Request]) -> list[int]:
     whole, tail = _request_ids(frames)
     claimed: set[tuple[int, str]] = set()
     for number, request in enumerate(requests):
-        if owners[number] >= 0 or request.whole_rid is None:
+        if owners[number] >= 0 or request.whole_rid is None or request.role == KV_SENDER:
             continue
         hit = whole.get(request.whole_rid, -1)
         if hit >= 0:
@@ -58,7 +60,7 @@ def _match_by_tail(requests: list[Request], owners: list[int], whole: dict[str, 
     """Rule 3: a worker prefix on one side only."""
     proposals: dict[tuple[int, str], list[int]] = defaultdict(list)
     for number, request in enumerate(requests):
-        if owners[number] >= 0 or request.whole_rid is None:
+        if owners[number] >= 0 or request.whole_rid is None or request.role == KV_SENDER:
             continue
         rid = request.whole_rid
         keys = [(whole, rid.rsplit("_", 1)[-1])] if "_" in rid else []

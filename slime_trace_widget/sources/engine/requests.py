@@ -15,7 +15,13 @@ draws, so that a rollout's frames grow with its requests, not with its iteration
   (:mod:`slime_trace_widget.sources.engine.stretches`: the store folds each file as it
   finishes it, a read merges the files, and a raw table is folded here);
 * events on a thread span (SGLang puts ``retract`` there) go to the innermost slice
-  of that thread whose time holds them, else to the request root.
+  of that thread whose time holds them, else to the request root;
+* a KV sender's trace is no request: SGLang 0.5.x's ``CommonKVSender`` (Mooncake, the
+  default transfer backend) opens a trace of its own per PD request on every prefill TP
+  rank, its root named ``"Sender Req {hex(room)[:8]}"`` with ``rid`` ``hex(room)``,
+  ``module`` ``"sglang::mooncake"`` and the request's ``bootstrap_room``. It reads as a
+  request of role :data:`KV_SENDER`, which the join never draws as a request:
+  :func:`with_kv_senders` nests the senders of a room under that room's prefill half.
 
 All of that is decided on whole columns before any attribute text is parsed: only the
 spans that are drawn, and the threads and roots above them, have their JSON read.
@@ -49,6 +55,14 @@ THREAD_ATTRS = ("thread_label", "host_id", "pid", "tp_rank", "pp_rank", "dp_rank
 _RANK_SUFFIX = re.compile(r"\s*(\[[A-Z]+ \d+\]\s*)*(\(host:[^)]*\))?\s*$")
 _MAX_DEPTH = 256
 _NO_RANK = 1 << 30
+#: ``Request.role`` of a KV sender's trace root (SGLang's role "Sender").
+KV_SENDER = "sender"
+#: What a KV sender's root is drawn as, under its prefill half (its name in ``engine.name``).
+KV_SENDER_SPAN = "sglang kv sender"
+#: The ``module`` attribute of SGLang's request roots (0.5.x); any other ``sglang::<name>``
+#: root is a transfer backend's trace (``sglang::mooncake``).
+_REQUEST_MODULE = "sglang::request"
+_MODULE_PREFIX = "sglang::"
 
 
 @dataclass
@@ -76,7 +90,7 @@ class Request:
     trace_id: str
     span_id: str
     name: str
-    role: str                     # "", "prefill" or "decode"
+    role: str                     # "", "prefill", "decode" or KV_SENDER (no request)
     rid: str | None               # the root's ``rid`` attribute
     whole_rid: str | None         # ``gen_ai.request.id`` (the whole rid), else ``rid``
     short_rid: bool               # ``rid`` alone on a 0.5.x root: only its last ``_`` part
@@ -335,8 +349,7 @@ class _Rows:
             if self._errors[thread]:
                 pieces[0].error = True
         name = self.name(root)
-        words = name.split()
-        role = words[0].lower() if words and words[0].lower() in ("prefill", "decode") else ""
+        role = root_role(name, attrs)
         top = self._top(root)
         top_attrs = self.attrs(top) if top != root else {}
         return Request(
@@ -370,6 +383,61 @@ class _Rows:
                 return position[node]
             node = parents[node]
         return 0
+
+
+def root_role(name: str, attrs: dict[str, Any]) -> str:
+    """The role of a request root named ``name``: "prefill" or "decode" (the name's first
+    word), :data:`KV_SENDER` for a transfer backend's trace (first word "Sender", or a
+    ``module`` ``sglang::<name>`` other than SGLang's request module), else ""."""
+    words = name.split()
+    first = words[0].lower() if words else ""
+    if first in ("prefill", "decode"):
+        return first
+    module = attrs.get("module")
+    backend = (isinstance(module, str) and module.startswith(_MODULE_PREFIX)
+               and module not in (_REQUEST_MODULE, _MODULE_PREFIX))
+    return KV_SENDER if first == "sender" or backend else ""
+
+
+def with_kv_senders(half: Request, senders: list[Request]) -> Request:
+    """``half`` (a prefill request) with the KV senders of its room drawn under its root.
+
+    SGLang writes one sender per prefill TP rank; like a TP group of thread spans they
+    count once: the lowest rank's sender (pipeline rank first, then its start) is kept,
+    its root as a :data:`KV_SENDER_SPAN` piece (its own name in ``engine.name``) with its
+    slices below it, and when there were several, every rank in ``engine.tp_ranks``
+    ("0,1") on each of its pieces. The other ranks' senders are not drawn. ``half`` is
+    not changed; with no senders it is returned as it is."""
+    if not senders:
+        return half
+    ranked = sorted(senders, key=_sender_order)
+    kept = ranked[0]
+    ranks = sorted({_sender_order(sender)[1] for sender in senders} - {_NO_RANK})
+    shared: dict[str, Any] = {}
+    if len(senders) > 1 and ranks:
+        shared["engine.tp_ranks"] = ",".join(str(rank) for rank in ranks)
+    base = len(half.pieces)
+    pieces = list(half.pieces)
+    for piece in kept.pieces:
+        attrs = {**piece.attrs, **shared}
+        name = piece.name
+        if piece.parent < 0:
+            attrs["engine.name"], name = piece.name, KV_SENDER_SPAN
+        pieces.append(Piece(piece.row, piece.span_id, name, piece.start_ns, piece.end_ns,
+                            attrs, 0 if piece.parent < 0 else base + piece.parent, piece.host,
+                            piece.thread, piece.error, list(piece.events)))
+    return Request(half.root, half.trace_id, half.span_id, half.name, half.role, half.rid,
+                   half.whole_rid, half.short_rid, half.room, half.top, half.top_room,
+                   half.host, pieces, list(half.context_parents))
+
+
+def _sender_order(sender: Request) -> tuple[int, int, int, int]:
+    """A sender's (pipeline rank, TP rank, start, root row): its ranks are its threads',
+    which SGLang copies onto the slices (``_NO_RANK`` where none is known)."""
+    slices = [piece.attrs for piece in sender.pieces[1:]]
+    pp = min((_rank(attrs, "pp_rank") for attrs in slices), default=_NO_RANK)
+    tp = min((_rank(attrs, "tp_rank") for attrs in slices), default=_NO_RANK)
+    return pp, tp, sender.start_ns, sender.root
 
 
 def _place_event(pieces: list[Piece], event: dict, thread: int) -> None:
