@@ -8,15 +8,19 @@ subfolder (:class:`Layout`): the engines' spans (``store``) and the engines' loa
   append, flushed and fsynced before :meth:`DurableStore.append` returns. A crash can
   cut its last batch short; reading stops before it.
 * ``<prefix>-<first ns>-<last ns>-<seq>.parquet``: finished files. A write-ahead file
-  is rolled into one once it holds ``roll_rows`` rows or is ``roll_seconds`` old, and
-  on close: sorted by the layout's sort column, written aside, fsynced, renamed, and
-  only then is the write-ahead file removed. The name carries the time the rows
+  is rolled into one once it holds ``roll_rows`` rows, ``roll_bytes`` bytes (by
+  default :data:`ROLL_BYTES`) or is ``roll_seconds`` old, and on close: sorted by the
+  layout's sort column, written aside, fsynced, renamed, and only then is the
+  write-ahead file removed. The roll streams the file (:mod:`.wal_roll`): its memory
+  is a bounded piece at a time, not the file. The name carries the time the rows
   cover (the least of the start column, the greatest of the end column), so a window
   is read without opening the files outside it.
 
 Recovery is the same roll: a write-ahead file left by a killed collector becomes a
 finished file when the store next opens (a finished file of the same ``seq`` means
-the roll had completed, and the leftover is removed).
+the roll had completed, and the leftover is removed). A write-ahead file holds at
+most ``roll_bytes`` and one append, and the roll's memory does not grow with it, so
+recovery needs no more memory than a roll.
 """
 
 from __future__ import annotations
@@ -37,11 +41,12 @@ import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 
 from ...whole_files import TEMPORARY_SUFFIX, fsync_folder, replaced
+from .wal_roll import ROW_GROUP_ROWS, WalRows, mapped_wal, time_bounds, write_sorted
 
 Source = str | os.PathLike | Iterable[str | os.PathLike]
-#: Rows per row group of a finished file: a read keeps only the groups whose statistics
-#: overlap what it asks for.
-ROW_GROUP_ROWS = 65_536
+#: Bytes written to a write-ahead file after which it is rolled (the first append that
+#: reaches it rolls it), whatever its rows and age: what a roll and a recovery read.
+ROLL_BYTES = 256 << 20
 _WAL = re.compile(r"wal-(\d{6,})\.arrows")
 #: A finished file of any layout: in a list of files, one of another layout is left out.
 _ANY_FINISHED = re.compile(r"([a-z_]+)-\d{1,20}-\d{1,20}-\d{6,}\.parquet")
@@ -93,21 +98,24 @@ class DurableStore:
     """The writing side of one layout: one per collector folder, used from one thread."""
 
     def __init__(self, directory: str | Path, layout: Layout, roll_rows: int,
-                 roll_seconds: float) -> None:
+                 roll_seconds: float, roll_bytes: int = ROLL_BYTES) -> None:
         self.layout = layout
         self.folder = Path(directory) / layout.subdir
         self.folder.mkdir(parents=True, exist_ok=True)
         self._lock = _lock_folder(self.folder, layout)
         self.roll_rows, self.roll_seconds = roll_rows, roll_seconds
+        self.roll_bytes = roll_bytes
         self._writer: ipc.RecordBatchStreamWriter | None = None
         self._stream: object | None = None
         self._wal_seq = 0
         self._wal_rows = 0
+        self._wal_bytes = 0
         self._wal_opened = 0.0
         self._next_seq = self._recover()
 
     def append(self, table: pa.Table) -> None:
-        """Write ``table`` to the write-ahead file and make it durable; roll when due."""
+        """Write ``table`` to the write-ahead file and make it durable; roll when due
+        (by rows, bytes written or age)."""
         if not len(table):
             return
         if self._writer is None:
@@ -124,7 +132,8 @@ class DurableStore:
             self._abandon()
             raise
         self._wal_rows += len(table)
-        if (self._wal_rows >= self.roll_rows
+        self._wal_bytes = self._stream.tell()  # type: ignore[attr-defined]
+        if (self._wal_rows >= self.roll_rows or self._wal_bytes >= self.roll_bytes
                 or time.monotonic() - self._wal_opened >= self.roll_seconds):
             self.roll()
 
@@ -158,7 +167,7 @@ class DurableStore:
         self._stream = open(path, "xb")  # noqa: SIM115 (closed by roll)
         self._writer = ipc.new_stream(self._stream, self.layout.schema)
         fsync_folder(self.folder)
-        self._wal_rows, self._wal_opened = 0, time.monotonic()
+        self._wal_rows, self._wal_bytes, self._wal_opened = 0, 0, time.monotonic()
 
     def _recover(self) -> int:
         """Roll write-ahead files a killed collector left; the next free sequence number."""
@@ -197,28 +206,47 @@ def _lock_folder(folder: Path, layout: Layout) -> Any:
 
 
 def finish(folder: Path, seq: int, layout: Layout) -> None:
-    """Roll ``wal-<seq>`` into a finished Parquet file, durably, then drop the WAL."""
+    """Roll ``wal-<seq>`` into a finished Parquet file, durably, then drop the WAL. The
+    rows are streamed from the file (:mod:`.wal_roll`), not read whole."""
     wal = folder / f"wal-{seq:06d}.arrows"
     done = [p for p in folder.glob(f"{layout.prefix}-*-{seq:06d}.parquet")
             if layout.finished.fullmatch(p.name)]
     if done:  # rolled before a crash; the WAL outlived it, the companion may be missing
         if layout.derive is not None and not layout.companion_of(done[0]).exists():
-            table = pq.read_table(done[0], schema=layout.schema)
-            if layout.wants_companion(table):
-                _write_durably(layout.derive(table), layout.companion_of(done[0]), layout)
+            _derive_missing_companion(done[0], wal, layout)
         wal.unlink(missing_ok=True)
         fsync_folder(folder)
         return
-    table = read_wal(wal, layout)
-    if len(table):
-        first = int(pc.min(table[layout.start]).as_py())
-        last = int(pc.max(table[layout.end]).as_py())
-        final = folder / f"{layout.prefix}-{first}-{last}-{seq:06d}.parquet"
-        _write_durably(table, final, layout)
-        if layout.wants_companion(table):
-            _write_durably(layout.derive(table), layout.companion_of(final), layout)
+    with mapped_wal(wal, layout.schema) as rows:
+        if rows.rows:
+            _finish_rows(rows, folder, seq, layout)
     wal.unlink(missing_ok=True)
     fsync_folder(folder)
+
+
+def _finish_rows(rows: WalRows, folder: Path, seq: int, layout: Layout) -> None:
+    """The finished file of a write-ahead file's ``rows`` (and its companion), durably."""
+    first, last = time_bounds(rows, layout.start, layout.end)
+    final = folder / f"{layout.prefix}-{first}-{last}-{seq:06d}.parquet"
+    with replaced(final, durable=True) as temporary:
+        write_sorted(rows, temporary, layout.sort_by, layout.compression)
+    if layout.derive is not None:
+        table = rows.table()
+        if layout.wants_companion(table):
+            _write_durably(layout.derive(table), layout.companion_of(final), layout)
+        rows.let_pages_go()
+
+
+def _derive_missing_companion(finished: Path, wal: Path, layout: Layout) -> None:
+    """The companion of ``finished``, from the rows of the write-ahead file it was rolled
+    from (mapped, as a roll reads them; the finished file's rows are the same), or from
+    the finished file when that write-ahead file is gone."""
+    with mapped_wal(wal, layout.schema) as rows:
+        table = (rows.table() if rows.rows
+                 else pq.read_table(finished, schema=layout.schema))
+        if layout.wants_companion(table):
+            _write_durably(layout.derive(table), layout.companion_of(finished), layout)
+        del table  # its views of the mapping go before the mapping does
 
 
 def _write_durably(table: pa.Table, final: Path, layout: Layout) -> None:

@@ -4,14 +4,14 @@ An ``ExportTraceServiceRequest`` arrives as protobuf (gRPC, or HTTP with
 ``application/x-protobuf``) or as OTLP's JSON (HTTP ``application/json``: the
 protobuf JSON mapping, except that trace and span ids are hex, not base64). Both
 end as :class:`SpanRows`, plain columns the store writes as they are. A request
-that does not parse, or a span without valid ids and times, is refused whole
-with a reason (:class:`BadRequest`): a receiver must not half-accept a batch the
-client will send again. Spans of the instrumentation scope
-:data:`LIVE_SCOPE` are slime's own, streamed live as log records too
-(``sources/live``): they are taken (the client is answered) and not kept here,
-where they would pass for an engine's requests. Attribute values become plain
-data (strings, numbers, booleans, lists, dicts; bytes as hex) and are kept as JSON
-text.
+that does not parse, or a span without valid ids and times or with a status code
+OTLP does not define, is refused whole with a reason (:class:`BadRequest`): a
+receiver must not half-accept a batch the client will send again. Spans of the
+instrumentation scope :data:`LIVE_SCOPE` are slime's own, streamed live as log
+records too (``sources/live``): they are taken (the client is answered) and not
+kept here, where they would pass for an engine's requests. Attribute values become
+plain data (strings, numbers, booleans, lists, dicts; bytes as hex) and are kept as
+JSON text.
 """
 
 from __future__ import annotations
@@ -36,6 +36,9 @@ _ID_FIELDS = ("traceId", "spanId", "parentSpanId")
 LIVE_SCOPE = "slime_trace_widget.live"
 #: Times are unsigned 64-bit in OTLP and signed in the store (year 2262).
 _NS_LIMIT = 2**63
+#: The span status codes OTLP defines: unset, ok, error. The wire takes any int32 (proto3
+#: enums are open); a span with another code is refused, as one with a broken id is.
+STATUS_CODES = range(3)
 
 
 class BadRequest(ValueError):
@@ -115,6 +118,9 @@ def request_rows(request: ExportTraceServiceRequest) -> SpanRows:
                     raise BadRequest(f"span {span.name!r} has no start time or ends before it")
                 if end >= _NS_LIMIT:
                     raise BadRequest(f"span {span.name!r} ends past what a store can hold")
+                if span.status.code not in STATUS_CODES:
+                    raise BadRequest(f"span {span.name!r} has status code {span.status.code}, "
+                                     "not one OTLP defines (0 unset, 1 ok, 2 error)")
                 out["trace_id"].append(span.trace_id.hex())
                 out["span_id"].append(span.span_id.hex())
                 out["parent_id"].append(span.parent_span_id.hex() if any(span.parent_span_id)

@@ -8,8 +8,12 @@ writer thread per store, which appends whatever has gathered as one durable writ
 (group commit) and then releases them all. What cannot be taken is refused before
 anything is kept, so the client's retry never duplicates rows: a body that is not
 OTLP (400, ``INVALID_ARGUMENT``), a body or a decompressed body over the limits (413,
-read no further than the limit), a wrong path (404), and more than the writer has
-room for (503 with ``Retry-After``, ``UNAVAILABLE``: the exporters retry both).
+read no further than the limit), a body that does not arrive in time (408, see
+:func:`body_seconds`), a wrong path (404), and more than the writer has room for (503
+with ``Retry-After``, ``UNAVAILABLE``: the exporters retry both). A request that fails
+in a way none of these name (a fault of the receiver's) is answered 500 or ``INTERNAL``
+with the reason, and its traceback is logged: the client is never left with a dropped
+connection, and the connection stays of use.
 
 :func:`collect` is the command: the receiver, and the scrapers of the engines' load.
 """
@@ -18,6 +22,7 @@ from __future__ import annotations
 
 import http.server
 import json
+import logging
 import threading
 import time
 import zlib
@@ -53,11 +58,22 @@ MAX_CONCURRENT_REQUESTS = 32
 #: arrives within this time; else the connection closes after the answer.
 DROP_MAX_BYTES = 8 << 20
 DROP_SECONDS = 10.0
+#: A body to take must arrive within :func:`body_seconds`: at least this many bytes a
+#: second on average, with at least this many seconds for any body, so that a client
+#: trickling its body holds a request slot for a bounded time.
+BODY_MIN_BYTES_PER_SECOND = 128 << 10
+BODY_MIN_SECONDS = 10.0
 MEDIA_TYPES = ("application/x-protobuf", "application/protobuf", "application/json")
 RETRY_AFTER_SECONDS = 1
 #: How often the scrapers' counts are rewritten to their status file.
 STATUS_SECONDS = 5.0
 _CHUNK = 1 << 16
+#: Compressed bytes given to the inflater at a time, the first time for a member and at
+#: most: what follows a member's end in its input is copied, so a body of many tiny
+#: members costs little more to inflate than one of one member.
+_GZIP_FIRST_INPUT = 1 << 8
+_GZIP_INPUT = 1 << 14
+_log = logging.getLogger(__name__)
 
 
 class Collector(GroupWriter):
@@ -87,13 +103,28 @@ class _TooLarge(Exception):
     pass
 
 
+class _TooSlow(Exception):
+    """The body did not arrive within its deadline (or a read waited past its timeout)."""
+
+
+def body_seconds(length: int) -> float:
+    """Seconds a request body of ``length`` bytes may take to arrive, whole."""
+    return max(BODY_MIN_SECONDS, length / BODY_MIN_BYTES_PER_SECOND)
+
+
+def internal_reason(exc: BaseException) -> str:
+    """What a client is told of a failure that is the receiver's, not its request's."""
+    return f"the receiver failed on this request ({type(exc).__name__}: {exc})"[:500]
+
+
 class _Handler(http.server.BaseHTTPRequestHandler):
     """``POST /v1/traces`` and ``POST /v1/logs`` with an OTLP body, and nothing else."""
 
     protocol_version = "HTTP/1.1"
     server: _HttpServer
-    #: Seconds a read of the connection may wait (each one, not the whole body): a
-    #: client that stops mid-request (its host lost) frees its slot then.
+    #: Seconds a read of the connection may wait (each one; the whole body has
+    #: :func:`body_seconds`): a client that stops mid-request (its host lost) is answered
+    #: 408 and frees its slot then.
     timeout = READ_TIMEOUT_SECONDS
 
     def do_POST(self) -> None:
@@ -163,8 +194,15 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self._reply(HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
                         f"the body is over {MAX_BODY_BYTES} bytes", read=False)
             return
-        body = self.rfile.read(length)
-        if len(body) != length:
+        try:
+            body = self._read_body(length)
+        except _TooSlow:
+            self.close_connection = True
+            self._reply(HTTPStatus.REQUEST_TIMEOUT,
+                        f"the body of {length} bytes did not arrive within "
+                        f"{body_seconds(length):g} s")
+            return
+        if body is None:
             self.close_connection = True
             return  # the client went away mid-body
         try:
@@ -184,8 +222,37 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self._reply(HTTPStatus.BAD_REQUEST, str(exc))
         except Busy as exc:
             self._reply(HTTPStatus.SERVICE_UNAVAILABLE, str(exc), retry=True)
+        except Exception as exc:  # the receiver's fault: say so, never drop the client
+            _log.exception("OTLP/HTTP request to %s failed", self.path)
+            self._reply(HTTPStatus.INTERNAL_SERVER_ERROR, internal_reason(exc))
         else:
             self._send(HTTPStatus.OK, answer, kind)
+
+    def _read_body(self, length: int) -> bytearray | None:
+        """The request's body of ``length`` bytes, read whole within
+        :func:`body_seconds` (checked before each read, each read waiting no longer than
+        what is left, nor than :attr:`timeout`); None when the client closes or breaks
+        the connection first. :class:`_TooSlow` when the time runs out."""
+        body = bytearray(length)
+        view, got = memoryview(body), 0
+        deadline = time.monotonic() + body_seconds(length)
+        try:
+            while got < length:
+                wait = deadline - time.monotonic()
+                if wait <= 0:
+                    raise _TooSlow
+                self.connection.settimeout(min(wait, self.timeout))
+                count = self.rfile.readinto1(view[got:])
+                if not count:
+                    return None
+                got += count
+        except TimeoutError:
+            raise _TooSlow from None
+        except OSError:  # reset by the client
+            return None
+        finally:
+            self.connection.settimeout(self.timeout)
+        return body
 
     def _take_logs(self, body: bytes, as_json: bool) -> bytes:
         """Keep the live records of a logs request; the response message's bytes."""
@@ -262,25 +329,51 @@ class _HttpServer(http.server.ThreadingHTTPServer):
         super().__init__(address, _Handler)
 
 
-def _gunzip(body: bytes, limit: int) -> bytes:
-    """Inflate a gzip body, stopping as soon as it would pass ``limit`` bytes (a bomb is
-    never inflated whole)."""
-    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
-    parts, size = [], 0
-    data = body
+def _gunzip(body: bytes | bytearray, limit: int) -> bytes:
+    """Inflate a gzip body: all its members, one after another (gzip allows several; their
+    data joined is the body's), stopping as soon as the whole would pass ``limit`` bytes
+    (a bomb is never inflated whole). Zero bytes after a member end the body (padding, as
+    gzip readers take it). :class:`BadRequest` when it is not gzip or is cut short."""
+    parts: list[bytes] = []
+    position = size = 0
     try:
-        while data:
-            part = inflater.decompress(data, _CHUNK)
-            size += len(part)
-            if size > limit:
-                raise _TooLarge
-            parts.append(part)
-            data = inflater.unconsumed_tail
-        if not inflater.eof:
-            raise BadRequest("the gzip body is cut short")
+        while True:
+            position, inflated = _inflate_member(body, position, parts, limit - size)
+            size += inflated
+            if position == len(body):
+                break
+            if body[position] == 0:
+                if body.count(0, position) != len(body) - position:
+                    raise BadRequest("the body is not valid gzip (bytes after its padding)")
+                break
     except zlib.error as exc:
         raise BadRequest(f"the body is not valid gzip ({exc})") from None
     return b"".join(parts)
+
+
+def _inflate_member(body: bytes | bytearray, position: int, parts: list[bytes],
+                    room: int) -> tuple[int, int]:
+    """Inflate the gzip member at ``position`` of ``body`` onto ``parts``: where the
+    member ends, and how many bytes it gave. :class:`_TooLarge` once they would pass
+    ``room``; :class:`BadRequest` when the body ends inside the member."""
+    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    size, step = 0, _GZIP_FIRST_INPUT
+    while not inflater.eof:
+        data = body[position:position + step]
+        step = min(2 * step, _GZIP_INPUT)
+        part = inflater.decompress(data, _CHUNK)
+        if not data and not part:
+            raise BadRequest("the gzip body is cut short")
+        size += len(part)
+        if size > room:
+            raise _TooLarge
+        if part:
+            parts.append(part)
+        # what follows the member at its end (where the tail may still hold it too),
+        # else what the output's limit left
+        left = inflater.unused_data if inflater.eof else inflater.unconsumed_tail
+        position += len(data) - len(left)
+    return position, size
 
 
 def http_server(collector: Collector, host: str, port: int,
@@ -334,6 +427,9 @@ def grpc_server(collector: Collector, host: str, port: int,
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
         except Busy as exc:
             context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
+        except Exception as exc:  # the receiver's fault: INTERNAL with the reason
+            _log.exception("OTLP/gRPC trace export failed")
+            context.abort(grpc.StatusCode.INTERNAL, internal_reason(exc))
         return ExportTraceServiceResponse().SerializeToString()
 
     def export_logs(body: bytes, context: Any) -> bytes:
@@ -345,6 +441,9 @@ def grpc_server(collector: Collector, host: str, port: int,
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
         except Busy as exc:
             context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
+        except Exception as exc:  # the receiver's fault: INTERNAL with the reason
+            _log.exception("OTLP/gRPC logs export failed")
+            context.abort(grpc.StatusCode.INTERNAL, internal_reason(exc))
         return logs_response(rows.foreign, as_json=False)
 
     handlers = [grpc.method_handlers_generic_handler(GRPC_SERVICE, {

@@ -7,7 +7,8 @@ rolled and recovered):
   accepted request (or group of requests), fsynced before the clients are answered.
 * ``spans-<first start ns>-<last end ns>-<seq>.parquet``: finished files, sorted by
   start. A write-ahead file is rolled into one once it holds :data:`ROLL_SPANS`
-  spans or is :data:`ROLL_SECONDS` old, and on shutdown.
+  spans or :data:`~.durable.ROLL_BYTES` bytes or is :data:`ROLL_SECONDS` old, and on
+  shutdown.
 """
 
 from __future__ import annotations
@@ -47,8 +48,9 @@ class SpanStore(durable.DurableStore):
     """The writing side: one per collector folder, used from one thread."""
 
     def __init__(self, directory: str | Path, roll_spans: int = ROLL_SPANS,
-                 roll_seconds: float = ROLL_SECONDS) -> None:
-        super().__init__(directory, LAYOUT, roll_spans, roll_seconds)
+                 roll_seconds: float = ROLL_SECONDS,
+                 roll_bytes: int = durable.ROLL_BYTES) -> None:
+        super().__init__(directory, LAYOUT, roll_spans, roll_seconds, roll_bytes)
 
     @property
     def roll_spans(self) -> int:
