@@ -9,9 +9,9 @@ context, so concurrent asyncio tasks never adopt each other's spans.
 
 Modules: ``records`` (clock, ids, attribute cleaning, one record), ``carriers``
 (handles, binding, open-span scopes), ``spans`` (spans, events, retries),
-``functions`` (the decorator), ``sglang`` (SGLang metadata, PD child spans),
-``remote`` (export, import and merge across processes), ``propagation`` (W3C
-headers for requests to the engine).
+``functions`` (the decorator), ``generators`` (its spans over generator calls),
+``sglang`` (SGLang metadata, PD child spans), ``remote`` (export, import and
+merge across processes), ``propagation`` (W3C headers for requests to the engine).
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ written into a carrier here too (``_write``), through the handle that points at 
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 from contextvars import ContextVar
@@ -44,10 +45,27 @@ _TraceKey = tuple[Any, int]
 _MAX_SCOPE_CHAIN = 16
 
 _ACTIVE: ContextVar[_Scope | None] = ContextVar("slime_trace_widget_active", default=None)
-# Serialises creating/repairing carriers: two threads binding one fresh sample must share a carrier.
+# Serialises creating/repairing carriers and bumping attempts: two threads binding one fresh
+# sample must share a carrier. Read where used (never imported by name): a forked child
+# gets a new one.
 _CARRIER_LOCK = threading.RLock()
 # Called with every record ``_write`` appends (the live stream's hook); None costs one check.
 _record_listener: Callable[[dict[str, Any]], None] | None = None
+
+
+def _fresh_lock_after_fork() -> None:
+    """Give a forked child its own unlocked carriers' lock.
+
+    A thread of the parent may have held the lock at the fork; that thread does not
+    exist in the child, so the inherited lock would never be released and the
+    child's first new carrier or retry would wait forever.
+    """
+    global _CARRIER_LOCK
+    _CARRIER_LOCK = threading.RLock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_fresh_lock_after_fork)
 
 
 def set_record_listener(listener: Callable[[dict[str, Any]], None] | None) -> None:
@@ -362,6 +380,17 @@ def bind_trace_carrier(
     except Exception:
         _log_failure("binding a carrier of type %s", type(carrier).__name__)
         return _handle(_new_carrier(sample_id, group_id, trace_id, attempt), parent_span_id)
+
+
+def _bump_attempt(handle: TraceHandle) -> int:
+    """Raise the attempt of ``handle``'s carrier by one and return it; raises on a damaged
+    carrier (callers log that). Under the carriers' lock, so concurrent retries of one
+    sample each get their own number."""
+    with _CARRIER_LOCK:
+        attempt = int(handle.carrier.get(CARRIER_ATTEMPT, 0)) + 1
+        handle.carrier[CARRIER_ATTEMPT] = attempt
+    handle.attempt = attempt
+    return attempt
 
 
 def _append(handle: TraceHandle, record: dict[str, Any]) -> bool:

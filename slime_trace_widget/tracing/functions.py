@@ -1,4 +1,5 @@
-"""``trace_function``: a decorator that makes each call of a sync or async function one span."""
+"""``trace_function``: a decorator that makes each call of a sync or async function,
+generator or async generator one span."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 
 from ..schema import SAMPLE_TRACE_KEY
 from .carriers import _ACTIVE, TraceHandle, _is_sample_box
+from .generators import trace_async_generator, trace_generator
 from .records import _log_failure, logger
 from .spans import TraceSpan
 
@@ -21,6 +23,10 @@ def trace_function(
     record_error: bool = True,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorate a sync or async function (or method) so each call is one span.
+
+    A call of a generator or async generator function is one span too, from its
+    first ``next()`` until it finishes, raises or is closed (:mod:`.generators`);
+    a plain function that returns a generator is timed until it returns.
 
     The trace target is, in order: the parameter named ``target``;
     ``target_getter(*args, **kwargs)``; else inferred from the arguments (the first
@@ -51,6 +57,10 @@ def trace_function(
                 _log_failure("resolving the trace target of %r", name)
                 return None
 
+        if inspect.isgeneratorfunction(fn):
+            return trace_generator(fn, open_span)
+        if inspect.isasyncgenfunction(fn):
+            return trace_async_generator(fn, open_span)
         if inspect.iscoroutinefunction(fn):
 
             @functools.wraps(fn)

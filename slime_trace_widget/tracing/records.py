@@ -11,6 +11,7 @@ import logging
 import math
 import os
 import pickle
+import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -28,8 +29,6 @@ MAX_REPR_CHARS = 1000
 # pickles under a newer protocol would make the whole dump unsaveable.
 _DUMP_PICKLE_PROTOCOL = 2
 _PLAIN_TYPES = frozenset({str, int, float, bool, type(None)})
-# numpy and torch values pickle fine; pickling a big tensor just to check would be slow.
-_ARRAY_MODULES = ("numpy", "torch")
 
 Clock = Callable[[], float]
 
@@ -133,15 +132,50 @@ def _copy(attrs: dict[str, Any] | None) -> dict[str, Any] | None:
 
 
 def _picklable(value: Any) -> Any:
-    """``value`` if torch.save can pickle it, else its truncated ``repr``."""
-    module = getattr(type(value), "__module__", None)
-    if isinstance(module, str) and module.startswith(_ARRAY_MODULES):
+    """``value`` if torch.save can pickle it, else its truncated ``repr``.
+
+    Plain numpy arrays and scalars and torch tensors (:func:`_is_plain_array`) are
+    stored as they are without the check, which would copy a big tensor; every
+    other value, a numpy object array or a class of a module named ``torch_*``
+    included, is pickled once to check.
+    """
+    if _is_plain_array(value):
         return value
     try:
         pickle.dumps(value, protocol=_DUMP_PICKLE_PROTOCOL)
     except Exception:
         return _truncate(_safe_repr(value), MAX_REPR_CHARS)
     return value
+
+
+def _is_plain_array(value: Any) -> bool:
+    """Whether ``value`` is one of numpy's or torch's own array, scalar or tensor types
+    holding no Python objects, which always pickle.
+
+    Exact types only: a subclass can carry attributes of its own (a lock on a
+    ``torch.Tensor`` subclass fails to pickle), and an object dtype holds any
+    object. numpy and torch are looked up in ``sys.modules``, never imported: a
+    value of theirs exists only once they are. Never raises.
+    """
+    try:
+        kind = type(value)
+        numpy = sys.modules.get("numpy")
+        if numpy is not None and (
+            kind is numpy.ndarray
+            or (isinstance(value, numpy.generic) and kind.__module__ == "numpy")
+        ):
+            return not value.dtype.hasobject
+        torch = sys.modules.get("torch")
+        return torch is not None and kind in _torch_tensor_types(torch)
+    except Exception:
+        return False
+
+
+def _torch_tensor_types(torch: Any) -> tuple[type, ...]:
+    """torch's own tensor classes: ``Tensor`` and ``nn.Parameter`` (when loaded)."""
+    tensor = getattr(torch, "Tensor", None)
+    parameter = getattr(getattr(torch, "nn", None), "Parameter", None)
+    return tuple(kind for kind in (tensor, parameter) if isinstance(kind, type))
 
 
 def _safe_repr(value: Any) -> str:

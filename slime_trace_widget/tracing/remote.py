@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from contextlib import suppress
 from typing import Any
 
 from ..schema import (
@@ -13,6 +14,9 @@ from ..schema import (
     CARRIER_TRACE_ID,
     CARRIER_VERSION,
     EVENT,
+    RECORD_PARENT_SPAN_ID,
+    RECORD_SAMPLE_ID,
+    RECORD_SPAN_ID,
     RECORD_TRACE_ID,
     RECORD_TYPE,
     TRACE_IMPORT_EVENT,
@@ -124,16 +128,22 @@ def merge_trace(target: Any, remote: Any) -> int:
     """Append records made remotely into the local carriers of ``target``; returns how many.
 
     ``remote`` is a carrier, a :class:`TraceHandle`, a list of records, or a list of
-    carriers/handles (one per group member). Each record goes to the local carrier
-    with the same ``trace_id`` (others are skipped), so remote spans keep pointing
-    at their local parents. The local attempt becomes the higher of the two. Not
-    idempotent: merge each remote carrier once.
+    carriers/handles (one per group member). Each record goes to one local carrier
+    of its ``trace_id`` (records of other traces are skipped), so remote spans keep
+    pointing at their local parents. Deep copies of one bound sample share a trace
+    id, so when several local carriers hold it a record goes, in order, to the
+    carrier holding the span it names: its own ``span_id`` (a span's end follows its
+    start) or its ``parent_span_id`` (a local span, or a remote one merged before
+    it); else to the only one of them with the record's ``sample_id``; else it is
+    skipped. A trace id held by one local carrier needs none of that. The local
+    attempt becomes the higher of the two. Not idempotent: merge each remote
+    carrier once.
     """
     try:
-        local = {handle.trace_id: handle for handle in _resolve_handles(target)}
+        router = _Router(_resolve_handles(target))
         merged = 0
         for source in _remote_sources(remote):
-            merged += _merge_source(local, source)
+            merged += _merge_source(router, source)
         return merged
     except Exception:
         _log_failure("merging a remote trace")
@@ -155,19 +165,111 @@ def _remote_sources(remote: Any) -> list[tuple[Any, list]]:
     return sources
 
 
-def _merge_source(local: dict[Any, TraceHandle], source: tuple[Any, list]) -> int:
+class _Router:
+    """Which local carrier each remote record goes to, by the rule of :func:`merge_trace`.
+
+    Local carriers are grouped by trace id (a carrier given twice counts once).
+    The span ids of a trace held by several carriers are indexed on its first
+    ambiguous record, each mapped to the carrier holding it; a remote record routed
+    there adds its own span id, so the records nested under it follow it.
+    """
+
+    def __init__(self, handles: list[TraceHandle]) -> None:
+        self._by_trace: dict[Any, list[TraceHandle]] = {}
+        seen: set[Any] = set()
+        for handle in handles:
+            try:
+                key = handle.key
+                if key in seen:
+                    continue
+                seen.add(key)
+                self._by_trace.setdefault(handle.trace_id, []).append(handle)
+            except Exception:
+                _log_failure("reading the identity of a local carrier")
+        self._span_owners: dict[Any, TraceHandle] = {}
+        self._indexed: set[Any] = set()
+
+    def route(self, record: Mapping[str, Any]) -> TraceHandle | None:
+        """The local carrier ``record`` belongs in, or None when no rule names exactly one."""
+        trace_id = record.get(RECORD_TRACE_ID)
+        members = self._by_trace.get(trace_id)
+        if not members:
+            return None
+        if len(members) == 1:
+            return members[0]
+        self._index(trace_id, members)
+        owner = self._span_owner(trace_id, record.get(RECORD_SPAN_ID)) or self._span_owner(
+            trace_id, record.get(RECORD_PARENT_SPAN_ID)
+        )
+        return owner or _only_sample(members, record.get(RECORD_SAMPLE_ID))
+
+    def routed(self, record: Mapping[str, Any], handle: TraceHandle) -> None:
+        """Note where ``record`` went, so the records under its span follow it."""
+        if handle.trace_id in self._indexed:
+            self._own(record.get(RECORD_SPAN_ID), handle)
+
+    def _span_owner(self, trace_id: Any, span_id: Any) -> TraceHandle | None:
+        if span_id is None:
+            return None
+        owner = self._span_owners.get(span_id)
+        return owner if owner is not None and owner.trace_id == trace_id else None
+
+    def _index(self, trace_id: Any, members: list[TraceHandle]) -> None:
+        """Map the span ids recorded in each of ``members`` to it, once per trace id."""
+        if trace_id in self._indexed:
+            return
+        self._indexed.add(trace_id)
+        for handle in members:
+            try:
+                records = list(handle.carrier.get(CARRIER_EVENTS) or ())
+            except Exception:
+                _log_failure("reading the records of trace %r", trace_id)
+                continue
+            for record in records:
+                if isinstance(record, Mapping):
+                    self._own(record.get(RECORD_SPAN_ID), handle)
+
+    def _own(self, span_id: Any, handle: TraceHandle) -> None:
+        """Map ``span_id`` to ``handle`` unless it is mapped already (or not a usable id)."""
+        if span_id is None:
+            return
+        with suppress(TypeError):  # an unhashable id in a damaged record names no span
+            self._span_owners.setdefault(span_id, handle)
+
+
+def _only_sample(members: list[TraceHandle], sample_id: Any) -> TraceHandle | None:
+    """The one member whose sample id is ``sample_id``; None when none or several are."""
+    if sample_id is None:
+        return None
+    matches = [handle for handle in members if handle.sample_id == sample_id]
+    return matches[0] if len(matches) == 1 else None
+
+
+def _merge_source(router: _Router, source: tuple[Any, list]) -> int:
+    """Append one remote carrier's records where they belong; a bad record costs itself only."""
     attempt, records = source
     merged = 0
-    touched: set[Any] = set()
+    touched: dict[Any, TraceHandle] = {}
     for record in records:
-        handle = local.get(record.get(RECORD_TRACE_ID)) if isinstance(record, Mapping) else None
+        try:
+            handle = router.route(record) if isinstance(record, Mapping) else None
+        except Exception:
+            _log_failure("routing a remote record")
+            continue
         if handle is not None and _append(handle, record):
+            router.routed(record, handle)
             merged += 1
-            touched.add(handle.trace_id)
+            touched[handle.key] = handle
     if isinstance(attempt, int):
-        for trace_id in touched:
-            carrier = local[trace_id].carrier
-            carrier[CARRIER_ATTEMPT] = max(attempt, int(carrier.get(CARRIER_ATTEMPT, 0)))
+        for handle in touched.values():
+            _raise_attempt(handle, attempt)
     return merged
 
 
+def _raise_attempt(handle: TraceHandle, attempt: int) -> None:
+    """Make the local attempt at least the remote one; a damaged carrier keeps its own."""
+    try:
+        carrier = handle.carrier
+        carrier[CARRIER_ATTEMPT] = max(attempt, int(carrier.get(CARRIER_ATTEMPT, 0)))
+    except Exception:
+        _log_failure("raising the attempt of trace %r", handle.trace_id)

@@ -14,7 +14,6 @@ from typing import Any
 from ..schema import (
     ATTEMPT_ATTR,
     ATTEMPT_START_EVENT,
-    CARRIER_ATTEMPT,
     ERROR_MESSAGE_ATTR,
     ERROR_TYPE_ATTR,
     EVENT,
@@ -25,8 +24,8 @@ from ..schema import (
 )
 from .carriers import (
     _ACTIVE,
-    _CARRIER_LOCK,
     TraceHandle,
+    _bump_attempt,
     _resolve_handles,
     _Scope,
     _TraceKey,
@@ -394,10 +393,7 @@ def trace_next_attempt(target: Any, attrs: Mapping[str, Any] | None = None) -> A
 
 def _start_attempt(handle: TraceHandle, extra: dict[str, Any]) -> None:
     try:
-        with _CARRIER_LOCK:
-            attempt = int(handle.carrier.get(CARRIER_ATTEMPT, 0)) + 1
-            handle.carrier[CARRIER_ATTEMPT] = attempt
-        handle.attempt = attempt
+        attempt = _bump_attempt(handle)
     except Exception:
         _log_failure("bumping the attempt of trace %r", handle.trace_id)
         return

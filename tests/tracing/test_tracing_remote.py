@@ -3,18 +3,22 @@
 ``export_trace`` gives a JSON- and pickle-safe payload, ``import_trace`` continues
 the trace under the exporting span (in a real subprocess too), and
 ``merge_trace`` brings the remote records home with one ``trace_import`` mark,
-ignoring foreign traces and records already there. A failing clock or a garbage
-payload still gives a usable handle.
+ignoring foreign traces and records already there; into deep copies that share a
+trace id, each record goes to the member holding its parent span (else the one
+with its sample id). A failing clock or a garbage payload still gives a usable handle.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import pickle
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from slime_trace_widget.tracing import (
     bind_trace,
@@ -135,3 +139,54 @@ def test_import_of_garbage_gives_a_usable_handle(debug_log):
     _assert_logged(debug_log)
     assert bind_trace_carrier(None).carrier["events"] == []
     assert bind_trace_carrier(5).carrier["events"] == []
+
+
+def _fanned_out_group(size: int) -> list[dict]:
+    """Deep copies of one bound sample, as slime fans a prompt out: one trace id for all."""
+    prototype = {"index": 0, "group_index": 0}
+    bind_trace(prototype)
+    return [copy.deepcopy(prototype) for _ in range(size)]
+
+
+def _remote_reward(member: dict, name: str) -> tuple[str, dict]:
+    """Export ``member`` under a local span, record a nested remote span; (local id, carrier)."""
+    with trace_span(member, "reward") as local:
+        payload = export_trace(member)
+    handle = import_trace(payload)
+    with trace_span(handle, name), trace_span(handle, f"{name}_inner"):
+        trace_event(handle, f"{name}_tick")
+    return local.span_ids[0], handle.carrier
+
+
+@pytest.mark.parametrize("own_sample_ids", [True, False], ids=["sample-ids", "shared-ids"])
+def test_merge_routes_deep_copies_by_parent_span(own_sample_ids):
+    group = _fanned_out_group(3)
+    for index, member in enumerate(group):
+        member["index"] = index
+        if own_sample_ids:
+            member["trace"]["sample_id"] = index
+    sent = [_remote_reward(member, f"remote_{i}") for i, member in enumerate(group)]
+
+    assert merge_trace(group, [carrier for _, carrier in sent]) == 3 * 6
+    for index, (member, (local_id, _)) in enumerate(zip(group, sent, strict=True)):
+        remote, end = span_pair(member, f"remote_{index}")
+        inner, inner_end = span_pair(member, f"remote_{index}_inner")
+        assert remote["parent_span_id"] == local_id and end is not None
+        assert inner["parent_span_id"] == remote["span_id"] and inner_end is not None
+        assert named(member, f"remote_{index}_tick")[0]["parent_span_id"] == inner["span_id"]
+        assert named(member, "trace_import")[0]["parent_span_id"] == local_id
+        others = {f"remote_{i}" for i in range(3)} - {f"remote_{index}"}
+        assert not [e for e in events_of(member) if e["name"] in others]
+
+
+def test_merge_into_deep_copies_falls_back_to_the_sample_id():
+    group = _fanned_out_group(2)
+    group[1]["trace"]["sample_id"] = 1
+    remote = bind_trace_carrier(None, trace_id=group[0]["trace"]["trace_id"], sample_id=1)
+    trace_event(remote, "parentless")
+    other = bind_trace_carrier(None, trace_id=group[0]["trace"]["trace_id"], sample_id=7)
+    trace_event(other, "nowhere")  # neither parent nor sample id tells the member: skipped
+
+    assert merge_trace(group, [remote.carrier, other.carrier]) == 1
+    assert named(group[1], "parentless") and not named(group[0], "parentless")
+    assert not named(group[0], "nowhere") and not named(group[1], "nowhere")
