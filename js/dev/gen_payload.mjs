@@ -267,6 +267,7 @@ export function generate(opt = {}) {
     c.smp_lanes.push(lanes);
     c.smp_open.push(open);
     c.smp_offset.push(0);
+    c.smp_base.push(0); // item times as generated: from t0
     samples.row.push(s);
     samples.sample_index.push(s);
     samples.group_index.push(group);

@@ -50,6 +50,12 @@ LABEL_CHARS = 200
 #: kernel keeps them whole. A label on screen never shows more.
 NAME_CHARS = 1000
 MAX_NAMES = 65535
+#: The entry that statuses (sources) past what ``smp_status`` (``smp_source``) can
+#: code share, so that none of them is shown or filtered as another.
+OVERFLOW_ENTRIES = {"statuses": "<more statuses>", "sources": "<more sources>"}
+#: Seconds from a sample's median item time within which its first item time is its
+#: items' origin (``_SampleClock``): float32 keeps 0.5 ms this far from it.
+ORIGIN_REACH = 4 * 3600.0
 
 
 @dataclass
@@ -113,17 +119,21 @@ def encode(
     if t0 is None:
         t0 = frames.t0 if frames.t0 == frames.t0 else 0.0
     offsets = _alignment(frames, sample_rows, align, t0)
+    clock = _SampleClock.of(frames, sample_rows, t0, offsets,
+                            _item_times(frames, sample_pos, span_sel, event_sel))
     names = _NameTable()
     buffers: dict[str, bytes] = {}
-    buffers.update(_sample_columns(frames, sample_rows, core, span_sel, offsets, t0, summaries))
-    span_order, span_cols = _span_columns(core, span_sel, sample_pos, names, t0, offsets)
+    sample_cols, sample_tables = _sample_columns(frames, sample_rows, core, span_sel, clock,
+                                                 summaries)
+    buffers.update(sample_cols)
+    span_order, span_cols = _span_columns(core, span_sel, sample_pos, names, clock)
     buffers.update(span_cols)
     span_pos = np.full(len(core), -1, dtype=np.int64)
     span_pos[span_order] = np.arange(len(span_order))
-    span_offsets = offsets[sample_pos[core["sample_row"].to_numpy()[span_order]]]
-    buffers.update(_segment_columns(segments, span_pos, span_offsets, names, t0))
+    span_origins = clock.origins[sample_pos[core["sample_row"].to_numpy()[span_order]]]
+    buffers.update(_segment_columns(segments, span_pos, span_origins, names))
     event_order, event_cols = _event_columns(frames.event_core, event_sel, sample_pos, span_pos,
-                                             names, t0, offsets)
+                                             names, clock)
     buffers.update(event_cols)
     event_pos = np.full(len(frames.event_core), -1, dtype=np.int64)
     event_pos[event_order] = np.arange(len(event_order))
@@ -135,13 +145,12 @@ def encode(
         _check_order(buffers, kind)
 
     meta = {
-        "title": title or _default_title(frames),
+        "title": truncate(title or _default_title(frames), NAME_CHARS),
         "t0": t0,
         "t1": frames.t1 if frames.t1 == frames.t1 else t0,
         "n_samples_total": len(frames.samples),
         "names": names.values,
-        "statuses": _categories(frames.samples["status"]),
-        "sources": _categories(frames.samples["source"]),
+        **sample_tables,
         "rollouts": _rollout_labels(frames),
         "samples": _sample_strings(frames.samples, sample_rows),
         "columns": dict(COLUMN_DTYPES),
@@ -153,6 +162,9 @@ def encode(
         meta["engine_roles"] = {name: role for role, name in REQUEST_SPAN_NAMES.items() if role}
     if load_engines:
         meta["load_engines"] = load_engines
+    warnings = _load_warnings(frames)
+    if warnings:
+        meta["warnings"] = warnings
     ledger = ledger_meta(frames, sample_rows, offsets) if summaries else None
     if ledger is not None:
         meta["ledger"] = ledger
@@ -204,6 +216,70 @@ def _alignment(frames: TraceFrames, rows: np.ndarray, align: str, t0: float) -> 
     return np.nan_to_num(dump_start[rows] - t0)
 
 
+def _item_times(frames: TraceFrames, sample_pos: np.ndarray, span_sel: np.ndarray,
+                event_sel: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The epoch times of the items sent (span starts and drawn ends, event times) and
+    the payload sample of each."""
+    core, events = frames.span_core, frames.event_core
+    span_samples = sample_pos[core["sample_row"].to_numpy()[span_sel]]
+    event_samples = sample_pos[events["sample_row"].to_numpy()[event_sel]]
+    times = np.concatenate([core["start"].to_numpy(dtype=np.float64)[span_sel],
+                            core["display_end"].to_numpy(dtype=np.float64)[span_sel],
+                            events["ts"].to_numpy(dtype=np.float64)[event_sel]])
+    return times, np.concatenate([span_samples, span_samples, event_samples])
+
+
+@dataclass(frozen=True)
+class _SampleClock:
+    """Where each payload sample's times count from.
+
+    ``relative(times)`` are seconds after ``t0`` minus the sample's alignment offset
+    (float64: ``smp_start``, ``smp_end``). Item times travel as float32 seconds from
+    their sample's *origin*, so they keep float32's precision over the sample's own
+    span however far the samples lie apart (one stray clock in the dump, dumps days
+    apart); ``bases`` (``smp_base``) say where each origin is, relative. The origin
+    is the sample's first item time within :data:`ORIGIN_REACH` of its median item
+    time: its first timestamp, unless a stray timestamp lies far from the rest, which
+    then costs only that item its precision. A sample with no items counts from its
+    start (``t0`` plus its offset when untraced).
+    """
+
+    t0: float
+    offsets: np.ndarray  # per payload sample: seconds subtracted (align="rollout")
+    origins: np.ndarray  # per payload sample: epoch seconds its item times count from
+
+    @classmethod
+    def of(cls, frames: TraceFrames, rows: np.ndarray, t0: float, offsets: np.ndarray,
+           items: tuple[np.ndarray, np.ndarray]) -> _SampleClock:
+        """``items``: the epoch times of the items sent and their payload samples."""
+        starts = frames.samples["start"].to_numpy(dtype=np.float64)[rows]
+        origins = np.where(np.isfinite(starts), starts, t0 + offsets)
+        times, samples = items
+        finite = np.isfinite(times)
+        times, samples = times[finite], samples[finite]
+        if len(times):
+            medians = np.zeros(len(rows))
+            median = pd.Series(times).groupby(samples).median()
+            medians[median.index.to_numpy()] = median.to_numpy()
+            near = np.abs(times - medians[samples]) <= ORIGIN_REACH
+            first = pd.Series(times[near]).groupby(samples[near]).min()
+            origins[first.index.to_numpy()] = first.to_numpy()
+        return cls(t0, offsets, origins)
+
+    @property
+    def bases(self) -> np.ndarray:
+        """Each origin as seconds after ``t0`` minus the offset (0 when untraced)."""
+        return self.origins - self.t0 - self.offsets
+
+    def relative(self, times: np.ndarray) -> np.ndarray:
+        """Per payload sample, epoch ``times`` as drawn: seconds after ``t0`` minus the offset."""
+        return times - self.t0 - self.offsets
+
+    def item_times(self, times: np.ndarray, samples: np.ndarray) -> np.ndarray:
+        """Epoch ``times`` of items of payload samples ``samples``, from their origins."""
+        return times - self.origins[samples]
+
+
 # --------------------------------------------------------------------------- columns
 
 
@@ -244,36 +320,53 @@ class _NameTable:
 
 def _sample_columns(
     frames: TraceFrames, rows: np.ndarray, core: pd.DataFrame, span_sel: np.ndarray,
-    offsets: np.ndarray, t0: float, fates: bool,
-) -> dict[str, bytes]:
+    clock: _SampleClock, fates: bool,
+) -> tuple[dict[str, bytes], dict[str, list[str]]]:
+    """The sample columns, and the statuses and sources tables their codes index."""
     samples = frames.samples.iloc[rows] if len(rows) else frames.samples.iloc[:0]
     lanes = np.zeros(len(frames.samples), dtype=np.int64)
     np.maximum.at(lanes, core["sample_row"].to_numpy()[span_sel],
                   core["lane"].to_numpy()[span_sel] + 1)
-    status = samples["status"].array
-    source = samples["source"].array
+    statuses, status_codes = _code_table(samples["status"], "smp_status",
+                                         OVERFLOW_ENTRIES["statuses"])
+    sources, source_codes = _code_table(samples["source"], "smp_source",
+                                        OVERFLOW_ENTRIES["sources"])
     dump_codes = samples["dump"].to_numpy()
     return {
-        "smp_start": column_bytes("smp_start", samples["start"].to_numpy() - t0 - offsets),
-        "smp_end": column_bytes("smp_end", samples["end"].to_numpy() - t0 - offsets),
+        "smp_start": column_bytes("smp_start", clock.relative(samples["start"].to_numpy())),
+        "smp_end": column_bytes("smp_end", clock.relative(samples["end"].to_numpy())),
+        "smp_base": column_bytes("smp_base", clock.bases),
         "smp_reward": column_bytes("smp_reward", samples["reward"].to_numpy()),
-        "smp_status": column_bytes("smp_status", _code_or_last(status, 255)),
-        "smp_source": column_bytes("smp_source", _code_or_last(source, 65535)),
+        "smp_status": column_bytes("smp_status", status_codes),
+        "smp_source": column_bytes("smp_source", source_codes),
         "smp_rollout": column_bytes("smp_rollout", dump_codes),
         "smp_attempts": column_bytes("smp_attempts",
                                      np.minimum(samples["attempts"].to_numpy(), 65535)),
         "smp_lanes": column_bytes("smp_lanes", np.minimum(lanes[rows], 65535)),
         "smp_open": column_bytes("smp_open", samples["n_open_spans"].to_numpy()),
-        "smp_offset": column_bytes("smp_offset", offsets),
+        "smp_offset": column_bytes("smp_offset", clock.offsets),
         "smp_fate": column_bytes("smp_fate", fate_codes(frames)[rows] if fates
                                  else np.full(len(rows), FATE_NONE)),
-    }
+    }, {"statuses": statuses, "sources": sources}
 
 
-def _code_or_last(categorical: pd.Categorical, cap: int) -> np.ndarray:
-    """Category codes, with missing values pointing at the table's trailing "" entry."""
+def _code_table(values: pd.Series, column: str, overflow: str) -> tuple[list[str], np.ndarray]:
+    """The table of a categorical's values in use (cut like names) and each row's code
+    into it, for the payload column ``column``.
+
+    A missing value codes to the table's "" entry. When the values outnumber what the
+    column's type can code, those past its last codes share one ``overflow`` entry,
+    the last, so no value is ever shown or filtered as another.
+    """
+    categorical = values.array.remove_unused_categories()  # type: ignore[union-attr]
+    table = [truncate(str(c), NAME_CHARS) for c in categorical.categories]
     codes = np.asarray(categorical.codes, dtype=np.int64)
-    return np.minimum(np.where(codes < 0, len(categorical.categories), codes), cap)
+    last = int(np.iinfo(np.dtype("<" + COLUMN_DTYPES[column])).max)
+    if len(table) > last:  # no room for "" after them: keep last - 1, then "" and overflow
+        table = table[:last - 1]
+        codes = np.where(codes >= last - 1, last, codes)
+        return [*table, "", overflow], np.where(codes < 0, last - 1, codes)
+    return [*table, ""], np.where(codes < 0, len(table), codes)
 
 
 #: The span table's columns ``_span_columns`` reads for the rows it sends.
@@ -284,7 +377,7 @@ _DRAWN_SPAN_COLUMNS = ("state", "virtual", "error", "pd_form", "clip_reason", "o
 
 def _span_columns(
     core: pd.DataFrame, selection: np.ndarray, sample_pos: np.ndarray, names: _NameTable,
-    t0: float, offsets: np.ndarray,
+    clock: _SampleClock,
 ) -> tuple[np.ndarray, dict[str, bytes]]:
     rows = sample_pos[core["sample_row"].to_numpy()[selection]]
     lanes = np.minimum(core["lane"].to_numpy()[selection], 255)  # as packed: u1
@@ -307,11 +400,12 @@ def _span_columns(
     parents = chosen["parent_index"].to_numpy()
     parent_payload = np.where(parents >= 0, parent_pos[np.maximum(parents, 0)], -1)
     samples = sample_pos[chosen["sample_row"].to_numpy()]
-    base = t0 + offsets[samples]
     columns = {
         "span_sample": column_bytes("span_sample", samples),
-        "span_start": column_bytes("span_start", chosen["start"].to_numpy() - base),
-        "span_end": column_bytes("span_end", chosen["display_end"].to_numpy() - base),
+        "span_start": column_bytes("span_start",
+                                   clock.item_times(chosen["start"].to_numpy(), samples)),
+        "span_end": column_bytes("span_end",
+                                 clock.item_times(chosen["display_end"].to_numpy(), samples)),
         "span_name": column_bytes("span_name", names.codes_for(chosen["name"])),
         "span_lane": column_bytes("span_lane", np.minimum(chosen["lane"].to_numpy(), 255)),
         "span_depth": column_bytes("span_depth", np.minimum(chosen["depth"].to_numpy(), 255)),
@@ -323,10 +417,10 @@ def _span_columns(
 
 
 def _segment_columns(
-    segments: pd.DataFrame, span_pos: np.ndarray, span_offsets: np.ndarray, names: _NameTable,
-    t0: float,
+    segments: pd.DataFrame, span_pos: np.ndarray, span_origins: np.ndarray, names: _NameTable,
 ) -> dict[str, bytes]:
-    """PD segments of the virtual spans in the payload, sorted by owner then start."""
+    """PD segments of the virtual spans in the payload, sorted by owner then start; their
+    times count from their span's sample's origin (``span_origins``, per payload span)."""
     if len(segments):
         owners = span_pos[segments["span_index"].to_numpy()]
         shown = segments[owners >= 0]
@@ -334,8 +428,8 @@ def _segment_columns(
         order = np.lexsort((shown["start"].to_numpy(), owners))
         shown, owners = shown.iloc[order], owners[order]
         name_codes = names.codes_for(shown["name"])
-        base = t0 + span_offsets[owners]
-        start, end = shown["start"].to_numpy() - base, shown["end"].to_numpy() - base
+        origin = span_origins[owners]
+        start, end = shown["start"].to_numpy() - origin, shown["end"].to_numpy() - origin
     else:
         owners = name_codes = start = end = np.zeros(0)
     return {
@@ -348,7 +442,7 @@ def _segment_columns(
 
 def _event_columns(
     events: pd.DataFrame, selection: np.ndarray, sample_pos: np.ndarray, span_pos: np.ndarray,
-    names: _NameTable, t0: float, offsets: np.ndarray,
+    names: _NameTable, clock: _SampleClock,
 ) -> tuple[np.ndarray, dict[str, bytes]]:
     rows = sample_pos[events["sample_row"].to_numpy()[selection]]
     lanes = np.minimum(events["lane"].to_numpy()[selection], 255)  # as packed: u1
@@ -359,7 +453,7 @@ def _event_columns(
     samples = sample_pos[chosen["sample_row"].to_numpy()]
     columns = {
         "ev_sample": column_bytes("ev_sample", samples),
-        "ev_ts": column_bytes("ev_ts", chosen["ts"].to_numpy() - t0 - offsets[samples]),
+        "ev_ts": column_bytes("ev_ts", clock.item_times(chosen["ts"].to_numpy(), samples)),
         "ev_name": column_bytes("ev_name", names.codes_for(chosen["name"])),
         "ev_lane": column_bytes("ev_lane", np.minimum(chosen["lane"].to_numpy(), 255)),
         "ev_kind": column_bytes("ev_kind",
@@ -495,14 +589,29 @@ def _parent_positions(parents: np.ndarray, span_pos: np.ndarray) -> np.ndarray:
 # --------------------------------------------------------------------------- strings
 
 
-def _categories(series: pd.Series) -> list[str]:
-    return [truncate(str(c), NAME_CHARS) for c in series.array.categories] + [""]
+def _load_warnings(frames: TraceFrames) -> dict[str, int]:
+    """The records the loader skipped or repaired, counted by kind (``frames.warnings``),
+    most first; kinds cut like labels."""
+    counts: dict[str, int] = {}
+    for kind, count in (getattr(frames, "warnings", None) or {}).items():
+        if int(count) > 0:
+            name = truncate(str(kind), LABEL_CHARS)
+            counts[name] = counts.get(name, 0) + int(count)
+    return dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
+
+
+def _file_name(path: str) -> str:
+    """A dump's file name as the page shows it: "" for a source that is not a file
+    (``<live>``); a name that is not UTF-8 with replacement characters, cut like names."""
+    if not path or path.startswith("<"):
+        return ""
+    return truncate(os.path.basename(path), NAME_CHARS)
 
 
 def _rollout_labels(frames: TraceFrames) -> list[str]:
     labels = []
     for path, rollout_id in zip(frames.paths, frames.rollout_ids, strict=True):
-        name = os.path.basename(path) if path and not path.startswith("<") else ""
+        name = _file_name(path)
         labels.append(f"rollout {rollout_id}" if rollout_id is not None else name or "dump")
     return labels or ["dump"]
 
@@ -524,7 +633,7 @@ def _nullable_ints(series: pd.Series) -> list[int | None]:
 
 
 def _default_title(frames: TraceFrames) -> str:
-    names = [os.path.basename(p) for p in frames.paths if p and not p.startswith("<")]
+    names = [name for name in map(_file_name, frames.paths) if name]
     if not names:
         return "slime trace timeline"
     return names[0] if len(names) == 1 else f"{names[0]} + {len(names) - 1} more"

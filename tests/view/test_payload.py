@@ -20,10 +20,35 @@ from slime_trace_widget.view.payload import (
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 
 
+#: The item time columns, each with the column naming its item's payload sample.
+ITEM_TIMES = {"span_start": "span_sample", "span_end": "span_sample", "ev_ts": "ev_sample"}
+
+
 def decode(payload: dict) -> dict[str, np.ndarray]:
-    """The Python twin of js/src/data/decode.js (typed arrays from little-endian bytes)."""
-    return {name: np.frombuffer(buf, dtype="<" + payload["meta"]["columns"][name])
+    """The Python twin of js/src/data/decode.js: typed arrays from little-endian bytes,
+    item times as float64 seconds from t0 (their float32 offset plus their sample's
+    ``smp_base``; a payload without it counts from 0)."""
+    cols = {name: np.frombuffer(buf, dtype="<" + payload["meta"]["columns"][name])
             for name, buf in payload["buffers"].items()}
+    bases = cols.get("smp_base", np.zeros(0))
+    for name, owner in ITEM_TIMES.items():
+        cols[name] = _from_base(cols[name], cols[owner], bases)
+    span_sample = cols["span_sample"]
+    seg_span = cols["seg_span"].astype(np.int64)
+    seg_sample = np.where(seg_span < len(span_sample),
+                          span_sample[np.minimum(seg_span, max(len(span_sample) - 1, 0))]
+                          if len(span_sample) else len(bases), len(bases))
+    for name in ("seg_start", "seg_end"):
+        cols[name] = _from_base(cols[name], seg_sample, bases)
+    return cols
+
+
+def _from_base(offsets: np.ndarray, owners: np.ndarray, bases: np.ndarray) -> np.ndarray:
+    """Offsets plus their sample's base, float64 (0 for an owner past the last sample)."""
+    owners = owners.astype(np.int64)
+    known = owners < len(bases)
+    base = np.where(known, bases[np.where(known, owners, 0)] if len(bases) else 0.0, 0.0)
+    return offsets.astype(np.float64) + base
 
 
 @pytest.fixture(scope="module")

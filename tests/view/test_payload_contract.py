@@ -105,6 +105,8 @@ def golden() -> dict[str, Any]:
             "name": [str(v) for v in spans["name"]],
             "start": _times(spans["start"], t0),
             "end": _times(spans["display_end"], t0),
+            "duration": [None if v != v else round(float(v), 9)
+                         for v in spans["display_end"] - spans["start"]],
             "lane": [int(v) for v in spans["lane"]],
             "depth": [int(v) for v in spans["depth"]],
             "open": [bool(v) for v in spans["state"] == "open"],
@@ -133,6 +135,7 @@ def golden() -> dict[str, Any]:
         int(index): k for k, index in enumerate(view.event_index)})
     expected["load"] = _expected_load(frames, t0)
     expected["ledger"] = _expected_ledger(frames, view.sample_rows, t0)
+    expected["warnings"] = dict(frames.warnings)
     wire = {**payload, "buffers": {name: base64.b64encode(raw).decode()
                                    for name, raw in payload["buffers"].items()}}
     return {"payload": wire, "expected": expected}

@@ -85,6 +85,7 @@ export const SAMPLE_STRINGS = CONTRACT.sample_strings;
  * @property {Record<string, string>} engine_roles the PD role (prefill, decode) of each request span name
  * @property {string[]} load_engines names of the engines whose load the payload carries (load_tracks.js)
  * @property {import("./fates.js").Ledger} ledger the rollouts' ledger and 90%-finished instants (fates.js)
+ * @property {Record<string, number>} warnings what the loader skipped or repaired, counted by kind (empty: nothing)
  */
 
 /**
@@ -95,8 +96,9 @@ export const SAMPLE_STRINGS = CONTRACT.sample_strings;
  * @property {number} nSpans
  * @property {number} nSegs
  * @property {number} nEvents
- * @property {Float32Array} smpStart
- * @property {Float32Array} smpEnd
+ * @property {Float64Array} smpStart seconds from t0 (minus smpOffset), as every time below
+ * @property {Float64Array} smpEnd
+ * @property {Float64Array} smpBase where the sample's item times count from (smp_base; 0 in a payload without it)
  * @property {Float64Array} smpReward
  * @property {Uint8Array} smpStatus
  * @property {Uint16Array} smpSource
@@ -104,12 +106,12 @@ export const SAMPLE_STRINGS = CONTRACT.sample_strings;
  * @property {Uint16Array} smpAttempts
  * @property {Uint16Array} smpLanes
  * @property {Uint32Array} smpOpen
- * @property {Float32Array} smpOffset
+ * @property {Float64Array} smpOffset seconds the sample is drawn shifted by (align rollout)
  * @property {Uint8Array} smpFate index in fates.js FATES (FATE_NONE: none)
  * @property {boolean} hasFates some sample has a fate
  * @property {Uint32Array} spanSample
- * @property {Float32Array} spanStart
- * @property {Float32Array} spanEnd
+ * @property {Float64Array} spanStart seconds from t0 (its sample's base plus the payload's offset)
+ * @property {Float64Array} spanEnd
  * @property {Uint16Array} spanName
  * @property {Uint8Array} spanLane
  * @property {Uint8Array} spanDepth
@@ -117,11 +119,11 @@ export const SAMPLE_STRINGS = CONTRACT.sample_strings;
  * @property {Uint8Array} spanAttempt
  * @property {Int32Array} spanParent
  * @property {Uint32Array} segSpan
- * @property {Float32Array} segStart
- * @property {Float32Array} segEnd
+ * @property {Float64Array} segStart
+ * @property {Float64Array} segEnd
  * @property {Uint16Array} segName
  * @property {Uint32Array} evSample
- * @property {Float32Array} evTs
+ * @property {Float64Array} evTs
  * @property {Uint16Array} evName
  * @property {Uint8Array} evLane
  * @property {Uint8Array} evKind
@@ -137,7 +139,7 @@ export const SAMPLE_STRINGS = CONTRACT.sample_strings;
  * @property {Uint32Array} laneBase first lane slot of each sample (length nSamples+1)
  * @property {Uint32Array} laneSpanOff spans of lane slot k: [laneSpanOff[k], laneSpanOff[k+1])
  * @property {Uint32Array} laneEvOff events of lane slot k: [laneEvOff[k], laneEvOff[k+1])
- * @property {Float32Array} spanEndMax running max of span end within its lane (for culling)
+ * @property {Float64Array} spanEndMax running max of span end within its lane (for culling)
  * @property {Uint8Array} laneKind per lane slot: bit 0 drawable spans, bit 1 virtual PD spans, bit 2 PD-detail spans
  * @property {Uint32Array} segOrder segment indices grouped by virtual span, by start
  * @property {Uint32Array} spanSegOff segments of span i: segOrder[spanSegOff[i] .. spanSegOff[i+1])
@@ -180,6 +182,45 @@ function column(buffers, columns, name, length, fill = 0) {
   return arr;
 }
 
+/**
+ * A time column as float64 (a payload from before float64 sample times sends float32).
+ * @param {Typed} values
+ * @returns {Float64Array}
+ */
+function float64(values) {
+  return values instanceof Float64Array ? values : Float64Array.from(values);
+}
+
+/**
+ * Item times as seconds from t0: each offset (float32 seconds from its sample's base,
+ * docs/payload.md) plus that base, in float64, so a sample far from t0 keeps its
+ * items' precision. An item of no sample (`owners[i]` past the last) counts from 0.
+ * @param {Typed} offsets
+ * @param {ArrayLike<number>} owners payload sample of each item
+ * @param {Float64Array} bases per sample (smp_base)
+ * @returns {Float64Array}
+ */
+export function itemTimes(offsets, owners, bases) {
+  const out = new Float64Array(offsets.length);
+  for (let i = 0; i < offsets.length; i++) {
+    const owner = owners[i];
+    out[i] = offsets[i] + (owner < bases.length ? bases[owner] : 0);
+  }
+  return out;
+}
+
+/**
+ * The payload sample of each PD segment: its span's (past the last sample when its span is unknown).
+ * @param {Typed} segSpan
+ * @param {Typed} spanSample
+ * @param {number} nSamples
+ */
+function segmentSamples(segSpan, spanSample, nSamples) {
+  const out = new Uint32Array(segSpan.length);
+  for (let i = 0; i < segSpan.length; i++) out[i] = segSpan[i] < spanSample.length ? spanSample[segSpan[i]] : nSamples;
+  return out;
+}
+
 /** @param {unknown} value */
 function arr(value) {
   return Array.isArray(value) ? value : [];
@@ -208,7 +249,23 @@ function normaliseMeta(rawMeta) {
     engine_roles: engineRoles(meta.engine_roles),
     load_engines: arr(meta.load_engines).map(String),
     ledger: decodeLedger(meta.ledger, arr(meta.rollouts).length),
+    warnings: warningCounts(meta.warnings),
   });
+}
+
+/**
+ * The loader's warnings from `meta`: positive counts by kind, kept only where well formed.
+ * @param {any} value
+ * @returns {Record<string, number>}
+ */
+function warningCounts(value) {
+  /** @type {Record<string, number>} */
+  const out = Object.create(null); // keys come from the payload: no prototype to reach
+  if (!value || typeof value !== "object" || Array.isArray(value)) return out;
+  for (const [kind, count] of Object.entries(value)) {
+    if (typeof count === "number" && Number.isFinite(count) && count > 0) out[kind] = count;
+  }
+  return out;
 }
 
 /**
@@ -288,6 +345,9 @@ export function decodePayload(payload) {
   const nEvents = evSampleRaw.length;
   const linkKindRaw = readColumn("link_kind", -1);
   const nLinks = linkKindRaw.length;
+  const smpBase = float64(readColumn("smp_base", nSamples));
+  const segSample = segmentSamples(segSpanRaw, spanSampleRaw, nSamples);
+  const times = (/** @type {string} */ name, /** @type {number} */ len, /** @type {ArrayLike<number>} */ owners) => itemTimes(readColumn(name, len, NaN), owners, smpBase);
 
   /** @type {Data} */
   const data = {
@@ -297,8 +357,9 @@ export function decodePayload(payload) {
     nSpans,
     nSegs,
     nEvents,
-    smpStart: /** @type {Float32Array} */ (readColumn("smp_start", nSamples, NaN)),
-    smpEnd: /** @type {Float32Array} */ (readColumn("smp_end", nSamples, NaN)),
+    smpStart: float64(readColumn("smp_start", nSamples, NaN)),
+    smpEnd: float64(readColumn("smp_end", nSamples, NaN)),
+    smpBase,
     smpReward: /** @type {Float64Array} */ (readColumn("smp_reward", nSamples, NaN)),
     smpStatus: /** @type {Uint8Array} */ (readColumn("smp_status", nSamples)),
     smpSource: /** @type {Uint16Array} */ (readColumn("smp_source", nSamples)),
@@ -306,12 +367,12 @@ export function decodePayload(payload) {
     smpAttempts: /** @type {Uint16Array} */ (readColumn("smp_attempts", nSamples)),
     smpLanes: /** @type {Uint16Array} */ (readColumn("smp_lanes", nSamples)),
     smpOpen: /** @type {Uint32Array} */ (readColumn("smp_open", nSamples)),
-    smpOffset: /** @type {Float32Array} */ (readColumn("smp_offset", nSamples)),
+    smpOffset: float64(readColumn("smp_offset", nSamples)),
     smpFate: /** @type {Uint8Array} */ (readColumn("smp_fate", nSamples, FATE_NONE)),
     hasFates: false,
     spanSample: /** @type {Uint32Array} */ (spanSampleRaw),
-    spanStart: /** @type {Float32Array} */ (readColumn("span_start", nSpans, NaN)),
-    spanEnd: /** @type {Float32Array} */ (readColumn("span_end", nSpans, NaN)),
+    spanStart: times("span_start", nSpans, spanSampleRaw),
+    spanEnd: times("span_end", nSpans, spanSampleRaw),
     spanName: /** @type {Uint16Array} */ (readColumn("span_name", nSpans)),
     spanLane: /** @type {Uint8Array} */ (readColumn("span_lane", nSpans)),
     spanDepth: /** @type {Uint8Array} */ (readColumn("span_depth", nSpans)),
@@ -319,11 +380,11 @@ export function decodePayload(payload) {
     spanAttempt: /** @type {Uint8Array} */ (readColumn("span_attempt", nSpans)),
     spanParent: /** @type {Int32Array} */ (readColumn("span_parent", nSpans, -1)),
     segSpan: /** @type {Uint32Array} */ (segSpanRaw),
-    segStart: /** @type {Float32Array} */ (readColumn("seg_start", nSegs, NaN)),
-    segEnd: /** @type {Float32Array} */ (readColumn("seg_end", nSegs, NaN)),
+    segStart: times("seg_start", nSegs, segSample),
+    segEnd: times("seg_end", nSegs, segSample),
     segName: /** @type {Uint16Array} */ (readColumn("seg_name", nSegs)),
     evSample: /** @type {Uint32Array} */ (evSampleRaw),
-    evTs: /** @type {Float32Array} */ (readColumn("ev_ts", nEvents, NaN)),
+    evTs: times("ev_ts", nEvents, evSampleRaw),
     evName: /** @type {Uint16Array} */ (readColumn("ev_name", nEvents)),
     evLane: /** @type {Uint8Array} */ (readColumn("ev_lane", nEvents)),
     evKind: /** @type {Uint8Array} */ (readColumn("ev_kind", nEvents)),
@@ -340,7 +401,7 @@ export function decodePayload(payload) {
     laneBase: new Uint32Array(nSamples + 1),
     laneSpanOff: new Uint32Array(1),
     laneEvOff: new Uint32Array(1),
-    spanEndMax: new Float32Array(nSpans),
+    spanEndMax: new Float64Array(nSpans),
     laneKind: new Uint8Array(0),
     segOrder: new Uint32Array(nSegs),
     spanSegOff: new Uint32Array(nSpans + 1),

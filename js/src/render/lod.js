@@ -8,7 +8,7 @@ import { grown } from "../util/arrays.js";
 /**
  * First index i in [lo, hi) with endMax[i] >= time (endMax is non-decreasing
  * within a lane); hi when none.
- * @param {Float32Array} endMax
+ * @param {ArrayLike<number>} endMax
  * @param {number} lo
  * @param {number} hi
  * @param {number} time
@@ -24,7 +24,7 @@ export function firstReaching(endMax, lo, hi, time) {
 
 /**
  * First index i in [lo, hi) with sorted[i] >= value; hi when none.
- * @param {Float32Array} sorted
+ * @param {ArrayLike<number>} sorted
  * @param {number} lo
  * @param {number} hi
  * @param {number} value
@@ -85,9 +85,9 @@ export class RunBuffer {
  * `minPx` wide are emitted alone; narrower neighbours that touch within a
  * pixel are merged into one run that keeps the longest span as its
  * representative and counts the merged spans.
- * @param {Float32Array} start
- * @param {Float32Array} end
- * @param {Float32Array} endMax
+ * @param {ArrayLike<number>} start
+ * @param {ArrayLike<number>} end
+ * @param {ArrayLike<number>} endMax
  * @param {Uint8Array|null} vis per-span visibility (0 hidden) or null for all
  * @param {number} lo
  * @param {number} hi
@@ -254,7 +254,7 @@ export class EventScratch {
 /**
  * Gather the visible events of one lane [lo, hi) (sorted by time) into
  * `scratch`, keeping those `keep(i)` accepts.
- * @param {Float32Array} ts
+ * @param {ArrayLike<number>} ts
  * @param {number} lo
  * @param {number} hi
  * @param {TimeScale} sc

@@ -1,5 +1,5 @@
 // Header toolbar: title, "N of M samples" (or what the query matched), the
-// query box and its message, attempt filter and
+// loader's warnings (warnings.js), the query box and its message, attempt filter and
 // mode, expand mode, sort key and direction, toggles, row colouring (by span
 // or by the sample's fate), lane height, fit buttons. Reflects state without
 // re-triggering; reports user changes.
@@ -9,6 +9,7 @@ import { matchSummary, queryHelp } from "../data/query.js";
 import { formatNumber } from "../util/format.js";
 import { el } from "../util/dom.js";
 import { FATES, FATE_LABELS } from "../data/fates.js";
+import { WarningsNotice } from "./warnings.js";
 
 /**
  * The user-facing settings the toolbar edits (also saved in `view_state`).
@@ -42,6 +43,7 @@ import { FATES, FATE_LABELS } from "../data/fates.js";
  * @property {number} [nEngines] engines whose load the payload carries
  * @property {string} [match] what the query matched, in words
  * @property {boolean} [hasFates] the payload's samples have fates (the colour control is offered)
+ * @property {Record<string, number>} [warnings] what the loader skipped or repaired, by kind (meta.warnings)
  */
 
 /**
@@ -106,6 +108,7 @@ export function controlsInfo(data, nRows, result) {
     nEngines: data.load.series.length ? data.load.engines.length : 0,
     match: result ? matchSummary(result, data.meta.n_samples_total) : "",
     hasFates: data.hasFates,
+    warnings: data.meta.warnings,
   };
 }
 
@@ -236,7 +239,8 @@ export class Controls {
     const change = act.change;
     this.title = el("div", "stw-title");
     this.count = el("div", "stw-count");
-    host.appendChild(holding(el("div", "stw-titlebar"), [this.title, this.count]));
+    this.warnings = new WarningsNotice();
+    host.appendChild(holding(el("div", "stw-titlebar"), [this.title, this.count, this.warnings.el]));
 
     this.query = new QueryBox((filter) => change({ filter }));
     this.filter = this.query.input;
@@ -296,6 +300,7 @@ export class Controls {
     this.title.textContent = info.title;
     const shown = info.nTotal !== info.nPayload ? ` (${formatNumber(info.nPayload)} in this view)` : "";
     this.count.textContent = `${info.match || `${formatNumber(info.nRows)} of ${formatNumber(info.nTotal)} samples`}${shown}`;
+    this.warnings.update(info.warnings ?? {});
     if (document.activeElement !== this.filter && this.filter.value !== settings.filter) this.filter.value = settings.filter;
     // Attempt options: all, 0..maxAttempt.
     const want = info.maxAttempt + 2;

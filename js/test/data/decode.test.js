@@ -94,6 +94,75 @@ test("running max of ends per lane", () => {
   assert.deepEqual(Array.from(d.spanEndMax), [100, 100, 200, 1]);
 });
 
+// Two samples five days apart, each with a 0.5 s and a 3 ms span and an event: the
+// spread of a combined view of two dumps (or of one stray clock in a dump).
+const FAR = 5 * 86400 + 0.123456;
+function farApart() {
+  return makePayload({
+    samples: [{ base: 0.25 }, { base: FAR }],
+    spans: [
+      { sample: 0, start: 0.25, end: 0.75, name: "step" },
+      { sample: 0, start: 1.25, end: 1.253, name: "pd", lane: 1 },
+      { sample: 1, start: FAR, end: FAR + 0.5, name: "step" },
+      { sample: 1, start: FAR + 1, end: FAR + 1.003, name: "pd", lane: 1 },
+    ],
+    segs: [{ span: 3, start: FAR + 1.001, end: FAR + 1.002, name: "decode_forward" }],
+    events: [{ sample: 1, ts: FAR + 0.75, name: "mark" }],
+  });
+}
+
+test("item times count from their sample's base: exact durations however far apart the samples lie", () => {
+  const { payload } = farApart();
+  // what travels is small float32 offsets; float32 of FAR itself would be off by 16 ms
+  assert.ok(Math.abs(Math.fround(FAR) - FAR) > 1e-3);
+  const d = decodePayload(payload);
+  assert.ok(d.spanStart instanceof Float64Array && d.evTs instanceof Float64Array && d.segStart instanceof Float64Array);
+  const close = (/** @type {number} */ got, /** @type {number} */ want, /** @type {string} */ what) => assert.ok(Math.abs(got - want) <= 1e-6 * Math.max(1, Math.abs(want - FAR)), `${what}: ${got} vs ${want}`);
+  close(d.spanStart[2], FAR, "start");
+  close(d.spanEnd[1] - d.spanStart[1], 0.003, "3 ms in the first sample");
+  close(d.spanEnd[2] - d.spanStart[2], 0.5, "0.5 s in the far sample");
+  close(d.spanEnd[3] - d.spanStart[3], 0.003, "3 ms in the far sample");
+  close(d.segEnd[0] - d.segStart[0], 0.001, "a segment in the far sample");
+  close(d.segStart[0], FAR + 1.001, "segment start");
+  close(d.evTs[0], FAR + 0.75, "event");
+  assert.equal(d.smpBase[1], FAR);
+  assert.ok(d.spanEndMax instanceof Float64Array);
+});
+
+test("a payload without smp_base (an older encoder) reads its times from t0", () => {
+  const { payload } = small();
+  delete payload.buffers.smp_base;
+  delete payload.meta.columns.smp_base;
+  // older payloads sent their sample times as float32: meta.columns says so
+  payload.meta.columns.smp_start = "f4";
+  payload.buffers.smp_start = new DataView(Float32Array.from([0, 2, NaN]).buffer);
+  const d = decodePayload(payload);
+  assert.deepEqual(Array.from(d.smpBase), [0, 0, 0]);
+  assert.ok(d.smpStart instanceof Float64Array);
+  assert.deepEqual(Array.from(d.smpStart.subarray(0, 2)), [0, 2]);
+  assert.deepEqual(Array.from(d.spanStart), [0, 1, 5, 2, 3]);
+  assert.deepEqual(Array.from(d.evTs), [4.5, 7]);
+});
+
+test("an item of no sample, or a segment of no span, counts from 0", () => {
+  const { payload } = farApart();
+  const spanSample = new Uint32Array([0, 0, 1, 7]);
+  payload.buffers.span_sample = new DataView(spanSample.buffer);
+  payload.buffers.seg_span = new DataView(new Uint32Array([9]).buffer);
+  const d = decodePayload(payload);
+  assert.ok(Math.abs(d.spanEnd[3] - d.spanStart[3] - 0.003) < 1e-6);
+  assert.ok(Math.abs(d.spanStart[3] - 1) < 1e-6, "offset from 0, not from another sample's base");
+  assert.ok(Math.abs(d.segStart[0] - 1.001) < 1e-6);
+});
+
+test("the loader's warnings: positive counts by kind, nothing else", () => {
+  const { payload } = small({ meta: { warnings: { bad_ts: 2, parent_cycle: 1, zero: 0, text: "3", nan: NaN } } });
+  const d = decodePayload(payload);
+  assert.deepEqual({ ...d.meta.warnings }, { bad_ts: 2, parent_cycle: 1 });
+  assert.deepEqual({ ...decodePayload(small().payload).meta.warnings }, {});
+  assert.deepEqual({ ...decodePayload(small({ meta: { warnings: [1, 2] } }).payload).meta.warnings }, {});
+});
+
 test("empty and missing payloads decode to nothing", () => {
   for (const p of [null, undefined, {}, { meta: {}, buffers: {} }]) {
     const d = decodePayload(p);
@@ -191,11 +260,16 @@ const golden = JSON.parse(readFileSync(new URL("../fixtures/golden_payload.json"
 const want = golden.expected;
 const d = decodePayload(golden.payload);
 
-/** @param {number} t */
-const tolerance = (t) => Math.max(1e-3, Math.abs(t) * 1.2e-7);
+/**
+ * How far a decoded time may be from the frames' (rounded to 1 us in the fixture): the
+ * dumps lie days apart, but each item travels as float32 seconds from its sample's
+ * float64 base, so it keeps float32's precision over its sample, a few microseconds.
+ * @param {number} _t
+ */
+const tolerance = (_t) => 2e-5;
 
 /**
- * f4 times relative to t0 (the dumps lie days apart: f4 keeps 24 bits); null = NaN.
+ * Times relative to t0; null = NaN.
  * @param {ArrayLike<number>} got
  * @param {(number|null)[]} exp
  * @param {string} what
@@ -219,6 +293,7 @@ test("golden payload: samples", () => {
   closeTimes(d.smpStart, s.start, "smp_start");
   closeTimes(d.smpEnd, s.end, "smp_end");
   assert.ok(d.meta.rollouts.length === 3, "three dumps, three rollout labels");
+  assert.deepEqual({ ...d.meta.warnings }, want.warnings);
   assert.ok(d.hasFates);
   assert.deepEqual(Array.from(d.smpFate, (code) => FATES[code]), s.fate);
 });
@@ -247,6 +322,13 @@ test("golden payload: spans, flags, lanes, parents", () => {
   assert.deepEqual(Array.from(d.spanName, (n) => nameOf(d, n)), s.name.map((/** @type {string} */ n) => (n === "" ? "(no name)" : n)));
   closeTimes(d.spanStart, s.start, "span_start");
   closeTimes(d.spanEnd, s.end, "span_end");
+  // durations to a few microseconds (float32 over a sample of half a minute), though the
+  // dumps lie days apart (float32 from t0 would be 62 ms apart there)
+  s.duration.forEach((/** @type {number|null} */ exp, /** @type {number} */ i) => {
+    if (exp === null) return;
+    const got = d.spanEnd[i] - d.spanStart[i];
+    assert.ok(Math.abs(got - exp) <= 8e-6, `duration ${i}: ${got} vs ${exp}`);
+  });
   assert.deepEqual(Array.from(d.spanLane), s.lane);
   assert.deepEqual(Array.from(d.spanDepth), s.depth);
   assert.deepEqual(Array.from(d.spanAttempt), s.attempt);

@@ -61,6 +61,7 @@ export function packBuffers(cols, opt = {}) {
  * @property {number} [lanes]
  * @property {number} [open]
  * @property {number} [offset]
+ * @property {number} [base] smp_base: where the sample's item times count from (0: times as given, from t0)
  * @property {number} [fate] index in the contract's fates (255: none, the default)
  * @property {number} [row]
  * @property {number|null} [sample_index]
@@ -119,7 +120,8 @@ export function packBuffers(cols, opt = {}) {
 /**
  * Build a payload from plain arrays. Spans are sorted by (sample, lane,
  * start) and events by (sample, lane, ts) as the contract requires (unless
- * `sort: false`); parent and segment references are remapped. Sample start
+ * `sort: false`); parent and segment references are remapped. Item times are
+ * given from t0 and sent from their sample's `base` (0 unless set). Sample start
  * and end default to the min/max of their spans and events; lanes default to
  * max lane + 1; open counts to the open spans.
  * Load points (`load`) go in as given (their order is the test's to choose).
@@ -200,13 +202,15 @@ export function makePayload(input) {
     c.smp_lanes.push(s.lanes ?? lanes[i]);
     c.smp_open.push(s.open ?? open[i]);
     c.smp_offset.push(s.offset ?? 0);
+    c.smp_base.push(s.base ?? 0);
     c.smp_fate.push(s.fate ?? 255);
   });
+  const baseOf = (/** @type {number} */ sample) => samples[sample]?.base ?? 0;
   for (const orig of spanOrder) {
     const sp = spans[orig];
     c.span_sample.push(sp.sample);
-    c.span_start.push(sp.start);
-    c.span_end.push(sp.end);
+    c.span_start.push(sp.start - baseOf(sp.sample));
+    c.span_end.push(sp.end - baseOf(sp.sample));
     c.span_name.push(nm(sp.name));
     c.span_lane.push(sp.lane || 0);
     c.span_depth.push(sp.depth || 0);
@@ -216,14 +220,14 @@ export function makePayload(input) {
   }
   for (const sg of segs) {
     c.seg_span.push(sort ? spanNew[sg.span] : sg.span);
-    c.seg_start.push(sg.start);
-    c.seg_end.push(sg.end);
+    c.seg_start.push(sg.start - baseOf(spans[sg.span]?.sample ?? -1));
+    c.seg_end.push(sg.end - baseOf(spans[sg.span]?.sample ?? -1));
     c.seg_name.push(nm(sg.name));
   }
   for (const orig of evOrder) {
     const ev = events[orig];
     c.ev_sample.push(ev.sample);
-    c.ev_ts.push(ev.ts);
+    c.ev_ts.push(ev.ts - baseOf(ev.sample));
     c.ev_name.push(nm(ev.name));
     c.ev_lane.push(ev.lane || 0);
     c.ev_kind.push(ev.kind || 0);

@@ -35,7 +35,9 @@ CACHE_MAGIC = b"STWC"
 #: cache of another layout instead of serving it to a page that cannot read it.
 #: 2: the items' own fields in the details block are byte columns.
 #: 3: the payload carries the samples' fates (``smp_fate``) and the ledger (``meta.ledger``).
-BLOCKS_FORMAT = 3
+#: 4: item times are offsets from each sample's float64 base (``smp_base``), and the meta
+#: carries the load warnings: a cache of 3 would keep float32 times from the dump's start.
+BLOCKS_FORMAT = 4
 _STATIC = Path(__file__).parents[1] / "static"
 
 _CSP = ("default-src 'none'; script-src 'unsafe-inline' blob:; style-src 'unsafe-inline'; "

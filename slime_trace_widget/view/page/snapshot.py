@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from ...frames.model import TraceFrames
+from ...values import clean_text
 from ...whole_files import write_whole
 from ..contract import SAMPLE_TEXT_FIELDS
 from ..details import (
@@ -115,10 +116,19 @@ def _head(header: dict[str, Any]) -> bytes:
     """A block's start, ``MAGIC | u32 header length | header JSON``, its body after it.
     The JSON is padded with spaces so that the body, whose buffers are 8-byte
     aligned, starts aligned too."""
-    text = json.dumps(header, allow_nan=False, ensure_ascii=False,
-                      separators=(",", ":")).encode()
+    text = _utf8(json.dumps(header, allow_nan=False, ensure_ascii=False,
+                            separators=(",", ":")))
     text += b" " * (-(len(MAGIC) + 4 + len(text)) % 8)
     return MAGIC + struct.pack("<I", len(text)) + text
+
+
+def _utf8(text: str) -> bytes:
+    """``text`` as UTF-8; a lone surrogate (a path that is not UTF-8, in the source
+    note) becomes U+FFFD, as every text of a dump does (``values.clean_text``)."""
+    try:
+        return text.encode()
+    except UnicodeEncodeError:
+        return clean_text(text).encode()
 
 
 class _Body:
