@@ -4,10 +4,13 @@
 // engine phase: per span, the band phase it shows; per lane, whether it holds the
 // sample's own spans, band spans or both; per event, whether the engine wrote it.
 //
-// The band shows each request's own slices (children of a request span) by the
-// phase their name sorts into (`meta.engine_phases`), over the request span
-// itself as "other" (time in the engine that no slice covers); nested slices
-// are parts of their parent and stay out of it.
+// The band shows each request's own slices (children of a request span, or of a
+// KV sender span under it) by the phase their name sorts into
+// (`meta.engine_phases`), over the request span itself as "other" (time in the
+// engine that no slice covers); nested slices are parts of their parent and stay
+// out of it. A KV sender span (`sglang kv sender`) holds the prefill half's KV
+// transfer slices (Mooncake's) and, like a request, has no time of its own in the
+// band: its slices show, it does not (answers/engine.py HOLDER_SPANS).
 
 import CONTRACT from "../../../slime_trace_widget/view/payload_contract.json" with { type: "json" };
 
@@ -22,6 +25,12 @@ export const LANE_BAND = 2;
 
 /** Band phase of what a request does outside its known slices. */
 export const OTHER = "other";
+
+/**
+ * The span the join draws for a prefill half's KV sender under its request
+ * (sources/engine/join.py KV_SENDER_SPAN): it holds slices, counts no time of its own.
+ */
+export const KV_SENDER_SPAN = "sglang kv sender";
 
 /** Drawing rank of the known phases: where two requests overlap, the busier phase shows. */
 const RANK = /** @type {Record<string, number>} */ ({ other: 0, queue: 1, pd: 2, prefill: 3, decode: 4 });
@@ -52,6 +61,17 @@ export function isRequestSpan(data, span) {
 }
 
 /**
+ * Whether engine span `span` holds slices and counts no time of its own: a request
+ * span, or a KV sender span (answers/engine.py HOLDER_SPANS).
+ * @param {Data} data
+ * @param {number} span
+ */
+export function isHolderSpan(data, span) {
+  if (span < 0 || span >= data.nSpans || !(data.spanFlags[span] & F_ENGINE)) return false;
+  return isRequestSpan(data, span) || data.names[data.spanName[span]] === KV_SENDER_SPAN;
+}
+
+/**
  * Fill `spanBand`, `laneMix`, `evEngine`, `bandPhases` and `hasEngine` of decoded data.
  * @param {Data} data
  */
@@ -66,19 +86,22 @@ export function deriveEngine(data) {
     for (const name of names) if (!codeOfName.has(name)) codeOfName.set(name, code);
   }
   const otherCode = 1;
+  const senderName = data.names.indexOf(KV_SENDER_SPAN);
   /** @type {Map<number, number>} name index -> band code, for slices */
   const codeOfIndex = new Map();
   let any = false;
   for (let i = 0; i < nSpans; i++) {
     if (!(data.spanFlags[i] & F_ENGINE)) continue;
     any = true;
+    const nameIndex = data.spanName[i];
+    if (nameIndex === senderName) continue; // a KV sender: its slices show, not it
     if (isRequestSpan(data, i)) {
       data.spanBand[i] = otherCode;
       continue;
     }
     const parent = data.spanParent[i];
-    if (!isRequestSpan(data, parent)) continue; // a part of a slice
-    const nameIndex = data.spanName[i];
+    const sender = data.spanName[parent] === senderName && data.spanFlags[parent] & F_ENGINE;
+    if (!sender && !isRequestSpan(data, parent)) continue; // a part of a slice
     let code = codeOfIndex.get(nameIndex);
     if (code === undefined) {
       code = codeOfName.get(data.names[nameIndex] ?? "") ?? otherCode;

@@ -4,7 +4,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { decodePayload, F_ENGINE, F_VIRTUAL } from "../../src/data/decode.js";
-import { bandPhases, LANE_OWN, LANE_BAND, isRequestSpan } from "../../src/data/engine_lanes.js";
+import { bandPhases, LANE_OWN, LANE_BAND, isRequestSpan, isHolderSpan, KV_SENDER_SPAN } from "../../src/data/engine_lanes.js";
 import { laneLabel, engineRole } from "../../src/data/lane_labels.js";
 import { buildLayout, barBox, bandBox } from "../../src/data/layout.js";
 import { spanVisibility, eventVisibility } from "../../src/data/filters.js";
@@ -69,6 +69,28 @@ test("each span's band phase: requests as other, their slices by name, nested sl
   assert.deepEqual(mix, [LANE_OWN, LANE_OWN, LANE_OWN, LANE_BAND, LANE_BAND, LANE_BAND, LANE_BAND, 0]);
   assert.equal(d.evEngine[ev(0)], 1, "retract: the engine's");
   assert.equal(d.evEngine[ev(1)], 0, "tool_result: the sample's own");
+});
+
+test("a KV sender holds its slices in the band: none of its own, Mooncake's by phase", () => {
+  const spans = [
+    { sample: 0, start: 0, end: 100, name: "sglang_generate", lane: 0, depth: 0 },
+    { sample: 0, start: 10, end: 40, name: "sglang prefill request", lane: 1, depth: 1, parent: 0, flags: F_ENGINE },
+    { sample: 0, start: 10, end: 30, name: "prefill_forward", lane: 2, depth: 2, parent: 1, flags: F_ENGINE },
+    { sample: 0, start: 10, end: 38, name: KV_SENDER_SPAN, lane: 3, depth: 2, parent: 1, flags: F_ENGINE },
+    { sample: 0, start: 30, end: 30, name: "mooncake_send", lane: 4, depth: 3, parent: 3, flags: F_ENGINE },
+    { sample: 0, start: 30, end: 35, name: "mooncake_worker_send", lane: 4, depth: 3, parent: 3, flags: F_ENGINE },
+    { sample: 0, start: 31, end: 33, name: "mooncake_worker_send_session", lane: 5, depth: 4, parent: 5, flags: F_ENGINE },
+  ];
+  const { payload, spanNew } = makePayload({
+    samples: [{}], spans, meta: { engine_phases: { ...PHASES, pd: [...PHASES.pd, "mooncake_send", "mooncake_worker_send"] }, engine_roles: ROLES },
+  });
+  const d = decodePayload(payload);
+  const phase = (/** @type {number} */ i) => (d.spanBand[spanNew[i]] ? d.bandPhases[d.spanBand[spanNew[i]] - 1] : null);
+  assert.deepEqual(spans.map((_, i) => phase(i)), [null, "other", "prefill", null, "pd", "pd", null]);
+  assert.ok(isHolderSpan(d, spanNew[3]) && isHolderSpan(d, spanNew[1]) && !isHolderSpan(d, spanNew[2]));
+  assert.ok(!isRequestSpan(d, spanNew[3]), "a sender is no request");
+  const mix = Array.from({ length: d.nLanes[0] }, (_, lane) => d.laneMix[d.laneBase[0] + lane]);
+  assert.deepEqual(mix, [LANE_OWN, LANE_BAND, LANE_BAND, 0, LANE_BAND, 0]);
 });
 
 test("a payload without engine spans: every drawn lane the sample's own, no band", () => {
