@@ -1,9 +1,11 @@
 """Send frames to an OpenTelemetry backend over OTLP (Phoenix, Jaeger, Tempo, a Collector).
 
 ``to_otlp(frames, url)`` is the Python API and the CLI's ``--otlp URL``: the mapping is
-:mod:`.otlp_spans` (one trace per sample), the sending :mod:`.otlp_transport`
-(batches, retries that never send a request twice once it may have arrived). Both
-need the ``otel`` extra, imported here on use so the package works without it.
+:mod:`.otlp_spans` (one root span per sample, requests under a byte budget), the
+sending :mod:`.otlp_transport` (retries that never send a request twice once it may
+have arrived). A request the receiver finds too large is sent again in halves, down to
+single spans. Both need the ``otel`` extra, imported here on use so the package works
+without it.
 """
 
 from __future__ import annotations
@@ -35,45 +37,50 @@ class OtlpReport:
     retries: int = 0
     rejected_spans: int = 0
     seconds: float = 0.0
+    #: Requests the receiver found too large, sent again in halves.
+    splits: int = 0
 
     def summary(self) -> str:
         rejected = (f", {self.rejected_spans} rejected by the receiver"
                     if self.rejected_spans else "")
+        split = (f", {self.splits} split in halves as too large for the receiver"
+                 if self.splits else "")
         return (f"sent {self.spans} spans ({self.events} events) in {self.traces} traces to "
                 f"{self.endpoint} over {self.protocol}: {self.batches} requests, "
-                f"{self.retries} retries, {self.seconds:.1f} s{rejected}")
+                f"{self.retries} retries, {self.seconds:.1f} s{rejected}{split}")
 
 
 def to_otlp(frames: TraceFrames, endpoint: str, *, protocol: str = "http/protobuf",
             headers: Mapping[str, str] | None = None, service_name: str | None = None,
             batch_spans: int | None = None, include_text: bool = False,
             compression: str | None = None, timeout: float | None = None,
-            retry_seconds: float | None = None, progress: bool | None = None) -> OtlpReport:
+            retry_seconds: float | None = None, progress: bool | None = None,
+            batch_bytes: int | None = None) -> OtlpReport:
     """Send ``frames`` to the OTLP receiver at ``endpoint``: one trace per sample, one
     span per measured span under its parent (see :mod:`.otlp_spans` for the mapping).
 
     ``protocol`` is ``"http/protobuf"`` (``endpoint`` a URL; a bare
     ``http://host:port`` gets ``/v1/traces``) or ``"grpc"`` (``host:port``).
     ``headers`` go with every request (an API key: ``{"authorization": "Bearer ..."}``).
-    ``service_name`` names the service (default ``slime-rollout``). Requests hold about
-    ``batch_spans`` spans (default 1000); a request the receiver asks to be sent later
-    (HTTP 429/502/503/504, gRPC ``UNAVAILABLE``) is retried with back-off for up to
-    ``retry_seconds`` (60). Raises :class:`OtlpExportError` with a one-line reason
-    when the receiver is unreachable or refuses the spans.
+    ``service_name`` names the service (default ``slime-rollout``). Requests hold at
+    most ``batch_spans`` spans (default 1000) and ``batch_bytes`` serialized bytes
+    (default 3 MiB, :data:`~.otlp_spans.DEFAULT_BATCH_BYTES`); a request the receiver
+    asks to be sent later (HTTP 429/502/503/504, gRPC ``UNAVAILABLE`` or
+    ``RESOURCE_EXHAUSTED``) is retried with back-off for up to ``retry_seconds`` (60).
+    A request the receiver finds too large (HTTP 413, gRPC "larger than max") is sent
+    again as two halves, and so on down to one span. Raises :class:`OtlpExportError`
+    with a one-line reason when the receiver is unreachable or refuses the spans, or
+    refuses one span alone as too large (naming it).
     """
     try:
         from .otlp_spans import (
+            DEFAULT_BATCH_BYTES,
             DEFAULT_BATCH_SPANS,
             DEFAULT_SERVICE,
             exported_span_count,
             otlp_batches,
         )
-        from .otlp_transport import (
-            DEFAULT_TIMEOUT_SECONDS,
-            RETRY_SECONDS,
-            send_with_retries,
-            sender_for,
-        )
+        from .otlp_transport import DEFAULT_TIMEOUT_SECONDS, RETRY_SECONDS, sender_for
     except ImportError as exc:
         raise ImportError(f"{_EXTRA_HINT} ({exc})") from exc
 
@@ -83,22 +90,13 @@ def to_otlp(frames: TraceFrames, endpoint: str, *, protocol: str = "http/protobu
     started = time.monotonic()
     total = exported_span_count(frames)
     bar = _progress_bar(total, progress)
+    retry_for = RETRY_SECONDS if retry_seconds is None else retry_seconds
     try:
         for batch in otlp_batches(frames, service_name=service_name or DEFAULT_SERVICE,
                                   batch_spans=batch_spans or DEFAULT_BATCH_SPANS,
+                                  batch_bytes=batch_bytes or DEFAULT_BATCH_BYTES,
                                   include_text=include_text):
-            reply, retries = send_with_retries(
-                lambda request=batch.request: sender.send(request), endpoint,
-                retry_seconds=RETRY_SECONDS if retry_seconds is None else retry_seconds,
-                confirmed=report.spans)
-            report.batches += 1
-            report.retries += retries
-            report.rejected_spans += reply.rejected_spans
-            report.traces += batch.traces
-            report.spans += batch.spans
-            report.events += batch.events
-            if bar is not None:
-                bar.update(batch.spans)
+            _send_in_pieces(sender, batch, report, retry_for, bar)
     finally:
         if bar is not None:
             bar.close()
@@ -106,6 +104,40 @@ def to_otlp(frames: TraceFrames, endpoint: str, *, protocol: str = "http/protobu
             sender.close()
     report.seconds = time.monotonic() - started
     return report
+
+
+def _send_in_pieces(sender: Any, batch: Any, report: OtlpReport, retry_seconds: float,
+                    bar: Any) -> None:
+    """Send ``batch`` (retried as :func:`~.otlp_transport.send_with_retries` says) and
+    count it in ``report``; when the receiver finds it too large, send its halves
+    instead, in order, and theirs, down to one span, which fails naming the span."""
+    from .otlp_spans import describe_span, split_batch
+    from .otlp_transport import OtlpExportError, RequestTooLarge, send_with_retries
+
+    waiting = [batch]
+    while waiting:
+        piece = waiting.pop()
+        try:
+            reply, retries = send_with_retries(
+                lambda request=piece.request: sender.send(request), report.endpoint,
+                retry_seconds=retry_seconds, confirmed=report.spans)
+        except RequestTooLarge as exc:
+            if piece.spans < 2:
+                raise OtlpExportError(
+                    f"{describe_span(piece)} is too large for the receiver on its own "
+                    f"({exc}; {report.spans} span(s) confirmed before)") from None
+            first, second = split_batch(piece)
+            waiting += [second, first]
+            report.splits += 1
+            continue
+        report.batches += 1
+        report.retries += retries
+        report.rejected_spans += reply.rejected_spans
+        report.traces += piece.traces
+        report.spans += piece.spans
+        report.events += piece.events
+        if bar is not None:
+            bar.update(piece.spans)
 
 
 def _progress_bar(total: int, progress: bool | None) -> Any:

@@ -1,7 +1,8 @@
 """Frames as OTLP trace messages: the mapping only, nothing is sent here.
 
-One trace per sample. Its root is a span named ``sample`` from the sample's start
-to its end, carrying the sample's fields (``slime.rollout_id``, ``slime.sample_index``,
+Each sample is a root span named ``sample`` in its trace, from the sample's start
+to its end (samples that share slime's trace id, a group's members, share the trace,
+each with its root), carrying the sample's fields (``slime.rollout_id``, ``slime.sample_index``,
 ``slime.group_index``, ``slime.source``, ``slime.status``, ``slime.reward``...);
 every measured span (``analysis.measured_spans``: the real spans, the attribute
 form's ``[P]``/``[D]`` phases, joined engine slices) becomes one OTLP span under
@@ -12,19 +13,26 @@ Instant events become span events on the span they happened in (or the root),
 unmatched ends too, marked ``slime.event_kind``. An open span ends at its clipped
 end with ``slime.state = "open"``; an error span gets an error status.
 
-Ids are stable, so a second export of the same dump sends the same spans: the
-trace id is slime's when that is a valid 128-bit hex id, else a hash of it (or of
-the dump and sample index when there is none); span ids hash the trace id, slime's
-span id and its occurrence within the sample. The original ids stay as
-``slime.trace_id`` / ``slime.span_id``.
+Ids are the W3C ids ``trace_headers`` and the live stream send (``schema.w3c_trace_id``
+of slime's trace id, ``schema.w3c_span_id`` of slime's span id), derived only for a
+repeat (see :mod:`.otlp_ids`), and stable, so a second export of the same dump sends
+the same spans. Samples that share slime's trace id (a group's members) share the OTLP
+trace, each under a root of its own. The original ids stay as ``slime.trace_id`` /
+``slime.span_id``.
+
+Requests are sized in bytes: a request is closed before a span would take its
+serialized size over ``batch_bytes`` (:data:`DEFAULT_BATCH_BYTES`, 3 MiB, well under
+the 4 MiB most receivers take), or its span count over ``batch_spans``. A span goes
+whole with its events; a sample larger than a request goes on in the next ones, its
+root in the first, every span keeping its id and parent. Only a span larger than the
+budget on its own makes a larger request, alone. :func:`split_batch` halves a request
+a receiver found too large.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
-from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,22 +48,29 @@ from .._version import __version__
 from ..frames.model import TraceFrames
 from ..values import MAX_STRING_CHARS, clean_text, json_safe, truncate
 from ..vocabularies import INSTANT_EVENT
+from .otlp_ids import otlp_ids
 
 SAMPLE_SPAN = "sample"
 SCOPE_NAME = "slime_trace_widget"
 DEFAULT_SERVICE = "slime-rollout"
-#: Spans per request: a few hundred KB of protobuf, well under receivers' 4 MB limits.
+#: Most spans per request (the byte budget usually closes a request first).
 DEFAULT_BATCH_SPANS = 1000
+#: Most serialized bytes per request: well under the 4 MiB gRPC servers and most OTLP
+#: receivers take by default, with room for headers and compression framing.
+DEFAULT_BATCH_BYTES = 3 << 20
+#: What a resource's spans may add to a request beyond their own framed sizes: the
+#: growth of the resource's and its scope's length prefixes (at most 4 bytes each).
+_RESOURCE_FRAMING = 2 * 4
 #: Longest list sent as an OTLP array; longer ones go as JSON text (cut like any text).
 MAX_ARRAY_VALUES = 1000
 _INT64 = (-(2**63), 2**63 - 1)
-_HEX = frozenset("0123456789abcdefABCDEF")
 _ARRAY_FIELDS = {bool: "bool_value", int: "int_value", float: "double_value", str: "string_value"}
 
 
 @dataclass
 class Batch:
-    """One request's worth of traces: what the sender sends, and what it holds."""
+    """One request: what the sender sends, and what it holds (``traces``: the sample
+    roots among its spans)."""
 
     request: ExportTraceServiceRequest
     spans: int
@@ -64,15 +79,19 @@ class Batch:
 
 
 def otlp_batches(frames: TraceFrames, *, service_name: str = DEFAULT_SERVICE,
-                 batch_spans: int = DEFAULT_BATCH_SPANS, include_text: bool = False,
+                 batch_spans: int = DEFAULT_BATCH_SPANS,
+                 batch_bytes: int = DEFAULT_BATCH_BYTES, include_text: bool = False,
                  max_chars: int = MAX_STRING_CHARS) -> Iterator[Batch]:
-    """The frames as OTLP requests of about ``batch_spans`` spans, samples in row order
-    (a sample larger than a batch is split across requests; its spans keep their ids).
+    """The frames as OTLP requests of at most ``batch_spans`` spans and ``batch_bytes``
+    serialized bytes (a span larger than that on its own goes alone), samples in row
+    order; a sample larger than a request goes on in the next ones, its spans keeping
+    their ids and parents, each span whole with its events.
 
     ``include_text`` adds each sample's prompt and response to its root span as
     ``input.value`` / ``output.value`` (the OpenInference names Phoenix shows)."""
     plan = _Plan(frames, include_text, max_chars)
     resources = [_resource(frames, dump, service_name) for dump in range(len(frames.paths) or 1)]
+    filling = _Filling(resources, max(batch_spans, 1), max(batch_bytes, 1))
     step = max(batch_spans, 1)
     pending: list[tuple[int, np.ndarray]] = []
     size = 0
@@ -83,10 +102,122 @@ def otlp_batches(frames: TraceFrames, *, service_name: str = DEFAULT_SERVICE,
             pending.append((row if start == 0 else -1 - row, piece))
             size += len(piece) + (start == 0)
             if size >= step:
-                yield plan.batch(pending, resources)
+                yield from plan.fill(pending, filling)
                 pending, size = [], 0
     if pending:
-        yield plan.batch(pending, resources)
+        yield from plan.fill(pending, filling)
+    if filling.spans:
+        yield filling.finish()
+
+
+def split_batch(batch: Batch) -> tuple[Batch, Batch]:
+    """``batch``'s spans in two requests, the first half and the rest in their order,
+    each span with its resource; for a request a receiver found too large. Needs two
+    spans or more."""
+    placed = [(resource, span) for resource in batch.request.resource_spans
+              for scope in resource.scope_spans for span in scope.spans]
+    if len(placed) < 2:
+        raise ValueError("a request of one span cannot be split")
+    half = len(placed) // 2
+    return _batch_of(placed[:half]), _batch_of(placed[half:])
+
+
+def describe_span(batch: Batch) -> str:
+    """The first span of ``batch`` in words: its name, trace and span ids (hex), slime's
+    span id when it has one, and the request's size."""
+    resource = batch.request.resource_spans[0]
+    span = resource.scope_spans[0].spans[0]
+    slime = next((kv.value.string_value for kv in span.attributes
+                  if kv.key == "slime.span_id"), "")
+    own = f", slime span id {slime}" if slime else ""
+    return (f"span {span.name!r} (trace {span.trace_id.hex()}, span {span.span_id.hex()}"
+            f"{own}), {batch.request.ByteSize()} bytes")
+
+
+def _batch_of(placed: list[tuple[ResourceSpans, Span]]) -> Batch:
+    """A request of ``placed`` (resource, span) pairs, spans grouped under copies of
+    their resources in order, with its counts (a root span has no parent)."""
+    request = ExportTraceServiceRequest()
+    scopes: dict[int, Any] = {}
+    for resource, span in placed:
+        if id(resource) not in scopes:
+            copy = request.resource_spans.add()
+            copy.resource.CopyFrom(resource.resource)
+            scope = copy.scope_spans.add()
+            scope.scope.CopyFrom(resource.scope_spans[0].scope)
+            scopes[id(resource)] = scope
+        scopes[id(resource)].spans.add().CopyFrom(span)
+    spans = [span for _, span in placed]
+    return Batch(request, len(spans), sum(len(span.events) for span in spans),
+                 sum(not span.parent_span_id for span in spans))
+
+
+class _Filling:
+    """The request being filled: spans are built in place, then placed; one that would
+    take the request over its byte or span budget moves to a new request, and the full
+    one is handed back."""
+
+    def __init__(self, resources: list[ResourceSpans], max_spans: int, max_bytes: int) -> None:
+        self.resources, self.max_spans, self.max_bytes = resources, max_spans, max_bytes
+        self.resource_bytes = [_framed(resource.ByteSize()) + _RESOURCE_FRAMING
+                               for resource in resources]
+        self._start()
+
+    def _start(self) -> None:
+        self.request = ExportTraceServiceRequest()
+        self.scopes: dict[int, Any] = {}
+        self.size = self.spans = self.events = self.traces = 0
+
+    def new_span(self, dump: int) -> Span:
+        """An empty span under ``dump``'s resource, for the caller to fill, then
+        :meth:`place`."""
+        dump = min(dump, len(self.resources) - 1)
+        if dump not in self.scopes:
+            resource = self.request.resource_spans.add()
+            resource.CopyFrom(self.resources[dump])
+            self.scopes[dump] = resource.scope_spans[0]
+            self.size += self.resource_bytes[dump]
+        self.dump = dump
+        return self.scopes[dump].spans.add()
+
+    def place(self, events: int, root: bool) -> Batch | None:
+        """Count the span just filled; the full request when the span had to move on to
+        a new one, else None."""
+        scope = self.scopes[self.dump]
+        span_bytes = _framed(scope.spans[-1].ByteSize())
+        finished = None
+        if self.spans and (self.spans >= self.max_spans
+                           or self.size + span_bytes > self.max_bytes):
+            moved = Span()
+            moved.CopyFrom(scope.spans[-1])
+            del scope.spans[-1]
+            if not len(scope.spans):  # its resource came with it: the last one added
+                del self.request.resource_spans[-1]
+                del self.scopes[self.dump]
+                self.size -= self.resource_bytes[self.dump]
+            finished = self.finish()
+            self.new_span(self.dump).CopyFrom(moved)
+        self.size += span_bytes
+        self.spans += 1
+        self.events += events
+        self.traces += root
+        return finished
+
+    def finish(self) -> Batch:
+        """The request filled so far; a new one starts."""
+        batch = Batch(self.request, self.spans, self.events, self.traces)
+        self._start()
+        return batch
+
+
+def _framed(size: int) -> int:
+    """What a message of ``size`` bytes adds to the message holding it: its tag (one byte
+    for every field here), its length prefix and itself."""
+    return 1 + _varint_bytes(size) + size
+
+
+def _varint_bytes(value: int) -> int:
+    return max(1, (value.bit_length() + 6) // 7)
 
 
 def exported_span_count(frames: TraceFrames) -> int:
@@ -100,7 +231,7 @@ def exported_span_count(frames: TraceFrames) -> int:
 
 class _Plan:
     """Per-span and per-sample columns worked out once (as lists, read per item in the
-    loops); messages built per batch."""
+    loops); messages built as requests fill."""
 
     def __init__(self, frames: TraceFrames, include_text: bool, max_chars: int) -> None:
         self.frames, self.include_text, self.max_chars = frames, include_text, max_chars
@@ -113,15 +244,10 @@ class _Plan:
         self.event_order = np.argsort(events["sample_row"].to_numpy(), kind="stable")
         self.event_bounds = _bounds(events["sample_row"].to_numpy()[self.event_order],
                                     len(frames.samples))
-        self.trace_ids = _trace_ids(frames)
-        self.root_ids = [_root_id(trace_id) for trace_id in self.trace_ids]
-        occurrence = spans.groupby(["sample_row", "span_id"], observed=True, sort=False,
-                                   dropna=False).cumcount().tolist()
         self.sample_rows = sample_rows.tolist()
         self.slime_ids = [_plain(span_id) for span_id in spans["span_id"].tolist()]
-        self.span_ids = [_span_id(self.trace_ids[row], str(span_id), seen)
-                         for row, span_id, seen in zip(self.sample_rows, self.slime_ids,
-                                                       occurrence, strict=True)]
+        ids = otlp_ids(frames, self.sample_rows, self.slime_ids)
+        self.trace_ids, self.root_ids, self.span_ids = ids.traces, ids.roots, ids.spans
         parents = pd.Series(np.arange(len(spans)), index=spans.index).reindex(
             spans["parent_index"].to_numpy()).to_numpy()
         self.parents = [None if parent != parent else int(parent) for parent in parents]
@@ -159,16 +285,15 @@ class _Plan:
     def event_positions(self, row: int) -> np.ndarray:
         return self.event_order[self.event_bounds[row]:self.event_bounds[row + 1]]
 
-    def batch(self, pending: list[tuple[int, np.ndarray]], resources: list[ResourceSpans]
-              ) -> Batch:
-        """The request for ``pending`` (sample row, its span positions); a negative row
-        (``-1 - row``) is the rest of a split sample, whose root went earlier."""
-        request = ExportTraceServiceRequest()
-        scopes: dict[int, Any] = {}
+    def fill(self, pending: list[tuple[int, np.ndarray]], filling: _Filling
+             ) -> Iterator[Batch]:
+        """Build ``pending`` (sample row, its span positions) into ``filling``, in order;
+        the requests it fills meanwhile. A negative row (``-1 - row``) is the rest of a
+        split sample, whose root went earlier. Attributes are read for all of
+        ``pending`` at once."""
         spans = np.concatenate([positions for _, positions in pending])
         start_attrs, end_attrs = self.frames.span_attrs(self.span_index[spans])
         attrs = iter(zip(start_attrs, end_attrs, strict=True))
-        counts = {"spans": 0, "events": 0, "traces": 0}
         events = self._events_by_span(sorted({row if row >= 0 else -1 - row
                                               for row, _ in pending}))
         positions = [event for held in events.values() for event in held]
@@ -177,22 +302,19 @@ class _Plan:
         for row, positions in pending:
             sample_row = row if row >= 0 else -1 - row
             dump = int(self.dumps[sample_row])
-            if dump not in scopes:
-                resource = request.resource_spans.add()
-                resource.CopyFrom(resources[min(dump, len(resources) - 1)])
-                scopes[dump] = resource.scope_spans[0]
-            scope = scopes[dump]
             if row >= 0:
-                counts["traces"] += 1
-                counts["spans"] += 1
-                counts["events"] += self._root(scope.spans.add(), row,
-                                               _with_attrs(events.pop(-1 - row, []), attrs_of))
+                held = _with_attrs(events.pop(-1 - row, []), attrs_of)
+                self._root(filling.new_span(dump), row, held)
+                full = filling.place(len(held), root=True)
+                if full is not None:
+                    yield full
             for position in positions.tolist():
                 start, end = next(attrs)
-                counts["spans"] += 1
-                counts["events"] += self._span(scope.spans.add(), position, start, end,
-                                               _with_attrs(events.pop(position, []), attrs_of))
-        return Batch(request, **counts)
+                held = _with_attrs(events.pop(position, []), attrs_of)
+                self._span(filling.new_span(dump), position, start, end, held)
+                full = filling.place(len(held), root=False)
+                if full is not None:
+                    yield full
 
     def _events_by_span(self, rows: list[int]) -> dict[int, list[int]]:
         """Event positions of ``rows`` by the exported span (position) they go on, or by
@@ -292,50 +414,6 @@ def _nanoseconds(seconds: np.ndarray) -> np.ndarray:
     """Epoch seconds as integer nanoseconds (0 where unknown)."""
     clean = np.where(np.isfinite(seconds) & (seconds > 0), seconds, 0.0)
     return np.round(clean * 1e9).astype(np.int64)
-
-
-def _trace_ids(frames: TraceFrames) -> list[bytes]:
-    """A 16-byte trace id per sample row, unique to it (see the module docstring); a
-    sample whose trace id an earlier sample of the frames already has (a rerun, a dump
-    given twice) gets one derived from its dump, index and that occurrence."""
-    samples = frames.samples
-    files = [Path(p).name for p in frames.paths] or ["frames"]
-    out: list[bytes] = []
-    seen: Counter[bytes] = Counter()
-    for text, dump, index, row in zip(samples["trace_id"].tolist(), samples["dump"].tolist(),
-                                      samples["sample_index"].tolist(), range(len(samples)),
-                                      strict=True):
-        where = files[min(int(dump), len(files) - 1)]
-        index = _plain(index)
-        label = f"row{row}" if index is None else index
-        if isinstance(text, str) and len(text) == 32 and set(text) <= _HEX \
-                and int(text, 16) != 0:
-            trace_id = bytes.fromhex(text)
-        elif isinstance(text, str) and text:
-            trace_id = _digest(f"trace/{text}".encode("utf-8", "replace"), 16)
-        else:
-            trace_id = _digest(f"sample/{where}/{label}".encode("utf-8", "replace"), 16)
-        seen[trace_id] += 1
-        if seen[trace_id] > 1:
-            trace_id = _digest(trace_id + f"/again/{where}/{label}/{seen[trace_id]}"
-                               .encode("utf-8", "replace"), 16)
-        out.append(trace_id)
-    return out
-
-
-def _span_id(trace_id: bytes, span_id: str, occurrence: int) -> bytes:
-    return _digest(trace_id + f"/span/{span_id}/{occurrence}".encode("utf-8", "replace"), 8)
-
-
-def _root_id(trace_id: bytes) -> bytes:
-    """The sample's root span: one per trace, so its id depends on the trace alone."""
-    return _digest(trace_id + b"/sample", 8)
-
-
-def _digest(data: bytes, size: int) -> bytes:
-    """A stable non-zero id of ``size`` bytes (all-zero ids are invalid in OTLP)."""
-    digest = hashlib.blake2b(data, digest_size=size).digest()
-    return digest if any(digest) else b"\x00" * (size - 1) + b"\x01"
 
 
 def _resource(frames: TraceFrames, dump: int, service_name: str) -> ResourceSpans:

@@ -5,10 +5,13 @@ that it was not taken: HTTP 429/502/503/504 (after ``Retry-After`` when given),
 gRPC ``UNAVAILABLE`` or ``RESOURCE_EXHAUSTED``, or a connection that could not be
 opened. When a request went out and no answer came back (a timeout, a reset
 while reading the reply) it may have been taken, so it is not sent again: the
-export stops with an error that says how much was confirmed. A receiver that
-refuses a request (400, 401, 404, 413, ``INVALID_ARGUMENT``...) stops it too, in
-one line. Spans the receiver accepted with a partial success are not retried
-(OTLP says those were rejected as invalid); their count is reported.
+export stops with an error that says how much was confirmed. A request larger than
+the receiver takes (HTTP 413, gRPC ``RESOURCE_EXHAUSTED`` saying "larger than max")
+will never be taken as it is, so it is not retried either: :class:`RequestTooLarge`
+lets the caller send it again in smaller pieces. A receiver that refuses a request
+otherwise (400, 401, 404, ``INVALID_ARGUMENT``...) stops the export, in one line.
+Spans the receiver accepted with a partial success are not retried (OTLP says those
+were rejected as invalid); their count is reported.
 """
 
 from __future__ import annotations
@@ -32,6 +35,11 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 PROTOCOLS = ("http/protobuf", "grpc")
 TRACES_PATH = "/v1/traces"
 RETRY_STATUSES = frozenset({429, 502, 503, 504})
+#: What HTTP answers to a body larger than the receiver takes.
+TOO_LARGE_STATUS = 413
+#: How gRPC says a message was over a size limit (with ``RESOURCE_EXHAUSTED``), on either
+#: side: "Received message larger than max (N vs. M)", "Sent message larger than max".
+GRPC_TOO_LARGE = "larger than max"
 #: Seconds one request may keep being retried before the export gives up.
 RETRY_SECONDS = 60.0
 FIRST_BACKOFF_SECONDS = 0.5
@@ -41,6 +49,11 @@ DEFAULT_TIMEOUT_SECONDS = 30.0
 
 class OtlpExportError(RuntimeError):
     """The export stopped: the message is one line, naming the endpoint and the reason."""
+
+
+class RequestTooLarge(OtlpExportError):
+    """The receiver refused the request for its size: sent again whole it would be
+    refused again, so it is not retried; smaller requests may go through."""
 
 
 class _Retry(Exception):
@@ -109,6 +122,10 @@ class HttpSender:
         if response.status in RETRY_STATUSES:
             raise _Retry(f"HTTP {response.status} {response.reason}",
                          _retry_after(response.getheader("Retry-After")))
+        if response.status == TOO_LARGE_STATUS:
+            raise RequestTooLarge(f"{self.endpoint}: HTTP {response.status} "
+                                  f"{response.reason} for {len(body)} bytes"
+                                  f"{_quoted_body(answer)}")
         if not 200 <= response.status < 300:
             raise OtlpExportError(f"{self.endpoint} refused the spans: HTTP {response.status} "
                                   f"{response.reason}{_quoted_body(answer)}")
@@ -149,6 +166,10 @@ class GrpcSender:
         except grpc.RpcError as exc:
             code = exc.code() if hasattr(exc, "code") else None
             details = exc.details() if hasattr(exc, "details") else str(exc)
+            if code == grpc.StatusCode.RESOURCE_EXHAUSTED and \
+                    GRPC_TOO_LARGE in str(details).lower():
+                raise RequestTooLarge(f"{self.endpoint}: gRPC {code.name}: "
+                                      f"{' '.join(str(details).split())[:300]}") from None
             if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED):
                 raise _Retry(f"gRPC {code.name}: {details}") from None
             if code == grpc.StatusCode.DEADLINE_EXCEEDED:

@@ -1,32 +1,56 @@
 """Export to Parquet: ``samples``, ``spans``, ``events`` and ``segments`` tables.
 
-Each table is a hive layout partitioned by rollout id
-(``spans/rollout_id=3/part-0.parquet``; ``-1`` when the dump has none), so
-DuckDB, Spark, Dask or Ray Data read a folder of many rollouts as one table.
-Attribute dicts are stored as JSON text; ``attr.*`` columns keep their type
-when it is uniform and become JSON text otherwise. Rows join on
-``(rollout_id, sample_row)``.
+Each table is a hive layout partitioned by rollout id, one file per dump
+(``spans/rollout_id=3/rollout_7-1a2b3c4d.parquet``; ``-1`` when the dump has no
+rollout id), as the run dataset lays its tables out, so DuckDB, Spark, Dask or Ray
+Data read a folder of many rollouts as one table, and a train and an eval dump of
+one rollout id, exported into one folder, sit side by side. A file's stem is the
+dump's file stem and a short hash of its absolute path (two runs' ``rollout_7.pt``
+do not collide); frames made in memory take a hash of their samples instead.
+Exporting a dump again replaces its own files; each file is written whole or not at
+all. Every row carries ``dump_file`` (the dump's file name) and ``dump_kind``
+(``train`` or ``eval``, the run dataset's columns). Attribute dicts are stored as
+JSON text; ``attr.*`` columns keep their type when it is uniform and become JSON
+text otherwise. Rows join on ``(rollout_id, dump_file, sample_row)``.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from ..frames.model import TraceFrames
+from ..sources.dumps.paths import dump_kind
 from ..tables.core_tables import UNKNOWN_ROLLOUT
 from ..values import clean_text, json_safe
+from ..whole_files import replaced
+
+#: What frames made in memory name as their dump's path.
+IN_MEMORY = "<memory>"
+#: Bytes of the hash in a file's stem (twice as many hex digits).
+_TAG_BYTES = 4
 
 
 def to_parquet(frames: TraceFrames, directory: str | Path) -> Path:
-    """Write the frames as hive-partitioned Parquet tables under ``directory``."""
+    """Write the frames as hive-partitioned Parquet tables under ``directory``, one
+    file per table, rollout id and dump (see the module docstring); ``directory``.
+    ImportError when pyarrow has no Parquet support."""
+    # Imported here: the run dataset's layout needs pyarrow.parquet, which a pyarrow
+    # build may lack; importing this module must not need it.
+    from ..sources.dataset.layout import DUMP_FILE, DUMP_KIND
+
     root = Path(directory)
-    rollout_of_row = frames.samples["rollout_id"].fillna(UNKNOWN_ROLLOUT).astype(np.int64)
+    samples = frames.samples
+    rollout_of_row = samples["rollout_id"].fillna(UNKNOWN_ROLLOUT).astype(np.int64)
+    dump_of_row = samples["dump"].astype(np.int64)
+    dumps = _dump_labels(frames)
     tables = {
-        "samples": frames.samples.reset_index(),
+        "samples": samples.reset_index(),
         "spans": frames.spans.reset_index(names="span_index"),
         "events": frames.events.reset_index(names="event_index"),
         "segments": frames.segments.copy(),
@@ -39,14 +63,65 @@ def to_parquet(frames: TraceFrames, directory: str | Path) -> Path:
             tables["segments"]["span_index"]).reset_index(drop=True),
     }
     for name, table in tables.items():
+        rows = row_of[name].to_numpy()
+        rollout = rollout_of_row.reindex(rows).to_numpy()
+        dump = np.minimum(dump_of_row.reindex(rows).to_numpy(), len(dumps) - 1)
         table = _parquet_ready(table)
-        rollout = rollout_of_row.reindex(row_of[name].to_numpy()).to_numpy()
-        for value in np.unique(rollout) if len(rollout) else []:
-            part = root / name / f"rollout_id={int(value)}"
-            part.mkdir(parents=True, exist_ok=True)
-            chosen = table[rollout == value].drop(columns=["rollout_id"], errors="ignore")
-            chosen.to_parquet(part / "part-0.parquet", index=False)
+        for rollout_id, dump_index in sorted(set(zip(rollout.tolist(), dump.tolist(),
+                                                     strict=True))):
+            stem, dump_file, kind = dumps[dump_index]
+            chosen = table[(rollout == rollout_id) & (dump == dump_index)].drop(
+                columns=["rollout_id"], errors="ignore")
+            chosen = chosen.assign(**{DUMP_FILE: dump_file, DUMP_KIND: kind})
+            _write_whole(chosen, root / name / f"rollout_id={int(rollout_id)}" /
+                         f"{stem}.parquet")
     return root
+
+
+def _dump_labels(frames: TraceFrames) -> list[tuple[str, str, str]]:
+    """(file stem, ``dump_file``, ``dump_kind``) of each dump of the frames; stems are
+    unique within the frames (a path given twice gets ``-2``, ``-3``... on its copies)."""
+    paths = frames.paths or [IN_MEMORY]
+    out: list[tuple[str, str, str]] = []
+    used: set[str] = set()
+    for dump, path in enumerate(paths):
+        text = str(path)
+        name = clean_text(os.path.basename(text))
+        stem = _in_memory_stem(frames, dump) if text == IN_MEMORY else _path_stem(text)
+        unique, copy = stem, 1
+        while unique in used:
+            copy += 1
+            unique = f"{stem}-{copy}"
+        used.add(unique)
+        out.append((unique, name, dump_kind(name)))
+    return out
+
+
+def _path_stem(path: str) -> str:
+    """The dump's file stem and a hash of its absolute path (the bytes the file system
+    holds, so a name that is not valid UTF-8 hashes as itself), as text a reader of the
+    folder can decode."""
+    tag = hashlib.blake2b(os.fsencode(os.path.abspath(path)),
+                          digest_size=_TAG_BYTES).hexdigest()
+    return f"{clean_text(Path(path).stem)}-{tag}"
+
+
+def _in_memory_stem(frames: TraceFrames, dump: int) -> str:
+    """A stem for a dump made in memory: a hash of its samples' trace ids, indexes and
+    starts, so exporting the same frames again replaces their files."""
+    samples = frames.samples[frames.samples["dump"] == dump]
+    identity = json.dumps(json_safe(list(zip(
+        samples["trace_id"].tolist(), samples["sample_index"].tolist(),
+        samples["start"].tolist(), strict=True))), sort_keys=True)
+    tag = hashlib.blake2b(identity.encode("utf-8"), digest_size=_TAG_BYTES).hexdigest()
+    return f"memory-{tag}"
+
+
+def _write_whole(table: pd.DataFrame, target: Path) -> None:
+    """``table`` as the Parquet file ``target``, whole or not at all."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with replaced(target) as temporary:
+        table.to_parquet(temporary, index=False)
 
 
 def _parquet_ready(table: pd.DataFrame) -> pd.DataFrame:

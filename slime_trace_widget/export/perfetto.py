@@ -5,7 +5,10 @@ precision in doubles). One process per rollout, one thread per sample, named
 and ordered with metadata events. Complete (``X``) events must nest on a
 thread, but a sample's spans need not (concurrent tool calls, PD phases that
 outlast their generation), so spans that would partly overlap go to extra
-threads of the same sample ("#12 ⋯1"), placed right after it. The spans
+threads of the same sample ("#12 ⋯1"), placed right after it: as many as the
+sample's concurrency needs, so no two complete events on one thread overlap
+partly (Perfetto drops those). Thread ids are numbered sample by sample, lane by
+lane, from 1. The spans
 exported are the measured ones (``analysis.measured_spans``); an instant event
 goes to its parent span's thread. Links between rows (``links``) are flow
 events (``s`` -> ``f``), drawn by Perfetto as arrows.
@@ -23,7 +26,7 @@ import pandas as pd
 from ..answers.links import links
 from ..answers.stats import measured_spans
 from ..frames.view_memory import attr_view_bytes, check_room
-from ..values import json_safe
+from ..values import json_safe, truncate
 from ..whole_files import replaced
 
 if TYPE_CHECKING:
@@ -54,25 +57,24 @@ def perfetto_trace(frames: TraceFrames) -> dict[str, Any]:
                        "args": {"sort_index": dump}})
     spans = measured_spans(frames)
     tracks = _nesting_tracks(spans)
-    extra_tracks: dict[int, int] = {}
-    for row, track in zip(spans["sample_row"].tolist(), tracks.tolist(), strict=True):
-        extra_tracks[row] = max(extra_tracks.get(row, 0), track)
+    threads = _Threads(len(samples), spans["sample_row"].to_numpy(), tracks)
     for row, sample in samples.iterrows():
-        for track in range(extra_tracks.get(row, 0) + 1):
-            tid = _tid(row, track)
+        for track in range(threads.count(row)):
+            tid = threads.tid(row, track)
             events.append({"ph": "M", "name": "thread_name", "pid": int(pid_of_row[row]),
                            "tid": tid, "args": {"name": _thread_name(sample, track)}})
             events.append({"ph": "M", "name": "thread_sort_index", "pid": int(pid_of_row[row]),
                            "tid": tid, "args": {"sort_index": tid}})
     start_attrs, end_attrs = frames.span_attrs(spans.index)
-    events += _complete_events(spans, start_attrs, end_attrs, tracks, pid_of_row, t0)
+    events += _complete_events(spans, start_attrs, end_attrs, threads, tracks, pid_of_row, t0)
     event_tracks = _event_tracks(frames, spans, tracks)
-    events += _instant_events(frames.event_core, frames.event_attrs.dicts(), event_tracks,
-                              pid_of_row, t0)
-    events += _flow_events(frames, spans, tracks, event_tracks, pid_of_row, t0)
+    events += _instant_events(frames.event_core, frames.event_attrs.dicts(), threads,
+                              event_tracks, pid_of_row, t0)
+    events += _flow_events(frames, spans, threads, tracks, event_tracks, pid_of_row, t0)
     return {"traceEvents": events, "displayTimeUnit": "ms",
             "otherData": {"source": "slime-trace-widget", "t0_epoch_s": t0,
-                          "dumps": frames.paths}}
+                          "dumps": [truncate(str(path), PERFETTO_MAX_CHARS)
+                                    for path in frames.paths]}}
 
 
 def export_perfetto(frames: TraceFrames, path: str | Path) -> Path:
@@ -92,13 +94,28 @@ def _document_bytes(frames: TraceFrames, look_at_text: bool) -> int:
         for attrs in (frames.span_start_attrs, frames.span_end_attrs, frames.event_attrs))
 
 
-def _tid(row: int, track: int) -> int:
-    return int(_tids(np.asarray(row), track))
+class _Threads:
+    """The thread ids of the samples' tracks: each sample row gets as many consecutive
+    ids as it has tracks (at least one), rows in order, from 1, so no two tracks of any
+    samples share a thread and the ids stay small whatever a sample's concurrency."""
 
+    def __init__(self, n_rows: int, span_rows: np.ndarray, tracks: np.ndarray) -> None:
+        counts = np.ones(n_rows, dtype=np.int64)
+        if len(span_rows):
+            np.maximum.at(counts, span_rows.astype(np.int64), tracks.astype(np.int64) + 1)
+        self.counts = counts
+        self.first = np.concatenate([[1], 1 + np.cumsum(counts)[:-1]]).astype(np.int64)
 
-def _tids(rows: np.ndarray, tracks: np.ndarray | int) -> np.ndarray:
-    """Thread ids: 64 tracks per sample row (``_nesting_tracks`` caps them there)."""
-    return rows.astype(np.int64) * 64 + tracks + 1
+    def count(self, row: int) -> int:
+        """How many tracks (threads) sample row ``row`` has."""
+        return int(self.counts[row])
+
+    def tid(self, row: int, track: int) -> int:
+        return int(self.first[row] + track)
+
+    def tids(self, rows: np.ndarray, tracks: np.ndarray) -> np.ndarray:
+        """Thread ids of (row, track) pairs, element by element."""
+        return self.first[rows.astype(np.int64)] + tracks
 
 
 def _thread_name(sample: pd.Series, track: int) -> str:
@@ -113,7 +130,9 @@ def _thread_name(sample: pd.Series, track: int) -> str:
 
 
 def _nesting_tracks(spans: pd.DataFrame) -> np.ndarray:
-    """Track per span so that complete events on one track nest properly (greedy)."""
+    """Track per span so that complete events on one track nest properly (greedy): a
+    span goes to the first track of its sample where it nests, else to a new one, with
+    no limit on the number of tracks."""
     tracks = np.zeros(len(spans), dtype=np.int64)
     rows = spans["sample_row"].to_numpy()
     starts = spans["start"].to_numpy()
@@ -135,7 +154,7 @@ def _nesting_tracks(spans: pd.DataFrame) -> np.ndarray:
         else:
             stacks.append([end])
             tracks[position] = len(stacks) - 1
-    return np.minimum(tracks, 63)
+    return tracks
 
 
 def _event_tracks(frames: TraceFrames, spans: pd.DataFrame, tracks: np.ndarray) -> np.ndarray:
@@ -149,9 +168,10 @@ def _event_tracks(frames: TraceFrames, spans: pd.DataFrame, tracks: np.ndarray) 
 
 
 def _complete_events(spans: pd.DataFrame, starts_of: list, ends_of: list,
-                     tracks: np.ndarray, pid_of_row: np.ndarray,
+                     threads: _Threads, tracks: np.ndarray, pid_of_row: np.ndarray,
                      t0: float) -> list[dict[str, Any]]:
     rows = spans["sample_row"].to_numpy()
+    tids = threads.tids(rows, tracks)
     # Round both ends, then subtract: adjacent spans (one ends where the next starts)
     # stay adjacent instead of overlapping by a rounding error.
     ts = np.round((spans["start"].to_numpy() - t0) * 1e6, 3)
@@ -165,15 +185,16 @@ def _complete_events(spans: pd.DataFrame, starts_of: list, ends_of: list,
         args.update(span_id=span_id, state=state, attempt=attempt)
         out.append({"ph": "X", "name": name if state == "closed" else f"{name} (open)",
                     "cat": "span", "pid": int(pid_of_row[rows[i]]),
-                    "tid": _tid(rows[i], int(tracks[i])), "ts": float(ts[i]),
+                    "tid": int(tids[i]), "ts": float(ts[i]),
                     "dur": float(max(dur[i], 0.0)), "args": args})
     return out
 
 
-def _instant_events(events: pd.DataFrame, attrs_of: list, tracks: np.ndarray,
-                    pid_of_row: np.ndarray, t0: float) -> list[dict[str, Any]]:
+def _instant_events(events: pd.DataFrame, attrs_of: list, threads: _Threads,
+                    tracks: np.ndarray, pid_of_row: np.ndarray,
+                    t0: float) -> list[dict[str, Any]]:
     rows = events["sample_row"].to_numpy()
-    tids = _tids(rows, tracks)
+    tids = threads.tids(rows, tracks)
     ts = np.round((events["ts"].to_numpy() - t0) * 1e6, 3)
     out = []
     for i, (name, kind, attrs) in enumerate(zip(events["name"].astype(str),
@@ -187,8 +208,8 @@ def _instant_events(events: pd.DataFrame, attrs_of: list, tracks: np.ndarray,
     return out
 
 
-def _flow_events(frames: TraceFrames, spans: pd.DataFrame, tracks: np.ndarray,
-                 event_tracks: np.ndarray, pid_of_row: np.ndarray,
+def _flow_events(frames: TraceFrames, spans: pd.DataFrame, threads: _Threads,
+                 tracks: np.ndarray, event_tracks: np.ndarray, pid_of_row: np.ndarray,
                  t0: float) -> list[dict[str, Any]]:
     """One ``s``/``f`` pair per link whose ends were exported, on their threads.
 
@@ -200,7 +221,7 @@ def _flow_events(frames: TraceFrames, spans: pd.DataFrame, tracks: np.ndarray,
     table = links(frames)
     ends = []
     for side in ("from", "to"):
-        ends.append(_flow_points(frames, spans, tracks, event_tracks, pid_of_row, t0,
+        ends.append(_flow_points(frames, spans, threads, tracks, event_tracks, pid_of_row, t0,
                                  (table[f"{side}_kind"] == "span").to_numpy(),
                                  table[f"{side}_index"].to_numpy()))
     (pid_a, tid_a, ts_a), (pid_b, tid_b, ts_b) = ends
@@ -215,8 +236,9 @@ def _flow_events(frames: TraceFrames, spans: pd.DataFrame, tracks: np.ndarray,
     return out
 
 
-def _flow_points(frames: TraceFrames, spans: pd.DataFrame, tracks: np.ndarray,
-                 event_tracks: np.ndarray, pid_of_row: np.ndarray, t0: float,
+def _flow_points(frames: TraceFrames, spans: pd.DataFrame, threads: _Threads,
+                 tracks: np.ndarray, event_tracks: np.ndarray, pid_of_row: np.ndarray,
+                 t0: float,
                  is_span: np.ndarray,
                  labels: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(pid, tid, ts) of link ends; pid 0 where the end was not exported."""
@@ -228,12 +250,12 @@ def _flow_points(frames: TraceFrames, spans: pd.DataFrame, tracks: np.ndarray,
     rows = spans["sample_row"].to_numpy()[at[ok]]
     start = np.round((spans["start"].to_numpy()[at[ok]] - t0) * 1e6, 3)
     width = np.round((spans["display_end"].to_numpy()[at[ok]] - t0) * 1e6, 3) - start
-    pid[ok], tid[ok] = pid_of_row[rows], _tids(rows, tracks[at[ok]])
+    pid[ok], tid[ok] = pid_of_row[rows], threads.tids(rows, tracks[at[ok]])
     ts[ok] = start + np.clip(np.nan_to_num(width) / 2, 0.0, 0.5)
     events = frames.event_core
     at = np.where(is_span, -1, events.index.get_indexer(labels))
     ok = at >= 0
     rows = events["sample_row"].to_numpy()[at[ok]]
-    pid[ok], tid[ok] = pid_of_row[rows], _tids(rows, event_tracks[at[ok]])
+    pid[ok], tid[ok] = pid_of_row[rows], threads.tids(rows, event_tracks[at[ok]])
     ts[ok] = np.round((events["ts"].to_numpy()[at[ok]] - t0) * 1e6, 3)
     return pid, tid, ts

@@ -2,9 +2,9 @@
 sent to an OTLP endpoint, the rollouts whose trends a target has not logged yet.
 
 What went where is kept in the dataset's ``exports.json`` (by target: the dumps' stems
-and content hashes, the trends rows' keys), written after each dump or batch of rows
-that made it, so a failure halfway leaves the rest for the next run, and nothing that
-arrived is sent again.
+and content hashes, the trends rows' keys), written as soon as each dump or trends row
+(for MLflow, each batch of rows) has reached its target, so a failure halfway leaves
+the rest for the next run, and nothing that arrived is sent again.
 """
 
 from __future__ import annotations
@@ -69,18 +69,19 @@ def send_new_dumps(root: str | Path, endpoint: str, **options: Any) -> list[Any]
 
 def log_new_trends(root: str | Path, target: str, *, snapshots: bool = False) -> Any:
     """Log the trends of the dataset's rollouts that ``target`` has not logged yet; with
-    ``snapshots`` (W&B), each one's HTML snapshot as an artifact. Returns the report."""
+    ``snapshots`` (W&B), each one's HTML snapshot as an artifact. Returns the report.
+    Each row goes into the ledger as soon as it has reached ``target``, so a rerun after
+    a failure logs only the rows that had not."""
     from ..answers.trends import rollout_trends
     from .trend_log import log_trends
 
     root = Path(root).resolve()
     ledger = Ledger(root)
     trends = rollout_trends(root)
-    report = log_trends(trends, target, skip=ledger.keys(target), run_name=root.name,
-                        run_id=_run_id(root),
-                        snapshot=_snapshot_writer(root) if snapshots else None)
-    ledger.add(target, report.logged)
-    return report
+    return log_trends(trends, target, skip=ledger.keys(target), run_name=root.name,
+                      run_id=_run_id(root),
+                      snapshot=_snapshot_writer(root) if snapshots else None,
+                      on_logged=lambda keys: ledger.add(target, keys))
 
 
 def _run_id(root: Path) -> str:

@@ -1,8 +1,13 @@
 """The places trends go: TensorBoard event files, an MLflow tracking store, a W&B run.
 
-Each backend takes scalars as ``(prefix, step, {name: value})`` and is imported only when
-used; a missing package is one line naming the extra that brings it. The names
-already carry their ``rollout/`` or ``eval/`` prefix (see :mod:`.trend_log`).
+Each backend takes one row's scalars as ``log(prefix, step, {name: value}, key)`` and is
+imported only when used; a missing package is one line naming the extra that brings
+it. The names already carry their ``rollout/`` or ``eval/`` prefix (see
+:mod:`.trend_log`). ``log`` and ``flush`` return the keys of the rows that have now
+reached the target, whole: a caller records those, and only those, as logged (a
+backend that batches, MLflow, answers when a batch went out). ``close`` ends the run
+and sends nothing more: rows a failure left waiting are not recorded, so a rerun
+sends them.
 """
 
 from __future__ import annotations
@@ -40,10 +45,16 @@ class TensorBoardBackend:
         Path(logdir).mkdir(parents=True, exist_ok=True)
         self.writer = writer_module.SummaryWriter(log_dir=logdir)
 
-    def log(self, prefix: str, step: int, values: dict[str, float]) -> None:
+    def log(self, prefix: str, step: int, values: dict[str, float], key: str) -> list[str]:
+        """Write the row's scalars to the event file, flushed: ``[key]``."""
         del prefix  # the names carry it
         for name, value in values.items():
             self.writer.add_scalar(name, value, global_step=step)
+        self.writer.flush()
+        return [key]
+
+    def flush(self) -> list[str]:
+        return []
 
     def close(self) -> None:
         self.writer.close()
@@ -65,23 +76,34 @@ class MlflowBackend:
         self.run_id = (runs[0].info.run_id if runs
                        else self.client.create_run(experiment_id, run_name=run_name)
                        .info.run_id)
-        self.metrics: list[Any] = []
+        #: Rows logged and not sent yet: (key, their metrics), in order.
+        self.waiting: list[tuple[str, list[Any]]] = []
         self._metric = _require("mlflow.entities", "mlflow").Metric
 
-    def log(self, prefix: str, step: int, values: dict[str, float]) -> None:
+    def log(self, prefix: str, step: int, values: dict[str, float], key: str) -> list[str]:
+        """Keep the row's metrics to send with the next rows; when they would take the
+        waiting rows over :data:`MLFLOW_BATCH` metrics, send those first (their keys,
+        else ``[]``)."""
         del prefix  # the names carry it
         now = int(time.time() * 1000)
-        self.metrics += [self._metric(name, value, now, step) for name, value in values.items()]
-        if len(self.metrics) >= MLFLOW_BATCH:
-            self._flush()
+        metrics = [self._metric(name, value, now, step) for name, value in values.items()]
+        waiting = sum(len(row) for _, row in self.waiting)
+        sent = self.flush() if waiting and waiting + len(metrics) > MLFLOW_BATCH else []
+        self.waiting.append((key, metrics))
+        return sent
 
-    def _flush(self) -> None:
-        while self.metrics:
-            chunk, self.metrics = self.metrics[:MLFLOW_BATCH], self.metrics[MLFLOW_BATCH:]
-            self.client.log_batch(self.run_id, metrics=chunk)
+    def flush(self) -> list[str]:
+        """Send the waiting rows: one ``log_batch`` (they fit in one), or several for a
+        row of more metrics than a batch takes, waiting alone; the keys of the rows
+        sent. When a call fails the rows stay waiting, none reported as sent."""
+        metrics = [metric for _, row in self.waiting for metric in row]
+        for start in range(0, len(metrics), MLFLOW_BATCH):
+            self.client.log_batch(self.run_id, metrics=metrics[start:start + MLFLOW_BATCH])
+        sent = [key for key, _ in self.waiting]
+        self.waiting = []
+        return sent
 
     def close(self) -> None:
-        self._flush()
         self.client.set_terminated(self.run_id)
 
 
@@ -101,8 +123,13 @@ class WandbBackend:
             run.define_metric(f"{prefix}/{WANDB_STEP}")
             run.define_metric(f"{prefix}/*", step_metric=f"{prefix}/{WANDB_STEP}")
 
-    def log(self, prefix: str, step: int, values: dict[str, float]) -> None:
+    def log(self, prefix: str, step: int, values: dict[str, float], key: str) -> list[str]:
+        """One history row of the run (W&B keeps it from here on): ``[key]``."""
         self.run.log({f"{prefix}/{WANDB_STEP}": step, **values})
+        return [key]
+
+    def flush(self) -> list[str]:
+        return []
 
     def add_snapshot(self, name: str, path: Path) -> None:
         """The rollout's HTML snapshot as an artifact of the run."""

@@ -7,7 +7,8 @@ prefixes slime's own W&B logging uses). Columns that are not numbers, and values
 that are missing, are left out; names keep letters, digits and ``_-./ `` (others
 become ``_``), which every backend accepts. Rows named in ``skip`` (their
 :func:`row_key`) are not logged again: that is how ``convert --log-trends`` logs
-only new rollouts on a rerun.
+only new rollouts on a rerun. ``on_logged`` hears each row's key as soon as the row
+has reached the target, so a failure partway leaves a record of exactly what went.
 """
 
 from __future__ import annotations
@@ -63,8 +64,8 @@ def target_name(target: Any) -> str:
 
 def log_trends(trends: pd.DataFrame, target: Any, *, skip: Iterable[str] = (),
                run_name: str | None = None, run_id: str | None = None,
-               snapshot: Callable[[pd.Series, Path], Path | None] | None = None
-               ) -> TrendLogReport:
+               snapshot: Callable[[pd.Series, Path], Path | None] | None = None,
+               on_logged: Callable[[list[str]], None] | None = None) -> TrendLogReport:
     """Log ``trends`` to ``target``: ``"tensorboard:LOGDIR"``,
     ``"mlflow:TRACKING_URI"`` (``#EXPERIMENT`` at the end picks the experiment, default
     ``slime-rollouts``), ``"wandb:PROJECT"``, or a W&B run object.
@@ -73,6 +74,11 @@ def log_trends(trends: pd.DataFrame, target: Any, *, skip: Iterable[str] = (),
     its run again by that name, W&B by ``run_id`` when given. ``snapshot(row, folder)``,
     for W&B, may write the rollout's HTML snapshot into ``folder`` and return its path:
     it is logged as an artifact of the run.
+
+    ``on_logged(keys)`` is called with the :func:`row_key` of rows as soon as they have
+    reached the target (after each row; MLflow, which sends metrics in batches, after
+    each batch), before anything else is logged; if logging fails partway, the rows it
+    was told of are exactly those that went.
     """
     missing = [key for key in KEYS if key not in trends.columns]
     if missing:
@@ -90,12 +96,14 @@ def log_trends(trends: pd.DataFrame, target: Any, *, skip: Iterable[str] = (),
     if not rows:
         return report
     backend = _backend(target, run_name or DEFAULT_RUN_NAME, run_id)
+    reached = on_logged or (lambda keys: None)
     try:
         with tempfile.TemporaryDirectory(prefix="stw-snapshot-") as folder:
             for row in rows:
                 prefix = PREFIXES.get(str(row["dump_kind"]), "rollout")
                 values = scalars(row, prefix)
-                backend.log(prefix, int(row["rollout_id"]), values)
+                _tell(reached, backend.log(prefix, int(row["rollout_id"]), values,
+                                           row_key(row)))
                 report.scalars += len(values)
                 report.logged.append(row_key(row))
                 if snapshot is not None and isinstance(backend, WandbBackend):
@@ -104,9 +112,15 @@ def log_trends(trends: pd.DataFrame, target: Any, *, skip: Iterable[str] = (),
                         backend.add_snapshot(f"{prefix}-{int(row['rollout_id'])}-timeline",
                                              path)
                         report.snapshots += 1
+            _tell(reached, backend.flush())
     finally:
         backend.close()
     return report
+
+
+def _tell(reached: Callable[[list[str]], None], keys: list[str]) -> None:
+    if keys:
+        reached(keys)
 
 
 def scalars(row: pd.Series, prefix: str) -> dict[str, float]:

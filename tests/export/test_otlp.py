@@ -190,7 +190,8 @@ def test_pd_phases_are_child_spans_and_errors_have_an_error_status(frames) -> No
 
 
 def test_samples_sharing_a_trace_id_still_get_a_trace_each(tmp_path: Path) -> None:
-    """A dump given twice, or samples that share slime's trace id, never share OTLP ids."""
+    """A dump given twice never shares OTLP ids with its first copy (group members that
+    share slime's trace id share the trace, not span ids: ``test_otlp_ids.py``)."""
     copies = [tmp_path / "a.pt", tmp_path / "b.pt"]
     for copy in copies:
         shutil.copyfile(FIXTURES / "small.pt", copy)

@@ -215,3 +215,48 @@ def test_convert_sends_each_dump_to_an_otlp_receiver_once(run: Path, tmp_path: P
     assert not spans.duplicated(["trace_id", "span_id"]).any()
     assert set(spans["resource"].map(lambda resource: resource["slime.dump"])) == {
         "rollout_0.pt", "rollout_eval_3.pt", "rollout_7.pt", "rollout_14.pt"}
+
+
+class _FlakyRun:
+    """A W&B run, as ``wandb.init`` returns one, whose ``log`` fails on call
+    ``fail_at``; every step that reached it goes to ``steps``."""
+
+    id = "flaky"
+
+    def __init__(self, steps: list[tuple[str, int]], fail_at: int | None) -> None:
+        self.steps, self.fail_at, self.calls = steps, fail_at, 0
+
+    def define_metric(self, *_: object, **__: object) -> None:
+        return None
+
+    def log(self, values: dict) -> None:
+        self.calls += 1
+        if self.calls == self.fail_at:
+            raise ConnectionError("network blip")
+        self.steps += [(name, int(step)) for name, step in values.items()
+                       if name.endswith("/step")]
+
+    def finish(self) -> None:
+        return None
+
+
+def test_a_rerun_after_a_failure_logs_only_what_did_not_reach_the_target(
+        run: Path, tmp_path: Path, monkeypatch) -> None:
+    import wandb
+
+    from slime_trace_widget.export.run_exports import log_new_trends
+
+    dataset = tmp_path / "dataset"
+    assert convert(run, dataset) == 0
+    steps: list[tuple[str, int]] = []
+    monkeypatch.setattr(wandb, "init", lambda **_: _FlakyRun(steps, fail_at=3))
+    with pytest.raises(ConnectionError):
+        log_new_trends(dataset, "wandb:proj")
+    assert len(steps) == 2
+    ledger = json.loads((dataset / LEDGER).read_text())["targets"]["wandb:proj"]
+    assert len(ledger) == 2  # what reached W&B before the failure
+    monkeypatch.setattr(wandb, "init", lambda **_: _FlakyRun(steps, fail_at=None))
+    report = log_new_trends(dataset, "wandb:proj")
+    assert len(report.logged) == 1 and report.skipped == 2
+    assert sorted(steps) == [("eval/step", 3), ("rollout/step", 0), ("rollout/step", 3)]
+    assert len(json.loads((dataset / LEDGER).read_text())["targets"]["wandb:proj"]) == 3

@@ -1,0 +1,95 @@
+"""Perfetto export of awkward inputs: many concurrent spans in one sample (complete events
+must nest on every thread, or Perfetto drops them), and a dump whose file name is not
+valid UTF-8."""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import os
+import shutil
+from collections import defaultdict
+from pathlib import Path
+
+from slime_trace_widget.export.perfetto import export_perfetto, perfetto_trace
+from slime_trace_widget.frames import build_frames
+from slime_trace_widget.sources.loading import load_frames
+from slime_trace_widget.tracing import trace_span, use_clock
+from slime_trace_widget.tracing.spans import TraceSpan
+
+FIXTURES = Path(__file__).parents[1] / "fixtures"
+
+
+def staggered_concurrent_spans(count: int) -> dict:
+    """A sample whose root holds ``count`` tool calls opened one after another and closed
+    in the same order, each in its own context (as asyncio tasks are), so every call
+    overlaps the next ones partly."""
+    now = [1000.0]
+    sample = {"index": 0, "group_index": 0}
+    with use_clock(lambda: now[0]), trace_span(sample, "root"):
+        calls = []
+        for number in range(count):
+            now[0] += 1
+            call = TraceSpan(sample, f"tool{number}", None, True)
+            context = contextvars.copy_context()
+            context.run(call.__enter__)
+            calls.append((context, call))
+        for context, call in calls:
+            now[0] += 1
+            context.run(call.__exit__, None, None, None)
+    return sample
+
+
+def partial_overlaps(document: dict) -> int:
+    """How many complete events overlap an earlier one on their thread without nesting."""
+    by_thread = defaultdict(list)
+    for event in document["traceEvents"]:
+        if event["ph"] == "X":
+            by_thread[(event["pid"], event["tid"])].append(
+                (event["ts"], event["ts"] + event["dur"]))
+    bad = 0
+    for intervals in by_thread.values():
+        stack: list[float] = []
+        for start, end in sorted(intervals, key=lambda interval: (interval[0], -interval[1])):
+            while stack and stack[-1] <= start:
+                stack.pop()
+            bad += bool(stack and end > stack[-1])
+            stack.append(end)
+    return bad
+
+
+def test_a_hundred_concurrent_spans_nest_on_their_threads() -> None:
+    frames = build_frames({"rollout_id": 1, "samples": [staggered_concurrent_spans(100)]})
+    document = perfetto_trace(frames)
+    complete = [event for event in document["traceEvents"] if event["ph"] == "X"]
+    assert len(complete) == len(frames.spans) == 101
+    assert partial_overlaps(document) == 0
+    names = {(event["pid"], event["tid"]): event["args"]["name"]
+             for event in document["traceEvents"] if event["name"] == "thread_name"}
+    used = {(event["pid"], event["tid"]) for event in complete}
+    assert used <= set(names) and len(used) == 100  # the root and tool0 share the first
+    assert len(set(names.values())) == len(names)
+    assert all(name.startswith("#0") for name in names.values())
+
+
+def test_concurrent_spans_of_several_samples_keep_their_own_threads() -> None:
+    samples = [staggered_concurrent_spans(70) for _ in range(3)]
+    for index, sample in enumerate(samples):
+        sample["index"] = index
+    document = perfetto_trace(build_frames({"rollout_id": 1, "samples": samples}))
+    assert partial_overlaps(document) == 0
+    threads_of: dict[str, set] = defaultdict(set)
+    for event in document["traceEvents"]:
+        if event["name"] == "thread_name":
+            threads_of[event["args"]["name"].split()[0]].add(event["tid"])
+    assert [len(tids) for tids in threads_of.values()] == [70, 70, 70]
+    assert not set.intersection(*threads_of.values())
+
+
+def test_a_dump_named_in_no_encoding_exports(tmp_path: Path) -> None:
+    dump = Path(os.fsdecode(os.fsencode(tmp_path) + b"/rollout_\xff.pt"))
+    shutil.copyfile(FIXTURES / "small.pt", dump)
+    out = export_perfetto(load_frames([dump]), tmp_path / "trace.json")
+    document = json.loads(out.read_text(encoding="utf-8"))
+    assert [Path(path).name for path in document["otherData"]["dumps"]] == ["rollout_\ufffd.pt"]
+    assert any(event["ph"] == "X" for event in document["traceEvents"])
