@@ -16,8 +16,8 @@ from typing import Any
 #: Where ``convert`` runs its per-dump jobs: the local worker pool or Ray tasks.
 ENGINES = ("local", "ray")
 
-_EXPORTS = {"ConvertReport": ".conversion", "convert": ".conversion", "dump_kind": ".layout",
-            "Manifest": ".manifest", "open_dataset": ".reading"}
+_EXPORTS = {"ConvertBusy": ".lock", "ConvertReport": ".conversion", "convert": ".conversion",
+            "dump_kind": ".layout", "Manifest": ".manifest", "open_dataset": ".reading"}
 
 __all__ = sorted([*_EXPORTS, "ENGINES"])
 

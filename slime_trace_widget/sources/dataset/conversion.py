@@ -6,6 +6,17 @@ report per dump reaches the driver, which keeps the manifest. Dumps are
 converted only when new or changed; one that is still being written is left
 for the next run; one that fails is recorded with its error and retried next
 run. The dumps themselves are only ever read.
+
+One convert at a time writes into a dataset folder (``lock``): a second one fails
+at once with :class:`~.lock.ConvertBusy`.
+
+Dumps that left their path: a converted dump whose file is gone keeps its data in
+the dataset (the run's history), and each convert lists it in
+``ConvertReport.missing``. When the same content (blake2b) is converted under a path
+that exists, as after a rename, the entry of the gone path is dropped with its files
+(``ConvertReport.renamed``), so no dump is read back twice. A renamed dump is
+converted again under its new path, because its files name the dump (the
+``dump_file`` column, the file stem): re-used files would keep its old name.
 """
 
 from __future__ import annotations
@@ -22,6 +33,7 @@ from ..dumps.pool import default_workers, expected_peak, new_job, run_jobs
 from ..dumps.progress import progress_bar
 from ..follow import SETTLE_SECONDS, being_written
 from . import ENGINES
+from .lock import exclusive_convert
 from .manifest import Manifest
 
 
@@ -34,10 +46,19 @@ class ConvertReport:
     in_progress: list[str] = field(default_factory=list)
     failed: list[tuple[str, str]] = field(default_factory=list)
     removed_files: int = 0
+    #: Converted dumps whose file is gone; their data stays in the dataset.
+    missing: list[str] = field(default_factory=list)
+    #: (gone path, path now holding the same content): the gone entry was dropped.
+    renamed: list[tuple[str, str]] = field(default_factory=list)
 
     def summary(self) -> str:
-        return (f"{len(self.converted)} converted, {len(self.unchanged)} unchanged, "
+        text = (f"{len(self.converted)} converted, {len(self.unchanged)} unchanged, "
                 f"{len(self.in_progress)} still being written, {len(self.failed)} failed")
+        if self.renamed:
+            text += f", {len(self.renamed)} renamed"
+        if self.missing:
+            text += f", {len(self.missing)} gone from disk (their data kept)"
+        return text
 
 
 def convert(paths_or_globs: PathLike | Iterable[PathLike], out: str | Path, *,
@@ -57,6 +78,19 @@ def convert(paths_or_globs: PathLike | Iterable[PathLike], out: str | Path, *,
         raise ValueError(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}")
     root = Path(out).resolve()
     root.mkdir(parents=True, exist_ok=True)
+    with exclusive_convert(root):  # from loading the manifest to its last save
+        return _convert_locked(paths_or_globs, root, engine=engine, address=address,
+                               workers=workers, progress=progress,
+                               settle_seconds=settle_seconds, time_limit=time_limit,
+                               memory_limit=memory_limit, engine_traces=engine_traces)
+
+
+def _convert_locked(paths_or_globs: PathLike | Iterable[PathLike], root: Path, *,
+                    engine: str, address: str | None, workers: int | None,
+                    progress: bool | None, settle_seconds: float,
+                    time_limit: float | None, memory_limit: int | None,
+                    engine_traces: PathLike | None) -> ConvertReport:
+    """:func:`convert`, with the dataset at ``root`` held by this convert."""
     manifest = Manifest.load(root)
     report = ConvertReport()
     todo: list[str] = []
@@ -96,8 +130,34 @@ def convert(paths_or_globs: PathLike | Iterable[PathLike], out: str | Path, *,
                                progress=progress, **limits)
         else:
             _convert_on_ray(todo, str(root), stems, done, address, workers, limits)
+    _settle_gone_dumps(manifest, root, report)
     manifest.save()
     return report
+
+
+def _settle_gone_dumps(manifest: Manifest, root: Path, report: ConvertReport) -> None:
+    """Drop each converted dump whose file is gone and whose content another converted
+    dump that exists holds (a rename: never read twice); list the rest as missing."""
+    present: dict[Any, str] = {}  # content hash -> an existing path converted from it
+    gone: list[str] = []
+    for path, entry in sorted(manifest.dumps.items()):
+        if entry.get("status") != "ok":
+            continue
+        if os.path.exists(path):
+            present.setdefault(entry.get("blake2b"), path)
+        else:
+            gone.append(path)
+    for path in gone:
+        digest = manifest.dumps[path].get("blake2b")
+        now = present.get(digest) if digest else None
+        if now is None:
+            report.missing.append(path)
+            continue
+        kept = set(manifest.dumps[now].get("files", ()))
+        for stale in manifest.dumps.pop(path).get("files", ()):
+            if stale not in kept:
+                report.removed_files += _remove_inside(root, stale)
+        report.renamed.append((path, now))
 
 
 def _engine_files(entry: dict[str, Any], engine_traces: PathLike) -> list[list]:
@@ -151,7 +211,8 @@ def _convert_on_ray(paths: list[str], out: str, stems: list[str],
         _start_ray(ray, address, workers or default_workers(paths))
     try:
         task = ray.remote(num_cpus=1, max_retries=0)(convert_one)
-        pending = {task.options(memory=expected_peak(os.path.getsize(path))).remote(
+        largest = largest_node_memory(ray.nodes())
+        pending = {task.options(memory=memory_request(os.path.getsize(path), largest)).remote(
             path, out, stem, limits): path for path, stem in zip(paths, stems, strict=True)}
         while pending:
             ready, _ = ray.wait(list(pending), num_returns=1)
@@ -166,6 +227,22 @@ def _convert_on_ray(paths: list[str], out: str, stems: list[str],
     finally:
         if started:
             ray.shutdown()
+
+
+def largest_node_memory(nodes: list[dict[str, Any]]) -> int:
+    """The most memory (bytes) any live node of a Ray cluster offers, as ``ray.nodes()``
+    reports it; 0 when none reports any."""
+    return max((int(node.get("Resources", {}).get("memory", 0)) for node in nodes
+                if node.get("Alive", True)), default=0)
+
+
+def memory_request(size: int, largest_node: int) -> int:
+    """The memory a Ray task converting a dump of ``size`` bytes asks for: the worker's
+    expected peak, but never more than the largest node offers (``largest_node``): Ray
+    never schedules a task no node can hold, and the convert would wait for ever. The
+    worker's own memory limit still guards the machine. 0 (ask for none) when no node
+    offers memory."""
+    return min(expected_peak(size), max(0, largest_node))
 
 
 def _start_ray(ray: Any, address: str | None, cpus: int) -> None:

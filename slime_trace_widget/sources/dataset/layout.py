@@ -153,13 +153,27 @@ def read_dump(root: Path, entry: dict[str, Any], rollouts: set[int] | None = Non
               rows: np.ndarray | None = None) -> TraceFrames | None:
     """The frames of one converted dump (its manifest ``entry``): only the rollout ids
     in ``rollouts`` (default all) and, if given, only the sample ``rows`` (positions in
-    the dump). None when nothing is left. WireError when a file is not what
-    :func:`write_dump` writes."""
+    the dump). None when nothing is left. WireError, naming the file or the dump's
+    stem, when a file is not what :func:`write_dump` writes (unreadable, other
+    columns, other types, rows that do not fit together): never another error."""
+    try:
+        return _read_dump_files(root, entry, rollouts, rows)
+    except WireError:
+        raise
+    except (KeyError, TypeError, ValueError, IndexError, OSError, pa.ArrowException) as exc:
+        raise WireError(f"{root}: files of {entry.get('stem')!r}: "
+                        f"{type(exc).__name__}: {exc}") from exc
+
+
+def _read_dump_files(root: Path, entry: dict[str, Any], rollouts: set[int] | None,
+                     rows: np.ndarray | None) -> TraceFrames | None:
+    """:func:`read_dump`, letting any error of a damaged file through."""
     chosen = [r for r in entry["rollouts"] if rollouts is None or r in rollouts]
     if not chosen:
         return None
     stem = entry["stem"]
     tables = {name: _read_parts(root, name, chosen, stem) for name in TABLES}
+    tables["segments"] = _in_span_order(tables["segments"])
     samples = tables["samples"]
     keep_rows = np.sort(samples.column("row").to_numpy())
     if rows is not None:
@@ -209,8 +223,10 @@ def _read_parts(root: Path, name: str, rollouts: list[int], stem: str) -> pa.Tab
                            if not c.startswith(ATTR_PREFIX)]  # attribute tables instead
             table = pq.read_table(path, columns=columns)
             table.validate(full=True)
-        except (OSError, pa.ArrowException) as exc:
+        except (OSError, pa.ArrowException, KeyError, TypeError, ValueError) as exc:
             raise WireError(f"{path}: {exc}") from exc
+        if name in _POSITION and _POSITION[name] not in table.column_names:
+            raise WireError(f"{path}: no {_POSITION[name]} column: not a {name} file")
         if name == "samples":
             value = None if rollout == UNKNOWN_ROLLOUT else rollout
             table = table.append_column(PARTITION, pa.array([value] * table.num_rows,
@@ -221,6 +237,18 @@ def _read_parts(root: Path, name: str, rollouts: list[int], stem: str) -> pa.Tab
         return pa.concat_tables(parts) if len(parts) > 1 else parts[0]
     except pa.ArrowException as exc:
         raise WireError(f"{name} of {stem}: parts do not match ({exc})") from exc
+
+
+def _in_span_order(segments: pa.Table) -> pa.Table:
+    """Segments in the order they were written: by span, each span's in its own order.
+    A dump of several rollout ids is read back one rollout's file after another, which
+    groups its segments by rollout; a stable sort by ``span_index`` undoes that."""
+    if segments.num_rows < 2:
+        return segments
+    spans = segments.column("span_index").to_numpy()
+    if bool(np.all(np.diff(spans) >= 0)):
+        return segments
+    return segments.take(pa.array(np.argsort(spans, kind="stable")))
 
 
 def _frames(tables: dict[str, pa.Table], keep_rows: np.ndarray, entry: dict) -> TraceFrames:

@@ -5,7 +5,8 @@ blake2b content hash, its status (``ok`` or ``failed`` with the error), the
 rollout ids and kind it holds and the files written for it. A rerun compares
 sizes and mtimes (a stat per dump, no reading) and converts only what changed;
 the manifest is rewritten whole, by rename, after every dump, so a crash loses
-at most the dump in flight.
+at most the dump in flight. Only one convert at a time loads and saves it
+(``lock.exclusive_convert``), so no convert's save drops another's dumps.
 """
 
 from __future__ import annotations
@@ -79,7 +80,7 @@ class Manifest:
         known = self.dumps.get(path, {}).get("stem")
         if known:
             return str(known)
-        tag = hashlib.blake2b(path.encode(), digest_size=4).hexdigest()
+        tag = hashlib.blake2b(os.fsencode(path), digest_size=4).hexdigest()
         return f"{Path(path).stem}-{tag}"
 
     def record(self, path: str, stat: os.stat_result, verdict: dict[str, Any]) -> list[str]:

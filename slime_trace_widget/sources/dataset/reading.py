@@ -2,7 +2,11 @@
 
 Which files hold a rollout is known from the manifest and the layout, so a
 request for 2 rollouts of 100 opens only their files, never the rest. A
-``where`` filter on samples runs in DuckDB over those files only.
+``where`` filter on samples runs in DuckDB over those files only; it sees a sample
+without a rollout id as ``rollout_id`` NULL, as the frames show it (the files keep
+such samples under ``rollout_id=-1``). A dump whose samples files DuckDB cannot read
+is left out of the condition and skipped like any damaged dump; the condition's own
+errors are reported as the condition's (ValueError).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from ...frames.model import TraceFrames, combine_frames
+from ...tables.core_tables import UNKNOWN_ROLLOUT
 from ..dumps.errors import DumpError
 from ..dumps.wire import WireError
 from .layout import part_path, read_dump
@@ -37,8 +42,13 @@ def open_dataset(root: str | Path, rollouts: Iterable[int] | None = None,
     entries = [entry for entry in manifest.converted()
                if (kinds is None or entry["kind"] in kinds)
                and (wanted is None or wanted & set(entry["rollouts"]))]
-    rows = _rows_where(root, entries, wanted, where) if where else None
-    parts, failures = [], []
+    rows, failures = None, []
+    if where:
+        rows, damaged = _rows_where(root, entries, wanted, where)
+        failures = [(entry["path"], f"damaged dataset files ({damaged[entry['stem']]})")
+                    for entry in entries if entry["stem"] in damaged]
+        entries = [entry for entry in entries if entry["stem"] not in damaged]
+    parts = []
     for entry in entries:
         chosen = None if rows is None else rows.get(entry["stem"], np.zeros(0, np.int64))
         try:
@@ -60,21 +70,66 @@ def open_dataset(root: str | Path, rollouts: Iterable[int] | None = None,
 
 
 def _rows_where(root: Path, entries: list[dict[str, Any]], wanted: set[int] | None,
-                where: str) -> dict[str, np.ndarray]:
-    """Per dump (by its tables' file stem), the sample positions where ``where`` holds."""
+                where: str) -> tuple[dict[str, np.ndarray], dict[str, str]]:
+    """Per dump (by its tables' file stem), the sample positions where ``where`` holds,
+    and the dumps left out because a samples file of theirs is damaged (stem ->
+    why). ValueError when the condition itself fails."""
     import duckdb
 
-    files = [part_path(root, "samples", rollout, entry["stem"]).as_posix()
-             for entry in entries for rollout in entry["rollouts"]
-             if wanted is None or rollout in wanted]
-    if not files:
-        return {}
-    query = ("select filename, row from read_parquet($files, hive_partitioning = true, "
-             f"union_by_name = true, filename = true) where ({where})")
+    files = {entry["stem"]: [part_path(root, "samples", rollout, entry["stem"]).as_posix()
+                             for rollout in entry["rollouts"]
+                             if wanted is None or rollout in wanted]
+             for entry in entries}
+    files = {stem: paths for stem, paths in files.items() if paths}
     try:
-        found = duckdb.execute(query, {"files": files}).fetchnumpy()
+        return _query_rows(files, where), {}
     except duckdb.Error as exc:
-        raise ValueError(f"where={where!r}: {' '.join(str(exc).split())[:300]}") from exc
+        damaged = {stem: problem for stem, paths in files.items()
+                   if (problem := _unreadable_samples(paths)) is not None}
+        if not damaged:
+            raise _condition_error(where, exc) from exc
+    rest = {stem: paths for stem, paths in files.items() if stem not in damaged}
+    try:
+        return _query_rows(rest, where), damaged
+    except duckdb.Error as exc:
+        raise _condition_error(where, exc) from exc
+
+
+def _query_rows(files: dict[str, list[str]], where: str) -> dict[str, np.ndarray]:
+    """The sample positions, per stem, of the samples ``files`` where ``where`` holds
+    (duckdb.Error when it fails). ``rollout_id`` -1 (none) reads as NULL."""
+    import duckdb
+
+    every = [path for paths in files.values() for path in paths]
+    if not every:
+        return {}
+    query = ("select filename, row from (select * replace (nullif(rollout_id, "
+             f"{UNKNOWN_ROLLOUT}) as rollout_id) from read_parquet($files, "
+             "hive_partitioning = true, union_by_name = true, filename = true)) "
+             f"where ({where})")
+    found = duckdb.execute(query, {"files": every}).fetchnumpy()
     stems = np.array([Path(name).stem for name in found["filename"].tolist()], dtype=object)
     positions = np.asarray(found["row"], dtype=np.int64)
     return {str(stem): np.sort(positions[stems == stem]) for stem in set(stems.tolist())}
+
+
+def _unreadable_samples(paths: list[str]) -> str | None:
+    """Why one of a dump's samples files is damaged (read whole and checked, with its
+    ``row`` column of integers), or None when all read."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    for path in paths:
+        try:
+            table = pq.read_table(path)
+            table.validate(full=True)
+            if not pa.types.is_integer(table.schema.field("row").type):
+                return f"{path}: row is not an integer column"
+        except (OSError, pa.ArrowException, KeyError, TypeError, ValueError) as exc:
+            return f"{path}: {exc}"
+    return None
+
+
+def _condition_error(where: str, exc: Exception) -> ValueError:
+    """The error of a ``where`` condition DuckDB refused, on one line."""
+    return ValueError(f"where={where!r}: {' '.join(str(exc).split())[:300]}")

@@ -1,0 +1,96 @@
+"""Reading the run dataset back: damaged files skipped, dumps of several rollout ids
+in their own order, samples without a rollout id in ``where``."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from slime_trace_widget.sources.dataset import Manifest, convert, open_dataset
+from slime_trace_widget.sources.dumps import DumpError, save_dump
+from slime_trace_widget.sources.dumps.files import load_trusted
+from slime_trace_widget.sources.loading import load_frames
+from tests.sources.runs import FIXTURES, copy_run, settle
+
+CORE = ("samples", "span_core", "event_core", "segments")
+#: Rollout ids given to a mixed dump's samples in turn (None: the sample has none).
+MIXED_ROLLOUTS = (5, 6, None)
+
+
+@pytest.fixture()
+def run(tmp_path: Path) -> Path:
+    return copy_run(tmp_path)
+
+
+@pytest.fixture()
+def mixed(tmp_path: Path) -> Path:
+    """A dump whose samples hold rollout ids 5, 6 and none, in turn."""
+    samples = load_trusted(str(FIXTURES / "legacy_v1_pd.pt")).samples
+    for i, sample in enumerate(samples):
+        sample["rollout_id"] = MIXED_ROLLOUTS[i % len(MIXED_ROLLOUTS)]
+    path = tmp_path / "mixed" / "rollout_mixed.pt"
+    path.parent.mkdir()
+    save_dump(path, samples, rollout_id=None)
+    settle(path)
+    return path
+
+
+def _part(root: Path, table: str, dump: Path) -> Path:
+    stem = Manifest.load(root).dumps[str(dump)]["stem"]
+    return root / table / "rollout_id=0" / f"{stem}.parquet"
+
+
+def test_a_samples_file_with_other_columns_is_skipped(run: Path, tmp_path: Path) -> None:
+    """A valid Parquet file with the wrong columns is damage like any other."""
+    root = tmp_path / "ds"
+    convert(str(run / "*.pt"), root, progress=False)
+    dump = run / "rollout_0.pt"
+    shutil.copy(_part(root, "events", dump), _part(root, "samples", dump))
+    with pytest.warns(RuntimeWarning, match="rollout_0.pt"):
+        frames = open_dataset(root)
+    assert [path for path, _ in frames.failures] == [str(dump)]
+    assert len(frames.samples) == 30
+
+
+def test_a_damaged_samples_file_under_where_is_skipped_not_blamed_on_the_condition(
+        run: Path, tmp_path: Path) -> None:
+    root = tmp_path / "ds"
+    convert(str(run / "*.pt"), root, progress=False)
+    dump = run / "rollout_0.pt"
+    samples = _part(root, "samples", dump)
+    samples.write_bytes(samples.read_bytes()[: samples.stat().st_size // 2])
+    with pytest.warns(RuntimeWarning, match="rollout_0.pt"):
+        frames = open_dataset(root, where="reward > -1e9 or reward is null")
+    assert [path for path, _ in frames.failures] == [str(dump)]
+    assert str(samples) in frames.failures[0][1]
+    assert len(frames.samples) == 30
+    with pytest.raises(ValueError, match="where="):  # the condition's own error still is
+        open_dataset(root, where="no_such_column = 1")
+
+
+def test_a_dump_of_several_rollout_ids_reads_back_in_its_own_order(mixed: Path,
+                                                                   tmp_path: Path) -> None:
+    root = tmp_path / "ds"
+    assert convert(str(mixed), root, progress=False).converted == [str(mixed)]
+    got, expected = open_dataset(root), load_frames([str(mixed)])
+    assert len(expected.segments) and expected.samples["rollout_id"].isna().any()
+    for name in CORE:
+        pd.testing.assert_frame_equal(getattr(got, name), getattr(expected, name))
+    for name in ("span_start_attrs", "span_end_attrs", "event_attrs"):
+        assert getattr(got, name).dicts() == getattr(expected, name).dicts()
+
+
+def test_where_sees_samples_without_a_rollout_id_as_null(mixed: Path, tmp_path: Path) -> None:
+    root = tmp_path / "ds"
+    convert(str(mixed), root, progress=False)
+    expected = load_frames([str(mixed)]).samples
+    none = open_dataset(root, where="rollout_id is null").samples
+    assert len(none) == expected["rollout_id"].isna().sum() > 0
+    assert none["rollout_id"].isna().all()
+    assert len(open_dataset(root, where="rollout_id = 5").samples) == \
+        (expected["rollout_id"] == 5).sum()
+    with pytest.raises(DumpError, match="nothing in the dataset matches"):
+        open_dataset(root, where="rollout_id = -1")
