@@ -2,8 +2,10 @@
 
 ``rollout_0.trace_timeline_cache.stw`` holds the page's blocks (payload and attributes,
 plain data, no pickle). It is reused only when newer than every input dump and built
-from the same files (path, size, mtime), engine-trace files and blocks layout by the
-same version: anything else rebuilds, so a stale page is never served.
+from the same files (path, size, mtime), engine-trace files, loader (``--trusted`` or
+not) and blocks layout by the same version: anything else rebuilds, so a stale page is
+never served. A set of dumps one of which failed to load is not cached at all (the
+``view`` command), so each run tries it again and names the failure again.
 """
 
 from __future__ import annotations
@@ -16,13 +18,18 @@ from ..view.page.htmlpage import BLOCKS_FORMAT, Blocks, read_cache
 CACHE_SUFFIX = ".trace_timeline_cache.stw"
 
 
-def source_note(inputs: list[Path], engine_traces: str | None = None) -> dict:
+def source_note(inputs: list[Path], engine_traces: str | None = None, trusted: bool = False,
+                demo_samples: int | None = None) -> dict:
     """What a cache was built from: version and blocks' layout, every input's path, size
-    and mtime, and the files of the engine-trace folder (a collector adds files as
-    spans arrive)."""
+    and mtime, whether torch's full unpickler read them (``trusted``), the files of the
+    engine-trace folder (a collector adds files as spans arrive) and, for ``--demo``,
+    the sample count the demo dump was written with."""
     note: dict = {"version": __version__, "blocks_format": BLOCKS_FORMAT,
                   "inputs": [[str(p.resolve()), p.stat().st_size, p.stat().st_mtime_ns]
-                             for p in inputs]}
+                             for p in inputs],
+                  "trusted": trusted}
+    if demo_samples is not None:
+        note["demo_samples"] = demo_samples
     if engine_traces is not None:
         root = Path(engine_traces)
         files = sorted(root.rglob("*")) if root.is_dir() else [root]
@@ -41,3 +48,11 @@ def fresh_cache(cache: Path, inputs: list[Path], source: dict) -> Blocks | None:
         return blocks if blocks.header().get("source") == source else None
     except (OSError, ValueError, EOFError):
         return None
+
+
+def cached_source(cache: Path) -> dict:
+    """The note a cache was built from (empty when there is no readable cache)."""
+    try:
+        return read_cache(cache).header().get("source") or {}
+    except (OSError, ValueError, EOFError):
+        return {}

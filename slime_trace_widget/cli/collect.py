@@ -10,6 +10,7 @@ import signal
 import threading
 from typing import TYPE_CHECKING
 
+from .arguments import MIN_INTERVAL, interval
 from .errors import CliError
 
 if TYPE_CHECKING:
@@ -42,8 +43,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "HOST:PORT) names its rows; a NAME equal to an engine host of "
                              "the trace join's engine_skew shifts them by that host's skew "
                              "(docs/engine-load.md)")
-    parser.add_argument("--scrape-interval", type=seconds, default=1.0, metavar="SECONDS",
-                        help="seconds between two scrapes of an engine (default 1)")
+    parser.add_argument("--scrape-interval", type=interval, default=1.0, metavar="SECONDS",
+                        help="seconds between two scrapes of an engine (default 1; at "
+                             f"least {MIN_INTERVAL})")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -5,11 +5,15 @@ partitioned by rollout id; a rerun converts only new or changed dumps. ``--otlp`
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import warnings
 
 from ..sources.dataset import ENGINES
+from ..sources.dumps.paths import expand_paths
+from .arguments import positive_count
 from .errors import CliError
+from .load import check_engine_traces
 from .otlp_options import MISSING_EXTRA, add_otlp_arguments
 
 NAME = "convert"
@@ -24,7 +28,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--engine", choices=ENGINES, default=ENGINES[0],
                         help="local worker processes (default) or Ray tasks")
     parser.add_argument("--address", help="Ray cluster address (default: a local Ray)")
-    parser.add_argument("--workers", type=int, help="dumps at once (default: one per core)")
+    parser.add_argument("--workers", type=positive_count,
+                        help="dumps at once, at least 1 (default: one per core)")
     parser.add_argument("--engine-traces", metavar="DIR",
                         help="join the engines' request traces kept by "
                              "'slime-trace-viewer collect DIR'")
@@ -40,10 +45,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..sources.dataset import convert  # the dataset's imports only for this subcommand
 
+    dumps = checked_inputs(args)
     with warnings.catch_warnings():  # failures are listed below, one line each
         warnings.simplefilter("ignore", RuntimeWarning)
-        report = convert(args.dumps, args.out, engine=args.engine, address=args.address,
-                         workers=args.workers, engine_traces=args.engine_traces)
+        try:
+            report = convert(dumps, args.out, engine=args.engine, address=args.address,
+                             workers=args.workers, engine_traces=args.engine_traces)
+        except OSError as exc:  # a file or folder gone or unwritable meanwhile
+            raise CliError(f"{exc.filename or args.out}: {exc.strerror or exc}") from exc
     for path, reason in report.failed:
         print(f"failed {path}: {reason}", file=sys.stderr)
     for path in report.in_progress:
@@ -54,6 +63,22 @@ def run(args: argparse.Namespace) -> int:
     if args.log_trends:
         log_dataset_trends(args)
     return 1 if report.failed else 0
+
+
+def checked_inputs(args: argparse.Namespace) -> list[str]:
+    """The dump files the paths and globs name, each an existing file, with ``--out`` a
+    folder or absent and ``--engine-traces`` there when given; CliError naming the first
+    that is not."""
+    paths = expand_paths(args.dumps)
+    for path in paths:
+        if os.path.isdir(path):
+            raise CliError(f"{path}: a folder, not a dump (give its dumps: '{path}/*.pt')")
+        if not os.path.isfile(path):
+            raise CliError(f"{path}: no such file")
+    if os.path.exists(args.out) and not os.path.isdir(args.out):
+        raise CliError(f"--out {args.out}: not a folder")
+    check_engine_traces(args.engine_traces)
+    return paths
 
 
 def send_dataset(args: argparse.Namespace) -> None:

@@ -1,8 +1,25 @@
-"""The files the command writes: their names (each is written whole or not at all,
-by :mod:`slime_trace_widget.whole_files`)."""
+"""The files the command writes: their names and folder (each is written whole or not
+at all, by :mod:`slime_trace_widget.whole_files`)."""
 
 from __future__ import annotations
+
+from pathlib import Path
+
+from .errors import CliError
 
 #: The page beside the dumps: ``rollout_0.trace_timeline_viewer.html``, as slime's viewer.
 HTML_SUFFIX = ".trace_timeline_viewer.html"
 
+
+
+def output_folder(out_dir: str | None, default: Path) -> Path:
+    """``--out-dir`` (else ``default``), made if missing; CliError naming it when it is a
+    file or cannot be made."""
+    folder = Path(out_dir) if out_dir else default
+    if folder.exists() and not folder.is_dir():
+        raise CliError(f"--out-dir {folder}: not a folder")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CliError(f"--out-dir {folder}: {exc.strerror or exc}") from exc
+    return folder

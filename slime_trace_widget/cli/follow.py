@@ -1,6 +1,9 @@
 """``view --follow DIR``: a served page of a run's dumps that grows as slime writes new
-ones. Only new dumps load; each change rewrites the page and ``follow.json``, which the
-page polls and then offers the update."""
+ones. Only new dumps load (with ``--engine-traces`` joined, ``--trusted`` as asked); a
+dump that fails is named and loaded again once its file changes. Each change rewrites the
+page and ``follow.json``, which the page polls and then offers the update. The options
+that act once on a fixed set of dumps (``--perfetto``, ``--parquet``, ``--otlp``,
+``--rebuild``) are refused."""
 
 from __future__ import annotations
 
@@ -9,16 +12,58 @@ import json
 import sys
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from ..sources.dumps.errors import DumpError
 from ..view.page.htmlpage import page
 from ..whole_files import write_whole
 from .errors import CliError
-from .files import HTML_SUFFIX
-from .load import load
+from .files import HTML_SUFFIX, output_folder
+from .load import PROG, check_engine_traces, load
 from .server import serve
+
+if TYPE_CHECKING:
+    from ..frames.model import TraceFrames
+    from ..sources.follow import DumpWatcher
 
 #: What a followed page polls: ``{"version": n, "dumps": k}``, rewritten on each change.
 FOLLOW_STATE = "follow.json"
+#: ``view`` options that ``--follow`` cannot apply, by their attribute.
+NOT_FOLLOWED = {"perfetto": "--perfetto", "parquet": "--parquet", "otlp": "--otlp",
+                "rebuild": "--rebuild"}
+
+
+def check_follow_options(args: argparse.Namespace) -> Path:
+    """The followed folder; CliError naming an option ``--follow`` cannot apply, or a
+    folder or engine-trace path that is not there."""
+    folder = Path(args.follow)
+    if not folder.is_dir():
+        raise CliError(f"{folder}: not a folder")
+    if args.no_serve or args.dumps or args.demo:
+        raise CliError("--follow serves one folder's dumps: no dump paths, --demo or --no-serve")
+    refused = [option for name, option in NOT_FOLLOWED.items() if getattr(args, name)]
+    if refused:
+        raise CliError(f"{', '.join(refused)}: not with --follow (run the command on the "
+                       "dumps for it)")
+    check_engine_traces(args.engine_traces)
+    return folder
+
+
+def load_new(watcher: DumpWatcher, new: list[str],
+             args: argparse.Namespace) -> TraceFrames | None:
+    """The frames of the dumps in ``new`` that load, or None when none does; each that
+    fails is named on stderr and handed back to ``watcher`` to retry once it changes."""
+    try:
+        added = load([Path(p) for p in new], args.trusted, args.engine_traces)
+    except DumpError as exc:  # every one failed
+        print(f"{PROG}: {exc}", file=sys.stderr, flush=True)
+        failed = list(new)
+        added = None
+    else:
+        failed = [name for name, _ in added.failures]
+    for name in failed:
+        watcher.retry_when_changed(name)
+    return added
 
 
 def follow(args: argparse.Namespace) -> int:
@@ -31,23 +76,21 @@ def follow(args: argparse.Namespace) -> int:
     from ..view.page.snapshot import data_blocks
     from ..view.payload import encode
 
-    folder = Path(args.follow)
-    if not folder.is_dir():
-        raise CliError(f"{folder}: not a folder")
-    if args.no_serve or args.dumps or args.demo:
-        raise CliError("--follow serves one folder's dumps: no dump paths, --demo or --no-serve")
-    out_dir = Path(args.out_dir) if args.out_dir else folder
-    out_dir.mkdir(parents=True, exist_ok=True)
+    folder = check_follow_options(args)
+    out_dir = output_folder(args.out_dir, folder)
     html_path = out_dir / f"{folder.resolve().name}{HTML_SUFFIX}"
     watcher = DumpWatcher(folder, args.pattern)
     shown = {"frames": build_frames([]), "version": 0}
 
     def publish(new: list[str]) -> None:
         if new:
-            added = load([Path(p) for p in new], args.trusted)
+            added = load_new(watcher, new, args)
+            if added is None:
+                return  # nothing new to show
             shown["frames"] = (combine_frames([shown["frames"], added])
                                if len(shown["frames"].samples) else added)
-            print(f"added {len(new)} dump(s), {len(shown['frames'].paths)} in all", flush=True)
+            print(f"added {len(new) - len(added.failures)} dump(s), "
+                  f"{len(shown['frames'].paths)} in all", flush=True)
         shown["version"] += 1
         state = {"state": FOLLOW_STATE, "version": shown["version"]}
         frames = shown["frames"]
@@ -66,8 +109,10 @@ def follow(args: argparse.Namespace) -> int:
             publish(new)
 
     publish(watcher.new_dumps())
+    if shown["version"] == 0:  # the first dumps all failed: an empty page to start with
+        publish([])
     poller = Poller(look,
-                    lambda exc: print(f"slime-trace-viewer: {exc}", file=sys.stderr, flush=True),
+                    lambda exc: print(f"{PROG}: {exc}", file=sys.stderr, flush=True),
                     POLL_SECONDS if args.interval is None else args.interval)
     try:
         serve(out_dir, [html_path.name, FOLLOW_STATE], args.host, args.port)

@@ -14,6 +14,7 @@ import argparse
 import logging
 from pathlib import Path
 
+from .arguments import dump_pattern, port
 from .collect import seconds
 from .errors import CliError
 from .server import audience
@@ -36,13 +37,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dumps", metavar="FOLDER",
                         help="slime's dump folder: when a new complete dump holding a "
                              "sample seen live lands there, the page switches to it")
-    parser.add_argument("--pattern", default="*.pt",
+    parser.add_argument("--pattern", type=dump_pattern, default="*.pt",
                         help="which files in --dumps are dumps (default *.pt)")
     parser.add_argument("--settle", type=seconds, default=None, metavar="SECONDS",
                         help="a dump unchanged this long is complete (default 10)")
     parser.add_argument("--host", default="127.0.0.1",
                         help="interface to serve on (default 127.0.0.1: this machine only)")
-    parser.add_argument("--port", type=int, default=9998)
+    parser.add_argument("--port", type=port, default=9998, help="port to serve on (9998)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -67,9 +68,9 @@ def run(args: argparse.Namespace) -> int:
                           title=f"{folder.name} (live)")
     try:
         server = make_live_server(session, args.host, args.port, handover)
-    except OSError as exc:
-        raise CliError(f"cannot listen on {args.host}:{args.port}: "
-                       f"{exc.strerror or exc}") from exc
+    except (OSError, OverflowError) as exc:  # OverflowError: a port past 65535
+        reason = getattr(exc, "strerror", None) or exc
+        raise CliError(f"cannot listen on {args.host}:{args.port}: {reason}") from exc
 
     def look() -> None:
         if handover is not None and handover.page_bytes is not None:

@@ -1,7 +1,10 @@
-"""Dumps to frames for the command: the paths it was given, checked, then loaded."""
+"""Dumps to frames for the command: the paths it was given, checked, then loaded; each
+dump that fails is named on stderr in one line (never as a Python warning)."""
 
 from __future__ import annotations
 
+import sys
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -10,13 +13,35 @@ from .errors import CliError
 if TYPE_CHECKING:
     from ..frames.model import TraceFrames
 
+PROG = "slime-trace-viewer"
+
+
+def check_engine_traces(engine_traces: str | None) -> None:
+    """CliError unless ``engine_traces`` (when given) names a file or folder."""
+    if engine_traces is not None and not Path(engine_traces).exists():
+        raise CliError(f"--engine-traces {engine_traces}: no such engine-trace folder or file")
+
 
 def load(inputs: list[Path], trusted: bool, engine_traces: str | None = None) -> TraceFrames:
-    """The frames of ``inputs`` (with the engine traces kept in ``engine_traces``)."""
+    """The frames of ``inputs`` (with the engine traces kept in ``engine_traces``).
+
+    A dump that fails is left out, listed in ``frames.failures`` and printed as one
+    ``slime-trace-viewer: skipped PATH: REASON`` line on stderr; DumpError when all fail.
+    """
     # Imported here: a run that reuses its cache never loads, nor pays for the loader's
     # imports (pandas, torch).
     from ..sources.loading import load_frames
 
-    if engine_traces is not None and not Path(engine_traces).exists():
-        raise CliError(f"{engine_traces}: no such engine-trace folder or file")
-    return load_frames([str(p) for p in inputs], trusted=trusted, engine_traces=engine_traces)
+    check_engine_traces(engine_traces)
+    with warnings.catch_warnings():  # the failures are printed below, one line each
+        warnings.filterwarnings("ignore", message="skipped ", category=RuntimeWarning)
+        frames = load_frames([str(p) for p in inputs], trusted=trusted,
+                             engine_traces=engine_traces)
+    for name, reason in frames.failures:
+        print(skipped_line(name, reason), file=sys.stderr, flush=True)
+    return frames
+
+
+def skipped_line(name: str, reason: str) -> str:
+    """One line naming a dump that failed and why (its name said once)."""
+    return f"{PROG}: skipped {name}: {reason.removeprefix(f'{name}: ')}"

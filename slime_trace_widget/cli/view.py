@@ -18,16 +18,18 @@ from typing import TYPE_CHECKING
 from ..sources.dumps.paths import expand_paths
 from ..view.page.htmlpage import page
 from ..whole_files import write_whole
-from .cache import CACHE_SUFFIX, fresh_cache, source_note
+from .arguments import MIN_INTERVAL, dump_pattern, interval, port, positive_count
+from .cache import CACHE_SUFFIX, cached_source, fresh_cache, source_note
 from .errors import CliError
-from .files import HTML_SUFFIX
+from .files import HTML_SUFFIX, output_folder
 from .follow import follow
-from .load import load
+from .load import check_engine_traces, load
 from .otlp_options import add_otlp_arguments, send_otlp
 from .server import serve
 
 if TYPE_CHECKING:
     from ..frames.model import TraceFrames
+    from ..view.page.htmlpage import Blocks
 
 NAME = "view"
 SUMMARY = "dumps to an offline HTML timeline, served on this machine (the default)"
@@ -40,14 +42,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("dumps", nargs="*", help="dump files or globs (rollout_*.pt)")
     parser.add_argument("--demo", action="store_true",
                         help=f"simulate a rollout, write {DEMO_DUMP} and open it")
-    parser.add_argument("--demo-samples", type=int, default=256)
+    parser.add_argument("--demo-samples", type=positive_count, default=256,
+                        help="samples in the demo's rollout (256)")
     parser.add_argument("--out-dir", help="where to write the cache and page "
                                           "(default: beside the first dump)")
     parser.add_argument("--rebuild", action="store_true", help="ignore an existing cache")
     parser.add_argument("--no-serve", action="store_true", help="only write the files")
     parser.add_argument("--host", default="127.0.0.1",
                         help="interface to serve on (default 127.0.0.1: this machine only)")
-    parser.add_argument("--port", type=int, default=9999)
+    parser.add_argument("--port", type=port, default=9999, help="port to serve on (9999)")
     parser.add_argument("--perfetto", action="store_true",
                         help="also write <name>.perfetto.json for ui.perfetto.dev")
     parser.add_argument("--parquet", action="store_true",
@@ -60,45 +63,33 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_otlp_arguments(parser)
     parser.add_argument("--follow", metavar="DIR",
                         help="serve DIR's dumps and add each new one as slime writes it")
-    parser.add_argument("--pattern", default="*.pt", help="dump files to follow (*.pt)")
-    parser.add_argument("--interval", type=float, help="seconds between looks (5)")
+    parser.add_argument("--pattern", type=dump_pattern, default="*.pt",
+                        help="dump files to follow, inside DIR (*.pt)")
+    parser.add_argument("--interval", type=interval, metavar="SECONDS",
+                        help=f"seconds between looks (5; at least {MIN_INTERVAL})")
 
 
 def run(args: argparse.Namespace) -> int:
     if args.follow:
         return follow(args)
-    if args.demo:
-        inputs = [demo_dump(Path(args.out_dir or "."), args.demo_samples)]
-    elif args.dumps:
-        inputs = [Path(p) for p in expand_paths(args.dumps)]
-    else:
-        raise CliError("give a dump (rollout_0.pt), a glob, or --demo")
-    for path in inputs:
-        if not path.is_file():
-            raise CliError(f"{path}: no such file")
-    out_dir = Path(args.out_dir) if args.out_dir else inputs[0].parent
-    out_dir.mkdir(parents=True, exist_ok=True)
+    inputs = input_dumps(args)
+    out_dir = output_folder(args.out_dir, inputs[0].parent)
     name = stem(inputs)
     cache = out_dir / f"{name}{CACHE_SUFFIX}"
     html_path = out_dir / f"{name}{HTML_SUFFIX}"
 
-    frames = None
-    source = source_note(inputs, args.engine_traces)
+    source = source_note(inputs, args.engine_traces, args.trusted,
+                         args.demo_samples if args.demo else None)
     blocks = None if args.rebuild else fresh_cache(cache, inputs, source)
+    frames = None
     if blocks is None:
-        frames = load(inputs, args.trusted, args.engine_traces)
-        from ..view.page.snapshot import data_blocks  # only when building: pandas
-        from ..view.payload import encode
-
-        view = encode(frames)
-        blocks = data_blocks(frames, view, source=source)
-        write_whole(cache, blocks.to_bytes())
-        print(f"built {cache.name} from {len(inputs)} dump(s): {len(frames.samples)} samples, "
-              f"{len(view.span_index)} spans drawn")
+        frames, blocks = build(inputs, cache, source, args)
     else:
         print(f"reusing {cache.name} (newer than its dumps; --rebuild to rebuild)")
-    title = blocks.header()["payload"]["meta"]["title"]
-    write_whole(html_path, page(blocks, title))
+    meta = blocks.header()["payload"]["meta"]
+    if meta.get("warnings"):
+        print(warnings_line(meta["warnings"]))
+    write_whole(html_path, page(blocks, meta["title"]))
     print(f"wrote {html_path}")
     if args.perfetto or args.parquet or args.otlp:
         frames = frames or load(inputs, args.trusted, args.engine_traces)
@@ -109,13 +100,58 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def input_dumps(args: argparse.Namespace) -> list[Path]:
+    """The dumps to view, each an existing file (CliError otherwise): the demo's, or
+    those the paths and globs name."""
+    if args.demo:
+        folder = output_folder(args.out_dir, Path("."))
+        inputs = [demo_dump(folder, args.demo_samples)]
+    elif args.dumps:
+        inputs = [Path(p) for p in expand_paths(args.dumps)]
+    else:
+        raise CliError("give a dump (rollout_0.pt), a glob, or --demo")
+    for path in inputs:
+        if not path.is_file():
+            raise CliError(f"{path}: no such file")
+    check_engine_traces(args.engine_traces)
+    return inputs
+
+
+def build(inputs: list[Path], cache: Path, source: dict,
+          args: argparse.Namespace) -> tuple[TraceFrames, Blocks]:
+    """The frames and page blocks of ``inputs``; the blocks are cached only when every
+    dump loaded (a dump that failed is tried, and named, again on the next run)."""
+    frames = load(inputs, args.trusted, args.engine_traces)
+    from ..view.page.snapshot import data_blocks  # only when building: pandas
+    from ..view.payload import encode
+
+    view = encode(frames)
+    blocks = data_blocks(frames, view, source=source)
+    drawn = f"{len(frames.samples)} samples, {len(view.span_index)} spans drawn"
+    if frames.failures:
+        loaded = len(inputs) - len(frames.failures)
+        print(f"built the page from {loaded} of {len(inputs)} dump(s): {drawn} "
+              f"({len(frames.failures)} skipped; no cache kept, the next run tries again)")
+    else:
+        write_whole(cache, blocks.to_bytes())
+        print(f"built {cache.name} from {len(inputs)} dump(s): {drawn}")
+    return frames, blocks
+
+
+def warnings_line(counts: dict[str, int]) -> str:
+    """One line of what the loader skipped or repaired (the payload's ``meta.warnings``)."""
+    kinds = ", ".join(f"{kind}={count}" for kind, count in counts.items())
+    return f"load warnings ({sum(counts.values())}): {kinds}"
+
+
 def demo_dump(folder: Path, samples: int) -> Path:
-    """``--demo``: the simulated rollout's dump in ``folder``, written if missing."""
+    """``--demo``: the simulated rollout's dump in ``folder``, written unless there is one
+    of ``samples`` samples already (as its page cache's note records)."""
     from ..demo import write_demo_dump
 
-    folder.mkdir(parents=True, exist_ok=True)
     path = folder / DEMO_DUMP
-    if not path.exists():
+    cache = folder / f"{stem([path])}{CACHE_SUFFIX}"
+    if not path.exists() or cached_source(cache).get("demo_samples") != samples:
         write_demo_dump(path, n_samples=samples, seed=0)
         print(f"wrote demo dump {path} ({samples} samples)")
     return path

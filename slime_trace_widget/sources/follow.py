@@ -31,7 +31,12 @@ def being_written(path: str, stat: os.stat_result, settle_seconds: float) -> boo
 
 
 class DumpWatcher:
-    """New complete dumps matching ``pattern`` in ``folder``, each returned once."""
+    """New complete dumps matching ``pattern`` in ``folder``, each returned once.
+
+    A dump returned is not looked at again, unless its caller says it failed to load
+    (:meth:`retry_when_changed`): then it is returned once more when its size or mtime
+    has changed since (a dump that was only incomplete and is now whole).
+    """
 
     def __init__(self, folder: str | Path, pattern: str = "*.pt",
                  settle_seconds: float = SETTLE_SECONDS) -> None:
@@ -39,18 +44,41 @@ class DumpWatcher:
         self.pattern = pattern
         self.settle_seconds = settle_seconds
         self.seen: set[str] = set()
+        self._failed_at: dict[str, tuple[int, int]] = {}
 
     def new_dumps(self) -> list[str]:
-        """Dumps not returned before that are complete now, in name order."""
+        """Dumps not returned before, or changed since they failed, that are complete
+        now, in name order."""
         found = []
         for path in sorted(self.folder.glob(self.pattern)):
             name = str(path)
-            if name in self.seen or not path.is_file():
+            if not path.is_file() or not self._due(name):
                 continue
             if not being_written(name, os.stat(name), self.settle_seconds):
                 self.seen.add(name)
+                self._failed_at.pop(name, None)
                 found.append(name)
         return found
+
+    def retry_when_changed(self, name: str) -> None:
+        """``name``, returned by :meth:`new_dumps`, failed to load: return it again once
+        its size or mtime differ from now (never while they stay the same)."""
+        try:
+            self._failed_at[name] = _size_and_mtime(name)
+        except OSError:  # gone: a file of that name is new again when it appears
+            self._failed_at[name] = (-1, -1)
+
+    def _due(self, name: str) -> bool:
+        """Whether ``name`` is to be looked at: never returned, or changed since it failed."""
+        if name not in self.seen:
+            return True
+        failed_at = self._failed_at.get(name)
+        return failed_at is not None and _size_and_mtime(name) != failed_at
+
+
+def _size_and_mtime(name: str) -> tuple[int, int]:
+    stat = os.stat(name)
+    return stat.st_size, stat.st_mtime_ns
 
 
 class Poller:

@@ -92,3 +92,22 @@ def test_poller_reports_errors_and_keeps_going() -> None:
     _wait_for(lambda: len(calls) >= 3)
     poller.stop()
     assert not poller.running and len(errors) == 1
+
+
+def test_a_dump_marked_failed_is_returned_again_once_it_changes(tmp_path: Path) -> None:
+    watcher = DumpWatcher(tmp_path, "rollout_*.pt")
+    _place(FIXTURES / "small.pt", tmp_path / "rollout_0.pt", age=7200)
+    (name,) = watcher.new_dumps()
+    watcher.retry_when_changed(name)
+    assert watcher.new_dumps() == []  # unchanged: not looked at again
+    _place(FIXTURES / "legacy_v1_pd.pt", tmp_path / "rollout_0.pt")
+    assert watcher.new_dumps() == [name]
+    assert watcher.new_dumps() == []  # returned once more, then done
+
+
+def test_a_dump_not_marked_failed_is_never_returned_again(tmp_path: Path) -> None:
+    watcher = DumpWatcher(tmp_path, "rollout_*.pt")
+    _place(FIXTURES / "small.pt", tmp_path / "rollout_0.pt", age=7200)
+    assert watcher.new_dumps() == [str(tmp_path / "rollout_0.pt")]
+    _place(FIXTURES / "legacy_v1_pd.pt", tmp_path / "rollout_0.pt")
+    assert watcher.new_dumps() == []

@@ -63,9 +63,12 @@ def _natural_key(path: str) -> list:
 
 
 def _expand(spec: PathLike) -> list[str]:
-    """One path, or the naturally sorted matches of a glob (which must match something)."""
+    """One path, or the naturally sorted matches of a glob (which must match something).
+
+    A path that exists as written is that path, even when its name holds glob
+    characters (``rollout[1].pt``): a file is never taken for a pattern."""
     text = os.path.expanduser(os.fspath(spec))
-    if isinstance(spec, os.PathLike) or not _GLOB_CHARS & set(text):
+    if isinstance(spec, os.PathLike) or not _GLOB_CHARS & set(text) or os.path.exists(text):
         return [text]
     matches = sorted(glob.glob(text, recursive=True), key=_natural_key)
     if not matches:

@@ -1,0 +1,131 @@
+"""A user's mistake on the command line is one line on stderr and a non-zero exit, never
+a traceback, a silent no-op or a busy loop: bad option values are refused while parsing
+(argparse's usage error, exit 2), bad files and folders before any work starts."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from slime_trace_widget.cli import main
+from slime_trace_widget.cli.command import parser, with_subcommand
+
+FIXTURES = Path(__file__).parents[1] / "fixtures"
+
+
+@pytest.fixture
+def dump(tmp_path: Path) -> Path:
+    target = tmp_path / "rollout_0.pt"
+    shutil.copy(FIXTURES / "small.pt", target)
+    return target
+
+
+def parse_error(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    """The error line argparse prints for ``argv``, which it must refuse with exit 2."""
+    with pytest.raises(SystemExit) as stopped:
+        parser().parse_args(with_subcommand(argv))
+    assert stopped.value.code == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    return err.strip().splitlines()[-1]
+
+
+def one_line_failure(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    """The one stderr line of ``main(argv)``, which must fail with a non-zero code."""
+    code = main(argv)
+    err = capsys.readouterr().err
+    assert code != 0, err
+    assert "Traceback" not in err
+    (line,) = err.strip().splitlines()
+    assert line.startswith("slime-trace-viewer: ")
+    return line
+
+
+@pytest.mark.parametrize("argv", [
+    ["rollout_0.pt", "--port", "70000"],
+    ["--follow", ".", "--port", "70000"],
+    ["rollout_0.pt", "--port", "-1"],
+    ["live", ".", "--port", "70000"],
+])
+def test_a_port_out_of_range_is_a_usage_error(argv: list[str], capsys) -> None:
+    assert "--port" in parse_error(argv, capsys)
+
+
+@pytest.mark.parametrize("value", ["0", "-3", "two"])
+def test_convert_takes_a_positive_number_of_workers(value: str, capsys) -> None:
+    assert "--workers" in parse_error(["convert", "a.pt", "--out", "ds", "--workers", value],
+                                      capsys)
+
+
+@pytest.mark.parametrize("argv", [
+    ["--follow", ".", "--interval", "0"],
+    ["--follow", ".", "--interval", "-1"],
+    ["--follow", ".", "--interval", "nan"],
+    ["collect", ".", "--scrape-interval", "0.0000001"],
+])
+def test_an_interval_that_would_spin_is_a_usage_error(argv: list[str], capsys) -> None:
+    assert "interval" in parse_error(argv, capsys)
+
+
+@pytest.mark.parametrize("value", ["0", "-5"])
+def test_the_demo_takes_at_least_one_sample(value: str, capsys) -> None:
+    assert "--demo-samples" in parse_error(["--demo", "--demo-samples", value], capsys)
+
+
+@pytest.mark.parametrize("pattern", ["/tmp/*.pt", ""])
+def test_a_follow_pattern_outside_the_folder_is_a_usage_error(pattern: str, capsys) -> None:
+    assert "--pattern" in parse_error(["--follow", ".", "--pattern", pattern], capsys)
+    assert "--pattern" in parse_error(["live", ".", "--dumps", ".", "--pattern", pattern],
+                                      capsys)
+
+
+def test_good_values_are_taken(capsys) -> None:
+    args = parser().parse_args(with_subcommand(
+        ["--follow", ".", "--port", "0", "--interval", "0.5", "--pattern", "run*/*.pt"]))
+    assert (args.port, args.interval, args.pattern) == (0, 0.5, "run*/*.pt")
+    assert parser().parse_args(["convert", "a.pt", "--out", "d", "--workers", "2"]).workers == 2
+
+
+def test_view_out_dir_that_is_a_file(dump: Path, tmp_path: Path, capsys) -> None:
+    a_file = tmp_path / "taken"
+    a_file.write_text("")
+    line = one_line_failure([str(dump), "--no-serve", "--out-dir", str(a_file)], capsys)
+    assert str(a_file) in line and "--out-dir" in line
+
+
+def test_follow_out_dir_that_is_a_file(dump: Path, tmp_path: Path, capsys) -> None:
+    a_file = tmp_path / "taken"
+    a_file.write_text("")
+    line = one_line_failure(["--follow", str(tmp_path), "--out-dir", str(a_file)], capsys)
+    assert str(a_file) in line and "--out-dir" in line
+
+
+def test_convert_a_missing_dump(tmp_path: Path, capsys) -> None:
+    missing = tmp_path / "nope.pt"
+    line = one_line_failure(["convert", str(missing), "--out", str(tmp_path / "ds")], capsys)
+    assert str(missing) in line
+    assert not (tmp_path / "ds").exists()
+
+
+def test_convert_a_folder_as_a_dump(tmp_path: Path, capsys) -> None:
+    folder = tmp_path / "d"
+    folder.mkdir()
+    line = one_line_failure(["convert", str(folder), "--out", str(tmp_path / "ds")], capsys)
+    assert str(folder) in line and "still being written" not in line
+
+
+def test_convert_out_that_is_a_file(dump: Path, tmp_path: Path, capsys) -> None:
+    a_file = tmp_path / "taken"
+    a_file.write_text("")
+    line = one_line_failure(["convert", str(dump), "--out", str(a_file)], capsys)
+    assert str(a_file) in line and "--out" in line
+
+
+def test_convert_missing_engine_traces(dump: Path, tmp_path: Path, capsys) -> None:
+    missing = tmp_path / "nonexist"
+    line = one_line_failure(["convert", str(dump), "--out", str(tmp_path / "ds"),
+                             "--engine-traces", str(missing)], capsys)
+    assert str(missing) in line
+    assert not (tmp_path / "ds").exists()

@@ -1,0 +1,117 @@
+"""``view --follow DIR``: the options it takes reach every load, the ones it cannot apply
+are refused, and a dump that failed is loaded once it is complete."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import time
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from slime_trace_widget.cli import follow as follow_module
+from slime_trace_widget.cli import main
+
+FIXTURES = Path(__file__).parents[1] / "fixtures"
+
+
+def place(target: Path, data: bytes, age: float) -> None:
+    """``data`` written to ``target`` in one rename, dated ``age`` seconds ago."""
+    partial = target.with_name(f".{target.name}.partial")
+    partial.write_bytes(data)
+    os.replace(partial, target)
+    then = time.time() - age
+    os.utime(target, (then, then))
+
+
+def wait_for(condition: Any, timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.05)
+
+
+def shown_dumps(out_dir: Path) -> int:
+    state = out_dir / follow_module.FOLLOW_STATE
+    return json.loads(state.read_text())["dumps"] if state.exists() else 0
+
+
+@pytest.mark.parametrize("option", [["--perfetto"], ["--parquet"], ["--rebuild"],
+                                    ["--otlp", "http://127.0.0.1:9/v1/traces"]])
+def test_follow_refuses_what_it_cannot_apply(option: list[str], tmp_path: Path, capsys,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    def not_served(*args: object) -> None:
+        raise AssertionError("served although an option was not applied")
+
+    monkeypatch.setattr(follow_module, "serve", not_served)
+    code = main(["--follow", str(tmp_path), *option])
+    err = capsys.readouterr().err
+    assert code != 0
+    (line,) = err.strip().splitlines()
+    assert option[0] in line and "--follow" in line
+
+
+def test_follow_refuses_missing_engine_traces(tmp_path: Path, capsys,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(follow_module, "serve", lambda *args: None)
+    missing = tmp_path / "nonexist"
+    assert main(["--follow", str(tmp_path), "--engine-traces", str(missing)]) != 0
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert str(missing) in line
+
+
+def test_follow_loads_each_dump_with_the_engine_traces(tmp_path: Path, capsys,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    folder, traces = tmp_path / "run", tmp_path / "engine"
+    folder.mkdir()
+    traces.mkdir()
+    place(folder / "rollout_0.pt", (FIXTURES / "small.pt").read_bytes(), 3600)
+    calls: list[str | None] = []
+    real_load = follow_module.load
+
+    def recording_load(inputs: list[Path], trusted: bool,
+                       engine_traces: str | None = None) -> Any:
+        calls.append(engine_traces)
+        return real_load(inputs, trusted)
+
+    monkeypatch.setattr(follow_module, "load", recording_load)
+    monkeypatch.setattr(follow_module, "serve", lambda *args: None)
+    assert main(["--follow", str(folder), "--engine-traces", str(traces)]) == 0
+    assert calls == [str(traces)]
+
+
+def test_a_dump_that_failed_is_loaded_once_complete(tmp_path: Path, capsys,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = tmp_path / "run"
+    folder.mkdir()
+    data = (FIXTURES / "small.pt").read_bytes()
+    place(folder / "rollout_0.pt", data, 3600)
+    bad = folder / "rollout_1.pt"
+    place(bad, data[: len(data) // 2], 7200)  # complete-looking, but cut short
+
+    def serve_until_both_shown(out_dir: Path, *args: object) -> None:
+        place(bad, data, 3600)  # the dump is whole now
+        wait_for(lambda: shown_dumps(out_dir) == 2)
+
+    monkeypatch.setattr(follow_module, "serve", serve_until_both_shown)
+    with no_runtime_warning():
+        assert main(["--follow", str(folder), "--interval", "0.1"]) == 0
+    out, err = capsys.readouterr()
+    added = [line for line in out.splitlines() if line.startswith("added")]
+    assert added == ["added 1 dump(s), 1 in all", "added 1 dump(s), 2 in all"]
+    (line,) = err.strip().splitlines()
+    assert line.startswith(f"slime-trace-viewer: skipped {bad}: ")
+
+
+@contextlib.contextmanager
+def no_runtime_warning() -> Iterator[None]:
+    """No RuntimeWarning escapes the block: failures are printed lines instead."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield
+    assert not [w for w in caught if issubclass(w.category, RuntimeWarning)]

@@ -1,0 +1,84 @@
+"""slime-trace-viewer [view]: what a cached page is built from, and which files it names.
+
+A dump that fails to load is named in one line and never hidden behind a cache; a
+cache is reused only for the same options that change what is loaded; a file name with
+glob characters opens as the file it is; ``--demo`` writes the sample count asked for.
+"""
+
+from __future__ import annotations
+
+import shutil
+import warnings
+from pathlib import Path
+
+import pytest
+
+from slime_trace_widget.cli import main
+
+FIXTURES = Path(__file__).parents[1] / "fixtures"
+
+
+def truncated(target: Path) -> Path:
+    """A copy of a dump cut in half, as a save interrupted midway leaves it."""
+    data = (FIXTURES / "small.pt").read_bytes()
+    target.write_bytes(data[: len(data) // 2])
+    return target
+
+
+def run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    """``main(argv)``'s code, stdout and stderr; no Python warning may escape it."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        code = main(argv)
+    out, err = capsys.readouterr()
+    assert not [w for w in caught if issubclass(w.category, RuntimeWarning)], \
+        [str(w.message) for w in caught]
+    return code, out, err
+
+
+def test_a_dump_that_fails_is_named_and_its_set_is_not_cached(tmp_path: Path, capsys) -> None:
+    good = tmp_path / "rollout_0.pt"
+    shutil.copy(FIXTURES / "small.pt", good)
+    bad = truncated(tmp_path / "rollout_1.pt")
+    for _ in range(2):  # the second run rebuilds, and names the failure again
+        code, out, err = run_cli([str(good), str(bad), "--no-serve"], capsys)
+        assert code == 0, err
+        assert "reusing" not in out
+        assert "from 1 of 2 dump(s)" in out
+        (line,) = err.strip().splitlines()
+        assert line.startswith(f"slime-trace-viewer: skipped {bad}: ")
+        assert "Warning" not in line and line.count(str(bad)) == 1
+        assert (tmp_path / "rollout_0+1.trace_timeline_viewer.html").exists()
+
+
+def test_a_file_name_with_glob_characters_opens_as_that_file(tmp_path: Path, capsys) -> None:
+    dump = tmp_path / "rollout[1].pt"
+    shutil.copy(FIXTURES / "small.pt", dump)
+    code, out, err = run_cli([str(dump), "--no-serve"], capsys)
+    assert code == 0, err
+    assert "from 1 dump(s)" in out
+
+
+def test_the_cache_of_an_untrusted_load_is_not_reused_trusted(tmp_path: Path, capsys) -> None:
+    dump = tmp_path / "rollout_0.pt"
+    shutil.copy(FIXTURES / "small.pt", dump)
+    assert run_cli([str(dump), "--no-serve"], capsys)[1].startswith("built")
+    assert run_cli([str(dump), "--no-serve", "--trusted"], capsys)[1].startswith("built")
+    assert run_cli([str(dump), "--no-serve", "--trusted"], capsys)[1].startswith("reusing")
+    assert run_cli([str(dump), "--no-serve"], capsys)[1].startswith("built")
+
+
+def test_demo_writes_the_sample_count_asked_for(tmp_path: Path, capsys) -> None:
+    folder = str(tmp_path / "demo")
+    code, out, err = run_cli(["--demo", "--demo-samples", "3", "--out-dir", folder,
+                              "--no-serve"], capsys)
+    assert code == 0, err
+    assert "(3 samples)" in out and ": 3 samples" in out
+    code, out, err = run_cli(["--demo", "--demo-samples", "5", "--out-dir", folder,
+                              "--no-serve"], capsys)
+    assert code == 0, err
+    assert "(5 samples)" in out and ": 5 samples" in out
+    code, out, err = run_cli(["--demo", "--demo-samples", "5", "--out-dir", folder,
+                              "--no-serve"], capsys)
+    assert code == 0, err
+    assert "wrote demo dump" not in out and out.startswith("reusing")
