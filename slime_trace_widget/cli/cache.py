@@ -10,6 +10,7 @@ never served. A set of dumps one of which failed to load is not cached at all (t
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from .._version import __version__
@@ -25,7 +26,7 @@ def source_note(inputs: list[Path], engine_traces: str | None = None, trusted: b
     engine-trace folder (a collector adds files as spans arrive) and, for ``--demo``,
     the sample count the demo dump was written with."""
     note: dict = {"version": __version__, "blocks_format": BLOCKS_FORMAT,
-                  "inputs": [[str(p.resolve()), p.stat().st_size, p.stat().st_mtime_ns]
+                  "inputs": [[_path_text(p), p.stat().st_size, p.stat().st_mtime_ns]
                              for p in inputs],
                   "trusted": trusted}
     if demo_samples is not None:
@@ -33,9 +34,16 @@ def source_note(inputs: list[Path], engine_traces: str | None = None, trusted: b
     if engine_traces is not None:
         root = Path(engine_traces)
         files = sorted(root.rglob("*")) if root.is_dir() else [root]
-        note["engine_traces"] = [[str(f.resolve()), f.stat().st_size, f.stat().st_mtime_ns]
+        note["engine_traces"] = [[_path_text(f), f.stat().st_size, f.stat().st_mtime_ns]
                                  for f in files if f.is_file()]
     return note
+
+
+def _path_text(path: Path) -> str:
+    """``path``, resolved, as text that reads back the same from the cache: the bytes of
+    a name that is not UTF-8 as ``\\xNN`` escapes (a lone surrogate would be cleaned
+    on the way into the cache, and the note would never match again)."""
+    return os.fsencode(path.resolve()).decode("utf-8", "backslashreplace")
 
 
 def fresh_cache(cache: Path, inputs: list[Path], source: dict) -> Blocks | None:

@@ -53,6 +53,7 @@ def with_subcommand(argv: Sequence[str]) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command on ``argv`` (default ``sys.argv[1:]``); the exit code."""
+    _printable_names()
     args = parser().parse_args(with_subcommand(sys.argv[1:] if argv is None else argv))
     try:
         return args.run(args)
@@ -64,6 +65,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return FAILED
     except KeyboardInterrupt:
         return INTERRUPTED
+
+
+def _printable_names() -> None:
+    """Let the command's output name any file: the bytes of a name that is not UTF-8
+    are written as ``\\xNN`` escapes where the stream would refuse them (a strict
+    encoding, as ``PYTHONIOENCODING=utf-8`` sets), never end the run."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None and getattr(stream, "errors", None) == "strict":
+            reconfigure(errors="backslashreplace")
 
 
 def console() -> None:

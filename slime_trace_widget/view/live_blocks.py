@@ -35,7 +35,7 @@ from .contract import (
     column_bytes,
     column_values,
 )
-from .payload import encode
+from .payload import OVERFLOW_ENTRIES, encode
 
 SAMPLE_COLUMNS = [name for name in COLUMN_DTYPES if name.startswith("smp_")]
 _INTEGER = {name for name, dtype in COLUMN_DTYPES.items() if dtype[0] in "ui"}
@@ -81,24 +81,43 @@ class LiveDelta:
 
 
 class _Table:
-    """A table of strings that only grows, so codes already sent stay valid."""
+    """A table of strings that only grows, so codes already sent stay valid. Codes go
+    up to ``last`` (the largest its columns hold): once the values before it are
+    taken, every new value shares one ``overflow`` entry, so a code never wraps round
+    to name another value."""
 
-    def __init__(self, first: list[str] | None = None) -> None:
+    def __init__(self, last: int, overflow: str) -> None:
         self.values: list[str] = []
         self._codes: dict[str, int] = {}
-        for value in first or []:
-            self.code(value)
+        self.last = last
+        self.overflow = overflow
 
     def code(self, value: str) -> int:
         found = self._codes.get(value)
-        if found is None:
-            found = self._codes[value] = len(self.values)
-            self.values.append(value)
+        if found is not None:
+            return found
+        if len(self.values) >= self.last:  # only the overflow entry's code is left
+            value = self.overflow
+            found = self._codes.get(value)
+            if found is not None:
+                return found
+        found = self._codes[value] = len(self.values)
+        self.values.append(value)
         return found
 
     def lookup(self, values: list[str]) -> np.ndarray:
         """Global codes of a batch's table (index = the batch's code)."""
         return np.array([self.code(v) for v in values] + [0], dtype=np.int64)
+
+
+def code_tables() -> dict[str, _Table]:
+    """Empty tables of :data:`CODE_TABLES`, each capped at the largest code its columns'
+    type holds, past which values share the payload's overflow entry."""
+    tables = {}
+    for name, columns in CODE_TABLES.items():
+        last = min(int(np.iinfo(np.dtype("<" + COLUMN_DTYPES[c])).max) for c in columns)
+        tables[name] = _Table(last, OVERFLOW_ENTRIES.get(name, f"<more {name}>"))
+    return tables
 
 
 class LiveBlocks:
@@ -118,7 +137,7 @@ class LiveBlocks:
         self._keys: list[str] = []
         self._blocks: list[Block | None] = []
         self._changed_at = np.zeros(0, dtype=np.int64)
-        self._tables = {name: _Table() for name in CODE_TABLES}
+        self._tables = code_tables()
 
     @property
     def n_samples(self) -> int:

@@ -7,6 +7,7 @@ glob characters opens as the file it is; ``--demo`` writes the sample count aske
 
 from __future__ import annotations
 
+import os
 import shutil
 import warnings
 from pathlib import Path
@@ -82,3 +83,12 @@ def test_demo_writes_the_sample_count_asked_for(tmp_path: Path, capsys) -> None:
                               "--no-serve"], capsys)
     assert code == 0, err
     assert "wrote demo dump" not in out and out.startswith("reusing")
+
+
+def test_the_cache_of_a_dump_named_in_no_encoding_is_reused(tmp_path: Path, capsys) -> None:
+    odd = tmp_path / os.fsdecode(b"rollout_\xff.pt")
+    shutil.copy(FIXTURES / "small.pt", odd)
+    first = run_cli([str(odd), "--no-serve"], capsys)
+    assert first[0] == 0 and "built" in first[1]
+    second = run_cli([str(odd), "--no-serve"], capsys)
+    assert second[0] == 0 and "reusing" in second[1], second

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from slime_trace_widget.view.contract import COLUMN_DTYPES, column_bytes, column_values
-from slime_trace_widget.view.live_blocks import LiveDelta, _Table, split_blocks
+from slime_trace_widget.view.live_blocks import LiveDelta, code_tables, split_blocks
 
 
 def absolute_items(delta: LiveDelta) -> dict[str, np.ndarray]:
@@ -35,7 +35,7 @@ def as_payload(delta: LiveDelta) -> dict:
 
 def blocks_by_trace(payload: dict) -> dict:
     """A payload's per-sample blocks by trace id, each with its names table."""
-    tables = {name: _Table() for name in ("names", "statuses", "sources", "rollouts")}
+    tables = code_tables()
     blocks = split_blocks(payload, tables)
     return {str(b.strings["trace_id"]): (b, tables["names"].values) for b in blocks}
 

@@ -10,7 +10,7 @@ from slime_trace_widget.frames.flatten import build_frames
 from slime_trace_widget.view.live_blocks import (
     ITEM_COLUMNS,
     LiveBlocks,
-    _Table,
+    code_tables,
     split_blocks,
 )
 from slime_trace_widget.view.payload import encode
@@ -61,7 +61,7 @@ def _arrival_order(samples: list[dict]) -> list[dict]:
 def _dump_blocks(samples: list[dict], t0: float) -> dict[str, object]:
     frames = build_frames({"samples": samples, "rollout_id": None, "path": "live"})
     payload = encode(frames, t0=t0, summaries=False).payload
-    tables = {name: _Table() for name in ("names", "statuses", "sources", "rollouts")}
+    tables = code_tables()
     blocks = split_blocks(payload, tables)
     names = tables["names"].values
     return {str(b.strings["trace_id"]): (b, names) for b in blocks}
@@ -158,3 +158,15 @@ def test_items_name_their_samples_position_when_one_sample_moves_alone(demo: lis
     assert delta.meta["positions"] == [1]
     assert set(np.frombuffer(delta.buffers["span_sample"], dtype="<u4")) == {1}
     assert set(np.frombuffer(delta.buffers["ev_sample"], dtype="<u4")) <= {1}
+
+
+def test_statuses_past_the_code_cap_share_the_overflow_entry(demo: list[dict]) -> None:
+    """Across batches the live tables only grow: values past what a column's type
+    codes share one overflow entry rather than wrapping round to another value."""
+    tables = code_tables()
+    statuses = tables["statuses"]
+    codes = [statuses.code(f"status {n}") for n in range(300)]
+    assert codes[:255] == list(range(255)) and set(codes[255:]) == {255}
+    assert statuses.values[255] == "<more statuses>" and len(statuses.values) == 256
+    assert statuses.code("status 7") == 7 and statuses.code("<more statuses>") == 255
+    assert max(tables["names"].code(f"name {n}") for n in range(70_000)) == 65_535
