@@ -41,15 +41,18 @@ def span_stats(frames: TraceFrames, by: str | list[str] | None = None) -> pd.Dat
     for key in keys:
         table[key] = frames.samples[key].reindex(table["sample_row"]).to_numpy()
     group_keys = [*keys, "name"]
-    closed = table[table["state"] == "closed"]
-    grouped = closed.groupby(group_keys, observed=True, dropna=False)["duration"]
-    stats = grouped.agg(count="count", total="sum", mean="mean", max="max")
-    quantiles = grouped.quantile(list(QUANTILES)).unstack()
-    quantiles.columns = [f"p{round(q * 100)}" for q in quantiles.columns]
-    stats = stats.join(quantiles)
-    opened = table[table["state"] == "open"].groupby(group_keys, observed=True,
-                                                      dropna=False).size()
-    stats["open"] = opened.reindex(stats.index).fillna(0).astype(int)
+    # One aggregation over every span, so that each figure lands on the same group,
+    # a missing key (NaN) included, and the columns exist when no span is closed.
+    table["closed"] = table["duration"].where((table["state"] == "closed").to_numpy())
+    table["is_open"] = (table["state"] == "open").to_numpy()
+    grouped = table.groupby(group_keys, observed=True, dropna=False)
+    percentiles = {f"p{round(q * 100)}": ("closed", lambda d, q=q: d.quantile(q))
+                   for q in QUANTILES}
+    stats = grouped.agg(count=("closed", "count"), total=("closed", "sum"),
+                        mean=("closed", "mean"), max=("closed", "max"),
+                        open=("is_open", "sum"), **percentiles)
+    stats = stats[stats["count"] > 0]  # names with a closed span, as before
+    stats["open"] = stats["open"].astype(int)
     lifetimes = _group_lifetimes(frames, keys)
     if keys:
         lifetime = lifetimes.reindex(stats.index.droplevel("name")).to_numpy()

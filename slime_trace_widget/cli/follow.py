@@ -14,7 +14,6 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..sources.dumps.errors import DumpError
 from ..view.page.htmlpage import page
 from ..whole_files import write_whole
 from .errors import CliError
@@ -53,17 +52,12 @@ def load_new(watcher: DumpWatcher, new: list[str],
              args: argparse.Namespace) -> TraceFrames | None:
     """The frames of the dumps in ``new`` that load, or None when none does; each that
     fails is named on stderr and handed back to ``watcher`` to retry once it changes."""
-    try:
-        added = load([Path(p) for p in new], args.trusted, args.engine_traces)
-    except DumpError as exc:  # every one failed
-        print(f"{PROG}: {exc}", file=sys.stderr, flush=True)
-        failed = list(new)
-        added = None
-    else:
-        failed = [name for name, _ in added.failures]
-    for name in failed:
-        watcher.retry_when_changed(name)
-    return added
+    from ..sources.follow import load_new as follow_loads
+
+    return follow_loads(
+        watcher, new, lambda names: load([Path(p) for p in names], args.trusted,
+                                         args.engine_traces),
+        lambda message: print(f"{PROG}: {message}", file=sys.stderr, flush=True))
 
 
 def follow(args: argparse.Namespace) -> int:

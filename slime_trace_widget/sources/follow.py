@@ -14,6 +14,12 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .dumps.errors import DumpError
+
+if TYPE_CHECKING:
+    from ..frames.model import TraceFrames
 
 #: A dump modified this recently may still be being written (slime saves a step's
 #: dump at its end, in one go): it waits for a later look.
@@ -74,6 +80,25 @@ class DumpWatcher:
             return True
         failed_at = self._failed_at.get(name)
         return failed_at is not None and _size_and_mtime(name) != failed_at
+
+
+def load_new(watcher: DumpWatcher, names: list[str],
+             load: Callable[[list[str]], TraceFrames],
+             report: Callable[[str], None]) -> TraceFrames | None:
+    """The frames of the dumps ``names`` (from ``watcher.new_dumps()``) that ``load``
+    reads, or None when none does (then its error goes to ``report``). Each dump that
+    fails is handed back to ``watcher``, which offers it again once it changes: a dump
+    that was only incomplete is added when it is whole."""
+    try:
+        added = load(names)
+    except DumpError as exc:  # every one failed
+        report(str(exc))
+        failed, added = list(names), None
+    else:
+        failed = [name for name, _ in added.failures]
+    for name in failed:
+        watcher.retry_when_changed(name)
+    return added
 
 
 def _size_and_mtime(name: str) -> tuple[int, int]:

@@ -28,7 +28,7 @@ import traitlets
 from ..answers.query import attr_masks, check_terms, restrict
 from ..frames.flatten import build_frames
 from ..frames.model import TraceFrames, combine_frames
-from ..sources.follow import POLL_SECONDS, SETTLE_SECONDS, DumpWatcher, Poller
+from ..sources.follow import POLL_SECONDS, SETTLE_SECONDS, DumpWatcher, Poller, load_new
 from ..sources.handover import new_dumps_watcher, step_dump
 from ..sources.loading import load_frames
 from .contract import REQUEST_ECHOES
@@ -108,14 +108,22 @@ class TraceTimeline(anywidget.AnyWidget):
         it, loading only the new ones (every ``interval`` seconds, once a file has not
         changed for ``settle_seconds``). ``stop_following()`` ends it."""
         watcher = DumpWatcher(folder, pattern, settle_seconds)
+
+        def loaded(names: list[str]) -> TraceFrames | None:
+            """The new dumps that load; those that fail are offered again once they
+            change (a dump seen half-written is added when it is whole)."""
+            return load_new(watcher, names, functools.partial(load_frames, progress=False),
+                            lambda message: _log.warning("following %s: %s", folder, message))
+
         first = watcher.new_dumps()
-        frames = load_frames(first, progress=False) if first else build_frames([])
+        frames = (loaded(first) if first else None) or build_frames([])
         timeline = cls(frames, **{"align": "global", **kwargs})
 
         def look() -> None:
             new = watcher.new_dumps()
-            if new:
-                timeline.add_frames(load_frames(new, progress=False))
+            added = loaded(new) if new else None
+            if added is not None:
+                timeline.add_frames(added)
 
         timeline._poller = Poller(look, lambda exc: _log.warning(
             "following %s: %s", folder, exc), interval)

@@ -50,6 +50,29 @@ def test_span_stats_grouped_by_source(frames) -> None:
     assert stats.loc[("b", "gen"), "share"] == pytest.approx(3 / 8)
 
 
+def test_span_stats_of_a_sample_without_a_key_has_its_percentiles(frames) -> None:
+    """A group whose key is missing (a sample without a source) gets every figure,
+    its open spans counted."""
+    stats = analysis.span_stats(build_frames([
+        sample(rec("span_start", "gen", 0, "g"), rec("span_end", "gen", 5, "g"),
+               rec("span_start", "tool", 6, "t"), rec("span_start", "tool", 6, "u"),
+               rec("span_end", "tool", 7, "u"), index=0)]), by="source")
+    gen = stats.xs("gen", level="name").iloc[0]
+    assert gen["count"] == 1 and gen["p50"] == gen["p99"] == pytest.approx(5.0)
+    tool = stats.xs("tool", level="name").iloc[0]
+    assert tool["count"] == 1 and tool["open"] == 1 and tool["p90"] == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("records", [[], [rec("span_start", "gen", 0, "g")]],
+                         ids=["no spans", "only open spans"])
+def test_span_stats_and_compare_of_frames_without_a_closed_span(records) -> None:
+    frames = build_frames([sample(*records, index=0)])
+    stats = analysis.span_stats(frames)
+    assert stats.empty and list(stats.columns) == [
+        "count", "total", "mean", "p50", "p90", "p99", "max", "open", "share"]
+    assert analysis.compare(frames, frames).empty
+
+
 def test_sample_breakdown_idle_and_turns(frames) -> None:
     table = analysis.sample_breakdown(frames)
     assert table.loc[0, "idle"] == pytest.approx(0.0)

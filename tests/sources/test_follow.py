@@ -80,6 +80,25 @@ def test_an_empty_folder_fills_in(tmp_path: Path) -> None:
         timeline.close()
 
 
+@pytest.mark.filterwarnings("ignore:skipped .*rollout_1.pt:RuntimeWarning")
+@pytest.mark.parametrize("with_good_dump", [True, False], ids=["one fails", "all fail"])
+def test_timeline_adds_a_dump_that_failed_once_it_is_whole(tmp_path: Path,
+                                                           with_good_dump: bool) -> None:
+    """A dump seen broken (slime still writing it, copied in halves) is looked at again
+    when it changes; a folder whose only dumps fail still opens, empty."""
+    if with_good_dump:
+        _place(FIXTURES / "small.pt", tmp_path / "rollout_0.pt")
+    _place(FIXTURES / "edge_corrupt_truncated.pt", tmp_path / "rollout_1.pt")
+    timeline = TraceTimeline.follow(tmp_path, "rollout_*.pt", interval=0.1)
+    try:
+        assert len(timeline.samples) == (8 if with_good_dump else 0)
+        _place(FIXTURES / "rollout_eval_3.pt", tmp_path / "rollout_1.pt", age=1800)
+        _wait_for(lambda: str(tmp_path / "rollout_1.pt") in timeline.frames.paths)
+        assert len(timeline.frames.paths) == (2 if with_good_dump else 1)
+    finally:
+        timeline.stop_following()
+
+
 def test_poller_reports_errors_and_keeps_going() -> None:
     calls, errors = [], []
 
