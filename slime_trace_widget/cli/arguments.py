@@ -5,7 +5,12 @@ or a silent no-op later."""
 from __future__ import annotations
 
 import argparse
+import math
+from collections.abc import Callable
 from pathlib import PurePath
+from typing import TypeVar
+
+Number = TypeVar("Number", int, float)
 
 #: The shortest wait between two looks at a folder or an engine: below it, a poller
 #: would keep a core busy.
@@ -16,35 +21,30 @@ MAX_INTERVAL = 86_400.0
 
 def port(text: str) -> int:
     """A TCP port, 0 (a free one) to 65535."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a port (0 to 65535)")
-    return value
+    return _within(text, int, 0, 65535, "a port (0 to 65535)")
 
 
 def positive_count(text: str) -> int:
     """A whole number of at least 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of at least 1")
-    return value
+    return _within(text, int, 1, math.inf, "a whole number of at least 1")
 
 
 def interval(text: str) -> float:
     """Seconds between two looks: at least :data:`MIN_INTERVAL`, at most a day."""
+    return _within(text, float, MIN_INTERVAL, MAX_INTERVAL,
+                   f"a number of seconds from {MIN_INTERVAL} to {MAX_INTERVAL:.0f}")
+
+
+def _within(text: str, parse: Callable[[str], Number], low: float, high: float,
+            what: str) -> Number:
+    """``text`` read by ``parse`` when that reads it and the value lies in
+    ``[low, high]`` (NaN never does); else argparse's error, saying it is not ``what``."""
     try:
-        value = float(text)
+        value = parse(text)
     except ValueError:
-        value = float("nan")
-    if not MIN_INTERVAL <= value <= MAX_INTERVAL:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a number of seconds from {MIN_INTERVAL} to {MAX_INTERVAL:.0f}")
+        value = None
+    if value is None or not low <= value <= high:
+        raise argparse.ArgumentTypeError(f"{text!r} is not {what}")
     return value
 
 

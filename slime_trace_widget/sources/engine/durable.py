@@ -41,7 +41,14 @@ import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 
 from ...whole_files import TEMPORARY_SUFFIX, fsync_folder, replaced
-from .wal_roll import ROW_GROUP_ROWS, WalRows, mapped_wal, time_bounds, write_sorted
+from .wal_roll import (
+    ROW_GROUP_ROWS,
+    WalRows,
+    complete_batches,
+    mapped_wal,
+    time_bounds,
+    write_sorted,
+)
 
 Source = str | os.PathLike | Iterable[str | os.PathLike]
 #: Bytes written to a write-ahead file after which it is rolled (the first append that
@@ -259,19 +266,11 @@ def _write_durably(table: pa.Table, final: Path, layout: Layout) -> None:
 
 def read_wal(path: Path, layout: Layout) -> pa.Table:
     """The complete record batches of a write-ahead file (a cut last one is left out)."""
-    batches = []
     try:
         with open(path, "rb") as handle:
-            reader = ipc.open_stream(handle)
-            if not reader.schema.equals(layout.schema):
-                return layout.empty()  # another store's file
-            while True:
-                try:
-                    batches.append(reader.read_next_batch())
-                except StopIteration:
-                    break
-    except (pa.ArrowInvalid, OSError, EOFError):
-        pass  # empty, or cut in its schema or in its last batch
+            batches = complete_batches(handle, layout.schema)
+    except OSError:  # gone or unreadable: nothing of it is known
+        batches = []
     if not batches:
         return layout.empty()
     table = pa.Table.from_batches(batches)

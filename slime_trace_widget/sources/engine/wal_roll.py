@@ -18,6 +18,7 @@ import mmap
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -86,9 +87,15 @@ def _mapped(path: Path) -> mmap.mmap | None:
 
 
 def _complete_batches(mapping: mmap.mmap, schema: pa.Schema) -> list[pa.RecordBatch]:
+    return complete_batches(pa.py_buffer(mapping), schema)
+
+
+def complete_batches(source: Any, schema: pa.Schema) -> list[pa.RecordBatch]:
+    """The complete record batches of a write-ahead stream (a buffer or an open file):
+    none when it is another store's (another schema); a cut last batch is left out."""
     batches: list[pa.RecordBatch] = []
     try:
-        reader = ipc.open_stream(pa.py_buffer(mapping))
+        reader = ipc.open_stream(source)
         if not reader.schema.equals(schema):
             return []  # another store's file
         while True:
@@ -97,7 +104,7 @@ def _complete_batches(mapping: mmap.mmap, schema: pa.Schema) -> list[pa.RecordBa
             except StopIteration:
                 break
     except (pa.ArrowInvalid, OSError, EOFError):
-        pass  # cut in its schema or in its last batch
+        pass  # empty, or cut in its schema or in its last batch
     return batches
 
 
