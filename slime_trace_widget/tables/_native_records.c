@@ -2,12 +2,13 @@
  * One carrier's raw records read into flat columns, in one pass: the native half
  * of carrier.read_carrier, for carriers whose every record is plain.
  *
- * read_records(records, fields, kinds, limits, first_span, first_event) takes the
+ * read_records(records, fields, kinds, limits, first_span, first_event[, attempt]) takes the
  * carrier's list of record dicts, the record keys (type, name, ts, attempt, attrs,
  * span_id, parent_span_id), the record types (span_start, span_end, event), the
  * limits (largest |ts| kept, exclusive; largest attempt kept; how many open spans
  * a parent inference looks at) and the positions among all spans and events where
- * this carrier's begin. It returns None, having
+ * this carrier's begin, and the attempt a record without one takes (the carrier's,
+ * default 0). It returns None, having
  * changed nothing, as soon as a record needs what only the Python pass does:
  * a record that is not exactly a dict; a ts that is not a float strictly within
  * the limit; a name, type, span id or parent id that is not exactly str; an
@@ -18,7 +19,8 @@
  * again, with its warnings and repairs.
  *
  * Otherwise it returns the carrier's columns with the rules read_carrier states
- * (an end closes its open span; a start or event without a parent takes the most
+ * (an end closes its open span; a start or event without a parent, or with the
+ * parent id "", takes the most
  * recently started open span that began no later, among the last ``scan`` open
  * ones), parents found by position, and what read_carrier resolves after the
  * carrier: spans whose named parent had not started yet (``deferred``), spans
@@ -53,6 +55,7 @@ typedef struct {
     Py_ssize_t open_count, span_count, event_count;
     Py_ssize_t first_span, first_event, scan;
     long long unknown_types;
+    long long default_attempt; /* for a record without one: the carrier's attempt */
 } Reading;
 
 static void
@@ -247,7 +250,7 @@ read_fields(Reading *reading, PyObject **values, PyObject *const *kinds, double 
     if (name == NULL || !PyUnicode_CheckExact(name)) {
         return 0;
     }
-    long long attempt_number = 0;
+    long long attempt_number = reading->default_attempt;
     if (attempt != NULL) {
         if (!PyLong_CheckExact(attempt)) {
             return 0;
@@ -289,6 +292,9 @@ read_fields(Reading *reading, PyObject **values, PyObject *const *kinds, double 
     }
     PyObject *span_id = values[SPAN_ID];
     PyObject *parent_id = values[PARENT_ID] == NULL ? Py_None : values[PARENT_ID];
+    if (PyUnicode_CheckExact(parent_id) && PyUnicode_GET_LENGTH(parent_id) == 0) {
+        parent_id = Py_None; /* "" names no parent, as in slime's viewer */
+    }
     if (which != END && parent_id != Py_None && !PyUnicode_CheckExact(parent_id)) {
         return 0;
     }
@@ -320,13 +326,19 @@ read_records(PyObject *module, PyObject *args)
     double ts_limit;
     long long max_attempt;
     Py_ssize_t first_span, first_event, scan;
-    if (!PyArg_ParseTuple(args, "O!O!O!(dLn)nn:read_records", &PyList_Type, &records,
+    long long default_attempt = 0;
+    if (!PyArg_ParseTuple(args, "O!O!O!(dLn)nn|L:read_records", &PyList_Type, &records,
                           &PyTuple_Type, &fields, &PyTuple_Type, &kinds, &ts_limit,
-                          &max_attempt, &scan, &first_span, &first_event)) {
+                          &max_attempt, &scan, &first_span, &first_event,
+                          &default_attempt)) {
         return NULL;
     }
     if (PyTuple_GET_SIZE(fields) != FIELD_COUNT || PyTuple_GET_SIZE(kinds) != KIND_COUNT) {
         PyErr_SetString(PyExc_ValueError, "read_records needs 7 record keys and 3 record types");
+        return NULL;
+    }
+    if (default_attempt < 0 || default_attempt > max_attempt) {
+        PyErr_SetString(PyExc_ValueError, "read_records: the default attempt is out of range");
         return NULL;
     }
     if (scan < 0 || scan > PY_SSIZE_T_MAX / WALK_FACTOR || first_span < 0 || first_event < 0
@@ -350,6 +362,7 @@ read_records(PyObject *module, PyObject *args)
     reading.first_span = first_span;
     reading.first_event = first_event;
     reading.scan = scan;
+    reading.default_attempt = default_attempt;
     Py_ssize_t count = PyList_GET_SIZE(records);
     size_t room = (size_t)(count ? count : 1);
     reading.starts = PyMem_RawMalloc(room * sizeof(double));

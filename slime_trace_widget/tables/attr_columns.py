@@ -177,15 +177,19 @@ class AttrTableBuilder:
     def __init__(self) -> None:
         self._parts: list[_Part] = []
         self._rows = 0
+        self._grouping_warnings: Counter[str] = Counter()  # attr_key_collision
 
     def add(self, dicts: list[dict | None]) -> None:
         """The next rows: ``dicts`` (None or {} for a row without attributes)."""
-        dicts, groups = group_by_keys(dicts)
+        dicts, groups = group_by_keys(dicts, self._grouping_warnings)
         self._parts.append(_Part(self._rows, dicts, groups))
         self._rows += len(dicts)
 
     def table(self, warnings: Counter[str] | None = None) -> AttrTable:
-        """The table of every row added so far."""
+        """The table of every row added so far; ``warnings`` also gets what grouping
+        counted (``attr_key_collision``)."""
+        if warnings is not None:
+            warnings.update(self._grouping_warnings)
         frequency: Counter[str] = Counter()
         for part in self._parts:
             for keys, group in part.groups.items():

@@ -6,10 +6,17 @@ each key's values over them become Arrow chunks of one plain type where they can
 The native pass (``_native_columns.c``) does this in one read of each value; the
 Python pass does the same, for machines that could not compile it and for the rows
 and keys the native pass leaves to it.
+
+Keys other than str (and str keys Arrow cannot name) are made text; when two keys
+of one dict make the same text (``1`` and ``"1"``), the last one in the dict's
+order wins and each value lost is counted as the warning ``attr_key_collision``.
+Only the Python pass renames keys (the native pass leaves any dict with such a key
+to it), so both passes follow this rule.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from operator import itemgetter
 from typing import NamedTuple
 
@@ -39,7 +46,8 @@ class Group(NamedTuple):
     kinds: list[frozenset[type]]
 
 
-def group_by_keys(dicts: list[dict | None]) -> tuple[list[dict | None], dict[tuple, Group]]:
+def group_by_keys(dicts: list[dict | None], warnings: Counter[str] | None = None
+                  ) -> tuple[list[dict | None], dict[tuple, Group]]:
     """The rows with attributes grouped by key tuple, each group's values by key with
     their types; keys other than str made text.
 
@@ -50,17 +58,18 @@ def group_by_keys(dicts: list[dict | None]) -> tuple[list[dict | None], dict[tup
     row that is not exactly a dict or a key that is not ASCII text, and each key
     whose values over a group are not all floats, all ints within int64, all bools
     or all ASCII text; those come out as the Python pass makes them, in its blocks
-    of rows.
+    of rows. Values lost to keys that make the same text are counted in
+    ``warnings`` (``attr_key_collision``, see the module's docstring).
     """
     if _native_columns is not None:
         laid = _native_columns.lay_columns(dicts)
         if laid is not None:
             return dicts, {keys: _native_group(dicts, keys, members, columns)
                            for keys, members, columns in laid}
-    return group_by_keys_in_python(dicts)
+    return group_by_keys_in_python(dicts, warnings)
 
 
-def group_by_keys_in_python(dicts: list[dict | None]
+def group_by_keys_in_python(dicts: list[dict | None], warnings: Counter[str] | None = None
                              ) -> tuple[list[dict | None], dict[tuple, Group]]:
     """:func:`group_by_keys` in Python.
 
@@ -89,6 +98,8 @@ def group_by_keys_in_python(dicts: list[dict | None]
             if not all(type(key) is str and (key.isascii() or clean_text(key) is key)
                        for key in keys):
                 value = renamed[position] = {short_text(k): v for k, v in value.items()}
+                if len(value) < len(keys) and warnings is not None:
+                    warnings["attr_key_collision"] += len(keys) - len(value)
                 keys = tuple(value)
                 lists = laid.get(keys)
             if lists is None:

@@ -129,7 +129,7 @@ def _build_tables(source: Any, attr_tables: AttrTablesHere, open_until: float | 
             if info.carrier_problem:
                 warnings[info.carrier_problem] += 1
             if info.events is not None:
-                read_carrier(len(fields), info.events, records)
+                read_carrier(len(fields), info.events, records, info.carrier_attempt)
             fields.append(info)
     warnings.update(records.warnings)
     end_index = np.asarray(records.end_span, dtype=np.int64)  # the span each end closes

@@ -4,9 +4,12 @@ This is the only place that touches record dicts one by one; everything after
 it (depth, clipping, lanes, PD lanes, DataFrames) is vectorised in ``frames``.
 It reads records as slime's viewer does: an end pairs with the earliest
 unpaired start of its ``span_id`` (even one recorded later); a start or event
-without a parent takes the most recently started open span that began no later;
-unmatched ends become ``unmatched_end`` events; links to unknown ids count as
-``unknown_parent`` and links that would close a cycle are cut. Unreadable
+without a parent (none, or ``""``) takes the most recently started open span that
+began no later; a named parent is the span of that id open when the record is read,
+else the latest one recorded before it, else (named before it started) the first
+one recorded; a record without ``attempt`` takes its carrier's; unmatched ends
+become ``unmatched_end`` events; links to unknown ids count as ``unknown_parent``
+and links that would close a cycle are cut. Unreadable
 records are skipped and counted by kind, and the cost stays linear however a
 file is crafted (:data:`PARENT_SCAN`, a union-find for late parents).
 """
@@ -116,8 +119,11 @@ class RecordColumns:
         self.event_attrs.append(attrs)
 
 
-def read_carrier(row: int, records: list, out: RecordColumns) -> None:
+def read_carrier(row: int, records: list, out: RecordColumns, carrier_attempt: int = 0) -> None:
     """Append the spans and events of one carrier's ``events`` list to ``out``.
+
+    A record without ``attempt`` takes ``carrier_attempt`` (the carrier's own, as
+    slime's viewer reads it).
 
     The native pass (``_native_records.c``, where the package was built with a C
     compiler) reads a carrier whose records are all plain, by the same rules, into
@@ -127,11 +133,11 @@ def read_carrier(row: int, records: list, out: RecordColumns) -> None:
     if _native_records is not None and type(records) is list:
         read = _native_records.read_records(
             records, _NATIVE_FIELDS, _NATIVE_KINDS, (TS_LIMIT, MAX_ATTEMPT, PARENT_SCAN),
-            len(out.span_row), len(out.event_row))
+            len(out.span_row), len(out.event_row), carrier_attempt)
         if read is not None:
             _append_native(row, len(records), read, out)
             return
-    _read_carrier_in_python(row, records, out)
+    _read_carrier_in_python(row, records, out, carrier_attempt)
 
 
 #: The columns the native pass returns first, in its order.
@@ -158,7 +164,8 @@ def _append_native(row: int, record_count: int, read: tuple, out: RecordColumns)
     _resolve_late_links(out, first_by_id, deferred, set(inferred), deferred_events, first_index)
 
 
-def _read_carrier_in_python(row: int, records: list, out: RecordColumns) -> None:
+def _read_carrier_in_python(row: int, records: list, out: RecordColumns,
+                            carrier_attempt: int = 0) -> None:
     """:func:`read_carrier` by the Python pass: every carrier, plain or not."""
     warn = out.warnings
     add_row, add_name = out.span_row.append, out.span_name.append
@@ -172,9 +179,11 @@ def _read_carrier_in_python(row: int, records: list, out: RecordColumns) -> None
     first_index = len(out.span_row)
     # Per-carrier state. ``open_ids``: spans started and not yet ended, in
     # recording order (parent inference, FIFO pairing); ``first_by_id``: parent
-    # lookup; ``extra_starts``: later starts reusing an open id.
+    # lookup; ``extra_starts``: later starts reusing an open id; ``last_by_id``: the
+    # latest start recorded of each id, for a parent named after its span ended.
     open_ids: dict[str, int] = {}
     first_by_id: dict[str, int] = {}
+    last_by_id: dict[str, int] = {}
     extra_starts: dict[str, deque[int]] = {}
     deferred: list[int] = []
     inferred: set[int] = set()
@@ -196,7 +205,7 @@ def _read_carrier_in_python(row: int, records: list, out: RecordColumns) -> None
         name = get(RECORD_NAME)
         if type(name) is not str:
             name = _coerce_name(name, warn)
-        attempt = get(RECORD_ATTEMPT, 0)
+        attempt = get(RECORD_ATTEMPT, carrier_attempt)
         if type(attempt) is not int or not 0 <= attempt <= MAX_ATTEMPT:
             attempt = _coerce_attempt(attempt, warn)
         attrs = get(RECORD_ATTRS)
@@ -211,14 +220,15 @@ def _read_carrier_in_python(row: int, records: list, out: RecordColumns) -> None
             if type(sid) is not str:
                 sid = _coerce_span_id(sid, row, index, warn)
             pid = get(RECORD_PARENT_SPAN_ID)
-            if pid is None:
+            if pid is None or (isinstance(pid, str) and not pid):  # "": no parent, as slime
+                pid = None
                 if open_ids:
                     pid = _infer_parent(open_ids, starts, ts)
                     if pid is not None:
                         inferred.add(index)
             elif type(pid) is not str:
                 pid = short_text(pid, _TEXT_LIMIT)
-            parent = first_by_id.get(pid, -1) if pid is not None else -1
+            parent = _parent_now(pid, open_ids, last_by_id)
             if parent < 0 and pid is not None:
                 deferred.append(index)
             if sid in first_by_id:
@@ -230,6 +240,7 @@ def _read_carrier_in_python(row: int, records: list, out: RecordColumns) -> None
             else:
                 first_by_id[sid] = index
                 open_ids[sid] = index
+            last_by_id[sid] = index
             add_row(row)
             add_name(name)
             add_start(ts)
@@ -254,6 +265,8 @@ def _read_carrier_in_python(row: int, records: list, out: RecordColumns) -> None
                     open_ids[sid] = waiting.popleft()
             else:
                 pid = get(RECORD_PARENT_SPAN_ID)
+                if isinstance(pid, str) and not pid:
+                    pid = None
                 if pid is None and open_ids:
                     pid = _infer_parent(open_ids, starts, ts)
                 elif pid is not None and type(pid) is not str:
@@ -261,14 +274,15 @@ def _read_carrier_in_python(row: int, records: list, out: RecordColumns) -> None
                 early_ends.append((sid, name, ts, attempt, attrs, pid))
         elif kind == INSTANT:
             pid = get(RECORD_PARENT_SPAN_ID)
-            if pid is None:
+            if pid is None or (isinstance(pid, str) and not pid):
+                pid = None
                 if open_ids:
                     pid = _infer_parent(open_ids, starts, ts)
-                parent = first_by_id.get(pid, -1) if pid is not None else -1
+                parent = _parent_now(pid, open_ids, last_by_id)
             else:
                 if type(pid) is not str:
                     pid = short_text(pid, _TEXT_LIMIT)
-                parent = first_by_id.get(pid, -1)
+                parent = _parent_now(pid, open_ids, last_by_id)
                 if parent < 0:
                     deferred_events.append(len(out.event_row))
             add_event(row, name, ts, attempt, pid, parent, None, attrs)
@@ -278,6 +292,17 @@ def _read_carrier_in_python(row: int, records: list, out: RecordColumns) -> None
     out.raw_records += len(records)
     _pair_early_ends(out, row, open_ids, extra_starts, first_by_id, early_ends, deferred_events)
     _resolve_late_links(out, first_by_id, deferred, inferred, deferred_events, first_index)
+
+
+def _parent_now(pid: str | None, open_ids: dict[str, int], last_by_id: dict[str, int]) -> int:
+    """The span a record read now names by ``pid``: the span of that id open now,
+    else the latest one recorded with that id, else -1 (none has started yet: the
+    link is resolved once the carrier is read). Only a reused id makes these differ
+    from the id's first span."""
+    if pid is None:
+        return -1
+    index = open_ids.get(pid, -1)
+    return index if index >= 0 else last_by_id.get(pid, -1)
 
 
 def _infer_parent(open_ids: dict[str, int], starts: list[float], ts: float) -> str | None:

@@ -3,7 +3,8 @@
 Numpy over whole columns of span indices (``parents`` holds each span's parent
 index, -1 for a root); ``frames`` calls these while building the spans table.
 An open span is drawn to the earliest of its row's last timestamp, its next
-sibling's start and its nearest closed ancestor's end, never before its start;
+sibling's start and its nearest closed ancestor's end (only when that end is later
+than the span's start, as in slime's viewer), never before its start;
 :data:`..vocabularies.CLIP_REASONS` names which one won, in that order. A closed span ending
 before its start is drawn with zero width. An expanded row gives each depth a
 lane; the virtual ``[P]``/``[D]`` spans (``pd_lanes``) get lanes of their own
@@ -79,6 +80,8 @@ def display_ends(
         next_sibling = np.full(len(open_index), np.inf)
     closed = _nearest_closed_ancestor(parents, open_mask)[open_index]
     ancestor_end = np.where(closed >= 0, ends[np.maximum(closed, 0)], np.inf)
+    # As slime's viewer: an ancestor that ended by the span's start does not cut it.
+    ancestor_end = np.where(ancestor_end > own_start, ancestor_end, np.inf)
     # Stacked in the vocabulary's order, so the row that wins is the reason's code.
     limits = {"row_end": row_end, "next_sibling": next_sibling, "ancestor_end": ancestor_end}
     candidates = np.stack([limits[name] for name in CLIP_REASONS])
