@@ -32,9 +32,8 @@ from slime_trace_widget.frames import build_frames
 from slime_trace_widget.frames.model import TraceFrames
 from slime_trace_widget.sources.engine.join import KV_SENDER_SPAN, join_engine
 from slime_trace_widget.sources.engine.store import load_engine_traces
-from tests.answers.test_engine_partition import pd_engine
 from tests.sources.test_engine_join import SKEWS, store_requests
-from tests.support.engine_builder import T0, frames_for
+from tests.support.engine_phase_frames import pd_and_retract_frames
 from tests.support.engine_traces import requests_for
 
 OUT = Path(__file__).parents[1] / "test" / "fixtures" / "engine_phases.json"
@@ -42,19 +41,6 @@ OUT = Path(__file__).parents[1] / "test" / "fixtures" / "engine_phases.json"
 #: a sample of them may have to be kept (the fixture stays small; several turns remain).
 SDK_SAMPLES = 2
 SDK_MAX_SPANS = 120
-
-
-def built_frames() -> TraceFrames:
-    """A PD request with its KV senders, and a retracted request (SGLang 0.5.23's layout)."""
-    frames = frames_for(["pd-rid", "r-retract"])
-    engine = pd_engine("pd-rid", 0x51, senders=(1, 0))
-    rerun = [("prefill_waiting", T0 + 5.2, T0 + 5.5, {}, [], []),
-             ("prefill_forward", T0 + 5.5, T0 + 6.0, {}, [], []),
-             ("decode_forward", T0 + 6.2, T0 + 9.0, {}, [], [])]
-    engine.request("r-retract", T0 + 1, T0 + 9, tp=2, thread_events=[("retract", T0 + 5, {})],
-                   slices=[("prefill_forward", T0 + 2.1, T0 + 3.1, {}, [], []),
-                           ("decode_forward", T0 + 3.1, T0 + 9.0, {}, [], rerun)])
-    return join_engine(frames, engine.table())
 
 
 def sdk_frames(folder: Path) -> TraceFrames:
@@ -113,7 +99,7 @@ def fixture() -> dict[str, Any]:
         "priority": list(PRIORITY),
         "kv_sender_span": KV_SENDER_SPAN,
         "retract_event": RETRACT_EVENT,
-        "cases": sample_cases(built_frames(), "SGLang 0.5.23 layout") + sdk,
+        "cases": sample_cases(pd_and_retract_frames(0x51), "SGLang 0.5.23 layout") + sdk,
     }
 
 

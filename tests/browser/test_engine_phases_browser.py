@@ -18,12 +18,9 @@ import pytest
 from slime_trace_widget import TraceTimeline
 from slime_trace_widget.analysis import engine_breakdown
 from slime_trace_widget.answers.engine import PHASE_COLUMNS
-from slime_trace_widget.frames.model import TraceFrames
-from slime_trace_widget.sources.engine.join import join_engine
 from slime_trace_widget.view.payload import encode
-from tests.answers.test_engine_partition import pd_engine
 from tests.browser.test_snapshot_browser import opened
-from tests.support.engine_builder import T0, frames_for
+from tests.support.engine_phase_frames import pd_and_retract_frames
 from tests.view.test_payload import decode
 
 ROOT = Path(__file__).parents[2]
@@ -32,21 +29,6 @@ CASES_SCRIPT = ROOT / "js" / "dev" / "engine_phase_cases.py"
 WAIT_MS = 30_000
 #: The panel shows whole milliseconds from 100 ms (js/src/util/format.js formatMs).
 MS_TOLERANCE = 0.6
-
-
-def joined_frames() -> TraceFrames:
-    """Sample 0: a PD request, its halves overlapping, KV senders on prefill ranks 1 and 0.
-    Sample 1: a request on two TP ranks retracted at 5 s, its re-run nested in its first
-    decode_forward."""
-    frames = frames_for(["pd-rid", "r-retract"])
-    engine = pd_engine("pd-rid", 0x61, senders=(1, 0))
-    rerun = [("prefill_waiting", T0 + 5.2, T0 + 5.5, {}, [], []),
-             ("prefill_forward", T0 + 5.5, T0 + 6.0, {}, [], []),
-             ("decode_forward", T0 + 6.2, T0 + 9.0, {}, [], [])]
-    engine.request("r-retract", T0 + 1, T0 + 9, tp=2, thread_events=[("retract", T0 + 5, {})],
-                   slices=[("prefill_forward", T0 + 2.1, T0 + 3.1, {}, [], []),
-                           ("decode_forward", T0 + 3.1, T0 + 9.0, {}, [], rerun)])
-    return join_engine(frames, engine.table())
 
 
 def _debug(page: Any, script: str, arg: Any = None) -> Any:
@@ -76,7 +58,7 @@ def _wait_for_phases(page: Any, expected: dict[str, float]) -> None:
 
 @pytest.mark.browser
 def test_the_panel_shows_engine_breakdown_s_phases(chromium: Any, tmp_path: Path) -> None:
-    frames = joined_frames()
+    frames = pd_and_retract_frames(0x61)
     breakdown = engine_breakdown(frames)
     view = encode(frames)
     columns = decode(view.payload)

@@ -4,22 +4,12 @@ a traceback, a silent no-op or a busy loop: bad option values are refused while 
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
 
 from slime_trace_widget.cli import main
 from slime_trace_widget.cli.command import parser, with_subcommand
-
-FIXTURES = Path(__file__).parents[1] / "fixtures"
-
-
-@pytest.fixture
-def dump(tmp_path: Path) -> Path:
-    target = tmp_path / "rollout_0.pt"
-    shutil.copy(FIXTURES / "small.pt", target)
-    return target
 
 
 def parse_error(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:

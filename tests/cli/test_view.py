@@ -23,13 +23,6 @@ from tests.support.browser import free_port
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 
 
-@pytest.fixture
-def dump(tmp_path: Path) -> Path:
-    target = tmp_path / "rollout_0.pt"
-    shutil.copy(FIXTURES / "small.pt", target)
-    return target
-
-
 def test_no_serve_writes_page_and_cache_then_reuses_cache(dump: Path, capsys) -> None:
     assert main([str(dump), "--no-serve"]) == 0
     cache = dump.with_name("rollout_0" + CACHE_SUFFIX)

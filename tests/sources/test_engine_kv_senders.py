@@ -16,8 +16,6 @@ the wall time of the generation spans its requests hang under.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
-from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
@@ -25,23 +23,13 @@ import pyarrow.compute as pc
 import pytest
 
 from slime_trace_widget.answers.engine import PHASE_COLUMNS, engine_breakdown
-from slime_trace_widget.frames.model import TraceFrames
 from slime_trace_widget.sources.engine.join import join_engine
 from slime_trace_widget.sources.engine.store import read_spans
 from slime_trace_widget.sources.loading import load_frames
-from tests.support.engine_oracle import LEVELS, SKEWS, descendants, request_spans
-from tests.support.receiver import start_receiver
-from tests.support.sglang_driver import (
-    PD_SCENARIOS,
-    SCENARIOS,
-    Driven,
-    default_rids,
-    drive,
-    plan,
-    write_dump,
-)
+from tests.support.engine_oracle import SKEWS, descendants, request_spans
+from tests.support.sglang_driver import PD_SCENARIOS, SCENARIOS, Driven
+from tests.support.sglang_joined import Joined, drive_and_join
 
-DRIVE_SECONDS = 900
 #: SGLang's float stamps for durations; the join's bound on where a span may be placed.
 DURATION_TOLERANCE = 2e-6
 START_TOLERANCE = 0.05
@@ -49,28 +37,10 @@ SENDER_SLICES = {"mooncake_send", "mooncake_worker_send", "mooncake_worker_send_
 PD_TP = 2
 
 
-@dataclass
-class Mooncake:
-    """The dump, the store and the frames loaded with it, and what was driven."""
-
-    dump: Path
-    store: Path
-    frames: TraceFrames
-    driven: Driven
-
-
 @pytest.fixture(scope="module")
-def mooncake(tmp_path_factory: pytest.TempPathFactory) -> Mooncake:
-    work = tmp_path_factory.mktemp("mooncake")
-    dump = write_dump(work / "rollout_0.pt", default_rids(20, seed=11), seed=11)
-    requests = plan(load_frames(str(dump), progress=False), SCENARIOS, seed=11, strays=3,
-                    decode_iterations=(5, 20), kv_senders=True, pd_tp_size=PD_TP)
-    with start_receiver(work / "engine") as receiver:
-        driven = drive(requests, receiver.endpoint("grpc"), "grpc", SKEWS, LEVELS,
-                       work / "hosts", timeout=DRIVE_SECONDS)
-    assert driven.dropped == 0
-    frames = load_frames(str(dump), progress=False, engine_traces=str(work / "engine"))
-    return Mooncake(dump, work / "engine", frames, driven)
+def mooncake(tmp_path_factory: pytest.TempPathFactory) -> Joined:
+    return drive_and_join(tmp_path_factory.mktemp("mooncake"), 20, 11, SCENARIOS, strays=3,
+                          decode_iterations=(5, 20), kv_senders=True, pd_tp_size=PD_TP)
 
 
 def _pd_generations(driven: Driven) -> list[int]:
@@ -82,7 +52,7 @@ def _sender_roots(emitted: pd.DataFrame) -> pd.DataFrame:
     return emitted[emitted["name"].str.startswith("Sender Req ").to_numpy()]
 
 
-def test_sglang_wrote_a_sender_trace_per_prefill_rank(mooncake: Mooncake) -> None:
+def test_sglang_wrote_a_sender_trace_per_prefill_rank(mooncake: Joined) -> None:
     roots = _sender_roots(mooncake.driven.emitted)
     pd_requests = [r for r in mooncake.driven.requests if len(r.halves) == 2 and r.sampled]
     assert len(pd_requests) >= 3
@@ -92,7 +62,7 @@ def test_sglang_wrote_a_sender_trace_per_prefill_rank(mooncake: Mooncake) -> Non
     assert all(a["rid"] == a["bootstrap_room"] for a in attrs)
 
 
-def test_each_pd_generation_has_two_requests(mooncake: Mooncake) -> None:
+def test_each_pd_generation_has_two_requests(mooncake: Joined) -> None:
     frames = mooncake.frames
     generations = _pd_generations(mooncake.driven)
     roots = request_spans(frames)
@@ -109,7 +79,7 @@ def test_each_pd_generation_has_two_requests(mooncake: Mooncake) -> None:
                                                for row in breakdown.index}
 
 
-def test_senders_nest_under_their_prefill_half_once_for_all_ranks(mooncake: Mooncake) -> None:
+def test_senders_nest_under_their_prefill_half_once_for_all_ranks(mooncake: Joined) -> None:
     frames, driven = mooncake.frames, mooncake.driven
     spans = frames.spans
     prefill = request_spans(frames)
@@ -144,7 +114,7 @@ def _rank(driven: Driven, root: object) -> int:
     return min(int(attrs.get("tp_rank", 0)) for attrs in threads["attributes"])
 
 
-def test_senders_are_never_unmatched_requests(mooncake: Mooncake) -> None:
+def test_senders_are_never_unmatched_requests(mooncake: Joined) -> None:
     frames, driven = mooncake.frames, mooncake.driven
     strays = {half.server_rid for request in driven.requests if request.span is None
               and request.sampled for half in request.halves}
@@ -153,7 +123,7 @@ def test_senders_are_never_unmatched_requests(mooncake: Mooncake) -> None:
     assert frames.warnings.get("engine_kv_sender_dropped", 0) == 0
 
 
-def test_sender_time_is_not_counted_again(mooncake: Mooncake) -> None:
+def test_sender_time_is_not_counted_again(mooncake: Joined) -> None:
     """The breakdown with the senders' traces equals the breakdown without them: they lie
     inside their prefill half's own slices."""
     table = read_spans(mooncake.store)
@@ -170,7 +140,7 @@ def test_sender_time_is_not_counted_again(mooncake: Mooncake) -> None:
 
 
 def test_phases_of_each_sample_add_up_to_no_more_than_its_generations(
-        mooncake: Mooncake) -> None:
+        mooncake: Joined) -> None:
     frames = mooncake.frames
     core = frames.span_core
     holders = request_spans(frames)["parent_index"].unique()

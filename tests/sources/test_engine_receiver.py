@@ -31,7 +31,7 @@ from slime_trace_widget.sources.engine.store import LAYOUT, SUBDIR, SpanStore, l
 from slime_trace_widget.sources.live.collector import LiveCollector
 from slime_trace_widget.whole_files import replaced
 from tests.support.engine_traces import Request, replay, requests_for
-from tests.support.receiver import STARTUP_SECONDS, Receiver, start_receiver
+from tests.support.receiver import STARTUP_SECONDS, Receiver, read_until_closed, start_receiver
 
 ROOT = Path(__file__).parents[2]
 
@@ -426,17 +426,8 @@ def test_a_refused_body_that_trickles_is_not_waited_for(
     monkeypatch.setattr(receiver_module, "DROP_SECONDS", 0.5)  # quicker, same path
     with socket.create_connection(in_process_server.server_address, timeout=120) as client:
         client.sendall(b"POST /v1/metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n")
-        client.settimeout(0.2)
-        answer = b""
-        for _ in range(600):  # a byte every 0.2 s would take 200 s for the whole body
-            try:
-                chunk = client.recv(4096)
-            except TimeoutError:
-                client.sendall(b"x")
-                continue
-            if not chunk:
-                break
-            answer += chunk
+        # a byte every 0.2 s would take 200 s for the whole body
+        answer = read_until_closed(client)
     assert answer.startswith(b"HTTP/1.1 404 ") and b"Connection: close" in answer
 
 

@@ -19,7 +19,7 @@ from slime_trace_widget.sources.engine import receiver as receiver_module
 from slime_trace_widget.sources.engine.otlp import SpanRows
 from slime_trace_widget.sources.engine.receiver import Collector, grpc_server, http_server
 from slime_trace_widget.sources.engine.store import SpanStore, load_engine_traces
-from tests.support.receiver import STARTUP_SECONDS, Receiver, start_receiver
+from tests.support.receiver import STARTUP_SECONDS, Receiver, read_until_closed, start_receiver
 
 PROTOBUF = {"Content-Type": "application/x-protobuf"}
 EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
@@ -184,23 +184,6 @@ def test_every_member_of_a_gzip_body_is_taken(collector: Receiver) -> None:
     assert status == 413 and b"decompressed" in body
     collector.stop()
     assert sorted(load_engine_traces(collector.folder)["name"]) == ["span1", "span2", "span3"]
-
-
-def read_until_closed(client: socket.socket) -> bytes:
-    """What the receiver sends until it closes the connection, sending the body's next
-    byte whenever it is quiet for a moment (a trickle; 600 turns as a hang guard)."""
-    client.settimeout(0.2)
-    answer = b""
-    for _ in range(600):
-        try:
-            chunk = client.recv(4096)
-        except TimeoutError:
-            client.sendall(b"x")
-            continue
-        if not chunk:
-            break
-        answer += chunk
-    return answer
 
 
 def test_a_body_that_trickles_in_is_answered_408_and_frees_its_slot(

@@ -11,13 +11,10 @@ The oracle is what SGLang emitted, captured beside its exporter
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
 
 import pytest
 
 from slime_trace_widget.answers.engine import PHASE_COLUMNS, engine_breakdown
-from slime_trace_widget.frames.model import TraceFrames
-from slime_trace_widget.sources.loading import load_frames
 from tests.support.engine_oracle import (
     LEVELS,
     ROLE_OF_SPAN,
@@ -26,40 +23,18 @@ from tests.support.engine_oracle import (
     request_spans,
     sampled_halves,
 )
-from tests.support.receiver import start_receiver
-from tests.support.sglang_driver import (
-    SCENARIOS,
-    Driven,
-    default_rids,
-    drive,
-    plan,
-    write_dump,
-)
+from tests.support.sglang_driver import SCENARIOS
+from tests.support.sglang_joined import Joined, drive_and_join
 
 #: The issue's bound on where a slice may be placed; SGLang's float stamps for durations.
 START_TOLERANCE = 0.05
 DURATION_TOLERANCE = 2e-6
-DRIVE_SECONDS = 900
-
-
-@dataclass
-class Joined:
-    frames: TraceFrames
-    driven: Driven
 
 
 @pytest.fixture(scope="module")
 def joined(tmp_path_factory: pytest.TempPathFactory) -> Joined:
-    work = tmp_path_factory.mktemp("sglang_join")
-    dump = write_dump(work / "rollout_0.pt", default_rids(36, seed=7), seed=7)
-    requests = plan(load_frames(str(dump), progress=False), (*SCENARIOS, "unsampled"), seed=7,
-                    decode_iterations=(20, 60))
-    with start_receiver(work / "engine") as receiver:
-        driven = drive(requests, receiver.endpoint("grpc"), "grpc", SKEWS, LEVELS,
-                       work / "hosts", timeout=DRIVE_SECONDS)
-    assert driven.dropped == 0
-    return Joined(load_frames(str(dump), progress=False, engine_traces=str(work / "engine")),
-                  driven)
+    return drive_and_join(tmp_path_factory.mktemp("sglang_join"), 36, 7,
+                          (*SCENARIOS, "unsampled"), decode_iterations=(20, 60))
 
 
 def test_every_request_a_sample_made_is_attached_once_and_to_its_generation(

@@ -4,6 +4,7 @@ ports, for tests that send it SGLang's own exports."""
 from __future__ import annotations
 
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -81,3 +82,20 @@ def start_receiver(folder: Path, http_port: int = 0, grpc_port: int = 0) -> Rece
         process.kill()
         raise AssertionError(f"the receiver did not start: {process.communicate()[1]}")
     return Receiver(folder, http_port, grpc_port, process, lines[0].strip())
+
+
+def read_until_closed(client: socket.socket) -> bytes:
+    """What the receiver sends until it closes the connection, sending the body's next
+    byte whenever it is quiet for a moment (a trickle; 600 turns as a hang guard)."""
+    client.settimeout(0.2)
+    answer = b""
+    for _ in range(600):
+        try:
+            chunk = client.recv(4096)
+        except TimeoutError:
+            client.sendall(b"x")
+            continue
+        if not chunk:
+            break
+        answer += chunk
+    return answer

@@ -11,6 +11,7 @@ import { decodePayload, F_ENGINE } from "../../src/data/decode.js";
 import { enginePhases, PRIORITY, RETRACT_EVENT } from "../../src/data/engine.js";
 import { KV_SENDER_SPAN } from "../../src/data/engine_lanes.js";
 import { legendInfo } from "../../src/panels/legend.js";
+import { engineTree } from "../helpers/engine_spans.js";
 import { makePayload } from "../helpers/make_payload.js";
 import PYTHON from "../fixtures/engine_phases.json" with { type: "json" };
 
@@ -22,15 +23,15 @@ const PHASES = {
 };
 
 /** A generation (0-10 s) with one request (1-9 s) and its slices. */
-const SPANS = [
-  { sample: 0, start: 0, end: 10, name: "sglang_generate", depth: 0 },
-  { sample: 0, start: 1, end: 9, name: "sglang request", depth: 1, parent: 0, lane: 1, flags: F_ENGINE },
-  { sample: 0, start: 1, end: 3, name: "prefill_waiting", depth: 2, parent: 1, lane: 2, flags: F_ENGINE },
-  { sample: 0, start: 3, end: 4, name: "prefill_forward", depth: 2, parent: 1, lane: 2, flags: F_ENGINE },
-  { sample: 0, start: 4, end: 8.5, name: "decode_loop", depth: 2, parent: 1, lane: 2, flags: F_ENGINE },
-  { sample: 0, start: 4, end: 5, name: "decode_forward", depth: 3, parent: 4, lane: 3, flags: F_ENGINE },
-  { sample: 0, start: 8.5, end: 9, name: "detokenize", depth: 2, parent: 1, lane: 2, flags: F_ENGINE },
-];
+const SPANS = engineTree(`
+  sglang_generate        0    10
+    sglang request       1    9    lane 1
+      prefill_waiting    1    3    lane 2
+      prefill_forward    3    4    lane 2
+      decode_loop        4    8.5  lane 2
+        decode_forward   4    5    lane 3
+      detokenize         8.5  9    lane 2
+`);
 
 /**
  * @param {any[]} spans
@@ -64,15 +65,15 @@ test("a generation's engine time by phase, nested slices counted once", () => {
 });
 
 test("both PD halves of a request: each instant counted once, work over waits", () => {
-  const d = decoded([
-    { sample: 0, start: 0, end: 10, name: "sglang_generate", depth: 0 },
-    { sample: 0, start: 1, end: 4, name: "sglang prefill request", depth: 1, parent: 0, lane: 1, flags: F_ENGINE },
-    { sample: 0, start: 1, end: 2, name: "prefill_bootstrap", depth: 2, parent: 1, lane: 3, flags: F_ENGINE },
-    { sample: 0, start: 2, end: 4, name: "prefill_forward", depth: 2, parent: 1, lane: 3, flags: F_ENGINE },
-    { sample: 0, start: 1, end: 9, name: "sglang decode request", depth: 1, parent: 0, lane: 2, flags: F_ENGINE },
-    { sample: 0, start: 1, end: 4, name: "decode_bootstrap", depth: 2, parent: 4, lane: 4, flags: F_ENGINE },
-    { sample: 0, start: 4, end: 9, name: "decode_loop", depth: 2, parent: 4, lane: 4, flags: F_ENGINE },
-  ]);
+  const d = decoded(engineTree(`
+    sglang_generate            0  10
+      sglang prefill request   1  4   lane 1
+        prefill_bootstrap      1  2   lane 3
+        prefill_forward        2  4   lane 3
+      sglang decode request    1  9   lane 2
+        decode_bootstrap       1  4   lane 4
+        decode_loop            4  9   lane 4
+  `));
   // 1-2 s both halves bootstrap (pd once), 2-4 s prefill over the decode half's bootstrap
   assert.deepEqual(rounded(enginePhases(d, indexOf(d, "sglang_generate"))),
     [["prefill", 2], ["decode", 5], ["pd", 1]]);
@@ -124,19 +125,19 @@ function union(/** @type {[number, number][]} */ intervals) {
 
 /** A PD request as SGLang 0.5.23 orders it (tests/answers/test_engine_partition.py): the
  *  decode server waits for the KV cache while the prefill server queues, prefills, sends. */
-const PD = [
-  { sample: 0, start: 0, end: 10, name: "sglang_generate", depth: 0 },
-  { sample: 0, start: 1, end: 3.5, name: "sglang prefill request", depth: 1, parent: 0, lane: 1, flags: E },
-  { sample: 0, start: 1, end: 1.5, name: "prefill_bootstrap", depth: 2, parent: 1, lane: 3, flags: E },
-  { sample: 0, start: 1.5, end: 2.5, name: "prefill_waiting", depth: 2, parent: 1, lane: 3, flags: E },
-  { sample: 0, start: 2.5, end: 3, name: "prefill_forward", depth: 2, parent: 1, lane: 3, flags: E },
-  { sample: 0, start: 3, end: 3.4, name: "prefill_transfer_kv_cache", depth: 2, parent: 1, lane: 3, flags: E },
-  { sample: 0, start: 1, end: 9, name: "sglang decode request", depth: 1, parent: 0, lane: 2, flags: E },
-  { sample: 0, start: 1, end: 1.5, name: "decode_bootstrap", depth: 2, parent: 6, lane: 4, flags: E },
-  { sample: 0, start: 1.5, end: 3.45, name: "decode_transferred", depth: 2, parent: 6, lane: 4, flags: E },
-  { sample: 0, start: 3.45, end: 3.6, name: "decode_waiting", depth: 2, parent: 6, lane: 4, flags: E },
-  { sample: 0, start: 3.6, end: 9, name: "decode_forward", depth: 2, parent: 6, lane: 4, flags: E },
-];
+const PD = engineTree(`
+  sglang_generate                0     10
+    sglang prefill request       1     3.5   lane 1
+      prefill_bootstrap          1     1.5   lane 3
+      prefill_waiting            1.5   2.5   lane 3
+      prefill_forward            2.5   3     lane 3
+      prefill_transfer_kv_cache  3     3.4   lane 3
+    sglang decode request        1     9     lane 2
+      decode_bootstrap           1     1.5   lane 4
+      decode_transferred         1.5   3.45  lane 4
+      decode_waiting             3.45  3.6   lane 4
+      decode_forward             3.6   9     lane 4
+`);
 
 test("overlapping PD halves add up to the wall time they cover, never more", () => {
   const d = decoded(PD, { engine_phases: REAL });
@@ -155,17 +156,17 @@ test("overlapping PD halves add up to the wall time they cover, never more", () 
 
 test("where own times overlap, the first of prefill, decode, queue, pd, other counts", () => {
   assert.deepEqual(PRIORITY, ["prefill", "decode", "queue", "pd", "other"]);
-  const d = decoded([
-    { sample: 0, start: 0, end: 6.5, name: "sglang_generate", depth: 0 },
-    { sample: 0, start: 2, end: 4, name: "sglang prefill request", depth: 1, parent: 0, lane: 1, flags: E },
-    { sample: 0, start: 2, end: 4, name: "prefill_forward", depth: 2, parent: 1, lane: 4, flags: E },
-    { sample: 0, start: 1, end: 5, name: "sglang decode request", depth: 1, parent: 0, lane: 2, flags: E },
-    { sample: 0, start: 1, end: 5, name: "decode_forward", depth: 2, parent: 3, lane: 5, flags: E },
-    { sample: 0, start: 0.5, end: 7, name: "sglang request", depth: 1, parent: 0, lane: 3, flags: E },
-    { sample: 0, start: 0.5, end: 6, name: "tokenize", depth: 2, parent: 5, lane: 6, flags: E },
-    { sample: 0, start: 0.5, end: 1.5, name: "request_process", depth: 2, parent: 5, lane: 7, flags: E },
-    { sample: 0, start: 4.5, end: 7, name: "decode_prepare", depth: 2, parent: 5, lane: 8, flags: E },
-  ], { engine_phases: REAL });
+  const d = decoded(engineTree(`
+    sglang_generate            0    6.5
+      sglang prefill request   2    4    lane 1
+        prefill_forward        2    4    lane 4
+      sglang decode request    1    5    lane 2
+        decode_forward         1    5    lane 5
+      sglang request           0.5  7    lane 3
+        tokenize               0.5  6    lane 6
+        request_process        0.5  1.5  lane 7
+        decode_prepare         4.5  7    lane 8
+  `), { engine_phases: REAL });
   // 0.5-1 queue over other, 1-2 decode, 2-4 prefill, 4-5 decode, 5-6.5 pd over other;
   // past the generation's end (6.5 s) nothing counts
   assert.deepEqual(byPhase(enginePhases(d, indexOf(d, "sglang_generate"))),
@@ -173,15 +174,15 @@ test("where own times overlap, the first of prefill, decode, queue, pd, other co
 });
 
 test("a retraction's unsliced wait is queue, the re-run nested in decode_forward its own", () => {
-  const spans = [
-    { sample: 0, start: 0, end: 10, name: "sglang_generate", depth: 0 },
-    { sample: 0, start: 1, end: 9, name: "sglang request", depth: 1, parent: 0, lane: 1, flags: E },
-    { sample: 0, start: 2.1, end: 3.1, name: "prefill_forward", depth: 2, parent: 1, lane: 2, flags: E },
-    { sample: 0, start: 3.1, end: 9, name: "decode_forward", depth: 2, parent: 1, lane: 2, flags: E },
-    { sample: 0, start: 5.2, end: 5.5, name: "prefill_waiting", depth: 3, parent: 3, lane: 3, flags: E },
-    { sample: 0, start: 5.5, end: 6, name: "prefill_forward", depth: 3, parent: 3, lane: 3, flags: E },
-    { sample: 0, start: 6.2, end: 9, name: "decode_forward", depth: 3, parent: 3, lane: 3, flags: E },
-  ];
+  const spans = engineTree(`
+    sglang_generate          0    10
+      sglang request         1    9    lane 1
+        prefill_forward      2.1  3.1  lane 2
+        decode_forward       3.1  9    lane 2
+          prefill_waiting    5.2  5.5  lane 3
+          prefill_forward    5.5  6    lane 3
+          decode_forward     6.2  9    lane 3
+  `);
   const events = [
     { sample: 0, ts: 5, name: "retract", lane: 2, parent: 3 },
     // on the request span (no slice held it), and on a slice with no later child: no wait
@@ -201,18 +202,18 @@ test("a KV sender holds Mooncake's slices and counts no time of its own", () => 
   for (const name of ["mooncake_send", "mooncake_worker_send", "mooncake_worker_send_session"]) {
     assert.ok(REAL.pd.includes(name), name);
   }
-  const spans = [
-    { sample: 0, start: 0, end: 10, name: "sglang_generate", depth: 0 },
-    { sample: 0, start: 1, end: 4, name: "sglang prefill request", depth: 1, parent: 0, lane: 1, flags: E },
-    { sample: 0, start: 1, end: 3, name: "prefill_forward", depth: 2, parent: 1, lane: 3, flags: E },
-    { sample: 0, start: 1, end: 3.8, name: KV_SENDER_SPAN, depth: 2, parent: 1, lane: 4, flags: E },
-    { sample: 0, start: 3, end: 3, name: "mooncake_send", depth: 3, parent: 3, lane: 5, flags: E },
-    { sample: 0, start: 3, end: 3.5, name: "mooncake_worker_send", depth: 3, parent: 3, lane: 6, flags: E },
-    { sample: 0, start: 3.1, end: 3.3, name: "mooncake_worker_send_session", depth: 4, parent: 5, lane: 7, flags: E },
-    { sample: 0, start: 1, end: 6, name: "sglang decode request", depth: 1, parent: 0, lane: 2, flags: E },
-    { sample: 0, start: 1, end: 3.55, name: "decode_transferred", depth: 2, parent: 7, lane: 8, flags: E },
-    { sample: 0, start: 3.55, end: 6, name: "decode_forward", depth: 2, parent: 7, lane: 8, flags: E },
-  ];
+  const spans = engineTree(`
+    sglang_generate                      0     10
+      sglang prefill request             1     4     lane 1
+        prefill_forward                  1     3     lane 3
+        ${KV_SENDER_SPAN}                1     3.8   lane 4
+          mooncake_send                  3     3     lane 5
+          mooncake_worker_send           3     3.5   lane 6
+            mooncake_worker_send_session 3.1   3.3   lane 7
+      sglang decode request              1     6     lane 2
+        decode_transferred               1     3.55  lane 8
+        decode_forward                   3.55  6     lane 8
+  `);
   const d = decoded(spans, { engine_phases: REAL });
   // prefill 1-3; the transfer 3-3.55 pd (the sender's own 1-3.8 nothing, no "other")
   assert.deepEqual(byPhase(enginePhases(d, indexOf(d, "sglang_generate"))),

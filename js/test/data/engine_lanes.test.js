@@ -9,6 +9,7 @@ import { laneLabel, engineRole } from "../../src/data/lane_labels.js";
 import { buildLayout, barBox, bandBox } from "../../src/data/layout.js";
 import { spanVisibility, eventVisibility } from "../../src/data/filters.js";
 import { hitTest, spanBox, canvasY, xOf } from "../../src/render/hit.js";
+import { engineTree } from "../helpers/engine_spans.js";
 import { makePayload } from "../helpers/make_payload.js";
 
 const PHASES = {
@@ -72,15 +73,15 @@ test("each span's band phase: requests as other, their slices by name, nested sl
 });
 
 test("a KV sender holds its slices in the band: none of its own, Mooncake's by phase", () => {
-  const spans = [
-    { sample: 0, start: 0, end: 100, name: "sglang_generate", lane: 0, depth: 0 },
-    { sample: 0, start: 10, end: 40, name: "sglang prefill request", lane: 1, depth: 1, parent: 0, flags: F_ENGINE },
-    { sample: 0, start: 10, end: 30, name: "prefill_forward", lane: 2, depth: 2, parent: 1, flags: F_ENGINE },
-    { sample: 0, start: 10, end: 38, name: KV_SENDER_SPAN, lane: 3, depth: 2, parent: 1, flags: F_ENGINE },
-    { sample: 0, start: 30, end: 30, name: "mooncake_send", lane: 4, depth: 3, parent: 3, flags: F_ENGINE },
-    { sample: 0, start: 30, end: 35, name: "mooncake_worker_send", lane: 4, depth: 3, parent: 3, flags: F_ENGINE },
-    { sample: 0, start: 31, end: 33, name: "mooncake_worker_send_session", lane: 5, depth: 4, parent: 5, flags: F_ENGINE },
-  ];
+  const spans = engineTree(`
+    sglang_generate                      0   100  lane 0
+      sglang prefill request             10  40   lane 1
+        prefill_forward                  10  30   lane 2
+        ${KV_SENDER_SPAN}                10  38   lane 3
+          mooncake_send                  30  30   lane 4
+          mooncake_worker_send           30  35   lane 4
+            mooncake_worker_send_session 31  33   lane 5
+  `);
   const { payload, spanNew } = makePayload({
     samples: [{}], spans, meta: { engine_phases: { ...PHASES, pd: [...PHASES.pd, "mooncake_send", "mooncake_worker_send"] }, engine_roles: ROLES },
   });
