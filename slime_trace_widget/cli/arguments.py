@@ -17,6 +17,9 @@ Number = TypeVar("Number", int, float)
 MIN_INTERVAL = 0.1
 #: The longest: a day.
 MAX_INTERVAL = 86_400.0
+#: The shortest wait between two scrapes of an engine's metrics: a scrape is one small
+#: request, so a tenth of the folder poll's floor still leaves the core idle.
+MIN_SCRAPE_INTERVAL = 0.01
 
 
 def port(text: str) -> int:
@@ -33,6 +36,20 @@ def interval(text: str) -> float:
     """Seconds between two looks: at least :data:`MIN_INTERVAL`, at most a day."""
     return _within(text, float, MIN_INTERVAL, MAX_INTERVAL,
                    f"a number of seconds from {MIN_INTERVAL} to {MAX_INTERVAL:.0f}")
+
+
+def scrape_interval(text: str) -> float:
+    """Seconds between two scrapes: at least :data:`MIN_SCRAPE_INTERVAL`, at most a day."""
+    return _within(text, float, MIN_SCRAPE_INTERVAL, MAX_INTERVAL,
+                   f"a number of seconds from {MIN_SCRAPE_INTERVAL} to {MAX_INTERVAL:.0f}")
+
+
+def seconds(text: str) -> float:
+    """A number of seconds above 0 and below a day (a wait, a settle time)."""
+    value = _within(text, float, 0.0, MAX_INTERVAL, "a number of seconds above 0")
+    if value == 0.0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds above 0")
+    return value
 
 
 def _within(text: str, parse: Callable[[str], Number], low: float, high: float,

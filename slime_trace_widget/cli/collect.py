@@ -10,7 +10,7 @@ import signal
 import threading
 from typing import TYPE_CHECKING
 
-from .arguments import MIN_INTERVAL, interval
+from .arguments import MIN_SCRAPE_INTERVAL, scrape_interval
 from .errors import CliError
 
 if TYPE_CHECKING:
@@ -43,9 +43,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "HOST:PORT) names its rows; a NAME equal to an engine host of "
                              "the trace join's engine_skew shifts them by that host's skew "
                              "(docs/engine-load.md)")
-    parser.add_argument("--scrape-interval", type=interval, default=1.0, metavar="SECONDS",
+    parser.add_argument("--scrape-interval", type=scrape_interval, default=1.0,
+                        metavar="SECONDS",
                         help="seconds between two scrapes of an engine (default 1; at "
-                             f"least {MIN_INTERVAL})")
+                             f"least {MIN_SCRAPE_INTERVAL})")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -89,17 +90,6 @@ def scrape_target(text: str) -> Target:
         return parse_target(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def seconds(text: str) -> float:
-    """A number of seconds above 0 and below a day."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not 0 < value < 86_400:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds above 0")
-    return value
 
 
 def address(text: str) -> tuple[str, int]:

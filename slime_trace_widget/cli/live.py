@@ -14,8 +14,7 @@ import argparse
 import logging
 from pathlib import Path
 
-from .arguments import dump_pattern, port
-from .collect import seconds
+from .arguments import dump_pattern, port, seconds
 from .errors import CliError
 from .server import audience
 

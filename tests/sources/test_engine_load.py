@@ -401,7 +401,7 @@ def test_collect_reports_each_target_when_stopped(tmp_path: Path,
 def test_collect_refuses_bad_targets(tmp_path: Path) -> None:
     for args, message in ((["--scrape", "file:///etc/passwd"], "only http"),
                           (["--scrape", "a=http://h/", "--scrape", "a=http://g/"], "named alike"),
-                          (["--scrape-interval", "0"], "seconds above 0")):
+                          (["--scrape-interval", "0"], "is not a number of seconds from")):
         result = subprocess.run([sys.executable, "-m", "slime_trace_widget", "collect",
                                  str(tmp_path), *args], capture_output=True, text=True,
                                 timeout=GUARD_SECONDS, cwd=ROOT)
