@@ -67,9 +67,9 @@ def run(args: argparse.Namespace) -> int:
                           title=f"{folder.name} (live)")
     try:
         server = make_live_server(session, args.host, args.port, handover)
-    except (OSError, OverflowError) as exc:  # OverflowError: a port past 65535
-        reason = getattr(exc, "strerror", None) or exc
-        raise CliError(f"cannot listen on {args.host}:{args.port}: {reason}") from exc
+    except OSError as exc:
+        raise CliError(f"cannot listen on {args.host}:{args.port}: "
+                       f"{exc.strerror or exc}") from exc
 
     def look() -> None:
         if handover is not None and handover.page_bytes is not None:

@@ -32,7 +32,6 @@ def load(inputs: list[Path], trusted: bool, engine_traces: str | None = None) ->
     # imports (pandas, torch).
     from ..sources.loading import load_frames
 
-    check_engine_traces(engine_traces)
     with warnings.catch_warnings():  # the failures are printed below, one line each
         warnings.filterwarnings("ignore", message="skipped ", category=RuntimeWarning)
         frames = load_frames([str(p) for p in inputs], trusted=trusted,

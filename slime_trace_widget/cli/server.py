@@ -81,9 +81,8 @@ def make_server(folder: Path, served: Sequence[str], host: str,
                                 host_names=allowed_names(host))
     try:
         return PageServer((host, port), handler)
-    except (OSError, OverflowError) as exc:  # OverflowError: a port past 65535
-        reason = getattr(exc, "strerror", None) or exc
-        raise CliError(f"cannot listen on {host}:{port}: {reason}") from exc
+    except OSError as exc:
+        raise CliError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
 
 
 def audience(host: str, port: int) -> str:

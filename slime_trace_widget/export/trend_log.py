@@ -96,14 +96,13 @@ def log_trends(trends: pd.DataFrame, target: Any, *, skip: Iterable[str] = (),
     if not rows:
         return report
     backend = _backend(target, run_name or DEFAULT_RUN_NAME, run_id)
-    reached = on_logged or (lambda keys: None)
     try:
         with tempfile.TemporaryDirectory(prefix="stw-snapshot-") as folder:
             for row in rows:
                 prefix = PREFIXES.get(str(row["dump_kind"]), "rollout")
                 values = scalars(row, prefix)
-                _tell(reached, backend.log(prefix, int(row["rollout_id"]), values,
-                                           row_key(row)))
+                _tell(on_logged, backend.log(prefix, int(row["rollout_id"]), values,
+                                             row_key(row)))
                 report.scalars += len(values)
                 report.logged.append(row_key(row))
                 if snapshot is not None and isinstance(backend, WandbBackend):
@@ -112,15 +111,16 @@ def log_trends(trends: pd.DataFrame, target: Any, *, skip: Iterable[str] = (),
                         backend.add_snapshot(f"{prefix}-{int(row['rollout_id'])}-timeline",
                                              path)
                         report.snapshots += 1
-            _tell(reached, backend.flush())
+            _tell(on_logged, backend.flush())
     finally:
         backend.close()
     return report
 
 
-def _tell(reached: Callable[[list[str]], None], keys: list[str]) -> None:
-    if keys:
-        reached(keys)
+def _tell(on_logged: Callable[[list[str]], None] | None, keys: list[str]) -> None:
+    """Tell ``on_logged`` (when given) the keys of the rows that reached the target."""
+    if on_logged is not None and keys:
+        on_logged(keys)
 
 
 def scalars(row: pd.Series, prefix: str) -> dict[str, float]:

@@ -35,7 +35,7 @@ from .contract import (
     column_bytes,
     column_values,
 )
-from .payload import OVERFLOW_ENTRIES, encode
+from .payload import OVERFLOW_ENTRIES, encode, largest_code
 
 SAMPLE_COLUMNS = [name for name in COLUMN_DTYPES if name.startswith("smp_")]
 _INTEGER = {name for name, dtype in COLUMN_DTYPES.items() if dtype[0] in "ui"}
@@ -115,7 +115,7 @@ def code_tables() -> dict[str, _Table]:
     type holds, past which values share the payload's overflow entry."""
     tables = {}
     for name, columns in CODE_TABLES.items():
-        last = min(int(np.iinfo(np.dtype("<" + COLUMN_DTYPES[c])).max) for c in columns)
+        last = min(largest_code(column) for column in columns)
         tables[name] = _Table(last, OVERFLOW_ENTRIES.get(name, f"<more {name}>"))
     return tables
 

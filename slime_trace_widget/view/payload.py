@@ -350,6 +350,11 @@ def _sample_columns(
     }, {"statuses": statuses, "sources": sources}
 
 
+def largest_code(column: str) -> int:
+    """The largest code the payload column ``column``'s type holds."""
+    return int(np.iinfo(np.dtype("<" + COLUMN_DTYPES[column])).max)
+
+
 def _code_table(values: pd.Series, column: str, overflow: str) -> tuple[list[str], np.ndarray]:
     """The table of a categorical's values in use (cut like names) and each row's code
     into it, for the payload column ``column``.
@@ -361,7 +366,7 @@ def _code_table(values: pd.Series, column: str, overflow: str) -> tuple[list[str
     categorical = values.array.remove_unused_categories()  # type: ignore[union-attr]
     table = [truncate(str(c), NAME_CHARS) for c in categorical.categories]
     codes = np.asarray(categorical.codes, dtype=np.int64)
-    last = int(np.iinfo(np.dtype("<" + COLUMN_DTYPES[column])).max)
+    last = largest_code(column)
     if len(table) > last:  # no room for "" after them: keep last - 1, then "" and overflow
         table = table[:last - 1]
         codes = np.where(codes >= last - 1, last, codes)

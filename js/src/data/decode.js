@@ -200,7 +200,7 @@ function float64(values) {
  * @param {Float64Array} bases per sample (smp_base)
  * @returns {Float64Array}
  */
-export function itemTimes(offsets, owners, bases) {
+function itemTimes(offsets, owners, bases) {
   const out = new Float64Array(offsets.length);
   for (let i = 0; i < offsets.length; i++) {
     const owner = owners[i];

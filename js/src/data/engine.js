@@ -18,7 +18,7 @@
 // kernel's one table, answers/engine.py PHASES), else "other".
 
 import { F_ENGINE, nameOf } from "./decode.js";
-import { isHolderSpan, isRequestSpan } from "./engine_lanes.js";
+import { OTHER, isHolderSpan, isRequestSpan } from "./engine_lanes.js";
 
 /** @typedef {import("./decode.js").Data} Data */
 /** @typedef {{phase: string, dur: number}} EnginePhase */
@@ -30,7 +30,6 @@ import { isHolderSpan, isRequestSpan } from "./engine_lanes.js";
 export const PRIORITY = ["prefill", "decode", "queue", "pd", "other"];
 /** The engine's event that puts a request back in the queue (answers/engine.py RETRACT_EVENT). */
 export const RETRACT_EVENT = "retract";
-const OTHER = "other";
 const QUEUE = "queue";
 
 /**

@@ -99,9 +99,7 @@ export function deriveEngine(data) {
       data.spanBand[i] = otherCode;
       continue;
     }
-    const parent = data.spanParent[i];
-    const sender = data.spanName[parent] === senderName && data.spanFlags[parent] & F_ENGINE;
-    if (!sender && !isRequestSpan(data, parent)) continue; // a part of a slice
+    if (!isHolderSpan(data, data.spanParent[i])) continue; // a part of a slice
     let code = codeOfIndex.get(nameIndex);
     if (code === undefined) {
       code = codeOfName.get(data.names[nameIndex] ?? "") ?? otherCode;

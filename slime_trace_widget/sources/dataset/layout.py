@@ -185,8 +185,9 @@ def _read_dump_files(root: Path, entry: dict[str, Any], rollouts: set[int] | Non
         name: pq.read_table(root / name / f"{stem}.parquet").to_pandas()
         for name in ENGINE_REPORTS if f"{name}/{stem}.parquet" in entry.get("files", ())}
     if rows is not None or len(chosen) < len(entry["rollouts"]):  # samples left out
-        every = samples if len(chosen) == len(entry["rollouts"]) else \
-            _read_parts(root, "samples", entry["rollouts"], stem)
+        others = [rollout for rollout in entry["rollouts"] if rollout not in chosen]
+        every = pa.concat_tables([samples, _read_parts(root, "samples", others, stem)]) \
+            if others else samples  # the chosen rollouts' samples are read already
         reports["group_peers"] = left_out_peers(every, keep_rows)
     load = _read_engine_load(root, entry, chosen)
     if load is not None:

@@ -116,7 +116,6 @@ class DurableStore:
         self._stream: object | None = None
         self._wal_seq = 0
         self._wal_rows = 0
-        self._wal_bytes = 0
         self._wal_opened = 0.0
         self._next_seq = self._recover()
 
@@ -139,8 +138,8 @@ class DurableStore:
             self._abandon()
             raise
         self._wal_rows += len(table)
-        self._wal_bytes = self._stream.tell()  # type: ignore[attr-defined]
-        if (self._wal_rows >= self.roll_rows or self._wal_bytes >= self.roll_bytes
+        written = self._stream.tell()  # type: ignore[attr-defined]
+        if (self._wal_rows >= self.roll_rows or written >= self.roll_bytes
                 or time.monotonic() - self._wal_opened >= self.roll_seconds):
             self.roll()
 
@@ -174,7 +173,7 @@ class DurableStore:
         self._stream = open(path, "xb")  # noqa: SIM115 (closed by roll)
         self._writer = ipc.new_stream(self._stream, self.layout.schema)
         fsync_folder(self.folder)
-        self._wal_rows, self._wal_bytes, self._wal_opened = 0, 0, time.monotonic()
+        self._wal_rows, self._wal_opened = 0, time.monotonic()
 
     def _recover(self) -> int:
         """Roll write-ahead files a killed collector left; the next free sequence number."""

@@ -32,7 +32,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -410,9 +410,9 @@ def with_kv_senders(half: Request, senders: list[Request]) -> Request:
     not changed; with no senders it is returned as it is."""
     if not senders:
         return half
-    ranked = sorted(senders, key=_sender_order)
-    kept = ranked[0]
-    ranks = sorted({_sender_order(sender)[1] for sender in senders} - {_NO_RANK})
+    orders = {id(sender): _sender_order(sender) for sender in senders}
+    kept = min(senders, key=lambda sender: orders[id(sender)])
+    ranks = sorted({order[1] for order in orders.values()} - {_NO_RANK})
     shared: dict[str, Any] = {}
     if len(senders) > 1 and ranks:
         shared["engine.tp_ranks"] = ",".join(str(rank) for rank in ranks)
@@ -423,12 +423,9 @@ def with_kv_senders(half: Request, senders: list[Request]) -> Request:
         name = piece.name
         if piece.parent < 0:
             attrs["engine.name"], name = piece.name, KV_SENDER_SPAN
-        pieces.append(Piece(piece.row, piece.span_id, name, piece.start_ns, piece.end_ns,
-                            attrs, 0 if piece.parent < 0 else base + piece.parent, piece.host,
-                            piece.thread, piece.error, list(piece.events)))
-    return Request(half.root, half.trace_id, half.span_id, half.name, half.role, half.rid,
-                   half.whole_rid, half.short_rid, half.room, half.top, half.top_room,
-                   half.host, pieces, list(half.context_parents))
+        pieces.append(replace(piece, name=name, attrs=attrs, events=list(piece.events),
+                              parent=0 if piece.parent < 0 else base + piece.parent))
+    return replace(half, pieces=pieces, context_parents=list(half.context_parents))
 
 
 def _sender_order(sender: Request) -> tuple[int, int, int, int]:

@@ -67,7 +67,7 @@ def mapped_wal(path: Path, schema: pa.Schema) -> Iterator[WalRows]:
     if mapping is None:
         yield WalRows([], schema)
         return
-    rows = WalRows(_complete_batches(mapping, schema), schema, mapping)
+    rows = WalRows(complete_batches(pa.py_buffer(mapping), schema), schema, mapping)
     try:
         yield rows
     finally:
@@ -84,10 +84,6 @@ def _mapped(path: Path) -> mmap.mmap | None:
             return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
     except (OSError, ValueError):  # ValueError: an empty file cannot be mapped
         return None
-
-
-def _complete_batches(mapping: mmap.mmap, schema: pa.Schema) -> list[pa.RecordBatch]:
-    return complete_batches(pa.py_buffer(mapping), schema)
 
 
 def complete_batches(source: Any, schema: pa.Schema) -> list[pa.RecordBatch]:

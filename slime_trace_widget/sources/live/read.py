@@ -203,6 +203,7 @@ def select(directory: str | Path, rollout: int | None = None, low_ns: int | None
     low = -1 if low_ns is None else int(low_ns)
     high = _NS_MAX if high_ns is None else int(high_ns)
     wanted = None if rollout is None else int(rollout)
+    latest = latest or LatestRollout()
     tables, extent = [], {}
     seen = False
     for store_file in reversed(files):
@@ -211,7 +212,7 @@ def select(directory: str | Path, rollout: int | None = None, low_ns: int | None
             extent[store_file.seq] = (sum(group.rows for group in group_stats(store_file.path))
                                       if store_file.finished else len(table))
             tables.append(table)
-            wanted = (latest or LatestRollout()).see(table)
+            wanted = latest.see(table)
             seen = wanted is not None
             continue
         everything = wanted == UNKNOWN_ROLLOUT and rollout is None
