@@ -1,15 +1,37 @@
-"""``load_live``: what a running rollout has recorded so far, as frames."""
+"""``load_live``: what a running rollout has recorded so far, as frames; and
+:func:`take_in`, how a read of a rollout's rows is taken in (``LiveReader`` starts
+with it too)."""
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from ...frames.live_health import HealthTracker
 from ...frames.model import TraceFrames
-from .carriers import LiveCarriers, read_rows
+from .carriers import LiveCarriers, NewRecord, read_rows
 from .frames_of import live_frames
-from .read import select
+from .read import Selection, select
+
+
+@dataclass
+class Intake:
+    """A rollout's rows taken in: the loss accounting over every row read, the traces
+    of its records, and the records taken, in arrival order."""
+
+    health: HealthTracker
+    carriers: LiveCarriers
+    taken: list[NewRecord]
+
+
+def take_in(selection: Selection) -> Intake:
+    """The rows of ``selection`` taken into a fresh loss accounting and fresh traces:
+    every row is read and checked before anything is kept (``carriers.read_rows``)."""
+    read = read_rows(selection.read, selection.chosen)
+    health, carriers = HealthTracker(), LiveCarriers()
+    taken = carriers.take(read, health.observe(selection.read))
+    return Intake(health, carriers, taken)
 
 
 def load_live(directory: str | Path, rollout: int | None = None, since: float | None = None,
@@ -31,8 +53,6 @@ def load_live(directory: str | Path, rollout: int | None = None, since: float | 
     now = time.time() if now is None else float(now)
     selection = select(directory, rollout, None if since is None else int(since * 1e9),
                        None if until is None else int(until * 1e9))
-    tracker = HealthTracker()
-    carriers = LiveCarriers()
-    carriers.take(read_rows(selection.read, selection.chosen), tracker.observe(selection.read))
-    return live_frames(carriers, selection.rollout, directory, now, tracker.health(now),
-                       engine=engine_traces)
+    intake = take_in(selection)
+    return live_frames(intake.carriers, selection.rollout, directory, now,
+                       intake.health.health(now), engine=engine_traces)

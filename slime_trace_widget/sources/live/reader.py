@@ -35,6 +35,7 @@ from ...values import short_text
 from .carriers import LiveCarriers, NewRecord, read_rows
 from .engine_marks import EngineMarks
 from .frames_of import live_frames
+from .load import take_in
 from .read import LatestRollout, Tail, select, store_folder
 from .spans import SpanChanges, SpanTracker
 from .store import UNKNOWN_ROLLOUT, trace_records
@@ -129,17 +130,18 @@ class LiveReader:
         engine = self._engine
         if engine is None and self.engine_traces:  # what is stored now joins as samples build
             engine = EngineMarks(self.directory)
-        health, carriers, spans = HealthTracker(), LiveCarriers(), SpanTracker()
-        read = read_rows(selection.read, selection.chosen)
-        taken = carriers.take(read, health.observe(selection.read))
-        changes = spans.take(taken)
+        intake = take_in(selection)
+        spans = SpanTracker()
+        changes = spans.take(intake.taken)
         tail = Tail(self.directory)
         tail.start_after(selection.extent)
         if engine is not None:
             engine.forget()
-        self._tail, self._health, self._carriers, self._spans = tail, health, carriers, spans
+        self._tail, self._spans = tail, spans
+        self._health, self._carriers = intake.health, intake.carriers
         self._engine, self.rollout = engine, selection.rollout
-        return self._delta(taken, changes, True, now, self._engine_marks(taken, now))
+        return self._delta(intake.taken, changes, True, now,
+                           self._engine_marks(intake.taken, now))
 
     def frames(self, now: float | None = None, keys: list[str] | None = None) -> TraceFrames:
         """Frames of everything read so far (or of the traces ``keys``), as
