@@ -14,6 +14,13 @@ it dropped so far. So per sender (``host:pid``, told apart by its start time):
 * records received more than once (a batch sent again after an answer was lost) count
   once: :meth:`HealthTracker.observe` tells which rows are new.
 
+Health is a rollout's: the senders of rollout N are the processes with a row of it (a
+record, heartbeat or close naming N; every row counts in their numbers, whatever rollout
+it names, because a sender numbers its records across rollouts). A process that sent
+nothing to N is none of N's business, however it ended, with one exception worth a
+notice (``absent``): one last heard in an earlier rollout that never closed and is silent
+now, a process the rollout may still expect, dead.
+
 Receiver restarts come from the collector's own rows: each ``receiver_start`` after
 earlier rows is a gap from the last row received before it (or the ``receiver_stop``
 of a clean stop) to the start.
@@ -53,6 +60,7 @@ class SenderHealth:
     last_heard: float      # the collector's clock
     silent: bool
     closed: bool
+    last_rollout: int      # the rollout its last row named (-1: none did)
 
 
 @dataclass
@@ -68,11 +76,14 @@ class RestartGap:
 
 @dataclass
 class LiveHealth:
-    """Per-sender loss and health of a live read, and the receiver's restarts."""
+    """Per-sender loss and health of a live read of one rollout (``senders``: those with
+    a row of it), the receiver's restarts, and the senders that sent it nothing but may
+    be missed (``absent``: last heard in an earlier rollout, never closed, silent)."""
 
     senders: list[SenderHealth] = field(default_factory=list)
     restarts: list[RestartGap] = field(default_factory=list)
     now: float = float("nan")
+    absent: list[SenderHealth] = field(default_factory=list)
 
     @property
     def missing(self) -> int:
@@ -100,6 +111,8 @@ class LiveHealth:
         parts += [f"{s.process}: {s.missing} record(s) missing ({s.dropped} dropped at the "
                   "sender)" for s in lossy]
         parts += [f"{process}: silent" for process in self.silent]
+        parts += [f"{s.process}: silent since rollout {s.last_rollout}, nothing sent to "
+                  "this one" for s in self.absent]
         parts += [f"receiver down {gap.up_at - gap.down_after:.1f} s"
                   for gap in self.restarts]
         return "; ".join(parts)
@@ -151,12 +164,16 @@ class _Sender:
     queued: int = 0
     last_heard_ns: int = 0
     closed: bool = False
+    rollouts: set[int] = field(default_factory=set)
+    last_rollout: int = -1
 
 
 class HealthTracker:
-    """Loss accounting kept up to date as rows arrive, in arrival order."""
+    """Loss accounting kept up to date as rows arrive, in arrival order, for the senders
+    of ``rollout`` (None: of every row, as when no rollout id is known at all)."""
 
-    def __init__(self) -> None:
+    def __init__(self, rollout: int | None = None) -> None:
+        self.rollout = rollout
         self._senders: dict[str, _Sender] = {}
         self._restarts: list[RestartGap] = []
         self._last_received_ns = 0
@@ -175,6 +192,7 @@ class HealthTracker:
         received = table["received_ns"].to_numpy()
         dropped = table["dropped"].fill_null(-1).to_numpy()
         queued = table["queued"].fill_null(-1).to_numpy()
+        rollouts = table["rollout_id"].to_numpy()
         ours = ~np.char.startswith(senders.astype(str), RECEIVER_PREFIX)
         self._restarts_in(kinds, ours, received, table["ts_ns"].to_numpy())
         services = table["service"].to_numpy(zero_copy_only=False)
@@ -194,6 +212,11 @@ class HealthTracker:
             state.highest = max(state.highest, int(due.max()))
             state.last_heard_ns = max(state.last_heard_ns, int(received[rows].max()))
             state.closed = state.closed or bool((kind == LIVE_CLOSE).any())
+            named = rollouts[rows]
+            state.rollouts.update(np.unique(named).tolist())
+            named = named[named >= 0]
+            if len(named):
+                state.last_rollout = int(named[-1])
             state.dropped = max(state.dropped, int(dropped[rows].max()))
             said = queued[rows][queued[rows] >= 0]
             if len(said):
@@ -237,18 +260,22 @@ class HealthTracker:
 
     def health(self, now: float) -> LiveHealth:
         """The state so far, silence judged at ``now`` (epoch seconds)."""
-        senders = []
+        senders, absent = [], []
         for name, state in sorted(self._senders.items()):
             # counted from the first number read: none read, none missing
             expected = state.highest - state.seen.first + 1 if state.seen.count else 0
-            senders.append(SenderHealth(
+            health = SenderHealth(
                 sender=name, process=process_name(name), service=state.service,
                 records=state.seen.count, missing=max(expected - state.seen.count, 0),
                 dropped=state.dropped, queued=state.queued, highest_seq=state.highest,
                 last_heard=state.last_heard_ns / 1e9,
                 silent=not state.closed and now - state.last_heard_ns / 1e9 > SILENT_SECONDS,
-                closed=state.closed))
-        return LiveHealth(senders, list(self._restarts), now)
+                closed=state.closed, last_rollout=state.last_rollout)
+            if self.rollout is None or self.rollout in state.rollouts:
+                senders.append(health)
+            elif health.silent and 0 <= state.last_rollout < self.rollout:
+                absent.append(health)
+        return LiveHealth(senders, list(self._restarts), now, absent)
 
 
 def process_name(sender: str) -> str:

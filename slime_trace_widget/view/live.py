@@ -7,9 +7,11 @@ block of the payload (``live_blocks``) and answers what a view asks: the deltas
 since its last one, and an item's details. The widget and the page server poll
 it from a background thread; a lock makes the feed's reads take turns.
 
-What was lost travels with every delta (``live.senders``, one entry per sending
-process: records received, missing from its sequence, dropped at the sender,
-silent), so a view never shows a picture with holes as if it were whole.
+What was lost travels with every delta (``live.senders``, one entry per process
+sending to the rollout shown: records received, missing from its sequence, dropped at
+the sender, silent), so a view never shows a picture with holes as if it were whole;
+``live.absent`` names apart the processes of an earlier rollout that went silent
+without closing and sent this one nothing (maybe missed, not a loss of this rollout).
 """
 
 from __future__ import annotations
@@ -35,12 +37,14 @@ STALL_AFTER = 60.0
 @dataclass
 class LiveBatch:
     """What a feed's poll found: the samples that moved (keys the feed's ``frames``
-    knows), every sender's health, and whether the feed started over on another
-    rollout (a newer one, or a run resumed from a checkpoint; the view then starts
-    over too)."""
+    knows), the health of the rollout's senders, the silent processes of an earlier
+    rollout that sent it nothing (``absent``), and whether the feed started over on
+    another rollout (a newer one, or a run resumed from a checkpoint; the view then
+    starts over too)."""
 
     keys: list[str]
     senders: list[dict[str, Any]] = field(default_factory=list)
+    absent: list[dict[str, Any]] = field(default_factory=list)
     #: The receiver's downtime, in words (empty: none).
     receiver_gap: str = ""
     restarted: bool = False
@@ -69,6 +73,7 @@ class LiveSession:
         self.title = title
         self.blocks = LiveBlocks(title=title)
         self.senders: list[dict[str, Any]] = []
+        self.absent: list[dict[str, Any]] = []
         self.receiver_gap = ""
         self.following = True
         self._lock = threading.Lock()
@@ -80,6 +85,7 @@ class LiveSession:
             if batch.restarted:
                 self.blocks = LiveBlocks(title=self.title)
             self.senders = [dict(s) for s in batch.senders]
+            self.absent = [dict(s) for s in batch.absent]
             self.receiver_gap = batch.receiver_gap
             if not batch.keys:
                 return []
@@ -92,7 +98,8 @@ class LiveSession:
     def live_meta(self) -> dict[str, Any]:
         """The ``live`` part of every delta and of the starting payload."""
         return {"stall_after": self.stall_after, "following": self.following,
-                "senders": self.senders, "receiver_gap": self.receiver_gap}
+                "senders": self.senders, "absent": self.absent,
+                "receiver_gap": self.receiver_gap}
 
     def delta_since(self, seq: int, epoch: str | None = None) -> LiveDelta:
         """Blocks changed after ``seq``; all of them when ``epoch`` names another

@@ -1,7 +1,8 @@
 """The collector's live store as a live view's feed: ``sources.live.LiveReader`` polled
 for the samples that moved, their frames built by the reader (the dump's builder,
 open spans drawn to now, the engine's requests from the same folder joined), and its
-loss accounting told per sending process."""
+loss accounting told per sending process of the rollout shown (and, apart, the silent
+ones of an earlier rollout that sent it nothing)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ class ReaderFeed:
         delta = self.reader.poll()
         return LiveBatch(keys=[str(k) for k in delta.samples["key"]],
                          senders=sender_rows(delta.health),
+                         absent=absent_rows(delta.health),
                          receiver_gap=receiver_gap(delta.health),
                          restarted=bool(delta.rollout_changed))
 
@@ -44,6 +46,14 @@ def sender_rows(health: LiveHealth) -> list[dict[str, Any]]:
                      "silent": bool(sender.silent), "closed": bool(sender.closed),
                      "quiet_s": max(0.0, health.now - sender.last_heard)})
     return rows
+
+
+def absent_rows(health: LiveHealth) -> list[dict[str, Any]]:
+    """The processes last heard in an earlier rollout that never closed and are silent:
+    not this rollout's senders (no loss of its), but maybe missed by it."""
+    return [{"sender": sender.process, "service": sender.service,
+             "last_rollout": sender.last_rollout,
+             "quiet_s": max(0.0, health.now - sender.last_heard)} for sender in health.absent]
 
 
 def receiver_gap(health: LiveHealth) -> str:

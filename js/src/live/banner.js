@@ -2,6 +2,9 @@
 // stalled, stragglers) and what was lost on the way, per sending process
 // (records dropped at the sender, gaps in its sequence, a sender gone silent,
 // the receiver's own downtime), so a picture with holes never looks whole.
+// The senders are the rollout's own; a process of an earlier rollout that went
+// silent without closing and sent this one nothing is named apart, as a notice
+// that does not turn the border red (it lost none of this rollout's records).
 
 import { el } from "../util/dom.js";
 import { formatDuration } from "../util/format.js";
@@ -38,6 +41,24 @@ export function lossLines(senders) {
 }
 
 /**
+ * A silent process of an earlier rollout that sent nothing to this one.
+ * @typedef {Object} AbsentSender
+ * @property {string} sender "host:pid"
+ * @property {number} [last_rollout] the rollout it was last heard in
+ * @property {number} [quiet_s] seconds since it was last heard
+ */
+
+/**
+ * The notice lines, one per absent sender.
+ * @param {AbsentSender[]} absent
+ * @returns {string[]}
+ */
+export function absentLines(absent) {
+  return (Array.isArray(absent) ? absent : []).map((sender) =>
+    `${sender.sender}: silent for ${formatDuration(Number(sender.quiet_s) || 0)} since rollout ${Number(sender.last_rollout)}, nothing sent to this one (stopped or died?)`);
+}
+
+/**
  * Records lost in all, over every sender.
  * @param {SenderHealth[]} senders
  */
@@ -68,6 +89,9 @@ export function renderBanner(banner, info) {
   if (lines.length) {
     children.push(el("span", "stw-live-loss", lost ? `${lost} record(s) lost.` : "Check the senders:"));
     for (const line of lines) children.push(el("span", "stw-live-loss-line", line));
+  }
+  for (const line of absentLines(/** @type {AbsentSender[]} */ (live.absent ?? []))) {
+    children.push(el("span", "stw-live-absent-line", line));
   }
   banner.replaceChildren(...children);
   banner.classList.toggle("stw-live-lossy", lines.length > 0);

@@ -26,10 +26,12 @@ class Intake:
 
 
 def take_in(selection: Selection) -> Intake:
-    """The rows of ``selection`` taken into a fresh loss accounting and fresh traces:
-    every row is read and checked before anything is kept (``carriers.read_rows``)."""
+    """The rows of ``selection`` taken into a fresh loss accounting of its rollout's
+    senders and fresh traces: every row is read and checked before anything is kept
+    (``carriers.read_rows``)."""
     read = read_rows(selection.read, selection.chosen)
-    health, carriers = HealthTracker(), LiveCarriers()
+    health = HealthTracker(None if selection.everything else selection.rollout)
+    carriers = LiveCarriers()
     taken = carriers.take(read, health.observe(selection.read))
     return Intake(health, carriers, taken)
 

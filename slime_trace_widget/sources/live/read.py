@@ -139,12 +139,14 @@ class Selection:
     """What a read took: every row of the row groups read (``read``: heartbeats, other
     rollouts and the collector's own rows too, which the loss accounting reads), which
     of them are the rollout's (or window's) trace records (``chosen``), and how many
-    rows each file had when it was read (``extent``: where a tail goes on)."""
+    rows each file had when it was read (``extent``: where a tail goes on).
+    ``everything``: no rollout id is known at all, so every record was chosen."""
 
     rollout: int
     read: pa.Table
     chosen: np.ndarray
     extent: dict[int, int] = field(default_factory=dict)
+    everything: bool = False
 
     @property
     def rows(self) -> pa.Table:
@@ -242,7 +244,7 @@ def select(directory: str | Path, rollout: int | None = None, low_ns: int | None
     if not everything:
         keep = pc.and_(keep, pc.equal(read["rollout_id"], wanted))
     records = pc.and_(keep, trace_records(read))
-    return Selection(wanted, read, records.to_numpy(zero_copy_only=False), extent)
+    return Selection(wanted, read, records.to_numpy(zero_copy_only=False), extent, everything)
 
 
 class Tail:
