@@ -3,9 +3,10 @@
 Each list is category names in code order: the frames' categoricals take their
 categories from it and the payload's codes index it, and the renderer imports the same
 file, so a name is written once for the builder, the answers, the encoder and the
-decoder (stdlib only: the dump worker imports it). Beside the lists, the real PD
-spans' name prefix, the virtual PD lanes' name suffixes and each load track's unit
-and combine rule, which the builder and the renderer both apply.
+decoder (stdlib only: the dump worker imports it). The engine phases' priority is one
+order for the answers' partition and the renderer's panel and band. Beside the lists,
+the real PD spans' name prefix, the virtual PD lanes' name suffixes and each load
+track's unit and combine rule, which the builder and the renderer both apply.
 """
 
 from __future__ import annotations
@@ -14,9 +15,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CLIP_REASONS", "EVENT_KINDS", "FATES", "INSTANT_EVENT", "LINK_KINDS", "LOAD_TRACKS",
-           "LOAD_TRACK_COMBINE", "LOAD_TRACK_UNITS", "PD_LANE_SUFFIXES", "PD_SPAN_PREFIX",
-           "UNMATCHED_END"]
+__all__ = ["CLIP_REASONS", "ENGINE_PHASE_PRIORITY", "EVENT_KINDS", "FATES", "INSTANT_EVENT",
+           "LINK_KINDS", "LOAD_TRACKS", "LOAD_TRACK_COMBINE", "LOAD_TRACK_UNITS",
+           "PD_LANE_SUFFIXES", "PD_SPAN_PREFIX", "UNMATCHED_END"]
 
 _VOCABULARIES: dict[str, Any] = json.loads(
     (Path(__file__).parent / "vocabularies.json").read_text(encoding="utf-8"))
@@ -44,3 +45,7 @@ LOAD_TRACK_UNITS: dict[str, str] = dict(_VOCABULARIES["load_track_units"])
 #: How the series of one load track add up, across an engine's scheduler groups (the
 #: ranks of one group count once) and across engines: ``sum``, or ``max`` (the fullest).
 LOAD_TRACK_COMBINE: dict[str, str] = dict(_VOCABULARIES["load_track_combine"])
+#: Where engine slices of several phases overlap, the phase an instant counts in (the
+#: first of these; ``answers.engine``'s partition) and the one the renderer's engine band
+#: shows on top; ``other`` last.
+ENGINE_PHASE_PRIORITY: tuple[str, ...] = tuple(_VOCABULARIES["engine_phase_priority"])

@@ -23,11 +23,12 @@ VOCABULARIES_FILE = ROOT / "slime_trace_widget" / "vocabularies.json"
 FILE = json.loads(VOCABULARIES_FILE.read_text(encoding="utf-8"))
 LISTS = {name: value for name, value in FILE.items() if isinstance(value, list)}
 #: The renderer's modules that decode codes by these names.
-JS_READERS = ("data/decode.js", "data/fates.js", "data/load_tracks.js")
+JS_READERS = ("data/decode.js", "data/fates.js", "data/load_tracks.js", "data/engine_lanes.js")
 
 
 def test_the_module_holds_the_file_s_lists_in_their_order() -> None:
-    assert set(LISTS) == {"event_kinds", "clip_reasons", "link_kinds", "fates", "load_tracks"}
+    assert set(LISTS) == {"event_kinds", "clip_reasons", "link_kinds", "fates", "load_tracks",
+                          "engine_phase_priority"}
     for name, names in LISTS.items():
         assert list(getattr(vocabularies, name.upper())) == names
         assert len(set(names)) == len(names), f"{name} repeats a name: its codes would clash"
@@ -56,6 +57,19 @@ def test_every_load_track_has_its_rule_and_every_rule_a_track() -> None:
         for name in LISTS["load_tracks"]}
 
 
+def test_the_engine_phases_count_and_show_in_the_file_s_priority() -> None:
+    """The partition of ``answers.engine`` (the figures) reads the one priority the
+    renderer's panel and band read (``js/src/data/engine_lanes.js``, checked above to
+    import the file and below to write no copy): every phase once, ``other`` last."""
+    from slime_trace_widget.answers import engine
+
+    priority = LISTS["engine_phase_priority"]
+    assert engine.PRIORITY == vocabularies.ENGINE_PHASE_PRIORITY == tuple(priority)
+    assert sorted(priority) == sorted([*engine.PHASES, "other"]) and priority[-1] == "other"
+    lanes = (ROOT / "js" / "src" / "data" / "engine_lanes.js").read_text(encoding="utf-8")
+    assert "VOCABULARIES.engine_phase_priority" in lanes
+
+
 @pytest.mark.parametrize("path", source_files(ROOT), ids=lambda path: str(path.relative_to(ROOT)))
 def test_no_source_writes_a_vocabulary_out_again(path: Path) -> None:
     assert written_out(LISTS, path.read_text(encoding="utf-8")) == [], \
@@ -68,6 +82,7 @@ def test_no_source_writes_a_vocabulary_out_again(path: Path) -> None:
     "const LINK_KINDS = [`group`, `attempt`, `remote`];",
     'FATES = ("signal", "no_signal", "filtered", "truncated", "aborted", "failed")',
     "tracks: running | queued | token_usage | throughput | retractions",
+    'export const PRIORITY = ["prefill", "decode", "queue", "pd", "other"];',
 ])
 def test_a_vocabulary_written_out_is_found(copy: str) -> None:
     assert written_out(LISTS, copy), copy

@@ -13,10 +13,12 @@ counts once, in one phase. The rules, in order:
    no slice (from the event to the next child slice), counts as queue.
 2. **Priority.** Where own times of several slices overlap (the two halves of a PD
    request, the tokenizer beside the scheduler), the instant counts in the first phase
-   of :data:`PRIORITY`: prefill, decode, queue, pd, other. So the work is counted where
-   it is done, a wait where its cause is: while the prefill server queues or prefills,
-   the decode server's waiting for the KV cache (``decode_transferred``) adds nothing;
-   PD counts what only the PD handshake and the KV transfer take.
+   of :data:`PRIORITY` (``vocabularies.json``'s ``engine_phase_priority``, which the
+   widget's panel and engine band read too: prefill first, then decode, queue and pd,
+   other last). So the work is counted where it is done, a wait where its cause is:
+   while the prefill server queues or prefills, the decode server's waiting for the KV
+   cache (``decode_transferred``) adds nothing; PD counts what only the PD handshake
+   and the KV transfer take.
 3. **Request spans** and KV sender spans (``sglang kv sender``, drawn under a prefill
    half) hold slices and count no time of their own; a sender's slices (Mooncake's
    ``mooncake_send``...) are PD, inside the prefill half's transfer.
@@ -36,6 +38,7 @@ import numpy as np
 import pandas as pd
 
 from ..sources.engine.join import KV_SENDER_SPAN, REQUEST_SPAN_NAMES
+from ..vocabularies import ENGINE_PHASE_PRIORITY
 
 if TYPE_CHECKING:
     from ..frames.model import TraceFrames
@@ -53,7 +56,7 @@ PHASES: dict[str, tuple[str, ...]] = {
            "mooncake_recv", "mooncake_worker_recv"),
 }
 #: The phase an instant covered by slices of several phases counts in: the first.
-PRIORITY = ("prefill", "decode", "queue", "pd", "other")
+PRIORITY: tuple[str, ...] = ENGINE_PHASE_PRIORITY
 REQUEST_SPANS = tuple(REQUEST_SPAN_NAMES.values())
 #: Engine spans that hold slices and count no time of their own.
 HOLDER_SPANS = (*REQUEST_SPANS, KV_SENDER_SPAN)

@@ -11,23 +11,19 @@
 //    holds it, counts as queue.
 // 2. Where own times of several slices overlap (the two halves of a PD request,
 //    the tokenizer beside the scheduler), the instant counts in the first phase
-//    of PRIORITY.
+//    of PRIORITY (vocabularies.json, read by the kernel and the engine band too).
 // 3. Request spans and KV sender spans hold slices and count no time of their own.
 //
 // A slice's phase is the one whose names list it in `meta.engine_phases` (the
 // kernel's one table, answers/engine.py PHASES), else "other".
 
 import { F_ENGINE, nameOf } from "./decode.js";
-import { OTHER, isHolderSpan, isRequestSpan } from "./engine_lanes.js";
+import { OTHER, PRIORITY, isHolderSpan, isRequestSpan, phasePriority } from "./engine_lanes.js";
 
 /** @typedef {import("./decode.js").Data} Data */
 /** @typedef {{phase: string, dur: number}} EnginePhase */
 
-/**
- * Where own times overlap, the phase an instant counts in: the first of these
- * (answers/engine.py PRIORITY). Phases the payload names besides go before "other".
- */
-export const PRIORITY = ["prefill", "decode", "queue", "pd", "other"];
+export { PRIORITY };
 /** The engine's event that puts a request back in the queue (answers/engine.py RETRACT_EVENT). */
 export const RETRACT_EVENT = "retract";
 const QUEUE = "queue";
@@ -58,7 +54,7 @@ export function enginePhases(data, span) {
   }
   if (requests.length === 0) return [];
   const named = Object.keys(data.meta.engine_phases);
-  const order = phaseOrder(named);
+  const order = phasePriority(named);
   const codes = { ofName: phaseCodes(data.meta.engine_phases, order), queue: order.indexOf(QUEUE), other: order.length - 1 };
   const slices = slicesOf(data, requests, codes);
   const seconds = partition(ownIntervals(slices), order.length);
@@ -89,17 +85,6 @@ export function figureSpans(data, span) {
     if (data.spanParent[i] === span && data.spanFlags[i] & F_ENGINE) requests.push(i);
   }
   return requests.length ? { generation: span, requests } : null;
-}
-
-/**
- * Phases in the order an instant counts in the first: PRIORITY's, the payload's
- * others (in its order) before "other".
- * @param {string[]} named the payload's phases
- * @returns {string[]}
- */
-function phaseOrder(named) {
-  const extra = named.filter((phase) => !PRIORITY.includes(phase));
-  return [...PRIORITY.slice(0, -1), ...extra, OTHER];
 }
 
 /**

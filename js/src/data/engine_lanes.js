@@ -11,8 +11,14 @@
 // out of it. A KV sender span (`sglang kv sender`) holds the prefill half's KV
 // transfer slices (Mooncake's) and, like a request, has no time of its own in the
 // band: its slices show, it does not (answers/engine.py HOLDER_SPANS).
+//
+// Where slices of several phases overlap (the two halves of a PD request, the
+// tokenizer beside the scheduler), the band shows the phase the figures count the
+// instant in (answers/engine.py's partition, the details panel's data/engine.js):
+// the first of the one priority vocabularies.json holds, drawn on top.
 
 import CONTRACT from "../../../slime_trace_widget/view/payload_contract.json" with { type: "json" };
+import VOCABULARIES from "../../../slime_trace_widget/vocabularies.json" with { type: "json" };
 
 /** @typedef {import("./decode.js").Data} Data */
 
@@ -32,21 +38,35 @@ export const OTHER = "other";
  */
 export const KV_SENDER_SPAN = "sglang kv sender";
 
-/** Drawing rank of the known phases: where two requests overlap, the busier phase shows. */
-const RANK = /** @type {Record<string, number>} */ ({ other: 0, queue: 1, pd: 2, prefill: 3, decode: 4 });
+/**
+ * Where slices of several phases overlap, the phase an instant counts in and the
+ * band shows: the first of these (vocabularies.json engine_phase_priority, which
+ * answers/engine.py PRIORITY reads too).
+ * @type {string[]}
+ */
+export const PRIORITY = VOCABULARIES.engine_phase_priority;
 
 /**
- * The band's phases in drawing order (last on top): "other", then the payload's
- * phases by rank (phases the renderer does not know go between "other" and
- * "queue", in the payload's order).
+ * Phases in the order an instant counts in the first: PRIORITY's, then the
+ * payload's phases it does not list (in the payload's order), "other" last.
+ * @param {string[]} named the payload's phases (`meta.engine_phases`' keys)
+ * @returns {string[]}
+ */
+export function phasePriority(named) {
+  const extra = named.filter((phase) => phase !== OTHER && !PRIORITY.includes(phase));
+  return [...PRIORITY.filter((phase) => phase !== OTHER), ...extra, OTHER];
+}
+
+/**
+ * The band's phases in drawing order, last on top: the payload's phases and
+ * "other" in reverse phasePriority, so where slices overlap the phase the figures
+ * count shows ("other" first, at the bottom).
  * @param {Record<string, string[]>} enginePhases `meta.engine_phases`
  * @returns {string[]}
  */
 export function bandPhases(enginePhases) {
-  const named = Object.keys(enginePhases).filter((phase) => phase !== OTHER);
-  const rank = (/** @type {string} */ phase) => (Object.hasOwn(RANK, phase) ? RANK[phase] : 0.5);
-  const ordered = named.map((phase, order) => ({ phase, order })).sort((first, second) => rank(first.phase) - rank(second.phase) || first.order - second.order);
-  return [OTHER, ...ordered.map((entry) => entry.phase)];
+  const named = Object.keys(enginePhases);
+  return phasePriority(named).filter((phase) => phase === OTHER || named.includes(phase)).reverse();
 }
 
 /**

@@ -89,7 +89,8 @@ export class BandPainter {
     }
     this.drawn = rects.n;
     if (!rects.n) return;
-    // Phases in drawing order (the busiest last, on top where requests overlap), dimmed ones faint.
+    // Phases in drawing order (the priority reversed: where slices overlap, the phase the
+    // figures count the instant in is on top), dimmed ones faint.
     for (let code = 1; code <= data.bandPhases.length; code++) {
       ctx.fillStyle = enginePhaseColor(data.bandPhases[code - 1]);
       for (const dim of [0, 1]) {

@@ -4,7 +4,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { decodePayload, F_ENGINE, F_VIRTUAL } from "../../src/data/decode.js";
-import { bandPhases, LANE_OWN, LANE_BAND, isRequestSpan, isHolderSpan, KV_SENDER_SPAN } from "../../src/data/engine_lanes.js";
+import { bandPhases, PRIORITY, LANE_OWN, LANE_BAND, isRequestSpan, isHolderSpan, KV_SENDER_SPAN } from "../../src/data/engine_lanes.js";
 import { laneLabel, engineRole } from "../../src/data/lane_labels.js";
 import { buildLayout, barBox, bandBox } from "../../src/data/layout.js";
 import { spanVisibility, eventVisibility } from "../../src/data/filters.js";
@@ -54,8 +54,9 @@ function setup(expanded = false) {
   return { d, L, g, at: (/** @type {number} */ i) => spanNew[i], ev: (/** @type {number} */ i) => evNew[i] };
 }
 
-test("band phases in drawing order: other first, decode last; unknown phases after other", () => {
-  assert.deepEqual(bandPhases(PHASES), ["other", "queue", "pd", "prefill", "decode"]);
+test("band phases in drawing order, the reverse of the priority: other first, prefill last; unknown phases after other", () => {
+  assert.deepEqual(bandPhases(PHASES), ["other", "pd", "queue", "decode", "prefill"]);
+  assert.deepEqual(bandPhases(PHASES), [...PRIORITY].reverse(), "vocabularies.json's engine_phase_priority, on top first");
   assert.deepEqual(bandPhases({ decode: [], custom: [], queue: [] }), ["other", "custom", "queue", "decode"]);
   assert.deepEqual(bandPhases({}), ["other"]);
 });

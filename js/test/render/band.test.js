@@ -12,6 +12,8 @@ import { Painter } from "../../src/render/draw.js";
 import { ColorTable, enginePhaseColor, loadTrackColor } from "../../src/render/colors.js";
 import { canvasY } from "../../src/render/hit.js";
 import { tracksHeight, TRACKS_PAD } from "../../src/render/tracks.js";
+import { enginePhases } from "../../src/data/engine.js";
+import { engineTree } from "../helpers/engine_spans.js";
 import { makePayload } from "../helpers/make_payload.js";
 
 const THEME = { bg: "#ffffff", bg1: "#f6f7f9", bg2: "#eeeeee", fg0: "#000000", fg1: "#222222", fg2: "#666666", border1: "#cccccc", border2: "#e5e5e5", brand: "#1a73e8", font: "sans-serif", mono: "monospace", error: "#d32f2f", cursor: "#d32f2f", stripe: "#fafafa", selRow: "#e8f0fe", hoverRow: "#f1f3f4", dark: false };
@@ -44,19 +46,28 @@ function recordingCanvas() {
   return { canvas: /** @type {any} */ (canvas), filled };
 }
 
-function scene(expanded, withLoad = false) {
+/** A generation with one request: waiting, prefill, decode one after the other. */
+const SPANS = [
+  { sample: 0, start: 0, end: 100, name: "generate_and_rm", lane: 0, depth: 0 },
+  { sample: 0, start: 10, end: 60, name: "sglang_generate", lane: 1, depth: 1, parent: 0 },
+  { sample: 0, start: 12, end: 58, name: "sglang request", lane: 2, depth: 2, parent: 1, flags: F_ENGINE },
+  { sample: 0, start: 12, end: 20, name: "prefill_waiting", lane: 3, depth: 3, parent: 2, flags: F_ENGINE },
+  { sample: 0, start: 20, end: 30, name: "prefill_forward", lane: 3, depth: 3, parent: 2, flags: F_ENGINE },
+  { sample: 0, start: 30, end: 58, name: "decode_loop", lane: 3, depth: 3, parent: 2, flags: F_ENGINE },
+];
+
+/**
+ * @param {boolean} expanded
+ * @param {boolean} [withLoad]
+ * @param {Record<string, any>[]} [spans]
+ * @param {Record<string, string[]>} [phases]
+ */
+function scene(expanded, withLoad = false, spans = SPANS, phases = PHASES) {
   const { payload, spanNew } = makePayload({
     samples: [{}],
-    spans: [
-      { sample: 0, start: 0, end: 100, name: "generate_and_rm", lane: 0, depth: 0 },
-      { sample: 0, start: 10, end: 60, name: "sglang_generate", lane: 1, depth: 1, parent: 0 },
-      { sample: 0, start: 12, end: 58, name: "sglang request", lane: 2, depth: 2, parent: 1, flags: F_ENGINE },
-      { sample: 0, start: 12, end: 20, name: "prefill_waiting", lane: 3, depth: 3, parent: 2, flags: F_ENGINE },
-      { sample: 0, start: 20, end: 30, name: "prefill_forward", lane: 3, depth: 3, parent: 2, flags: F_ENGINE },
-      { sample: 0, start: 30, end: 58, name: "decode_loop", lane: 3, depth: 3, parent: 2, flags: F_ENGINE },
-    ],
+    spans,
     load: withLoad ? [{ engine: 0, track: "running", ts: 0, value: 2 }, { engine: 0, track: "queued", ts: 0, value: 1 }] : [],
-    meta: { engine_phases: PHASES, load_engines: withLoad ? ["e"] : [] },
+    meta: { engine_phases: phases, load_engines: withLoad ? ["e"] : [] },
   });
   const d = decodePayload(payload);
   const L = buildLayout(d, Uint32Array.from([0]), () => expanded, 20);
@@ -113,4 +124,36 @@ test("the load tracks sit between the axis and the rows", () => {
   const top = g.axisH - g.tracksH + TRACKS_PAD;
   assert.ok(filled.some((r) => r.fill === loadTrackColor("running") && r.y >= top - 1 && r.y < top + 26), "the running track's swatch");
   assert.ok(filled.some((r) => r.fill === loadTrackColor("queued")), "the queued track's swatch");
+});
+
+test("where slices of several phases overlap, the band shows the phase the panel counts", () => {
+  // a PD request (the prefill half waits and prefills while the decode half
+  // bootstraps) and a second request prefilling while the first decodes
+  const spans = engineTree(`
+    sglang_generate              10  60   lane 0
+      sglang prefill request     12  30   lane 1
+        prefill_waiting          12  20   lane 4
+        prefill_forward          20  30   lane 4
+      sglang decode request      12  58   lane 2
+        decode_bootstrap         12  30   lane 5
+        decode_loop              30  58   lane 5
+      sglang request             40  50   lane 3
+        prefill_forward          40  50   lane 6
+  `);
+  const phases = { ...PHASES, pd: ["decode_bootstrap"] };
+  const { d, L, g, filled, at } = scene(false, false, spans, phases);
+  const band = bandBox(L, 0);
+  const by = canvasY(g, band.y + band.h / 2);
+  const phaseAt = (/** @type {number} */ t) => d.bandPhases.find((phase) => enginePhaseColor(phase) === colorAt(filled, 200 + t * 8, by));
+  assert.deepEqual([15, 25, 35, 45, 55].map(phaseAt), ["queue", "prefill", "decode", "prefill", "decode"]);
+  // the picture's seconds per phase (one pixel an eighth of a second) are the panel's
+  /** @type {Record<string, number>} */
+  const drawn = {};
+  for (let x = 0; x < 800; x++) {
+    const phase = phaseAt((x + 0.5) / 8);
+    if (phase) drawn[phase] = (drawn[phase] ?? 0) + 1 / 8;
+  }
+  const counted = Object.fromEntries(enginePhases(d, at(0)).map((row) => [row.phase, row.dur]));
+  assert.deepEqual(counted, { queue: 8, prefill: 20, decode: 18 });
+  assert.deepEqual(drawn, counted);
 });
