@@ -68,7 +68,8 @@ Term = dict[str, Any]
 
 
 class QueryError(ValueError):
-    """A query that does not parse: ``message`` says why, ``pos`` where (0-based)."""
+    """A query that does not parse: ``message`` says why, ``pos`` where (0-based, in code
+    points: the widget's parser reports the same ``pos``, not its UTF-16 index)."""
 
     def __init__(self, message: str, pos: int) -> None:
         super().__init__(f"{message} (at character {pos + 1})")

@@ -85,7 +85,8 @@ function inWords(options, conjunction = "or") {
 export class QueryError extends Error {
   /**
    * @param {string} message
-   * @param {number} pos 0-based
+   * @param {number} pos 0-based, in code points as Python counts (an emoji is one
+   *   character), not UTF-16 indices; the filter box shows it only in the message
    */
   constructor(message, pos) {
     super(`${message} (at character ${pos + 1})`);
@@ -95,12 +96,34 @@ export class QueryError extends Error {
 }
 
 /**
- * Whitespace-separated tokens as position, characters and which were quoted.
+ * The code point each UTF-16 index of `text` is in (and its length at the end): the
+ * positions Python's parser reports, which count a character outside the BMP (an
+ * emoji, two UTF-16 units) once.
+ * @param {string} text
+ * @returns {Uint32Array}
+ */
+function codePointOfUnit(text) {
+  const out = new Uint32Array(text.length + 1);
+  let unit = 0;
+  let point = 0;
+  for (const character of text) {
+    out.fill(point, unit, unit + character.length);
+    unit += character.length;
+    point++;
+  }
+  out[unit] = point;
+  return out;
+}
+
+/**
+ * Whitespace-separated tokens as position (in code points), characters and which
+ * were quoted (per UTF-16 unit of the characters, as `word` is indexed).
  * @param {string} text
  * @returns {{pos: number, word: string, quoted: boolean[]}[]}
  */
 function tokens(text) {
   const out = [];
+  const pointAt = codePointOfUnit(text);
   let i = 0;
   const length = text.length;
   while (i < length) {
@@ -127,8 +150,8 @@ function tokens(text) {
       }
       i++;
     }
-    if (openAt >= 0) throw new QueryError("unclosed quote", openAt);
-    out.push({ pos, word, quoted });
+    if (openAt >= 0) throw new QueryError("unclosed quote", pointAt[openAt]);
+    out.push({ pos: pointAt[pos], word, quoted });
   }
   return out;
 }

@@ -139,6 +139,14 @@ test("a bad query says why and keeps the last good filter", () => {
   assert.equal(applied.length, 2, "no filter before, none after: nothing to apply");
 });
 
+test("the filter box counts an emoji before an error as one character, as Python does", () => {
+  const { f, statuses } = filterHost();
+  f.run('name:"\u{1F600}" is:"nope');
+  // name:"😀" is 8 characters (9 UTF-16 units), then a space and is: the quote is the 13th
+  assert.equal(statuses.at(-1).state, "error");
+  assert.match(statuses.at(-1).text, /unclosed quote \(at character 13\)/);
+});
+
 test("a failed resolver shows a message and changes nothing", async () => {
   const { f, asked, applied } = filterHost();
   f.run("k=v");
