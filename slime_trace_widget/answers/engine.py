@@ -65,9 +65,11 @@ TOKENS_ATTR = "completion_tokens"
 PHASE_COLUMNS = [f"{phase}_s" for phase in (*PHASES, "other")]
 COLUMNS = [*PHASE_COLUMNS, "retracted_s", "retractions", "requests", "decode_tokens",
            "decode_tokens_per_s"]
-#: The columns :func:`phase_seconds` reads of its spans and retract events.
-SPAN_INPUT = ("unit", "id", "parent", "name", "start", "end", "engine")
-RETRACT_INPUT = ("parent", "ts")
+#: The columns :func:`phase_seconds` reads of its spans and retract events, as the frames'
+#: span and event tables and a run dataset's ``spans`` and ``events`` name them.
+SPAN_INPUT = ("sample_row", "span_index", "parent_index", "name", "start", "duration",
+              "engine")
+RETRACT_INPUT = ("parent_index", "ts")
 _MAX_DEPTH = 256
 
 
@@ -113,7 +115,7 @@ def _per_sample(frames: TraceFrames) -> pd.DataFrame:
     retracts = events[((events["origin"] == "engine") & (events["name"] == RETRACT_EVENT)
                        ).to_numpy()]
     seconds = phase_seconds(_span_input(core, engine), pd.DataFrame({
-        "parent": retracts["parent_index"].to_numpy(), "ts": retracts["ts"].to_numpy()}))
+        "parent_index": retracts["parent_index"].to_numpy(), "ts": retracts["ts"].to_numpy()}))
     out[PHASE_COLUMNS] = seconds.reindex(rows).fillna(0.0)[PHASE_COLUMNS]
     requests = engine[engine["name"].isin(REQUEST_SPANS).to_numpy()]
     generations = requests["parent_index"].unique()
@@ -134,32 +136,31 @@ def _per_sample(frames: TraceFrames) -> pd.DataFrame:
 
 def _span_input(core: pd.DataFrame, engine: pd.DataFrame) -> pd.DataFrame:
     """:func:`phase_seconds`' spans from the frames: the engine spans of each sample and
-    the spans their requests hang under (each a window, ``end = start + duration``)."""
+    the spans their requests hang under (the windows their time is clipped to)."""
     holders = engine[engine["name"].isin(REQUEST_SPANS).to_numpy()]["parent_index"]
     owners = core.reindex(pd.Index(holders.unique()).intersection(core.index))
     owners = owners[(owners["origin"] != "engine").to_numpy()]
     picked = pd.concat([engine, owners])
     return pd.DataFrame({
-        "unit": picked["sample_row"].to_numpy(), "id": picked.index.to_numpy(),
-        "parent": picked["parent_index"].to_numpy(), "name": picked["name"].astype(str),
-        "start": picked["start"].to_numpy(dtype=np.float64),
-        "end": (picked["start"] + picked["duration"]).to_numpy(dtype=np.float64),
+        "sample_row": picked["sample_row"].to_numpy(), "span_index": picked.index.to_numpy(),
+        "parent_index": picked["parent_index"].to_numpy(), "name": picked["name"].astype(str),
+        "start": picked["start"].to_numpy(), "duration": picked["duration"].to_numpy(),
         "engine": (picked["origin"] == "engine").to_numpy()})
 
 
 def phase_seconds(spans: pd.DataFrame, retracts: pd.DataFrame) -> pd.DataFrame:
-    """Seconds per phase of each unit (a sample), by the module's rules: one row per unit
+    """Seconds per phase of each sample, by the module's rules: one row per sample row
     with a slice, columns :data:`PHASE_COLUMNS`; each row adds up to at most the wall time
     its slices cover, clipped to the spans their requests hang under.
 
-    ``spans`` has the columns of :data:`SPAN_INPUT`: ``unit`` (an integer: what is
-    partitioned), ``id`` (unique), ``parent`` (an id, -1 none), ``name``, ``start``,
-    ``end`` and ``engine``; its rows are the engine spans and the spans their request
-    spans hang under (``engine`` false: the windows their time is clipped to; a span
-    with no such window is not clipped, an end that is NaN clips nothing).
-    ``retracts`` has :data:`RETRACT_INPUT`: the id of the span holding each ``retract``
-    event and its time. Ids need not be positions: the run dataset's trends pass their
-    own."""
+    ``spans`` has the columns of :data:`SPAN_INPUT`: ``sample_row`` (an integer: what is
+    partitioned), ``span_index`` (unique), ``parent_index`` (a span index, -1 none),
+    ``name``, ``start``, ``duration`` and ``engine``; its rows are the engine spans and
+    the spans their request spans hang under (``engine`` false: the windows their time
+    is clipped to; a span with no such window is not clipped, a window whose end is
+    unknown clips nothing after its start). ``retracts`` has :data:`RETRACT_INPUT`: the
+    span index of the span holding each ``retract`` event and its time. Indexes need not
+    be positions: a run dataset's dump numbers its own."""
     slices = _slices(spans, retracts)
     if not len(slices):
         return pd.DataFrame(columns=PHASE_COLUMNS, dtype=np.float64)
@@ -167,49 +168,13 @@ def phase_seconds(spans: pd.DataFrame, retracts: pd.DataFrame) -> pd.DataFrame:
     return _partition(unit, start, end, phase)
 
 
-def phase_seconds_by(spans: pd.DataFrame, retracts: pd.DataFrame, keys: list[str]
-                     ) -> pd.DataFrame:
-    """:func:`phase_seconds` of each sample, summed per group of ``keys`` (a run dataset's
-    dump: its rollout id and file): one row per group with a slice, ``keys`` then
-    :data:`PHASE_COLUMNS` (``keys`` keep their dtypes).
-
-    ``spans``: ``keys``, ``sample_row``, ``span_index``, ``parent_index``, ``name``,
-    ``start``, ``duration`` and ``engine`` (bool), for the engine spans and the spans
-    their request spans hang under; indexes count within a group. ``retracts``:
-    ``keys``, ``parent_index`` and ``ts`` of the engine's ``retract`` events."""
-    if not len(spans):
-        return pd.DataFrame({**{key: spans[key] for key in keys},
-                             **{column: np.zeros(0) for column in PHASE_COLUMNS}})
-    group, labels = pd.factorize(pd.MultiIndex.from_frame(spans[keys]), sort=True)
-    index = spans["span_index"].to_numpy(dtype=np.int64)
-    parent = spans["parent_index"].to_numpy(dtype=np.int64)
-    width = int(max(index.max(), parent.max(), 0)) + 1
-    rows = spans["sample_row"].to_numpy(dtype=np.int64)
-    row_width = int(max(rows.max(), 0)) + 1
-    start = spans["start"].to_numpy(dtype=np.float64)
-    seconds = phase_seconds(pd.DataFrame({
-        "unit": group * row_width + rows, "id": group * width + index,
-        "parent": np.where(parent >= 0, group * width + parent, -1),
-        "name": spans["name"].astype(str).to_numpy(), "start": start,
-        "end": start + spans["duration"].to_numpy(dtype=np.float64),
-        "engine": spans["engine"].to_numpy(dtype=bool)}), _grouped_retracts(
-            retracts, keys, labels, width))
-    totals = seconds.groupby(seconds.index.to_numpy() // row_width).sum()
-    out = pd.DataFrame(list(labels[totals.index.to_numpy()]), columns=keys)
-    out = out.astype({key: spans[key].dtype for key in keys})
-    return pd.concat([out, totals.reset_index(drop=True)], axis=1)
-
-
-def _grouped_retracts(retracts: pd.DataFrame, keys: list[str], labels: pd.MultiIndex,
-                      width: int) -> pd.DataFrame:
-    """Retract events with their holder's id as :func:`phase_seconds_by` numbers spans."""
-    if not len(retracts):
-        return pd.DataFrame({"parent": np.zeros(0, np.int64), "ts": np.zeros(0)})
-    group = labels.get_indexer(pd.MultiIndex.from_frame(retracts[keys]))
-    parent = retracts["parent_index"].to_numpy(dtype=np.int64)
-    known = (group >= 0) & (parent >= 0) & (parent < width)
-    return pd.DataFrame({"parent": (group * width + parent)[known],
-                         "ts": retracts["ts"].to_numpy(dtype=np.float64)[known]})
+def dump_phase_seconds(spans: pd.DataFrame, retracts: pd.DataFrame) -> pd.Series | None:
+    """:func:`phase_seconds` of a dump's samples, summed: what a run dataset's trends give
+    per dump (they read one dump at a time), indexed by :data:`PHASE_COLUMNS`; None when
+    none of its samples has a slice. ``spans`` and ``retracts`` are one dump's, as
+    :func:`phase_seconds` reads them."""
+    seconds = phase_seconds(spans, retracts)
+    return seconds.sum() if len(seconds) else None
 
 
 def _slices(spans: pd.DataFrame, retracts: pd.DataFrame) -> pd.DataFrame:
@@ -217,23 +182,22 @@ def _slices(spans: pd.DataFrame, retracts: pd.DataFrame) -> pd.DataFrame:
     :data:`PRIORITY`, their window, and the unsliced waits after retractions as queue
     slices under the slice they interrupted."""
     spans = spans.reset_index(drop=True)
-    ids = pd.Index(spans["id"].to_numpy())
-    parent_at = ids.get_indexer(spans["parent"].to_numpy())
+    ids = pd.Index(spans["span_index"].to_numpy())
+    parent_at = ids.get_indexer(spans["parent_index"].to_numpy())
     engine = spans["engine"].to_numpy(dtype=bool)
-    low, high = _windows(parent_at, engine, spans["start"].to_numpy(dtype=np.float64),
-                         spans["end"].to_numpy(dtype=np.float64))
+    start = spans["start"].to_numpy(dtype=np.float64)
+    end = start + spans["duration"].to_numpy(dtype=np.float64)
+    low, high = _windows(parent_at, engine, start, end)
     names = spans["name"].astype(str)
     picked = engine & ~names.isin(HOLDER_SPANS).to_numpy()
     codes = {phase: code for code, phase in enumerate(PRIORITY)}
     code_of = {name: codes[phase_of(name)] for name in names.unique()}
     slices = pd.DataFrame({
-        "unit": spans["unit"].to_numpy(dtype=np.int64), "id": spans["id"].to_numpy(),
-        "parent": spans["parent"].to_numpy(),
-        "start": spans["start"].to_numpy(dtype=np.float64),
-        "end": spans["end"].to_numpy(dtype=np.float64),
-        "phase": names.map(code_of).to_numpy(dtype=np.int64),
+        "unit": spans["sample_row"].to_numpy(dtype=np.int64),
+        "id": spans["span_index"].to_numpy(), "parent": spans["parent_index"].to_numpy(),
+        "start": start, "end": end, "phase": names.map(code_of).to_numpy(dtype=np.int64),
         "low": low, "high": high})[picked]
-    first_free = int(spans["id"].max()) + 1 if len(spans) else 0
+    first_free = int(spans["span_index"].max()) + 1 if len(spans) else 0
     waits = _requeue_waits(slices, retracts, codes["queue"], first_free)
     slices = pd.concat([slices, waits], ignore_index=True)
     finite = np.isfinite(slices["start"].to_numpy()) & np.isfinite(slices["end"].to_numpy())
@@ -263,12 +227,12 @@ def _requeue_waits(slices: pd.DataFrame, retracts: pd.DataFrame, queue: int,
     lies inside the slice it was put back from (the first ``decode_forward``), from the
     ``retract`` event to that slice's next child. Each such wait, as a queue slice under
     it (ids from ``first``, above every id given)."""
-    held = retracts[pd.Index(retracts["parent"]).isin(slices["id"])]
-    children = slices[pd.Index(slices["parent"]).isin(held["parent"])]
+    held = retracts[pd.Index(retracts["parent_index"]).isin(slices["id"])]
+    children = slices[pd.Index(slices["parent"]).isin(held["parent_index"])]
     if not len(held) or not len(children):
         return slices.iloc[:0]
     nearest = pd.merge_asof(
-        pd.DataFrame({"parent": held["parent"].to_numpy(), "ts": held["ts"].to_numpy(
+        pd.DataFrame({"parent": held["parent_index"].to_numpy(), "ts": held["ts"].to_numpy(
             dtype=np.float64)}).sort_values("ts"),
         pd.DataFrame({"parent": children["parent"].to_numpy(),
                       "next": children["start"].to_numpy(dtype=np.float64)}

@@ -21,7 +21,7 @@ from ..sources.dataset.manifest import Manifest
 from ..sources.dumps.paths import dump_labels
 from ..tables.core_tables import json_text_column
 from ..vocabularies import INSTANT_EVENT
-from .engine import PHASES, REQUEST_SPANS, RETRACT_EVENT, TOKENS_ATTR, phase_seconds_by
+from .engine import PHASE_COLUMNS, REQUEST_SPANS, RETRACT_EVENT, TOKENS_ATTR, dump_phase_seconds
 from .ledger import FATES, FILTER_EVENTS, fates_of, ledger_of, sample_fates
 from .tail import FINISHED_COLUMNS, OVERSAMPLE, tail_of
 
@@ -311,40 +311,34 @@ def _engine_figures(db: Any) -> pd.DataFrame:
 
 
 def _engine_phases(db: Any, requests: str) -> pd.DataFrame:
-    """``engine_<phase>_s`` per dump: :func:`.engine.phase_seconds_by` over the engine
-    spans, the spans their request spans hang under (the windows their time is clipped
-    to) and the engine's retract events, read one dump at a time so that a run's engine
-    spans are never all in memory at once."""
+    """``engine_<phase>_s`` per dump with an engine slice: :func:`.engine.dump_phase_seconds`
+    over its engine spans, the spans their request spans hang under (the windows their
+    time is clipped to) and its engine's retract events, read one dump at a time so that
+    a run's engine spans are never all in memory at once."""
     keys = list(TREND_KEYS)
-    selected = ", ".join(f"s.{key}" for key in keys)
     same = " and ".join(f"s.{key} = ?" for key in keys)
     dumps = db.execute(f"select distinct {_KEYS} from spans where origin = 'engine'").fetchall()
-    parts = []
+    rows = []
     for dump in dumps:
         spans = db.execute(f"""
             with owners as (
                 select distinct parent_index from spans s
                 where {same} and s.origin = 'engine' and s.name in ({requests}))
-            select {selected}, s.sample_row, s.span_index,
-                   s.parent_index, s.name::varchar as name, s.start, s.duration,
-                   s.origin = 'engine' as engine
+            select s.sample_row, s.span_index, s.parent_index, s.name::varchar as name,
+                   s.start, s.duration, s.origin = 'engine' as engine
             from spans s
             where {same} and (s.origin = 'engine'
                               or s.span_index in (select parent_index from owners))""",
                            [*dump, *dump]).df()
         retracts = db.execute(f"""
-            select {_KEYS}, parent_index, ts from events s
+            select parent_index, ts from events s
             where {same} and origin = 'engine' and name = '{RETRACT_EVENT}'""", list(dump)).df()
-        parts.append(phase_seconds_by(spans, retracts, keys))
-    if not parts:
-        empty = db.execute(f"select {selected}, s.sample_row, s.span_index, s.parent_index, "
-                           "s.name::varchar as name, s.start, s.duration, true as engine "
-                           "from spans s limit 0").df()
-        parts.append(phase_seconds_by(empty, pd.DataFrame(columns=[*keys, "parent_index", "ts"]),
-                                      keys))
-    phases = pd.concat(parts, ignore_index=True)
-    return phases.rename(columns={f"{phase}_s": f"engine_{phase}_s"
-                                  for phase in (*PHASES, "other")})
+        seconds = dump_phase_seconds(spans, retracts)
+        if seconds is not None:
+            rows.append([*dump, *seconds[PHASE_COLUMNS]])
+    phases = pd.DataFrame(rows, columns=[*keys, *PHASE_COLUMNS]).astype(
+        dict.fromkeys(PHASE_COLUMNS, np.float64))
+    return phases.rename(columns={column: f"engine_{column}" for column in PHASE_COLUMNS})
 
 
 def _decode_tokens(db: Any, requests: str) -> pd.DataFrame | None:

@@ -20,8 +20,8 @@ from slime_trace_widget.answers.engine import (
     PHASE_COLUMNS,
     PRIORITY,
     RETRACT_EVENT,
+    dump_phase_seconds,
     engine_breakdown,
-    phase_seconds_by,
 )
 from slime_trace_widget.demo import make_demo_samples
 from slime_trace_widget.frames import build_frames
@@ -217,30 +217,46 @@ def test_every_sample_of_the_built_shapes_is_partitioned(shape: str) -> None:
     assert_partition(join_engine(frames, engine.table()))
 
 
-def test_phase_seconds_by_dump_sums_the_breakdown_of_each() -> None:
-    """What the run dataset's trends call: the same rules over rows of several dumps, each
-    with its own span indexes."""
-    frames = frames_for(["decode-rid", "r-retract"])
-    engine = pd_engine("decode-rid", 0x71, senders=(0, 1))
-    engine.request("r-retract", T0 + 1, T0 + 9, thread_events=[("retract", T0 + 5, {})],
-                   slices=[("decode_forward", T0 + 3.1, T0 + 9.0, {}, [],
-                            [("prefill_forward", T0 + 5.5, T0 + 6.0, {}, [], [])])])
-    joined = join_engine(frames, engine.table())
-    core, events = joined.span_core, joined.event_core
+def _dump_tables(frames: TraceFrames) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """A dump's spans and retract events as a run dataset's trends read them."""
+    core, events = frames.span_core, frames.event_core
     spans = pd.DataFrame({
         "sample_row": core["sample_row"], "span_index": core.index,
         "parent_index": core["parent_index"], "name": core["name"].astype(str),
         "start": core["start"], "duration": core["duration"],
         "engine": core["origin"] == "engine"})
     retracts = events[(events["name"] == RETRACT_EVENT).to_numpy()]
-    retracts = pd.DataFrame({"parent_index": retracts["parent_index"], "ts": retracts["ts"]})
-    both = [table.assign(rollout_id=7, dump_file=name)
-            for table in (spans, retracts) for name in ("a.pt", "b.pt")]
-    out = phase_seconds_by(pd.concat(both[:2], ignore_index=True),
-                           pd.concat(both[2:], ignore_index=True), ["rollout_id", "dump_file"])
-    assert out["dump_file"].tolist() == ["a.pt", "b.pt"]
+    return spans, pd.DataFrame({"parent_index": retracts["parent_index"], "ts": retracts["ts"]})
+
+
+def test_a_dump_s_phase_seconds_sum_the_breakdown_of_its_samples() -> None:
+    """What the run dataset's trends call, one dump at a time: the same rules (one
+    implementation) over the dump's own table, its span indexes its own."""
+    frames = frames_for(["decode-rid", "r-retract"])
+    engine = pd_engine("decode-rid", 0x71, senders=(0, 1))
+    engine.request("r-retract", T0 + 1, T0 + 9, thread_events=[("retract", T0 + 5, {})],
+                   slices=[("decode_forward", T0 + 3.1, T0 + 9.0, {}, [],
+                            [("prefill_forward", T0 + 5.5, T0 + 6.0, {}, [], [])])])
+    joined = join_engine(frames, engine.table())
+    spans, retracts = _dump_tables(joined)
     expected = engine_breakdown(joined)[PHASE_COLUMNS].sum()
     assert expected["queue_s"] > 0.5 and expected["pd_s"] > 0
-    for _, row in out.iterrows():
-        assert row[PHASE_COLUMNS].to_numpy(dtype=float) == pytest.approx(
-            expected.to_numpy(), abs=1e-6)
+    seconds = dump_phase_seconds(spans, retracts)
+    assert seconds is not None and list(seconds.index) == PHASE_COLUMNS
+    assert seconds.to_numpy() == pytest.approx(expected.to_numpy(), abs=1e-9)
+    shifted = dump_phase_seconds(spans.assign(span_index=spans["span_index"] + 1000,
+                                              parent_index=spans["parent_index"] + 1000),
+                                 retracts.assign(parent_index=retracts["parent_index"] + 1000))
+    assert shifted is not None and shifted.to_numpy() == pytest.approx(seconds.to_numpy())
+
+
+def test_a_dump_whose_engine_spans_hold_no_slice_has_no_phase_seconds() -> None:
+    """The trends leave such a dump's phases missing, as for a dump with no engine spans."""
+    frames = frames_for(["r-1"])
+    engine = Engine()
+    engine.request("r-1", T0 + 1, T0 + 9, slices=plain_slices(T0 + 1, T0 + 9))
+    spans, retracts = _dump_tables(join_engine(frames, engine.table()))
+    assert dump_phase_seconds(spans, retracts) is not None
+    holders = spans[(~spans["engine"] | spans["name"].isin(HOLDER_SPANS)).to_numpy()]
+    assert holders["engine"].any()
+    assert dump_phase_seconds(holders, retracts) is None

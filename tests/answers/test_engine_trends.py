@@ -3,9 +3,9 @@ request overlap in wall time (what the partition of ``answers/engine.py`` is abo
 over frames, and over a run dataset converted with the engine traces (DuckDB reading the
 Parquet files).
 
-NOTE: these tests need the new ``_engine_figures`` of ``answers/trends.py`` (it calls
-``answers.engine.phase_seconds_by``); with the old SQL, which adds each slice's own
-time, its PD rows disagree with ``engine_breakdown`` and they fail.
+The trends' ``_engine_figures`` (``answers/trends.py``) runs the partition through
+``answers.engine.dump_phase_seconds``, one dump at a time; SQL that added each slice's
+own time would make its PD rows disagree with ``engine_breakdown``, and these fail.
 """
 
 from __future__ import annotations
