@@ -105,6 +105,33 @@ def _segments_everywhere(index: int) -> dict:
         index=index)
 
 
+def _outliving_children(index: int) -> dict:
+    """Children that outlive their parents: a reward 3-9 started from a generation
+    0-4 (itself under a rollout 0-5), after a tool 1-2 under it; a log 4-4.5 in the
+    rollout after the generation, never on the path. Then a span 10-20 whose child
+    10-12 has a child 11-18 that outlives it, followed by a last step 18-20."""
+    return sample(
+        rec("span_start", "rollout", 0, "r"),
+        rec("span_start", "generate", 0, "g", "r"),
+        rec("span_start", "tool", 1, "t", "g"),
+        rec("span_end", "tool", 2, "t"),
+        rec("span_start", "reward", 3, "w", "g"),
+        rec("span_end", "generate", 4, "g"),
+        rec("span_start", "log", 4, "l", "r"),
+        rec("span_end", "log", 4.5, "l"),
+        rec("span_end", "rollout", 5, "r"),
+        rec("span_end", "reward", 9, "w"),
+        rec("span_start", "agent", 10, "a"),
+        rec("span_start", "turn", 10, "b", "a"),
+        rec("span_start", "judge", 11, "c", "b"),
+        rec("span_end", "turn", 12, "b"),
+        rec("span_end", "judge", 18, "c"),
+        rec("span_start", "tool", 18, "d", "a"),
+        rec("span_end", "tool", 20, "d"),
+        rec("span_end", "agent", 20, "a"),
+        index=index)
+
+
 def _payload_name_paths(path: str) -> str:
     """A flame path as the default payload spells it: a real PD phase span is
     its virtual span, named ``"<generation name> [P]"`` / ``[D]``, and a real
@@ -191,6 +218,7 @@ def fixture() -> dict[str, Any]:
     mixed = frames_of(_agent(0), _attribute_pd(1))
     segment_children = frames_of(_segments_everywhere(0), _child_pd_with_segments(1),
                                  _attribute_pd(2))
+    outliving = frames_of(_outliving_children(0), _agent(1))
     return {"cases": [
         _case("default payload: child-form PD with segment children, and the attribute form",
               segment_children, False, (0.4, 3.0)),
@@ -199,6 +227,8 @@ def fixture() -> dict[str, Any]:
         _case("every span sent: real PD spans and their segments beside the virtual ones",
               segments, True, (0.5, 3.5)),
         _case("every span sent: child-form and attribute-form PD", mixed, True, (2.0, 9.5)),
+        _case("default payload: children outliving their parents", outliving, False,
+              (3.5, 11.5)),
     ]}
 
 
@@ -233,6 +263,10 @@ def test_fixture_cases_hold_what_they_claim() -> None:
         (True, 0.5), (True, 2), (False, 1.5)]
     attrs = cases["default payload: attribute-form PD, retry, open span"]
     assert "rollout;generate;generate [P]" in {row["path"] for row in attrs["flame"]}
+    outliving = cases["default payload: children outliving their parents"]
+    # The reward and the judge hold the time past their parents' ends; 1 s idle at 9-10.
+    assert [seconds for _, _, seconds in outliving["critical"][0]["path"]] == [
+        0, 2, 1, 6, 0, 1, 7, 2]
     segments = cases["every span sent: real PD spans and their segments beside the virtual ones"]
     assert "sglang_pd_prefill_forward" in segments["payload"]["meta"]["names"]
     assert "generate;sglang_pd_prefill;sglang_pd_prefill_forward" in {

@@ -1,7 +1,10 @@
 // Critical path of one sample over the payload's spans: the same walk as
-// analysis._critical_positions (from the sample's end, the span that finished
-// last, then the last to finish before it started, recursively into each
-// chosen span's children), so the widget and `analysis.critical_path` agree.
+// answers/critical.py's `_critical_walk` (from the sample's end, the span that
+// finished last, then the last to finish before it started, recursively into
+// each chosen span's children), so the widget and `analysis.critical_path`
+// agree. A span finishes when it and every span under it have ended: a child
+// that outlives its parent is what the sample waited for, so the path goes
+// through the parent into it.
 // Which spans count is `measuredSpans`: a [P]/[D] virtual span stands for its
 // phase only while the real `sglang_pd_*` span it mirrors is not in the
 // payload (the default payload leaves those out), so a phase counts once;
@@ -100,11 +103,13 @@ export function criticalPath(data, sample) {
       for (let position = data.spanSegOff[i]; position < data.spanSegOff[i + 1]; position++) addChild(i, nSpans + data.segOrder[position]);
     }
   }
+  const finishes = finishTimes(roots, children, endOf);
+  const finishOf = (/** @type {number} */ node) => /** @type {number} */ (finishes.get(node));
   /** @type {CriticalStep[]} */
   const path = [];
   /** @type {number[]} */
   const nodes = [];
-  const latestFirst = (/** @type {number[]} */ pool) => pool.slice().sort((left, right) => endOf(right) - endOf(left) || startOf(left) - startOf(right));
+  const latestFirst = (/** @type {number[]} */ pool) => pool.slice().sort((left, right) => finishOf(right) - finishOf(left) || startOf(left) - startOf(right));
   // The walk with an explicit stack (a crafted chain thousands deep must not
   // exhaust the JS stack). A frame: the node (-1 for the sample), its children
   // latest end first, the next one to look at, the limit, and the time its own
@@ -116,13 +121,13 @@ export function criticalPath(data, sample) {
     let chosen = -1;
     while (top.next < top.kids.length) {
       const child = top.kids[top.next++];
-      if (endOf(child) <= top.limit + EPSILON) {
+      if (finishOf(child) <= top.limit + EPSILON) {
         chosen = child; // else still running here: not what the path waited for
         break;
       }
     }
     if (chosen >= 0) {
-      stack.push({ node: chosen, kids: latestFirst(children.get(chosen) || []), next: 0, limit: endOf(chosen), covered: 0 });
+      stack.push({ node: chosen, kids: latestFirst(children.get(chosen) || []), next: 0, limit: finishOf(chosen), covered: 0 });
       continue;
     }
     stack.pop();
@@ -132,11 +137,41 @@ export function criticalPath(data, sample) {
     nodes.push(node);
     path.push(node < nSpans ? { span: node, seg: -1, critical: Math.max(length - top.covered, 0) } : { span: data.segSpan[node - nSpans], seg: node - nSpans, critical: Math.max(length - top.covered, 0) });
     const parent = stack[stack.length - 1];
-    parent.covered += length;
+    // The part of the parent's own interval this node's path covers (start to finish).
+    if (parent.node >= 0) parent.covered += Math.max(Math.min(finishOf(node), endOf(parent.node)) - Math.max(startOf(node), startOf(parent.node)), 0);
     parent.limit = startOf(node);
   }
   const order = nodes.map((_, j) => j).sort((left, right) => startOf(nodes[left]) - startOf(nodes[right]) || depthOf(nodes[left]) - depthOf(nodes[right]));
   return order.map((j) => path[j]);
+}
+
+/**
+ * Per node under `roots`, when it and every node under it had ended: the
+ * latest end in its subtree. Children are visited before their parent with an
+ * explicit stack, as deep chains need.
+ * @param {number[]} roots
+ * @param {Map<number, number[]>} children
+ * @param {(node: number) => number} endOf
+ * @returns {Map<number, number>}
+ */
+function finishTimes(roots, children, endOf) {
+  /** @type {Map<number, number>} */
+  const finishes = new Map();
+  /** @type {number[]} */
+  const preorder = [];
+  const pending = roots.slice();
+  while (pending.length) {
+    const node = /** @type {number} */ (pending.pop());
+    preorder.push(node);
+    for (const kid of children.get(node) || []) pending.push(kid);
+  }
+  for (let k = preorder.length - 1; k >= 0; k--) {
+    const node = preorder[k];
+    let finish = endOf(node);
+    for (const kid of children.get(node) || []) finish = Math.max(finish, /** @type {number} */ (finishes.get(kid)));
+    finishes.set(node, finish);
+  }
+  return finishes;
 }
 
 /**

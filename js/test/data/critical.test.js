@@ -50,6 +50,28 @@ test("concurrent children: the one that finished last holds the path, the earlie
   assert.ok(!path.some((p) => d.spanEnd[p.span] === 7));
 });
 
+test("a child outliving its parent holds the time past the parent's end", () => {
+  // rollout 0-5 > generate 0-4 > (tool 1-2, reward 3-9): the reward decides the sample's end.
+  const d = decodePayload(
+    makePayload({
+      samples: [{}],
+      spans: [
+        { sample: 0, start: 0, end: 5, name: "rollout", depth: 0 },
+        { sample: 0, start: 0, end: 4, name: "generate", depth: 1, parent: 0 },
+        { sample: 0, start: 1, end: 2, name: "tool", depth: 2, parent: 1 },
+        { sample: 0, start: 3, end: 9, name: "reward", depth: 2, parent: 1, lane: 3 },
+      ],
+    }).payload,
+  );
+  assert.deepEqual(named(d, 0), [
+    ["rollout", 0],
+    ["generate", 2],
+    ["tool", 1],
+    ["reward", 6],
+  ]);
+  assert.ok(close(criticalPath(d, 0).reduce((a, p) => a + p.critical, 0), 9), "the path explains the 9 s the sample took");
+});
+
 test("an open span counts to its display end; a retry follows the failed attempt", () => {
   const d = decodePayload(
     makePayload({
