@@ -139,6 +139,10 @@ def _plain(value: Any, depth: int, budget: _Budget) -> Any:
         return value
     if depth > _MAX_DEPTH:
         return f"<{kind.__name__} nested too deep>"
+    if (kind is list or kind is tuple) and len(value) <= budget.steps and \
+            PLAIN_TYPES.issuperset(map(type, value)):
+        budget.steps -= len(value)  # a flat list (token ids): what the walk gives, in C
+        return list(value)
     if isinstance(value, _CONTAINERS):
         return _each_item(value, budget, lambda item: _plain(item, depth + 1, budget))
     return _plain_scalar(value, depth, budget)

@@ -10,24 +10,21 @@ from __future__ import annotations
 import logging
 import math
 import os
-import pickle
-import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
+from ..values import plain_value
+
 #: One logger for the whole recording API, whichever submodule logs.
 logger = logging.getLogger(__package__ or __name__)
 
 # Long enough for a useful traceback summary, short enough not to bloat every dump.
 MAX_ERROR_MESSAGE_CHARS = 2000
-# Stand-in text for attribute values that could not be pickled into a dump.
+# Stand-in text for attribute values that could not be made plain data.
 MAX_REPR_CHARS = 1000
-# torch.save's default protocol (what save_dump and slime write); a value that only
-# pickles under a newer protocol would make the whole dump unsaveable.
-_DUMP_PICKLE_PROTOCOL = 2
 _PLAIN_TYPES = frozenset({str, int, float, bool, type(None)})
 
 Clock = Callable[[], float]
@@ -100,14 +97,15 @@ def _log_failure(what: str, *args: Any) -> None:
 
 
 def _clean_attrs(attrs: Any) -> dict[str, Any] | None:
-    """A copy of ``attrs`` that can be pickled into a dump, or None when empty/invalid.
+    """A frozen copy of ``attrs`` that can be pickled into a dump, or None when empty/invalid.
 
-    Copying freezes the values at record time; keys become strings; a value that
-    cannot be pickled (a lambda, a lock) becomes its truncated ``repr`` so that
-    saving the samples later cannot fail because of a trace attribute. The copy
-    starts with ``dict(attrs)``, which is atomic for a plain dict, so another
-    thread calling ``span.set`` meanwhile cannot break the iteration. A mapping
-    that cannot even be read gives None: the record is kept without attributes.
+    Keys become strings; each value that is not a str, int, float, bool or None is
+    frozen into the plain data a reader makes of it (:func:`_frozen`), so mutating
+    it after this call changes nothing recorded, and a large tensor is not held
+    until the dump is saved. The copy starts with ``dict(attrs)``, which is atomic
+    for a plain dict, so another thread calling ``span.set`` meanwhile cannot break
+    the iteration. A mapping that cannot even be read gives None: the record is
+    kept without attributes.
     """
     if attrs is None:
         return None
@@ -118,7 +116,7 @@ def _clean_attrs(attrs: Any) -> dict[str, Any] | None:
         return {
             key if type(key) is str else str(key): value
             if type(value) in _PLAIN_TYPES
-            else _picklable(value)
+            else _frozen(value)
             for key, value in dict(attrs).items()
         }
     except Exception:
@@ -131,51 +129,20 @@ def _copy(attrs: dict[str, Any] | None) -> dict[str, Any] | None:
     return None if attrs is None else dict(attrs)
 
 
-def _picklable(value: Any) -> Any:
-    """``value`` if torch.save can pickle it, else its truncated ``repr``.
-
-    Plain numpy arrays and scalars and torch tensors (:func:`_is_plain_array`) are
-    stored as they are without the check, which would copy a big tensor; every
-    other value, a numpy object array or a class of a module named ``torch_*``
-    included, is pickled once to check.
+def _frozen(value: Any) -> Any:
+    """``value`` as the bounded plain data a reader of the dump makes of it
+    (:func:`slime_trace_widget.values.plain_value`): containers as new lists and
+    dicts, numpy and torch scalars as numbers, arrays and tensors of up to
+    ``MAX_ARRAY_ELEMENTS`` elements as lists and larger ones as a short summary,
+    other objects as a short ``repr``. Plain data always pickles, so saving the
+    samples cannot fail because of an attribute; the work is bounded by
+    ``MAX_STEPS`` elements per value. A value whose walk fails becomes its
+    truncated ``repr``.
     """
-    if _is_plain_array(value):
-        return value
     try:
-        pickle.dumps(value, protocol=_DUMP_PICKLE_PROTOCOL)
+        return plain_value(value)
     except Exception:
         return _truncate(_safe_repr(value), MAX_REPR_CHARS)
-    return value
-
-
-def _is_plain_array(value: Any) -> bool:
-    """Whether ``value`` is one of numpy's or torch's own array, scalar or tensor types
-    holding no Python objects, which always pickle.
-
-    Exact types only: a subclass can carry attributes of its own (a lock on a
-    ``torch.Tensor`` subclass fails to pickle), and an object dtype holds any
-    object. numpy and torch are looked up in ``sys.modules``, never imported: a
-    value of theirs exists only once they are. Never raises.
-    """
-    try:
-        kind = type(value)
-        numpy = sys.modules.get("numpy")
-        if numpy is not None and (
-            kind is numpy.ndarray
-            or (isinstance(value, numpy.generic) and kind.__module__ == "numpy")
-        ):
-            return not value.dtype.hasobject
-        torch = sys.modules.get("torch")
-        return torch is not None and kind in _torch_tensor_types(torch)
-    except Exception:
-        return False
-
-
-def _torch_tensor_types(torch: Any) -> tuple[type, ...]:
-    """torch's own tensor classes: ``Tensor`` and ``nn.Parameter`` (when loaded)."""
-    tensor = getattr(torch, "Tensor", None)
-    parameter = getattr(getattr(torch, "nn", None), "Parameter", None)
-    return tuple(kind for kind in (tensor, parameter) if isinstance(kind, type))
 
 
 def _safe_repr(value: Any) -> str:

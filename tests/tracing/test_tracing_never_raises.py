@@ -117,8 +117,9 @@ def test_odd_attr_values_are_kept_picklable(tmp_path):
     assert start["attrs"]["fn"].startswith("<function")
     assert start["attrs"]["lock"].startswith("<unlocked _thread.lock")
     assert start["attrs"]["7"] == "int key"
-    assert start["attrs"]["nested"] == {"fn": print, "ok": [1, 2]}
-    assert start["attrs"]["array"] is odd["array"]
+    assert start["attrs"]["nested"] == {"fn": "<built-in function print>", "ok": [1, 2]}
+    assert start["attrs"]["array"] == [0, 1, 2]
+    assert start["attrs"]["tensor"] == [1.0, 1.0] and start["attrs"]["scalar"] == 1.5
     assert math.isnan(end["attrs"]["nan"])
     path = tmp_path / "odd.pt"
     torch.save({"samples": [sample]}, path)
