@@ -62,7 +62,8 @@ def to_otlp(frames: TraceFrames, endpoint: str, *, protocol: str = "http/protobu
     ``protocol`` is ``"http/protobuf"`` (``endpoint`` a URL; a bare
     ``http://host:port`` gets ``/v1/traces``) or ``"grpc"`` (``host:port``).
     ``headers`` go with every request (an API key: ``{"authorization": "Bearer ..."}``).
-    ``service_name`` names the service (default ``slime-rollout``). Requests hold at
+    ``service_name`` names the service (default ``slime-rollout``). ``compression``
+    ``"gzip"`` compresses every request, over either protocol. Requests hold at
     most ``batch_spans`` spans (default 1000) and ``batch_bytes`` serialized bytes
     (default 3 MiB, :data:`~.otlp_spans.DEFAULT_BATCH_BYTES`); a request the receiver
     asks to be sent later (HTTP 429/502/503/504, gRPC ``UNAVAILABLE`` or

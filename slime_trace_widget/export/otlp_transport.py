@@ -85,8 +85,7 @@ class HttpSender:
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise OtlpExportError(f"{endpoint}: an OTLP/HTTP endpoint is a URL such as "
                                   f"http://127.0.0.1:4318{TRACES_PATH}")
-        if compression not in (None, "gzip"):
-            raise OtlpExportError(f"compression must be 'gzip' or None, not {compression!r}")
+        _check_compression(compression)
         self.endpoint = endpoint
         self.secure = parts.scheme == "https"
         self.host, self.port = parts.hostname, parts.port
@@ -134,11 +133,15 @@ class HttpSender:
 
 class GrpcSender:
     """OTLP/gRPC on one channel: ``host:port`` or ``http://host:port`` in the clear,
-    ``https://host:port`` with TLS."""
+    ``https://host:port`` with TLS; with ``compression="gzip"`` every request goes
+    gzip-compressed (gRPC's own message compression, which every receiver accepts)."""
 
     def __init__(self, endpoint: str, headers: Mapping[str, str] | None = None,
-                 timeout: float = DEFAULT_TIMEOUT_SECONDS) -> None:
+                 timeout: float = DEFAULT_TIMEOUT_SECONDS, compression: str | None = None
+                 ) -> None:
         import grpc
+
+        _check_compression(compression)
         from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import (
             TraceServiceStub,
         )
@@ -150,8 +153,11 @@ class GrpcSender:
         if scheme not in ("", "http", "https", "grpc") or ":" not in target:
             raise OtlpExportError(f"{endpoint}: an OTLP/gRPC endpoint is HOST:PORT "
                                   "(or http:// / https:// HOST:PORT)")
-        self.channel = (grpc.secure_channel(target, grpc.ssl_channel_credentials())
-                        if scheme == "https" else grpc.insecure_channel(target))
+        squeeze = grpc.Compression.Gzip if compression == "gzip" else None
+        self.channel = (grpc.secure_channel(target, grpc.ssl_channel_credentials(),
+                                            compression=squeeze)
+                        if scheme == "https" else
+                        grpc.insecure_channel(target, compression=squeeze))
         self.stub = TraceServiceStub(self.channel)
         self.metadata = [(key.lower(), value) for key, value in dict(headers or {}).items()]
         self.timeout = timeout
@@ -237,6 +243,12 @@ def send_with_retries(send: Callable[[], Reply], endpoint: str, *,
             wait = min(wait * 2, MAX_BACKOFF_SECONDS)
 
 
+def _check_compression(compression: str | None) -> None:
+    """OtlpExportError unless ``compression`` is one both senders apply."""
+    if compression not in (None, "gzip"):
+        raise OtlpExportError(f"compression must be 'gzip' or None, not {compression!r}")
+
+
 def _reply(body: bytes) -> Reply:
     """The partial success of an ``ExportTraceServiceResponse`` (an empty or non-protobuf
     body, as some receivers send, means all taken)."""
@@ -272,7 +284,7 @@ def sender_for(endpoint: str, protocol: str, headers: Mapping[str, str] | None,
                timeout: float, compression: str | None) -> Any:
     """The sender of ``protocol`` (one of :data:`PROTOCOLS`)."""
     if protocol == "grpc":
-        return GrpcSender(endpoint, headers, timeout)
+        return GrpcSender(endpoint, headers, timeout, compression)
     if protocol == "http/protobuf":
         return HttpSender(endpoint, headers, timeout, compression)
     raise OtlpExportError(f"protocol must be one of {', '.join(PROTOCOLS)}, not {protocol!r}")

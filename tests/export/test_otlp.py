@@ -33,6 +33,7 @@ from slime_trace_widget.sources.engine.store import load_engine_traces
 from slime_trace_widget.sources.loading import load_frames
 from tests.sources.test_engine_join import SKEWS, store_requests
 from tests.support.browser import free_port
+from tests.support.counting_proxy import counting_proxy
 from tests.support.engine_traces import requests_for
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
@@ -448,6 +449,29 @@ def test_grpc_refusal_is_one_line(frames, grpc_receiver) -> None:
     with pytest.raises(OtlpExportError, match="INVALID_ARGUMENT: bad spans") as caught:
         to_otlp(frames, address, protocol="grpc")
     assert "\n" not in str(caught.value) and address in str(caught.value)
+
+
+@pytest.mark.parametrize("compression", [None, "gzip"])
+def test_grpc_sends_gzip_compressed_requests_when_asked(frames, grpc_receiver,
+                                                        compression) -> None:
+    """Fewer bytes cross the wire than the requests hold only when they went compressed;
+    uncompressed, the wire carries more (gRPC's and HTTP/2's framing)."""
+    address, service = grpc_receiver
+    host, port = address.rsplit(":", 1)
+    with counting_proxy((host, int(port))) as proxy:
+        report = to_otlp(frames, proxy.address, protocol="grpc", compression=compression)
+        on_the_wire = proxy.sent_up
+    held = sum(len(request) for request in service.taken)
+    assert sum(spans_taken(service.taken).values()) == report.spans
+    if compression == "gzip":
+        assert on_the_wire < held / 2
+    else:
+        assert on_the_wire > held
+
+
+def test_an_unknown_compression_is_refused_for_grpc_too(frames, grpc_receiver) -> None:
+    with pytest.raises(OtlpExportError, match="compression must be 'gzip' or None"):
+        to_otlp(frames, grpc_receiver[0], protocol="grpc", compression="br")
 
 
 def test_large_exports_show_a_progress_bar_of_spans(frames, scripted, capsys) -> None:
