@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -55,7 +55,8 @@ def to_otlp(frames: TraceFrames, endpoint: str, *, protocol: str = "http/protobu
             batch_spans: int | None = None, include_text: bool = False,
             compression: str | None = None, timeout: float | None = None,
             retry_seconds: float | None = None, progress: bool | None = None,
-            batch_bytes: int | None = None) -> OtlpReport:
+            batch_bytes: int | None = None, skip_spans: int = 0,
+            on_confirmed: Callable[[int], None] | None = None) -> OtlpReport:
     """Send ``frames`` to the OTLP receiver at ``endpoint``: one trace per sample, one
     span per measured span under its parent (see :mod:`.otlp_spans` for the mapping).
 
@@ -72,6 +73,13 @@ def to_otlp(frames: TraceFrames, endpoint: str, *, protocol: str = "http/protobu
     again as two halves, and so on down to one span. Raises :class:`OtlpExportError`
     with a one-line reason when the receiver is unreachable or refuses the spans, or
     refuses one span alone as too large (naming it).
+
+    An export that stopped can resume where it stopped: ``on_confirmed(n)`` is called
+    after each request the receiver took, ``n`` the spans confirmed so far in the order
+    they are sent; given that ``n`` back as ``skip_spans`` (with the same frames and
+    options, which send the same spans in the same order), the export sends only the
+    spans after them (a request holding some of both is sent in pieces), so none
+    arrives twice. The report counts what this call sent.
     """
     try:
         from .otlp_spans import (
@@ -80,6 +88,7 @@ def to_otlp(frames: TraceFrames, endpoint: str, *, protocol: str = "http/protobu
             DEFAULT_SERVICE,
             exported_span_count,
             otlp_batches,
+            split_batch,
         )
         from .otlp_transport import DEFAULT_TIMEOUT_SECONDS, RETRY_SECONDS, sender_for
     except ImportError as exc:
@@ -90,14 +99,23 @@ def to_otlp(frames: TraceFrames, endpoint: str, *, protocol: str = "http/protobu
                         compression)
     started = time.monotonic()
     total = exported_span_count(frames)
-    bar = _progress_bar(total, progress)
+    bar = _progress_bar(max(total - skip_spans, 0), progress)
     retry_for = RETRY_SECONDS if retry_seconds is None else retry_seconds
+
+    def confirmed() -> None:
+        if on_confirmed is not None:
+            on_confirmed(skip_spans + report.spans)
+
+    position = 0  # spans of the export before the batch at hand
     try:
         for batch in otlp_batches(frames, service_name=service_name or DEFAULT_SERVICE,
                                   batch_spans=batch_spans or DEFAULT_BATCH_SPANS,
                                   batch_bytes=batch_bytes or DEFAULT_BATCH_BYTES,
                                   include_text=include_text):
-            _send_in_pieces(sender, batch, report, retry_for, bar)
+            unsent = _unsent_pieces(batch, skip_spans - position, split_batch)
+            position += batch.spans
+            for piece in unsent:
+                _send_in_pieces(sender, piece, report, retry_for, bar, confirmed)
     finally:
         if bar is not None:
             bar.close()
@@ -107,11 +125,33 @@ def to_otlp(frames: TraceFrames, endpoint: str, *, protocol: str = "http/protobu
     return report
 
 
+def _unsent_pieces(batch: Any, sent: int, split: Callable[[Any], tuple[Any, Any]]
+                   ) -> list[Any]:
+    """``batch`` without its first ``sent`` spans, as requests in order: the whole batch
+    when none was sent, nothing when all were, else its halves (by ``split``) and theirs,
+    those wholly sent left out (a piece holding both kinds has two spans or more, so
+    the halving ends)."""
+    if sent <= 0:
+        return [batch]
+    pieces, waiting = [], [(batch, 0)]
+    while waiting:
+        piece, start = waiting.pop()
+        if start + piece.spans <= sent:
+            continue
+        if start >= sent:
+            pieces.append(piece)
+            continue
+        first, second = split(piece)
+        waiting += [(second, start + first.spans), (first, start)]
+    return pieces
+
+
 def _send_in_pieces(sender: Any, batch: Any, report: OtlpReport, retry_seconds: float,
-                    bar: Any) -> None:
+                    bar: Any, confirmed: Callable[[], None]) -> None:
     """Send ``batch`` (retried as :func:`~.otlp_transport.send_with_retries` says) and
-    count it in ``report``; when the receiver finds it too large, send its halves
-    instead, in order, and theirs, down to one span, which fails naming the span."""
+    count it in ``report``, calling ``confirmed`` after each request taken; when the
+    receiver finds it too large, send its halves instead, in order, and theirs, down to
+    one span, which fails naming the span."""
     from .otlp_spans import describe_span, split_batch
     from .otlp_transport import OtlpExportError, RequestTooLarge, send_with_retries
 
@@ -137,6 +177,7 @@ def _send_in_pieces(sender: Any, batch: Any, report: OtlpReport, retry_seconds: 
         report.traces += piece.traces
         report.spans += piece.spans
         report.events += piece.events
+        confirmed()
         if bar is not None:
             bar.update(piece.spans)
 

@@ -1,7 +1,9 @@
-"""Fixtures of the export tests: this package's own OTLP receiver, live."""
+"""Fixtures of the export tests: this package's own OTLP receiver, live, and a receiver
+that answers from a script."""
 
 from __future__ import annotations
 
+import http.server
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -10,6 +12,7 @@ import pytest
 
 from slime_trace_widget.sources.engine.receiver import collect
 from tests.support.browser import free_port
+from tests.support.scripted_otlp import scripted_receiver
 
 #: Generous: a receiver on a busy machine still starts and stops well within it.
 WAIT_SECONDS = 60
@@ -30,3 +33,10 @@ def collector(tmp_path: Path) -> Iterator[tuple[str, str, Path]]:
     yield f"http://127.0.0.1:{http_port}", f"127.0.0.1:{grpc_port}", folder
     stop.set()
     thread.join(WAIT_SECONDS)
+
+
+@pytest.fixture
+def scripted() -> Iterator[http.server.ThreadingHTTPServer]:
+    """An OTLP/HTTP receiver answering from its ``script`` (see ``scripted_otlp``)."""
+    with scripted_receiver() as server:
+        yield server

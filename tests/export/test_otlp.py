@@ -8,17 +8,14 @@ broken receiver does. Phoenix, a backend users run, is in ``test_otlp_phoenix.py
 
 from __future__ import annotations
 
-import http.server
 import json
 import shutil
-import threading
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from slime_trace_widget.answers.stats import measured_spans
 from slime_trace_widget.cli import main
@@ -35,6 +32,7 @@ from tests.sources.test_engine_join import SKEWS, store_requests
 from tests.support.browser import free_port
 from tests.support.counting_proxy import counting_proxy
 from tests.support.engine_traces import requests_for
+from tests.support.scripted_otlp import spans_taken
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 
@@ -268,53 +266,6 @@ def test_a_receiver_gets_every_span_once(frames, collector, protocol) -> None:
     assert report.traces == report.spans - len(measured_spans(frames))
     assert "sent" in report.summary()
     check_received(frames, folder)
-
-
-class _Scripted(http.server.BaseHTTPRequestHandler):
-    """Answers requests with the server's script (one answer per request, then 200)."""
-
-    def do_POST(self) -> None:
-        body = self.rfile.read(int(self.headers["Content-Length"]))
-        server = self.server
-        answer = server.script.pop(0) if server.script else 200
-        if answer == "hang up":
-            server.bodies.append(body)
-            self.close_connection = True
-            self.connection.close()
-            return
-        if answer == 200:
-            server.bodies.append(body)
-        self.send_response(answer)
-        if answer in (429, 503):
-            self.send_header("Retry-After", "0")
-        payload = b"bad spans" if answer == 400 else b""
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-
-    def log_message(self, *_: object) -> None:
-        return None
-
-
-@pytest.fixture
-def scripted() -> Iterator[http.server.ThreadingHTTPServer]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Scripted)
-    server.script, server.bodies = [], []
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server
-    server.shutdown()
-    server.server_close()
-
-
-def spans_taken(bodies: list[bytes]) -> Counter:
-    taken: Counter = Counter()
-    for body in bodies:
-        request = ExportTraceServiceRequest()
-        request.ParseFromString(body)
-        taken.update(span.span_id for resource in request.resource_spans
-                     for scope in resource.scope_spans for span in scope.spans)
-    return taken
 
 
 def test_a_busy_receiver_gets_each_batch_again_and_only_that_batch(frames, scripted) -> None:

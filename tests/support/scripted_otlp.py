@@ -1,0 +1,68 @@
+"""An OTLP/HTTP receiver that answers from a script and keeps every request it took:
+for tests of what an export sends again (and what it must not) after a failure."""
+
+from __future__ import annotations
+
+import http.server
+import threading
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+
+class _Scripted(http.server.BaseHTTPRequestHandler):
+    """Answers requests with the server's script (one answer per request, then 200):
+    a status, or ``"hang up"`` to close without a reply."""
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        server = self.server
+        answer = server.script.pop(0) if server.script else 200
+        if answer == "hang up":
+            server.bodies.append(body)
+            self.close_connection = True
+            self.connection.close()
+            return
+        if answer == 200:
+            server.bodies.append(body)
+        self.send_response(answer)
+        if answer in (429, 503):
+            self.send_header("Retry-After", "0")
+        payload = b"bad spans" if answer == 400 else b""
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, *_: object) -> None:
+        return None
+
+
+@contextmanager
+def scripted_receiver() -> Iterator[http.server.ThreadingHTTPServer]:
+    """The receiver on a free loopback port, its ``script`` empty (all 200) and its
+    ``bodies`` the requests it took, for the block's duration."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Scripted)
+    server.script, server.bodies = [], []
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def spans_taken(bodies: list[bytes]) -> Counter:
+    """How often each span (by its dump, as the resource names it, and its id) arrived."""
+    taken: Counter = Counter()
+    for body in bodies:
+        request = ExportTraceServiceRequest()
+        request.ParseFromString(body)
+        for resource in request.resource_spans:
+            dump = next((kv.value.string_value for kv in resource.resource.attributes
+                         if kv.key == "slime.dump"), "")
+            taken.update((dump, span.span_id) for scope in resource.scope_spans
+                         for span in scope.spans)
+    return taken
