@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 
 from .._version import __version__
-from ..view.page.htmlpage import BLOCKS_FORMAT, Blocks, read_cache
+from ..view.page.htmlpage import BLOCKS_FORMAT, Blocks, read_cache, read_cache_header
 
 CACHE_SUFFIX = ".trace_timeline_cache.stw"
 
@@ -46,21 +46,43 @@ def _path_text(path: Path) -> str:
     return os.fsencode(path.resolve()).decode("utf-8", "backslashreplace")
 
 
-def fresh_cache(cache: Path, inputs: list[Path], source: dict) -> Blocks | None:
-    """The cached blocks when newer than every input and built from the same inputs."""
-    if not cache.exists() or any(cache.stat().st_mtime_ns <= p.stat().st_mtime_ns
-                                 for p in inputs):
-        return None
-    try:
-        blocks = read_cache(cache)
-        return blocks if blocks.header().get("source") == source else None
-    except (OSError, ValueError, EOFError):
-        return None
+class PageCache:
+    """The cache file of a view, whose header (what it was built from) is read once,
+    from the file's first bytes, when first asked: telling whether the cache fits never
+    reads its blocks."""
 
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._header: dict | None = None
+        self._header_read = False
 
-def cached_source(cache: Path) -> dict:
-    """The note a cache was built from (empty when there is no readable cache)."""
-    try:
-        return read_cache(cache).header().get("source") or {}
-    except (OSError, ValueError, EOFError):
-        return {}
+    def header(self) -> dict:
+        """The data block's header (empty when there is no readable cache)."""
+        if not self._header_read:
+            self._header_read = True
+            try:
+                self._header = read_cache_header(self.path)
+            except (OSError, ValueError, EOFError):
+                self._header = {}
+        return self._header or {}
+
+    def source(self) -> dict:
+        """The note the cache was built from (empty when there is no readable cache)."""
+        return self.header().get("source") or {}
+
+    def fresh_blocks(self, inputs: list[Path], source: dict) -> Blocks | None:
+        """The cached blocks when newer than every input and built from ``source``; the
+        blocks are read only then (and checked again: a cache rewritten meanwhile by
+        another run is not taken for the one whose header matched)."""
+        try:
+            if any(self.path.stat().st_mtime_ns <= p.stat().st_mtime_ns for p in inputs):
+                return None
+        except FileNotFoundError:
+            return None
+        if self.source() != source:
+            return None
+        try:
+            blocks = read_cache(self.path)
+            return blocks if blocks.header().get("source") == source else None
+        except (OSError, ValueError, EOFError):
+            return None

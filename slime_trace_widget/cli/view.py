@@ -19,7 +19,7 @@ from ..sources.dumps.paths import expand_paths
 from ..view.page.htmlpage import page
 from ..whole_files import write_whole
 from .arguments import MIN_INTERVAL, dump_pattern, interval, port, positive_count
-from .cache import CACHE_SUFFIX, cached_source, fresh_cache, source_note
+from .cache import CACHE_SUFFIX, PageCache, source_note
 from .errors import CliError
 from .files import HTML_SUFFIX, output_folder
 from .follow import follow
@@ -75,17 +75,19 @@ def run(args: argparse.Namespace) -> int:
     inputs = input_dumps(args)
     out_dir = output_folder(args.out_dir, inputs[0].parent)
     name = stem(inputs)
-    cache = out_dir / f"{name}{CACHE_SUFFIX}"
+    cache = PageCache(out_dir / f"{name}{CACHE_SUFFIX}")
     html_path = out_dir / f"{name}{HTML_SUFFIX}"
+    if args.demo:
+        write_demo_dump_unless_cached(inputs[0], cache, args.demo_samples)
 
     source = source_note(inputs, args.engine_traces, args.trusted,
                          args.demo_samples if args.demo else None)
-    blocks = None if args.rebuild else fresh_cache(cache, inputs, source)
+    blocks = None if args.rebuild else cache.fresh_blocks(inputs, source)
     frames = None
     if blocks is None:
-        frames, blocks = build(inputs, cache, source, args)
+        frames, blocks = build(inputs, cache.path, source, args)
     else:
-        print(f"reusing {cache.name} (newer than its dumps; --rebuild to rebuild)")
+        print(f"reusing {cache.path.name} (newer than its dumps; --rebuild to rebuild)")
     meta = blocks.header()["payload"]["meta"]
     if meta.get("warnings"):
         print(warnings_line(meta["warnings"]))
@@ -101,18 +103,17 @@ def run(args: argparse.Namespace) -> int:
 
 
 def input_dumps(args: argparse.Namespace) -> list[Path]:
-    """The dumps to view, each an existing file (CliError otherwise): the demo's, or
-    those the paths and globs name."""
+    """The dumps to view: the demo's (written by :func:`write_demo_dump_unless_cached`),
+    or those the paths and globs name, each an existing file (CliError otherwise)."""
     if args.demo:
-        folder = output_folder(args.out_dir, Path("."))
-        inputs = [demo_dump(folder, args.demo_samples)]
+        inputs = [output_folder(args.out_dir, Path(".")) / DEMO_DUMP]
     elif args.dumps:
         inputs = [Path(p) for p in expand_paths(args.dumps)]
+        for path in inputs:
+            if not path.is_file():
+                raise CliError(f"{path}: no such file")
     else:
         raise CliError("give a dump (rollout_0.pt), a glob, or --demo")
-    for path in inputs:
-        if not path.is_file():
-            raise CliError(f"{path}: no such file")
     check_engine_traces(args.engine_traces)
     return inputs
 
@@ -144,17 +145,14 @@ def warnings_line(counts: dict[str, int]) -> str:
     return f"load warnings ({sum(counts.values())}): {kinds}"
 
 
-def demo_dump(folder: Path, samples: int) -> Path:
-    """``--demo``: the simulated rollout's dump in ``folder``, written unless there is one
-    of ``samples`` samples already (as its page cache's note records)."""
+def write_demo_dump_unless_cached(path: Path, cache: PageCache, samples: int) -> None:
+    """``--demo``: the simulated rollout's dump written at ``path``, unless there is one
+    of ``samples`` samples already (as the note of its page's ``cache`` records)."""
     from ..demo import write_demo_dump
 
-    path = folder / DEMO_DUMP
-    cache = folder / f"{stem([path])}{CACHE_SUFFIX}"
-    if not path.exists() or cached_source(cache).get("demo_samples") != samples:
+    if not path.exists() or cache.source().get("demo_samples") != samples:
         write_demo_dump(path, n_samples=samples, seed=0)
         print(f"wrote demo dump {path} ({samples} samples)")
-    return path
 
 
 def stem(inputs: list[Path]) -> str:

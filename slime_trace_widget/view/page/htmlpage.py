@@ -60,19 +60,31 @@ class Blocks:
 
     @classmethod
     def from_bytes(cls, raw: bytes) -> Blocks:
-        if raw[:4] != CACHE_MAGIC or len(raw) < 8:
-            raise ValueError("not a slime-trace-widget cache file")
-        (length,) = struct.unpack("<I", raw[4:8])
+        length = _data_length(raw[:8])
         return cls(raw[8:8 + length], raw[8 + length:])
 
     def header(self) -> dict[str, Any]:
         """The data block's header, inflating only its first bytes."""
-        stream = gzip.GzipFile(fileobj=_Bytes(self.data))
-        start = stream.read(8)
-        if len(start) != 8 or start[:4] != MAGIC:
-            raise ValueError("not a slime-trace-widget data block")
-        (length,) = struct.unpack("<I", start[4:])
-        return json.loads(stream.read(length))
+        return _header_of(_Bytes(self.data))
+
+
+def _data_length(start: bytes) -> int:
+    """The data block's length from a cache file's first 8 bytes (ValueError when they
+    are not a cache file's)."""
+    if start[:4] != CACHE_MAGIC or len(start) < 8:
+        raise ValueError("not a slime-trace-widget cache file")
+    return struct.unpack("<I", start[4:8])[0]
+
+
+def _header_of(data_block: Any) -> dict[str, Any]:
+    """The header of the data block that ``data_block`` (a file-like object) reads,
+    inflating only its first bytes."""
+    stream = gzip.GzipFile(fileobj=data_block)
+    start = stream.read(8)
+    if len(start) != 8 or start[:4] != MAGIC:
+        raise ValueError("not a slime-trace-widget data block")
+    (length,) = struct.unpack("<I", start[4:])
+    return json.loads(stream.read(length))
 
 
 class _Bytes:
@@ -105,3 +117,12 @@ def page(blocks: Blocks, title: str, follow: bool = False) -> str:
 
 def read_cache(path: str | Path) -> Blocks:
     return Blocks.from_bytes(Path(path).read_bytes())
+
+
+def read_cache_header(path: str | Path) -> dict[str, Any]:
+    """The header of the cache file's data block (``Blocks.header``), read from the
+    file's first bytes: its blocks are not read, so a caller can tell whether a cache
+    fits before reading it."""
+    with Path(path).open("rb") as file:
+        _data_length(file.read(8))
+        return _header_of(file)
