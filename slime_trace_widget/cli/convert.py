@@ -10,10 +10,9 @@ import sys
 import warnings
 
 from ..sources.dataset import ENGINES
-from ..sources.dumps.paths import expand_paths
 from .arguments import positive_count
 from .errors import CliError
-from .load import check_engine_traces
+from .load import check_engine_traces, dump_files
 from .otlp_options import MISSING_EXTRA, add_otlp_arguments
 
 NAME = "convert"
@@ -66,15 +65,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def checked_inputs(args: argparse.Namespace) -> list[str]:
-    """The dump files the paths and globs name, each an existing file, with ``--out`` a
-    folder or absent and ``--engine-traces`` there when given; CliError naming the first
-    that is not."""
-    paths = expand_paths(args.dumps)
-    for path in paths:
-        if os.path.isdir(path):
-            raise CliError(f"{path}: a folder, not a dump (give its dumps: '{path}/*.pt')")
-        if not os.path.isfile(path):
-            raise CliError(f"{path}: no such file")
+    """The dump files the paths and globs name (:func:`~.load.dump_files`), with
+    ``--out`` a folder or absent and ``--engine-traces`` there when given; CliError
+    naming the first that is not."""
+    paths = dump_files(args.dumps)
     if os.path.exists(args.out) and not os.path.isdir(args.out):
         raise CliError(f"--out {args.out}: not a folder")
     check_engine_traces(args.engine_traces)

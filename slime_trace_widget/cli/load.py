@@ -3,17 +3,31 @@ dump that fails is named on stderr in one line (never as a Python warning)."""
 
 from __future__ import annotations
 
+import os
 import sys
 import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..sources.dumps.paths import expand_paths
 from .errors import CliError
 
 if TYPE_CHECKING:
     from ..frames.model import TraceFrames
 
 PROG = "slime-trace-viewer"
+
+
+def dump_files(patterns: list[str]) -> list[str]:
+    """The dump files the paths and globs in ``patterns`` name, in natural order;
+    CliError naming the first that is a folder or no file."""
+    paths = expand_paths(patterns)
+    for path in paths:
+        if os.path.isdir(path):
+            raise CliError(f"{path}: a folder, not a dump (give its dumps: '{path}/*.pt')")
+        if not os.path.isfile(path):
+            raise CliError(f"{path}: no such file")
+    return paths
 
 
 def check_engine_traces(engine_traces: str | None) -> None:

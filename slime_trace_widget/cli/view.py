@@ -15,7 +15,6 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..sources.dumps.paths import expand_paths
 from ..view.page.htmlpage import page
 from ..whole_files import write_whole
 from .arguments import MIN_INTERVAL, dump_pattern, interval, port, positive_count
@@ -23,7 +22,7 @@ from .cache import CACHE_SUFFIX, PageCache, source_note
 from .errors import CliError
 from .files import HTML_SUFFIX, output_folder
 from .follow import follow
-from .load import check_engine_traces, load
+from .load import check_engine_traces, dump_files, load
 from .otlp_options import add_otlp_arguments, send_otlp
 from .server import serve
 
@@ -104,14 +103,11 @@ def run(args: argparse.Namespace) -> int:
 
 def input_dumps(args: argparse.Namespace) -> list[Path]:
     """The dumps to view: the demo's (written by :func:`write_demo_dump_unless_cached`),
-    or those the paths and globs name, each an existing file (CliError otherwise)."""
+    or the files the paths and globs name (:func:`~.load.dump_files`)."""
     if args.demo:
         inputs = [output_folder(args.out_dir, Path(".")) / DEMO_DUMP]
     elif args.dumps:
-        inputs = [Path(p) for p in expand_paths(args.dumps)]
-        for path in inputs:
-            if not path.is_file():
-                raise CliError(f"{path}: no such file")
+        inputs = [Path(path) for path in dump_files(args.dumps)]
     else:
         raise CliError("give a dump (rollout_0.pt), a glob, or --demo")
     check_engine_traces(args.engine_traces)

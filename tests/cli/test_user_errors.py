@@ -106,6 +106,20 @@ def test_convert_a_folder_as_a_dump(tmp_path: Path, capsys) -> None:
     assert str(folder) in line and "still being written" not in line
 
 
+@pytest.mark.parametrize("subcommand", [["view"], ["convert"]])
+def test_view_and_convert_name_a_bad_dump_alike(subcommand: list[str], dump: Path,
+                                                tmp_path: Path, capsys) -> None:
+    """Both check their dumps with one function: the same line for the same mistake."""
+    folder, missing = tmp_path / "d", tmp_path / "nope.pt"
+    folder.mkdir()
+    rest = ["--out", str(tmp_path / "ds")] if subcommand == ["convert"] else ["--no-serve"]
+    line = one_line_failure([*subcommand, str(dump), str(folder), *rest], capsys)
+    assert line == (f"slime-trace-viewer: {folder}: a folder, not a dump "
+                    f"(give its dumps: '{folder}/*.pt')")
+    line = one_line_failure([*subcommand, str(missing), *rest], capsys)
+    assert line == f"slime-trace-viewer: {missing}: no such file"
+
+
 def test_convert_out_that_is_a_file(dump: Path, tmp_path: Path, capsys) -> None:
     a_file = tmp_path / "taken"
     a_file.write_text("")
