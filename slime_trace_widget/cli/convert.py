@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import warnings
 
 from ..sources.dataset import ENGINES
 from .arguments import positive_count
@@ -45,13 +44,11 @@ def run(args: argparse.Namespace) -> int:
     from ..sources.dataset import convert  # the dataset's imports only for this subcommand
 
     dumps = checked_inputs(args)
-    with warnings.catch_warnings():  # failures are listed below, one line each
-        warnings.simplefilter("ignore", RuntimeWarning)
-        try:
-            report = convert(dumps, args.out, engine=args.engine, address=args.address,
-                             workers=args.workers, engine_traces=args.engine_traces)
-        except OSError as exc:  # a file or folder gone or unwritable meanwhile
-            raise CliError(f"{exc.filename or args.out}: {exc.strerror or exc}") from exc
+    try:  # the failures are listed below, one line each (their warnings ignored)
+        report = convert(dumps, args.out, engine=args.engine, address=args.address,
+                         workers=args.workers, engine_traces=args.engine_traces)
+    except OSError as exc:  # a file or folder gone or unwritable meanwhile
+        raise CliError(f"{exc.filename or args.out}: {exc.strerror or exc}") from exc
     for path, reason in report.failed:
         print(f"failed {path}: {reason}", file=sys.stderr)
     for path in report.in_progress:
