@@ -15,7 +15,6 @@ from collections.abc import Sequence
 from ..sources.dumps.errors import DumpError
 from . import collect, convert, demo, live, view
 from .errors import CliError
-from .load import ignore_reported_failures
 
 #: The subcommands, in the order ``--help`` lists them.
 SUBCOMMANDS = (view, convert, collect, live, demo)
@@ -55,7 +54,6 @@ def with_subcommand(argv: Sequence[str]) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command on ``argv`` (default ``sys.argv[1:]``); the exit code."""
     _printable_names()
-    ignore_reported_failures()
     args = parser().parse_args(with_subcommand(sys.argv[1:] if argv is None else argv))
     try:
         return args.run(args)

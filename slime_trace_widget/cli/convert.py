@@ -44,9 +44,10 @@ def run(args: argparse.Namespace) -> int:
     from ..sources.dataset import convert  # the dataset's imports only for this subcommand
 
     dumps = checked_inputs(args)
-    try:  # the failures are listed below, one line each (their warnings ignored)
+    try:  # the failures are listed below, one line each, not warned of
         report = convert(dumps, args.out, engine=args.engine, address=args.address,
-                         workers=args.workers, engine_traces=args.engine_traces)
+                         workers=args.workers, engine_traces=args.engine_traces,
+                         warn_failures=False)
     except OSError as exc:  # a file or folder gone or unwritable meanwhile
         raise CliError(f"{exc.filename or args.out}: {exc.strerror or exc}") from exc
     for path, reason in report.failed:

@@ -1,15 +1,12 @@
 """Dumps to frames for the command: the paths it was given, checked, then loaded; each
-dump that fails is named on stderr in one line (never as a Python warning: the
-command's process ignores the loader's warnings of the failures it names itself, see
-:func:`ignore_reported_failures`)."""
+dump that fails is named on stderr in one line (and not warned of as well: the command
+loads with ``warn_failures=False``, which touches no process-wide warning state, so
+loads in two threads under ``--follow`` each report their own failures once)."""
 
 from __future__ import annotations
 
 import os
-import re
 import sys
-import threading
-import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,30 +17,6 @@ if TYPE_CHECKING:
     from ..frames.model import TraceFrames
 
 PROG = "slime-trace-viewer"
-#: The loader's warnings of failures the command prints itself, one line each, as
-#: (message start, module the warning is attributed to): each dump :func:`load` skipped,
-#: each dump ``convert`` did not convert (it lists ``report.failed``).
-REPORTED_FAILURES = (("skipped ", r"slime_trace_widget\.cli\.load\Z"),
-                     ("not converted ", r"slime_trace_widget\.sources\.dataset\.conversion\Z"))
-_filtering = threading.Lock()
-
-
-def ignore_reported_failures() -> None:
-    """Have this process ignore the warnings of :data:`REPORTED_FAILURES`, by filters
-    added once, when the command starts, and never taken out.
-
-    Not a ``catch_warnings`` block around each load: that swaps the process's filters in
-    and out, so with loads in two threads (``--follow``) one thread restores filters
-    while the other still loads, which shows a failure twice or leaves a filter behind.
-    These filters are added before any load and never change while loads run; they
-    match only warnings raised for the command's own calls (by module).
-    """
-    with _filtering:
-        for message, module in REPORTED_FAILURES:
-            entry = ("ignore", re.compile(message, re.I), RuntimeWarning, re.compile(module), 0)
-            if entry not in warnings.filters:  # a command run again in one process
-                warnings.filterwarnings("ignore", message=message, category=RuntimeWarning,
-                                        module=module)
 
 
 def dump_files(patterns: list[str]) -> list[str]:
@@ -76,7 +49,7 @@ def load(inputs: list[Path], trusted: bool, engine_traces: str | None = None) ->
     from ..sources.loading import load_frames
 
     frames = load_frames([str(p) for p in inputs], trusted=trusted,
-                         engine_traces=engine_traces)
+                         engine_traces=engine_traces, warn_failures=False)
     for name, reason in frames.failures:
         print(skipped_line(name, reason), file=sys.stderr, flush=True)
     return frames

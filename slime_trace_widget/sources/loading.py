@@ -48,7 +48,8 @@ def load_frames(paths_or_glob: PathLike | Iterable[PathLike], *, trusted: bool =
                 workers: int | None = None, progress: bool | None = None,
                 time_limit: float | None = None, memory_limit: int | None = None,
                 rollouts: Iterable[int] | None = None, where: str | None = None,
-                engine_traces: PathLike | Iterable[PathLike] | None = None) -> Any:
+                engine_traces: PathLike | Iterable[PathLike] | None = None,
+                warn_failures: bool = True) -> Any:
     """Load one dump, a glob or a list of them into one :class:`TraceFrames`.
 
     A run dataset's folder (``slime-trace-viewer convert``) opens lazily instead:
@@ -59,8 +60,9 @@ def load_frames(paths_or_glob: PathLike | Iterable[PathLike], *, trusted: bool =
     CPU seconds (default 10 s plus 1 s per MB) and ``memory_limit`` bytes of new
     memory (default 64 times the file size, at least 4 GiB); only its columns
     come back. ``workers`` dumps load at once (default: one per core, fewer when
-    memory is short). A dump that fails is skipped with a warning and listed in
-    ``frames.failures``; DumpError when every dump fails. ``trusted=True``
+    memory is short). A dump that fails is skipped with a warning (none when
+    ``warn_failures`` is False, for a caller that reports ``frames.failures`` itself)
+    and listed in ``frames.failures``; DumpError when every dump fails. ``trusted=True``
     unpickles here with torch's full unpickler, which runs code from the file.
 
     ``engine_traces`` (a ``slime-trace-viewer collect`` folder, or its files) adds
@@ -70,7 +72,7 @@ def load_frames(paths_or_glob: PathLike | Iterable[PathLike], *, trusted: bool =
     """
     frames = _load_frames(paths_or_glob, trusted=trusted, workers=workers, progress=progress,
                           time_limit=time_limit, memory_limit=memory_limit,
-                          rollouts=rollouts, where=where)
+                          rollouts=rollouts, where=where, warn_failures=warn_failures)
     if engine_traces is None:
         return frames
     from .engine.window import with_engine_traces
@@ -81,7 +83,7 @@ def load_frames(paths_or_glob: PathLike | Iterable[PathLike], *, trusted: bool =
 def _load_frames(paths_or_glob: PathLike | Iterable[PathLike], *, trusted: bool,
                  workers: int | None, progress: bool | None, time_limit: float | None,
                  memory_limit: int | None, rollouts: Iterable[int] | None,
-                 where: str | None) -> Any:
+                 where: str | None, warn_failures: bool) -> Any:
     if isinstance(paths_or_glob, (str, os.PathLike)) and os.path.isdir(paths_or_glob):
         from .dataset.reading import open_dataset
 
@@ -146,8 +148,9 @@ def _load_frames(paths_or_glob: PathLike | Iterable[PathLike], *, trusted: bool,
     if not parts:
         raise DumpError(failures[0][1] if len(failures) == 1 else
                         "no dump could be loaded: " + "; ".join(r for _, r in failures))
-    for name, reason in failures:
-        warnings.warn(f"skipped {name}: {reason}", RuntimeWarning, stacklevel=3)
+    if warn_failures:
+        for name, reason in failures:
+            warnings.warn(f"skipped {name}: {reason}", RuntimeWarning, stacklevel=3)
     frames = combine_frames(parts)
     frames.failures = failures
     del parts

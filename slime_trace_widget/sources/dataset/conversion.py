@@ -65,8 +65,12 @@ def convert(paths_or_globs: PathLike | Iterable[PathLike], out: str | Path, *,
             engine: str = "local", address: str | None = None, workers: int | None = None,
             progress: bool | None = None, settle_seconds: float = SETTLE_SECONDS,
             time_limit: float | None = None, memory_limit: int | None = None,
-            engine_traces: PathLike | None = None) -> ConvertReport:
+            engine_traces: PathLike | None = None, warn_failures: bool = True) -> ConvertReport:
     """Bring the run dataset at ``out`` up to date with the dumps given.
+
+    A dump that fails is listed in ``report.failed``, retried by the next convert, and
+    named in a warning unless ``warn_failures`` is False (for a caller that reports
+    ``report.failed`` itself).
 
     ``engine="ray"`` runs each dump as a Ray task on the cluster at ``address``
     (default: a local Ray started for the job, with ``workers`` CPUs); the
@@ -79,10 +83,15 @@ def convert(paths_or_globs: PathLike | Iterable[PathLike], out: str | Path, *,
     root = Path(out).resolve()
     root.mkdir(parents=True, exist_ok=True)
     with exclusive_convert(root):  # from loading the manifest to its last save
-        return _convert_locked(paths_or_globs, root, engine=engine, address=address,
-                               workers=workers, progress=progress,
-                               settle_seconds=settle_seconds, time_limit=time_limit,
-                               memory_limit=memory_limit, engine_traces=engine_traces)
+        report = _convert_locked(paths_or_globs, root, engine=engine, address=address,
+                                 workers=workers, progress=progress,
+                                 settle_seconds=settle_seconds, time_limit=time_limit,
+                                 memory_limit=memory_limit, engine_traces=engine_traces)
+    if warn_failures:
+        for path, reason in report.failed:
+            warnings.warn(f"not converted {path}: {reason} (retried next run)",
+                          RuntimeWarning, stacklevel=2)
+    return report
 
 
 def _convert_locked(paths_or_globs: PathLike | Iterable[PathLike], root: Path, *,
@@ -117,8 +126,6 @@ def _convert_locked(paths_or_globs: PathLike | Iterable[PathLike], root: Path, *
             report.converted.append(path)
         else:
             report.failed.append((path, str(verdict.get("error"))))
-            warnings.warn(f"not converted {path}: {verdict.get('error')} (retried next run)",
-                          RuntimeWarning, stacklevel=4)
 
     if todo:
         stems = [manifest.stem(path) for path in todo]
