@@ -4,7 +4,8 @@ under and its ``retract`` events, with Python's own figures for it
 (``analysis.engine_breakdown``'s phase seconds) and the rule's names
 (``answers/engine.py``: ``PHASES``, ``PRIORITY``, the KV sender span, the retract
 event). ``js/test/data/engine.test.js`` checks that the details panel's engine phases
-(``js/src/data/engine.js``) give the same seconds and that its names are these.
+(``js/src/data/engine.js``) give the same seconds and that its names are these, and
+``js/test/render/band.test.js`` that the engine band draws those seconds.
 
     PYTHONPATH=. python js/dev/engine_phase_cases.py          # write the fixture
     PYTHONPATH=. python js/dev/engine_phase_cases.py --check  # exit 1 when it is stale
@@ -93,8 +94,9 @@ def fixture() -> dict[str, Any]:
     assert sdk, "no SDK-shaped sample is small enough"
     return {
         "about": ("Written by js/dev/engine_phase_cases.py from answers/engine.py: its names "
-                  "and engine_breakdown's phase seconds per sample, which "
-                  "js/src/data/engine.js must give too."),
+                  "and engine_breakdown's phase seconds per sample, which the details "
+                  "panel (js/src/data/engine.js) must give and the engine band "
+                  "(js/src/render/band.js) must draw."),
         "phases": {phase: list(names) for phase, names in PHASES.items()},
         "priority": list(PRIORITY),
         "kv_sender_span": KV_SENDER_SPAN,

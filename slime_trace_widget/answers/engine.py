@@ -21,7 +21,9 @@ counts once, in one phase. The rules, in order:
    and the KV transfer take.
 3. **Request spans** and KV sender spans (``sglang kv sender``, drawn under a prefill
    half) hold slices and count no time of their own; a sender's slices (Mooncake's
-   ``mooncake_send``...) are PD, inside the prefill half's transfer.
+   ``mooncake_send``...) are PD, inside the prefill half's transfer. An instant of a
+   request that none of its slices covers is in no phase (the widget's engine band,
+   which draws this partition, leaves it empty).
 
 So a sample's phases add up to at most the wall time its generation spans cover.
 ``decode_waiting`` (prefill done, waiting for a decode batch) is queueing with or

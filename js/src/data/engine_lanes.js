@@ -1,21 +1,18 @@
 // The engine's spans (flag F_ENGINE) apart from the sample's own, derived once per
 // payload. A collapsed row draws the sample's own steps (generation, tools,
 // reward) and the engine's work only as a thin band under them, coloured by
-// engine phase: per span, the band phase it shows; per lane, whether it holds the
-// sample's own spans, band spans or both; per event, whether the engine wrote it.
+// engine phase: per span, the phase of its own time; per lane, whether it holds the
+// sample's own spans, engine spans or both; per event, whether the engine wrote it.
 //
-// The band shows each request's own slices (children of a request span, or of a
-// KV sender span under it) by the phase their name sorts into
-// (`meta.engine_phases`), over the request span itself as "other" (time in the
-// engine that no slice covers); nested slices are parts of their parent and stay
-// out of it. A KV sender span (`sglang kv sender`) holds the prefill half's KV
-// transfer slices (Mooncake's) and, like a request, has no time of its own in the
-// band: its slices show, it does not (answers/engine.py HOLDER_SPANS).
-//
-// Where slices of several phases overlap (the two halves of a PD request, the
-// tokenizer beside the scheduler), the band shows the phase the figures count the
-// instant in (answers/engine.py's partition, the details panel's data/engine.js):
-// the first of the one priority vocabularies.json holds, drawn on top.
+// Every slice (an engine span under a request span, at any depth) has the phase
+// its name sorts into (`meta.engine_phases`), else "other". Request spans and KV
+// sender spans (`sglang kv sender`, the prefill half's KV transfer slices under
+// it) hold slices and have no phase: no time of their own (answers/engine.py
+// HOLDER_SPANS). The band draws the partition of the slices' time the figures
+// count (data/engine_partition.js): where slices of several phases overlap (the
+// two halves of a PD request, the tokenizer beside the scheduler), the first of
+// the one priority vocabularies.json holds; a request's time that no slice covers
+// is no phase and is left empty.
 
 import CONTRACT from "../../../slime_trace_widget/view/payload_contract.json" with { type: "json" };
 import VOCABULARIES from "../../../slime_trace_widget/vocabularies.json" with { type: "json" };
@@ -25,11 +22,11 @@ import VOCABULARIES from "../../../slime_trace_widget/vocabularies.json" with { 
 const F_ENGINE = CONTRACT.span_flags.engine;
 const F_PD_DETAIL = CONTRACT.span_flags.pd_detail;
 
-/** Bits of Data.laneMix. */
+/** Bits of Data.laneMix: the lane holds spans of the sample's own, of the engine (shown in the band). */
 export const LANE_OWN = 1;
 export const LANE_BAND = 2;
 
-/** Band phase of what a request does outside its known slices. */
+/** The phase of a slice whose name no phase lists. */
 export const OTHER = "other";
 
 /**
@@ -58,9 +55,9 @@ export function phasePriority(named) {
 }
 
 /**
- * The band's phases in drawing order, last on top: the payload's phases and
- * "other" in reverse phasePriority, so where slices overlap the phase the figures
- * count shows ("other" first, at the bottom).
+ * The band's phases, "other" first: the payload's phases and "other" in reverse
+ * phasePriority, so a slice's band code (1 + index here) is higher the earlier its
+ * phase comes in the priority.
  * @param {Record<string, string[]>} enginePhases `meta.engine_phases`
  * @returns {string[]}
  */
@@ -106,20 +103,14 @@ export function deriveEngine(data) {
     for (const name of names) if (!codeOfName.has(name)) codeOfName.set(name, code);
   }
   const otherCode = 1;
-  const senderName = data.names.indexOf(KV_SENDER_SPAN);
   /** @type {Map<number, number>} name index -> band code, for slices */
   const codeOfIndex = new Map();
   let any = false;
   for (let i = 0; i < nSpans; i++) {
     if (!(data.spanFlags[i] & F_ENGINE)) continue;
     any = true;
+    if (isHolderSpan(data, i)) continue; // a request or a KV sender: its slices have the time
     const nameIndex = data.spanName[i];
-    if (nameIndex === senderName) continue; // a KV sender: its slices show, not it
-    if (isRequestSpan(data, i)) {
-      data.spanBand[i] = otherCode;
-      continue;
-    }
-    if (!isHolderSpan(data, data.spanParent[i])) continue; // a part of a slice
     let code = codeOfIndex.get(nameIndex);
     if (code === undefined) {
       code = codeOfName.get(data.names[nameIndex] ?? "") ?? otherCode;
@@ -134,7 +125,7 @@ export function deriveEngine(data) {
     let mix = 0;
     for (let i = data.laneSpanOff[slot]; i < data.laneSpanOff[slot + 1]; i++) {
       const fl = data.spanFlags[i];
-      if (fl & F_ENGINE) mix |= data.spanBand[i] ? LANE_BAND : 0;
+      if (fl & F_ENGINE) mix |= LANE_BAND;
       else if (!(fl & F_PD_DETAIL)) mix |= LANE_OWN;
     }
     data.laneMix[slot] = mix;

@@ -1,11 +1,13 @@
 // The engine band of a collapsed row: a strip a few px high in the row's bottom
 // padding, under the sample's own bars (never over them), coloured by engine
-// phase (queue, prefill, decode, PD, other; data/engine_lanes.js says which span
-// shows which). Only visible collapsed rows and the visible time window are
-// touched, each lane's spans merged below a pixel as the bars are.
+// phase (queue, prefill, decode, PD, other). It draws the sample's partition of
+// engine time, the pieces the figures count (data/engine_partition.js): one phase
+// an instant, none where no slice runs. Only visible collapsed rows and the
+// visible time window are touched, the pieces merged below a pixel as the bars
+// are; a sample's pieces are made the first time it is drawn and kept.
 
 import { bandBox } from "../data/layout.js";
-import { LANE_BAND } from "../data/engine_lanes.js";
+import { samplePieces } from "../data/engine_partition.js";
 import { mergeLane } from "./lod.js";
 import { canvasY } from "./hit.js";
 import { enginePhaseColor } from "./colors.js";
@@ -72,25 +74,21 @@ export class BandPainter {
     for (let row = r0; row < r1; row++) {
       if (layout.expanded[row]) continue;
       const sample = layout.rows[row];
-      const base = data.laneBase[sample];
+      const pieces = samplePieces(data, sample);
+      if (!pieces.n) continue;
       const box = bandBox(layout, row);
       const y = canvasY(geometry, box.y);
-      for (let lane = 0; lane < data.nLanes[sample]; lane++) {
-        const slot = base + lane;
-        if (!(data.laneMix[slot] & LANE_BAND)) continue;
-        runs.reset();
-        mergeLane(data.spanStart, data.spanEnd, data.spanEndMax, vis, data.laneSpanOff[slot], data.laneSpanOff[slot + 1], sc, runs);
-        for (let j = 0; j < runs.n; j++) {
-          const span = runs.span[j];
-          const code = data.spanBand[span];
-          if (code) rects.push(runs.x0[j], y, runs.x1[j] - runs.x0[j], box.h, code * 2 + (vis[span] === 2 ? 1 : 0));
-        }
+      runs.reset();
+      mergeLane(pieces.start, pieces.end, pieces.end, vis, 0, pieces.n, sc, runs, 1, pieces.span);
+      for (let j = 0; j < runs.n; j++) {
+        const piece = runs.span[j];
+        const dim = vis[pieces.span[piece]] === 2 ? 1 : 0;
+        rects.push(runs.x0[j], y, runs.x1[j] - runs.x0[j], box.h, pieces.code[piece] * 2 + dim);
       }
     }
     this.drawn = rects.n;
     if (!rects.n) return;
-    // Phases in drawing order (the priority reversed: where slices overlap, the phase the
-    // figures count the instant in is on top), dimmed ones faint.
+    // The pieces are disjoint: one fill per phase, dimmed ones faint.
     for (let code = 1; code <= data.bandPhases.length; code++) {
       ctx.fillStyle = enginePhaseColor(data.bandPhases[code - 1]);
       for (const dim of [0, 1]) {

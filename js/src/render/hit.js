@@ -87,8 +87,8 @@ export function markerGeom(box) {
 
 /**
  * Canvas box (CSS px, unclipped) of a span as drawn; null when its row is
- * filtered out or the span is never drawn (PD detail, or in a collapsed row an
- * engine span the band leaves out; the band's spans have their piece of it).
+ * filtered out or the span is never drawn (PD detail). In a collapsed row an
+ * engine span's box is the band over its time, where its slices' pieces are.
  * @param {Data} data
  * @param {Layout} layout
  * @param {Geo} geometry
@@ -100,7 +100,6 @@ export function spanBox(data, layout, geometry, span) {
   const row = layout.rowOfSample[data.spanSample[span]] ?? -1;
   if (row < 0 || data.spanFlags[span] & F_PD_DETAIL) return null;
   const ex = !!layout.expanded[row];
-  if (!ex && data.spanFlags[span] & F_ENGINE && !data.spanBand[span]) return null;
   let box = !ex && data.spanFlags[span] & F_ENGINE ? bandBox(layout, row) : barBox(layout, row, ex ? data.spanLane[span] : 0);
   if (!ex && data.spanFlags[span] & F_VIRTUAL) box = pdBand(box, data.spanPd[span]);
   const start = data.spanStart[span];

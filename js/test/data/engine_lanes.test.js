@@ -61,19 +61,19 @@ test("band phases in drawing order, the reverse of the priority: other first, pr
   assert.deepEqual(bandPhases({}), ["other"]);
 });
 
-test("each span's band phase: requests as other, their slices by name, nested slices none", () => {
+test("each span's band phase: its slices' by name at any depth, none for requests", () => {
   const { d, at, ev } = setup();
   const phase = (/** @type {number} */ i) => (d.spanBand[at(i)] ? d.bandPhases[d.spanBand[at(i)] - 1] : null);
-  assert.deepEqual(SPANS.map((_, i) => phase(i)), [null, null, null, null, "other", "other", "queue", "prefill", "pd", "decode", null, "other"]);
+  assert.deepEqual(SPANS.map((_, i) => phase(i)), [null, null, null, null, null, null, "queue", "prefill", "pd", "decode", "decode", "other"]);
   assert.ok(d.hasEngine);
   assert.ok(isRequestSpan(d, at(4)) && !isRequestSpan(d, at(6)) && !isRequestSpan(d, at(1)));
   const mix = Array.from({ length: d.nLanes[0] }, (_, lane) => d.laneMix[d.laneBase[0] + lane]);
-  assert.deepEqual(mix, [LANE_OWN, LANE_OWN, LANE_OWN, LANE_BAND, LANE_BAND, LANE_BAND, LANE_BAND, 0]);
+  assert.deepEqual(mix, [LANE_OWN, LANE_OWN, LANE_OWN, LANE_BAND, LANE_BAND, LANE_BAND, LANE_BAND, LANE_BAND]);
   assert.equal(d.evEngine[ev(0)], 1, "retract: the engine's");
   assert.equal(d.evEngine[ev(1)], 0, "tool_result: the sample's own");
 });
 
-test("a KV sender holds its slices in the band: none of its own, Mooncake's by phase", () => {
+test("a KV sender holds its slices: no phase of its own, Mooncake's by name", () => {
   const spans = engineTree(`
     sglang_generate                      0   100  lane 0
       sglang prefill request             10  40   lane 1
@@ -88,11 +88,11 @@ test("a KV sender holds its slices in the band: none of its own, Mooncake's by p
   });
   const d = decodePayload(payload);
   const phase = (/** @type {number} */ i) => (d.spanBand[spanNew[i]] ? d.bandPhases[d.spanBand[spanNew[i]] - 1] : null);
-  assert.deepEqual(spans.map((_, i) => phase(i)), [null, "other", "prefill", null, "pd", "pd", null]);
+  assert.deepEqual(spans.map((_, i) => phase(i)), [null, null, "prefill", null, "pd", "pd", "other"]);
   assert.ok(isHolderSpan(d, spanNew[3]) && isHolderSpan(d, spanNew[1]) && !isHolderSpan(d, spanNew[2]));
   assert.ok(!isRequestSpan(d, spanNew[3]), "a sender is no request");
   const mix = Array.from({ length: d.nLanes[0] }, (_, lane) => d.laneMix[d.laneBase[0] + lane]);
-  assert.deepEqual(mix, [LANE_OWN, LANE_BAND, LANE_BAND, 0, LANE_BAND, 0]);
+  assert.deepEqual(mix, [LANE_OWN, LANE_BAND, LANE_BAND, LANE_BAND, LANE_BAND, LANE_BAND]);
 });
 
 test("a payload without engine spans: every drawn lane the sample's own, no band", () => {
@@ -173,7 +173,7 @@ test("a collapsed row picks the sample's own span where engine slices lie under 
   assert.equal(pick && pick.type === "span" ? pick.span : -1, ex.at(9));
 });
 
-test("in a collapsed row a band slice's box is its piece of the band, a nested one none", () => {
+test("in a collapsed row an engine span's box is the band over its time, nested or not", () => {
   const { d, L, g, at } = setup(false);
   const band = bandBox(L, 0);
   const bar = barBox(L, 0, 0);
@@ -182,6 +182,6 @@ test("in a collapsed row a band slice's box is its piece of the band, a nested o
   assert.ok(band.h >= 2 && band.h <= 3);
   const slice = spanBox(d, L, g, at(9));
   assert.ok(slice && slice.y === canvasY(g, band.y) && slice.h === band.h);
-  assert.equal(spanBox(d, L, g, at(10)), null);
+  for (const span of [at(10), at(4)]) assert.equal(spanBox(d, L, g, span)?.y, canvasY(g, band.y), "a nested slice, a request");
   assert.equal(spanBox(d, L, g, at(1))?.y, canvasY(g, bar.y));
 });

@@ -1,7 +1,12 @@
 // What a frame paints of engine spans (draw.js, band.js, tracks.js), on a canvas
 // that records its fills: a collapsed row's bars are the sample's own spans and the
 // engine's phases a band under them; an expanded row draws the engine's lanes;
-// the load tracks sit between the axis and the rows.
+// the load tracks sit between the axis and the rows. The band draws the partition
+// the figures count (data/engine_partition.js): per phase, the seconds on screen
+// are analysis.engine_breakdown's for the samples Python joined
+// (fixtures/engine_phases.json, written by js/dev/engine_phase_cases.py) and the
+// details panel's; a retracted request's wait and re-run nested in its first
+// decode_forward show as queue and prefill; request time no slice covers is empty.
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -13,8 +18,12 @@ import { ColorTable, enginePhaseColor, loadTrackColor } from "../../src/render/c
 import { canvasY } from "../../src/render/hit.js";
 import { tracksHeight, TRACKS_PAD } from "../../src/render/tracks.js";
 import { enginePhases } from "../../src/data/engine.js";
+import { samplePieces } from "../../src/data/engine_partition.js";
+import { BandPainter } from "../../src/render/band.js";
+import { RunBuffer } from "../../src/render/lod.js";
 import { engineTree } from "../helpers/engine_spans.js";
 import { makePayload } from "../helpers/make_payload.js";
+import PYTHON from "../fixtures/engine_phases.json" with { type: "json" };
 
 const THEME = { bg: "#ffffff", bg1: "#f6f7f9", bg2: "#eeeeee", fg0: "#000000", fg1: "#222222", fg2: "#666666", border1: "#cccccc", border2: "#e5e5e5", brand: "#1a73e8", font: "sans-serif", mono: "monospace", error: "#d32f2f", cursor: "#d32f2f", stripe: "#fafafa", selRow: "#e8f0fe", hoverRow: "#f1f3f4", dark: false };
 const ALL = { showOpen: true, showEvents: true, showUnmatched: true, attempt: -1, attemptMode: /** @type {"filter"} */ ("filter"), highlightName: -1 };
@@ -105,7 +114,7 @@ test("a collapsed row: the generation's colour over its slices, the engine's pha
   assert.equal(colorAt(filled, 200 + 25 * 8, by), enginePhaseColor("prefill"));
   assert.equal(colorAt(filled, 200 + 45 * 8, by), enginePhaseColor("decode"));
   assert.equal(colorAt(filled, 200 + 80 * 8, by), THEME.bg, "no band where the engine did nothing");
-  assert.ok(painter.band.drawn >= 4);
+  assert.equal(painter.band.drawn, 3, "a piece a phase; the request span itself none");
   // nothing of the engine is filled inside the bar
   const engineFills = new Set(["prefill_waiting", "prefill_forward", "decode_loop", "sglang request"].map((name) => colors.base(d.names.indexOf(name))));
   assert.ok(!filled.some((r) => engineFills.has(r.fill) && r.y < bar.y + bar.h + g.axisH && r.y + r.h > bar.y + g.axisH && r.h > 3));
@@ -156,4 +165,134 @@ test("where slices of several phases overlap, the band shows the phase the panel
   const counted = Object.fromEntries(enginePhases(d, at(0)).map((row) => [row.phase, row.dur]));
   assert.deepEqual(counted, { queue: 8, prefill: 20, decode: 18 });
   assert.deepEqual(drawn, counted);
+});
+
+// ------------------------------------------------- the band is the figures
+
+/** Pixels a second: every piece of the fixture's samples (float32 slivers of a µs among
+ *  them) is wider than a pixel, none merged. */
+const PX_PER_SEC = 1e7;
+/** Pixels of one painted window (float32 positions exact to a thousandth of one). */
+const PLOT_W = 100_000;
+
+/**
+ * Seconds per phase the band of sample 0's collapsed row shows: painted window by
+ * window, each stretch of the band in the colour painted last over it.
+ * @param {import("../../src/data/decode.js").Data} d
+ * @param {number} t0 first instant to look at
+ * @param {number} t1 last
+ * @param {Uint8Array} [vis] the spans' visibility (0 hidden, 2 dimmed): all shown
+ */
+function drawnSeconds(d, t0, t1, vis = spanVisibility(d, ALL)) {
+  const L = buildLayout(d, Uint32Array.from([0]), () => false, 20);
+  const g = { width: 200 + PLOT_W, height: 400, gutter: 200, plotX: 200, plotW: PLOT_W, axisH: 30, tracksH: 0, scrollTop: 0, t0, t1 };
+  const box = bandBox(L, 0);
+  const y = canvasY(g, box.y + box.h / 2);
+  const phaseOf = new Map(d.bandPhases.map((phase) => [enginePhaseColor(phase), phase]));
+  /** @type {Record<string, number>} */
+  const seconds = {};
+  const band = new BandPainter();
+  const span = PLOT_W / PX_PER_SEC;
+  for (let from = t0; from < t1; from += span) {
+    const sc = { t0: from, t1: from + span, pxPerSec: PX_PER_SEC, x0: g.plotX };
+    const { canvas, filled } = recordingCanvas();
+    band.paint(canvas.getContext("2d"), /** @type {any} */ ({ d, L, g, vis }), 0, 1, sc, new RunBuffer());
+    const rects = filled.filter((r) => y >= r.y && y < r.y + r.h);
+    const edges = [...new Set(rects.flatMap((r) => [r.x, r.x + r.w]))]
+      .map((x) => Math.min(Math.max(x, g.plotX), g.plotX + PLOT_W)).sort((a, b) => a - b);
+    for (let k = 0; k + 1 < edges.length; k++) {
+      const mid = (edges[k] + edges[k + 1]) / 2;
+      const top = rects.findLast((r) => mid >= r.x && mid < r.x + r.w);
+      if (!top) continue;
+      const phase = phaseOf.get(top.fill) ?? top.fill;
+      seconds[phase] = (seconds[phase] ?? 0) + (edges[k + 1] - edges[k]) / PX_PER_SEC;
+    }
+  }
+  return seconds;
+}
+
+/**
+ * The phases whose seconds differ by more than `tolerance`, said.
+ * @param {Record<string, number>} got
+ * @param {Record<string, number>} want
+ * @param {number} tolerance
+ * @param {string} what
+ * @returns {string[]}
+ */
+function differences(got, want, tolerance, what) {
+  return [...new Set([...Object.keys(got), ...Object.keys(want)])]
+    .filter((phase) => !(Math.abs((got[phase] ?? 0) - (want[phase] ?? 0)) <= tolerance))
+    .map((phase) => `${what}: ${phase} drawn ${got[phase] ?? 0} s, counted ${want[phase] ?? 0} s`);
+}
+
+/**
+ * @param {Record<string, number>} got
+ * @param {Record<string, number>} want
+ * @param {number} tolerance
+ * @param {string} what
+ */
+function assertSeconds(got, want, tolerance, what) {
+  assert.deepEqual(differences(got, want, tolerance, what), []);
+}
+
+test("samples joined by Python: the band draws engine_breakdown's seconds per phase", () => {
+  /** @type {string[]} */
+  const wrong = [];
+  for (const sample of PYTHON.cases) {
+    const spans = sample.spans.map((span) => ({
+      sample: 0, start: span.start, end: span.end, name: span.name, parent: span.parent,
+      depth: span.depth, lane: span.depth, flags: span.engine ? F_ENGINE : 0,
+    }));
+    const events = sample.events.map((event) => ({
+      sample: 0, ts: event.ts, name: event.name, parent: event.parent, lane: sample.spans[event.parent].depth,
+    }));
+    const d = decodePayload(makePayload({ samples: [{}], spans, events, meta: { engine_phases: PYTHON.phases } }).payload);
+    const pieces = samplePieces(d, 0);
+    let narrowest = Infinity;
+    for (let i = 0; i < pieces.n; i++) narrowest = Math.min(narrowest, pieces.end[i] - pieces.start[i]);
+    assert.ok(narrowest * PX_PER_SEC > 1, `${sample.name}: a piece of ${narrowest} s would merge below a pixel`);
+    const times = sample.spans.flatMap((span) => [span.start, span.end]);
+    const drawn = drawnSeconds(d, Math.min(...times) - 1, Math.max(...times) + 1);
+    // the payload's times are float32 from the sample's start
+    wrong.push(...differences(drawn, sample.seconds, 2e-5, sample.name));
+  }
+  assert.deepEqual(wrong, []);
+  assert.ok(PYTHON.cases.some((sample) => sample.events.length), "a retraction among them");
+  const nested = (/** @type {{engine: boolean, name: string, parent: number}[]} */ spans) => spans.some((span) => {
+    const parent = spans[span.parent];
+    return span.engine && parent?.engine && !parent.name.endsWith(" request") && parent.name !== PYTHON.kv_sender_span;
+  });
+  assert.ok(PYTHON.cases.some((sample) => nested(sample.spans)), "a slice nested in a slice among them");
+});
+
+test("a retraction: the wait and the re-run nested in decode_forward show as the panel counts them", () => {
+  const spans = engineTree(`
+    sglang_generate          0    10
+      sglang request         1    9    lane 1
+        prefill_forward      2.1  3.1  lane 2
+        decode_forward       3.1  9    lane 2
+          prefill_waiting    5.2  5.5  lane 3
+          prefill_forward    5.5  6    lane 3
+          decode_forward     6.2  9    lane 3
+  `);
+  const phases = { queue: ["prefill_waiting"], prefill: ["prefill_forward"], decode: ["decode_forward"], pd: [] };
+  const events = [{ sample: 0, ts: 5, name: "retract", lane: 2, parent: 3 }];
+  const d = decodePayload(makePayload({ samples: [{}], spans, events, meta: { engine_phases: phases } }).payload);
+  const pieces = samplePieces(d, 0);
+  const shown = Array.from({ length: pieces.n }, (_, i) => [pieces.start[i], pieces.end[i], d.bandPhases[pieces.code[i] - 1]].map((v) => (typeof v === "number" ? Math.round(v * 1000) / 1000 : v)));
+  // 1-2.1 s the request runs no slice: nothing; the wait (in decode_forward) and
+  // prefill_waiting are pieces of two spans, each hidden or dimmed with its own
+  assert.deepEqual(shown, [
+    [2.1, 3.1, "prefill"], [3.1, 5, "decode"], [5, 5.2, "queue"], [5.2, 5.5, "queue"], [5.5, 6, "prefill"],
+    [6, 6.2, "decode"], [6.2, 9, "decode"],
+  ]);
+  assert.equal(samplePieces(d, 0), pieces, "made once, kept for every frame");
+  /** @type {Record<string, number>} */
+  const counted = Object.fromEntries(enginePhases(d, 0).map((row) => [row.phase, row.dur]));
+  assertSeconds(counted, { queue: 0.5, prefill: 1.5, decode: 4.9 }, 1e-6, "the panel");
+  assertSeconds(drawnSeconds(d, 0, 10), counted, 1e-5, "the band");
+  // a piece is hidden with its span: the first decode_forward's own time and the wait in it
+  const vis = spanVisibility(d, ALL);
+  vis[pieces.span[1]] = 0;
+  assertSeconds(drawnSeconds(d, 0, 10, vis), { queue: 0.3, prefill: 1.5, decode: 2.8 }, 1e-5, "a slice hidden");
 });
