@@ -41,8 +41,8 @@ def load(inputs: list[Path], trusted: bool, engine_traces: str | None = None) ->
     """The frames of ``inputs`` (with the engine traces kept in ``engine_traces``).
 
     A dump that fails is left out, listed in ``frames.failures`` and printed as one
-    ``slime-trace-viewer: skipped PATH: REASON`` line on stderr (the loader's warning
-    of it ignored, :func:`ignore_reported_failures`); DumpError when all fail.
+    ``slime-trace-viewer: skipped PATH: REASON`` line on stderr, not warned of
+    (``warn_failures=False``); DumpError when all fail.
     """
     # Imported here: a run that reuses its cache never loads, nor pays for the loader's
     # imports (pandas, torch).

@@ -87,7 +87,8 @@ def _load_frames(paths_or_glob: PathLike | Iterable[PathLike], *, trusted: bool,
     if isinstance(paths_or_glob, (str, os.PathLike)) and os.path.isdir(paths_or_glob):
         from .dataset.reading import open_dataset
 
-        return open_dataset(paths_or_glob, rollouts=rollouts, where=where)
+        return open_dataset(paths_or_glob, rollouts=rollouts, where=where,
+                            warn_failures=warn_failures)
     if rollouts is not None or where is not None:
         raise ValueError("rollouts= and where= select from a run dataset's folder; "
                          "for dumps, pass the paths you want")

@@ -4,6 +4,7 @@ in their own order, samples without a rollout id in ``where``."""
 from __future__ import annotations
 
 import shutil
+import warnings
 from pathlib import Path
 
 import pandas as pd
@@ -94,3 +95,19 @@ def test_where_sees_samples_without_a_rollout_id_as_null(mixed: Path, tmp_path: 
         (expected["rollout_id"] == 5).sum()
     with pytest.raises(DumpError, match="nothing in the dataset matches"):
         open_dataset(root, where="rollout_id = -1")
+
+
+def test_a_caller_that_reports_failures_itself_gets_no_warning(run: Path,
+                                                                tmp_path: Path) -> None:
+    """``warn_failures=False`` lists the damaged dump in ``frames.failures`` and warns
+    of nothing, whether the folder is read through ``load_frames`` or directly."""
+    root = tmp_path / "ds"
+    convert(str(run / "*.pt"), root, progress=False)
+    dump = run / "rollout_0.pt"
+    shutil.copy(_part(root, "events", dump), _part(root, "samples", dump))
+    for read in (lambda: load_frames(root, warn_failures=False),
+                 lambda: open_dataset(root, warn_failures=False)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            frames = read()
+        assert [path for path, _ in frames.failures] == [str(dump)]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import queue
 import threading
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -38,6 +39,10 @@ def test_many_dumps_combine_in_path_order_and_failures_are_listed(tmp_path: Path
     assert frames.rollout_ids == [3, 1, 2]
     assert frames.samples.groupby("dump")["rollout_id"].first().tolist() == [3, 1, 2]
     assert [name for name, _ in frames.failures] == [str(tmp_path / "rollout_9.pt")]
+    with warnings.catch_warnings():  # a caller that names the failures itself
+        warnings.simplefilter("error")
+        quiet = load_frames(paths, workers=2, warn_failures=False)
+    assert quiet.failures == frames.failures
     one_by_one = [load_frames(p) for p in (paths[0], paths[2], paths[3])]
     assert len(frames.span_core) == sum(len(f.span_core) for f in one_by_one)
 

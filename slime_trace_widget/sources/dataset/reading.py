@@ -27,14 +27,15 @@ from .manifest import Manifest
 
 
 def open_dataset(root: str | Path, rollouts: Iterable[int] | None = None,
-                 where: str | None = None, kinds: Iterable[str] | None = None) -> TraceFrames:
+                 where: str | None = None, kinds: Iterable[str] | None = None,
+                 warn_failures: bool = True) -> TraceFrames:
     """Frames of the run dataset at ``root``: the rollout ids in ``rollouts`` (default
     all), dumps of ``kinds`` (``train``/``eval``, default both), and the samples for
     which the SQL condition ``where`` holds (DuckDB, over the ``samples`` columns,
     e.g. ``"status = 'truncated'"``). The rewards of the samples left out go with the
     frames as ``frames.group_peers``, so each sample keeps the fate it has in its whole
     dump (``answers.ledger``). A dump whose files are damaged is skipped with a warning
-    and listed in ``frames.failures``."""
+    (none when ``warn_failures`` is False) and listed in ``frames.failures``."""
     root = Path(root)
     manifest = Manifest.load(root, must_exist=True)
     wanted = None if rollouts is None else {int(r) for r in rollouts}
@@ -58,8 +59,9 @@ def open_dataset(root: str | Path, rollouts: Iterable[int] | None = None,
             continue
         if part is not None:
             parts.append(part)
-    for path, reason in failures:
-        warnings.warn(f"skipped {path}: {reason}", RuntimeWarning, stacklevel=2)
+    if warn_failures:
+        for path, reason in failures:
+            warnings.warn(f"skipped {path}: {reason}", RuntimeWarning, stacklevel=2)
     if not parts:
         raise DumpError(f"{root}: nothing in the dataset matches "
                         f"(rollouts={sorted(wanted) if wanted else 'all'}, where={where!r})"
