@@ -43,11 +43,16 @@ EVENT = "event"
 RECORD_TYPES = (SPAN_START, SPAN_END, EVENT)
 
 # The live stream's record types (``slime.record``, docs/live-store.md) besides those
-# above: a sender's heartbeat and close, and the collector's own start and stop rows,
-# which no sender may send. The collector keeps a type of 1 to LIVE_MAX_RECORD_TYPE
-# characters only.
+# above: a sender's heartbeat and close, an end sent again, and the collector's own
+# start and stop rows, which no sender may send. The collector keeps a type of 1 to
+# LIVE_MAX_RECORD_TYPE characters only.
 LIVE_HEARTBEAT = "heartbeat"
 LIVE_CLOSE = "close"
+#: A ``span_end`` sent again because end attributes were added to it after it was sent
+#: (``span.set`` once the block has ended): its body is the end record as its carrier
+#: holds it now, and a reader keeps its attributes in place of the end's, never as a
+#: second end.
+LIVE_END_RESENT = "span_end_resent"
 LIVE_RECEIVER_START = "receiver_start"
 LIVE_RECEIVER_STOP = "receiver_stop"
 LIVE_MAX_RECORD_TYPE = 64

@@ -51,6 +51,9 @@ _ACTIVE: ContextVar[_Scope | None] = ContextVar("slime_trace_widget_active", def
 _CARRIER_LOCK = threading.RLock()
 # Called with every record ``_write`` appends (the live stream's hook); None costs one check.
 _record_listener: Callable[[dict[str, Any]], None] | None = None
+# Called with a written end record whose attributes were added to afterwards (the live
+# stream's hook: it sends the record again); None costs one check.
+_end_listener: Callable[[dict[str, Any]], None] | None = None
 
 
 def _fresh_lock_after_fork() -> None:
@@ -68,12 +71,22 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_fresh_lock_after_fork)
 
 
-def set_record_listener(listener: Callable[[dict[str, Any]], None] | None) -> None:
+def set_record_listener(listener: Callable[[dict[str, Any]], None] | None,
+                        changed_end: Callable[[dict[str, Any]], None] | None = None) -> None:
     """Have ``listener`` called with each record written from now on, after it is in its
-    carrier (None: no one). The listener must never raise and must return at once; the
+    carrier, and ``changed_end`` with each ``span_end`` record given end attributes after
+    it was written (None: no one). Both must never raise and must return at once; the
     live stream (:mod:`.live`) is the one user."""
-    global _record_listener
+    global _record_listener, _end_listener
     _record_listener = listener
+    _end_listener = changed_end
+
+
+def _end_changed(record: dict[str, Any]) -> None:
+    """Tell the listener, if any, that this written end record got attributes added."""
+    listener = _end_listener  # read once: a stream may close on another thread
+    if listener is not None:
+        listener(record)
 
 
 # --------------------------------------------------------------------------- scopes

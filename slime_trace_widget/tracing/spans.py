@@ -26,6 +26,7 @@ from .carriers import (
     _ACTIVE,
     TraceHandle,
     _bump_attempt,
+    _end_changed,
     _resolve_handles,
     _Scope,
     _TraceKey,
@@ -50,7 +51,8 @@ class TraceSpanContext:
 
     The fields are slime's. ``set``/``update`` (alias ``set_attr``/``update_attrs``)
     collect end attributes while the block runs; once the span has closed they
-    are added to the ``span_end`` records already written (``end_events``).
+    are added to the ``span_end`` records already written (``end_events``), which a
+    live stream then sends again (docs/live.md).
     """
 
     __slots__ = ("_end_attrs", "closed", "end_events", "handles", "name", "span_records",
@@ -147,7 +149,9 @@ class TraceSpanContext:
             _write_children(self.span_records, children, self.start_ts, 0)
 
     def _sync_end_events(self, attrs: Mapping[str, Any]) -> None:
-        """Add attributes set after the close to the end records, each its own cleaned copy."""
+        """Add attributes set after the close to the end records, each its own cleaned
+        copy; a live stream is told of each record changed, to send it again (it may have
+        been sent already)."""
         cleaned = _clean_attrs(attrs)
         if not cleaned:
             return
@@ -158,6 +162,7 @@ class TraceSpanContext:
                     own.update(cleaned)
                 else:
                     record[RECORD_ATTRS] = dict(cleaned)
+                _end_changed(record)
             except Exception:
                 _log_failure("adding attributes to the end of span %r", self.name)
 

@@ -6,7 +6,11 @@ trace id; within a trace a sender's records keep its numbering (the order they w
 recorded in, whatever order they arrived in), and the records of several senders (a
 trace continued in another process) are merged by time. A record that cannot be read
 (a body that is not a JSON object, or a time that is not a number the frames keep) is
-skipped and counted (``live_unreadable_record``).
+skipped and counted (``live_unreadable_record``). An end sent again (``span_end_resent``:
+attributes were added to it after it was sent) takes the place of the end it updates, the
+latest sending winning, so a trace never holds a span's end twice; one whose end was not
+taken (lost, or sent under another rollout id) is left out and counted
+(``live_resent_end_without_end``).
 
 Taking rows in has two steps: :func:`read_rows` reads and checks them, changing nothing,
 and :meth:`LiveCarriers.take` adds what was read, which cannot fail; so a reader that
@@ -23,6 +27,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ...schema import (
     CARRIER_ATTEMPT,
@@ -31,17 +36,22 @@ from ...schema import (
     CARRIER_SAMPLE_ID,
     CARRIER_TRACE_ID,
     CARRIER_VERSION,
+    LIVE_END_RESENT,
     RECORD_ATTEMPT,
     RECORD_GROUP_ID,
     RECORD_SAMPLE_ID,
+    RECORD_SPAN_ID,
     RECORD_TRACE_ID,
     RECORD_TS,
+    RECORD_TYPE,
     SAMPLE_TRACE_KEY,
+    SPAN_END,
     TRACE_VERSION,
 )
 from ...tables.carrier import TS_LIMIT
 
 UNREADABLE = "live_unreadable_record"
+RESENT_WITHOUT_END = "live_resent_end_without_end"
 
 
 @dataclass
@@ -59,6 +69,8 @@ class LiveTrace:
     last_ts: float = float("-inf")
     last_received: float = 0.0
     count: int = 0
+    #: Per (sender, number of an end): the number of the sending that took its place.
+    resent: dict[tuple[str, int], int] = field(default_factory=dict)
 
     def records(self) -> list[dict]:
         """The records in recording order (see the module)."""
@@ -67,6 +79,25 @@ class LiveTrace:
             return [record for _, _, record in lists[0]]
         merged = heapq.merge(*lists, key=lambda item: item[1])
         return [record for _, _, record in merged]
+
+    def replace_end(self, sender: str, seq: int, record: dict) -> bool:
+        """Put ``record``, an end sent again as number ``seq`` by ``sender``, in place of
+        the end it updates (that sender's latest end of the same span id numbered before
+        it), unless a later sending already took that place. False when there is no such
+        end."""
+        items = self.by_sender.get(sender)
+        span_id = record.get(RECORD_SPAN_ID)
+        if not items or span_id is None or record.get(RECORD_TYPE) != SPAN_END:
+            return False
+        for position in range(len(items) - 1, -1, -1):
+            number, ts, end = items[position]
+            if (number < seq and end.get(RECORD_SPAN_ID) == span_id
+                    and end.get(RECORD_TYPE) == SPAN_END):
+                if self.resent.get((sender, number), 0) < seq:
+                    items[position] = (number, ts, record)
+                    self.resent[(sender, number)] = seq
+                return True
+        return False
 
     def carrier(self) -> dict[str, Any]:
         """The trace as a carrier: identity from its first record, the highest attempt."""
@@ -102,7 +133,8 @@ def record_time(record: dict) -> float | None:
 @dataclass(frozen=True)
 class RowRecord:
     """One store row's record, read and checked: the row's position in its table, its
-    trace key, sender, number and rollout, the record's time and the record."""
+    trace key, sender, number and rollout, the record's time and the record, and whether
+    it is an end sent again."""
 
     row: int
     key: str
@@ -111,6 +143,7 @@ class RowRecord:
     rollout: int
     ts: float
     record: dict
+    resent: bool = False
 
 
 @dataclass(frozen=True)
@@ -132,23 +165,27 @@ def read_rows(table: pa.Table, chosen: np.ndarray) -> RowsRead:
     unreadable: list[int] = []
     columns = [rows[name].to_pylist() for name in ("trace_id", "sender", "seq", "rollout_id",
                                                    "body")]
-    for row, key, sender, seq, rollout, body in zip(positions.tolist(), *columns, strict=True):
+    resent = pc.fill_null(pc.equal(rows["record"], LIVE_END_RESENT), False).to_pylist()
+    for row, key, sender, seq, rollout, body, again in zip(positions.tolist(), *columns,
+                                                           resent, strict=True):
         record = _parse(body)
         ts = None if record is None else record_time(record)
         if record is None or ts is None:
             unreadable.append(row)
         else:
-            records.append(RowRecord(row, key, sender, seq, rollout, ts, record))
+            records.append(RowRecord(row, key, sender, seq, rollout, ts, record, again))
     return RowsRead(table, records, np.array(unreadable, dtype=np.int64))
 
 
 @dataclass
 class NewRecord:
-    """A record just taken in: its trace, the record dict and its time (epoch seconds)."""
+    """A record just taken in: its trace, the record dict and its time (epoch seconds);
+    ``resent``: an end sent again, which took the place of the end it updates."""
 
     trace: LiveTrace
     record: dict
     ts: float
+    resent: bool = False
 
 
 class LiveCarriers:
@@ -161,12 +198,21 @@ class LiveCarriers:
     def take(self, read: RowsRead, fresh: np.ndarray) -> list[NewRecord]:
         """Add the records ``read`` holds whose rows are ``fresh`` (seen for the first
         time: a repeat is neither taken nor counted again), and count the unreadable
-        ones; the records taken, in arrival order."""
+        ones; the records taken, in arrival order. An end sent again replaces the end it
+        updates (see the module)."""
         taken: list[NewRecord] = []
         rows: list[int] = []
         traces = self.traces
         for item in read.records:
             if not fresh[item.row]:
+                continue
+            if item.resent:
+                trace = traces.get(item.key)
+                if trace is None or not trace.replace_end(item.sender, item.seq, item.record):
+                    self.warnings[RESENT_WITHOUT_END] += 1
+                    continue
+                taken.append(NewRecord(trace, item.record, item.ts, resent=True))
+                rows.append(item.row)
                 continue
             trace = traces.get(item.key)
             if trace is None:

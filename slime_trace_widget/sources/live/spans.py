@@ -5,7 +5,8 @@ The rules are the carrier reader's (``frames.carrier``), applied record by recor
 end closes the earliest open start of its span id; a start without a parent takes the
 most recently started open span that began no later (among the last
 :data:`~slime_trace_widget.frames.carrier.PARENT_SCAN`); an end that arrives before
-its start (records of two batches swapped in transit) waits for it.
+its start (records of two batches swapped in transit) waits for it. An end sent again
+(new attributes only) changes no span: the end it updates was taken before it.
 
 Records come checked (:func:`.carriers.read_rows`: each has a time), and names and ids
 that are not text are made text without raising (:func:`~slime_trace_widget.values.short_text`),
@@ -64,6 +65,8 @@ class SpanTracker:
         events they recorded."""
         changes = SpanChanges()
         for item in records:
+            if item.resent:
+                continue
             record, key, ts = item.record, item.trace.key, item.ts
             kind = record.get(RECORD_TYPE)
             name = _text(record.get(RECORD_NAME))

@@ -30,7 +30,7 @@ from typing import Any
 
 from .. import carriers
 from .otlp import Encoder, resource_attributes, sender_identity
-from .outbox import LiveStats, Outbox
+from .outbox import LiveStats, Outbox, ResentEnd
 from .sender import SenderThread
 from .slime_patch import patch_slime, slime_rollout_id
 from .transport import DEFAULT_TIMEOUT_SECONDS, EndpointError, Poster, parse_endpoint
@@ -197,7 +197,7 @@ def _start(endpoint: str, interval: float, capacity: int, max_batch: int, timeou
                           rollout=current_rollout)
     stream = LiveStream(endpoint, outbox=outbox, thread=thread, sender=sender)
     thread.start()
-    carriers.set_record_listener(_listener(outbox))
+    carriers.set_record_listener(_listener(outbox), _resend_listener(outbox))
     if slime:
         stream.slime_modules = tuple(patch_slime(_offer_to_current))
     logger.info("live stream: sending to %s as %s%s", endpoint, sender,
@@ -217,6 +217,17 @@ def _listener(outbox: Outbox) -> Callable[[Any], None]:
             logger.debug("live stream: a record was not queued", exc_info=True)
 
     return stream_record
+
+
+def _resend_listener(outbox: Outbox) -> Callable[[Any], None]:
+    """What the recording API calls with an end record given attributes after it was
+    written: the record queued again, as an end sent again (a new sequence number)."""
+    stream_record = _listener(outbox)
+
+    def stream_again(record: Any) -> None:
+        stream_record(ResentEnd(record))
+
+    return stream_again
 
 
 def _offer_to_current(record: Any) -> None:

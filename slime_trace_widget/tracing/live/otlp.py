@@ -25,6 +25,7 @@ from ..._version import __version__
 from ...schema import (
     ERROR_MESSAGE_ATTR,
     ERROR_TYPE_ATTR,
+    LIVE_END_RESENT,
     LIVE_MAX_RECORD_TYPE,
     LIVE_RECEIVER_START,
     LIVE_RECEIVER_STOP,
@@ -44,7 +45,7 @@ from ...schema import (
 )
 from ...values import plain_value, short_text
 from . import wire
-from .outbox import Queued
+from .outbox import Queued, ResentEnd
 
 #: Instrumentation scope of everything sent; the receiver skips spans of this scope.
 SCOPE_NAME = "slime_trace_widget.live"
@@ -269,6 +270,9 @@ class Encoder:
 
     def _encode_one(self, item: Queued, dropped: int | None) -> tuple[bytes, bytes | None]:
         seq, observed_ns, rollout_id, record = item
+        resent = type(record) is ResentEnd
+        if resent:
+            record = record.record
         get = record.get
         kind = get(RECORD_TYPE)
         own_span = get(RECORD_SPAN_ID)
@@ -276,7 +280,8 @@ class Encoder:
         time_ns = int(ts * 1e9) if type(ts) is float and 0 < ts < MAX_SECONDS else 0
         if not 0 < time_ns < MAX_NANOSECONDS:
             time_ns = _nanoseconds(ts, observed_ns)
-        record_type = kind if type(kind) is str else short_text(kind)
+        record_type = (LIVE_END_RESENT if resent
+                       else kind if type(kind) is str else short_text(kind))
         if not 0 < len(record_type) <= LIVE_MAX_RECORD_TYPE or record_type in _COLLECTORS:
             raise ValueError("a record type the receiver refuses")
         attrs = wire.log_int_attribute(_SEQ_KEY, seq) + self._identity.encoded(

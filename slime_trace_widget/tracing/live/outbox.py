@@ -13,9 +13,21 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
-#: One record as the recording thread queued it: (seq, observed ns, rollout id, record).
-#: A tuple, because building it is on the recording thread's clock.
+#: One record as the recording thread queued it: (seq, observed ns, rollout id, record),
+#: the record being a :class:`ResentEnd` when it is an end sent again. A tuple, because
+#: building it is on the recording thread's clock.
 Queued = tuple[int, int, "int | None", Any]
+
+
+class ResentEnd:
+    """An end record queued again because end attributes were added to it after it was
+    written: it goes on the wire as ``span_end_resent`` (docs/live.md), its body the
+    record as it is when sent."""
+
+    __slots__ = ("record",)
+
+    def __init__(self, record: Any) -> None:
+        self.record = record
 
 
 @dataclass(frozen=True)
