@@ -171,23 +171,31 @@ def test_requests_no_sample_made_are_listed_not_attached(frames: TraceFrames, tm
     assert len(engine_spans(joined)) == sum(1 + len(h.slices) for r in mine for h in r.halves)
 
 
-def test_a_rid_two_generation_spans_share_attaches_nowhere(tmp_path: Path) -> None:
+def test_a_rid_two_generation_spans_share_goes_to_the_one_its_time_overlaps(
+        tmp_path: Path) -> None:
+    """A retry sends a rid again: the request goes to the span of the two that holds its
+    time (``test_engine_join_edges.py`` has the request that fits both, or neither)."""
     samples = make_demo_samples(6, seed=9)
     frames = build_frames(samples)
     requests = requests_for(frames)
     first = requests[0]
-    # a second generation span carrying the same request id
-    other = requests[1].span
+    core = frames.span_core
+    low, high = core.at[first.span, "start"], core.at[first.span, "display_end"]
+    # a second generation span, at another time, carrying the same request id
+    other = next(r.span for r in requests[1:]
+                 if core.at[r.span, "start"] > high or core.at[r.span, "display_end"] < low)
     ends = frames.span_end_attrs
     table = ends.table.set_column(
         ends.table.column_names.index("sglang_request_id"), "sglang_request_id",
         [[first.rid if i == other else v for i, v in
           enumerate(ends.table.column("sglang_request_id").to_pylist())]])
-    ambiguous = replace(frames, span_end_attrs=type(ends)(table))
-    joined = join_engine(ambiguous, load_engine_traces(
+    reused = replace(frames, span_end_attrs=type(ends)(table))
+    joined = join_engine(reused, load_engine_traces(
         store_requests([first], tmp_path, {"engine-a": 0.0})))
-    assert engine_spans(joined).empty
-    assert list(joined.engine_unmatched["rid"]) == [first.rid]
+    roots = engine_spans(joined)
+    roots = roots[roots["name"] == "sglang request"]
+    assert roots["parent_index"].tolist() == [first.span]
+    assert joined.engine_unmatched.empty
 
 
 def test_requests_carrying_trace_context_nest_by_it(tmp_path: Path) -> None:

@@ -47,7 +47,7 @@ from ...tables.names import Names
 from ...tables.pd_lanes import LANE_SUFFIX
 from ...tables.span_geometry import ENGINE_LANE_KINDS, span_lanes
 from ...vocabularies import INSTANT_EVENT, UNMATCHED_END
-from .match import REQUEST_ID_ATTR, attr_values, match_requests
+from .match import REQUEST_ID_ATTR, attr_values, find_owners, place_reused
 from .requests import KV_SENDER, KV_SENDER_SPAN, Request, read_requests, with_kv_senders
 
 __all__ = ["KV_SENDER_SPAN", "REQUEST_ID_ATTR", "REQUEST_SPAN_NAMES", "attr_values",
@@ -60,7 +60,10 @@ REQUEST_SPAN_NAMES = {"": "sglang request", "prefill": "sglang prefill request",
 SKEW_COLUMNS = ["host", "skew", "requests", "low", "high", "consistent"]
 #: ``frames.warnings`` key: KV senders whose room has no single prefill half.
 SENDERS_DROPPED = "engine_kv_sender_dropped"
-UNMATCHED_COLUMNS = ["rid", "trace_id", "span_id", "name", "host", "start", "end", "spans"]
+UNMATCHED_COLUMNS = ["rid", "trace_id", "span_id", "name", "host", "start", "end", "spans",
+                     "reason"]
+#: ``engine_unmatched.reason`` of a request that no span of the frames made.
+NO_SPAN = "no span of the frames made it"
 
 
 def join_engine(frames: TraceFrames, engine: pd.DataFrame | pa.Table) -> TraceFrames:
@@ -75,13 +78,21 @@ def join_engine(frames: TraceFrames, engine: pd.DataFrame | pa.Table) -> TraceFr
         # requests are not attached twice
         present = set(core.column("span_id").filter(engine_spans).to_pylist())
         requests = [r for r in requests if r.span_id not in present]
-    owners = match_requests(frames, requests)
-    placed, dropped = _nest_kv_senders(requests, owners)
+    matches = find_owners(frames, requests)
     columns = _Spans(frames)
+    if matches.reused:  # each attempt's request by its time, in the dump's clock
+        first = _skews(columns, [(request, owner) for request, owner
+                                 in zip(requests, matches.owners, strict=True)
+                                 if owner >= 0 and request.role != KV_SENDER])
+        place_reused(matches, requests, columns.time_of,
+                     dict(zip(first["host"], first["skew"], strict=True)))
+    reasons = {requests[number].root: reason for number, reason in matches.reasons.items()}
+    placed, dropped = _nest_kv_senders(requests, matches.owners)
     attached = [(request, owner) for request, owner in placed if owner >= 0]
     skew = _skews(columns, attached)
     shift = dict(zip(skew["host"], skew["skew"], strict=True))
-    unmatched = _unmatched([request for request, owner in placed if owner < 0])
+    unmatched = _unmatched([(request, reasons.get(request.root, NO_SPAN))
+                            for request, owner in placed if owner < 0])
     warnings = Counter(frames.warnings)
     if dropped:
         warnings[SENDERS_DROPPED] += dropped
@@ -153,9 +164,10 @@ def _skews(spans: _Spans, attached: list[tuple[Request, int]]) -> pd.DataFrame:
          "consistent": bool})
 
 
-def _unmatched(requests: list[Request]) -> pd.DataFrame:
+def _unmatched(requests: list[tuple[Request, str]]) -> pd.DataFrame:
+    """Requests attached nowhere, each with why (``reason``)."""
     rows = [(r.whole_rid, r.trace_id, r.span_id, r.name, r.host, r.start_ns / 1e9,
-             r.end_ns / 1e9, len(r.pieces)) for r in requests]
+             r.end_ns / 1e9, len(r.pieces), reason) for r, reason in requests]
     return pd.DataFrame(rows, columns=UNMATCHED_COLUMNS)
 
 
@@ -194,6 +206,11 @@ class _Spans:
         self.span_id = core["span_id"].to_numpy(dtype=object)
         self.start = core["start"].to_numpy()
         self.display_end = core["display_end"].to_numpy()
+
+    def time_of(self, index: int) -> tuple[float, float]:
+        """Span ``index``'s start and drawn end."""
+        at = self.position[index]
+        return float(self.start[at]), float(self.display_end[at])
 
 
 def _attach(frames_spans: _Spans, request: Request, owner: int, shift: dict[str, float],

@@ -17,7 +17,13 @@
    room, when that room's matched halves all have one owner.
 
 A key that names two generation spans names none: a request is never attached to a
-sample it might not belong to. A KV sender's trace (role ``KV_SENDER``, see
+sample it might not belong to. The one exception is a **reused rid** (slime sends a
+generation again with the same rid after an abort, so each attempt has its generation
+span): a request whose whole rid names several spans goes to the one of them that its
+time overlaps, in the dump's clock after its host's skew (:func:`place_reused`, once the
+other requests have estimated the skews); one that overlaps none or several of them, or
+loses its span to another request of the rid and role that overlaps it more, is left
+unmatched with :data:`REUSED_RID` as its reason. A KV sender's trace (role ``KV_SENDER``, see
 :mod:`.requests`) names no generation span: its ``rid`` is its bootstrap room, so it takes
 rule 4 only (the join then draws it under its room's prefill half).
 """
@@ -25,6 +31,8 @@ rule 4 only (the join then draws it under its room's prefill half).
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from ...frames.model import TraceFrames
@@ -32,17 +40,39 @@ from ...schema import w3c_span_id, w3c_trace_id
 from .requests import KV_SENDER, Request
 
 REQUEST_ID_ATTR = "sglang_request_id"
+#: ``engine_unmatched.reason`` of a request whose reused rid could not place it.
+REUSED_RID = ("its rid names several generation spans (a retry) and its time overlaps "
+              "none or several of them, or another request of that rid overlaps its span more")
 _AMBIGUOUS = -2
 
 
+@dataclass
+class Matches:
+    """The span index each request belongs to, in order (-1: none, or ambiguous), and
+    the requests whose whole rid names several spans, with those spans (for
+    :func:`place_reused`)."""
+
+    owners: list[int]
+    reused: dict[int, list[int]] = field(default_factory=dict)
+    #: Why a request is left unmatched, where it is not simply that no span made it.
+    reasons: dict[int, str] = field(default_factory=dict)
+
+
 def match_requests(frames: TraceFrames, requests: list[Request]) -> list[int]:
-    """The span index each request belongs to, in order (-1: none, or ambiguous)."""
+    """The span index each request belongs to, in order (-1: none, or ambiguous; a
+    reused rid is not placed: :func:`find_owners` and :func:`place_reused` do)."""
+    return find_owners(frames, requests).owners
+
+
+def find_owners(frames: TraceFrames, requests: list[Request]) -> Matches:
+    """Rules 1 to 4 (a request with a reused rid stays unmatched until placed)."""
     owners = [-1] * len(requests)
     by_context = _context_owners(frames, requests)
     for number, owner in by_context.items():
         owners[number] = owner
-    whole, tail = _request_ids(frames)
+    whole, tail, several = _request_ids(frames)
     claimed: set[tuple[int, str]] = set()
+    reused: dict[int, list[int]] = {}
     for number, request in enumerate(requests):
         if owners[number] >= 0 or request.whole_rid is None or request.role == KV_SENDER:
             continue
@@ -50,9 +80,43 @@ def match_requests(frames: TraceFrames, requests: list[Request]) -> list[int]:
         if hit >= 0:
             owners[number] = hit
             claimed.add((hit, request.role))
+        elif request.whole_rid in several:
+            reused[number] = several[request.whole_rid]
     _match_by_tail(requests, owners, whole, tail, claimed)
     _follow_rooms(requests, owners)
-    return owners
+    return Matches(owners, reused)
+
+
+def place_reused(matches: Matches, requests: list[Request],
+                 span_time: Callable[[int], tuple[float, float]], skew: dict[str, float]
+                 ) -> None:
+    """Each request of :attr:`Matches.reused` onto the one span of its rid that its time
+    overlaps (engine time + its host's ``skew``, 0 for a host without one; ``span_time``
+    gives a span's start and drawn end), the one overlapping it most where two requests
+    of a role want one span; the others get :data:`REUSED_RID`. Then rule 4 again, for
+    the PD halves of the requests placed."""
+    best: dict[tuple[int, str], tuple[float, int]] = {}
+    for number, spans in matches.reused.items():
+        request = requests[number]
+        shift = skew.get(request.host, 0.0)
+        start, end = request.start_ns / 1e9 + shift, request.end_ns / 1e9 + shift
+        overlaps = [(min(end, span_end) - max(start, span_start), span)
+                    for span, (span_start, span_end) in ((s, span_time(s)) for s in spans)]
+        held = [(overlap, span) for overlap, span in overlaps if overlap > 0]
+        if len(held) != 1:
+            matches.reasons[number] = REUSED_RID
+            continue
+        overlap, span = held[0]
+        key = (span, request.role)
+        if key in best:
+            loser = number if overlap <= best[key][0] else best[key][1]
+            matches.reasons[loser] = REUSED_RID
+            if loser == number:
+                continue
+        best[key] = (overlap, number)
+    for (span, _role), (_overlap, number) in best.items():
+        matches.owners[number] = span
+    _follow_rooms(requests, matches.owners)
 
 
 def _match_by_tail(requests: list[Request], owners: list[int], whole: dict[str, int],
@@ -100,20 +164,25 @@ def _room_keys(request: Request) -> list[tuple[str, Any]]:
     return keys
 
 
-def _request_ids(frames: TraceFrames) -> tuple[dict[str, int], dict[str, int]]:
+def _request_ids(frames: TraceFrames
+                 ) -> tuple[dict[str, int], dict[str, int], dict[str, list[int]]]:
     """Generation spans by whole ``sglang_request_id`` and by its part after the last ``_``
-    (:data:`_AMBIGUOUS` where two spans share one)."""
+    (:data:`_AMBIGUOUS` where two spans share one), and the spans of each whole id that
+    several spans share."""
     whole: dict[str, int] = {}
     tail: dict[str, int] = {}
+    spans_of: dict[str, list[int]] = defaultdict(list)
     for index, value in attr_values(frames, REQUEST_ID_ATTR).items():
         if isinstance(value, bool) or not isinstance(value, (str, int)) or value == "":
             continue
         text = str(value)
+        spans_of[text].append(index)
         for table, key in ((whole, text), (tail, text.rsplit("_", 1)[-1] if "_" in text
                                            else None)):
             if key is not None:
                 table[key] = index if table.get(key, index) == index else _AMBIGUOUS
-    return whole, tail
+    several = {text: spans for text, spans in spans_of.items() if len(spans) > 1}
+    return whole, tail, several
 
 
 def attr_values(frames: TraceFrames, key: str) -> dict[int, Any]:
