@@ -5,16 +5,27 @@ the window the join reads. Traces laid out as SGLang 0.5.23 writes them
 
 from __future__ import annotations
 
+import http.client
+import json
 from dataclasses import replace
+from pathlib import Path
+from typing import Any
 
 import pandas as pd
+import pytest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from slime_trace_widget.frames import build_frames
 from slime_trace_widget.frames.model import TraceFrames
 from slime_trace_widget.sources.engine.join import NO_SPAN, join_engine
 from slime_trace_widget.sources.engine.match import REUSED_RID
+from slime_trace_widget.sources.engine.otlp import json_message
+from slime_trace_widget.sources.engine.receiver import GRPC_SERVICE, grpc_peer_address
+from slime_trace_widget.sources.engine.span_schema import PEER_ADDRESS
+from slime_trace_widget.sources.engine.window import with_engine_traces
 from slime_trace_widget.tracing import bind_trace, trace_next_attempt, trace_span, use_clock
 from tests.support.engine_builder import T0, Engine, plain_slices
+from tests.support.receiver import start_receiver
 
 
 def _request_spans(frames: TraceFrames) -> pd.DataFrame:
@@ -96,3 +107,147 @@ def test_a_retried_rid_whose_time_fits_both_attempts_attaches_nowhere() -> None:
     assert _request_spans(joined).empty
     assert joined.engine_unmatched[["rid", "reason"]].values.tolist() == [
         ["same-rid", REUSED_RID]]
+
+
+# --------------------------------------------------------------------------- machine ids
+
+
+def _on_machine(engine: Engine, trace: str, resource: dict) -> None:
+    """Give the stored spans of ``trace`` the resource ``resource``."""
+    for row, trace_id in enumerate(engine.rows["trace_id"]):
+        if trace_id == trace:
+            engine.rows["resource"][row] = json.dumps(resource)
+
+
+#: Two cloned machines (one /etc/machine-id) whose clocks differ by 3 s; the first runs
+#: two engines (two processes, each its own service.instance.id). Engine time + skew =
+#: dump time.
+_CLONES = (("10.0.0.1", "engine-1", 0.0), ("10.0.0.1", "engine-2", 0.0),
+           ("10.0.0.2", "engine-3", -3.0))
+_CLONED_ID = "0f9e8d7c6b5a49382716051f2e3d4c5b"
+
+
+def _cloned_requests(engine: Engine, resource_of: dict[str, dict] | None = None
+                     ) -> tuple[TraceFrames, list[str]]:
+    """Four requests per engine of :data:`_CLONES`, all with host_id ``_CLONED_ID``; the
+    resource of each engine is ``resource_of[engine]`` when given. The frames and the
+    traces, in order."""
+    rids = [f"{name}-rid-{k}" for _, name, _ in _CLONES for k in range(4)]
+    frames = _generations({rid: [(3 * k, 3 * k + 8)] for k, rid in enumerate(rids)})
+    traces = []
+    for k, rid in enumerate(rids):
+        _, name, skew = _CLONES[k // 4]
+        start, end = 3 * k + 0.5 - skew, 3 * k + 7.5 - skew
+        trace = engine.request(rid, T0 + start, T0 + end, host=_CLONED_ID,
+                               slices=plain_slices(T0 + start + 0.1, T0 + end))
+        if resource_of is not None:
+            _on_machine(engine, trace, resource_of[name])
+        traces.append(trace)
+    return frames, traces
+
+
+def test_machines_sharing_a_machine_id_keep_their_own_skews() -> None:
+    """The receiver keeps the address each export came from: two machines cloned from one
+    image are two hosts, the two engines of one machine one host."""
+    engine = Engine()
+    frames, _ = _cloned_requests(engine, {
+        name: {"service.name": "sglang", "service.instance.id": f"instance-{name}",
+               PEER_ADDRESS: address} for address, name, _ in _CLONES})
+    joined = join_engine(frames, engine.table())
+    skew = joined.engine_skew.set_index("host")
+    assert sorted(skew.index) == [f"{_CLONED_ID}@10.0.0.1", f"{_CLONED_ID}@10.0.0.2"]
+    assert skew["consistent"].all() and skew["requests"].tolist() == [8, 4]
+    assert abs(skew.at[f"{_CLONED_ID}@10.0.0.1", "skew"]) < 0.6
+    assert abs(skew.at[f"{_CLONED_ID}@10.0.0.2", "skew"] + 3.0) < 0.6
+    roots = _request_spans(joined).set_index("attr.gen_ai.request.id")
+    assert roots.at["engine-3-rid-0", "attr.engine.host"] == f"{_CLONED_ID}@10.0.0.2"
+    assert abs(roots.at["engine-3-rid-0", "start"] - (T0 + 24.5)) < 0.6
+    assert joined.engine_unmatched.empty
+
+
+def test_host_name_tells_machines_apart_and_one_machine_keeps_its_id() -> None:
+    """``host.name`` (set by OTEL_RESOURCE_ATTRIBUTES; spans stored without an address)
+    names machines too; a machine id that one machine alone sent stays as it is (scrape
+    targets are named after it)."""
+    engine = Engine()
+    frames, _ = _cloned_requests(engine, {
+        "engine-1": {"host.name": "node-7", PEER_ADDRESS: "10.0.0.1"},
+        "engine-2": {"host.name": "node-7", PEER_ADDRESS: "10.0.0.1"},
+        "engine-3": {"host.name": "node-8"}})
+    skew = join_engine(frames, engine.table()).engine_skew.set_index("host")
+    assert sorted(skew.index) == [f"{_CLONED_ID}@node-7/10.0.0.1", f"{_CLONED_ID}@node-8"]
+    assert abs(skew.at[f"{_CLONED_ID}@node-8", "skew"] + 3.0) < 0.6
+    engine = Engine()
+    frames, _ = _cloned_requests(engine, {name: {PEER_ADDRESS: "10.0.0.1"}
+                                          for _, name, _ in _CLONES})
+    skew = join_engine(frames, engine.table()).engine_skew
+    assert skew["host"].tolist() == [_CLONED_ID]  # one machine: its skew, as before
+
+
+def _otlp_value(value: Any) -> dict[str, Any]:
+    if isinstance(value, bool):
+        return {"boolValue": value}
+    if isinstance(value, int):
+        return {"intValue": str(value)}
+    if isinstance(value, float):
+        return {"doubleValue": value}
+    return {"stringValue": str(value)}
+
+
+def _otlp_body(engine: Engine, traces: set[str], resource: dict[str, Any]) -> bytes:
+    """The stored spans of ``traces`` as one OTLP/JSON export of ``resource``."""
+    def attributes(values: dict[str, Any]) -> list[dict[str, Any]]:
+        return [{"key": key, "value": _otlp_value(value)} for key, value in values.items()]
+
+    rows = engine.rows
+    spans = [{"traceId": rows["trace_id"][i], "spanId": rows["span_id"][i],
+              "parentSpanId": rows["parent_id"][i] or "", "name": rows["name"][i],
+              "startTimeUnixNano": str(rows["start_ns"][i]),
+              "endTimeUnixNano": str(rows["end_ns"][i]),
+              "attributes": attributes(json.loads(rows["attributes"][i])),
+              "events": [{"name": event["name"], "timeUnixNano": str(event["time_ns"]),
+                          "attributes": attributes(event["attributes"] or {})}
+                         for event in json.loads(rows["events"][i])]}
+             for i in range(len(rows["span_id"])) if rows["trace_id"][i] in traces]
+    return json.dumps({"resourceSpans": [{
+        "resource": {"attributes": attributes(resource)},
+        "scopeSpans": [{"scope": {"name": "sglang server"}, "spans": spans}]}]}).encode()
+
+
+def test_the_receiver_keeps_each_machine_apart_by_its_address(tmp_path: Path) -> None:
+    """Two machines cloned from one image send from 127.0.0.1 and 127.0.0.2 (the first's
+    engines over OTLP/HTTP and OTLP/gRPC): the join gives each machine its skew."""
+    import grpc
+
+    engine = Engine()
+    frames, traces = _cloned_requests(engine)
+    by_engine = {name: set(traces[4 * k:4 * k + 4]) for k, (_, name, _) in enumerate(_CLONES)}
+    with start_receiver(tmp_path / "engine") as receiver:
+        for name, source in (("engine-1", "127.0.0.1"), ("engine-3", "127.0.0.2")):
+            connection = http.client.HTTPConnection("127.0.0.1", receiver.http_port,
+                                                    timeout=60, source_address=(source, 0))
+            connection.request("POST", "/v1/traces", _otlp_body(
+                engine, by_engine[name], {"service.name": "sglang",
+                                          "service.instance.id": name}),
+                {"Content-Type": "application/json"})
+            assert connection.getresponse().status == 200
+            connection.close()
+        body = json_message(_otlp_body(engine, by_engine["engine-2"], {
+            "service.name": "sglang", "service.instance.id": "engine-2"}),
+            ExportTraceServiceRequest()).SerializeToString()
+        with grpc.insecure_channel(receiver.endpoint("grpc")) as channel:
+            export = channel.unary_unary(f"/{GRPC_SERVICE}/Export")
+            export(body, timeout=60)
+    joined = with_engine_traces(frames, tmp_path / "engine")
+    skew = joined.engine_skew.set_index("host")
+    assert sorted(skew.index) == [f"{_CLONED_ID}@127.0.0.1", f"{_CLONED_ID}@127.0.0.2"]
+    assert skew["requests"].tolist() == [8, 4] and skew["consistent"].all()
+    assert abs(skew.at[f"{_CLONED_ID}@127.0.0.2", "skew"] + 3.0) < 0.6
+    assert joined.engine_unmatched.empty and len(_request_spans(joined)) == 12
+
+
+@pytest.mark.parametrize(("peer", "address"), [
+    ("ipv4:10.1.2.3:41234", "10.1.2.3"), ("ipv6:[fd00::7]:41234", "fd00::7"),
+    ("ipv6:%5B::ffff:10.0.0.3%5D:41234", "10.0.0.3"), ("unix:/tmp/socket", None)])
+def test_a_grpc_peer_is_its_ip_address(peer: str, address: str | None) -> None:
+    assert grpc_peer_address(peer) == address

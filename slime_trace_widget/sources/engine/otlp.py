@@ -11,7 +11,8 @@ instrumentation scope :data:`LIVE_SCOPE` are slime's own, streamed live as log
 records too (``sources/live``): they are taken (the client is answered) and not
 kept here, where they would pass for an engine's requests. Attribute values become
 plain data (strings, numbers, booleans, lists, dicts; bytes as hex) and are kept as
-JSON text.
+JSON text. The address the request came from, when the receiver knows it, is added to
+each span's resource as :data:`~.span_schema.PEER_ADDRESS`.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from google.protobuf import json_format
 from google.protobuf.message import DecodeError, Message
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from .span_schema import COLUMNS
+from .span_schema import COLUMNS, PEER_ADDRESS
 
 MessageT = TypeVar("MessageT", bound=Message)
 #: Deepest nesting of array and kvlist values kept; deeper ones are cut to their text.
@@ -57,9 +58,9 @@ class SpanRows:
         return len(self.columns["span_id"])
 
 
-def parse_protobuf(body: bytes) -> SpanRows:
-    """Spans of a binary ``ExportTraceServiceRequest``."""
-    return request_rows(binary_message(body, ExportTraceServiceRequest()))
+def parse_protobuf(body: bytes, peer: str | None = None) -> SpanRows:
+    """Spans of a binary ``ExportTraceServiceRequest`` sent from address ``peer``."""
+    return request_rows(binary_message(body, ExportTraceServiceRequest()), peer)
 
 
 def binary_message(body: bytes, message: MessageT) -> MessageT:
@@ -71,9 +72,9 @@ def binary_message(body: bytes, message: MessageT) -> MessageT:
     return message
 
 
-def parse_json(body: bytes) -> SpanRows:
-    """Spans of an OTLP/JSON ``ExportTraceServiceRequest`` (ids in hex)."""
-    return request_rows(json_message(body, ExportTraceServiceRequest()))
+def parse_json(body: bytes, peer: str | None = None) -> SpanRows:
+    """Spans of an OTLP/JSON ``ExportTraceServiceRequest`` (ids in hex) sent from ``peer``."""
+    return request_rows(json_message(body, ExportTraceServiceRequest()), peer)
 
 
 def json_message(body: bytes, message: MessageT) -> MessageT:
@@ -93,12 +94,15 @@ def json_message(body: bytes, message: MessageT) -> MessageT:
         raise BadRequest(f"the body is not an OTLP/JSON {kind} ({exc})") from None
 
 
-def request_rows(request: ExportTraceServiceRequest) -> SpanRows:
-    """Every span of the request as a row; :class:`BadRequest` for an unusable span."""
+def request_rows(request: ExportTraceServiceRequest, peer: str | None = None) -> SpanRows:
+    """Every span of the request as a row, ``peer`` (the sender's address) in each
+    resource; :class:`BadRequest` for an unusable span."""
     rows = SpanRows()
     out = rows.columns
     for resource_spans in request.resource_spans:
         resource = attributes_of(resource_spans.resource.attributes)
+        if peer:
+            resource[PEER_ADDRESS] = peer
         service = resource.get("service.name")
         service_text = service if isinstance(service, str) else ""
         resource_text = json.dumps(resource, ensure_ascii=False)

@@ -21,6 +21,7 @@ connection, and the connection stays of use.
 from __future__ import annotations
 
 import http.server
+import ipaddress
 import json
 import logging
 import threading
@@ -31,6 +32,7 @@ from dataclasses import dataclass
 from http import HTTPStatus
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 from ..live import otlp_logs
 from ..live.collector import LiveCollector
@@ -212,7 +214,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             if self.path.split("?", 1)[0] == LOGS_PATH:
                 answer = self._take_logs(body, as_json)
             else:
-                rows = parse_json(body) if as_json else parse_protobuf(body)
+                peer = plain_address(str(self.client_address[0]))
+                rows = parse_json(body, peer) if as_json else parse_protobuf(body, peer)
                 self.server.collector.submit(rows)
                 answer = b"{}" if as_json else b""  # an empty response message
         except _TooLarge:
@@ -422,7 +425,7 @@ def grpc_server(collector: Collector, host: str, port: int,
 
     def export(body: bytes, context: Any) -> bytes:
         try:
-            collector.submit(parse_protobuf(body))
+            collector.submit(parse_protobuf(body, grpc_peer_address(context.peer())))
         except BadRequest as exc:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
         except Busy as exc:
@@ -466,6 +469,28 @@ def grpc_server(collector: Collector, host: str, port: int,
 
 def _bracketed(host: str) -> str:
     return f"[{host}]" if ":" in host and not host.startswith("[") else host
+
+
+def grpc_peer_address(peer: str) -> str | None:
+    """The IP address of a gRPC peer (``ipv4:10.0.0.5:41234``, ``ipv6:[::1]:41234``, the
+    brackets maybe percent-encoded), without its port; None for another kind (a unix
+    socket)."""
+    kind, _, rest = unquote(peer or "").partition(":")
+    if kind not in ("ipv4", "ipv6") or not rest:
+        return None
+    address = rest.rsplit(":", 1)[0] if rest.count(":") == 1 or rest.startswith("[") else rest
+    return plain_address(address.strip("[]"))
+
+
+def plain_address(address: str) -> str | None:
+    """An IP address as text, an IPv4 address mapped into IPv6 as the IPv4 one (a
+    dual-stack listener sees a host so); None when it is no IP address."""
+    try:
+        parsed = ipaddress.ip_address(address.split("%", 1)[0])
+    except ValueError:
+        return None
+    mapped = getattr(parsed, "ipv4_mapped", None)
+    return str(mapped or parsed)
 
 
 # --------------------------------------------------------------------------- the command

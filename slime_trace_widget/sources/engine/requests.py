@@ -40,7 +40,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .span_schema import END, JSON_COLUMNS, SCHEMA, START
+from .span_schema import END, JSON_COLUMNS, PEER_ADDRESS, SCHEMA, START
 from .stretches import (
     fold_decode_loops,
     json_value,
@@ -254,6 +254,7 @@ class _Rows:
         owner = self.root_of.copy()
         hosts = {int(t): _host(self.attrs(int(t))) or _resource_host(self, int(t))
                  for t in threads}
+        self._tell_machines_apart(hosts)
         orphans = threads[owner[threads] < 0]
         if len(orphans):
             self._adopt(orphans, owner, hosts)
@@ -276,6 +277,31 @@ class _Rows:
                 attrs["engine.tp_ranks"] = ",".join(str(rank) for rank in ranks)
             carriers[carrier] = attrs
         return owner, carriers, hosts
+
+    def _tell_machines_apart(self, hosts: dict[int, str]) -> None:
+        """A ``host_id`` (SGLang's ``/etc/machine-id``) that thread spans from several
+        machines share, as cloned VM images and containers do, becomes one host per
+        machine, ``<host_id>@<machine>``: the machine is the resource's ``host.name``
+        and the address the receiver got the export from (:data:`PEER_ADDRESS`), those
+        it has (:func:`_machine`). A machine's engines keep sharing one host; a host_id
+        seen from one machine only, and a thread span whose resource names no machine
+        (stored before the receiver kept addresses), keep the host_id as it is."""
+        named = [t for t in hosts if _host(self.attrs(t))]
+        if not named:
+            return
+        texts = self.table["resource"].take(pa.array(named, type=pa.int64())).to_pylist()
+        machine_of_text: dict[str | None, str] = {}
+        machines: dict[int, str] = {}
+        seen: dict[str, set[str]] = {}
+        for t, text in zip(named, texts, strict=True):
+            if text not in machine_of_text:
+                machine_of_text[text] = _machine(json_value(text, dict))
+            machines[t] = machine_of_text[text]
+            if machines[t]:
+                seen.setdefault(hosts[t], set()).add(machines[t])
+        for t in named:
+            if machines[t] and len(seen[hosts[t]]) > 1:
+                hosts[t] = f"{hosts[t]}@{machines[t]}"
 
     def _adopt(self, orphans: np.ndarray, owner: np.ndarray, hosts: dict[int, str]) -> None:
         """Thread spans with no request root above them (older SGLang hung some under the
@@ -529,6 +555,13 @@ def _thread_label(attrs: dict, name: str) -> str:
 def _host(attrs: dict) -> str:
     host = _text(attrs.get("host_id"))
     return host if host else ""
+
+
+def _machine(resource: dict) -> str:
+    """What a stored resource says of the machine that sent it: its ``host.name`` and the
+    sender's address the receiver added, those it has, joined by ``/`` ("" for none)."""
+    return "/".join(part for part in (_text(resource.get("host.name")),
+                                      _text(resource.get(PEER_ADDRESS))) if part)
 
 
 def _resource_host(rows: _Rows, i: int) -> str:

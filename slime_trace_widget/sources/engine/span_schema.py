@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-__all__ = ["COLUMNS", "END", "JSON_COLUMNS", "SCHEMA", "START"]
+__all__ = ["COLUMNS", "END", "JSON_COLUMNS", "PEER_ADDRESS", "SCHEMA", "START"]
 
 SCHEMA = pa.schema([
     ("trace_id", pa.string()), ("span_id", pa.string()), ("parent_id", pa.string()),
@@ -24,3 +24,7 @@ START, END = "start_ns", "end_ns"
 #: The columns that hold JSON text, each with the value an absent one stands for.
 JSON_COLUMNS: dict[str, dict | list] = {"attributes": {}, "resource": {}, "events": [],
                                         "links": []}
+#: The key the receiver adds to each stored span's resource: the IP address the export came
+#: from. SGLang's thread spans name their machine only by ``/etc/machine-id``, which cloned
+#: VM images and containers share; the sender's address tells those machines apart.
+PEER_ADDRESS = "receiver.peer_address"
