@@ -1,27 +1,35 @@
 """The join where the engines' side is not as the rules assume: a rid sent twice (a
 retry), engine hosts that share one machine id, a host whose clock is off by more than
-the window the join reads. Traces laid out as SGLang 0.5.23 writes them
+the margin the join reads around the frames. Traces laid out as SGLang 0.5.23 writes them
 (``tests/support/engine_builder.py``)."""
 
 from __future__ import annotations
 
 import http.client
 import json
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa
 import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from slime_trace_widget.frames import build_frames
 from slime_trace_widget.frames.model import TraceFrames
+from slime_trace_widget.sources.engine.beyond import (
+    BEYOND_WARNING,
+    BEYOND_WINDOW,
+    MISSING_WARNING,
+)
 from slime_trace_widget.sources.engine.join import NO_SPAN, join_engine
 from slime_trace_widget.sources.engine.match import REUSED_RID
 from slime_trace_widget.sources.engine.otlp import json_message
 from slime_trace_widget.sources.engine.receiver import GRPC_SERVICE, grpc_peer_address
 from slime_trace_widget.sources.engine.span_schema import PEER_ADDRESS
+from slime_trace_widget.sources.engine.store import SpanStore
 from slime_trace_widget.sources.engine.window import with_engine_traces
 from slime_trace_widget.tracing import bind_trace, trace_next_attempt, trace_span, use_clock
 from tests.support.engine_builder import T0, Engine, plain_slices
@@ -38,6 +46,11 @@ def _generations(attempts_by_rid: dict[str, list[tuple[float, float]]]) -> Trace
     """One sample per rid, its generation sent once per attempt with that same rid (a
     retry after an abort): one ``sglang_generate`` span per attempt, over the given
     (start, end) seconds from T0."""
+    return build_frames(_samples(attempts_by_rid))
+
+
+def _samples(attempts_by_rid: dict[str, list[tuple[float, float]]]) -> list[dict]:
+    """The samples of :func:`_generations`."""
     samples = []
     for index, (rid, attempts) in enumerate(attempts_by_rid.items()):
         sample = {"index": index, "group_index": index, "status": "completed"}
@@ -52,7 +65,7 @@ def _generations(attempts_by_rid: dict[str, list[tuple[float, float]]]) -> Trace
                     now[0] = T0 + end
                     span.update({"sglang_request_id": rid})
         samples.append(sample)
-    return build_frames(samples)
+    return samples
 
 
 def test_a_rid_sent_again_attaches_each_request_to_its_attempt() -> None:
@@ -251,3 +264,82 @@ def test_the_receiver_keeps_each_machine_apart_by_its_address(tmp_path: Path) ->
     ("ipv6:%5B::ffff:10.0.0.3%5D:41234", "10.0.0.3"), ("unix:/tmp/socket", None)])
 def test_a_grpc_peer_is_its_ip_address(peer: str, address: str | None) -> None:
     assert grpc_peer_address(peer) == address
+
+
+# --------------------------------------------------------------------------- clocks far off
+
+
+def _stored(engine: Engine, folder: Path) -> Path:
+    store = SpanStore(folder)
+    store.append(engine.table())
+    store.close()
+    return folder
+
+
+def test_a_request_whose_host_clock_is_far_off_is_listed_not_dropped(tmp_path: Path
+                                                                       ) -> None:
+    """A host 120 s ahead: its request lies past the 60 s read around the frames. It is
+    listed with its reason and counted; the other host's request is attached."""
+    frames = _generations({"near": [(0, 10)], "far": [(0, 10)], "lost": [(0, 10)]})
+    engine = Engine()
+    engine.request("near", T0 + 1, T0 + 9, host="hostaaaa", slices=plain_slices(T0 + 1.1, T0 + 9))
+    engine.request("far", T0 + 121, T0 + 129, host="hostbbbb",
+                   slices=plain_slices(T0 + 121.1, T0 + 129))
+    engine.request("lost", T0 + 3600, T0 + 3608, host="hostcccc")  # beyond any search
+    joined = with_engine_traces(frames, _stored(engine, tmp_path / "engine"))
+    assert _request_spans(joined)["attr.gen_ai.request.id"].tolist() == ["near"]
+    unmatched = joined.engine_unmatched
+    assert unmatched[["rid", "host", "reason"]].values.tolist() == [
+        ["far", "hostbbbb", BEYOND_WINDOW]]
+    assert abs(unmatched["start"].iloc[0] - (T0 + 121)) < 1e-6
+    assert joined.warnings[BEYOND_WARNING] == 1 and joined.warnings[MISSING_WARNING] == 1
+
+
+def test_a_pd_half_on_a_host_far_off_is_listed_with_its_room(tmp_path: Path) -> None:
+    """The prefill server (its own rid, paired by bootstrap room) is 90 s behind; the
+    decode half is attached and the prefill half listed."""
+    frames = _generations({"decode-rid": [(100, 110)]})
+    engine = Engine()
+    engine.request("decode-rid", T0 + 101, T0 + 109, role="decode", room=0x51, host="decodehh")
+    engine.request("prefill-own", T0 + 11, T0 + 13, role="prefill", room=0x51, host="prefillh")
+    engine.request("other-client", T0 + 12, T0 + 13, role="prefill", room=0x77, host="prefillh")
+    joined = with_engine_traces(frames, _stored(engine, tmp_path / "engine"))
+    assert _request_spans(joined)["name"].astype(str).tolist() == ["sglang decode request"]
+    assert joined.engine_unmatched[["rid", "reason"]].values.tolist() == [
+        ["prefill-own", BEYOND_WINDOW]]
+    assert joined.warnings[BEYOND_WARNING] == 1 and MISSING_WARNING not in joined.warnings
+
+
+def _read_beyond(calls: list[int]) -> Callable[[], pa.Table]:
+    def beyond() -> pa.Table:
+        calls.append(1)
+        return Engine().table()
+    return beyond
+
+
+def test_the_traces_beyond_the_window_are_read_only_when_a_span_waits() -> None:
+    """Not when every span got its request, nor for frames that hold their requests
+    already (a dataset converted with them)."""
+    frames = _generations({"near": [(0, 10)]})
+    engine = Engine()
+    engine.request("near", T0 + 1, T0 + 9)
+    calls: list[int] = []
+    joined = join_engine(frames, engine.table(), _read_beyond(calls))
+    again = join_engine(joined, engine.table(), _read_beyond(calls))
+    assert calls == [] and not joined.warnings and not again.warnings
+    assert len(_request_spans(again)) == 1
+
+
+def test_a_request_of_a_running_rollout_may_still_be_on_its_way() -> None:
+    """While some span is open, a generation that just ended is not yet missing its
+    request; once the rollout is over it is."""
+    samples = _samples({"late": [(0, 10)], "running": [(2, 12)]})
+    finished = build_frames(samples)
+    events = samples[1]["trace"]["events"]
+    events[:] = [record for record in events if record["type"] != "span_end"]
+    running = build_frames(samples)
+    calls: list[int] = []
+    joined = join_engine(running, Engine().table(), _read_beyond(calls))
+    assert calls == [] and MISSING_WARNING not in joined.warnings
+    joined = join_engine(finished, Engine().table(), _read_beyond(calls))
+    assert calls == [1] and joined.warnings[MISSING_WARNING] == 2

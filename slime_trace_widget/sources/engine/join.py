@@ -25,12 +25,15 @@ narrowest host's window is twice the network's one-way time, so each host's skew
 is its ``low`` plus that time (within its window); a host whose requests disagree
 (a request cut short on the client's side, for instance) takes the median of their
 ``low`` instead. ``frames.engine_skew`` reports each host's.
-Requests no span made are listed in ``frames.engine_unmatched``.
+Requests attached nowhere are listed in ``frames.engine_unmatched``, each with its
+``reason``: no span made it (:data:`NO_SPAN`), its reused rid placed it on no single
+span (:mod:`.match`), or it lies beyond the window read (:mod:`.beyond`).
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import replace
 
 import numpy as np
@@ -47,6 +50,7 @@ from ...tables.names import Names
 from ...tables.pd_lanes import LANE_SUFFIX
 from ...tables.span_geometry import ENGINE_LANE_KINDS, span_lanes
 from ...vocabularies import INSTANT_EVENT, UNMATCHED_END
+from .beyond import BEYOND_WARNING, BEYOND_WINDOW, MISSING_WARNING, requests_beyond, waiting_spans
 from .match import REQUEST_ID_ATTR, attr_values, find_owners, place_reused
 from .requests import KV_SENDER, KV_SENDER_SPAN, Request, read_requests, with_kv_senders
 
@@ -66,18 +70,23 @@ UNMATCHED_COLUMNS = ["rid", "trace_id", "span_id", "name", "host", "start", "end
 NO_SPAN = "no span of the frames made it"
 
 
-def join_engine(frames: TraceFrames, engine: pd.DataFrame | pa.Table) -> TraceFrames:
+def join_engine(frames: TraceFrames, engine: pd.DataFrame | pa.Table,
+                beyond: Callable[[], pa.Table] | None = None) -> TraceFrames:
     """``frames`` with the requests of ``engine`` attached: a ``load_engine_traces``
     DataFrame, or the store's table (``read_spans``), which is read faster since only
-    the spans that are drawn have their attributes parsed."""
+    the spans that are drawn have their attributes parsed. ``engine`` holds a time
+    window's spans; ``beyond`` reads those around it, called only when a span waits for
+    a request the window lacks (:mod:`.beyond`)."""
     requests = read_requests(engine)
     core = frames.tables.span_core
     engine_spans = pc.equal(core.column("origin"), "engine")
+    held: set[int] = set()
     if pc.any(engine_spans).as_py():
         # frames that already hold engine spans (a dataset converted with them): those
         # requests are not attached twice
         present = set(core.column("span_id").filter(engine_spans).to_pylist())
         requests = [r for r in requests if r.span_id not in present]
+        held = set(core.column("parent_index").filter(engine_spans).to_pylist())
     matches = find_owners(frames, requests)
     columns = _Spans(frames)
     if matches.reused:  # each attempt's request by its time, in the dump's clock
@@ -91,11 +100,20 @@ def join_engine(frames: TraceFrames, engine: pd.DataFrame | pa.Table) -> TraceFr
     attached = [(request, owner) for request, owner in placed if owner >= 0]
     skew = _skews(columns, attached)
     shift = dict(zip(skew["host"], skew["skew"], strict=True))
-    unmatched = _unmatched([(request, reasons.get(request.root, NO_SPAN))
-                            for request, owner in placed if owner < 0])
+    left = [(request, reasons.get(request.root, NO_SPAN)) for request, owner in placed
+            if owner < 0]
     warnings = Counter(frames.warnings)
     if dropped:
         warnings[SENDERS_DROPPED] += dropped
+    waiting = (waiting_spans(frames, matches, requests, held) if beyond is not None
+               else set())
+    if waiting and beyond is not None:
+        far, missing = requests_beyond(frames, requests, waiting, beyond)
+        left += [(request, BEYOND_WINDOW) for request in far]
+        for key, count in ((BEYOND_WARNING, len(far)), (MISSING_WARNING, missing)):
+            if count:
+                warnings[key] += count
+    unmatched = _unmatched(left)
     if not attached:
         return replace(frames, engine_skew=skew, engine_unmatched=unmatched, warnings=warnings)
     built = _Built()

@@ -54,6 +54,8 @@ class Matches:
 
     owners: list[int]
     reused: dict[int, list[int]] = field(default_factory=dict)
+    #: The spans that name a request by its whole rid (``sglang_request_id``).
+    named: set[int] = field(default_factory=set)
     #: Why a request is left unmatched, where it is not simply that no span made it.
     reasons: dict[int, str] = field(default_factory=dict)
 
@@ -84,7 +86,9 @@ def find_owners(frames: TraceFrames, requests: list[Request]) -> Matches:
             reused[number] = several[request.whole_rid]
     _match_by_tail(requests, owners, whole, tail, claimed)
     _follow_rooms(requests, owners)
-    return Matches(owners, reused)
+    named = {span for span in whole.values() if span >= 0}
+    named.update(span for spans in several.values() for span in spans)
+    return Matches(owners, reused, named=named)
 
 
 def place_reused(matches: Matches, requests: list[Request],

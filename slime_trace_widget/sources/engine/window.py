@@ -12,8 +12,11 @@ from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
 
+import pyarrow as pa
+
 from ...frames.engine_load import aligned
 from ...frames.model import TraceFrames
+from .beyond import SEARCH_SECONDS
 from .join import join_engine
 from .load_store import load_engine_load
 from .store import REPEATED_COLUMNS, read_spans
@@ -31,14 +34,25 @@ def with_engine_traces(frames: TraceFrames, source: str | Path | Iterable[str | 
     in ``engine_load``, shifted into the dump's clock where an engine's name is a host of
     the join's ``engine_skew`` (see :mod:`slime_trace_widget.frames.engine_load`).
     The spans go to the join as the store's table, so only those it draws are parsed;
-    histogram buckets stay in the store (``load_engine_load`` reads them)."""
+    histogram buckets stay in the store (``load_engine_load`` reads them). The spans
+    :data:`~.beyond.SEARCH_SECONDS` beyond each side of that time are read only when a
+    span waits for a request the window lacks (a host whose clock is further off than the
+    margin): they are listed, never attached (:mod:`.beyond`)."""
     source = source if isinstance(source, (str, os.PathLike)) else list(source)
     if frames.t0 != frames.t0:  # no timed record at all: nothing to attach to or to read
         joined = join_engine(frames, read_spans(source, 0, 0, dictionaries=REPEATED_COLUMNS,
                                                 folded=True))
         return replace(joined, engine_load=load_engine_load(source, 0.0, 0.0, buckets=False))
     start, end = frames.t0 - MARGIN_SECONDS, frames.t1 + MARGIN_SECONDS
+
+    def beyond() -> pa.Table:
+        sides = [read_spans(source, int(low * 1e9), int(high * 1e9),
+                            dictionaries=REPEATED_COLUMNS, folded=True)
+                 for low, high in ((start - SEARCH_SECONDS, start), (end, end + SEARCH_SECONDS))]
+        return pa.concat_tables(sides)
+
     joined = join_engine(frames, read_spans(source, int(start * 1e9), int(end * 1e9),
-                                            dictionaries=REPEATED_COLUMNS, folded=True))
+                                            dictionaries=REPEATED_COLUMNS, folded=True),
+                         beyond)
     load = aligned(load_engine_load(source, start, end, buckets=False), joined.engine_skew)
     return replace(joined, engine_load=load)
