@@ -343,3 +343,18 @@ def test_a_request_of_a_running_rollout_may_still_be_on_its_way() -> None:
     assert calls == [] and MISSING_WARNING not in joined.warnings
     joined = join_engine(finished, Engine().table(), _read_beyond(calls))
     assert calls == [1] and joined.warnings[MISSING_WARNING] == 2
+
+
+def test_a_join_that_may_not_search_counts_the_waiting_spans_as_missing(
+        tmp_path: Path) -> None:
+    """The live view joins on every refresh and reads nothing beyond the window: a
+    request that lies there is counted as missing, never left out without a word."""
+    frames = _generations({"near": [(0, 10)], "far": [(0, 10)]})
+    engine = Engine()
+    engine.request("near", T0 + 1, T0 + 9, host="hostaaaa", slices=plain_slices(T0 + 1.1, T0 + 9))
+    engine.request("far", T0 + 121, T0 + 129, host="hostbbbb")
+    joined = with_engine_traces(frames, _stored(engine, tmp_path / "engine"),
+                                search_beyond=False)
+    assert _request_spans(joined)["attr.gen_ai.request.id"].tolist() == ["near"]
+    assert joined.engine_unmatched.empty  # "far" was never read
+    assert joined.warnings[MISSING_WARNING] == 1 and BEYOND_WARNING not in joined.warnings

@@ -76,7 +76,8 @@ def join_engine(frames: TraceFrames, engine: pd.DataFrame | pa.Table,
     DataFrame, or the store's table (``read_spans``), which is read faster since only
     the spans that are drawn have their attributes parsed. ``engine`` holds a time
     window's spans; ``beyond`` reads those around it, called only when a span waits for
-    a request the window lacks (:mod:`.beyond`)."""
+    a request the window lacks (:mod:`.beyond`). Without ``beyond`` the waiting spans are
+    counted as missing, unsearched."""
     requests = read_requests(engine)
     core = frames.tables.span_core
     engine_spans = pc.equal(core.column("origin"), "engine")
@@ -105,14 +106,13 @@ def join_engine(frames: TraceFrames, engine: pd.DataFrame | pa.Table,
     warnings = Counter(frames.warnings)
     if dropped:
         warnings[SENDERS_DROPPED] += dropped
-    waiting = (waiting_spans(frames, matches, requests, held) if beyond is not None
-               else set())
-    if waiting and beyond is not None:
-        far, missing = requests_beyond(frames, requests, waiting, beyond)
-        left += [(request, BEYOND_WINDOW) for request in far]
-        for key, count in ((BEYOND_WARNING, len(far)), (MISSING_WARNING, missing)):
-            if count:
-                warnings[key] += count
+    waiting = waiting_spans(frames, matches, requests, held)
+    far, missing = ([], len(waiting)) if not waiting or beyond is None else \
+        requests_beyond(frames, requests, waiting, beyond)
+    left += [(request, BEYOND_WINDOW) for request in far]
+    for key, count in ((BEYOND_WARNING, len(far)), (MISSING_WARNING, missing)):
+        if count:
+            warnings[key] += count
     unmatched = _unmatched(left)
     if not attached:
         return replace(frames, engine_skew=skew, engine_unmatched=unmatched, warnings=warnings)

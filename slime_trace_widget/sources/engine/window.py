@@ -26,8 +26,8 @@ from .store import REPEATED_COLUMNS, read_spans
 MARGIN_SECONDS = 60.0
 
 
-def with_engine_traces(frames: TraceFrames, source: str | Path | Iterable[str | Path]
-                       ) -> TraceFrames:
+def with_engine_traces(frames: TraceFrames, source: str | Path | Iterable[str | Path],
+                       search_beyond: bool = True) -> TraceFrames:
     """``frames`` with the requests of ``source`` (a collector folder, or its files) that
     fall in their time attached (see :func:`slime_trace_widget.sources.engine.join.join_engine`),
     and the load scraped over that time (``[t0, t1]`` widened by :data:`MARGIN_SECONDS`)
@@ -37,7 +37,10 @@ def with_engine_traces(frames: TraceFrames, source: str | Path | Iterable[str | 
     histogram buckets stay in the store (``load_engine_load`` reads them). The spans
     :data:`~.beyond.SEARCH_SECONDS` beyond each side of that time are read only when a
     span waits for a request the window lacks (a host whose clock is further off than the
-    margin): they are listed, never attached (:mod:`.beyond`)."""
+    margin): they are listed, never attached (:mod:`.beyond`). Without ``search_beyond``
+    (the live view, which joins on every refresh) such spans are only counted as missing
+    (``warnings["engine_request_missing"]``): a request missing for good would otherwise
+    have each refresh read the traces of twenty minutes more."""
     source = source if isinstance(source, (str, os.PathLike)) else list(source)
     if frames.t0 != frames.t0:  # no timed record at all: nothing to attach to or to read
         joined = join_engine(frames, read_spans(source, 0, 0, dictionaries=REPEATED_COLUMNS,
@@ -53,6 +56,6 @@ def with_engine_traces(frames: TraceFrames, source: str | Path | Iterable[str | 
 
     joined = join_engine(frames, read_spans(source, int(start * 1e9), int(end * 1e9),
                                             dictionaries=REPEATED_COLUMNS, folded=True),
-                         beyond)
+                         beyond if search_beyond else None)
     load = aligned(load_engine_load(source, start, end, buckets=False), joined.engine_skew)
     return replace(joined, engine_load=load)

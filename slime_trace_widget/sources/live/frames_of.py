@@ -25,6 +25,8 @@ def live_frames(carriers: LiveCarriers, rollout: int, directory: str | Path, now
     frames = build_frames(dump, open_until=now)
     frames.warnings.update(carriers.warnings)
     if engine and (Path(directory) / ENGINE_SUBDIR).is_dir():
-        frames = with_engine_traces(frames, directory)
+        # Refreshed often: a request beyond the window is counted, not searched for
+        # (the dump's load after the hand-over searches).
+        frames = with_engine_traces(frames, directory, search_beyond=False)
     frames.live = health
     return frames
