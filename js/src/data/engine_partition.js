@@ -19,9 +19,14 @@
 // A slice's phase is its band code (`data.spanBand`, engine_lanes.js: the phase whose
 // names list it in `meta.engine_phases`, else "other"); a higher code comes first in
 // the priority.
+//
+// The figures count every slice. The band draws what the filters leave
+// (`shownPieces`): the same rules over the slices drawn bright, and where none of
+// those runs, over the slices drawn at all, faint; a hidden slice is as if absent.
 
 import { F_ENGINE } from "./decode.js";
 import { isHolderSpan, isRequestSpan } from "./engine_lanes.js";
+import { SHOWN } from "./filters.js";
 
 /** @typedef {import("./decode.js").Data} Data */
 
@@ -36,9 +41,12 @@ const OTHER_CODE = 1;
  * @property {Float64Array} start
  * @property {Float64Array} end
  * @property {Uint8Array} code band code (1 + index in `data.bandPhases`)
- * @property {Int32Array} span the slice whose own time the piece is (for a
- *   retraction's wait, the slice it lies in): its visibility is the piece's
  * @property {number} n
+ */
+
+/**
+ * Pieces as the band draws them: disjoint, in time order, each bright or faint.
+ * @typedef {PhasePieces & {dim: Uint8Array}} BandPieces
  */
 
 /**
@@ -49,34 +57,85 @@ const OTHER_CODE = 1;
  */
 export function phasePieces(data, requests) {
   if (!requests.length) return emptyPieces();
-  const queue = data.bandPhases.indexOf(QUEUE) + 1 || OTHER_CODE;
-  return partition(ownIntervals(slicesOf(data, requests, queue)));
+  return piecesOf(slicesOf(data, requests), null);
 }
 
-/** @type {WeakMap<Data, (PhasePieces|undefined)[]>} */
-const SAMPLE_PIECES = new WeakMap();
+/** @typedef {{slices: Slices, pieces: PhasePieces}} SamplePartition */
+
+/** @type {WeakMap<Data, (SamplePartition|undefined)[]>} */
+const SAMPLE_PARTITIONS = new WeakMap();
 
 /**
- * The pieces of all the engine requests of `sample` (what engine_breakdown counts for
- * it), made when first asked for and kept with the data: the band asks every frame.
+ * The slices of all the engine requests of `sample` and their pieces (what
+ * engine_breakdown counts for it), made when first asked for and kept with the data:
+ * the band asks every time the filters change.
  * @param {Data} data
  * @param {number} sample
- * @returns {PhasePieces}
+ * @returns {SamplePartition}
  */
-export function samplePieces(data, sample) {
-  let cache = SAMPLE_PIECES.get(data);
-  if (!cache) SAMPLE_PIECES.set(data, (cache = new Array(data.nSamples)));
-  let pieces = cache[sample];
-  if (!pieces) {
+function samplePartition(data, sample) {
+  let cache = SAMPLE_PARTITIONS.get(data);
+  if (!cache) SAMPLE_PARTITIONS.set(data, (cache = new Array(data.nSamples)));
+  let made = cache[sample];
+  if (!made) {
     /** @type {number[]} */
     const requests = [];
     if (data.hasEngine && sample >= 0 && sample < data.nSamples) {
       for (let i = data.spanOff[sample]; i < data.spanOff[sample + 1]; i++) if (isRequestSpan(data, i)) requests.push(i);
     }
-    pieces = phasePieces(data, requests);
-    cache[sample] = pieces;
+    const slices = requests.length ? slicesOf(data, requests) : emptySlices();
+    made = { slices, pieces: piecesOf(slices, null) };
+    cache[sample] = made;
   }
-  return pieces;
+  return made;
+}
+
+/**
+ * The pieces of all the engine requests of `sample`, every slice counted (kept with
+ * the data).
+ * @param {Data} data
+ * @param {number} sample
+ * @returns {PhasePieces}
+ */
+export function samplePieces(data, sample) {
+  return samplePartition(data, sample).pieces;
+}
+
+/**
+ * What the band of `sample` shows under the spans' visibility `vis` (0 hidden, 1
+ * shown, 2 dimmed; a retraction's wait has its slice's): each instant in the phase
+ * the rules give over the shown slices, bright; where no shown slice runs, the phase
+ * they give over the dimmed ones, faint; where neither runs, nothing. Nesting too is
+ * among those slices: a slice's own time gets back a hidden child's. All shown
+ * is `samplePieces`, bright, and costs one pass over the slices.
+ * @param {Data} data
+ * @param {number} sample
+ * @param {Uint8Array} vis
+ * @returns {BandPieces}
+ */
+export function shownPieces(data, sample, vis) {
+  const { slices, pieces } = samplePartition(data, sample);
+  const n = slices.span.length;
+  const bright = new Uint8Array(n);
+  const drawn = new Uint8Array(n);
+  let nBright = 0;
+  let nDrawn = 0;
+  for (let i = 0; i < n; i++) {
+    const visibility = vis[slices.span[i]];
+    if (visibility) {
+      drawn[i] = 1;
+      nDrawn++;
+    }
+    if (visibility === SHOWN) {
+      bright[i] = 1;
+      nBright++;
+    }
+  }
+  if (nBright === n) return withDim(pieces, 0);
+  if (nDrawn === n && !nBright) return withDim(pieces, 1);
+  const front = nBright ? piecesOf(slices, bright) : emptyPieces();
+  if (nBright === nDrawn) return withDim(front, 0);
+  return overlay(front, piecesOf(slices, drawn));
 }
 
 /**
@@ -93,7 +152,53 @@ export function secondsByCode(data, pieces) {
 
 /** @returns {PhasePieces} */
 function emptyPieces() {
-  return { start: new Float64Array(0), end: new Float64Array(0), code: new Uint8Array(0), span: new Int32Array(0), n: 0 };
+  return { start: new Float64Array(0), end: new Float64Array(0), code: new Uint8Array(0), n: 0 };
+}
+
+/**
+ * `pieces`, every one bright (0) or faint (1).
+ * @param {PhasePieces} pieces
+ * @param {number} dim
+ * @returns {BandPieces}
+ */
+function withDim(pieces, dim) {
+  return { ...pieces, dim: new Uint8Array(pieces.n).fill(dim) };
+}
+
+/**
+ * `front` bright, and `back` faint where `front` has no piece.
+ * @param {PhasePieces} front
+ * @param {PhasePieces} back
+ * @returns {BandPieces}
+ */
+function overlay(front, back) {
+  /** @type {[number, number, number, number][]} start, end, code, dim */
+  const parts = [];
+  for (let i = 0; i < front.n; i++) parts.push([front.start[i], front.end[i], front.code[i], 0]);
+  let first = 0;
+  for (let i = 0; i < back.n; i++) {
+    let from = back.start[i];
+    const to = back.end[i];
+    while (first < front.n && front.end[first] <= from) first++;
+    for (let k = first; k < front.n && front.start[k] < to && from < to; k++) {
+      if (front.start[k] > from) parts.push([from, front.start[k], back.code[i], 1]);
+      from = Math.max(from, front.end[k]);
+    }
+    if (to > from) parts.push([from, to, back.code[i], 1]);
+  }
+  parts.sort((a, b) => a[0] - b[0]);
+  return {
+    start: Float64Array.from(parts, (part) => part[0]),
+    end: Float64Array.from(parts, (part) => part[1]),
+    code: Uint8Array.from(parts, (part) => part[2]),
+    dim: Uint8Array.from(parts, (part) => part[3]),
+    n: parts.length,
+  };
+}
+
+/** @returns {Slices} */
+function emptySlices() {
+  return { start: [], end: [], code: [], span: [], parent: [], low: [], high: [] };
 }
 
 /**
@@ -110,13 +215,14 @@ function emptyPieces() {
 /**
  * The slices under `requests` (their engine spans but holders), each with its
  * phase, the slice it nests in and its window; then the unsliced wait after each
- * retraction, as a queue slice in the slice it interrupted.
+ * retraction, as a queue slice in the slice it interrupted. A slice comes after
+ * the slice it nests in.
  * @param {Data} data
- * @param {number[]} requests of one sample
- * @param {number} queue the band code of a retraction's wait
+ * @param {number[]} requests of one sample, at least one
  * @returns {Slices}
  */
-function slicesOf(data, requests, queue) {
+function slicesOf(data, requests) {
+  const queue = data.bandPhases.indexOf(QUEUE) + 1 || OTHER_CODE;
   const sample = data.spanSample[requests[0]];
   const first = data.spanOff[sample];
   const last = data.spanOff[sample + 1];
@@ -129,8 +235,7 @@ function slicesOf(data, requests, queue) {
     if (list) list.push(i);
     else children.set(parent, [i]);
   }
-  /** @type {Slices} */
-  const out = { start: [], end: [], code: [], span: [], parent: [], low: [], high: [] };
+  const out = emptySlices();
   /** @type {Map<number, number>} span -> slice */
   const sliceOf = new Map();
   const seen = new Set(requests);
@@ -213,24 +318,39 @@ function requeueWaits(data, slices, sliceOf, sample) {
   return out;
 }
 
-/** @typedef {{start: number, end: number, code: number, span: number}} Piece */
+/** @typedef {{start: number, end: number, code: number}} Piece */
 
 /**
- * Each slice's own time as pieces: its interval less the union of its child
- * slices' (each clipped to it), clipped to its window. A slice whose start or end
- * is unknown has none, and its children nest in nothing.
+ * The partition of the slices `keep` marks (null: all) as if the others were not
+ * there.
  * @param {Slices} slices
+ * @param {Uint8Array|null} keep per slice, 1 kept
+ * @returns {PhasePieces}
+ */
+function piecesOf(slices, keep) {
+  return partition(ownIntervals(slices, keep));
+}
+
+/**
+ * Each kept slice's own time as pieces: its interval less the union of its kept
+ * child slices' (each clipped to it; a child nests in its nearest kept ancestor),
+ * clipped to its window. A slice whose start or end is unknown has none, and its
+ * children nest in nothing.
+ * @param {Slices} slices
+ * @param {Uint8Array|null} keep
  * @returns {Piece[]}
  */
-function ownIntervals(slices) {
+function ownIntervals(slices, keep) {
   const { start, end, low, high } = slices;
   const n = start.length;
+  const parentOf = keep ? keptParents(slices.parent, keep) : slices.parent;
+  const kept = (/** @type {number} */ i) => !keep || keep[i] === 1;
   const finite = (/** @type {number} */ i) => Number.isFinite(start[i]) && Number.isFinite(end[i]);
   /** @type {[number, number][][]} */
   const inner = Array.from({ length: n }, () => []);
   for (let i = 0; i < n; i++) {
-    const parent = slices.parent[i];
-    if (parent < 0 || !finite(i) || !finite(parent)) continue;
+    const parent = parentOf[i];
+    if (parent < 0 || !kept(i) || !finite(i) || !finite(parent)) continue;
     const from = Math.max(start[i], start[parent]);
     const to = Math.min(end[i], end[parent]);
     if (to > from) inner[parent].push([from, to]);
@@ -238,11 +358,11 @@ function ownIntervals(slices) {
   /** @type {Piece[]} */
   const out = [];
   for (let i = 0; i < n; i++) {
-    if (!finite(i)) continue;
+    if (!kept(i) || !finite(i)) continue;
     const add = (/** @type {number} */ from, /** @type {number} */ to) => {
       const clippedFrom = Math.max(from, low[i]);
       const clippedTo = Math.min(to, high[i]);
-      if (clippedTo > clippedFrom) out.push({ start: clippedFrom, end: clippedTo, code: slices.code[i], span: slices.span[i] });
+      if (clippedTo > clippedFrom) out.push({ start: clippedFrom, end: clippedTo, code: slices.code[i] });
     };
     let from = start[i];
     for (const [childFrom, childTo] of inner[i].sort((a, b) => a[0] - b[0])) {
@@ -255,41 +375,51 @@ function ownIntervals(slices) {
 }
 
 /**
+ * The slice each slice nests in among the kept ones: its nearest kept ancestor, -1
+ * none (one pass: a slice comes after the slice it nests in).
+ * @param {number[]} parent
+ * @param {Uint8Array} keep
+ * @returns {Int32Array}
+ */
+function keptParents(parent, keep) {
+  const out = new Int32Array(parent.length);
+  for (let i = 0; i < parent.length; i++) {
+    const up = parent[i];
+    out[i] = up < 0 ? -1 : keep[up] ? up : out[up];
+  }
+  return out;
+}
+
+/**
  * The union of the own times as disjoint pieces in time order: each instant in the
- * highest band code among the own times holding it (the first in the priority), of
- * the earliest begun of those; neighbours of one code and slice joined.
+ * highest band code among the own times holding it (the first in the priority);
+ * neighbours of one code joined.
  * @param {Piece[]} own
  * @returns {PhasePieces}
  */
 function partition(own) {
-  /** @type {[number, number, number][]} time, +1 start / -1 end, own piece */
+  /** @type {[number, number, number][]} time, +1 start / -1 end, band code */
   const points = [];
-  own.forEach((piece, index) => points.push([piece.start, 1, index], [piece.end, -1, index]));
+  for (const piece of own) points.push([piece.start, 1, piece.code], [piece.end, -1, piece.code]);
   points.sort((a, b) => a[0] - b[0]);
-  /** @type {Map<number, Set<number>>} code -> own pieces holding the instant, begun first first */
-  const holding = new Map();
-  const out = { start: /** @type {number[]} */ ([]), end: /** @type {number[]} */ ([]), code: /** @type {number[]} */ ([]), span: /** @type {number[]} */ ([]) };
+  /** own pieces holding the instant, per band code */
+  const holding = new Int32Array(1 + points.reduce((top, point) => Math.max(top, point[2]), 0));
+  const out = { start: /** @type {number[]} */ ([]), end: /** @type {number[]} */ ([]), code: /** @type {number[]} */ ([]) };
   for (let k = 0; k < points.length; k++) {
-    const [at, step, index] = points[k];
-    const code = own[index].code;
-    let set = holding.get(code);
-    if (!set) holding.set(code, (set = new Set()));
-    if (step > 0) set.add(index);
-    else set.delete(index);
+    const [at, step, code] = points[k];
+    holding[code] += step;
     const next = k + 1 < points.length ? points[k + 1][0] : at;
     if (!(next > at)) continue;
-    let top = 0;
-    for (const [held, pieces] of holding) if (pieces.size && held > top) top = held;
+    let top = holding.length - 1;
+    while (top > 0 && !holding[top]) top--;
     if (!top) continue;
-    const span = own[/** @type {number} */ (holding.get(top)?.values().next().value)].span;
     const last = out.start.length - 1;
-    if (last >= 0 && out.end[last] === at && out.code[last] === top && out.span[last] === span) out.end[last] = next;
+    if (last >= 0 && out.end[last] === at && out.code[last] === top) out.end[last] = next;
     else {
       out.start.push(at);
       out.end.push(next);
       out.code.push(top);
-      out.span.push(span);
     }
   }
-  return { start: Float64Array.from(out.start), end: Float64Array.from(out.end), code: Uint8Array.from(out.code), span: Int32Array.from(out.span), n: out.start.length };
+  return { start: Float64Array.from(out.start), end: Float64Array.from(out.end), code: Uint8Array.from(out.code), n: out.start.length };
 }

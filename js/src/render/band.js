@@ -1,19 +1,23 @@
 // The engine band of a collapsed row: a strip a few px high in the row's bottom
 // padding, under the sample's own bars (never over them), coloured by engine
 // phase (queue, prefill, decode, PD, other). It draws the sample's partition of
-// engine time, the pieces the figures count (data/engine_partition.js): one phase
-// an instant, none where no slice runs. Only visible collapsed rows and the
-// visible time window are touched, the pieces merged below a pixel as the bars
-// are; a sample's pieces are made the first time it is drawn and kept.
+// engine time by the rules the figures count (data/engine_partition.js): one phase
+// an instant, none where no slice runs; under a query or a filter, the partition
+// of the slices still shown (a hidden slice gives its time to those that ran
+// beside it), faint where only dimmed ones run. Only visible collapsed rows and
+// the visible time window are touched, the pieces merged below a pixel as the bars
+// are; a sample's pieces are made the first time it is drawn under a visibility
+// and kept until the visibility changes.
 
 import { bandBox } from "../data/layout.js";
-import { samplePieces } from "../data/engine_partition.js";
+import { shownPieces } from "../data/engine_partition.js";
 import { mergeLane } from "./lod.js";
 import { canvasY } from "./hit.js";
 import { enginePhaseColor } from "./colors.js";
 import { grown } from "../util/arrays.js";
 
 /** @typedef {import("../data/decode.js").Data} Data */
+/** @typedef {import("../data/engine_partition.js").BandPieces} BandPieces */
 
 /** Rectangles of the band, bucketed by (phase code, dimmed). */
 class BandRects {
@@ -54,6 +58,32 @@ export class BandPainter {
     this.rects = new BandRects();
     /** Band pieces painted in the last frame (a test hook). */
     this.drawn = 0;
+    /** @type {Data|null} the data `pieces` were made from */
+    this.piecesData = null;
+    /** @type {Uint8Array|null} the visibility `pieces` were made under */
+    this.piecesVis = null;
+    /** @type {Map<number, BandPieces>} sample -> its band's pieces */
+    this.pieces = new Map();
+  }
+
+  /**
+   * The band's pieces of `sample` under `vis`, made on its first draw under that
+   * visibility (a new `vis` is a new visibility: the filters make a new array when
+   * they change) and kept, so a frame only merges them.
+   * @param {Data} data
+   * @param {Uint8Array} vis
+   * @param {number} sample
+   * @returns {BandPieces}
+   */
+  shownPieces(data, vis, sample) {
+    if (this.piecesData !== data || this.piecesVis !== vis) {
+      this.piecesData = data;
+      this.piecesVis = vis;
+      this.pieces.clear();
+    }
+    let pieces = this.pieces.get(sample);
+    if (!pieces) this.pieces.set(sample, (pieces = shownPieces(data, sample, vis)));
+    return pieces;
   }
 
   /**
@@ -74,16 +104,15 @@ export class BandPainter {
     for (let row = r0; row < r1; row++) {
       if (layout.expanded[row]) continue;
       const sample = layout.rows[row];
-      const pieces = samplePieces(data, sample);
+      const pieces = this.shownPieces(data, vis, sample);
       if (!pieces.n) continue;
       const box = bandBox(layout, row);
       const y = canvasY(geometry, box.y);
       runs.reset();
-      mergeLane(pieces.start, pieces.end, pieces.end, vis, 0, pieces.n, sc, runs, 1, pieces.span);
+      mergeLane(pieces.start, pieces.end, pieces.end, null, 0, pieces.n, sc, runs);
       for (let j = 0; j < runs.n; j++) {
         const piece = runs.span[j];
-        const dim = vis[pieces.span[piece]] === 2 ? 1 : 0;
-        rects.push(runs.x0[j], y, runs.x1[j] - runs.x0[j], box.h, pieces.code[piece] * 2 + dim);
+        rects.push(runs.x0[j], y, runs.x1[j] - runs.x0[j], box.h, pieces.code[piece] * 2 + pieces.dim[piece]);
       }
     }
     this.drawn = rects.n;

@@ -94,11 +94,9 @@ export class RunBuffer {
  * @param {TimeScale} sc
  * @param {RunBuffer} out
  * @param {number} [minPx]
- * @param {ArrayLike<number>|null} [owner] the span whose visibility item i has (the
- *   engine band's pieces); null: item i is span i
  * @returns {number} spans looked at
  */
-export function mergeLane(start, end, endMax, vis, lo, hi, sc, out, minPx = 1, owner = null) {
+export function mergeLane(start, end, endMax, vis, lo, hi, sc, out, minPx = 1) {
   const { t0, t1, pxPerSec, x0: ox } = sc;
   const xMin = ox - 2;
   const xMax = ox + (t1 - t0) * pxPerSec + 2;
@@ -116,7 +114,7 @@ export function mergeLane(start, end, endMax, vis, lo, hi, sc, out, minPx = 1, o
     let spanEnd = end[i];
     if (!(spanEnd >= spanStart)) spanEnd = spanStart;
     if (spanEnd < t0) continue;
-    if (vis !== null && vis[owner === null ? i : owner[i]] === 0) continue;
+    if (vis !== null && vis[i] === 0) continue;
     let left = ox + (spanStart - t0) * pxPerSec;
     let right = ox + (spanEnd - t0) * pxPerSec;
     if (left < xMin) left = xMin;

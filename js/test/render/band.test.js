@@ -7,6 +7,8 @@
 // (fixtures/engine_phases.json, written by js/dev/engine_phase_cases.py) and the
 // details panel's; a retracted request's wait and re-run nested in its first
 // decode_forward show as queue and prefill; request time no slice covers is empty.
+// Under a query or a filter the band is the partition of the slices still shown
+// (faint where only dimmed ones run), made once per sample and visibility.
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -281,18 +283,133 @@ test("a retraction: the wait and the re-run nested in decode_forward show as the
   const pieces = samplePieces(d, 0);
   const shown = Array.from({ length: pieces.n }, (_, i) => [pieces.start[i], pieces.end[i], d.bandPhases[pieces.code[i] - 1]].map((v) => (typeof v === "number" ? Math.round(v * 1000) / 1000 : v)));
   // 1-2.1 s the request runs no slice: nothing; the wait (in decode_forward) and
-  // prefill_waiting are pieces of two spans, each hidden or dimmed with its own
-  assert.deepEqual(shown, [
-    [2.1, 3.1, "prefill"], [3.1, 5, "decode"], [5, 5.2, "queue"], [5.2, 5.5, "queue"], [5.5, 6, "prefill"],
-    [6, 6.2, "decode"], [6.2, 9, "decode"],
-  ]);
+  // prefill_waiting are one queue piece
+  assert.deepEqual(shown, [[2.1, 3.1, "prefill"], [3.1, 5, "decode"], [5, 5.5, "queue"], [5.5, 6, "prefill"], [6, 9, "decode"]]);
   assert.equal(samplePieces(d, 0), pieces, "made once, kept for every frame");
   /** @type {Record<string, number>} */
   const counted = Object.fromEntries(enginePhases(d, 0).map((row) => [row.phase, row.dur]));
   assertSeconds(counted, { queue: 0.5, prefill: 1.5, decode: 4.9 }, 1e-6, "the panel");
   assertSeconds(drawnSeconds(d, 0, 10), counted, 1e-5, "the band");
-  // a piece is hidden with its span: the first decode_forward's own time and the wait in it
+  // hidden with its slice: the first decode_forward's own time and the wait in it
   const vis = spanVisibility(d, ALL);
-  vis[pieces.span[1]] = 0;
+  vis[spanAt(d, "decode_forward", 3.1)] = 0;
   assertSeconds(drawnSeconds(d, 0, 10, vis), { queue: 0.3, prefill: 1.5, decode: 2.8 }, 1e-5, "a slice hidden");
+});
+
+// ------------------------------------------------- what the filters leave
+
+/**
+ * The span named `name` that starts at `start`.
+ * @param {import("../../src/data/decode.js").Data} d
+ * @param {string} name
+ * @param {number} start
+ */
+function spanAt(d, name, start) {
+  for (let i = 0; i < d.nSpans; i++) if (d.names[d.spanName[i]] === name && Math.abs(d.spanStart[i] - start) < 1e-6) return i;
+  throw new Error(`no ${name} at ${start}`);
+}
+
+/**
+ * The stretches of sample 0's band, painted once over [0, t1) at 10 px/s (whole
+ * seconds here): [from, to, phase, "faint"?] in time order.
+ * @param {import("../../src/data/decode.js").Data} d
+ * @param {Uint8Array} vis
+ * @param {number} t1
+ * @param {BandPainter} [band]
+ */
+function bandStretches(d, vis, t1, band = new BandPainter()) {
+  const L = buildLayout(d, Uint32Array.from([0]), () => false, 20);
+  const g = { width: 1000, height: 400, gutter: 200, plotX: 200, plotW: 800, axisH: 30, tracksH: 0, scrollTop: 0, t0: 0, t1 };
+  const { canvas, filled } = recordingCanvas();
+  band.paint(canvas.getContext("2d"), /** @type {any} */ ({ d, L, g, vis }), 0, 1, { t0: 0, t1, pxPerSec: 10, x0: 200 }, new RunBuffer());
+  const phaseOf = new Map(d.bandPhases.map((phase) => [enginePhaseColor(phase), phase]));
+  return filled
+    .sort((a, b) => a.x - b.x)
+    .map((r) => [(r.x - 200) / 10, (r.x + r.w - 200) / 10, phaseOf.get(r.fill), ...(r.alpha < 1 ? ["faint"] : [])]);
+}
+
+/** Two requests of one sample decoding at once, attempt 0 and attempt 1. */
+function twoAttempts(secondName = "decode_loop") {
+  const spans = [
+    { sample: 0, start: 0, end: 14, name: "sglang_generate", lane: 0, depth: 0 },
+    { sample: 0, start: 0, end: 10, name: "sglang request", lane: 1, depth: 1, parent: 0, flags: F_ENGINE, attempt: 0 },
+    { sample: 0, start: 0, end: 10, name: "decode_loop", lane: 2, depth: 2, parent: 1, flags: F_ENGINE, attempt: 0 },
+    { sample: 0, start: 2, end: 12, name: "sglang request", lane: 3, depth: 1, parent: 0, flags: F_ENGINE, attempt: 1 },
+    { sample: 0, start: 2, end: 12, name: secondName, lane: 4, depth: 2, parent: 3, flags: F_ENGINE, attempt: 1 },
+  ];
+  return decodePayload(makePayload({ samples: [{ attempts: 2 }], spans, meta: { engine_phases: PHASES } }).payload);
+}
+
+test("a query: the band draws the kept slices over the time hidden slices held", () => {
+  const spans = engineTree(`
+    sglang_generate              10  60   lane 0
+      sglang prefill request     12  30   lane 1
+        prefill_waiting          12  20   lane 3
+        prefill_forward          20  30   lane 3
+      sglang decode request      12  58   lane 2
+        decode_bootstrap         12  30   lane 4
+        decode_loop              30  58   lane 4
+  `);
+  const phases = { ...PHASES, pd: ["decode_bootstrap"] };
+  const d = decodePayload(makePayload({ samples: [{}], spans, meta: { engine_phases: phases } }).payload);
+  const all = bandStretches(d, spanVisibility(d, ALL), 64);
+  assert.deepEqual(all, [[12, 20, "queue"], [20, 30, "prefill"], [30, 58, "decode"]]);
+  // a query for decode* keeps the decode half (and the generation)
+  const keep = Uint8Array.from({ length: d.nSpans }, (_, i) => (/^decode|^sglang_generate$/.test(d.names[d.spanName[i]]) ? 1 : 0));
+  assert.deepEqual(bandStretches(d, spanVisibility(d, { ...ALL, keep }), 64), [[12, 30, "pd"], [30, 58, "decode"]]);
+  // the details panel counts every slice whatever the band shows
+  const generation = spanAt(d, "sglang_generate", 10);
+  assert.deepEqual(Object.fromEntries(enginePhases(d, generation).map((row) => [row.phase, row.dur])), { queue: 8, prefill: 10, decode: 28 });
+});
+
+test("the attempt filter: a shown slice draws over its whole time, also where a hidden one ran", () => {
+  const d = twoAttempts();
+  assert.deepEqual(bandStretches(d, spanVisibility(d, { ...ALL, attempt: 1 }), 16), [[2, 12, "decode"]]);
+  assert.deepEqual(bandStretches(d, spanVisibility(d, { ...ALL, attempt: 0 }), 16), [[0, 10, "decode"]]);
+  // a hidden prefill_forward over a shown decode_loop: the decode_loop's phase
+  const overlapped = twoAttempts("prefill_forward");
+  assert.deepEqual(bandStretches(overlapped, spanVisibility(overlapped, ALL), 16), [[0, 2, "decode"], [2, 12, "prefill"]]);
+  assert.deepEqual(bandStretches(overlapped, spanVisibility(overlapped, { ...ALL, attempt: 0 }), 16), [[0, 10, "decode"]]);
+});
+
+test("dimmed slices: the band is faint only where no shown slice runs, in the shown ones' phase", () => {
+  const d = twoAttempts();
+  // attempt 1 highlighted: attempt 0's decode_loop dimmed
+  assert.deepEqual(bandStretches(d, spanVisibility(d, { ...ALL, attempt: 1, attemptMode: "highlight" }), 16), [[0, 2, "decode", "faint"], [2, 12, "decode"]]);
+  // the name highlight on decode_loop: prefill_forward, first in the priority, is dimmed,
+  // so the highlighted decode_loop shows where it runs and prefill faint after it
+  const overlapped = twoAttempts("prefill_forward");
+  const highlightName = overlapped.names.indexOf("decode_loop");
+  assert.deepEqual(bandStretches(overlapped, spanVisibility(overlapped, { ...ALL, highlightName }), 16), [[0, 10, "decode"], [10, 12, "prefill", "faint"]]);
+  // all dimmed: the partition the figures count, faint
+  const focus = new Uint8Array(overlapped.nSpans);
+  assert.deepEqual(bandStretches(overlapped, spanVisibility(overlapped, { ...ALL, focus }), 16), [[0, 2, "decode", "faint"], [2, 12, "prefill", "faint"]]);
+});
+
+test("a hidden slice between two shown ones: the inner one nests in the outer", () => {
+  const spans = engineTree(`
+    sglang_generate            0   12
+      sglang request           0   10   lane 1
+        decode_loop            0   10   lane 2
+          prefill_forward      2   6    lane 3
+            prefill_waiting    3   4    lane 4
+  `);
+  const d = decodePayload(makePayload({ samples: [{}], spans, meta: { engine_phases: PHASES } }).payload);
+  assert.deepEqual(bandStretches(d, spanVisibility(d, ALL), 16), [[0, 2, "decode"], [2, 3, "prefill"], [3, 4, "queue"], [4, 6, "prefill"], [6, 10, "decode"]]);
+  const vis = spanVisibility(d, ALL);
+  vis[spanAt(d, "prefill_forward", 2)] = 0;
+  assert.deepEqual(bandStretches(d, vis, 16), [[0, 3, "decode"], [3, 4, "queue"], [4, 10, "decode"]]);
+});
+
+test("the band's pieces are made once per sample and visibility, not every frame", () => {
+  const d = twoAttempts();
+  const band = new BandPainter();
+  const vis = spanVisibility(d, { ...ALL, attempt: 1 });
+  bandStretches(d, vis, 16, band);
+  const made = band.shownPieces(d, vis, 0);
+  bandStretches(d, vis, 16, band);
+  assert.equal(band.shownPieces(d, vis, 0), made, "the next frame draws the same pieces");
+  const other = spanVisibility(d, ALL);
+  assert.deepEqual(bandStretches(d, other, 16, band), [[0, 12, "decode"]]);
+  assert.notEqual(band.shownPieces(d, other, 0), made, "a new visibility, new pieces");
 });

@@ -1,0 +1,47 @@
+// The partition of engine time (engine_partition.js) on hand-built payloads: what
+// the band shows under a visibility (`shownPieces`), the unfiltered pieces when
+// every slice is shown.
+
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { decodePayload } from "../../src/data/decode.js";
+import { samplePieces, shownPieces } from "../../src/data/engine_partition.js";
+import { spanVisibility } from "../../src/data/filters.js";
+import { engineTree } from "../helpers/engine_spans.js";
+import { makePayload } from "../helpers/make_payload.js";
+
+const PHASES = { queue: ["prefill_waiting"], prefill: ["prefill_forward"], decode: ["decode_forward"], pd: [] };
+const ALL = { showOpen: true, showEvents: true, showUnmatched: true, attempt: -1, attemptMode: /** @type {"filter"} */ ("filter"), highlightName: -1 };
+
+/**
+ * @param {import("../../src/data/decode.js").Data} d
+ * @param {import("../../src/data/engine_partition.js").PhasePieces} pieces
+ */
+function said(d, pieces) {
+  return Array.from({ length: pieces.n }, (_, i) => [pieces.start[i], pieces.end[i], d.bandPhases[pieces.code[i] - 1]]);
+}
+
+test("shownPieces: all shown, the pieces the figures count; a wait hidden and dimmed with its slice", () => {
+  const spans = engineTree(`
+    sglang_generate          0    10
+      sglang request         0    10    lane 1
+        decode_forward       0    10    lane 2
+          prefill_forward    6    7     lane 3
+  `);
+  const events = [{ sample: 0, ts: 4, name: "retract", lane: 2, parent: 2 }];
+  const d = decodePayload(makePayload({ samples: [{}], spans, events, meta: { engine_phases: PHASES } }).payload);
+  const vis = spanVisibility(d, ALL);
+  const all = shownPieces(d, 0, vis);
+  assert.deepEqual(said(d, all), said(d, samplePieces(d, 0)));
+  assert.equal(all.start, samplePieces(d, 0).start, "the kept pieces themselves");
+  assert.deepEqual([...all.dim], [0, 0, 0, 0]);
+  const outer = d.spanParent[d.spanParent.findIndex((_, i) => d.names[d.spanName[i]] === "prefill_forward")];
+  vis[outer] = 2;
+  const dimmed = shownPieces(d, 0, vis);
+  assert.deepEqual(said(d, dimmed), [[0, 4, "decode"], [4, 6, "queue"], [6, 7, "prefill"], [7, 10, "decode"]]);
+  assert.deepEqual([...dimmed.dim], [1, 1, 0, 1]);
+  vis[outer] = 0;
+  const hidden = shownPieces(d, 0, vis);
+  assert.deepEqual(said(d, hidden), [[6, 7, "prefill"]]);
+  assert.deepEqual([...hidden.dim], [0]);
+});
