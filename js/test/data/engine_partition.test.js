@@ -1,6 +1,7 @@
-// The partition of engine time (engine_partition.js) on hand-built payloads: what
-// the band shows under a visibility (`shownPieces`), the unfiltered pieces when
-// every slice is shown.
+// The partition of engine time (engine_partition.js) on hand-built payloads: the
+// waits of many retractions in several slices, each to the next child slice of the
+// slice it interrupted; and what the band shows under a visibility (`shownPieces`),
+// the unfiltered pieces when every slice is shown.
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -20,6 +21,29 @@ const ALL = { showOpen: true, showEvents: true, showUnmatched: true, attempt: -1
 function said(d, pieces) {
   return Array.from({ length: pieces.n }, (_, i) => [pieces.start[i], pieces.end[i], d.bandPhases[pieces.code[i] - 1]]);
 }
+
+test("retractions: each wait runs from its event to the next child slice of the slice it interrupted", () => {
+  // the re-runs listed out of time order; the last retraction in the first
+  // decode_forward has no re-run after it, so no wait
+  const spans = engineTree(`
+    sglang_generate          0    300
+      sglang request         0    200   lane 1
+        decode_forward       0    100   lane 2
+          prefill_forward    50   52    lane 3
+          prefill_forward    10   12    lane 3
+          prefill_forward    30   32    lane 3
+        decode_forward       100  200   lane 2
+          prefill_forward    150  160   lane 3
+  `);
+  const events = [60, 40, 5, 20].map((ts) => ({ sample: 0, ts, name: "retract", lane: 2, parent: 2 }));
+  events.push({ sample: 0, ts: 120, name: "retract", lane: 2, parent: 6 });
+  const d = decodePayload(makePayload({ samples: [{}], spans, events, meta: { engine_phases: PHASES } }).payload);
+  assert.deepEqual(said(d, samplePieces(d, 0)), [
+    [0, 5, "decode"], [5, 10, "queue"], [10, 12, "prefill"], [12, 20, "decode"], [20, 30, "queue"], [30, 32, "prefill"],
+    [32, 40, "decode"], [40, 50, "queue"], [50, 52, "prefill"], [52, 120, "decode"], [120, 150, "queue"], [150, 160, "prefill"],
+    [160, 200, "decode"],
+  ]);
+});
 
 test("shownPieces: all shown, the pieces the figures count; a wait hidden and dimmed with its slice", () => {
   const spans = engineTree(`
