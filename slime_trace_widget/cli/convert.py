@@ -76,6 +76,7 @@ def checked_inputs(args: argparse.Namespace) -> list[str]:
 def send_dataset(args: argparse.Namespace) -> None:
     """``--otlp``: the dataset's dumps not sent to that endpoint yet."""
     try:  # the otel extra may be missing: said in one line, not a traceback
+        from ..export.otlp import unanswered_note
         from ..export.otlp_transport import OtlpExportError
         from ..export.run_exports import send_new_dumps
     except ImportError as exc:
@@ -87,8 +88,10 @@ def send_dataset(args: argparse.Namespace) -> None:
     except OtlpExportError as exc:
         raise CliError(str(exc)) from exc
     spans = sum(report.spans for report in reports)
+    unanswered = sum(report.unanswered_spans for report in reports)
     print(f"sent {len(reports)} dump(s), {spans} spans, to {args.otlp}"
-          + ("" if reports else " (every dump was sent before)"))
+          + ("" if reports else " (every dump was sent before)")
+          + unanswered_note(unanswered))
 
 
 def log_dataset_trends(args: argparse.Namespace) -> None:

@@ -3,8 +3,9 @@
 ``to_otlp(frames, url)`` is the Python API and the CLI's ``--otlp URL``: the mapping is
 :mod:`.otlp_spans` (one root span per sample, requests under a byte budget), the
 sending :mod:`.otlp_transport` (retries that never send a request twice once it may
-have arrived). A request the receiver finds too large is sent again in halves, down to
-single spans. Both need the ``otel`` extra, imported here on use so the package works
+have arrived), and a stopped export's resume :mod:`.otlp_journal` (by span id). A
+request the receiver finds too large is sent again in halves, down to single spans.
+The first two need the ``otel`` extra, imported here on use so the package works
 without it.
 """
 
@@ -12,11 +13,12 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from .otlp_journal import SpanJournal
     from .otlp_spans import TraceFrames
 
 #: Exports of more spans than this show a progress bar by default (in a terminal or kernel).
@@ -39,15 +41,29 @@ class OtlpReport:
     seconds: float = 0.0
     #: Requests the receiver found too large, sent again in halves.
     splits: int = 0
+    #: Spans not sent because the journal holds them as taken by an earlier export.
+    resumed_spans: int = 0
+    #: Spans not sent because an earlier request of them got no reply: they may have
+    #: arrived, and none is sent twice.
+    unanswered_spans: int = 0
 
     def summary(self) -> str:
         rejected = (f", {self.rejected_spans} rejected by the receiver"
                     if self.rejected_spans else "")
         split = (f", {self.splits} split in halves as too large for the receiver"
                  if self.splits else "")
+        resumed = (f", {self.resumed_spans} taken before and not sent again"
+                   if self.resumed_spans else "")
         return (f"sent {self.spans} spans ({self.events} events) in {self.traces} traces to "
                 f"{self.endpoint} over {self.protocol}: {self.batches} requests, "
-                f"{self.retries} retries, {self.seconds:.1f} s{rejected}{split}")
+                f"{self.retries} retries, {self.seconds:.1f} s{rejected}{split}{resumed}"
+                f"{unanswered_note(self.unanswered_spans)}")
+
+
+def unanswered_note(spans: int) -> str:
+    """What a report adds for ``spans`` not sent because their request got no reply."""
+    return (f"; {spans} spans not sent again: a request of them got no reply and may "
+            "have arrived" if spans else "")
 
 
 def to_otlp(frames: TraceFrames, endpoint: str, *, protocol: str = "http/protobuf",
@@ -55,8 +71,8 @@ def to_otlp(frames: TraceFrames, endpoint: str, *, protocol: str = "http/protobu
             batch_spans: int | None = None, include_text: bool = False,
             compression: str | None = None, timeout: float | None = None,
             retry_seconds: float | None = None, progress: bool | None = None,
-            batch_bytes: int | None = None, skip_spans: int = 0,
-            on_confirmed: Callable[[int], None] | None = None) -> OtlpReport:
+            batch_bytes: int | None = None, journal: SpanJournal | None = None
+            ) -> OtlpReport:
     """Send ``frames`` to the OTLP receiver at ``endpoint``: one trace per sample, one
     span per measured span under its parent (see :mod:`.otlp_spans` for the mapping).
 
@@ -74,12 +90,13 @@ def to_otlp(frames: TraceFrames, endpoint: str, *, protocol: str = "http/protobu
     with a one-line reason when the receiver is unreachable or refuses the spans, or
     refuses one span alone as too large (naming it).
 
-    An export that stopped can resume where it stopped: ``on_confirmed(n)`` is called
-    after each request the receiver took, ``n`` the spans confirmed so far in the order
-    they are sent; given that ``n`` back as ``skip_spans`` (with the same frames and
-    options, which send the same spans in the same order), the export sends only the
-    spans after them (a request holding some of both is sent in pieces), so none
-    arrives twice. The report counts what this call sent.
+    With a ``journal`` (:class:`~.otlp_journal.SpanJournal`, one per frames and
+    endpoint), an export that stopped resumes: spans whose request was taken before
+    are not sent, nor are those of a request that may have arrived (no reply, or a
+    process stopped while it was out: counted in ``unanswered_spans``); each request is
+    recorded there before it goes out and when it is answered. Span ids are fixed by
+    the frames, so the batch options may differ from one run to the next. The report
+    counts what this call sent.
     """
     try:
         from .otlp_spans import (
@@ -88,7 +105,6 @@ def to_otlp(frames: TraceFrames, endpoint: str, *, protocol: str = "http/protobu
             DEFAULT_SERVICE,
             exported_span_count,
             otlp_batches,
-            split_batch,
         )
         from .otlp_transport import DEFAULT_TIMEOUT_SECONDS, RETRY_SECONDS, sender_for
     except ImportError as exc:
@@ -98,71 +114,69 @@ def to_otlp(frames: TraceFrames, endpoint: str, *, protocol: str = "http/protobu
     sender = sender_for(endpoint, protocol, headers, timeout or DEFAULT_TIMEOUT_SECONDS,
                         compression)
     started = time.monotonic()
-    total = exported_span_count(frames)
-    bar = _progress_bar(max(total - skip_spans, 0), progress)
+    known = 0 if journal is None else len(journal.confirmed) + len(journal.uncertain)
+    bar = _progress_bar(max(exported_span_count(frames) - known, 0), progress)
     retry_for = RETRY_SECONDS if retry_seconds is None else retry_seconds
-
-    def confirmed() -> None:
-        if on_confirmed is not None:
-            on_confirmed(skip_spans + report.spans)
-
-    position = 0  # spans of the export before the batch at hand
     try:
         for batch in otlp_batches(frames, service_name=service_name or DEFAULT_SERVICE,
                                   batch_spans=batch_spans or DEFAULT_BATCH_SPANS,
                                   batch_bytes=batch_bytes or DEFAULT_BATCH_BYTES,
                                   include_text=include_text):
-            unsent = _unsent_pieces(batch, skip_spans - position, split_batch)
-            position += batch.spans
-            for piece in unsent:
-                _send_in_pieces(sender, piece, report, retry_for, bar, confirmed)
+            unsent = batch if journal is None else _unsent(batch, journal, report)
+            if unsent is not None:
+                _send_in_pieces(sender, unsent, report, retry_for, bar, journal)
     finally:
         if bar is not None:
             bar.close()
         if hasattr(sender, "close"):
             sender.close()
+        if journal is not None:
+            journal.close()
     report.seconds = time.monotonic() - started
     return report
 
 
-def _unsent_pieces(batch: Any, sent: int, split: Callable[[Any], tuple[Any, Any]]
-                   ) -> list[Any]:
-    """``batch`` without its first ``sent`` spans, as requests in order: the whole batch
-    when none was sent, nothing when all were, else its halves (by ``split``) and theirs,
-    those wholly sent left out (a piece holding both kinds has two spans or more, so
-    the halving ends)."""
-    if sent <= 0:
-        return [batch]
-    pieces, waiting = [], [(batch, 0)]
-    while waiting:
-        piece, start = waiting.pop()
-        if start + piece.spans <= sent:
-            continue
-        if start >= sent:
-            pieces.append(piece)
-            continue
-        first, second = split(piece)
-        waiting += [(second, start + first.spans), (first, start)]
-    return pieces
+def _unsent(batch: Any, journal: SpanJournal, report: OtlpReport) -> Any:
+    """``batch`` without the spans ``journal`` knows were sent (taken, or perhaps taken:
+    counted in ``report``); None when none is left."""
+    from .otlp_spans import keep_spans, span_ids
+
+    confirmed, uncertain = journal.known(span_ids(batch))
+    if not (confirmed.any() or uncertain.any()):
+        return batch
+    report.resumed_spans += int(confirmed.sum())
+    report.unanswered_spans += int((uncertain & ~confirmed).sum())
+    return keep_spans(batch, (~(confirmed | uncertain)).tolist())
 
 
 def _send_in_pieces(sender: Any, batch: Any, report: OtlpReport, retry_seconds: float,
-                    bar: Any, confirmed: Callable[[], None]) -> None:
+                    bar: Any, journal: SpanJournal | None) -> None:
     """Send ``batch`` (retried as :func:`~.otlp_transport.send_with_retries` says) and
-    count it in ``report``, calling ``confirmed`` after each request taken; when the
-    receiver finds it too large, send its halves instead, in order, and theirs, down to
-    one span, which fails naming the span."""
-    from .otlp_spans import describe_span, split_batch
-    from .otlp_transport import OtlpExportError, RequestTooLarge, send_with_retries
+    count it in ``report``, recording each request in ``journal`` before it goes out
+    and when it is answered; when the receiver finds it too large, send its halves
+    instead, in order, and theirs, down to one span, which fails naming the span."""
+    from .otlp_spans import describe_span, span_ids, split_batch
+    from .otlp_transport import (
+        OtlpExportError,
+        RequestTooLarge,
+        RequestUnanswered,
+        send_with_retries,
+    )
 
     waiting = [batch]
     while waiting:
         piece = waiting.pop()
+        if journal is not None:
+            journal.sending(span_ids(piece))
         try:
             reply, retries = send_with_retries(
                 lambda request=piece.request: sender.send(request), report.endpoint,
                 retry_seconds=retry_seconds, confirmed=report.spans)
+        except RequestUnanswered:
+            raise  # it may have arrived: its journal record says so
         except RequestTooLarge as exc:
+            if journal is not None:
+                journal.not_taken()
             if piece.spans < 2:
                 raise OtlpExportError(
                     f"{describe_span(piece)} is too large for the receiver on its own "
@@ -171,13 +185,18 @@ def _send_in_pieces(sender: Any, batch: Any, report: OtlpReport, retry_seconds: 
             waiting += [second, first]
             report.splits += 1
             continue
+        except OtlpExportError:
+            if journal is not None:
+                journal.not_taken()
+            raise
+        if journal is not None:
+            journal.taken()
         report.batches += 1
         report.retries += retries
         report.rejected_spans += reply.rejected_spans
         report.traces += piece.traces
         report.spans += piece.spans
         report.events += piece.events
-        confirmed()
         if bar is not None:
             bar.update(piece.spans)
 

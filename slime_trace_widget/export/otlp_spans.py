@@ -122,6 +122,21 @@ def split_batch(batch: Batch) -> tuple[Batch, Batch]:
     return _batch_of(placed[:half]), _batch_of(placed[half:])
 
 
+def span_ids(batch: Batch) -> list[bytes]:
+    """The span ids of ``batch``, in its order."""
+    return [span.span_id for resource in batch.request.resource_spans
+            for scope in resource.scope_spans for span in scope.spans]
+
+
+def keep_spans(batch: Batch, keep: list[bool]) -> Batch | None:
+    """``batch`` with only the spans ``keep`` marks (in :func:`span_ids`' order), each
+    with its resource; None when none is kept."""
+    placed = [(resource, span) for resource in batch.request.resource_spans
+              for scope in resource.scope_spans for span in scope.spans]
+    kept = [pair for pair, wanted in zip(placed, keep, strict=True) if wanted]
+    return _batch_of(kept) if kept else None
+
+
 def describe_span(batch: Batch) -> str:
     """The first span of ``batch`` in words: its name, trace and span ids (hex), slime's
     span id when it has one, and the request's size."""

@@ -5,9 +5,9 @@ that it was not taken: HTTP 429/502/503/504 (after ``Retry-After`` when given),
 gRPC ``UNAVAILABLE`` or ``RESOURCE_EXHAUSTED``, or a connection that could not be
 opened. When a request went out and no answer came back (a timeout, a reset
 while reading the reply) it may have been taken, so it is not sent again: the
-export stops with an error that says how much was confirmed. A request larger than
-the receiver takes (HTTP 413, gRPC ``RESOURCE_EXHAUSTED`` saying "larger than max")
-will never be taken as it is, so it is not retried either: :class:`RequestTooLarge`
+export stops with :class:`RequestUnanswered`. A request larger than the receiver
+takes (HTTP 413, gRPC ``RESOURCE_EXHAUSTED`` saying "larger than max") will never
+be taken as it is, so it is not retried either: :class:`RequestTooLarge`
 lets the caller send it again in smaller pieces. A receiver that refuses a request
 otherwise (400, 401, 404, ``INVALID_ARGUMENT``...) stops the export, in one line.
 Spans the receiver accepted with a partial success are not retried (OTLP says those
@@ -54,6 +54,11 @@ class OtlpExportError(RuntimeError):
 class RequestTooLarge(OtlpExportError):
     """The receiver refused the request for its size: sent again whole it would be
     refused again, so it is not retried; smaller requests may go through."""
+
+
+class RequestUnanswered(OtlpExportError):
+    """A request went out and no reply came: it may have arrived, so it is not sent
+    again, by this export or (through the dataset's journal) a later one."""
 
 
 class _Retry(Exception):
@@ -113,9 +118,9 @@ class HttpSender:
                 response = connection.getresponse()
                 answer = response.read()
             except (OSError, http.client.HTTPException) as exc:
-                raise OtlpExportError(f"{self.endpoint}: no reply to a request that was sent "
-                                      f"({_reason(exc)}); it may have arrived, so it is not "
-                                      "sent again") from None
+                raise RequestUnanswered(f"{self.endpoint}: no reply to a request that was "
+                                        f"sent ({_reason(exc)}); it may have arrived, so it "
+                                        "is not sent again") from None
         finally:
             connection.close()
         if response.status in RETRY_STATUSES:
@@ -179,9 +184,9 @@ class GrpcSender:
             if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED):
                 raise _Retry(f"gRPC {code.name}: {details}") from None
             if code == grpc.StatusCode.DEADLINE_EXCEEDED:
-                raise OtlpExportError(f"{self.endpoint}: no reply within {self.timeout:g} s "
-                                      "to a request that was sent; it may have arrived, so "
-                                      "it is not sent again") from None
+                raise RequestUnanswered(f"{self.endpoint}: no reply within {self.timeout:g} "
+                                        "s to a request that was sent; it may have arrived, "
+                                        "so it is not sent again") from None
             name = code.name if code is not None else "error"
             raise OtlpExportError(f"{self.endpoint} refused the spans: gRPC {name}: "
                                   f"{' '.join(str(details).split())[:300]}") from None

@@ -4,9 +4,14 @@ sent to an OTLP endpoint, the rollouts whose trends a target has not logged yet.
 What went where is kept in the dataset's ``exports.json`` (by target: the dumps' stems
 and content hashes, the trends rows' keys), written durably as soon as each dump or
 trends row (for MLflow, each batch of rows) has reached its target, so a failure halfway
-leaves the rest for the next run, and nothing that arrived is sent again. A dump's OTLP
-export counts there too, under ``partial``, the spans each request the endpoint took
-confirmed: a dump whose export stopped halfway resumes after them.
+leaves the rest for the next run, and nothing that arrived is sent again. A dump whose
+OTLP export is under way has a journal of its requests by span id
+(:mod:`.otlp_journal`, in ``otlp_journals/``, one file per endpoint and dump, appended
+to, never rewritten): a dump whose export stopped halfway resumes with the spans that
+did not arrive, and a request that may have arrived (no reply, or the process killed
+while it was out) is not sent again. The journal goes once the dump is in
+``exports.json``, and so does that of a dump changed on disk since (a new dump to the
+ledger, sent whole).
 """
 
 from __future__ import annotations
@@ -21,14 +26,12 @@ import pandas as pd
 from ..whole_files import write_whole
 
 LEDGER = "exports.json"
-#: The ``to_otlp`` options that decide which spans a dump's export sends in which order:
-#: a dump's export resumes after its confirmed spans only with the same ones.
-OTLP_LAYOUT = ("service_name", "batch_spans", "batch_bytes", "include_text")
+#: The folder of the journals of OTLP exports under way, in the dataset's folder.
+JOURNALS = "otlp_journals"
 
 
 class Ledger:
-    """``exports.json``: per target, the keys of what reached it, and of what reached it
-    in part, how far it got (``partial``: key -> ``{"spans": n, "options": {...}}``)."""
+    """``exports.json``: per target, the keys of what reached it."""
 
     def __init__(self, root: Path) -> None:
         self.path = root / LEDGER
@@ -37,14 +40,9 @@ class Ledger:
             self.done: dict[str, list[str]] = {
                 str(target): [str(key) for key in keys]
                 for target, keys in data.get("targets", {}).items()}
-            self.partial: dict[str, dict[str, dict[str, Any]]] = {
-                str(target): {str(key): {"spans": int(progress["spans"]),
-                                         "options": dict(progress["options"])}
-                              for key, progress in keys.items()}
-                for target, keys in data.get("partial", {}).items()}
         except FileNotFoundError:
-            self.done, self.partial = {}, {}
-        except (OSError, ValueError, AttributeError, KeyError, TypeError) as exc:
+            self.done = {}
+        except (OSError, ValueError, AttributeError, TypeError) as exc:
             raise ValueError(f"{self.path}: unreadable ({exc}); delete it to send "
                              "everything again") from exc
 
@@ -53,69 +51,65 @@ class Ledger:
 
     def add(self, target: str, keys: list[str]) -> None:
         self.done.setdefault(target, []).extend(keys)
-        for key in keys:
-            self.partial.get(target, {}).pop(key, None)
-        self._write()
-
-    def sent_part(self, target: str, key: str) -> dict[str, Any] | None:
-        """How far ``key`` got to ``target`` (``spans``, ``options``), None if not begun."""
-        return self.partial.get(target, {}).get(key)
-
-    def add_part(self, target: str, key: str, spans: int, options: dict[str, Any]) -> None:
-        """``key``'s first ``spans`` spans (sent with ``options``) reached ``target``."""
-        self.partial.setdefault(target, {})[key] = {"spans": spans, "options": options}
-        self._write()
-
-    def _write(self) -> None:
-        data: dict[str, Any] = {"targets": self.done}
-        if any(self.partial.values()):
-            data["partial"] = {target: keys for target, keys in self.partial.items() if keys}
-        write_whole(self.path, json.dumps(data, indent=1), durable=True)
+        write_whole(self.path, json.dumps({"targets": self.done}, indent=1), durable=True)
 
 
 def send_new_dumps(root: str | Path, endpoint: str, **options: Any) -> list[Any]:
     """Send each converted dump of the dataset at ``root`` that has not reached
     ``endpoint`` yet (``options`` as for ``to_otlp``); one report per dump sent. A dump
-    whose export stopped halfway sends only the spans the endpoint had not confirmed;
-    OtlpExportError when its options then differ from those it was begun with."""
+    whose export stopped halfway sends only the spans that had not arrived (its
+    report's ``unanswered_spans`` counts those left out because their request may
+    have arrived).
+    ValueError naming the file when ``exports.json`` or a journal is unreadable."""
     from ..sources.dataset.layout import read_dump
     from ..sources.dataset.manifest import Manifest
     from .otlp import to_otlp
+    from .otlp_journal import SpanJournal
 
     root = Path(root)
     ledger = Ledger(root)
     target = f"otlp:{endpoint}"
-    layout = {name: options.get(name) for name in OTLP_LAYOUT}
+    done = ledger.keys(target)
+    entries = [entry for entry in Manifest.load(root, must_exist=True).converted()
+               if _key(entry) not in done]
+    journals = _journal_folder(root, target)
+    _drop_stale_journals(journals, {_journal_name(_key(entry)) for entry in entries})
     reports = []
-    for entry in Manifest.load(root, must_exist=True).converted():
-        key = f"{entry['stem']}:{entry['blake2b']}"
-        if key in ledger.keys(target):
+    for entry in entries:
+        key = _key(entry)
+        if key in ledger.keys(target):  # the same dump twice in the manifest
             continue
+        journal = journals / _journal_name(key)
         frames = read_dump(root, entry)
         if frames is not None:
-            reports.append(to_otlp(
-                frames, endpoint, skip_spans=_resume_at(ledger, target, key, layout),
-                on_confirmed=lambda spans, key=key: ledger.add_part(target, key, spans,
-                                                                     layout),
-                **options))
+            reports.append(to_otlp(frames, endpoint, journal=SpanJournal(journal),
+                                   **options))
         ledger.add(target, [key])
+        journal.unlink(missing_ok=True)
     return reports
 
 
-def _resume_at(ledger: Ledger, target: str, key: str, layout: dict[str, Any]) -> int:
-    """The spans of ``key`` that reached ``target`` before; OtlpExportError when they
-    were sent with other options (which would send other spans, or in another order)."""
-    from .otlp_transport import OtlpExportError
+def _key(entry: dict[str, Any]) -> str:
+    """A converted dump's key in the ledger: its stem and content hash."""
+    return f"{entry['stem']}:{entry['blake2b']}"
 
-    part = ledger.sent_part(target, key)
-    if part is None:
-        return 0
-    if part["options"] != layout:
-        raise OtlpExportError(
-            f"{ledger.path}: {key.rsplit(':', 1)[0]} was partly sent to {target} "
-            f"({part['spans']} spans) with other options ({part['options']}, now "
-            f"{layout}): send it with those, or delete its 'partial' entry to send it whole")
-    return part["spans"]
+
+def _journal_folder(root: Path, target: str) -> Path:
+    return root / JOURNALS / hashlib.blake2b(target.encode(), digest_size=8).hexdigest()
+
+
+def _journal_name(key: str) -> str:
+    return hashlib.blake2b(key.encode(), digest_size=12).hexdigest() + ".spans"
+
+
+def _drop_stale_journals(folder: Path, wanted: set[str]) -> None:
+    """Remove the journals in ``folder`` of dumps no longer waiting to be sent: sent
+    whole, or changed on disk since (a new key, sent whole)."""
+    if not folder.is_dir():
+        return
+    for path in folder.iterdir():
+        if path.name not in wanted:
+            path.unlink(missing_ok=True)
 
 
 def log_new_trends(root: str | Path, target: str, *, snapshots: bool = False) -> Any:

@@ -1,21 +1,33 @@
 """A run dataset's dumps out to an OTLP receiver: each span arrives once, also when an
-export stopped halfway and a later ``convert --otlp`` takes it up again."""
+export stopped halfway (refused, unanswered, killed) and a later ``convert --otlp``
+takes it up again, whatever its options and whatever the dump gained meanwhile."""
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from slime_trace_widget.cli import main
-from slime_trace_widget.export.otlp_spans import exported_span_count
+from slime_trace_widget.export.otlp_spans import exported_span_count, otlp_batches
 from slime_trace_widget.export.otlp_transport import OtlpExportError
-from slime_trace_widget.export.run_exports import LEDGER, send_new_dumps
+from slime_trace_widget.export.run_exports import JOURNALS, LEDGER, send_new_dumps
+from slime_trace_widget.sources.dataset import convert
 from slime_trace_widget.sources.loading import load_frames
-from tests.sources.runs import copy_run
+from tests.sources.runs import FIXTURES, copy_run, settle
+from tests.sources.test_engine_join import SKEWS, store_requests
+from tests.support.engine_traces import requests_for
 from tests.support.scripted_otlp import spans_taken
+from tests.support.sglang_driver import default_rids, write_dump
+
+REPO = Path(__file__).parents[2]
+#: Generous: a Python process starts and sends a few requests well within it.
+WAIT_SECONDS = 300
 
 
 @pytest.fixture(scope="module")
@@ -28,44 +40,153 @@ def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+@pytest.fixture
+def root(dataset: Path, tmp_path: Path) -> Path:
+    """This test's copy of the dataset (of the module's dumps, left as they are)."""
+    return shutil.copytree(dataset, tmp_path / "dataset")
+
+
+def convert_again(dataset: Path, root: Path, *options: str) -> int:
+    """``convert`` of the run's dumps into ``root``, with ``options``; the exit code."""
+    return main(["convert", str(dataset.parent / "debug" / "*.pt"), "--out", str(root),
+                 "--workers", "1", *options])
+
+
 def expected_spans(dataset: Path) -> int:
     """The spans of the run's dumps, each exported on its own."""
     return sum(exported_span_count(load_frames(path))
                for path in sorted((dataset.parent / "debug").glob("*.pt")))
 
 
+def url_of(server) -> str:
+    return f"http://127.0.0.1:{server.server_address[1]}/v1/traces"
+
+
+def journals(root: Path) -> list[Path]:
+    return sorted((root / JOURNALS).rglob("*.spans"))
+
+
+def assert_all_arrived_once(dataset: Path, root: Path, server) -> None:
+    """Every span of the run at ``root`` (a copy of ``dataset``) arrived, once; the ledger
+    lists the three dumps and no journal is left."""
+    taken = spans_taken(server.bodies)
+    assert set(taken.values()) == {1}  # no span arrived twice
+    assert sum(taken.values()) == expected_spans(dataset)  # and none is missing
+    assert len(json.loads((root / LEDGER).read_text())["targets"][f"otlp:{url_of(server)}"]) == 3
+    assert journals(root) == []
+
+
 @pytest.mark.parametrize("script", [
     [200, 200, 400],             # the third request refused
     [200, 200, 413, 200, 400],   # the third one too large: its first half taken, not its second
 ], ids=["whole-requests", "inside-a-split-request"])
-def test_an_export_that_stopped_resumes_after_what_arrived(dataset: Path, tmp_path: Path,
+def test_an_export_that_stopped_resumes_after_what_arrived(dataset: Path, root: Path,
                                                             scripted, script) -> None:
-    root = shutil.copytree(dataset, tmp_path / "dataset")
-    url = f"http://127.0.0.1:{scripted.server_address[1]}/v1/traces"
+    url = url_of(scripted)
     scripted.script = list(script)
     with pytest.raises(OtlpExportError, match="HTTP 400"):
         send_new_dumps(root, url, batch_spans=50)
     arrived = sum(spans_taken(scripted.bodies).values())
-    partial = json.loads((root / LEDGER).read_text())["partial"][f"otlp:{url}"]
-    assert [part["spans"] for part in partial.values()] == [arrived]  # kept as it arrived
+    assert len(journals(root)) == 1
 
     reports = send_new_dumps(root, url, batch_spans=50)
-    taken = spans_taken(scripted.bodies)
-    assert set(taken.values()) == {1}  # no span arrived twice
-    assert sum(taken.values()) == expected_spans(dataset)
+    assert_all_arrived_once(dataset, root, scripted)
     assert sum(report.spans for report in reports) == expected_spans(dataset) - arrived
-    ledger = json.loads((root / LEDGER).read_text())
-    assert "partial" not in ledger and len(ledger["targets"][f"otlp:{url}"]) == 3
+    assert sum(report.resumed_spans for report in reports) == arrived
     assert send_new_dumps(root, url, batch_spans=50) == []
 
 
-def test_a_resume_with_other_batch_options_is_refused(dataset: Path, tmp_path: Path,
-                                                      scripted) -> None:
-    root = shutil.copytree(dataset, tmp_path / "dataset")
-    url = f"http://127.0.0.1:{scripted.server_address[1]}/v1/traces"
+def test_a_resume_with_other_options_sends_the_rest_once(dataset: Path, root: Path,
+                                                         scripted) -> None:
+    """Begun by ``convert --otlp`` (the service name given, requests cut by size), taken
+    up by the API with the defaults (None) and other batches: the spans are the same."""
+    url = url_of(scripted)
+    scripted.script = [413, 200, 400]
+    assert convert_again(dataset, root, "--otlp", url) == 2
+    first = sum(spans_taken(scripted.bodies).values())
+    assert first > 0
+    reports = send_new_dumps(root, url, batch_spans=7, include_text=False)
+    assert_all_arrived_once(dataset, root, scripted)
+    assert sum(report.resumed_spans for report in reports) == first
+
+
+def test_a_request_without_a_reply_is_not_sent_by_the_next_run(dataset: Path, root: Path,
+                                                                scripted, capsys) -> None:
+    url = url_of(scripted)
+    scripted.script = [200, "hang up"]  # the first dump taken, the second unanswered
+    assert convert_again(dataset, root, "--otlp", url) == 2
+    assert "it may have arrived, so it is not sent again" in capsys.readouterr().err
+    [_, unanswered] = [spans_taken([body]) for body in scripted.bodies]  # it arrived
+
+    assert convert_again(dataset, root, "--otlp", url) == 0
+    assert_all_arrived_once(dataset, root, scripted)
+    assert (f"{sum(unanswered.values())} spans not sent again: a request of them got no "
+            "reply") in capsys.readouterr().out
+
+
+def test_a_sender_killed_while_a_request_was_out_does_not_send_it_again(
+        dataset: Path, root: Path, scripted) -> None:
+    """Killed after the receiver took its second request, before any reply reached it:
+    the journal held that request before it went out, so the next run leaves it out."""
+    url = url_of(scripted)
+    scripted.script = [200, "kill sender"]
+    code = ("import sys; from slime_trace_widget.export.run_exports import send_new_dumps; "
+            "sys.stdin.readline(); send_new_dumps(sys.argv[1], sys.argv[2], batch_spans=50)")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get(
+        "PYTHONPATH", "")])}
+    sender = subprocess.Popen([sys.executable, "-c", code, str(root), url], env=env,
+                              stdin=subprocess.PIPE)
+    scripted.sender = sender.pid  # known before it sends anything: it waits for a line
+    sender.communicate(b"go\n", timeout=WAIT_SECONDS)
+    assert sender.returncode == -9
+    assert sum(spans_taken(scripted.bodies).values()) == 100
+
+    reports = send_new_dumps(root, url, batch_spans=50)
+    assert_all_arrived_once(dataset, root, scripted)
+    assert sum(report.unanswered_spans for report in reports) == 50
+
+
+def test_spans_a_dump_gained_after_a_stop_are_sent_and_none_twice(tmp_path: Path,
+                                                                   scripted) -> None:
+    """Converted again with the engines' traces (the same dump, so the same key), the
+    dump's export has more spans, in another order: each still arrives once."""
+    dump = write_dump(tmp_path / "rollout_3.pt", default_rids(8, seed=5), seed=5,
+                      rollout_id=3)
+    engine = store_requests(requests_for(load_frames(dump), pd=True, seed=5),
+                            tmp_path / "engine", SKEWS)
+    root = tmp_path / "dataset"
+    convert([str(dump)], root, settle_seconds=0, progress=False)
+    url = url_of(scripted)
+    scripted.script = [200, 200, 200, 400]
+    with pytest.raises(OtlpExportError, match="HTTP 400"):
+        send_new_dumps(root, url, batch_spans=4)
+    assert len(convert([str(dump)], root, engine_traces=str(engine), settle_seconds=0,
+                       progress=False).converted) == 1
+
+    send_new_dumps(root, url, batch_spans=4)
+    joined = load_frames(root)
+    wanted = {span.span_id for batch in otlp_batches(joined)
+              for resource in batch.request.resource_spans
+              for scope in resource.scope_spans for span in scope.spans}
+    taken = spans_taken(scripted.bodies)
+    assert len(wanted) > exported_span_count(load_frames(dump))  # the engine's spans came
+    assert {span_id for _, span_id in taken} == wanted
+    assert set(taken.values()) == {1}
+
+
+def test_the_journal_of_a_dump_changed_on_disk_goes(tmp_path: Path, scripted) -> None:
+    run = copy_run(tmp_path)
+    root = tmp_path / "dataset"
+    assert main(["convert", str(run / "*.pt"), "--out", str(root), "--workers", "1"]) == 0
+    url = url_of(scripted)
     scripted.script = [200, 400]
     with pytest.raises(OtlpExportError, match="HTTP 400"):
         send_new_dumps(root, url, batch_spans=50)
-    with pytest.raises(OtlpExportError, match=r"partly sent .* with other options"):
-        send_new_dumps(root, url, batch_spans=80)
-    assert len(scripted.bodies) == 1
+    [stale] = journals(root)
+    changed = run / "rollout_0.pt"
+    shutil.copy(FIXTURES / "rollout_eval_3.pt", changed)
+    settle(changed)
+    assert main(["convert", str(run / "*.pt"), "--out", str(root), "--workers", "1"]) == 0
+
+    send_new_dumps(root, url, batch_spans=50)
+    assert not stale.exists() and journals(root) == []

@@ -4,6 +4,8 @@ for tests of what an export sends again (and what it must not) after a failure."
 from __future__ import annotations
 
 import http.server
+import os
+import signal
 import threading
 from collections import Counter
 from collections.abc import Iterator
@@ -14,12 +16,19 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 class _Scripted(http.server.BaseHTTPRequestHandler):
     """Answers requests with the server's script (one answer per request, then 200):
-    a status, or ``"hang up"`` to close without a reply."""
+    a status, ``"hang up"`` to close without a reply, or ``"kill sender"`` to take the
+    request and kill the process ``server.sender`` (a pid) before any reply, as a
+    ``kill -9`` or a power cut would while the request was out."""
 
     def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers["Content-Length"]))
         server = self.server
         answer = server.script.pop(0) if server.script else 200
+        if answer == "kill sender":
+            server.bodies.append(body)
+            os.kill(server.sender, signal.SIGKILL)
+            self.close_connection = True
+            return
         if answer == "hang up":
             server.bodies.append(body)
             self.close_connection = True
@@ -44,7 +53,7 @@ def scripted_receiver() -> Iterator[http.server.ThreadingHTTPServer]:
     """The receiver on a free loopback port, its ``script`` empty (all 200) and its
     ``bodies`` the requests it took, for the block's duration."""
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Scripted)
-    server.script, server.bodies = [], []
+    server.script, server.bodies, server.sender = [], [], None
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
