@@ -85,8 +85,10 @@ def send_dataset(args: argparse.Namespace) -> None:
         reports = send_new_dumps(args.out, args.otlp, protocol=args.otlp_protocol,
                                  headers=dict(args.otlp_header),
                                  service_name=args.service_name)
-    except OtlpExportError as exc:
+    except (OtlpExportError, ValueError) as exc:  # ValueError: a ledger file, named
         raise CliError(str(exc)) from exc
+    except OSError as exc:  # the ledger or a journal unwritable
+        raise CliError(f"{exc.filename or args.out}: {exc.strerror or exc}") from exc
     spans = sum(report.spans for report in reports)
     unanswered = sum(report.unanswered_spans for report in reports)
     print(f"sent {len(reports)} dump(s), {spans} spans, to {args.otlp}"

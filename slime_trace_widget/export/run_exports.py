@@ -37,12 +37,15 @@ class Ledger:
         self.path = root / LEDGER
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
-            self.done: dict[str, list[str]] = {
-                str(target): [str(key) for key in keys]
-                for target, keys in data.get("targets", {}).items()}
+            targets = data.get("targets", {}) if isinstance(data, dict) else None
+            if not isinstance(targets, dict) or not all(
+                    isinstance(keys, list) and all(isinstance(key, str) for key in keys)
+                    for keys in targets.values()):
+                raise ValueError("'targets' is not a list of keys per target")
+            self.done: dict[str, list[str]] = {str(t): list(keys) for t, keys in targets.items()}
         except FileNotFoundError:
             self.done = {}
-        except (OSError, ValueError, AttributeError, TypeError) as exc:
+        except (OSError, ValueError, RecursionError) as exc:
             raise ValueError(f"{self.path}: unreadable ({exc}); delete it to send "
                              "everything again") from exc
 

@@ -190,3 +190,34 @@ def test_the_journal_of_a_dump_changed_on_disk_goes(tmp_path: Path, scripted) ->
 
     send_new_dumps(root, url, batch_spans=50)
     assert not stale.exists() and journals(root) == []
+
+
+@pytest.mark.parametrize("ledger", [
+    "{not json",
+    '{"targets": {"otlp:x": "abc"}}',
+    '{"targets": [1, 2]}',
+    '{"targets": {"otlp:x": [1e400]}}',
+    "[" * 100_000 + "]" * 100_000,
+], ids=["not-json", "keys-a-string", "targets-a-list", "a-key-a-number", "deeply-nested"])
+def test_an_unreadable_ledger_is_one_line_naming_it(dataset: Path, root: Path, scripted,
+                                                    ledger: str, capsys) -> None:
+    (root / LEDGER).write_text(ledger)
+    assert convert_again(dataset, root, "--otlp", url_of(scripted)) == 2
+    error = capsys.readouterr().err
+    assert str(root / LEDGER) in error and "unreadable" in error
+    assert error.count("\n") == 1 and "Traceback" not in error
+    assert scripted.bodies == []
+
+
+def test_a_damaged_journal_is_one_line_naming_it(dataset: Path, root: Path, scripted,
+                                                 capsys) -> None:
+    url = url_of(scripted)
+    scripted.script = [200, 400]
+    with pytest.raises(OtlpExportError, match="HTTP 400"):
+        send_new_dumps(root, url, batch_spans=50)
+    [journal] = journals(root)
+    journal.write_bytes(b"not a journal")
+    assert convert_again(dataset, root, "--otlp", url) == 2
+    error = capsys.readouterr().err
+    assert str(journal) in error and error.count("\n") == 1
+    assert len(scripted.bodies) == 1
