@@ -57,23 +57,25 @@ class PageCache:
         self._header_read = False
 
     def header(self) -> dict:
-        """The data block's header (empty when there is no readable cache)."""
+        """The data block's header (empty when there is no readable cache: absent, cut
+        short, damaged or not one of ours, each rebuilt rather than trusted)."""
         if not self._header_read:
             self._header_read = True
             try:
                 self._header = read_cache_header(self.path)
-            except (OSError, ValueError, EOFError):
+            except (OSError, ValueError):
                 self._header = {}
         return self._header or {}
 
     def source(self) -> dict:
         """The note the cache was built from (empty when there is no readable cache)."""
-        return self.header().get("source") or {}
+        source = self.header().get("source")
+        return source if isinstance(source, dict) else {}
 
     def fresh_blocks(self, inputs: list[Path], source: dict) -> Blocks | None:
         """The cached blocks when newer than every input and built from ``source``; the
         blocks are read only then (and checked again: a cache rewritten meanwhile by
-        another run is not taken for the one whose header matched)."""
+        another run is not taken for the one whose header matched, nor one cut short)."""
         try:
             if any(self.path.stat().st_mtime_ns <= p.stat().st_mtime_ns for p in inputs):
                 return None
@@ -83,6 +85,14 @@ class PageCache:
             return None
         try:
             blocks = read_cache(self.path)
-            return blocks if blocks.header().get("source") == source else None
-        except (OSError, ValueError, EOFError):
+            header = blocks.header()
+        except (OSError, ValueError):
             return None
+        return blocks if header.get("source") == source and _has_meta(header) else None
+
+
+def _has_meta(header: dict) -> bool:
+    """Whether a data block's header holds the payload's meta the page is written from."""
+    payload = header.get("payload")
+    return isinstance(payload, dict) and isinstance(payload.get("meta"), dict) and \
+        isinstance(payload["meta"].get("title"), str)

@@ -1,8 +1,13 @@
 """The page cache's header is what tells whether a cache fits: it is read once per run,
-from the file's first bytes, and the blocks are read only for a cache that fits."""
+from the file's first bytes, and the blocks are read only for a cache that fits. A cache
+that is damaged, hostile or cut short is rebuilt, never served and never a traceback."""
 
 from __future__ import annotations
 
+import gzip
+import json
+import shutil
+import struct
 import tracemalloc
 from collections import Counter
 from pathlib import Path
@@ -12,8 +17,9 @@ import pytest
 from slime_trace_widget.cli import cache as cache_module
 from slime_trace_widget.cli import main
 from slime_trace_widget.cli.cache import CACHE_SUFFIX, PageCache
-from slime_trace_widget.view.page.htmlpage import Blocks, read_cache
+from slime_trace_widget.view.page.htmlpage import MAGIC, Blocks, read_cache
 from slime_trace_widget.whole_files import write_whole
+from tests.sources.runs import FIXTURES, settle
 
 #: Zero bytes added to a real cache's details block: a body far larger than its header.
 BIG_BODY = 64 << 20
@@ -77,3 +83,41 @@ def test_a_demo_cache_of_other_samples_is_never_read_whole(demo_cache: Path, rea
     out = capsys.readouterr().out
     assert "wrote demo dump" in out and "built" in out
     assert reads[demo_cache.name] == 0 and reads["header"] == 1
+
+
+def data_block(header: bytes, damaged: bool = False) -> bytes:
+    """A data block whose header is the bytes ``header``; ``damaged``: its deflate
+    stream spoiled after its first bytes."""
+    data = gzip.compress(MAGIC + struct.pack("<I", len(header)) + header + b"x" * 1000)
+    if damaged:
+        data = data[:12] + bytes(byte ^ 0xFF for byte in data[12:40]) + data[40:]
+    return data
+
+
+HOSTILE_BLOCKS = {
+    "deflate-damaged": data_block(json.dumps({"source": {}}).encode() * 20, damaged=True),
+    "header-a-list": data_block(b"[1, 2]"),
+    "source-a-string": data_block(json.dumps({"source": "x"}).encode()),
+    "nested-too-deep": data_block(b"[" * 200_000 + b"]" * 200_000),
+    "header-cut-short": data_block(b'{"source": {}}')[:30],
+}
+
+
+@pytest.mark.parametrize("how", ["view", "demo"])
+@pytest.mark.parametrize("name", list(HOSTILE_BLOCKS))
+def test_a_hostile_cache_is_rebuilt_never_a_traceback(tmp_path: Path, name: str, how: str,
+                                                      capsys) -> None:
+    if how == "view":
+        dump = tmp_path / "rollout_0.pt"
+        shutil.copy(FIXTURES / "small.pt", dump)
+        cache, argv = tmp_path / f"rollout_0{CACHE_SUFFIX}", [str(dump), "--no-serve"]
+    else:
+        dump = tmp_path / "demo_rollout.pt"
+        dump.write_bytes(b"")
+        cache = tmp_path / f"demo_rollout{CACHE_SUFFIX}"
+        argv = ["--demo", "--demo-samples", "4", "--no-serve", "--out-dir", str(tmp_path)]
+    settle(dump)
+    cache.write_bytes(Blocks(HOSTILE_BLOCKS[name], b"").to_bytes())
+    assert main(argv) == 0
+    assert "built" in capsys.readouterr().out
+    assert PageCache(cache).source()["inputs"]  # the rebuilt cache reads back

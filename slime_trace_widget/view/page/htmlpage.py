@@ -24,6 +24,7 @@ import html
 import json
 import re
 import struct
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -64,7 +65,8 @@ class Blocks:
         return cls(raw[8:8 + length], raw[8 + length:])
 
     def header(self) -> dict[str, Any]:
-        """The data block's header, inflating only its first bytes."""
+        """The data block's header, inflating only its first bytes (ValueError when it
+        is not a data block's)."""
         return _header_of(_Bytes(self.data))
 
 
@@ -78,13 +80,24 @@ def _data_length(start: bytes) -> int:
 
 def _header_of(data_block: Any) -> dict[str, Any]:
     """The header of the data block that ``data_block`` (a file-like object) reads,
-    inflating only its first bytes."""
-    stream = gzip.GzipFile(fileobj=data_block)
-    start = stream.read(8)
-    if len(start) != 8 or start[:4] != MAGIC:
-        raise ValueError("not a slime-trace-widget data block")
-    (length,) = struct.unpack("<I", start[4:])
-    return json.loads(stream.read(length))
+    inflating only its first bytes; ValueError for anything that is not a data block's
+    header (damaged deflate, a header that is not a JSON object, or nested too deep)."""
+    try:
+        stream = gzip.GzipFile(fileobj=data_block)
+        start = stream.read(8)
+        if len(start) != 8 or start[:4] != MAGIC:
+            raise ValueError("not a slime-trace-widget data block")
+        (length,) = struct.unpack("<I", start[4:])
+        text = stream.read(length)
+        if len(text) != length:
+            raise ValueError("the data block's header is cut short")
+        header = json.loads(text)
+    except (zlib.error, EOFError, gzip.BadGzipFile, RecursionError,
+            UnicodeDecodeError) as exc:
+        raise ValueError(f"a damaged data block ({type(exc).__name__})") from None
+    if not isinstance(header, dict):
+        raise ValueError("the data block's header is not a JSON object")
+    return header
 
 
 class _Bytes:
