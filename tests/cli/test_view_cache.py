@@ -121,3 +121,20 @@ def test_a_hostile_cache_is_rebuilt_never_a_traceback(tmp_path: Path, name: str,
     assert main(argv) == 0
     assert "built" in capsys.readouterr().out
     assert PageCache(cache).source()["inputs"]  # the rebuilt cache reads back
+
+
+def test_a_cache_cut_short_is_rebuilt_not_served(tmp_path: Path, capsys) -> None:
+    dump = tmp_path / "rollout_0.pt"
+    shutil.copy(FIXTURES / "small.pt", dump)
+    settle(dump)
+    assert main([str(dump), "--no-serve"]) == 0
+    cache = tmp_path / f"rollout_0{CACHE_SUFFIX}"
+    whole = read_cache(cache)
+    for cut in (len(whole.to_bytes()) - len(whole.details) // 2,  # inside the details
+                len(whole.to_bytes()) - len(whole.details) - len(whole.data) // 2):
+        cache.write_bytes(whole.to_bytes()[:cut])  # its header still intact
+        capsys.readouterr()
+        assert main([str(dump), "--no-serve"]) == 0
+        assert "built" in capsys.readouterr().out
+        blocks = read_cache(cache)
+        assert gzip.decompress(blocks.data) and gzip.decompress(blocks.details)

@@ -22,6 +22,7 @@ import base64
 import gzip
 import html
 import json
+import os
 import re
 import struct
 import zlib
@@ -30,7 +31,11 @@ from pathlib import Path
 from typing import Any
 
 MAGIC = b"STW1"
-CACHE_MAGIC = b"STWC"
+#: A cache file: ``CACHE_MAGIC | u32 data length | u32 details length | data | details``,
+#: so that a file cut short (or grown) is told by its size. ("STWC", with only the data
+#: length, was the layout before: such a file is not a cache to this copy, and rebuilt.)
+CACHE_MAGIC = b"STC2"
+_CACHE_HEAD = struct.Struct("<4sII")
 #: The layout of the blocks this copy writes (the payload contract's version, the
 #: details' tables): raised with any change to either, so that the CLI rebuilds a
 #: cache of another layout instead of serving it to a page that cannot read it.
@@ -57,12 +62,16 @@ class Blocks:
 
     def to_bytes(self) -> bytes:
         """One file's worth (the CLI cache): both blocks behind a small container header."""
-        return CACHE_MAGIC + struct.pack("<I", len(self.data)) + self.data + self.details
+        return _CACHE_HEAD.pack(CACHE_MAGIC, len(self.data), len(self.details)) + \
+            self.data + self.details
 
     @classmethod
     def from_bytes(cls, raw: bytes) -> Blocks:
-        length = _data_length(raw[:8])
-        return cls(raw[8:8 + length], raw[8 + length:])
+        """The blocks of a cache file's bytes; ValueError when they are not a whole cache
+        file (another file, or one cut short)."""
+        data, details = _block_lengths(raw[:_CACHE_HEAD.size], len(raw))
+        start = _CACHE_HEAD.size
+        return cls(raw[start:start + data], raw[start + data:start + data + details])
 
     def header(self) -> dict[str, Any]:
         """The data block's header, inflating only its first bytes (ValueError when it
@@ -70,12 +79,17 @@ class Blocks:
         return _header_of(_Bytes(self.data))
 
 
-def _data_length(start: bytes) -> int:
-    """The data block's length from a cache file's first 8 bytes (ValueError when they
-    are not a cache file's)."""
-    if start[:4] != CACHE_MAGIC or len(start) < 8:
+def _block_lengths(start: bytes, size: int) -> tuple[int, int]:
+    """The data and details blocks' lengths from a cache file's first bytes, given the
+    file's ``size``; ValueError when they are not a cache file's or the file is not as
+    long as its blocks say (cut short while written or copied)."""
+    if len(start) < _CACHE_HEAD.size or start[:4] != CACHE_MAGIC:
         raise ValueError("not a slime-trace-widget cache file")
-    return struct.unpack("<I", start[4:8])[0]
+    _, data, details = _CACHE_HEAD.unpack(start)
+    if size != _CACHE_HEAD.size + data + details:
+        raise ValueError(f"a cache file of {size} bytes whose blocks need "
+                         f"{_CACHE_HEAD.size + data + details}")
+    return data, details
 
 
 def _header_of(data_block: Any) -> dict[str, Any]:
@@ -129,13 +143,14 @@ def page(blocks: Blocks, title: str, follow: bool = False) -> str:
 
 
 def read_cache(path: str | Path) -> Blocks:
+    """The blocks of the cache file at ``path``; ValueError when it is not a whole one."""
     return Blocks.from_bytes(Path(path).read_bytes())
 
 
 def read_cache_header(path: str | Path) -> dict[str, Any]:
     """The header of the cache file's data block (``Blocks.header``), read from the
     file's first bytes: its blocks are not read, so a caller can tell whether a cache
-    fits before reading it."""
+    fits before reading it. ValueError when the file is not a whole cache file."""
     with Path(path).open("rb") as file:
-        _data_length(file.read(8))
+        _block_lengths(file.read(_CACHE_HEAD.size), os.fstat(file.fileno()).st_size)
         return _header_of(file)
