@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import math
+from operator import itemgetter
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -25,10 +27,13 @@ def critical_path(frames: TraceFrames, sample_row: int) -> pd.DataFrame:
     span under it have ended: a child that outlives its parent (a reward started from a
     generation and still running after it) is what the sample waited for, so the path
     goes through the parent into that child, which holds the time past the parent's
-    end. Concurrent spans that finished earlier are not on the path. Open spans count
-    to their display end. A span's ``critical`` seconds are its own interval minus
-    the parts of it its children on the path cover; the seconds of a sample add up to
-    its latency less the gaps when no span ran.
+    end. When a child started only after its parent had ended, whatever ran in
+    between (a sibling of the parent) is on the path there before the walk comes
+    back to the parent's own time. Concurrent spans that finished earlier are not
+    on the path. Open spans count to their display end. A span's ``critical``
+    seconds are the parts of its own interval no span under it on the path covers;
+    the seconds of a sample never overlap and add up to its latency less the gaps
+    when no span ran.
     """
     measured = measured_spans(frames)
     mine = measured[measured["sample_row"] == sample_row]
@@ -55,6 +60,7 @@ def critical_path_share(frames: TraceFrames) -> pd.DataFrame:
 
 
 _EPSILON = 1e-9  # seconds: a child ending exactly with its parent is still inside it
+_LEFT_AT = itemgetter(5)  # a left frame: the latest time it still has
 
 
 def _critical_walk(spans: pd.DataFrame) -> pd.DataFrame:
@@ -122,40 +128,66 @@ def _finishes(ends: np.ndarray, parent_pos: np.ndarray) -> np.ndarray:
 def _walk_one(root: int, limit: float, sample: int, order: list[int], bounds: list[int],
               times: tuple[list[float], list[float], list[float]],
               found: tuple[list[int], list[int], list[float]]) -> None:
-    """One sample's walk from node ``root``: within a node's children (latest finish
-    first), take the one that finished by the limit, walk into it from its own
-    finish, then move the limit to its start. An explicit stack instead of
-    recursion, so a crafted chain thousands of spans deep does not exhaust Python's
-    stack. Each span on the path is recorded with its exclusive seconds: its length
-    minus the parts of it its children's path covers (a child's part on the path
-    runs from its start to its finish)."""
+    """One sample's walk back in time from node ``root`` and ``limit`` (the sample's end).
+
+    In a node, at each step, whatever ran latest up to the limit comes first: the
+    child that finished latest by the limit (entered, and walked from its own
+    finish), a child the walk left earlier (below), or the node's own interval
+    (those seconds are the node's, and the limit moves down to where its own time
+    stops mattering); a child wins a tie with its parent. A node that is done
+    returns its limit to its parent. When nothing of a node ran just before the
+    limit (a child that started after its parent had ended), the node is *left*:
+    its parent's walk goes on from the limit, so a sibling that ran in between is on
+    the path, and takes the node up again at the latest time it has left. So the
+    seconds of the path never overlap and cover every instant some span ran.
+
+    An explicit stack instead of recursion, so a crafted chain thousands of spans
+    deep does not exhaust Python's stack; each span is entered at most once.
+    """
     starts, ends, finishes = times
-    # A frame: [node, next child position, limit, covered by its children's path].
-    stack = [[root, bounds[root], limit, 0.0]]
+    n_spans = len(starts)
+    # A frame: [node, next child position, limit, own seconds, frames left in it,
+    # the latest time a left frame still has].
+    stack: list[list[Any]] = [[root, bounds[root], limit, 0.0, [], 0.0]]
     while stack:
         frame = stack[-1]
-        node, position, limit = frame[0], frame[1], frame[2]
-        chosen = -1
-        while position < bounds[node + 1]:
-            k = order[position]
-            position += 1
-            if finishes[k] <= limit + _EPSILON:  # else still running here: not waited for
-                chosen = k
-                break
+        node, position, limit, left = frame[0], frame[1], frame[2], frame[4]
+        stop = bounds[node + 1]
+        while position < stop and finishes[order[position]] > limit + _EPSILON:
+            position += 1  # still running here: not waited for, now or later
         frame[1] = position
-        if chosen >= 0:
-            stack.append([chosen, bounds[chosen], finishes[chosen], 0.0])
-            continue
-        stack.pop()
-        if not stack:
-            return
-        length = max(ends[node] - starts[node], 0.0)
-        found[0].append(sample)
-        found[1].append(node)
-        found[2].append(max(length - frame[3], 0.0))
-        parent = stack[-1]
-        above = parent[0]
-        if above < len(starts):  # a span, not the sample's node: the part inside it
-            parent[3] += max(min(finishes[node], ends[above]) - max(starts[node], starts[above]),
-                             0.0)
-        parent[2] = starts[node]
+        child_top = min(finishes[order[position]], limit) if position < stop else -math.inf
+        resumed = max(left, key=_LEFT_AT) if left else None
+        left_top = min(resumed[5], limit) if resumed is not None else -math.inf
+        own_top = min(ends[node], limit) if node < n_spans else -math.inf
+        if node < n_spans and own_top <= starts[node]:
+            own_top = -math.inf
+        next_top = max(child_top, left_top)
+        top = max(next_top, own_top)
+        if top == -math.inf:  # nothing left in this node
+            stack.pop()
+            if not stack:
+                return
+            found[0].append(sample)
+            found[1].append(node)
+            found[2].append(frame[3])
+            stack[-1][2] = limit
+        elif top < limit - _EPSILON and len(stack) > 1:  # nothing of it ran just before
+            stack.pop()
+            frame[5] = top
+            stack[-1][4].append(frame)
+            stack[-1][2] = limit
+        elif next_top >= own_top - _EPSILON:
+            frame[2] = next_top
+            if resumed is not None and left_top >= child_top:
+                left.remove(resumed)
+                resumed[2] = left_top
+                stack.append(resumed)
+            else:
+                child = order[position]
+                frame[1] = position + 1
+                stack.append([child, bounds[child], child_top, 0.0, [], 0.0])
+        else:  # its own interval ran latest, down to the next thing or its start
+            low = max(next_top, starts[node])
+            frame[3] += own_top - low
+            frame[2] = low

@@ -132,6 +132,27 @@ def _outliving_children(index: int) -> dict:
         index=index)
 
 
+def _children_after_their_parents(index: int) -> dict:
+    """Children that start after their parents ended: a generation 0-10 whose
+    reward 12-20 follows a top-level tool 10-12 (the tool is on the path between
+    them); then a rollout 20-40 whose turn 20-25 has a judge 30-40 (the rollout's
+    own time holds 25-30)."""
+    return sample(
+        rec("span_start", "generate", 0, "g"),
+        rec("span_end", "generate", 10, "g"),
+        rec("span_start", "tool", 10, "t"),
+        rec("span_end", "tool", 12, "t"),
+        rec("span_start", "reward", 12, "w", "g"),
+        rec("span_end", "reward", 20, "w"),
+        rec("span_start", "rollout", 20, "r"),
+        rec("span_start", "turn", 20, "u", "r"),
+        rec("span_end", "turn", 25, "u"),
+        rec("span_start", "judge", 30, "j", "u"),
+        rec("span_end", "judge", 40, "j"),
+        rec("span_end", "rollout", 40, "r"),
+        index=index)
+
+
 def _payload_name_paths(path: str) -> str:
     """A flame path as the default payload spells it: a real PD phase span is
     its virtual span, named ``"<generation name> [P]"`` / ``[D]``, and a real
@@ -218,7 +239,8 @@ def fixture() -> dict[str, Any]:
     mixed = frames_of(_agent(0), _attribute_pd(1))
     segment_children = frames_of(_segments_everywhere(0), _child_pd_with_segments(1),
                                  _attribute_pd(2))
-    outliving = frames_of(_outliving_children(0), _agent(1))
+    outliving = frames_of(_outliving_children(0), _agent(1),
+                          _children_after_their_parents(2))
     return {"cases": [
         _case("default payload: child-form PD with segment children, and the attribute form",
               segment_children, False, (0.4, 3.0)),
@@ -267,6 +289,10 @@ def test_fixture_cases_hold_what_they_claim() -> None:
     # The reward and the judge hold the time past their parents' ends; 1 s idle at 9-10.
     assert [seconds for _, _, seconds in outliving["critical"][0]["path"]] == [
         0, 2, 1, 6, 0, 1, 7, 2]
+    # generate 0-10, tool 10-12, reward 12-20, rollout 25-30, turn 20-25, judge 30-40:
+    # every instant of the 40 s once.
+    assert [seconds for _, _, seconds in outliving["critical"][2]["path"]] == [
+        10, 2, 8, 5, 5, 10]
     segments = cases["every span sent: real PD spans and their segments beside the virtual ones"]
     assert "sglang_pd_prefill_forward" in segments["payload"]["meta"]["names"]
     assert "generate;sglang_pd_prefill;sglang_pd_prefill_forward" in {

@@ -110,36 +110,64 @@ export function criticalPath(data, sample) {
   /** @type {number[]} */
   const nodes = [];
   const latestFirst = (/** @type {number[]} */ pool) => pool.slice().sort((left, right) => finishOf(right) - finishOf(left) || startOf(left) - startOf(right));
-  // The walk with an explicit stack (a crafted chain thousands deep must not
-  // exhaust the JS stack). A frame: the node (-1 for the sample), its children
-  // latest end first, the next one to look at, the limit, and the time its own
-  // path covers so far.
-  /** @type {{node: number, kids: number[], next: number, limit: number, covered: number}[]} */
-  const stack = roots.length ? [{ node: -1, kids: latestFirst(roots), next: 0, limit: last, covered: 0 }] : [];
+  // The walk back in time, as critical.py's `_walk_one`: in a node, whatever ran
+  // latest up to the limit comes first (the child that finished latest by it, a
+  // child left earlier, or the node's own interval, whose seconds are its own); a
+  // child wins a tie with its parent. A node with nothing that ran just before the
+  // limit (a child started after its parent had ended) is left: its parent goes on
+  // from the limit, so a sibling that ran in between is on the path, and takes it
+  // up again at the latest time it has left. An explicit stack: a crafted chain
+  // thousands deep must not exhaust the JS stack. A frame: the node (-1 for the
+  // sample), its children latest finish first, the next one to look at, the
+  // limit, its own seconds, the frames left in it and, once left, the latest
+  // time it still has.
+  /** @typedef {{node: number, kids: number[], next: number, limit: number, own: number, left: Frame[], leftAt: number}} Frame */
+  /** @type {(node: number, limit: number) => Frame} */
+  const frameOf = (node, limit) => ({ node, kids: latestFirst(node < 0 ? roots : children.get(node) || []), next: 0, limit, own: 0, left: [], leftAt: 0 });
+  /** @type {Frame[]} */
+  const stack = roots.length ? [frameOf(-1, last)] : [];
   while (stack.length) {
     const top = stack[stack.length - 1];
-    let chosen = -1;
-    while (top.next < top.kids.length) {
-      const child = top.kids[top.next++];
-      if (finishOf(child) <= top.limit + EPSILON) {
-        chosen = child; // else still running here: not what the path waited for
-        break;
+    const limit = top.limit;
+    while (top.next < top.kids.length && finishOf(top.kids[top.next]) > limit + EPSILON) top.next++; // still running here: not waited for
+    const childTop = top.next < top.kids.length ? Math.min(finishOf(top.kids[top.next]), limit) : -Infinity;
+    /** @type {Frame | null} */
+    let resumed = null;
+    for (const frame of top.left) if (!resumed || frame.leftAt > resumed.leftAt) resumed = frame;
+    const leftTop = resumed ? Math.min(resumed.leftAt, limit) : -Infinity;
+    let ownTop = top.node >= 0 ? Math.min(endOf(top.node), limit) : -Infinity;
+    if (top.node >= 0 && ownTop <= startOf(top.node)) ownTop = -Infinity;
+    const nextTop = Math.max(childTop, leftTop);
+    const latest = Math.max(nextTop, ownTop);
+    if (latest === -Infinity) {
+      // Nothing left in this node.
+      stack.pop();
+      if (top.node < 0) break;
+      const node = top.node;
+      nodes.push(node);
+      path.push(node < nSpans ? { span: node, seg: -1, critical: top.own } : { span: data.segSpan[node - nSpans], seg: node - nSpans, critical: top.own });
+      stack[stack.length - 1].limit = limit;
+    } else if (latest < limit - EPSILON && stack.length > 1) {
+      // Nothing of it ran just before the limit: left in its parent.
+      stack.pop();
+      top.leftAt = latest;
+      stack[stack.length - 1].left.push(top);
+      stack[stack.length - 1].limit = limit;
+    } else if (nextTop >= ownTop - EPSILON) {
+      top.limit = nextTop;
+      if (resumed && leftTop >= childTop) {
+        top.left.splice(top.left.indexOf(resumed), 1);
+        resumed.limit = leftTop;
+        stack.push(resumed);
+      } else {
+        stack.push(frameOf(top.kids[top.next++], childTop));
       }
+    } else {
+      // Its own interval ran latest, down to the next thing or its start.
+      const low = Math.max(nextTop, startOf(top.node));
+      top.own += ownTop - low;
+      top.limit = low;
     }
-    if (chosen >= 0) {
-      stack.push({ node: chosen, kids: latestFirst(children.get(chosen) || []), next: 0, limit: finishOf(chosen), covered: 0 });
-      continue;
-    }
-    stack.pop();
-    if (top.node < 0) break;
-    const length = Math.max(endOf(top.node) - startOf(top.node), 0);
-    const node = top.node;
-    nodes.push(node);
-    path.push(node < nSpans ? { span: node, seg: -1, critical: Math.max(length - top.covered, 0) } : { span: data.segSpan[node - nSpans], seg: node - nSpans, critical: Math.max(length - top.covered, 0) });
-    const parent = stack[stack.length - 1];
-    // The part of the parent's own interval this node's path covers (start to finish).
-    if (parent.node >= 0) parent.covered += Math.max(Math.min(finishOf(node), endOf(parent.node)) - Math.max(startOf(node), startOf(parent.node)), 0);
-    parent.limit = startOf(node);
   }
   const order = nodes.map((_, j) => j).sort((left, right) => startOf(nodes[left]) - startOf(nodes[right]) || depthOf(nodes[left]) - depthOf(nodes[right]));
   return order.map((j) => path[j]);
