@@ -37,9 +37,11 @@ MAX_STEPS = 100_000
 #: ``json_safe`` keeps at most this many times ``max_chars`` characters per value.
 TOTAL_CHARS_FACTOR = 4
 
+#: Longest int kept as a number: ``int.__str__`` refuses more than 4,300 digits,
+#: about 14,280 bits, so a longer one becomes :func:`big_int_text`.
+MAX_INT_BITS = 14_000
+
 _MAX_DEPTH = 32
-#: ``int.__str__`` refuses more than 4,300 digits, about 14,280 bits.
-_MAX_INT_BITS = 14_000
 #: A Decimal with more digits is summarised rather than printed.
 _MAX_DECIMAL_DIGITS = 100
 _SEQUENCES = (list, tuple, set, frozenset, deque)
@@ -233,7 +235,8 @@ def _describe(value: Any) -> str:
     return text if len(text) <= 500 else text[:500] + "…"
 
 
-def _big_int_text(value: int) -> str:
+def big_int_text(value: int) -> str:
+    """What an int longer than :data:`MAX_INT_BITS` reads as, wherever it is."""
     return f"<int of {value.bit_length()} bits>"
 
 
@@ -243,8 +246,8 @@ def _text(value: Any, limit: int, budget: _Budget) -> str:
     kind = type(value)
     if kind is str:
         return truncate(value, limit)
-    if kind is int and value.bit_length() > _MAX_INT_BITS:
-        return _big_int_text(value)
+    if kind is int and value.bit_length() > MAX_INT_BITS:
+        return big_int_text(value)
     if kind in PLAIN_TYPES:
         return str(value)
     inner = _Budget(budget.steps, limit)
@@ -265,7 +268,7 @@ def _json(value: Any, max_chars: int, budget: _Budget, depth: int) -> Any:
     if kind is float:
         return value if math.isfinite(value) else _nonfinite_text(value)
     if kind is int:
-        return value if value.bit_length() <= _MAX_INT_BITS else _big_int_text(value)
+        return value if value.bit_length() <= MAX_INT_BITS else big_int_text(value)
     if kind is bool or value is None:
         return value
     if depth > _MAX_DEPTH:
@@ -297,7 +300,7 @@ def _json_ready(mapping: dict, max_chars: int, budget: _Budget) -> bool:
             if item - item != 0.0:  # NaN and ±inf
                 return False
         elif kind is int:
-            if item.bit_length() > _MAX_INT_BITS:
+            if item.bit_length() > MAX_INT_BITS:
                 return False
         elif kind is not bool and item is not None:
             return False

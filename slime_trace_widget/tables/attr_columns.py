@@ -28,6 +28,7 @@ from ..values import (
     clean_text,
     json_safe,
     plain_value,
+    short_text,
 )
 from .attr_format import (
     EXTRA_COLUMNS,
@@ -420,7 +421,8 @@ def _converted_column(pieces: list[tuple[np.ndarray, Sequence]], n: int, key: st
             json_safe(v), ensure_ascii=False) for v in text.tolist()], dtype=object)), True
     if kinds <= {str}:
         return text_array(text), False
-    return text_array(np.array([v if v is None or type(v) is str else str(v)
+    # short_text: str() of an int over 4,300 digits raises; it reads as it does nested.
+    return text_array(np.array([v if v is None or type(v) is str else short_text(v)
                                  for v in text.tolist()], dtype=object)), False
 
 

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
-from ..values import plain_value
+from ..values import MAX_INT_BITS, PLAIN_TYPES, big_int_text, plain_value
 
 #: One logger for the whole recording API, whichever submodule logs.
 logger = logging.getLogger(__package__ or __name__)
@@ -25,7 +25,8 @@ logger = logging.getLogger(__package__ or __name__)
 MAX_ERROR_MESSAGE_CHARS = 2000
 # Stand-in text for attribute values that could not be made plain data.
 MAX_REPR_CHARS = 1000
-_PLAIN_TYPES = frozenset({str, int, float, bool, type(None)})
+# Values recorded as they are; an int is too when it is short enough to print.
+_KEPT_AS_THEY_ARE = PLAIN_TYPES - {int}
 
 Clock = Callable[[], float]
 
@@ -99,8 +100,9 @@ def _log_failure(what: str, *args: Any) -> None:
 def _clean_attrs(attrs: Any) -> dict[str, Any] | None:
     """A frozen copy of ``attrs`` that can be pickled into a dump, or None when empty/invalid.
 
-    Keys become strings; each value that is not a str, int, float, bool or None is
-    frozen into the plain data a reader makes of it (:func:`_frozen`), so mutating
+    Keys become strings; each value that is not a str, int, float, bool or None,
+    and an int too long to print, is frozen into the plain data a reader makes of
+    it (:func:`_frozen`), so mutating
     it after this call changes nothing recorded, and a large tensor is not held
     until the dump is saved. The copy starts with ``dict(attrs)``, which is atomic
     for a plain dict, so another thread calling ``span.set`` meanwhile cannot break
@@ -115,7 +117,8 @@ def _clean_attrs(attrs: Any) -> dict[str, Any] | None:
     try:
         return {
             key if type(key) is str else str(key): value
-            if type(value) in _PLAIN_TYPES
+            if type(value) in _KEPT_AS_THEY_ARE
+            or (type(value) is int and value.bit_length() <= MAX_INT_BITS)
             else _frozen(value)
             for key, value in dict(attrs).items()
         }
@@ -136,10 +139,14 @@ def _frozen(value: Any) -> Any:
     ``MAX_ARRAY_ELEMENTS`` elements as lists and larger ones as a short summary,
     other objects as a short ``repr``. Plain data always pickles, so saving the
     samples cannot fail because of an attribute; the work is bounded by
-    ``MAX_STEPS`` elements per value. A value whose walk fails becomes its
-    truncated ``repr``.
+    ``MAX_STEPS`` elements per value. An int too long to print (over 4,300
+    digits) becomes the text readers show for it anywhere in a value,
+    ``"<int of N bits>"``. A value whose walk fails becomes its truncated
+    ``repr``.
     """
     try:
+        if type(value) is int:  # only one too long to print comes here
+            return big_int_text(value)
         return plain_value(value)
     except Exception:
         return _truncate(_safe_repr(value), MAX_REPR_CHARS)

@@ -36,6 +36,16 @@ def test_columns_are_typed() -> None:
     assert types["np"] == pa.float64() and types["nested"] == pa.string()
 
 
+def test_an_int_too_long_to_print_reads_as_it_does_nested() -> None:
+    """``str`` of an int over 4,300 digits raises: a dump holding one at the top level
+    of its attributes could not be read at all."""
+    huge = 10**5000
+    back = AttrTable.from_dicts([{"v": huge, "w": huge}, {"v": 2**70, "w": "text"},
+                                 {"v": [huge]}]).dicts()
+    assert back == [{"v": "<int of 16610 bits>", "w": "<int of 16610 bits>"},
+                    {"v": 2**70, "w": "text"}, {"v": ["<int of 16610 bits>"]}]
+
+
 def test_dicts_come_back_with_nones_nesting_and_cleaned_text() -> None:
     back = AttrTable.from_dicts(ROWS).dicts()
     assert back[0] == {"turn": 1, "tool": "python", "ok": True, "latency": 0.5}

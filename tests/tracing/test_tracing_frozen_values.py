@@ -130,3 +130,18 @@ def test_a_bfloat16_tensor_value_leaves_the_dump_readable(tmp_path):
     frames = load_frames(path)
     (start,), _ = frames.span_attrs(frames.spans.index)
     assert start == {"scores": [1.0, 1.0]}
+
+
+def test_an_int_too_long_to_print_is_recorded_as_readers_show_it(tmp_path):
+    """``str`` refuses an int of more than 4,300 digits: stored as it is at the top
+    level, such a value made the whole dump unloadable (ValueError)."""
+    huge = 10**5000
+    path = _dump(tmp_path / "huge.pt", {"top": huge, "nested": [huge], "fits": 2**70},
+                 frozen=True)
+    sample = torch.load(path, weights_only=False)["samples"][0]
+    (start,) = starts(sample, "generate")
+    assert start["attrs"] == {"top": "<int of 16610 bits>", "nested": [huge], "fits": 2**70}
+    frames = load_frames(path)
+    (read,), _ = frames.span_attrs(frames.spans.index)
+    assert read == {"top": "<int of 16610 bits>", "nested": ["<int of 16610 bits>"],
+                    "fits": "1180591620717411303424"}
