@@ -152,27 +152,42 @@ def _plain(value: Any, depth: int, budget: _Budget) -> Any:
 
 def _each_item(container: Any, budget: _Budget, convert: Callable[[Any], Any]) -> dict | list:
     """A dict (keys made text) or a sequence (as a list) with ``convert`` applied to each
-    item, until ``budget`` runs out of steps; a marker then says how much was left out.
+    item, until ``budget`` runs out of steps; a last item, the marker, then says how
+    much was left out (``"…[N more items]"``; in a dict the key ``"…"``, ``"[N more keys]"``).
 
-    Shared by the plain-data and the JSON walkers, which differ only in ``convert``.
+    Each item costs a step and so does the marker: the container holds a step back
+    for its marker until its last item, and an item that is not a str, int, float,
+    bool or None needs a second step free, for a marker of its own. So the output,
+    marker included, costs no more steps than its walk had, and walking it again
+    with the same budget (a reader walks a recorded value again) gives it back
+    unchanged. Shared by the plain-data and the JSON walkers, which differ only in
+    ``convert``.
     """
-    if isinstance(container, dict):
-        out: dict[str, Any] = {}
-        for position, (key, item) in enumerate(container.items()):
-            if budget.steps <= 0:
-                out["…"] = f"[{len(container) - position} more keys]"
-                break
-            budget.steps -= 1
-            out[_text(key, 1000, budget)] = convert(item)
+    size = len(container)
+    is_dict = isinstance(container, dict)
+    out: dict[str, Any] | list[Any] = {} if is_dict else []
+    if not size:
         return out
-    items = []
-    for item in container:
-        if budget.steps <= 0:
-            items.append(f"…[{len(container) - len(items)} more items]")
-            break
+    last = size - 1
+    budget.steps -= 1  # the marker's step
+    for position, entry in enumerate(container.items() if is_dict else container):
+        item = entry[1] if is_dict else entry
+        if position == last:
+            budget.steps += 1  # nothing follows the last item: no marker
+        if budget.steps < (1 if type(item) in PLAIN_TYPES else 2):
+            if position == last:
+                budget.steps -= 1
+            if is_dict:
+                out["…"] = f"[{size - position} more keys]"
+            else:
+                out.append(f"…[{size - position} more items]")
+            return out
         budget.steps -= 1
-        items.append(convert(item))
-    return items
+        if is_dict:
+            out[_text(entry[0], 1000, budget)] = convert(item)
+        else:
+            out.append(convert(item))
+    return out
 
 
 def _plain_scalar(value: Any, depth: int, budget: _Budget) -> Any:
@@ -252,7 +267,7 @@ def _text(value: Any, limit: int, budget: _Budget) -> str:
         return str(value)
     inner = _Budget(budget.steps, limit)
     safe = _json(value, limit, inner, 0)
-    budget.steps = inner.steps
+    budget.steps = max(inner.steps, 0)  # a key's text is not walked again
     return truncate(safe if type(safe) is str else json.dumps(safe, ensure_ascii=False), limit)
 
 
@@ -277,7 +292,9 @@ def _json(value: Any, max_chars: int, budget: _Budget, depth: int) -> Any:
         return value
     if isinstance(value, _CONTAINERS):
         return _each_item(value, budget, lambda item: _json(item, max_chars, budget, depth + 1))
-    return _json(_plain_scalar(value, depth, budget), max_chars, budget, depth + 1)
+    # The walk of the plain data charges its steps, once: as plain_value would.
+    plain = _plain_scalar(value, depth, _Budget(budget.steps, 0))
+    return _json(plain, max_chars, budget, depth + 1)
 
 
 def _json_ready(mapping: dict, max_chars: int, budget: _Budget) -> bool:

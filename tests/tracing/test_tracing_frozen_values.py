@@ -145,3 +145,16 @@ def test_an_int_too_long_to_print_is_recorded_as_readers_show_it(tmp_path):
     (read,), _ = frames.span_attrs(frames.spans.index)
     assert read == {"top": "<int of 16610 bits>", "nested": ["<int of 16610 bits>"],
                     "fits": "1180591620717411303424"}
+
+
+def test_a_value_cut_when_recorded_reads_back_with_the_recorders_marker(tmp_path):
+    """Past ``MAX_STEPS`` (100,000) elements the recorder cuts a value with a marker; the
+    loader walks the recorded value again and must keep that marker, as it shows the
+    value stored whole."""
+    values = {"tokens": list(range(200_000)),
+              "by_id": {f"k{i}": i for i in range(150_000)}}
+    frozen = _read_back(_dump(tmp_path / "frozen.pt", values, frozen=True))
+    stored = _read_back(_dump(tmp_path / "stored.pt", values, frozen=False))
+    assert frozen == stored
+    assert '99998, "\\u2026[100001 more items]"]' in frozen
+    assert '"\\u2026": "[50001 more keys]"' in frozen

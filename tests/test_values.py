@@ -1,0 +1,73 @@
+"""values: plain data and JSON made of recorded attribute values, walked within a budget."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import numpy as np
+import pytest
+
+from slime_trace_widget import values
+from slime_trace_widget.values import MAX_STEPS, json_safe, plain_value
+
+
+def _items(value: Any) -> int:
+    """Container items in ``value``, markers included: the steps a walk of it takes."""
+    if isinstance(value, dict):
+        return len(value) + sum(map(_items, value.values()))
+    if isinstance(value, list):
+        return len(value) + sum(map(_items, value))
+    return 0
+
+
+def test_a_value_cut_at_the_budget_keeps_its_marker_when_walked_again():
+    """The recorder stores ``plain_value`` of a value and the reader walks it again: the
+    marker the first walk wrote must survive, not become ``"…[1 more items]"``."""
+    tokens = plain_value(list(range(200_000)))
+    assert len(tokens) == MAX_STEPS and tokens[-1] == "…[100001 more items]"
+    by_id = plain_value({f"k{i}": i for i in range(150_000)})
+    assert len(by_id) == MAX_STEPS and by_id["…"] == "[50001 more keys]"
+    per_turn = plain_value([list(range(30_000)) for _ in range(5)])
+    assert per_turn[-1] == "…[1 more items]" and per_turn[-2][-1] == "…[20006 more items]"
+    for cut in (tokens, by_id, per_turn):
+        assert _items(cut) <= MAX_STEPS
+        assert plain_value(cut) == cut
+        assert json_safe(cut) == cut
+
+
+def _random_value(rng: random.Random, depth: int) -> Any:
+    kind = rng.randrange(9 if depth < 4 else 4)
+    if kind == 0:
+        return rng.randrange(100)
+    if kind == 1:
+        return f"s{rng.randrange(10)}"
+    if kind == 2:
+        return np.int64(rng.randrange(5))
+    if kind == 3:
+        return None
+    size = rng.randrange(6)
+    items = [_random_value(rng, depth + 1) for _ in range(size)]
+    if kind == 4:
+        return items
+    if kind == 5:
+        return tuple(items)
+    if kind == 6:
+        return {f"k{k}": item for k, item in enumerate(items)}
+    if kind == 7:
+        return {k: item for k, item in enumerate(items)}
+    return np.arange(size)
+
+
+@pytest.mark.parametrize("budget", [1, 2, 3, 5, 8, 13, 40])
+def test_any_cut_value_walks_again_to_itself(monkeypatch, budget):
+    """Whatever the nesting and wherever the budget runs out, a walk's output, markers
+    included, fits the budget, so a second walk (of either kind) gives it back."""
+    monkeypatch.setattr(values, "MAX_STEPS", budget)
+    rng = random.Random(budget)
+    for _ in range(400):
+        value = [_random_value(rng, 0) for _ in range(rng.randrange(1, 8))]
+        once = plain_value(value)
+        assert _items(once) <= budget
+        assert plain_value(once) == once
+        assert json_safe(once) == json_safe(value) == once
