@@ -19,7 +19,8 @@ import math
 import operator
 import sys
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from itertools import islice
 from typing import Any
 
 #: Types that need no conversion; checked by identity on the hot path.
@@ -45,6 +46,8 @@ _MAX_DEPTH = 32
 #: A Decimal with more digits is summarised rather than printed.
 _MAX_DECIMAL_DIGITS = 100
 _SEQUENCES = (list, tuple, set, frozenset, deque)
+#: Copies of a container changing under a subclass's own iteration tried before giving up.
+_SNAPSHOT_TRIES = 3
 _CONTAINERS = (dict, *_SEQUENCES)
 
 
@@ -141,10 +144,11 @@ def _plain(value: Any, depth: int, budget: _Budget) -> Any:
         return value
     if depth > _MAX_DEPTH:
         return f"<{kind.__name__} nested too deep>"
-    if (kind is list or kind is tuple) and len(value) <= budget.steps and \
-            PLAIN_TYPES.issuperset(map(type, value)):
-        budget.steps -= len(value)  # a flat list (token ids): what the walk gives, in C
-        return list(value)
+    if kind is list or kind is tuple:
+        flat = value[:budget.steps + 1]  # one step in C: another thread's change is before or after
+        if len(flat) <= budget.steps and PLAIN_TYPES.issuperset(map(type, flat)):
+            budget.steps -= len(flat)  # a flat list (token ids): what the walk gives, in C
+            return flat if kind is list else list(flat)
     if isinstance(value, _CONTAINERS):
         return _each_item(value, budget, lambda item: _plain(item, depth + 1, budget))
     return _plain_scalar(value, depth, budget)
@@ -163,14 +167,14 @@ def _each_item(container: Any, budget: _Budget, convert: Callable[[Any], Any]) -
     unchanged. Shared by the plain-data and the JSON walkers, which differ only in
     ``convert``.
     """
-    size = len(container)
     is_dict = isinstance(container, dict)
+    size, entries = _snapshot(container, is_dict, max(budget.steps, 0) + 1)
     out: dict[str, Any] | list[Any] = {} if is_dict else []
     if not size:
         return out
     last = size - 1
     budget.steps -= 1  # the marker's step
-    for position, entry in enumerate(container.items() if is_dict else container):
+    for position, entry in enumerate(entries):
         item = entry[1] if is_dict else entry
         if position == last:
             budget.steps += 1  # nothing follows the last item: no marker
@@ -188,6 +192,26 @@ def _each_item(container: Any, budget: _Budget, convert: Callable[[Any], Any]) -
         else:
             out.append(convert(item))
     return out
+
+
+def _snapshot(container: Any, is_dict: bool, most: int) -> tuple[int, Sequence[Any]]:
+    """The size of ``container`` and its first ``most`` items (a dict's as pairs), copied
+    at once so that another thread changing it meanwhile cannot break the walk.
+
+    Copying a builtin list, tuple, dict, set or deque runs in C without giving up the
+    GIL, so it sees the container before or after another thread's change, never
+    during one. A subclass whose iteration runs Python code can still change under
+    it: that copy is tried again (a container changing all the while raises).
+    """
+    for attempt in range(_SNAPSHOT_TRIES):
+        try:
+            entries = list(islice(container.items() if is_dict else container, most))
+            break
+        except RuntimeError:  # "changed size during iteration"
+            if attempt == _SNAPSHOT_TRIES - 1:
+                raise
+    size = len(entries) if len(entries) < most else max(len(container), len(entries))
+    return size, entries
 
 
 def _plain_scalar(value: Any, depth: int, budget: _Budget) -> Any:
