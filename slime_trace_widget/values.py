@@ -16,10 +16,11 @@ from __future__ import annotations
 import decimal
 import json
 import math
+import numbers
 import operator
 import sys
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from itertools import islice
 from typing import Any
 
@@ -31,6 +32,9 @@ MAX_ARRAY_ELEMENTS = 1000
 
 #: Longest string kept whole when data leaves Python.
 MAX_STRING_CHARS = 100_000
+
+#: Longest ``repr`` kept of an object that is not data (then cut with a marker).
+MAX_REPR_CHARS = 500
 
 #: Most container elements one conversion visits (well under a second of work).
 MAX_STEPS = 100_000
@@ -173,6 +177,7 @@ def _each_item(container: Any, budget: _Budget, convert: Callable[[Any], Any]) -
     if not size:
         return out
     last = size - 1
+    repeats: dict[tuple[str, str], int] | None = None
     budget.steps -= 1  # the marker's step
     for position, entry in enumerate(entries):
         item = entry[1] if is_dict else entry
@@ -188,10 +193,31 @@ def _each_item(container: Any, budget: _Budget, convert: Callable[[Any], Any]) -
             return out
         budget.steps -= 1
         if is_dict:
-            out[_text(entry[0], 1000, budget)] = convert(item)
+            key = _text(entry[0], 1000, budget)
+            if key in out:
+                repeats = {} if repeats is None else repeats
+                key = distinct_key(out, key, entry[0], repeats)
+            out[key] = convert(item)
         else:
             out.append(convert(item))
     return out
+
+
+def distinct_key(taken: Mapping[str, Any], text: str, key: Any,
+                 repeats: dict[tuple[str, str], int]) -> str:
+    """A text key for ``key``, whose text ``text`` another key of the same dict already
+    has (``1`` and ``"1"``): ``"1 (str)"``, then ``"1 (str 2)"`` and so on, the
+    type being ``key``'s. ``repeats`` (one per dict) remembers how far each text and
+    type got, so many keys of one text cost no more than one each.
+    """
+    kind = type(key).__name__
+    count = repeats.get((text, kind), 0)
+    while True:
+        count += 1
+        candidate = f"{text} ({kind})" if count == 1 else f"{text} ({kind} {count})"
+        if candidate not in taken:
+            repeats[text, kind] = count
+            return candidate
 
 
 def _snapshot(container: Any, is_dict: bool, most: int) -> tuple[int, Sequence[Any]]:
@@ -228,7 +254,7 @@ def _plain_scalar(value: Any, depth: int, budget: _Budget) -> Any:
         return f"<{len(value)} bytes>"
     if isinstance(value, _array_types()):
         return _array_to_plain(value, depth, budget)
-    return _describe(value)
+    return describe(value)
 
 
 def _array_types() -> tuple[type, ...]:
@@ -253,13 +279,20 @@ def _array_to_plain(value: Any, depth: int, budget: _Budget) -> Any:
         shape = tuple(int(d) for d in value.shape)
         if math.prod(shape) > MAX_ARRAY_ELEMENTS:
             return f"<{type(value).__name__} shape={shape} dtype={value.dtype}>"
-        return _plain(value.tolist(), depth + 1, budget)
+        plain = value.tolist()
+        if isinstance(plain, _array_types()):  # longdouble, clongdouble: tolist gives it back
+            plain = complex(plain) if isinstance(plain, numbers.Complex) and not \
+                isinstance(plain, numbers.Real) else float(plain)
+        return _plain(plain, depth + 1, budget)
     except Exception:  # an odd tensor (meta, sparse) must not stop the flattening
-        return _describe(value)
+        return describe(value)
 
 
-def _describe(value: Any) -> str:
-    """A short repr; reprs that could be huge or slow to build are summarised instead."""
+def describe(value: Any) -> str:
+    """A short repr, at most :data:`MAX_REPR_CHARS` characters and a marker (the one
+    rule for objects that are not data, when read and when recorded); reprs that
+    could be huge or slow to build are summarised instead, and a repr that fails
+    becomes ``"<TypeName>"``."""
     if isinstance(value, slice) and not all(type(part) in PLAIN_TYPES for part in
                                             (value.start, value.stop, value.step)):
         return "<slice>"
@@ -271,7 +304,7 @@ def _describe(value: Any) -> str:
         text = repr(value)
     except Exception:
         text = f"<{type(value).__name__}>"
-    return text if len(text) <= 500 else text[:500] + "…"
+    return truncate(text, MAX_REPR_CHARS)
 
 
 def big_int_text(value: int) -> str:

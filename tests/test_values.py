@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+import torch
 
 from slime_trace_widget import values
 from slime_trace_widget.values import MAX_STEPS, json_safe, plain_value
@@ -71,3 +72,45 @@ def test_any_cut_value_walks_again_to_itself(monkeypatch, budget):
         assert _items(once) <= budget
         assert plain_value(once) == once
         assert json_safe(once) == json_safe(value) == once
+
+
+def test_numbers_numpy_gives_back_as_themselves_become_numbers():
+    """``tolist`` of a longdouble gives a longdouble back: the walk recursed to its
+    depth limit and read ``"<longdouble nested too deep>"``."""
+    assert plain_value(np.longdouble(1.5)) == 1.5
+    assert plain_value(np.array([0.5, 2], dtype=np.longdouble)) == [0.5, 2.0]
+
+
+def test_complex_numbers_are_text_as_json_has_none():
+    assert plain_value(np.complex64(1 + 2j)) == "(1+2j)"
+    assert plain_value(np.clongdouble(1 + 2j)) == "(1+2j)"
+    assert plain_value(torch.ones(2, dtype=torch.complex64)) == ["(1+0j)", "(1+0j)"]
+    assert json_safe([1j]) == ["1j"]
+
+
+def test_keys_of_one_text_are_all_kept():
+    """``{1: ..., "1": ...}``: both keys become ``"1"``; the later one is kept under its
+    text and its type, numbered when that repeats too."""
+    value = {1: "int", "1": "str", 1.5: "float", "1.5": "str", "1 (str)": "taken"}
+    expected = {"1": "int", "1 (str)": "str", "1.5": "float", "1.5 (str)": "str",
+                "1 (str) (str)": "taken"}
+    assert plain_value(value) == json_safe(value) == expected
+    assert plain_value(expected) == expected
+    many = {**{k: k for k in range(5)}, **{str(k): -k for k in range(5)}, "0 (str)": "x"}
+    assert list(plain_value({"outer": many})["outer"]) == [
+        "0", "1", "2", "3", "4", "0 (str)", "1 (str)", "2 (str)", "3 (str)", "4 (str)",
+        "0 (str) (str)"]
+
+
+def test_an_object_is_described_by_a_repr_cut_with_a_marker():
+    class Long:
+        def __repr__(self) -> str:
+            return "x" * 2_000
+
+    class Failing:
+        def __repr__(self) -> str:
+            raise RuntimeError("no repr")
+
+    text = plain_value(Long())
+    assert text == "x" * values.MAX_REPR_CHARS + "…[truncated 1500 chars]"
+    assert values.describe(Long()) == text and plain_value(Failing()) == "<Failing>"

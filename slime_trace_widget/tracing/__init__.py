@@ -28,12 +28,12 @@ from ..schema import (
     TRACE_CHILDREN_KEY,
     TRACE_VERSION,
 )
+from ..values import MAX_REPR_CHARS as MAX_REPR_CHARS
 from .carriers import _ACTIVE as _ACTIVE
 from .carriers import TraceHandle, bind_trace, bind_trace_carrier
 from .functions import trace_function
 from .propagation import trace_headers
 from .records import MAX_ERROR_MESSAGE_CHARS as MAX_ERROR_MESSAGE_CHARS
-from .records import MAX_REPR_CHARS as MAX_REPR_CHARS
 from .records import get_clock, set_clock, use_clock
 from .records import logger as logger
 from .remote import export_trace, import_trace, merge_trace

@@ -16,15 +16,21 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
-from ..values import MAX_INT_BITS, PLAIN_TYPES, big_int_text, plain_value
+from ..values import (
+    MAX_INT_BITS,
+    PLAIN_TYPES,
+    big_int_text,
+    describe,
+    distinct_key,
+    plain_value,
+    short_text,
+)
 
 #: One logger for the whole recording API, whichever submodule logs.
 logger = logging.getLogger(__package__ or __name__)
 
 # Long enough for a useful traceback summary, short enough not to bloat every dump.
 MAX_ERROR_MESSAGE_CHARS = 2000
-# Stand-in text for attribute values that could not be made plain data.
-MAX_REPR_CHARS = 1000
 # Values recorded as they are; an int is too when it is short enough to print.
 _KEPT_AS_THEY_ARE = PLAIN_TYPES - {int}
 
@@ -115,13 +121,20 @@ def _clean_attrs(attrs: Any) -> dict[str, Any] | None:
         logger.debug("tracing: attrs must be a mapping, got %s; ignored", type(attrs).__name__)
         return None
     try:
-        return {
-            key if type(key) is str else str(key): value
-            if type(value) in _KEPT_AS_THEY_ARE
-            or (type(value) is int and value.bit_length() <= MAX_INT_BITS)
-            else _frozen(value)
-            for key, value in dict(attrs).items()
+        copied = dict(attrs)
+        cleaned = {
+            key if type(key) is str else short_text(key): _frozen_item(value)
+            for key, value in copied.items()
         }
+        if len(cleaned) < len(copied):  # two keys of one text (1 and "1"): keep both
+            cleaned = {}
+            repeats: dict[tuple[str, str], int] = {}
+            for key, value in copied.items():
+                text = key if type(key) is str else short_text(key)
+                if text in cleaned:
+                    text = distinct_key(cleaned, text, key, repeats)
+                cleaned[text] = _frozen_item(value)
+        return cleaned
     except Exception:
         _log_failure("reading attrs of type %s", type(attrs).__name__)
         return None
@@ -130,6 +143,14 @@ def _clean_attrs(attrs: Any) -> dict[str, Any] | None:
 def _copy(attrs: dict[str, Any] | None) -> dict[str, Any] | None:
     """A record's own copy of cleaned attrs, so group members never share one mutable dict."""
     return None if attrs is None else dict(attrs)
+
+
+def _frozen_item(value: Any) -> Any:
+    """``value`` as it is when it needs no freezing, else :func:`_frozen`."""
+    if type(value) in _KEPT_AS_THEY_ARE or (type(value) is int and
+                                            value.bit_length() <= MAX_INT_BITS):
+        return value
+    return _frozen(value)
 
 
 def _frozen(value: Any) -> Any:
@@ -141,22 +162,15 @@ def _frozen(value: Any) -> Any:
     samples cannot fail because of an attribute; the work is bounded by
     ``MAX_STEPS`` elements per value. An int too long to print (over 4,300
     digits) becomes the text readers show for it anywhere in a value,
-    ``"<int of N bits>"``. A value whose walk fails becomes its truncated
-    ``repr``.
+    ``"<int of N bits>"``. A value whose walk fails becomes its short ``repr``
+    (:func:`slime_trace_widget.values.describe`, as a reader shows an object).
     """
     try:
         if type(value) is int:  # only one too long to print comes here
             return big_int_text(value)
         return plain_value(value)
     except Exception:
-        return _truncate(_safe_repr(value), MAX_REPR_CHARS)
-
-
-def _safe_repr(value: Any) -> str:
-    try:
-        return repr(value)
-    except Exception:
-        return f"<unrepresentable {type(value).__qualname__}>"
+        return describe(value)
 
 
 def _truncate(text: str, limit: int) -> str:

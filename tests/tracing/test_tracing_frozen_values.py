@@ -158,3 +158,28 @@ def test_a_value_cut_when_recorded_reads_back_with_the_recorders_marker(tmp_path
     assert frozen == stored
     assert '99998, "\\u2026[100001 more items]"]' in frozen
     assert '"\\u2026": "[50001 more keys]"' in frozen
+
+
+def test_keys_of_one_text_are_all_recorded():
+    """``{1: "int", "1": "str"}`` kept only one of its keys, at the top and nested."""
+    sample = {"index": 0, "group_index": 0}
+    trace_event(sample, "tick", attrs={1: "int", "1": "str", "nested": {1: "int", "1": "str"}})
+    (record,) = events_of(sample)
+    both = {"1": "int", "1 (str)": "str"}
+    assert record["attrs"] == {**both, "nested": both}
+
+
+class _Unwalkable(dict):
+    """A dict whose items cannot be read: its walk fails and it is described instead."""
+
+    def items(self):  # type: ignore[override]
+        raise RuntimeError("changed size during iteration")
+
+
+def test_a_value_whose_walk_fails_is_described_as_readers_describe_objects():
+    value = _Unwalkable({f"key{k}": k for k in range(300)})
+    sample = {"index": 0, "group_index": 0}
+    trace_event(sample, "tick", attrs={"v": value})
+    (record,) = events_of(sample)
+    text = record["attrs"]["v"]
+    assert text == repr(value)[:500] + f"…[truncated {len(repr(value)) - 500} chars]"
