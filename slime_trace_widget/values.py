@@ -274,9 +274,19 @@ def _array_types() -> tuple[type, ...]:
 
 
 def _array_to_plain(value: Any, depth: int, budget: _Budget) -> Any:
-    """numpy arrays/scalars and torch tensors: small ones as lists, big ones summarised."""
+    """numpy arrays/scalars and torch tensors: small ones as lists, big ones summarised.
+
+    A tensor whose data is not plainly in this process's memory is summarised
+    whatever its size, its data never touched: one on a GPU (reading it waits for
+    the device, and breaks a CUDA graph being captured), on the meta device, not
+    strided (sparse), or of a subclass (a DTensor's ``tolist`` can start a
+    collective). The summary then names the device (and a layout not strided).
+    """
     try:
         shape = tuple(int(d) for d in value.shape)
+        placement = _unreadable_placement(value)
+        if placement is not None:
+            return f"<{type(value).__name__} shape={shape} dtype={value.dtype} {placement}>"
         if math.prod(shape) > MAX_ARRAY_ELEMENTS:
             return f"<{type(value).__name__} shape={shape} dtype={value.dtype}>"
         plain = value.tolist()
@@ -286,6 +296,20 @@ def _array_to_plain(value: Any, depth: int, budget: _Budget) -> Any:
         return _plain(plain, depth + 1, budget)
     except Exception:  # an odd tensor (meta, sparse) must not stop the flattening
         return describe(value)
+
+
+def _unreadable_placement(value: Any) -> str | None:
+    """None when ``value``'s data may be read (numpy, a strided CPU tensor or
+    Parameter), else where it is, ``"device=cuda:0"``, read from metadata only."""
+    torch = sys.modules.get("torch")
+    if torch is None or not isinstance(value, torch.Tensor):
+        return None
+    if type(value) in (torch.Tensor, torch.nn.Parameter) and value.device.type == "cpu" \
+            and value.layout == torch.strided:
+        return None
+    if value.layout == torch.strided:
+        return f"device={value.device}"
+    return f"device={value.device} layout={value.layout}"
 
 
 def describe(value: Any) -> str:

@@ -183,3 +183,32 @@ def test_a_value_whose_walk_fails_is_described_as_readers_describe_objects():
     (record,) = events_of(sample)
     text = record["attrs"]["v"]
     assert text == repr(value)[:500] + f"…[truncated {len(repr(value)) - 500} chars]"
+
+
+class _Watched(torch.Tensor):
+    """A tensor subclass (as a DTensor is) that fails the test if its data is read."""
+
+    def tolist(self):  # type: ignore[override]
+        raise AssertionError("the recorder read the data of a tensor subclass")
+
+    def item(self):  # type: ignore[override]
+        raise AssertionError("the recorder read the data of a tensor subclass")
+
+
+def test_a_tensor_off_the_cpu_or_of_a_subclass_is_summarised_without_its_data():
+    """Reading a GPU tensor's data waits for the device on every record (and breaks a
+    CUDA graph being captured); a DTensor's can start a collective. Such tensors,
+    however small, are recorded as their summary; a meta tensor stands for one off
+    the CPU (no GPU here)."""
+    sample = {"index": 0, "group_index": 0}
+    watched = torch.Tensor._make_subclass(_Watched, torch.ones(3))
+    trace_event(sample, "tick", attrs={"meta": torch.empty(3, device="meta"),
+                                       "subclass": watched, "nested": [watched],
+                                       "cpu": torch.ones(2), "param": torch.nn.Parameter(
+                                           torch.ones(2))})
+    (record,) = events_of(sample)
+    assert record["attrs"] == {
+        "meta": "<Tensor shape=(3,) dtype=torch.float32 device=meta>",
+        "subclass": "<_Watched shape=(3,) dtype=torch.float32 device=cpu>",
+        "nested": ["<_Watched shape=(3,) dtype=torch.float32 device=cpu>"],
+        "cpu": [1.0, 1.0], "param": [1.0, 1.0]}
