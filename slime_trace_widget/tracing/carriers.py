@@ -50,10 +50,15 @@ _ACTIVE: ContextVar[_Scope | None] = ContextVar("slime_trace_widget_active", def
 # gets a new one.
 _CARRIER_LOCK = threading.RLock()
 # Called with every record ``_write`` appends (the live stream's hook); None costs one check.
-_record_listener: Callable[[dict[str, Any]], None] | None = None
-# Called with a written end record whose attributes were added to afterwards (the live
-# stream's hook: it sends the record again); None costs one check.
-_end_listener: Callable[[dict[str, Any]], None] | None = None
+# What it returns is the record's tag (the live stream's: the rollout id it was sent with).
+_record_listener: Callable[[dict[str, Any]], Any] | None = None
+# Called with a written end record whose attributes were added to afterwards, and the tag
+# the record listener gave it (the live stream's hook: it sends the record again, with
+# that rollout id); None costs one check.
+_end_listener: Callable[[dict[str, Any], Any], None] | None = None
+
+#: The tag of a record written while no listener was set (or by slime's own API).
+NO_TAG = object()
 
 
 def _fresh_lock_after_fork() -> None:
@@ -71,22 +76,25 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_fresh_lock_after_fork)
 
 
-def set_record_listener(listener: Callable[[dict[str, Any]], None] | None,
-                        changed_end: Callable[[dict[str, Any]], None] | None = None) -> None:
+def set_record_listener(listener: Callable[[dict[str, Any]], Any] | None,
+                        changed_end: Callable[[dict[str, Any], Any], None] | None = None
+                        ) -> None:
     """Have ``listener`` called with each record written from now on, after it is in its
     carrier, and ``changed_end`` with each ``span_end`` record given end attributes after
-    it was written (None: no one). Both must never raise and must return at once; the
-    live stream (:mod:`.live`) is the one user."""
+    it was written and the tag ``listener`` returned for that record (:data:`NO_TAG`
+    when it was written with no listener set) (None: no one). Both must never raise and
+    must return at once; the live stream (:mod:`.live`) is the one user."""
     global _record_listener, _end_listener
     _record_listener = listener
     _end_listener = changed_end
 
 
-def _end_changed(record: dict[str, Any]) -> None:
-    """Tell the listener, if any, that this written end record got attributes added."""
+def _end_changed(record: dict[str, Any], tag: Any) -> None:
+    """Tell the listener, if any, that this written end record (tagged ``tag`` when it was
+    written) got attributes added."""
     listener = _end_listener  # read once: a stream may close on another thread
     if listener is not None:
-        listener(record)
+        listener(record, tag)
 
 
 # --------------------------------------------------------------------------- scopes
@@ -424,6 +432,7 @@ def _write(
     span_id: str | None,
     parent: str | None,
     attrs: dict[str, Any] | None,
+    tags: list[Any] | None = None,
 ) -> dict[str, Any] | None:
     """Build one record (keys in slime's order), append it to one carrier and return it.
 
@@ -431,7 +440,9 @@ def _write(
     callers pass each group member its own copy. Building happens inside the
     guard too, because it reads the carrier (its attempt): a member whose carrier
     or handle was damaged loses its record (None is returned), and the loop over
-    the other members of a group goes on. The record listener, when set, sees it.
+    the other members of a group goes on. The record listener, when set, sees it;
+    the tag it returns (else :data:`NO_TAG`) is appended to ``tags`` when given, for a
+    record that is written.
     """
     try:
         carrier = handle.carrier
@@ -455,6 +466,7 @@ def _write(
         _log_failure("appending %s %r", kind, name)
         return None
     listener = _record_listener  # read once: a stream may close on another thread
-    if listener is not None:
-        listener(record)
+    tag = NO_TAG if listener is None else listener(record)
+    if tags is not None:
+        tags.append(tag)
     return record

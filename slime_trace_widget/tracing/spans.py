@@ -24,6 +24,7 @@ from ..schema import (
 )
 from .carriers import (
     _ACTIVE,
+    NO_TAG,
     TraceHandle,
     _bump_attempt,
     _end_changed,
@@ -55,8 +56,8 @@ class TraceSpanContext:
     live stream then sends again (docs/live.md).
     """
 
-    __slots__ = ("_end_attrs", "closed", "end_events", "handles", "name", "span_records",
-                 "start_ts", "target")
+    __slots__ = ("_end_attrs", "_end_tags", "closed", "end_events", "handles", "name",
+                 "span_records", "start_ts", "target")
 
     def __init__(
         self,
@@ -76,6 +77,8 @@ class TraceSpanContext:
         # Made on first use: most spans never get end attributes.
         self._end_attrs = end_attrs
         self.end_events = [] if end_events is None else end_events
+        # Per end record, the tag the record listener gave it (carriers.NO_TAG: none).
+        self._end_tags: list[Any] = []
         self.closed = closed
 
     @property
@@ -155,14 +158,15 @@ class TraceSpanContext:
         cleaned = _clean_attrs(attrs)
         if not cleaned:
             return
-        for record in self.end_events:
+        tags = self._end_tags
+        for index, record in enumerate(self.end_events):
             try:
                 own = record.get(RECORD_ATTRS)
                 if type(own) is dict:
                     own.update(cleaned)
                 else:
                     record[RECORD_ATTRS] = dict(cleaned)
-                _end_changed(record)
+                _end_changed(record, tags[index] if index < len(tags) else NO_TAG)
             except Exception:
                 _log_failure("adding attributes to the end of span %r", self.name)
 
@@ -188,6 +192,7 @@ class TraceSpan(TraceSpanContext):
         self.start_ts = 0.0
         self._end_attrs = None
         self.end_events = []
+        self._end_tags = []
         self.closed = False
         self.name = name
         self._start_attrs = attrs
@@ -273,9 +278,10 @@ class TraceSpan(TraceSpanContext):
         ts = _now()
         cleaned = _clean_attrs(attrs)
         ends = []
+        tags = self._end_tags
         for index, (handle, span_id) in enumerate(self.span_records):
             own = cleaned if index == 0 else _copy(cleaned)
-            record = _write(handle, SPAN_END, self.name, ts, span_id, None, own)
+            record = _write(handle, SPAN_END, self.name, ts, span_id, None, own, tags)
             if record is not None:
                 ends.append(record)
         self.end_events = ends

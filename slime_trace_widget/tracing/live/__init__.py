@@ -206,26 +206,37 @@ def _start(endpoint: str, interval: float, capacity: int, max_batch: int, timeou
     return stream
 
 
-def _listener(outbox: Outbox) -> Callable[[Any], None]:
-    """What the recording API calls with each record: the cheapest path to the queue."""
+def _listener(outbox: Outbox) -> Callable[[Any], int | None]:
+    """What the recording API calls with each record: the cheapest path to the queue.
+    Returns the rollout id the record is tagged with (the record's tag for
+    :func:`_resend_listener`)."""
     offer = outbox.offer
 
-    def stream_record(record: Any) -> None:
+    def stream_record(record: Any) -> int | None:
+        rollout = _rollout if _rollout is not None else slime_rollout_id()
         try:
-            offer(record, _rollout if _rollout is not None else slime_rollout_id())
+            offer(record, rollout)
         except Exception:
             logger.debug("live stream: a record was not queued", exc_info=True)
+        return rollout
 
     return stream_record
 
 
-def _resend_listener(outbox: Outbox) -> Callable[[Any], None]:
+def _resend_listener(outbox: Outbox) -> Callable[[Any, Any], None]:
     """What the recording API calls with an end record given attributes after it was
-    written: the record queued again, as an end sent again (a new sequence number)."""
-    stream_record = _listener(outbox)
+    written, and the tag it got then: the record queued again, as an end sent again (a
+    new sequence number), with the rollout id the end was first sent with, so it
+    reaches that rollout's end even after :func:`set_rollout` moved on. An end written
+    before the stream started (tagged ``NO_TAG``) takes the rollout id of now."""
+    offer = outbox.offer
 
-    def stream_again(record: Any) -> None:
-        stream_record(ResentEnd(record))
+    def stream_again(record: Any, tag: Any) -> None:
+        rollout = current_rollout() if tag is carriers.NO_TAG else tag
+        try:
+            offer(ResentEnd(record), rollout)
+        except Exception:
+            logger.debug("live stream: a record was not queued", exc_info=True)
 
     return stream_again
 
