@@ -14,7 +14,7 @@ value     the value as the engine wrote it (float64; NaN and infinities kept)
 
 ``engine``, ``metric`` and ``labels`` are categoricals of ``str``.
 
-Alignment: scrape times are the collector's clock. Where an engine's name equals a
+Alignment: scrape times are the collector's clock. Where an engine's name names a
 host of ``frames.engine_skew`` (the engine-trace join's clock estimate: engine time +
 skew = dump time), its rows are shifted by that skew (:func:`aligned`); other rows keep
 the collector's time, which is the dump's when the collector runs where the rollout
@@ -170,12 +170,12 @@ def _categorical(values: object) -> pd.Categorical:
 
 
 def aligned(engine_load: pd.DataFrame, engine_skew: pd.DataFrame) -> pd.DataFrame:
-    """``engine_load`` in the dump's clock: the rows of an engine whose name equals a
-    ``host`` of ``engine_skew`` shifted by its ``skew``; the other rows as they are."""
+    """``engine_load`` in the dump's clock: the rows of an engine that names a host of
+    ``engine_skew`` (:func:`skews_by_name`) shifted by its ``skew``; the other rows as
+    they are."""
     if not len(engine_load) or not len(engine_skew) or "host" not in engine_skew:
         return engine_load
-    shift = dict(zip(engine_skew["host"].astype(str), engine_skew["skew"].astype(float),
-                     strict=True))
+    shift = skews_by_name(engine_skew)
     engines = engine_load["engine"].astype("category")
     by_code = np.array([shift.get(str(name), 0.0) for name in engines.cat.categories]
                        + [0.0])
@@ -183,6 +183,33 @@ def aligned(engine_load: pd.DataFrame, engine_skew: pd.DataFrame) -> pd.DataFram
     if not offsets.any():
         return engine_load
     return engine_load.assign(ts=engine_load["ts"].to_numpy() + offsets)
+
+
+def skews_by_name(engine_skew: pd.DataFrame) -> dict[str, float]:
+    """The skew each engine name takes: a host's own name (a machine-id, or
+    ``<host_id>@<machine>`` where machines share one), and, for a host whose ``machine``
+    is known, ``<host_id>@<part>`` for the machine and each of its parts (its
+    ``host.name``, its address). A machine-id only one machine sent in the join's window
+    keeps its plain name there, so a scrape target named after its machine finds it in
+    every window. A plain machine-id that clones share names no host of a window both
+    sent in, and whichever clone's of a window one alone sent in: targets of clones are
+    named after their machine. An alias two hosts share takes neither's skew."""
+    hosts = engine_skew["host"].astype(str).tolist()
+    skews = engine_skew["skew"].astype(float).tolist()
+    machines = (engine_skew["machine"].fillna("").astype(str).tolist()
+                if "machine" in engine_skew else [""] * len(hosts))
+    by_name = dict(zip(hosts, skews, strict=True))
+    aliases: dict[str, set[int]] = {}
+    for row, (host, machine) in enumerate(zip(hosts, machines, strict=True)):
+        if not machine:
+            continue
+        host_id = host.removesuffix(f"@{machine}")
+        for part in {machine, *machine.split("/")} - {""}:
+            aliases.setdefault(f"{host_id}@{part}", set()).add(row)
+    for name, rows in aliases.items():
+        if name not in by_name and len(rows) == 1:
+            by_name[name] = skews[rows.pop()]
+    return by_name
 
 
 def combine_engine_load(tables: list[pd.DataFrame]) -> pd.DataFrame:

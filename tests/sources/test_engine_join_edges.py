@@ -12,6 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
@@ -32,6 +33,7 @@ from slime_trace_widget.sources.engine.span_schema import PEER_ADDRESS
 from slime_trace_widget.sources.engine.store import SpanStore
 from slime_trace_widget.sources.engine.window import with_engine_traces
 from slime_trace_widget.tracing import bind_trace, trace_next_attempt, trace_span, use_clock
+from tests.sources.test_engine_load import store_scrapes
 from tests.support.engine_builder import T0, Engine, plain_slices
 from tests.support.receiver import start_receiver
 
@@ -140,16 +142,18 @@ _CLONES = (("10.0.0.1", "engine-1", 0.0), ("10.0.0.1", "engine-2", 0.0),
 _CLONED_ID = "0f9e8d7c6b5a49382716051f2e3d4c5b"
 
 
-def _cloned_requests(engine: Engine, resource_of: dict[str, dict] | None = None
-                     ) -> tuple[TraceFrames, list[str]]:
-    """Four requests per engine of :data:`_CLONES`, all with host_id ``_CLONED_ID``; the
-    resource of each engine is ``resource_of[engine]`` when given. The frames and the
-    traces, in order."""
+def _cloned_requests(engine: Engine, resource_of: dict[str, dict] | None = None,
+                     engines: tuple[str, ...] | None = None) -> tuple[TraceFrames, list[str]]:
+    """Four requests per engine of :data:`_CLONES` (of ``engines`` only when given), all
+    with host_id ``_CLONED_ID``; the resource of each engine is ``resource_of[engine]``
+    when given. The frames (every engine's generations) and the traces, in order."""
     rids = [f"{name}-rid-{k}" for _, name, _ in _CLONES for k in range(4)]
     frames = _generations({rid: [(3 * k, 3 * k + 8)] for k, rid in enumerate(rids)})
     traces = []
     for k, rid in enumerate(rids):
         _, name, skew = _CLONES[k // 4]
+        if engines is not None and name not in engines:
+            continue
         start, end = 3 * k + 0.5 - skew, 3 * k + 7.5 - skew
         trace = engine.request(rid, T0 + start, T0 + end, host=_CLONED_ID,
                                slices=plain_slices(T0 + start + 0.1, T0 + end))
@@ -195,6 +199,45 @@ def test_host_name_tells_machines_apart_and_one_machine_keeps_its_id() -> None:
                                           for _, name, _ in _CLONES})
     skew = join_engine(frames, engine.table()).engine_skew
     assert skew["host"].tolist() == [_CLONED_ID]  # one machine: its skew, as before
+
+
+def _load_shifts(engine: Engine, frames: TraceFrames, folder: Path, targets: list[str]
+                 ) -> dict[str, float]:
+    """How far the frames' load moves each scrape target: ``engine``'s spans and one
+    scrape per target (named so) at T0 + 10 s of the collector's clock, stored in
+    ``folder`` and read with the frames as a dump opened with them reads them."""
+    _stored(engine, folder)
+    for name in targets:
+        store_scrapes(folder, name, np.array([T0 + 10.0]),
+                      {"sglang:num_running_reqs": lambda _t: 1.0})
+    load = with_engine_traces(frames, folder).engine_load
+    return {str(name): ts - (T0 + 10.0) for name, ts in zip(load["engine"], load["ts"],
+                                                             strict=True)}
+
+
+def test_a_scrape_target_named_after_its_machine_takes_that_clones_skew(tmp_path: Path
+                                                                        ) -> None:
+    """A target named ``<host_id>@<address>`` (or ``@<host.name>``) is shifted by that
+    clone's skew: when both clones sent requests (hosts ``<host_id>@<machine>``) and when
+    only the other clone did (its host keeps the plain machine-id), it never takes the
+    other clone's."""
+    resource_of = {"engine-1": {PEER_ADDRESS: "10.0.0.1"}, "engine-2": {PEER_ADDRESS: "10.0.0.1"},
+                   "engine-3": {"host.name": "node-8", PEER_ADDRESS: "10.0.0.2"}}
+    targets = [f"{_CLONED_ID}@10.0.0.1", f"{_CLONED_ID}@10.0.0.2", f"{_CLONED_ID}@node-8",
+               _CLONED_ID, "10.0.0.2:30000"]
+    engine = Engine()
+    frames, _ = _cloned_requests(engine, resource_of)
+    shifts = _load_shifts(engine, frames, tmp_path / "both", targets)
+    assert abs(shifts[f"{_CLONED_ID}@10.0.0.1"]) < 0.6
+    assert abs(shifts[f"{_CLONED_ID}@10.0.0.2"] + 3.0) < 0.6
+    assert abs(shifts[f"{_CLONED_ID}@node-8"] + 3.0) < 0.6
+    assert shifts[_CLONED_ID] == 0.0 and shifts["10.0.0.2:30000"] == 0.0  # which clone?
+    engine = Engine()
+    frames, _ = _cloned_requests(engine, resource_of, engines=("engine-3",))
+    shifts = _load_shifts(engine, frames, tmp_path / "one", targets)
+    assert abs(shifts[f"{_CLONED_ID}@10.0.0.2"] + 3.0) < 0.6
+    assert abs(shifts[f"{_CLONED_ID}@node-8"] + 3.0) < 0.6
+    assert shifts[f"{_CLONED_ID}@10.0.0.1"] == 0.0  # the clone with no request: unknown
 
 
 def _otlp_value(value: Any) -> dict[str, Any]:

@@ -24,7 +24,10 @@ host that answers (the decode server under PD) has a tight ``high`` too. The
 narrowest host's window is twice the network's one-way time, so each host's skew
 is its ``low`` plus that time (within its window); a host whose requests disagree
 (a request cut short on the client's side, for instance) takes the median of their
-``low`` instead. ``frames.engine_skew`` reports each host's.
+``low`` instead. ``frames.engine_skew`` reports each host's, with the machine its spans
+came from where they name one (``machine``: ``host.name``, the sender's address, or
+``name/address``; "" unknown), which a scrape target may be named after
+(:func:`slime_trace_widget.frames.engine_load.aligned`).
 Requests attached nowhere are listed in ``frames.engine_unmatched``, each with its
 ``reason``: no span made it (:data:`NO_SPAN`), its reused rid placed it on no single
 span (:mod:`.match`), or it lies beyond the window read (:mod:`.beyond`).
@@ -61,7 +64,7 @@ RID_ATTR = "rid"
 #: The span a request root becomes, by its role ("" without PD).
 REQUEST_SPAN_NAMES = {"": "sglang request", "prefill": "sglang prefill request",
                       "decode": "sglang decode request"}
-SKEW_COLUMNS = ["host", "skew", "requests", "low", "high", "consistent"]
+SKEW_COLUMNS = ["host", "skew", "requests", "low", "high", "consistent", "machine"]
 #: ``frames.warnings`` key: KV senders whose room has no single prefill half.
 SENDERS_DROPPED = "engine_kv_sender_dropped"
 UNMATCHED_COLUMNS = ["rid", "trace_id", "span_id", "name", "host", "start", "end", "spans",
@@ -152,14 +155,17 @@ def _nest_kv_senders(requests: list[Request], owners: list[int]
 
 
 def _skews(spans: _Spans, attached: list[tuple[Request, int]]) -> pd.DataFrame:
-    """Per engine host, the shift into the dump's clock and what bounded it."""
+    """Per engine host, the shift into the dump's clock, what bounded it, its machine."""
     bounds: dict[str, list[tuple[float, float]]] = {}
+    machines: dict[str, str] = {}
     for request, owner in attached:
         gen_start = float(spans.start[spans.position[owner]])
         gen_end = float(spans.display_end[spans.position[owner]])
         by_host: dict[str, list[tuple[int, int]]] = {}
         for piece in request.pieces:
             by_host.setdefault(piece.host, []).append((piece.start_ns, piece.end_ns))
+            if piece.machine:
+                machines[piece.host] = piece.machine
         for host, times in by_host.items():
             first = min(start for start, _ in times) / 1e9
             last = max(end for _, end in times) / 1e9
@@ -176,10 +182,10 @@ def _skews(spans: _Spans, attached: list[tuple[Request, int]]) -> pd.DataFrame:
             skew = low + min(latency, (high - low) / 2)
         else:
             skew = float(np.median([lo for lo, _ in pairs])) + latency
-        rows.append((host, skew, len(pairs), low, high, consistent))
+        rows.append((host, skew, len(pairs), low, high, consistent, machines.get(host, "")))
     return pd.DataFrame(rows, columns=SKEW_COLUMNS).astype(
         {"host": object, "skew": float, "requests": int, "low": float, "high": float,
-         "consistent": bool})
+         "consistent": bool, "machine": object})
 
 
 def _unmatched(requests: list[tuple[Request, str]]) -> pd.DataFrame:

@@ -80,6 +80,9 @@ class Piece:
     thread: int                   # the stored thread span it ran on (-1: none)
     error: bool = False
     events: list[dict[str, Any]] = field(default_factory=list)
+    #: The machine ``host`` is on (``host.name``, the sender's address, or both as
+    #: ``name/address``; "" when unknown): see :meth:`_Rows._tell_machines_apart`.
+    machine: str = ""
 
 
 @dataclass
@@ -247,14 +250,15 @@ class _Rows:
 
     # ------------------------------------------------------------------ threads
 
-    def _threads(self) -> tuple[np.ndarray, dict[int, dict[str, Any]], dict[int, str]]:
+    def _threads(self) -> tuple[np.ndarray, dict[int, dict[str, Any]], dict[int, str],
+                                dict[str, str]]:
         """Each thread span's request root (-1: none), the carrier threads with the attrs
-        their slices take, and each thread's host."""
+        their slices take, each thread's host, and each host's machine (where known)."""
         threads = np.flatnonzero(self.is_thread)
         owner = self.root_of.copy()
         hosts = {int(t): _host(self.attrs(int(t))) or _resource_host(self, int(t))
                  for t in threads}
-        self._tell_machines_apart(hosts)
+        machines = self._tell_machines_apart(hosts)
         orphans = threads[owner[threads] < 0]
         if len(orphans):
             self._adopt(orphans, owner, hosts)
@@ -276,19 +280,21 @@ class _Rows:
             if len(members) > 1 and ranks:
                 attrs["engine.tp_ranks"] = ",".join(str(rank) for rank in ranks)
             carriers[carrier] = attrs
-        return owner, carriers, hosts
+        return owner, carriers, hosts, machines
 
-    def _tell_machines_apart(self, hosts: dict[int, str]) -> None:
+    def _tell_machines_apart(self, hosts: dict[int, str]) -> dict[str, str]:
         """A ``host_id`` (SGLang's ``/etc/machine-id``) that thread spans from several
         machines share, as cloned VM images and containers do, becomes one host per
         machine, ``<host_id>@<machine>``: the machine is the resource's ``host.name``
         and the address the receiver got the export from (:data:`PEER_ADDRESS`), those
         it has (:func:`_machine`). A machine's engines keep sharing one host; a host_id
         seen from one machine only, and a thread span whose resource names no machine
-        (stored before the receiver kept addresses), keep the host_id as it is."""
+        (stored before the receiver kept addresses), keep the host_id as it is. Returns
+        each host's machine where its spans name one (a host_id kept plain too, so that a
+        scrape target named ``<host_id>@<machine>`` finds it: ``frames.engine_load``)."""
         named = [t for t in hosts if _host(self.attrs(t))]
         if not named:
-            return
+            return {}
         texts = self.table["resource"].take(pa.array(named, type=pa.int64())).to_pylist()
         machine_of_text: dict[str | None, str] = {}
         machines: dict[int, str] = {}
@@ -302,6 +308,11 @@ class _Rows:
         for t in named:
             if machines[t] and len(seen[hosts[t]]) > 1:
                 hosts[t] = f"{hosts[t]}@{machines[t]}"
+        of_host: dict[str, set[str]] = {}
+        for t in named:
+            if machines[t]:
+                of_host.setdefault(hosts[t], set()).add(machines[t])
+        return {host: found.pop() for host, found in of_host.items() if len(found) == 1}
 
     def _adopt(self, orphans: np.ndarray, owner: np.ndarray, hosts: dict[int, str]) -> None:
         """Thread spans with no request root above them (older SGLang hung some under the
@@ -324,7 +335,7 @@ class _Rows:
     # ------------------------------------------------------------------ requests
 
     def requests(self) -> list[Request]:
-        owner, carriers, hosts = self._threads()
+        owner, carriers, hosts, machines = self._threads()
         threaded = self.thread_of >= 0
         carried = np.zeros(self.n, dtype=bool)
         carried[list(carriers)] = True
@@ -339,7 +350,7 @@ class _Rows:
         threads_of_root: dict[int, list[int]] = {}
         for carrier in carriers:
             threads_of_root.setdefault(int(owner[carrier]), []).append(carrier)
-        context = _Context(self.thread_of, carriers, hosts, self.stretches)
+        context = _Context(self.thread_of, carriers, hosts, machines, self.stretches)
         return [self._request(root, by_root.get(root, []), threads_of_root.get(root, []),
                               context) for root in map(int, np.flatnonzero(self.is_root))]
 
@@ -356,7 +367,7 @@ class _Rows:
                 thread_hosts[0] if thread_hosts else _resource_host(self, root))
         pieces = [Piece(root, self.span_id(root), self.name(root), self._start[root],
                         self._end[root], dict(attrs), -1, host, -1, self._errors[root],
-                        self.events(root))]
+                        self.events(root), context.machines.get(host, ""))]
         position = {root: 0}
         slices.sort(key=lambda i: (self._depth_to(i, root), self._start[i], i))
         for i in slices:
@@ -365,10 +376,10 @@ class _Rows:
                            **context.stretches.get(i, {})}
             above = self._drawn_parent(i, root, position)
             position[i] = len(pieces)
+            on = context.host_of(thread, host)
             pieces.append(Piece(i, self._span_ids[i], self._names[i], self._start[i],
-                                self._end[i], piece_attrs, above,
-                                context.host_of(thread, host), thread, self._errors[i],
-                                self.events(i)))
+                                self._end[i], piece_attrs, above, on, thread,
+                                self._errors[i], self.events(i), context.machines.get(on, "")))
         for thread in threads:
             for event in self.events(thread):
                 _place_event(pieces, event, thread)
@@ -486,6 +497,7 @@ class _Context:
     thread_of: np.ndarray
     carriers: dict[int, dict[str, Any]]
     hosts: dict[int, str]
+    machines: dict[str, str]      # a host's machine, where known
     stretches: dict[int, dict[str, int]]
 
     def host_of(self, thread: int, default: str) -> str:

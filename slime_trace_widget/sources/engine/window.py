@@ -31,7 +31,7 @@ def with_engine_traces(frames: TraceFrames, source: str | Path | Iterable[str | 
     """``frames`` with the requests of ``source`` (a collector folder, or its files) that
     fall in their time attached (see :func:`slime_trace_widget.sources.engine.join.join_engine`),
     and the load scraped over that time (``[t0, t1]`` widened by :data:`MARGIN_SECONDS`)
-    in ``engine_load``, shifted into the dump's clock where an engine's name is a host of
+    in ``engine_load``, shifted into the dump's clock where an engine's name names a host of
     the join's ``engine_skew`` (see :mod:`slime_trace_widget.frames.engine_load`).
     The spans go to the join as the store's table, so only those it draws are parsed;
     histogram buckets stay in the store (``load_engine_load`` reads them). The spans
