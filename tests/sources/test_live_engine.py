@@ -16,13 +16,16 @@ import pytest
 from slime_trace_widget.demo import make_demo_samples
 from slime_trace_widget.frames import build_frames
 from slime_trace_widget.frames.model import TraceFrames
-from slime_trace_widget.schema import w3c_span_id, w3c_trace_id
+from slime_trace_widget.schema import CARRIER_EVENTS, SAMPLE_TRACE_KEY, w3c_span_id, w3c_trace_id
 from slime_trace_widget.sources.engine.store import SpanStore
 from slime_trace_widget.sources.live import LiveDelta, LiveReader, load_live
+from slime_trace_widget.sources.live.carriers import LiveTrace, NewRecord
+from slime_trace_widget.sources.live.engine_marks import EngineMarks
 from slime_trace_widget.sources.live.engine_tail import EngineTail
+from slime_trace_widget.tracing import bind_trace, trace_span, use_clock
 from slime_trace_widget.view.live import LiveSession
 from slime_trace_widget.view.live_feed import ReaderFeed
-from tests.support.engine_builder import Engine, plain_slices
+from tests.support.engine_builder import T0, Engine, plain_slices
 from tests.support.engine_traces import replay, requests_for
 from tests.support.live_wire import Poster, Sender, recording_order, wire_id
 from tests.support.receiver import start_receiver
@@ -178,3 +181,48 @@ def test_a_live_view_redraws_the_samples_the_engine_spans_belong_to(exported: Ex
         assert exported.spans_after[key] == exported.spans_before[key] + found[key]
     for key in exported.others:
         assert exported.spans_after[key] == exported.spans_before[key]
+
+
+def _same_rid_samples(spans: dict[str, tuple[float, float]]) -> dict[str, dict]:
+    """One sample per key, its generation span (start, end seconds from T0) sent with one
+    rid, ``same-rid``: slime sending a generation again with its rid."""
+    samples = {}
+    for index, (key, (start, end)) in enumerate(spans.items()):
+        sample = {"index": index, "group_index": index, "status": "completed"}
+        now = [T0 + start]
+        bind_trace(sample)
+        with use_clock(lambda now=now: now[0]), trace_span(sample, "sglang_generate") as span:
+            now[0] = T0 + end
+            span.update({"sglang_request_id": "same-rid"})
+        samples[key] = sample
+    return samples
+
+
+def test_a_reused_rids_request_marks_the_sample_the_join_places_it_in(tmp_path: Path
+                                                                     ) -> None:
+    """Two samples whose generations carry one rid: a request of it overlapping the
+    second's span marks that sample alone, as the join places it; one overlapping
+    neither (the join leaves it unmatched here) marks both, for the join to decide."""
+    samples = _same_rid_samples({"first": (0.0, 5.0), "second": (6.0, 12.0)})
+    store = SpanStore(tmp_path)
+    marks = EngineMarks(tmp_path)
+    marks.index([NewRecord(LiveTrace(key, 0, trace_id=sample[SAMPLE_TRACE_KEY]["trace_id"]),
+                           record, 0.0)
+                 for key, sample in samples.items()
+                 for record in sample[SAMPLE_TRACE_KEY][CARRIER_EVENTS]])
+
+    def frames_of(keys: list[str]) -> TraceFrames:
+        return build_frames([samples[key] for key in keys])
+
+    def marked(start: float, end: float) -> set[str]:
+        engine = Engine()
+        engine.request("same-rid", T0 + start, T0 + end,
+                       slices=plain_slices(T0 + start + 0.1, T0 + end))
+        store.append(engine.table())  # durable once it returns
+        return set(marks.marks(frames_of))
+
+    try:
+        assert marked(6.5, 11.5) == {"second"}
+        assert marked(20.0, 22.0) == {"first", "second"}
+    finally:
+        store.close()

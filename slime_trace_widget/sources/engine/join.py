@@ -15,19 +15,8 @@ counted once (:func:`.requests.with_kv_senders`), attached or listed unmatched w
 half. A sender whose room has no single prefill half in the traces is not drawn; it is
 counted in ``frames.warnings["engine_kv_sender_dropped"]``.
 
-Engine hosts keep their own clocks. The engine's work on a request lies inside
-the generation span that waited for it, so each request bounds its host's skew
-``d`` (engine time + d = dump time): ``start(gen) - first(engine) <= d <= end(gen)
-- last(engine)``; all of a host's requests narrow it to ``[low, high]``. Every
-engine host receives its requests as they are sent, so ``low`` is tight; only the
-host that answers (the decode server under PD) has a tight ``high`` too. The
-narrowest host's window is twice the network's one-way time, so each host's skew
-is its ``low`` plus that time (within its window); a host whose requests disagree
-(a request cut short on the client's side, for instance) takes the median of their
-``low`` instead. ``frames.engine_skew`` reports each host's, with the machine its spans
-came from where they name one (``machine``: ``host.name``, the sender's address, or
-``name/address``; "" unknown), which a scrape target may be named after
-(:func:`slime_trace_widget.frames.engine_load.aligned`).
+Engine hosts keep their own clocks: each request is shifted by its host's skew
+(:mod:`.skew`), which ``frames.engine_skew`` reports.
 Requests attached nowhere are listed in ``frames.engine_unmatched``, each with its
 ``reason``: no span made it (:data:`NO_SPAN`), its reused rid placed it on no single
 span (:mod:`.match`), or it lies beyond the window read (:mod:`.beyond`).
@@ -54,8 +43,9 @@ from ...tables.pd_lanes import LANE_SUFFIX
 from ...tables.span_geometry import ENGINE_LANE_KINDS, span_lanes
 from ...vocabularies import INSTANT_EVENT, UNMATCHED_END
 from .beyond import BEYOND_WARNING, BEYOND_WINDOW, MISSING_WARNING, requests_beyond, waiting_spans
-from .match import REQUEST_ID_ATTR, attr_values, find_owners, place_reused
+from .match import REQUEST_ID_ATTR, attr_values, placed_matches
 from .requests import KV_SENDER, KV_SENDER_SPAN, Request, read_requests, with_kv_senders
+from .skew import SpanColumns, host_skews
 
 __all__ = ["KV_SENDER_SPAN", "REQUEST_ID_ATTR", "REQUEST_SPAN_NAMES", "attr_values",
            "join_engine"]
@@ -64,7 +54,6 @@ RID_ATTR = "rid"
 #: The span a request root becomes, by its role ("" without PD).
 REQUEST_SPAN_NAMES = {"": "sglang request", "prefill": "sglang prefill request",
                       "decode": "sglang decode request"}
-SKEW_COLUMNS = ["host", "skew", "requests", "low", "high", "consistent", "machine"]
 #: ``frames.warnings`` key: KV senders whose room has no single prefill half.
 SENDERS_DROPPED = "engine_kv_sender_dropped"
 UNMATCHED_COLUMNS = ["rid", "trace_id", "span_id", "name", "host", "start", "end", "spans",
@@ -91,18 +80,12 @@ def join_engine(frames: TraceFrames, engine: pd.DataFrame | pa.Table,
         present = set(core.column("span_id").filter(engine_spans).to_pylist())
         requests = [r for r in requests if r.span_id not in present]
         held = set(core.column("parent_index").filter(engine_spans).to_pylist())
-    matches = find_owners(frames, requests)
-    columns = _Spans(frames)
-    if matches.reused:  # each attempt's request by its time, in the dump's clock
-        first = _skews(columns, [(request, owner) for request, owner
-                                 in zip(requests, matches.owners, strict=True)
-                                 if owner >= 0 and request.role != KV_SENDER])
-        place_reused(matches, requests, columns.time_of,
-                     dict(zip(first["host"], first["skew"], strict=True)))
+    columns = SpanColumns(frames)
+    matches = placed_matches(frames, requests, columns)
     reasons = {requests[number].root: reason for number, reason in matches.reasons.items()}
     placed, dropped = _nest_kv_senders(requests, matches.owners)
     attached = [(request, owner) for request, owner in placed if owner >= 0]
-    skew = _skews(columns, attached)
+    skew = host_skews(columns, attached)
     shift = dict(zip(skew["host"], skew["skew"], strict=True))
     left = [(request, reasons.get(request.root, NO_SPAN)) for request, owner in placed
             if owner < 0]
@@ -151,43 +134,6 @@ def _nest_kv_senders(requests: list[Request], owners: list[int]
     return placed, dropped
 
 
-# --------------------------------------------------------------------------- skew
-
-
-def _skews(spans: _Spans, attached: list[tuple[Request, int]]) -> pd.DataFrame:
-    """Per engine host, the shift into the dump's clock, what bounded it, its machine."""
-    bounds: dict[str, list[tuple[float, float]]] = {}
-    machines: dict[str, str] = {}
-    for request, owner in attached:
-        gen_start = float(spans.start[spans.position[owner]])
-        gen_end = float(spans.display_end[spans.position[owner]])
-        by_host: dict[str, list[tuple[int, int]]] = {}
-        for piece in request.pieces:
-            by_host.setdefault(piece.host, []).append((piece.start_ns, piece.end_ns))
-            if piece.machine:
-                machines[piece.host] = piece.machine
-        for host, times in by_host.items():
-            first = min(start for start, _ in times) / 1e9
-            last = max(end for _, end in times) / 1e9
-            bounds.setdefault(host, []).append((gen_start - first, gen_end - last))
-    windows = {host: (max(lo for lo, _ in pairs), min(hi for _, hi in pairs))
-               for host, pairs in bounds.items()}
-    widths = [high - low for low, high in windows.values() if low <= high]
-    latency = min(widths) / 2 if widths else 0.0
-    rows = []
-    for host, pairs in sorted(bounds.items()):
-        low, high = windows[host]
-        consistent = low <= high
-        if consistent:
-            skew = low + min(latency, (high - low) / 2)
-        else:
-            skew = float(np.median([lo for lo, _ in pairs])) + latency
-        rows.append((host, skew, len(pairs), low, high, consistent, machines.get(host, "")))
-    return pd.DataFrame(rows, columns=SKEW_COLUMNS).astype(
-        {"host": object, "skew": float, "requests": int, "low": float, "high": float,
-         "consistent": bool, "machine": object})
-
-
 def _unmatched(requests: list[tuple[Request, str]]) -> pd.DataFrame:
     """Requests attached nowhere, each with why (``reason``)."""
     rows = [(r.whole_rid, r.trace_id, r.span_id, r.name, r.host, r.start_ns / 1e9,
@@ -217,27 +163,7 @@ class _Built:
         self.event_attrs: list[dict | None] = []
 
 
-class _Spans:
-    """The frames' span columns the join reads span by span, as plain arrays."""
-
-    def __init__(self, frames: TraceFrames) -> None:
-        core = frames.span_core
-        self.count = len(core)
-        self.position = dict(zip(core.index.tolist(), range(len(core)), strict=True))
-        self.sample_row = core["sample_row"].to_numpy()
-        self.attempt = core["attempt"].to_numpy()
-        self.depth = core["depth"].to_numpy()
-        self.span_id = core["span_id"].to_numpy(dtype=object)
-        self.start = core["start"].to_numpy()
-        self.display_end = core["display_end"].to_numpy()
-
-    def time_of(self, index: int) -> tuple[float, float]:
-        """Span ``index``'s start and drawn end."""
-        at = self.position[index]
-        return float(self.start[at]), float(self.display_end[at])
-
-
-def _attach(frames_spans: _Spans, request: Request, owner: int, shift: dict[str, float],
+def _attach(frames_spans: SpanColumns, request: Request, owner: int, shift: dict[str, float],
             built: _Built) -> None:
     """Append one request's pieces (parents first) to ``built``."""
     base = frames_spans.count

@@ -21,11 +21,12 @@ sample it might not belong to. The one exception is a **reused rid** (slime send
 generation again with the same rid after an abort, so each attempt has its generation
 span): a request whose whole rid names several spans goes to the one of them that its
 time overlaps, in the dump's clock after its host's skew (:func:`place_reused`, once the
-other requests have estimated the skews); one that overlaps none or several of them, or
-loses its span to another request of the rid and role that overlaps it more, is left
-unmatched with :data:`REUSED_RID` as its reason. A KV sender's trace (role ``KV_SENDER``, see
-:mod:`.requests`) names no generation span: its ``rid`` is its bootstrap room, so it takes
-rule 4 only (the join then draws it under its room's prefill half).
+other requests have estimated the skews: :func:`placed_matches`); one that overlaps none
+or several of them, or loses its span to another request of the rid and role that
+overlaps it more, is left unmatched with :data:`REUSED_RID` as its reason. A KV sender's
+trace (role ``KV_SENDER``, see :mod:`.requests`) names no generation span: its ``rid``
+is its bootstrap room, so it takes rule 4 only (the join then draws it under its room's
+prefill half).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from typing import Any
 from ...frames.model import TraceFrames
 from ...schema import w3c_span_id, w3c_trace_id
 from .requests import KV_SENDER, Request
+from .skew import SpanColumns, host_skews
 
 REQUEST_ID_ATTR = "sglang_request_id"
 #: ``engine_unmatched.reason`` of a request whose reused rid could not place it.
@@ -60,10 +62,22 @@ class Matches:
     reasons: dict[int, str] = field(default_factory=dict)
 
 
-def match_requests(frames: TraceFrames, requests: list[Request]) -> list[int]:
-    """The span index each request belongs to, in order (-1: none, or ambiguous; a
-    reused rid is not placed: :func:`find_owners` and :func:`place_reused` do)."""
-    return find_owners(frames, requests).owners
+def placed_matches(frames: TraceFrames, requests: list[Request],
+                   spans: SpanColumns | None = None) -> Matches:
+    """The span each request belongs to, as the join attaches it: rules 1 to 4
+    (:func:`find_owners`), then each request of a reused rid placed by its time
+    (:func:`place_reused`) after the skews that the requests matched so far give their
+    hosts (:func:`.skew.host_skews`). The join and the live view's engine marks both
+    decide here. ``spans``: the frames' span columns, when the caller has them."""
+    matches = find_owners(frames, requests)
+    if matches.reused:
+        spans = spans if spans is not None else SpanColumns(frames)
+        first = host_skews(spans, [(request, owner) for request, owner
+                                   in zip(requests, matches.owners, strict=True)
+                                   if owner >= 0 and request.role != KV_SENDER])
+        place_reused(matches, requests, spans.time_of,
+                     dict(zip(first["host"], first["skew"], strict=True)))
+    return matches
 
 
 def find_owners(frames: TraceFrames, requests: list[Request]) -> Matches:

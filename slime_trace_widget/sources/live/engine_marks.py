@@ -1,16 +1,20 @@
 """Which live samples the engine spans that landed since the last poll belong to, so a live
 view flattens them again (their engine slices joined) without waiting for a record.
 
-The decision is the engine join's own (``sources.engine.match.match_requests``), made
-against the frames of the few samples a request can name: those whose W3C trace id is
-the request's trace (its client sent ``traceparent``), and those with a generation span
+The decision is the engine join's own (``sources.engine.match.placed_matches``: its
+rules, and a reused rid's request placed on the attempt its time overlaps), made against
+the frames of the few samples a request can name: those whose W3C trace id is the
+request's trace (its client sent ``traceparent``), and those with a generation span
 whose ``sglang_request_id`` is the request's rid or shares its part after the last
-``_``. The samples are found through an index kept as records arrive, so a poll costs
-in proportion to the new spans, not to the rollout. Spans of an engine trace already
-placed (a slice exported after its request root) mark that trace's samples, and a
-request left unmatched marks the samples its bootstrap room's placed halves went to (the
-other PD half, exported in an earlier poll). A mark only makes a sample flattened again,
-where the join decides what it gets; one too many costs a flatten, never a wrong slice.
+``_``. A reused rid's request that this placement leaves on no single span marks every
+sample its rid names: the skews here come from one poll's requests, the join's from its
+whole window, which may place it. The samples are found through an index kept as records
+arrive, so a poll costs in proportion to the new spans, not to the rollout. Spans of an
+engine trace already placed (a slice exported after its request root) mark that trace's
+samples, and a request left unmatched marks the samples its bootstrap room's placed
+halves went to (the other PD half, exported in an earlier poll). A mark only makes a
+sample flattened again, where the join decides what it gets; one too many costs a
+flatten, never a wrong slice.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ import pyarrow as pa
 
 from ...frames.model import TraceFrames
 from ...schema import RECORD_ATTRS, w3c_trace_id
-from ..engine.match import REQUEST_ID_ATTR, match_requests
+from ..engine.match import REQUEST_ID_ATTR, placed_matches
 from ..engine.requests import Request, read_requests
 from .carriers import NewRecord
 from .engine_tail import EngineTail
@@ -76,20 +80,21 @@ class EngineMarks:
                 marked[key] += count
         requests = read_requests(table)
         owners = self._owners(requests, frames_of)
-        for request, key in zip(requests, owners, strict=True):
-            keys = {key} if key is not None else set().union(
+        for request, owned in zip(requests, owners, strict=True):
+            keys = owned or set().union(
                 *(self._rooms.get(room, set()) for room in _rooms(request)))
             for found in keys:
                 self._placed[request.trace_id].add(found)
                 marked[found] = max(marked[found], spans_of.get(request.trace_id, 0))
-            if key is not None:
+            if len(owned) == 1:
                 for room in _rooms(request):
-                    self._rooms[room].add(key)
+                    self._rooms[room].update(owned)
         return dict(marked)
 
     def _owners(self, requests: list[Request], frames_of: Callable[[list[str]], TraceFrames]
-                ) -> list[str | None]:
-        """Each request's sample key as the engine join matches it (None: no sample)."""
+                ) -> list[set[str]]:
+        """Each request's sample keys: the one the engine join places it in, or every one
+        its reused rid names where its time placed it on none (empty: no sample)."""
         candidates: set[str] = set()
         for request in requests:
             if request.trace_id in self._by_trace:
@@ -98,12 +103,14 @@ class EngineMarks:
                 for name in _rid_names(request.whole_rid):
                     candidates |= self._by_rid.get(name, set())
         if not candidates:
-            return [None] * len(requests)
+            return [set() for _ in requests]
         keys = sorted(candidates)
         frames = frames_of(keys)
         rows = frames.span_core["sample_row"]
-        return [keys[int(rows.at[owner])] if owner >= 0 else None
-                for owner in match_requests(frames, requests)]
+        matches = placed_matches(frames, requests)
+        return [{keys[int(rows.at[span])]
+                 for span in ([owner] if owner >= 0 else matches.reused.get(number, []))}
+                for number, owner in enumerate(matches.owners)]
 
 
 def _rid_names(rid: str) -> tuple[str, ...]:

@@ -1,0 +1,80 @@
+"""Each engine host's clock against the dump's, estimated from the requests attached.
+
+Engine hosts keep their own clocks. The engine's work on a request lies inside
+the generation span that waited for it, so each request bounds its host's skew
+``d`` (engine time + d = dump time): ``start(gen) - first(engine) <= d <= end(gen)
+- last(engine)``; all of a host's requests narrow it to ``[low, high]``. Every
+engine host receives its requests as they are sent, so ``low`` is tight; only the
+host that answers (the decode server under PD) has a tight ``high`` too. The
+narrowest host's window is twice the network's one-way time, so each host's skew
+is its ``low`` plus that time (within its window); a host whose requests disagree
+(a request cut short on the client's side, for instance) takes the median of their
+``low`` instead. ``frames.engine_skew`` reports each host's, with the machine its spans
+came from where they name one (``machine``: ``host.name``, the sender's address, or
+``name/address``; "" unknown), which a scrape target may be named after
+(:func:`slime_trace_widget.frames.engine_load.aligned`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ...frames.model import TraceFrames
+from .requests import Request
+
+SKEW_COLUMNS = ["host", "skew", "requests", "low", "high", "consistent", "machine"]
+
+
+class SpanColumns:
+    """The frames' span columns the join reads span by span, as plain arrays."""
+
+    def __init__(self, frames: TraceFrames) -> None:
+        core = frames.span_core
+        self.count = len(core)
+        self.position = dict(zip(core.index.tolist(), range(len(core)), strict=True))
+        self.sample_row = core["sample_row"].to_numpy()
+        self.attempt = core["attempt"].to_numpy()
+        self.depth = core["depth"].to_numpy()
+        self.span_id = core["span_id"].to_numpy(dtype=object)
+        self.start = core["start"].to_numpy()
+        self.display_end = core["display_end"].to_numpy()
+
+    def time_of(self, index: int) -> tuple[float, float]:
+        """Span ``index``'s start and drawn end."""
+        at = self.position[index]
+        return float(self.start[at]), float(self.display_end[at])
+
+
+def host_skews(spans: SpanColumns, attached: list[tuple[Request, int]]) -> pd.DataFrame:
+    """Per engine host, the shift into the dump's clock, what bounded it, its machine."""
+    bounds: dict[str, list[tuple[float, float]]] = {}
+    machines: dict[str, str] = {}
+    for request, owner in attached:
+        gen_start = float(spans.start[spans.position[owner]])
+        gen_end = float(spans.display_end[spans.position[owner]])
+        by_host: dict[str, list[tuple[int, int]]] = {}
+        for piece in request.pieces:
+            by_host.setdefault(piece.host, []).append((piece.start_ns, piece.end_ns))
+            if piece.machine:
+                machines[piece.host] = piece.machine
+        for host, times in by_host.items():
+            first = min(start for start, _ in times) / 1e9
+            last = max(end for _, end in times) / 1e9
+            bounds.setdefault(host, []).append((gen_start - first, gen_end - last))
+    windows = {host: (max(lo for lo, _ in pairs), min(hi for _, hi in pairs))
+               for host, pairs in bounds.items()}
+    widths = [high - low for low, high in windows.values() if low <= high]
+    latency = min(widths) / 2 if widths else 0.0
+    rows = []
+    for host, pairs in sorted(bounds.items()):
+        low, high = windows[host]
+        consistent = low <= high
+        if consistent:
+            skew = low + min(latency, (high - low) / 2)
+        else:
+            skew = float(np.median([lo for lo, _ in pairs])) + latency
+        rows.append((host, skew, len(pairs), low, high, consistent, machines.get(host, "")))
+    return pd.DataFrame(rows, columns=SKEW_COLUMNS).astype(
+        {"host": object, "skew": float, "requests": int, "low": float, "high": float,
+         "consistent": bool, "machine": object})
