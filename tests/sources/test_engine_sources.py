@@ -14,7 +14,9 @@ import pytest
 from slime_trace_widget import TraceTimeline, load_frames
 from slime_trace_widget.demo import write_demo_dump
 from slime_trace_widget.sources.dataset import convert, open_dataset
+from slime_trace_widget.sources.engine.beyond import BEYOND_WINDOW, MISSING_WARNING
 from slime_trace_widget.sources.engine.store import LAYOUT, SUBDIR, read_spans
+from slime_trace_widget.sources.engine.window import MARGIN_SECONDS
 from tests.sources.test_engine_join import SKEWS, check_slices, store_requests
 from tests.support.engine_traces import Request, requests_for, stray_requests
 
@@ -72,6 +74,40 @@ def test_convert_keeps_engine_spans_and_from_dataset_joins_later(
     convert([str(dump)], without, settle_seconds=0)
     assert (open_dataset(without).span_core["origin"] == "dump").all()
     check_slices(TraceTimeline.from_dataset(without, engine_traces=engine).frames, requests)
+
+
+def test_a_file_beyond_the_window_converts_again_when_the_join_searched_there(
+        run: tuple[Path, Path, list[Request]], tmp_path: Path) -> None:
+    """The first request's two halves reach the store late, from hosts whose clocks are
+    two minutes past the rollout's end: beyond the window read around the dump, where its
+    join searched since the span waited. The dataset lists them after the next convert.
+    A dump whose spans all found their requests never searched: a file out there leaves
+    it as it is."""
+    dump, shared, requests = run
+    frames = load_frames(str(dump), progress=False)
+    engine = store_requests(requests[1:], tmp_path / "engine", SKEWS)
+    out = tmp_path / "dataset"
+    assert convert([str(dump)], out, engine_traces=engine, settle_seconds=0).converted == [
+        str(dump)]
+    assert open_dataset(out).warnings[MISSING_WARNING] == 1
+    assert convert([str(dump)], out, engine_traces=engine,
+                   settle_seconds=0).unchanged == [str(dump)]
+    ahead = -(frames.t1 - frames.t0) - 2 * MARGIN_SECONDS  # engine time + skew = dump time
+    store_requests(requests[:1], engine, dict.fromkeys(SKEWS, ahead))
+    assert convert([str(dump)], out, engine_traces=engine,
+                   settle_seconds=0).converted == [str(dump)]
+    opened = open_dataset(out)
+    assert opened.engine_unmatched["reason"].tolist() == [BEYOND_WINDOW] * 2
+    assert set(opened.engine_unmatched["rid"]) == {requests[0].rid}
+    assert MISSING_WARNING not in opened.warnings
+    # nothing waited: a late file beyond the window changes nothing the join read
+    found = shutil.copytree(shared, tmp_path / "found")
+    assert convert([str(dump)], tmp_path / "complete", engine_traces=found,
+                   settle_seconds=0).converted == [str(dump)]
+    store_requests(stray_requests(1, frames.t1 + 2 * MARGIN_SECONDS,
+                                  frames.t1 + 2 * MARGIN_SECONDS + 1, seed=5), found, SKEWS)
+    assert convert([str(dump)], tmp_path / "complete", engine_traces=found,
+                   settle_seconds=0).unchanged == [str(dump)]
 
 
 def test_the_cli_page_draws_engine_spans(run: tuple[Path, Path, list[Request]],

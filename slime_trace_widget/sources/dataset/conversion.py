@@ -168,23 +168,28 @@ def _settle_gone_dumps(manifest: Manifest, root: Path, report: ConvertReport) ->
 
 
 def _engine_files(entry: dict[str, Any], engine_traces: PathLike) -> list[list]:
-    """The engine-trace and engine-load files a converted dump read (those of its time
-    window)."""
+    """The engine-trace and engine-load files a converted dump's join read: those of its
+    time window, and where its spans waited for requests the window lacked (its
+    warnings tell), the trace files the join searched beyond it
+    (:func:`..engine.window.spans_read`)."""
     from ..engine import load_store, store
-    from ..engine.window import MARGIN_SECONDS
+    from ..engine.window import spans_read
 
     meta = entry.get("meta") or {}
     t0, t1 = meta.get("t0"), meta.get("t1")
     if t0 is None or t1 is None:
         return []
-    low, high = int((t0 - MARGIN_SECONDS) * 1e9), int((t1 + MARGIN_SECONDS) * 1e9)
-    return (store.window_files(engine_traces, low, high)
-            + load_store.window_files(engine_traces, low, high))
+    window = [int(t * 1e9) for t in spans_read(t0, t1)]
+    searched = [int(t * 1e9) for t in spans_read(t0, t1, meta.get("warnings") or {})]
+    return (store.window_files(engine_traces, *searched)
+            + load_store.window_files(engine_traces, *window))
 
 
 def _same_engine_traces(entry: dict[str, Any], engine_traces: PathLike | None) -> bool:
     """Whether a converted dump needs no new join: no engine traces asked for, or the
-    files of its window are the ones its join read (a collector keeps adding files)."""
+    files its join read are the ones there are now (a collector keeps adding files; one
+    beyond the window counts where the join searched there: it may list a request of a
+    host whose clock is far off in ``engine_unmatched``)."""
     if engine_traces is None:
         return True
     return entry.get("engine_traces") == _engine_files(entry, engine_traces)

@@ -8,7 +8,7 @@ dump opened directly and a dump converted read their engine traces the same way.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
 
@@ -16,7 +16,7 @@ import pyarrow as pa
 
 from ...frames.engine_load import aligned
 from ...frames.model import TraceFrames
-from .beyond import SEARCH_SECONDS
+from .beyond import BEYOND_WARNING, MISSING_WARNING, SEARCH_SECONDS
 from .join import join_engine
 from .load_store import load_engine_load
 from .store import REPEATED_COLUMNS, read_spans
@@ -46,7 +46,7 @@ def with_engine_traces(frames: TraceFrames, source: str | Path | Iterable[str | 
         joined = join_engine(frames, read_spans(source, 0, 0, dictionaries=REPEATED_COLUMNS,
                                                 folded=True))
         return replace(joined, engine_load=load_engine_load(source, 0.0, 0.0, buckets=False))
-    start, end = frames.t0 - MARGIN_SECONDS, frames.t1 + MARGIN_SECONDS
+    start, end = spans_read(frames.t0, frames.t1)
 
     def beyond() -> pa.Table:
         sides = [read_spans(source, int(low * 1e9), int(high * 1e9),
@@ -59,3 +59,16 @@ def with_engine_traces(frames: TraceFrames, source: str | Path | Iterable[str | 
                          beyond if search_beyond else None)
     load = aligned(load_engine_load(source, start, end, buckets=False), joined.engine_skew)
     return replace(joined, engine_load=load)
+
+
+def spans_read(t0: float, t1: float, warnings: Mapping[str, int] | None = None
+               ) -> tuple[float, float]:
+    """The time (epoch seconds) whose engine spans :func:`with_engine_traces` reads for
+    frames of ``[t0, t1]``: their time widened by :data:`MARGIN_SECONDS`, and by
+    :data:`~.beyond.SEARCH_SECONDS` more each side when ``warnings`` (those of the frames
+    it joined, searching) count spans that waited for a request the window lacked:
+    listed beyond it or still missing, they were searched for there. What a dataset
+    compares to tell whether a dump's join would read other files now."""
+    searched = any((warnings or {}).get(key) for key in (BEYOND_WARNING, MISSING_WARNING))
+    reach = MARGIN_SECONDS + (SEARCH_SECONDS if searched else 0.0)
+    return t0 - reach, t1 + reach
