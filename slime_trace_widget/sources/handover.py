@@ -5,7 +5,10 @@ share (``docs/live-view.md``).
 The dumps already in the folder when the live view starts are earlier steps'; the
 step's dump is the first new complete one (``DumpWatcher``) that holds a sample
 seen live. Its rows are the live rows of the same samples, now with statuses,
-rewards and texts. A new dump that cannot be loaded (a partial or foreign file) is
+rewards and texts, and with the engine requests the live view joined from its collector
+folder (when that folder has an engine span store), joined as for any dump: the engine
+slices shown live stay, the engine load is attached and a request beyond the window is
+searched for. A new dump that cannot be loaded (a partial or foreign file) is
 reported once, as ``load_frames`` reports a dump it skips (a ``RuntimeWarning`` naming
 the file), and the look goes on to the next.
 """
@@ -17,7 +20,9 @@ from pathlib import Path
 
 from ..frames.model import TraceFrames
 from .dumps.errors import DumpError
+from .engine.window import with_engine_traces
 from .follow import SETTLE_SECONDS, DumpWatcher
+from .live.frames_of import holds_engine_traces
 from .loading import load_frames
 
 
@@ -29,10 +34,13 @@ def new_dumps_watcher(folder: str | Path, pattern: str = "*.pt",
     return watcher
 
 
-def step_dump(watcher: DumpWatcher, seen_live: set[str]) -> tuple[str, TraceFrames] | None:
+def step_dump(watcher: DumpWatcher, seen_live: set[str],
+              engine_traces: str | Path | None = None) -> tuple[str, TraceFrames] | None:
     """The first new complete dump holding a sample whose trace id is in ``seen_live``,
-    with its frames; None while there is none. Dumps looked at and not taken are not
-    looked at again; one that cannot be loaded is reported once (see the module)."""
+    with its frames, joined with the engine traces of ``engine_traces`` (the live
+    view's collector folder) when it has them; None while there is none. Dumps looked
+    at and not taken are not looked at again; one that cannot be loaded is reported
+    once (see the module)."""
     for path in watcher.new_dumps():
         try:
             frames = load_frames([path], progress=False)
@@ -41,5 +49,7 @@ def step_dump(watcher: DumpWatcher, seen_live: set[str]) -> tuple[str, TraceFram
                           RuntimeWarning, stacklevel=2)
             continue
         if seen_live & {str(t) for t in frames.samples["trace_id"].dropna()}:
+            if engine_traces is not None and holds_engine_traces(engine_traces):
+                frames = with_engine_traces(frames, engine_traces)
             return path, frames
     return None

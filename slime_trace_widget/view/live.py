@@ -20,12 +20,14 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 
 from ..frames.model import TraceFrames
-from ..sources.follow import Poller
+from ..sources.follow import DumpWatcher, Poller
+from ..sources.handover import step_dump
 from .details import event_detail, span_detail
 from .live_blocks import LiveBlocks, LiveDelta
 from .payload import empty_payload, encode
@@ -48,6 +50,9 @@ class LiveBatch:
     #: The receiver's downtime, in words (empty: none).
     receiver_gap: str = ""
     restarted: bool = False
+    #: The collector folder whose engine traces the step's dump is joined with at the
+    #: hand-over, as the feed joins them into the live frames (None: no engine traces).
+    engine_traces: Path | None = None
 
 
 class LiveFeed(Protocol):
@@ -75,6 +80,7 @@ class LiveSession:
         self.senders: list[dict[str, Any]] = []
         self.absent: list[dict[str, Any]] = []
         self.receiver_gap = ""
+        self.engine_traces: Path | None = None
         self.following = True
         self._lock = threading.Lock()
 
@@ -87,9 +93,15 @@ class LiveSession:
             self.senders = [dict(s) for s in batch.senders]
             self.absent = [dict(s) for s in batch.absent]
             self.receiver_gap = batch.receiver_gap
+            self.engine_traces = batch.engine_traces
             if not batch.keys:
                 return []
             return self.blocks.replace(batch.keys, self.feed.frames(batch.keys, self.clock()))
+
+    def step_dump(self, watcher: DumpWatcher) -> tuple[str, TraceFrames] | None:
+        """The step's dump to hand over to, with the engine traces the live frames
+        showed (``sources.handover.step_dump``); None while it has not landed."""
+        return step_dump(watcher, self.blocks.trace_ids(), self.engine_traces)
 
     @property
     def seq(self) -> int:

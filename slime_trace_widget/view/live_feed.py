@@ -28,7 +28,9 @@ class ReaderFeed:
                          senders=sender_rows(delta.health),
                          absent=absent_rows(delta.health),
                          receiver_gap=receiver_gap(delta.health),
-                         restarted=bool(delta.rollout_changed))
+                         restarted=bool(delta.rollout_changed),
+                         engine_traces=(self.reader.directory if self.reader.engine_traces
+                                        else None))
 
     def frames(self, keys: list[str], now: float) -> TraceFrames:
         return self.reader.frames(now, keys)

@@ -29,7 +29,7 @@ from ..answers.query import attr_masks, check_terms, restrict
 from ..frames.flatten import build_frames
 from ..frames.model import TraceFrames, combine_frames
 from ..sources.follow import POLL_SECONDS, SETTLE_SECONDS, DumpWatcher, Poller, load_new
-from ..sources.handover import new_dumps_watcher, step_dump
+from ..sources.handover import new_dumps_watcher
 from ..sources.loading import load_frames
 from .contract import REQUEST_ECHOES
 from .details import event_detail, sample_text, span_detail
@@ -179,7 +179,7 @@ class TraceTimeline(anywidget.AnyWidget):
         live = self._live
         if live is None:
             return False
-        found = step_dump(watcher, live.session.blocks.trace_ids())
+        found = live.session.step_dump(watcher)
         if found is None:
             return False
         self._live = None

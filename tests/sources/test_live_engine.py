@@ -6,18 +6,21 @@ the engine's slices under the generation spans, as ``load_live`` gives them."""
 
 from __future__ import annotations
 
+import os
 import time
 from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
+import torch
 
 from slime_trace_widget.demo import make_demo_samples
 from slime_trace_widget.frames import build_frames
 from slime_trace_widget.frames.model import TraceFrames
 from slime_trace_widget.schema import CARRIER_EVENTS, SAMPLE_TRACE_KEY, w3c_span_id, w3c_trace_id
 from slime_trace_widget.sources.engine.store import SpanStore
+from slime_trace_widget.sources.handover import new_dumps_watcher
 from slime_trace_widget.sources.live import LiveDelta, LiveReader, load_live
 from slime_trace_widget.sources.live.carriers import LiveTrace, NewRecord
 from slime_trace_widget.sources.live.engine_marks import EngineMarks
@@ -25,8 +28,11 @@ from slime_trace_widget.sources.live.engine_tail import EngineTail
 from slime_trace_widget.tracing import bind_trace, trace_span, use_clock
 from slime_trace_widget.view.live import LiveSession
 from slime_trace_widget.view.live_feed import ReaderFeed
+from slime_trace_widget.view.page.live_server import Handover
+from slime_trace_widget.view.widget import TraceTimeline
 from tests.support.engine_builder import T0, Engine, plain_slices
 from tests.support.engine_traces import replay, requests_for
+from tests.support.live_deltas import as_payload, assert_same_rows, page_payload
 from tests.support.live_wire import Poster, Sender, recording_order, wire_id
 from tests.support.receiver import start_receiver
 
@@ -49,6 +55,8 @@ class Exported:
     changed: list[int]
     spans_before: dict[str, int]
     spans_after: dict[str, int]
+    #: The rollout's samples as its dump holds them.
+    samples: list[dict]
 
 
 def key_of(trace_id: object) -> str:
@@ -95,7 +103,7 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> Exported:
         after = reader.poll()
         changed = session.poll()
     return Exported(folder, reader, before, after, owners, others, session, changed,
-                    spans_before, block_spans(session))
+                    spans_before, block_spans(session), samples)
 
 
 def block_spans(session: LiveSession) -> dict[str, int]:
@@ -226,3 +234,55 @@ def test_a_reused_rids_request_marks_the_sample_the_join_places_it_in(tmp_path: 
         assert marked(20.0, 22.0) == {"first", "second"}
     finally:
         store.close()
+
+
+def _step_dump_lands(exported: Exported, folder: Path) -> None:
+    """The rollout's dump written into ``folder`` (slime's dump folder), complete."""
+    dump = folder / f"rollout_{ROLLOUT}.pt"
+    torch.save({"rollout_id": ROLLOUT, "samples": exported.samples}, dump)
+    old = time.time() - 60
+    os.utime(dump, (old, old))  # complete: not modified within the settle time
+
+
+def test_the_steps_dump_keeps_the_engine_slices_shown_live(exported: Exported,
+                                                           tmp_path: Path) -> None:
+    """The hand-over joins the dump with the collector folder the live frames joined:
+    the engine slices stay where they were (the widget and the page both hand over
+    through the session)."""
+    watcher = new_dumps_watcher(tmp_path)
+    _step_dump_lands(exported, tmp_path)
+    found = exported.session.step_dump(watcher)
+    assert found is not None and found[0] == str(tmp_path / f"rollout_{ROLLOUT}.pt")
+    live = engine_spans_per_trace(exported.session.frames())
+    assert set(live) == exported.owners
+    assert engine_spans_per_trace(found[1]) == live
+
+
+def test_the_page_hands_over_to_a_dump_with_the_live_engine_slices(exported: Exported,
+                                                                   tmp_path: Path) -> None:
+    handover = Handover(new_dumps_watcher(tmp_path))
+    _step_dump_lands(exported, tmp_path)
+    assert handover.look(exported.session) is True
+    assert handover.page_bytes is not None
+    live = as_payload(exported.session.delta_since(0))
+    # the same rows, engine slices included (their spans, lanes and flags)
+    assert_same_rows(live, page_payload(handover.page_bytes),
+                     {s["trace"]["trace_id"] for s in exported.samples})
+
+
+def test_the_widget_hands_over_to_a_dump_with_the_live_engine_slices(exported: Exported,
+                                                                     tmp_path: Path) -> None:
+    timeline = TraceTimeline.live(exported.folder, dumps=tmp_path, interval=3600)
+    timeline.send = lambda content, buffers=None: None  # type: ignore[method-assign]
+    try:
+        live = timeline._live
+        assert live is not None
+        live.look()
+        shown = engine_spans_per_trace(live.session.frames())
+        assert set(shown) == exported.owners
+        _step_dump_lands(exported, tmp_path)
+        live.look()
+        assert timeline._live is None  # handed over
+        assert engine_spans_per_trace(timeline.frames) == shown
+    finally:
+        timeline.stop_following()

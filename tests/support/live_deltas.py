@@ -1,7 +1,14 @@
 """A live delta read back as a renderer holds it, for the live view's tests: the same
-arithmetic as ``js/src/live/splice.js`` applied to a whole delta."""
+arithmetic as ``js/src/live/splice.js`` applied to a whole delta; and the payload a
+snapshot page (the one a live page hands over to) holds."""
 
 from __future__ import annotations
+
+import base64
+import gzip
+import json
+import re
+import struct
 
 import numpy as np
 
@@ -54,3 +61,17 @@ def assert_same_rows(live: dict, dump: dict, trace_ids: set[str]) -> None:
         for column in ("span_name", "ev_name", "seg_name"):
             assert [names[c] for c in block.items[column]] == \
                    [other_names[c] for c in other.items[column]], column
+
+
+def page_payload(html: bytes) -> dict:
+    """The payload a snapshot page's data block holds (``view/page/snapshot.py``)."""
+    data = re.search(rb'<script type="text/plain" id="stw-data">([^<]*)</script>', html)
+    assert data, "no data block in the page"
+    raw = gzip.decompress(base64.b64decode(data[1]))
+    assert raw[:4] == b"STW1"
+    (length,) = struct.unpack("<I", raw[4:8])
+    header = json.loads(raw[8:8 + length])
+    body = raw[8 + length:]
+    payload = header["payload"]
+    return {"meta": payload["meta"], "buffers": {
+        name: body[start:start + size] for name, (start, size) in payload["buffers"].items()}}

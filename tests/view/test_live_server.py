@@ -7,13 +7,10 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import gzip
 import http.client
 import json
 import os
-import re
 import socket
-import struct
 import threading
 import time
 import urllib.error
@@ -29,7 +26,7 @@ from slime_trace_widget.sources.handover import new_dumps_watcher
 from slime_trace_widget.view.live import LiveSession
 from slime_trace_widget.view.live_blocks import LiveDelta
 from slime_trace_widget.view.page.live_server import Handover, make_live_server
-from tests.support.live_deltas import as_payload, assert_same_rows
+from tests.support.live_deltas import as_payload, assert_same_rows, page_payload
 from tests.support.live_feeds import RecordQueue
 
 
@@ -125,22 +122,8 @@ def test_the_page_hands_over_to_the_steps_dump(tmp_path: Path) -> None:
 
     # the live rows are the dump page's rows: the same samples with the same spans
     buffers = {name: base64.b64decode(text) for name, text in live.pop("buffers").items()}
-    assert_same_rows(as_payload(LiveDelta(live, buffers)), _page_payload(page),
+    assert_same_rows(as_payload(LiveDelta(live, buffers)), page_payload(page),
                      {s["trace"]["trace_id"] for s in samples})
-
-
-def _page_payload(html: bytes) -> dict:
-    """The payload a snapshot page's data block holds (``view/page/snapshot.py``)."""
-    data = re.search(rb'<script type="text/plain" id="stw-data">([^<]*)</script>', html)
-    assert data, "no data block in the page"
-    raw = gzip.decompress(base64.b64decode(data[1]))
-    assert raw[:4] == b"STW1"
-    (length,) = struct.unpack("<I", raw[4:8])
-    header = json.loads(raw[8:8 + length])
-    body = raw[8 + length:]
-    payload = header["payload"]
-    return {"meta": payload["meta"], "buffers": {
-        name: body[start:start + size] for name, (start, size) in payload["buffers"].items()}}
 
 
 PAGE_AND_DATA = ["/live.html", "/", "/live.json?since=0", "/attrs.json?kind=span&index=0"]

@@ -24,9 +24,14 @@ def live_frames(carriers: LiveCarriers, rollout: int, directory: str | Path, now
             "samples": carriers.samples(keys)}
     frames = build_frames(dump, open_until=now)
     frames.warnings.update(carriers.warnings)
-    if engine and (Path(directory) / ENGINE_SUBDIR).is_dir():
+    if engine and holds_engine_traces(directory):
         # Refreshed often: a request beyond the window is counted, not searched for
-        # (the dump's load after the hand-over searches).
+        # (the step's dump, joined with the same folder at the hand-over, searches).
         frames = with_engine_traces(frames, directory, search_beyond=False)
     frames.live = health
     return frames
+
+
+def holds_engine_traces(directory: str | Path) -> bool:
+    """Whether the collector folder ``directory`` has an engine span store to join."""
+    return (Path(directory) / ENGINE_SUBDIR).is_dir()

@@ -30,7 +30,6 @@ import numpy as np
 
 from ...frames.flatten import build_frames
 from ...sources.follow import DumpWatcher
-from ...sources.handover import step_dump
 from ..live import LiveSession
 from ..payload import EncodedView, encode
 from .htmlpage import page
@@ -67,7 +66,7 @@ class Handover:
         threads); whether the page has handed over."""
         if self.page_bytes is not None:
             return True
-        found = step_dump(self.watcher, session.blocks.trace_ids())
+        found = session.step_dump(self.watcher)
         if found is None:
             return False
         path, frames = found
