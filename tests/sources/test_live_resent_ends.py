@@ -8,12 +8,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from slime_trace_widget.schema import LIVE_END_RESENT
 from slime_trace_widget.sources.live import LiveReader, load_live
-from slime_trace_widget.sources.live.carriers import RESENT_WITHOUT_END
+from slime_trace_widget.sources.live.carriers import (
+    RESENT_WITHOUT_END,
+    LiveCarriers,
+    read_rows,
+)
 from tests.sources.test_live_reader import T0, live_rows, span, store_in
 
 SENDER = "a:1:0"
@@ -97,3 +102,63 @@ def test_a_resent_end_whose_end_was_never_taken_is_counted_and_left_out(
     (sender,) = load_live(tmp_path, now=T0 + 2, engine_traces=False).live.senders
     assert sender.missing == 1  # the lost end, and only it
     store.close()
+
+
+def _scanned(arrivals: list[tuple[int, dict, bool]]) -> list[dict]:
+    """The records a trace holds by the rule as a scan states it: a sending again takes
+    the place of the sender's latest end (in arrival order) of its span id numbered
+    before it, unless a later sending took it."""
+    items: list[list] = []
+    taken_by: dict[int, int] = {}
+    for seq, record, again in arrivals:
+        if not again:
+            items.append([seq, record])
+            continue
+        for item in reversed(items):
+            end = item[1]
+            if item[0] < seq and end["type"] == "span_end" and end["span_id"] == record["span_id"]:
+                if taken_by.get(item[0], 0) < seq:
+                    item[1], taken_by[item[0]] = record, seq
+                break
+    return [record for _, record in sorted(items, key=lambda item: item[0])]
+
+
+def test_interleaved_sendings_again_give_the_ends_the_rule_states() -> None:
+    """Many ends sent again, several times, interleaved with other records, reused span
+    ids, arrivals out of order (a sending again after its end) and several polls: the
+    indexed lookup keeps what the scan of the sender's records keeps."""
+    rng = np.random.default_rng(7)
+    records: list[tuple[int, dict, bool]] = []
+    arrive: dict[int, float] = {}
+    open_ids: list[str] = []
+    ends: list[tuple[int, dict]] = []
+    for seq in range(1, 3001):
+        choice = rng.random()
+        arrive[seq] = seq + rng.uniform(0, 30)
+        if choice < 0.35 or not open_ids:
+            span_id = f"s{rng.integers(400)}"  # ids come back: a span id ended twice
+            open_ids.append(span_id)
+            records.append((seq, span("t", span_id, T0 + seq / 100), False))
+        elif choice < 0.7 or not ends:
+            span_id = open_ids.pop(int(rng.integers(len(open_ids))))
+            ends.append((seq, ended("t", span_id, T0 + seq / 100, n=seq)))
+            records.append((seq, ends[-1][1], False))
+        else:
+            number, end = ends[int(rng.integers(len(ends)))]
+            records.append((seq, {**end, "attrs": {"n": number, "again": seq}}, True))
+            arrive[seq] = max(arrive[seq], arrive[number] + 0.5)  # after its end
+    arrivals = sorted(records, key=lambda item: arrive[item[0]])
+    assert sum(again for _, _, again in arrivals) > 500
+
+    carriers = LiveCarriers()
+    cuts = sorted(rng.choice(np.arange(1, len(arrivals)), 20, replace=False).tolist())
+    for chunk in np.split(np.array(arrivals, dtype=object), cuts):
+        table = pa.concat_tables(
+            resent(rows) if again else rows
+            for seq, record, again in chunk
+            for rows in [live_rows([record], sender=SENDER, rollout=2, first_seq=seq)])
+        every = np.ones(len(table), dtype=bool)
+        carriers.take(read_rows(table, every), every)
+    (trace,) = carriers.traces.values()
+    assert trace.records() == _scanned(arrivals)
+    assert not carriers.warnings

@@ -8,8 +8,9 @@ trace continued in another process) are merged by time. A record that cannot be 
 (a body that is not a JSON object, or a time that is not a number the frames keep) is
 skipped and counted (``live_unreadable_record``). An end sent again (``span_end_resent``:
 attributes were added to it after it was sent) takes the place of the end it updates, the
-latest sending winning, so a trace never holds a span's end twice; one whose end was not
-taken (lost, or sent under another rollout id) is left out and counted
+latest sending winning, so a trace never holds a span's end twice; each trace indexes its
+ends by sender and span id, so finding that end does not scan the trace. One whose end
+was not taken (lost, or sent under another rollout id) is left out and counted
 (``live_resent_end_without_end``).
 
 Taking rows in has two steps: :func:`read_rows` reads and checks them, changing nothing,
@@ -22,6 +23,7 @@ from __future__ import annotations
 import heapq
 import json
 from collections import Counter
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,6 +51,7 @@ from ...schema import (
     TRACE_VERSION,
 )
 from ...tables.carrier import TS_LIMIT
+from ...values import short_text
 
 UNREADABLE = "live_unreadable_record"
 RESENT_WITHOUT_END = "live_resent_end_without_end"
@@ -69,7 +72,10 @@ class LiveTrace:
     last_ts: float = float("-inf")
     last_received: float = 0.0
     count: int = 0
-    #: Per (sender, number of an end): the number of the sending that took its place.
+    #: Per (sender, span id as :func:`_span_key` makes it): the positions of that
+    #: sender's ends of the span in ``by_sender``, in arrival order.
+    ends: dict[tuple[str, Hashable], list[int]] = field(default_factory=dict)
+    #: Per (sender, position of an end): the number of the sending that took its place.
     resent: dict[tuple[str, int], int] = field(default_factory=dict)
 
     def records(self) -> list[dict]:
@@ -80,22 +86,34 @@ class LiveTrace:
         merged = heapq.merge(*lists, key=lambda item: item[1])
         return [record for _, _, record in merged]
 
+    def add(self, sender: str, seq: int, ts: float, record: dict) -> None:
+        """Take ``record``, number ``seq`` of ``sender`` (an end is indexed)."""
+        items = self.by_sender.get(sender)
+        if items is None:
+            items = self.by_sender[sender] = []
+        span_id = record.get(RECORD_SPAN_ID)
+        if span_id is not None and record.get(RECORD_TYPE) == SPAN_END:
+            self.ends.setdefault((sender, _span_key(span_id)), []).append(len(items))
+        items.append((seq, ts, record))
+
     def replace_end(self, sender: str, seq: int, record: dict) -> bool:
         """Put ``record``, an end sent again as number ``seq`` by ``sender``, in place of
         the end it updates (that sender's latest end of the same span id numbered before
         it), unless a later sending already took that place. False when there is no such
         end."""
-        items = self.by_sender.get(sender)
         span_id = record.get(RECORD_SPAN_ID)
-        if not items or span_id is None or record.get(RECORD_TYPE) != SPAN_END:
+        if span_id is None or record.get(RECORD_TYPE) != SPAN_END:
             return False
-        for position in range(len(items) - 1, -1, -1):
+        positions = self.ends.get((sender, _span_key(span_id)))
+        if not positions:
+            return False
+        items = self.by_sender[sender]
+        for position in reversed(positions):
             number, ts, end = items[position]
-            if (number < seq and end.get(RECORD_SPAN_ID) == span_id
-                    and end.get(RECORD_TYPE) == SPAN_END):
-                if self.resent.get((sender, number), 0) < seq:
+            if number < seq and end.get(RECORD_SPAN_ID) == span_id:  # not only the key
+                if self.resent.get((sender, position), 0) < seq:
                     items[position] = (number, ts, record)
-                    self.resent[(sender, number)] = seq
+                    self.resent[(sender, position)] = seq
                 return True
         return False
 
@@ -219,10 +237,7 @@ class LiveCarriers:
                 get = item.record.get
                 trace = traces[item.key] = LiveTrace(item.key, item.rollout, get(RECORD_TRACE_ID),
                                                      get(RECORD_SAMPLE_ID), get(RECORD_GROUP_ID))
-            items = trace.by_sender.get(item.sender)
-            if items is None:
-                items = trace.by_sender[item.sender] = []
-            items.append((item.seq, item.ts, item.record))
+            trace.add(item.sender, item.seq, item.ts, item.record)
             taken.append(NewRecord(trace, item.record, item.ts))
             rows.append(item.row)
         unreadable = int(fresh[read.unreadable].sum())
@@ -258,6 +273,14 @@ class LiveCarriers:
         """Sample records of the traces ``keys`` (all when None), in first-seen order."""
         chosen = self.traces.values() if keys is None else (self.traces[k] for k in keys)
         return [trace.sample() for trace in chosen]
+
+
+def _span_key(span_id: object) -> Hashable:
+    """A span id as an index key: itself when it is text or a number (keys then match as
+    ``==`` does), else its bounded text (a body's list or object), which never raises."""
+    if isinstance(span_id, (str, int, float)):
+        return span_id
+    return ("text", short_text(span_id))
 
 
 _DECODER = json.JSONDecoder()
