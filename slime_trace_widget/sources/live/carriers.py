@@ -9,9 +9,13 @@ trace continued in another process) are merged by time. A record that cannot be 
 skipped and counted (``live_unreadable_record``). An end sent again (``span_end_resent``:
 attributes were added to it after it was sent) takes the place of the end it updates, the
 latest sending winning, so a trace never holds a span's end twice; each trace indexes its
-ends by sender and span id, so finding that end does not scan the trace. One whose end
-was not taken (lost, or sent under another rollout id) is left out and counted
-(``live_resent_end_without_end``).
+ends by sender and span id, so finding that end does not scan the trace. An end sent
+again whose end was not taken (dropped at the sender, so counted by the loss accounting,
+or still in transit) is the span's end itself, as the sender's carrier holds it: it
+stands among its sender's records at its time (where the lost end was), and an end that
+arrives after its sending again takes the stand-in's place in the numbering, keeping the
+later attributes. One of a trace not taken under this rollout (sent again under the next
+rollout's id) is left out and counted (``live_resent_end_without_end``).
 
 Taking rows in has two steps: :func:`read_rows` reads and checks them, changing nothing,
 and :meth:`LiveCarriers.take` adds what was read, which cannot fail; so a reader that
@@ -59,7 +63,10 @@ RESENT_WITHOUT_END = "live_resent_end_without_end"
 
 @dataclass
 class LiveTrace:
-    """One trace's records so far: per sender, (seq, time, record) in arrival order."""
+    """One trace's records so far: per sender, (number, time, record) in arrival order;
+    the number is the sender's sequence number, but for an end sent again standing in
+    for its end, whose number is half a step after the record it follows
+    (:meth:`stand_in`)."""
 
     key: str
     rollout_id: int
@@ -67,7 +74,7 @@ class LiveTrace:
     trace_id: object = None
     sample_id: object = None
     group_id: object = None
-    by_sender: dict[str, list[tuple[int, float, dict]]] = field(default_factory=dict)
+    by_sender: dict[str, list[tuple[float, float, dict]]] = field(default_factory=dict)
     first_ts: float = float("inf")
     last_ts: float = float("-inf")
     last_received: float = 0.0
@@ -77,6 +84,9 @@ class LiveTrace:
     ends: dict[tuple[str, Hashable], list[int]] = field(default_factory=dict)
     #: Per (sender, position of an end): the number of the sending that took its place.
     resent: dict[tuple[str, int], int] = field(default_factory=dict)
+    #: (sender, position) of the ends that are a sending again standing in for an end
+    #: not taken (:meth:`stand_in`).
+    standing_in: set[tuple[str, int]] = field(default_factory=set)
 
     def records(self) -> list[dict]:
         """The records in recording order (see the module)."""
@@ -86,15 +96,28 @@ class LiveTrace:
         merged = heapq.merge(*lists, key=lambda item: item[1])
         return [record for _, _, record in merged]
 
-    def add(self, sender: str, seq: int, ts: float, record: dict) -> None:
-        """Take ``record``, number ``seq`` of ``sender`` (an end is indexed)."""
+    def add(self, sender: str, seq: int, ts: float, record: dict) -> bool:
+        """Take ``record``, number ``seq`` of ``sender``; False when it is an end whose
+        sending again already stands in for it: it then only gives the stand-in its
+        place in the numbering (the stand-in's attributes are the later ones)."""
         items = self.by_sender.get(sender)
         if items is None:
             items = self.by_sender[sender] = []
         span_id = record.get(RECORD_SPAN_ID)
-        if span_id is not None and record.get(RECORD_TYPE) == SPAN_END:
-            self.ends.setdefault((sender, _span_key(span_id)), []).append(len(items))
+        if span_id is None or record.get(RECORD_TYPE) != SPAN_END:
+            items.append((seq, ts, record))
+            return True
+        positions = self.ends.setdefault((sender, _span_key(span_id)), [])
+        for position in reversed(positions):
+            if ((sender, position) in self.standing_in
+                    and self.resent[(sender, position)] > seq):
+                self.standing_in.discard((sender, position))
+                _, _, latest = items[position]
+                items[position] = (seq, ts, latest)
+                return False
+        positions.append(len(items))
         items.append((seq, ts, record))
+        return True
 
     def replace_end(self, sender: str, seq: int, record: dict) -> bool:
         """Put ``record``, an end sent again as number ``seq`` by ``sender``, in place of
@@ -116,6 +139,27 @@ class LiveTrace:
                     self.resent[(sender, position)] = seq
                 return True
         return False
+
+    def stand_in(self, sender: str, seq: int, ts: float, record: dict) -> bool:
+        """Take ``record``, an end sent again as number ``seq`` by ``sender`` whose end
+        was not taken (:meth:`replace_end` found none), as that end: among the sender's
+        records after the latest one recorded at or before its time ``ts``, where the
+        lost end stood. False when it is not an end with a span id."""
+        span_id = record.get(RECORD_SPAN_ID)
+        if span_id is None or record.get(RECORD_TYPE) != SPAN_END:
+            return False
+        items = self.by_sender.get(sender)
+        if items is None:
+            items = self.by_sender[sender] = []
+        # only for a lost end: the scan goes back over the records recorded after it
+        before = next((int(number) for number, at, _ in reversed(items)
+                       if at <= ts and number < seq), 0)
+        position = len(items)
+        self.ends.setdefault((sender, _span_key(span_id)), []).append(position)
+        items.append((before + 0.5, ts, record))
+        self.resent[(sender, position)] = seq
+        self.standing_in.add((sender, position))
+        return True
 
     def carrier(self) -> dict[str, Any]:
         """The trace as a carrier: identity from its first record, the highest attempt."""
@@ -198,7 +242,8 @@ def read_rows(table: pa.Table, chosen: np.ndarray) -> RowsRead:
 @dataclass
 class NewRecord:
     """A record just taken in: its trace, the record dict and its time (epoch seconds);
-    ``resent``: an end sent again, which took the place of the end it updates."""
+    ``resent``: an end that changes no span, being sent again (it took the place of the
+    end it updates) or arriving after its sending again stood in for it."""
 
     trace: LiveTrace
     record: dict
@@ -217,7 +262,7 @@ class LiveCarriers:
         """Add the records ``read`` holds whose rows are ``fresh`` (seen for the first
         time: a repeat is neither taken nor counted again), and count the unreadable
         ones; the records taken, in arrival order. An end sent again replaces the end it
-        updates (see the module)."""
+        updates, or stands in for it when it was not taken (see the module)."""
         taken: list[NewRecord] = []
         rows: list[int] = []
         traces = self.traces
@@ -226,10 +271,16 @@ class LiveCarriers:
                 continue
             if item.resent:
                 trace = traces.get(item.key)
-                if trace is None or not trace.replace_end(item.sender, item.seq, item.record):
+                if trace is None:
                     self.warnings[RESENT_WITHOUT_END] += 1
                     continue
-                taken.append(NewRecord(trace, item.record, item.ts, resent=True))
+                if trace.replace_end(item.sender, item.seq, item.record):
+                    taken.append(NewRecord(trace, item.record, item.ts, resent=True))
+                elif trace.stand_in(item.sender, item.seq, item.ts, item.record):
+                    taken.append(NewRecord(trace, item.record, item.ts))  # closes the span
+                else:
+                    self.warnings[RESENT_WITHOUT_END] += 1
+                    continue
                 rows.append(item.row)
                 continue
             trace = traces.get(item.key)
@@ -237,8 +288,8 @@ class LiveCarriers:
                 get = item.record.get
                 trace = traces[item.key] = LiveTrace(item.key, item.rollout, get(RECORD_TRACE_ID),
                                                      get(RECORD_SAMPLE_ID), get(RECORD_GROUP_ID))
-            trace.add(item.sender, item.seq, item.ts, item.record)
-            taken.append(NewRecord(trace, item.record, item.ts))
+            new = trace.add(item.sender, item.seq, item.ts, item.record)
+            taken.append(NewRecord(trace, item.record, item.ts, resent=not new))
             rows.append(item.row)
         unreadable = int(fresh[read.unreadable].sum())
         if unreadable:

@@ -6,7 +6,9 @@ end closes the earliest open start of its span id; a start without a parent take
 most recently started open span that began no later (among the last
 :data:`~slime_trace_widget.frames.carrier.PARENT_SCAN`); an end that arrives before
 its start (records of two batches swapped in transit) waits for it. An end sent again
-(new attributes only) changes no span: the end it updates was taken before it.
+(new attributes only) changes no span: the end it updates was taken before it; one
+standing in for an end not taken closes the span as that end, and the end arriving
+after it changes nothing (``carriers.LiveTrace.stand_in``).
 
 Records come checked (:func:`.carriers.read_rows`: each has a time), and names and ids
 that are not text are made text without raising (:func:`~slime_trace_widget.values.short_text`),
