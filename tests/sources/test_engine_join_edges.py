@@ -124,6 +124,20 @@ def test_a_retried_rid_whose_time_fits_both_attempts_attaches_nowhere() -> None:
         ["same-rid", REUSED_RID]]
 
 
+def test_a_retried_rid_listed_with_its_reason_is_not_missing_too() -> None:
+    """The request was read and listed (its time overlaps both attempts): its spans wait
+    for nothing, so they are not counted as missing and nothing beyond is read."""
+    frames = _generations({"same-rid": [(0, 5), (6, 12)], "known": [(20, 30)]})
+    engine = Engine()
+    engine.request("known", T0 + 20.5, T0 + 29.5)
+    engine.request("same-rid", T0 + 4, T0 + 7, slices=plain_slices(T0 + 4.1, T0 + 7))
+    calls: list[int] = []
+    joined = join_engine(frames, engine.table(), _read_beyond(calls))
+    assert joined.engine_unmatched[["rid", "reason"]].values.tolist() == [
+        ["same-rid", REUSED_RID]]
+    assert calls == [] and MISSING_WARNING not in joined.warnings
+
+
 # --------------------------------------------------------------------------- machine ids
 
 

@@ -46,7 +46,9 @@ def waiting_spans(frames: TraceFrames, matches: Matches, requests: list[Request]
                   held: set[int]) -> set[int]:
     """The spans that name a request and got none, and those that got one PD half only
     (a half of a room, without the other); not those that held engine spans already (a
-    dataset converted with them). While the rollout still runs (some span is open), a
+    dataset converted with them), nor those of a reused rid that a request listed with
+    its reason names (:attr:`.match.Matches.reasons`: its request was read, the rid told
+    no attempt). While the rollout still runs (some span is open), a
     span that ended within :data:`IN_FLIGHT_SECONDS` of the frames' end is not waiting
     yet: its request may still be on its way to the store."""
     roles: dict[int, set[str]] = {}
@@ -57,6 +59,7 @@ def waiting_spans(frames: TraceFrames, matches: Matches, requests: list[Request]
     waiting.update(span for span, have in roles.items()
                    if len(have & {"prefill", "decode"}) == 1 and "" not in have)
     waiting -= held
+    waiting -= {span for number in matches.reasons for span in matches.reused.get(number, ())}
     if waiting and pc.any(pc.equal(frames.tables.span_core.column("state"), "open")).as_py():
         ends = frames.span_core["display_end"]
         waiting = {span for span in waiting
