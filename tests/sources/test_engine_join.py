@@ -174,7 +174,9 @@ def test_requests_no_sample_made_are_listed_not_attached(frames: TraceFrames, tm
 def test_a_rid_two_generation_spans_share_goes_to_the_one_its_time_overlaps(
         tmp_path: Path) -> None:
     """A retry sends a rid again: the request goes to the span of the two that holds its
-    time (``test_engine_join_edges.py`` has the request that fits both, or neither)."""
+    time, in its host's clock, known from another of its requests
+    (``test_engine_join_edges.py`` has the request that fits both, or neither, and a host
+    whose clock no other request tells)."""
     samples = make_demo_samples(6, seed=9)
     frames = build_frames(samples)
     requests = requests_for(frames)
@@ -190,11 +192,13 @@ def test_a_rid_two_generation_spans_share_goes_to_the_one_its_time_overlaps(
         [[first.rid if i == other else v for i, v in
           enumerate(ends.table.column("sglang_request_id").to_pylist())]])
     reused = replace(frames, span_end_attrs=type(ends)(table))
+    known = next(r for r in requests[1:] if r.span != other
+                 and r.halves[0].host == first.halves[0].host)
     joined = join_engine(reused, load_engine_traces(
-        store_requests([first], tmp_path, {"engine-a": 0.0})))
+        store_requests([first, known], tmp_path, {"engine-a": 0.0, "engine-b": 0.0})))
     roots = engine_spans(joined)
     roots = roots[roots["name"] == "sglang request"]
-    assert roots["parent_index"].tolist() == [first.span]
+    assert sorted(roots["parent_index"]) == sorted([first.span, known.span])
     assert joined.engine_unmatched.empty
 
 

@@ -26,7 +26,7 @@ from slime_trace_widget.sources.engine.beyond import (
     MISSING_WARNING,
 )
 from slime_trace_widget.sources.engine.join import NO_SPAN, join_engine
-from slime_trace_widget.sources.engine.match import REUSED_RID
+from slime_trace_widget.sources.engine.match import REUSED_RID, UNKNOWN_OFFSET
 from slime_trace_widget.sources.engine.otlp import json_message
 from slime_trace_widget.sources.engine.receiver import GRPC_SERVICE, grpc_peer_address
 from slime_trace_widget.sources.engine.span_schema import PEER_ADDRESS
@@ -71,16 +71,19 @@ def _samples(attempts_by_rid: dict[str, list[tuple[float, float]]]) -> list[dict
 
 
 def test_a_rid_sent_again_attaches_each_request_to_its_attempt() -> None:
-    frames = _generations({"same-rid": [(0, 5), (6, 12)]})
+    frames = _generations({"same-rid": [(0, 5), (6, 12)], "known": [(30, 40)]})
     engine = Engine()
     engine.request("other", T0 + 0.2, T0 + 1, host="hostbbbb")  # no span made it
+    engine.request("known", T0 + 30.5, T0 + 39.5)  # its host's clock: the dump's
     for start, end in ((0.5, 4.5), (6.5, 11.5)):  # the engine's clock is the dump's
         engine.request("same-rid", T0 + start, T0 + end,
                        slices=plain_slices(T0 + start + 0.1, T0 + end))
     engine.request("same-rid", T0 + 20, T0 + 22)  # a third: no attempt holds its time
     joined = join_engine(frames, engine.table())
     roots = _request_spans(joined)
+    roots = roots[roots["attr.gen_ai.request.id"] == "same-rid"]
     generations = frames.span_core[frames.span_core["name"] == "sglang_generate"]
+    generations = generations[generations["sample_row"] == 0]
     assert sorted(zip(roots["parent_index"], roots["attempt"], strict=True)) == sorted(
         zip(generations.index, generations["attempt"], strict=True))
     assert sorted(roots["attempt"]) == [0, 1]
@@ -109,19 +112,43 @@ def test_a_retried_rid_is_placed_in_the_dump_clock_of_its_host() -> None:
 
 def test_a_retried_rid_whose_time_fits_both_attempts_attaches_nowhere() -> None:
     """Two spans of one rid that overlap (two samples given the same rid) and a request
-    inside both: nothing tells which made it, so it is listed, with the reason."""
-    frames = _generations({"same-rid": [(0, 10)], "also": [(1, 9)]})
+    inside both: nothing tells which made it, so it is listed, with the reason (its
+    host's clock known from another request, or not)."""
+    frames = _generations({"same-rid": [(0, 10)], "also": [(1, 9)], "known": [(20, 30)]})
     ends = frames.span_end_attrs
     column = ends.table.column_names.index("sglang_request_id")
     table = ends.table.set_column(column, "sglang_request_id",
-                                  [["same-rid"] * ends.table.num_rows])
+                                  [["same-rid", "same-rid", "known"]])
     frames = replace(frames, span_end_attrs=type(ends)(table))
+    for host, reason in (("hostaaaa", REUSED_RID), ("hostbbbb", UNKNOWN_OFFSET)):
+        engine = Engine()
+        engine.request("known", T0 + 20.5, T0 + 29.5, host="hostaaaa")
+        engine.request("same-rid", T0 + 2, T0 + 8, host=host)
+        joined = join_engine(frames, engine.table())
+        assert _request_spans(joined)["attr.gen_ai.request.id"].tolist() == ["known"]
+        assert joined.engine_unmatched[["rid", "reason"]].values.tolist() == [
+            ["same-rid", reason]]
+
+
+def test_a_retried_rid_on_a_host_of_unknown_clock_is_placed_by_its_order() -> None:
+    """The host's clock is 6 s ahead and it served no other request: its two requests of
+    the rid fit the two attempts in order under one offset alone, so each goes to its
+    own and the skew comes out right. A third request fits them in no single way: then
+    none is placed, rather than placed by an absolute time that may be off."""
+    frames = _generations({"same-rid": [(0, 5), (6, 12)]})
     engine = Engine()
-    engine.request("same-rid", T0 + 2, T0 + 8)
+    for start, end in ((0.5, 4.5), (6.5, 11.5)):  # dump-clock times
+        engine.request("same-rid", T0 + start + 6, T0 + end + 6,
+                       slices=plain_slices(T0 + start + 6.1, T0 + end + 6))
+    joined = join_engine(frames, engine.table())
+    starts = _request_spans(joined).set_index("attempt")["start"]
+    assert sorted(starts.index) == [0, 1] and joined.engine_unmatched.empty
+    assert abs(starts[0] - (T0 + 0.5)) < 0.6 and abs(starts[1] - (T0 + 6.5)) < 0.6
+    assert abs(joined.engine_skew["skew"].iloc[0] + 6.0) < 0.6
+    engine.request("same-rid", T0 + 7, T0 + 8)
     joined = join_engine(frames, engine.table())
     assert _request_spans(joined).empty
-    assert joined.engine_unmatched[["rid", "reason"]].values.tolist() == [
-        ["same-rid", REUSED_RID]]
+    assert joined.engine_unmatched["reason"].tolist() == [UNKNOWN_OFFSET] * 3
 
 
 def test_a_retried_rid_listed_with_its_reason_is_not_missing_too() -> None:

@@ -193,7 +193,8 @@ def test_a_live_view_redraws_the_samples_the_engine_spans_belong_to(exported: Ex
 
 def _same_rid_samples(spans: dict[str, tuple[float, float]]) -> dict[str, dict]:
     """One sample per key, its generation span (start, end seconds from T0) sent with one
-    rid, ``same-rid``: slime sending a generation again with its rid."""
+    rid, ``same-rid`` (slime sending a generation again with its rid), but the sample
+    ``known``'s, sent with rid ``known``."""
     samples = {}
     for index, (key, (start, end)) in enumerate(spans.items()):
         sample = {"index": index, "group_index": index, "status": "completed"}
@@ -201,7 +202,7 @@ def _same_rid_samples(spans: dict[str, tuple[float, float]]) -> dict[str, dict]:
         bind_trace(sample)
         with use_clock(lambda now=now: now[0]), trace_span(sample, "sglang_generate") as span:
             now[0] = T0 + end
-            span.update({"sglang_request_id": "same-rid"})
+            span.update({"sglang_request_id": "known" if key == "known" else "same-rid"})
         samples[key] = sample
     return samples
 
@@ -209,9 +210,11 @@ def _same_rid_samples(spans: dict[str, tuple[float, float]]) -> dict[str, dict]:
 def test_a_reused_rids_request_marks_the_sample_the_join_places_it_in(tmp_path: Path
                                                                      ) -> None:
     """Two samples whose generations carry one rid: a request of it overlapping the
-    second's span marks that sample alone, as the join places it; one overlapping
-    neither (the join leaves it unmatched here) marks both, for the join to decide."""
-    samples = _same_rid_samples({"first": (0.0, 5.0), "second": (6.0, 12.0)})
+    second's span marks that sample alone, as the join places it (its host's clock known
+    from the request of ``known``); one overlapping neither (the join leaves it unmatched
+    here) marks both, for the join to decide."""
+    samples = _same_rid_samples({"first": (0.0, 5.0), "second": (6.0, 12.0),
+                                 "known": (30.0, 40.0)})
     store = SpanStore(tmp_path)
     marks = EngineMarks(tmp_path)
     marks.index([NewRecord(LiveTrace(key, 0, trace_id=sample[SAMPLE_TRACE_KEY]["trace_id"]),
@@ -229,8 +232,11 @@ def test_a_reused_rids_request_marks_the_sample_the_join_places_it_in(tmp_path: 
         store.append(engine.table())  # durable once it returns
         return set(marks.marks(frames_of))
 
+    known = Engine()  # read with the first request only: marks read what is new
+    known.request("known", T0 + 30.5, T0 + 39.5)
+    store.append(known.table())
     try:
-        assert marked(6.5, 11.5) == {"second"}
+        assert marked(6.5, 11.5) == {"second", "known"}
         assert marked(20.0, 22.0) == {"first", "second"}
     finally:
         store.close()

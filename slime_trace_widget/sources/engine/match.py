@@ -23,7 +23,10 @@ span): a request whose whole rid names several spans goes to the one of them tha
 time overlaps, in the dump's clock after its host's skew (:func:`place_reused`, once the
 other requests have estimated the skews: :func:`placed_matches`); one that overlaps none
 or several of them, or loses its span to another request of the rid and role that
-overlaps it more, is left unmatched with :data:`REUSED_RID` as its reason. A KV sender's
+overlaps it more, is left unmatched with :data:`REUSED_RID` as its reason. A host that no
+other request gives a skew has no clock to place by: its requests of the rid (and role)
+are placed only when they fit inside those spans, in order, under one common offset in
+one way alone; else they are left unmatched with :data:`UNKNOWN_OFFSET`. A KV sender's
 trace (role ``KV_SENDER``, see :mod:`.requests`) names no generation span: its ``rid``
 is its bootstrap room, so it takes rule 4 only (the join then draws it under its room's
 prefill half).
@@ -31,9 +34,11 @@ prefill half).
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import combinations
 from typing import Any
 
 from ...frames.model import TraceFrames
@@ -45,6 +50,13 @@ REQUEST_ID_ATTR = "sglang_request_id"
 #: ``engine_unmatched.reason`` of a request whose reused rid could not place it.
 REUSED_RID = ("its rid names several generation spans (a retry) and its time overlaps "
               "none or several of them, or another request of that rid overlaps its span more")
+#: ``engine_unmatched.reason`` of a reused rid's request on a host no other request gives
+#: a skew, whose requests of the rid fit its spans in no single way.
+UNKNOWN_OFFSET = ("its rid names several generation spans (a retry) and its host's clock "
+                  "offset is unknown (no other request of that host was matched): its "
+                  "requests of that rid fit those spans in order in no single way")
+#: The most ways of giving a host's requests of a reused rid to its spans that are tried.
+_MOST_FITS = 10_000
 _AMBIGUOUS = -2
 
 
@@ -109,23 +121,36 @@ def place_reused(matches: Matches, requests: list[Request],
                  span_time: Callable[[int], tuple[float, float]], skew: dict[str, float]
                  ) -> None:
     """Each request of :attr:`Matches.reused` onto the one span of its rid that its time
-    overlaps (engine time + its host's ``skew``, 0 for a host without one; ``span_time``
-    gives a span's start and drawn end), the one overlapping it most where two requests
-    of a role want one span; the others get :data:`REUSED_RID`. Then rule 4 again, for
-    the PD halves of the requests placed."""
-    best: dict[tuple[int, str], tuple[float, int]] = {}
+    overlaps (engine time + its host's ``skew``; ``span_time`` gives a span's start and
+    drawn end), the one overlapping it most where two requests of a role want one span;
+    the others get :data:`REUSED_RID`. A host without a skew places its requests of a rid
+    and role together (:func:`_fitted_in_order`), or none of them (:data:`UNKNOWN_OFFSET`).
+    Then rule 4 again, for the PD halves of the requests placed."""
+    wanted: dict[int, tuple[float, int]] = {}
+    unknown: dict[tuple[str | None, str, str], list[int]] = defaultdict(list)
     for number, spans in matches.reused.items():
         request = requests[number]
-        shift = skew.get(request.host, 0.0)
+        if request.host not in skew:
+            unknown[(request.whole_rid, request.host, request.role)].append(number)
+            continue
+        shift = skew[request.host]
         start, end = request.start_ns / 1e9 + shift, request.end_ns / 1e9 + shift
         overlaps = [(min(end, span_end) - max(start, span_start), span)
                     for span, (span_start, span_end) in ((s, span_time(s)) for s in spans)]
         held = [(overlap, span) for overlap, span in overlaps if overlap > 0]
-        if len(held) != 1:
+        if len(held) == 1:
+            wanted[number] = held[0]
+        else:
             matches.reasons[number] = REUSED_RID
-            continue
-        overlap, span = held[0]
-        key = (span, request.role)
+    for numbers in unknown.values():
+        fitted = _fitted_in_order(numbers, requests, matches.reused[numbers[0]], span_time)
+        if fitted is None:
+            matches.reasons.update((number, UNKNOWN_OFFSET) for number in numbers)
+        else:
+            wanted.update(fitted)
+    best: dict[tuple[int, str], tuple[float, int]] = {}
+    for number, (overlap, span) in wanted.items():
+        key = (span, requests[number].role)
         if key in best:
             loser = number if overlap <= best[key][0] else best[key][1]
             matches.reasons[loser] = REUSED_RID
@@ -135,6 +160,35 @@ def place_reused(matches: Matches, requests: list[Request],
     for (span, _role), (_overlap, number) in best.items():
         matches.owners[number] = span
     _follow_rooms(requests, matches.owners)
+
+
+def _fitted_in_order(numbers: list[int], requests: list[Request], spans: list[int],
+                     span_time: Callable[[int], tuple[float, float]]
+                     ) -> dict[int, tuple[float, int]] | None:
+    """Requests ``numbers`` (one host's, of one rid and role) each onto its own span of
+    ``spans``, in the order of their starts, when exactly one such choice puts every
+    request inside its span under one common offset (the host's unknown skew): each
+    request with its span (and its length, as its overlap). None when no choice or
+    several do, or when there are too many choices to try."""
+    order = sorted(numbers, key=lambda number: (requests[number].start_ns, number))
+    ordered = sorted(spans, key=lambda span: (span_time(span), span))
+    if len(order) > len(ordered) or math.comb(len(ordered), len(order)) > _MOST_FITS:
+        return None
+    fits: list[tuple[int, ...]] = []
+    for chosen in combinations(ordered, len(order)):
+        low, high = -math.inf, math.inf
+        for number, span in zip(order, chosen, strict=True):
+            span_start, span_end = span_time(span)
+            low = max(low, span_start - requests[number].start_ns / 1e9)
+            high = min(high, span_end - requests[number].end_ns / 1e9)
+        if low <= high:
+            fits.append(chosen)
+            if len(fits) > 1:
+                return None
+    if not fits:
+        return None
+    return {number: ((requests[number].end_ns - requests[number].start_ns) / 1e9, span)
+            for number, span in zip(order, fits[0], strict=True)}
 
 
 def _match_by_tail(requests: list[Request], owners: list[int], whole: dict[str, int],
