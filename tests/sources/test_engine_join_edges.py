@@ -394,6 +394,32 @@ def test_a_pd_half_on_a_host_far_off_is_listed_with_its_room(tmp_path: Path) -> 
     assert joined.warnings[BEYOND_WARNING] == 1 and MISSING_WARNING not in joined.warnings
 
 
+def test_a_pd_half_far_off_follows_a_half_its_retried_rid_placed(tmp_path: Path) -> None:
+    """A rid sent twice under PD: each attempt's decode half is placed by its time, and the
+    second attempt's prefill half (its own rid) lies 90 s off, beyond the window. It
+    follows its room to the span its decode half was placed on: listed, not missing."""
+    frames = _generations({"R": [(100, 105), (106, 112)], "known": [(120, 130)]})
+    engine = Engine()
+    engine.request("known", T0 + 121, T0 + 129, role="decode", room=0x99, host="decodehh")
+    engine.request("prefill-k", T0 + 120.5, T0 + 121, role="prefill", room=0x99,
+                   host="prefillh")
+    for attempt, (start, end) in enumerate(((100.5, 104.5), (106.5, 111.5))):
+        room, far = 0x100 + attempt, 90 * attempt
+        engine.request("R", T0 + start + 0.5, T0 + end, role="decode", room=room,
+                       host="decodehh")
+        engine.request(f"prefill-{attempt}", T0 + start - far, T0 + start + 0.4 - far,
+                       role="prefill", room=room, host="farhosth" if attempt else "prefillh")
+    joined = with_engine_traces(frames, _stored(engine, tmp_path / "engine"))
+    roots = _request_spans(joined)
+    assert sorted(zip(roots["name"].astype(str), roots["attempt"], strict=True)) == [
+        ("sglang decode request", 0), ("sglang decode request", 0),
+        ("sglang decode request", 1), ("sglang prefill request", 0),
+        ("sglang prefill request", 0)]
+    assert joined.engine_unmatched[["rid", "reason"]].values.tolist() == [
+        ["prefill-1", BEYOND_WINDOW]]
+    assert joined.warnings[BEYOND_WARNING] == 1 and MISSING_WARNING not in joined.warnings
+
+
 def _read_beyond(calls: list[int]) -> Callable[[], pa.Table]:
     def beyond() -> pa.Table:
         calls.append(1)

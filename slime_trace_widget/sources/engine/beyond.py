@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 
 from ...frames.model import TraceFrames
 from ...schema import w3c_trace_id
-from .match import REQUEST_ID_ATTR, Matches, attr_values, find_owners
+from .match import REQUEST_ID_ATTR, Matches, attr_values, follow_rooms, rid_owners
 from .requests import KV_SENDER, Request, read_requests
 
 #: How far beyond each side of the window requests are looked for, seconds.
@@ -67,28 +67,33 @@ def waiting_spans(frames: TraceFrames, matches: Matches, requests: list[Request]
     return waiting
 
 
-def requests_beyond(frames: TraceFrames, requests: list[Request], waiting: set[int],
-                    beyond: Callable[[], pa.Table]) -> tuple[list[Request], int]:
+def requests_beyond(frames: TraceFrames, requests: list[Request], matches: Matches,
+                    waiting: set[int], beyond: Callable[[], pa.Table]
+                    ) -> tuple[list[Request], int]:
     """The requests of ``beyond()`` (the stored spans beyond the window) that belong to a
     waiting span, or whose rid names several spans of the frames (a retry: which attempt
     is not told without the host's skew); and how many waiting spans found none.
-    ``requests`` are the window's, matched with them: a PD half beyond the window follows
-    its room's half inside it."""
+    ``requests`` are the window's, ``matches`` their spans as the join placed them: a PD
+    half beyond the window follows its room's half inside it, also one a reused rid's
+    placement gave its span."""
     seen = {(request.trace_id, request.span_id) for request in requests}
     related = _related(beyond(), frames, requests, waiting)
     found = [request for request in read_requests(related)
              if request.role != KV_SENDER and (request.trace_id, request.span_id) not in seen]
     if not found:
         return [], len(waiting)
-    owners = find_owners(frames, requests + found)
+    everyone = requests + found
+    by_rid = rid_owners(frames, everyone)
+    owners = matches.owners + by_rid.owners[len(requests):]
+    follow_rooms(everyone, owners)
     listed = []
     served: set[int] = set()
     for number, request in enumerate(found, start=len(requests)):
-        owner = owners.owners[number]
+        owner = owners[number]
         if owner in waiting:
             served.add(owner)
-        elif number in owners.reused:
-            served.update(owners.reused[number])
+        elif number in by_rid.reused:
+            served.update(by_rid.reused[number])
         else:
             continue
         listed.append(request)

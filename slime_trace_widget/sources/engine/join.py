@@ -94,7 +94,7 @@ def join_engine(frames: TraceFrames, engine: pd.DataFrame | pa.Table,
         warnings[SENDERS_DROPPED] += dropped
     waiting = waiting_spans(frames, matches, requests, held)
     far, missing = ([], len(waiting)) if not waiting or beyond is None else \
-        requests_beyond(frames, requests, waiting, beyond)
+        requests_beyond(frames, requests, matches, waiting, beyond)
     left += [(request, BEYOND_WINDOW) for request in far]
     for key, count in ((BEYOND_WARNING, len(far)), (MISSING_WARNING, missing)):
         if count:

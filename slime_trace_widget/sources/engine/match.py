@@ -94,6 +94,13 @@ def placed_matches(frames: TraceFrames, requests: list[Request],
 
 def find_owners(frames: TraceFrames, requests: list[Request]) -> Matches:
     """Rules 1 to 4 (a request with a reused rid stays unmatched until placed)."""
+    matches = rid_owners(frames, requests)
+    follow_rooms(requests, matches.owners)
+    return matches
+
+
+def rid_owners(frames: TraceFrames, requests: list[Request]) -> Matches:
+    """Rules 1 to 3: each request's span by trace context or rid alone."""
     owners = [-1] * len(requests)
     by_context = _context_owners(frames, requests)
     for number, owner in by_context.items():
@@ -111,7 +118,6 @@ def find_owners(frames: TraceFrames, requests: list[Request]) -> Matches:
         elif request.whole_rid in several:
             reused[number] = several[request.whole_rid]
     _match_by_tail(requests, owners, whole, tail, claimed)
-    _follow_rooms(requests, owners)
     named = {span for span in whole.values() if span >= 0}
     named.update(span for spans in several.values() for span in spans)
     return Matches(owners, reused, named=named)
@@ -159,7 +165,7 @@ def place_reused(matches: Matches, requests: list[Request],
         best[key] = (overlap, number)
     for (span, _role), (_overlap, number) in best.items():
         matches.owners[number] = span
-    _follow_rooms(requests, matches.owners)
+    follow_rooms(requests, matches.owners)
 
 
 def _fitted_in_order(numbers: list[int], requests: list[Request], spans: list[int],
@@ -212,7 +218,7 @@ def _match_by_tail(requests: list[Request], owners: list[int], whole: dict[str, 
             owners[numbers[0]] = span
 
 
-def _follow_rooms(requests: list[Request], owners: list[int]) -> None:
+def follow_rooms(requests: list[Request], owners: list[int]) -> None:
     """Rule 4: an unmatched half follows the matched halves of its bootstrap room."""
     by_room: dict[tuple[str, int], set[int]] = defaultdict(set)
     for number, request in enumerate(requests):
