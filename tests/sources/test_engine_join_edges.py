@@ -242,6 +242,30 @@ def test_host_name_tells_machines_apart_and_one_machine_keeps_its_id() -> None:
     assert skew["host"].tolist() == [_CLONED_ID]  # one machine: its skew, as before
 
 
+def test_one_address_is_one_machine_whatever_its_processes_host_names(tmp_path: Path
+                                                                       ) -> None:
+    """The tokenizer and the scheduler of one machine run in containers with host names
+    of their own and send from one address: one host, its plain machine id (the scrape
+    target named after it takes its skew), never a host per process."""
+    rids = [f"r{k}" for k in range(6)]
+    frames = _generations({rid: [(3 * k, 3 * k + 8)] for k, rid in enumerate(rids)})
+    engine = Engine()
+    for k, rid in enumerate(rids):  # the machine's clock is 3 s ahead of the dump's
+        trace = engine.request(rid, T0 + 3 * k + 3.5, T0 + 3 * k + 10.5, host=_CLONED_ID,
+                               slices=plain_slices(T0 + 3 * k + 3.6, T0 + 3 * k + 10.5))
+        for row, (trace_id, name) in enumerate(zip(engine.rows["trace_id"],
+                                                   engine.rows["name"], strict=True)):
+            if trace_id == trace:
+                container = "tokenizer-ctr" if "Tokenizer" in name else "scheduler-ctr"
+                engine.rows["resource"][row] = json.dumps(
+                    {"host.name": container, PEER_ADDRESS: "10.0.0.1"})
+    skew = join_engine(frames, engine.table()).engine_skew
+    assert skew[["host", "machine"]].values.tolist() == [[_CLONED_ID, "10.0.0.1"]]
+    assert abs(skew["skew"].iloc[0] + 3.0) < 0.6
+    shifts = _load_shifts(engine, frames, tmp_path, [_CLONED_ID, f"{_CLONED_ID}@10.0.0.1"])
+    assert all(abs(shift + 3.0) < 0.6 for shift in shifts.values())
+
+
 def _load_shifts(engine: Engine, frames: TraceFrames, folder: Path, targets: list[str]
                  ) -> dict[str, float]:
     """How far the frames' load moves each scrape target: ``engine``'s spans and one

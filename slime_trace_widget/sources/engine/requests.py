@@ -40,7 +40,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .span_schema import END, JSON_COLUMNS, PEER_ADDRESS, SCHEMA, START
+from .machines import machine_hosts
+from .span_schema import END, JSON_COLUMNS, SCHEMA, START
 from .stretches import (
     fold_decode_loops,
     json_value,
@@ -80,8 +81,8 @@ class Piece:
     thread: int                   # the stored thread span it ran on (-1: none)
     error: bool = False
     events: list[dict[str, Any]] = field(default_factory=list)
-    #: The machine ``host`` is on (``host.name``, the sender's address, or both as
-    #: ``name/address``; "" when unknown): see :meth:`_Rows._tell_machines_apart`.
+    #: The machine ``host`` is on (the sender's address, ``name/address`` with its one
+    #: ``host.name``, or a ``host.name`` alone; "" when unknown): see :mod:`.machines`.
     machine: str = ""
 
 
@@ -285,34 +286,24 @@ class _Rows:
     def _tell_machines_apart(self, hosts: dict[int, str]) -> dict[str, str]:
         """A ``host_id`` (SGLang's ``/etc/machine-id``) that thread spans from several
         machines share, as cloned VM images and containers do, becomes one host per
-        machine, ``<host_id>@<machine>``: the machine is the resource's ``host.name``
-        and the address the receiver got the export from (:data:`PEER_ADDRESS`), those
-        it has (:func:`_machine`). A machine's engines keep sharing one host; a host_id
-        seen from one machine only, and a thread span whose resource names no machine
-        (stored before the receiver kept addresses), keep the host_id as it is. Returns
-        each host's machine where its spans name one (a host_id kept plain too, so that a
-        scrape target named ``<host_id>@<machine>`` finds it: ``frames.engine_load``)."""
+        machine, ``<host_id>@<machine>`` (:func:`.machines.machine_hosts`: a machine is
+        the address the receiver got the export from, or a span's ``host.name`` where it
+        has none). Changes ``hosts`` in place; returns each host's
+        machine where its spans name one (a host_id kept plain too, so that a scrape
+        target named ``<host_id>@<machine>`` finds it: ``frames.engine_load``)."""
         named = [t for t in hosts if _host(self.attrs(t))]
         if not named:
             return {}
         texts = self.table["resource"].take(pa.array(named, type=pa.int64())).to_pylist()
-        machine_of_text: dict[str | None, str] = {}
-        machines: dict[int, str] = {}
-        seen: dict[str, set[str]] = {}
-        for t, text in zip(named, texts, strict=True):
-            if text not in machine_of_text:
-                machine_of_text[text] = _machine(json_value(text, dict))
-            machines[t] = machine_of_text[text]
-            if machines[t]:
-                seen.setdefault(hosts[t], set()).add(machines[t])
-        for t in named:
-            if machines[t] and len(seen[hosts[t]]) > 1:
-                hosts[t] = f"{hosts[t]}@{machines[t]}"
-        of_host: dict[str, set[str]] = {}
-        for t in named:
-            if machines[t]:
-                of_host.setdefault(hosts[t], set()).add(machines[t])
-        return {host: found.pop() for host, found in of_host.items() if len(found) == 1}
+        parsed: dict[str | None, dict[str, Any]] = {}
+        for text in texts:
+            if text not in parsed:
+                parsed[text] = json_value(text, dict)
+        renamed, machines = machine_hosts({t: hosts[t] for t in named},
+                                          {t: parsed[text] for t, text in zip(named, texts,
+                                                                             strict=True)})
+        hosts.update(renamed)
+        return machines
 
     def _adopt(self, orphans: np.ndarray, owner: np.ndarray, hosts: dict[int, str]) -> None:
         """Thread spans with no request root above them (older SGLang hung some under the
@@ -567,13 +558,6 @@ def _thread_label(attrs: dict, name: str) -> str:
 def _host(attrs: dict) -> str:
     host = _text(attrs.get("host_id"))
     return host if host else ""
-
-
-def _machine(resource: dict) -> str:
-    """What a stored resource says of the machine that sent it: its ``host.name`` and the
-    sender's address the receiver added, those it has, joined by ``/`` ("" for none)."""
-    return "/".join(part for part in (_text(resource.get("host.name")),
-                                      _text(resource.get(PEER_ADDRESS))) if part)
 
 
 def _resource_host(rows: _Rows, i: int) -> str:

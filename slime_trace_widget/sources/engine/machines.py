@@ -1,0 +1,63 @@
+"""Which machine each engine thread span came from, where SGLang's ``host_id`` is shared.
+
+SGLang's ``host_id`` is the machine's ``/etc/machine-id``, which machines cloned from
+one image share. The receiver adds the address each export came from to the stored
+resource (:data:`.span_schema.PEER_ADDRESS`); some deployments set ``host.name`` too.
+A machine is told by its **address**: one machine's processes all send from it, even
+where each (a tokenizer container, a scheduler container) carries a ``host.name`` of its
+own, so a ``host_id`` from one address is never split. ``host.name`` tells a machine
+only where a span has no address (stored before the receiver kept addresses, or sent
+without one): it is then the machine of the one address that ``host.name`` was seen
+from with that ``host_id``, else a machine of its own. A ``host_id`` seen from several
+machines is a clone: each of its machines becomes a host ``<host_id>@<machine>``.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from .span_schema import PEER_ADDRESS
+
+
+def machine_hosts(host_ids: dict[int, str], resources: dict[int, dict[str, Any]]
+                  ) -> tuple[dict[int, str], dict[str, str]]:
+    """Each thread span's host (``host_ids``: its ``host_id``; ``resources``: its stored
+    resource) and each host's machine where its spans name one. A host_id that several
+    machines sent becomes ``<host_id>@<machine>`` on each; one that a single machine
+    sent keeps its plain name, with that machine as its machine. A machine reads as its
+    address, ``<host.name>/<address>`` where its spans of that host_id carry one
+    ``host.name`` alone, or the ``host.name`` of a span without an address."""
+    places = {t: (_text(resources[t].get("host.name")), _text(resources[t].get(PEER_ADDRESS)))
+              for t in host_ids}
+    addresses_of_name: dict[tuple[str, str], set[str]] = defaultdict(set)
+    names_at: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for t, (name, address) in places.items():
+        if name and address:
+            addresses_of_name[(host_ids[t], name)].add(address)
+            names_at[(host_ids[t], address)].add(name)
+    machine_of: dict[int, str] = {}
+    for t, (name, address) in places.items():
+        host_id = host_ids[t]
+        if not address and name and len(addresses_of_name[(host_id, name)]) == 1:
+            address = next(iter(addresses_of_name[(host_id, name)]))
+        if address:
+            names = names_at[(host_id, address)]
+            machine_of[t] = f"{next(iter(names))}/{address}" if len(names) == 1 else address
+        elif name:
+            machine_of[t] = name
+    machines_of_id: dict[str, set[str]] = defaultdict(set)
+    for t, machine in machine_of.items():
+        machines_of_id[host_ids[t]].add(machine)
+    hosts = {t: f"{host_id}@{machine_of[t]}"
+             if t in machine_of and len(machines_of_id[host_id]) > 1 else host_id
+             for t, host_id in host_ids.items()}
+    found: dict[str, set[str]] = defaultdict(set)
+    for t, machine in machine_of.items():
+        found[hosts[t]].add(machine)
+    return hosts, {host: next(iter(seen)) for host, seen in found.items() if len(seen) == 1}
+
+
+def _text(value: Any) -> str | None:
+    return str(value) if isinstance(value, (str, int)) and not isinstance(value, bool) \
+        and str(value) else None
