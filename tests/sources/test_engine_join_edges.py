@@ -444,6 +444,24 @@ def test_a_pd_half_far_off_follows_a_half_its_retried_rid_placed(tmp_path: Path)
     assert joined.warnings[BEYOND_WARNING] == 1 and MISSING_WARNING not in joined.warnings
 
 
+def test_a_clones_request_beyond_the_window_is_named_as_its_clone(tmp_path: Path) -> None:
+    """Both clones served requests in the window (hosts ``<host_id>@<address>``); the one
+    request read beyond it, from the second clone alone, is listed under that clone's
+    host too, as ``engine_skew`` names it."""
+    frames = _generations({"a": [(0, 8)], "b": [(3, 11)], "far": [(6, 14)]})
+    engine = Engine()
+    for rid, start, address in (("a", 0.5, "10.0.0.1"), ("b", 3.5, "10.0.0.2"),
+                                ("far", 156.5, "10.0.0.2")):
+        trace = engine.request(rid, T0 + start, T0 + start + 7, host=_CLONED_ID,
+                               slices=plain_slices(T0 + start + 0.1, T0 + start + 7))
+        _on_machine(engine, trace, {PEER_ADDRESS: address})
+    joined = with_engine_traces(frames, _stored(engine, tmp_path / "engine"))
+    assert sorted(joined.engine_skew["host"]) == [f"{_CLONED_ID}@10.0.0.1",
+                                                  f"{_CLONED_ID}@10.0.0.2"]
+    assert joined.engine_unmatched[["rid", "host", "reason"]].values.tolist() == [
+        ["far", f"{_CLONED_ID}@10.0.0.2", BEYOND_WINDOW]]
+
+
 def _read_beyond(calls: list[int]) -> Callable[[], pa.Table]:
     def beyond() -> pa.Table:
         calls.append(1)

@@ -19,6 +19,7 @@ read a run's traces for each rollout. Spans still waiting after that are counted
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -78,8 +79,9 @@ def requests_beyond(frames: TraceFrames, requests: list[Request], matches: Match
     placement gave its span."""
     seen = {(request.trace_id, request.span_id) for request in requests}
     related = _related(beyond(), frames, requests, waiting)
-    found = [request for request in read_requests(related)
-             if request.role != KV_SENDER and (request.trace_id, request.span_id) not in seen]
+    found = _named_as_window([request for request in read_requests(related)
+                              if request.role != KV_SENDER
+                              and (request.trace_id, request.span_id) not in seen], requests)
     if not found:
         return [], len(waiting)
     everyone = requests + found
@@ -98,6 +100,28 @@ def requests_beyond(frames: TraceFrames, requests: list[Request], matches: Match
             continue
         listed.append(request)
     return listed, len(waiting - served)
+
+
+def _named_as_window(found: list[Request], requests: list[Request]) -> list[Request]:
+    """``found`` with their hosts named as the window's: a ``host_id`` that the window's
+    requests split by machine (``<host_id>@<machine>``, :mod:`.machines`) is split on
+    theirs too, though they alone may have come from one machine."""
+    split = {piece.host.removesuffix(f"@{piece.machine}") for request in requests
+             for piece in request.pieces
+             if piece.machine and piece.host.endswith(f"@{piece.machine}")}
+    if not split:
+        return found
+
+    def named(host: str, machine: str) -> str:
+        return f"{host}@{machine}" if host in split and machine else host
+
+    out = []
+    for request in found:
+        machine_of = {piece.host: piece.machine for piece in request.pieces}
+        out.append(replace(request, host=named(request.host, machine_of.get(request.host, "")),
+                           pieces=[replace(piece, host=named(piece.host, piece.machine))
+                                   for piece in request.pieces]))
+    return out
 
 
 def _related(table: pa.Table, frames: TraceFrames, requests: list[Request],
