@@ -1,6 +1,7 @@
-"""Fixtures shared by the tracing tests: debug-level log capture and the fault
-suite's check that no span is left active in the test's context; and the fault
-suite's tally put after every other test."""
+"""Fixtures shared by the tracing tests: debug-level log capture, the fault
+suite's check that no span is left active in the test's context, the live stream's
+OTLP sink and a check that no stream outlives its test; and the fault suite's tally
+put after every other test."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from collections.abc import Iterator
 import pytest
 
 from slime_trace_widget import tracing
+from slime_trace_widget.tracing import live
+from tests.support.live_sink import Sink, SinkServer
 from tests.support.traced_samples import LOGGER
 
 #: The fault suite's tally reads what the other fault tests counted.
@@ -39,3 +42,23 @@ def isolated_context() -> Iterator[None]:
     leaked = tracing._ACTIVE.get()
     tracing._ACTIVE.set(None)
     assert leaked is None
+
+
+@pytest.fixture
+def sink() -> Iterator[Sink]:
+    """An OTLP/HTTP sink served for the test, stopped after it."""
+    server = SinkServer()
+    yield server.sink
+    server.stop()
+
+
+@pytest.fixture
+def no_stream_left(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Each test starts without a live stream and leaves none running."""
+    monkeypatch.delenv(live.ENV_VAR, raising=False)
+    assert live.current_stream() is None
+    yield
+    stream = live.current_stream()
+    if stream is not None:
+        stream.close(timeout=1.0)
+    live.set_rollout(None)

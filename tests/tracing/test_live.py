@@ -10,7 +10,6 @@ import socket
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator
 
 import pytest
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
@@ -26,26 +25,9 @@ from slime_trace_widget.tracing import (
 )
 from slime_trace_widget.tracing.live import sender as live_sender
 from slime_trace_widget.tracing.live.otlp import SCOPE_NAME, Encoder
-from tests.support.live_sink import SinkServer, attributes
+from tests.support.live_sink import attributes
 
-
-@pytest.fixture
-def sink() -> Iterator:
-    server = SinkServer()
-    yield server.sink
-    server.stop()
-
-
-@pytest.fixture(autouse=True)
-def no_stream_left(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Each test starts without a stream and leaves none running."""
-    monkeypatch.delenv(live.ENV_VAR, raising=False)
-    assert live.current_stream() is None
-    yield
-    stream = live.current_stream()
-    if stream is not None:
-        stream.close(timeout=1.0)
-    live.set_rollout(None)
+pytestmark = pytest.mark.usefixtures("no_stream_left")
 
 
 def carrier_records(samples: list) -> list[dict]:

@@ -9,17 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.live_sink import SinkServer, attributes
+from tests.support.live_sink import attributes
 
 ROOT = Path(__file__).resolve().parents[2]
 HOOK = "slime_trace_widget.tracing.live.install"
-
-
-@pytest.fixture
-def sink() -> Iterator:
-    server = SinkServer()
-    yield server.sink
-    server.stop()
 
 
 @pytest.fixture

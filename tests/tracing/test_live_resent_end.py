@@ -4,31 +4,12 @@ OTLP sink in the test process; with no stream the carrier alone changes."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from slime_trace_widget.schema import LIVE_END_RESENT
 from slime_trace_widget.tracing import live, trace_span
-from tests.support.live_sink import SinkServer
 
-
-@pytest.fixture
-def sink() -> Iterator:
-    server = SinkServer()
-    yield server.sink
-    server.stop()
-
-
-@pytest.fixture(autouse=True)
-def no_stream_left(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.delenv(live.ENV_VAR, raising=False)
-    assert live.current_stream() is None
-    yield
-    stream = live.current_stream()
-    if stream is not None:
-        stream.close(timeout=1.0)
-    live.set_rollout(None)
+pytestmark = pytest.mark.usefixtures("no_stream_left")
 
 
 def ends(sample: dict) -> list[dict]:

@@ -21,7 +21,6 @@ from pathlib import Path
 import pytest
 
 from slime_trace_widget.tracing import live
-from tests.support.live_sink import SinkServer
 
 RECORDING_MODULE = '''
 from dataclasses import dataclass, field
@@ -97,13 +96,6 @@ def fake_slime(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path
     live.set_rollout(None)
     for name in [name for name in sys.modules if name == "slime" or name.startswith("slime.")]:
         del sys.modules[name]
-
-
-@pytest.fixture
-def sink() -> Iterator:
-    server = SinkServer()
-    yield server.sink
-    server.stop()
 
 
 def test_every_record_slime_writes_is_streamed(fake_slime: Path, sink) -> None:
