@@ -11,7 +11,7 @@ import { decodePayload, F_ENGINE } from "../../src/data/decode.js";
 import { enginePhases, PRIORITY, RETRACT_EVENT } from "../../src/data/engine.js";
 import { KV_SENDER_SPAN } from "../../src/data/engine_lanes.js";
 import { legendInfo } from "../../src/panels/legend.js";
-import { engineTree } from "../helpers/engine_spans.js";
+import { engineTree, RETRACTED_REQUEST } from "../helpers/engine_spans.js";
 import { makePayload } from "../helpers/make_payload.js";
 import PYTHON from "../fixtures/engine_phases.json" with { type: "json" };
 
@@ -174,15 +174,7 @@ test("where own times overlap, the first of prefill, decode, queue, pd, other co
 });
 
 test("a retraction's unsliced wait is queue, the re-run nested in decode_forward its own", () => {
-  const spans = engineTree(`
-    sglang_generate          0    10
-      sglang request         1    9    lane 1
-        prefill_forward      2.1  3.1  lane 2
-        decode_forward       3.1  9    lane 2
-          prefill_waiting    5.2  5.5  lane 3
-          prefill_forward    5.5  6    lane 3
-          decode_forward     6.2  9    lane 3
-  `);
+  const spans = engineTree(RETRACTED_REQUEST);
   const events = [
     { sample: 0, ts: 5, name: "retract", lane: 2, parent: 3 },
     // on the request span (no slice held it), and on a slice with no later child: no wait

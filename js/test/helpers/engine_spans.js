@@ -36,3 +36,17 @@ export function engineTree(outline) {
   }
   return spans;
 }
+
+/**
+ * A request retracted in its decode_forward (lane 2, span 3): a retract event at 5 s
+ * there is followed by the re-run's wait, prefill and decode nested under it (lane 3).
+ */
+export const RETRACTED_REQUEST = `
+    sglang_generate          0    10
+      sglang request         1    9    lane 1
+        prefill_forward      2.1  3.1  lane 2
+        decode_forward       3.1  9    lane 2
+          prefill_waiting    5.2  5.5  lane 3
+          prefill_forward    5.5  6    lane 3
+          decode_forward     6.2  9    lane 3
+`;

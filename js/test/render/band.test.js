@@ -23,7 +23,7 @@ import { enginePhases } from "../../src/data/engine.js";
 import { samplePieces } from "../../src/data/engine_partition.js";
 import { BandPainter } from "../../src/render/band.js";
 import { RunBuffer } from "../../src/render/lod.js";
-import { engineTree } from "../helpers/engine_spans.js";
+import { engineTree, RETRACTED_REQUEST } from "../helpers/engine_spans.js";
 import { makePayload } from "../helpers/make_payload.js";
 import PYTHON from "../fixtures/engine_phases.json" with { type: "json" };
 
@@ -268,15 +268,7 @@ test("samples joined by Python: the band draws engine_breakdown's seconds per ph
 });
 
 test("a retraction: the wait and the re-run nested in decode_forward show as the panel counts them", () => {
-  const spans = engineTree(`
-    sglang_generate          0    10
-      sglang request         1    9    lane 1
-        prefill_forward      2.1  3.1  lane 2
-        decode_forward       3.1  9    lane 2
-          prefill_waiting    5.2  5.5  lane 3
-          prefill_forward    5.5  6    lane 3
-          decode_forward     6.2  9    lane 3
-  `);
+  const spans = engineTree(RETRACTED_REQUEST);
   const phases = { queue: ["prefill_waiting"], prefill: ["prefill_forward"], decode: ["decode_forward"], pd: [] };
   const events = [{ sample: 0, ts: 5, name: "retract", lane: 2, parent: 3 }];
   const d = decodePayload(makePayload({ samples: [{}], spans, events, meta: { engine_phases: phases } }).payload);
