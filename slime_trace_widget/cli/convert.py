@@ -90,9 +90,11 @@ def send_dataset(args: argparse.Namespace) -> None:
     except OSError as exc:  # the ledger or a journal unwritable
         raise CliError(f"{exc.filename or args.out}: {exc.strerror or exc}") from exc
     spans = sum(report.spans for report in reports)
+    rejected = sum(report.rejected_spans for report in reports)
     unanswered = sum(report.unanswered_spans for report in reports)
     print(f"sent {len(reports)} dump(s), {spans} spans, to {args.otlp}"
           + ("" if reports else " (every dump was sent before)")
+          + (f", {rejected} rejected by the receiver" if rejected else "")
           + unanswered_note(unanswered))
 
 

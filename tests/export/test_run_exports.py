@@ -221,3 +221,14 @@ def test_a_damaged_journal_is_one_line_naming_it(dataset: Path, root: Path, scri
     error = capsys.readouterr().err
     assert str(journal) in error and error.count("\n") == 1
     assert len(scripted.bodies) == 1
+
+
+def test_spans_the_receiver_rejected_are_reported(dataset: Path, root: Path, scripted,
+                                                  capsys) -> None:
+    """A receiver's OTLP partial success: the spans it took but rejected as invalid are
+    in ``convert --otlp``'s line, not hidden in the count of spans sent."""
+    scripted.script = [200, ("partial", 30)]
+    assert convert_again(dataset, root, "--otlp", url_of(scripted)) == 0
+    out = capsys.readouterr().out
+    assert f"{expected_spans(dataset)} spans" in out
+    assert ", 30 rejected by the receiver" in out

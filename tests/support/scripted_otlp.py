@@ -11,14 +11,18 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
 
 
 class _Scripted(http.server.BaseHTTPRequestHandler):
     """Answers requests with the server's script (one answer per request, then 200):
-    a status, ``"hang up"`` to close without a reply, or ``"kill sender"`` to take the
+    a status, ``"hang up"`` to close without a reply, ``"kill sender"`` to take the
     request and kill the process ``server.sender`` (a pid) before any reply, as a
-    ``kill -9`` or a power cut would while the request was out."""
+    ``kill -9`` or a power cut would while the request was out, or ``("partial", N)``
+    to take it with an OTLP partial success rejecting N spans."""
 
     def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers["Content-Length"]))
@@ -34,12 +38,16 @@ class _Scripted(http.server.BaseHTTPRequestHandler):
             self.close_connection = True
             self.connection.close()
             return
+        payload = b"bad spans" if answer == 400 else b""
+        if isinstance(answer, tuple):
+            response = ExportTraceServiceResponse()
+            response.partial_success.rejected_spans = answer[1]
+            payload, answer = response.SerializeToString(), 200
         if answer == 200:
             server.bodies.append(body)
         self.send_response(answer)
         if answer in (429, 503):
             self.send_header("Retry-After", "0")
-        payload = b"bad spans" if answer == 400 else b""
         self.send_header("Content-Length", str(len(payload)))
         self.end_headers()
         self.wfile.write(payload)
