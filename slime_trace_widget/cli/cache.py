@@ -92,7 +92,12 @@ class PageCache:
 
 
 def _has_meta(header: dict) -> bool:
-    """Whether a data block's header holds the payload's meta the page is written from."""
+    """Whether a data block's header holds the payload's meta the page is written from:
+    a title, and load warnings absent or counts by kind (``view`` prints them)."""
     payload = header.get("payload")
-    return isinstance(payload, dict) and isinstance(payload.get("meta"), dict) and \
-        isinstance(payload["meta"].get("title"), str)
+    meta = payload.get("meta") if isinstance(payload, dict) else None
+    if not isinstance(meta, dict) or not isinstance(meta.get("title"), str):
+        return False
+    warnings = meta.get("warnings", {})
+    return isinstance(warnings, dict) and all(
+        isinstance(kind, str) and type(count) is int for kind, count in warnings.items())

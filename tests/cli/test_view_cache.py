@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import shutil
 import struct
 import tracemalloc
@@ -138,3 +139,24 @@ def test_a_cache_cut_short_is_rebuilt_not_served(tmp_path: Path, capsys) -> None
         assert "built" in capsys.readouterr().out
         blocks = read_cache(cache)
         assert gzip.decompress(blocks.data) and gzip.decompress(blocks.details)
+
+
+@pytest.mark.parametrize("warnings", [["x"], {"skipped": "many"}, {"skipped": True}, "x"],
+                         ids=["a-list", "a-count-text", "a-count-bool", "a-string"])
+def test_a_cache_whose_warnings_are_not_counts_is_rebuilt(tmp_path: Path, warnings,
+                                                          capsys) -> None:
+    """A cache that fits its dump (source, title) but whose ``meta.warnings`` is not
+    counts by kind: rebuilt, not a traceback where ``view`` prints the warnings."""
+    dump = tmp_path / "rollout_0.pt"
+    shutil.copy(FIXTURES / "small.pt", dump)
+    settle(dump)
+    assert main([str(dump), "--no-serve"]) == 0
+    cache = tmp_path / f"rollout_0{CACHE_SUFFIX}"
+    header = read_cache(cache).header()
+    header["payload"]["meta"]["warnings"] = warnings
+    cache.write_bytes(Blocks(data_block(json.dumps(header).encode()), b"").to_bytes())
+    newer = dump.stat().st_mtime_ns + 10**9  # than the dump, as a cache that fits is
+    os.utime(cache, ns=(newer, newer))
+    capsys.readouterr()
+    assert main([str(dump), "--no-serve"]) == 0
+    assert "built" in capsys.readouterr().out
