@@ -160,3 +160,25 @@ def test_a_cache_whose_warnings_are_not_counts_is_rebuilt(tmp_path: Path, warnin
     capsys.readouterr()
     assert main([str(dump), "--no-serve"]) == 0
     assert "built" in capsys.readouterr().out
+
+
+def test_a_cache_damaged_past_its_header_is_rebuilt_not_served(tmp_path: Path,
+                                                               capsys) -> None:
+    """A byte flipped deep in the data block (its header, lengths and source intact):
+    the blocks do not match their CRC, so the page is rebuilt, not written from them."""
+    dump = tmp_path / "rollout_0.pt"
+    shutil.copy(FIXTURES / "small.pt", dump)
+    settle(dump)
+    assert main([str(dump), "--no-serve"]) == 0
+    cache = tmp_path / f"rollout_0{CACHE_SUFFIX}"
+    raw = bytearray(cache.read_bytes())
+    raw[len(raw) - len(read_cache(cache).details) - 200] ^= 0xFF  # in the data block
+    cache.write_bytes(bytes(raw))
+    newer = dump.stat().st_mtime_ns + 10**9
+    os.utime(cache, ns=(newer, newer))
+    assert PageCache(cache).source()["inputs"]  # the header still fits
+    capsys.readouterr()
+    assert main([str(dump), "--no-serve"]) == 0
+    assert "built" in capsys.readouterr().out
+    blocks = read_cache(cache)
+    assert gzip.decompress(blocks.data) and gzip.decompress(blocks.details)

@@ -31,11 +31,13 @@ from pathlib import Path
 from typing import Any
 
 MAGIC = b"STW1"
-#: A cache file: ``CACHE_MAGIC | u32 data length | u32 details length | data | details``,
-#: so that a file cut short (or grown) is told by its size. ("STWC", with only the data
-#: length, was the layout before: such a file is not a cache to this copy, and rebuilt.)
-CACHE_MAGIC = b"STC2"
-_CACHE_HEAD = struct.Struct("<4sII")
+#: A cache file: ``CACHE_MAGIC | u32 data length | u32 details length | u32 CRC-32 of
+#: data then details | data | details``, so that a file cut short (or grown) is told by
+#: its size, and one damaged in place by its CRC when its blocks are read. ("STWC", with
+#: only the data length, and "STC2", without the CRC, were the layouts before: such a
+#: file is not a cache to this copy, and rebuilt.)
+CACHE_MAGIC = b"STC3"
+_CACHE_HEAD = struct.Struct("<4sIII")
 #: The layout of the blocks this copy writes (the payload contract's version, the
 #: details' tables): raised with any change to either, so that the CLI rebuilds a
 #: cache of another layout instead of serving it to a page that cannot read it.
@@ -62,16 +64,19 @@ class Blocks:
 
     def to_bytes(self) -> bytes:
         """One file's worth (the CLI cache): both blocks behind a small container header."""
-        return _CACHE_HEAD.pack(CACHE_MAGIC, len(self.data), len(self.details)) + \
-            self.data + self.details
+        return _CACHE_HEAD.pack(CACHE_MAGIC, len(self.data), len(self.details),
+                                _crc(self.data, self.details)) + self.data + self.details
 
     @classmethod
     def from_bytes(cls, raw: bytes) -> Blocks:
         """The blocks of a cache file's bytes; ValueError when they are not a whole cache
-        file (another file, or one cut short)."""
+        file (another file, one cut short, or one whose bytes changed since written)."""
         data, details = _block_lengths(raw[:_CACHE_HEAD.size], len(raw))
         start = _CACHE_HEAD.size
-        return cls(raw[start:start + data], raw[start + data:start + data + details])
+        blocks = cls(raw[start:start + data], raw[start + data:start + data + details])
+        if _crc(blocks.data, blocks.details) != _CACHE_HEAD.unpack_from(raw)[3]:
+            raise ValueError("a damaged cache file (its blocks do not match their CRC)")
+        return blocks
 
     def header(self) -> dict[str, Any]:
         """The data block's header, inflating only its first bytes (ValueError when it
@@ -85,11 +90,16 @@ def _block_lengths(start: bytes, size: int) -> tuple[int, int]:
     long as its blocks say (cut short while written or copied)."""
     if len(start) < _CACHE_HEAD.size or start[:4] != CACHE_MAGIC:
         raise ValueError("not a slime-trace-widget cache file")
-    _, data, details = _CACHE_HEAD.unpack(start)
+    _, data, details, _ = _CACHE_HEAD.unpack(start)
     if size != _CACHE_HEAD.size + data + details:
         raise ValueError(f"a cache file of {size} bytes whose blocks need "
                          f"{_CACHE_HEAD.size + data + details}")
     return data, details
+
+
+def _crc(data: bytes, details: bytes) -> int:
+    """The CRC-32 of both blocks, one after the other."""
+    return zlib.crc32(details, zlib.crc32(data))
 
 
 def _header_of(data_block: Any) -> dict[str, Any]:
