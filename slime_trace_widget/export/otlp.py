@@ -93,10 +93,11 @@ def to_otlp(frames: TraceFrames, endpoint: str, *, protocol: str = "http/protobu
     With a ``journal`` (:class:`~.otlp_journal.SpanJournal`, one per frames and
     endpoint), an export that stopped resumes: spans whose request was taken before
     are not sent, nor are those of a request that may have arrived (no reply, or a
-    process stopped while it was out: counted in ``unanswered_spans``); each request is
-    recorded there before it goes out and when it is answered. Span ids are fixed by
-    the frames, so the batch options may differ from one run to the next. The report
-    counts what this call sent.
+    process stopped while it was out: counted in ``unanswered_spans``); each try of a
+    request is recorded there before it goes out and when it is answered. The journal
+    is locked for the call (ValueError naming it when another export holds it) and
+    may serve later calls. Span ids are fixed by the frames, so the batch options may
+    differ from one run to the next. The report counts what this call sent.
     """
     try:
         from .otlp_spans import (
@@ -114,10 +115,13 @@ def to_otlp(frames: TraceFrames, endpoint: str, *, protocol: str = "http/protobu
     sender = sender_for(endpoint, protocol, headers, timeout or DEFAULT_TIMEOUT_SECONDS,
                         compression)
     started = time.monotonic()
-    known = 0 if journal is None else len(journal.confirmed) + len(journal.uncertain)
-    bar = _progress_bar(max(exported_span_count(frames) - known, 0), progress)
+    bar = None
     retry_for = RETRY_SECONDS if retry_seconds is None else retry_seconds
     try:
+        if journal is not None:
+            journal.begin()  # locked, and read again, for this export
+        known = 0 if journal is None else len(journal.confirmed) + len(journal.uncertain)
+        bar = _progress_bar(max(exported_span_count(frames) - known, 0), progress)
         for batch in otlp_batches(frames, service_name=service_name or DEFAULT_SERVICE,
                                   batch_spans=batch_spans or DEFAULT_BATCH_SPANS,
                                   batch_bytes=batch_bytes or DEFAULT_BATCH_BYTES,
@@ -166,12 +170,13 @@ def _send_in_pieces(sender: Any, batch: Any, report: OtlpReport, retry_seconds: 
     waiting = [batch]
     while waiting:
         piece = waiting.pop()
-        if journal is not None:
-            journal.sending(span_ids(piece))
+        ids = span_ids(piece)
         try:
             reply, retries = send_with_retries(
                 lambda request=piece.request: sender.send(request), report.endpoint,
-                retry_seconds=retry_seconds, confirmed=report.spans)
+                retry_seconds=retry_seconds, confirmed=report.spans,
+                attempting=None if journal is None else lambda ids=ids: journal.sending(ids),
+                retrying=None if journal is None else journal.not_taken)
         except RequestUnanswered:
             raise  # it may have arrived: its journal record says so
         except RequestTooLarge as exc:

@@ -223,15 +223,22 @@ class GrpcSender:
 def send_with_retries(send: Callable[[], Reply], endpoint: str, *,
                       retry_seconds: float = RETRY_SECONDS, confirmed: int = 0,
                       sleep: Callable[[float], None] = time.sleep,
-                      clock: Callable[[], float] = time.monotonic) -> tuple[Reply, int]:
+                      clock: Callable[[], float] = time.monotonic,
+                      attempting: Callable[[], None] | None = None,
+                      retrying: Callable[[], None] | None = None) -> tuple[Reply, int]:
     """``send()`` until it is taken; the reply and the number of retries. Waits double
     from :data:`FIRST_BACKOFF_SECONDS` (with jitter, or the receiver's ``Retry-After``)
-    for up to ``retry_seconds``; ``confirmed`` (spans taken before) goes in the error."""
+    for up to ``retry_seconds``; ``confirmed`` (spans taken before) goes in the error.
+    ``attempting()`` is called before each try, ``retrying()`` after each refusal that
+    is tried again, before the wait (a journal's records of each try: a process
+    stopped during the wait then knows the request was not taken)."""
     started = clock()
     retries = 0
     wait = FIRST_BACKOFF_SECONDS
     while True:
         try:
+            if attempting is not None:
+                attempting()
             return send(), retries
         except _Retry as exc:
             if exc.unreached and not confirmed:
@@ -243,6 +250,8 @@ def send_with_retries(send: Callable[[], Reply], endpoint: str, *,
                     f"{endpoint}: {exc} (gave up after {retries + 1} tries in "
                     f"{clock() - started:.0f} s; {confirmed} span(s) confirmed before)"
                 ) from None
+            if retrying is not None:
+                retrying()
             sleep(pause)
             retries += 1
             wait = min(wait * 2, MAX_BACKOFF_SECONDS)

@@ -85,7 +85,8 @@ def send_new_dumps(root: str | Path, endpoint: str, **options: Any) -> list[Any]
         journal = journals / _journal_name(key)
         frames = read_dump(root, entry)
         if frames is not None:
-            reports.append(to_otlp(frames, endpoint, journal=SpanJournal(journal),
+            reports.append(to_otlp(frames, endpoint,
+                                   journal=SpanJournal(journal, f"{target}\n{key}"),
                                    **options))
         ledger.add(target, [key])
         journal.unlink(missing_ok=True)

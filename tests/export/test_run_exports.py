@@ -7,13 +7,18 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
+import zlib
 from pathlib import Path
 
 import pytest
 
 from slime_trace_widget.cli import main
+from slime_trace_widget.export.otlp import to_otlp
+from slime_trace_widget.export.otlp_journal import SpanJournal
 from slime_trace_widget.export.otlp_spans import exported_span_count, otlp_batches
 from slime_trace_widget.export.otlp_transport import OtlpExportError
 from slime_trace_widget.export.run_exports import JOURNALS, LEDGER, send_new_dumps
@@ -28,6 +33,9 @@ from tests.support.sglang_driver import default_rids, write_dump
 REPO = Path(__file__).parents[2]
 #: Generous: a Python process starts and sends a few requests well within it.
 WAIT_SECONDS = 300
+#: A journal's ``T`` and ``N`` records, as they end the file after an answer.
+_TAKEN_OR_NOT = {kind: kind.encode() + zlib.crc32(kind.encode()).to_bytes(4, "little")
+                 for kind in "TN"}
 
 
 @pytest.fixture(scope="module")
@@ -232,3 +240,46 @@ def test_spans_the_receiver_rejected_are_reported(dataset: Path, root: Path, scr
     out = capsys.readouterr().out
     assert f"{expected_spans(dataset)} spans" in out
     assert ", 30 rejected by the receiver" in out
+
+
+def test_a_sender_stopped_while_it_waits_to_retry_sends_that_request_next_run(
+        dataset: Path, root: Path, scripted) -> None:
+    """Ctrl-C while the export waits to try again a request the receiver answered 503:
+    that request was not taken (the journal says so before the wait), so the next run
+    sends its spans, none counted as may-have-arrived."""
+    url = url_of(scripted)
+    scripted.script = [200, "503 later"]
+    code = ("import sys; from slime_trace_widget.export.run_exports import send_new_dumps; "
+            "send_new_dumps(sys.argv[1], sys.argv[2], batch_spans=50)")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get(
+        "PYTHONPATH", "")])}
+    sender = subprocess.Popen([sys.executable, "-c", code, str(root), url], env=env,
+                              stderr=subprocess.PIPE)
+    refused = _TAKEN_OR_NOT["N"]
+    deadline = time.monotonic() + WAIT_SECONDS  # a hang guard, not a synchronisation
+    while not any(path.read_bytes().endswith(refused) for path in journals(root)):
+        assert sender.poll() is None and time.monotonic() < deadline, "no refusal recorded"
+        time.sleep(0.05)
+    sender.send_signal(signal.SIGINT)  # it waits up to 30 s before trying again
+    assert "KeyboardInterrupt" in sender.communicate(timeout=WAIT_SECONDS)[1].decode()
+
+    reports = send_new_dumps(root, url, batch_spans=50)
+    assert_all_arrived_once(dataset, root, scripted)
+    assert sum(report.unanswered_spans for report in reports) == 0
+
+
+def test_one_journal_given_to_two_exports_resumes_the_second(dataset: Path,
+                                                             tmp_path: Path,
+                                                             scripted) -> None:
+    """``to_otlp`` twice with one journal, the first stopped by a refusal: the second
+    sends only the spans the first did not, and keeps the first's records."""
+    frames = load_frames(sorted((dataset.parent / "debug").glob("*.pt"))[0])
+    journal = SpanJournal(tmp_path / "dump.spans")
+    scripted.script = [200, 200, 400]
+    with pytest.raises(OtlpExportError, match="HTTP 400"):
+        to_otlp(frames, url_of(scripted), batch_spans=50, journal=journal)
+    report = to_otlp(frames, url_of(scripted), batch_spans=50, journal=journal)
+    taken = spans_taken(scripted.bodies)
+    assert set(taken.values()) == {1} and len(taken) == exported_span_count(frames)
+    assert report.resumed_spans == 100
+    assert len(SpanJournal(tmp_path / "dump.spans").confirmed) == len(taken)

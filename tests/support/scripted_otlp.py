@@ -21,8 +21,9 @@ class _Scripted(http.server.BaseHTTPRequestHandler):
     """Answers requests with the server's script (one answer per request, then 200):
     a status, ``"hang up"`` to close without a reply, ``"kill sender"`` to take the
     request and kill the process ``server.sender`` (a pid) before any reply, as a
-    ``kill -9`` or a power cut would while the request was out, or ``("partial", N)``
-    to take it with an OTLP partial success rejecting N spans."""
+    ``kill -9`` or a power cut would while the request was out, ``("partial", N)``
+    to take it with an OTLP partial success rejecting N spans, or ``"503 later"`` to
+    refuse it with a 503 whose ``Retry-After`` asks for a long wait."""
 
     def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers["Content-Length"]))
@@ -45,9 +46,10 @@ class _Scripted(http.server.BaseHTTPRequestHandler):
             payload, answer = response.SerializeToString(), 200
         if answer == 200:
             server.bodies.append(body)
-        self.send_response(answer)
-        if answer in (429, 503):
-            self.send_header("Retry-After", "0")
+        retry_after = {429: "0", 503: "0", "503 later": "30"}.get(answer)
+        self.send_response(503 if answer == "503 later" else answer)
+        if retry_after is not None:
+            self.send_header("Retry-After", retry_after)
         self.send_header("Content-Length", str(len(payload)))
         self.end_headers()
         self.wfile.write(payload)
