@@ -11,13 +11,17 @@ to, never rewritten): a dump whose export stopped halfway resumes with the spans
 did not arrive, and a request that may have arrived (no reply, or the process killed
 while it was out) is not sent again. The journal goes once the dump is in
 ``exports.json``, and so does that of a dump changed on disk since (a new dump to the
-ledger, sent whole).
+ledger, sent whole). One export of a dataset to an endpoint at a time: it holds a lock
+(``otlp_journals/<endpoint hash>.lock``) from before it reads the ledger to the end.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -63,15 +67,42 @@ def send_new_dumps(root: str | Path, endpoint: str, **options: Any) -> list[Any]
     whose export stopped halfway sends only the spans that had not arrived (its
     report's ``unanswered_spans`` counts those left out because their request may
     have arrived).
-    ValueError naming the file when ``exports.json`` or a journal is unreadable."""
+    ValueError naming the file when ``exports.json`` or a journal is unreadable, and
+    naming the dataset when another export of it to ``endpoint`` is under way."""
+    from ..sources.dataset.manifest import Manifest
+
+    root = Path(root)
+    target = f"otlp:{endpoint}"
+    Manifest.load(root, must_exist=True)  # a run dataset: no lock made anywhere else
+    with _only_export(root, target, endpoint):
+        return _send_new_dumps(root, target, endpoint, options)
+
+
+@contextmanager
+def _only_export(root: Path, target: str, endpoint: str) -> Iterator[None]:
+    """Hold the lock of the dataset's exports to ``target`` for the block; ValueError
+    naming the dataset when another export to it holds that lock (two at once would
+    each send every span, and each write the ledger over the other's)."""
+    lock = root / JOURNALS / f"{_journal_folder(root, target).name}.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock, "a+b") as file:
+        try:
+            fcntl.flock(file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ValueError(f"{root}: another export of this dataset to {endpoint} is "
+                             "under way; try again when it is done") from None
+        yield
+
+
+def _send_new_dumps(root: Path, target: str, endpoint: str, options: dict[str, Any]
+                    ) -> list[Any]:
+    """:func:`send_new_dumps` under the lock: the ledger and journals read now."""
     from ..sources.dataset.layout import read_dump
     from ..sources.dataset.manifest import Manifest
     from .otlp import to_otlp
     from .otlp_journal import SpanJournal
 
-    root = Path(root)
     ledger = Ledger(root)
-    target = f"otlp:{endpoint}"
     done = ledger.keys(target)
     entries = [entry for entry in Manifest.load(root, must_exist=True).converted()
                if _key(entry) not in done]

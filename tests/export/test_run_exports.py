@@ -4,12 +4,14 @@ takes it up again, whatever its options and whatever the dump gained meanwhile."
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 import zlib
 from pathlib import Path
@@ -283,3 +285,27 @@ def test_one_journal_given_to_two_exports_resumes_the_second(dataset: Path,
     assert set(taken.values()) == {1} and len(taken) == exported_span_count(frames)
     assert report.resumed_spans == 100
     assert len(SpanJournal(tmp_path / "dump.spans").confirmed) == len(taken)
+
+
+def test_a_second_export_of_a_dataset_at_once_is_refused_naming_it(dataset: Path,
+                                                                   root: Path, scripted,
+                                                                   capsys) -> None:
+    """While one export of the dataset to an endpoint runs (its request held by the
+    receiver), a second is refused at once in one line naming the dataset, and
+    touches neither the ledger nor the journals; the first then ends whole."""
+    url = url_of(scripted)
+    release = threading.Event()
+    scripted.script = [200, ("hold", release)]
+    first = concurrent.futures.ThreadPoolExecutor(1)
+    running = first.submit(send_new_dumps, root, url, batch_spans=50)
+    try:
+        assert scripted.held.wait(WAIT_SECONDS)
+        assert convert_again(dataset, root, "--otlp", url) == 2
+        error = capsys.readouterr().err
+        assert f"{root}: another export of this dataset to {url}" in error
+        assert error.count("\n") == 1
+    finally:
+        release.set()
+        first.shutdown()
+    running.result(WAIT_SECONDS)
+    assert_all_arrived_once(dataset, root, scripted)

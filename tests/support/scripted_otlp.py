@@ -23,7 +23,8 @@ class _Scripted(http.server.BaseHTTPRequestHandler):
     request and kill the process ``server.sender`` (a pid) before any reply, as a
     ``kill -9`` or a power cut would while the request was out, ``("partial", N)``
     to take it with an OTLP partial success rejecting N spans, or ``"503 later"`` to
-    refuse it with a 503 whose ``Retry-After`` asks for a long wait."""
+    refuse it with a 503 whose ``Retry-After`` asks for a long wait, or
+    ``("hold", event)`` to take it and answer once ``event`` is set."""
 
     def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers["Content-Length"]))
@@ -40,6 +41,10 @@ class _Scripted(http.server.BaseHTTPRequestHandler):
             self.connection.close()
             return
         payload = b"bad spans" if answer == 400 else b""
+        if isinstance(answer, tuple) and answer[0] == "hold":
+            server.held.set()
+            answer[1].wait()
+            answer = 200
         if isinstance(answer, tuple):
             response = ExportTraceServiceResponse()
             response.partial_success.rejected_spans = answer[1]
@@ -64,6 +69,7 @@ def scripted_receiver() -> Iterator[http.server.ThreadingHTTPServer]:
     ``bodies`` the requests it took, for the block's duration."""
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Scripted)
     server.script, server.bodies, server.sender = [], [], None
+    server.held = threading.Event()  # set when a ("hold", event) request came
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
