@@ -32,10 +32,15 @@ from ..whole_files import write_whole
 LEDGER = "exports.json"
 #: The folder of the journals of OTLP exports under way, in the dataset's folder.
 JOURNALS = "otlp_journals"
+#: The options of ``otlp_batches`` a ``partial`` ledger entry stored: its span order.
+_OLD_LAYOUT = ("service_name", "batch_spans", "batch_bytes", "include_text")
 
 
 class Ledger:
-    """``exports.json``: per target, the keys of what reached it."""
+    """``exports.json``: per target, the keys of what reached it; and, as an earlier
+    copy wrote it, ``partial``: per target, per key, how many spans (in the order of
+    ``otlp_batches`` with the stored ``options``) reached it, kept until converted
+    (:func:`_adopt_partial`)."""
 
     def __init__(self, root: Path) -> None:
         self.path = root / LEDGER
@@ -47,8 +52,9 @@ class Ledger:
                     for keys in targets.values()):
                 raise ValueError("'targets' is not a list of keys per target")
             self.done: dict[str, list[str]] = {str(t): list(keys) for t, keys in targets.items()}
+            self.partial: dict[str, dict[str, Any]] = _partial_entries(data.get("partial", {}))
         except FileNotFoundError:
-            self.done = {}
+            self.done, self.partial = {}, {}
         except (OSError, ValueError, RecursionError) as exc:
             raise ValueError(f"{self.path}: unreadable ({exc}); delete it to send "
                              "everything again") from exc
@@ -58,7 +64,32 @@ class Ledger:
 
     def add(self, target: str, keys: list[str]) -> None:
         self.done.setdefault(target, []).extend(keys)
-        write_whole(self.path, json.dumps({"targets": self.done}, indent=1), durable=True)
+        self._write()
+
+    def drop_partial(self, target: str) -> None:
+        """Forget ``target``'s partial entries (their spans now in journals)."""
+        if self.partial.pop(target, None) is not None:
+            self._write()
+
+    def _write(self) -> None:
+        data: dict[str, Any] = {"targets": self.done}
+        if self.partial:
+            data["partial"] = self.partial
+        write_whole(self.path, json.dumps(data, indent=1), durable=True)
+
+
+def _partial_entries(partial: Any) -> dict[str, dict[str, Any]]:
+    """The ``partial`` entries an earlier copy wrote, checked; ValueError otherwise."""
+    def fits(progress: Any) -> bool:
+        return isinstance(progress, dict) and type(progress.get("spans")) is int and \
+            progress["spans"] >= 0 and isinstance(progress.get("options"), dict) and \
+            set(progress["options"]) <= set(_OLD_LAYOUT)
+
+    if not isinstance(partial, dict) or not all(
+            isinstance(keys, dict) and all(fits(progress) for progress in keys.values())
+            for keys in partial.values()):
+        raise ValueError("'partial' is not span counts and options per key per target")
+    return partial
 
 
 def send_new_dumps(root: str | Path, endpoint: str, **options: Any) -> list[Any]:
@@ -108,6 +139,7 @@ def _send_new_dumps(root: Path, target: str, endpoint: str, options: dict[str, A
                if _key(entry) not in done]
     journals = _journal_folder(root, target)
     _drop_stale_journals(journals, {_journal_name(_key(entry)) for entry in entries})
+    _adopt_partial(root, ledger, target, entries, journals)
     reports = []
     for entry in entries:
         key = _key(entry)
@@ -122,6 +154,47 @@ def _send_new_dumps(root: Path, target: str, endpoint: str, options: dict[str, A
         ledger.add(target, [key])
         journal.unlink(missing_ok=True)
     return reports
+
+
+def _adopt_partial(root: Path, ledger: Ledger, target: str, entries: list[dict[str, Any]],
+                   journals: Path) -> None:
+    """Turn ``target``'s ``partial`` ledger entries (written by an earlier copy, which
+    resumed by span count) into journals: a dump's first ``spans`` spans, in the order
+    ``otlp_batches`` gives them with the stored options, marked taken; then forget the
+    entries. An entry of a dump sent or changed since goes with nothing to convert."""
+    from ..sources.dataset.layout import read_dump
+    from .otlp_journal import SpanJournal
+    from .otlp_spans import (
+        DEFAULT_BATCH_BYTES,
+        DEFAULT_BATCH_SPANS,
+        DEFAULT_SERVICE,
+        otlp_batches,
+        span_ids,
+    )
+
+    progress = ledger.partial.get(target, {})
+    for entry in entries:
+        part = progress.get(_key(entry))
+        frames = read_dump(root, entry) if part and part["spans"] else None
+        if frames is None:
+            continue
+        options = part["options"]
+        taken: list[bytes] = []
+        for batch in otlp_batches(
+                frames, service_name=options.get("service_name") or DEFAULT_SERVICE,
+                batch_spans=options.get("batch_spans") or DEFAULT_BATCH_SPANS,
+                batch_bytes=options.get("batch_bytes") or DEFAULT_BATCH_BYTES,
+                include_text=bool(options.get("include_text"))):
+            taken += span_ids(batch)
+            if len(taken) >= part["spans"]:
+                break
+        journal = SpanJournal(journals / _journal_name(_key(entry)), f"{target}\n{_key(entry)}")
+        try:
+            journal.sending(taken[:part["spans"]])
+            journal.taken()
+        finally:
+            journal.close()  # synced before the entry is forgotten
+    ledger.drop_partial(target)
 
 
 def _key(entry: dict[str, Any]) -> str:

@@ -21,7 +21,7 @@ import pytest
 from slime_trace_widget.cli import main
 from slime_trace_widget.export.otlp import to_otlp
 from slime_trace_widget.export.otlp_journal import SpanJournal
-from slime_trace_widget.export.otlp_spans import exported_span_count, otlp_batches
+from slime_trace_widget.export.otlp_spans import exported_span_count, otlp_batches, span_ids
 from slime_trace_widget.export.otlp_transport import OtlpExportError
 from slime_trace_widget.export.run_exports import JOURNALS, LEDGER, send_new_dumps
 from slime_trace_widget.sources.dataset import convert
@@ -309,3 +309,34 @@ def test_a_second_export_of_a_dataset_at_once_is_refused_naming_it(dataset: Path
         first.shutdown()
     running.result(WAIT_SECONDS)
     assert_all_arrived_once(dataset, root, scripted)
+
+
+def test_a_partial_entry_of_an_earlier_copy_resumes_after_its_spans(dataset: Path,
+                                                                    root: Path,
+                                                                    scripted) -> None:
+    """An export begun by the copy that kept ``partial`` span counts in the ledger (the
+    first 100 spans of a dump, in the order of its requests of 50) and stopped: those
+    spans are taken before, not sent again, and the entry goes."""
+    from slime_trace_widget.sources.dataset.layout import read_dump
+    from slime_trace_widget.sources.dataset.manifest import Manifest
+
+    url = url_of(scripted)
+    entry = Manifest.load(root).converted()[0]
+    key = f"{entry['stem']}:{entry['blake2b']}"
+    options = {"service_name": None, "batch_spans": 50, "batch_bytes": None,
+               "include_text": None}
+    (root / LEDGER).write_text(json.dumps({"targets": {}, "partial": {
+        f"otlp:{url}": {key: {"spans": 100, "options": options}},
+        "otlp:http://other/v1/traces": {key: {"spans": 7, "options": options}}}}))
+    batches = list(otlp_batches(read_dump(root, entry), batch_spans=50))
+    arrived = {span_id for batch in batches[:2] for span_id in span_ids(batch)}
+    assert len(arrived) == 100
+
+    reports = send_new_dumps(root, url, batch_spans=30)
+    taken = spans_taken(scripted.bodies)
+    assert set(taken.values()) == {1}
+    assert not arrived & {span_id for _, span_id in taken}
+    assert len(taken) == expected_spans(dataset) - 100
+    assert sum(report.resumed_spans for report in reports) == 100
+    ledger = json.loads((root / LEDGER).read_text())
+    assert list(ledger["partial"]) == ["otlp:http://other/v1/traces"]  # kept for its turn
