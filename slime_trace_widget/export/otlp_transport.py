@@ -2,16 +2,18 @@
 
 A request is sent again only when the receiver said, or the connection showed,
 that it was not taken: HTTP 429/502/503/504 (after ``Retry-After`` when given),
-gRPC ``UNAVAILABLE`` or ``RESOURCE_EXHAUSTED``, or a connection that could not be
-opened. When a request went out and no answer came back (a timeout, a reset
-while reading the reply) it may have been taken, so it is not sent again: the
-export stops with :class:`RequestUnanswered`. A request larger than the receiver
-takes (HTTP 413, gRPC ``RESOURCE_EXHAUSTED`` saying "larger than max") will never
-be taken as it is, so it is not retried either: :class:`RequestTooLarge`
-lets the caller send it again in smaller pieces. A receiver that refuses a request
-otherwise (400, 401, 404, ``INVALID_ARGUMENT``...) stops the export, in one line.
-Spans the receiver accepted with a partial success are not retried (OTLP says those
-were rejected as invalid); their count is reported.
+gRPC ``UNAVAILABLE`` (with the channel still connected after it: the receiver's
+answer) or ``RESOURCE_EXHAUSTED``, or a connection that could not be opened.
+When a request went out and no answer came back (a timeout, a reset while
+reading the reply, a gRPC ``UNAVAILABLE`` that leaves the channel disconnected)
+it may have been taken, so it is not sent again: the export stops with
+:class:`RequestUnanswered`. A request larger than the receiver takes (HTTP 413,
+gRPC ``RESOURCE_EXHAUSTED`` saying "larger than max") will never be taken as it
+is, so it is not retried either: :class:`RequestTooLarge` lets the caller send it
+again in smaller pieces. A receiver that refuses a request otherwise (400, 401,
+404, ``INVALID_ARGUMENT``...) stops the export, in one line. Spans the receiver
+accepted with a partial success are not retried (OTLP says those were rejected as
+invalid); their count is reported.
 """
 
 from __future__ import annotations
@@ -166,11 +168,10 @@ class GrpcSender:
         self.stub = TraceServiceStub(self.channel)
         self.metadata = [(key.lower(), value) for key, value in dict(headers or {}).items()]
         self.timeout = timeout
-        self._reached = False
 
     def send(self, request: ExportTraceServiceRequest) -> Reply:
         grpc = self._grpc
-        if not self._reached:
+        if self._state() != grpc.ChannelConnectivity.READY:
             self._connect()
         try:
             response = self.stub.Export(request, timeout=self.timeout, metadata=self.metadata)
@@ -181,6 +182,11 @@ class GrpcSender:
                     GRPC_TOO_LARGE in str(details).lower():
                 raise RequestTooLarge(f"{self.endpoint}: gRPC {code.name}: "
                                       f"{' '.join(str(details).split())[:300]}") from None
+            if code == grpc.StatusCode.UNAVAILABLE and \
+                    self._state() != grpc.ChannelConnectivity.READY:
+                raise RequestUnanswered(f"{self.endpoint}: the connection was lost during a "
+                                        f"request ({details}); it may have arrived, so it "
+                                        "is not sent again") from None
             if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED):
                 raise _Retry(f"gRPC {code.name}: {details}") from None
             if code == grpc.StatusCode.DEADLINE_EXCEEDED:
@@ -193,9 +199,29 @@ class GrpcSender:
         partial = response.partial_success
         return Reply(int(partial.rejected_spans), partial.error_message)
 
+    def _state(self) -> Any:
+        """The channel's connectivity now (grpc calls a new subscriber with it)."""
+        settled = threading.Event()
+        state: list[Any] = []
+
+        def watch(connectivity: Any) -> None:
+            state.append(connectivity)
+            settled.set()
+
+        self.channel.subscribe(watch, try_to_connect=False)
+        try:
+            settled.wait(self.timeout)
+        finally:
+            self.channel.unsubscribe(watch)
+        return state[0] if state else None
+
     def _connect(self) -> None:
-        """Open the channel now (it connects lazily), so that an endpoint nobody listens
-        on is a clear error at once, not a slow ``UNAVAILABLE`` on every retry."""
+        """Connect the channel before a request (it connects lazily, and goes idle when
+        a connection is lost): an endpoint nobody listens on is a clear error at once,
+        not a slow ``UNAVAILABLE`` on every retry, and a request only ever starts on a
+        connected channel, so an ``UNAVAILABLE`` that leaves the channel connected is
+        the receiver's answer, and one that does not is a connection lost while the
+        request may have reached it."""
         grpc = self._grpc
         settled = threading.Event()
         state: list[Any] = []
@@ -214,7 +240,6 @@ class GrpcSender:
             self.channel.unsubscribe(watch)
         if not state or state[0] != grpc.ChannelConnectivity.READY:
             raise _Retry("cannot connect", unreached=True)
-        self._reached = True
 
     def close(self) -> None:
         self.channel.close()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import threading
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,7 +23,7 @@ from slime_trace_widget.cli import main
 from slime_trace_widget.demo import make_demo_samples
 from slime_trace_widget.export.otlp import to_otlp
 from slime_trace_widget.export.otlp_spans import any_value, exported_span_count, otlp_batches
-from slime_trace_widget.export.otlp_transport import OtlpExportError
+from slime_trace_widget.export.otlp_transport import OtlpExportError, RequestUnanswered
 from slime_trace_widget.frames import build_frames
 from slime_trace_widget.frames.model import TraceFrames
 from slime_trace_widget.sources.engine.join import join_engine
@@ -432,3 +433,49 @@ def test_large_exports_show_a_progress_bar_of_spans(frames, scripted, capsys) ->
     assert "OTLP" in bar and f"{report.spans}/{report.spans}" in bar
     to_otlp(frames, url, progress=False)
     assert capsys.readouterr().err == ""
+
+
+class _VanishingTraceService:
+    """A gRPC TraceService that takes its second request and then goes away (its server
+    stopped) before it replies, as a Collector that crashes or restarts meanwhile."""
+
+    def __init__(self) -> None:
+        self.taken: list[bytes] = []
+        self.server = None
+
+    def Export(self, request, context):  # the generated service's method name
+        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+            ExportTraceServiceResponse,
+        )
+
+        self.taken.append(request.SerializeToString())
+        if len(self.taken) == 2:
+            ended = threading.Event()
+            context.add_callback(ended.set)
+            threading.Thread(target=self.server.stop, args=(0,)).start()
+            assert ended.wait(60), "the call was not cancelled"
+        return ExportTraceServiceResponse()
+
+
+def test_a_grpc_request_whose_connection_is_lost_is_not_sent_again(frames) -> None:
+    """An ``UNAVAILABLE`` after the receiver took the request and went away is no
+    "try later": the request may have arrived, so it is not retried."""
+    from concurrent import futures
+
+    import grpc
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import (
+        add_TraceServiceServicer_to_server,
+    )
+
+    service = _VanishingTraceService()
+    service.server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    add_TraceServiceServicer_to_server(service, service.server)
+    port = service.server.add_insecure_port("127.0.0.1:0")
+    service.server.start()
+    try:
+        with pytest.raises(RequestUnanswered, match="may have arrived"):
+            to_otlp(frames, f"127.0.0.1:{port}", protocol="grpc", batch_spans=50,
+                    retry_seconds=5)
+    finally:
+        service.server.stop(None).wait(60)
+    assert len(service.taken) == 2
