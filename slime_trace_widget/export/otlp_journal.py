@@ -20,9 +20,11 @@ dump's spans change in between (engine traces joined by a later ``convert``).
 One export at a time: :meth:`SpanJournal.begin` takes an exclusive lock on the file
 (refusing at once when another export holds it) and reads it again under the lock.
 Each record carries a CRC-32. A last record cut short by a crash while it was written
-(its end past the end of the file), or a tail of zero bytes a power cut can leave, is
-dropped before the next append; any other record that does not match its CRC makes the
-file *damaged*: a ValueError naming it, never a silent cut.
+(its end past the end of the file), or cut by a tail of zero bytes a power cut can leave
+(the file at its new size, its last blocks zero from anywhere in that record: an ``S``
+record is synced before its request goes, so one cut so never went out), is dropped
+before the next append; any other record that does not match its CRC makes the file
+*damaged*: a ValueError naming it, never a silent cut.
 
 Layout: :data:`MAGIC`, a 16-byte hash of the journal's *identity* (the endpoint and
 dump it is for: a journal put where another's goes is refused), then records:
@@ -172,12 +174,14 @@ def _parse(path: Path, raw: bytes, identity: bytes) -> tuple[list[bytes], list[b
             head_end = at + 1 + 2 * _U32.size
             if head_end > len(raw):
                 break  # cut while written
-            _check(path, raw, at, head_end - _U32.size)
+            if not _whole(path, raw, at, head_end - _U32.size, zeros_from):
+                break
             (count,) = _U32.unpack_from(raw, at + 1)
             end = head_end + count * _ID_BYTES + _U32.size
             if end > len(raw):
                 break
-            _check(path, raw, head_end, end - _U32.size)
+            if not _whole(path, raw, head_end, end - _U32.size, zeros_from):
+                break
             if pending is not None:
                 uncertain.append(pending)
             pending = raw[head_end:end - _U32.size]
@@ -185,7 +189,8 @@ def _parse(path: Path, raw: bytes, identity: bytes) -> tuple[list[bytes], list[b
             end = at + 1 + _U32.size
             if end > len(raw):
                 break
-            _check(path, raw, at, at + 1)
+            if not _whole(path, raw, at, at + 1, zeros_from):
+                break
             if kind == _TAKEN:
                 confirmed.append(pending)
             pending = None
@@ -197,10 +202,15 @@ def _parse(path: Path, raw: bytes, identity: bytes) -> tuple[list[bytes], list[b
     return confirmed, uncertain, at
 
 
-def _check(path: Path, raw: bytes, start: int, end: int) -> None:
-    """ValueError naming ``path`` unless ``raw[start:end]`` is followed by its CRC."""
-    if _crc(raw[start:end]) != raw[end:end + _U32.size]:
-        raise _damaged(path, start)
+def _whole(path: Path, raw: bytes, start: int, end: int, zeros_from: int) -> bool:
+    """Whether ``raw[start:end]`` is followed by its CRC; False (a record cut by a power
+    cut) when it is not but every byte from ``zeros_from``, before the CRC's end, to the
+    end of ``raw`` is zero; ValueError naming ``path`` otherwise (damage)."""
+    if _crc(raw[start:end]) == raw[end:end + _U32.size]:
+        return True
+    if zeros_from < end + _U32.size:
+        return False
+    raise _damaged(path, start)
 
 
 def _damaged(path: Path, at: int) -> ValueError:

@@ -124,6 +124,30 @@ def test_a_tail_of_zero_bytes_is_dropped_as_a_cut(tmp_path: Path) -> None:
                                                          [False, True, False])
 
 
+@pytest.mark.parametrize("zeroed", [3, 40, SENDING_FIVE - 1], ids=["ids-crc", "ids", "head"])
+def test_a_record_zeroed_from_inside_by_a_power_cut_is_dropped_as_a_cut(
+        tmp_path: Path, zeroed: int) -> None:
+    """A power cut while an ``S`` record was written (before its sync: the request never
+    went out) can leave the file at its new size with the record's last ``zeroed`` bytes
+    zero: that record is dropped, its spans sent by the next run, the rest read back."""
+    path = tmp_path / "dump.spans"
+    whole = three_taken(path)
+    journal = SpanJournal(path)
+    journal.sending(ids(*range(40, 45)))
+    journal.close()
+    raw = path.read_bytes()
+    assert len(raw) == len(whole) + SENDING_FIVE
+    path.write_bytes(raw[:-zeroed] + bytes(zeroed))
+    cut = SpanJournal(path)
+    assert known(cut, ids(10, 30, 40, 44)) == ([True, True, False, False], [False] * 4)
+    cut.sending(ids(40))
+    cut.taken()
+    cut.close()
+    after = path.read_bytes()  # the cut record gone, the new ones after the whole ones
+    assert after.startswith(whole) and len(after) == len(whole) + 1 + 4 + 4 + 8 + 4 + TAKEN
+    assert known(SpanJournal(path), ids(30, 40, 41)) == ([True, True, False], [False] * 3)
+
+
 def test_a_journal_of_another_identity_is_refused_naming_it(tmp_path: Path) -> None:
     path = tmp_path / "dump.spans"
     journal = SpanJournal(path, "otlp:http://a/v1/traces\nrollout_0:abc")
