@@ -13,6 +13,8 @@ while it was out) is not sent again. The journal goes once the dump is in
 ``exports.json``, and so does that of a dump changed on disk since (a new dump to the
 ledger, sent whole). One export of a dataset to an endpoint at a time: it holds a lock
 (``otlp_journals/<endpoint hash>.lock``) from before it reads the ledger to the end.
+Exports to other targets run alongside: each write of ``exports.json`` holds the
+dataset's ``exports.json.lock`` and adds its change to the file as it is then.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ import pandas as pd
 from ..whole_files import write_whole
 
 LEDGER = "exports.json"
+#: The lock every write of the ledger holds, beside it.
+LEDGER_LOCK = "exports.json.lock"
 #: The folder of the journals of OTLP exports under way, in the dataset's folder.
 JOURNALS = "otlp_journals"
 #: The options of ``otlp_batches`` a ``partial`` ledger entry stored: its span order.
@@ -40,42 +44,64 @@ class Ledger:
     """``exports.json``: per target, the keys of what reached it; and, as an earlier
     copy wrote it, ``partial``: per target, per key, how many spans (in the order of
     ``otlp_batches`` with the stored ``options``) reached it, kept until converted
-    (:func:`_adopt_partial`)."""
+    (:func:`_adopt_partial`).
+
+    Exports to other targets (another endpoint, ``log_new_trends``) may write the file
+    meanwhile: each write holds the dataset's :data:`LEDGER_LOCK` (blocking: writes are
+    short), reads the file again under it and makes its one change to what is there,
+    so no export's entries are written over by another's."""
 
     def __init__(self, root: Path) -> None:
         self.path = root / LEDGER
-        try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-            targets = data.get("targets", {}) if isinstance(data, dict) else None
-            if not isinstance(targets, dict) or not all(
-                    isinstance(keys, list) and all(isinstance(key, str) for key in keys)
-                    for keys in targets.values()):
-                raise ValueError("'targets' is not a list of keys per target")
-            self.done: dict[str, list[str]] = {str(t): list(keys) for t, keys in targets.items()}
-            self.partial: dict[str, dict[str, Any]] = _partial_entries(data.get("partial", {}))
-        except FileNotFoundError:
-            self.done, self.partial = {}, {}
-        except (OSError, ValueError, RecursionError) as exc:
-            raise ValueError(f"{self.path}: unreadable ({exc}); delete it to send "
-                             "everything again") from exc
+        self._lock = root / LEDGER_LOCK
+        self.done, self.partial = _read_ledger(self.path)
 
     def keys(self, target: str) -> set[str]:
         return set(self.done.get(target, ()))
 
     def add(self, target: str, keys: list[str]) -> None:
-        self.done.setdefault(target, []).extend(keys)
-        self._write()
+        with self._fresh():
+            done = self.done.setdefault(target, [])
+            known = set(done)
+            done.extend(key for key in dict.fromkeys(keys) if key not in known)
 
     def drop_partial(self, target: str) -> None:
         """Forget ``target``'s partial entries (their spans now in journals)."""
-        if self.partial.pop(target, None) is not None:
-            self._write()
+        if target in self.partial:
+            with self._fresh():
+                self.partial.pop(target, None)
 
-    def _write(self) -> None:
-        data: dict[str, Any] = {"targets": self.done}
-        if self.partial:
-            data["partial"] = self.partial
-        write_whole(self.path, json.dumps(data, indent=1), durable=True)
+    @contextmanager
+    def _fresh(self) -> Iterator[None]:
+        """Hold the ledger lock, read the file again, let the block change it, and
+        write it whole, durably, before the lock goes."""
+        with open(self._lock, "a+b") as lock:
+            fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+            self.done, self.partial = _read_ledger(self.path)
+            yield
+            data: dict[str, Any] = {"targets": self.done}
+            if self.partial:
+                data["partial"] = self.partial
+            write_whole(self.path, json.dumps(data, indent=1), durable=True)
+
+
+def _read_ledger(path: Path) -> tuple[dict[str, list[str]], dict[str, dict[str, Any]]]:
+    """The ``targets`` and ``partial`` of the ledger at ``path`` (empty when there is
+    none yet); ValueError naming it when it is unreadable."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        targets = data.get("targets", {}) if isinstance(data, dict) else None
+        if not isinstance(targets, dict) or not all(
+                isinstance(keys, list) and all(isinstance(key, str) for key in keys)
+                for keys in targets.values()):
+            raise ValueError("'targets' is not a list of keys per target")
+        done = {str(t): list(keys) for t, keys in targets.items()}
+        return done, _partial_entries(data.get("partial", {}))
+    except FileNotFoundError:
+        return {}, {}
+    except (OSError, ValueError, RecursionError) as exc:
+        raise ValueError(f"{path}: unreadable ({exc}); delete it to send "
+                         "everything again") from exc
 
 
 def _partial_entries(partial: Any) -> dict[str, dict[str, Any]]:

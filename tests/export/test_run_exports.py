@@ -23,7 +23,7 @@ from slime_trace_widget.export.otlp import to_otlp
 from slime_trace_widget.export.otlp_journal import SpanJournal
 from slime_trace_widget.export.otlp_spans import exported_span_count, otlp_batches, span_ids
 from slime_trace_widget.export.otlp_transport import OtlpExportError
-from slime_trace_widget.export.run_exports import JOURNALS, LEDGER, send_new_dumps
+from slime_trace_widget.export.run_exports import JOURNALS, LEDGER, Ledger, send_new_dumps
 from slime_trace_widget.sources.dataset import convert
 from slime_trace_widget.sources.loading import load_frames
 from tests.sources.runs import FIXTURES, copy_run, settle
@@ -217,6 +217,21 @@ def test_an_unreadable_ledger_is_one_line_naming_it(dataset: Path, root: Path, s
     assert str(root / LEDGER) in error and "unreadable" in error
     assert error.count("\n") == 1 and "Traceback" not in error
     assert scripted.bodies == []
+
+
+def test_exports_to_two_targets_at_once_keep_each_others_entries(tmp_path: Path) -> None:
+    """Exports of one dataset to two targets each read the ledger at their start; what
+    one writes after is kept by the other's later writes (else the dump it sent would
+    go again, whole, on the next run)."""
+    first, second = Ledger(tmp_path), Ledger(tmp_path)
+    first.add("otlp:http://a:4318", ["rollout_0:h0"])
+    second.add("otlp:http://b:4318", ["rollout_0:h0"])
+    first.add("otlp:http://a:4318", ["rollout_1:h1"])
+    second.add("wandb", ["rollout_0"])
+    assert json.loads((tmp_path / LEDGER).read_text())["targets"] == {
+        "otlp:http://a:4318": ["rollout_0:h0", "rollout_1:h1"],
+        "otlp:http://b:4318": ["rollout_0:h0"], "wandb": ["rollout_0"]}
+    assert Ledger(tmp_path).keys("otlp:http://b:4318") == {"rollout_0:h0"}
 
 
 def test_a_damaged_journal_is_one_line_naming_it(dataset: Path, root: Path, scripted,
