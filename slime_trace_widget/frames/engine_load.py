@@ -188,8 +188,8 @@ def aligned(engine_load: pd.DataFrame, engine_skew: pd.DataFrame) -> pd.DataFram
 def skews_by_name(engine_skew: pd.DataFrame) -> dict[str, float]:
     """The skew each engine name takes: a host's own name (a machine-id, or
     ``<host_id>@<machine>`` where machines share one), and, for a host whose ``machine``
-    is known, ``<host_id>@<part>`` for the machine and each of its parts (its
-    ``host.name``, its address). A machine-id only one machine sent in the join's window
+    is known (its address, or a ``host.name`` sent without one), ``<host_id>@<machine>``
+    too. A machine-id only one machine sent in the join's window
     keeps its plain name there, so a scrape target named after its machine finds it in
     every window. A plain machine-id that clones share names no host of a window both
     sent in, and whichever clone's of a window one alone sent in: targets of clones are
@@ -204,8 +204,7 @@ def skews_by_name(engine_skew: pd.DataFrame) -> dict[str, float]:
         if not machine:
             continue
         host_id = host.removesuffix(f"@{machine}")
-        for part in {machine, *machine.split("/")} - {""}:
-            aliases.setdefault(f"{host_id}@{part}", set()).add(row)
+        aliases.setdefault(f"{host_id}@{machine}", set()).add(row)
     for name, rows in aliases.items():
         if name not in by_name and len(rows) == 1:
             by_name[name] = skews[rows.pop()]

@@ -24,11 +24,14 @@ from slime_trace_widget.sources.engine.beyond import (
     BEYOND_WARNING,
     BEYOND_WINDOW,
     MISSING_WARNING,
+    _named_as_window,
 )
 from slime_trace_widget.sources.engine.join import NO_SPAN, join_engine
+from slime_trace_widget.sources.engine.machines import machine_hosts
 from slime_trace_widget.sources.engine.match import REUSED_RID, UNKNOWN_OFFSET
 from slime_trace_widget.sources.engine.otlp import json_message
 from slime_trace_widget.sources.engine.receiver import GRPC_SERVICE, grpc_peer_address
+from slime_trace_widget.sources.engine.requests import Piece, Request
 from slime_trace_widget.sources.engine.span_schema import PEER_ADDRESS
 from slime_trace_widget.sources.engine.store import SpanStore
 from slime_trace_widget.sources.engine.window import with_engine_traces
@@ -233,7 +236,7 @@ def test_host_name_tells_machines_apart_and_one_machine_keeps_its_id() -> None:
         "engine-2": {"host.name": "node-7", PEER_ADDRESS: "10.0.0.1"},
         "engine-3": {"host.name": "node-8"}})
     skew = join_engine(frames, engine.table()).engine_skew.set_index("host")
-    assert sorted(skew.index) == [f"{_CLONED_ID}@node-7/10.0.0.1", f"{_CLONED_ID}@node-8"]
+    assert sorted(skew.index) == [f"{_CLONED_ID}@10.0.0.1", f"{_CLONED_ID}@node-8"]
     assert abs(skew.at[f"{_CLONED_ID}@node-8", "skew"] + 3.0) < 0.6
     engine = Engine()
     frames, _ = _cloned_requests(engine, {name: {PEER_ADDRESS: "10.0.0.1"}
@@ -266,6 +269,29 @@ def test_one_address_is_one_machine_whatever_its_processes_host_names(tmp_path: 
     assert all(abs(shift + 3.0) < 0.6 for shift in shifts.values())
 
 
+def test_a_machine_is_named_alike_in_the_window_and_beyond_it() -> None:
+    """The window read a machine's tokenizer and scheduler containers (two host.names,
+    one address) and a clone's; beyond it only the scheduler's spans were read. The
+    requests found beyond name the window's host, whichever host.names each set held."""
+    window_hosts, _ = machine_hosts(
+        {0: _CLONED_ID, 1: _CLONED_ID, 2: _CLONED_ID},
+        {0: {"host.name": "tok", PEER_ADDRESS: "10.0.0.1"},
+         1: {"host.name": "sched", PEER_ADDRESS: "10.0.0.1"},
+         2: {"host.name": "w2", PEER_ADDRESS: "10.0.0.2"}})
+    far_hosts, far_machines = machine_hosts(
+        {0: _CLONED_ID}, {0: {"host.name": "sched", PEER_ADDRESS: "10.0.0.1"}})
+
+    def request(host: str, machine: str) -> Request:
+        piece = Piece(0, "s", "n", 0, 1, {}, -1, host, -1, machine=machine)
+        return Request(0, "t", "s", "n", "", "r", "r", False, None, 0, None, host, [piece])
+
+    window = [request(window_hosts[0], "10.0.0.1")]
+    found = _named_as_window([request(far_hosts[0], far_machines[far_hosts[0]])], window)
+    assert window_hosts[0] == window_hosts[1] == f"{_CLONED_ID}@10.0.0.1"
+    assert [r.host for r in found] == [f"{_CLONED_ID}@10.0.0.1"]
+    assert [p.host for p in found[0].pieces] == [f"{_CLONED_ID}@10.0.0.1"]
+
+
 def _load_shifts(engine: Engine, frames: TraceFrames, folder: Path, targets: list[str]
                  ) -> dict[str, float]:
     """How far the frames' load moves each scrape target: ``engine``'s spans and one
@@ -282,10 +308,10 @@ def _load_shifts(engine: Engine, frames: TraceFrames, folder: Path, targets: lis
 
 def test_a_scrape_target_named_after_its_machine_takes_that_clones_skew(tmp_path: Path
                                                                         ) -> None:
-    """A target named ``<host_id>@<address>`` (or ``@<host.name>``) is shifted by that
-    clone's skew: when both clones sent requests (hosts ``<host_id>@<machine>``) and when
-    only the other clone did (its host keeps the plain machine-id), it never takes the
-    other clone's."""
+    """A target named ``<host_id>@<address>`` is shifted by that clone's skew: when both
+    clones sent requests (hosts ``<host_id>@<machine>``) and when only the other clone
+    did (its host keeps the plain machine-id), it never takes the other clone's. The
+    address names a machine that sent one: its ``host.name`` does not."""
     resource_of = {"engine-1": {PEER_ADDRESS: "10.0.0.1"}, "engine-2": {PEER_ADDRESS: "10.0.0.1"},
                    "engine-3": {"host.name": "node-8", PEER_ADDRESS: "10.0.0.2"}}
     targets = [f"{_CLONED_ID}@10.0.0.1", f"{_CLONED_ID}@10.0.0.2", f"{_CLONED_ID}@node-8",
@@ -295,13 +321,12 @@ def test_a_scrape_target_named_after_its_machine_takes_that_clones_skew(tmp_path
     shifts = _load_shifts(engine, frames, tmp_path / "both", targets)
     assert abs(shifts[f"{_CLONED_ID}@10.0.0.1"]) < 0.6
     assert abs(shifts[f"{_CLONED_ID}@10.0.0.2"] + 3.0) < 0.6
-    assert abs(shifts[f"{_CLONED_ID}@node-8"] + 3.0) < 0.6
+    assert shifts[f"{_CLONED_ID}@node-8"] == 0.0
     assert shifts[_CLONED_ID] == 0.0 and shifts["10.0.0.2:30000"] == 0.0  # which clone?
     engine = Engine()
     frames, _ = _cloned_requests(engine, resource_of, engines=("engine-3",))
     shifts = _load_shifts(engine, frames, tmp_path / "one", targets)
     assert abs(shifts[f"{_CLONED_ID}@10.0.0.2"] + 3.0) < 0.6
-    assert abs(shifts[f"{_CLONED_ID}@node-8"] + 3.0) < 0.6
     assert shifts[f"{_CLONED_ID}@10.0.0.1"] == 0.0  # the clone with no request: unknown
 
 

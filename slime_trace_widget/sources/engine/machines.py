@@ -9,7 +9,10 @@ own, so a ``host_id`` from one address is never split. ``host.name`` tells a mac
 only where a span has no address (stored before the receiver kept addresses, or sent
 without one): it is then the machine of the one address that ``host.name`` was seen
 from with that ``host_id``, else a machine of its own. A ``host_id`` seen from several
-machines is a clone: each of its machines becomes a host ``<host_id>@<machine>``.
+machines is a clone: each of its machines becomes a host ``<host_id>@<machine>``. The
+machine string is the address alone (``host.name`` only for a span without one), so it
+does not depend on which of a machine's spans were read: a join's window and the spans
+read beyond it, and one window and the next, name a machine alike.
 """
 
 from __future__ import annotations
@@ -26,26 +29,22 @@ def machine_hosts(host_ids: dict[int, str], resources: dict[int, dict[str, Any]]
     resource) and each host's machine where its spans name one. A host_id that several
     machines sent becomes ``<host_id>@<machine>`` on each; one that a single machine
     sent keeps its plain name, with that machine as its machine. A machine reads as its
-    address, ``<host.name>/<address>`` where its spans of that host_id carry one
-    ``host.name`` alone, or the ``host.name`` of a span without an address."""
+    address alone, or the ``host.name`` of a span without an address: never from which
+    ``host.name``s the spans read happen to carry, so the spans of one window and those
+    read beyond it name one machine alike."""
     places = {t: (_text(resources[t].get("host.name")), _text(resources[t].get(PEER_ADDRESS)))
               for t in host_ids}
     addresses_of_name: dict[tuple[str, str], set[str]] = defaultdict(set)
-    names_at: dict[tuple[str, str], set[str]] = defaultdict(set)
     for t, (name, address) in places.items():
         if name and address:
             addresses_of_name[(host_ids[t], name)].add(address)
-            names_at[(host_ids[t], address)].add(name)
     machine_of: dict[int, str] = {}
     for t, (name, address) in places.items():
         host_id = host_ids[t]
         if not address and name and len(addresses_of_name[(host_id, name)]) == 1:
             address = next(iter(addresses_of_name[(host_id, name)]))
-        if address:
-            names = names_at[(host_id, address)]
-            machine_of[t] = f"{next(iter(names))}/{address}" if len(names) == 1 else address
-        elif name:
-            machine_of[t] = name
+        if address or name:
+            machine_of[t] = address or name
     machines_of_id: dict[str, set[str]] = defaultdict(set)
     for t, machine in machine_of.items():
         machines_of_id[host_ids[t]].add(machine)

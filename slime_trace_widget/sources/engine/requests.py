@@ -81,8 +81,8 @@ class Piece:
     thread: int                   # the stored thread span it ran on (-1: none)
     error: bool = False
     events: list[dict[str, Any]] = field(default_factory=list)
-    #: The machine ``host`` is on (the sender's address, ``name/address`` with its one
-    #: ``host.name``, or a ``host.name`` alone; "" when unknown): see :mod:`.machines`.
+    #: The machine ``host`` is on (the sender's address, or the ``host.name`` of a span
+    #: sent without one; "" when unknown): see :mod:`.machines`.
     machine: str = ""
 
 

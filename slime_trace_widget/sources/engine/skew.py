@@ -10,9 +10,8 @@ narrowest host's window is twice the network's one-way time, so each host's skew
 is its ``low`` plus that time (within its window); a host whose requests disagree
 (a request cut short on the client's side, for instance) takes the median of their
 ``low`` instead. ``frames.engine_skew`` reports each host's, with the machine its spans
-came from where they name one (``machine``: the sender's address, ``name/address`` with
-the one ``host.name`` its spans carry, or a ``host.name`` sent without an address; ""
-unknown: :mod:`.machines`), which a scrape target may be named after
+came from where they name one (``machine``: the sender's address, or a ``host.name``
+sent without an address; "" unknown: :mod:`.machines`), which a scrape target may be named after
 (:func:`slime_trace_widget.frames.engine_load.aligned`).
 """
 
