@@ -139,7 +139,7 @@ def send_new_dumps(root: str | Path, endpoint: str, **options: Any) -> list[Any]
 def _only_export(root: Path, target: str, endpoint: str) -> Iterator[None]:
     """Hold the lock of the dataset's exports to ``target`` for the block; ValueError
     naming the dataset when another export to it holds that lock (two at once would
-    each send every span, and each write the ledger over the other's)."""
+    each send every span)."""
     lock = root / JOURNALS / f"{_journal_folder(root, target).name}.lock"
     lock.parent.mkdir(parents=True, exist_ok=True)
     with open(lock, "a+b") as file:
