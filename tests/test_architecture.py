@@ -28,7 +28,8 @@ STAGES = ("tracing", "tables", "frames", "sources", "answers", "view", "export")
 #: is written at the top of docs/architecture.md; the top layer is the package's face
 #: (the CLI, the demo, the ``analysis`` facade) and may import anything.
 LAYERS = (
-    ("schema", "values", "vocabularies", "whole_files", "machine_memory", "_version"),
+    ("schema", "values", "vocabularies", "whole_files", "file_locks", "machine_memory",
+     "_version"),
     ("tracing",),
     ("tables",),
     ("frames",),

@@ -35,7 +35,6 @@ the ids (a request about to go), ``b"T"`` + u32 CRC (the last one was taken),
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import os
 import struct
@@ -46,6 +45,7 @@ from typing import BinaryIO
 
 import numpy as np
 
+from ..file_locks import locked_file
 from ..whole_files import fsync_folder
 
 MAGIC = b"STW-OTLP-SPANS-2\n"
@@ -77,11 +77,9 @@ class SpanJournal:
         if self._file is not None:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        file = open(self.path, "a+b")  # noqa: SIM115 (kept open, and locked, for the export)
         try:
-            fcntl.flock(file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            file = locked_file(self.path)  # kept open, and locked, for the export
         except BlockingIOError:
-            file.close()
             raise ValueError(f"{self.path}: another export of this dump to this endpoint "
                              "is under way") from None
         try:

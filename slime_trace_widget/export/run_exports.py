@@ -19,7 +19,6 @@ dataset's ``exports.json.lock`` and adds its change to the file as it is then.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 from collections.abc import Iterator
@@ -29,6 +28,7 @@ from typing import Any
 
 import pandas as pd
 
+from ..file_locks import locked_file
 from ..whole_files import write_whole
 
 LEDGER = "exports.json"
@@ -75,8 +75,7 @@ class Ledger:
     def _fresh(self) -> Iterator[None]:
         """Hold the ledger lock, read the file again, let the block change it, and
         write it whole, durably, before the lock goes."""
-        with open(self._lock, "a+b") as lock:
-            fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+        with locked_file(self._lock, wait=True):
             self.done, self.partial = _read_ledger(self.path)
             yield
             data: dict[str, Any] = {"targets": self.done}
@@ -142,12 +141,12 @@ def _only_export(root: Path, target: str, endpoint: str) -> Iterator[None]:
     each send every span)."""
     lock = root / JOURNALS / f"{_journal_folder(root, target).name}.lock"
     lock.parent.mkdir(parents=True, exist_ok=True)
-    with open(lock, "a+b") as file:
-        try:
-            fcntl.flock(file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise ValueError(f"{root}: another export of this dataset to {endpoint} is "
-                             "under way; try again when it is done") from None
+    try:
+        held = locked_file(lock)
+    except BlockingIOError:
+        raise ValueError(f"{root}: another export of this dataset to {endpoint} is "
+                         "under way; try again when it is done") from None
+    with held:
         yield
 
 

@@ -40,6 +40,7 @@ import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 
+from ...file_locks import locked_file
 from ...whole_files import TEMPORARY_SUFFIX, fsync_folder, replaced
 from .wal_roll import (
     ROW_GROUP_ROWS,
@@ -197,18 +198,11 @@ class DurableStore:
 def _lock_folder(folder: Path, layout: Layout) -> Any:
     """An exclusive lock on the folder for this store's life: a second writer would roll
     and delete the write-ahead file the first is appending to."""
-    handle = open(folder / ".lock", "a+b")  # noqa: SIM115 (held until close)
     try:
-        import fcntl
-    except ImportError:  # no flock here: one collector per folder is the user's to keep
-        return handle
-    try:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        handle.close()
+        return locked_file(folder / ".lock")  # held until close
+    except BlockingIOError:
         raise RuntimeError(f"{layout.what} {folder}: another collector is writing to this "
                            "folder (one collector per folder)") from None
-    return handle
 
 
 def finish(folder: Path, seq: int, layout: Layout) -> None:
