@@ -201,19 +201,7 @@ class GrpcSender:
 
     def _state(self) -> Any:
         """The channel's connectivity now (grpc calls a new subscriber with it)."""
-        settled = threading.Event()
-        state: list[Any] = []
-
-        def watch(connectivity: Any) -> None:
-            state.append(connectivity)
-            settled.set()
-
-        self.channel.subscribe(watch, try_to_connect=False)
-        try:
-            settled.wait(self.timeout)
-        finally:
-            self.channel.unsubscribe(watch)
-        return state[0] if state else None
+        return self._first_state(lambda connectivity: True, try_to_connect=False)
 
     def _connect(self) -> None:
         """Connect the channel before a request (it connects lazily, and goes idle when
@@ -222,24 +210,28 @@ class GrpcSender:
         connected channel, so an ``UNAVAILABLE`` that leaves the channel connected is
         the receiver's answer, and one that does not is a connection lost while the
         request may have reached it."""
-        grpc = self._grpc
-        settled = threading.Event()
-        state: list[Any] = []
+        connectivity = self._grpc.ChannelConnectivity
+        settled = (connectivity.READY, connectivity.TRANSIENT_FAILURE, connectivity.SHUTDOWN)
+        if self._first_state(settled.__contains__, try_to_connect=True) != connectivity.READY:
+            raise _Retry("cannot connect", unreached=True)
+
+    def _first_state(self, wanted: Callable[[Any], bool], try_to_connect: bool) -> Any:
+        """The first connectivity state grpc reports that ``wanted`` accepts, waiting at
+        most the request timeout for it (None when none came)."""
+        came = threading.Event()
+        states: list[Any] = []
 
         def watch(connectivity: Any) -> None:
-            if connectivity in (grpc.ChannelConnectivity.READY,
-                                grpc.ChannelConnectivity.TRANSIENT_FAILURE,
-                                grpc.ChannelConnectivity.SHUTDOWN):
-                state.append(connectivity)
-                settled.set()
+            if wanted(connectivity):
+                states.append(connectivity)
+                came.set()
 
-        self.channel.subscribe(watch, try_to_connect=True)
+        self.channel.subscribe(watch, try_to_connect=try_to_connect)
         try:
-            settled.wait(self.timeout)
+            came.wait(self.timeout)
         finally:
             self.channel.unsubscribe(watch)
-        if not state or state[0] != grpc.ChannelConnectivity.READY:
-            raise _Retry("cannot connect", unreached=True)
+        return states[0] if states else None
 
     def close(self) -> None:
         self.channel.close()

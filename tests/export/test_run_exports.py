@@ -140,12 +140,7 @@ def test_a_sender_killed_while_a_request_was_out_does_not_send_it_again(
     the journal held that request before it went out, so the next run leaves it out."""
     url = url_of(scripted)
     scripted.script = [200, "kill sender"]
-    code = ("import sys; from slime_trace_widget.export.run_exports import send_new_dumps; "
-            "sys.stdin.readline(); send_new_dumps(sys.argv[1], sys.argv[2], batch_spans=50)")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get(
-        "PYTHONPATH", "")])}
-    sender = subprocess.Popen([sys.executable, "-c", code, str(root), url], env=env,
-                              stdin=subprocess.PIPE)
+    sender = _sender(root, url, after_a_line=True, stdin=subprocess.PIPE)
     scripted.sender = sender.pid  # known before it sends anything: it waits for a line
     sender.communicate(b"go\n", timeout=WAIT_SECONDS)
     assert sender.returncode == -9
@@ -266,12 +261,7 @@ def test_a_sender_stopped_while_it_waits_to_retry_sends_that_request_next_run(
     sends its spans, none counted as may-have-arrived."""
     url = url_of(scripted)
     scripted.script = [200, "503 later"]
-    code = ("import sys; from slime_trace_widget.export.run_exports import send_new_dumps; "
-            "send_new_dumps(sys.argv[1], sys.argv[2], batch_spans=50)")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get(
-        "PYTHONPATH", "")])}
-    sender = subprocess.Popen([sys.executable, "-c", code, str(root), url], env=env,
-                              stderr=subprocess.PIPE)
+    sender = _sender(root, url, stderr=subprocess.PIPE)
     refused = _TAKEN_OR_NOT["N"]
     deadline = time.monotonic() + WAIT_SECONDS  # a hang guard, not a synchronisation
     while not any(path.read_bytes().endswith(refused) for path in journals(root)):
@@ -355,3 +345,15 @@ def test_a_partial_entry_of_an_earlier_copy_resumes_after_its_spans(dataset: Pat
     assert sum(report.resumed_spans for report in reports) == 100
     ledger = json.loads((root / LEDGER).read_text())
     assert list(ledger["partial"]) == ["otlp:http://other/v1/traces"]  # kept for its turn
+
+
+def _sender(root: Path, url: str, after_a_line: bool = False, **pipes: int
+            ) -> subprocess.Popen:
+    """``send_new_dumps(root, url, batch_spans=50)`` in a process of its own (this
+    checkout's package), started at once or after it reads a line from its stdin."""
+    wait = "sys.stdin.readline(); " if after_a_line else ""
+    code = ("import sys; from slime_trace_widget.export.run_exports import send_new_dumps; "
+            f"{wait}send_new_dumps(sys.argv[1], sys.argv[2], batch_spans=50)")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get(
+        "PYTHONPATH", "")])}
+    return subprocess.Popen([sys.executable, "-c", code, str(root), url], env=env, **pipes)
