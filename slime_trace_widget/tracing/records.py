@@ -121,19 +121,13 @@ def _clean_attrs(attrs: Any) -> dict[str, Any] | None:
         logger.debug("tracing: attrs must be a mapping, got %s; ignored", type(attrs).__name__)
         return None
     try:
-        copied = dict(attrs)
-        cleaned = {
-            key if type(key) is str else short_text(key): _frozen_item(value)
-            for key, value in copied.items()
-        }
-        if len(cleaned) < len(copied):  # two keys of one text (1 and "1"): keep both
-            cleaned = {}
-            repeats: dict[tuple[str, str], int] = {}
-            for key, value in copied.items():
-                text = key if type(key) is str else short_text(key)
-                if text in cleaned:
-                    text = distinct_key(cleaned, text, key, repeats)
-                cleaned[text] = _frozen_item(value)
+        cleaned: dict[str, Any] = {}
+        repeats: dict[tuple[str, str], int] = {}
+        for key, value in dict(attrs).items():
+            text = key if type(key) is str else short_text(key)
+            if text in cleaned:  # two keys of one text (1 and "1"): keep both
+                text = distinct_key(cleaned, text, key, repeats)
+            cleaned[text] = _frozen_item(value)
         return cleaned
     except Exception:
         _log_failure("reading attrs of type %s", type(attrs).__name__)
