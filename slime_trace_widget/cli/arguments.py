@@ -47,7 +47,7 @@ def scrape_interval(text: str) -> float:
 def seconds(text: str) -> float:
     """A number of seconds above 0 and below a day (a wait, a settle time)."""
     value = _within(text, float, 0.0, MAX_INTERVAL, "a number of seconds above 0")
-    if value == 0.0:
+    if value in (0.0, MAX_INTERVAL):  # both ends left out, as the range says
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds above 0")
     return value
 
