@@ -15,6 +15,7 @@ import sys
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -170,12 +171,12 @@ def _send_in_pieces(sender: Any, batch: Any, report: OtlpReport, retry_seconds: 
     waiting = [batch]
     while waiting:
         piece = waiting.pop()
-        ids = span_ids(piece)
+        # the span ids, only for the journal: each try is recorded before it goes out
+        attempting = None if journal is None else partial(journal.sending, span_ids(piece))
         try:
             reply, retries = send_with_retries(
                 lambda request=piece.request: sender.send(request), report.endpoint,
-                retry_seconds=retry_seconds, confirmed=report.spans,
-                attempting=None if journal is None else lambda ids=ids: journal.sending(ids),
+                retry_seconds=retry_seconds, confirmed=report.spans, attempting=attempting,
                 retrying=None if journal is None else journal.not_taken)
         except RequestUnanswered:
             raise  # it may have arrived: its journal record says so

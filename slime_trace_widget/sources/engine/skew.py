@@ -51,8 +51,7 @@ def host_skews(spans: SpanColumns, attached: list[tuple[Request, int]]) -> pd.Da
     bounds: dict[str, list[tuple[float, float]]] = {}
     machines: dict[str, str] = {}
     for request, owner in attached:
-        gen_start = float(spans.start[spans.position[owner]])
-        gen_end = float(spans.display_end[spans.position[owner]])
+        gen_start, gen_end = spans.time_of(owner)
         by_host: dict[str, list[tuple[int, int]]] = {}
         for piece in request.pieces:
             by_host.setdefault(piece.host, []).append((piece.start_ns, piece.end_ns))
