@@ -10,6 +10,7 @@
 import { F_OPEN, F_ERROR, F_PD_DETAIL, statusOf, sourceOf } from "./decode.js";
 import { formatNumber } from "../util/format.js";
 import { base64ToBytes } from "./bytes.js";
+import { codePointLength } from "../util/text.js";
 import GRAMMAR from "../../../slime_trace_widget/answers/query_grammar.json" with { type: "json" };
 
 /** @typedef {import("./decode.js").Data} Data */
@@ -96,26 +97,6 @@ export class QueryError extends Error {
 }
 
 /**
- * The code point each UTF-16 index of `text` is in (and its length at the end): the
- * positions Python's parser reports, which count a character outside the BMP (an
- * emoji, two UTF-16 units) once.
- * @param {string} text
- * @returns {Uint32Array}
- */
-function codePointOfUnit(text) {
-  const out = new Uint32Array(text.length + 1);
-  let unit = 0;
-  let point = 0;
-  for (const character of text) {
-    out.fill(point, unit, unit + character.length);
-    unit += character.length;
-    point++;
-  }
-  out[unit] = point;
-  return out;
-}
-
-/**
  * Whitespace-separated tokens as position (in code points), characters and which
  * were quoted (per UTF-16 unit of the characters, as `word` is indexed).
  * @param {string} text
@@ -123,7 +104,18 @@ function codePointOfUnit(text) {
  */
 function tokens(text) {
   const out = [];
-  const pointAt = codePointOfUnit(text);
+  let unitsCounted = 0;
+  let pointsCounted = 0;
+  /**
+   * The code point position of UTF-16 index `unit`, counted on from the last one
+   * asked (they are asked in increasing order, so the text is counted once).
+   * @param {number} unit
+   */
+  const pointAt = (unit) => {
+    pointsCounted += codePointLength(text.slice(unitsCounted, unit));
+    unitsCounted = unit;
+    return pointsCounted;
+  };
   let i = 0;
   const length = text.length;
   while (i < length) {
@@ -150,8 +142,8 @@ function tokens(text) {
       }
       i++;
     }
-    if (openAt >= 0) throw new QueryError("unclosed quote", pointAt[openAt]);
-    out.push({ pos: pointAt[pos], word, quoted });
+    if (openAt >= 0) throw new QueryError("unclosed quote", pointAt(openAt));
+    out.push({ pos: pointAt(pos), word, quoted });
   }
   return out;
 }

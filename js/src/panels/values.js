@@ -5,6 +5,7 @@
 
 import { formatNumber } from "../util/format.js";
 import { el } from "../util/dom.js";
+import { codePointLength } from "../util/text.js";
 
 /** @typedef {import("../data/model.js").SampleTextReply} SampleTextReply */
 
@@ -79,25 +80,6 @@ function renderString(value) {
   span.appendChild(document.createTextNode(" "));
   span.appendChild(btn);
   return span;
-}
-
-/**
- * Length of `text` in code points, the unit the kernel counts text lengths in
- * (a character outside the BMP is one code point but two UTF-16 units).
- * @param {string} text
- */
-export function codePointLength(text) {
-  let pairs = 0;
-  for (let i = 0; i + 1 < text.length; i++) {
-    const code = text.charCodeAt(i);
-    if (code < 0xd800 || code > 0xdbff) continue;
-    const next = text.charCodeAt(i + 1);
-    if (next >= 0xdc00 && next <= 0xdfff) {
-      pairs++;
-      i++;
-    }
-  }
-  return text.length - pairs;
 }
 
 /**
