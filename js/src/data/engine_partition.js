@@ -205,7 +205,7 @@ function emptySlices() {
  * @typedef {Object} Slices
  * @property {number[]} start
  * @property {number[]} end
- * @property {number[]} code band code
+ * @property {number[]} code band code (a slice's `data.spanBand`, never 0: deriveEngine gives every engine span but a holder one)
  * @property {number[]} span the slice's span (a wait: the slice it lies in)
  * @property {number[]} parent index of the slice it nests in, -1 none
  * @property {number[]} low its window: the span outside the engine its request hangs under
@@ -252,7 +252,7 @@ function slicesOf(data, requests) {
         sliceOf.set(child, out.start.length);
         out.start.push(data.spanStart[child]);
         out.end.push(data.spanEnd[child]);
-        out.code.push(data.spanBand[child] || OTHER_CODE);
+        out.code.push(data.spanBand[child]);
         out.span.push(child);
         out.parent.push(-1);
         out.low.push(low);
