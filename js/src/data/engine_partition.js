@@ -23,6 +23,9 @@
 // The figures count every slice. The band draws what the filters leave
 // (`shownPieces`): the same rules over the slices drawn bright, and where none of
 // those runs, over the slices drawn at all, faint; a hidden slice is as if absent.
+// A holder's time being its slices', a holder drawn with none of its slices drawn
+// (a query that keeps requests, not their slices) stands for them: they count as
+// drawn as the holder is.
 
 import { F_ENGINE } from "./decode.js";
 import { isHolderSpan, isRequestSpan } from "./engine_lanes.js";
@@ -103,11 +106,12 @@ export function samplePieces(data, sample) {
 
 /**
  * What the band of `sample` shows under the spans' visibility `vis` (0 hidden, 1
- * shown, 2 dimmed; a retraction's wait has its slice's): each instant in the phase
- * the rules give over the shown slices, bright; where no shown slice runs, the phase
- * they give over the dimmed ones, faint; where neither runs, nothing. Nesting too is
- * among those slices: a slice's own time gets back a hidden child's. All shown
- * is `samplePieces`, bright, and costs one pass over the slices.
+ * shown, 2 dimmed; a retraction's wait has its slice's; a hidden slice under a drawn
+ * holder none of whose slices is drawn has the holder's, `sliceVisibility`): each
+ * instant in the phase the rules give over the shown slices, bright; where no shown
+ * slice runs, the phase they give over the dimmed ones, faint; where neither runs,
+ * nothing. Nesting too is among those slices: a slice's own time gets back a hidden
+ * child's. All shown is `samplePieces`, bright, and costs one pass over the slices.
  * @param {Data} data
  * @param {number} sample
  * @param {Uint8Array} vis
@@ -116,12 +120,13 @@ export function samplePieces(data, sample) {
 export function shownPieces(data, sample, vis) {
   const { slices, pieces } = samplePartition(data, sample);
   const n = slices.span.length;
+  const shown = sliceVisibility(slices, vis);
   const bright = new Uint8Array(n);
   const drawn = new Uint8Array(n);
   let nBright = 0;
   let nDrawn = 0;
   for (let i = 0; i < n; i++) {
-    const visibility = vis[slices.span[i]];
+    const visibility = shown[i];
     if (visibility) {
       drawn[i] = 1;
       nDrawn++;
@@ -136,6 +141,39 @@ export function shownPieces(data, sample, vis) {
   const front = nBright ? piecesOf(slices, bright) : emptyPieces();
   if (nBright === nDrawn) return withDim(front, 0);
   return overlay(front, piecesOf(slices, drawn));
+}
+
+/**
+ * Each slice's visibility in the band: its span's under `vis`; a hidden one takes
+ * that of its nearest holder (request or KV sender) drawn with none of its slices
+ * drawn, as a holder's time is its slices'. So a query that keeps requests and not
+ * their slices shows the requests' time, in the phases the figures count, while one
+ * that hides some slices of a request and shows others (`-name:prefill_forward`)
+ * gives the hidden ones' time to the shown ones, as when no holder is kept.
+ * @param {Slices} slices
+ * @param {Uint8Array} vis
+ * @returns {Uint8Array}
+ */
+function sliceVisibility(slices, vis) {
+  const { span, holder, outerHolder } = slices;
+  const out = Uint8Array.from(span, (of) => vis[of]);
+  if (!out.includes(0)) return out;
+  /** @type {Set<number>} holders with a slice drawn under them */
+  const holding = new Set();
+  for (let i = 0; i < out.length; i++) {
+    if (!out[i]) continue;
+    for (let up = holder[i]; up >= 0 && !holding.has(up); up = outerHolder.get(up) ?? -1) holding.add(up);
+  }
+  for (let i = 0; i < out.length; i++) {
+    if (out[i]) continue;
+    for (let up = holder[i]; up >= 0; up = outerHolder.get(up) ?? -1) {
+      if (vis[up] && !holding.has(up)) {
+        out[i] = vis[up];
+        break;
+      }
+    }
+  }
+  return out;
 }
 
 /**
@@ -198,7 +236,7 @@ function overlay(front, back) {
 
 /** @returns {Slices} */
 function emptySlices() {
-  return { start: [], end: [], code: [], span: [], parent: [], low: [], high: [] };
+  return { start: [], end: [], code: [], span: [], parent: [], low: [], high: [], holder: [], outerHolder: new Map() };
 }
 
 /**
@@ -210,6 +248,8 @@ function emptySlices() {
  * @property {number[]} parent index of the slice it nests in, -1 none
  * @property {number[]} low its window: the span outside the engine its request hangs under
  * @property {number[]} high
+ * @property {number[]} holder the nearest holder span above it: its request, or the KV sender it is under
+ * @property {Map<number, number>} outerHolder a KV sender's nearest holder above it
  */
 
 /**
@@ -241,14 +281,19 @@ function slicesOf(data, requests) {
   const seen = new Set(requests);
   for (const request of requests) {
     const [low, high] = windowOf(data, request);
-    const stack = [request];
+    /** @type {[number, number][]} a span to walk and the holder its slices are under */
+    const stack = [[request, request]];
     while (stack.length) {
-      const holder = /** @type {number} */ (stack.pop());
-      for (const child of children.get(holder) ?? []) {
+      const [above, holder] = /** @type {[number, number]} */ (stack.pop());
+      for (const child of children.get(above) ?? []) {
         if (seen.has(child)) continue; // a cycle in a hostile payload
         seen.add(child);
-        stack.push(child);
-        if (isHolderSpan(data, child)) continue;
+        if (isHolderSpan(data, child)) {
+          out.outerHolder.set(child, holder);
+          stack.push([child, child]);
+          continue;
+        }
+        stack.push([child, holder]);
         sliceOf.set(child, out.start.length);
         out.start.push(data.spanStart[child]);
         out.end.push(data.spanEnd[child]);
@@ -257,6 +302,7 @@ function slicesOf(data, requests) {
         out.parent.push(-1);
         out.low.push(low);
         out.high.push(high);
+        out.holder.push(holder);
       }
     }
   }
@@ -269,6 +315,7 @@ function slicesOf(data, requests) {
     out.parent.push(wait.slice);
     out.low.push(out.low[wait.slice]);
     out.high.push(out.high[wait.slice]);
+    out.holder.push(out.holder[wait.slice]);
   }
   return out;
 }

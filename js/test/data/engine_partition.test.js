@@ -1,13 +1,15 @@
 // The partition of engine time (engine_partition.js) on hand-built payloads: the
 // waits of many retractions in several slices, each to the next child slice of the
 // slice it interrupted; and what the band shows under a visibility (`shownPieces`),
-// the unfiltered pieces when every slice is shown.
+// the unfiltered pieces when every slice is shown, a kept request's slices' time when
+// a query keeps the request and none of its slices.
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { decodePayload } from "../../src/data/decode.js";
 import { samplePieces, shownPieces } from "../../src/data/engine_partition.js";
 import { spanVisibility } from "../../src/data/filters.js";
+import { evaluate, parseQuery } from "../../src/data/query.js";
 import { engineTree } from "../helpers/engine_spans.js";
 import { makePayload } from "../helpers/make_payload.js";
 
@@ -68,4 +70,46 @@ test("shownPieces: all shown, the pieces the figures count; a wait hidden and di
   const hidden = shownPieces(d, 0, vis);
   assert.deepEqual(said(d, hidden), [[6, 7, "prefill"]]);
   assert.deepEqual([...hidden.dim], [0]);
+});
+
+/** A PD request's two halves, the prefill half's KV transfer under its sender. */
+const PD_PAIR = `
+    sglang_generate                 0   60
+      sglang prefill request        10  30   lane 1
+        prefill_waiting             10  14   lane 2
+        prefill_forward             14  24   lane 2
+        sglang kv sender            24  28   lane 3
+          mooncake_send             24  28   lane 4
+      sglang decode request         10  58   lane 5
+        decode_bootstrap            10  28   lane 6
+        decode_loop                 30  58   lane 6
+`;
+
+/**
+ * The band of sample 0 under a query typed in the filter box, with `focus` dimming
+ * what it leaves out: [from, to, phase, "faint"?] per piece.
+ * @param {string} query
+ * @param {Uint8Array|null} [focus]
+ */
+function bandUnder(query, focus = null) {
+  const phases = { ...PHASES, decode: ["decode_loop"], pd: ["decode_bootstrap", "mooncake_send"] };
+  const d = decodePayload(makePayload({ samples: [{}], spans: engineTree(PD_PAIR), meta: { engine_phases: phases } }).payload);
+  const { keep } = evaluate(d, parseQuery(query), null);
+  const pieces = shownPieces(d, 0, spanVisibility(d, { ...ALL, keep, focus }));
+  return said(d, pieces).map((piece, i) => (pieces.dim[i] ? [...piece, "faint"] : piece));
+}
+
+test("shownPieces: a kept request whose slices the query hides shows their time, as the figures count it", () => {
+  // requests hold no time of their own: a kept one's time is its slices'
+  assert.deepEqual(bandUnder('name:"sglang prefill request"'), [[10, 14, "queue"], [14, 24, "prefill"], [24, 28, "pd"]]);
+  assert.deepEqual(bandUnder('name:"sglang decode request"'), [[10, 28, "pd"], [30, 58, "decode"]]);
+  // a kept sender stands for its own slices only
+  assert.deepEqual(bandUnder('name:"sglang kv sender"'), [[24, 28, "pd"]]);
+  // dimmed by a focus, it shows faint
+  assert.deepEqual(bandUnder('name:"sglang kv sender"', new Uint8Array(9)), [[24, 28, "pd", "faint"]]);
+});
+
+test("shownPieces: a kept request with slices still shown does not bring back the ones hidden", () => {
+  // prefill_forward's time goes to the slice that ran beside it, decode_bootstrap
+  assert.deepEqual(bandUnder("-name:prefill_forward"), [[10, 14, "queue"], [14, 28, "pd"], [30, 58, "decode"]]);
 });

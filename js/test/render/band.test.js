@@ -8,7 +8,8 @@
 // details panel's; a retracted request's wait and re-run nested in its first
 // decode_forward show as queue and prefill; request time no slice covers is empty.
 // Under a query or a filter the band is the partition of the slices still shown
-// (faint where only dimmed ones run), made once per sample and visibility.
+// (faint where only dimmed ones run; a kept request with no slice shown stands for its
+// slices, data/engine_partition.test.js), made once per sample and visibility.
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
