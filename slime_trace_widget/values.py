@@ -53,6 +53,9 @@ _SEQUENCES = (list, tuple, set, frozenset, deque)
 #: Copies of a container changing under a subclass's own iteration tried before giving up.
 _SNAPSHOT_TRIES = 3
 _CONTAINERS = (dict, *_SEQUENCES)
+#: Plain types whose every value prints (an int may be too long to).
+_PRINTABLE_TYPES = PLAIN_TYPES - {int}
+_INT_TYPES = frozenset({int, bool})
 
 
 class _Budget:
@@ -66,8 +69,10 @@ class _Budget:
 
 
 def plain_value(value: Any) -> Any:
-    """Return ``value`` as plain Python data (scalars, str, list, dict)."""
-    if type(value) in PLAIN_TYPES:
+    """Return ``value`` as plain Python data (scalars, str, list, dict); an int too long
+    to print becomes :func:`big_int_text`, at the top as anywhere inside."""
+    kind = type(value)
+    if kind in _PRINTABLE_TYPES or (kind is int and value.bit_length() <= MAX_INT_BITS):
         return value
     return _plain(value, 0, _Budget(MAX_STEPS, 0))
 
@@ -144,18 +149,38 @@ def clean_text(text: str) -> str:
 
 def _plain(value: Any, depth: int, budget: _Budget) -> Any:
     kind = type(value)
-    if kind in PLAIN_TYPES:
+    if kind in _PRINTABLE_TYPES:
         return value
+    if kind is int:
+        return _printable_int(value)
     if depth > _MAX_DEPTH:
         return f"<{kind.__name__} nested too deep>"
     if kind is list or kind is tuple:
         flat = value[:budget.steps + 1]  # one step in C: another thread's change is before or after
-        if len(flat) <= budget.steps and PLAIN_TYPES.issuperset(map(type, flat)):
+        if len(flat) <= budget.steps and _all_plain(flat):
             budget.steps -= len(flat)  # a flat list (token ids): what the walk gives, in C
             return flat if kind is list else list(flat)
     if isinstance(value, _CONTAINERS):
         return _each_item(value, budget, lambda item: _plain(item, depth + 1, budget))
     return _plain_scalar(value, depth, budget)
+
+
+def _printable_int(value: int) -> int | str:
+    """``value`` itself, or :func:`big_int_text` when it is too long to print."""
+    return value if value.bit_length() <= MAX_INT_BITS else big_int_text(value)
+
+
+def _all_plain(flat: list | tuple) -> bool:
+    """Whether every item of ``flat`` is a str, int, float, bool or None that the walk
+    would give back as it is (no int too long to print): in C for a list of numbers
+    or texts, one pass more, also in C, for a list of ints alone (token ids)."""
+    types = set(map(type, flat))
+    if int not in types:
+        return PLAIN_TYPES.issuperset(types)
+    if types <= _INT_TYPES:
+        return max(map(int.bit_length, flat)) <= MAX_INT_BITS
+    return PLAIN_TYPES.issuperset(types) and all(
+        item.bit_length() <= MAX_INT_BITS for item in flat if type(item) is int)
 
 
 def _each_item(container: Any, budget: _Budget, convert: Callable[[Any], Any]) -> dict | list:
@@ -245,7 +270,7 @@ def _plain_scalar(value: Any, depth: int, budget: _Budget) -> Any:
     if isinstance(value, bool):
         return bool(value)
     if isinstance(value, int):  # IntEnum and other int subclasses
-        return int(value)
+        return _printable_int(int(value))
     if isinstance(value, float):  # numpy.float64 is a float subclass
         return float(value)
     if isinstance(value, str):
@@ -364,7 +389,7 @@ def _json(value: Any, max_chars: int, budget: _Budget, depth: int) -> Any:
     if kind is float:
         return value if math.isfinite(value) else _nonfinite_text(value)
     if kind is int:
-        return value if value.bit_length() <= MAX_INT_BITS else big_int_text(value)
+        return _printable_int(value)
     if kind is bool or value is None:
         return value
     if depth > _MAX_DEPTH:

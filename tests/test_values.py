@@ -114,3 +114,23 @@ def test_an_object_is_described_by_a_repr_cut_with_a_marker():
     text = plain_value(Long())
     assert text == "x" * values.MAX_REPR_CHARS + "…[truncated 1500 chars]"
     assert values.describe(Long()) == text and plain_value(Failing()) == "<Failing>"
+
+
+class _Flag(int):
+    """An int subclass (as IntEnum is): made a plain int, or its text when too long."""
+
+
+@pytest.mark.parametrize("huge", [10**5000, -(10**5000), _Flag(10**5000)],
+                         ids=["positive", "negative", "int-subclass"])
+def test_an_int_too_long_to_print_is_its_text_at_any_depth(huge):
+    """``str`` refuses an int of more than 4,300 digits; the plain data holds its text
+    wherever it is, in a flat list (token ids) as in a mixed one, a dict or a tuple,
+    so that what the recorder stores is what readers show and JSON can hold."""
+    text = values.big_int_text(10**5000)
+    value = {"top": huge, "ints": [1, huge], "mixed": [huge, "x", 1.5], "deep": ({"n": huge},)}
+    expected = {"top": text, "ints": [1, text], "mixed": [text, "x", 1.5],
+                "deep": [{"n": text}]}
+    assert plain_value(huge) == text
+    assert plain_value(value) == json_safe(value) == expected
+    longest = 2**values.MAX_INT_BITS - 1
+    assert plain_value([longest, True]) == [longest, True]  # kept as it is

@@ -19,7 +19,6 @@ from typing import Any
 from ..values import (
     MAX_INT_BITS,
     PLAIN_TYPES,
-    big_int_text,
     describe,
     distinct_key,
     plain_value,
@@ -155,13 +154,11 @@ def _frozen(value: Any) -> Any:
     other objects as a short ``repr``. Plain data always pickles, so saving the
     samples cannot fail because of an attribute; the work is bounded by
     ``MAX_STEPS`` elements per value. An int too long to print (over 4,300
-    digits) becomes the text readers show for it anywhere in a value,
-    ``"<int of N bits>"``. A value whose walk fails becomes its short ``repr``
+    digits), alone or anywhere inside a value, becomes the text readers show for
+    it, ``"<int of N bits>"``. A value whose walk fails becomes its short ``repr``
     (:func:`slime_trace_widget.values.describe`, as a reader shows an object).
     """
     try:
-        if type(value) is int:  # only one too long to print comes here
-            return big_int_text(value)
         return plain_value(value)
     except Exception:
         return describe(value)

@@ -272,13 +272,13 @@ def test_a_refused_batch_is_counted_and_the_stream_goes_on(sink) -> None:
 
 
 def test_a_record_that_cannot_be_encoded_is_counted_and_the_stream_goes_on(sink) -> None:
-    """An int past Python's digit limit cannot become JSON (the recorder keeps one
-    nested in a list as it is): that record is dropped and counted, and the sender
-    keeps sending the records after it."""
+    """A trace id past Python's digit limit has no text, so no W3C trace id, which the
+    receiver needs: that record is dropped and counted, and the sender keeps sending
+    the records after it."""
     stream = live.install(sink.endpoint, interval=0.05)
     sample = {"index": 0, "group_index": 0}
     trace_event(sample, "before")
-    trace_event(sample, "huge", {"n": [10**5000]})
+    trace_event({"index": 1, "group_index": 0, "trace": {"trace_id": 10**5000}}, "huge")
     trace_event(sample, "after")
     stats = stream.close(timeout=60)
     assert stats.dropped == 1 and stats.sent == 2 and stats.queued == 0

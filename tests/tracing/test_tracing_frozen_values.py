@@ -134,17 +134,23 @@ def test_a_bfloat16_tensor_value_leaves_the_dump_readable(tmp_path):
 
 def test_an_int_too_long_to_print_is_recorded_as_readers_show_it(tmp_path):
     """``str`` refuses an int of more than 4,300 digits: stored as it is at the top
-    level, such a value made the whole dump unloadable (ValueError)."""
+    level, such a value made the whole dump unloadable (ValueError); nested in a list,
+    a dict or a tuple, it stayed an int in the dump, which readers then showed as text
+    and ``json.dumps`` (a reader of the raw dump) failed on."""
     huge = 10**5000
-    path = _dump(tmp_path / "huge.pt", {"top": huge, "nested": [huge], "fits": 2**70},
-                 frozen=True)
+    text = "<int of 16610 bits>"
+    path = _dump(tmp_path / "huge.pt", {"top": huge, "nested": [huge], "fits": 2**70,
+                                        "tokens": [1, -huge], "by_key": {"n": huge},
+                                        "deep": ([huge, "x"],)}, frozen=True)
     sample = torch.load(path, weights_only=False)["samples"][0]
     (start,) = starts(sample, "generate")
-    assert start["attrs"] == {"top": "<int of 16610 bits>", "nested": [huge], "fits": 2**70}
+    stored = {"top": text, "nested": [text], "fits": 2**70, "tokens": [1, text],
+              "by_key": {"n": text}, "deep": [[text, "x"]]}
+    assert start["attrs"] == stored
+    assert json.loads(json.dumps(start["attrs"])) == stored
     frames = load_frames(path)
     (read,), _ = frames.span_attrs(frames.spans.index)
-    assert read == {"top": "<int of 16610 bits>", "nested": ["<int of 16610 bits>"],
-                    "fits": "1180591620717411303424"}
+    assert read == {**stored, "fits": "1180591620717411303424"}
 
 
 def test_a_value_cut_when_recorded_reads_back_with_the_recorders_marker(tmp_path):
