@@ -11,7 +11,7 @@ import { decodePayload, F_ENGINE } from "../../src/data/decode.js";
 import { enginePhases, PRIORITY, RETRACT_EVENT } from "../../src/data/engine.js";
 import { KV_SENDER_SPAN } from "../../src/data/engine_lanes.js";
 import { legendInfo } from "../../src/panels/legend.js";
-import { engineTree, RETRACTED_REQUEST } from "../helpers/engine_spans.js";
+import { decodedJoinedSample, engineTree, RETRACTED_REQUEST } from "../helpers/engine_spans.js";
 import { makePayload } from "../helpers/make_payload.js";
 import PYTHON from "../fixtures/engine_phases.json" with { type: "json" };
 
@@ -221,14 +221,7 @@ test("the names of the rule are Python's (answers/engine.py)", () => {
 
 test("samples joined by Python: the phases engine_breakdown gives", () => {
   for (const sample of PYTHON.cases) {
-    const spans = sample.spans.map((span) => ({
-      sample: 0, start: span.start, end: span.end, name: span.name, parent: span.parent,
-      depth: span.depth, lane: span.depth, flags: span.engine ? E : 0,
-    }));
-    const events = sample.events.map((event) => ({
-      sample: 0, ts: event.ts, name: event.name, parent: event.parent, lane: sample.spans[event.parent].depth,
-    }));
-    const d = decodePayload(makePayload({ samples: [{}], spans, events, meta: { engine_phases: REAL } }).payload);
+    const d = decodedJoinedSample(sample, REAL);
     /** @type {Record<string, number>} */
     const got = Object.fromEntries(Object.keys(sample.seconds).map((phase) => [phase, 0]));
     let generations = 0;

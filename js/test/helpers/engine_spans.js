@@ -1,8 +1,10 @@
 // Spans of a generation and the engine's spans under it, written as an outline, so a
 // test reads as the tree it builds: one span a line, `name start end [lane N]`, nested
-// by two spaces a level (a span's parent is the nearest line above it one level up).
+// by two spaces a level (a span's parent is the nearest line above it one level up);
+// and the decoded payload of a sample Python joined, for tests held to its seconds.
 
-import { F_ENGINE } from "../../src/data/decode.js";
+import { decodePayload, F_ENGINE } from "../../src/data/decode.js";
+import { makePayload } from "./make_payload.js";
 
 const LINE = /^( *)(\S.*?)\s+(-?[\d.]+)\s+(-?[\d.]+)(?:\s+lane\s+(\d+))?\s*$/;
 
@@ -50,3 +52,23 @@ export const RETRACTED_REQUEST = `
           prefill_forward    5.5  6    lane 3
           decode_forward     6.2  9    lane 3
 `;
+
+/**
+ * The decoded payload of one sample Python joined (fixtures/engine_phases.json's
+ * `cases`, written by js/dev/engine_phase_cases.py), so a test can set what it draws
+ * or counts against the seconds Python gave: its spans (engine slices flagged
+ * F_ENGINE), each on the lane of its depth, and its events on their span's lane.
+ * @param {{spans: {start: number, end: number, name: string, parent: number, depth: number, engine: boolean}[],
+ *          events: {ts: number, name: string, parent: number}[]}} sample
+ * @param {Record<string, string[]>} phases the payload's `meta.engine_phases`
+ */
+export function decodedJoinedSample(sample, phases) {
+  const spans = sample.spans.map((span) => ({
+    sample: 0, start: span.start, end: span.end, name: span.name, parent: span.parent,
+    depth: span.depth, lane: span.depth, flags: span.engine ? F_ENGINE : 0,
+  }));
+  const events = sample.events.map((event) => ({
+    sample: 0, ts: event.ts, name: event.name, parent: event.parent, lane: sample.spans[event.parent].depth,
+  }));
+  return decodePayload(makePayload({ samples: [{}], spans, events, meta: { engine_phases: phases } }).payload);
+}

@@ -24,13 +24,25 @@ import { enginePhases } from "../../src/data/engine.js";
 import { samplePieces } from "../../src/data/engine_partition.js";
 import { BandPainter } from "../../src/render/band.js";
 import { RunBuffer } from "../../src/render/lod.js";
-import { engineTree, RETRACTED_REQUEST } from "../helpers/engine_spans.js";
+import { decodedJoinedSample, engineTree, RETRACTED_REQUEST } from "../helpers/engine_spans.js";
 import { makePayload } from "../helpers/make_payload.js";
 import PYTHON from "../fixtures/engine_phases.json" with { type: "json" };
 
 const THEME = { bg: "#ffffff", bg1: "#f6f7f9", bg2: "#eeeeee", fg0: "#000000", fg1: "#222222", fg2: "#666666", border1: "#cccccc", border2: "#e5e5e5", brand: "#1a73e8", font: "sans-serif", mono: "monospace", error: "#d32f2f", cursor: "#d32f2f", stripe: "#fafafa", selRow: "#e8f0fe", hoverRow: "#f1f3f4", dark: false };
 const ALL = { showOpen: true, showEvents: true, showUnmatched: true, attempt: -1, attemptMode: /** @type {"filter"} */ ("filter"), highlightName: -1 };
 const PHASES = { queue: ["prefill_waiting"], prefill: ["prefill_forward"], decode: ["decode_loop"], pd: [] };
+/** A PD request: its prefill half waits 12-20 and prefills 20-30 while its decode half
+ *  bootstraps 12-30 (a PD slice under PD_PHASES), then decodes 30-58. A test adds
+ *  spans under the generation by following it with lines at its indent. */
+const PD_REQUEST = `
+    sglang_generate              10  60   lane 0
+      sglang prefill request     12  30   lane 1
+        prefill_waiting          12  20   lane 3
+        prefill_forward          20  30   lane 3
+      sglang decode request      12  58   lane 2
+        decode_bootstrap         12  30   lane 4
+        decode_loop              30  58   lane 4`;
+const PD_PHASES = { ...PHASES, pd: ["decode_bootstrap"] };
 
 /** A canvas whose 2d context keeps every filled rectangle with its fill colour. */
 function recordingCanvas() {
@@ -139,21 +151,12 @@ test("the load tracks sit between the axis and the rows", () => {
 });
 
 test("where slices of several phases overlap, the band shows the phase the panel counts", () => {
-  // a PD request (the prefill half waits and prefills while the decode half
-  // bootstraps) and a second request prefilling while the first decodes
-  const spans = engineTree(`
-    sglang_generate              10  60   lane 0
-      sglang prefill request     12  30   lane 1
-        prefill_waiting          12  20   lane 4
-        prefill_forward          20  30   lane 4
-      sglang decode request      12  58   lane 2
-        decode_bootstrap         12  30   lane 5
-        decode_loop              30  58   lane 5
-      sglang request             40  50   lane 3
+  // the PD request and a second request prefilling while it decodes
+  const spans = engineTree(`${PD_REQUEST}
+      sglang request             40  50   lane 5
         prefill_forward          40  50   lane 6
   `);
-  const phases = { ...PHASES, pd: ["decode_bootstrap"] };
-  const { d, L, g, filled, at } = scene(false, false, spans, phases);
+  const { d, L, g, filled, at } = scene(false, false, spans, PD_PHASES);
   const band = bandBox(L, 0);
   const by = canvasY(g, band.y + band.h / 2);
   const phaseAt = (/** @type {number} */ t) => d.bandPhases.find((phase) => enginePhaseColor(phase) === colorAt(filled, 200 + t * 8, by));
@@ -242,14 +245,7 @@ test("samples joined by Python: the band draws engine_breakdown's seconds per ph
   /** @type {string[]} */
   const wrong = [];
   for (const sample of PYTHON.cases) {
-    const spans = sample.spans.map((span) => ({
-      sample: 0, start: span.start, end: span.end, name: span.name, parent: span.parent,
-      depth: span.depth, lane: span.depth, flags: span.engine ? F_ENGINE : 0,
-    }));
-    const events = sample.events.map((event) => ({
-      sample: 0, ts: event.ts, name: event.name, parent: event.parent, lane: sample.spans[event.parent].depth,
-    }));
-    const d = decodePayload(makePayload({ samples: [{}], spans, events, meta: { engine_phases: PYTHON.phases } }).payload);
+    const d = decodedJoinedSample(sample, PYTHON.phases);
     const pieces = samplePieces(d, 0);
     let narrowest = Infinity;
     for (let i = 0; i < pieces.n; i++) narrowest = Math.min(narrowest, pieces.end[i] - pieces.start[i]);
@@ -334,17 +330,8 @@ function twoAttempts(secondName = "decode_loop") {
 }
 
 test("a query: the band draws the kept slices over the time hidden slices held", () => {
-  const spans = engineTree(`
-    sglang_generate              10  60   lane 0
-      sglang prefill request     12  30   lane 1
-        prefill_waiting          12  20   lane 3
-        prefill_forward          20  30   lane 3
-      sglang decode request      12  58   lane 2
-        decode_bootstrap         12  30   lane 4
-        decode_loop              30  58   lane 4
-  `);
-  const phases = { ...PHASES, pd: ["decode_bootstrap"] };
-  const d = decodePayload(makePayload({ samples: [{}], spans, meta: { engine_phases: phases } }).payload);
+  const spans = engineTree(PD_REQUEST);
+  const d = decodePayload(makePayload({ samples: [{}], spans, meta: { engine_phases: PD_PHASES } }).payload);
   const all = bandStretches(d, spanVisibility(d, ALL), 64);
   assert.deepEqual(all, [[12, 20, "queue"], [20, 30, "prefill"], [30, 58, "decode"]]);
   // a query for decode* keeps the decode half (and the generation)
