@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from .span_schema import PEER_ADDRESS
+from .span_schema import PEER_ADDRESS, attribute_text
 
 
 def machine_hosts(host_ids: dict[int, str], resources: dict[int, dict[str, Any]]
@@ -32,8 +32,8 @@ def machine_hosts(host_ids: dict[int, str], resources: dict[int, dict[str, Any]]
     address alone, or the ``host.name`` of a span without an address: never from which
     ``host.name``s the spans read happen to carry, so the spans of one window and those
     read beyond it name one machine alike."""
-    places = {t: (_text(resources[t].get("host.name")), _text(resources[t].get(PEER_ADDRESS)))
-              for t in host_ids}
+    places = {t: (attribute_text(resources[t].get("host.name")),
+                  attribute_text(resources[t].get(PEER_ADDRESS))) for t in host_ids}
     addresses_of_name: dict[tuple[str, str], set[str]] = defaultdict(set)
     for t, (name, address) in places.items():
         if name and address:
@@ -56,7 +56,3 @@ def machine_hosts(host_ids: dict[int, str], resources: dict[int, dict[str, Any]]
         found[hosts[t]].add(machine)
     return hosts, {host: next(iter(seen)) for host, seen in found.items() if len(seen) == 1}
 
-
-def _text(value: Any) -> str | None:
-    return str(value) if isinstance(value, (str, int)) and not isinstance(value, bool) \
-        and str(value) else None

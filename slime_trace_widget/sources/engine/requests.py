@@ -41,7 +41,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .machines import machine_hosts
-from .span_schema import END, JSON_COLUMNS, SCHEMA, START
+from .span_schema import END, JSON_COLUMNS, SCHEMA, START, attribute_text
 from .stretches import (
     fold_decode_loops,
     json_value,
@@ -204,7 +204,8 @@ class _Rows:
         self.is_thread = np.zeros(n, dtype=bool)
         for i in np.flatnonzero(maybe_root | maybe_thread):
             attrs = self.attrs(int(i))
-            if _text(attrs.get("gen_ai.request.id")) or _text(attrs.get("rid")):
+            if (attribute_text(attrs.get("gen_ai.request.id"))
+                    or attribute_text(attrs.get("rid"))):
                 self.is_root[i] = True
             elif any(key in attrs for key in ("thread_label", "host_id", "pid")):
                 self.is_thread[i] = True
@@ -383,11 +384,12 @@ class _Rows:
         return Request(
             root=root, trace_id=str(self._trace_ids[root]),
             span_id=self.span_id(root), name=name, role=role,
-            rid=_text(attrs.get("rid")),
-            whole_rid=_text(attrs.get("gen_ai.request.id")) or _text(attrs.get("rid")),
+            rid=attribute_text(attrs.get("rid")),
+            whole_rid=(attribute_text(attrs.get("gen_ai.request.id"))
+                       or attribute_text(attrs.get("rid"))),
             # SGLang 0.5.x (module "sglang::...") keeps only the part after the last "_" in
             # ``rid``; older releases kept it whole
-            short_rid=not _text(attrs.get("gen_ai.request.id"))
+            short_rid=not attribute_text(attrs.get("gen_ai.request.id"))
             and str(attrs.get("module", "")).startswith("sglang::"),
             room=_room(attrs.get("bootstrap_room")), top=top,
             top_room=_room(top_attrs.get("bootstrap_room")), host=host, pieces=pieces,
@@ -518,15 +520,6 @@ def _parse_all(column: pa.ChunkedArray, kind: type) -> list[Any]:
     return [value if isinstance(value, kind) else kind() for value in values]
 
 
-def _text(value: Any) -> str | None:
-    if isinstance(value, bool) or value is None:
-        return None
-    if isinstance(value, (str, int)):
-        text = str(value)
-        return text or None
-    return None
-
-
 def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
@@ -556,14 +549,14 @@ def _thread_label(attrs: dict, name: str) -> str:
 
 
 def _host(attrs: dict) -> str:
-    host = _text(attrs.get("host_id"))
+    host = attribute_text(attrs.get("host_id"))
     return host if host else ""
 
 
 def _resource_host(rows: _Rows, i: int) -> str:
     resource = json_value(rows.table["resource"][i].as_py(), dict)
     for key in ("host.name", "host.id", "service.instance.id"):
-        if _text(resource.get(key)):
+        if attribute_text(resource.get(key)):
             return str(resource[key])
     service = rows.table["service"][i].as_py()
     return str(service or "engine")

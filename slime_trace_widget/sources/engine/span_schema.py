@@ -2,14 +2,19 @@
 
 What reads engine spans (the request reader, the OTLP decoder) needs their schema
 but not the store's writing side, which brings Parquet in: a pyarrow built without
-Parquet still draws a dump with engine traces joined from a table.
+Parquet still draws a dump with engine traces joined from a table. What reads their
+attributes takes a naming value (a rid, a ``host_id``, an address) as text here
+(:func:`attribute_text`), so the request reader and the machine rule read them alike.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import pyarrow as pa
 
-__all__ = ["COLUMNS", "END", "JSON_COLUMNS", "PEER_ADDRESS", "SCHEMA", "START"]
+__all__ = ["COLUMNS", "END", "JSON_COLUMNS", "PEER_ADDRESS", "SCHEMA", "START",
+           "attribute_text"]
 
 SCHEMA = pa.schema([
     ("trace_id", pa.string()), ("span_id", pa.string()), ("parent_id", pa.string()),
@@ -28,3 +33,12 @@ JSON_COLUMNS: dict[str, dict | list] = {"attributes": {}, "resource": {}, "event
 #: from. SGLang's thread spans name their machine only by ``/etc/machine-id``, which cloned
 #: VM images and containers share; the sender's address tells those machines apart.
 PEER_ADDRESS = "receiver.peer_address"
+
+
+def attribute_text(value: Any) -> str | None:
+    """A stored attribute that names something (a rid, a ``host_id``, an address, a
+    ``host.name``) as text: a non-empty string, or an integer written out; None for
+    anything else (a bool, a float, a list, an empty string), which names nothing."""
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        return None
+    return str(value) or None
