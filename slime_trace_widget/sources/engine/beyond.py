@@ -26,7 +26,7 @@ import pyarrow.compute as pc
 
 from ...frames.model import TraceFrames
 from ...schema import w3c_trace_id
-from .match import REQUEST_ID_ATTR, Matches, attr_values, follow_rooms, rid_owners
+from .match import Matches, follow_rooms, rid_owners
 from .requests import KV_SENDER, Request, read_requests
 
 #: How far beyond each side of the window requests are looked for, seconds.
@@ -78,14 +78,14 @@ def requests_beyond(frames: TraceFrames, requests: list[Request], matches: Match
     half beyond the window follows its room's half inside it, also one a reused rid's
     placement gave its span."""
     seen = {(request.trace_id, request.span_id) for request in requests}
-    related = _related(beyond(), frames, requests, waiting)
+    related = _related(beyond(), frames, requests, matches, waiting)
     found = _named_as_window([request for request in read_requests(related)
                               if request.role != KV_SENDER
                               and (request.trace_id, request.span_id) not in seen], requests)
     if not found:
         return [], len(waiting)
     everyone = requests + found
-    by_rid = rid_owners(frames, everyone)
+    by_rid = rid_owners(frames, everyone, matches.ids)
     owners = matches.owners + by_rid.owners[len(requests):]
     follow_rooms(everyone, owners)
     listed = []
@@ -125,7 +125,7 @@ def _named_as_window(found: list[Request], requests: list[Request]) -> list[Requ
 
 
 def _related(table: pa.Table, frames: TraceFrames, requests: list[Request],
-             waiting: set[int]) -> pa.Table:
+             matches: Matches, waiting: set[int]) -> pa.Table:
     """The traces of ``table`` that may hold a waiting span's request, chosen on whole
     columns before any request is read: those whose rid (``gen_ai.request.id`` or
     ``rid``, whole or after its last ``_``) is a waiting span's rid or its tail, whose
@@ -133,8 +133,7 @@ def _related(table: pa.Table, frames: TraceFrames, requests: list[Request],
     waiting span's sample's (W3C context). The join's rules then decide among them."""
     if not len(table):
         return table
-    rids = {str(value) for index, value in attr_values(frames, REQUEST_ID_ATTR).items()
-            if index in waiting}
+    rids = {rid for index, rid in matches.ids.of_span.items() if index in waiting}
     wanted = pa.array(sorted(rids | {rid.rsplit("_", 1)[-1] for rid in rids}), pa.string())
     rooms = {request.room for request in requests if request.room is not None}
     room_texts = pa.array(sorted({text for room in rooms for text in (hex(room), str(room))}),

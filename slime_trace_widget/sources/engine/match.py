@@ -60,6 +60,19 @@ _MOST_FITS = 10_000
 _AMBIGUOUS = -2
 
 
+@dataclass(frozen=True)
+class RequestIds:
+    """The generation spans' ``sglang_request_id``s, read from the frames once
+    (:func:`request_ids`) and kept for every rule that needs them: each span's id as text,
+    the spans by whole id and by its part after the last ``_`` (:data:`_AMBIGUOUS` where
+    two spans share one), and the spans of each whole id that several spans share."""
+
+    of_span: dict[int, str]
+    whole: dict[str, int]
+    tail: dict[str, int]
+    several: dict[str, list[int]]
+
+
 @dataclass
 class Matches:
     """The span index each request belongs to, in order (-1: none, or ambiguous), and
@@ -67,6 +80,8 @@ class Matches:
     :func:`place_reused`)."""
 
     owners: list[int]
+    #: The spans' request ids the rules read (the search beyond the window reads them too).
+    ids: RequestIds
     reused: dict[int, list[int]] = field(default_factory=dict)
     #: The spans that name a request by its whole rid (``sglang_request_id``).
     named: set[int] = field(default_factory=set)
@@ -99,13 +114,16 @@ def find_owners(frames: TraceFrames, requests: list[Request]) -> Matches:
     return matches
 
 
-def rid_owners(frames: TraceFrames, requests: list[Request]) -> Matches:
-    """Rules 1 to 3: each request's span by trace context or rid alone."""
+def rid_owners(frames: TraceFrames, requests: list[Request],
+               ids: RequestIds | None = None) -> Matches:
+    """Rules 1 to 3: each request's span by trace context or rid alone. ``ids``: the
+    frames' request ids where the caller read them already (:func:`request_ids`)."""
     owners = [-1] * len(requests)
     by_context = _context_owners(frames, requests)
     for number, owner in by_context.items():
         owners[number] = owner
-    whole, tail, several = _request_ids(frames)
+    ids = ids if ids is not None else request_ids(frames)
+    whole, tail, several = ids.whole, ids.tail, ids.several
     claimed: set[tuple[int, str]] = set()
     reused: dict[int, list[int]] = {}
     for number, request in enumerate(requests):
@@ -120,7 +138,7 @@ def rid_owners(frames: TraceFrames, requests: list[Request]) -> Matches:
     _match_by_tail(requests, owners, whole, tail, claimed)
     named = {span for span in whole.values() if span >= 0}
     named.update(span for spans in several.values() for span in spans)
-    return Matches(owners, reused, named=named)
+    return Matches(owners, ids, reused, named=named)
 
 
 def place_reused(matches: Matches, requests: list[Request],
@@ -242,25 +260,24 @@ def _room_keys(request: Request) -> list[tuple[str, Any]]:
     return keys
 
 
-def _request_ids(frames: TraceFrames
-                 ) -> tuple[dict[str, int], dict[str, int], dict[str, list[int]]]:
-    """Generation spans by whole ``sglang_request_id`` and by its part after the last ``_``
-    (:data:`_AMBIGUOUS` where two spans share one), and the spans of each whole id that
-    several spans share."""
+def request_ids(frames: TraceFrames) -> RequestIds:
+    """The frames' generation spans by ``sglang_request_id`` (:class:`RequestIds`); a
+    value that is not a non-empty string or an integer names no request."""
+    of_span: dict[int, str] = {}
     whole: dict[str, int] = {}
     tail: dict[str, int] = {}
     spans_of: dict[str, list[int]] = defaultdict(list)
     for index, value in attr_values(frames, REQUEST_ID_ATTR).items():
         if isinstance(value, bool) or not isinstance(value, (str, int)) or value == "":
             continue
-        text = str(value)
+        text = of_span[index] = str(value)
         spans_of[text].append(index)
         for table, key in ((whole, text), (tail, text.rsplit("_", 1)[-1] if "_" in text
                                            else None)):
             if key is not None:
                 table[key] = index if table.get(key, index) == index else _AMBIGUOUS
     several = {text: spans for text, spans in spans_of.items() if len(spans) > 1}
-    return whole, tail, several
+    return RequestIds(of_span, whole, tail, several)
 
 
 def attr_values(frames: TraceFrames, key: str) -> dict[int, Any]:
