@@ -138,16 +138,15 @@ def _per_sample(frames: TraceFrames) -> pd.DataFrame:
 
 def _span_input(core: pd.DataFrame, engine: pd.DataFrame) -> pd.DataFrame:
     """:func:`phase_seconds`' spans from the frames: the engine spans of each sample and
-    the spans their requests hang under (the windows their time is clipped to)."""
+    the spans their requests hang under (the windows their time is clipped to), with
+    the frames' own columns (those of :data:`SPAN_INPUT` have their names already) and
+    the two it lacks, ``span_index`` and ``engine``."""
     holders = engine[engine["name"].isin(REQUEST_SPANS).to_numpy()]["parent_index"]
     owners = core.reindex(pd.Index(holders.unique()).intersection(core.index))
     owners = owners[(owners["origin"] != "engine").to_numpy()]
     picked = pd.concat([engine, owners])
-    return pd.DataFrame({
-        "sample_row": picked["sample_row"].to_numpy(), "span_index": picked.index.to_numpy(),
-        "parent_index": picked["parent_index"].to_numpy(), "name": picked["name"].astype(str),
-        "start": picked["start"].to_numpy(), "duration": picked["duration"].to_numpy(),
-        "engine": (picked["origin"] == "engine").to_numpy()})
+    return picked.assign(span_index=picked.index.to_numpy(),
+                         engine=(picked["origin"] == "engine").to_numpy())
 
 
 def phase_seconds(spans: pd.DataFrame, retracts: pd.DataFrame) -> pd.DataFrame:
