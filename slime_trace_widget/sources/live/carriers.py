@@ -96,15 +96,15 @@ class LiveTrace:
         merged = heapq.merge(*lists, key=lambda item: item[1])
         return [record for _, _, record in merged]
 
-    def add(self, sender: str, seq: int, ts: float, record: dict) -> bool:
-        """Take ``record``, number ``seq`` of ``sender``; False when it is an end whose
+    def add(self, sender: str, seq: int, ts: float, record: dict, span_id: object) -> bool:
+        """Take ``record``, number ``seq`` of ``sender``, the end of span ``span_id`` (None:
+        not an end with a span id, :func:`_ended_span`); False when it is an end whose
         sending again already stands in for it: it then only gives the stand-in its
         place in the numbering (the stand-in's attributes are the later ones)."""
         items = self.by_sender.get(sender)
         if items is None:
             items = self.by_sender[sender] = []
-        span_id = record.get(RECORD_SPAN_ID)
-        if span_id is None or record.get(RECORD_TYPE) != SPAN_END:
+        if span_id is None:
             items.append((seq, ts, record))
             return True
         positions = self.ends.setdefault((sender, _span_key(span_id)), [])
@@ -119,14 +119,11 @@ class LiveTrace:
         items.append((seq, ts, record))
         return True
 
-    def replace_end(self, sender: str, seq: int, record: dict) -> bool:
-        """Put ``record``, an end sent again as number ``seq`` by ``sender``, in place of
-        the end it updates (that sender's latest end of the same span id numbered before
-        it), unless a later sending already took that place. False when there is no such
-        end."""
-        span_id = record.get(RECORD_SPAN_ID)
-        if span_id is None or record.get(RECORD_TYPE) != SPAN_END:
-            return False
+    def replace_end(self, sender: str, seq: int, record: dict, span_id: object) -> bool:
+        """Put ``record``, an end of span ``span_id`` sent again as number ``seq`` by
+        ``sender``, in place of the end it updates (that sender's latest end of the same
+        span id numbered before it), unless a later sending already took that place.
+        False when there is no such end."""
         positions = self.ends.get((sender, _span_key(span_id)))
         if not positions:
             return False
@@ -140,14 +137,12 @@ class LiveTrace:
                 return True
         return False
 
-    def stand_in(self, sender: str, seq: int, ts: float, record: dict) -> bool:
-        """Take ``record``, an end sent again as number ``seq`` by ``sender`` whose end
-        was not taken (:meth:`replace_end` found none), as that end: among the sender's
-        records after the latest one recorded at or before its time ``ts``, where the
-        lost end stood. False when it is not an end with a span id."""
-        span_id = record.get(RECORD_SPAN_ID)
-        if span_id is None or record.get(RECORD_TYPE) != SPAN_END:
-            return False
+    def stand_in(self, sender: str, seq: int, ts: float, record: dict,
+                 span_id: object) -> None:
+        """Take ``record``, an end of span ``span_id`` sent again as number ``seq`` by
+        ``sender`` whose end was not taken (:meth:`replace_end` found none), as that end:
+        among the sender's records after the latest one recorded at or before its time
+        ``ts``, where the lost end stood."""
         items = self.by_sender.get(sender)
         if items is None:
             items = self.by_sender[sender] = []
@@ -159,7 +154,6 @@ class LiveTrace:
         items.append((before + 0.5, ts, record))
         self.resent[(sender, position)] = seq
         self.standing_in.add((sender, position))
-        return True
 
     def carrier(self) -> dict[str, Any]:
         """The trace as a carrier: identity from its first record, the highest attempt."""
@@ -269,18 +263,17 @@ class LiveCarriers:
         for item in read.records:
             if not fresh[item.row]:
                 continue
+            span_id = _ended_span(item.record)
             if item.resent:
                 trace = traces.get(item.key)
-                if trace is None:
+                if trace is None or span_id is None:
                     self.warnings[RESENT_WITHOUT_END] += 1
                     continue
-                if trace.replace_end(item.sender, item.seq, item.record):
+                if trace.replace_end(item.sender, item.seq, item.record, span_id):
                     taken.append(NewRecord(trace, item.record, item.ts, resent=True))
-                elif trace.stand_in(item.sender, item.seq, item.ts, item.record):
-                    taken.append(NewRecord(trace, item.record, item.ts))  # closes the span
                 else:
-                    self.warnings[RESENT_WITHOUT_END] += 1
-                    continue
+                    trace.stand_in(item.sender, item.seq, item.ts, item.record, span_id)
+                    taken.append(NewRecord(trace, item.record, item.ts))  # closes the span
                 rows.append(item.row)
                 continue
             trace = traces.get(item.key)
@@ -288,7 +281,7 @@ class LiveCarriers:
                 get = item.record.get
                 trace = traces[item.key] = LiveTrace(item.key, item.rollout, get(RECORD_TRACE_ID),
                                                      get(RECORD_SAMPLE_ID), get(RECORD_GROUP_ID))
-            new = trace.add(item.sender, item.seq, item.ts, item.record)
+            new = trace.add(item.sender, item.seq, item.ts, item.record, span_id)
             taken.append(NewRecord(trace, item.record, item.ts, resent=not new))
             rows.append(item.row)
         unreadable = int(fresh[read.unreadable].sum())
@@ -324,6 +317,12 @@ class LiveCarriers:
         """Sample records of the traces ``keys`` (all when None), in first-seen order."""
         chosen = self.traces.values() if keys is None else (self.traces[k] for k in keys)
         return [trace.sample() for trace in chosen]
+
+
+def _ended_span(record: dict) -> object:
+    """The span id a record ends: its ``span_id`` when it is a ``span_end`` that has one;
+    None for any other record (which ends no span the index could find)."""
+    return record.get(RECORD_SPAN_ID) if record.get(RECORD_TYPE) == SPAN_END else None
 
 
 def _span_key(span_id: object) -> Hashable:
