@@ -155,17 +155,44 @@ def test_a_retried_rid_on_a_host_of_unknown_clock_is_placed_by_its_order() -> No
 
 
 def test_a_retried_rid_listed_with_its_reason_is_not_missing_too() -> None:
-    """The request was read and listed (its time overlaps both attempts): its spans wait
-    for nothing, so they are not counted as missing and nothing beyond is read."""
+    """One request was placed, the other read and listed (its time overlaps both
+    attempts): it stands for the attempt left, which waits for nothing, so it is not
+    counted as missing and nothing beyond is read."""
     frames = _generations({"same-rid": [(0, 5), (6, 12)], "known": [(20, 30)]})
     engine = Engine()
     engine.request("known", T0 + 20.5, T0 + 29.5)
     engine.request("same-rid", T0 + 4, T0 + 7, slices=plain_slices(T0 + 4.1, T0 + 7))
+    engine.request("same-rid", T0 + 8, T0 + 11.5)
     calls: list[int] = []
     joined = join_engine(frames, engine.table(), _read_beyond(calls))
+    roots = _request_spans(joined)
+    assert sorted(zip(roots["attr.gen_ai.request.id"], roots["attempt"], strict=True)) == [
+        ("known", 0), ("same-rid", 1)]
     assert joined.engine_unmatched[["rid", "reason"]].values.tolist() == [
         ["same-rid", REUSED_RID]]
     assert calls == [] and MISSING_WARNING not in joined.warnings
+
+
+def test_a_listed_request_of_a_retried_rid_stands_for_one_attempt_alone(tmp_path: Path
+                                                                       ) -> None:
+    """A rid sent twice and one request of it listed (its time overlaps both attempts):
+    the other attempt still waits for its request. Here it lies 120 s off, on a host far
+    off, and is found beyond the window; with no trace beyond, it is missing."""
+    frames = _generations({"same-rid": [(0, 5), (6, 12)], "known": [(20, 30)]})
+    engine = Engine()
+    engine.request("known", T0 + 20.5, T0 + 29.5, host="hostaaaa")
+    engine.request("same-rid", T0 + 4, T0 + 7, host="hostaaaa")
+    engine.request("same-rid", T0 + 126.5, T0 + 131.5, host="hostbbbb")
+    joined = with_engine_traces(frames, _stored(engine, tmp_path / "engine"))
+    assert joined.engine_unmatched[["rid", "host", "reason"]].values.tolist() == [
+        ["same-rid", "hostaaaa", REUSED_RID], ["same-rid", "hostbbbb", BEYOND_WINDOW]]
+    assert joined.warnings[BEYOND_WARNING] == 1 and MISSING_WARNING not in joined.warnings
+    window = Engine()
+    window.request("known", T0 + 20.5, T0 + 29.5)
+    window.request("same-rid", T0 + 4, T0 + 7)
+    calls: list[int] = []
+    joined = join_engine(frames, window.table(), _read_beyond(calls))
+    assert calls == [1] and joined.warnings[MISSING_WARNING] == 1
 
 
 # --------------------------------------------------------------------------- machine ids

@@ -18,6 +18,7 @@ read a run's traces for each rollout. Spans still waiting after that are counted
 
 from __future__ import annotations
 
+from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import replace
 
@@ -47,8 +48,8 @@ def waiting_spans(frames: TraceFrames, matches: Matches, requests: list[Request]
                   held: set[int]) -> set[int]:
     """The spans that name a request and got none, and those that got one PD half only
     (a half of a room, without the other); not those that held engine spans already (a
-    dataset converted with them), nor those of a reused rid that a request listed with
-    its reason names (:attr:`.match.Matches.reasons`: its request was read, the rid told
+    dataset converted with them), nor those of a reused rid that its requests listed with
+    their reason stand for (:func:`_listed_for`: those requests were read, the rid told
     no attempt). While the rollout still runs (some span is open), a
     span that ended within :data:`IN_FLIGHT_SECONDS` of the frames' end is not waiting
     yet: its request may still be on its way to the store."""
@@ -60,12 +61,30 @@ def waiting_spans(frames: TraceFrames, matches: Matches, requests: list[Request]
     waiting.update(span for span, have in roles.items()
                    if len(have & {"prefill", "decode"}) == 1 and "" not in have)
     waiting -= held
-    waiting -= {span for number in matches.reasons for span in matches.reused.get(number, ())}
+    waiting -= _listed_for(matches, requests, waiting)
     if waiting and pc.any(pc.equal(frames.tables.span_core.column("state"), "open")).as_py():
         ends = frames.span_core["display_end"]
         waiting = {span for span in waiting
                    if ends[span] <= frames.t1 - IN_FLIGHT_SECONDS}
     return waiting
+
+
+def _listed_for(matches: Matches, requests: list[Request], waiting: set[int]) -> set[int]:
+    """The waiting spans of each reused rid that its requests listed with a reason stand
+    for: one span per listed request (a PD request's two halves, of two roles, one), the
+    earliest first. The rid's other spans still wait: a rid sent three times with one
+    request listed has two attempts whose requests were not read. Which of the rid's
+    spans are excused changes neither the count nor what is searched (they share the
+    rid)."""
+    listed: dict[tuple[int, ...], Counter[str]] = defaultdict(Counter)
+    for number in matches.reasons:
+        spans = matches.reused.get(number)
+        if spans:
+            listed[tuple(spans)][requests[number].role] += 1
+    excused: set[int] = set()
+    for spans, roles in listed.items():
+        excused.update(sorted(span for span in spans if span in waiting)[:max(roles.values())])
+    return excused
 
 
 def requests_beyond(frames: TraceFrames, requests: list[Request], matches: Matches,
