@@ -154,6 +154,28 @@ def test_a_retried_rid_on_a_host_of_unknown_clock_is_placed_by_its_order() -> No
     assert joined.engine_unmatched["reason"].tolist() == [UNKNOWN_OFFSET] * 3
 
 
+def test_an_aborted_request_running_past_its_attempt_is_placed_by_its_order() -> None:
+    """The host's clock is 6 s ahead and unknown; the first attempt was aborted at 5 s and
+    the engine ran its request 0.8 s longer, into the gap before the retry. It fits its
+    attempt all the same, so both requests are placed. Alone (the retry's request not
+    read), it fits either attempt: it is placed on neither, where requiring each request
+    inside its span put it on the retry's."""
+    frames = _generations({"same-rid": [(0, 5), (6, 12)]})
+    engine = Engine()
+    for start, end in ((0.5, 5.8), (6.5, 11.5)):  # dump-clock times
+        engine.request("same-rid", T0 + start + 6, T0 + end + 6)
+    joined = join_engine(frames, engine.table())
+    starts = _request_spans(joined).set_index("attempt")["start"]
+    assert sorted(starts.index) == [0, 1] and joined.engine_unmatched.empty
+    assert abs(starts[0] - (T0 + 0.5)) < 0.6 and abs(starts[1] - (T0 + 6.5)) < 0.6
+    frames = _generations({"same-rid": [(0, 5), (6, 20)]})
+    engine = Engine()
+    engine.request("same-rid", T0 + 0.5 + 6, T0 + 5.8 + 6)
+    joined = join_engine(frames, engine.table())
+    assert _request_spans(joined).empty
+    assert joined.engine_unmatched["reason"].tolist() == [UNKNOWN_OFFSET]
+
+
 def test_a_retried_rid_listed_with_its_reason_is_not_missing_too() -> None:
     """One request was placed, the other read and listed (its time overlaps both
     attempts): it stands for the attempt left, which waits for nothing, so it is not

@@ -25,8 +25,9 @@ other requests have estimated the skews: :func:`placed_matches`); one that overl
 or several of them, or loses its span to another request of the rid and role that
 overlaps it more, is left unmatched with :data:`REUSED_RID` as its reason. A host that no
 other request gives a skew has no clock to place by: its requests of the rid (and role)
-are placed only when they fit inside those spans, in order, under one common offset in
-one way alone; else they are left unmatched with :data:`UNKNOWN_OFFSET`. A KV sender's
+are placed only when they fit those spans (each starts inside its span and ends inside
+it, or an aborted attempt's before the retry began), in order, under one common offset
+in one way alone; else they are left unmatched with :data:`UNKNOWN_OFFSET`. A KV sender's
 trace (role ``KV_SENDER``, see :mod:`.requests`) names no generation span: its ``rid``
 is its bootstrap room, so it takes rule 4 only (the join then draws it under its room's
 prefill half).
@@ -190,21 +191,27 @@ def _fitted_in_order(numbers: list[int], requests: list[Request], spans: list[in
                      span_time: Callable[[int], tuple[float, float]]
                      ) -> dict[int, tuple[float, int]] | None:
     """Requests ``numbers`` (one host's, of one rid and role) each onto its own span of
-    ``spans``, in the order of their starts, when exactly one such choice puts every
-    request inside its span under one common offset (the host's unknown skew): each
+    ``spans``, in the order of their starts, when exactly one such choice fits every
+    request to its span under one common offset (the host's unknown skew): each
     request with its span (and its length, as its overlap). None when no choice or
-    several do, or when there are too many choices to try."""
+    several do, or when there are too many choices to try.
+
+    A request fits its span when it starts inside it (the engine gets it once the client
+    sent it) and ends by the span's :func:`_reaches`: inside it, or for an aborted
+    attempt before the retry began."""
     order = sorted(numbers, key=lambda number: (requests[number].start_ns, number))
     ordered = sorted(spans, key=lambda span: (span_time(span), span))
     if len(order) > len(ordered) or math.comb(len(ordered), len(order)) > _MOST_FITS:
         return None
+    reach = _reaches(ordered, span_time)
     fits: list[tuple[int, ...]] = []
     for chosen in combinations(ordered, len(order)):
         low, high = -math.inf, math.inf
         for number, span in zip(order, chosen, strict=True):
             span_start, span_end = span_time(span)
-            low = max(low, span_start - requests[number].start_ns / 1e9)
-            high = min(high, span_end - requests[number].end_ns / 1e9)
+            start, end = requests[number].start_ns / 1e9, requests[number].end_ns / 1e9
+            low = max(low, span_start - start)
+            high = min(high, span_end - start, reach[span] - end)
         if low <= high:
             fits.append(chosen)
             if len(fits) > 1:
@@ -213,6 +220,19 @@ def _fitted_in_order(numbers: list[int], requests: list[Request], spans: list[in
         return None
     return {number: ((requests[number].end_ns - requests[number].start_ns) / 1e9, span)
             for number, span in zip(order, fits[0], strict=True)}
+
+
+def _reaches(spans: list[int], span_time: Callable[[int], tuple[float, float]]
+             ) -> dict[int, float]:
+    """How late, in the dump's clock, the request of each of a rid's ``spans`` may end: by
+    the span's end, but for an attempt the rid was sent again after (a span of it starts
+    at or after this one's end), by the next such start. That attempt was aborted: the
+    client stopped waiting at its end, and the engine runs its request on until it
+    notices. A request running into the retry would overlap two attempts, which
+    :func:`place_reused` places on neither when the skew is known."""
+    times = [span_time(span) for span in spans]
+    return {span: min((start for start, _ in times if start >= end), default=end)
+            for span, (_, end) in zip(spans, times, strict=True)}
 
 
 def _match_by_tail(requests: list[Request], owners: list[int], whole: dict[str, int],
