@@ -164,14 +164,17 @@ function sliceVisibility(slices, vis) {
     if (!out[i]) continue;
     for (let up = holder[i]; up >= 0 && !holding.has(up); up = outerHolder.get(up) ?? -1) holding.add(up);
   }
+  /** @param {number} of a holder @returns {number} its visibility, if drawn with none of its slices drawn */
+  const own = (of) => (holding.has(of) ? 0 : vis[of]);
+  // What a hidden slice under each KV sender takes: its own, else its nearest holder's
+  // above. The map lists a sender after the holder it is under, so one pass resolves all.
+  /** @type {Map<number, number>} */
+  const resolved = new Map();
+  for (const [sender, above] of outerHolder) {
+    resolved.set(sender, own(sender) || (resolved.get(above) ?? own(above)));
+  }
   for (let i = 0; i < out.length; i++) {
-    if (out[i]) continue;
-    for (let up = holder[i]; up >= 0; up = outerHolder.get(up) ?? -1) {
-      if (vis[up] && !holding.has(up)) {
-        out[i] = vis[up];
-        break;
-      }
-    }
+    if (!out[i]) out[i] = resolved.get(holder[i]) ?? own(holder[i]);
   }
   return out;
 }

@@ -109,6 +109,36 @@ test("shownPieces: a kept request whose slices the query hides shows their time,
   assert.deepEqual(bandUnder('name:"sglang kv sender"', new Uint8Array(9)), [[24, 28, "pd", "faint"]]);
 });
 
+test("shownPieces: a hidden slice under nested senders takes its nearest kept holder's visibility", () => {
+  const tree = `
+    sglang_generate                 0   60
+      sglang prefill request        10  30   lane 1
+        prefill_forward             10  20   lane 2
+        sglang kv sender            20  30   lane 3
+          mooncake_send             20  24   lane 4
+          sglang kv sender          24  30   lane 5
+            mooncake_send           24  30   lane 6
+  `;
+  const phases = { ...PHASES, pd: ["mooncake_send"] };
+  const d = decodePayload(makePayload({ samples: [{}], spans: engineTree(tree), meta: { engine_phases: phases } }).payload);
+  const nameOf = (/** @type {number} */ i) => d.names[d.spanName[i]];
+  const [request] = [...Array(d.nSpans).keys()].filter((i) => nameOf(i) === "sglang prefill request");
+  const [outer, inner] = [...Array(d.nSpans).keys()].filter((i) => nameOf(i) === "sglang kv sender");
+  /** @param {Record<number, number>} kept @returns {any[]} */
+  const band = (kept) => {
+    const vis = new Uint8Array(d.nSpans);
+    for (const [span, visibility] of Object.entries(kept)) vis[Number(span)] = visibility;
+    const pieces = shownPieces(d, 0, vis);
+    return said(d, pieces).map((piece, i) => (pieces.dim[i] ? [...piece, "faint"] : piece));
+  };
+  // the request alone stands for every slice beneath it, through both senders
+  assert.deepEqual(band({ [request]: 1 }), [[10, 20, "prefill"], [20, 30, "pd"]]);
+  // the inner sender, kept dimmed, is nearer its slice than the request
+  assert.deepEqual(band({ [request]: 1, [inner]: 2 }), [[10, 20, "prefill"], [20, 24, "pd"], [24, 30, "pd", "faint"]]);
+  // a sender with a slice drawn stands for none: its hidden slice goes as when no holder is kept
+  assert.deepEqual(band({ [outer]: 1, [inner + 1]: 1 }), [[24, 30, "pd"]]);
+});
+
 test("shownPieces: a kept request with slices still shown does not bring back the ones hidden", () => {
   // prefill_forward's time goes to the slice that ran beside it, decode_bootstrap
   assert.deepEqual(bandUnder("-name:prefill_forward"), [[10, 14, "queue"], [14, 28, "pd"], [30, 58, "decode"]]);
