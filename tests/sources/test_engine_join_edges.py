@@ -217,6 +217,45 @@ def test_a_listed_request_of_a_retried_rid_stands_for_one_attempt_alone(tmp_path
     assert calls == [1] and joined.warnings[MISSING_WARNING] == 1
 
 
+
+def test_a_request_found_beyond_the_window_stands_for_one_attempt_alone(tmp_path: Path
+                                                                         ) -> None:
+    """A rid sent three times: one request in the window, listed (it overlaps two
+    attempts), one found beyond the window, the third attempt's read nowhere. Each
+    request read stands for one attempt, so one is still missing."""
+    frames = _generations({"same-rid": [(0, 5), (6, 12), (13, 20)], "known": [(30, 40)]})
+    engine = Engine()
+    engine.request("known", T0 + 30.5, T0 + 39.5, host="hostaaaa")
+    engine.request("same-rid", T0 + 4, T0 + 7, host="hostaaaa")
+    engine.request("same-rid", T0 + 126.5, T0 + 131.5, host="hostbbbb")
+    joined = with_engine_traces(frames, _stored(engine, tmp_path / "engine"))
+    assert joined.engine_unmatched[["rid", "host", "reason"]].values.tolist() == [
+        ["same-rid", "hostaaaa", REUSED_RID], ["same-rid", "hostbbbb", BEYOND_WINDOW]]
+    assert joined.warnings[BEYOND_WARNING] == 1 and joined.warnings[MISSING_WARNING] == 1
+
+
+def test_a_request_given_a_reason_then_attached_by_its_room_excuses_no_attempt() -> None:
+    """A PD request of a rid sent twice: its decode half, on a host no other request
+    gives a clock, is given a reason, then follows its prefill half's room onto the first
+    attempt. Attached, it stands for that attempt only: the second attempt's request,
+    read nowhere, is searched for beyond the window and counted missing."""
+    frames = _generations({"R": [(100, 105), (106, 112)], "known": [(120, 130)]})
+    engine = Engine()
+    engine.request("known", T0 + 121, T0 + 129, role="decode", room=0x99, host="decodehh")
+    engine.request("known", T0 + 120.5, T0 + 121, role="prefill", room=0x99, host="prefillh")
+    engine.request("R", T0 + 100.5, T0 + 101, role="prefill", room=0x100, host="prefillh")
+    engine.request("R", T0 + 131, T0 + 134.5, role="decode", room=0x100, host="decodeUU")
+    calls: list[int] = []
+    joined = join_engine(frames, engine.table(), _read_beyond(calls))
+    roots = _request_spans(joined)
+    assert sorted(zip(roots["name"].astype(str), roots["attr.gen_ai.request.id"],
+                      roots["attempt"], strict=True)) == [
+        ("sglang decode request", "R", 0), ("sglang decode request", "known", 0),
+        ("sglang prefill request", "R", 0), ("sglang prefill request", "known", 0)]
+    assert joined.engine_unmatched.empty
+    assert calls == [1] and joined.warnings[MISSING_WARNING] == 1
+
+
 # --------------------------------------------------------------------------- machine ids
 
 

@@ -19,7 +19,7 @@ read a run's traces for each rollout. Spans still waiting after that are counted
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 
 import pyarrow as pa
@@ -70,19 +70,27 @@ def waiting_spans(frames: TraceFrames, matches: Matches, requests: list[Request]
 
 
 def _listed_for(matches: Matches, requests: list[Request], waiting: set[int]) -> set[int]:
-    """The waiting spans of each reused rid that its requests listed with a reason stand
-    for: one span per listed request (a PD request's two halves, of two roles, one), the
-    earliest first. The rid's other spans still wait: a rid sent three times with one
-    request listed has two attempts whose requests were not read. Which of the rid's
-    spans are excused changes neither the count nor what is searched (they share the
-    rid)."""
-    listed: dict[tuple[int, ...], Counter[str]] = defaultdict(Counter)
-    for number in matches.reasons:
-        spans = matches.reused.get(number)
+    """The waiting spans that the requests listed with a reason (read, left unattached:
+    the rid told no attempt) stand for, :func:`_one_span_each`."""
+    listed = (number for number in matches.reasons if matches.owners[number] < 0)
+    return _one_span_each(listed, matches.reused, requests, waiting)
+
+
+def _one_span_each(numbers: Iterable[int], reused: dict[int, list[int]],
+                   requests: list[Request], waiting: set[int]) -> set[int]:
+    """The waiting spans that unattached requests ``numbers`` of reused rids (``reused``:
+    a request's number to its rid's spans) stand for: one span per request (a PD
+    request's two halves, of two roles, one), the earliest first. The rid's other spans
+    still wait: a rid sent three times with one request read has two attempts whose
+    requests were not. Which of the rid's spans are excused changes neither the count
+    nor what is searched (they share the rid)."""
+    roles_of: dict[tuple[int, ...], Counter[str]] = defaultdict(Counter)
+    for number in numbers:
+        spans = reused.get(number)
         if spans:
-            listed[tuple(spans)][requests[number].role] += 1
+            roles_of[tuple(spans)][requests[number].role] += 1
     excused: set[int] = set()
-    for spans, roles in listed.items():
+    for spans, roles in roles_of.items():
         excused.update(sorted(span for span in spans if span in waiting)[:max(roles.values())])
     return excused
 
@@ -109,15 +117,17 @@ def requests_beyond(frames: TraceFrames, requests: list[Request], matches: Match
     follow_rooms(everyone, owners)
     listed = []
     served: set[int] = set()
+    unattached: list[int] = []
     for number, request in enumerate(found, start=len(requests)):
         owner = owners[number]
         if owner in waiting:
             served.add(owner)
-        elif number in by_rid.reused:
-            served.update(by_rid.reused[number])
-        else:
+        elif number not in by_rid.reused:
             continue
+        elif owner < 0:
+            unattached.append(number)
         listed.append(request)
+    served |= _one_span_each(unattached, by_rid.reused, everyone, waiting - served)
     return listed, len(waiting - served)
 
 
