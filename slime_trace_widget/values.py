@@ -172,8 +172,9 @@ def _printable_int(value: int) -> int | str:
 
 def _all_plain(flat: list | tuple) -> bool:
     """Whether every item of ``flat`` is a str, int, float, bool or None that the walk
-    would give back as it is (no int too long to print): in C for a list of numbers
-    or texts, one pass more, also in C, for a list of ints alone (token ids)."""
+    would give back as it is (no int too long to print): in C for a list without ints
+    and, one pass more, for a list of ints alone (token ids); an int among other types
+    is measured in Python."""
     types = set(map(type, flat))
     if int not in types:
         return PLAIN_TYPES.issuperset(types)
