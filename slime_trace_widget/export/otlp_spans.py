@@ -114,8 +114,7 @@ def split_batch(batch: Batch) -> tuple[Batch, Batch]:
     """``batch``'s spans in two requests, the first half and the rest in their order,
     each span with its resource; for a request a receiver found too large. Needs two
     spans or more."""
-    placed = [(resource, span) for resource in batch.request.resource_spans
-              for scope in resource.scope_spans for span in scope.spans]
+    placed = _placed(batch)
     if len(placed) < 2:
         raise ValueError("a request of one span cannot be split")
     half = len(placed) // 2
@@ -124,17 +123,21 @@ def split_batch(batch: Batch) -> tuple[Batch, Batch]:
 
 def span_ids(batch: Batch) -> list[bytes]:
     """The span ids of ``batch``, in its order."""
-    return [span.span_id for resource in batch.request.resource_spans
-            for scope in resource.scope_spans for span in scope.spans]
+    return [span.span_id for _, span in _placed(batch)]
 
 
 def keep_spans(batch: Batch, keep: list[bool]) -> Batch | None:
     """``batch`` with only the spans ``keep`` marks (in :func:`span_ids`' order), each
     with its resource; None when none is kept."""
-    placed = [(resource, span) for resource in batch.request.resource_spans
-              for scope in resource.scope_spans for span in scope.spans]
-    kept = [pair for pair, wanted in zip(placed, keep, strict=True) if wanted]
+    kept = [pair for pair, wanted in zip(_placed(batch), keep, strict=True) if wanted]
     return _batch_of(kept) if kept else None
+
+
+def _placed(batch: Batch) -> list[tuple[ResourceSpans, Span]]:
+    """Every span of ``batch`` with the resource it goes under, in the request's order
+    (the one walk over resources, scopes and spans)."""
+    return [(resource, span) for resource in batch.request.resource_spans
+            for scope in resource.scope_spans for span in scope.spans]
 
 
 def describe_span(batch: Batch) -> str:
