@@ -101,13 +101,7 @@ def to_otlp(frames: TraceFrames, endpoint: str, *, protocol: str = "http/protobu
     differ from one run to the next. The report counts what this call sent.
     """
     try:
-        from .otlp_spans import (
-            DEFAULT_BATCH_BYTES,
-            DEFAULT_BATCH_SPANS,
-            DEFAULT_SERVICE,
-            exported_span_count,
-            otlp_batches,
-        )
+        from .otlp_spans import batch_layout, exported_span_count, otlp_batches
         from .otlp_transport import DEFAULT_TIMEOUT_SECONDS, RETRY_SECONDS, sender_for
     except ImportError as exc:
         raise ImportError(f"{_EXTRA_HINT} ({exc})") from exc
@@ -123,10 +117,8 @@ def to_otlp(frames: TraceFrames, endpoint: str, *, protocol: str = "http/protobu
             journal.begin()  # locked, and read again, for this export
         known = 0 if journal is None else len(journal.confirmed) + len(journal.uncertain)
         bar = _progress_bar(max(exported_span_count(frames) - known, 0), progress)
-        for batch in otlp_batches(frames, service_name=service_name or DEFAULT_SERVICE,
-                                  batch_spans=batch_spans or DEFAULT_BATCH_SPANS,
-                                  batch_bytes=batch_bytes or DEFAULT_BATCH_BYTES,
-                                  include_text=include_text):
+        for batch in otlp_batches(frames, **batch_layout(service_name, batch_spans,
+                                                         batch_bytes, include_text)):
             unsent = batch if journal is None else _unsent(batch, journal, report)
             if unsent is not None:
                 _send_in_pieces(sender, unsent, report, retry_for, bar, journal)

@@ -110,6 +110,18 @@ def otlp_batches(frames: TraceFrames, *, service_name: str = DEFAULT_SERVICE,
         yield filling.finish()
 
 
+def batch_layout(service_name: str | None = None, batch_spans: int | None = None,
+                 batch_bytes: int | None = None, include_text: bool = False
+                 ) -> dict[str, Any]:
+    """The options of :func:`otlp_batches` that decide which span goes in which request,
+    each left out (None, or 0) taken as its default: what ``to_otlp`` sends with, and
+    what a ledger of an earlier copy stored (so both lay requests out alike)."""
+    return {"service_name": service_name or DEFAULT_SERVICE,
+            "batch_spans": batch_spans or DEFAULT_BATCH_SPANS,
+            "batch_bytes": batch_bytes or DEFAULT_BATCH_BYTES,
+            "include_text": bool(include_text)}
+
+
 def split_batch(batch: Batch) -> tuple[Batch, Batch]:
     """``batch``'s spans in two requests, the first half and the rest in their order,
     each span with its resource; for a request a receiver found too large. Needs two

@@ -189,13 +189,7 @@ def _adopt_partial(root: Path, ledger: Ledger, target: str, entries: list[dict[s
     entries. An entry of a dump sent or changed since goes with nothing to convert."""
     from ..sources.dataset.layout import read_dump
     from .otlp_journal import SpanJournal
-    from .otlp_spans import (
-        DEFAULT_BATCH_BYTES,
-        DEFAULT_BATCH_SPANS,
-        DEFAULT_SERVICE,
-        otlp_batches,
-        span_ids,
-    )
+    from .otlp_spans import batch_layout, otlp_batches, span_ids
 
     progress = ledger.partial.get(target, {})
     for entry in entries:
@@ -203,13 +197,8 @@ def _adopt_partial(root: Path, ledger: Ledger, target: str, entries: list[dict[s
         frames = read_dump(root, entry) if part and part["spans"] else None
         if frames is None:
             continue
-        options = part["options"]
         taken: list[bytes] = []
-        for batch in otlp_batches(
-                frames, service_name=options.get("service_name") or DEFAULT_SERVICE,
-                batch_spans=options.get("batch_spans") or DEFAULT_BATCH_SPANS,
-                batch_bytes=options.get("batch_bytes") or DEFAULT_BATCH_BYTES,
-                include_text=bool(options.get("include_text"))):
+        for batch in otlp_batches(frames, **batch_layout(**part["options"])):
             taken += span_ids(batch)
             if len(taken) >= part["spans"]:
                 break
