@@ -69,6 +69,9 @@ class SpanJournal:
         self._identity = hashlib.blake2b(identity.encode(), digest_size=_IDENTITY_BYTES
                                          ).digest()
         self._file: BinaryIO | None = None
+        # read now, unlocked, so a journal can be looked into (and a foreign or damaged
+        # file is refused, named) without an export; begin() reads again under the
+        # lock, as another export may have appended since
         self._load(_read_bytes(path))
 
     def begin(self) -> None:

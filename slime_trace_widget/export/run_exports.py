@@ -129,9 +129,12 @@ def send_new_dumps(root: str | Path, endpoint: str, **options: Any) -> list[Any]
 
     root = Path(root)
     target = f"otlp:{endpoint}"
-    Manifest.load(root, must_exist=True)  # a run dataset: no lock made anywhere else
+    # read before the lock, so no lock is made in a folder that is not a run dataset;
+    # the lock is not the manifest's (a convert may rewrite it at any time, under its
+    # own), so a second read under it would see nothing this one could not
+    converted = Manifest.load(root, must_exist=True).converted()
     with _only_export(root, target, endpoint):
-        return _send_new_dumps(root, target, endpoint, options)
+        return _send_new_dumps(root, target, endpoint, converted, options)
 
 
 @contextmanager
@@ -150,18 +153,18 @@ def _only_export(root: Path, target: str, endpoint: str) -> Iterator[None]:
         yield
 
 
-def _send_new_dumps(root: Path, target: str, endpoint: str, options: dict[str, Any]
-                    ) -> list[Any]:
-    """:func:`send_new_dumps` under the lock: the ledger and journals read now."""
+def _send_new_dumps(root: Path, target: str, endpoint: str,
+                    converted: list[dict[str, Any]], options: dict[str, Any]) -> list[Any]:
+    """:func:`send_new_dumps` of the ``converted`` manifest entries, under the lock: the
+    ledger and journals read now (another export to ``target`` may have written them
+    until the lock was taken)."""
     from ..sources.dataset.layout import read_dump
-    from ..sources.dataset.manifest import Manifest
     from .otlp import to_otlp
     from .otlp_journal import SpanJournal
 
     ledger = Ledger(root)
     done = ledger.keys(target)
-    entries = [entry for entry in Manifest.load(root, must_exist=True).converted()
-               if _key(entry) not in done]
+    entries = [entry for entry in converted if _key(entry) not in done]
     journals = _journal_folder(root, target)
     _drop_stale_journals(journals, {_journal_name(_key(entry)) for entry in entries})
     _adopt_partial(root, ledger, target, entries, journals)
