@@ -76,7 +76,7 @@ def checked_inputs(args: argparse.Namespace) -> list[str]:
 def send_dataset(args: argparse.Namespace) -> None:
     """``--otlp``: the dataset's dumps not sent to that endpoint yet."""
     try:  # the otel extra may be missing: said in one line, not a traceback
-        from ..export.otlp import unanswered_note
+        from ..export.otlp import rejected_note, unanswered_note
         from ..export.otlp_transport import OtlpExportError
         from ..export.run_exports import send_new_dumps
     except ImportError as exc:
@@ -94,7 +94,7 @@ def send_dataset(args: argparse.Namespace) -> None:
     unanswered = sum(report.unanswered_spans for report in reports)
     print(f"sent {len(reports)} dump(s), {spans} spans, to {args.otlp}"
           + ("" if reports else " (every dump was sent before)")
-          + (f", {rejected} rejected by the receiver" if rejected else "")
+          + rejected_note(rejected)
           + unanswered_note(unanswered))
 
 

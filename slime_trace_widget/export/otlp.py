@@ -49,16 +49,21 @@ class OtlpReport:
     unanswered_spans: int = 0
 
     def summary(self) -> str:
-        rejected = (f", {self.rejected_spans} rejected by the receiver"
-                    if self.rejected_spans else "")
         split = (f", {self.splits} split in halves as too large for the receiver"
                  if self.splits else "")
         resumed = (f", {self.resumed_spans} taken before and not sent again"
                    if self.resumed_spans else "")
         return (f"sent {self.spans} spans ({self.events} events) in {self.traces} traces to "
                 f"{self.endpoint} over {self.protocol}: {self.batches} requests, "
-                f"{self.retries} retries, {self.seconds:.1f} s{rejected}{split}{resumed}"
+                f"{self.retries} retries, {self.seconds:.1f} s"
+                f"{rejected_note(self.rejected_spans)}{split}{resumed}"
                 f"{unanswered_note(self.unanswered_spans)}")
+
+
+def rejected_note(spans: int) -> str:
+    """What a report adds for ``spans`` the receiver took but rejected as invalid (an
+    OTLP partial success)."""
+    return f", {spans} rejected by the receiver" if spans else ""
 
 
 def unanswered_note(spans: int) -> str:
