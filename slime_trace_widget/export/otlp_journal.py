@@ -31,6 +31,14 @@ dump it is for: a journal put where another's goes is refused), then records:
 ``b"S"`` + u32 count + u32 CRC of those 5 bytes + count 8-byte span ids + u32 CRC of
 the ids (a request about to go), ``b"T"`` + u32 CRC (the last one was taken),
 ``b"N"`` + u32 CRC (it was not).
+
+Durability: an ``S`` record is synced before its request goes; a ``T`` or ``N`` is
+written through to the system at once but reaches the disk with the next ``S`` (a sync
+writes the whole file) or at :meth:`SpanJournal.close`. A process killed at any point
+loses no record. A power cut can lose only the answer to the last request: its spans
+then read as *uncertain*, so none is sent twice, but the next export counts them in
+its ``unanswered_spans`` where they were taken (rather than ``resumed_spans``), and
+leaves them out, counted the same way, where they were refused.
 """
 
 from __future__ import annotations
@@ -127,8 +135,8 @@ class SpanJournal:
                 self._file = None
 
     def _append(self, record: bytes, sync: bool = False) -> None:
-        """Append ``record`` (a ``T`` or ``N`` is synced only on close: lost in a power
-        cut, its request only counts as uncertain, which sends nothing twice)."""
+        """Append ``record``, synced when ``sync`` (a ``T`` or ``N`` goes to disk with
+        the next synced record or on close: see the module's *Durability*)."""
         if self._file is None:
             self.begin()
         self._file.write(record)
