@@ -2,11 +2,12 @@
 
 A request is sent again only when the receiver said, or the connection showed,
 that it was not taken: HTTP 429/502/503/504 (after ``Retry-After`` when given),
-gRPC ``UNAVAILABLE`` (with the channel still connected after it: the receiver's
-answer) or ``RESOURCE_EXHAUSTED``, or a connection that could not be opened.
-When a request went out and no answer came back (a timeout, a reset while
-reading the reply, a gRPC ``UNAVAILABLE`` that leaves the channel disconnected)
-it may have been taken, so it is not sent again: the export stops with
+gRPC ``UNAVAILABLE`` (when the receiver said it: the connection that carried the
+request then takes an empty request after it, see :class:`GrpcSender`) or
+``RESOURCE_EXHAUSTED``, or a connection that could not be opened. When a request
+went out and no answer came back (a timeout, a reset while reading the reply, a
+gRPC ``UNAVAILABLE`` of a connection lost) it may have been taken, so it is not
+sent again: the export stops with
 :class:`RequestUnanswered`. A request larger than the receiver takes (HTTP 413,
 gRPC ``RESOURCE_EXHAUSTED`` saying "larger than max") will never be taken as it
 is, so it is not retried either: :class:`RequestTooLarge` lets the caller send it
@@ -18,13 +19,14 @@ invalid); their count is reported.
 
 from __future__ import annotations
 
+import asyncio
 import gzip
 import http.client
 import random
 import threading
 import time
 import urllib.parse
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -141,18 +143,23 @@ class HttpSender:
 class GrpcSender:
     """OTLP/gRPC on one channel: ``host:port`` or ``http://host:port`` in the clear,
     ``https://host:port`` with TLS; with ``compression="gzip"`` every request goes
-    gzip-compressed (gRPC's own message compression, which every receiver accepts)."""
+    gzip-compressed (gRPC's own message compression, which every receiver accepts).
+
+    After an ``UNAVAILABLE`` it sends an empty request (no spans: nothing for a receiver
+    to keep; the OpenTelemetry Collector answers one at once) to tell the receiver's
+    answer from a lost connection (:meth:`_connection_kept`). The channel is grpc's
+    asyncio one, on an event loop in a thread of the sender's own (so a caller already
+    in a running loop, a notebook's, can call :meth:`send`), for what it tells of the
+    connection: its state as it is when asked, and its changes in order with the
+    calls' answers."""
 
     def __init__(self, endpoint: str, headers: Mapping[str, str] | None = None,
                  timeout: float = DEFAULT_TIMEOUT_SECONDS, compression: str | None = None
                  ) -> None:
         import grpc
+        import grpc.aio
 
         _check_compression(compression)
-        from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import (
-            TraceServiceStub,
-        )
-
         self._grpc = grpc
         self.endpoint = endpoint
         scheme, _, rest = endpoint.rpartition("://")
@@ -160,21 +167,43 @@ class GrpcSender:
         if scheme not in ("", "http", "https", "grpc") or ":" not in target:
             raise OtlpExportError(f"{endpoint}: an OTLP/gRPC endpoint is HOST:PORT "
                                   "(or http:// / https:// HOST:PORT)")
-        squeeze = grpc.Compression.Gzip if compression == "gzip" else None
-        self.channel = (grpc.secure_channel(target, grpc.ssl_channel_credentials(),
-                                            compression=squeeze)
-                        if scheme == "https" else
-                        grpc.insecure_channel(target, compression=squeeze))
-        self.stub = TraceServiceStub(self.channel)
-        self.metadata = [(key.lower(), value) for key, value in dict(headers or {}).items()]
+        self.metadata = tuple((key.lower(), value)
+                              for key, value in dict(headers or {}).items())
         self.timeout = timeout
+        self._watches: list[asyncio.Future[Any]] = []
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="otlp-grpc-sender",
+                                        daemon=True)
+        self._thread.start()
+        squeeze = grpc.Compression.Gzip if compression == "gzip" else None
+        try:
+            self.channel, self.stub = self._run(self._open(target, scheme == "https",
+                                                           squeeze))
+        except BaseException:
+            self._stop_loop()
+            raise
+
+    async def _open(self, target: str, secure: bool, compression: Any) -> tuple[Any, Any]:
+        """The channel and its stub, made on the sender's loop (they belong to it)."""
+        from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import (
+            TraceServiceStub,
+        )
+
+        aio = self._grpc.aio
+        channel = (aio.secure_channel(target, self._grpc.ssl_channel_credentials(),
+                                      compression=compression)
+                   if secure else aio.insecure_channel(target, compression=compression))
+        return channel, TraceServiceStub(channel)
 
     def send(self, request: ExportTraceServiceRequest) -> Reply:
+        return self._run(self._send(request))
+
+    async def _send(self, request: ExportTraceServiceRequest) -> Reply:
         grpc = self._grpc
-        if self._state() != grpc.ChannelConnectivity.READY:
-            self._connect()
+        await self._connect()
         try:
-            response = self.stub.Export(request, timeout=self.timeout, metadata=self.metadata)
+            response = await self.stub.Export(request, timeout=self.timeout,
+                                              metadata=self.metadata)
         except grpc.RpcError as exc:
             code = exc.code() if hasattr(exc, "code") else None
             details = exc.details() if hasattr(exc, "details") else str(exc)
@@ -182,8 +211,7 @@ class GrpcSender:
                     GRPC_TOO_LARGE in str(details).lower():
                 raise RequestTooLarge(f"{self.endpoint}: gRPC {code.name}: "
                                       f"{' '.join(str(details).split())[:300]}") from None
-            if code == grpc.StatusCode.UNAVAILABLE and \
-                    self._state() != grpc.ChannelConnectivity.READY:
+            if code == grpc.StatusCode.UNAVAILABLE and not await self._connection_kept():
                 raise RequestUnanswered(f"{self.endpoint}: the connection was lost during a "
                                         f"request ({details}); it may have arrived, so it "
                                         "is not sent again") from None
@@ -199,42 +227,73 @@ class GrpcSender:
         partial = response.partial_success
         return Reply(int(partial.rejected_spans), partial.error_message)
 
-    def _state(self) -> Any:
-        """The channel's connectivity now (grpc calls a new subscriber with it)."""
-        return self._first_state(lambda connectivity: True, try_to_connect=False)
+    async def _connection_kept(self) -> bool:
+        """After an ``UNAVAILABLE``: whether the connection that carried the request is
+        still up, so that the status was the receiver's answer (the request of a lost
+        connection may have arrived). grpc can fail a call before its channel leaves
+        READY, so the channel's state alone proves nothing: an empty request (no spans,
+        nothing to take) goes next, under a watch of the channel's state begun before
+        it. Taken over the same connection, it proves that connection up; over a new one,
+        grpc had to connect first, a change of state the watch reports before the
+        empty request's answer comes back. Anything else (an error, a change) is taken
+        for a lost connection."""
+        grpc = self._grpc
+        if self.channel.get_state() != grpc.ChannelConnectivity.READY:
+            return False
+        watch = self._watch(grpc.ChannelConnectivity.READY)
+        await asyncio.sleep(0)  # the watch runs up to its wait: on grpc's books from here
+        try:
+            await self.stub.Export(ExportTraceServiceRequest(), timeout=self.timeout,
+                                   metadata=self.metadata, wait_for_ready=False)
+        except grpc.RpcError:
+            return False
+        return not watch.done()
 
-    def _connect(self) -> None:
+    async def _connect(self) -> None:
         """Connect the channel before a request (it connects lazily, and goes idle when
-        a connection is lost): an endpoint nobody listens on is a clear error at once,
-        not a slow ``UNAVAILABLE`` on every retry, and a request only ever starts on a
-        connected channel, so an ``UNAVAILABLE`` that leaves the channel connected is
-        the receiver's answer, and one that does not is a connection lost while the
-        request may have reached it."""
+        a connection is lost; a connected one is READY at once): an endpoint nobody
+        listens on is a clear error at once, not a slow ``UNAVAILABLE`` on every retry,
+        and a request only ever starts on a connected channel."""
         connectivity = self._grpc.ChannelConnectivity
         settled = (connectivity.READY, connectivity.TRANSIENT_FAILURE, connectivity.SHUTDOWN)
-        if self._first_state(settled.__contains__, try_to_connect=True) != connectivity.READY:
+        deadline = self._loop.time() + self.timeout
+        state = self.channel.get_state(try_to_connect=True)
+        while state not in settled:
+            changed, _ = await asyncio.wait({self._watch(state)},
+                                            timeout=deadline - self._loop.time())
+            if not changed:
+                break
+            state = self.channel.get_state(try_to_connect=True)
+        if state != connectivity.READY:
             raise _Retry("cannot connect", unreached=True)
 
-    def _first_state(self, wanted: Callable[[Any], bool], try_to_connect: bool) -> Any:
-        """The first connectivity state grpc reports that ``wanted`` accepts, waiting at
-        most the request timeout for it (None when none came)."""
-        came = threading.Event()
-        states: list[Any] = []
+    def _watch(self, state: Any) -> asyncio.Future[Any]:
+        """A watch for the channel's next change from ``state``, kept until it ends (when
+        the state changes, at the latest when the channel closes: see :meth:`close`)."""
+        watch = asyncio.ensure_future(self.channel.wait_for_state_change(state))
+        self._watches = [kept for kept in self._watches if not kept.done()] + [watch]
+        return watch
 
-        def watch(connectivity: Any) -> None:
-            if wanted(connectivity):
-                states.append(connectivity)
-                came.set()
-
-        self.channel.subscribe(watch, try_to_connect=try_to_connect)
-        try:
-            came.wait(self.timeout)
-        finally:
-            self.channel.unsubscribe(watch)
-        return states[0] if states else None
+    def _run(self, work: Coroutine[Any, Any, Any]) -> Any:
+        """Run ``work`` on the sender's loop; its result (or its exception)."""
+        return asyncio.run_coroutine_threadsafe(work, self._loop).result()
 
     def close(self) -> None:
-        self.channel.close()
+        try:
+            self._run(self._close())
+        finally:
+            self._stop_loop()
+
+    async def _close(self) -> None:
+        """Close the channel, and wait for the watches it ends: grpc hands their end to
+        this loop, which must still run then."""
+        await self.channel.close()
+        await asyncio.gather(*self._watches, return_exceptions=True)
+
+    def _stop_loop(self) -> None:
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join()
+        self._loop.close()
 
 
 def send_with_retries(send: Callable[[], Reply], endpoint: str, *,

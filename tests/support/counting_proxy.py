@@ -1,5 +1,7 @@
 """A loopback TCP relay that counts the bytes each side sends: for tests that check what
-went over the wire (a compressed request is smaller there than its message)."""
+went over the wire (a compressed request is smaller there than its message), and that
+can cut the connections it relays (a network that drops them) while it keeps taking
+new ones."""
 
 from __future__ import annotations
 
@@ -49,6 +51,12 @@ class CountingProxy:
             for side in (source, target):
                 with suppress(OSError):  # already shut
                     side.shutdown(socket.SHUT_RDWR)
+
+    def cut(self) -> None:
+        """Shut every connection relayed so far, both sides; new ones are still taken."""
+        for sock in self._sockets[1:]:
+            with suppress(OSError):  # already shut
+                sock.shutdown(socket.SHUT_RDWR)
 
     def close(self) -> None:
         for sock in self._sockets:
