@@ -33,6 +33,7 @@ from tests.sources.test_engine_join import SKEWS, store_requests
 from tests.support.browser import free_port
 from tests.support.counting_proxy import counting_proxy
 from tests.support.engine_traces import requests_for
+from tests.support.grpc_trace_service import serving
 from tests.support.scripted_otlp import spans_taken
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
@@ -368,20 +369,9 @@ class _FlakyTraceService:
 
 @pytest.fixture
 def grpc_receiver() -> Iterator[tuple[str, _FlakyTraceService]]:
-    from concurrent import futures
-
-    import grpc
-    from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import (
-        add_TraceServiceServicer_to_server,
-    )
-
     service = _FlakyTraceService([])
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
-    add_TraceServiceServicer_to_server(service, server)
-    port = server.add_insecure_port("127.0.0.1:0")
-    server.start()
-    yield f"127.0.0.1:{port}", service
-    server.stop(grace=None).wait(60)
+    with serving(service) as (address, _):
+        yield address, service
 
 
 def test_grpc_unavailable_is_retried_and_nothing_arrives_twice(frames, grpc_receiver) -> None:
@@ -463,24 +453,10 @@ class _VanishingTraceService:
 def test_a_grpc_request_whose_connection_is_lost_is_not_sent_again(frames) -> None:
     """An ``UNAVAILABLE`` after the receiver took the request and went away is no
     "try later": the request may have arrived, so it is not retried."""
-    from concurrent import futures
-
-    import grpc
-    from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import (
-        add_TraceServiceServicer_to_server,
-    )
-
     service = _VanishingTraceService()
-    service.server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
-    add_TraceServiceServicer_to_server(service, service.server)
-    port = service.server.add_insecure_port("127.0.0.1:0")
-    service.server.start()
-    try:
-        with pytest.raises(RequestUnanswered, match="may have arrived"):
-            to_otlp(frames, f"127.0.0.1:{port}", protocol="grpc", batch_spans=50,
-                    retry_seconds=5)
-    finally:
-        service.server.stop(None).wait(60)
+    with serving(service) as (address, service.server), \
+            pytest.raises(RequestUnanswered, match="may have arrived"):
+        to_otlp(frames, address, protocol="grpc", batch_spans=50, retry_seconds=5)
     assert len(service.taken) == 2
 
 
@@ -515,25 +491,13 @@ def test_a_grpc_request_whose_connection_drops_is_never_sent_twice(frames) -> No
     channel still says READY, and the channel connects again at once: read as the
     receiver's answer, the request would be sent again. It is not, however the two
     race (so the drop is tried on several exports)."""
-    from concurrent import futures
-
-    import grpc
-    from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import (
-        add_TraceServiceServicer_to_server,
-    )
-
     for _ in range(8):
         service = _DroppedTraceService()
-        server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
-        add_TraceServiceServicer_to_server(service, server)
-        port = server.add_insecure_port("127.0.0.1:0")
-        server.start()
-        try:
-            with counting_proxy(("127.0.0.1", port)) as relay:
+        with serving(service) as (address, _):
+            host, _, port = address.rpartition(":")
+            with counting_proxy((host, int(port))) as relay:
                 service.relay = relay
                 with pytest.raises(RequestUnanswered, match="may have arrived"):
                     to_otlp(frames, relay.address, protocol="grpc", batch_spans=50,
                             retry_seconds=5)
-        finally:
-            server.stop(None).wait(60)
         assert len(service.taken) == 2

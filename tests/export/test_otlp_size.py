@@ -14,7 +14,6 @@ import http.server
 import threading
 from collections import Counter
 from collections.abc import Iterator
-from concurrent import futures
 
 import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
@@ -31,6 +30,7 @@ from slime_trace_widget.frames.model import TraceFrames
 from slime_trace_widget.sources.engine.store import load_engine_traces
 from slime_trace_widget.tracing import trace_span
 from tests.export.test_otlp import decoded
+from tests.support.grpc_trace_service import serving
 
 #: The limit gRPC servers take by default (and most OTLP receivers keep).
 GRPC_DEFAULT_LIMIT = 4 << 20
@@ -77,21 +77,10 @@ class _Recording:
 def grpc_receiver(limit: int | None = None) -> Iterator[tuple[str, _Recording]]:
     """A gRPC OTLP receiver on a free port taking messages of at most ``limit`` bytes
     (gRPC's default 4 MiB when None); stopped on leaving."""
-    import grpc
-    from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import (
-        add_TraceServiceServicer_to_server,
-    )
-
     service = _Recording()
     options = [] if limit is None else [("grpc.max_receive_message_length", limit)]
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2), options=options)
-    add_TraceServiceServicer_to_server(service, server)
-    port = server.add_insecure_port("127.0.0.1:0")
-    server.start()
-    try:
-        yield f"127.0.0.1:{port}", service
-    finally:
-        server.stop(grace=None).wait(60)
+    with serving(service, options) as (address, _):
+        yield address, service
 
 
 class _Limited(http.server.BaseHTTPRequestHandler):
@@ -226,20 +215,10 @@ def test_resource_exhausted_for_another_reason_is_still_retried() -> None:
                 context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, "quota exceeded, try later")
             return super().Export(request, context)
 
-    from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import (
-        add_TraceServiceServicer_to_server,
-    )
-
     service = _Busy()
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
-    add_TraceServiceServicer_to_server(service, server)
-    port = server.add_insecure_port("127.0.0.1:0")
-    server.start()
-    try:
-        frames = long_text_frames(5, 100)
-        report = to_otlp(frames, f"127.0.0.1:{port}", protocol="grpc")
-    finally:
-        server.stop(grace=None).wait(60)
+    frames = long_text_frames(5, 100)
+    with serving(service) as (address, _):
+        report = to_otlp(frames, address, protocol="grpc")
     assert report.retries == 2 and report.splits == 0
     assert span_ids_of(service.taken) == expected_ids(frames)
 

@@ -195,35 +195,16 @@ def test_a_retried_rid_listed_with_its_reason_is_not_missing_too() -> None:
     assert calls == [] and MISSING_WARNING not in joined.warnings
 
 
-def test_a_listed_request_of_a_retried_rid_stands_for_one_attempt_alone(tmp_path: Path
-                                                                       ) -> None:
-    """A rid sent twice and one request of it listed (its time overlaps both attempts):
-    the other attempt still waits for its request. Here it lies 120 s off, on a host far
-    off, and is found beyond the window; with no trace beyond, it is missing."""
-    frames = _generations({"same-rid": [(0, 5), (6, 12)], "known": [(20, 30)]})
-    engine = Engine()
-    engine.request("known", T0 + 20.5, T0 + 29.5, host="hostaaaa")
-    engine.request("same-rid", T0 + 4, T0 + 7, host="hostaaaa")
-    engine.request("same-rid", T0 + 126.5, T0 + 131.5, host="hostbbbb")
-    joined = with_engine_traces(frames, _stored(engine, tmp_path / "engine"))
-    assert joined.engine_unmatched[["rid", "host", "reason"]].values.tolist() == [
-        ["same-rid", "hostaaaa", REUSED_RID], ["same-rid", "hostbbbb", BEYOND_WINDOW]]
-    assert joined.warnings[BEYOND_WARNING] == 1 and MISSING_WARNING not in joined.warnings
-    window = Engine()
-    window.request("known", T0 + 20.5, T0 + 29.5)
-    window.request("same-rid", T0 + 4, T0 + 7)
-    calls: list[int] = []
-    joined = join_engine(frames, window.table(), _read_beyond(calls))
-    assert calls == [1] and joined.warnings[MISSING_WARNING] == 1
-
-
-
-def test_a_request_found_beyond_the_window_stands_for_one_attempt_alone(tmp_path: Path
-                                                                         ) -> None:
-    """A rid sent three times: one request in the window, listed (it overlaps two
-    attempts), one found beyond the window, the third attempt's read nowhere. Each
-    request read stands for one attempt, so one is still missing."""
-    frames = _generations({"same-rid": [(0, 5), (6, 12), (13, 20)], "known": [(30, 40)]})
+@pytest.mark.parametrize(("attempts", "missing"), [
+    ([(0, 5), (6, 12)], 0),  # one request listed, one found beyond: each attempt has one
+    ([(0, 5), (6, 12), (13, 20)], 1),  # the third attempt's request is read nowhere
+])
+def test_each_request_read_of_a_retried_rid_stands_for_one_attempt_alone(
+        tmp_path: Path, attempts: list[tuple[float, float]], missing: int) -> None:
+    """A rid sent more than once: one request in the window, listed (its time overlaps
+    two attempts), one lying 120 s off on a host far off, found beyond the window. Each
+    request read stands for one attempt; an attempt left over is missing."""
+    frames = _generations({"same-rid": attempts, "known": [(30, 40)]})
     engine = Engine()
     engine.request("known", T0 + 30.5, T0 + 39.5, host="hostaaaa")
     engine.request("same-rid", T0 + 4, T0 + 7, host="hostaaaa")
@@ -231,7 +212,20 @@ def test_a_request_found_beyond_the_window_stands_for_one_attempt_alone(tmp_path
     joined = with_engine_traces(frames, _stored(engine, tmp_path / "engine"))
     assert joined.engine_unmatched[["rid", "host", "reason"]].values.tolist() == [
         ["same-rid", "hostaaaa", REUSED_RID], ["same-rid", "hostbbbb", BEYOND_WINDOW]]
-    assert joined.warnings[BEYOND_WARNING] == 1 and joined.warnings[MISSING_WARNING] == 1
+    assert joined.warnings[BEYOND_WARNING] == 1
+    assert joined.warnings.get(MISSING_WARNING, 0) == missing
+
+
+def test_a_listed_request_of_a_retried_rid_leaves_its_other_attempt_missing() -> None:
+    """With no trace beyond the window, the attempt the listed request does not stand
+    for is searched for and counted missing."""
+    frames = _generations({"same-rid": [(0, 5), (6, 12)], "known": [(20, 30)]})
+    window = Engine()
+    window.request("known", T0 + 20.5, T0 + 29.5)
+    window.request("same-rid", T0 + 4, T0 + 7)
+    calls: list[int] = []
+    joined = join_engine(frames, window.table(), _read_beyond(calls))
+    assert calls == [1] and joined.warnings[MISSING_WARNING] == 1
 
 
 def test_a_request_given_a_reason_then_attached_by_its_room_excuses_no_attempt() -> None:
