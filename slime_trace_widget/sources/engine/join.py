@@ -85,7 +85,7 @@ def join_engine(frames: TraceFrames, engine: pd.DataFrame | pa.Table,
     reasons = {requests[number].root: reason for number, reason in matches.reasons.items()}
     placed, dropped = _nest_kv_senders(requests, matches.owners)
     attached = [(request, owner) for request, owner in placed if owner >= 0]
-    skew = host_skews(columns, attached)
+    skew = host_skews(columns, attached, matches.reaches)
     shift = dict(zip(skew["host"], skew["skew"], strict=True))
     left = [(request, reasons.get(request.root, NO_SPAN)) for request, owner in placed
             if owner < 0]

@@ -88,6 +88,9 @@ class Matches:
     named: set[int] = field(default_factory=set)
     #: Why a request is left unmatched, where it is not simply that no span made it.
     reasons: dict[int, str] = field(default_factory=dict)
+    #: How late a reused rid's span's request may end, in the dump's clock
+    #: (:func:`attempt_reaches`); a span not here bounds its request by its own end.
+    reaches: dict[int, float] = field(default_factory=dict)
 
 
 def placed_matches(frames: TraceFrames, requests: list[Request],
@@ -100,9 +103,11 @@ def placed_matches(frames: TraceFrames, requests: list[Request],
     matches = find_owners(frames, requests)
     if matches.reused:
         spans = spans if spans is not None else SpanColumns(frames)
+        matches.reaches = attempt_reaches(matches.ids, spans.time_of)
         first = host_skews(spans, [(request, owner) for request, owner
                                    in zip(requests, matches.owners, strict=True)
-                                   if owner >= 0 and request.role != KV_SENDER])
+                                   if owner >= 0 and request.role != KV_SENDER],
+                           matches.reaches)
         place_reused(matches, requests, spans.time_of,
                      dict(zip(first["host"], first["skew"], strict=True)))
     return matches
@@ -168,7 +173,8 @@ def place_reused(matches: Matches, requests: list[Request],
         else:
             matches.reasons[number] = REUSED_RID
     for numbers in unknown.values():
-        fitted = _fitted_in_order(numbers, requests, matches.reused[numbers[0]], span_time)
+        fitted = _fitted_in_order(numbers, requests, matches.reused[numbers[0]], span_time,
+                                  matches.reaches)
         if fitted is None:
             matches.reasons.update((number, UNKNOWN_OFFSET) for number in numbers)
         else:
@@ -188,8 +194,8 @@ def place_reused(matches: Matches, requests: list[Request],
 
 
 def _fitted_in_order(numbers: list[int], requests: list[Request], spans: list[int],
-                     span_time: Callable[[int], tuple[float, float]]
-                     ) -> dict[int, tuple[float, int]] | None:
+                     span_time: Callable[[int], tuple[float, float]],
+                     reaches: dict[int, float]) -> dict[int, tuple[float, int]] | None:
     """Requests ``numbers`` (one host's, of one rid and role) each onto its own span of
     ``spans``, in the order of their starts, when exactly one such choice fits every
     request to its span under one common offset (the host's unknown skew): each
@@ -197,13 +203,12 @@ def _fitted_in_order(numbers: list[int], requests: list[Request], spans: list[in
     several do, or when there are too many choices to try.
 
     A request fits its span when it starts inside it (the engine gets it once the client
-    sent it) and ends by the span's :func:`_reaches`: inside it, or for an aborted
-    attempt before the retry began."""
+    sent it) and ends by the span's reach (``reaches``, :func:`attempt_reaches`): inside
+    it, or for an aborted attempt before the retry began."""
     order = sorted(numbers, key=lambda number: (requests[number].start_ns, number))
     ordered = sorted(spans, key=lambda span: (span_time(span), span))
     if len(order) > len(ordered) or math.comb(len(ordered), len(order)) > _MOST_FITS:
         return None
-    reach = _reaches(ordered, span_time)
     fits: list[tuple[int, ...]] = []
     for chosen in combinations(ordered, len(order)):
         low, high = -math.inf, math.inf
@@ -211,7 +216,7 @@ def _fitted_in_order(numbers: list[int], requests: list[Request], spans: list[in
             span_start, span_end = span_time(span)
             start, end = requests[number].start_ns / 1e9, requests[number].end_ns / 1e9
             low = max(low, span_start - start)
-            high = min(high, span_end - start, reach[span] - end)
+            high = min(high, span_end - start, reaches[span] - end)
         if low <= high:
             fits.append(chosen)
             if len(fits) > 1:
@@ -222,17 +227,21 @@ def _fitted_in_order(numbers: list[int], requests: list[Request], spans: list[in
             for number, span in zip(order, fits[0], strict=True)}
 
 
-def _reaches(spans: list[int], span_time: Callable[[int], tuple[float, float]]
-             ) -> dict[int, float]:
-    """How late, in the dump's clock, the request of each of a rid's ``spans`` may end: by
-    the span's end, but for an attempt the rid was sent again after (a span of it starts
-    at or after this one's end), by the next such start. That attempt was aborted: the
-    client stopped waiting at its end, and the engine runs its request on until it
-    notices. A request running into the retry would overlap two attempts, which
-    :func:`place_reused` places on neither when the skew is known."""
-    times = [span_time(span) for span in spans]
-    return {span: min((start for start, _ in times if start >= end), default=end)
-            for span, (_, end) in zip(spans, times, strict=True)}
+def attempt_reaches(ids: RequestIds, span_time: Callable[[int], tuple[float, float]]
+                    ) -> dict[int, float]:
+    """How late, in the dump's clock, the request of each span of a rid sent more than
+    once may end: by the span's end, but for an attempt the rid was sent again after (a
+    span of it starts at or after this one's end), by the next such start. That attempt
+    was aborted: the client stopped waiting at its end, and the engine runs its request
+    on until it notices. A request running into the retry would overlap two attempts,
+    which :func:`place_reused` places on neither when the skew is known. The skews'
+    bounds (:func:`.skew.host_skews`) take the same reach."""
+    out: dict[int, float] = {}
+    for spans in ids.several.values():
+        times = [span_time(span) for span in spans]
+        out.update((span, min((start for start, _ in times if start >= end), default=end))
+                   for span, (_, end) in zip(spans, times, strict=True))
+    return out
 
 
 def _match_by_tail(requests: list[Request], owners: list[int], whole: dict[str, int],

@@ -3,9 +3,11 @@
 Engine hosts keep their own clocks. The engine's work on a request lies inside
 the generation span that waited for it, so each request bounds its host's skew
 ``d`` (engine time + d = dump time): ``start(gen) - first(engine) <= d <= end(gen)
-- last(engine)``; all of a host's requests narrow it to ``[low, high]``. Every
-engine host receives its requests as they are sent, so ``low`` is tight; only the
-host that answers (the decode server under PD) has a tight ``high`` too. The
+- last(engine)`` (an aborted attempt's request, whose rid was sent again, may run on
+until the retry: its ``end(gen)`` is then the retry's start); all of a host's requests
+narrow it to ``[low, high]``. Every engine host receives its requests as they are
+sent, so ``low`` is tight; only the host that answers (the decode server under PD) has
+a tight ``high`` too. The
 narrowest host's window is twice the network's one-way time, so each host's skew
 is its ``low`` plus that time (within its window); a host whose requests disagree
 (a request cut short on the client's side, for instance) takes the median of their
@@ -16,6 +18,8 @@ sent without an address; "" unknown: :mod:`.machines`), which a scrape target ma
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
@@ -46,12 +50,17 @@ class SpanColumns:
         return float(self.start[at]), float(self.display_end[at])
 
 
-def host_skews(spans: SpanColumns, attached: list[tuple[Request, int]]) -> pd.DataFrame:
-    """Per engine host, the shift into the dump's clock, what bounded it, its machine."""
+def host_skews(spans: SpanColumns, attached: list[tuple[Request, int]],
+               reaches: Mapping[int, float] | None = None) -> pd.DataFrame:
+    """Per engine host, the shift into the dump's clock, what bounded it, its machine.
+    ``reaches``: how late a span's request may end where that is past the span's end (an
+    aborted attempt's, until its retry: :func:`.match.attempt_reaches`)."""
     bounds: dict[str, list[tuple[float, float]]] = {}
     machines: dict[str, str] = {}
     for request, owner in attached:
         gen_start, gen_end = spans.time_of(owner)
+        if reaches:
+            gen_end = reaches.get(owner, gen_end)
         by_host: dict[str, list[tuple[int, int]]] = {}
         for piece in request.pieces:
             by_host.setdefault(piece.host, []).append((piece.start_ns, piece.end_ns))
