@@ -23,6 +23,7 @@ import asyncio
 import gzip
 import http.client
 import random
+import re
 import threading
 import time
 import urllib.parse
@@ -49,6 +50,15 @@ RETRY_SECONDS = 60.0
 FIRST_BACKOFF_SECONDS = 0.5
 MAX_BACKOFF_SECONDS = 10.0
 DEFAULT_TIMEOUT_SECONDS = 30.0
+#: After an ``UNAVAILABLE`` whose empty follow-up request failed too, how long a lost
+#: connection is given to show as a change of the channel's state (grpc reports it
+#: moments after the failed call) before the status is taken for the receiver's.
+LOST_CONNECTION_GRACE_SECONDS = 2.0
+#: How often a caller waiting on the sender's loop wakes, so that an interrupt raised
+#: in its thread (``_thread.interrupt_main``) is seen while a request is out.
+_WAKE_SECONDS = 0.25
+#: A gRPC metadata name: lowercase letters, digits, ``-``, ``_`` and ``.``.
+_METADATA_NAME = re.compile(r"[0-9a-z_.\-]+")
 
 
 class OtlpExportError(RuntimeError):
@@ -148,7 +158,7 @@ class GrpcSender:
     After an ``UNAVAILABLE`` it sends an empty request (no spans: nothing for a receiver
     to keep; the OpenTelemetry Collector answers one at once) to tell the receiver's
     answer from a lost connection (:meth:`_connection_kept`). The channel is grpc's
-    asyncio one, on an event loop in a thread of the sender's own (so a caller already
+    asyncio one, on the senders' event loop (:func:`_senders_loop`, so a caller already
     in a running loop, a notebook's, can call :meth:`send`), for what it tells of the
     connection: its state as it is when asked, and its changes in order with the
     calls' answers."""
@@ -167,24 +177,16 @@ class GrpcSender:
         if scheme not in ("", "http", "https", "grpc") or ":" not in target:
             raise OtlpExportError(f"{endpoint}: an OTLP/gRPC endpoint is HOST:PORT "
                                   "(or http:// / https:// HOST:PORT)")
-        self.metadata = tuple((key.lower(), value)
-                              for key, value in dict(headers or {}).items())
+        self.metadata = _grpc_metadata(endpoint, headers)
         self.timeout = timeout
+        self._closed = False
         self._watches: list[asyncio.Future[Any]] = []
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name="otlp-grpc-sender",
-                                        daemon=True)
-        self._thread.start()
+        self._loop = _senders_loop()
         squeeze = grpc.Compression.Gzip if compression == "gzip" else None
-        try:
-            self.channel, self.stub = self._run(self._open(target, scheme == "https",
-                                                           squeeze))
-        except BaseException:
-            self._stop_loop()
-            raise
+        self.channel, self.stub = self._run(self._open(target, scheme == "https", squeeze))
 
     async def _open(self, target: str, secure: bool, compression: Any) -> tuple[Any, Any]:
-        """The channel and its stub, made on the sender's loop (they belong to it)."""
+        """The channel and its stub, made on the senders' loop (they belong to it)."""
         from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import (
             TraceServiceStub,
         )
@@ -196,6 +198,8 @@ class GrpcSender:
         return channel, TraceServiceStub(channel)
 
     def send(self, request: ExportTraceServiceRequest) -> Reply:
+        if self._closed:
+            raise OtlpExportError(f"{self.endpoint}: the gRPC sender was closed")
         return self._run(self._send(request))
 
     async def _send(self, request: ExportTraceServiceRequest) -> Reply:
@@ -235,8 +239,10 @@ class GrpcSender:
         nothing to take) goes next, under a watch of the channel's state begun before
         it. Taken over the same connection, it proves that connection up; over a new one,
         grpc had to connect first, a change of state the watch reports before the
-        empty request's answer comes back. Anything else (an error, a change) is taken
-        for a lost connection."""
+        empty request's answer comes back. Refused too (a proxy that answers every call
+        ``UNAVAILABLE`` while its backend is down, a receiver that takes no empty
+        request), it proves nothing: the connection is taken for lost only if the state
+        changes within :data:`LOST_CONNECTION_GRACE_SECONDS`."""
         grpc = self._grpc
         if self.channel.get_state() != grpc.ChannelConnectivity.READY:
             return False
@@ -246,7 +252,8 @@ class GrpcSender:
             await self.stub.Export(ExportTraceServiceRequest(), timeout=self.timeout,
                                    metadata=self.metadata, wait_for_ready=False)
         except grpc.RpcError:
-            return False
+            changed, _ = await asyncio.wait({watch}, timeout=LOST_CONNECTION_GRACE_SECONDS)
+            return not changed
         return not watch.done()
 
     async def _connect(self) -> None:
@@ -275,25 +282,79 @@ class GrpcSender:
         return watch
 
     def _run(self, work: Coroutine[Any, Any, Any]) -> Any:
-        """Run ``work`` on the sender's loop; its result (or its exception)."""
-        return asyncio.run_coroutine_threadsafe(work, self._loop).result()
+        """Run ``work`` on the sender's loop; its result (or its exception). An interrupt
+        of the waiting thread cancels it."""
+        future = asyncio.run_coroutine_threadsafe(work, self._loop)
+        try:
+            while True:
+                try:
+                    return future.result(timeout=_WAKE_SECONDS)
+                except TimeoutError:
+                    if future.done():
+                        raise
+        except BaseException:
+            future.cancel()
+            raise
 
     def close(self) -> None:
-        try:
+        """End the channel; once is enough, more do nothing."""
+        if not self._closed:
+            self._closed = True
             self._run(self._close())
-        finally:
-            self._stop_loop()
 
     async def _close(self) -> None:
-        """Close the channel, and wait for the watches it ends: grpc hands their end to
-        this loop, which must still run then."""
+        """Close the channel, then end the watches still waiting (grpc may keep one past
+        the close while a failed call's error is still referenced)."""
         await self.channel.close()
+        for watch in self._watches:
+            watch.cancel()
         await asyncio.gather(*self._watches, return_exceptions=True)
 
-    def _stop_loop(self) -> None:
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join()
-        self._loop.close()
+
+class _SendersLoop:
+    """The event loop every gRPC sender of this process runs on, in a daemon thread
+    started with the first sender (again in a forked child, where it does not run). It
+    is never stopped: grpc hands the events of its asyncio calls to the loop they began
+    on, some after their channel closed, and a closed loop would refuse them."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+
+    def __call__(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._loop is None or self._thread is None or not self._thread.is_alive():
+                self._loop = asyncio.new_event_loop()
+                self._thread = threading.Thread(target=self._loop.run_forever,
+                                                name="otlp-grpc-senders", daemon=True)
+                self._thread.start()
+            return self._loop
+
+
+_senders_loop = _SendersLoop()
+
+
+def _grpc_metadata(endpoint: str, headers: Mapping[str, str] | None
+                   ) -> tuple[tuple[str, Any], ...]:
+    """``headers`` as gRPC metadata, names lowercased, the value of a name ending in
+    ``-bin`` as bytes (a text's UTF-8); an :class:`OtlpExportError` naming a header gRPC
+    would refuse mid-request: a name of other than lowercase letters, digits, ``-``,
+    ``_`` and ``.``, or another name's value of other than printable ASCII."""
+    metadata = []
+    for key, value in dict(headers or {}).items():
+        name = str(key).lower()
+        if not _METADATA_NAME.fullmatch(name):
+            raise OtlpExportError(f"{endpoint}: the header name {name!r} is not one gRPC "
+                                  "takes (lowercase letters, digits, '-', '_' and '.')")
+        if name.endswith("-bin"):
+            value = value.encode() if isinstance(value, str) else bytes(value)
+        elif not (isinstance(value, str) and all(" " <= char <= "~" for char in value)):
+            raise OtlpExportError(f"{endpoint}: the header {name!r} has a value gRPC does "
+                                  "not take as text (printable ASCII only; a binary value "
+                                  "goes under a name ending in -bin)")
+        metadata.append((name, value))
+    return tuple(metadata)
 
 
 def send_with_retries(send: Callable[[], Reply], endpoint: str, *,
