@@ -20,6 +20,7 @@ invalid); their count is reported.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import gzip
 import http.client
 import random
@@ -59,6 +60,8 @@ LOST_CONNECTION_GRACE_SECONDS = 2.0
 _WAKE_SECONDS = 0.25
 #: A gRPC metadata name: lowercase letters, digits, ``-``, ``_`` and ``.``.
 _METADATA_NAME = re.compile(r"[0-9a-z_.\-]+")
+#: Names gRPC sets itself and drops from a caller's metadata without a word.
+_RESERVED_NAMES = re.compile(r"grpc-.*|te|content-type|user-agent")
 
 
 class OtlpExportError(RuntimeError):
@@ -289,7 +292,7 @@ class GrpcSender:
             while True:
                 try:
                     return future.result(timeout=_WAKE_SECONDS)
-                except TimeoutError:
+                except concurrent.futures.TimeoutError:  # not TimeoutError before 3.11
                     if future.done():
                         raise
         except BaseException:
@@ -313,9 +316,11 @@ class GrpcSender:
 
 class _SendersLoop:
     """The event loop every gRPC sender of this process runs on, in a daemon thread
-    started with the first sender (again in a forked child, where it does not run). It
-    is never stopped: grpc hands the events of its asyncio calls to the loop they began
-    on, some after their channel closed, and a closed loop would refuse them."""
+    started with the first sender. It is never stopped: grpc hands the events of its
+    asyncio calls to the loop they began on, some after their channel closed, and a
+    closed loop would refuse them. A forked child starts a loop of its own, but grpc's
+    asyncio channels do not work there once the parent made one (open, closed or merely
+    referenced, grpc's fork support aside): export from a spawned process instead."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -339,20 +344,25 @@ def _grpc_metadata(endpoint: str, headers: Mapping[str, str] | None
                    ) -> tuple[tuple[str, Any], ...]:
     """``headers`` as gRPC metadata, names lowercased, the value of a name ending in
     ``-bin`` as bytes (a text's UTF-8); an :class:`OtlpExportError` naming a header gRPC
-    would refuse mid-request: a name of other than lowercase letters, digits, ``-``,
-    ``_`` and ``.``, or another name's value of other than printable ASCII."""
+    would refuse mid-request or drop: a name of other than lowercase letters, digits,
+    ``-``, ``_`` and ``.``, one of gRPC's own (``grpc-*``, ``te``, ``content-type``,
+    ``user-agent``), a value neither text nor bytes, or another name's value of other
+    than printable ASCII."""
     metadata = []
     for key, value in dict(headers or {}).items():
         name = str(key).lower()
         if not _METADATA_NAME.fullmatch(name):
             raise OtlpExportError(f"{endpoint}: the header name {name!r} is not one gRPC "
                                   "takes (lowercase letters, digits, '-', '_' and '.')")
-        if name.endswith("-bin"):
-            value = value.encode() if isinstance(value, str) else bytes(value)
+        if _RESERVED_NAMES.fullmatch(name):
+            raise OtlpExportError(f"{endpoint}: the header {name!r} is gRPC's own; it would "
+                                  "not be sent")
+        if name.endswith("-bin") and isinstance(value, (str, bytes)):
+            value = value.encode() if isinstance(value, str) else value
         elif not (isinstance(value, str) and all(" " <= char <= "~" for char in value)):
             raise OtlpExportError(f"{endpoint}: the header {name!r} has a value gRPC does "
-                                  "not take as text (printable ASCII only; a binary value "
-                                  "goes under a name ending in -bin)")
+                                  "not take (text of printable ASCII; text or bytes under "
+                                  "a name ending in -bin)")
         metadata.append((name, value))
     return tuple(metadata)
 

@@ -107,6 +107,9 @@ def test_a_receiver_that_stays_unavailable_is_given_up_on_in_time(frames) -> Non
     ({"API Key": "x"}, "'api key'"),
     ({"api-key": "caf\u00e9"}, "'api-key'"),
     ({"api-key": "a\nb"}, "'api-key'"),
+    ({"x-token-bin": 5}, "'x-token-bin'"),
+    ({"grpc-timeout": "1S"}, "'grpc-timeout'"),
+    ({"Content-Type": "text/plain"}, "'content-type'"),
 ])
 def test_a_header_grpc_would_refuse_is_a_one_line_error(headers, named) -> None:
     with pytest.raises(OtlpExportError, match=named) as caught:
