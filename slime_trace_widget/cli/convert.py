@@ -9,6 +9,7 @@ import os
 import sys
 
 from ..sources.dataset import ENGINES
+from ..sources.dumps.errors import failure_line
 from .arguments import positive_count
 from .errors import CliError
 from .load import check_engine_traces, dump_files
@@ -51,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:  # a file or folder gone or unwritable meanwhile
         raise CliError(f"{exc.filename or args.out}: {exc.strerror or exc}") from exc
     for path, reason in report.failed:
-        print(f"failed {path}: {reason}", file=sys.stderr)
+        print(f"failed {failure_line(path, reason)}", file=sys.stderr)
     for path in report.in_progress:
         print(f"later {path}: still being written")
     print(f"{args.out}: {report.summary()}")

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..sources.dumps.errors import failure_line
 from ..sources.dumps.paths import expand_paths
 from .errors import CliError
 
@@ -57,4 +58,4 @@ def load(inputs: list[Path], trusted: bool, engine_traces: str | None = None) ->
 
 def skipped_line(name: str, reason: str) -> str:
     """One line naming a dump that failed and why (its name said once)."""
-    return f"{PROG}: skipped {name}: {reason.removeprefix(f'{name}: ')}"
+    return f"{PROG}: skipped {failure_line(name, reason)}"

@@ -22,7 +22,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from ..machine_memory import available_memory, memory_amount
-from .dumps.errors import DumpError
+from .dumps.errors import DumpError, failure_line
 from .dumps.files import LoadedDump, load_dump_bytes, load_trusted, read_header
 from .dumps.paths import PathLike, expand_paths
 from .dumps.pool import (
@@ -151,7 +151,7 @@ def _load_frames(paths_or_glob: PathLike | Iterable[PathLike], *, trusted: bool,
                         "no dump could be loaded: " + "; ".join(r for _, r in failures))
     if warn_failures:
         for name, reason in failures:
-            warnings.warn(f"skipped {name}: {reason}", RuntimeWarning, stacklevel=3)
+            warnings.warn(f"skipped {failure_line(name, reason)}", RuntimeWarning, stacklevel=3)
     frames = combine_frames(parts)
     frames.failures = failures
     del parts

@@ -140,8 +140,9 @@ def test_a_failing_dump_is_recorded_and_retried(run: Path, tmp_path: Path) -> No
     broken = run / "rollout_5.pt"
     broken.write_bytes(b"PK\x03\x04 not a zip at all" * 10)
     _settle(broken)
-    with pytest.warns(RuntimeWarning, match="rollout_5"):
+    with pytest.warns(RuntimeWarning, match="rollout_5") as said:
         report = convert(str(run / "*.pt"), root, progress=False)
+    assert str(said[0].message).count("rollout_5.pt") == 1, "the file named once"
     assert [path for path, _ in report.failed] == [str(broken)] and len(report.converted) == 3
     entry = Manifest.load(root).dumps[str(broken)]
     assert entry["status"] == "failed" and "rollout_5.pt" in entry["error"]

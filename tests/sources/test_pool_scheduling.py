@@ -34,8 +34,9 @@ def test_many_dumps_combine_in_path_order_and_failures_are_listed(tmp_path: Path
         torch.save({"rollout_id": rollout, "samples": samples}, tmp_path / f"rollout_{rollout}.pt")
     (tmp_path / "rollout_9.pt").write_bytes(b"not a dump at all")
     paths = [tmp_path / f"rollout_{r}.pt" for r in (3, 9, 1, 2)]
-    with pytest.warns(RuntimeWarning, match=r"skipped .*rollout_9\.pt: .*not a torch dump"):
+    with pytest.warns(RuntimeWarning, match=r"skipped .*rollout_9\.pt: .*not a torch dump") as said:
         frames = load_frames(paths, workers=2)
+    assert str(said[0].message).count("rollout_9.pt") == 1, "the file named once"
     assert frames.rollout_ids == [3, 1, 2]
     assert frames.samples.groupby("dump")["rollout_id"].first().tolist() == [3, 1, 2]
     assert [name for name, _ in frames.failures] == [str(tmp_path / "rollout_9.pt")]

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..dumps.errors import failure_line
 from ..dumps.paths import PathLike, expand_paths
 from ..dumps.pool import default_workers, expected_peak, new_job, run_jobs
 from ..dumps.progress import progress_bar
@@ -89,7 +90,7 @@ def convert(paths_or_globs: PathLike | Iterable[PathLike], out: str | Path, *,
                                  memory_limit=memory_limit, engine_traces=engine_traces)
     if warn_failures:
         for path, reason in report.failed:
-            warnings.warn(f"not converted {path}: {reason} (retried next run)",
+            warnings.warn(f"not converted {failure_line(path, reason)} (retried next run)",
                           RuntimeWarning, stacklevel=2)
     return report
 

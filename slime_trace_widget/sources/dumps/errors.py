@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["DumpError", "one_line"]
+__all__ = ["DumpError", "failure_line", "one_line"]
 
 
 class DumpError(ValueError):
@@ -20,3 +20,10 @@ def one_line(text: str, limit: int = 240) -> str:
     line = line if len(line) <= limit else line[: limit - 3] + "..."
     return line if line.isprintable() else "".join(
         c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in line)
+
+
+def failure_line(name: str, reason: str) -> str:
+    """``NAME: REASON`` for a dump that failed, its name said once: the loader's reasons
+    start with the file's name already (a DumpError names its file), which every line
+    reporting a failure (a warning, the command's stderr) would otherwise repeat."""
+    return f"{name}: {reason.removeprefix(f'{name}: ')}"
