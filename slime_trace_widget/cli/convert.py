@@ -79,10 +79,11 @@ def send_dataset(args: argparse.Namespace) -> None:
     try:  # the otel extra may be missing: said in one line, not a traceback
         from ..export.otlp import rejected_note, unanswered_note
         from ..export.otlp_transport import OtlpExportError
-        from ..export.run_exports import send_new_dumps
+        from ..export.run_exports import export_progress, send_new_dumps
     except ImportError as exc:
         raise CliError(MISSING_EXTRA) from exc
     try:
+        converted, sent_before = export_progress(args.out, args.otlp)
         reports = send_new_dumps(args.out, args.otlp, protocol=args.otlp_protocol,
                                  headers=dict(args.otlp_header),
                                  service_name=args.service_name)
@@ -94,9 +95,19 @@ def send_dataset(args: argparse.Namespace) -> None:
     rejected = sum(report.rejected_spans for report in reports)
     unanswered = sum(report.unanswered_spans for report in reports)
     print(f"sent {len(reports)} dump(s), {spans} spans, to {args.otlp}"
-          + ("" if reports else " (every dump was sent before)")
+          + ("" if reports else nothing_sent_note(converted, sent_before))
           + rejected_note(rejected)
           + unanswered_note(unanswered))
+
+
+def nothing_sent_note(converted: int, sent_before: int) -> str:
+    """Why ``--otlp`` sent no dump, from the dataset's state before it ran: its
+    ``converted`` dumps, ``sent_before`` of them recorded as sent to the endpoint. "Sent
+    before" only when it is true: a dump still being written, or one that failed, is
+    not converted, and so not sent either."""
+    if not converted:
+        return " (no converted dump to send)"
+    return " (every dump was sent before)" if sent_before == converted else ""
 
 
 def log_dataset_trends(args: argparse.Namespace) -> None:

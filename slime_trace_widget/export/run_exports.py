@@ -137,6 +137,19 @@ def send_new_dumps(root: str | Path, endpoint: str, **options: Any) -> list[Any]
         return _send_new_dumps(root, target, endpoint, converted, options)
 
 
+def export_progress(root: str | Path, endpoint: str) -> tuple[int, int]:
+    """How many dumps the dataset at ``root`` holds converted, and how many of them its
+    ``exports.json`` records as sent to ``endpoint``: what :func:`send_new_dumps` will
+    find done. DumpError when ``root`` is no run dataset, ValueError naming the ledger
+    when it is unreadable."""
+    from ..sources.dataset.manifest import Manifest
+
+    root = Path(root)
+    converted = Manifest.load(root, must_exist=True).converted()
+    done = Ledger(root).keys(f"otlp:{endpoint}")
+    return len(converted), sum(_key(entry) in done for entry in converted)
+
+
 @contextmanager
 def _only_export(root: Path, target: str, endpoint: str) -> Iterator[None]:
     """Hold the lock of the dataset's exports to ``target`` for the block; ValueError
