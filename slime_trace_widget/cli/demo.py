@@ -11,8 +11,10 @@ written when the step ends, where ``live --dumps`` finds it.
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
+from ..sources.dumps.errors import one_line
 from .errors import CliError
 
 NAME = "demo"
@@ -72,7 +74,9 @@ def run(args: argparse.Namespace) -> int:
     from ..sources.loading import load_frames
 
     out = Path(args.out)
-    if not out.parent.is_dir():
+    if os.path.isdir(out):  # os.path's: a name too long is no folder, not an OSError
+        raise CliError(f"{out}: a folder, not a dump file (give a file: {out / 'rollout_0.pt'})")
+    if not os.path.isdir(out.parent):
         raise CliError(f"{out}: its folder {out.parent} does not exist")
     if args.live is not None and not args.live.strip():
         raise CliError("--live needs the collector's address (http://127.0.0.1:4318)")
@@ -80,10 +84,16 @@ def run(args: argparse.Namespace) -> int:
         raise CliError("--speed plays the step on the real clock, for --live: give --live too")
     options = {"n_samples": args.samples, "seed": args.seed, "rollout_id": args.rollout_id}
     delivered = True
-    if args.live is not None:
-        out, delivered = _write_streamed(out, args.live, args.speed or DEFAULT_SPEED, options)
-    else:
-        write_demo_dump(out, **options)
+    try:
+        if args.live is not None:
+            out, delivered = _write_streamed(out, args.live, args.speed or DEFAULT_SPEED,
+                                             options)
+        else:
+            write_demo_dump(out, **options)
+    except OSError as exc:  # the folder unwritable, or full
+        raise CliError(f"{out}: could not write the dump ({exc.strerror or exc})") from exc
+    except RuntimeError as exc:  # torch's writer refuses a path with a RuntimeError
+        raise CliError(f"{out}: could not write the dump ({one_line(str(exc))})") from exc
     frames = load_frames(out, progress=False)
     print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB)")
     print(frames.summary())

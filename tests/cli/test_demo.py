@@ -73,6 +73,28 @@ def test_a_missing_folder_is_refused_before_the_step_plays(tmp_path: Path, capsy
     assert "does not exist" in capsys.readouterr().err
 
 
+def test_a_folder_is_refused_in_one_line(tmp_path: Path, capsys) -> None:
+    assert main(["demo", str(tmp_path)]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line == (f"slime-trace-viewer: {tmp_path}: a folder, not a dump file "
+                    f"(give a file: {tmp_path / 'rollout_0.pt'})")
+
+
+@pytest.mark.parametrize("refused", [
+    pytest.param("x" * 300 + ".pt", id="name-too-long"),  # an OSError from the system
+    pytest.param("/proc/rollout_0.pt", id="proc", marks=pytest.mark.skipif(
+        not Path("/proc/self").is_dir(), reason="Linux's /proc")),  # torch's RuntimeError
+])
+def test_a_path_the_system_refuses_is_one_line_naming_it(tmp_path: Path, refused: str,
+                                                          capsys) -> None:
+    out = tmp_path / refused
+    assert main(["demo", str(out), "--samples", "2"]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    (line,) = err.strip().splitlines()
+    assert line.startswith(f"slime-trace-viewer: {out}: could not write the dump (")
+
+
 def test_a_collector_that_is_not_there_fails_the_command(tmp_path: Path, capsys) -> None:
     """Nothing reached the address: the command says so and fails; the dump is written."""
     out = tmp_path / "rollout_0.pt"
