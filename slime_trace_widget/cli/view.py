@@ -103,7 +103,10 @@ def run(args: argparse.Namespace) -> int:
 
 def input_dumps(args: argparse.Namespace) -> list[Path]:
     """The dumps to view: the demo's (written by :func:`write_demo_dump_unless_cached`),
-    or the files the paths and globs name (:func:`~.load.dump_files`)."""
+    or the files the paths and globs name (:func:`~.load.dump_files`); CliError for
+    both at once (the demo's dump would be shown instead of those named)."""
+    if args.demo and args.dumps:
+        raise CliError("--demo shows a simulated rollout of its own: no dump paths with it")
     if args.demo:
         inputs = [output_folder(args.out_dir, Path(".")) / DEMO_DUMP]
     elif args.dumps:

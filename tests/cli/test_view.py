@@ -119,6 +119,18 @@ def test_glob_makes_one_combined_view_in_out_dir(tmp_path: Path, capsys) -> None
     assert (out / "rollout_1+1.parquet" / "spans").is_dir()
 
 
+def test_demo_refuses_dump_paths(dump: Path, tmp_path: Path, capsys) -> None:
+    """Given dumps are not ignored for the demo's own: the two are refused together."""
+    code = main(["--demo", str(dump), "--demo-samples", "4", "--no-serve",
+                 "--out-dir", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code != 0 and "Traceback" not in err
+    (line,) = err.strip().splitlines()
+    assert line == ("slime-trace-viewer: --demo shows a simulated rollout of its own: "
+                    "no dump paths with it")
+    assert not (tmp_path / "demo_rollout.pt").exists()
+
+
 def test_demo_option(tmp_path: Path) -> None:
     assert main(["--demo", "--demo-samples", "12", "--no-serve", "--out-dir", str(tmp_path)]) == 0
     assert (tmp_path / "demo_rollout.pt").exists()
