@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import nbformat
@@ -28,6 +29,10 @@ def test_quickstart_runs_clean(tmp_path: Path, monkeypatch) -> None:
     errors = [o for c in notebook.cells for o in c.get("outputs", [])
               if o.get("output_type") == "error"]
     assert not errors, errors
+    printed = "".join(o.get("text", "") for c in notebook.cells for o in c.get("outputs", [])
+                      if o.get("output_type") == "stream")
+    assert "sample-seconds over" in printed
+    assert not re.findall(r"\b\d+\.\d+ samples", printed), "a count printed as a float"
     assert (tmp_path / "rollout_12.html").exists()
     assert (tmp_path / "rollout_12.perfetto.json").exists()
     assert os.path.getsize(tmp_path / "rollout_12.html") > 10_000
