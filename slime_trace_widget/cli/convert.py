@@ -83,7 +83,6 @@ def send_dataset(args: argparse.Namespace) -> None:
     except ImportError as exc:
         raise CliError(MISSING_EXTRA) from exc
     try:
-        converted, sent_before = export_progress(args.out, args.otlp)
         reports = send_new_dumps(args.out, args.otlp, protocol=args.otlp_protocol,
                                  headers=dict(args.otlp_header),
                                  service_name=args.service_name)
@@ -95,13 +94,13 @@ def send_dataset(args: argparse.Namespace) -> None:
     rejected = sum(report.rejected_spans for report in reports)
     unanswered = sum(report.unanswered_spans for report in reports)
     print(f"sent {len(reports)} dump(s), {spans} spans, to {args.otlp}"
-          + ("" if reports else nothing_sent_note(converted, sent_before))
+          + ("" if reports else nothing_sent_note(*export_progress(args.out, args.otlp)))
           + rejected_note(rejected)
           + unanswered_note(unanswered))
 
 
 def nothing_sent_note(converted: int, sent_before: int) -> str:
-    """Why ``--otlp`` sent no dump, from the dataset's state before it ran: its
+    """Why ``--otlp`` sent no dump, from the dataset's state after it ran: its
     ``converted`` dumps, ``sent_before`` of them recorded as sent to the endpoint. "Sent
     before" only when it is true: a dump still being written, or one that failed, is
     not converted, and so not sent either."""
