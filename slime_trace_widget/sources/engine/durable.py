@@ -407,6 +407,38 @@ def files_of(layout: Layout, source: Source) -> list[tuple[Path, tuple[int, int]
     return out
 
 
+def holds_rows(layout: Layout, source: Source) -> bool:
+    """Whether ``source`` (a collector folder, or files) holds a row of ``layout``: a
+    finished file named by the store (written only with rows), a write-ahead file with a
+    complete batch of rows, or another file with rows. A store opened and never appended
+    to (the ``.lock`` alone) holds none."""
+    for path, bounds in files_of(layout, source):
+        if bounds is not None:
+            return True
+        try:
+            if path.suffix == ".arrows":
+                if _wal_holds_rows(path, layout):
+                    return True
+            elif pq.ParquetFile(path).metadata.num_rows:
+                return True
+        except (pa.ArrowException, OSError):
+            continue  # unreadable: no row of it is known
+    return False
+
+
+def _wal_holds_rows(path: Path, layout: Layout) -> bool:
+    """Whether a write-ahead file of ``layout`` has a complete batch of rows (read up to
+    the first, not the whole file)."""
+    with open(path, "rb") as handle:
+        try:
+            reader = ipc.open_stream(handle)
+            if not reader.schema.equals(layout.schema):
+                return False
+            return any(batch.num_rows for batch in reader)
+        except (pa.ArrowInvalid, EOFError):
+            return False  # empty, or cut in its schema or before a complete batch
+
+
 def window_files(layout: Layout, source: str | Path, start_ns: int, end_ns: int) -> list[list]:
     """The finished files of ``layout`` in a collector folder that overlap
     ``[start_ns, end_ns]``, as ``[name, size]``."""

@@ -85,6 +85,12 @@ def read_spans(source: str | Path | Iterable[str | Path], start_ns: int | None =
                                                dictionaries)).table
 
 
+def holds_spans(source: str | Path | Iterable[str | Path]) -> bool:
+    """Whether ``source`` (a collector folder, or its files) holds a span: a store that was
+    opened (``collect`` always opens one) but never received a span holds none."""
+    return durable.holds_rows(LAYOUT, source)
+
+
 def window_files(source: str | Path, start_ns: int, end_ns: int) -> list[list]:
     """The finished files of a collector folder that overlap ``[start_ns, end_ns]``, as
     ``[name, size]``: what a join over that window read, to notice when it changes."""

@@ -19,7 +19,7 @@ from ...frames.model import TraceFrames
 from .beyond import BEYOND_WARNING, MISSING_WARNING, SEARCH_SECONDS
 from .join import join_engine
 from .load_store import load_engine_load
-from .store import REPEATED_COLUMNS, read_spans
+from .store import REPEATED_COLUMNS, holds_spans, read_spans
 
 #: Engine spans and load are read this far around the frames' time: engine clocks may be
 #: off, and the load just before and after a rollout is its context.
@@ -40,8 +40,16 @@ def with_engine_traces(frames: TraceFrames, source: str | Path | Iterable[str | 
     margin): they are listed, never attached (:mod:`.beyond`). Without ``search_beyond``
     (the live view, which joins on every refresh) such spans are only counted as missing
     (``warnings["engine_request_missing"]``): a request missing for good would otherwise
-    have each refresh read the traces of twenty minutes more."""
+    have each refresh read the traces of twenty minutes more.
+
+    A span store that never received a span (the engines exported none: SGLang run
+    without tracing) joins nothing and counts nothing missing; one with spans, none of
+    them these frames', counts each waiting span missing."""
     source = source if isinstance(source, (str, os.PathLike)) else list(source)
+    if not holds_spans(source):
+        # The engines never exported a span here: no request is missing, none is joined.
+        start, end = (0.0, 0.0) if frames.t0 != frames.t0 else spans_read(frames.t0, frames.t1)
+        return replace(frames, engine_load=load_engine_load(source, start, end, buckets=False))
     if frames.t0 != frames.t0:  # no timed record at all: nothing to attach to or to read
         joined = join_engine(frames, read_spans(source, 0, 0, dictionaries=REPEATED_COLUMNS,
                                                 folded=True))

@@ -9,6 +9,7 @@ from ...frames.flatten import build_frames
 from ...frames.live_health import LiveHealth
 from ...frames.model import TraceFrames
 from ..engine.store import SUBDIR as ENGINE_SUBDIR
+from ..engine.store import holds_spans
 from ..engine.window import with_engine_traces
 from .carriers import LiveCarriers
 from .store import UNKNOWN_ROLLOUT
@@ -33,5 +34,7 @@ def live_frames(carriers: LiveCarriers, rollout: int, directory: str | Path, now
 
 
 def holds_engine_traces(directory: str | Path) -> bool:
-    """Whether the collector folder ``directory`` has an engine span store to join."""
-    return (Path(directory) / ENGINE_SUBDIR).is_dir()
+    """Whether the collector folder ``directory`` holds an engine span to join: its span
+    store exists from the collector's start, but holds a span only once SGLang exported
+    one. Without a span there is nothing to join, and no generation span is missing one."""
+    return (Path(directory) / ENGINE_SUBDIR).is_dir() and holds_spans(directory)
