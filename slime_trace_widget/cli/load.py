@@ -33,9 +33,19 @@ def dump_files(patterns: list[str]) -> list[str]:
 
 
 def check_engine_traces(engine_traces: str | None) -> None:
-    """CliError unless ``engine_traces`` (when given) names a file or folder."""
-    if engine_traces is not None and not Path(engine_traces).exists():
+    """CliError unless ``engine_traces`` (when given) names what ``load_frames`` joins: a
+    collector folder, a folder of one of its stores, or one of their files."""
+    if engine_traces is None:
+        return
+    if not Path(engine_traces).exists():
         raise CliError(f"--engine-traces {engine_traces}: no such engine-trace folder or file")
+    # Imported here: the check reads a file's header with pyarrow.
+    from ..sources.engine.traces_source import EngineTracesError, checked_source
+
+    try:
+        checked_source(engine_traces)
+    except EngineTracesError as exc:
+        raise CliError(f"--engine-traces {exc.path}: {exc.problem}") from None
 
 
 def load(inputs: list[Path], trusted: bool, engine_traces: str | None = None) -> TraceFrames:

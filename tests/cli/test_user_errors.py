@@ -133,3 +133,26 @@ def test_convert_missing_engine_traces(dump: Path, tmp_path: Path, capsys) -> No
                              "--engine-traces", str(missing)], capsys)
     assert str(missing) in line
     assert not (tmp_path / "ds").exists()
+
+
+@pytest.mark.parametrize("subcommand", [["view"], ["convert"]])
+def test_engine_traces_that_are_no_store_are_refused_in_one_line(
+        subcommand: list[str], dump: Path, tmp_path: Path, capsys) -> None:
+    """A text file or a folder without a store is refused before any dump is read: it
+    was read as a store holding nothing, with three raw warnings, and every generation
+    span counted as missing its request."""
+    text, bare = tmp_path / "text.pt", tmp_path / "bare"
+    text.write_text("hello this is text\n")
+    bare.mkdir()
+    (bare / "notes.txt").write_text("no store here\n")  # an empty folder may get one
+    rest = ["--out", str(tmp_path / "ds")] if subcommand == ["convert"] else [
+        "--no-serve", "--out-dir", str(tmp_path / "page")]
+    line = one_line_failure([*subcommand, str(dump), "--engine-traces", str(text), *rest],
+                            capsys)
+    assert line == (f"slime-trace-viewer: --engine-traces {text}: not an engine-trace file "
+                    "(a collector folder's Parquet or write-ahead Arrow file)")
+    line = one_line_failure([*subcommand, str(dump), "--engine-traces", str(bare), *rest],
+                            capsys)
+    assert line == (f"slime-trace-viewer: --engine-traces {bare}: not a collector folder "
+                    "(no engine_spans/ or engine_load/ in it)")
+    assert not (tmp_path / "ds").exists() and not (tmp_path / "page").exists()

@@ -1,12 +1,15 @@
 """What ``engine_traces=`` names: a collector folder whose span store never received a
 span joins nothing (no generation span is missing a request SGLang never exported), one
-with spans of other times still counts them missing."""
+with spans of other times still counts them missing, and what is no store is refused
+with an error naming it."""
 
 from __future__ import annotations
 
 import warnings
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from slime_trace_widget import load_frames
@@ -14,6 +17,7 @@ from slime_trace_widget.demo import write_demo_dump
 from slime_trace_widget.frames.model import TraceFrames
 from slime_trace_widget.sources.engine.beyond import MISSING_WARNING
 from slime_trace_widget.sources.engine.store import SUBDIR, SpanStore, holds_spans, read_spans
+from slime_trace_widget.sources.engine.traces_source import EngineTracesError
 from slime_trace_widget.sources.live.frames_of import holds_engine_traces
 from tests.sources.test_engine_join import SKEWS, store_requests
 from tests.support.engine_traces import stray_requests
@@ -75,3 +79,25 @@ def test_a_span_in_the_write_ahead_file_is_held(tmp_path: Path,
         assert holds_engine_traces(tmp_path / "open")
     finally:
         store.close()
+
+
+def test_what_is_no_engine_trace_store_is_refused_naming_it(
+        dump: tuple[Path, TraceFrames], tmp_path: Path) -> None:
+    """Read as a store, each was warned of once per read (three raw RuntimeWarnings) and
+    every generation span of the dump was counted as missing its request."""
+    path, _ = dump
+    text, other, bare = tmp_path / "text.pt", tmp_path / "other.parquet", tmp_path / "bare"
+    text.write_text("hello this is text\n")
+    pq.write_table(pa.table({"x": [1, 2]}), other)
+    bare.mkdir()
+    (bare / "notes.txt").write_text("no store here\n")  # an empty folder may get one
+    for source, problem in ((text, "not an engine-trace file"),
+                            (other, "a Parquet file without the engine stores' time columns"),
+                            ([text], "not an engine-trace file"),
+                            (bare, "not a collector folder")):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            with pytest.raises(EngineTracesError) as refused:
+                load_frames(str(path), progress=False, engine_traces=source)
+        named = source[0] if isinstance(source, list) else source
+        assert str(refused.value).startswith(f"engine traces {named}: {problem}")

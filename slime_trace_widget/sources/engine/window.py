@@ -7,7 +7,6 @@ dump opened directly and a dump converted read their engine traces the same way.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -20,6 +19,7 @@ from .beyond import BEYOND_WARNING, MISSING_WARNING, SEARCH_SECONDS
 from .join import join_engine
 from .load_store import load_engine_load
 from .store import REPEATED_COLUMNS, holds_spans, read_spans
+from .traces_source import checked_source
 
 #: Engine spans and load are read this far around the frames' time: engine clocks may be
 #: off, and the load just before and after a rollout is its context.
@@ -44,8 +44,11 @@ def with_engine_traces(frames: TraceFrames, source: str | Path | Iterable[str | 
 
     A span store that never received a span (the engines exported none: SGLang run
     without tracing) joins nothing and counts nothing missing; one with spans, none of
-    them these frames', counts each waiting span missing."""
-    source = source if isinstance(source, (str, os.PathLike)) else list(source)
+    them these frames', counts each waiting span missing. A ``source`` that is neither
+    a collector folder nor its stores' files raises
+    :class:`~.traces_source.EngineTracesError` naming it (FileNotFoundError when it is
+    not there)."""
+    source = checked_source(source)
     if not holds_spans(source):
         # The engines never exported a span here: no request is missing, none is joined.
         start, end = (0.0, 0.0) if frames.t0 != frames.t0 else spans_read(frames.t0, frames.t1)
