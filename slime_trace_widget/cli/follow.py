@@ -38,8 +38,9 @@ def check_follow_options(args: argparse.Namespace) -> Path:
     folder = Path(args.follow)
     if not folder.is_dir():
         raise CliError(f"{folder}: not a folder")
-    if args.no_serve or args.dumps or args.demo:
-        raise CliError("--follow serves one folder's dumps: no dump paths, --demo or --no-serve")
+    if args.no_serve or args.dumps or args.demo or args.demo_samples is not None:
+        raise CliError("--follow serves one folder's dumps: no dump paths, --demo, "
+                       "--demo-samples or --no-serve")
     refused = [option for name, option in NOT_FOLLOWED.items() if getattr(args, name)]
     if refused:
         raise CliError(f"{', '.join(refused)}: not with --follow (run the command on the "

@@ -35,14 +35,16 @@ SUMMARY = "dumps to an offline HTML timeline, served on this machine (the defaul
 DESCRIPTION = "Turn slime rollout dumps into an offline HTML timeline and serve it."
 #: What ``--demo`` writes into ``--out-dir``.
 DEMO_DUMP = "demo_rollout.pt"
+#: Samples in the ``--demo`` rollout unless ``--demo-samples`` says.
+DEMO_SAMPLES = 256
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("dumps", nargs="*", help="dump files or globs (rollout_*.pt)")
     parser.add_argument("--demo", action="store_true",
                         help=f"simulate a rollout, write {DEMO_DUMP} and open it")
-    parser.add_argument("--demo-samples", type=positive_count, default=256,
-                        help="samples in the demo's rollout (256)")
+    parser.add_argument("--demo-samples", type=positive_count,
+                        help=f"samples in the --demo rollout ({DEMO_SAMPLES})")
     parser.add_argument("--out-dir", help="where to write the cache and page "
                                           "(default: beside the first dump)")
     parser.add_argument("--rebuild", action="store_true", help="ignore an existing cache")
@@ -76,11 +78,11 @@ def run(args: argparse.Namespace) -> int:
     name = stem(inputs)
     cache = PageCache(out_dir / f"{name}{CACHE_SUFFIX}")
     html_path = out_dir / f"{name}{HTML_SUFFIX}"
-    if args.demo:
-        write_demo_dump_unless_cached(inputs[0], cache, args.demo_samples)
+    demo_samples = (args.demo_samples or DEMO_SAMPLES) if args.demo else None
+    if demo_samples is not None:
+        write_demo_dump_unless_cached(inputs[0], cache, demo_samples)
 
-    source = source_note(inputs, args.engine_traces, args.trusted,
-                         args.demo_samples if args.demo else None)
+    source = source_note(inputs, args.engine_traces, args.trusted, demo_samples)
     blocks = None if args.rebuild else cache.fresh_blocks(inputs, source)
     frames = None
     if blocks is None:
@@ -104,9 +106,12 @@ def run(args: argparse.Namespace) -> int:
 def input_dumps(args: argparse.Namespace) -> list[Path]:
     """The dumps to view: the demo's (written by :func:`write_demo_dump_unless_cached`),
     or the files the paths and globs name (:func:`~.load.dump_files`); CliError for
-    both at once (the demo's dump would be shown instead of those named)."""
+    both at once (the demo's dump would be shown instead of those named), and for
+    ``--demo-samples`` without ``--demo`` (it would size nothing)."""
     if args.demo and args.dumps:
         raise CliError("--demo shows a simulated rollout of its own: no dump paths with it")
+    if args.demo_samples is not None and not args.demo:
+        raise CliError("--demo-samples sizes the --demo rollout: give --demo too")
     if args.demo:
         inputs = [output_folder(args.out_dir, Path(".")) / DEMO_DUMP]
     elif args.dumps:

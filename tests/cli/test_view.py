@@ -119,6 +119,21 @@ def test_glob_makes_one_combined_view_in_out_dir(tmp_path: Path, capsys) -> None
     assert (out / "rollout_1+1.parquet" / "spans").is_dir()
 
 
+def test_demo_samples_without_demo_is_refused(dump: Path, tmp_path: Path, capsys) -> None:
+    """``--demo-samples`` sizes only the demo's rollout: given without ``--demo`` (with
+    dumps, or with ``--follow``) it would be ignored, so it is refused in one line."""
+    out = tmp_path / "out"
+    out.mkdir()
+    for argv in ([str(dump), "--no-serve", "--out-dir", str(out)],
+                 ["--follow", str(out)]):
+        code = main([*argv, "--demo-samples", "4"])
+        err = capsys.readouterr().err
+        assert code != 0 and "Traceback" not in err
+        (line,) = err.strip().splitlines()
+        assert "--demo-samples" in line, line
+    assert not list(out.iterdir())
+
+
 def test_demo_refuses_dump_paths(dump: Path, tmp_path: Path, capsys) -> None:
     """Given dumps are not ignored for the demo's own: the two are refused together."""
     code = main(["--demo", str(dump), "--demo-samples", "4", "--no-serve",
