@@ -46,6 +46,10 @@ TOTAL_CHARS_FACTOR = 4
 #: about 14,280 bits, so a longer one becomes :func:`big_int_text`.
 MAX_INT_BITS = 14_000
 
+#: Plain types every value of which is kept as it is (an int only up to
+#: :data:`MAX_INT_BITS`); checked by identity on the hot path.
+PRINTABLE_TYPES: frozenset[type] = PLAIN_TYPES - {int}
+
 _MAX_DEPTH = 32
 #: A Decimal with more digits is summarised rather than printed.
 _MAX_DECIMAL_DIGITS = 100
@@ -53,8 +57,6 @@ _SEQUENCES = (list, tuple, set, frozenset, deque)
 #: Copies of a container changing under a subclass's own iteration tried before giving up.
 _SNAPSHOT_TRIES = 3
 _CONTAINERS = (dict, *_SEQUENCES)
-#: Plain types whose every value prints (an int may be too long to).
-_PRINTABLE_TYPES = PLAIN_TYPES - {int}
 _INT_TYPES = frozenset({int, bool})
 
 
@@ -72,7 +74,7 @@ def plain_value(value: Any) -> Any:
     """Return ``value`` as plain Python data (scalars, str, list, dict); an int too long
     to print becomes :func:`big_int_text`, at the top as anywhere inside."""
     kind = type(value)
-    if kind in _PRINTABLE_TYPES or (kind is int and value.bit_length() <= MAX_INT_BITS):
+    if kind in PRINTABLE_TYPES or (kind is int and value.bit_length() <= MAX_INT_BITS):
         return value
     return _plain(value, 0, _Budget(MAX_STEPS, 0))
 
@@ -149,7 +151,7 @@ def clean_text(text: str) -> str:
 
 def _plain(value: Any, depth: int, budget: _Budget) -> Any:
     kind = type(value)
-    if kind in _PRINTABLE_TYPES:
+    if kind in PRINTABLE_TYPES:
         return value
     if kind is int:
         return _printable_int(value)

@@ -18,7 +18,7 @@ from typing import Any
 
 from ..values import (
     MAX_INT_BITS,
-    PLAIN_TYPES,
+    PRINTABLE_TYPES,
     describe,
     distinct_key,
     plain_value,
@@ -30,8 +30,6 @@ logger = logging.getLogger(__package__ or __name__)
 
 # Long enough for a useful traceback summary, short enough not to bloat every dump.
 MAX_ERROR_MESSAGE_CHARS = 2000
-# Values recorded as they are; an int is too when it is short enough to print.
-_KEPT_AS_THEY_ARE = PLAIN_TYPES - {int}
 
 Clock = Callable[[], float]
 
@@ -140,7 +138,7 @@ def _copy(attrs: dict[str, Any] | None) -> dict[str, Any] | None:
 
 def _frozen_item(value: Any) -> Any:
     """``value`` as it is when it needs no freezing, else :func:`_frozen`."""
-    if type(value) in _KEPT_AS_THEY_ARE or (type(value) is int and
+    if type(value) in PRINTABLE_TYPES or (type(value) is int and
                                             value.bit_length() <= MAX_INT_BITS):
         return value
     return _frozen(value)
