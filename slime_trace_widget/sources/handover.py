@@ -5,10 +5,10 @@ share (``docs/live-view.md``).
 The dumps already in the folder when the live view starts are earlier steps'; the
 step's dump is the first new complete one (``DumpWatcher``) that holds a sample
 seen live. Its rows are the live rows of the same samples, now with statuses,
-rewards and texts, and with the engine requests the live view joined from its collector
-folder (when that folder has an engine span store), joined as for any dump: the engine
-slices shown live stay, the engine load is attached and a request beyond the window is
-searched for. A new dump that cannot be loaded (a partial or foreign file) is
+rewards and texts, and with what the live view read from its collector folder (when
+that folder has an engine store), joined as for any dump: the engine slices shown live
+stay, the engine load is attached (also when the engines export no span) and a request
+beyond the window is searched for. A new dump that cannot be loaded (a partial or foreign file) is
 reported once, as ``load_frames`` reports a dump it skips (a ``RuntimeWarning`` naming
 the file), and the look goes on to the next.
 """
@@ -22,7 +22,7 @@ from ..frames.model import TraceFrames
 from .dumps.errors import DumpError
 from .engine.window import with_engine_traces
 from .follow import SETTLE_SECONDS, DumpWatcher
-from .live.frames_of import holds_engine_traces
+from .live.frames_of import has_engine_stores
 from .loading import load_frames
 
 
@@ -49,7 +49,7 @@ def step_dump(watcher: DumpWatcher, seen_live: set[str],
                           RuntimeWarning, stacklevel=2)
             continue
         if seen_live & {str(t) for t in frames.samples["trace_id"].dropna()}:
-            if engine_traces is not None and holds_engine_traces(engine_traces):
+            if engine_traces is not None and has_engine_stores(engine_traces):
                 frames = with_engine_traces(frames, engine_traces)
             return path, frames
     return None

@@ -18,7 +18,6 @@ from slime_trace_widget.frames.model import TraceFrames
 from slime_trace_widget.sources.engine.beyond import MISSING_WARNING
 from slime_trace_widget.sources.engine.store import SUBDIR, SpanStore, holds_spans, read_spans
 from slime_trace_widget.sources.engine.traces_source import EngineTracesError
-from slime_trace_widget.sources.live.frames_of import holds_engine_traces
 from tests.sources.test_engine_join import SKEWS, store_requests
 from tests.support.engine_traces import stray_requests
 
@@ -44,7 +43,6 @@ def test_a_store_that_never_received_a_span_joins_nothing(
     SpanStore(tmp_path).close()
     assert [p.name for p in (tmp_path / SUBDIR).iterdir()] == [".lock"]
     assert not holds_spans(tmp_path)
-    assert not holds_engine_traces(tmp_path)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         frames = load_frames(str(path), progress=False, engine_traces=str(tmp_path))
@@ -57,7 +55,7 @@ def test_a_store_with_spans_of_other_times_counts_every_wait_missing(
         dump: tuple[Path, TraceFrames], tmp_path: Path) -> None:
     path, plain = dump
     store_requests(stray_requests(3, plain.t0 - DAY, plain.t0 - DAY + 60), tmp_path, SKEWS)
-    assert holds_spans(tmp_path) and holds_engine_traces(tmp_path)
+    assert holds_spans(tmp_path)
     frames = load_frames(str(path), progress=False, engine_traces=str(tmp_path))
     assert frames.warnings[MISSING_WARNING] > 0
     assert (frames.span_core["origin"] == "engine").sum() == 0
@@ -76,7 +74,6 @@ def test_a_span_in_the_write_ahead_file_is_held(tmp_path: Path,
         store.append(spans)
         assert not list((tmp_path / "open" / SUBDIR).glob("*.parquet"))
         assert holds_spans(tmp_path / "open")
-        assert holds_engine_traces(tmp_path / "open")
     finally:
         store.close()
 

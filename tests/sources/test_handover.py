@@ -60,3 +60,38 @@ def test_a_new_dump_that_cannot_be_read_is_reported_and_the_look_goes_on(
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # reported once: not looked at again
         assert step_dump(watcher, seen) is None
+
+
+def test_the_steps_dump_gets_the_load_of_engines_that_export_no_span(tmp_path: Path) -> None:
+    """SGLang run with metrics and without tracing: the collector's span store stays
+    empty while its scrapes fill the load store. The step's dump gets that load, as
+    ``load_frames`` with the same folder gives it, and no request counted missing."""
+    import numpy as np
+
+    from slime_trace_widget import load_frames
+    from slime_trace_widget.sources.engine.beyond import MISSING_WARNING
+    from slime_trace_widget.sources.engine.store import SpanStore, holds_spans
+    from tests.sources.test_engine_load import store_scrapes
+
+    samples = make_demo_samples(3, seed=14)
+    seen = {s["trace"]["trace_id"] for s in samples}
+    dumps, collector = tmp_path / "dumps", tmp_path / "collector"
+    dumps.mkdir()
+    watcher = new_dumps_watcher(dumps)
+    _save(dumps / "rollout_0.pt", samples)
+    plain = load_frames([str(dumps / "rollout_0.pt")], progress=False)
+    SpanStore(collector).close()
+    store_scrapes(collector, "engine-0", np.arange(plain.t0 - 5.0, plain.t1 + 5.0),
+                  {"sglang:num_running_reqs": lambda t: t % 7})
+    assert not holds_spans(collector)
+
+    found = step_dump(watcher, seen, engine_traces=collector)
+    assert found is not None
+    frames = found[1]
+    assert len(frames.engine_load) >= int(plain.t1 - plain.t0) + 10
+    assert set(frames.engine_load["engine"]) == {"engine-0"}
+    direct = load_frames([str(dumps / "rollout_0.pt")], progress=False,
+                         engine_traces=str(collector))
+    assert frames.engine_load.equals(direct.engine_load)
+    assert MISSING_WARNING not in frames.warnings
+    assert (frames.span_core["origin"] == "engine").sum() == 0

@@ -193,3 +193,29 @@ def test_a_rollout_streamed_by_the_sender_equals_its_dump(tmp_path: Path) -> Non
     assert live.rollout_ids == [5]
     (sender,) = live.live.senders
     assert (sender.records, sender.missing, sender.closed) == (stats.sent, 0, True)
+
+
+def test_a_rollout_in_progress_has_the_load_of_engines_that_export_no_span(
+        tmp_path: Path) -> None:
+    """The collector's span store is empty (SGLang without tracing) and its scrapes fill
+    the load store: the live frames hold the load of their window all the same."""
+    from slime_trace_widget.sources.engine.store import holds_spans
+    from tests.sources.test_engine_load import store_scrapes
+
+    samples = make_demo_samples(4, seed=3, rollout_id=2)
+    records = recording_order(samples)
+    half = records[: len(records) // 2]
+    folder = tmp_path / "collector"
+    with start_receiver(folder) as receiver:
+        poster = Poster(receiver.http_port)
+        assert poster.post(Sender().request(half, rollout_id=2))[0] == 200
+        poster.close()
+    first, last = min(r["ts"] for r in half), max(r["ts"] for r in half)
+    store_scrapes(folder, "engine-0", np.arange(first - 5.0, last + 5.0),
+                  {"sglang:num_running_reqs": lambda t: t % 5})
+    assert not holds_spans(folder)
+    live = load_live(folder, now=last + 1.0)
+    assert len(live.engine_load) >= int(last - first) + 10
+    assert set(live.engine_load["engine"]) == {"engine-0"}
+    assert (live.span_core["origin"] == "engine").sum() == 0
+    assert not load_live(folder, now=last + 1.0, engine_traces=False).engine_load.size

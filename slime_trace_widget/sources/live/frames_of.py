@@ -8,8 +8,8 @@ from pathlib import Path
 from ...frames.flatten import build_frames
 from ...frames.live_health import LiveHealth
 from ...frames.model import TraceFrames
-from ..engine.store import SUBDIR as ENGINE_SUBDIR
-from ..engine.store import holds_spans
+from ..engine.load_store import SUBDIR as LOAD_SUBDIR
+from ..engine.store import SUBDIR as SPANS_SUBDIR
 from ..engine.window import with_engine_traces
 from .carriers import LiveCarriers
 from .store import UNKNOWN_ROLLOUT
@@ -25,16 +25,19 @@ def live_frames(carriers: LiveCarriers, rollout: int, directory: str | Path, now
             "samples": carriers.samples(keys)}
     frames = build_frames(dump, open_until=now)
     frames.warnings.update(carriers.warnings)
-    if engine and holds_engine_traces(directory):
+    if engine and has_engine_stores(directory):
         # Refreshed often: a request beyond the window is counted, not searched for
         # (the step's dump, joined with the same folder at the hand-over, searches).
+        # A span store that never received a span joins nothing; the load is attached.
         frames = with_engine_traces(frames, directory, search_beyond=False)
     frames.live = health
     return frames
 
 
-def holds_engine_traces(directory: str | Path) -> bool:
-    """Whether the collector folder ``directory`` holds an engine span to join: its span
-    store exists from the collector's start, but holds a span only once SGLang exported
-    one. Without a span there is nothing to join, and no generation span is missing one."""
-    return (Path(directory) / ENGINE_SUBDIR).is_dir() and holds_spans(directory)
+def has_engine_stores(directory: str | Path) -> bool:
+    """Whether the collector folder ``directory`` has an engine store for
+    :func:`~..engine.window.with_engine_traces` to read: the span store (made at the
+    collector's start, holding spans once SGLang exports them) or the load store (made by
+    a ``--scrape``, whose load is attached whether or not the engines trace)."""
+    root = Path(directory)
+    return (root / SPANS_SUBDIR).is_dir() or (root / LOAD_SUBDIR).is_dir()
