@@ -189,6 +189,39 @@ def test_bad_input_is_a_one_line_dump_error(tmp_path, make, problem):
     assert isinstance(info.value, ValueError)
 
 
+def _with_pickle(path: Path, change) -> None:
+    """A real dump saved by torch, its ``data.pkl`` then changed by ``change``: the zip
+    archive itself stays sound."""
+    import zipfile
+
+    torch.save({"rollout_id": 0, "samples": [{"index": i, "trace": {}} for i in range(40)]},
+               path)
+    with zipfile.ZipFile(path) as archive:
+        members = [(info.filename, archive.read(info)) for info in archive.infolist()]
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as archive:
+        for name, data in members:
+            archive.writestr(name, change(data) if name.endswith("/data.pkl") else data)
+
+
+@pytest.mark.parametrize(("change", "cause"), [
+    (lambda data: data[: len(data) // 2], "pickle data was truncated"),
+    # the second sample's fetch of the key "index" made to fetch an index never stored
+    (lambda data: data.replace(b"h\x05", b"h\xfe", 1), "Memo value not found at index 254"),
+    (lambda data: data.replace(b"index", b"\xffndex", 1), "UnicodeDecodeError"),
+])
+@pytest.mark.parametrize("load", [load_dump, load_frames])
+def test_a_damaged_pickle_in_a_sound_archive_says_so(tmp_path, change, cause, load):
+    """The unpickler's own words (a memo index) told the user nothing about the file."""
+    path = tmp_path / "rollout_0.pt"
+    _with_pickle(path, change)
+    with pytest.raises(DumpError) as info:
+        load(path)
+    message = str(info.value)
+    assert message.startswith(f"{path}: cannot load torch zip archive: its pickled data is "
+                              "damaged or cut short (")
+    assert cause in message and "\n" not in message
+
+
 def test_truncated_fixture_chains_the_cause():
     """In-process the original exception is chained; a worker's load reports the same
     text (tests/sources/test_workers.py), without a Python cause to chain."""

@@ -15,6 +15,7 @@ import io
 import itertools
 import numbers
 import os
+import pickle
 import re
 import tarfile
 import zipfile
@@ -39,6 +40,9 @@ __all__ = ["LoadedDump", "load_dump_bytes", "load_dump_file", "load_trusted", "r
 _EVAL_NAME = re.compile(r"(?:^|[_-])eval[_-](\d+)")
 _ROLLOUT_NAME = re.compile(r"rollout_(?:eval_)?(\d+)")
 ZIP_MAGIC = b"PK\x03\x04"
+#: What unpickling raises on bytes no pickler wrote: a file damaged or cut short, said
+#: so in the message before the unpickler's own words (a missing memo index, say).
+_DAMAGED_PICKLE = (pickle.UnpicklingError, EOFError, UnicodeDecodeError)
 #: Pickles smaller than this are read whole in ``mode="frames"``: cutting their token
 #: lists would save less than walking them costs.
 SKIM_MIN_BYTES = 16 << 20
@@ -132,7 +136,9 @@ def _load_failure(path: str, header: bytes, exc: BaseException) -> DumpError:
     elif header.startswith(b"\x80"):
         problem = "cannot load legacy torch file"
     else:
-        problem = "not a torch dump (unrecognised content)"
+        return DumpError(f"{path}: not a torch dump (unrecognised content) ({detail})")
+    if isinstance(exc, _DAMAGED_PICKLE):
+        problem += ": its pickled data is damaged or cut short"
     return DumpError(f"{path}: {problem} ({detail})")
 
 
