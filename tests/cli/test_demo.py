@@ -83,7 +83,7 @@ def test_a_folder_is_refused_in_one_line(tmp_path: Path, capsys) -> None:
 @pytest.mark.parametrize("refused", [
     pytest.param("x" * 300 + ".pt", id="name-too-long"),  # an OSError from the system
     pytest.param("/proc/rollout_0.pt", id="proc", marks=pytest.mark.skipif(
-        not Path("/proc/self").is_dir(), reason="Linux's /proc")),  # torch's RuntimeError
+        not Path("/proc/self").is_dir(), reason="Linux's /proc")),  # no file made there
 ])
 def test_a_path_the_system_refuses_is_one_line_naming_it(tmp_path: Path, refused: str,
                                                           capsys) -> None:
@@ -93,6 +93,21 @@ def test_a_path_the_system_refuses_is_one_line_naming_it(tmp_path: Path, refused
     assert "Traceback" not in err
     (line,) = err.strip().splitlines()
     assert line.startswith(f"slime-trace-viewer: {out}: could not write the dump (")
+
+
+def test_a_failure_to_simulate_is_not_called_a_failure_to_write(tmp_path: Path,
+                                                                 monkeypatch) -> None:
+    """Only writing the dump is reported as "could not write the dump"; a fault in the
+    simulation keeps its own traceback, as a bug should."""
+    import slime_trace_widget.demo as demo
+
+    def broken(*args: object, **kwargs: object) -> list:
+        raise RuntimeError("the schedule broke")
+
+    monkeypatch.setattr(demo, "make_demo_samples", broken)
+    with pytest.raises(RuntimeError, match="the schedule broke"):
+        main(["demo", str(tmp_path / "rollout_0.pt"), "--samples", "2"])
+    assert not list(tmp_path.iterdir())
 
 
 def test_a_collector_that_is_not_there_fails_the_command(tmp_path: Path, capsys) -> None:

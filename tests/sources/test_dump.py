@@ -265,3 +265,12 @@ def test_load_dumps_single_path_and_duplicates(tmp_path):
 def test_load_dumps_glob_without_match(tmp_path):
     with pytest.raises(DumpError, match="no files match"):
         load_dumps(str(tmp_path / "nothing_*.pt"))
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="Linux's /proc")
+def test_save_dump_where_no_file_can_be_made_is_an_os_error() -> None:
+    """torch's writer, given the path, raised a RuntimeError quoting its C++ source
+    ("[enforce fail at inline_container.cc...] open file failed")."""
+    with pytest.raises(OSError) as info:
+        save_dump("/proc/rollout_0.pt", [{"index": 0}], rollout_id=0)
+    assert "enforce fail" not in str(info.value)

@@ -354,7 +354,9 @@ def save_dump(path: PathLike, samples: Iterable[Any], *, rollout_id: int | None 
     records = [_record_for_save(i, sample) for i, sample in enumerate(samples)]
     import torch
 
-    with replaced(target) as temporary:
-        torch.save({"rollout_id": rollout_id, "samples": records}, temporary)
+    # Through a file Python opened: a folder that cannot be written, or a full disk,
+    # is an OSError, where torch's own opening of a path raises a RuntimeError.
+    with replaced(target) as temporary, open(temporary, "wb") as handle:
+        torch.save({"rollout_id": rollout_id, "samples": records}, handle)
     return target
 
