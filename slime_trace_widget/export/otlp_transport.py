@@ -284,9 +284,11 @@ class GrpcSender:
         self._watches = [kept for kept in self._watches if not kept.done()] + [watch]
         return watch
 
-    def _run(self, work: Coroutine[Any, Any, Any]) -> Any:
+    def _run(self, work: Coroutine[Any, Any, Any], finish_if_interrupted: bool = False
+             ) -> Any:
         """Run ``work`` on the sender's loop; its result (or its exception). An interrupt
-        of the waiting thread cancels it."""
+        of the waiting thread (Ctrl-C) cancels it, or with ``finish_if_interrupted``
+        leaves it to finish on the loop while the interrupt goes on."""
         future = asyncio.run_coroutine_threadsafe(work, self._loop)
         try:
             while True:
@@ -296,14 +298,16 @@ class GrpcSender:
                     if future.done():
                         raise
         except BaseException:
-            future.cancel()
+            if not finish_if_interrupted:
+                future.cancel()
             raise
 
     def close(self) -> None:
-        """End the channel; once is enough, more do nothing."""
+        """End the channel; once is enough, more do nothing. A Ctrl-C while it closes
+        stops the wait, not the close: a second call would not close it again."""
         if not self._closed:
             self._closed = True
-            self._run(self._close())
+            self._run(self._close(), finish_if_interrupted=True)
 
     async def _close(self) -> None:
         """Close the channel, then end the watches still waiting (grpc may keep one past

@@ -142,3 +142,35 @@ def test_a_closed_sender_refuses_to_send_and_closes_once() -> None:
         sender.close()
         with pytest.raises(OtlpExportError, match="closed"):
             sender.send(ExportTraceServiceRequest())
+
+
+def test_an_interrupted_close_still_closes_the_channel() -> None:
+    """A Ctrl-C while the channel closes stops the caller's wait; the close goes on, as
+    a second ``close()`` (a no-op) could not do it again."""
+    import _thread
+    import asyncio
+
+    with serving(_Scripted([])) as (address, _):
+        sender = GrpcSender(address)
+        sender.send(ExportTraceServiceRequest())
+        channel = sender.channel
+        waiting, release, closed = threading.Event(), threading.Event(), threading.Event()
+        real_close = channel.close
+
+        async def slow_close(*args: Any) -> None:
+            waiting.set()
+            while not release.is_set():  # until the test has taken its interrupt
+                await asyncio.sleep(0.01)
+            await real_close(*args)
+            closed.set()
+
+        channel.close = slow_close
+        interrupter = threading.Thread(
+            target=lambda: waiting.wait(HANG_GUARD_SECONDS) and _thread.interrupt_main())
+        interrupter.start()
+        with pytest.raises(KeyboardInterrupt):
+            sender.close()
+        interrupter.join(HANG_GUARD_SECONDS)
+        release.set()
+        assert closed.wait(HANG_GUARD_SECONDS)
+        sender.close()  # closed once: nothing more to do
