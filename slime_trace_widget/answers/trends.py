@@ -16,6 +16,7 @@ import pandas as pd
 
 from ..frames.engine_load import TRACK_METRICS, TRACK_NAMES, load_tracks
 from ..frames.model import TraceFrames
+from ..sources.dataset import duck_rows
 from ..sources.dataset.layout import DUMP_FILE, DUMP_KIND, PARTITION, dump_kind
 from ..sources.dataset.manifest import Manifest
 from ..sources.dumps.paths import dump_labels
@@ -59,9 +60,7 @@ def rollout_trends(source: str | Path | TraceFrames, heaviest: int = HEAVIEST_SP
     (``vocabularies.LOAD_TRACKS``: ``running``, ``queued`` and the rest): over the scrapes
     between the dump's first sample start and last sample end, each engine's median and
     largest value, then the largest over the engines (the busiest engine's figures)."""
-    import duckdb
-
-    with duckdb.connect() as db:
+    with duck_rows.connection() as db:
         if isinstance(source, TraceFrames):
             _register_frames(db, source)
         else:
@@ -74,9 +73,7 @@ def ledger_trends(source: str | Path | TraceFrames, oversample: float = OVERSAMP
     """Only the ledger and tail columns of :func:`rollout_trends` (``share_<fate>``,
     ``finished_50/90/99``, ``stop_s``, ``saved_s``, ``saved_share``), one row per dump
     with its keys, from a run dataset directory or frames."""
-    import duckdb
-
-    with duckdb.connect() as db:
+    with duck_rows.connection() as db:
         if isinstance(source, TraceFrames):
             _register_frames(db, source, tables=("samples", "events"))
         else:
@@ -87,13 +84,18 @@ def ledger_trends(source: str | Path | TraceFrames, oversample: float = OVERSAMP
 
 def _register_dataset(db: Any, root: Path,
                       tables: tuple[str, ...] = ("samples", "spans", "events")) -> None:
+    """The dataset's ``tables`` as views of ``db`` (a :func:`duck_rows.connection`)."""
     renamed = _renamed_dumps(Manifest.load(root, must_exist=True))
     for table in tables:
         if not list((root / table).glob("*/*.parquet")):
             raise FileNotFoundError(f"{root}: the dataset has no {table} files yet")
-        db.execute(f"create view {table} as {_dataset_rows(root, table, renamed)}")
+        _create_view(db, table, _dataset_rows(root, table, renamed))
     if list((root / "engine_load").glob("*/*.parquet")):
-        db.execute(f"create view engine_load as {_dataset_rows(root, 'engine_load', renamed)}")
+        _create_view(db, "engine_load", _dataset_rows(root, "engine_load", renamed))
+
+
+def _create_view(db: Any, name: str, rows: str) -> None:
+    db.execute(f"create view {name} as {duck_rows.with_nan_as_null(db, rows)}")
 
 
 def _renamed_dumps(manifest: Manifest) -> dict[str, str]:
@@ -191,13 +193,14 @@ def _trends(db: Any, heaviest: int, oversample: float) -> pd.DataFrame:
     names = [row[0] for row in db.execute(f"""
         select name from spans where not virtual and duration is not null {dump_only}
         group by name order by sum(duration) desc, name limit {int(heaviest)}""").fetchall()]
-    for name in names:
+    for name in names:  # a span's name is text from the dump: bound, never in the SQL
         figures = db.execute(f"""
-            select {_KEYS}, quantile_cont(duration, 0.5) as "{name}_p50",
-                   quantile_cont(duration, 0.95) as "{name}_p95"
+            select {_KEYS}, quantile_cont(duration, 0.5) as p50,
+                   quantile_cont(duration, 0.95) as p95
             from spans where name = $name and not virtual group by {_KEYS}""",
                              {"name": name}).df()
-        out = out.merge(figures, on=keys, how="left")
+        out = out.merge(figures.rename(columns={"p50": f"{name}_p50", "p95": f"{name}_p95"}),
+                        on=keys, how="left")
     out = out.merge(_ledger_figures(db, oversample), on=keys, how="left")
     out = out.merge(_pd_figures(db), on=keys, how="left") if _has_pd(db) else out
     out = out.merge(_engine_figures(db), on=keys, how="left") if engine else out

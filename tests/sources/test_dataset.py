@@ -220,6 +220,73 @@ def test_trends_over_the_dataset_match_the_frames(run: Path, tmp_path: Path) -> 
     assert len(ax.get_lines()) == 4  # two columns, train and eval apart
 
 
+@pytest.fixture()
+def missing_numbers(tmp_path: Path) -> tuple[Path, Path]:
+    """Dumps whose untraced samples, dict rewards and open spans leave numbers missing
+    (NaN in the frames and in the dataset's Parquet), and their dataset."""
+    folder = tmp_path / "debug"
+    folder.mkdir()
+    for name, fixture in (("rollout_7.pt", "edge_untraced_mixed.pt"),
+                          ("rollout_8.pt", "edge_open_span.pt"),
+                          ("rollout_9.pt", "edge_weird_values.pt")):
+        shutil.copy(FIXTURES / fixture, folder / name)
+    _settle(*folder.iterdir())
+    root = tmp_path / "ds"
+    convert(str(folder / "*.pt"), root, progress=False)
+    return folder, root
+
+
+def test_trends_over_a_dataset_of_missing_numbers_match_the_frames(
+        missing_numbers: tuple[Path, Path]) -> None:
+    """DuckDB ordered the dataset's NaN above every number, so its wall time, duration
+    figures and heaviest span names came out NaN or wrong where the frames' (NULL to
+    DuckDB) were right."""
+    folder, root = missing_numbers
+    trends = rollout_trends(root, heaviest=5)
+    frames = load_frames(sorted(str(p) for p in folder.iterdir()))
+    pd.testing.assert_frame_equal(trends, rollout_trends(frames, heaviest=5),
+                                  check_dtype=False)
+    assert trends[["wall_s", "duration_p50", "duration_max"]].notna().all().all()
+
+
+@pytest.mark.parametrize(("where", "holds"), [
+    ("reward > 0", lambda s: s["reward"] > 0),
+    ("reward is null", lambda s: s["reward"].isna()),
+    ("duration > 5", lambda s: s["duration"] > 5),
+    ("duration is null", lambda s: s["duration"].isna()),
+])
+def test_where_on_a_dataset_reads_a_missing_number_as_null(
+        missing_numbers: tuple[Path, Path], where: str, holds) -> None:
+    """``reward > 0`` kept samples without a reward, and ``reward is null`` found none."""
+    folder, root = missing_numbers
+    every = load_frames(sorted(str(p) for p in folder.iterdir())).samples
+    expected = every[holds(every).to_numpy()]
+    assert len(expected) and len(expected) < len(every)
+    got = load_frames(str(root), where=where).samples
+
+    def keys(samples: pd.DataFrame) -> list[tuple[int, int]]:
+        return sorted(zip(samples["rollout_id"].fillna(-1).astype(int),
+                          samples["sample_index"].astype(int), strict=True))
+
+    assert keys(got) == keys(expected)
+
+
+def test_a_span_name_with_a_double_quote_gets_its_trend_columns(tmp_path: Path) -> None:
+    """The name went into the SQL as a column alias: a quote in it was a parser error."""
+    samples = load_trusted(str(FIXTURES / "small.pt")).samples
+    for sample in samples:
+        for record in sample["trace"]["events"]:
+            if record.get("name") == "sglang_generate":
+                record["name"] = 'sglang_generate "v2"'
+    path = Path(save_dump(tmp_path / "rollout_0.pt", samples, rollout_id=0))
+    frames = load_frames([str(path)])
+    trends = rollout_trends(frames, heaviest=50)
+    quoted = frames.span_core["name"] == 'sglang_generate "v2"'
+    assert quoted.any()
+    assert np.isclose(trends.loc[0, 'sglang_generate "v2"_p50'],
+                      frames.span_core.loc[quoted, "duration"].median())
+
+
 def test_cli_convert(run: Path, tmp_path: Path, capsys) -> None:
     assert cli_main(["convert", str(run / "*.pt"), "--out", str(tmp_path / "ds")]) == 0
     assert "3 converted" in capsys.readouterr().out

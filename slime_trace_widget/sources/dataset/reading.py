@@ -22,6 +22,7 @@ from ...frames.model import TraceFrames, combine_frames
 from ...tables.core_tables import UNKNOWN_ROLLOUT
 from ..dumps.errors import DumpError
 from ..dumps.wire import WireError
+from . import duck_rows
 from .layout import part_path, read_dump
 from .manifest import Manifest
 
@@ -32,7 +33,8 @@ def open_dataset(root: str | Path, rollouts: Iterable[int] | None = None,
     """Frames of the run dataset at ``root``: the rollout ids in ``rollouts`` (default
     all), dumps of ``kinds`` (``train``/``eval``, default both), and the samples for
     which the SQL condition ``where`` holds (DuckDB, over the ``samples`` columns,
-    e.g. ``"status = 'truncated'"``). The rewards of the samples left out go with the
+    e.g. ``"status = 'truncated'"``; a missing number, NaN in the frames, is NULL
+    there: ``"reward is null"``). The rewards of the samples left out go with the
     frames as ``frames.group_peers``, so each sample keeps the fate it has in its whole
     dump (``answers.ledger``). A dump whose files are damaged is skipped with a warning
     (none when ``warn_failures`` is False) and listed in ``frames.failures``."""
@@ -100,16 +102,17 @@ def _rows_where(root: Path, entries: list[dict[str, Any]], wanted: set[int] | No
 def _query_rows(files: dict[str, list[str]], where: str) -> dict[str, np.ndarray]:
     """The sample positions, per stem, of the samples ``files`` where ``where`` holds
     (duckdb.Error when it fails). ``rollout_id`` -1 (none) reads as NULL."""
-    import duckdb
-
     every = [path for paths in files.values() for path in paths]
     if not every:
         return {}
-    query = ("select filename, row from (select * replace (nullif(rollout_id, "
-             f"{UNKNOWN_ROLLOUT}) as rollout_id) from read_parquet($files, "
-             "hive_partitioning = true, union_by_name = true, filename = true)) "
-             f"where ({where})")
-    found = duckdb.execute(query, {"files": every}).fetchnumpy()
+    rows = ("select * replace (nullif(rollout_id, "
+            f"{UNKNOWN_ROLLOUT}) as rollout_id) from read_parquet($files, "
+            "hive_partitioning = true, union_by_name = true, filename = true)")
+    parameters = {"files": every}
+    with duck_rows.connection() as db:  # a missing reward or duration is NULL to `where`
+        query = (f"select filename, row from ({duck_rows.with_nan_as_null(db, rows, parameters)})"
+                 f" where ({where})")
+        found = db.execute(query, parameters).fetchnumpy()
     stems = np.array([Path(name).stem for name in found["filename"].tolist()], dtype=object)
     positions = np.asarray(found["row"], dtype=np.int64)
     return {str(stem): np.sort(positions[stems == stem]) for stem in set(stems.tolist())}
