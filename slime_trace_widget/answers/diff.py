@@ -52,8 +52,7 @@ def rollout_diff(frames: TraceFrames, a: int | None = None, b: int | None = None
         return ledger_diff(frames, a, b)
     if of != "spans":
         raise ValueError(f"of must be 'spans' or 'ledger', not {of!r}")
-    a = 0 if a is None else a
-    b = 1 if b is None else b
+    a, b = _dump_positions(frames, a, b)
     core = frames.span_core
     spans = core.loc[~core["pd_detail"].to_numpy(), ["sample_row", "name", "duration", "state"]]
     dump = frames.samples["dump"].reindex(spans["sample_row"]).to_numpy()
@@ -68,6 +67,24 @@ def rollout_diff(frames: TraceFrames, a: int | None = None, b: int | None = None
     table = table.reset_index().sort_values(["total_diff", "name"], ascending=[False, True],
                                             kind="stable")
     return table.set_index("name")[list(DIFF_COLUMNS)]
+
+
+def _dump_positions(frames: TraceFrames, a: int | None, b: int | None) -> tuple[int, int]:
+    """``a`` and ``b`` (the first two dumps by default) once each is known to be a dump
+    position of ``frames``: a rollout id given for one would compare a dump that is not
+    there, every figure of its side empty, as if its spans were gone. ValueError naming
+    the positions there are and their rollout ids otherwise."""
+    count = len(frames.paths)
+    chosen = (0 if a is None else a, 1 if b is None else b)
+    for which in chosen:
+        if isinstance(which, bool) or not isinstance(which, (int, np.integer)) \
+                or not 0 <= which < count:
+            held = ", ".join(f"{position} (rollout {rollout})" for position, rollout
+                             in enumerate(frames.rollout_ids[:count]))
+            raise ValueError(f"{which!r} is not a dump position of these frames: a and b "
+                             f"are positions, not rollout ids; they hold {count} dump(s): "
+                             f"{held or 'none'}")
+    return int(chosen[0]), int(chosen[1])
 
 
 def _diff_side(spans: pd.DataFrame, suffix: str) -> pd.DataFrame:
@@ -97,8 +114,7 @@ def ledger_diff(frames: TraceFrames, a: int | None = None, b: int | None = None,
     ``by="dump"``) and ``b``'s minus ``a``'s. ``a`` and ``b`` are dump positions, as in
     :func:`rollout_diff` (the first two by default); a dump with no samples has zeros
     and NaN shares."""
-    a = 0 if a is None else a
-    b = 1 if b is None else b
+    a, b = _dump_positions(frames, a, b)
     ledger = signal_ledger(frames, by="dump", reward_key=reward_key)
     names = [*FATES, "all"]
     table = pd.DataFrame(index=pd.Index(names, name="fate"))

@@ -436,7 +436,10 @@ def test_ledger_diff_compares_two_rollouts() -> None:
                                                   - by_dump.at[0, f"samples_{fate}"])
     assert table.at["all", "samples_a"] == 8 and table.at["all", "share_a"] == 1.0
     assert table["share_diff"].sum() == pytest.approx(0.0, abs=1e-12)
-    empty = analysis.ledger_diff(frames, 0, 7)  # no such dump: zeros and NaN shares
+    with_empty = load_frames([FIXTURES / "small.pt", FIXTURES / "edge_empty.pt"])
+    empty = analysis.ledger_diff(with_empty, 0, 1)  # a dump of no samples: zeros, NaN shares
     assert (empty["samples_b"] == 0).all() and empty["share_b"].isna().all()
+    with pytest.raises(ValueError, match="7 is not a dump position"):
+        analysis.ledger_diff(frames, 0, 7)
     with pytest.raises(ValueError, match="of must be"):
         analysis.rollout_diff(frames, of="fates")

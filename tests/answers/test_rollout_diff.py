@@ -144,6 +144,21 @@ def test_other_pairs_and_the_reverse_order() -> None:
     assert back.index[-1] == "tool" and back.loc["tool", "total_diff"] == pytest.approx(-10)
 
 
+@pytest.mark.parametrize("of", ["spans", "ledger"])
+@pytest.mark.parametrize("pair", [(0, 9), (5, 1), (-1, 0), (0, True)])
+def test_a_position_that_is_no_dump_is_refused(of: str, pair: tuple) -> None:
+    """A rollout id passed for a position (9 for the third dump, say) compared a dump
+    that is not there: its side all empty, as if every span had gone."""
+    frames = combine_frames([rollout_a(), rollout_b(), rollout_a()])
+    with pytest.raises(ValueError, match=r"is not a dump position of these frames.*3 dump"):
+        analysis.rollout_diff(frames, *pair, of=of)
+
+
+def test_the_default_pair_needs_two_dumps() -> None:
+    with pytest.raises(ValueError, match=r"1 is not a dump position.*1 dump"):
+        analysis.rollout_diff(rollout_a())
+
+
 # --------------------------------------------------------------------------- JS fixture
 
 
