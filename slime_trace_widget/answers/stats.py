@@ -185,9 +185,15 @@ def concurrency(frames: TraceFrames, names: list[str] | None = None) -> pd.DataF
 
 def resample_concurrency(steps: pd.DataFrame, interval: float,
                          start: float | None = None, end: float | None = None) -> pd.DataFrame:
-    """Sample a :func:`concurrency` step function on a fixed grid (one column per name)."""
+    """Sample a :func:`concurrency` step function on a fixed grid of ``interval`` seconds
+    (one column per name), from ``start`` to ``end`` (default: the steps' first and last
+    time; no rows when there are no steps and no bounds are given)."""
+    if not interval > 0:
+        raise ValueError(f"interval must be a positive number of seconds, not {interval!r}")
     lo = steps["time"].min() if start is None else start
     hi = steps["time"].max() if end is None else end
+    if not (np.isfinite(lo) and np.isfinite(hi)):  # no steps: a dump with no spans
+        return pd.DataFrame(index=pd.Index(np.zeros(0), name="time"))
     grid = np.arange(lo, hi + interval / 2, interval)
     columns = {}
     for name, group in steps.groupby("name", sort=True):

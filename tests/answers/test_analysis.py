@@ -113,6 +113,21 @@ def test_concurrency_counts_samples_once(frames) -> None:
     assert at(0.5)[analysis.ALIVE] == 3 and at(9.5)[analysis.ALIVE] == 1
 
 
+def test_concurrency_of_a_dump_without_spans_resamples_to_no_rows() -> None:
+    """An empty dump's steps are empty: the grid's bounds were NaN, and numpy's arange
+    failed with "cannot compute length"."""
+    from slime_trace_widget import load_frames
+    from tests.sources.runs import FIXTURES
+
+    steps = analysis.concurrency(load_frames([FIXTURES / "edge_empty.pt"]))
+    assert steps.empty
+    grid = analysis.resample_concurrency(steps, 1.0)
+    assert grid.empty and grid.index.name == "time"
+    assert len(analysis.resample_concurrency(steps, 1.0, start=0.0, end=3.0)) == 4
+    with pytest.raises(ValueError, match="positive number of seconds"):
+        analysis.resample_concurrency(steps, 0.0, start=0.0, end=3.0)
+
+
 def test_compare_side_by_side(frames) -> None:
     other = build_frames([sample(rec("span_start", "gen", 0, "g"), rec("span_end", "gen", 9, "g"))])
     table = analysis.compare(frames, other, labels=("old", "new"))
