@@ -156,3 +156,19 @@ def test_engine_traces_that_are_no_store_are_refused_in_one_line(
     assert line == (f"slime-trace-viewer: --engine-traces {bare}: not a collector folder "
                     "(no engine_spans/ or engine_load/ in it)")
     assert not (tmp_path / "ds").exists() and not (tmp_path / "page").exists()
+
+
+def test_a_taken_grpc_port_is_one_line(tmp_path: Path, capsys) -> None:
+    """4317 is where Phoenix or an OpenTelemetry Collector listens: grpc raised its own
+    RuntimeError through the command (a traceback, exit 1)."""
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        line = one_line_failure(["collect", str(tmp_path / "c"), "--http", "127.0.0.1:0",
+                                 "--grpc", f"127.0.0.1:{port}"], capsys)
+    assert line == (f"slime-trace-viewer: cannot receive OTLP: cannot listen on 127.0.0.1:"
+                    f"{port} for OTLP/gRPC (the port is taken, or the address is not this "
+                    "machine's)")

@@ -460,9 +460,14 @@ def grpc_server(collector: Collector, host: str, port: int,
         ThreadPoolExecutor(max_workers=MAX_CONCURRENT_REQUESTS, thread_name_prefix="otlp-grpc"),
         handlers=handlers, maximum_concurrent_rpcs=4 * MAX_CONCURRENT_REQUESTS,
         options=[("grpc.max_receive_message_length", MAX_DECOMPRESSED_BYTES)])
-    bound = server.add_insecure_port(f"{_bracketed(host)}:{port}")
+    try:
+        bound = server.add_insecure_port(f"{_bracketed(host)}:{port}")
+    except RuntimeError:  # grpc raises where its older releases returned 0
+        bound = 0
     if not bound:
-        raise OSError(f"cannot listen on {host}:{port} for OTLP/gRPC")
+        server.stop(None)
+        raise OSError(f"cannot listen on {host}:{port} for OTLP/gRPC (the port is taken, "
+                      "or the address is not this machine's)")
     server.start()
     return server, bound
 
