@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .dumps.errors import DumpError
+from .dumps.paths import natural_key
 
 if TYPE_CHECKING:
     from ..frames.model import TraceFrames
@@ -54,9 +55,9 @@ class DumpWatcher:
 
     def new_dumps(self) -> list[str]:
         """Dumps not returned before, or changed since they failed, that are complete
-        now, in name order."""
+        now, in name order (natural: rollout_2 before rollout_10, as a glob's)."""
         found = []
-        for path in sorted(self.folder.glob(self.pattern)):
+        for path in sorted(self.folder.glob(self.pattern), key=lambda p: natural_key(str(p))):
             name = str(path)
             if not path.is_file() or not self._due(name):
                 continue

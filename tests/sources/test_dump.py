@@ -262,6 +262,16 @@ def test_load_dumps_single_path_and_duplicates(tmp_path):
     assert len(load_dumps([path, str(tmp_path / "*.pt")], progress=False)) == 1
 
 
+def test_a_dump_named_twice_in_two_spellings_loads_once(tmp_path, monkeypatch):
+    """``run/a.pt ./run/a.pt`` loaded (and converted) the same file twice."""
+    (tmp_path / "run").mkdir()
+    save_dump(tmp_path / "run" / "rollout_1.pt", [{"index": 1}])
+    monkeypatch.chdir(tmp_path)
+    spellings = ["run/rollout_1.pt", "./run/rollout_1.pt", str(tmp_path / "run" / "*.pt")]
+    assert len(load_dumps(spellings, progress=False)) == 1
+    assert load_frames(spellings).paths == ["run/rollout_1.pt"]
+
+
 def test_load_dumps_glob_without_match(tmp_path):
     with pytest.raises(DumpError, match="no files match"):
         load_dumps(str(tmp_path / "nothing_*.pt"))

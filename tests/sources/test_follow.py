@@ -44,6 +44,15 @@ def test_watcher_returns_each_complete_dump_once(tmp_path: Path) -> None:
     assert watcher.new_dumps() == [str(tmp_path / "rollout_1.pt")]
 
 
+def test_dumps_found_together_come_in_natural_order(tmp_path: Path) -> None:
+    """As a glob of them loads: rollout_10 came before rollout_2, so a followed view's
+    rows and its default diff (dumps 0 and 1) put step 10 before step 2."""
+    for step in (10, 2, 1):
+        _place(FIXTURES / "small.pt", tmp_path / f"rollout_{step}.pt")
+    assert DumpWatcher(tmp_path, "rollout_*.pt").new_dumps() == [
+        str(tmp_path / f"rollout_{step}.pt") for step in (1, 2, 10)]
+
+
 @pytest.mark.filterwarnings("ignore:skipped .*rollout_1.pt:RuntimeWarning")
 def test_timeline_follows_a_folder(tmp_path: Path, monkeypatch) -> None:
     _place(FIXTURES / "small.pt", tmp_path / "rollout_0.pt")

@@ -57,7 +57,7 @@ def _path_parts(path: str) -> list[str]:
     return names or [path]
 
 
-def _natural_key(path: str) -> list:
+def natural_key(path: str) -> list:
     """Sort key that orders rollout_2 before rollout_10."""
     return [int(part) if part.isdigit() else part.lower() for part in re.split(r"(\d+)", path)]
 
@@ -70,14 +70,18 @@ def _expand(spec: PathLike) -> list[str]:
     text = os.path.expanduser(os.fspath(spec))
     if isinstance(spec, os.PathLike) or not _GLOB_CHARS & set(text) or os.path.exists(text):
         return [text]
-    matches = sorted(glob.glob(text, recursive=True), key=_natural_key)
+    matches = sorted(glob.glob(text, recursive=True), key=natural_key)
     if not matches:
         raise DumpError(f"{text}: no files match this pattern")
     return matches
 
 
 def expand_paths(paths_or_glob: PathLike | Iterable[PathLike]) -> list[str]:
-    """Expand every path/glob, keeping the caller's order and dropping repeats."""
+    """Expand every path/glob, keeping the caller's order and dropping repeats: a file
+    named again, however spelled (``run/a.pt``, ``./run/a.pt``), keeps its first name."""
     specs = [paths_or_glob] if isinstance(paths_or_glob, (str, os.PathLike)) else paths_or_glob
-    return list(dict.fromkeys(path for spec in specs for path in _expand(spec)))
+    first: dict[str, str] = {}
+    for path in (path for spec in specs for path in _expand(spec)):
+        first.setdefault(os.path.abspath(path), path)
+    return list(first.values())
 
