@@ -14,6 +14,7 @@ import argparse
 import logging
 from pathlib import Path
 
+from ..sources.listening import url_host
 from .arguments import dump_pattern, port, seconds
 from .errors import CliError
 from .server import audience
@@ -80,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
 
     poller = Poller(look, lambda exc: _log.warning("live %s: %s", folder, exc), 0.5)
     host, port = args.host, server.server_address[1]
-    shown = host if host not in ("0.0.0.0", "::") else "127.0.0.1"
+    shown = url_host(host) if host not in ("0.0.0.0", "::") else "127.0.0.1"
     try:
         print(f"serving {PAGE} to {audience(host, port)} at http://{shown}:{port}/{PAGE}"
               "  (Ctrl-C to stop)", flush=True)

@@ -14,6 +14,7 @@ from http import HTTPStatus
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from ..sources.listening import HttpServer, url_host
 from ..view.page.http_guard import allowed_names, printable, refused_foreign_host
 from .errors import CliError
 
@@ -68,8 +69,7 @@ class PageHandler(http.server.SimpleHTTPRequestHandler):
         sys.stderr.write(f"{self.address_string()} {printable(format % args)}\n")
 
 
-class PageServer(http.server.ThreadingHTTPServer):
-    daemon_threads = True
+class PageServer(HttpServer):
     request_queue_size = 256  # a burst of page loads should queue, not be refused
 
 
@@ -95,8 +95,9 @@ def audience(host: str, port: int) -> str:
     if address.is_loopback:
         return f"this machine only ({host})"
     if address.is_unspecified:
-        return f"anyone who can reach this machine on port {port} ({host}: every interface)"
-    return f"anyone who can reach {host}:{port}"
+        return (f"anyone who can reach this machine on port {port} "
+                f"({url_host(host)}: every interface)")
+    return f"anyone who can reach {url_host(host)}:{port}"
 
 
 def serve(folder: Path, served: Sequence[str], host: str, port: int) -> None:
@@ -104,7 +105,7 @@ def serve(folder: Path, served: Sequence[str], host: str, port: int) -> None:
     what is served, to whom, and the page's URL."""
     server = make_server(folder, served, host, port)
     port = server.server_address[1]
-    shown_host = host if host not in ("0.0.0.0", "::") else "127.0.0.1"
+    shown_host = url_host(host) if host not in ("0.0.0.0", "::") else "127.0.0.1"
     url = f"http://{shown_host}:{port}/{urllib.parse.quote(served[0])}"
     try:  # from the start-up line on, Ctrl-C is the normal way to stop
         print(f"serving {' and '.join(served)} to {audience(host, port)} at {url}"

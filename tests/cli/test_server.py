@@ -98,12 +98,54 @@ def test_binds_loopback_by_default() -> None:
         server.server_close()
 
 
+def _binds_ipv6_loopback() -> bool:
+    try:
+        with socket.socket(socket.AF_INET6) as probe:
+            probe.bind(("::1", 0))
+        return True
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not _binds_ipv6_loopback(), reason="no IPv6 loopback here")
+def test_an_ipv6_host_is_served_on_ipv6(tmp_path: Path) -> None:
+    """``--host ::1`` failed: "Address family for hostname not supported" (an IPv4
+    socket), as did ``collect --http [::1]:PORT``."""
+    from slime_trace_widget.sources.engine.receiver import Collector, http_server
+    from slime_trace_widget.sources.engine.store import SpanStore
+
+    (tmp_path / PAGE).write_text("<p>timeline</p>")
+    server = make_server(tmp_path, [PAGE], "::1", 0)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1},
+                              daemon=True)
+    thread.start()
+    try:
+        connection = http.client.HTTPConnection("::1", server.server_address[1], timeout=60)
+        connection.request("GET", "/" + quote(PAGE))  # Host: [::1]:PORT
+        response = connection.getresponse()
+        assert (response.status, response.read()) == (200, b"<p>timeline</p>")
+        connection.close()
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=60)
+    collector = Collector(SpanStore(tmp_path / "collector"))
+    try:
+        receiver = http_server(collector, "::1", 0)
+        assert receiver.socket.family == socket.AF_INET6
+        receiver.server_close()
+    finally:
+        collector.close()
+
+
 @pytest.mark.parametrize(("host", "words"), [
     ("127.0.0.1", "this machine only (127.0.0.1)"),
     ("localhost", "this machine only (localhost)"),
     ("::1", "this machine only (::1)"),
     ("0.0.0.0", "anyone who can reach this machine on port 9999 (0.0.0.0: every interface)"),
+    ("::", "anyone who can reach this machine on port 9999 ([::]: every interface)"),
     ("10.1.2.3", "anyone who can reach 10.1.2.3:9999"),
+    ("fd00::5", "anyone who can reach [fd00::5]:9999"),
     ("gpu-node-7", "anyone who can reach gpu-node-7:9999"),
 ])
 def test_start_up_line_says_to_whom(host: str, words: str) -> None:

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
+from ..listening import HttpServer, url_host
 from ..live import otlp_logs
 from ..live.collector import LiveCollector
 from ..live.store import SUBDIR as LIVE_SUBDIR
@@ -320,8 +321,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         pass  # one line per export batch would drown the collector's own output
 
 
-class _HttpServer(http.server.ThreadingHTTPServer):
-    daemon_threads = True
+class _HttpServer(HttpServer):
     request_queue_size = 128
 
     def __init__(self, address: tuple[str, int], collector: Collector,
@@ -461,7 +461,7 @@ def grpc_server(collector: Collector, host: str, port: int,
         handlers=handlers, maximum_concurrent_rpcs=4 * MAX_CONCURRENT_REQUESTS,
         options=[("grpc.max_receive_message_length", MAX_DECOMPRESSED_BYTES)])
     try:
-        bound = server.add_insecure_port(f"{_bracketed(host)}:{port}")
+        bound = server.add_insecure_port(f"{url_host(host)}:{port}")
     except RuntimeError:  # grpc raises where its older releases returned 0
         bound = 0
     if not bound:
@@ -470,10 +470,6 @@ def grpc_server(collector: Collector, host: str, port: int,
                       "or the address is not this machine's)")
     server.start()
     return server, bound
-
-
-def _bracketed(host: str) -> str:
-    return f"[{host}]" if ":" in host and not host.startswith("[") else host
 
 
 def grpc_peer_address(peer: str) -> str | None:
@@ -529,12 +525,12 @@ def collect(directory: str, http_address: tuple[str, int], grpc_address: tuple[s
         threading.Thread(target=web.serve_forever, kwargs={"poll_interval": 0.2},
                          daemon=True).start()
         servers.append(lambda: (web.shutdown(), web.server_close()))
-        where = [f"http://{_bracketed(http_address[0])}:{web.server_address[1]}{TRACES_PATH}"
+        where = [f"http://{url_host(http_address[0])}:{web.server_address[1]}{TRACES_PATH}"
                  f" and {LOGS_PATH}"]
         if grpc_address is not None:
             rpc, port = grpc_server(collector, *grpc_address, live=live)
             servers.append(lambda: rpc.stop(grace=5).wait())
-            where.append(f"grpc {_bracketed(grpc_address[0])}:{port}")
+            where.append(f"grpc {url_host(grpc_address[0])}:{port}")
         announce(f"receiving OTLP on {' and '.join(where)}, writing {directory} "
                  f"(live records in {directory}/{LIVE_SUBDIR})")
         if targets:

@@ -24,6 +24,8 @@ import re
 import socket
 from http import HTTPStatus
 
+from ...sources.listening import url_host
+
 #: A Host header: a name or an IPv4 address, or an IPv6 address in brackets, and
 #: an optional port.
 _HOST_HEADER = re.compile(r"(?P<name>\[[0-9A-Fa-f:.]+\]|[^\[\]:@/\\\s]+)(?::[0-9]*)?")
@@ -43,7 +45,7 @@ def allowed_names(bind_host: str) -> frozenset[str]:
     """The host names (lower case, IPv6 addresses in brackets) a server bound to
     ``bind_host`` answers besides any IP address: ``localhost`` and ``bind_host``;
     on every interface (``0.0.0.0``, ``::``), this machine's own names too."""
-    names = {"localhost", _as_host_name(bind_host)}
+    names = {"localhost", url_host(bind_host.lower())}
     if _is_unspecified(bind_host):
         names |= {socket.gethostname().lower(), socket.getfqdn().lower()}
     return frozenset(names)
@@ -83,12 +85,6 @@ def printable(message: str) -> str:
     """``message`` with each control character (C0, DEL, C1) written as ``\\xNN`` and
     each backslash doubled: one line of plain text on any terminal."""
     return message.translate(_ESCAPES)
-
-
-def _as_host_name(host: str) -> str:
-    """``host`` as a Host header names it: lower case, an IPv6 address in brackets."""
-    host = host.lower()
-    return f"[{host}]" if ":" in host and not host.startswith("[") else host
 
 
 def _is_address(name: str) -> bool:

@@ -30,6 +30,7 @@ import numpy as np
 
 from ...frames.flatten import build_frames
 from ...sources.follow import DumpWatcher
+from ...sources.listening import HttpServer
 from ..live import LiveSession
 from ..payload import EncodedView, encode
 from .htmlpage import page
@@ -157,8 +158,8 @@ def _integer(text: str) -> int | None:
         return None
 
 
-class LiveServer(http.server.ThreadingHTTPServer):
-    daemon_threads = True
+class LiveServer(HttpServer):
+    pass
 
 
 def make_live_server(session: LiveSession, host: str, port: int,
