@@ -65,12 +65,15 @@ def run(args: argparse.Namespace) -> int:
 
 def checked_inputs(args: argparse.Namespace) -> list[str]:
     """The dump files the paths and globs name (:func:`~.load.dump_files`), with
-    ``--out`` a folder or absent and ``--engine-traces`` there when given; CliError
-    naming the first that is not."""
+    ``--out`` a folder or absent, ``--engine-traces`` there when given and
+    ``--log-snapshots`` only with W&B trends; CliError naming the first that is not."""
     paths = dump_files(args.dumps)
     if os.path.exists(args.out) and not os.path.isdir(args.out):
         raise CliError(f"--out {args.out}: not a folder")
     check_engine_traces(args.engine_traces)
+    if args.log_snapshots and not (args.log_trends or "").startswith("wandb:"):
+        raise CliError("--log-snapshots adds each rollout's snapshot to a W&B run: "
+                       "give --log-trends wandb:PROJECT too")
     return paths
 
 

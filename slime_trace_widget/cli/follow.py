@@ -67,14 +67,14 @@ def follow(args: argparse.Namespace) -> int:
     # Imported here: the frames' and payload's imports (pandas) only for this mode.
     from ..frames.flatten import build_frames
     from ..frames.model import combine_frames
-    from ..sources.follow import POLL_SECONDS, DumpWatcher, Poller
+    from ..sources.follow import DUMP_PATTERN, POLL_SECONDS, DumpWatcher, Poller
     from ..view.page.snapshot import data_blocks
     from ..view.payload import encode
 
     folder = check_follow_options(args)
     out_dir = output_folder(args.out_dir, folder)
     html_path = out_dir / f"{folder.resolve().name}{HTML_SUFFIX}"
-    watcher = DumpWatcher(folder, args.pattern)
+    watcher = DumpWatcher(folder, args.pattern or DUMP_PATTERN)
     shown = {"frames": build_frames([]), "version": 0}
 
     def publish(new: list[str]) -> None:

@@ -64,10 +64,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_otlp_arguments(parser)
     parser.add_argument("--follow", metavar="DIR",
                         help="serve DIR's dumps and add each new one as slime writes it")
-    parser.add_argument("--pattern", type=dump_pattern, default="*.pt",
-                        help="dump files to follow, inside DIR (*.pt)")
+    parser.add_argument("--pattern", type=dump_pattern,
+                        help="with --follow: dump files to follow, inside DIR (*.pt)")
     parser.add_argument("--interval", type=interval, metavar="SECONDS",
-                        help=f"seconds between looks (5; at least {MIN_INTERVAL})")
+                        help=f"with --follow: seconds between looks (5; at least "
+                             f"{MIN_INTERVAL})")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -106,12 +107,16 @@ def run(args: argparse.Namespace) -> int:
 def input_dumps(args: argparse.Namespace) -> list[Path]:
     """The dumps to view: the demo's (written by :func:`write_demo_dump_unless_cached`),
     or the files the paths and globs name (:func:`~.load.dump_files`); CliError for
-    both at once (the demo's dump would be shown instead of those named), and for
-    ``--demo-samples`` without ``--demo`` (it would size nothing)."""
+    both at once (the demo's dump would be shown instead of those named), for
+    ``--demo-samples`` without ``--demo`` (it would size nothing), and for ``--pattern``
+    or ``--interval`` without ``--follow`` (they would say nothing)."""
     if args.demo and args.dumps:
         raise CliError("--demo shows a simulated rollout of its own: no dump paths with it")
     if args.demo_samples is not None and not args.demo:
         raise CliError("--demo-samples sizes the --demo rollout: give --demo too")
+    if args.pattern is not None or args.interval is not None:
+        raise CliError("--pattern and --interval say how to --follow a folder: "
+                       "give --follow DIR too")
     if args.demo:
         inputs = [output_folder(args.out_dir, Path(".")) / DEMO_DUMP]
     elif args.dumps:

@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 SETTLE_SECONDS = 10.0
 #: Seconds between looks at the folder.
 POLL_SECONDS = 5.0
+#: The files of a folder taken for dumps unless a pattern is given.
+DUMP_PATTERN = "*.pt"
 
 
 def being_written(path: str, stat: os.stat_result, settle_seconds: float) -> bool:
@@ -45,7 +47,7 @@ class DumpWatcher:
     has changed since (a dump that was only incomplete and is now whole).
     """
 
-    def __init__(self, folder: str | Path, pattern: str = "*.pt",
+    def __init__(self, folder: str | Path, pattern: str = DUMP_PATTERN,
                  settle_seconds: float = SETTLE_SECONDS) -> None:
         self.folder = Path(folder)
         self.pattern = pattern

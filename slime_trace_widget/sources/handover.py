@@ -21,12 +21,12 @@ from pathlib import Path
 from ..frames.model import TraceFrames
 from .dumps.errors import DumpError
 from .engine.window import with_engine_traces
-from .follow import SETTLE_SECONDS, DumpWatcher
+from .follow import DUMP_PATTERN, SETTLE_SECONDS, DumpWatcher
 from .live.frames_of import has_engine_stores
 from .loading import load_frames
 
 
-def new_dumps_watcher(folder: str | Path, pattern: str = "*.pt",
+def new_dumps_watcher(folder: str | Path, pattern: str = DUMP_PATTERN,
                       settle_seconds: float = SETTLE_SECONDS) -> DumpWatcher:
     """A watcher of ``folder`` that ignores the dumps already there (earlier steps')."""
     watcher = DumpWatcher(folder, pattern, settle_seconds)

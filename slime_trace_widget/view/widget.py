@@ -28,7 +28,14 @@ import traitlets
 from ..answers.query import attr_masks, check_terms, restrict
 from ..frames.flatten import build_frames
 from ..frames.model import TraceFrames, combine_frames
-from ..sources.follow import POLL_SECONDS, SETTLE_SECONDS, DumpWatcher, Poller, load_new
+from ..sources.follow import (
+    DUMP_PATTERN,
+    POLL_SECONDS,
+    SETTLE_SECONDS,
+    DumpWatcher,
+    Poller,
+    load_new,
+)
 from ..sources.handover import new_dumps_watcher
 from ..sources.loading import load_frames
 from .contract import REQUEST_ECHOES
@@ -101,7 +108,7 @@ class TraceTimeline(anywidget.AnyWidget):
         return cls(frames, **kwargs)
 
     @classmethod
-    def follow(cls, folder: str | Path, pattern: str = "*.pt", *,
+    def follow(cls, folder: str | Path, pattern: str = DUMP_PATTERN, *,
                interval: float = POLL_SECONDS, settle_seconds: float = SETTLE_SECONDS,
                **kwargs: Any) -> TraceTimeline:
         """Show the complete dumps in ``folder`` and add each new one as slime writes
@@ -132,7 +139,7 @@ class TraceTimeline(anywidget.AnyWidget):
     @classmethod
     def live(cls, directory: str | Path | None = None, *, feed: LiveFeed | None = None,
              stall_after: float = STALL_AFTER, dumps: str | Path | None = None,
-             pattern: str = "*.pt", settle_seconds: float = SETTLE_SECONDS,
+             pattern: str = DUMP_PATTERN, settle_seconds: float = SETTLE_SECONDS,
              interval: float = 0.5, title: str | None = None, **kwargs: Any
              ) -> TraceTimeline:
         """Watch a rollout while it runs: the live records a ``slime-trace-viewer collect

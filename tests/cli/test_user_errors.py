@@ -172,3 +172,17 @@ def test_a_taken_grpc_port_is_one_line(tmp_path: Path, capsys) -> None:
     assert line == (f"slime-trace-viewer: cannot receive OTLP: cannot listen on 127.0.0.1:"
                     f"{port} for OTLP/gRPC (the port is taken, or the address is not this "
                     "machine's)")
+
+
+@pytest.mark.parametrize("trends", [[], ["--log-trends", "tensorboard:tb"]])
+def test_log_snapshots_without_wandb_trends_is_refused(tmp_path: Path, trends: list[str],
+                                                       capsys) -> None:
+    """Snapshots go to a W&B run only: without one they were silently not logged."""
+    from slime_trace_widget.demo import write_demo_dump
+
+    dump = write_demo_dump(tmp_path / "rollout_0.pt", n_samples=2)
+    line = one_line_failure(["convert", str(dump), "--out", str(tmp_path / "ds"),
+                             "--log-snapshots", *trends], capsys)
+    assert line == ("slime-trace-viewer: --log-snapshots adds each rollout's snapshot to a "
+                    "W&B run: give --log-trends wandb:PROJECT too")
+    assert not (tmp_path / "ds").exists()

@@ -134,6 +134,19 @@ def test_demo_samples_without_demo_is_refused(dump: Path, tmp_path: Path, capsys
     assert not list(out.iterdir())
 
 
+@pytest.mark.parametrize("option", [["--pattern", "step_*.pt"], ["--interval", "2"]])
+def test_follow_options_without_follow_are_refused(dump: Path, tmp_path: Path, option,
+                                                   capsys) -> None:
+    """They say how to follow a folder: with dumps alone they did nothing, exit 0."""
+    code = main([str(dump), "--no-serve", "--out-dir", str(tmp_path), *option])
+    err = capsys.readouterr().err
+    assert code != 0 and "Traceback" not in err
+    (line,) = err.strip().splitlines()
+    assert line == ("slime-trace-viewer: --pattern and --interval say how to --follow a "
+                    "folder: give --follow DIR too")
+    assert not list(tmp_path.glob("*.html"))
+
+
 def test_demo_refuses_dump_paths(dump: Path, tmp_path: Path, capsys) -> None:
     """Given dumps are not ignored for the demo's own: the two are refused together."""
     code = main(["--demo", str(dump), "--demo-samples", "4", "--no-serve",
