@@ -183,6 +183,8 @@ def test_opening_reads_only_the_rollouts_asked_for(run: Path, tmp_path: Path,
         open_dataset(root, where="no_such_column = 1")
     with pytest.raises(DumpError, match="nothing in the dataset matches"):
         open_dataset(root, rollouts=[99])
+    with pytest.raises(DumpError, match=r"\(rollouts=\[\], "):  # not "rollouts=all"
+        open_dataset(root, rollouts=[])
 
 
 def test_damaged_dataset_files_are_skipped_with_a_warning(run: Path, tmp_path: Path) -> None:

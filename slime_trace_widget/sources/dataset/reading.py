@@ -66,7 +66,7 @@ def open_dataset(root: str | Path, rollouts: Iterable[int] | None = None,
             warnings.warn(f"skipped {path}: {reason}", RuntimeWarning, stacklevel=2)
     if not parts:
         raise DumpError(f"{root}: nothing in the dataset matches "
-                        f"(rollouts={sorted(wanted) if wanted else 'all'}, where={where!r})"
+                        f"(rollouts={'all' if wanted is None else sorted(wanted)}, where={where!r})"
                         + (f"; {len(failures)} dump(s) unreadable" if failures else ""))
     frames = combine_frames(parts)
     frames.failures = failures
