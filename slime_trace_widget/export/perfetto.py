@@ -11,7 +11,10 @@ partly (Perfetto drops those). Thread ids are numbered sample by sample, lane by
 lane, from 1. The spans
 exported are the measured ones (``analysis.measured_spans``); an instant event
 goes to its parent span's thread. Links between rows (``links``) are flow
-events (``s`` -> ``f``), drawn by Perfetto as arrows.
+events (``s`` -> ``f``), drawn by Perfetto as arrows. An event's ``args`` are its
+attributes (a span's start and end ones) and, named apart from them as OTLP names
+them, the exporter's own: ``slime.span_id``, ``slime.state``, ``slime.attempt``, and
+an instant's ``slime.kind``.
 """
 
 from __future__ import annotations
@@ -182,7 +185,7 @@ def _complete_events(spans: pd.DataFrame, starts_of: list, ends_of: list,
         spans["span_id"].tolist(), starts_of, ends_of, strict=True,
     )):
         args = json_safe({**(start_attrs or {}), **(end_attrs or {})}, PERFETTO_MAX_CHARS)
-        args.update(span_id=span_id, state=state, attempt=attempt)
+        args.update({"slime.span_id": span_id, "slime.state": state, "slime.attempt": attempt})
         out.append({"ph": "X", "name": name if state == "closed" else f"{name} (open)",
                     "cat": "span", "pid": int(pid_of_row[rows[i]]),
                     "tid": int(tids[i]), "ts": float(ts[i]),
@@ -201,7 +204,7 @@ def _instant_events(events: pd.DataFrame, attrs_of: list, threads: _Threads,
                                                 events["kind"].astype(str), attrs_of,
                                                 strict=True)):
         args = json_safe(attrs or {}, PERFETTO_MAX_CHARS)
-        args["kind"] = kind
+        args["slime.kind"] = kind
         out.append({"ph": "i", "s": "t", "name": name, "cat": kind,
                     "pid": int(pid_of_row[rows[i]]), "tid": int(tids[i]),
                     "ts": float(ts[i]), "args": args})

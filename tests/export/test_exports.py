@@ -50,10 +50,10 @@ def test_units_are_microseconds_from_dump_start(frames, trace) -> None:
     complete = [e for e in trace["traceEvents"] if e["ph"] == "X"]
     assert len(complete) == len(spans) + int((frames.span_core["pd_form"] == "attrs").sum())
     first = spans.sort_values("start").iloc[0]
-    match = next(e for e in complete if e["args"]["span_id"] == first["span_id"])
+    match = next(e for e in complete if e["args"]["slime.span_id"] == first["span_id"])
     assert match["ts"] == pytest.approx((first["start"] - frames.t0) * 1e6, abs=1)
     assert match["dur"] == pytest.approx((first["display_end"] - first["start"]) * 1e6, abs=1)
-    assert {e["args"]["state"] for e in complete} == {"closed", "open"}
+    assert {e["args"]["slime.state"] for e in complete} == {"closed", "open"}
 
 
 def test_every_thread_is_named_and_complete_events_nest(trace) -> None:

@@ -93,3 +93,23 @@ def test_a_dump_named_in_no_encoding_exports(tmp_path: Path) -> None:
     document = json.loads(out.read_text(encoding="utf-8"))
     assert [Path(path).name for path in document["otherData"]["dumps"]] == ["rollout_\ufffd.pt"]
     assert any(event["ph"] == "X" for event in document["traceEvents"])
+
+
+def test_attributes_named_like_the_exporters_fields_are_kept() -> None:
+    """A tool's ``state``, ``attempt`` or ``span_id`` attribute, or an event's ``kind``,
+    was overwritten by the exporter's own fields of those names."""
+    from tests.frames.test_frames import frames_of, rec, sample
+
+    frames = frames_of(sample(
+        rec("span_start", "tool", 0, "a", attrs={"state": "waiting_for_sandbox",
+                                                "attempt": 3, "span_id": "tool-42"}),
+        rec("event", "stop", 1, attrs={"kind": "length"}),
+        rec("span_end", "tool", 2, "a")))
+    events = perfetto_trace(frames)["traceEvents"]
+    (span,) = [e for e in events if e["ph"] == "X"]
+    assert {key: span["args"][key] for key in ("state", "attempt", "span_id")} == {
+        "state": "waiting_for_sandbox", "attempt": 3, "span_id": "tool-42"}
+    assert (span["args"]["slime.state"], span["args"]["slime.attempt"],
+            span["args"]["slime.span_id"]) == ("closed", 0, "a")
+    (instant,) = [e for e in events if e["ph"] == "i"]
+    assert (instant["args"]["kind"], instant["args"]["slime.kind"]) == ("length", "instant")
