@@ -288,9 +288,20 @@ def _bind(sample: Any) -> TraceHandle | None:
         and CARRIER_TRACE_ID in carrier
         and type(carrier.get(CARRIER_EVENTS)) is list
     ):
+        _stamp_identity(carrier, *_identity(sample, is_dict))
         return _handle(carrier)
     with _CARRIER_LOCK:
         return _bind_slow(sample, is_dict)
+
+
+def _stamp_identity(carrier: dict, sample_id: Any, group_id: Any) -> None:
+    """As slime's ``bind_trace``: a sample's ``index`` and ``group_index``, where set, are
+    its carrier's ids, so a copy re-indexed into a group (slime deep-copies a prompt's
+    sample, carrier and all) records under its own ids, not the sample's it came from."""
+    if sample_id is not None and carrier.get(CARRIER_SAMPLE_ID) != sample_id:
+        carrier[CARRIER_SAMPLE_ID] = sample_id
+    if group_id is not None and carrier.get(CARRIER_GROUP_ID) != group_id:
+        carrier[CARRIER_GROUP_ID] = group_id
 
 
 def _bind_slow(sample: Any, is_dict: bool) -> TraceHandle | None:
@@ -304,6 +315,7 @@ def _bind_slow(sample: Any, is_dict: bool) -> TraceHandle | None:
             setattr(sample, SAMPLE_TRACE_KEY, carrier)
     elif isinstance(carrier, dict):
         _complete_carrier(carrier, sample_id, group_id)
+        _stamp_identity(carrier, sample_id, group_id)
     else:
         logger.debug(
             "tracing: %s.trace is a %s, not a carrier; not recording",

@@ -179,9 +179,33 @@ def test_merge_routes_deep_copies_by_parent_span(own_sample_ids):
         assert not [e for e in events_of(member) if e["name"] in others]
 
 
+def test_a_copy_re_indexed_into_a_group_records_under_its_own_ids():
+    """As slime's ``bind_trace``: each bind stamps the sample's index and group index on
+    its carrier. A deep copy kept the prompt's ids, so its records named the prompt's
+    sample and a remote record exported outside any span merged into no member."""
+    prompt = FakeSample(index=0, group_index=0)
+    with trace_span(prompt, "prepare_prompt"):
+        pass
+    group = []
+    for offset in range(2):
+        member = copy.deepcopy(prompt)
+        member.index, member.group_index = 10 + offset, 4
+        group.append(member)
+    with trace_span(group[1], "generate"):
+        pass
+    record = events_of(group[1])[-1]
+    assert (group[1].trace["sample_id"], group[1].trace["group_id"]) == (11, 4)
+    assert (record["sample_id"], record["group_id"]) == (11, 4)
+    handle = import_trace(export_trace(group[1]))  # outside any span: no parent to route by
+    with trace_span(handle, "remote_rm"):
+        pass
+    assert merge_trace(group, handle.carrier) == len(handle.carrier["events"])
+    assert named(group[1], "remote_rm") and not named(group[0], "remote_rm")
+
+
 def test_merge_into_deep_copies_falls_back_to_the_sample_id():
     group = _fanned_out_group(2)
-    group[1]["trace"]["sample_id"] = 1
+    group[1]["index"] = 1  # its carrier's sample_id once bound, as slime's bind_trace stamps
     remote = bind_trace_carrier(None, trace_id=group[0]["trace"]["trace_id"], sample_id=1)
     trace_event(remote, "parentless")
     other = bind_trace_carrier(None, trace_id=group[0]["trace"]["trace_id"], sample_id=7)
