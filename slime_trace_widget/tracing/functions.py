@@ -172,10 +172,13 @@ def _is_trace_target(value: Any) -> bool:
 
 
 def _is_single_target(value: Any) -> bool:
+    """What slime infers (a sample, a handle, a sample box), told apart without importing
+    slime, and a dict only once it holds a carrier: a plain dict with an ``index`` key is
+    as likely a model's ``choices`` entry, which must not get a carrier written into it."""
     if isinstance(value, TraceHandle):
         return True
     if isinstance(value, dict):
-        return isinstance(value.get(SAMPLE_TRACE_KEY), dict) or "index" in value
+        return isinstance(value.get(SAMPLE_TRACE_KEY), dict)
     if isinstance(getattr(value, SAMPLE_TRACE_KEY, None), dict):
         return True
     if _is_sample_box(value):

@@ -99,6 +99,32 @@ def test_trace_function_infers_the_target_and_warns_once(caplog):
     assert len(named(sample, "inferred", "span_start")) == 2
 
 
+def test_inference_passes_over_plain_dicts_with_an_index():
+    """A model's ``choices`` (dicts with an ``index`` key) came before the sample: they
+    were taken for the target, got a carrier written into them, and the sample none.
+    A dict sample that holds a carrier is still a target."""
+
+    @trace_function("parse_choices")
+    def parse(choices: list[dict], sample: FakeSample) -> int:
+        return len(choices)
+
+    choices = [{"index": 0, "message": {"content": "hi"}, "finish_reason": "stop"}]
+    sample = FakeSample(index=3)
+    assert parse(choices, sample) == 1
+    assert list(choices[0]) == ["index", "message", "finish_reason"]
+    assert len(named(sample, "parse_choices", "span_start")) == 1
+
+    @trace_function("score")
+    def score(record: dict) -> None:
+        return None
+
+    bound = {"index": 5}
+    with trace_span(bound, "setup"):  # gives the dict sample its carrier
+        pass
+    score(bound)
+    assert len(named(bound, "score", "span_start")) == 1
+
+
 def test_trace_function_falls_back_to_the_open_span_or_runs_untraced():
     @trace_function("helper")
     def helper(value: int) -> int:
