@@ -205,6 +205,50 @@ def test_close_settles_the_counts_while_the_receiver_still_hangs() -> None:
         listener.close()
 
 
+def test_close_settles_the_counts_when_ended_spans_wait_too() -> None:
+    """With ended spans in the batch, the sender went on to post them after the close's
+    deadline, on a new connection with the full per-request wait: close returned with
+    hundreds of records still queued, settled only about ten seconds later."""
+    listener = socket.create_server(("127.0.0.1", 0), backlog=64)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def take_and_never_answer() -> None:
+        while not stop.is_set():
+            try:
+                held.append(listener.accept()[0])
+            except TimeoutError:  # a look at ``stop`` now and then
+                continue
+            except OSError:
+                return
+
+    listener.settimeout(0.1)
+
+    taker = threading.Thread(target=take_and_never_answer, daemon=True)
+    taker.start()
+    try:
+        port = listener.getsockname()[1]
+        stream = live.install(f"http://127.0.0.1:{port}", timeout=600)
+        samples = [{"index": k, "group_index": k} for k in range(200)]
+        for _ in range(3):
+            for sample in samples:
+                with trace_span(sample, "x"):
+                    pass
+            deadline = time.monotonic() + 120  # hang guard
+            while not held:  # a post of this round is on the wire, never to be answered
+                assert time.monotonic() < deadline
+                time.sleep(0.01)
+        stats = stream.close(timeout=1.0)
+        assert stats.queued == 0 and stats.sent == 0
+        assert stats.dropped == stats.seq == 1200
+    finally:
+        stop.set()
+        listener.close()
+        for connection in held:
+            connection.close()
+        taker.join(120)
+
+
 def test_a_receiver_that_is_down_costs_nothing_but_the_records(sink) -> None:
     with socket.socket() as probe:  # a loopback port nobody listens on
         probe.bind(("127.0.0.1", 0))

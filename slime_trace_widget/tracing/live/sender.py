@@ -171,11 +171,14 @@ class SenderThread(threading.Thread):
 
     def _deliver(self, path: str, body: bytes, tries: int | None,
                  patience: float = float("inf")) -> Outcome:
-        """Post until taken, refused, out of ``tries`` (None: no limit), out of time, or
-        until the next wait would take the waits past ``patience`` seconds in all."""
+        """Post until taken, refused, out of ``tries`` (None: no limit), out of time (never
+        posting once the close's deadline has passed), or until the next wait would take
+        the waits past ``patience`` seconds in all."""
         backoff = FIRST_BACKOFF_SECONDS
         attempt = 0
         while True:
+            if self._out_of_time():  # the close's time is up: nothing more goes out
+                return Outcome(False, retry=True, reason="the stream closed before it went")
             outcome = self._poster.post(path, body)
             attempt += 1
             if outcome.taken or not outcome.retry:
