@@ -9,10 +9,12 @@ prompt) share the OTLP trace, each under a root span of its own; a sample withou
 trace id gets one hashed from its dump's file name and its index.
 
 Only a repeat gets derived ids: a sample that an earlier sample of the frames already
-is (the same trace id and sample index, or a span id already exported: a dump given
-twice, a sample carried into a later rollout) goes to a trace derived from its trace,
-dump and index, with span ids derived from that trace; a span id used twice in one
-sample keeps the W3C id on its first use and gets a derived one after.
+is (the same trace id and sample index: a dump given twice) goes to a trace derived
+from its trace, dump and index, with span ids derived from that trace. Any other span
+keeps its W3C id unless a span of the export has it already: a span a group's members
+share (recorded on the prompt before slime deep-copied it), or one used twice in one
+sample, keeps it on its first use and gets a derived one after, that span alone, so
+each member's own spans, which its requests to SGLang named, keep theirs.
 Ids are stable from one export of the same frames to the next, and no two spans of an
 export share a span id.
 """
@@ -62,7 +64,7 @@ def otlp_ids(frames: TraceFrames, span_rows: list[int], slime_span_ids: list[Any
         w3c = [None if slime_span_ids[position] is None
                else bytes.fromhex(w3c_span_id(slime_span_ids[position]))
                for position in positions]
-        trace, repeat = namer.trace(_own_trace(text, where, label), where, label, w3c)
+        trace, repeat = namer.trace(_own_trace(text, where, label), where, label)
         ids.traces.append(trace)
         ids.roots.append(namer.unique(_digest(trace + f"/sample/{label}".encode(
             "utf-8", "replace"), 8)))
@@ -98,13 +100,11 @@ class _Namer:
         self.traces: set[bytes] = set()
         self.span_ids: set[bytes] = set()
 
-    def trace(self, own: bytes, where: str, label: str, w3c: list[bytes | None]
-              ) -> tuple[bytes, bool]:
+    def trace(self, own: bytes, where: str, label: str) -> tuple[bytes, bool]:
         """The sample's trace id: ``own``, unless the sample repeats one taken before
-        (the same trace id and label, or a W3C span id in ``w3c`` already sent), then
-        one derived from it; and whether it repeats."""
-        repeat = (own, label) in self.samples or any(
-            span_id is not None and span_id in self.span_ids for span_id in w3c)
+        (the same trace id and label), then one derived from it; and whether it
+        repeats."""
+        repeat = (own, label) in self.samples
         self.samples.add((own, label))
         self.traces.add(own)
         if not repeat:

@@ -1,13 +1,15 @@
 """OTLP ids are the W3C ids the package sends elsewhere: the span a ``traceparent`` names
 as parent (``trace_headers``, the live stream) is the span the export sends, in the
-trace it names, for every member of a group. Only a repeat (a dump given twice) gets
-derived ids."""
+trace it names, for every member of a group, also when they share the prompt's span.
+Only a repeat (a dump given twice) gets derived ids."""
 
 from __future__ import annotations
 
 import copy
 import shutil
 from pathlib import Path
+
+import pytest
 
 from slime_trace_widget.frames import build_frames
 from slime_trace_widget.schema import w3c_span_id, w3c_trace_id
@@ -18,12 +20,17 @@ from tests.export.test_otlp import decoded
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 
 
-def group_with_headers(members: int) -> tuple[list[dict], list[str]]:
+def group_with_headers(members: int, prompt_span: bool = False
+                       ) -> tuple[list[dict], list[str]]:
     """A group made as slime makes one (a prompt deep-copied per member, so the members
-    share its trace id), each member generating under a span; the ``traceparent`` each
-    generation sent."""
+    share its trace id, and with ``prompt_span`` the span the prompt recorded before the
+    copy), each member generating under a span; the ``traceparent`` each generation
+    sent."""
     prompt = {"index": 0, "group_index": 0}
     bind_trace(prompt)
+    if prompt_span:
+        with trace_span(prompt, "prepare_prompt"):
+            pass
     group = [copy.deepcopy(prompt) for _ in range(members)]
     headers = []
     for index, sample in enumerate(group):
@@ -33,8 +40,12 @@ def group_with_headers(members: int) -> tuple[list[dict], list[str]]:
     return group, headers
 
 
-def test_each_generation_is_sent_as_the_span_its_traceparent_named() -> None:
-    group, headers = group_with_headers(3)
+@pytest.mark.parametrize("prompt_span", [False, True], ids=["bare-prompt", "prompt-span"])
+def test_each_generation_is_sent_as_the_span_its_traceparent_named(prompt_span: bool) -> None:
+    """With a span the members share (the prompt's, copied into each), members past the
+    first were taken for repeats: their traces and spans got derived ids, and the spans
+    their requests to SGLang named were never sent."""
+    group, headers = group_with_headers(3, prompt_span)
     spans = decoded(build_frames({"rollout_id": 1, "samples": group}))
     by_ids = {(span["trace"], span["id"]): span for span in spans}
     roots = {span["id"]: span for span in spans if span["name"] == "sample"}
@@ -44,6 +55,7 @@ def test_each_generation_is_sent_as_the_span_its_traceparent_named() -> None:
         assert sent["name"] == "sglang_generate"
         assert roots[sent["parent"]]["attrs"]["slime.sample_index"] == index
     assert len(roots) == 3 and len({span["id"] for span in spans}) == len(spans)
+    assert len({span["trace"] for span in spans}) == 1  # the group's one trace
 
 
 def test_a_dump_given_twice_keeps_the_w3c_ids_for_its_first_copy(tmp_path: Path) -> None:
