@@ -11,7 +11,15 @@ Exporting a dump again replaces its own files; each file is written whole or not
 all. Every row carries ``dump_file`` (the dump's file name) and ``dump_kind``
 (``train`` or ``eval``, the run dataset's columns). Attribute dicts are stored as
 JSON text; ``attr.*`` columns keep their type when it is uniform and become JSON
-text otherwise. Rows join on ``(rollout_id, dump_file, sample_row)``.
+text otherwise. Every dump gets a file of each table, with no rows where it has none.
+Rows join on ``rollout_id`` and ``dump_file``, and a sample's ``row`` with the
+``sample_row`` of its spans and events (segments name their span by ``span_index``).
+
+Dumps differ in their attributes, so the files of a folder differ in ``attr.*``
+columns, and a column's type may differ (an int in one dump, a float in another):
+read the folder by column name, ``read_parquet('out/spans/*/*.parquet',
+hive_partitioning = true, union_by_name = true)`` in DuckDB (which also widens an int
+column to a float one), as the run dataset is read.
 """
 
 from __future__ import annotations
@@ -67,8 +75,13 @@ def to_parquet(frames: TraceFrames, directory: str | Path) -> Path:
         rollout = rollout_of_row.reindex(rows).to_numpy()
         dump = np.minimum(dump_of_row.reindex(rows).to_numpy(), len(dumps) - 1)
         table = _parquet_ready(table)
-        for rollout_id, dump_index in sorted(set(zip(rollout.tolist(), dump.tolist(),
-                                                     strict=True))):
+        parts = set(zip(rollout.tolist(), dump.tolist(), strict=True))
+        # a dump with no row in this table still gets its file, with none: a reader of
+        # the folder finds every table, and its columns, for every dump
+        present = set(dump.tolist())
+        parts |= {(_rollout_of_dump(frames, dump_index), dump_index)
+                  for dump_index in range(len(dumps)) if dump_index not in present}
+        for rollout_id, dump_index in sorted(parts):
             stem, dump_file, kind = dumps[dump_index]
             chosen = table[(rollout == rollout_id) & (dump == dump_index)].drop(
                 columns=["rollout_id"], errors="ignore")
@@ -76,6 +89,12 @@ def to_parquet(frames: TraceFrames, directory: str | Path) -> Path:
             _write_whole(chosen, root / name / f"rollout_id={int(rollout_id)}" /
                          f"{stem}.parquet")
     return root
+
+
+def _rollout_of_dump(frames: TraceFrames, dump: int) -> int:
+    """The rollout id a dump's files of no rows go under: the dump's, else -1."""
+    rollout = frames.rollout_ids[dump] if dump < len(frames.rollout_ids) else None
+    return UNKNOWN_ROLLOUT if rollout is None else int(rollout)
 
 
 def _dump_labels(frames: TraceFrames) -> list[tuple[str, str, str]]:

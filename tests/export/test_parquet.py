@@ -90,3 +90,40 @@ def test_two_runs_dumps_of_one_name_do_not_collide(tmp_path) -> None:
         to_parquet(load_frames([path]), root)
     frames = load_frames([paths[0]])
     assert read_back(root, "spans") == [(3, "train", "rollout_7.pt", 2 * len(frames.spans))]
+
+
+def test_every_dump_gets_every_table_and_the_folder_reads_as_one(tmp_path) -> None:
+    """An empty dump wrote no file at all (the command said it wrote a folder it never
+    made) and a dump without segments no segments/ file; and two exports whose
+    attributes differ (a column one dump lacks, an int in one and a float in the other)
+    read as one table only by column name, as the docstring now says."""
+    from tests.frames.test_frames import frames_of, rec, sample
+
+    empty = load_frames([FIXTURES / "edge_empty.pt"])
+    to_parquet(empty, tmp_path / "empty")
+    for table in TABLES:
+        (file,) = (tmp_path / "empty" / table).glob("*/*.parquet")
+        assert duckdb.sql(f"select count(*) from '{file}'").fetchall() == [(0,)]
+
+    def one(rollout: int, value: float | int, extra: dict) -> TraceFrames:
+        frames = frames_of(sample(rec("span_start", "tool", 0, "a", attrs={"x": value, **extra}),
+                                  rec("span_end", "tool", 1, "a")))
+        frames.rollout_ids = [rollout]
+        frames.samples["rollout_id"] = rollout
+        return frames
+
+    folder = tmp_path / "run"
+    to_parquet(one(1, 1, {}), folder)
+    to_parquet(one(2, 1.5, {"tool": "search"}), folder)
+    rows = duckdb.sql(
+        f"select rollout_id, \"attr.x\", \"attr.tool\" from read_parquet("
+        f"'{folder}/spans/*/*.parquet', hive_partitioning = true, union_by_name = true) "
+        "order by rollout_id").fetchall()
+    assert rows == [(1, 1.0, None), (2, 1.5, "search")]
+    joined = duckdb.sql(
+        f"select count(*) from read_parquet('{folder}/samples/*/*.parquet', "
+        "hive_partitioning = true, union_by_name = true) s join read_parquet("
+        f"'{folder}/spans/*/*.parquet', hive_partitioning = true, union_by_name = true) p "
+        "on s.rollout_id = p.rollout_id and s.dump_file = p.dump_file "
+        "and s.row = p.sample_row").fetchall()
+    assert joined == [(2,)]
