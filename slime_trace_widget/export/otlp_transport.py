@@ -38,6 +38,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 
+from ..tracing.live.transport import retry_after
+
 PROTOCOLS = ("http/protobuf", "grpc")
 TRACES_PATH = "/v1/traces"
 RETRY_STATUSES = frozenset({429, 502, 503, 504})
@@ -427,13 +429,11 @@ def _reply(body: bytes) -> Reply:
 
 
 def _retry_after(value: str | None) -> float | None:
-    """``Retry-After`` seconds (capped at :data:`MAX_BACKOFF_SECONDS` x 3); None for a
-    date or nothing."""
-    try:
-        seconds = float(value) if value is not None else None
-    except ValueError:
-        return None
-    return None if seconds is None or seconds < 0 else min(seconds, MAX_BACKOFF_SECONDS * 3)
+    """``Retry-After`` seconds, read as the live stream reads them (seconds or an HTTP
+    date; None when absent or unreadable, NaN included), capped at
+    :data:`MAX_BACKOFF_SECONDS` x 3."""
+    seconds = retry_after(value)
+    return None if seconds is None else min(seconds, MAX_BACKOFF_SECONDS * 3)
 
 
 def _reason(exc: BaseException) -> str:

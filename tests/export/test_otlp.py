@@ -280,6 +280,17 @@ def test_a_busy_receiver_gets_each_batch_again_and_only_that_batch(frames, scrip
     assert set(taken.values()) == {1}  # nothing arrived twice
 
 
+@pytest.mark.parametrize("header", ["nan", "-5", "soon", "Wed, 21 Oct 2015 07:28:00 GMT"])
+def test_a_retry_after_of_no_usable_seconds_is_waited_out_as_a_plain_retry(
+        frames, scripted, header: str) -> None:
+    """``Retry-After: nan`` reached time.sleep as NaN and failed the export with a
+    ValueError; a past date, -5 or text mean no wait of their own."""
+    scripted.script = [("503 after", header)]
+    url = f"http://127.0.0.1:{scripted.server_address[1]}/v1/traces"
+    report = to_otlp(frames, url, batch_spans=100_000)
+    assert report.retries == 1 and report.spans == exported_span_count(frames)
+
+
 def test_a_request_without_a_reply_is_not_sent_again(frames, scripted) -> None:
     scripted.script = [200, "hang up"]
     url = f"http://127.0.0.1:{scripted.server_address[1]}"

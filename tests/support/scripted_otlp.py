@@ -23,8 +23,9 @@ class _Scripted(http.server.BaseHTTPRequestHandler):
     request and kill the process ``server.sender`` (a pid) before any reply, as a
     ``kill -9`` or a power cut would while the request was out, ``("partial", N)``
     to take it with an OTLP partial success rejecting N spans, or ``"503 later"`` to
-    refuse it with a 503 whose ``Retry-After`` asks for a long wait, or
-    ``("hold", event)`` to take it and answer once ``event`` is set."""
+    refuse it with a 503 whose ``Retry-After`` asks for a long wait, ``("503 after",
+    TEXT)`` to refuse it with a 503 whose ``Retry-After`` is TEXT, or ``("hold", event)``
+    to take it and answer once ``event`` is set."""
 
     def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers["Content-Length"]))
@@ -41,6 +42,9 @@ class _Scripted(http.server.BaseHTTPRequestHandler):
             self.connection.close()
             return
         payload = b"bad spans" if answer == 400 else b""
+        retry_after = None
+        if isinstance(answer, tuple) and answer[0] == "503 after":
+            answer, retry_after = 503, answer[1]
         if isinstance(answer, tuple) and answer[0] == "hold":
             server.held.set()
             answer[1].wait()
@@ -51,7 +55,7 @@ class _Scripted(http.server.BaseHTTPRequestHandler):
             payload, answer = response.SerializeToString(), 200
         if answer == 200:
             server.bodies.append(body)
-        retry_after = {429: "0", 503: "0", "503 later": "30"}.get(answer)
+        retry_after = retry_after or {429: "0", 503: "0", "503 later": "30"}.get(answer)
         self.send_response(503 if answer == "503 later" else answer)
         if retry_after is not None:
             self.send_header("Retry-After", retry_after)
