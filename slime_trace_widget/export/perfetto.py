@@ -190,6 +190,9 @@ def _complete_events(spans: pd.DataFrame, starts_of: list, ends_of: list,
                     "cat": "span", "pid": int(pid_of_row[rows[i]]),
                     "tid": int(tids[i]), "ts": float(ts[i]),
                     "dur": float(max(dur[i], 0.0)), "args": args})
+    # Perfetto reads events of one ts in the order given: a parent after a child that
+    # starts with it would not enclose the slice already open. Longest first.
+    out.sort(key=lambda event: (event["ts"], -event["dur"]))
     return out
 
 

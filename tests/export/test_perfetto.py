@@ -113,3 +113,16 @@ def test_attributes_named_like_the_exporters_fields_are_kept() -> None:
             span["args"]["slime.span_id"]) == ("closed", 0, "a")
     (instant,) = [e for e in events if e["ph"] == "i"]
     assert (instant["args"]["kind"], instant["args"]["slime.kind"]) == ("length", "instant")
+
+
+def test_a_parent_comes_before_a_child_that_starts_with_it() -> None:
+    """The child's records came first, and so did its complete event: read in the order
+    given at one ts, the parent did not enclose the child already open."""
+    from tests.frames.test_frames import frames_of, rec, sample
+
+    frames = frames_of(sample(
+        rec("span_start", "inner", 0, "b", pid="a"), rec("span_start", "outer", 0, "a"),
+        rec("span_end", "inner", 5, "b"), rec("span_end", "outer", 10, "a")))
+    complete = [e for e in perfetto_trace(frames)["traceEvents"] if e["ph"] == "X"]
+    assert [e["name"] for e in complete] == ["outer", "inner"]
+    assert complete[0]["tid"] == complete[1]["tid"]
