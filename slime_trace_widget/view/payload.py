@@ -14,6 +14,7 @@ them, and then drawn as ordinary spans.
 from __future__ import annotations
 
 import os
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -25,6 +26,7 @@ from ..answers.engine import PHASES as ENGINE_PHASES
 from ..answers.links import LINK_KINDS, group_members, links
 from ..frames.engine_load import load_tracks
 from ..frames.model import TraceFrames
+from ..sources.dumps.paths import dump_labels
 from ..sources.engine.join import REQUEST_SPAN_NAMES
 from ..values import truncate
 from ..vocabularies import CLIP_REASONS, EVENT_KINDS, LOAD_TRACKS
@@ -614,10 +616,16 @@ def _file_name(path: str) -> str:
 
 
 def _rollout_labels(frames: TraceFrames) -> list[str]:
-    labels = []
-    for path, rollout_id in zip(frames.paths, frames.rollout_ids, strict=True):
-        name = _file_name(path)
-        labels.append(f"rollout {rollout_id}" if rollout_id is not None else name or "dump")
+    """Each dump's label in the views (rows, markers, the diff's A and B): ``rollout N``,
+    or its file name without a rollout id. Where dumps would share one (the same step of
+    two runs), each adds the end of its path that tells it apart (:func:`dump_labels`)."""
+    labels = [f"rollout {rollout_id}" if rollout_id is not None else _file_name(path) or "dump"
+              for path, rollout_id in zip(frames.paths, frames.rollout_ids, strict=True)]
+    shared = {label for label, count in Counter(labels).items() if count > 1}
+    if shared:
+        apart = dump_labels([str(path) for path in frames.paths])
+        labels = [f"{label} ({truncate(where, NAME_CHARS)})" if label in shared else label
+                  for label, where in zip(labels, apart, strict=True)]
     return labels or ["dump"]
 
 

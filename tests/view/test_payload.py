@@ -140,6 +140,21 @@ def test_explicitly_chosen_pd_spans_are_drawn(frames) -> None:
     assert len(view.span_index) == len(pd_spans)
 
 
+def test_dumps_of_one_rollout_id_get_labels_that_tell_them_apart(tmp_path) -> None:
+    """The same step of two runs read "rollout 0" twice: in rows, markers and the diff's
+    A and B, the two could not be told apart."""
+    import shutil
+
+    paths = []
+    for run in ("runA", "runB"):
+        (tmp_path / run).mkdir()
+        paths.append(tmp_path / run / "rollout_0.pt")
+        shutil.copy(FIXTURES / "small.pt", paths[-1])
+    frames = load_frames([*paths, FIXTURES / "legacy_v1_pd.pt"])
+    assert encode(frames).payload["meta"]["rollouts"] == [
+        "rollout 0 (runA/rollout_0.pt)", "rollout 0 (runB/rollout_0.pt)", "rollout 3"]
+
+
 def test_rollout_alignment_offsets() -> None:
     both = load_frames([FIXTURES / "small.pt", FIXTURES / "legacy_v1_pd.pt"])
     view = encode(both, align="rollout")
