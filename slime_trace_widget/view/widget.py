@@ -237,15 +237,16 @@ class TraceTimeline(anywidget.AnyWidget):
 
     @property
     def samples(self) -> pd.DataFrame:
-        return self._frames.samples
+        """The samples shown (a live view: as of now, each access flattened again)."""
+        return self.frames.samples
 
     @property
     def spans(self) -> pd.DataFrame:
-        return self._frames.spans
+        return self.frames.spans
 
     @property
     def events(self) -> pd.DataFrame:
-        return self._frames.events
+        return self.frames.events
 
     @property
     def view(self) -> EncodedView:
@@ -263,7 +264,14 @@ class TraceTimeline(anywidget.AnyWidget):
 
         ``tl.show()`` with no argument shows everything again. A query that does
         not parse raises ``ValueError`` (``query.QueryError``) saying what and where.
+        A live view refuses it (``RuntimeError``) until it has handed over to the
+        step's dump: its rows are the rollout's as they arrive (filter them in the
+        view's query box).
         """
+        if self._live is not None:
+            raise RuntimeError("a live view shows the rollout as it runs: filter it in its "
+                               "query box; show() filters once it has handed over to the "
+                               "step's dump (or TraceTimeline.from_frames(tl.frames))")
         filters = (restrict(self._frames, query, samples, spans) if query
                    else {"samples": samples, "spans": spans})
         self._view = self._encode(self._frames, **filters)
@@ -285,8 +293,12 @@ class TraceTimeline(anywidget.AnyWidget):
 
         The same rows (``show`` filters), sort, text filter, toggles and zoom;
         all attributes of the included spans are embedded, so the file opens
-        anywhere from ``file://`` without a kernel or a network.
+        anywhere from ``file://`` without a kernel or a network. A live view's
+        snapshot is its rollout as of now, open spans drawn to now, whole.
         """
+        if self._live is not None:
+            frames = self.frames
+            return write_snapshot(path, frames, self._encode(frames))
         return write_snapshot(path, self._frames, self._view, view_state=dict(self.view_state),
                               view_range=list(self.view_range))
 
@@ -319,7 +331,9 @@ class TraceTimeline(anywidget.AnyWidget):
 
     @property
     def selected_span(self) -> pd.Series | None:
-        """The clicked span as a row of :attr:`spans` (all attrs), or None."""
+        """The clicked span as a row of :attr:`spans` (all attrs), or None (always, in a
+        live view, whose rows change as records arrive: its details panel shows the
+        clicked span)."""
         if self.selected.get("kind", "span") != "span" or "frame_index" not in self.selected:
             return None
         return self.spans.loc[self.selected["frame_index"]]

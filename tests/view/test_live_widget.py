@@ -85,6 +85,37 @@ def test_widget_answers_live_sync_and_stops(demo: list[dict]) -> None:
     assert len(timeline.frames.samples) == len(demo)
 
 
+def test_a_live_widget_answers_from_its_live_frames(demo: list[dict], tmp_path: Path) -> None:
+    """samples, spans and events read the empty frames the widget was made with (0 rows
+    while tl.frames held them all), to_html wrote an empty page, and show() replaced the
+    live view with an empty static one while deltas kept coming."""
+    import base64
+    import gzip
+    import json
+    import re
+    import struct
+
+    feed = RecordQueue()
+    feed.put(_records(demo))
+    timeline = TraceTimeline.live(feed=feed, interval=3600)
+    timeline.send = lambda content, buffers=None: None  # type: ignore[method-assign]
+    timeline._live.session.poll()
+    try:
+        assert len(timeline.samples) == len(demo)
+        assert len(timeline.spans) == len(timeline.frames.spans) > 0
+        assert len(timeline.events) == len(timeline.frames.events)
+        page = timeline.to_html(tmp_path / "live.html").read_text(encoding="utf-8")
+        data = re.search(r'id="stw-data">(.*?)</script>', page, re.S)
+        raw = gzip.decompress(base64.b64decode(data[1]))
+        header = json.loads(raw[8:8 + struct.unpack("<I", raw[4:8])[0]])
+        assert header["payload"]["meta"]["n_samples_total"] == len(demo)
+        with pytest.raises(RuntimeError, match="a live view shows the rollout as it runs"):
+            timeline.show(query="name:tool_call")
+        assert timeline.payload["meta"]["live"]["following"] is True  # still live
+    finally:
+        timeline.stop_following()
+
+
 def test_the_live_view_hands_over_to_the_steps_dump(tmp_path: Path) -> None:
     samples = make_demo_samples(8, seed=2)
     (tmp_path / "rollout_4.pt").write_bytes(b"an earlier step's dump, never read")
