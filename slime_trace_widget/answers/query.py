@@ -28,7 +28,7 @@ import pyarrow.compute as pc
 from ..frames.model import TraceFrames
 
 __all__ = ["Matches", "QueryError", "attr_masks", "glob_match", "match", "parse", "restrict",
-           "select"]
+           "select", "selection_labels"]
 
 #: the grammar's tables, shared with the widget's parser
 GRAMMAR: dict[str, Any] = json.loads(
@@ -398,24 +398,35 @@ def restrict(frames: TraceFrames, query: str, samples: pd.DataFrame | pd.Index |
     found = match(frames, query)
     rows = frames.samples.index[found.samples]
     if samples is not None:
-        rows = rows.intersection(_labels(samples))
+        rows = rows.intersection(selection_labels(samples))
     if not found.item_terms:
-        return {"samples": rows, "spans": None if spans is None else _labels(spans),
+        return {"samples": rows, "spans": None if spans is None else selection_labels(spans),
                 "events": None}
     core, events = frames.span_core, frames.event_core
     if spans is None:
         kept = core.index[found.spans & ~core["pd_detail"].to_numpy(bool)]
         chosen_events = events.index[found.events]
     else:
-        kept = core.index[found.spans].intersection(_labels(spans))
+        kept = core.index[found.spans].intersection(selection_labels(spans))
         parents = events["parent_index"].to_numpy()
         under = np.isin(parents, kept.to_numpy())
         chosen_events = events.index[found.events & under]
     return {"samples": rows, "spans": kept, "events": chosen_events}
 
 
-def _labels(selection: pd.DataFrame | pd.Index) -> pd.Index:
-    return selection.index if isinstance(selection, pd.DataFrame) else pd.Index(selection)
+def selection_labels(selection: pd.DataFrame | pd.Series | pd.Index | Any) -> pd.Index:
+    """The row labels a selection of samples, spans or events names (``show``, ``restrict``,
+    ``encode``): a frame's index, labels, or a boolean Series (a pandas mask such as
+    ``tl.samples.reward > 0``), which names the labels where it holds. A bare boolean
+    array is refused (TypeError): its positions name no rows once a frame is filtered."""
+    if isinstance(selection, pd.DataFrame):
+        return selection.index
+    if isinstance(selection, pd.Series) and pd.api.types.is_bool_dtype(selection.dtype):
+        return selection.index[selection.to_numpy(dtype=bool, na_value=False)]
+    if not isinstance(selection, pd.Series) and np.asarray(selection).dtype == bool:
+        raise TypeError("a boolean array names no rows: pass the mask as a Series "
+                        "(tl.samples.reward > 0) or the rows it keeps (tl.samples[mask])")
+    return pd.Index(selection)
 
 
 def attr_masks(frames: TraceFrames, terms: list[Term], span_index: np.ndarray,

@@ -24,6 +24,7 @@ import pandas as pd
 
 from ..answers.engine import PHASES as ENGINE_PHASES
 from ..answers.links import LINK_KINDS, group_members, links
+from ..answers.query import selection_labels
 from ..frames.engine_load import load_tracks
 from ..frames.model import TraceFrames
 from ..sources.dumps.paths import dump_labels
@@ -111,12 +112,12 @@ def encode(
 
     span_mask = sample_pos[core["sample_row"].to_numpy()] >= 0
     if spans is not None:
-        span_mask &= core.index.isin(_index_of(spans))
+        span_mask &= core.index.isin(selection_labels(spans))
     else:
         span_mask &= ~core["pd_detail"].to_numpy()
     span_sel = np.flatnonzero(span_mask)
     event_sel = _chosen_events(frames.event_core, sample_pos, span_mask, spans is not None,
-                               None if events is None else _index_of(events))
+                               None if events is None else selection_labels(events))
 
     if t0 is None:
         t0 = frames.t0 if frames.t0 == frames.t0 else 0.0
@@ -178,19 +179,15 @@ def encode(
 # --------------------------------------------------------------------------- selection
 
 
-def _index_of(selection: pd.DataFrame | pd.Index) -> pd.Index:
-    return selection.index if isinstance(selection, pd.DataFrame) else pd.Index(selection)
-
-
 def _chosen_rows(
     frames: TraceFrames, samples: pd.DataFrame | pd.Index | None,
     spans: pd.DataFrame | pd.Index | None,
 ) -> np.ndarray:
     rows = frames.samples.index.to_numpy()
     if samples is not None:
-        rows = rows[frames.samples.index.isin(_index_of(samples))]
+        rows = rows[frames.samples.index.isin(selection_labels(samples))]
     if spans is not None and samples is None:
-        chosen = frames.span_core.loc[frames.span_core.index.intersection(_index_of(spans))]
+        chosen = frames.span_core.loc[frames.span_core.index.intersection(selection_labels(spans))]
         rows = np.intersect1d(rows, chosen["sample_row"].unique())
     return np.sort(rows).astype(np.int64)
 
@@ -624,8 +621,11 @@ def _rollout_labels(frames: TraceFrames) -> list[str]:
     shared = {label for label, count in Counter(labels).items() if count > 1}
     if shared:
         apart = dump_labels([str(path) for path in frames.paths])
-        labels = [f"{label} ({truncate(where, NAME_CHARS)})" if label in shared else label
-                  for label, where in zip(labels, apart, strict=True)]
+        labels = [label if label not in shared
+                  else f"{label} ({truncate(where, NAME_CHARS)})" if _file_name(path)
+                  else f"{label} (#{position + 1})"  # frames made in memory: no path
+                  for position, (label, where, path)
+                  in enumerate(zip(labels, apart, frames.paths, strict=True))]
     return labels or ["dump"]
 
 

@@ -45,6 +45,22 @@ def test_show_filters_in_place_and_resets(timeline: TraceTimeline) -> None:
     assert len(timeline.view.sample_rows) == 8
 
 
+def test_show_takes_a_pandas_mask_as_the_rows_it_keeps(timeline: TraceTimeline) -> None:
+    """``show(samples=tl.samples.reward > 0)`` read the mask's True/False as the labels 1
+    and 0 and drew samples 0 and 1; a span mask drew nothing."""
+    rewarded = timeline.samples.reward > 0.5
+    timeline.show(samples=rewarded)
+    assert timeline.view.sample_rows.tolist() == timeline.samples.index[rewarded].tolist()
+    long = timeline.spans.duration > 10
+    timeline.show(spans=long)
+    assert sorted(set(timeline.view.span_index.tolist()) & set(timeline.spans.index)) == \
+        sorted(timeline.spans.index[long])
+    timeline.show(samples=rewarded, query="name:sglang*")
+    assert set(timeline.view.sample_rows.tolist()) <= set(timeline.samples.index[rewarded])
+    with pytest.raises(TypeError, match="a boolean array names no rows"):
+        timeline.show(samples=rewarded.to_numpy())
+
+
 def test_selection_gets_span_id_and_row(timeline: TraceTimeline) -> None:
     seen: list[dict] = []
     timeline.observe(lambda change: seen.append(change["new"]), "selected")
