@@ -131,6 +131,22 @@ test("attribute form (no flag): the phase keeps all its time, no segment frames"
   assert.ok(f.segRow.every((r) => r === -1));
 });
 
+test("many children on interleaved lanes: self time as with few", () => {
+  // Children arrive lane by lane, two interleaved sorted runs: past 64 the union is
+  // taken through a sorted index (insertion sort moved about k*k/4 of them).
+  for (const n of [10, 1000]) {
+    const spans = [{ sample: 0, start: 0, end: n + 1, name: "turns" }];
+    for (let k = 0; k < n; k++) {
+      spans.push({ sample: 0, start: k, end: k + 1.5, name: "tool_call", depth: 1, parent: 0, lane: 1 + (k % 2) });
+    }
+    spans.sort((a, b) => (a.lane ?? 0) - (b.lane ?? 0) || a.start - b.start);
+    const data = decodePayload(makePayload({ samples: [{}], spans }).payload);
+    const rows = flameOf(data, measuredSpans(data)).rows;
+    const root = rows.find((row) => row.path === "turns");
+    assert.ok(root && close(root.self, 0.5), `n=${n}: root self ${root?.self}`);
+  }
+});
+
 test("icicle: roots by total, children inside their parent, overlapping children fit", () => {
   const d = twoAgents();
   const f = flameOf(d, measuredSpans(d));
