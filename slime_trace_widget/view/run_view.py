@@ -8,6 +8,7 @@ of the chosen rollout is read lazily from the dataset, only its own files.
 
 from __future__ import annotations
 
+import html
 import math
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ import traitlets
 
 from ..answers.tail import OVERSAMPLE
 from ..answers.trends import rollout_trends
+from ..sources.dumps.errors import DumpError
 from .widget import TraceTimeline
 
 _STATIC = Path(__file__).parent / "static"
@@ -70,10 +72,21 @@ class RunView(ipywidgets.VBox):
         return self.timeline
 
     def _open(self, change: dict) -> None:
+        """A click: the rollout's timeline below the table, or, when it cannot be opened
+        (``where=`` keeps none of its samples, a damaged file), a line saying so in its
+        place; an error here would only reach the kernel's log, leaving the rollout shown
+        before on screen as if it were the one clicked."""
         chosen = change["new"]
-        if isinstance(chosen.get("rollout_id"), int) and chosen.get("dump_kind") in (
-                "train", "eval"):
+        if not (isinstance(chosen.get("rollout_id"), int) and chosen.get("dump_kind") in (
+                "train", "eval")):
+            return
+        try:
             self.show_rollout(chosen["rollout_id"], chosen["dump_kind"])
+        except (DumpError, ValueError, OSError) as exc:
+            self.timeline = None
+            line = f"rollout {chosen['rollout_id']} ({chosen['dump_kind']}): {exc}"
+            self.children = [self.table, ipywidgets.HTML(
+                f'<div class="stw-run-error">{html.escape(line)}</div>')]
 
 
 def _json_rows(trends: Any) -> list[dict[str, Any]]:

@@ -39,6 +39,19 @@ def test_a_click_opens_that_rollout_only(tmp_path: Path) -> None:
     assert len(view.show_rollout(3).samples) == 8  # the train dump of rollout 3
 
 
+def test_a_click_on_a_rollout_that_cannot_open_says_so_in_its_place(tmp_path: Path) -> None:
+    """With where=, a rollout of no such sample raised inside the click's observer: the
+    kernel only logged it, and the rollout shown before stayed as if it were clicked."""
+    view = RunView(make_run_dataset(tmp_path), where="status = 'truncated'")
+    view.table.chosen = {"rollout_id": 0, "dump_kind": "train", "n": 1}
+    assert view.timeline is not None
+    view.table.chosen = {"rollout_id": 3, "dump_kind": "eval", "n": 2}  # none truncated
+    assert view.timeline is None and len(view.children) == 2
+    message = view.children[1].value
+    assert "rollout 3 (eval)" in message and "nothing in the dataset matches" in message
+    assert "&#x27;truncated&#x27;" in message  # the condition's quotes, escaped
+
+
 def test_rows_carry_the_ledger_and_the_tail(tmp_path: Path) -> None:
     view = RunView(make_run_dataset(tmp_path))
     keys = [key for _, key, _ in COLUMNS]
