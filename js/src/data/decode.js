@@ -5,6 +5,7 @@ import { CTORS, toTyped } from "./bytes.js";
 import { deriveEngine } from "./engine_lanes.js";
 import { decodeLoad } from "./load_tracks.js";
 import { decodeLedger, hasFates, FATE_NONE } from "./fates.js";
+import { warnOfOtherVersion } from "./version.js";
 import CONTRACT from "../../../slime_trace_widget/view/payload_contract.json" with { type: "json" };
 import VOCABULARIES from "../../../slime_trace_widget/vocabularies.json" with { type: "json" };
 
@@ -325,9 +326,7 @@ function isSorted(key1, key2, time) {
  */
 export function decodePayload(payload) {
   const payloadObject = payload && typeof payload === "object" ? payload : {};
-  if (payloadObject.version !== undefined && payloadObject.version !== CONTRACT.version) {
-    console.warn(`slime-trace-widget: payload version ${payloadObject.version} is newer than this renderer (${CONTRACT.version})`);
-  }
+  warnOfOtherVersion(payloadObject.version);
   const meta = normaliseMeta(payloadObject.meta);
   const buffers = /** @type {Record<string, unknown>} */ (payloadObject.buffers && typeof payloadObject.buffers === "object" ? payloadObject.buffers : {});
   const cols = meta.columns;
