@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from ..values import bounded_int, plain_value, short_text
+from ..values import bounded_int, plain_value, short_text, truncate
 from .carrier import MAX_ATTEMPT
 
 _SOURCE_KEYS = ("source", "source_name")
@@ -151,11 +151,13 @@ def _int_or_none(value: Any) -> int | None:
 
 
 def _long_text(value: Any) -> str | None:
-    """Text a user reads to understand a sample; containers become JSON text."""
+    """Text a user reads to understand a sample; containers become JSON text. Text past
+    :data:`SAMPLE_TEXT_LIMIT` is cut with the marker that says how much is missing, so
+    a view of the whole text never passes a cut one off as whole."""
     if value is None:
         return None
     if type(value) is str:
-        return value[:SAMPLE_TEXT_LIMIT]
+        return value if len(value) <= SAMPLE_TEXT_LIMIT else truncate(value, SAMPLE_TEXT_LIMIT)
     return short_text(value, SAMPLE_TEXT_LIMIT)
 
 

@@ -166,6 +166,18 @@ def test_whole_text_is_capped_with_its_length(frames: TraceFrames) -> None:
     assert FULL_TEXT_CHARS >= 2_000_000  # what the loader keeps of a prompt or response
 
 
+def test_a_text_past_what_the_loader_keeps_says_it_was_cut() -> None:
+    """A response of 2,500,007 characters was kept as its first 2,000,000 with no mark:
+    the frames, the summary and "show all" all passed the cut text off as whole."""
+    from slime_trace_widget.tables.samples import SAMPLE_TEXT_LIMIT
+
+    samples = make_demo_samples(1)
+    samples[0]["response"] = "a" * (SAMPLE_TEXT_LIMIT + 500_000) + "THE END.."
+    frames = build_frames(samples)
+    kept = frames.samples.at[0, "response"]
+    assert kept == "a" * SAMPLE_TEXT_LIMIT + "…[truncated 500009 chars]"
+
+
 def test_lone_surrogates_leave_as_replacement_characters() -> None:
     """Pickles keep lone surrogates; UTF-8, and so the comm, cannot carry them."""
     from jupyter_client.session import json_packer
