@@ -53,6 +53,12 @@ class RunView(ipywidgets.VBox):
     """A run dataset's overview table above the timeline of the rollout clicked."""
 
     def __init__(self, directory: str | Path, **timeline_options: Any) -> None:
+        """``timeline_options`` go to each clicked rollout's ``TraceTimeline.from_dataset``
+        (``where=``, ``engine_traces=``...), but for what a click chooses itself."""
+        chosen_by_click = {"rollouts", "kinds", "dumps"} & set(timeline_options)
+        if chosen_by_click:
+            raise ValueError(f"RunView chooses {', '.join(sorted(chosen_by_click))} by the "
+                             "row clicked: give the timeline's other options only")
         self.directory = Path(directory)
         self.trends = rollout_trends(self.directory)
         self.table = RunTable(title=f"{self.directory.name}: {len(self.trends)} dumps",
@@ -64,10 +70,13 @@ class RunView(ipywidgets.VBox):
         self.table.observe(self._open, names="chosen")
         super().__init__(children=[self.table])
 
-    def show_rollout(self, rollout_id: int, dump_kind: str = "train") -> TraceTimeline:
-        """Show one rollout's timeline below the table (what a click does)."""
-        self.timeline = TraceTimeline.from_dataset(self.directory, [int(rollout_id)],
-                                                   kinds=[dump_kind], **self._options)
+    def show_rollout(self, rollout_id: int, dump_kind: str = "train",
+                     dump_file: str | None = None) -> TraceTimeline:
+        """Show one rollout's timeline below the table: of one dump, ``dump_file`` (its
+        row's, as a click gives it), or of every dump of that rollout id and kind."""
+        self.timeline = TraceTimeline.from_dataset(
+            self.directory, [int(rollout_id)], kinds=[dump_kind],
+            dumps=None if dump_file is None else [dump_file], **self._options)
         self.children = [self.table, self.timeline]
         return self.timeline
 
@@ -80,8 +89,10 @@ class RunView(ipywidgets.VBox):
         if not (isinstance(chosen.get("rollout_id"), int) and chosen.get("dump_kind") in (
                 "train", "eval")):
             return
+        dump_file = chosen.get("dump_file")
         try:
-            self.show_rollout(chosen["rollout_id"], chosen["dump_kind"])
+            self.show_rollout(chosen["rollout_id"], chosen["dump_kind"],
+                              dump_file if isinstance(dump_file, str) else None)
         except (DumpError, ValueError, OSError) as exc:
             self.timeline = None
             line = f"rollout {chosen['rollout_id']} ({chosen['dump_kind']}): {exc}"
@@ -91,7 +102,7 @@ class RunView(ipywidgets.VBox):
 
 def _json_rows(trends: Any) -> list[dict[str, Any]]:
     """The trends table as JSON-ready dicts (NaN as None, numpy scalars as Python)."""
-    keys = [key for _, key, _ in COLUMNS]
+    keys = [key for _, key, _ in COLUMNS] + ["dump_file"]  # which dump a click opens
     rows = []
     for record in trends[keys].to_dict("records"):
         rows.append({key: None if isinstance(v, float) and not math.isfinite(v)

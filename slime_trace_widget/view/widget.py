@@ -92,15 +92,17 @@ class TraceTimeline(anywidget.AnyWidget):
 
     @classmethod
     def from_dataset(cls, directory: Any, rollouts: Any = None, *, where: str | None = None,
-                     kinds: Any = None, engine_traces: Any = None, **kwargs: Any
-                     ) -> TraceTimeline:
+                     kinds: Any = None, engine_traces: Any = None, dumps: Any = None,
+                     **kwargs: Any) -> TraceTimeline:
         """Open rollouts of a run dataset (``slime-trace-viewer convert``), reading only
-        their files; ``where`` keeps the samples a SQL condition holds for. A dataset
-        converted with engine traces has them; ``engine_traces`` joins them now into
-        one converted without."""
+        their files; ``where`` keeps the samples a SQL condition holds for, ``dumps`` the
+        dumps of those names (``rollout_trends``' ``dump_file``). A dataset converted with
+        engine traces has them; ``engine_traces`` joins them now into one converted
+        without."""
         from ..sources.dataset import open_dataset
 
-        frames = open_dataset(directory, rollouts=rollouts, where=where, kinds=kinds)
+        frames = open_dataset(directory, rollouts=rollouts, where=where, kinds=kinds,
+                              dumps=dumps)
         if engine_traces is not None:
             from ..sources.engine.window import with_engine_traces
 

@@ -52,6 +52,31 @@ def test_a_click_on_a_rollout_that_cannot_open_says_so_in_its_place(tmp_path: Pa
     assert "&#x27;truncated&#x27;" in message  # the condition's quotes, escaped
 
 
+def test_a_click_opens_the_dump_of_its_row_only(tmp_path: Path) -> None:
+    """Two runs' rollout_0.pt are two rows; a click on one opened both (16 samples
+    under a row that says 8), as it opened every dump of that rollout id and kind."""
+    import shutil
+
+    import pytest
+
+    from tests.sources.runs import FIXTURES, settle
+
+    for run in ("runA", "runB"):
+        (tmp_path / run).mkdir()
+        shutil.copy(FIXTURES / "small.pt", tmp_path / run / "rollout_0.pt")
+        settle(tmp_path / run / "rollout_0.pt")
+    convert([str(tmp_path / run / "rollout_0.pt") for run in ("runA", "runB")],
+            tmp_path / "ds", progress=False)
+    view = RunView(tmp_path / "ds")
+    rows = view.table.rows
+    assert [row["dump_file"] for row in rows] == ["runA/rollout_0.pt", "runB/rollout_0.pt"]
+    view.table.chosen = {key: rows[1][key] for key in ("rollout_id", "dump_kind", "dump_file")}
+    assert len(view.timeline.samples) == rows[1]["samples"] == 8
+    assert [Path(path).parent.name for path in view.timeline.frames.paths] == ["runB"]
+    with pytest.raises(ValueError, match="RunView chooses kinds by the row clicked"):
+        RunView(tmp_path / "ds", kinds=["eval"])
+
+
 def test_rows_carry_the_ledger_and_the_tail(tmp_path: Path) -> None:
     view = RunView(make_run_dataset(tmp_path))
     keys = [key for _, key, _ in COLUMNS]

@@ -29,7 +29,8 @@ function render({ model, el: host }) {
     rows.forEach((row, index) => {
       const line = table.appendChild(el("tr", "stw-run-row"));
       line.dataset.index = String(index);
-      if (row.rollout_id === chosen.rollout_id && row.dump_kind === chosen.dump_kind) {
+      if (row.dump_file === chosen.dump_file && row.rollout_id === chosen.rollout_id
+        && row.dump_kind === chosen.dump_kind) {
         line.classList.add("stw-run-chosen");
       }
       for (const column of columns) {
@@ -42,7 +43,7 @@ function render({ model, el: host }) {
         cell.appendChild(el("span", "", cellText(value, column.kind)));
       }
       line.addEventListener("click", () => {
-        model.set("chosen", { rollout_id: row.rollout_id, dump_kind: row.dump_kind, n: Date.now() });
+        model.set("chosen", { rollout_id: row.rollout_id, dump_kind: row.dump_kind, dump_file: row.dump_file, n: Date.now() });
         model.save_changes();
       });
     });

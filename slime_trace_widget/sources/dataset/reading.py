@@ -21,6 +21,7 @@ import numpy as np
 from ...frames.model import TraceFrames, combine_frames
 from ...tables.core_tables import UNKNOWN_ROLLOUT
 from ..dumps.errors import DumpError
+from ..dumps.paths import dump_labels
 from ..dumps.wire import WireError
 from . import duck_rows
 from .layout import part_path, read_dump
@@ -29,7 +30,8 @@ from .manifest import Manifest
 
 def open_dataset(root: str | Path, rollouts: Iterable[int] | None = None,
                  where: str | None = None, kinds: Iterable[str] | None = None,
-                 warn_failures: bool = True) -> TraceFrames:
+                 warn_failures: bool = True, dumps: Iterable[str] | None = None
+                 ) -> TraceFrames:
     """Frames of the run dataset at ``root``: the rollout ids in ``rollouts`` (default
     all), dumps of ``kinds`` (``train``/``eval``, default both), and the samples for
     which the SQL condition ``where`` holds (DuckDB, over the ``samples`` columns,
@@ -37,14 +39,20 @@ def open_dataset(root: str | Path, rollouts: Iterable[int] | None = None,
     there: ``"reward is null"``). The rewards of the samples left out go with the
     frames as ``frames.group_peers``, so each sample keeps the fate it has in its whole
     dump (``answers.ledger``). A dump whose files are damaged is skipped with a warning
-    (none when ``warn_failures`` is False) and listed in ``frames.failures``."""
+    (none when ``warn_failures`` is False) and listed in ``frames.failures``. ``dumps``
+    keeps only the dumps of those names, as ``rollout_trends`` names them in its
+    ``dump_file`` column (two runs' ``rollout_5.pt``: ``runA/rollout_5.pt``)."""
     root = Path(root)
     manifest = Manifest.load(root, must_exist=True)
     wanted = None if rollouts is None else {int(r) for r in rollouts}
     kinds = None if kinds is None else set(kinds)
-    entries = [entry for entry in manifest.converted()
+    converted = manifest.converted()
+    named = None if dumps is None else set(dumps)
+    labels = dump_labels([entry["path"] for entry in converted])
+    entries = [entry for entry, label in zip(converted, labels, strict=True)
                if (kinds is None or entry["kind"] in kinds)
-               and (wanted is None or wanted & set(entry["rollouts"]))]
+               and (wanted is None or wanted & set(entry["rollouts"]))
+               and (named is None or label in named)]
     rows, failures = None, []
     if where:
         rows, damaged = _rows_where(root, entries, wanted, where)
