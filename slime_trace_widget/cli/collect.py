@@ -52,19 +52,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..sources.engine.receiver import collect  # the receiver's imports only here
 
-    stop = threading.Event()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, lambda *_: stop.set())
     names = [target.name for target in args.scrape]
     if len(set(names)) != len(names):
         raise CliError(f"--scrape: two targets are named alike ({', '.join(sorted(names))}); "
                        "name them with NAME=URL")
+    stop = threading.Event()
+    # Ctrl-C and SIGTERM stop the receiver; the handlers before are put back after, so
+    # a caller running the command in its own process (a test, a notebook) keeps its own.
+    before = {signum: signal.signal(signum, lambda *_: stop.set())
+              for signum in (signal.SIGINT, signal.SIGTERM)}
     try:
         received = collect(args.dir, args.http, None if args.no_grpc else args.grpc,
                             lambda line: print(line, flush=True), stop,
                             targets=args.scrape, scrape_interval=args.scrape_interval)
     except OSError as exc:
         raise CliError(f"cannot receive OTLP: {exc.strerror or exc}") from exc
+    finally:
+        for signum, handler in before.items():
+            if handler is not None:  # None: not installed from Python, nothing to put back
+                signal.signal(signum, handler)
     print(stop_line(received, args.dir), flush=True)
     return 0
 

@@ -161,8 +161,10 @@ def test_engine_traces_that_are_no_store_are_refused_in_one_line(
 def test_a_taken_grpc_port_is_one_line(tmp_path: Path, capsys) -> None:
     """4317 is where Phoenix or an OpenTelemetry Collector listens: grpc raised its own
     RuntimeError through the command (a traceback, exit 1)."""
+    import signal
     import socket
 
+    handlers = [signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)]
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
@@ -172,6 +174,8 @@ def test_a_taken_grpc_port_is_one_line(tmp_path: Path, capsys) -> None:
     assert line == (f"slime-trace-viewer: cannot receive OTLP: cannot listen on 127.0.0.1:"
                     f"{port} for OTLP/gRPC (the port is taken, or the address is not this "
                     "machine's)")
+    # run in this process, the command leaves its Ctrl-C and SIGTERM handlers behind it
+    assert [signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)] == handlers
 
 
 @pytest.mark.parametrize("trends", [[], ["--log-trends", "tensorboard:tb"]])

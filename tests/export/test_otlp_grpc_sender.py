@@ -149,28 +149,36 @@ def test_an_interrupted_close_still_closes_the_channel() -> None:
     a second ``close()`` (a no-op) could not do it again."""
     import _thread
     import asyncio
+    import signal
+    import time
 
-    with serving(_Scripted([])) as (address, _):
-        sender = GrpcSender(address)
-        sender.send(ExportTraceServiceRequest())
-        channel = sender.channel
-        waiting, release, closed = threading.Event(), threading.Event(), threading.Event()
-        real_close = channel.close
+    # Ctrl-C as Python delivers it, whatever handler an earlier test left installed
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with serving(_Scripted([])) as (address, _):
+            sender = GrpcSender(address)
+            sender.send(ExportTraceServiceRequest())
+            channel = sender.channel
+            waiting, release, closed = threading.Event(), threading.Event(), threading.Event()
+            real_close = channel.close
 
-        async def slow_close(*args: Any) -> None:
-            waiting.set()
-            while not release.is_set():  # until the test has taken its interrupt
-                await asyncio.sleep(0.01)
-            await real_close(*args)
-            closed.set()
+            async def slow_close(*args: Any) -> None:
+                waiting.set()
+                deadline = time.monotonic() + HANG_GUARD_SECONDS  # fails, never hangs
+                while not release.is_set() and time.monotonic() < deadline:
+                    await asyncio.sleep(0.01)
+                await real_close(*args)
+                closed.set()
 
-        channel.close = slow_close
-        interrupter = threading.Thread(
-            target=lambda: waiting.wait(HANG_GUARD_SECONDS) and _thread.interrupt_main())
-        interrupter.start()
-        with pytest.raises(KeyboardInterrupt):
-            sender.close()
-        interrupter.join(HANG_GUARD_SECONDS)
-        release.set()
-        assert closed.wait(HANG_GUARD_SECONDS)
-        sender.close()  # closed once: nothing more to do
+            channel.close = slow_close
+            interrupter = threading.Thread(
+                target=lambda: waiting.wait(HANG_GUARD_SECONDS) and _thread.interrupt_main())
+            interrupter.start()
+            with pytest.raises(KeyboardInterrupt):
+                sender.close()
+            interrupter.join(HANG_GUARD_SECONDS)
+            release.set()
+            assert closed.wait(HANG_GUARD_SECONDS)
+            sender.close()  # closed once: nothing more to do
+    finally:
+        signal.signal(signal.SIGINT, before)
