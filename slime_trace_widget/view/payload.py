@@ -106,18 +106,20 @@ def encode(
     whole rollouts (the live view sends parts of one still running).
     """
     core, segments = frames.span_core, frames.segments
-    sample_rows = _chosen_rows(frames, samples, spans)
+    sample_labels, span_labels, event_labels = (
+        None if chosen is None else selection_labels(chosen) for chosen in (samples, spans, events))
+    sample_rows = _chosen_rows(frames, sample_labels, span_labels)
     sample_pos = np.full(len(frames.samples), -1, dtype=np.int64)
     sample_pos[sample_rows] = np.arange(len(sample_rows))
 
     span_mask = sample_pos[core["sample_row"].to_numpy()] >= 0
-    if spans is not None:
-        span_mask &= core.index.isin(selection_labels(spans))
+    if span_labels is not None:
+        span_mask &= core.index.isin(span_labels)
     else:
         span_mask &= ~core["pd_detail"].to_numpy()
     span_sel = np.flatnonzero(span_mask)
-    event_sel = _chosen_events(frames.event_core, sample_pos, span_mask, spans is not None,
-                               None if events is None else selection_labels(events))
+    event_sel = _chosen_events(frames.event_core, sample_pos, span_mask,
+                               span_labels is not None, event_labels)
 
     if t0 is None:
         t0 = frames.t0 if frames.t0 == frames.t0 else 0.0
@@ -179,15 +181,15 @@ def encode(
 # --------------------------------------------------------------------------- selection
 
 
-def _chosen_rows(
-    frames: TraceFrames, samples: pd.DataFrame | pd.Index | None,
-    spans: pd.DataFrame | pd.Index | None,
-) -> np.ndarray:
+def _chosen_rows(frames: TraceFrames, samples: pd.Index | None, spans: pd.Index | None
+                 ) -> np.ndarray:
+    """The sample rows to draw: those labelled in ``samples``, else those owning a span
+    labelled in ``spans``, else all."""
     rows = frames.samples.index.to_numpy()
     if samples is not None:
-        rows = rows[frames.samples.index.isin(selection_labels(samples))]
+        rows = rows[frames.samples.index.isin(samples)]
     if spans is not None and samples is None:
-        chosen = frames.span_core.loc[frames.span_core.index.intersection(selection_labels(spans))]
+        chosen = frames.span_core.loc[frames.span_core.index.intersection(spans)]
         rows = np.intersect1d(rows, chosen["sample_row"].unique())
     return np.sort(rows).astype(np.int64)
 
@@ -621,11 +623,11 @@ def _rollout_labels(frames: TraceFrames) -> list[str]:
     shared = {label for label, count in Counter(labels).items() if count > 1}
     if shared:
         apart = dump_labels([str(path) for path in frames.paths])
-        labels = [label if label not in shared
-                  else f"{label} ({truncate(where, NAME_CHARS)})" if _file_name(path)
-                  else f"{label} (#{position + 1})"  # frames made in memory: no path
-                  for position, (label, where, path)
-                  in enumerate(zip(labels, apart, frames.paths, strict=True))]
+        for position, path in enumerate(frames.paths):
+            if labels[position] in shared:  # frames made in memory have no path: a number
+                where = truncate(apart[position], NAME_CHARS) if _file_name(path) \
+                    else f"#{position + 1}"
+                labels[position] = f"{labels[position]} ({where})"
     return labels or ["dump"]
 
 

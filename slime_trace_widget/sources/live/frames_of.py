@@ -8,8 +8,7 @@ from pathlib import Path
 from ...frames.flatten import build_frames
 from ...frames.live_health import LiveHealth
 from ...frames.model import TraceFrames
-from ..engine.load_store import SUBDIR as LOAD_SUBDIR
-from ..engine.store import SUBDIR as SPANS_SUBDIR
+from ..engine.traces_source import LAYOUTS
 from ..engine.window import with_engine_traces
 from .carriers import LiveCarriers
 from .store import UNKNOWN_ROLLOUT
@@ -39,5 +38,4 @@ def has_engine_stores(directory: str | Path) -> bool:
     :func:`~..engine.window.with_engine_traces` to read: the span store (made at the
     collector's start, holding spans once SGLang exports them) or the load store (made by
     a ``--scrape``, whose load is attached whether or not the engines trace)."""
-    root = Path(directory)
-    return (root / SPANS_SUBDIR).is_dir() or (root / LOAD_SUBDIR).is_dir()
+    return any((Path(directory) / layout.subdir).is_dir() for layout in LAYOUTS)
