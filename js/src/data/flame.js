@@ -9,6 +9,7 @@
 
 import { segmentsAreChildren } from "./critical.js";
 import { quantile } from "./quantile.js";
+import { compareCodePoints } from "../util/text.js";
 
 /** @typedef {import("./decode.js").Data} Data */
 
@@ -190,9 +191,9 @@ function selfTimes(nodes, nSpans) {
 }
 
 /**
- * One row per path, sorted by its text (names spelled once per path), with the
- * count, total and self time and the p50/p95 of its nodes' durations; and each
- * node's row (-1 for a node not chosen).
+ * One row per path, sorted by its text in code point order as Python sorts it
+ * (names spelled once per path), with the count, total and self time and the
+ * p50/p95 of its nodes' durations; and each node's row (-1 for a node not chosen).
  * @param {Data} data
  * @param {FlameNodes} nodes
  * @param {FlamePaths} paths
@@ -210,7 +211,7 @@ function flameRows(data, nodes, paths, own) {
     text[id] = up < 0 ? name : `${text[up]};${name}`;
     depthOf[id] = up < 0 ? 0 : depthOf[up] + 1;
   }
-  const sortedIds = Array.from({ length: nPaths }, (_, id) => id).sort((left, right) => (text[left] < text[right] ? -1 : text[left] > text[right] ? 1 : 0));
+  const sortedIds = Array.from({ length: nPaths }, (_, id) => id).sort((left, right) => compareCodePoints(text[left], text[right]));
   const rowOfPath = new Int32Array(nPaths);
   sortedIds.forEach((id, row) => (rowOfPath[id] = row));
   const nodeRow = new Int32Array(nodes.count).fill(-1);

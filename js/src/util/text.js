@@ -19,3 +19,28 @@ export function codePointLength(text) {
   }
   return text.length - pairs;
 }
+
+/**
+ * Order of `left` and `right` by code point, as Python compares text (negative,
+ * zero or positive). JavaScript's `<` compares UTF-16 units, which puts a
+ * character outside the BMP (a surrogate pair, from 0xD800) before one from
+ * 0xE000 to 0xFFFF; only there do the two orders differ, so at the first unit
+ * that differs those two ranges are swapped before comparing.
+ * @param {string} left
+ * @param {string} right
+ */
+export function compareCodePoints(left, right) {
+  const shared = Math.min(left.length, right.length);
+  for (let i = 0; i < shared; i++) {
+    const a = left.charCodeAt(i);
+    const b = right.charCodeAt(i);
+    if (a !== b) return codePointRank(a) - codePointRank(b);
+  }
+  return left.length - right.length;
+}
+
+/** A UTF-16 unit's place in code point order: surrogates after 0xE000-0xFFFF. */
+function codePointRank(/** @type {number} */ unit) {
+  if (unit < 0xd800) return unit;
+  return unit < 0xe000 ? unit + 0x2000 : unit - 0x800;
+}

@@ -220,3 +220,11 @@ test("a path thousands of frames deep lays out without exhausting the stack", ()
   assert.equal(lay.depth, N);
   assert.ok(lay.w[N - 1] > 0);
 });
+
+test("rows sort by code point as Python's flame does: an emoji after U+FF01", () => {
+  const spans = ["😀", "\uff01", "中", "z"].map((name, sample) => ({ sample, start: 0, end: 1, name }));
+  const d = decodePayload(makePayload({ samples: [{}, {}, {}, {}], spans }).payload);
+  const rows = flameOf(d, measuredSpans(d)).rows;
+  // Python: sorted(["😀", "\uff01", "中", "z"])
+  assert.deepEqual(rows.map((r) => r.path), ["z", "中", "\uff01", "😀"]);
+});

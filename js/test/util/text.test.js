@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { codePointLength } from "../../src/util/text.js";
+import { codePointLength, compareCodePoints } from "../../src/util/text.js";
 
 test("codePointLength counts a character outside the BMP once", () => {
   assert.equal(codePointLength(""), 0);
@@ -9,4 +9,15 @@ test("codePointLength counts a character outside the BMP once", () => {
   assert.equal(codePointLength("😀".repeat(1000)), 1000);
   assert.equal(codePointLength("é中"), 2);
   assert.equal(codePointLength("a\ud800b\udc00"), 4); // lone surrogates count one each, as in Python
+});
+
+test("compareCodePoints orders text as Python does, not by UTF-16 units", () => {
+  // Python: sorted(["😀", "\uff01", "a", "\ue000", "\ud7ff", "ab", ""])
+  const python = ["", "a", "ab", "\ud7ff", "\ue000", "\uff01", "😀"];
+  const shuffled = ["😀", "\uff01", "a", "\ue000", "\ud7ff", "ab", ""];
+  assert.deepEqual([...shuffled].sort(compareCodePoints), python);
+  assert.notDeepEqual([...shuffled].sort(), python); // UTF-16 order puts the emoji first of the four
+  assert.equal(compareCodePoints("x😀", "x😁") < 0, true);
+  assert.equal(compareCodePoints("same", "same"), 0);
+  assert.equal(compareCodePoints("中", "\uff01") < 0, true);
 });
