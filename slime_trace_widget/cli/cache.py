@@ -2,10 +2,11 @@
 
 ``rollout_0.trace_timeline_cache.stw`` holds the page's blocks (payload and attributes,
 plain data, no pickle). It is reused only when newer than every input dump and built
-from the same files (path, size, mtime), engine-trace files, loader (``--trusted`` or
-not) and blocks layout by the same version: anything else rebuilds, so a stale page is
-never served. A set of dumps one of which failed to load is not cached at all (the
-``view`` command), so each run tries it again and names the failure again.
+from the same files (path, size, mtime), engine-store files (:func:`engine_files`),
+loader (``--trusted`` or not) and blocks layout by the same version: anything else
+rebuilds, so a stale page is never served. A set of dumps one of which failed to load
+is not cached at all (the ``view`` command), so each run tries it again and names the
+failure again.
 """
 
 from __future__ import annotations
@@ -22,9 +23,10 @@ CACHE_SUFFIX = ".trace_timeline_cache.stw"
 def source_note(inputs: list[Path], engine_traces: str | None = None, trusted: bool = False,
                 demo_samples: int | None = None) -> dict:
     """What a cache was built from: version and blocks' layout, every input's path, size
-    and mtime, whether torch's full unpickler read them (``trusted``), the files of the
-    engine-trace folder (a collector adds files as spans arrive) and, for ``--demo``,
-    the sample count the demo dump was written with."""
+    and mtime, whether torch's full unpickler read them (``trusted``), the same of each
+    engine-store file the join may read (:func:`engine_files`; a collector adds and
+    appends to them as spans and scrapes arrive) and, for ``--demo``, the sample count
+    the demo dump was written with."""
     note: dict = {"version": __version__, "blocks_format": BLOCKS_FORMAT,
                   "inputs": [[_path_text(p), p.stat().st_size, p.stat().st_mtime_ns]
                              for p in inputs],
@@ -32,11 +34,47 @@ def source_note(inputs: list[Path], engine_traces: str | None = None, trusted: b
     if demo_samples is not None:
         note["demo_samples"] = demo_samples
     if engine_traces is not None:
-        root = Path(engine_traces)
-        files = sorted(root.rglob("*")) if root.is_dir() else [root]
-        note["engine_traces"] = [[_path_text(f), f.stat().st_size, f.stat().st_mtime_ns]
-                                 for f in files if f.is_file()]
+        stamps = (_stamp(path) for path in engine_files(engine_traces))
+        note["engine_traces"] = [stamp for stamp in stamps if stamp is not None]
     return note
+
+
+def engine_files(engine_traces: str) -> list[Path]:
+    """Every file the engine join of ``engine_traces`` (a collector folder, a store's
+    folder or a store file) may open, sorted: the span and load stores' finished and
+    write-ahead files, as the stores' reader lists them
+    (:func:`~..sources.engine.durable.files_of`), and the folded companion beside a
+    finished span file, which a join reads instead of it. All of them, not only those of
+    the dumps' time: which overlap it is known only once the dumps are read, a store
+    with any span file counts spans missing where one without does not, and a span
+    waiting for its request makes the join read beyond that time. Nothing else of a
+    collector folder is read (its live records, its scrape status, its locks), so
+    nothing else is here."""
+    # Imported here: the stores' reader imports pyarrow, which a page served from its
+    # cache without engine traces does without.
+    from ..sources.engine.durable import files_of
+    from ..sources.engine.traces_source import LAYOUTS
+
+    files: set[Path] = set()
+    for layout in LAYOUTS:
+        for path, _bounds in files_of(layout, engine_traces):
+            files.add(path)
+            if layout.companion and path.suffix != ".arrows":
+                companion = layout.companion_of(path)
+                if companion.exists():
+                    files.add(companion)
+    return sorted(files)
+
+
+def _stamp(path: Path) -> list | None:
+    """``path``'s resolved text, size and mtime; None when it is gone (a write-ahead file
+    rolled since it was listed: the next run lists its finished file, which differs from
+    this note, so that run rebuilds rather than trusting this one)."""
+    try:
+        status = path.stat()
+    except FileNotFoundError:
+        return None
+    return [_path_text(path), status.st_size, status.st_mtime_ns]
 
 
 def _path_text(path: Path) -> str:
