@@ -50,6 +50,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..sources.engine.durable import StoreInUse
     from ..sources.engine.receiver import collect  # the receiver's imports only here
 
     names = [target.name for target in args.scrape]
@@ -65,6 +66,8 @@ def run(args: argparse.Namespace) -> int:
         received = collect(args.dir, args.http, None if args.no_grpc else args.grpc,
                             lambda line: print(line, flush=True), stop,
                             targets=args.scrape, scrape_interval=args.scrape_interval)
+    except StoreInUse as exc:
+        raise CliError(str(exc)) from None
     except OSError as exc:
         raise CliError(f"cannot receive OTLP: {exc.strerror or exc}") from exc
     finally:

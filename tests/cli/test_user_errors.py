@@ -190,3 +190,17 @@ def test_log_snapshots_without_wandb_trends_is_refused(tmp_path: Path, trends: l
     assert line == ("slime-trace-viewer: --log-snapshots adds each rollout's snapshot to a "
                     "W&B run: give --log-trends wandb:PROJECT too")
     assert not (tmp_path / "ds").exists()
+
+
+def test_a_folder_another_collector_writes_to_is_one_line(tmp_path: Path, capsys) -> None:
+    """A second ``collect`` on one folder: the store's refusal went through the command as
+    a RuntimeError (a traceback, exit 1)."""
+    from slime_trace_widget.file_locks import locked_file
+
+    spans = tmp_path / "c" / "engine_spans"
+    spans.mkdir(parents=True)
+    with locked_file(spans / ".lock"):  # what the first collector holds for its life
+        line = one_line_failure(["collect", str(tmp_path / "c"), "--http", "127.0.0.1:0",
+                                 "--no-grpc"], capsys)
+    assert line == (f"slime-trace-viewer: engine traces {spans}: another collector is "
+                    "writing to this folder (one collector per folder)")

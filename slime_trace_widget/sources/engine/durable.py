@@ -195,13 +195,17 @@ class DurableStore:
         return max(seqs) + 1
 
 
+class StoreInUse(RuntimeError):
+    """A store's folder is locked by another collector (one collector per folder)."""
+
+
 def _lock_folder(folder: Path, layout: Layout) -> Any:
     """An exclusive lock on the folder for this store's life: a second writer would roll
     and delete the write-ahead file the first is appending to."""
     try:
         return locked_file(folder / ".lock")  # held until close
     except BlockingIOError:
-        raise RuntimeError(f"{layout.what} {folder}: another collector is writing to this "
+        raise StoreInUse(f"{layout.what} {folder}: another collector is writing to this "
                            "folder (one collector per folder)") from None
 
 
