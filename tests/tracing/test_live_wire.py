@@ -147,7 +147,8 @@ def test_retry_after(header: str | None, seconds: float | None) -> None:
     assert retry_after(header, now=now) == seconds
 
 
-@pytest.mark.parametrize("endpoint", ["127.0.0.1:4318", "ftp://h", "http://", "http://h:x"])
+@pytest.mark.parametrize("endpoint", ["127.0.0.1:4318", "ftp://h", "http://", "http://h:x",
+                                      "http://[::1", "http://[::1:4318/x"])
 def test_bad_endpoints(endpoint: str) -> None:
     with pytest.raises(EndpointError, match="live endpoint"):
         parse_endpoint(endpoint)

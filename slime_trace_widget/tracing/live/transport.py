@@ -44,7 +44,10 @@ class Outcome:
 
 def parse_endpoint(endpoint: str) -> urllib.parse.SplitResult:
     """The endpoint's parts; raises :class:`EndpointError` naming what is wrong."""
-    parts = urllib.parse.urlsplit(endpoint.strip())
+    try:
+        parts = urllib.parse.urlsplit(endpoint.strip())
+    except ValueError as exc:  # an unclosed IPv6 bracket, say
+        raise EndpointError(f"live endpoint {endpoint!r}: {exc}") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise EndpointError(f"live endpoint {endpoint!r}: expected a URL such as "
                             "http://127.0.0.1:4318 (the receiver's OTLP/HTTP address)")
