@@ -1,9 +1,11 @@
 """Where the time went: measured spans, statistics per name, per sample, concurrency.
 
 Only measured spans count (:func:`measured_spans`); statistics use closed spans
-and count the open ones apart; a span's *self time* is its duration minus the
-union of its children's intervals; interval unions use display ends, so an open
-span counts up to where the timeline draws it.
+and count the open ones apart, and the closed ones whose end precedes their start
+(the loader's ``end_before_start`` warning: their length is unknown); a span's
+*self time* is its duration minus the union of its children's intervals; interval
+unions use display ends, so an open span counts up to where the timeline draws it
+(a span ending before its start, with no length).
 """
 
 from __future__ import annotations
@@ -32,8 +34,11 @@ def measured_spans(frames: TraceFrames) -> pd.DataFrame:
 
 def span_stats(frames: TraceFrames, by: str | list[str] | None = None) -> pd.DataFrame:
     """Per span name (and optionally per samples column): count, total, mean, p50, p90,
-    p99, max of durations, open spans, and ``share``: total time over the summed
-    lifetimes of the samples in the group (time of a sample spent in that name)."""
+    p99, max of the closed spans' durations, open spans, ``share``: total time over the
+    summed lifetimes of the samples in the group (time of a sample spent in that name),
+    and ``end_before_start``: closed spans whose end precedes their start, left out of
+    the duration figures (the loader counts them in its warnings under that name).
+    One row per name with a closed span."""
     spans = measured_spans(frames)
     keys = [by] if isinstance(by, str) else list(by or [])
     table = spans[["sample_row", "name", "duration", "state"]].copy()
@@ -43,23 +48,28 @@ def span_stats(frames: TraceFrames, by: str | list[str] | None = None) -> pd.Dat
     group_keys = [*keys, "name"]
     # One aggregation over every span, so that each figure lands on the same group,
     # a missing key (NaN) included, and the columns exist when no span is closed.
-    table["closed"] = table["duration"].where((table["state"] == "closed").to_numpy())
+    closed = (table["state"] == "closed").to_numpy()
+    backwards = closed & (table["duration"] < 0).to_numpy()
+    table["closed"] = table["duration"].where(closed & ~backwards)
     table["is_open"] = (table["state"] == "open").to_numpy()
+    table["backwards"] = backwards
     grouped = table.groupby(group_keys, observed=True, dropna=False)
     percentiles = {f"p{round(q * 100)}": ("closed", lambda d, q=q: d.quantile(q))
                    for q in QUANTILES}
     stats = grouped.agg(count=("closed", "count"), total=("closed", "sum"),
                         mean=("closed", "mean"), max=("closed", "max"),
-                        open=("is_open", "sum"), **percentiles)
-    stats = stats[stats["count"] > 0]  # names with a closed span, as before
-    stats["open"] = stats["open"].astype(int)
+                        open=("is_open", "sum"), end_before_start=("backwards", "sum"),
+                        **percentiles)
+    stats = stats[(stats["count"] + stats["end_before_start"]) > 0]  # a closed span
+    stats = stats.astype({"open": int, "end_before_start": int})
     lifetimes = _group_lifetimes(frames, keys)
     if keys:
         lifetime = lifetimes.reindex(stats.index.droplevel("name")).to_numpy()
     else:
         lifetime = np.full(len(stats), lifetimes)
     stats["share"] = stats["total"].to_numpy() / lifetime
-    ordered = ["count", "total", "mean", "p50", "p90", "p99", "max", "open", "share"]
+    ordered = ["count", "total", "mean", "p50", "p90", "p99", "max", "open", "share",
+               "end_before_start"]
     return stats[ordered].sort_values("total", ascending=False)
 
 

@@ -69,7 +69,8 @@ def test_span_stats_and_compare_of_frames_without_a_closed_span(records) -> None
     frames = build_frames([sample(*records, index=0)])
     stats = analysis.span_stats(frames)
     assert stats.empty and list(stats.columns) == [
-        "count", "total", "mean", "p50", "p90", "p99", "max", "open", "share"]
+        "count", "total", "mean", "p50", "p90", "p99", "max", "open", "share",
+        "end_before_start"]
     assert analysis.compare(frames, frames).empty
 
 
