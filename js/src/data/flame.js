@@ -3,7 +3,10 @@
 // seconds (self: duration minus the union of the children's intervals clipped
 // to the span, never below zero) and p50/p95 of the durations; optionally over
 // a window, spans clipped to it. Pure: the icicle view (icicle.js) draws it.
-// Parents and children are taken among the chosen spans only, as in Python.
+// Parents and children are taken among the included spans only. A window keeps
+// each span's path, as in Python: a child that outlived its parent stays under
+// it, and a path above a span in the window has its row even when the window
+// holds none of its own spans (count 0, no time, p50 and p95 NaN).
 // The segments of a chosen span flagged F_PD_SEGMENT_SPANS are its children
 // (Python counts the real segment spans they mirror).
 
@@ -58,9 +61,10 @@ export function flameOf(data, include, window = null) {
  * @property {Float64Array} end clipped to the window
  * @property {Uint8Array} chosen 1 for a node the flame counts
  * @property {number} nChosen
+ * @property {Uint8Array} pathed 1 for a chosen node and the included spans above it (their paths are rows)
  * @property {Uint32Array} name name id
  * @property {Uint32Array} depth
- * @property {(node: number) => number} parentOf the node's parent when it is chosen, else -1
+ * @property {(node: number) => number} parentOf the node's parent when it is included, else -1
  */
 
 /**
@@ -112,26 +116,31 @@ function flameNodes(data, include, window) {
   }
   const parentOf = (/** @type {number} */ node) => {
     const up = parent[node];
-    return up >= 0 && chosen[up] ? up : -1;
+    return up >= 0 && (!include || include[up]) ? up : -1;
   };
-  return { count, start, end, chosen, nChosen, name, depth, parentOf };
+  const pathed = chosen.slice();
+  for (let i = 0; i < count; i++) {
+    if (!chosen[i]) continue;
+    for (let up = parentOf(i); up >= 0 && !pathed[up]; up = parentOf(up)) pathed[up] = 1;
+  }
+  return { count, start, end, chosen, nChosen, pathed, name, depth, parentOf };
 }
 
 /**
- * @typedef {Object} FlamePaths the name paths of the chosen nodes, parents before children
- * @property {Int32Array} pathOfNode -1 for a node not chosen
+ * @typedef {Object} FlamePaths the name paths of the pathed nodes, parents before children
+ * @property {Int32Array} pathOfNode -1 for a node not pathed
  * @property {number[]} parent each path's parent path, -1 for a root
  * @property {number[]} name each path's last name id
  */
 
 /**
- * Each chosen node's path, interned as (parent path, name): nodes are visited by
+ * Each pathed node's path, interned as (parent path, name): nodes are visited by
  * depth, so a parent path always has its id before its children ask for one.
  * @param {FlameNodes} nodes
  * @returns {FlamePaths}
  */
 function internPaths(nodes) {
-  const byDepth = bucket(nodes.count, 257, (i) => (nodes.chosen[i] ? nodes.depth[i] : -1));
+  const byDepth = bucket(nodes.count, 257, (i) => (nodes.pathed[i] ? nodes.depth[i] : -1));
   const pathOfNode = new Int32Array(nodes.count).fill(-1);
   /** @type {Map<number, number>} (parent path + 1) * 65536 + name -> path id */
   const intern = new Map();
@@ -193,7 +202,8 @@ function selfTimes(nodes, nSpans) {
 /**
  * One row per path, sorted by its text in code point order as Python sorts it
  * (names spelled once per path), with the count, total and self time and the
- * p50/p95 of its nodes' durations; and each node's row (-1 for a node not chosen).
+ * p50/p95 of its chosen nodes' durations; and each node's row (-1 for a node not
+ * chosen).
  * @param {Data} data
  * @param {FlameNodes} nodes
  * @param {FlamePaths} paths

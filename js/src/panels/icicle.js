@@ -2,8 +2,10 @@
 // (rows after the filters, spans not hidden), or of the shift-drag range when
 // there is one (spans clipped to it). Roots are laid side by side by total
 // time, each frame's children inside it (scaled down when concurrent children
-// add up to more than their parent). Clicking a frame focuses its spans in the
-// timeline and reports it in `selected`; clicking it again or Esc clears.
+// add up to more than their parent); a frame with no spans of its own in the
+// range (above a child that outlived it) is as wide as its children. Clicking a
+// frame focuses its spans in the timeline and reports it in `selected`; clicking
+// it again or Esc clears.
 // Nothing runs per timeline frame: the table is rebuilt only when its inputs
 // change while the view is open, and the canvas redrawn on that, a resize or a hover.
 
@@ -43,6 +45,7 @@ export function icicleLayout(rows, width) {
   const kids = Array.from({ length: count + 1 }, () => /** @type {number[]} */ ([]));
   let depth = 0;
   rows.forEach((row, rowIndex) => kids[row.parent < 0 ? count : row.parent].push(rowIndex));
+  const size = frameSizes(rows, kids);
   // Sibling lists to place, each with its left edge, the px it may fill and its level:
   // a work list rather than recursion, so a path thousands of frames deep cannot
   // exhaust the stack.
@@ -51,22 +54,40 @@ export function icicleLayout(rows, width) {
   while (todo.length) {
     const [list, left, room, level] = /** @type {[number[], number, number, number]} */ (todo.pop());
     let sum = 0;
-    for (const rowIndex of list) sum += Math.max(rows[rowIndex].total, 0);
+    for (const rowIndex of list) sum += size[rowIndex];
     if (!(sum > 0)) continue;
     depth = Math.max(depth, level + 1);
     let cursor = left;
     for (const rowIndex of list) {
       x[rowIndex] = cursor;
-      widths[rowIndex] = (Math.max(rows[rowIndex].total, 0) / sum) * room;
+      widths[rowIndex] = (size[rowIndex] / sum) * room;
       cursor += widths[rowIndex];
-      const own = Math.max(rows[rowIndex].total, 0);
+      const own = size[rowIndex];
       let inner = 0;
-      for (const child of kids[rowIndex]) inner += Math.max(rows[child].total, 0);
+      for (const child of kids[rowIndex]) inner += size[child];
       // Children by their share of the parent's time, all of it when they overlap.
       if (kids[rowIndex].length) todo.push([kids[rowIndex], x[rowIndex], inner > own ? widths[rowIndex] : (widths[rowIndex] * inner) / (own || 1), level + 1]);
     }
   }
   return { x, w: widths, depth };
+}
+
+/**
+ * What each frame of `rows` is laid out by: its total time, or for a frame with no
+ * spans of its own (count 0: the range holds only a child that outlived it) its
+ * children's sizes added up. Deepest rows first, so children come before parents.
+ * @param {FlameRow[]} rows
+ * @param {number[][]} kids children of each row
+ * @returns {Float64Array}
+ */
+function frameSizes(rows, kids) {
+  const size = new Float64Array(rows.length);
+  const deepestFirst = rows.map((_, rowIndex) => rowIndex).sort((a, b) => rows[b].depth - rows[a].depth);
+  for (const rowIndex of deepestFirst) {
+    if (rows[rowIndex].count > 0) size[rowIndex] = Math.max(rows[rowIndex].total, 0);
+    else for (const child of kids[rowIndex]) size[rowIndex] += size[child];
+  }
+  return size;
 }
 
 /**

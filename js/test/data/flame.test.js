@@ -228,3 +228,63 @@ test("rows sort by code point as Python's flame does: an emoji after U+FF01", ()
   // Python: sorted(["😀", "\uff01", "中", "z"])
   assert.deepEqual(rows.map((r) => r.path), ["z", "中", "\uff01", "😀"]);
 });
+
+// A window that holds a child but none of the parent it outlived: the child keeps
+// its path, as analysis.flame keeps it (tests/answers/test_flame_window.py, same
+// spans and figures), and the frames above it are as wide as it.
+
+/** rollout 0-5 > generate 0-4 > (tool 1-2, reward 3-9): the reward outlives both. */
+function outliving() {
+  const spans = [
+    { sample: 0, start: 0, end: 5, name: "rollout" },
+    { sample: 0, start: 0, end: 4, name: "generate", depth: 1, parent: 0, lane: 1 },
+    { sample: 0, start: 1, end: 2, name: "tool", depth: 2, parent: 1, lane: 2 },
+    { sample: 0, start: 3, end: 9, name: "reward", depth: 2, parent: 1, lane: 2 },
+  ];
+  return decodePayload(makePayload({ samples: [{}], spans }).payload);
+}
+
+/**
+ * @param {import("../../src/data/decode.js").Data} d
+ * @param {[number, number]|null} window
+ */
+const windowed = (d, window) => byPath(flameOf(d, measuredSpans(d), window));
+
+test("a window holding only the outliving child keeps it under its parents", () => {
+  const d = outliving();
+  const t = windowed(d, [6, 9]);
+  assert.deepEqual(Object.keys(t), ["rollout", "rollout;generate", "rollout;generate;reward"]);
+  assert.equal(t["rollout;generate;reward"].count, 1);
+  assert.ok(close(t["rollout;generate;reward"].total, 3) && close(t["rollout;generate;reward"].self, 3));
+  for (const path of ["rollout", "rollout;generate"]) {
+    assert.equal(t[path].count, 0, path);
+    assert.equal(t[path].total, 0, path);
+    assert.ok(Number.isNaN(t[path].p50) && Number.isNaN(t[path].p95), path);
+  }
+  const f = flameOf(d, measuredSpans(d), [6, 9]);
+  assert.deepEqual(Array.from(f.spanRow).map((row) => (row < 0 ? null : f.rows[row].path)), [null, null, null, "rollout;generate;reward"]);
+});
+
+test("a window holding part of the grandparent: the outliving child is no root beside it", () => {
+  const t = windowed(outliving(), [4.5, 9]);
+  assert.deepEqual(Object.keys(t), ["rollout", "rollout;generate", "rollout;generate;reward"]);
+  assert.ok(close(t.rollout.total, 0.5) && t.rollout.count === 1);
+  assert.equal(t["rollout;generate"].count, 0);
+  assert.ok(close(t["rollout;generate;reward"].total, 4.5));
+});
+
+test("windows that split the time add up, path by path, to the total without one", () => {
+  const d = outliving();
+  const [early, late] = [windowed(d, [0, 6]), windowed(d, [6, 9])];
+  for (const [path, row] of Object.entries(windowed(d, null))) {
+    assert.ok(close((early[path]?.total ?? 0) + (late[path]?.total ?? 0), row.total), path);
+  }
+});
+
+test("icicle: the frames above an outliving child the window holds alone are as wide as it", () => {
+  const d = outliving();
+  const f = flameOf(d, measuredSpans(d), [6, 9]);
+  const lay = icicleLayout(f.rows, 1000);
+  assert.equal(lay.depth, 3);
+  for (let row = 0; row < f.rows.length; row++) assert.ok(close(lay.w[row], 1000), f.rows[row].path);
+});
