@@ -75,8 +75,14 @@ def unit_table(frames: TraceFrames) -> pd.DataFrame:
 
 
 def tail_price(frames: TraceFrames, oversample: float = OVERSAMPLE) -> pd.DataFrame:
-    """Per rollout id (the index): when its samples finished and what an early stop saves.
+    """Per rollout id (the index) and dump: when its samples finished and what an early
+    stop saves.
 
+    ``dump``: the dump the row is of, its position in ``frames.paths`` (as
+    ``signal_ledger(frames, by="dump")`` and ``rollout_diff`` count dumps): two dumps of
+    one rollout id (two runs' ``rollout_0.pt``, or a step's train and eval dumps) are
+    two rollouts, each its own row, in rollout id then dump order; frames whose dumps
+    have rollout ids of their own have one row per id, as before there was a ``dump``.
     ``samples``: samples with a start and an end (the others are left out);
     ``finished_50``, ``finished_90``, ``finished_99``: seconds from the rollout's first
     start until 50/90/99% of them had finished (the end of the ``ceil(q * samples)``-th
@@ -85,11 +91,13 @@ def tail_price(frames: TraceFrames, oversample: float = OVERSAMPLE) -> pd.DataFr
     toward the batch; ``oversample``: the factor asked for; ``batch_units``:
     ``ceil(units / oversample)``; ``stop_s``: seconds from the first start until that
     many units had finished; ``saved_s`` = ``step_s - stop_s``; ``saved_share`` =
-    ``saved_s / step_s``. The module docstring says on what assumptions these rest.
-    Frames holding a train and an eval dump of one rollout id give one row for both
-    together; load them apart (or read ``rollout_trends``, which is per dump) to tell
-    them apart."""
-    return tail_of(unit_table(frames), oversample)
+    ``saved_s / step_s``. The module docstring says on what assumptions these rest."""
+    table, keys = _per_dump(frames)
+    out = tail_of(table, oversample)
+    rollout_dump = keys[out.index.to_numpy()]
+    out.index = pd.Index(rollout_dump.get_level_values(0), name="rollout_id")
+    out.insert(0, "dump", rollout_dump.get_level_values(1))
+    return out
 
 
 def tail_of(table: pd.DataFrame, oversample: float = OVERSAMPLE) -> pd.DataFrame:
@@ -125,20 +133,35 @@ def tail_of(table: pd.DataFrame, oversample: float = OVERSAMPLE) -> pd.DataFrame
 
 def finish_order(frames: TraceFrames) -> pd.DataFrame:
     """Every unit of :func:`tail_price` in the order it finished: indexed by rollout id
-    and ``position`` (1 for the first to finish), with ``seconds`` from the rollout's
-    first start and ``counted`` (whether it counts toward the batch); stopping after the
-    first ``N`` counted units ends the step at the ``N``-th counted row's ``seconds``."""
-    table = unit_table(frames)
+    and ``position`` (1 for the first to finish in its rollout id and dump), with
+    ``dump`` (as in :func:`tail_price`), ``seconds`` from the rollout's first start and
+    ``counted`` (whether it counts toward the batch); stopping after the first ``N``
+    counted units of a dump ends its step at the ``N``-th counted row's ``seconds``."""
+    table, keys = _per_dump(frames)
     timed = table[np.isfinite(table["start"].to_numpy()) & np.isfinite(table["end"].to_numpy())]
     t0 = timed.groupby("rollout_id")["start"].min()
     units = _unit_finishes(timed).sort_values(["rollout_id", "end"], kind="stable")
     position = units.groupby("rollout_id").cumcount().to_numpy() + 1
     seconds = units["end"].to_numpy() - t0.reindex(units["rollout_id"]).to_numpy()
-    return pd.DataFrame({"seconds": seconds, "counted": units["counted"].to_numpy(),
+    rollout_dump = keys[units["rollout_id"].to_numpy()]
+    return pd.DataFrame({"dump": rollout_dump.get_level_values(1), "seconds": seconds,
+                         "counted": units["counted"].to_numpy(),
                          "unit": np.where(units["grouped"].to_numpy(), "group", "sample")},
-                        index=pd.MultiIndex.from_arrays([units["rollout_id"].to_numpy(),
+                        index=pd.MultiIndex.from_arrays([rollout_dump.get_level_values(0),
                                                          position],
                                                         names=["rollout_id", "position"]))
+
+
+def _per_dump(frames: TraceFrames) -> tuple[pd.DataFrame, pd.MultiIndex]:
+    """:func:`unit_table` with each sample's ``rollout_id`` replaced by a code of its
+    (rollout id, dump) pair, for :func:`tail_of` to take each pair as a rollout; and
+    the pairs, one per code, in code order (rollout id, then dump)."""
+    table = unit_table(frames)
+    pairs = pd.MultiIndex.from_arrays([table["rollout_id"].to_numpy(),
+                                       frames.samples["dump"].to_numpy(dtype=np.int64)])
+    codes, keys = pd.factorize(pairs, sort=True)
+    table["rollout_id"] = codes.astype(np.int64)
+    return table, keys
 
 
 def _unit_finishes(timed: pd.DataFrame) -> pd.DataFrame:
