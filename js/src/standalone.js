@@ -131,6 +131,7 @@ function replyTo(msg, opts, attrsFor) {
     return {
       head: headOf(msg),
       answer: async () => {
+        if (msg.kind !== "span" && msg.kind !== "event") return { detail: null, error: `kind must be "span" or "event", not ${JSON.stringify(msg.kind) ?? "none"}` };
         const detail = await attrsFor(msg.kind, msg.index);
         return detail === null ? { detail, error: "attributes are not embedded in this page" } : { detail };
       },

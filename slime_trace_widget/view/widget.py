@@ -312,6 +312,9 @@ class TraceTimeline(anywidget.AnyWidget):
         value = dict(proposal["value"] or {})
         if not value or "index" not in value or self._live is not None:
             return value
+        if value.get("kind", "span") not in ("span", "event"):
+            _log.debug("selection of no span or event: %r", value)
+            return {}
         try:
             frame_index = self._frame_index(value.get("kind", "span"), int(value["index"]))
         except (IndexError, TypeError, ValueError):
@@ -383,8 +386,11 @@ class TraceTimeline(anywidget.AnyWidget):
         self.send(reply)
 
     def _attrs(self, content: dict[str, Any]) -> dict[str, Any]:
-        """Details of payload span or event ``index`` (see ``details.span_detail``)."""
-        kind = "span" if content.get("kind") == "span" else "event"
+        """Details of payload span or event ``index`` (see ``details.span_detail``);
+        ValueError for a ``kind`` that is neither (the reply says so)."""
+        kind = content.get("kind")
+        if kind not in ("span", "event"):
+            raise ValueError(f"kind must be 'span' or 'event', not {kind!r}")
         if self._live is not None:
             return {"detail": self._live.session.detail(kind, int(content["index"]))}
         frame_index = self._frame_index(kind, int(content["index"]))

@@ -162,3 +162,18 @@ test("Sync: debounced writes, the writing flag guards echoes", async () => {
   s.flush();
   assert.deepEqual(m.get("view_state"), { a: 1 });
 });
+
+test("local model refuses an attrs request of a kind neither span nor event", async () => {
+  const m = createLocalModel({ payload: null }, { attrs: { span: [{ name: "s0" }], event: [{ name: "e0" }] } });
+  /** @type {any[]} */
+  const replies = [];
+  m.on("msg:custom", (msg) => replies.push(msg));
+  m.send({ type: "attrs", kind: "seg", index: 0, req: 1 });
+  m.send({ type: "attrs", index: 0, req: 2 });
+  const deadline = Date.now() + 30_000;
+  while (replies.length < 2 && Date.now() < deadline) await wait(1);
+  const bySeg = replies.find((r) => r.req === 1);
+  assert.equal(bySeg.detail, null);
+  assert.equal(bySeg.error, 'kind must be "span" or "event", not "seg"');
+  assert.equal(replies.find((r) => r.req === 2).error, 'kind must be "span" or "event", not none');
+});
