@@ -31,6 +31,27 @@ function mount(model, el, t0) {
 }
 
 /**
+ * Tell the kernel a view of the widget opened or closed (docs/payload.md, "Views"):
+ * a widget that no view shows any more stops following its folder. A model whose
+ * comm is gone (the widget closed) cannot be told, and needs not be.
+ * @param {import("./data/model.js").AnyModel} model
+ * @param {"view_opened"|"view_closed"} type
+ * @param {string} view
+ */
+function tellViews(model, type, view) {
+  try {
+    model.send({ type, view });
+  } catch (err) {
+    console.debug("slime-trace-widget: could not send", type, err);
+  }
+}
+
+/** An id for one view of a widget, unique among its views. */
+function newViewId() {
+  return `${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 10)}`;
+}
+
+/**
  * Draw the timeline into `el`: at once, or, when the payload's binary buffers
  * were lost on the way (inline.js), once the kernel's inline copy is here.
  * @param {{ model: import("./data/model.js").AnyModel, el: HTMLElement }} ctx
@@ -38,6 +59,8 @@ function mount(model, el, t0) {
  */
 function render({ model, el }) {
   const t0 = performance.now();
+  const view = newViewId();
+  tellViews(model, "view_opened", view);
   /** @type {HTMLElement|null} */
   let waiting = null;
   let cleanup = () => {};
@@ -54,6 +77,7 @@ function render({ model, el }) {
     whole.dispose();
     waiting?.remove();
     cleanup();
+    tellViews(model, "view_closed", view);
   };
 }
 

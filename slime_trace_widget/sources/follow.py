@@ -113,30 +113,55 @@ class Poller:
     """Calls ``look`` every ``interval`` seconds on a daemon thread until stopped.
 
     An exception in ``look`` is handed to ``report`` and the polling goes on: a
-    dump that cannot be read must not end the following.
+    dump that cannot be read must not end the following. ``pause`` ends the thread
+    without ending the following, ``resume`` starts a new one (a widget no view
+    shows any more stops reading); two looks never run at once, so a thread started
+    while the last one finishes its look waits for it.
     """
 
     def __init__(self, look: Callable[[], None], report: Callable[[BaseException], None],
                  interval: float = POLL_SECONDS) -> None:
         self._look, self._report, self.interval = look, report, interval
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="slime-trace-follow",
-                                        daemon=True)
-        self._thread.start()
+        self._looking = threading.Lock()
+        self._stopped = False
+        self._halt = threading.Event()
+        self._thread = self._started(self._halt)
 
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval):
-            try:
-                self._look()
-            except Exception as exc:  # reported, and the next look tries again
-                self._report(exc)
+    def _started(self, halt: threading.Event) -> threading.Thread:
+        thread = threading.Thread(target=self._run, args=(halt,), name="slime-trace-follow",
+                                  daemon=True)
+        thread.start()
+        return thread
+
+    def _run(self, halt: threading.Event) -> None:
+        while not halt.wait(self.interval):
+            with self._looking:
+                if halt.is_set():  # paused or stopped while waiting for the last look
+                    return
+                try:
+                    self._look()
+                except Exception as exc:  # reported, and the next look tries again
+                    self._report(exc)
 
     def stop(self, wait: bool = True) -> None:
-        """Stop polling; ``wait`` for a look in progress (a dump being loaded) to end."""
-        self._stop.set()
+        """Stop polling for good; ``wait`` for a look in progress (a dump being loaded) to
+        end."""
+        self._stopped = True
+        self.pause(wait)
+
+    def pause(self, wait: bool = False) -> None:
+        """Stop polling until :meth:`resume`; ``wait`` as for :meth:`stop`."""
+        self._halt.set()
         if wait and threading.current_thread() is not self._thread:
             self._thread.join(timeout=30)
 
+    def resume(self) -> None:
+        """Poll again after :meth:`pause`; nothing once stopped, or while polling."""
+        if self._stopped or not self._halt.is_set():
+            return
+        self._halt = threading.Event()
+        self._thread = self._started(self._halt)
+
     @property
     def running(self) -> bool:
-        return self._thread.is_alive() and not self._stop.is_set()
+        return self._thread.is_alive() and not self._halt.is_set()

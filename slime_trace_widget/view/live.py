@@ -191,6 +191,14 @@ class LiveFollower:
         self._sent_at = time.monotonic()
         self._send(delta)
 
+    def pause(self) -> None:
+        """Stop polling until :meth:`resume`, the views not told (none shows the rollout)."""
+        self._poller.pause()
+
+    def resume(self) -> None:
+        """Poll again after :meth:`pause` (nothing after :meth:`stop`)."""
+        self._poller.resume()
+
     def stop(self) -> None:
         """Stop polling, and tell the views the clock has stopped."""
         self._poller.stop()

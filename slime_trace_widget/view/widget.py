@@ -69,6 +69,8 @@ class TraceTimeline(anywidget.AnyWidget):
         self._frames = frames
         self._poller: Poller | None = None
         self._live: LiveFollower | None = None
+        #: The views of this widget drawn now, by the ids they sent (``_view_seen``).
+        self._views: set[str] = set()
         self._title = title
         self._align = align or ("rollout" if len(frames.paths) > 1 else "global")
         self._view = self._encode(frames)
@@ -356,7 +358,9 @@ class TraceTimeline(anywidget.AnyWidget):
         """Answer the front end's requests (``docs/payload.md``); other messages are ignored."""
         if not isinstance(content, dict) or not isinstance(content.get("type"), str):
             return
-        if content["type"] == "live_sync" and self._live is not None:
+        if content["type"] in ("view_opened", "view_closed"):
+            self._view_seen(content["type"] == "view_opened", content.get("view"))
+        elif content["type"] == "live_sync" and self._live is not None:
             since, epoch = content.get("since"), content.get("epoch")
             self._live.send_since(since if type(since) is int and since >= 0 else 0,
                                   epoch if isinstance(epoch, str) else None)
@@ -366,6 +370,27 @@ class TraceTimeline(anywidget.AnyWidget):
             answer = answers.get(content["type"])
             if answer is not None:
                 self._reply(content, answer)
+
+    def _view_seen(self, opened: bool, view: Any) -> None:
+        """Follow the folder (:meth:`follow`, :meth:`live`) only while a view shows it:
+        a re-run cell's widget stays in the kernel, and would read for ever. Reading
+        pauses once the last view that opened has closed and goes on when one opens
+        again; a widget no view ever opened (used from code) keeps reading."""
+        if not isinstance(view, str):
+            return
+        if opened:
+            self._views.add(view)
+        elif view in self._views:
+            self._views.remove(view)
+        else:
+            return
+        for follower in (self._poller, self._live):
+            if follower is None:
+                continue
+            if self._views:
+                follower.resume()
+            else:
+                follower.pause()
 
     def _reply(self, content: dict[str, Any],
                answer: Callable[[dict[str, Any]], dict[str, Any]]) -> None:

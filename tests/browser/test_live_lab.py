@@ -69,3 +69,35 @@ def test_live_widget_grows_closes_flags_and_stops(chromium: Any, lab: JupyterLab
                                    timeout=WAIT_MS)
         finally:
             page.close()
+
+
+def test_a_live_widget_of_a_cell_run_again_stops_reading(chromium: Any, lab: JupyterLab,
+                                                          tmp_path: Path) -> None:
+    """Running the cell again removes the first widget's view (ipywidgets keeps the widget
+    itself): its view says so, and the first widget stops reading the store, so one
+    thread reads it, not two."""
+    folder = tmp_path / "collect"
+    folder.mkdir()
+    url = lab.write_notebook("live_rerun.ipynb", [
+        "from slime_trace_widget import TraceTimeline\n"
+        f"tl = TraceTimeline.live({str(folder)!r})\ntl",
+        "import threading, time\n"
+        "def readers():\n"
+        "    return sum(t.name == 'slime-trace-follow' for t in threading.enumerate())\n"
+        "deadline = time.monotonic() + 60\n"
+        "while readers() > 1 and time.monotonic() < deadline:\n"
+        "    time.sleep(0.05)\n"
+        "print('reading threads:', readers())",
+    ])
+    page = chromium.new_page(viewport=VIEWPORT, device_scale_factor=1)
+    try:
+        notebook = run_first_widget(page, url)
+        notebook.run_cell(0)
+        page.wait_for_selector(f'{FIRST_WIDGET}[data-ready="1"]', timeout=WAIT_MS)
+        notebook.run_cell(1)
+        page.wait_for_function(
+            "() => document.querySelectorAll('.jp-Cell')[1].querySelector('.jp-OutputArea')"
+            "?.textContent.includes('reading threads:')", timeout=WAIT_MS * 2)
+        assert "reading threads: 1" in notebook.output_text(1)
+    finally:
+        page.close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
 import time
 from pathlib import Path
 
@@ -120,6 +121,61 @@ def test_poller_reports_errors_and_keeps_going() -> None:
     _wait_for(lambda: len(calls) >= 3)
     poller.stop()
     assert not poller.running and len(errors) == 1
+
+
+def _follow_threads() -> int:
+    return sum(thread.name == "slime-trace-follow" and thread.is_alive()
+               for thread in threading.enumerate())
+
+
+def test_a_paused_poller_ends_its_thread_and_resumes_with_a_new_one() -> None:
+    calls: list[int] = []
+    before = _follow_threads()
+    poller = Poller(lambda: calls.append(1), lambda exc: None, interval=0.01)
+    try:
+        _wait_for(lambda: len(calls) >= 2)
+        poller.pause(wait=True)
+        assert not poller.running and _follow_threads() == before
+        looked = len(calls)
+        poller.resume()
+        poller.resume()  # while polling: no second thread
+        assert _follow_threads() == before + 1
+        _wait_for(lambda: len(calls) > looked)
+    finally:
+        poller.stop()
+    assert not poller.running and _follow_threads() == before
+    poller.resume()  # stopped for good
+    assert not poller.running and _follow_threads() == before
+
+
+def test_a_thread_resumed_during_a_look_waits_for_it() -> None:
+    """Two looks never overlap: a follow look swaps the widget's frames."""
+    inside, release, overlaps = threading.Event(), threading.Event(), []
+    running = threading.Lock()
+
+    def look() -> None:
+        if not running.acquire(blocking=False):
+            overlaps.append(1)
+            return
+        try:
+            inside.set()
+            release.wait(60)
+        finally:
+            running.release()
+
+    poller = Poller(look, lambda exc: None, interval=0.01)
+    try:
+        assert inside.wait(60)
+        poller.pause()
+        poller.resume()  # the new thread's first look comes while the old one's runs
+        _wait_for(lambda: poller.running)
+        release.set()
+        inside.clear()
+        _wait_for(inside.is_set)
+    finally:
+        release.set()
+        poller.stop()
+    assert overlaps == []
 
 
 def test_a_dump_marked_failed_is_returned_again_once_it_changes(tmp_path: Path) -> None:

@@ -1,0 +1,94 @@
+"""A widget that follows a folder reads it only while a view shows it (``docs/payload.md``,
+"Views"): each view the renderer draws says ``view_opened`` and, when removed (a re-run
+cell), ``view_closed``. ipywidgets keeps every widget until it is closed, so without this
+each re-run of ``TraceTimeline.live(DIR)`` left one more thread reading the store."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from slime_trace_widget.view.live import LiveBatch
+from slime_trace_widget.view.widget import TraceTimeline
+from tests.support.live_feeds import RecordQueue
+
+#: Hang guard of the waits below: generous, for a busy machine.
+DEADLINE_SECONDS = 60.0
+
+
+class CountingFeed(RecordQueue):
+    """A feed of no records that counts its polls."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.polls = 0
+
+    def poll(self) -> LiveBatch:
+        self.polls += 1
+        return super().poll()
+
+
+def _wait_for(condition: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + DEADLINE_SECONDS
+    while not condition():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.005)
+
+
+def _reading_threads() -> int:
+    return sum(thread.name == "slime-trace-follow" and thread.is_alive()
+               for thread in threading.enumerate())
+
+
+def _tell(timeline: TraceTimeline, kind: str, view: object) -> None:
+    timeline._on_message(timeline, {"type": kind, "view": view}, [])
+
+
+def _reads_on(count: Callable[[], int]) -> None:
+    """Wait until ``count`` (of reads) goes up."""
+    seen = count()
+    _wait_for(lambda: count() > seen)
+
+
+def test_a_live_widget_reads_while_a_view_shows_it() -> None:
+    before = _reading_threads()
+    feed = CountingFeed()
+    timeline = TraceTimeline.live(feed=feed, interval=0.01)
+    timeline.send = lambda *args, **kwargs: None  # type: ignore[method-assign]
+    try:
+        _reads_on(lambda: feed.polls)  # no view yet (used from code): it reads
+        _tell(timeline, "view_opened", "a")
+        _tell(timeline, "view_opened", "b")
+        _tell(timeline, "view_closed", "a")
+        _reads_on(lambda: feed.polls)  # b still shows it
+        _tell(timeline, "view_closed", "nobody")  # never opened: changes nothing
+        _tell(timeline, "view_closed", 7)
+        _reads_on(lambda: feed.polls)
+        _tell(timeline, "view_closed", "b")  # the cell was run again
+        _wait_for(lambda: _reading_threads() == before)
+        polls = feed.polls
+        _tell(timeline, "view_opened", "c")  # display(tl) again
+        assert _reading_threads() == before + 1
+        _wait_for(lambda: feed.polls > polls)
+    finally:
+        timeline.stop_following()
+    assert _reading_threads() == before
+    _tell(timeline, "view_opened", "d")  # stopped for good
+    assert _reading_threads() == before
+
+
+def test_a_followed_folder_is_read_while_a_view_shows_it(tmp_path: Path) -> None:
+    before = _reading_threads()
+    timeline = TraceTimeline.follow(tmp_path, interval=0.01)
+    try:
+        assert _reading_threads() == before + 1
+        _tell(timeline, "view_opened", "a")
+        _tell(timeline, "view_closed", "a")
+        _wait_for(lambda: _reading_threads() == before)
+        _tell(timeline, "view_opened", "b")
+        assert _reading_threads() == before + 1
+    finally:
+        timeline.stop_following()
+    assert _reading_threads() == before
