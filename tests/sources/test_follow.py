@@ -123,9 +123,10 @@ def test_poller_reports_errors_and_keeps_going() -> None:
     assert not poller.running and len(errors) == 1
 
 
-def _follow_threads() -> int:
-    return sum(thread.name == "slime-trace-follow" and thread.is_alive()
-               for thread in threading.enumerate())
+def _follow_threads() -> set[threading.Thread]:
+    """The follow threads alive now (another test's may still be ending: compare sets)."""
+    return {thread for thread in threading.enumerate()
+            if thread.name == "slime-trace-follow" and thread.is_alive()}
 
 
 def test_a_paused_poller_ends_its_thread_and_resumes_with_a_new_one() -> None:
@@ -135,17 +136,17 @@ def test_a_paused_poller_ends_its_thread_and_resumes_with_a_new_one() -> None:
     try:
         _wait_for(lambda: len(calls) >= 2)
         poller.pause(wait=True)
-        assert not poller.running and _follow_threads() == before
+        assert not poller.running and _follow_threads() - before == set()
         looked = len(calls)
         poller.resume()
         poller.resume()  # while polling: no second thread
-        assert _follow_threads() == before + 1
+        assert len(_follow_threads() - before) == 1
         _wait_for(lambda: len(calls) > looked)
     finally:
         poller.stop()
-    assert not poller.running and _follow_threads() == before
+    assert not poller.running and _follow_threads() - before == set()
     poller.resume()  # stopped for good
-    assert not poller.running and _follow_threads() == before
+    assert not poller.running and _follow_threads() - before == set()
 
 
 def test_a_thread_resumed_during_a_look_waits_for_it() -> None:

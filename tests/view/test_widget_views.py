@@ -19,14 +19,17 @@ DEADLINE_SECONDS = 60.0
 
 
 class CountingFeed(RecordQueue):
-    """A feed of no records that counts its polls."""
+    """A feed of no records that counts its polls and keeps the threads that made them."""
 
     def __init__(self) -> None:
         super().__init__()
         self.polls = 0
+        self.readers: list[threading.Thread] = []
 
     def poll(self) -> LiveBatch:
         self.polls += 1
+        if threading.current_thread() not in self.readers:
+            self.readers.append(threading.current_thread())
         return super().poll()
 
 
@@ -37,9 +40,15 @@ def _wait_for(condition: Callable[[], bool]) -> None:
         time.sleep(0.005)
 
 
-def _reading_threads() -> int:
-    return sum(thread.name == "slime-trace-follow" and thread.is_alive()
-               for thread in threading.enumerate())
+def _reading_threads() -> set[threading.Thread]:
+    """The follow threads alive now (other tests' may still be ending: compare sets)."""
+    return {thread for thread in threading.enumerate()
+            if thread.name == "slime-trace-follow" and thread.is_alive()}
+
+
+def _ended(thread: threading.Thread) -> bool:
+    thread.join(DEADLINE_SECONDS)
+    return not thread.is_alive()
 
 
 def _tell(timeline: TraceTimeline, kind: str, view: object) -> None:
@@ -66,29 +75,31 @@ def test_a_live_widget_reads_while_a_view_shows_it() -> None:
         _tell(timeline, "view_closed", "nobody")  # never opened: changes nothing
         _tell(timeline, "view_closed", 7)
         _reads_on(lambda: feed.polls)
+        assert len(feed.readers) == 1
         _tell(timeline, "view_closed", "b")  # the cell was run again
-        _wait_for(lambda: _reading_threads() == before)
+        assert _ended(feed.readers[0])
         polls = feed.polls
         _tell(timeline, "view_opened", "c")  # display(tl) again
-        assert _reading_threads() == before + 1
         _wait_for(lambda: feed.polls > polls)
+        assert len(feed.readers) == 2 and feed.readers[1].is_alive()
     finally:
         timeline.stop_following()
-    assert _reading_threads() == before
+    assert _ended(feed.readers[-1])
     _tell(timeline, "view_opened", "d")  # stopped for good
-    assert _reading_threads() == before
+    assert _reading_threads() - before == set()
 
 
 def test_a_followed_folder_is_read_while_a_view_shows_it(tmp_path: Path) -> None:
     before = _reading_threads()
     timeline = TraceTimeline.follow(tmp_path, interval=0.01)
     try:
-        assert _reading_threads() == before + 1
+        (first,) = _reading_threads() - before
         _tell(timeline, "view_opened", "a")
         _tell(timeline, "view_closed", "a")
-        _wait_for(lambda: _reading_threads() == before)
+        assert _ended(first)
         _tell(timeline, "view_opened", "b")
-        assert _reading_threads() == before + 1
+        (second,) = _reading_threads() - before
+        assert second is not first
     finally:
         timeline.stop_following()
-    assert _reading_threads() == before
+    assert _ended(second)
