@@ -8,7 +8,10 @@ it dropped so far. So per sender (``host:pid``, told apart by its start time):
   highest one the sender announced (a record's, or a heartbeat's last assigned
   number): records dropped at the sender, lost in transit, or refused while the
   receiver was down;
-* ``dropped``: records the sender says it dropped (since it started);
+* ``dropped``: records the sender says it dropped since the first number read: what it
+  last said, less what it had said before that number (its first word read, less the
+  numbers missing between the first read and that word: those are drops within the
+  request the first number came in, which reaches the receiver whole);
 * ``silent``: nothing heard for :data:`SILENT_SECONDS` (a heartbeat comes at least
   every 2 s while it is alive) and no ``close`` record: the process may be dead;
 * records received more than once (a batch sent again after an answer was lost) count
@@ -54,7 +57,7 @@ class SenderHealth:
     service: str
     records: int           # distinct records received
     missing: int           # sequence numbers never received (see the module)
-    dropped: int           # dropped at the sender, as it last said
+    dropped: int           # dropped at the sender since the first number read
     queued: int            # waiting in the sender, as it last said
     highest_seq: int
     last_heard: float      # the collector's clock
@@ -84,6 +87,9 @@ class LiveHealth:
     restarts: list[RestartGap] = field(default_factory=list)
     now: float = float("nan")
     absent: list[SenderHealth] = field(default_factory=list)
+    #: Store files skipped because they could not be read, ``path: why``: their records
+    #: are missing from this read, and no sender's count says so.
+    unreadable: list[str] = field(default_factory=list)
 
     @property
     def missing(self) -> int:
@@ -115,6 +121,7 @@ class LiveHealth:
                   "this one" for s in self.absent]
         parts += [f"receiver down {gap.up_at - gap.down_after:.1f} s"
                   for gap in self.restarts]
+        parts += [f"unreadable store file skipped: {line}" for line in self.unreadable]
         return "; ".join(parts)
 
 
@@ -154,6 +161,10 @@ class SeqRanges:
     def first(self) -> int:
         return int(self.lo[0]) if len(self.lo) else 0
 
+    def count_to(self, last: int) -> int:
+        """How many numbers held are at most ``last``."""
+        return int((np.minimum(self.hi, last) - self.lo + 1).clip(min=0).sum())
+
 
 @dataclass
 class _Sender:
@@ -161,6 +172,8 @@ class _Sender:
     service: str = ""
     highest: int = 0
     dropped: int = 0
+    #: What the sender had dropped before the first number read (None: not said yet).
+    dropped_before: int | None = None
     queued: int = 0
     last_heard_ns: int = 0
     closed: bool = False
@@ -178,6 +191,11 @@ class HealthTracker:
         self._restarts: list[RestartGap] = []
         self._last_received_ns = 0
         self._stopped_ns = 0
+        self._unreadable: dict[str, str] = {}
+
+    def skipped(self, unreadable: dict[str, str]) -> None:
+        """Note store files that could not be read (path: why), whose rows are not here."""
+        self._unreadable.update(unreadable)
 
     def observe(self, table: pa.Table) -> np.ndarray:
         """Take rows in; a mask of the rows that are records seen for the first time (a
@@ -229,6 +247,8 @@ class HealthTracker:
             new &= ~state.seen.contains(numbers)
             state.seen.add(numbers[new])
             fresh[records[new]] = True
+            if state.dropped_before is None:
+                state.dropped_before = _dropped_before(state.seen, dropped[rows], due)
         return fresh
 
     def _restarts_in(self, kinds: np.ndarray, ours: np.ndarray, received: np.ndarray,
@@ -267,7 +287,8 @@ class HealthTracker:
             health = SenderHealth(
                 sender=name, process=process_name(name), service=state.service,
                 records=state.seen.count, missing=max(expected - state.seen.count, 0),
-                dropped=state.dropped, queued=state.queued, highest_seq=state.highest,
+                dropped=max(state.dropped - (state.dropped_before or 0), 0),
+                queued=state.queued, highest_seq=state.highest,
                 last_heard=state.last_heard_ns / 1e9,
                 silent=not state.closed and now - state.last_heard_ns / 1e9 > SILENT_SECONDS,
                 closed=state.closed, last_rollout=state.last_rollout)
@@ -275,7 +296,21 @@ class HealthTracker:
                 senders.append(health)
             elif health.silent and 0 <= state.last_rollout < self.rollout:
                 absent.append(health)
-        return LiveHealth(senders, list(self._restarts), now, absent)
+        return LiveHealth(senders, list(self._restarts), now, absent,
+                          [f"{path}: {why}" for path, why in self._unreadable.items()])
+
+
+def _dropped_before(seen: SeqRanges, said: np.ndarray, due: np.ndarray) -> int | None:
+    """What a sender had dropped before the first number read, from its first word on
+    drops (``said`` >= 0; None: no word yet) at the number ``due``: the word, less the
+    numbers missing from the first read up to it (dropped within the request the first
+    number came in: a request reaches the receiver whole)."""
+    words = np.flatnonzero(said >= 0)
+    if not len(words):
+        return None
+    upto = int(due[words[0]])
+    holes = (upto - seen.first + 1) - seen.count_to(upto) if seen.count else 0
+    return max(int(said[words[0]]) - max(holes, 0), 0)
 
 
 def process_name(sender: str) -> str:

@@ -27,7 +27,7 @@ class ReaderFeed:
         return LiveBatch(keys=[str(k) for k in delta.samples["key"]],
                          senders=sender_rows(delta.health),
                          absent=absent_rows(delta.health),
-                         receiver_gap=receiver_gap(delta.health),
+                         receiver_gap=store_notes(delta.health),
                          restarted=bool(delta.rollout_changed),
                          engine_traces=(self.reader.directory if self.reader.engine_traces
                                         else None))
@@ -56,6 +56,16 @@ def absent_rows(health: LiveHealth) -> list[dict[str, Any]]:
     return [{"sender": sender.process, "service": sender.service,
              "last_rollout": sender.last_rollout,
              "quiet_s": max(0.0, health.now - sender.last_heard)} for sender in health.absent]
+
+
+def store_notes(health: LiveHealth) -> str:
+    """The banner's line on the store itself: the receiver's downtime and the store files
+    that could not be read ("" when neither)."""
+    notes = [receiver_gap(health)] if health.restarts else []
+    if health.unreadable:
+        notes.append(f"{len(health.unreadable)} store file(s) could not be read and were "
+                     f"skipped (their records are missing): {'; '.join(health.unreadable)}")
+    return " ".join(notes)
 
 
 def receiver_gap(health: LiveHealth) -> str:

@@ -8,11 +8,14 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ...frames.live_health import HealthTracker
+from ...frames.live_health import HealthTracker, LiveHealth
 from ...frames.model import TraceFrames
 from .carriers import LiveCarriers, NewRecord, read_rows
 from .frames_of import live_frames
-from .read import Selection, select
+from .read import Selection, UnreadableStore, select
+
+#: ``frames.warnings`` kind: a store file skipped because it could not be read (damaged).
+UNREADABLE_FILE = "live_unreadable_file"
 
 
 @dataclass
@@ -31,6 +34,7 @@ def take_in(selection: Selection) -> Intake:
     (``carriers.read_rows``)."""
     read = read_rows(selection.read, selection.chosen)
     health = HealthTracker(None if selection.everything else selection.rollout)
+    health.skipped(selection.unreadable)
     carriers = LiveCarriers()
     taken = carriers.take(read, health.observe(selection.read))
     return Intake(health, carriers, taken)
@@ -51,10 +55,26 @@ def load_live(directory: str | Path, rollout: int | None = None, since: float | 
     (:class:`~slime_trace_widget.frames.live_health.LiveHealth`).
 
     Only the files, and in them the row groups, that can hold the rollout and window are
-    read (``docs/live-store.md``)."""
+    read (``docs/live-store.md``). A damaged store file is skipped, counted in
+    ``frames.warnings`` (``live_unreadable_file``) and named in ``frames.live``; when no
+    record of the rollout could be read and a file was damaged, :class:`UnreadableStore`
+    (a ``ValueError``) names it instead."""
     now = time.time() if now is None else float(now)
     selection = select(directory, rollout, None if since is None else int(since * 1e9),
                        None if until is None else int(until * 1e9))
+    if selection.unreadable and not selection.chosen.any():
+        raise UnreadableStore.of(selection.unreadable)
     intake = take_in(selection)
-    return live_frames(intake.carriers, selection.rollout, directory, now,
-                       intake.health.health(now), engine=engine_traces)
+    return frames_of(intake.carriers, selection.rollout, directory, now,
+                     intake.health.health(now), engine=engine_traces)
+
+
+def frames_of(carriers: LiveCarriers, rollout: int, directory: str | Path, now: float,
+              health: LiveHealth, keys: list[str] | None = None,
+              engine: bool = True) -> TraceFrames:
+    """:func:`~.frames_of.live_frames`, each store file skipped as damaged counted in
+    ``frames.warnings`` (``live_unreadable_file``)."""
+    frames = live_frames(carriers, rollout, directory, now, health, keys, engine)
+    if health.unreadable:
+        frames.warnings[UNREADABLE_FILE] += len(health.unreadable)
+    return frames

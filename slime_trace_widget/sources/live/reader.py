@@ -14,7 +14,9 @@ records from its first, and the view starts over from it.
 
 A poll reads and checks every new row before it changes what the reader keeps, and
 taking them in cannot fail: a record it cannot read is counted
-(``live_unreadable_record``) and never costs the rest of the poll.
+(``live_unreadable_record``) and never costs the rest of the poll. A damaged store file
+is skipped and named in ``health.unreadable`` (a reader never raises for one: the files
+still to come may be whole).
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from ...values import short_text
 from .carriers import LiveCarriers, NewRecord, read_rows
 from .engine_marks import EngineMarks
 from .frames_of import live_frames
-from .load import take_in
+from .load import frames_of, take_in
 from .read import LatestRollout, Tail, select, store_folder
 from .spans import SpanChanges, SpanTracker
 from .store import UNKNOWN_ROLLOUT, trace_records
@@ -115,6 +117,7 @@ class LiveReader:
         if self.follow_latest and self._latest.see(table) not in (None, self.rollout):
             return self._start(now, self._latest.rollout)
         read = read_rows(table, self._chosen(table))
+        self._health.skipped(self._tail.unreadable)
         fresh = self._health.observe(table)  # taking the rows in cannot fail from here
         self._tail.go_on(ends)
         taken = self._carriers.take(read, fresh)
@@ -147,8 +150,8 @@ class LiveReader:
         """Frames of everything read so far (or of the traces ``keys``), as
         :func:`~.load.load_live` gives them, open spans drawn to ``now``."""
         now = time.time() if now is None else float(now)
-        return live_frames(self._carriers, self.rollout, self.directory, now,
-                           self._health.health(now), keys, self.engine_traces)
+        return frames_of(self._carriers, self.rollout, self.directory, now,
+                         self._health.health(now), keys, self.engine_traces)
 
     def _engine_marks(self, taken: list[NewRecord], now: float) -> dict[str, int]:
         """The samples engine spans stored since the last poll belong to."""
