@@ -6,7 +6,8 @@ file, so a name is written once for the builder, the answers, the encoder and th
 decoder (stdlib only: the dump worker imports it). The engine phases' priority is one
 order for the answers' partition and the renderer's panel and band. Beside the lists,
 the real PD spans' name prefix, the virtual PD lanes' name suffixes and each load
-track's unit and combine rule, which the builder and the renderer both apply.
+track's unit and combine rule, which the builder and the renderer both apply; and the
+critical path's tolerance for one instant, which the answers and the renderer share.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 
 __all__ = ["CLIP_REASONS", "ENGINE_PHASE_PRIORITY", "EVENT_KINDS", "FATES", "INSTANT_EVENT",
            "LINK_KINDS", "LOAD_TRACKS", "LOAD_TRACK_COMBINE", "LOAD_TRACK_UNITS",
-           "PD_LANE_SUFFIXES", "PD_SPAN_PREFIX", "UNMATCHED_END"]
+           "PD_LANE_SUFFIXES", "PD_SPAN_PREFIX", "SAME_INSTANT_SECONDS", "UNMATCHED_END"]
 
 _VOCABULARIES: dict[str, Any] = json.loads(
     (Path(__file__).parent / "vocabularies.json").read_text(encoding="utf-8"))
@@ -49,3 +50,7 @@ LOAD_TRACK_COMBINE: dict[str, str] = dict(_VOCABULARIES["load_track_combine"])
 #: first of these; ``answers.engine``'s partition) and the one the renderer's engine band
 #: shows on top; ``other`` last.
 ENGINE_PHASE_PRIORITY: tuple[str, ...] = tuple(_VOCABULARIES["engine_phase_priority"])
+#: Two times closer than this are one instant where the critical path asks what finished
+#: before what (``answers.critical`` and the renderer's walk): timestamps slime takes of
+#: one moment differ by microseconds, and the payload's float32 item times round.
+SAME_INSTANT_SECONDS: float = float(_VOCABULARIES["same_instant_seconds"])

@@ -12,6 +12,7 @@ import pandas as pd
 if TYPE_CHECKING:
     from ..frames.model import TraceFrames
 
+from ..vocabularies import SAME_INSTANT_SECONDS
 from .stats import measured_spans
 
 
@@ -30,7 +31,10 @@ def critical_path(frames: TraceFrames, sample_row: int) -> pd.DataFrame:
     end. When a child started only after its parent had ended, whatever ran in
     between (a sibling of the parent) is on the path there before the walk comes
     back to the parent's own time. Concurrent spans that finished earlier are not
-    on the path. Open spans count to their display end. A span's ``critical``
+    on the path. Times within ``vocabularies.SAME_INSTANT_SECONDS`` (1 ms) of each other
+    are one instant: a step stamped a microsecond after its generation ended, when the
+    next span started at that end, does not take the generation off the path. Open
+    spans count to their display end. A span's ``critical``
     seconds are the parts of its own interval no span under it on the path covers;
     the seconds of a sample never overlap and add up to its latency less the gaps
     when no span ran.
@@ -59,7 +63,9 @@ def critical_path_share(frames: TraceFrames) -> pd.DataFrame:
     return out[["critical", "share", "samples"]].sort_values("critical", ascending=False)
 
 
-_EPSILON = 1e-9  # seconds: a child ending exactly with its parent is still inside it
+#: Seconds: a child ending with its parent (within one instant) is still inside it, and
+#: a span finishing within one instant of a limit finished by it.
+_EPSILON = SAME_INSTANT_SECONDS
 _LEFT_AT = itemgetter(5)  # a left frame: the latest time it still has
 
 

@@ -79,3 +79,38 @@ def test_a_child_outliving_its_parent_holds_the_time_past_the_parents_end(tmp_pa
     share = analysis.critical_path_share(frames)
     assert share.loc["reward", "critical"] == pytest.approx(6)
     assert share["critical"].sum() == pytest.approx(9)
+
+
+def _jittered_dump(path: Path) -> Path:
+    """rollout 0-20 > (generate 0-17 > decode 5-17.000001, reward 17-20): the decode
+    step's end was stamped a microsecond after the generation's, as two calls stamp one
+    moment, and the reward starts at the generation's end."""
+    clock = _Clock()
+    sample = {"index": 0, "group_index": 0}
+    with use_clock(clock), trace_span(sample, "rollout"):
+        generate = trace_span(sample, "generate")
+        generate.__enter__()
+        clock.now = 5.0
+        decode = trace_span(sample, "decode")
+        decode.__enter__()
+        clock.now = 17.0
+        generate.__exit__(None, None, None)
+        clock.now = 17.000001
+        decode.__exit__(None, None, None)
+        clock.now = 17.0
+        with trace_span(sample, "reward"):
+            clock.now = 20.0
+    save_dump(path, [sample], rollout_id=0)
+    return path
+
+
+def test_a_child_outliving_its_parent_by_a_microsecond_is_not_a_gap(tmp_path):
+    """One instant is ``SAME_INSTANT_SECONDS`` wide: the generation finished when the
+    reward started, so it holds its 17 s; exactly, it finished a microsecond after, and
+    the walk skipped it and gave the 17 s to the rollout, which did nothing itself."""
+    frames = load_frames(_jittered_dump(tmp_path / "rollout_0.pt"))
+    path = analysis.critical_path(frames, 0)
+    held = dict(zip(path["name"].astype(str), path["critical"], strict=True))
+    assert held["rollout"] == pytest.approx(0, abs=1e-5)
+    assert held["generate"] + held["decode"] == pytest.approx(17, abs=1e-5)
+    assert held["reward"] == pytest.approx(3)

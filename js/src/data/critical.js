@@ -12,11 +12,16 @@
 // The panel that shows it is panels/critical_panel.js.
 
 import { F_PD_DETAIL, F_PD_SEGMENT_SPANS, F_VIRTUAL, PD_SPAN_PREFIX, nameOf } from "./decode.js";
+import VOCABULARIES from "../../../slime_trace_widget/vocabularies.json" with { type: "json" };
 
 /** @typedef {import("./decode.js").Data} Data */
 
-/** Seconds: a child ending exactly with its parent is still inside it (as in analysis.py). */
-const EPSILON = 1e-9;
+/**
+ * Seconds: two times closer than this are one instant (vocabularies.json, as in
+ * answers/critical.py): a child ending with its parent is still inside it, and a
+ * span finishing within one instant of a limit finished by it.
+ */
+const EPSILON = VOCABULARIES.same_instant_seconds;
 
 /** @type {WeakMap<Data, Uint8Array>} */
 const measuredCache = new WeakMap();

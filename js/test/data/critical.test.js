@@ -72,6 +72,26 @@ test("a child outliving its parent holds the time past the parent's end", () => 
   assert.ok(close(criticalPath(d, 0).reduce((a, p) => a + p.critical, 0), 9), "the path explains the 9 s the sample took");
 });
 
+test("a child outliving its parent by less than one instant is no gap (vocabularies.json)", () => {
+  // rollout 0-20 > (generate 0-17 > decode 5-17.0005, reward 17-20): the decode step's end
+  // was stamped after the generation's, within one instant of the reward's start.
+  const d = decodePayload(
+    makePayload({
+      samples: [{}],
+      spans: [
+        { sample: 0, start: 0, end: 20, name: "rollout", depth: 0 },
+        { sample: 0, start: 0, end: 17, name: "generate", depth: 1, parent: 0 },
+        { sample: 0, start: 5, end: 17.0005, name: "decode", depth: 2, parent: 1 },
+        { sample: 0, start: 17, end: 20, name: "reward", depth: 1, parent: 0, lane: 1 },
+      ],
+    }).payload,
+  );
+  const held = Object.fromEntries(named(d, 0));
+  assert.equal(held.rollout, 0, "the rollout did nothing itself");
+  assert.ok(close(held.generate + held.decode, 17, 1e-3));
+  assert.equal(held.reward, 3);
+});
+
 test("an open span counts to its display end; a retry follows the failed attempt", () => {
   const d = decodePayload(
     makePayload({
