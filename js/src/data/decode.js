@@ -6,6 +6,7 @@ import { deriveEngine } from "./engine_lanes.js";
 import { decodeLoad } from "./load_tracks.js";
 import { decodeLedger, hasFates, FATE_NONE } from "./fates.js";
 import { warnOfOtherVersion } from "./version.js";
+import { bidiIsolated } from "../util/text.js";
 import CONTRACT from "../../../slime_trace_widget/view/payload_contract.json" with { type: "json" };
 import VOCABULARIES from "../../../slime_trace_widget/vocabularies.json" with { type: "json" };
 
@@ -632,10 +633,10 @@ export function sampleLabel(data, sample) {
   const si = data.meta.samples.sample_index[sample];
   const id = si === null || si === undefined ? `row ${data.meta.samples.row[sample] ?? sample}` : `#${si}`;
   const src = data.meta.sources[data.smpSource[sample]];
-  let out = src !== undefined && src !== "" ? `${id} | ${src}` : id;
+  let out = src !== undefined && src !== "" ? `${id} | ${bidiIsolated(src)}` : id;
   if (data.meta.rollouts.length > 1) {
     const rollout = data.meta.rollouts[data.smpRollout[sample]];
-    if (rollout !== undefined) out += ` | ${rollout}`;
+    if (rollout !== undefined) out += ` | ${bidiIsolated(rollout)}`;
   }
   return out;
 }

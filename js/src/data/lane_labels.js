@@ -8,6 +8,7 @@
 
 import { F_ENGINE, F_PD_DETAIL, PD_ROLE_MARKS, nameOf } from "./decode.js";
 import { isRequestSpan } from "./engine_lanes.js";
+import { bidiIsolated } from "../util/text.js";
 
 /** @typedef {import("./decode.js").Data} Data */
 
@@ -62,7 +63,7 @@ function computeLabel(data, slot) {
     }
   }
   const ranked = [...counts].sort((first, second) => second[1].count - first[1].count || first[1].first - second[1].first);
-  const shown = ranked.slice(0, MAX_LABEL_NAMES).map(([nameIndex]) => nameOf(data, nameIndex));
+  const shown = ranked.slice(0, MAX_LABEL_NAMES).map(([nameIndex]) => bidiIsolated(nameOf(data, nameIndex)));
   const rest = ranked.length - shown.length;
   const names = shown.join(", ") + (rest > 0 ? ` +${rest}` : "");
   const role = roles.size === 0 ? "" : `[${[...roles].sort((first, second) => (first === "P" ? -1 : second === "P" ? 1 : 0)).join("+")}]`;

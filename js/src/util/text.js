@@ -1,4 +1,5 @@
-// Lengths of text counted as the kernel counts them.
+// Lengths of text counted as the kernel counts them; order as Python compares text;
+// dump text isolated for drawing beside other text.
 
 /**
  * Length of `text` in code points, the unit Python counts text lengths and
@@ -43,4 +44,17 @@ export function compareCodePoints(left, right) {
 function codePointRank(/** @type {number} */ unit) {
   if (unit < 0xd800) return unit;
   return unit < 0xe000 ? unit + 0x2000 : unit - 0x800;
+}
+
+/** Bidirectional embeddings, overrides and isolates (U+202A-U+202E, U+2066-U+2069). */
+const BIDI_CONTROLS = /[\u202a-\u202e\u2066-\u2069]/;
+
+/**
+ * `text` as one isolated run (U+2068 ... U+2069) when it holds bidirectional controls,
+ * else as it is: a right-to-left override in one span name would otherwise reverse the
+ * names and words drawn after it on a canvas, which no CSS isolation reaches.
+ * @param {string} text
+ */
+export function bidiIsolated(text) {
+  return BIDI_CONTROLS.test(text) ? `\u2068${text}\u2069` : text;
 }

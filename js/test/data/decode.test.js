@@ -402,3 +402,13 @@ test("golden payload: engine load (the scrape before the frames' time kept, the 
     assert.deepEqual(Array.from(got.value), exp.value);
   });
 });
+
+test("a row label isolates a source holding bidirectional controls, and only that", () => {
+  const { payload } = makePayload({
+    samples: [{ source: "\u202eevil", sample_index: 1 }, { source: "plain", sample_index: 2 }],
+    spans: [],
+  });
+  const d = decodePayload(payload);
+  assert.equal(sampleLabel(d, 0), "#1 | \u2068\u202eevil\u2069");
+  assert.equal(sampleLabel(d, 1), "#2 | plain");
+});

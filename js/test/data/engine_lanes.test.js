@@ -119,6 +119,12 @@ test("lane labels name every span they hold, with the engine's role", () => {
   assert.equal(engineRole(d, 0), "", "not the engine's");
 });
 
+test("lane labels isolate a name holding bidirectional controls, so it reverses no other", () => {
+  const spans = ["\u202egnp.exe", "tool_call"].map((name, i) => ({ sample: 0, start: i, end: i + 0.5, name, lane: 0, depth: 0 }));
+  const d = decodePayload(makePayload({ samples: [{}], spans }).payload);
+  assert.equal(laneLabel(d, 0).text, "\u2068\u202egnp.exe\u2069, tool_call");
+});
+
 test("lane labels: most frequent names first, the rest counted, mixed roles both", () => {
   const names = ["a", "b", "b", "c", "c", "c", "d", "e"];
   const spans = names.map((name, i) => ({ sample: 0, start: i, end: i + 0.5, name, lane: 0, depth: 0 }));

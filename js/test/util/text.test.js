@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { codePointLength, compareCodePoints } from "../../src/util/text.js";
+import { bidiIsolated, codePointLength, compareCodePoints } from "../../src/util/text.js";
 
 test("codePointLength counts a character outside the BMP once", () => {
   assert.equal(codePointLength(""), 0);
@@ -20,4 +20,12 @@ test("compareCodePoints orders text as Python does, not by UTF-16 units", () => 
   assert.equal(compareCodePoints("x😀", "x😁") < 0, true);
   assert.equal(compareCodePoints("same", "same"), 0);
   assert.equal(compareCodePoints("中", "\uff01") < 0, true);
+});
+
+test("bidiIsolated wraps only text holding embeddings, overrides or isolates", () => {
+  assert.equal(bidiIsolated("tool_call"), "tool_call");
+  assert.equal(bidiIsolated("שלום"), "שלום"); // right-to-left letters alone reorder nothing else
+  for (const control of ["\u202a", "\u202b", "\u202c", "\u202d", "\u202e", "\u2066", "\u2067", "\u2068", "\u2069"]) {
+    assert.equal(bidiIsolated(`a${control}b`), `\u2068a${control}b\u2069`);
+  }
 });
