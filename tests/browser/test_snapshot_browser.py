@@ -316,6 +316,22 @@ def test_snapshot_file_has_no_urls_and_a_sealed_data_block(
         assert TITLE not in html and "&lt;/title&gt;" in html
 
 
+def test_a_snapshot_restores_its_scroll_position(chromium: Any, tmp_path: Path) -> None:
+    """``view_state.scroll_top`` comes back where it was: the browser's scroll anchoring
+    moved it down by the height the rows grew after it was set (200 read as 610)."""
+    from slime_trace_widget.demo import write_demo_dump
+
+    tl = TraceTimeline.from_dump(write_demo_dump(tmp_path / "rollout_0.pt", n_samples=128))
+    for scroll_top in (200, 1000):
+        tl.view_state = {"scroll_top": scroll_top}
+        with opened(chromium, tl.to_html(tmp_path / f"scrolled_{scroll_top}.html")) as page:
+            # two frames after the first paint: the rows' height is final, and any
+            # anchoring adjustment has been made
+            page.evaluate("() => new Promise((done) => requestAnimationFrame("
+                          "() => requestAnimationFrame(done)))")
+            assert _debug(page, "debug.state()")["scrollTop"] == scroll_top
+
+
 def test_to_html_keeps_the_current_view(chromium: Any, tmp_path: Path) -> None:
     tl = TraceTimeline.from_dump(FIXTURES / "small.pt")
     tl.show(samples=tl.samples.query("sample_index != 4"))
