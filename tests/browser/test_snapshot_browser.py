@@ -34,6 +34,8 @@ pytestmark = pytest.mark.browser
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 READY = '.stw-root[data-ready="1"]'
+#: How long a condition may take to hold in the page (a panel after a drag).
+WAIT_MS = 30_000
 #: Schemes a snapshot may touch: itself, and the blob it imports its bundle from.
 
 # Hostile strings; each aims at a different way text could turn into markup or code.
@@ -330,6 +332,30 @@ def test_a_snapshot_restores_its_scroll_position(chromium: Any, tmp_path: Path) 
             page.evaluate("() => new Promise((done) => requestAnimationFrame("
                           "() => requestAnimationFrame(done)))")
             assert _debug(page, "debug.state()")["scrollTop"] == scroll_top
+
+
+def test_the_range_summary_s_numbers_fit_their_cells(chromium: Any, tmp_path: Path) -> None:
+    """Shift-drag across the timeline: the range summary's figures ("55m 59.8s") ran into
+    each other when each number column had a fixed fifth of the panel."""
+    from slime_trace_widget.demo import write_demo_dump
+
+    tl = TraceTimeline.from_dump(write_demo_dump(tmp_path / "rollout_0.pt", n_samples=128))
+    with opened(chromium, tl.to_html(tmp_path / "range.html")) as page:
+        canvas = page.locator(".stw-canvas").bounding_box()
+        y = canvas["y"] + canvas["height"] / 3
+        page.keyboard.down("Shift")
+        page.mouse.move(canvas["x"] + canvas["width"] * 0.3, y)
+        page.mouse.down()
+        page.mouse.move(canvas["x"] + canvas["width"] * 0.7, y, steps=5)
+        page.mouse.up()
+        page.keyboard.up("Shift")
+        page.wait_for_selector(".stw-range-table tbody tr", timeout=WAIT_MS)
+        overflowing = page.evaluate(
+            "() => [...document.querySelectorAll('.stw-range-table td.stw-num')]"
+            ".filter((cell) => cell.scrollWidth > cell.clientWidth + 0.5)"
+            ".map((cell) => cell.textContent)")
+        assert page.locator(".stw-range-table tbody tr").count() > 3
+        assert overflowing == []
 
 
 def test_to_html_keeps_the_current_view(chromium: Any, tmp_path: Path) -> None:

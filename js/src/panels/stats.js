@@ -240,7 +240,7 @@ export function renderBrushPanel(host, data, sum, onClose, onName) {
     host.appendChild(el("div", "stw-empty", "no spans in this range"));
     return;
   }
-  const table = el("table", "stw-table");
+  const table = el("table", "stw-table stw-range-table");
   const thead = el("thead");
   const hr = el("tr");
   for (const [heading, tip] of [
