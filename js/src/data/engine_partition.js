@@ -3,7 +3,8 @@
 // sample), which the details panel sums (data/engine.js) and the engine band of a
 // collapsed row draws (render/band.js), so the picture is the figures. Every instant
 // in which some engine slice of the requests runs (within the span each request
-// hangs under) is in one piece, of one phase:
+// hangs under; an open one's end is unknown, so only its start clips) is in one
+// piece, of one phase:
 //
 // 1. Nesting first: a slice's own time is its interval less its child slices' (a
 //    child's time is the child's, whatever its phase). The unsliced wait after a
@@ -27,7 +28,7 @@
 // (a query that keeps requests, not their slices) stands for them: they count as
 // drawn as the holder is.
 
-import { F_ENGINE } from "./decode.js";
+import { F_ENGINE, F_OPEN } from "./decode.js";
 import { isHolderSpan, isRequestSpan } from "./engine_lanes.js";
 import { SHOWN } from "./filters.js";
 
@@ -325,7 +326,9 @@ function slicesOf(data, requests) {
 
 /**
  * The window of a request's slices: the span outside the engine it hangs under
- * (its start, and its end when known), else no bound.
+ * (its start, and its end when known), else no bound. An open span's end is
+ * unknown (`span_end` is only where it is drawn to), so it clips nothing after its
+ * start, as answers/engine.py's `_windows` does with its NaN end.
  * @param {Data} data
  * @param {number} request
  * @returns {[number, number]}
@@ -334,7 +337,7 @@ function windowOf(data, request) {
   const owner = data.spanParent[request];
   if (!(owner >= 0 && owner < data.nSpans) || data.spanFlags[owner] & F_ENGINE) return [-Infinity, Infinity];
   const start = data.spanStart[owner];
-  const end = data.spanEnd[owner];
+  const end = data.spanFlags[owner] & F_OPEN ? Infinity : data.spanEnd[owner];
   return [Number.isNaN(start) ? -Infinity : start, Number.isFinite(end) ? end : Infinity];
 }
 

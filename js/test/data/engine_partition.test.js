@@ -2,12 +2,13 @@
 // waits of many retractions in several slices, each to the next child slice of the
 // slice it interrupted; and what the band shows under a visibility (`shownPieces`),
 // the unfiltered pieces when every slice is shown, a kept request's slices' time when
-// a query keeps the request and none of its slices.
+// a query keeps the request and none of its slices; and the window of a request under
+// a generation span still open, which its drawn end does not cut.
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { decodePayload } from "../../src/data/decode.js";
-import { samplePieces, shownPieces } from "../../src/data/engine_partition.js";
+import { decodePayload, F_OPEN } from "../../src/data/decode.js";
+import { phasePieces, samplePieces, secondsByCode, shownPieces } from "../../src/data/engine_partition.js";
 import { spanVisibility } from "../../src/data/filters.js";
 import { evaluate, parseQuery } from "../../src/data/query.js";
 import { engineTree } from "../helpers/engine_spans.js";
@@ -142,4 +143,53 @@ test("shownPieces: a hidden slice under nested senders takes its nearest kept ho
 test("shownPieces: a kept request with slices still shown does not bring back the ones hidden", () => {
   // prefill_forward's time goes to the slice that ran beside it, decode_bootstrap
   assert.deepEqual(bandUnder("-name:prefill_forward"), [[10, 14, "queue"], [14, 28, "pd"], [30, 58, "decode"]]);
+});
+
+/** A request 1-9 s and its slices, under a generation 0-4 s (its drawn end, when open). */
+const UNDER_GENERATION = `
+    sglang_generate          0    4
+      sglang request         1    9    lane 1
+        prefill_waiting      1    1.5  lane 2
+        prefill_forward      1.5  2.5  lane 2
+        decode_forward       3    9    lane 2
+`;
+
+/**
+ * The pieces of sample 0 built from UNDER_GENERATION, its generation open or not.
+ * @param {boolean} open
+ */
+function underGeneration(open) {
+  const spans = engineTree(UNDER_GENERATION);
+  if (open) spans[0].flags = F_OPEN;
+  const d = decodePayload(makePayload({ samples: [{}], spans, meta: { engine_phases: PHASES } }).payload);
+  assert.equal(!!(d.spanFlags[0] & F_OPEN), open);
+  assert.equal(d.spanEnd[0], 4, "an open span travels with its drawn end");
+  return { d, pieces: samplePieces(d, 0) };
+}
+
+test("an open generation's drawn end cuts none of its requests' time; a closed one's end does", () => {
+  // as engine_breakdown: an open span's end is unknown (NaN in the frames), so its
+  // window clips nothing after its start
+  const open = underGeneration(true);
+  assert.deepEqual(said(open.d, open.pieces), [[1, 1.5, "queue"], [1.5, 2.5, "prefill"], [3, 9, "decode"]]);
+  const seconds = secondsByCode(open.d, open.pieces);
+  const of = (/** @type {string} */ phase) => seconds[open.d.bandPhases.indexOf(phase) + 1];
+  assert.deepEqual([of("queue"), of("prefill"), of("decode")], [0.5, 1, 6]);
+  // the details panel's figures for the request are the band's
+  const request = [...Array(open.d.nSpans).keys()].find((i) => open.d.names[open.d.spanName[i]] === "sglang request");
+  assert.deepEqual(said(open.d, phasePieces(open.d, [/** @type {number} */ (request)])), said(open.d, open.pieces));
+  const closed = underGeneration(false);
+  assert.deepEqual(said(closed.d, closed.pieces), [[1, 1.5, "queue"], [1.5, 2.5, "prefill"], [3, 4, "decode"]]);
+});
+
+test("an open generation still clips its requests' time before its start", () => {
+  const spans = engineTree(`
+    sglang_generate          2    4
+      sglang request         1    9    lane 1
+        prefill_waiting      1    3    lane 2
+        decode_forward       3    9    lane 2
+  `);
+  spans[0].flags = F_OPEN;
+  const d = decodePayload(makePayload({ samples: [{}], spans, meta: { engine_phases: PHASES } }).payload);
+  assert.deepEqual(said(d, samplePieces(d, 0)), [[2, 3, "queue"], [3, 9, "decode"]]);
 });

@@ -5,11 +5,15 @@ the generation span that waited for it, so each request bounds its host's skew
 ``d`` (engine time + d = dump time): ``start(gen) - first(engine) <= d <= end(gen)
 - last(engine)`` (an aborted attempt's request, whose rid was sent again, may run on
 until the retry: its ``end(gen)`` is then the retry's start); all of a host's requests
-narrow it to ``[low, high]``. Every engine host receives its requests as they are
-sent, so ``low`` is tight; only the host that answers (the decode server under PD) has
-a tight ``high`` too. The
-narrowest host's window is twice the network's one-way time, so each host's skew
-is its ``low`` plus that time (within its window); a host whose requests disagree
+narrow it to ``[low, high]``. A generation span still open in the dump has no known end
+(it is only drawn to one): its request bounds ``d`` from below alone (``high`` is inf
+for a host all of whose requests hang under open spans), as
+:mod:`slime_trace_widget.answers.engine` and the engine band clip nothing after an open
+span's start. Every engine host receives its requests as they are sent, so ``low`` is
+tight; only the host that answers (the decode server under PD) has a tight ``high``
+too. The narrowest host's window (of those bounded above) is twice the network's
+one-way time, so each host's skew is its ``low`` plus that time (within its window;
+its ``low`` when no host's is bounded above); a host whose requests disagree
 (a request cut short on the client's side, for instance) takes the median of their
 ``low`` instead. ``frames.engine_skew`` reports each host's, with the machine its spans
 came from where they name one (``machine``: the sender's address, or a ``host.name``
@@ -43,23 +47,32 @@ class SpanColumns:
         self.span_id = core["span_id"].to_numpy(dtype=object)
         self.start = core["start"].to_numpy()
         self.display_end = core["display_end"].to_numpy()
+        self.open = (core["state"] == "open").to_numpy()
 
     def time_of(self, index: int) -> tuple[float, float]:
         """Span ``index``'s start and drawn end."""
         at = self.position[index]
         return float(self.start[at]), float(self.display_end[at])
 
+    def is_open(self, index: int) -> bool:
+        """Span ``index`` is still open: its end is unknown, its drawn end a guess."""
+        return bool(self.open[self.position[index]])
+
 
 def host_skews(spans: SpanColumns, attached: list[tuple[Request, int]],
                reaches: Mapping[int, float] | None = None) -> pd.DataFrame:
     """Per engine host, the shift into the dump's clock, what bounded it, its machine.
     ``reaches``: how late a span's request may end where that is past the span's end (an
-    aborted attempt's, until its retry: :func:`.match.attempt_reaches`)."""
+    aborted attempt's, until its retry: :func:`.match.attempt_reaches`). A span still
+    open bounds its request's host from below only: its end is unknown, and its reach,
+    taken from the end it is drawn to, no bound either."""
     bounds: dict[str, list[tuple[float, float]]] = {}
     machines: dict[str, str] = {}
     for request, owner in attached:
         gen_start, gen_end = spans.time_of(owner)
-        if reaches:
+        if spans.is_open(owner):
+            gen_end = np.inf
+        elif reaches:
             gen_end = reaches.get(owner, gen_end)
         by_host: dict[str, list[tuple[int, int]]] = {}
         for piece in request.pieces:
@@ -72,7 +85,8 @@ def host_skews(spans: SpanColumns, attached: list[tuple[Request, int]],
             bounds.setdefault(host, []).append((gen_start - first, gen_end - last))
     windows = {host: (max(lo for lo, _ in pairs), min(hi for _, hi in pairs))
                for host, pairs in bounds.items()}
-    widths = [high - low for low, high in windows.values() if low <= high]
+    # a host whose requests all hang under open spans has no upper bound: no width
+    widths = [high - low for low, high in windows.values() if low <= high < np.inf]
     latency = min(widths) / 2 if widths else 0.0
     rows = []
     for host, pairs in sorted(bounds.items()):
