@@ -4,7 +4,10 @@
    (the client sent ``traceparent``) belongs to that span.
 2. **The whole rid.** slime records SGLang's rid as ``sglang_request_id`` on the
    generation span; SGLang writes it whole as ``gen_ai.request.id`` (0.5.x; older
-   releases as ``rid``). An exact match wins.
+   releases as ``rid``). An exact match wins, for the one request of a role that names
+   its span; where several requests of one role name one span by their whole rid (a rid
+   used again: a client that names rids by session and turn sends it again in a later
+   rollout), they are a reused rid of that one span, below.
 3. **A worker prefix.** Some SGLang versions put ``<worker>_`` before the rid on one
    side only; the part after the last ``_`` is tried next, on generation spans no
    exact match of the same role claimed, and only where one request of a role claims
@@ -17,17 +20,24 @@
    room, when that room's matched halves all have one owner.
 
 A key that names two generation spans names none: a request is never attached to a
-sample it might not belong to. The one exception is a **reused rid** (slime sends a
+sample it might not belong to. The one exception is a **reused rid**: slime sends a
 generation again with the same rid after an abort, so each attempt has its generation
-span): a request whose whole rid names several spans goes to the one of them that its
-time overlaps, in the dump's clock after its host's skew (:func:`place_reused`, once the
-other requests have estimated the skews: :func:`placed_matches`); one that overlaps none
-or several of them, or loses its span to another request of the rid and role that
-overlaps it more, is left unmatched with :data:`REUSED_RID` as its reason. A host that no
-other request gives a skew has no clock to place by: its requests of the rid (and role)
-are placed only when they fit those spans (each starts inside its span and ends inside
-it, or an aborted attempt's before the retry began), in order, under one common offset
-in one way alone; else they are left unmatched with :data:`UNKNOWN_OFFSET`. A KV sender's
+span, and a client may send a rid again later (another rollout's request inside the
+window read), so several requests of one role name one span. A request whose whole rid
+names several spans, or one span that another request of its role names too, goes to
+the span of them that its time overlaps, in the dump's clock after its host's skew
+(:func:`place_reused`, once the other requests have estimated the skews:
+:func:`placed_matches`); one that overlaps none or several of them, or loses its span to
+another request of the rid and role that overlaps it more (or that hangs under it by
+trace context), is left unmatched with :data:`REUSED_RID` (several spans) or
+:data:`RID_USED_AGAIN` (one span) as its reason, and bounds no skew. A host that no other
+request gives a skew has no clock to place by: its requests of the rid (and role) are
+placed only when they fit those spans, one span each (each starts inside its span and
+ends inside it, or an aborted attempt's before the retry began), under one common offset
+in one way alone, whatever the order (spans one after another admit only the order of
+their starts; spans that overlap, several samples given one rid, may admit others), and
+when no request of another host contests the span; else they are left unmatched with
+:data:`UNKNOWN_OFFSET`. A KV sender's
 trace (role ``KV_SENDER``, see :mod:`.requests`) names no generation span: its ``rid``
 is its bootstrap room, so it takes rule 4 only (the join then draws it under its room's
 prefill half).
@@ -39,7 +49,6 @@ import math
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from itertools import combinations
 from typing import Any
 
 from ...frames.model import TraceFrames
@@ -51,12 +60,21 @@ REQUEST_ID_ATTR = "sglang_request_id"
 #: ``engine_unmatched.reason`` of a request whose reused rid could not place it.
 REUSED_RID = ("its rid names several generation spans (a retry) and its time overlaps "
               "none or several of them, or another request of that rid overlaps its span more")
+#: ``engine_unmatched.reason`` of a request whose whole rid names one generation span that
+#: another request of its role names too (a rid used again), and that lost that span.
+RID_USED_AGAIN = ("its rid names one generation span and another request of its role "
+                  "carries that rid too (a rid used again, by a later rollout or another "
+                  "client): its time does not overlap that span, or the other request "
+                  "overlaps it more or hangs under it by trace context")
 #: ``engine_unmatched.reason`` of a reused rid's request on a host no other request gives
 #: a skew, whose requests of the rid fit its spans in no single way.
-UNKNOWN_OFFSET = ("its rid names several generation spans (a retry) and its host's clock "
-                  "offset is unknown (no other request of that host was matched): its "
-                  "requests of that rid fit those spans in order in no single way")
-#: The most ways of giving a host's requests of a reused rid to its spans that are tried.
+UNKNOWN_OFFSET = ("its rid names several generation spans (a retry), or one that several "
+                  "requests carry, and its host's clock offset is unknown (no other "
+                  "request of that host was matched): its requests of that rid fit those "
+                  "spans, one each, in no single way, or a request of another host wants "
+                  "the same span")
+#: The most steps (a request tried on a span) taken to find how a host's requests of a
+#: reused rid fit its spans; past it, they are taken to fit in no single way.
 _MOST_FITS = 10_000
 _AMBIGUOUS = -2
 
@@ -123,28 +141,43 @@ def find_owners(frames: TraceFrames, requests: list[Request]) -> Matches:
 def rid_owners(frames: TraceFrames, requests: list[Request],
                ids: RequestIds | None = None) -> Matches:
     """Rules 1 to 3: each request's span by trace context or rid alone. ``ids``: the
-    frames' request ids where the caller read them already (:func:`request_ids`)."""
+    frames' request ids where the caller read them already (:func:`request_ids`).
+
+    The requests of one role that name one span by whole rid are its request when there
+    is one; when there are several (a rid used again), each is a reused rid's request of
+    that span alone (:attr:`Matches.reused`), left for :func:`place_reused`; when a
+    request of that role hangs under the span by trace context, the others lose it
+    (:data:`RID_USED_AGAIN`)."""
     owners = [-1] * len(requests)
     by_context = _context_owners(frames, requests)
     for number, owner in by_context.items():
         owners[number] = owner
+    in_context = {(owner, requests[number].role) for number, owner in by_context.items()}
     ids = ids if ids is not None else request_ids(frames)
     whole, tail, several = ids.whole, ids.tail, ids.several
-    claimed: set[tuple[int, str]] = set()
+    hits: dict[tuple[int, str], list[int]] = defaultdict(list)
     reused: dict[int, list[int]] = {}
+    reasons: dict[int, str] = {}
     for number, request in enumerate(requests):
         if owners[number] >= 0 or request.whole_rid is None or request.role == KV_SENDER:
             continue
         hit = whole.get(request.whole_rid, -1)
         if hit >= 0:
-            owners[number] = hit
-            claimed.add((hit, request.role))
+            hits[(hit, request.role)].append(number)
         elif request.whole_rid in several:
             reused[number] = several[request.whole_rid]
-    _match_by_tail(requests, owners, whole, tail, claimed)
+    for (hit, role), numbers in hits.items():
+        if len(numbers) == 1 and (hit, role) not in in_context:
+            owners[numbers[0]] = hit
+            continue
+        for number in numbers:
+            reused[number] = [hit]
+            if (hit, role) in in_context:
+                reasons[number] = RID_USED_AGAIN
+    _match_by_tail(requests, owners, whole, tail, set(hits))
     named = {span for span in whole.values() if span >= 0}
     named.update(span for spans in several.values() for span in spans)
-    return Matches(owners, ids, reused, named=named)
+    return Matches(owners, ids, reused, named=named, reasons=reasons)
 
 
 def place_reused(matches: Matches, requests: list[Request],
@@ -153,13 +186,19 @@ def place_reused(matches: Matches, requests: list[Request],
     """Each request of :attr:`Matches.reused` onto the one span of its rid that its time
     overlaps (engine time + its host's ``skew``; ``span_time`` gives a span's start and
     drawn end), the one overlapping it most where two requests of a role want one span;
-    the others get :data:`REUSED_RID`. A host without a skew places its requests of a rid
-    and role together (:func:`_fitted_in_order`), or none of them (:data:`UNKNOWN_OFFSET`).
-    Then rule 4 again, for the PD halves of the requests placed."""
+    the others get :data:`REUSED_RID`, or :data:`RID_USED_AGAIN` where the rid names one
+    span. A host without a skew places its requests of a rid and role together
+    (:func:`_fitted_one_way`), or none of them (:data:`UNKNOWN_OFFSET`); one so placed
+    keeps its span only when no other request wants it (their overlaps, its length and
+    another's, cannot be compared). Then rule 4 again, for the PD halves of the requests
+    placed."""
     wanted: dict[int, tuple[float, int]] = {}
+    fitted_alone: set[int] = set()
     unknown: dict[tuple[str | None, str, str], list[int]] = defaultdict(list)
     for number, spans in matches.reused.items():
         request = requests[number]
+        if number in matches.reasons:  # lost its span already (rule 1 holds it)
+            continue
         if request.host not in skew:
             unknown[(request.whole_rid, request.host, request.role)].append(number)
             continue
@@ -171,57 +210,93 @@ def place_reused(matches: Matches, requests: list[Request],
         if len(held) == 1:
             wanted[number] = held[0]
         else:
-            matches.reasons[number] = REUSED_RID
+            matches.reasons[number] = _rid_reason(spans)
     for numbers in unknown.values():
-        fitted = _fitted_in_order(numbers, requests, matches.reused[numbers[0]], span_time,
-                                  matches.reaches)
+        fitted = _fitted_one_way(numbers, requests, matches.reused[numbers[0]], span_time,
+                                 matches.reaches)
         if fitted is None:
             matches.reasons.update((number, UNKNOWN_OFFSET) for number in numbers)
         else:
             wanted.update(fitted)
-    best: dict[tuple[int, str], tuple[float, int]] = {}
-    for number, (overlap, span) in wanted.items():
-        key = (span, requests[number].role)
-        if key in best:
-            loser = number if overlap <= best[key][0] else best[key][1]
-            matches.reasons[loser] = REUSED_RID
-            if loser == number:
-                continue
-        best[key] = (overlap, number)
-    for (span, _role), (_overlap, number) in best.items():
-        matches.owners[number] = span
+            fitted_alone.update(fitted)
+    contenders: dict[tuple[int, str], list[int]] = defaultdict(list)
+    for number, (_overlap, span) in wanted.items():
+        contenders[(span, requests[number].role)].append(number)
+    for (span, _role), numbers in contenders.items():
+        if len(numbers) > 1 and fitted_alone.intersection(numbers):
+            for number in numbers:
+                matches.reasons[number] = (UNKNOWN_OFFSET if number in fitted_alone
+                                           else _rid_reason(matches.reused[number]))
+            continue
+        winner = max(numbers, key=lambda number: (wanted[number][0], -number))
+        for number in numbers:
+            if number != winner:
+                matches.reasons[number] = _rid_reason(matches.reused[number])
+        matches.owners[winner] = span
     follow_rooms(requests, matches.owners)
 
 
-def _fitted_in_order(numbers: list[int], requests: list[Request], spans: list[int],
-                     span_time: Callable[[int], tuple[float, float]],
-                     reaches: dict[int, float]) -> dict[int, tuple[float, int]] | None:
+def _rid_reason(spans: list[int]) -> str:
+    """Why a reused rid's request with spans ``spans`` was placed on none of them."""
+    return REUSED_RID if len(spans) > 1 else RID_USED_AGAIN
+
+
+class _TooMany(Exception):
+    """More steps than :data:`_MOST_FITS` were needed."""
+
+
+def _fitted_one_way(numbers: list[int], requests: list[Request], spans: list[int],
+                    span_time: Callable[[int], tuple[float, float]],
+                    reaches: dict[int, float]) -> dict[int, tuple[float, int]] | None:
     """Requests ``numbers`` (one host's, of one rid and role) each onto its own span of
-    ``spans``, in the order of their starts, when exactly one such choice fits every
-    request to its span under one common offset (the host's unknown skew): each
-    request with its span (and its length, as its overlap). None when no choice or
-    several do, or when there are too many choices to try.
+    ``spans`` when exactly one such choice, in any order, fits every request to its span
+    under one common offset (the host's unknown skew): each request with its span (and
+    its length, as its overlap). None when no choice or several do, or when finding out
+    takes more than :data:`_MOST_FITS` steps.
 
     A request fits its span when it starts inside it (the engine gets it once the client
-    sent it) and ends by the span's reach (``reaches``, :func:`attempt_reaches`): inside
-    it, or for an aborted attempt before the retry began."""
+    sent it) and ends by the span's reach (``reaches``, :func:`attempt_reaches`; a span
+    not there by its own end): inside it, or for an aborted attempt before the retry
+    began. Under one offset the requests keep their order, so spans one after another
+    admit only the order of their starts; spans that overlap (several samples given one
+    rid) may admit another, which makes the choice not single."""
     order = sorted(numbers, key=lambda number: (requests[number].start_ns, number))
-    ordered = sorted(spans, key=lambda span: (span_time(span), span))
-    if len(order) > len(ordered) or math.comb(len(ordered), len(order)) > _MOST_FITS:
+    if len(order) > len(spans):
         return None
+    bounds = []
+    for span in sorted(spans, key=lambda span: (span_time(span), span)):
+        span_start, span_end = span_time(span)
+        bounds.append((span, span_start, span_end, reaches.get(span, span_end)))
+    times = [(requests[number].start_ns / 1e9, requests[number].end_ns / 1e9)
+             for number in order]
     fits: list[tuple[int, ...]] = []
-    for chosen in combinations(ordered, len(order)):
-        low, high = -math.inf, math.inf
-        for number, span in zip(order, chosen, strict=True):
-            span_start, span_end = span_time(span)
-            start, end = requests[number].start_ns / 1e9, requests[number].end_ns / 1e9
-            low = max(low, span_start - start)
-            high = min(high, span_end - start, reaches[span] - end)
-        if low <= high:
-            fits.append(chosen)
-            if len(fits) > 1:
-                return None
-    if not fits:
+    chosen: list[int] = []
+    steps = [0]
+
+    def walk(low: float, high: float) -> bool:
+        """Extend ``chosen`` in every way that fits; True once two ways fit."""
+        if len(chosen) == len(order):
+            fits.append(tuple(chosen))
+            return len(fits) > 1
+        start, end = times[len(chosen)]
+        for span, span_start, span_end, reach in bounds:
+            if span in chosen:
+                continue
+            steps[0] += 1
+            if steps[0] > _MOST_FITS:
+                raise _TooMany
+            lower, upper = max(low, span_start - start), min(high, span_end - start, reach - end)
+            if lower <= upper:
+                chosen.append(span)
+                if walk(lower, upper):
+                    return True
+                chosen.pop()
+        return False
+
+    try:
+        if walk(-math.inf, math.inf) or not fits:
+            return None
+    except _TooMany:
         return None
     return {number: ((requests[number].end_ns - requests[number].start_ns) / 1e9, span)
             for number, span in zip(order, fits[0], strict=True)}
