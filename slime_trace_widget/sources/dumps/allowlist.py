@@ -194,8 +194,11 @@ class CheckedArray(np.ndarray):
     numpy's ``ndarray.__setstate__`` trusts the state it is given: an object
     array whose shape promises more items than its list holds reads pointers
     past the list's end, and the process crashes once they are touched; a
-    structured dtype with a field outside its item reads past each element.
-    Behaves as an ``ndarray`` otherwise, and pickles as a plain one.
+    structured dtype with a field outside its item reads past each element; a
+    dtype whose pickled flags hide its object fields takes the file's bytes as
+    object pointers (so every dtype must be the one numpy builds from its
+    description: :func:`refuse_bad_dtype`). Behaves as an ``ndarray`` otherwise,
+    and pickles as a plain one.
     """
 
     def __setstate__(self, state: Any) -> None:
@@ -221,28 +224,38 @@ def _element_count(shape: Any) -> int | None:
         return math.prod(int(n) for n in shape)
     except (TypeError, ValueError):
         return None
+
+
 def check_dtypes(dtypes: Iterable[Any]) -> None:
-    """Refuse numpy dtypes a file built with fields outside their own item size.
+    """Refuse numpy dtypes a file built other than numpy would (:func:`refuse_bad_dtype`).
 
     BUILD can give a structured dtype a field at offset 65536 of a 4-byte item;
     reading that field (the widget showing the value) reads whatever memory
-    lies there. Arrays and scalars check their dtype as they are made; this
-    catches the dtypes left as values.
+    lies there; or flags that hide its object fields. Arrays and scalars check
+    their dtype as they are made; this catches the dtypes left as values, and a
+    BUILD that changed a dtype after an array or scalar was made with it.
     """
     for dtype in dtypes:
         refuse_bad_dtype(dtype)
 
 
 def refuse_bad_dtype(dtype: Any) -> None:
-    """Raise UnpicklingError for a numpy dtype whose fields do not fit in it."""
-    problem = _dtype_problem(dtype) if isinstance(dtype, np.dtype) else None
+    """Raise UnpicklingError for a numpy dtype numpy itself would not have made: fields
+    or subarrays that do not fit in it, or a state (flags, size, alignment, fields)
+    other than that of the dtype numpy builds from the same description."""
+    if not isinstance(dtype, np.dtype):
+        return
+    try:
+        problem = _dtype_problem(dtype) or _twin_problem(dtype)
+    except Exception as exc:  # a state numpy's own accessors choke on
+        problem = f"cannot be read ({type(exc).__name__}: {exc})"
     if problem:
         raise pickle.UnpicklingError(f"a numpy dtype {problem}")
 
 
 def _dtype_problem(dtype: np.dtype, depth: int = 0) -> str | None:
     """What is wrong with ``dtype``, or None: fields and subarrays must fit in it."""
-    if depth > 32:
+    if depth > _MAX_DTYPE_DEPTH:
         return "is nested too deep"
     if dtype.subdtype is not None:
         base, shape = dtype.subdtype
@@ -257,6 +270,115 @@ def _dtype_problem(dtype: np.dtype, depth: int = 0) -> str | None:
         if problem:
             return problem
     return None
+
+
+_MAX_DTYPE_DEPTH = 32
+
+
+class _NotNumpys(Exception):
+    """A dtype (or one inside it) differs from the one numpy builds from its description."""
+
+
+def _twin_problem(dtype: np.dtype) -> str | None:
+    """Whether ``dtype`` and every dtype inside it equal what numpy builds afresh from
+    their descriptions, or what differs.
+
+    A dtype's pickled state (its BUILD) sets its flags, size, alignment and fields as
+    given, and numpy trusts the flags: ``flags=0`` on a dtype with an object field
+    makes ``hasobject`` false, so an array of it takes raw bytes from the file as
+    object pointers and the process crashes once one is touched. numpy derives
+    those from the fields when it builds a dtype itself, so any difference is a
+    crafted state.
+    """
+    try:
+        _numpys_twin(dtype, 0)
+    except _NotNumpys as exc:
+        return str(exc)
+    return None
+
+
+def _numpys_twin(dtype: np.dtype, depth: int) -> np.dtype:
+    """The dtype numpy builds from ``dtype``'s description, inner dtypes first; raises
+    _NotNumpys where the two differ."""
+    if dtype.isbuiltin == 1:  # numpy's own instance (its state cannot be set)
+        return dtype
+    if depth > _MAX_DTYPE_DEPTH:
+        raise _NotNumpys("is nested too deep")
+    if dtype.names is None and dtype.fields is None and dtype.subdtype is None:
+        return _leaf_twin(dtype)
+    if dtype.subdtype is not None:
+        base, shape = dtype.subdtype
+        twin = np.dtype((_numpys_twin(base, depth + 1), shape))
+    else:
+        twin = np.dtype(dtype.str)
+    if dtype.names is not None or dtype.fields is not None:
+        twin = _structured_twin(dtype, twin, depth)
+    _compare(dtype, twin)
+    return twin
+
+
+#: numpy's build of each plain dtype description seen (``.str``: "<f8", "|O", "<U5"),
+#: with what a pickled state can set of it; emptied when it grows past a bound.
+_LEAF_TWINS: dict[str, tuple[np.dtype, tuple]] = {}
+_LEAF_TWINS_MAX = 4096
+
+
+def _leaf_twin(dtype: np.dtype) -> np.dtype:
+    """:func:`_numpys_twin` of a dtype without fields or subarray, numpy's build of its
+    ``.str`` (looked up: the check runs for every numpy scalar of a file)."""
+    if dtype.kind == "T":
+        options = {"na_object": dtype.na_object} if hasattr(dtype, "na_object") else {}
+        twin = type(dtype)(coerce=dtype.coerce, **options)
+        _compare(dtype, twin)
+        return twin
+    text = dtype.str
+    known = _LEAF_TWINS.get(text)
+    if known is None:
+        if len(_LEAF_TWINS) >= _LEAF_TWINS_MAX:
+            _LEAF_TWINS.clear()
+        twin = np.dtype(text)
+        known = _LEAF_TWINS[text] = (twin, _leaf_state(twin))
+    if _leaf_state(dtype) != known[1]:
+        _compare(dtype, known[0])
+    return known[0]
+
+
+def _leaf_state(dtype: np.dtype) -> tuple:
+    return dtype.type, dtype.flags, dtype.itemsize, dtype.alignment
+
+
+def _structured_twin(dtype: np.dtype, core: np.dtype, depth: int) -> np.dtype:
+    """numpy's build of a dtype with fields (a struct, a record, or fields laid over
+    ``core``, numpy's union form)."""
+    names, fields = dtype.names, dtype.fields
+    if names is None or fields is None:
+        raise _NotNumpys("has names without fields, or fields without names")
+    described = [fields[name] for name in names]
+    spec = {"names": list(names),
+            "formats": [_numpys_twin(field[0], depth + 1) for field in described],
+            "offsets": [field[1] for field in described],
+            "titles": [field[2] if len(field) > 2 else None for field in described],
+            "itemsize": dtype.itemsize}
+    if dtype.kind == "V" and dtype.subdtype is None:
+        struct = np.dtype(spec, align=dtype.isalignedstruct)
+        return struct if dtype.type is np.void else np.dtype((dtype.type, struct))
+    return np.dtype((core, spec))
+
+
+def _compare(dtype: np.dtype, twin: np.dtype) -> None:
+    """Raise _NotNumpys naming what ``dtype`` has that numpy's ``twin`` has not."""
+    # Named by .str (and no repr, which runs numpy's Python code on the crafted state).
+    for what in ("flags", "itemsize", "alignment", "type", "names", "isalignedstruct"):
+        mine, numpys = getattr(dtype, what), getattr(twin, what)
+        if mine != numpys:
+            hidden = (" (it hides the objects it holds)"
+                      if what == "flags" and twin.hasobject and not dtype.hasobject else "")
+            if what == "flags":
+                mine, numpys = hex(mine), hex(numpys)
+            raise _NotNumpys(f"{dtype.str} has {what} {mine} where numpy's own of its "
+                             f"description has {numpys}{hidden}")
+    if (dtype.fields or {}).keys() != (twin.fields or {}).keys() or dtype != twin:
+        raise _NotNumpys(f"{dtype.str} has fields other than numpy's own of its description")
 
 
 #: ``numpy.dtypes.*DType``: calling one makes a dtype, which must pass the same checks.

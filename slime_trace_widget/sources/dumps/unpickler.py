@@ -182,6 +182,7 @@ def _session_wrappers(session: LoadSession) -> dict[tuple[str, str], Callable]:
         # asks for a shape and no BUILD would get uninitialised memory, so it gets zeros.
         if unwrap(cls) is not np.ndarray:
             return session.blocked_call("numpy.core.multiarray", "_reconstruct", cls, shape)
+        refuse_bad_dtype(dtype)
         array = NUMPY_RECONSTRUCT(np.ndarray, shape, dtype)
         if array.size:
             array = np.zeros(array.shape, array.dtype)
