@@ -16,7 +16,7 @@ file is crafted (:data:`PARENT_SCAN`, a union-find for late parents).
 
 from __future__ import annotations
 
-from collections import Counter, deque
+from collections import Counter, OrderedDict, defaultdict, deque
 from dataclasses import dataclass, field
 from itertools import islice, repeat
 from typing import Any
@@ -128,16 +128,42 @@ def read_carrier(row: int, records: list, out: RecordColumns, carrier_attempt: i
     The native pass (``_native_records.c``, where the package was built with a C
     compiler) reads a carrier whose records are all plain, by the same rules, into
     the same columns (the tests compare the two on every fixture and on crafted
-    carriers); it leaves any other carrier, whole, to the Python pass below.
+    carriers); it leaves any other carrier, whole, to the Python pass below. Records
+    that are the standard library's dicts (:data:`RECORD_DICT_TYPES`) read as the
+    plain dicts of their items, in either pass.
     """
     if _native_records is not None and type(records) is list:
-        read = _native_records.read_records(
-            records, _NATIVE_FIELDS, _NATIVE_KINDS, (TS_LIMIT, MAX_ATTEMPT, PARENT_SCAN),
-            len(out.span_row), len(out.event_row), carrier_attempt)
+        read = _read_native(records, out, carrier_attempt)
+        if read is None:  # not all plain: the same pass, once stdlib dicts are plain ones
+            plain = _with_plain_dicts(records)
+            if plain is not records:
+                records = plain
+                read = _read_native(records, out, carrier_attempt)
         if read is not None:
             _append_native(row, len(records), read, out)
             return
     _read_carrier_in_python(row, records, out, carrier_attempt)
+
+
+#: The ``dict`` subclasses a record may be (the standard library's, which the safe
+#: loader can make; their records read as plain dicts with the same items).
+RECORD_DICT_TYPES = frozenset({OrderedDict, defaultdict, Counter})
+
+
+def _with_plain_dicts(records: list) -> list:
+    """``records`` with each record of :data:`RECORD_DICT_TYPES` as a plain dict (a new
+    list), or ``records`` itself when none is."""
+    if not any(type(record) in RECORD_DICT_TYPES for record in records):
+        return records
+    return [dict(record) if type(record) in RECORD_DICT_TYPES else record
+            for record in records]
+
+
+def _read_native(records: list, out: RecordColumns, carrier_attempt: int) -> tuple | None:
+    """What the native pass reads of ``records``, or None when one is not plain."""
+    return _native_records.read_records(
+        records, _NATIVE_FIELDS, _NATIVE_KINDS, (TS_LIMIT, MAX_ATTEMPT, PARENT_SCAN),
+        len(out.span_row), len(out.event_row), carrier_attempt)
 
 
 #: The columns the native pass returns first, in its order.
@@ -193,8 +219,10 @@ def _read_carrier_in_python(row: int, records: list, out: RecordColumns,
 
     for record in records:
         if type(record) is not dict:
-            warn["record_not_a_dict"] += 1
-            continue
+            if type(record) not in RECORD_DICT_TYPES:
+                warn["record_not_a_dict"] += 1
+                continue
+            record = dict(record)
         get = record.get
         ts = get(RECORD_TS)
         if type(ts) is not float:
