@@ -12,9 +12,13 @@ and still decides every class and every object that is built.
 
 A cut list keeps one item, a random marker string unique to this load. The cut
 is kept only if, after unpickling, every marker sits under its key in a sample
-dict and no ``GET`` could have fetched a cut list elsewhere; otherwise (and for
-any opcode this does not follow) the caller reads the file the plain way, so the
-result is never different from it.
+dict and nothing else holds the list: no memo ``GET`` (the list memoised again
+after its body, say), tuple or other container it passed through on the stack.
+That is counted, not inferred from the opcodes: once the unpickler and its memo
+are gone, CPython's reference count of each marked list must be the one its
+sample dict holds. Otherwise (and for any opcode this does not follow) the
+caller reads the file the plain way, so the result is never different from it.
+A list the pickle memoises again right after its body is left in, not cut.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import mmap
 import re
 import secrets
 import struct
+import sys
 import zipfile
 import zlib
 from collections.abc import Callable
@@ -55,7 +60,7 @@ _STREAM_PIECE = 1 << 20
 #: could not be told from text cheaply (see :func:`_long_get_words`).
 _MIN_CUT_MEMO = 256
 
-_STOP, _EMPTY_LIST, _BINPUT, _LONG_BINPUT = 0x2E, 0x5D, 0x71, 0x72
+_STOP, _EMPTY_LIST, _BINPUT, _LONG_BINPUT, _MEMOIZE = 0x2E, 0x5D, 0x71, 0x72, 0x94
 _BINGET, _LONG_BINGET = 0x68, 0x6A
 _SHORT_BINUNICODE = 0x8C
 #: Opcodes with a little-endian length before their payload: opcode -> length bytes.
@@ -235,8 +240,11 @@ def _walk(data: Any, view: memoryview, start: int, size: int,
         if body is not None:
             body_start, at, memo = body
             listed += at - body_start
+            # A PUT after the body memoises the list a second time, where a GET
+            # could fetch it from anywhere: such a list is left in.
             if judged and at - body_start >= _MIN_CUT and (memo is None
-                                                          or memo >= _MIN_CUT_MEMO):
+                                                          or memo >= _MIN_CUT_MEMO) \
+                    and (at >= size or data[at] not in _PUTS):
                 keep(body_start)
                 emit(cut_in)
                 kept_from = at
@@ -346,6 +354,10 @@ def _member_start(data: Any, info: zipfile.ZipInfo) -> int | None:
     return start if start + info.file_size <= len(data) else None
 
 
+#: Opcodes that memoise the object on top of the stack.
+_PUTS = frozenset({_BINPUT, _LONG_BINPUT, _MEMOIZE})
+
+
 def _put_index(data: Any, at: int, end: int) -> int | None:
     """The memo index a BINPUT or LONG_BINPUT at ``at`` stores to, else None."""
     if at + 1 < end and data[at] == _BINPUT:
@@ -377,24 +389,49 @@ def _long_get_words(piece: Any) -> np.ndarray:
             | raw[starts + 3].astype(np.uint32) << 16 | raw[starts + 4].astype(np.uint32) << 24)
 
 
+def _references(holder: dict, key: str) -> int:
+    """CPython's reference count of ``holder[key]``, taken the same way for every value."""
+    return sys.getrefcount(holder[key])
+
+
+#: :func:`_references` of a value that only its dict holds.
+_SOLE_REFERENCE = _references({"value": [None]}, "value")
+
+
 def drop_markers(obj: Any, skimmed: Skimmed) -> bool:
     """Remove the cut lists from the samples of an unpickled dump; False (and the
-    samples untouched) unless every cut is found under its key in a sample dict."""
+    samples untouched) unless every cut is found under its key in a sample dict,
+    each a list of its own that nothing else holds.
+
+    Call it once the unpickler is gone: its memo holds every list it memoised. A
+    cut list that the pickle memoised again, fetched into a span's attributes or
+    passed through a tuple on its way has more references than its sample's, and
+    the plain read is then the only right one.
+    """
     if skimmed.fetched:
         return False
     samples = obj.get("samples") if type(obj) is dict else obj
     if type(samples) is not list:
         return False
+    found = _marked(samples, skimmed.marker)
+    if len(found) != skimmed.cuts or len({id(sample[key]) for sample, key in found}) != len(found):
+        return False
+    if any(_references(sample, key) != _SOLE_REFERENCE for sample, key in found):
+        return False
+    for sample, key in found:
+        del sample[key]
+    return True
+
+
+def _marked(samples: list, marker: str) -> list[tuple[dict, str]]:
+    """(sample, key) of every list that holds just ``marker`` under a key of
+    :data:`SKIPPED_KEYS` in a sample dict (no reference to one outlives the call)."""
     found: list[tuple[dict, str]] = []
     for sample in samples:
         if type(sample) is dict:
             for key in SKIPPED_KEYS:
                 value = sample.get(key)
                 if (type(value) is list and len(value) == 1 and type(value[0]) is str
-                        and value[0] == skimmed.marker):
+                        and value[0] == marker):
                     found.append((sample, key))
-    if len(found) != skimmed.cuts:
-        return False
-    for sample, key in found:
-        del sample[key]
-    return True
+    return found
