@@ -7,7 +7,8 @@ raw records. Several dumps load at once and are combined in path order; a dump
 that fails is skipped with a warning and listed in ``frames.failures``. A run
 dataset's folder opens through :mod:`.dataset.reading` instead. ``load_dump``
 (raw samples) has a worker load the file first, under the same limits, and then
-loads the same bytes here.
+loads the same bytes here, when what the worker's load took fits in the memory
+available (:data:`READ_MEMORY_SHARE`).
 """
 
 from __future__ import annotations
@@ -40,7 +41,8 @@ __all__ = ["load_dump", "load_dumps", "load_frames"]
 #: share of the memory available then: the worker's own limits bound what it may
 #: build (gigabytes), and a small dump whose pickle shares one value among many rows
 #: can make tables hundreds of times its size. Past it the dump is refused, named,
-#: rather than the kernel running out of memory.
+#: rather than the kernel running out of memory. ``load_dump`` loads a file here
+#: only while what its worker's load took at its peak fits in the same share.
 READ_MEMORY_SHARE = 0.5
 
 
@@ -163,10 +165,17 @@ def _too_large_to_read(folder: str) -> str | None:
     """Why the tables a worker wrote into ``folder`` are not read into this process
     (see :data:`READ_MEMORY_SHARE`), or None when they fit."""
     size = sum(entry.stat().st_size for entry in os.scandir(folder) if entry.is_file())
+    return _past_share(size, "its frames would take {} in this process")
+
+
+def _past_share(size: int, what: str) -> str | None:
+    """Why ``size`` bytes are too many to take in this process (``what``, with ``{}``
+    for the amount), or None while they fit in :data:`READ_MEMORY_SHARE` of the
+    memory available (or nothing says how much that is)."""
     room = available_memory()
     if room is None or size <= READ_MEMORY_SHARE * room:
         return None
-    return (f"its frames would take {memory_amount(size)} in this process, more than "
+    return (f"{what.format(memory_amount(size))}, more than "
             f"{READ_MEMORY_SHARE:.0%} of the {memory_amount(room)} of memory available")
 
 
@@ -175,8 +184,10 @@ def load_dump(path: PathLike, *, trusted: bool = False, isolate: bool = True,
     """Load one slime dump into plain sample dicts, without running code from it.
 
     A worker process loads the file first under ``time_limit`` CPU seconds and
-    ``memory_limit`` bytes (see :func:`load_frames`); only when it succeeds are the
-    same bytes (checked by digest) loaded here, with real torch tensors. Pickled
+    ``memory_limit`` bytes (see :func:`load_frames`); only when it succeeds, and what
+    its load took at its peak fits in half the memory available here (else
+    DumpError), are the same bytes (checked by digest) loaded here, with real torch
+    tensors. Pickled
     ``Sample`` objects and other unknown classes come back as dicts of their
     fields; refused globals are listed in ``blocked_globals``. ``isolate=False``
     skips the worker (for platforms that cannot start one): a hostile file can then
@@ -195,6 +206,11 @@ def load_dump(path: PathLike, *, trusted: bool = False, isolate: bool = True,
     assert job.verdict is not None
     if "error" in job.verdict:
         raise DumpError(str(job.verdict["error"]))
+    peak = job.verdict.get("peak_bytes")
+    refusal = _past_share(peak, "loading it took {} in the loader's worker") \
+        if type(peak) is int else None
+    if refusal:
+        raise DumpError(f"{name}: refused: {refusal}")
     with open(name, "rb") as handle:
         data = handle.read()
     if hashlib.blake2b(data).hexdigest() != job.digest:

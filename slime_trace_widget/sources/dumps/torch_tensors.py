@@ -9,16 +9,23 @@ from __future__ import annotations
 
 import contextlib
 import io
+import operator
+import types
 from collections.abc import Callable
 from typing import Any
 
 import torch
 
+from ...machine_memory import memory_amount
 from .allowlist import refuse_past_storage, tensor_extent, unwrap
 from .placeholders import split_state
 from .unpickler import TENSOR_REBUILDERS, LoadSession, restricted_pickle_module
 
 __all__ = ["TORCH_TENSORS", "torch_load"]
+
+#: Legacy storages may declare, in all, the file's size or this much, whichever is
+#: more: a tiny file may still name a small storage it leaves unfilled (zeros).
+LEGACY_STORAGE_FLOOR = 1 << 20
 
 def _torch_globals() -> dict[tuple[str, str], object]:
     """torch classes and constants a tensor-holding dump names."""
@@ -197,10 +204,66 @@ def _clear_unfilled_storages(session: LoadSession) -> None:
                 _untyped(storage).fill_(0)
 
 
+def _legacy_storage_bytes(pid: Any) -> tuple[Any, int] | None:
+    """(key, bytes) of the storage a legacy persistent id ``("storage", type, key,
+    location, size, view)`` declares, as torch reckons them; None for any other id, or
+    one torch refuses itself (a type that is no legacy storage class, a size that is
+    no integer, an unhashable key)."""
+    if not (isinstance(pid, tuple) and len(pid) == 6):
+        return None
+    storage_type, key = unwrap(pid[1]), unwrap(pid[2])
+    try:
+        numel = operator.index(unwrap(pid[4]))
+        hash(key)
+    except TypeError:
+        return None
+    # torch's unpickler names a storage class by a StorageType; a class itself has
+    # ``_dtype`` (its ``dtype`` warns of the deprecation).
+    if isinstance(storage_type, torch.serialization.StorageType):
+        dtype = storage_type.dtype
+    elif isinstance(storage_type, type) and issubclass(storage_type, torch.storage.TypedStorage):
+        dtype = getattr(storage_type, "_dtype", None)
+    else:
+        return None
+    if not isinstance(dtype, torch.dtype):
+        return None
+    return key, max(0, numel) * dtype.itemsize
+
+
+def _bounded_pickle_module(session: LoadSession, data_bytes: int) -> types.SimpleNamespace:
+    """The restricted ``pickle_module``, with legacy storages bounded by the file: torch
+    allocates each storage a legacy pickle names at the size it declares, before any
+    of its data is read, and fills it from the bytes after the pickle. Storages
+    declaring more bytes in all than the file holds (``data_bytes``; at least
+    :data:`LEGACY_STORAGE_FLOOR`) could never be filled: they are refused before they
+    are allocated (ValueError, which the loader reports as a DumpError naming the
+    file)."""
+    module = restricted_pickle_module(session)
+    declared: set[Any] = set()
+    total = 0
+    allowed = max(data_bytes, LEGACY_STORAGE_FLOOR)
+
+    class Unpickler(module.Unpickler):  # type: ignore[name-defined, misc]
+        def persistent_load(self, pid: Any) -> Any:
+            nonlocal total
+            storage = _legacy_storage_bytes(pid)
+            if storage is not None and storage[0] not in declared:
+                declared.add(storage[0])
+                total += storage[1]
+                if total > allowed:
+                    raise ValueError(
+                        f"refused: its legacy storages declare {memory_amount(total)}, "
+                        f"more than the {memory_amount(data_bytes)} the file holds")
+            return super().persistent_load(pid)
+
+    return types.SimpleNamespace(__name__=module.__name__, Unpickler=Unpickler,
+                                 load=module.load)
+
+
 def torch_load(session: LoadSession, data: bytes) -> Any:
     """``torch.load`` of in-memory bytes (zip or legacy format) with the restricted unpickler."""
     obj = torch.load(io.BytesIO(data), map_location="cpu", weights_only=False,
-                     pickle_module=restricted_pickle_module(session))
+                     pickle_module=_bounded_pickle_module(session, len(data)))
     _clear_unfilled_storages(session)
     return obj
 

@@ -8,7 +8,8 @@ and a memory cap, so a hostile file that would hash forever, allocate without
 end or crash the interpreter ends that child only. The child reads the dump
 with the restricted unpickler, flattens it and writes the tables as Arrow
 files (:mod:`.arrow_files`); its verdict goes back as one JSON line (``ok`` or
-``error``).
+``error``). A check job (``load_dump``'s) also says how much memory its load took
+at its peak (``peak_bytes``), so the caller can refuse a load it has no room for.
 
 Forking the helper is safe, unlike forking a Jupyter kernel, because it starts no
 thread of its own: a fork copies only the forking thread, so a lock another
@@ -118,7 +119,10 @@ def _run_job(request: dict, out: _Messages) -> None:
         elif request["job"] == "dataset":
             verdict["report"] = _dataset_job(request)
         else:
-            out.send({"digest": _check_job(request)})
+            digest, peak = _check_job(request)
+            out.send({"digest": digest})
+            if peak is not None:
+                verdict["peak_bytes"] = peak
     except DumpError as exc:
         out.send({"error": str(exc)})
     except MemoryError:
@@ -223,14 +227,19 @@ def _drop_unread_fields(samples: list) -> None:
                 del sample[key]
 
 
-def _check_job(request: dict) -> str:
-    """Load the file as ``load_dump`` will in the caller; return the digest of its bytes."""
+def _check_job(request: dict) -> tuple[str, int | None]:
+    """Load the file as ``load_dump`` will in the caller; return the digest of its bytes
+    and the memory that took at its peak, reading the file included (None where the
+    system does not say)."""
     from .files import load_dump_bytes
 
+    start = _status_bytes("VmRSS:")
     with open(request["path"], "rb") as handle:
         data = handle.read()
     load_dump_bytes(request["name"], data, "torch")
-    return hashlib.blake2b(data).hexdigest()
+    peak = _status_bytes("VmHWM:")  # a fork starts with its resident size as its peak
+    grown = None if start is None or peak is None else max(0, peak - start)
+    return hashlib.blake2b(data).hexdigest(), grown
 
 
 def _private_stdout() -> int:
@@ -376,10 +385,16 @@ def _lower_limit(kind: int, soft: int, hard: int | None) -> None:
 
 def _data_segment_bytes() -> int | None:
     """The process's data segment as RLIMIT_DATA counts it (``VmData``), on Linux."""
+    return _status_bytes("VmData:")
+
+
+def _status_bytes(field: str) -> int | None:
+    """A size this process's ``/proc/self/status`` gives (``VmData:``, ``VmRSS:``,
+    ``VmHWM:``...) in bytes, on Linux; else None."""
     try:
         with open("/proc/self/status", encoding="utf-8", errors="replace") as status:
             for line in status:
-                if line.startswith("VmData:"):
+                if line.startswith(field):
                     return int(line.split()[1]) * 1024
     except (OSError, ValueError, IndexError):
         pass
