@@ -5,7 +5,6 @@ the generation (and the rollout around it) ended decides the sample's end."""
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import pytest
@@ -14,57 +13,11 @@ from slime_trace_widget import analysis
 from slime_trace_widget.sources.dumps import save_dump
 from slime_trace_widget.sources.loading import load_frames
 from slime_trace_widget.tracing import trace_span, use_clock
-
-#: Generous guard: the steps wait for each other, never for a time.
-HANG_GUARD_S = 120
-
-
-class _Clock:
-    """Simulated time the test moves by hand, so the spans' lengths are exact."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-async def _rollout(sample: dict, clock: _Clock) -> None:
-    """rollout 0-5 > generate 0-4 > (tool 1-2, reward 3-9): the reward is a task the
-    generation starts; it ends at 9, after both its parents."""
-    reward_started, parents_done = asyncio.Event(), asyncio.Event()
-
-    async def reward() -> None:
-        with trace_span(sample, "reward"):
-            reward_started.set()
-            await parents_done.wait()
-            clock.now = 9.0
-
-    with trace_span(sample, "rollout"):
-        with trace_span(sample, "generate"):
-            clock.now = 1.0
-            with trace_span(sample, "tool"):
-                clock.now = 2.0
-            clock.now = 3.0
-            task = asyncio.create_task(reward())
-            await reward_started.wait()
-            clock.now = 4.0
-        clock.now = 5.0
-    parents_done.set()
-    await task
-
-
-def _recorded_dump(path: Path) -> Path:
-    clock = _Clock()
-    sample = {"index": 0, "group_index": 0}
-    with use_clock(clock):
-        asyncio.run(asyncio.wait_for(_rollout(sample, clock), HANG_GUARD_S))
-    save_dump(path, [sample], rollout_id=0)
-    return path
+from tests.support.outliving import HandClock, outliving_child_dump
 
 
 def test_a_child_outliving_its_parent_holds_the_time_past_the_parents_end(tmp_path):
-    frames = load_frames(_recorded_dump(tmp_path / "rollout_0.pt"))
+    frames = load_frames(outliving_child_dump(tmp_path / "rollout_0.pt"))
     spans = frames.spans
     label = dict(zip(spans["name"].astype(str), spans.index, strict=True))
     assert spans.loc[label["reward"], "parent_index"] == label["generate"]
@@ -85,7 +38,7 @@ def _jittered_dump(path: Path) -> Path:
     """rollout 0-20 > (generate 0-17 > decode 5-17.000001, reward 17-20): the decode
     step's end was stamped a microsecond after the generation's, as two calls stamp one
     moment, and the reward starts at the generation's end."""
-    clock = _Clock()
+    clock = HandClock()
     sample = {"index": 0, "group_index": 0}
     with use_clock(clock), trace_span(sample, "rollout"):
         generate = trace_span(sample, "generate")

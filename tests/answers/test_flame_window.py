@@ -6,7 +6,6 @@ written by slime (the fixtures)."""
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import numpy as np
@@ -14,58 +13,13 @@ import pytest
 
 from slime_trace_widget import analysis
 from slime_trace_widget.frames.model import TraceFrames
-from slime_trace_widget.sources.dumps import save_dump
 from slime_trace_widget.sources.loading import load_frames
-from slime_trace_widget.tracing import trace_span, use_clock
+from tests.support.outliving import outliving_child_dump
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
-#: Generous guard: the steps wait for each other, never for a time.
-HANG_GUARD_S = 120
-
-
-class _Clock:
-    """Simulated time the test moves by hand, so the spans' lengths are exact."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-async def _rollout(sample: dict, clock: _Clock) -> None:
-    """rollout 0-5 > generate 0-4 > (tool 1-2, reward 3-9): the reward is a task the
-    generation starts, still running when both its parents have ended."""
-    reward_started, parents_done = asyncio.Event(), asyncio.Event()
-
-    async def reward() -> None:
-        with trace_span(sample, "reward"):
-            reward_started.set()
-            await parents_done.wait()
-            clock.now = 9.0
-
-    with trace_span(sample, "rollout"):
-        with trace_span(sample, "generate"):
-            clock.now = 1.0
-            with trace_span(sample, "tool"):
-                clock.now = 2.0
-            clock.now = 3.0
-            task = asyncio.create_task(reward())
-            await reward_started.wait()
-            clock.now = 4.0
-        clock.now = 5.0
-    parents_done.set()
-    await task
-
-
 @pytest.fixture
 def frames(tmp_path: Path) -> TraceFrames:
-    clock = _Clock()
-    sample = {"index": 0, "group_index": 0}
-    with use_clock(clock):
-        asyncio.run(asyncio.wait_for(_rollout(sample, clock), HANG_GUARD_S))
-    save_dump(tmp_path / "rollout_0.pt", [sample], rollout_id=0)
-    return load_frames(tmp_path / "rollout_0.pt")
+    return load_frames(outliving_child_dump(tmp_path / "rollout_0.pt"))
 
 
 def _windowed(frames: TraceFrames, start: float, end: float):

@@ -9,27 +9,10 @@ from __future__ import annotations
 
 import pandas as pd
 
-from slime_trace_widget.frames import build_frames
 from slime_trace_widget.frames.model import TraceFrames
 from slime_trace_widget.sources.engine.join import join_engine
 from slime_trace_widget.sources.engine.match import UNKNOWN_OFFSET
-from slime_trace_widget.tracing import bind_trace, trace_span, use_clock
-from tests.support.engine_builder import T0, Engine
-
-
-def _samples_of_one_rid(rid: str, spans: list[tuple[float, float]]) -> TraceFrames:
-    """One sample per (start, end) seconds from T0, each a ``sglang_generate`` span that
-    names ``rid``."""
-    samples = []
-    for number, (start, end) in enumerate(spans):
-        sample = {"index": number, "group_index": 0, "status": "completed"}
-        now = [T0 + start]
-        bind_trace(sample)
-        with use_clock(lambda now=now: now[0]), trace_span(sample, "sglang_generate") as span:
-            now[0] = T0 + end
-            span.update({"sglang_request_id": rid})
-        samples.append(sample)
-    return build_frames(samples)
+from tests.support.engine_builder import T0, Engine, generations
 
 
 def _truth_rows(frames: TraceFrames) -> pd.DataFrame:
@@ -54,7 +37,7 @@ def test_requests_that_fit_overlapping_spans_in_two_ways_attach_nowhere() -> Non
     """Sample 0's span 0-10 s, its request 2-8 s; sample 1's span 1-10 s, its request
     1.5-8 s. In the order of their starts the requests fit the spans under offset 0,
     and the other way round too (the truth): nothing tells which, so neither is placed."""
-    frames = _samples_of_one_rid("group-0", [(0, 10), (1, 10)])
+    frames = generations([("group-0", 0, 10), ("group-0", 1, 10)])
     joined = join_engine(frames, _requests([(2, 8), (1.5, 8)]).table())
     assert _truth_rows(joined).empty
     assert joined.engine_unmatched[["rid", "reason"]].values.tolist() == [
@@ -66,7 +49,7 @@ def test_requests_that_fit_overlapping_spans_one_way_alone_are_placed() -> None:
     """Sample 0's span 0-10 s, sample 1's 5-10 s; the host's clock is 20 s ahead. The
     request starting first ends too late for sample 1's span under any offset that puts
     the other inside sample 0's: one way fits, and each goes under its own sample."""
-    frames = _samples_of_one_rid("group-0", [(0, 10), (5, 10)])
+    frames = generations([("group-0", 0, 10), ("group-0", 5, 10)])
     joined = join_engine(frames, _requests([(20.5, 29), (26, 29.5)]).table())
     rows = _truth_rows(joined)
     assert sorted(rows["sample_row"].tolist()) == [0, 1]
@@ -80,7 +63,7 @@ def test_requests_of_overlapping_spans_fit_out_of_their_order() -> None:
     after sample 0's (1-9.5 s) would, yet the host sees it first: its clock reads sample
     0's request at 1.6 s. Only the way against the order of their starts fits; the rule
     that tried the order alone found none."""
-    frames = _samples_of_one_rid("group-0", [(0, 10), (1, 5)])
+    frames = generations([("group-0", 0, 10), ("group-0", 1, 5)])
     joined = join_engine(frames, _requests([(1.6, 9.5), (1.5, 4.5)]).table())
     rows = _truth_rows(joined)
     assert sorted(rows["sample_row"].tolist()) == [0, 1]

@@ -25,13 +25,19 @@ def next_id() -> int:
 
 def frames_for(rids: list[str], length: float = 10.0) -> TraceFrames:
     """One sample per rid, each a ``sglang_generate`` span of ``length`` seconds from T0."""
+    return generations([(rid, 0.0, length) for rid in rids])
+
+
+def generations(spans: list[tuple[str, float, float]]) -> TraceFrames:
+    """One sample per (rid, start, end), each a ``sglang_generate`` span naming the rid,
+    its times seconds from T0."""
     samples = []
-    for number, rid in enumerate(rids):
+    for number, (rid, start, end) in enumerate(spans):
         sample: dict[str, Any] = {"index": number, "group_index": number, "status": "completed"}
-        now = [T0]
+        now = [T0 + start]
         bind_trace(sample)
         with use_clock(lambda now=now: now[0]), trace_span(sample, "sglang_generate") as span:
-            now[0] = T0 + length
+            now[0] = T0 + end
             span.update({"sglang_request_id": rid})
         samples.append(sample)
     return build_frames(samples)
