@@ -43,7 +43,7 @@ from ...tables.pd_lanes import LANE_SUFFIX
 from ...tables.span_geometry import ENGINE_LANE_KINDS, span_lanes
 from ...vocabularies import INSTANT_EVENT, UNMATCHED_END
 from .beyond import BEYOND_WARNING, BEYOND_WINDOW, MISSING_WARNING, requests_beyond, waiting_spans
-from .match import REQUEST_ID_ATTR, attr_values, placed_matches
+from .match import REQUEST_ID_ATTR, Held, attr_values, placed_matches
 from .requests import KV_SENDER, KV_SENDER_SPAN, Request, read_requests, with_kv_senders
 from .skew import SpanColumns, host_skews
 
@@ -69,30 +69,35 @@ def join_engine(frames: TraceFrames, engine: pd.DataFrame | pa.Table,
     the spans that are drawn have their attributes parsed. ``engine`` holds a time
     window's spans; ``beyond`` reads those around it, called only when a span waits for
     a request the window lacks (:mod:`.beyond`). Without ``beyond`` the waiting spans are
-    counted as missing, unsearched."""
+    counted as missing, unsearched.
+
+    Frames joined before (a run dataset converted with engine traces, opened with them
+    again) give what their first join gave: the requests they hold keep their spans and
+    are not attached twice, yet count as the first join counted them (a request of their
+    rid that another rollout sent is listed, not attached in their place; their hosts'
+    skews are estimated from them too), and the join's reports and warnings are this
+    join's, not added to the first's."""
     requests = read_requests(engine)
-    core = frames.tables.span_core
-    engine_spans = pc.equal(core.column("origin"), "engine")
-    held: set[int] = set()
-    if pc.any(engine_spans).as_py():
-        # frames that already hold engine spans (a dataset converted with them): those
-        # requests are not attached twice
-        present = set(core.column("span_id").filter(engine_spans).to_pylist())
-        requests = [r for r in requests if r.span_id not in present]
-        held = set(core.column("parent_index").filter(engine_spans).to_pylist())
+    held, full = _held(frames, requests)
     columns = SpanColumns(frames)
-    matches = placed_matches(frames, requests, columns)
+    matches = placed_matches(frames, requests, columns, held)
     reasons = {requests[number].root: reason for number, reason in matches.reasons.items()}
     placed, dropped = _nest_kv_senders(requests, matches.owners)
-    attached = [(request, owner) for request, owner in placed if owner >= 0]
-    skew = host_skews(columns, attached, matches.reaches)
+    present = {requests[number].span_id for number in held.owners}
+    matched = [(request, owner) for request, owner in placed if owner >= 0]
+    skew = host_skews(columns, matched, matches.reaches)
     shift = dict(zip(skew["host"], skew["skew"], strict=True))
+    attached = [(request, owner) for request, owner in matched
+                if request.span_id not in present]
     left = [(request, reasons.get(request.root, NO_SPAN)) for request, owner in placed
             if owner < 0]
     warnings = Counter(frames.warnings)
+    for key in (SENDERS_DROPPED, BEYOND_WARNING, MISSING_WARNING):
+        # only a join counts these: frames joined before count them again, here
+        warnings.pop(key, None)
     if dropped:
         warnings[SENDERS_DROPPED] += dropped
-    waiting = waiting_spans(frames, matches, requests, held)
+    waiting = waiting_spans(frames, matches, requests, full)
     far, missing = ([], len(waiting)) if not waiting or beyond is None else \
         requests_beyond(frames, requests, matches, waiting, beyond)
     left += [(request, BEYOND_WINDOW) for request in far]
@@ -107,6 +112,33 @@ def join_engine(frames: TraceFrames, engine: pd.DataFrame | pa.Table,
         _attach(columns, request, owner, shift, built)
     joined = _append(replace(frames, warnings=warnings), built)
     return replace(joined, engine_skew=skew, engine_unmatched=unmatched)
+
+
+def _held(frames: TraceFrames, requests: list[Request]) -> tuple[Held, set[int]]:
+    """What the frames hold of the engine already (joined before): the requests drawn
+    under their generation spans (:class:`.match.Held`: those of ``requests`` by number
+    with their span, and each span's roles), and the spans that want no other request
+    (one holds a request without PD, or both PD halves), which wait for none."""
+    core = frames.tables.span_core
+    engine_spans = pc.equal(core.column("origin"), "engine").to_numpy(zero_copy_only=False)
+    if not engine_spans.any():
+        return Held(), set()
+    role_of = {name: role for role, name in REQUEST_SPAN_NAMES.items()}
+    parents = _numbers(core, "parent_index")
+    picked = np.flatnonzero(engine_spans & (parents >= 0))
+    picked = picked[~engine_spans[parents[picked]]]  # hung under a span of the dump
+    by_id: dict[str, tuple[int, str]] = {}
+    roles: dict[int, set[str]] = {}
+    for span_id, name, parent in zip(core.column("span_id").take(picked).to_pylist(),
+                                     core.column("name").take(picked).to_pylist(),
+                                     parents[picked].tolist(), strict=True):
+        if name in role_of:
+            by_id[span_id] = (parent, role_of[name])
+            roles.setdefault(parent, set()).add(role_of[name])
+    owners = {number: by_id[request.span_id][0] for number, request in enumerate(requests)
+              if request.span_id in by_id and by_id[request.span_id][1] == request.role}
+    full = {span for span, have in roles.items() if "" in have or {"prefill", "decode"} <= have}
+    return Held(owners, {(span, role) for span, have in roles.items() for role in have}), full
 
 
 def _nest_kv_senders(requests: list[Request], owners: list[int]

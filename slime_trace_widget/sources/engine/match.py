@@ -9,11 +9,12 @@
    used again: a client that names rids by session and turn sends it again in a later
    rollout), they are a reused rid of that one span, below.
 3. **A worker prefix.** Some SGLang versions put ``<worker>_`` before the rid on one
-   side only; the part after the last ``_`` is tried next, on generation spans no
-   exact match of the same role claimed, and only where one request of a role claims
-   a span. The root's ``rid`` attribute of 0.5.x (only the part after the last ``_``)
-   is never matched against a generation span whose whole id differs: two rids that
-   end alike (``sess-17_turn-2``, ``sess-23_turn-2``) must not share a request.
+   side only; the part after the last ``_`` is tried next, on generation spans that no
+   request of the same role claimed (by an exact match, by trace context, or held from
+   an earlier join), and only where one request of a role claims a span. The root's
+   ``rid`` attribute of 0.5.x (only the part after the last ``_``) is never matched
+   against a generation span whose whole id differs: two rids that end alike
+   (``sess-17_turn-2``, ``sess-23_turn-2``) must not share a request.
 4. **The other PD half.** Under PD without a client rid the prefill server makes its
    own rid; its request root shares only ``bootstrap_room`` with the decode half's (or,
    in older SGLang, a "Bootstrap Room" trace root). It follows the matched half of its
@@ -37,7 +38,14 @@ ends inside it, or an aborted attempt's before the retry began), under one commo
 in one way alone, whatever the order (spans one after another admit only the order of
 their starts; spans that overlap, several samples given one rid, may admit others), and
 when no request of another host contests the span; else they are left unmatched with
-:data:`UNKNOWN_OFFSET`. A KV sender's
+:data:`UNKNOWN_OFFSET`. A generation span still open in the dump has no known end (it is
+only drawn to one): it bounds its request's time from below only, by its start, and so
+does its reach (:func:`attempt_reaches`), as it bounds its host's skew (:mod:`.skew`).
+Frames that hold engine requests already (joined before: a run dataset converted with
+engine traces, opened with them again) have those requests hold their spans as rule 1's
+do (:class:`Held`): another request of the role that names such a span, by whole rid
+(:data:`RID_USED_AGAIN`) or worker prefix, loses it, so joining again gives what the
+first join gave. A KV sender's
 trace (role ``KV_SENDER``, see :mod:`.requests`) names no generation span: its ``rid``
 is its bootstrap room, so it takes rule 4 only (the join then draws it under its room's
 prefill half).
@@ -80,6 +88,16 @@ _AMBIGUOUS = -2
 
 
 @dataclass(frozen=True)
+class Held:
+    """The engine requests the frames hold already (a join before this one attached
+    them): ``owners``, each such request of the join's by number to the span it hangs
+    under; ``roles``, every (span, role) the frames hold a request of, read or not."""
+
+    owners: dict[int, int] = field(default_factory=dict)
+    roles: set[tuple[int, str]] = field(default_factory=set)
+
+
+@dataclass(frozen=True)
 class RequestIds:
     """The generation spans' ``sglang_request_id``s, read from the frames once
     (:func:`request_ids`) and kept for every rule that needs them: each span's id as text,
@@ -109,50 +127,71 @@ class Matches:
     #: How late a reused rid's span's request may end, in the dump's clock
     #: (:func:`attempt_reaches`); a span not here bounds its request by its own end.
     reaches: dict[int, float] = field(default_factory=dict)
+    #: The (span, role) pairs a request holds by trace context (rule 1) or in the frames
+    #: already (:class:`Held`): no other request of that role is placed there.
+    claimed: set[tuple[int, str]] = field(default_factory=set)
 
 
 def placed_matches(frames: TraceFrames, requests: list[Request],
-                   spans: SpanColumns | None = None) -> Matches:
+                   spans: SpanColumns | None = None, held: Held | None = None) -> Matches:
     """The span each request belongs to, as the join attaches it: rules 1 to 4
     (:func:`find_owners`), then each request of a reused rid placed by its time
     (:func:`place_reused`) after the skews that the requests matched so far give their
     hosts (:func:`.skew.host_skews`). The join and the live view's engine marks both
-    decide here. ``spans``: the frames' span columns, when the caller has them."""
-    matches = find_owners(frames, requests)
+    decide here. ``spans``: the frames' span columns, when the caller has them; ``held``:
+    the requests the frames hold already (:class:`Held`), which keep their spans."""
+    matches = find_owners(frames, requests, held)
     if matches.reused:
         spans = spans if spans is not None else SpanColumns(frames)
-        matches.reaches = attempt_reaches(matches.ids, spans.time_of)
+        span_time = known_time(spans)
+        matches.reaches = attempt_reaches(matches.ids, span_time)
         first = host_skews(spans, [(request, owner) for request, owner
                                    in zip(requests, matches.owners, strict=True)
                                    if owner >= 0 and request.role != KV_SENDER],
                            matches.reaches)
-        place_reused(matches, requests, spans.time_of,
+        place_reused(matches, requests, span_time,
                      dict(zip(first["host"], first["skew"], strict=True)))
     return matches
 
 
-def find_owners(frames: TraceFrames, requests: list[Request]) -> Matches:
+def known_time(spans: SpanColumns) -> Callable[[int], tuple[float, float]]:
+    """A span's start and end as the matching rules take them: a span still open has no
+    known end (the one it is drawn to is a guess), so its end is inf: it bounds the time
+    of its request, and of its host's skew (:func:`.skew.host_skews`), from below only."""
+    def span_time(index: int) -> tuple[float, float]:
+        start, end = spans.time_of(index)
+        return start, (math.inf if spans.is_open(index) else end)
+    return span_time
+
+
+def find_owners(frames: TraceFrames, requests: list[Request],
+                held: Held | None = None) -> Matches:
     """Rules 1 to 4 (a request with a reused rid stays unmatched until placed)."""
-    matches = rid_owners(frames, requests)
+    matches = rid_owners(frames, requests, held=held)
     follow_rooms(requests, matches.owners)
     return matches
 
 
 def rid_owners(frames: TraceFrames, requests: list[Request],
-               ids: RequestIds | None = None) -> Matches:
+               ids: RequestIds | None = None, held: Held | None = None) -> Matches:
     """Rules 1 to 3: each request's span by trace context or rid alone. ``ids``: the
-    frames' request ids where the caller read them already (:func:`request_ids`).
+    frames' request ids where the caller read them already (:func:`request_ids`);
+    ``held``: the requests the frames hold already, which keep their spans as rule 1's do.
 
     The requests of one role that name one span by whole rid are its request when there
     is one; when there are several (a rid used again), each is a reused rid's request of
     that span alone (:attr:`Matches.reused`), left for :func:`place_reused`; when a
-    request of that role hangs under the span by trace context, the others lose it
-    (:data:`RID_USED_AGAIN`)."""
+    request of that role hangs under the span by trace context, or the frames hold one
+    there already, the others lose it (:data:`RID_USED_AGAIN`)."""
     owners = [-1] * len(requests)
     by_context = _context_owners(frames, requests)
+    if held is not None:
+        by_context.update(held.owners)
     for number, owner in by_context.items():
         owners[number] = owner
     in_context = {(owner, requests[number].role) for number, owner in by_context.items()}
+    if held is not None:
+        in_context |= held.roles
     ids = ids if ids is not None else request_ids(frames)
     whole, tail, several = ids.whole, ids.tail, ids.several
     hits: dict[tuple[int, str], list[int]] = defaultdict(list)
@@ -174,10 +213,10 @@ def rid_owners(frames: TraceFrames, requests: list[Request],
             reused[number] = [hit]
             if (hit, role) in in_context:
                 reasons[number] = RID_USED_AGAIN
-    _match_by_tail(requests, owners, whole, tail, set(hits))
+    _match_by_tail(requests, owners, whole, tail, set(hits) | in_context)
     named = {span for span in whole.values() if span >= 0}
     named.update(span for spans in several.values() for span in spans)
-    return Matches(owners, ids, reused, named=named, reasons=reasons)
+    return Matches(owners, ids, reused, named=named, reasons=reasons, claimed=in_context)
 
 
 def place_reused(matches: Matches, requests: list[Request],
@@ -185,9 +224,11 @@ def place_reused(matches: Matches, requests: list[Request],
                  ) -> None:
     """Each request of :attr:`Matches.reused` onto the one span of its rid that its time
     overlaps (engine time + its host's ``skew``; ``span_time`` gives a span's start and
-    drawn end), the one overlapping it most where two requests of a role want one span;
-    the others get :data:`REUSED_RID`, or :data:`RID_USED_AGAIN` where the rid names one
-    span. A host without a skew places its requests of a rid and role together
+    end, inf for a span still open: :func:`known_time`), the one overlapping it most
+    where two requests of a role want one span; the others get :data:`REUSED_RID`, or
+    :data:`RID_USED_AGAIN` where the rid names one span. A span that a request of the role
+    holds by trace context or in the frames already (:attr:`Matches.claimed`) goes to none
+    of them. A host without a skew places its requests of a rid and role together
     (:func:`_fitted_one_way`), or none of them (:data:`UNKNOWN_OFFSET`); one so placed
     keeps its span only when no other request wants it (their overlaps, its length and
     another's, cannot be compared). Then rule 4 again, for the PD halves of the requests
@@ -222,8 +263,9 @@ def place_reused(matches: Matches, requests: list[Request],
     contenders: dict[tuple[int, str], list[int]] = defaultdict(list)
     for number, (_overlap, span) in wanted.items():
         contenders[(span, requests[number].role)].append(number)
-    for (span, _role), numbers in contenders.items():
-        if len(numbers) > 1 and fitted_alone.intersection(numbers):
+    for (span, role), numbers in contenders.items():
+        if (span, role) in matches.claimed or (len(numbers) > 1
+                                                and fitted_alone.intersection(numbers)):
             for number in numbers:
                 matches.reasons[number] = (UNKNOWN_OFFSET if number in fitted_alone
                                            else _rid_reason(matches.reused[number]))
@@ -257,9 +299,11 @@ def _fitted_one_way(numbers: list[int], requests: list[Request], spans: list[int
     A request fits its span when it starts inside it (the engine gets it once the client
     sent it) and ends by the span's reach (``reaches``, :func:`attempt_reaches`; a span
     not there by its own end): inside it, or for an aborted attempt before the retry
-    began. Under one offset the requests keep their order, so spans one after another
-    admit only the order of their starts; spans that overlap (several samples given one
-    rid) may admit another, which makes the choice not single."""
+    began. A span still open (``span_time`` gives it no end: :func:`known_time`) bounds
+    its request from below only. Under one offset the requests keep their order, so
+    spans one after another admit only the order of their starts; spans that overlap
+    (several samples given one rid, or a span still open) may admit another, which makes
+    the choice not single."""
     order = sorted(numbers, key=lambda number: (requests[number].start_ns, number))
     if len(order) > len(spans):
         return None
@@ -309,8 +353,10 @@ def attempt_reaches(ids: RequestIds, span_time: Callable[[int], tuple[float, flo
     span of it starts at or after this one's end), by the next such start. That attempt
     was aborted: the client stopped waiting at its end, and the engine runs its request
     on until it notices. A request running into the retry would overlap two attempts,
-    which :func:`place_reused` places on neither when the skew is known. The skews'
-    bounds (:func:`.skew.host_skews`) take the same reach."""
+    which :func:`place_reused` places on neither when the skew is known. A span still
+    open has no known end (``span_time`` gives inf, :func:`known_time`): no span starts
+    after it, and its reach is inf, no bound. The skews' bounds (:func:`.skew.host_skews`)
+    take the same reach, an open span's none."""
     out: dict[int, float] = {}
     for spans in ids.several.values():
         times = [span_time(span) for span in spans]
