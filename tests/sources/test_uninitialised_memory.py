@@ -142,8 +142,9 @@ def test_a_tensor_larger_than_its_storage_is_refused(tmp_path: Path) -> None:
     tensors = MARK + legacy_tensor("0", 0, 0) + legacy_tensor("0", 0, ELEMENTS) + TUPLE
     write_legacy(path, dump_stream(tensors, "metadata"))
     spray_the_heap()
-    with pytest.raises(DumpError, match="reaches past its storage"):
+    with pytest.raises(DumpError, match="reaches past its storage") as refused:
         load_dump(path)
+    assert "state the loader refuses" in str(refused.value)
 
 
 def test_structured_dtypes_must_fit_their_items(tmp_path: Path) -> None:
@@ -153,8 +154,11 @@ def test_structured_dtypes_must_fit_their_items(tmp_path: Path) -> None:
     path = tmp_path / "rollout_1.pt"
     torch.save({"samples": [{"index": 0, "v": np.zeros(64, dtype)}]}, path)
     for isolate in (True, False):
-        with pytest.raises(DumpError, match="field outside its item"):
+        with pytest.raises(DumpError, match="field outside its item") as refused:
             load_dump(path, isolate=isolate)
+        # refused on purpose, not taken for a damaged file
+        assert "state the loader refuses (RefusedState: a numpy dtype" in str(refused.value)
+        assert "damaged" not in str(refused.value)
 
 
 @pytest.mark.parametrize("count", [0, 1, 2])
@@ -170,5 +174,7 @@ def test_object_arrays_must_hold_as_many_items_as_their_shape(tmp_path: Path,
     path = tmp_path / "rollout_1.pt"
     write_zip(path, dump_stream(array + state + BUILD, "metadata"))
     for isolate in (True, False):
-        with pytest.raises(DumpError, match=f"object array of 3 items comes with {count}"):
+        with pytest.raises(DumpError, match=f"object array of 3 items comes with {count}") \
+                as refused:
             load_dump(path, isolate=isolate)
+        assert "state the loader refuses" in str(refused.value)

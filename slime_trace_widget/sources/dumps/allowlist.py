@@ -187,6 +187,12 @@ class ClassGuard:
         return touched
 
 
+class RefusedState(pickle.UnpicklingError):
+    """Pickled state the loader refuses: well formed, but it would have numpy or torch
+    read memory the file does not own (a dtype numpy would not build, an object array
+    short of items, a tensor past its storage)."""
+
+
 class CheckedArray(np.ndarray):
     """A numpy array the safe loader rebuilt: its pickled state is checked before numpy
     reads it.
@@ -210,7 +216,7 @@ class CheckedArray(np.ndarray):
                 expected = _element_count(shape)
                 if not isinstance(data, list) or len(data) != expected:
                     count = len(data) if isinstance(data, list) else type(data).__name__
-                    raise pickle.UnpicklingError(
+                    raise RefusedState(
                         f"a numpy object array of {expected} items comes with {count}")
         super().__setstate__(state)
 
@@ -250,7 +256,7 @@ def refuse_bad_dtype(dtype: Any) -> None:
     except Exception as exc:  # a state numpy's own accessors choke on
         problem = f"cannot be read ({type(exc).__name__}: {exc})"
     if problem:
-        raise pickle.UnpicklingError(f"a numpy dtype {problem}")
+        raise RefusedState(f"a numpy dtype {problem}")
 
 
 def _dtype_problem(dtype: np.dtype, depth: int = 0) -> str | None:
@@ -406,5 +412,5 @@ def refuse_past_storage(extent: int | None, available: int) -> None:
     """Raise UnpicklingError when a tensor would read past the end of its storage:
     torch's own pickles always fit, and what lies beyond is leftover memory."""
     if extent is not None and extent > available:
-        raise pickle.UnpicklingError(
+        raise RefusedState(
             f"a tensor reaches past its storage ({extent} elements, storage has {available})")

@@ -26,7 +26,7 @@ from typing import Any
 
 from ...values import bounded_int, short_text
 from ...whole_files import replaced
-from .allowlist import check_dtypes
+from .allowlist import RefusedState, check_dtypes
 from .errors import DumpError, one_line
 from .paths import PathLike, dump_kind
 from .placeholders import object_record, sample_records
@@ -137,7 +137,9 @@ def _load_failure(path: str, header: bytes, exc: BaseException) -> DumpError:
         problem = "cannot load legacy torch file"
     else:
         return DumpError(f"{path}: not a torch dump (unrecognised content) ({detail})")
-    if isinstance(exc, _DAMAGED_PICKLE):
+    if isinstance(exc, RefusedState):
+        problem += ": it holds pickled state the loader refuses"
+    elif isinstance(exc, _DAMAGED_PICKLE):
         problem += ": its pickled data is damaged or cut short"
     return DumpError(f"{path}: {problem} ({detail})")
 
