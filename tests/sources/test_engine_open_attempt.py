@@ -2,9 +2,9 @@
 (it is only drawn to one: its row's last timestamp), so it bounds its request's time from
 below only, by its start, as it bounds its host's skew (``sources/engine/skew.py``) and
 as the engine band and ``engine_breakdown`` clip nothing after it
-(``sources/engine/match.py``: ``known_time``, ``attempt_reaches``). A request that starts
-after the drawn end is still that attempt's. Traces laid out as SGLang 0.5.23 writes them
-(``tests/support/engine_builder.py``)."""
+(``sources/engine/skew.py``: ``SpanColumns.time_of``; ``match.py``:
+``attempt_reaches``). A request that starts after the drawn end is still that attempt's.
+Traces laid out as SGLang 0.5.23 writes them (``tests/support/engine_builder.py``)."""
 
 from __future__ import annotations
 

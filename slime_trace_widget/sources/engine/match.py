@@ -143,7 +143,7 @@ def placed_matches(frames: TraceFrames, requests: list[Request],
     matches = find_owners(frames, requests, held)
     if matches.reused:
         spans = spans if spans is not None else SpanColumns(frames)
-        span_time = known_time(spans)
+        span_time = spans.time_of
         matches.reaches = attempt_reaches(matches.ids, span_time)
         first = host_skews(spans, [(request, owner) for request, owner
                                    in zip(requests, matches.owners, strict=True)
@@ -152,16 +152,6 @@ def placed_matches(frames: TraceFrames, requests: list[Request],
         place_reused(matches, requests, span_time,
                      dict(zip(first["host"], first["skew"], strict=True)))
     return matches
-
-
-def known_time(spans: SpanColumns) -> Callable[[int], tuple[float, float]]:
-    """A span's start and end as the matching rules take them: a span still open has no
-    known end (the one it is drawn to is a guess), so its end is inf: it bounds the time
-    of its request, and of its host's skew (:func:`.skew.host_skews`), from below only."""
-    def span_time(index: int) -> tuple[float, float]:
-        start, end = spans.time_of(index)
-        return start, (math.inf if spans.is_open(index) else end)
-    return span_time
 
 
 def find_owners(frames: TraceFrames, requests: list[Request],
@@ -223,16 +213,15 @@ def place_reused(matches: Matches, requests: list[Request],
                  span_time: Callable[[int], tuple[float, float]], skew: dict[str, float]
                  ) -> None:
     """Each request of :attr:`Matches.reused` onto the one span of its rid that its time
-    overlaps (engine time + its host's ``skew``; ``span_time`` gives a span's start and
-    end, inf for a span still open: :func:`known_time`), the one overlapping it most
-    where two requests of a role want one span; the others get :data:`REUSED_RID`, or
+    overlaps (engine time + its host's ``skew``; ``span_time`` gives a span's start and end,
+    inf for a span still open: :meth:`.skew.SpanColumns.time_of`), the one overlapping it
+    most where two requests of a role want one span; the others get :data:`REUSED_RID`, or
     :data:`RID_USED_AGAIN` where the rid names one span. A span that a request of the role
     holds by trace context or in the frames already (:attr:`Matches.claimed`) goes to none
     of them. A host without a skew places its requests of a rid and role together
-    (:func:`_fitted_one_way`), or none of them (:data:`UNKNOWN_OFFSET`); one so placed
-    keeps its span only when no other request wants it (their overlaps, its length and
-    another's, cannot be compared). Then rule 4 again, for the PD halves of the requests
-    placed."""
+    (:func:`_fitted_one_way`), or none of them (:data:`UNKNOWN_OFFSET`); one so placed keeps
+    its span only when no other request wants it (their overlaps, its length and another's,
+    cannot be compared). Then rule 4 again, for the PD halves of the requests placed."""
     wanted: dict[int, tuple[float, int]] = {}
     fitted_alone: set[int] = set()
     unknown: dict[tuple[str | None, str, str], list[int]] = defaultdict(list)
@@ -299,11 +288,11 @@ def _fitted_one_way(numbers: list[int], requests: list[Request], spans: list[int
     A request fits its span when it starts inside it (the engine gets it once the client
     sent it) and ends by the span's reach (``reaches``, :func:`attempt_reaches`; a span
     not there by its own end): inside it, or for an aborted attempt before the retry
-    began. A span still open (``span_time`` gives it no end: :func:`known_time`) bounds
-    its request from below only. Under one offset the requests keep their order, so
-    spans one after another admit only the order of their starts; spans that overlap
-    (several samples given one rid, or a span still open) may admit another, which makes
-    the choice not single."""
+    began. A span still open (``span_time`` gives it no end:
+    :meth:`.skew.SpanColumns.time_of`) bounds its request from below only. Under one
+    offset the requests keep their order, so spans one after another admit only the
+    order of their starts; spans that overlap (several samples given one rid, or a span
+    still open) may admit another, which makes the choice not single."""
     order = sorted(numbers, key=lambda number: (requests[number].start_ns, number))
     if len(order) > len(spans):
         return None
@@ -354,9 +343,9 @@ def attempt_reaches(ids: RequestIds, span_time: Callable[[int], tuple[float, flo
     was aborted: the client stopped waiting at its end, and the engine runs its request
     on until it notices. A request running into the retry would overlap two attempts,
     which :func:`place_reused` places on neither when the skew is known. A span still
-    open has no known end (``span_time`` gives inf, :func:`known_time`): no span starts
-    after it, and its reach is inf, no bound. The skews' bounds (:func:`.skew.host_skews`)
-    take the same reach, an open span's none."""
+    open has no known end (``span_time`` gives inf, :meth:`.skew.SpanColumns.time_of`):
+    no span starts after it, and its reach is inf, no bound. The skews' bounds
+    (:func:`.skew.host_skews`) take the same reach, an open span's none."""
     out: dict[int, float] = {}
     for spans in ids.several.values():
         times = [span_time(span) for span in spans]

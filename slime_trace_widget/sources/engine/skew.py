@@ -46,17 +46,16 @@ class SpanColumns:
         self.depth = core["depth"].to_numpy()
         self.span_id = core["span_id"].to_numpy(dtype=object)
         self.start = core["start"].to_numpy()
-        self.display_end = core["display_end"].to_numpy()
-        self.open = (core["state"] == "open").to_numpy()
+        #: Each span's end as the join takes it: inf for a span still open, whose end is
+        #: unknown (the end it is drawn to is a guess), so it bounds its request's time,
+        #: and its host's skew, from below only.
+        self.end = np.where((core["state"] == "open").to_numpy(), np.inf,
+                            core["display_end"].to_numpy())
 
     def time_of(self, index: int) -> tuple[float, float]:
-        """Span ``index``'s start and drawn end."""
+        """Span ``index``'s start and end (inf while it is open)."""
         at = self.position[index]
-        return float(self.start[at]), float(self.display_end[at])
-
-    def is_open(self, index: int) -> bool:
-        """Span ``index`` is still open: its end is unknown, its drawn end a guess."""
-        return bool(self.open[self.position[index]])
+        return float(self.start[at]), float(self.end[at])
 
 
 def host_skews(spans: SpanColumns, attached: list[tuple[Request, int]],
@@ -64,15 +63,13 @@ def host_skews(spans: SpanColumns, attached: list[tuple[Request, int]],
     """Per engine host, the shift into the dump's clock, what bounded it, its machine.
     ``reaches``: how late a span's request may end where that is past the span's end (an
     aborted attempt's, until its retry: :func:`.match.attempt_reaches`). A span still
-    open bounds its request's host from below only: its end is unknown, and its reach,
-    taken from the end it is drawn to, no bound either."""
+    open bounds its request's host from below only: its end and its reach are inf
+    (:meth:`SpanColumns.time_of`)."""
     bounds: dict[str, list[tuple[float, float]]] = {}
     machines: dict[str, str] = {}
     for request, owner in attached:
         gen_start, gen_end = spans.time_of(owner)
-        if spans.is_open(owner):
-            gen_end = np.inf
-        elif reaches:
+        if reaches:
             gen_end = reaches.get(owner, gen_end)
         by_host: dict[str, list[tuple[int, int]]] = {}
         for piece in request.pieces:
