@@ -8,6 +8,7 @@ import { App } from "./ui/app.js";
 import { createLocalModel } from "./standalone.js";
 import { bootSnapshot } from "./page/snapshot.js";
 import { WholePayload } from "./page/inline.js";
+import { announceView, newViewId } from "./ui/presence.js";
 
 /**
  * Build the view, or show why it could not be built.
@@ -31,27 +32,6 @@ function mount(model, el, t0) {
 }
 
 /**
- * Tell the kernel a view of the widget opened or closed (docs/payload.md, "Views"):
- * a widget that no view shows any more stops following its folder. A model whose
- * comm is gone (the widget closed) cannot be told, and needs not be.
- * @param {import("./data/model.js").AnyModel} model
- * @param {"view_opened"|"view_closed"} type
- * @param {string} view
- */
-function tellViews(model, type, view) {
-  try {
-    model.send({ type, view });
-  } catch (err) {
-    console.debug("slime-trace-widget: could not send", type, err);
-  }
-}
-
-/** An id for one view of a widget, unique among its views. */
-function newViewId() {
-  return `${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 10)}`;
-}
-
-/**
  * Draw the timeline into `el`: at once, or, when the payload's binary buffers
  * were lost on the way (inline.js), once the kernel's inline copy is here.
  * @param {{ model: import("./data/model.js").AnyModel, el: HTMLElement }} ctx
@@ -59,8 +39,7 @@ function newViewId() {
  */
 function render({ model, el }) {
   const t0 = performance.now();
-  const view = newViewId();
-  tellViews(model, "view_opened", view);
+  const closeView = announceView(model, newViewId());
   /** @type {HTMLElement|null} */
   let waiting = null;
   let cleanup = () => {};
@@ -77,7 +56,7 @@ function render({ model, el }) {
     whole.dispose();
     waiting?.remove();
     cleanup();
-    tellViews(model, "view_closed", view);
+    closeView();
   };
 }
 

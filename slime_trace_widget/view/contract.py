@@ -2,9 +2,9 @@
 
 The renderer (its decoder, the live view's splice, the details panel, a page's local
 model) reads the same file, so the columns, their types, the flags, the meta's tables,
-the sample fields, a live delta's item kinds and what each reply repeats of its request
-are stated once for the kernel and the renderer; the names that codes index are
-``vocabularies.json``'s, shared the same way.
+the sample fields, a live delta's item kinds, what each reply repeats of its request and
+how often a drawn view says it is still drawn are stated once for the kernel and the
+renderer; the names that codes index are ``vocabularies.json``'s, shared the same way.
 This module only reads the file, and packs and reads a column by its stated type.
 """
 
@@ -32,6 +32,8 @@ __all__ = [
     "REQUEST_ECHOES",
     "SAMPLE_STRINGS",
     "SAMPLE_TEXT_FIELDS",
+    "VIEW_ALIVE_SECONDS",
+    "VIEW_GONE_AFTER_MISSED",
     "column_bytes",
     "column_values",
 ]
@@ -50,6 +52,10 @@ CLIP_SHIFT: int = CONTRACT["clip_shift"]
 #: Each column's type code (``u1``, ``i4``, ``f8``...): little-endian, as typed arrays read it.
 COLUMN_DTYPES: dict[str, str] = dict(CONTRACT["columns"])
 FATE_NONE: int = CONTRACT["fate_none"]
+#: How often a drawn view says ``view_alive`` (by default), and how many of those a view
+#: may miss before the kernel counts it as gone (``docs/payload.md``, "Views").
+VIEW_ALIVE_SECONDS: float = float(CONTRACT["views"]["alive_every_seconds"])
+VIEW_GONE_AFTER_MISSED: int = CONTRACT["views"]["gone_after_missed"]
 #: The meta's string tables, each with the columns whose codes index it.
 CODE_TABLES: dict[str, tuple[str, ...]] = {
     table: tuple(columns) for table, columns in CONTRACT["code_tables"].items()}

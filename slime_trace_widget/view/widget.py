@@ -4,7 +4,8 @@ The Python side holds the frames and answers questions; the front end
 (``js/``, bundled into ``static/``) draws. State crosses as traitlets:
 ``payload`` (binary columns, see ``docs/payload.md``), ``selected`` (what the
 user clicked), ``view_range`` (two-way zoom) and ``view_state`` (filters, sort
-and toggles, read back by :meth:`to_html`). Attributes stay in the kernel and
+and toggles, read back by :meth:`to_html`), ``view_alive_seconds`` (how often each
+view says it is still drawn). Attributes stay in the kernel and
 are sent on request when an item is clicked, and so does a sample's whole
 prompt, response, label or metadata when the panel's "show all" asks for it.
 """
@@ -15,6 +16,7 @@ import base64
 import functools
 import itertools
 import logging
+import threading
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -38,12 +40,13 @@ from ..sources.follow import (
 )
 from ..sources.handover import new_dumps_watcher
 from ..sources.loading import load_frames
-from .contract import REQUEST_ECHOES
+from .contract import REQUEST_ECHOES, VIEW_ALIVE_SECONDS
 from .details import event_detail, sample_text, span_detail
 from .live import STALL_AFTER, LiveFeed, LiveFollower, LiveSession
 from .live_blocks import LiveDelta
 from .page.snapshot import write_snapshot
 from .payload import EncodedView, encode
+from .presence import VIEW_MESSAGES, ViewPresence
 
 _STATIC = Path(__file__).parent / "static"
 _log = logging.getLogger(__name__)
@@ -61,6 +64,9 @@ class TraceTimeline(anywidget.AnyWidget):
     view_range = traitlets.List(traitlets.Float(), default_value=[]).tag(sync=True)
     view_state = traitlets.Dict().tag(sync=True)
     height = traitlets.Int(640).tag(sync=True)
+    #: Each view says ``view_alive`` this often; one not heard from for a few such
+    #: intervals (its page reloaded or closed) counts as gone (``view.presence``).
+    view_alive_seconds = traitlets.Float(VIEW_ALIVE_SECONDS, min=0.05).tag(sync=True)
 
     def __init__(self, frames: TraceFrames, *, title: str | None = None,
                  align: str | None = None, **kwargs: Any) -> None:
@@ -69,8 +75,9 @@ class TraceTimeline(anywidget.AnyWidget):
         self._frames = frames
         self._poller: Poller | None = None
         self._live: LiveFollower | None = None
-        #: The views of this widget drawn now, by the ids they sent (``_view_seen``).
-        self._views: set[str] = set()
+        #: The views of this widget drawn now (``_follow_while_shown``).
+        self._views = ViewPresence()
+        self._following = threading.Lock()
         self._title = title
         self._align = align or ("rollout" if len(frames.paths) > 1 else "global")
         self._view = self._encode(frames)
@@ -131,6 +138,8 @@ class TraceTimeline(anywidget.AnyWidget):
         timeline = cls(frames, **{"align": "global", **kwargs})
 
         def look() -> None:
+            if not timeline._follow_while_shown():
+                return
             new = watcher.new_dumps()
             added = loaded(new) if new else None
             if added is not None:
@@ -180,7 +189,10 @@ class TraceTimeline(anywidget.AnyWidget):
             content, buffers = delta.as_message()
             timeline.send(content, buffers)
 
-        after = None if watcher is None else functools.partial(timeline._hand_over, watcher)
+        def after() -> None:
+            if timeline._follow_while_shown() and watcher is not None:
+                timeline._hand_over(watcher)
+
         timeline._live = LiveFollower(session, send, report, interval, after)
         return timeline
 
@@ -358,8 +370,9 @@ class TraceTimeline(anywidget.AnyWidget):
         """Answer the front end's requests (``docs/payload.md``); other messages are ignored."""
         if not isinstance(content, dict) or not isinstance(content.get("type"), str):
             return
-        if content["type"] in ("view_opened", "view_closed"):
-            self._view_seen(content["type"] == "view_opened", content.get("view"))
+        if content["type"] in VIEW_MESSAGES:
+            if self._views.heard(content["type"], content.get("view")):
+                self._follow_while_shown()
         elif content["type"] == "live_sync" and self._live is not None:
             since, epoch = content.get("since"), content.get("epoch")
             self._live.send_since(since if type(since) is int and since >= 0 else 0,
@@ -371,26 +384,24 @@ class TraceTimeline(anywidget.AnyWidget):
             if answer is not None:
                 self._reply(content, answer)
 
-    def _view_seen(self, opened: bool, view: Any) -> None:
-        """Follow the folder (:meth:`follow`, :meth:`live`) only while a view shows it:
-        a re-run cell's widget stays in the kernel, and would read for ever. Reading
-        pauses once the last view that opened has closed and goes on when one opens
-        again; a widget no view ever opened (used from code) keeps reading."""
-        if not isinstance(view, str):
-            return
-        if opened:
-            self._views.add(view)
-        elif view in self._views:
-            self._views.remove(view)
-        else:
-            return
-        for follower in (self._poller, self._live):
-            if follower is None:
-                continue
-            if self._views:
-                follower.resume()
-            else:
-                follower.pause()
+    def _follow_while_shown(self) -> bool:
+        """Follow the folder (:meth:`follow`, :meth:`live`) only while a view shows it,
+        and say whether one does: a re-run cell's widget stays in the kernel, and so
+        does one whose page was reloaded or closed, and either would read for ever.
+        Reading pauses once no view that opened is drawn (closed, or not heard from:
+        ``view.presence``) and goes on when one is again; a widget no view ever opened
+        (used from code) keeps reading. Called on each view message and on each look,
+        so that views that went without a word are noticed too."""
+        with self._following:
+            shown = self._views.shown(self.view_alive_seconds)
+            for follower in (self._poller, self._live):
+                if follower is None:
+                    continue
+                if shown:
+                    follower.resume()
+                else:
+                    follower.pause()
+            return shown
 
     def _reply(self, content: dict[str, Any],
                answer: Callable[[dict[str, Any]], dict[str, Any]]) -> None:

@@ -6,6 +6,7 @@ stops the clock."""
 from __future__ import annotations
 
 import contextvars
+import time
 from pathlib import Path
 from typing import Any
 
@@ -101,3 +102,54 @@ def test_a_live_widget_of_a_cell_run_again_stops_reading(chromium: Any, lab: Jup
         assert "reading threads: 1" in notebook.output_text(1)
     finally:
         page.close()
+
+
+def test_a_live_widget_whose_page_is_gone_stops_reading(chromium: Any, lab: JupyterLab,
+                                                         tmp_path: Path) -> None:
+    """A page left (or reloaded, or closed) removes its views without a word: the view
+    stops saying ``view_alive``, and the widget, still in the kernel, stops reading the
+    store once it has missed a few. The kernel writes what it saw into files, since the
+    page that could show it is gone."""
+    folder, heard, gone, verdict = (tmp_path / name for name in
+                                    ("collect", "heard", "gone", "verdict"))
+    folder.mkdir()
+    url = lab.write_notebook("live_gone.ipynb", [
+        "import pathlib, threading, time\n"
+        "from slime_trace_widget import TraceTimeline\n"
+        f"tl = TraceTimeline.live({str(folder)!r})\n"
+        "tl.view_alive_seconds = 0.2\n"
+        "def note(_widget, content, _buffers):\n"
+        "    if content.get('type') == 'view_alive':\n"
+        f"        with open({str(heard)!r}, 'a') as out:\n"
+        "            out.write('alive\\n')\n"
+        "tl.on_msg(note)\n"
+        "def readers():\n"
+        "    return sum(t.name == 'slime-trace-follow' for t in threading.enumerate())\n"
+        "def watch():\n"
+        f"    while not pathlib.Path({str(gone)!r}).exists():\n"
+        "        time.sleep(0.05)\n"
+        "    deadline = time.monotonic() + 120\n"
+        "    while readers() and time.monotonic() < deadline:\n"
+        "        time.sleep(0.05)\n"
+        f"    pathlib.Path({str(verdict)!r}).write_text(f'reading threads: {{readers()}}')\n"
+        "threading.Thread(target=watch, daemon=True).start()\n"
+        "tl",
+    ])
+    page = chromium.new_page(viewport=VIEWPORT, device_scale_factor=1)
+    try:
+        run_first_widget(page, url)
+        _wait_for_file(lambda: heard.exists() and heard.read_text().count("alive") >= 3)
+        page.goto("about:blank")  # the notebook's page is gone; no view_closed was sent
+        gone.touch()
+        _wait_for_file(verdict.exists, seconds=240)
+        assert verdict.read_text() == "reading threads: 0"
+    finally:
+        page.close()
+
+
+def _wait_for_file(condition: Any, seconds: float = 120.0) -> None:
+    """Wait (a hang guard of ``seconds``) until ``condition()`` holds."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "the kernel did not write in time"
+        time.sleep(0.05)

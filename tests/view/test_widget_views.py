@@ -103,3 +103,49 @@ def test_a_followed_folder_is_read_while_a_view_shows_it(tmp_path: Path) -> None
     finally:
         timeline.stop_following()
     assert _ended(second)
+
+
+def test_a_view_that_goes_silent_stops_the_reading() -> None:
+    """A reloaded or closed page sends no ``view_closed``: its view just stops saying
+    ``view_alive``. The widget stops reading once it has missed too many, and reads
+    again when the view speaks (a background tab whose timers were held back)."""
+    before = _reading_threads()
+    feed = CountingFeed()
+    timeline = TraceTimeline.live(feed=feed, interval=0.01)
+    timeline.send = lambda *args, **kwargs: None  # type: ignore[method-assign]
+    timeline.view_alive_seconds = 0.05
+    try:
+        _tell(timeline, "view_opened", "a")
+        _reads_on(lambda: feed.polls)
+        assert _ended(feed.readers[0])  # nothing heard from "a" since: gone
+        polls = feed.polls
+        _tell(timeline, "view_alive", "a")
+        _wait_for(lambda: feed.polls > polls)
+        assert feed.readers[-1].is_alive()
+        # while it keeps speaking, reading goes on (a pause on a busy machine is
+        # ended by the next message)
+        target = feed.polls + 20
+        while feed.polls < target:
+            seen = feed.polls
+            _tell(timeline, "view_alive", "a")
+            _wait_for(lambda seen=seen: feed.polls > seen or not feed.readers[-1].is_alive())
+    finally:
+        timeline.stop_following()
+    assert _ended(feed.readers[-1])
+    assert _reading_threads() - before == set()
+
+
+def test_a_followed_folder_whose_view_went_silent_is_not_read(tmp_path: Path) -> None:
+    before = _reading_threads()
+    timeline = TraceTimeline.follow(tmp_path, interval=0.01)
+    timeline.view_alive_seconds = 0.05
+    try:
+        (first,) = _reading_threads() - before
+        _tell(timeline, "view_opened", "a")
+        assert _ended(first)
+        _tell(timeline, "view_alive", "a")
+        (second,) = _reading_threads() - before
+        assert second is not first
+    finally:
+        timeline.stop_following()
+    assert _ended(second)
