@@ -8,9 +8,11 @@ frames worker reads tensors as numpy arrays without importing torch
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import operator
 import types
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -47,6 +49,18 @@ def _torch_globals() -> dict[tuple[str, str], object]:
         if isinstance(value, torch.dtype) or legacy_storage:
             table[("torch", name)] = value
     return table
+
+
+@functools.cache
+def _legacy_storage_dtypes() -> dict[type, torch.dtype]:
+    """Each legacy storage class torch has (``torch.FloatStorage`` ...) with its dtype,
+    read once through the classes' public ``dtype`` (the deprecation warnings torch may
+    give for these classes are not the reader's to show)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        found = {value: getattr(value, "dtype", None) for value in _torch_globals().values()
+                 if isinstance(value, type) and issubclass(value, torch.storage.TypedStorage)}
+    return {storage: dtype for storage, dtype in found.items() if isinstance(dtype, torch.dtype)}
 
 
 def _untyped(storage: Any) -> torch.UntypedStorage:
@@ -217,14 +231,12 @@ def _legacy_storage_bytes(pid: Any) -> tuple[Any, int] | None:
         hash(key)
     except TypeError:
         return None
-    # torch's unpickler names a storage class by a StorageType; a class itself has
-    # ``_dtype`` (its ``dtype`` warns of the deprecation).
+    # torch's unpickler names a storage class by a StorageType; a pickle may name the
+    # legacy class itself.
     if isinstance(storage_type, torch.serialization.StorageType):
         dtype = storage_type.dtype
-    elif isinstance(storage_type, type) and issubclass(storage_type, torch.storage.TypedStorage):
-        dtype = getattr(storage_type, "_dtype", None)
     else:
-        return None
+        dtype = _legacy_storage_dtypes().get(storage_type)
     if not isinstance(dtype, torch.dtype):
         return None
     return key, max(0, numel) * dtype.itemsize
