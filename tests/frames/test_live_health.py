@@ -12,7 +12,7 @@ from slime_trace_widget.frames.live_health import (
     SeqRanges,
     process_name,
 )
-from slime_trace_widget.sources.live.store import COLUMNS, marker_table, rows_table
+from slime_trace_widget.sources.live.store import COLUMNS, LAYOUT, marker_table
 
 SECOND = 10**9
 T0 = 1_800_000_000 * SECOND
@@ -29,7 +29,7 @@ def rows(sender: str, seqs: list[int], kind: str = "span_start", received: int =
                "service": "rollout", "received_ns": received + n}
         for name in COLUMNS:
             columns[name].append(row[name])
-    return rows_table(columns)
+    return LAYOUT.rows(columns)
 
 
 def test_seq_ranges_hold_numbers_as_few_ranges() -> None:

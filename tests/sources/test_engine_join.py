@@ -19,7 +19,7 @@ from slime_trace_widget.frames import build_frames
 from slime_trace_widget.frames.model import TraceFrames
 from slime_trace_widget.sources.engine.join import join_engine
 from slime_trace_widget.sources.engine.otlp import request_rows
-from slime_trace_widget.sources.engine.store import SpanStore, load_engine_traces, rows_table
+from slime_trace_widget.sources.engine.store import LAYOUT, SpanStore, load_engine_traces
 from slime_trace_widget.tracing import bind_trace, trace_headers, trace_span
 from tests.support.engine_traces import (
     Half,
@@ -50,7 +50,7 @@ def store_requests(requests: list[Request], folder: Path, skews: dict[str, float
     replay(requests, exporter_for, skews, batch=False)
     store = SpanStore(folder)
     for exporter in exporters.values():
-        store.append(rows_table(request_rows(encode_spans(exporter.get_finished_spans())).columns))
+        store.append(LAYOUT.rows(request_rows(encode_spans(exporter.get_finished_spans())).columns))
     store.close()
     return folder
 

@@ -317,11 +317,10 @@ def test_a_write_ahead_file_cut_mid_batch_loses_only_that_batch(tmp_path: Path,
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
     from slime_trace_widget.sources.engine.otlp import request_rows
-    from slime_trace_widget.sources.engine.store import rows_table
 
     memory = InMemorySpanExporter()
     replay(requests[:4], lambda host: memory, {}, batch=False)
-    table = rows_table(request_rows(encode_spans(memory.get_finished_spans())).columns)
+    table = LAYOUT.rows(request_rows(encode_spans(memory.get_finished_spans())).columns)
     # a collector that appends two batches and dies without closing its store
     batches = tmp_path / "batches.arrows"
     with pa.OSFile(str(batches), "wb") as sink, pa.ipc.new_stream(sink, table.schema) as out:

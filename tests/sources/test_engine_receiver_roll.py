@@ -18,7 +18,7 @@ import pytest
 
 from slime_trace_widget.sources.engine import durable
 from slime_trace_widget.sources.engine.span_schema import COLUMNS, START
-from slime_trace_widget.sources.engine.store import LAYOUT, SUBDIR, SpanStore, rows_table
+from slime_trace_widget.sources.engine.store import LAYOUT, SUBDIR, SpanStore
 from slime_trace_widget.sources.engine.stretches import DECODE_LOOP, fold_decode_loops
 from tests.support.receiver import STARTUP_SECONDS
 
@@ -47,7 +47,7 @@ def spans(numbers: list[int], starts: list[int], attribute_bytes: list[int],
         rows["resource"].append("{}")
         rows["events"].append("[]")
         rows["links"].append("[]")
-    return rows_table(rows)
+    return LAYOUT.rows(rows)
 
 
 def shuffled_batches(count: int, rows_each: int, seed: int) -> list[pa.Table]:

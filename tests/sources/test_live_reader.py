@@ -15,7 +15,7 @@ import pyarrow as pa
 from slime_trace_widget.schema import w3c_trace_id
 from slime_trace_widget.sources.live import LiveReader, load_live
 from slime_trace_widget.sources.live.carriers import UNREADABLE
-from slime_trace_widget.sources.live.store import COLUMNS, LiveStore, rows_table
+from slime_trace_widget.sources.live.store import COLUMNS, LAYOUT, LiveStore
 
 SECOND = 10**9
 T0 = 1_800_000_000.0
@@ -42,7 +42,7 @@ def live_rows(records: list[dict | str], *, sender: str, rollout: int, first_seq
                "received_ns": received}
         for name in COLUMNS:
             columns[name].append(row[name])
-    return rows_table(columns)
+    return LAYOUT.rows(columns)
 
 
 def span(trace: str, span_id: str, ts: float, end: bool = False) -> dict:

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.ipc
 
 from slime_trace_widget.sources.live.read import Tail, select, store_files, store_folder
-from slime_trace_widget.sources.live.store import COLUMNS, LAYOUT, LiveStore, rows_table
+from slime_trace_widget.sources.live.store import COLUMNS, LAYOUT, LiveStore
 
 SECOND = 10**9
 T0 = 1_767_225_600 * SECOND
@@ -30,7 +30,7 @@ def records(rollout: int, first_seq: int, count: int, sender: str = "h:1:0") -> 
                "received_ns": ts}
         for name in COLUMNS:
             columns[name].append(row[name])
-    return rows_table(columns)
+    return LAYOUT.rows(columns)
 
 
 def write_rollouts(folder: Path, rollouts: int, per_rollout: int) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 
 from slime_trace_widget.frames import build_frames
 from slime_trace_widget.frames.model import TraceFrames
-from slime_trace_widget.sources.engine.store import rows_table
+from slime_trace_widget.sources.engine.store import LAYOUT
 from slime_trace_widget.tracing import bind_trace, trace_span, use_clock
 
 T0 = 1_700_000_000.0
@@ -101,7 +101,7 @@ class Engine:
             self._slices(trace, span_id, children)
 
     def table(self) -> Any:
-        return rows_table(self.rows)
+        return LAYOUT.rows(self.rows)
 
 
 def plain_slices(start: float, end: float, loops: int = 0) -> list[tuple]:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from slime_trace_widget.schema import w3c_trace_id
-from slime_trace_widget.sources.live.store import COLUMNS, LiveStore, rows_table
+from slime_trace_widget.sources.live.store import COLUMNS, LAYOUT, LiveStore
 from slime_trace_widget.view.live import LiveSession
 from slime_trace_widget.view.live_feed import ReaderFeed
 
@@ -33,7 +33,7 @@ def rows(sender: str, rollout: int, trace: str, received_ns: int) -> pa.Table:
                "service": "rollout", "received_ns": received_ns}
         for name in COLUMNS:
             columns[name].append(row[name])
-    return rows_table(columns)
+    return LAYOUT.rows(columns)
 
 
 def test_a_sender_dead_in_an_earlier_rollout_is_not_this_ones(tmp_path: Path) -> None:

@@ -49,7 +49,9 @@ SKIPPED_KEYS = ("tokens", "rollout_log_probs", "loss_mask", "teacher_log_probs",
 _MIN_CUT = 64
 #: The walk gives up when, past the first sixteenth of the pickle (at most this many
 #: bytes), the lists under the keys make less than ``_MIN_SHARE`` of what it walked:
-#: walking costs about 6 ns a byte, unpickling the numbers it saves about 20.
+#: the walk pays for itself only when it saves unpickling a large enough share of
+#: the bytes it walks (``benchmarks/bench_skim.py`` prints the walk's time and the
+#: bytes it keeps).
 _PROBE_BYTES = 8 << 20
 _MIN_SHARE = 0.3
 #: The count before the walk (:func:`_lists_may_pay`) goes this far at a time.

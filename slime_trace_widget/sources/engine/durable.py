@@ -98,6 +98,12 @@ class Layout:
     def empty(self) -> pa.Table:
         return self.schema.empty_table()
 
+    def rows(self, columns: dict[str, list]) -> pa.Table:
+        """Decoded rows (a list per column, every column of the schema) as a table of
+        the schema."""
+        return pa.table({field.name: pa.array(columns[field.name], type=field.type)
+                         for field in self.schema}, schema=self.schema)
+
     def companion_of(self, finished: Path) -> Path:
         return finished.with_name(f"{finished.stem}.{self.companion}.parquet")
 

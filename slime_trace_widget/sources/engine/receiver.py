@@ -43,7 +43,7 @@ from .load_store import SUBDIR as LOAD_SUBDIR
 from .load_store import LoadStore
 from .otlp import BadRequest, SpanRows, parse_json, parse_protobuf
 from .scrape import DEFAULT_INTERVAL, STATUS_FILE, Scraper, Target
-from .store import SpanStore, rows_table
+from .store import LAYOUT, SpanStore
 
 TRACES_PATH = "/v1/traces"
 LOGS_PATH = "/v1/logs"
@@ -92,7 +92,7 @@ class Collector(GroupWriter):
     def submit(self, rows: SpanRows) -> None:
         """Keep ``rows`` durably; returns once they are on disk. :class:`Busy` when full."""
         if len(rows):
-            self.submit_table(rows_table(rows.columns))
+            self.submit_table(LAYOUT.rows(rows.columns))
 
 
 # --------------------------------------------------------------------------- OTLP/HTTP

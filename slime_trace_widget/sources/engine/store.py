@@ -22,7 +22,7 @@ import pandas as pd
 import pyarrow as pa
 
 from . import durable
-from .span_schema import COLUMNS, END, JSON_COLUMNS, SCHEMA, START
+from .span_schema import END, JSON_COLUMNS, SCHEMA, START
 from .stretches import FOLD_COLUMNS, fold_decode_loops, mostly_decode_loops
 
 SUBDIR = "engine_spans"
@@ -36,12 +36,6 @@ LAYOUT = durable.Layout(subdir=SUBDIR, prefix="spans", schema=SCHEMA, start=STAR
                         companion="folded", derive=lambda table: fold_decode_loops(table).table,
                         worth_deriving=mostly_decode_loops,
                         derived_schema=pa.schema([*SCHEMA, *FOLD_COLUMNS]))
-
-
-def rows_table(columns: dict[str, list]) -> pa.Table:
-    """Decoded spans (a list per column) as a table of the store's schema."""
-    return pa.table({name: pa.array(columns[name], type=SCHEMA.field(name).type)
-                     for name in COLUMNS}, schema=SCHEMA)
 
 
 class SpanStore(durable.DurableStore):

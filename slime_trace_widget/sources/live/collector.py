@@ -12,10 +12,10 @@ from ...schema import LIVE_RECEIVER_START, LIVE_RECEIVER_STOP
 from ..engine.group_commit import GroupWriter
 from .otlp_logs import LiveRows
 from .store import (
+    LAYOUT,
     LiveStore,
     marker_table,
     receiver_identity,
-    rows_table,
 )
 
 #: Records waiting for the writer beyond which new requests are asked to come back later.
@@ -51,7 +51,7 @@ class LiveCollector(GroupWriter):
             with self._foreign_lock:
                 self._foreign += rows.foreign
         if len(rows):
-            self.submit_table(rows_table(rows.columns))
+            self.submit_table(LAYOUT.rows(rows.columns))
 
     def close(self) -> None:
         """Write the stop row and what is waiting, finish the files, stop the writer."""

@@ -62,12 +62,6 @@ LAYOUT = durable.Layout(subdir=SUBDIR, prefix="records", schema=SCHEMA, start="t
                         end="ts_ns", sort_by="", what="live records", compression="zstd")
 
 
-def rows_table(columns: dict[str, list]) -> pa.Table:
-    """Decoded records (a list per column) as a table of the store's schema."""
-    return pa.table({name: pa.array(columns[name], type=SCHEMA.field(name).type)
-                     for name in COLUMNS}, schema=SCHEMA)
-
-
 def trace_records(table: pa.Table) -> Any:
     """A boolean column: which rows of ``table`` are trace records."""
     return pc.invert(pc.is_in(table["record"], pa.array(NOT_TRACE_RECORDS)))
@@ -80,7 +74,7 @@ def marker_table(record: str, identity: str, at_ns: int) -> pa.Table:
     row.update(sender=[identity], seq=[0], record=[record], ts_ns=[at_ns], trace_id=[""],
                attempt=[0], rollout_id=[UNKNOWN_ROLLOUT], body=[body], service=[""],
                received_ns=[at_ns])
-    return rows_table(row)
+    return LAYOUT.rows(row)
 
 
 def receiver_identity(started_ns: int) -> str:
