@@ -209,7 +209,7 @@ class TraceFrames:
             if not view.index.equals(getattr(self, name).index):
                 raise ValueError(f"{name}: a changed view must keep the rows of the one it "
                                  "replaces, in order (the other tables refer to them)")
-            tables[name] = encode_table(view)
+            tables[name] = encode_table(view, name)
         core = self.tables
         return replace(self, tables=CoreTables(**{name: tables.get(name, getattr(core, name))
                                                   for name in CORE_TABLES}))

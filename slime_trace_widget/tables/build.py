@@ -20,21 +20,12 @@ import numpy as np
 import pyarrow as pa
 
 from ..values import clean_text
-from ..vocabularies import CLIP_REASONS, EVENT_KINDS
 from .attr_columns import AttrTable
 from .carrier import RecordColumns, read_carrier
 from .core_tables import (
-    ORIGINS,
     PD_FORMS,
-    STATES,
     FrameTables,
     core_table,
-    dictionary_column,
-    json_text_column,
-    nullable_int_column,
-    object_text_column,
-    text_column,
-    vocabulary_column,
 )
 from .names import Names
 from .pd_lanes import (
@@ -353,8 +344,9 @@ def _span_arrays(
         "end_attempt": end_attempts.astype(np.int32),
         "virtual": np.arange(len(rows)) >= n_real,
         "pd_detail": pd_detail,
-        "pd_form": np.concatenate([np.full(n_real, -1),
-                                   [PD_FORMS.index(f) for f in virtual.form]]),
+        "pd_form": np.concatenate([np.full(n_real, -1, dtype=np.int32),
+                                   np.array([PD_FORMS.index(f) for f in virtual.form],
+                                            dtype=np.int32)]),
         "error": _has_key(end_attrs, "error_type"),
     }
 
@@ -365,38 +357,38 @@ def _span_table(spans: dict[str, Any]) -> pa.Table:
     starts, ends = spans["start"], spans["end"]
     parent_codes = np.where(parents >= 0, names.codes[np.maximum(parents, 0)], -1)
     return core_table("span_core", {
-        "sample_row": pa.array(spans["sample_row"]),
-        "span_id": text_column(spans["span_id"]),
-        "parent_span_id": text_column(spans["parent_span_id"]),
-        "parent_index": pa.array(parents),
-        "parent_name": dictionary_column(Names(parent_codes, names.categories)),
-        "name": dictionary_column(names),
-        "start": pa.array(starts),
-        "end": pa.array(ends),
-        "display_end": pa.array(spans["display_end"]),
-        "duration": pa.array(ends - starts),
-        "state": vocabulary_column(spans["open"], STATES),
-        "clip_reason": vocabulary_column(spans["clip_reason"], CLIP_REASONS),
-        "depth": pa.array(spans["depth"]),
-        "lane": pa.array(spans["lane"]),
-        "attempt": pa.array(spans["attempt"]),
-        "end_attempt": pa.array(spans["end_attempt"]),
-        "virtual": pa.array(spans["virtual"]),
-        "pd_detail": pa.array(spans["pd_detail"]),
-        "pd_form": vocabulary_column(spans["pd_form"], PD_FORMS),
-        "error": pa.array(spans["error"]),
-        "origin": vocabulary_column(np.zeros(len(parents), dtype=np.int32), ORIGINS),
+        "sample_row": spans["sample_row"],
+        "span_id": spans["span_id"],
+        "parent_span_id": spans["parent_span_id"],
+        "parent_index": parents,
+        "parent_name": Names(parent_codes, names.categories),
+        "name": names,
+        "start": starts,
+        "end": ends,
+        "display_end": spans["display_end"],
+        "duration": ends - starts,
+        "state": spans["open"],  # codes into the vocabulary: closed, open
+        "clip_reason": spans["clip_reason"],
+        "depth": spans["depth"],
+        "lane": spans["lane"],
+        "attempt": spans["attempt"],
+        "end_attempt": spans["end_attempt"],
+        "virtual": spans["virtual"],
+        "pd_detail": spans["pd_detail"],
+        "pd_form": spans["pd_form"],
+        "error": spans["error"],
+        "origin": np.zeros(len(parents), dtype=np.int32),  # all from the dump
     })
 
 
 def _segment_table(virtual: VirtualSpans, n_real: int) -> pa.Table:
     """The PD segments: the parts of each virtual span (``span_index`` into spans)."""
     return core_table("segments", {
-        "span_index": pa.array(np.asarray(virtual.seg_owner, dtype=np.int64) + n_real),
-        "name": dictionary_column(_categorical(virtual.seg_name)),
-        "start": pa.array(np.asarray(virtual.seg_start, dtype=np.float64)),
-        "end": pa.array(np.asarray(virtual.seg_end, dtype=np.float64)),
-        "duration": pa.array(np.asarray(virtual.seg_duration, dtype=np.float64)),
+        "span_index": np.asarray(virtual.seg_owner, dtype=np.int64) + n_real,
+        "name": _categorical(virtual.seg_name),
+        "start": virtual.seg_start,
+        "end": virtual.seg_end,
+        "duration": virtual.seg_duration,
     })
 
 
@@ -445,18 +437,18 @@ def _event_arrays(cols: dict[str, Any], spans: dict[str, Any]) -> dict[str, Any]
 def _event_table(events: dict[str, Any]) -> pa.Table:
     parents = events["parents"]
     return core_table("event_core", {
-        "sample_row": pa.array(events["rows"]),
-        "name": dictionary_column(events["names"]),
-        "ts": pa.array(events["ts"]),
-        "attempt": pa.array(events["attempts"].astype(np.int32)),
-        "parent_span_id": text_column(events["parent_ids"]),
-        "parent_index": pa.array(parents),
-        "parent_name": dictionary_column(events["parent_name"]),
-        "kind": vocabulary_column(events["unmatched"], EVENT_KINDS),
-        "span_id": text_column(events["span_ids"]),
-        "depth": pa.array(events["depth"]),
-        "lane": pa.array(events["lane"]),
-        "origin": vocabulary_column(np.zeros(len(parents), dtype=np.int32), ORIGINS),
+        "sample_row": events["rows"],
+        "name": events["names"],
+        "ts": events["ts"],
+        "attempt": events["attempts"],
+        "parent_span_id": events["parent_ids"],
+        "parent_index": parents,
+        "parent_name": events["parent_name"],
+        "kind": events["unmatched"],  # codes into the vocabulary: instant, unmatched end
+        "span_id": events["span_ids"],
+        "depth": events["depth"],
+        "lane": events["lane"],
+        "origin": np.zeros(len(parents), dtype=np.int32),  # all from the dump
     })
 
 
@@ -498,25 +490,24 @@ def _sample_table(
         return [getattr(field, name) for field in fields]
 
     return core_table("samples", {
-        "rollout_id": nullable_int_column(each("rollout_id")),
-        "dump": pa.array(np.array(each("dump"), dtype=np.int32)),
-        "sample_index": nullable_int_column(each("index")),
-        "group_index": nullable_int_column(each("group_index")),
-        "source": dictionary_column(_categorical(each("source"))),
-        "status": dictionary_column(_categorical(each("status"))),
-        "label": object_text_column(_clean_ids(each("label"))),
-        "reward": pa.array(np.array(each("reward"), dtype=np.float64)),
-        "reward_detail": json_text_column(each("reward_detail")),
-        "response_length": nullable_int_column(each("response_length")),
-        **{name: object_text_column(_clean_ids(each(name)))
-           for name in ("trace_id", "prompt", "response", "metadata")},
-        "traced": pa.array(traced),
-        "attempts": pa.array(attempts.astype(np.int32)),
-        "start": pa.array(first),
-        "end": pa.array(last),
-        "duration": pa.array(last - first),
-        **{name: pa.array(count) for name, count in counts.items()},
-        "remove_sample": pa.array(np.array(each("remove_sample"), dtype=bool)),
+        "rollout_id": each("rollout_id"),
+        "dump": each("dump"),
+        "sample_index": each("index"),
+        "group_index": each("group_index"),
+        "source": _categorical(each("source")),
+        "status": _categorical(each("status")),
+        "label": _clean_ids(each("label")),
+        "reward": each("reward"),
+        "reward_detail": each("reward_detail"),
+        "response_length": each("response_length"),
+        **{name: _clean_ids(each(name)) for name in ("trace_id", "prompt", "response", "metadata")},
+        "traced": traced,
+        "attempts": attempts,
+        "start": first,
+        "end": last,
+        "duration": last - first,
+        **counts,
+        "remove_sample": each("remove_sample"),
     })
 
 

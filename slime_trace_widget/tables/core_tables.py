@@ -26,8 +26,8 @@ from .names import Names
 
 __all__ = ["CODES", "CORE_SCHEMA", "CORE_TABLES", "EVENT_KINDS", "INDEX_NAMES", "JSON_TEXT",
            "LATER_COLUMNS", "NULLABLE_INT", "OBJECT_TEXT", "ORIGINS", "PD_FORMS", "STATES",
-           "TEXT", "VOCABULARY", "Column", "CoreTables", "FrameTables", "blank_column",
-           "checked_table", "column_of", "core_table", "dictionary_column", "filled_table",
+           "TEXT", "VOCABULARY", "Column", "CoreTables", "FrameTables", "checked_table",
+           "column_of", "core_table", "dictionary_column", "filled_table",
            "json_text_column", "nullable_int_column", "object_text_column", "text_column",
            "vocabulary_column"]
 
@@ -243,53 +243,62 @@ def _checked_names(column: pa.ChunkedArray, spec: Column) -> pa.ChunkedArray:
 _NAMES_TYPE = pa.dictionary(pa.int32(), pa.string())
 
 
-def core_table(name: str, columns: dict[str, pa.Array]) -> pa.Table:
-    """Core table ``name`` of ``columns``, which must be exactly its schema's, in order."""
-    expected = [column.name for column in CORE_SCHEMA[name]]
-    if list(columns) != expected:
-        raise ValueError(f"{name}: built columns {list(columns)} are not {expected}")
-    return pa.table(columns)
+def core_table(name: str, values: dict[str, Any]) -> pa.Table:
+    """Core table ``name`` of ``values``: exactly its schema's columns, in order, each
+    made the kind its schema says (:func:`column_of`), so that a builder gives values
+    and the schema alone decides their Arrow types."""
+    schema = CORE_SCHEMA[name]
+    expected = [column.name for column in schema]
+    if list(values) != expected:
+        raise ValueError(f"{name}: built columns {list(values)} are not {expected}")
+    return pa.table({column.name: column_of(column, values[column.name]) for column in schema})
 
 
 def filled_table(name: str, rows: int, values: dict[str, Any]) -> pa.Table:
-    """Core table ``name`` of ``rows`` rows: the columns in ``values`` (Python or numpy
-    values, each made the kind its schema says), every other column at its kind's
-    blank (0, NaN, False, null)."""
+    """Core table ``name`` of ``rows`` rows: the columns in ``values`` (as
+    :func:`column_of` takes them), every other column at its kind's blank (0, NaN,
+    False, null)."""
     unknown = set(values) - {column.name for column in CORE_SCHEMA[name]}
     if unknown:
         raise ValueError(f"{name} has no columns {sorted(unknown)}")
-    return core_table(name, {column.name: column_of(column, values[column.name])
-                             if column.name in values else blank_column(column, rows)
-                             for column in CORE_SCHEMA[name]})
+    return core_table(name, {column.name: values[column.name] if column.name in values
+                             else blanks(column, rows) for column in CORE_SCHEMA[name]})
 
 
-def column_of(column: Column, values: Sequence[Any] | np.ndarray) -> pa.Array:
-    """``values`` as the Arrow data of ``column``'s kind (text for names; None missing)."""
+def column_of(column: Column, values: Any) -> pa.Array:
+    """``values`` as the Arrow data of ``column``'s kind. Names: :class:`Names`, or their
+    text (None missing); a vocabulary: integer codes into it (numpy), or its words;
+    numbers: anything numpy makes the kind's dtype of; text: str or None."""
     kind = column.kind
     if kind == CODES:
+        if isinstance(values, Names):
+            return dictionary_column(values)
         return pa.array(list(values), type=pa.string()).dictionary_encode()
     if kind == VOCABULARY:
         vocabulary = list(column.vocabulary)
+        if isinstance(values, np.ndarray) and values.dtype.kind in "biu":
+            return vocabulary_column(values, vocabulary)
         codes = np.array([-1 if value is None else vocabulary.index(value) for value in values],
                          dtype=np.int32)
         return vocabulary_column(codes, vocabulary)
+    items = values if isinstance(values, list | np.ndarray) else list(values)
     if kind == NULLABLE_INT:
-        return nullable_int_column(list(values))
+        return nullable_int_column(items)
     if kind == TEXT:
-        return text_column(list(values))
+        return text_column(items)
     if kind == OBJECT_TEXT:
-        return object_text_column(list(values))
+        return object_text_column(items)
     if kind == JSON_TEXT:
-        return json_text_column(list(values))
+        return json_text_column(items)
     return pa.array(np.asarray(values, dtype=kind))
 
 
-def blank_column(column: Column, rows: int) -> pa.Array:
-    """``rows`` blanks of ``column``'s kind: 0, NaN or False for numbers, else null."""
+def blanks(column: Column, rows: int) -> list[None] | np.ndarray:
+    """``rows`` blanks of ``column``'s kind, as :func:`column_of` takes them: 0, NaN or
+    False for numbers, else None."""
     if column.kind in (CODES, VOCABULARY, NULLABLE_INT, TEXT, OBJECT_TEXT, JSON_TEXT):
-        return column_of(column, [None] * rows)
-    blank = np.nan if column.kind == "float64" else 0
-    return pa.array(np.full(rows, blank, dtype=column.kind))
+        return [None] * rows
+    return np.full(rows, np.nan if column.kind == "float64" else 0, dtype=column.kind)
 
 
 def dictionary_column(names: Names) -> pa.DictionaryArray:

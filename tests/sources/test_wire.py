@@ -228,7 +228,7 @@ def test_the_tables_a_worker_writes_are_its_frames_encoded(fixture: str) -> None
     tables = build_tables(load_dump(FIXTURES / fixture))
     frames = build_frames(load_dump(FIXTURES / fixture))
     for name in CORE_TABLES:
-        built, encoded = getattr(tables, name), encode_table(getattr(frames, name))
+        built, encoded = getattr(tables, name), encode_table(getattr(frames, name), name)
         assert built.schema == encoded.schema, name
         assert _ipc_bytes(built) == _ipc_bytes(encoded), name  # NaN equal to NaN
     assert len(tables.span_core) > 0 or fixture.startswith("edge_untraced")
