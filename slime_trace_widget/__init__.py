@@ -5,7 +5,8 @@ the data model is :class:`TraceFrames` (``load_frames(path)``); the recording AP
 lives in :mod:`slime_trace_widget.tracing`.
 
 The package is laid out in layers, each importing only those below it:
-``schema``/``values``/``whole_files`` < ``tracing`` (record) < ``tables`` (records to Arrow) <
+the stdlib-only modules (``schema``, ``values``, ``vocabularies``, ``whole_files``,
+``file_locks``, ``machine_memory``) < ``tracing`` (record) < ``tables`` (records to Arrow) <
 ``frames`` (the model) < ``sources`` (dumps, the run dataset, followed folders, the
 engines) < ``answers`` (stats, query, links, plots) < ``view`` (widget and page) <
 ``export`` (Perfetto, Parquet, OTLP, trend loggers) < ``analysis``, the CLI and the

@@ -2,7 +2,7 @@
 
 ``command`` parses and dispatches (``view`` when no subcommand is named, so
 ``slime-trace-viewer rollout_0.pt`` stays slime's command); ``view``, ``convert``,
-``collect`` and ``live`` are the subcommands, each with the arguments and steps it
+``collect``, ``live`` and ``demo`` are the subcommands, each with the arguments and steps it
 alone uses; what several share sits in its own module: the argument types that refuse
 bad values while parsing (``arguments``), the page cache (``cache``), the follow loop
 (``follow``), the files written and where (``files``), the dumps' loading (``load``), the
