@@ -17,12 +17,18 @@ from .stats import span_stats
 
 def compare(frames_a: TraceFrames, frames_b: TraceFrames,
             labels: tuple[str, str] = ("a", "b")) -> pd.DataFrame:
-    """Per-name statistics of two rollouts side by side, with differences and ratios."""
+    """Per-name statistics of two rollouts side by side (:func:`.stats.span_stats`), with
+    differences and ratios. A name in only one rollout has NaN figures on the other
+    side; its count and total differences count that side as zero (as
+    :func:`rollout_diff` does), the mean and p90 differences and ``mean_ratio`` stay NaN."""
     a, b = labels
     left = span_stats(frames_a)[["count", "total", "mean", "p50", "p90", "max", "share"]]
     right = span_stats(frames_b)[["count", "total", "mean", "p50", "p90", "max", "share"]]
     joined = left.add_suffix(f"_{a}").join(right.add_suffix(f"_{b}"), how="outer")
-    for column in ("count", "total", "mean", "p90"):
+    for column in ("count", "total"):
+        joined[f"{column}_diff"] = joined[f"{column}_{b}"].fillna(0) \
+            - joined[f"{column}_{a}"].fillna(0)
+    for column in ("mean", "p90"):
         joined[f"{column}_diff"] = joined[f"{column}_{b}"] - joined[f"{column}_{a}"]
     joined["mean_ratio"] = joined[f"mean_{b}"] / joined[f"mean_{a}"]
     return joined.sort_values(f"total_{b}", ascending=False, na_position="last")
@@ -42,7 +48,9 @@ def rollout_diff(frames: TraceFrames, a: int | None = None, b: int | None = None
     ``a`` and ``b`` are dump positions (the widget's ``meta.rollouts`` order;
     the first two by default). The spans are the payload's: every span but the
     real ``sglang_pd_*`` ones, so a PD phase counts once, as its ``[P]``/``[D]``
-    span. Count, p50, p95 (linear interpolation) and total use closed spans;
+    span. Count, p50, p95 (linear interpolation) and total use closed spans, each
+    as long as the widget draws it, from its start to its drawn end (``display_end``):
+    a span that ends before its start counts with length 0, as drawn.
     ``open_*`` counts the open ones. A name missing from a rollout has NaN on
     that side; the count and total differences treat that side as zero, the p50
     and p95 ones stay NaN, and ``p50_ratio`` needs a positive ``p50_a``. Rows
@@ -54,7 +62,8 @@ def rollout_diff(frames: TraceFrames, a: int | None = None, b: int | None = None
         raise ValueError(f"of must be 'spans' or 'ledger', not {of!r}")
     a, b = _dump_positions(frames, a, b)
     core = frames.span_core
-    spans = core.loc[~core["pd_detail"].to_numpy(), ["sample_row", "name", "duration", "state"]]
+    spans = core.loc[~core["pd_detail"].to_numpy(),
+                     ["sample_row", "name", "start", "display_end", "state"]]
     dump = frames.samples["dump"].reindex(spans["sample_row"]).to_numpy()
     sides = [_diff_side(spans[dump == which], suffix) for which, suffix in ((a, "a"), (b, "b"))]
     table = sides[0].join(sides[1], how="outer")
@@ -88,10 +97,12 @@ def _dump_positions(frames: TraceFrames, a: int | None, b: int | None) -> tuple[
 
 
 def _diff_side(spans: pd.DataFrame, suffix: str) -> pd.DataFrame:
-    """One rollout's columns of :func:`rollout_diff`, one row per name it has."""
+    """One rollout's columns of :func:`rollout_diff`, one row per name it has; a closed
+    span's length is its drawn one, ``display_end - start``."""
     names = spans["name"].astype(str)
     closed = spans["state"].to_numpy() == "closed"
-    durations = spans["duration"][closed].groupby(names[closed])
+    drawn = spans["display_end"] - spans["start"]
+    durations = drawn[closed].groupby(names[closed])
     side = pd.DataFrame(index=pd.Index(sorted(set(names)), dtype=object))
     side["count"] = durations.count().reindex(side.index).fillna(0).astype("Int64")
     side["p50"] = durations.quantile(0.5).reindex(side.index)

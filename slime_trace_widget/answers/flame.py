@@ -10,13 +10,16 @@ import pandas as pd
 if TYPE_CHECKING:
     from ..frames.model import TraceFrames
 
+from .query import selection_labels
 from .stats import measured_spans, self_seconds
 
 
 def flame(frames: TraceFrames, samples: Any = None, window: tuple[float, float] | None = None
           ) -> pd.DataFrame:
     """One row per span-name path from the root (``path``, names joined by ``;``) over
-    the measured spans of ``samples`` (sample rows, default all) overlapping
+    the measured spans of ``samples`` (default all; as :func:`.query.selection_labels`
+    reads them: a frame of samples, their row labels, or a boolean Series such as
+    ``frames.samples.reward > 0``; a bare boolean array is refused) overlapping
     ``window`` (absolute seconds, default all time, spans clipped to it): ``count``,
     ``total`` and ``self`` seconds (self: minus the union of the children's
     intervals, never below zero with concurrent children), p50 and p95 of the
@@ -29,8 +32,7 @@ def flame(frames: TraceFrames, samples: Any = None, window: tuple[float, float] 
     its own spans (``count`` 0, no seconds, p50 and p95 NaN)."""
     spans = measured_spans(frames)
     if samples is not None:
-        rows = samples.index if isinstance(samples, pd.DataFrame) else pd.Index(samples)
-        spans = spans[spans["sample_row"].isin(rows)]
+        spans = spans[spans["sample_row"].isin(selection_labels(samples))]
     path_id, paths = _name_paths(spans)
     start, end = spans["start"], spans["display_end"]
     if window is not None:

@@ -20,12 +20,13 @@ code:
 
 A *group* is one ``group_index`` within one dump. Its rewards are those of all its
 members in the dump, whatever their fate, as slime's GRPO normalisation sees them. A
-usable reward is a finite number, or a dict reward (compared whole, as its JSON text;
-with ``reward_key``, the number under that key, like slime's ``--reward-key``); None,
+usable reward is a finite number, or a dict reward (compared whole; with
+``reward_key``, the number under that key, like slime's ``--reward-key``); None,
 NaN and infinities are not usable. Numbers are all equal when their sample standard
 deviation is at most :data:`EQUAL_STD` (slime's ``check_reward_nonzero_std`` filter's
-threshold); dict rewards when their texts are identical; a group mixing numbers and
-dicts varies.
+threshold); dict rewards when they are equal values, as Python compares them: keys in
+any order, numbers by value (``1``, ``1.0`` and ``true`` alike); a group mixing
+numbers and dicts varies.
 
 *Sample-seconds* are each sample's ``duration`` (its first record to its last, the
 ``samples`` column; 0 for a sample with no timestamps), so a rollout's fates' seconds
@@ -159,7 +160,9 @@ def _lower_text(values: Any) -> np.ndarray:
 
 def _usable_rewards(table: pd.DataFrame, reward_key: str | None
                     ) -> tuple[np.ndarray, np.ndarray]:
-    """The usable reward of each row as a number (NaN if none) and as dict text (None)."""
+    """The usable reward of each row as a number (NaN if none) and as dict text (None),
+    the text spelled one way per value (:func:`_value_text`), so that equal dicts have
+    equal texts."""
     reward = table["reward"].to_numpy(dtype=np.float64).copy()
     reward[~np.isfinite(reward)] = np.nan
     text = table["reward_text"].to_numpy(dtype=object).copy()
@@ -168,8 +171,37 @@ def _usable_rewards(table: pd.DataFrame, reward_key: str | None
                          dtype=np.float64)
         reward[pd.notna(text)] = keyed
         reward[~np.isfinite(reward)] = np.nan
-        text = np.full(len(text), None, dtype=object)
+        return reward, np.full(len(text), None, dtype=object)
+    present = pd.notna(text)
+    if present.any():
+        codes, distinct = pd.factorize(text[present])  # each distinct text read once
+        text[present] = np.array([_value_text(value) for value in distinct],
+                                 dtype=object)[codes]
     return reward, text
+
+
+def _value_text(text: str) -> str:
+    """A dict reward's JSON text spelled one way for every value Python finds equal to
+    it: keys sorted, integral numbers as integers (``1.0`` and ``true`` as ``1``); text
+    that is not JSON is kept as it is."""
+    try:
+        return json.dumps(_by_value(json.loads(text)), sort_keys=True, allow_nan=True)
+    except (ValueError, TypeError, RecursionError):
+        return text
+
+
+def _by_value(value: Any) -> Any:
+    """``value`` (parsed JSON) with every number that equals an integer made that
+    integer, as Python's ``1 == 1.0 == True`` has it."""
+    if isinstance(value, dict):
+        return {key: _by_value(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_by_value(item) for item in value]
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
 
 
 def _keyed(text: str, key: str) -> float:

@@ -7,7 +7,9 @@ are done, and stops at ``rollout_batch_size`` groups), so the over-sampling figu
 count *units*: groups (a ``group_index`` within a dump; a unit finishes with its last
 member), or single samples for samples without a group (evaluation dumps). A group
 whose every member was dropped by a filter (:data:`.ledger.FILTER_EVENTS`) is not
-counted toward the batch, as slime's dynamic filter does not count it.
+counted toward the batch, as slime's dynamic filter does not count it; a member without
+times (untraced) counts in that "every member" too, though a unit's finish is the last
+end of its members with times (a unit without any is left out).
 
 What the over-sampling figures promise, and on what they rest:
 
@@ -115,7 +117,7 @@ def tail_of(table: pd.DataFrame, oversample: float = OVERSAMPLE) -> pd.DataFrame
     for share, column in zip(FINISHED, FINISHED_COLUMNS, strict=True):
         out[column] = _nth(ends, rollouts, np.ceil(share * n)) - t0
     out["step_s"] = _nth(ends, rollouts, n) - t0
-    units = _unit_finishes(timed)
+    units = _unit_finishes(table)
     grouped = units.groupby("rollout_id")["grouped"].any().reindex(rollouts, fill_value=False)
     out["unit"] = np.where(grouped.to_numpy(), "group", "sample")
     counted = units[units["counted"].to_numpy()]
@@ -140,7 +142,7 @@ def finish_order(frames: TraceFrames) -> pd.DataFrame:
     table, keys = _per_dump(frames)
     timed = table[np.isfinite(table["start"].to_numpy()) & np.isfinite(table["end"].to_numpy())]
     t0 = timed.groupby("rollout_id")["start"].min()
-    units = _unit_finishes(timed).sort_values(["rollout_id", "end"], kind="stable")
+    units = _unit_finishes(table).sort_values(["rollout_id", "end"], kind="stable")
     position = units.groupby("rollout_id").cumcount().to_numpy() + 1
     seconds = units["end"].to_numpy() - t0.reindex(units["rollout_id"]).to_numpy()
     rollout_dump = keys[units["rollout_id"].to_numpy()]
@@ -164,11 +166,20 @@ def _per_dump(frames: TraceFrames) -> tuple[pd.DataFrame, pd.MultiIndex]:
     return table, keys
 
 
-def _unit_finishes(timed: pd.DataFrame) -> pd.DataFrame:
-    """One row per unit: its rollout id, its finish (last member's end), whether it is a
-    group and whether it counts toward the batch (not every member dropped)."""
-    grouped = timed.groupby(["rollout_id", "unit"], sort=False)
+def _unit_finishes(table: pd.DataFrame) -> pd.DataFrame:
+    """One row per unit of a :func:`unit_table`-shaped table with a member that has a
+    start and an end: its rollout id, its finish (the last end of those members), whether
+    it is a group and whether it counts toward the batch (not every member dropped, the
+    members without times too)."""
+    start, end = table["start"].to_numpy(), table["end"].to_numpy()
+    timed = np.isfinite(start) & np.isfinite(end)
+    members = pd.DataFrame({"rollout_id": table["rollout_id"].to_numpy(),
+                            "unit": table["unit"].to_numpy(),
+                            "end": np.where(timed, end, np.nan),
+                            "dropped": table["dropped"].to_numpy(dtype=bool)})
+    grouped = members.groupby(["rollout_id", "unit"], sort=False)
     units = grouped.agg(end=("end", "max"), dropped=("dropped", "all")).reset_index()
+    units = units[units["end"].notna().to_numpy()].reset_index(drop=True)
     units["grouped"] = units["unit"].to_numpy() >= 0
     units["counted"] = ~units["dropped"].to_numpy(dtype=bool)
     return units

@@ -8,6 +8,7 @@ frames' columns.
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -44,14 +45,17 @@ TAIL_TREND_COLUMNS = (*FINISHED_COLUMNS, "stop_s", "saved_s", "saved_share")
 def rollout_trends(source: str | Path | TraceFrames, heaviest: int = HEAVIEST_SPANS,
                    oversample: float = OVERSAMPLE) -> pd.DataFrame:
     """One row per dump of a run dataset directory (or of frames), by rollout id:
-    samples, wall time, sample duration p50/p95/max, straggler share (samples over
-    twice the median), p50/p95 of the ``heaviest`` span names by total time, tool
+    samples, wall time, sample duration p50/p95/max, straggler share (of the samples
+    with a duration, those over twice the median), p50/p95 of the ``heaviest`` span
+    names by total time (``<name>_p50``, ``<name>_p95``; spans that end before their
+    start are left out, as in :func:`.stats.span_stats`), tool
     errors, retries, aborted and truncated samples; what the dump's time bought, as
     ``share_<fate>`` for each fate of :data:`.ledger.FATES` (the share of its
     sample-seconds, :func:`.ledger.signal_ledger`'s rules with whole dict rewards); the
     tail's price by :func:`.tail.tail_price` (``finished_50``, ``finished_90``,
     ``finished_99``, and with ``oversample``, ``stop_s``, ``saved_s``, ``saved_share``;
-    its ``step_s`` is ``wall_s``); PD transfer figures if any, and
+    its ``step_s`` is ``wall_s``); PD transfer figures if any (``pd_transfer_mb``, summed,
+    and ``pd_transfer_gb_s``, averaged, one value per request), and
     with engine traces joined, seconds per engine phase (``engine_queue_s``,
     ``engine_prefill_s``, ``engine_decode_s``, ``engine_pd_s``, ``engine_other_s``)
     ``engine_retractions``, ``engine_retracted_s`` and ``engine_decode_tokens_per_s``;
@@ -59,7 +63,12 @@ def rollout_trends(source: str | Path | TraceFrames, heaviest: int = HEAVIEST_SP
     track of :func:`slime_trace_widget.frames.engine_load.load_tracks`
     (``vocabularies.LOAD_TRACKS``: ``running``, ``queued`` and the rest): over the scrapes
     between the dump's first sample start and last sample end, each engine's median and
-    largest value, then the largest over the engines (the busiest engine's figures)."""
+    largest value, then the largest over the engines (the busiest engine's figures).
+
+    A span name whose ``<name>_p50`` or ``<name>_p95`` would be another column of the
+    trends (a span named ``duration``: ``duration_p50``) gets no columns: the other
+    column keeps its figures, the next heaviest name takes the place, and a
+    RuntimeWarning counts and names the span names passed over."""
     with duck_rows.connection() as db:
         if isinstance(source, TraceFrames):
             _register_frames(db, source)
@@ -177,7 +186,8 @@ def _trends(db: Any, heaviest: int, oversample: float) -> pd.DataFrame:
                quantile_cont(duration, 0.5) as duration_p50,
                quantile_cont(duration, 0.95) as duration_p95,
                max(duration) as duration_max,
-               avg(case when duration > 2 * median_duration then 1.0 else 0.0 end)
+               avg(case when duration is null then null
+                        when duration > 2 * median_duration then 1.0 else 0.0 end)
                    as straggler_share,
                sum(greatest(coalesce(attempts, 1) - 1, 0)) as retries,
                count(*) filter (where lower(status) = 'aborted') as aborted,
@@ -188,19 +198,8 @@ def _trends(db: Any, heaviest: int, oversample: float) -> pd.DataFrame:
         select {_KEYS}, count(*) filter (where error and name ilike '%tool%') as tool_errors
         from spans group by {_KEYS}""").df()
     out = out.merge(tool_errors, on=keys, how="left")
+    first = list(out.columns)  # the per-name columns come right after these
     engine = _has_engine(db)
-    dump_only = "and origin = 'dump'" if engine else ""
-    names = [row[0] for row in db.execute(f"""
-        select name from spans where not virtual and duration is not null {dump_only}
-        group by name order by sum(duration) desc, name limit {int(heaviest)}""").fetchall()]
-    for name in names:  # a span's name is text from the dump: bound, never in the SQL
-        figures = db.execute(f"""
-            select {_KEYS}, quantile_cont(duration, 0.5) as p50,
-                   quantile_cont(duration, 0.95) as p95
-            from spans where name = $name and not virtual group by {_KEYS}""",
-                             {"name": name}).df()
-        out = out.merge(figures.rename(columns={"p50": f"{name}_p50", "p95": f"{name}_p95"}),
-                        on=keys, how="left")
     out = out.merge(_ledger_figures(db, oversample), on=keys, how="left")
     out = out.merge(_pd_figures(db), on=keys, how="left") if _has_pd(db) else out
     out = out.merge(_engine_figures(db), on=keys, how="left") if engine else out
@@ -208,8 +207,49 @@ def _trends(db: Any, heaviest: int, oversample: float) -> pd.DataFrame:
         load = _load_figures(db)
         out = out.merge(load.astype({key: out[key].dtype for key in keys}), on=keys,
                         how="left")
+    named: list[str] = []
+    for name in _heaviest_names(db, heaviest, set(out.columns), engine):
+        out = out.merge(_span_quantiles(db, name), on=keys, how="left")
+        named += [f"{name}_p50", f"{name}_p95"]
+    out = out[[*first, *named, *(c for c in out.columns if c not in first and c not in named)]]
     out["tool_errors"] = out["tool_errors"].fillna(0).astype(np.int64)
     return out.sort_values(list(TREND_KEYS)).reset_index(drop=True)
+
+
+def _heaviest_names(db: Any, heaviest: int, taken: set[str], engine: bool) -> list[str]:
+    """The ``heaviest`` span names by total time (the dump's spans, not the ``[P]``/``[D]``
+    ones, of a duration of at least 0) whose ``<name>_p50`` and ``<name>_p95`` are not in
+    ``taken`` (the trends' other columns); a RuntimeWarning counts and names the names
+    passed over for that, the next heaviest taking their places."""
+    dump_only = "and origin = 'dump'" if engine else ""
+    # each taken column can pass over one name at most: so many more are enough
+    ranked = [row[0] for row in db.execute(f"""
+        select name from spans where not virtual and duration >= 0 {dump_only}
+        group by name order by sum(duration) desc, name
+        limit {max(int(heaviest), 0) + len(taken)}""").fetchall()]
+    chosen: list[str] = []
+    passed: list[str] = []
+    for name in ranked:
+        if len(chosen) >= heaviest:
+            break
+        clashes = {f"{name}_p50", f"{name}_p95"} & taken
+        (passed if clashes else chosen).append(name)
+    if passed:
+        warnings.warn(f"rollout_trends: {len(passed)} span name(s) passed over, their p50/p95 "
+                      f"columns are other columns of the trends: "
+                      f"{', '.join(map(repr, passed))}", RuntimeWarning, stacklevel=4)
+    return chosen
+
+
+def _span_quantiles(db: Any, name: str) -> pd.DataFrame:
+    """``<name>_p50`` and ``<name>_p95`` per dump of the spans named ``name`` (not the
+    ``[P]``/``[D]`` ones, of a duration of at least 0)."""
+    figures = db.execute(f"""
+        select {_KEYS}, quantile_cont(duration, 0.5) as p50,
+               quantile_cont(duration, 0.95) as p95
+        from spans where name = $name and not virtual and duration >= 0
+        group by {_KEYS}""", {"name": name}).df()  # the name is text from the dump: bound
+    return figures.rename(columns={"p50": f"{name}_p50", "p95": f"{name}_p95"})
 
 
 def _ledger_figures(db: Any, oversample: float) -> pd.DataFrame:
@@ -412,17 +452,17 @@ def _has_pd(db: Any) -> bool:
 
 
 def _pd_figures(db: Any) -> pd.DataFrame:
-    """PD transfer figures from whichever of spans (attributes, first format) and
-    events (the summary event, current format) carry them."""
-    parts = []
-    for view in ("spans", "events"):
+    """PD transfer figures per dump, one value per request: from the real spans that
+    carry them as attributes (first format) and the events that do (the summary event,
+    current format). The ``[P]``/``[D]`` spans are left out: they carry copies of their
+    request's figures."""
+    requests = []
+    for view, real in (("spans", "where not virtual"), ("events", "")):
         present = _columns(db, view)
-        selects = [f'{how}(try_cast("{column}" as double)) as {name}' if column in present
-                   else f"null::double as {name}"
-                   for name, (column, how) in _PD_COLUMNS.items()]
-        parts.append(db.execute(f"select {_KEYS}, {', '.join(selects)} from {view} "
-                                f"group by {_KEYS}").df())
-    both = pd.concat(parts)
-    keys = list(TREND_KEYS)
-    return both.groupby(keys, as_index=False).agg(
-        {name: ("sum" if how == "sum" else "mean") for name, (_, how) in _PD_COLUMNS.items()})
+        values = [f'try_cast("{column}" as double) as {name}' if column in present
+                  else f"null::double as {name}" for name, (column, _) in _PD_COLUMNS.items()]
+        requests.append(f"select {_KEYS}, {', '.join(values)} from {view} {real}")
+    figures = ", ".join(f"{how}({name}) as {name}" for name, (_, how) in _PD_COLUMNS.items())
+    return db.execute(f"""
+        with requests as ({" union all ".join(requests)})
+        select {_KEYS}, {figures} from requests group by {_KEYS}""").df()

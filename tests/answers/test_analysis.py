@@ -136,3 +136,19 @@ def test_compare_side_by_side(frames) -> None:
     assert table.loc["gen", "mean_ratio"] == pytest.approx(9 / (7 / 3))
     assert table.loc["gen", "total_diff"] == pytest.approx(9 - 7)
     assert "tool" in table.index and pd.isna(table.loc["tool", "count_new"])
+
+
+def test_compare_counts_a_name_missing_from_one_side_as_zero(frames) -> None:
+    """``root`` and ``tool`` are only in ``frames``: their count and total differences
+    count the other side as zero, as ``rollout_diff`` does; mean and p90 stay NaN."""
+    other = build_frames([sample(rec("span_start", "gen", 0, "g"), rec("span_end", "gen", 9, "g"))])
+    table = analysis.compare(frames, other, labels=("old", "new"))
+    assert table.loc["tool", "count_diff"] == -3 and table.loc["root", "count_diff"] == -2
+    assert table.loc["tool", "total_diff"] == pytest.approx(-8)
+    assert table.loc["root", "total_diff"] == pytest.approx(-16)
+    for column in ("mean_diff", "p90_diff", "mean_ratio"):
+        assert pd.isna(table.loc["tool", column])
+    back = analysis.compare(other, frames, labels=("old", "new"))
+    assert back.loc["tool", "count_diff"] == 3
+    assert back.loc["tool", "total_diff"] == pytest.approx(8)
+    assert back.loc["gen", "total_diff"] == pytest.approx(7 - 9)

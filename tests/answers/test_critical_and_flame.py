@@ -75,6 +75,21 @@ def test_flame_paths_count_self_time_and_clip_to_a_window() -> None:
     assert "rollout;reward" not in windowed.index
 
 
+def test_flame_takes_the_samples_as_a_boolean_series() -> None:
+    """A pandas mask names the rows where it holds (here the third sample only), as
+    the other answers read a selection: its True and False were read as rows 1 and 0."""
+    frames = frames_of(_agent(0), _agent(1), sample(rec("span_start", "solo", 0, "s"),
+                                                    rec("span_end", "solo", 2, "s"), index=2))
+    mask = frames.samples["sample_index"] == 2
+    assert frames.samples.index[mask].tolist() == [2]
+    table = analysis.flame(frames, samples=mask)
+    assert table["path"].tolist() == ["solo"] and table["total"].tolist() == pytest.approx([2])
+    assert table.equals(analysis.flame(frames, samples=frames.samples[mask]))
+    assert table.equals(analysis.flame(frames, samples=[2]))
+    with pytest.raises(TypeError, match="boolean array"):
+        analysis.flame(frames, samples=mask.to_numpy())
+
+
 def test_pd_phases_count_once() -> None:
     """Child-form PD: the [P]/[D] virtual spans mirror the real ones and are not counted."""
     frames = frames_of(_agent())

@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from slime_trace_widget import analysis, answers
-from slime_trace_widget.answers.ledger import FATES, sample_fates, signal_ledger
+from slime_trace_widget.answers.ledger import FATES, filter_dropped, sample_fates, signal_ledger
 from slime_trace_widget.answers.tail import finish_order, tail_price
 from slime_trace_widget.demo import make_demo_samples, write_demo_dump
 from slime_trace_widget.export.trend_log import scalars
@@ -194,6 +194,35 @@ def test_a_filter_event_marks_the_group_filtered(tmp_path: Path) -> None:
     assert tail["stop_s"] == pytest.approx(order.loc[5][order.loc[5]["counted"]]["seconds"].max())
 
 
+def test_a_group_with_an_untraced_member_not_dropped_counts(tmp_path: Path) -> None:
+    """Group 0's traced members carry ``filter_dropped``, its untraced member (saved
+    without a trace, so without times) does not: not every member was dropped, so the
+    group counts toward the batch, finishing with its last traced member."""
+    def change(samples: list[dict]) -> None:
+        del samples[0]["trace"]
+        dropped = samples[1:4]
+        end = max(e["ts"] for s in dropped for e in s["trace"]["events"])
+        with use_clock(lambda: end):
+            trace_event(dropped, "filter_dropped")
+
+    frames = edited(tmp_path, "small.pt", "rollout_5.pt", change)
+    assert frames.samples["start"].isna().tolist() == [True] + [False] * 7
+    assert filter_dropped(frames).tolist() == [False, True, True, True] + [False] * 4
+    tail = tail_price(frames, oversample=1.0).loc[5]
+    assert tail["units"] == 2 and tail["batch_units"] == 2
+    order = finish_order(frames).loc[5]
+    assert order["counted"].tolist() == [True, True]
+    samples = frames.samples
+    finishes = np.sort([samples["end"][1:4].max(), samples["end"][4:].max()])
+    assert order["seconds"].to_numpy() == pytest.approx(finishes - samples["start"].min())
+    assert tail["stop_s"] == pytest.approx(order["seconds"].max())
+    convert([str(tmp_path / "rollout_5.pt")], tmp_path / "ds", settle_seconds=0,
+            progress=False)
+    for source in (frames, tmp_path / "ds"):
+        trends = analysis.ledger_trends(source, oversample=1.0).iloc[0]
+        assert trends["stop_s"] == pytest.approx(tail["stop_s"])
+
+
 def test_missing_rewards_and_groups_of_one(tmp_path: Path) -> None:
     def change(samples: list[dict]) -> None:
         samples[0]["reward"] = None  # group 0 keeps 0, 1, 1: varies
@@ -226,6 +255,30 @@ def test_dict_rewards_whole_or_by_key(tmp_path: Path) -> None:
     # whole dicts differ in "pred" everywhere; by score group 0 is all 1.0
     assert fates(frames) == ["signal"] * 8
     assert fates(frames, reward_key="score") == ["no_signal"] * 4 + ["signal"] * 4
+
+
+def test_dict_rewards_equal_as_values_are_equal(tmp_path: Path) -> None:
+    """Group 0's dict rewards are one value spelled four ways (keys in another order,
+    1.0 or true for 1): it gives no signal, over frames and over a dataset (DuckDB
+    reads the rewards' JSON text there); group 1's differ in ``acc``."""
+    def change(samples: list[dict]) -> None:
+        for member, reward in zip(samples[:4], ({"acc": 1, "fmt": 1}, {"fmt": 1, "acc": 1},
+                                               {"acc": 1.0, "fmt": 1}, {"fmt": 1.0, "acc": True}),
+                                  strict=True):
+            member["reward"] = reward
+        for i, member in enumerate(samples[4:]):
+            member["reward"] = {"acc": i % 2, "fmt": 1}
+
+    frames = edited(tmp_path, "small.pt", "rollout_5.pt", change)
+    assert fates(frames) == ["no_signal"] * 4 + ["signal", "truncated", "signal", "truncated"]
+    convert([str(tmp_path / "rollout_5.pt")], tmp_path / "ds", settle_seconds=0,
+            progress=False)
+    assert fates(open_dataset(tmp_path / "ds")) == fates(frames)
+    ledger = signal_ledger(frames).loc[5]
+    assert ledger["share_no_signal"] > 0
+    for trends in (analysis.ledger_trends(tmp_path / "ds"), analysis.rollout_trends(frames)):
+        for fate in FATES:
+            assert trends.iloc[0][f"share_{fate}"] == pytest.approx(ledger[f"share_{fate}"])
 
 
 def test_an_eval_dump_buys_no_signal(tmp_path: Path) -> None:

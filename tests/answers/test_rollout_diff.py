@@ -136,6 +136,22 @@ def test_pd_phases_count_once_in_either_form() -> None:
     assert decode["total_b"] == pytest.approx(1.5 + 1.5)
 
 
+def test_a_span_ending_before_its_start_counts_as_drawn() -> None:
+    """A clock stepped back while the second tool ran: its end is 6 s before its start.
+    The widget draws it with length 0 (its drawn end is its start) and its diff counts
+    it so; the table gives the same numbers, not its negative duration."""
+    stepped_back = frames_of(sample(*_span("tool", 0, 4, "t0"), *_span("tool", 10, 4, "t1")))
+    spans = stepped_back.span_core
+    assert (spans["duration"] < 0).sum() == 1
+    assert (spans["display_end"] - spans["start"]).tolist() == pytest.approx([4, 0])
+    steady = frames_of(sample(*_span("tool", 0, 4, "t0")))
+    tool = analysis.rollout_diff(combine_frames([stepped_back, steady])).loc["tool"]
+    assert (tool["count_a"], tool["count_b"], tool["count_diff"]) == (2, 1, -1)
+    assert tool["total_a"] == pytest.approx(4) and tool["total_diff"] == pytest.approx(0)
+    assert tool["p50_a"] == pytest.approx(2) and tool["p95_a"] == pytest.approx(0.95 * 4)
+    assert tool["p50_ratio"] == pytest.approx(4 / 2)
+
+
 def test_other_pairs_and_the_reverse_order() -> None:
     frames = combine_frames([rollout_a(), rollout_b(), rollout_a()])
     same = analysis.rollout_diff(frames, 0, 2)
