@@ -121,4 +121,8 @@ def log_dataset_trends(args: argparse.Namespace) -> None:
         report = log_new_trends(args.out, args.log_trends, snapshots=args.log_snapshots)
     except (MissingBackend, ValueError) as exc:
         raise CliError(str(exc)) from exc
+    except OSError as exc:  # the target's folder or file missing or unwritable
+        reason = exc.strerror or str(exc) or type(exc).__name__
+        where = f": {exc.filename}" if exc.filename else ""
+        raise CliError(f"--log-trends {args.log_trends}: {reason}{where}") from exc
     print(report.summary())

@@ -1,10 +1,14 @@
 """A run dataset out to other stacks, a little more on each ``convert``: the dumps not yet
 sent to an OTLP endpoint, the rollouts whose trends a target has not logged yet.
 
-What went where is kept in the dataset's ``exports.json`` (by target: the dumps' stems
-and content hashes, the trends rows' keys), written durably as soon as each dump or
+What went where is kept in the dataset's ``exports.json`` (by target: the dumps' content
+hashes, the trends rows' keys by content too, see :func:`trend_key`), written durably
+as soon as each dump or
 trends row (for MLflow, each batch of rows) has reached its target, so a failure halfway
-leaves the rest for the next run, and nothing that arrived is sent again. A dump whose
+leaves the rest for the next run, and nothing that arrived is sent again: also not when
+its dump was renamed or copied since (the same bytes, the same spans), while a dump
+rewritten with other content is new. Ledgers of earlier copies, whose keys named the
+dump's stem (``stem:hash``, ``kind/rollout/file``), are read as well. A dump whose
 OTLP export is under way has a journal of its requests by span id
 (:mod:`.otlp_journal`, in ``otlp_journals/``, one file per endpoint and dump, appended
 to, never rewritten): a dump whose export stopped halfway resumes with the spans that
@@ -64,6 +68,14 @@ class Ledger:
             done = self.done.setdefault(target, [])
             known = set(done)
             done.extend(key for key in dict.fromkeys(keys) if key not in known)
+
+    def rename(self, target: str, names: dict[str, str]) -> None:
+        """Write ``target``'s keys in ``names`` as the keys they map to (one entry for
+        keys that meet)."""
+        if names:
+            with self._fresh():
+                done = self.done.get(target, [])
+                self.done[target] = list(dict.fromkeys(names.get(key, key) for key in done))
 
     def drop_partial(self, target: str) -> None:
         """Forget ``target``'s partial entries (their spans now in journals)."""
@@ -146,7 +158,7 @@ def export_progress(root: str | Path, endpoint: str) -> tuple[int, int]:
 
     root = Path(root)
     converted = Manifest.load(root, must_exist=True).converted()
-    done = Ledger(root).keys(f"otlp:{endpoint}")
+    done = _sent_hashes(Ledger(root).keys(f"otlp:{endpoint}"))
     return len(converted), sum(_key(entry) in done for entry in converted)
 
 
@@ -176,24 +188,26 @@ def _send_new_dumps(root: Path, target: str, endpoint: str,
     from .otlp_journal import SpanJournal
 
     ledger = Ledger(root)
-    done = ledger.keys(target)
+    done = _sent_hashes(ledger.keys(target))
     entries = [entry for entry in converted if _key(entry) not in done]
     journals = _journal_folder(root, target)
-    _drop_stale_journals(journals, {_journal_name(_key(entry)) for entry in entries})
+    _drop_stale_journals(journals, {_journal_name(key) for entry in entries
+                                    for key in (_key(entry), _old_key(entry))})
     _adopt_partial(root, ledger, target, entries, journals)
     reports = []
     for entry in entries:
         key = _key(entry)
-        if key in ledger.keys(target):  # the same dump twice in the manifest
+        if key in _sent_hashes(ledger.keys(target)):  # the same bytes twice in the manifest
             continue
-        journal = journals / _journal_name(key)
+        journal, identity = _journal_of(journals, entry)
         frames = read_dump(root, entry)
         if frames is not None:
             reports.append(to_otlp(frames, endpoint,
-                                   journal=SpanJournal(journal, f"{target}\n{key}"),
+                                   journal=SpanJournal(journal, f"{target}\n{identity}"),
                                    **options))
         ledger.add(target, [key])
-        journal.unlink(missing_ok=True)
+        for name in {_journal_name(key), _journal_name(_old_key(entry))}:
+            (journals / name).unlink(missing_ok=True)
     return reports
 
 
@@ -207,7 +221,7 @@ def _adopt_partial(root: Path, ledger: Ledger, target: str, entries: list[dict[s
     from .otlp_journal import SpanJournal
     from .otlp_spans import batch_layout, otlp_batches, span_ids
 
-    progress = ledger.partial.get(target, {})
+    progress = {_content_of(key): part for key, part in ledger.partial.get(target, {}).items()}
     for entry in entries:
         part = progress.get(_key(entry))
         frames = read_dump(root, entry) if part and part["spans"] else None
@@ -228,8 +242,35 @@ def _adopt_partial(root: Path, ledger: Ledger, target: str, entries: list[dict[s
 
 
 def _key(entry: dict[str, Any]) -> str:
-    """A converted dump's key in the ledger: its stem and content hash."""
+    """A converted dump's key in the ledger: its content hash (a renamed or copied dump
+    holds the same spans, with the same ids: it is not sent again)."""
+    return str(entry["blake2b"])
+
+
+def _old_key(entry: dict[str, Any]) -> str:
+    """A converted dump's key as earlier copies wrote it: its stem and content hash."""
     return f"{entry['stem']}:{entry['blake2b']}"
+
+
+def _content_of(key: str) -> str:
+    """The content hash a ledger key names: the key itself, or what follows the stem in
+    an earlier copy's ``stem:hash``."""
+    return key.rpartition(":")[2]
+
+
+def _sent_hashes(keys: set[str]) -> set[str]:
+    """The content hashes of the dumps the ledger ``keys`` of a target record as sent."""
+    return {_content_of(key) for key in keys}
+
+
+def _journal_of(journals: Path, entry: dict[str, Any]) -> tuple[Path, str]:
+    """The journal of ``entry``'s export and its identity: by its content hash, or, when
+    an earlier copy began the export (a journal by its old key, none by the new), that
+    one, so its spans that arrived are not sent again."""
+    old = journals / _journal_name(_old_key(entry))
+    if old.exists() and not (journals / _journal_name(_key(entry))).exists():
+        return old, _old_key(entry)
+    return journals / _journal_name(_key(entry)), _key(entry)
 
 
 def _journal_folder(root: Path, target: str) -> Path:
@@ -254,17 +295,50 @@ def log_new_trends(root: str | Path, target: str, *, snapshots: bool = False) ->
     """Log the trends of the dataset's rollouts that ``target`` has not logged yet; with
     ``snapshots`` (W&B), each one's HTML snapshot as an artifact. Returns the report.
     Each row goes into the ledger as soon as it has reached ``target``, so a rerun after
-    a failure logs only the rows that had not."""
+    a failure logs only the rows that had not. Rows are keyed by their dump's content
+    (:func:`trend_key`); an earlier copy's keys by file name (``row_key``) of the dumps
+    the dataset holds now are first written as these."""
     from ..answers.trends import rollout_trends
-    from .trend_log import log_trends
+    from .trend_log import log_trends, row_key
 
     root = Path(root).resolve()
     ledger = Ledger(root)
     trends = rollout_trends(root)
+    hashes = _label_hashes(root)
+
+    def key(row: pd.Series) -> str:
+        return trend_key(row, hashes)
+
+    logged = ledger.keys(target)
+    ledger.rename(target, {row_key(row): key(row) for _, row in trends.iterrows()
+                           if pd.notna(row["rollout_id"]) and row_key(row) in logged
+                           and row_key(row) != key(row)})
     return log_trends(trends, target, skip=ledger.keys(target), run_name=root.name,
                       run_id=_run_id(root),
                       snapshot=_snapshot_writer(root) if snapshots else None,
-                      on_logged=lambda keys: ledger.add(target, keys))
+                      on_logged=lambda keys: ledger.add(target, keys), key=key)
+
+
+def trend_key(row: pd.Series, hashes: dict[str, str]) -> str:
+    """A trends row's key in the ledger: its kind, rollout id and its dump's content hash
+    (``hashes``: by dump label, :func:`_label_hashes`), so a renamed dump is not logged
+    again and a rewritten one is; by file name (``row_key``) for a dump not in
+    ``hashes``."""
+    from .trend_log import content_row_key, row_key
+
+    content = hashes.get(str(row["dump_file"]))
+    return row_key(row) if content is None else content_row_key(row, content)
+
+
+def _label_hashes(root: Path) -> dict[str, str]:
+    """The content hash of each converted dump of the dataset, by the label its trends
+    rows carry as ``dump_file`` (:func:`~..sources.dumps.paths.dump_labels`)."""
+    from ..sources.dataset.manifest import Manifest
+    from ..sources.dumps.paths import dump_labels
+
+    entries = Manifest.load(root, must_exist=True).converted()
+    labels = dump_labels([entry["path"] for entry in entries])
+    return {label: str(entry["blake2b"]) for label, entry in zip(labels, entries, strict=True)}
 
 
 def _run_id(root: Path) -> str:

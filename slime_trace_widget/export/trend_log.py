@@ -6,9 +6,11 @@ training dumps as ``rollout/<column>``, evaluation dumps as ``eval/<column>`` (t
 prefixes slime's own W&B logging uses). Columns that are not numbers, and values
 that are missing, are left out; names keep letters, digits and ``_-./ `` (others
 become ``_``), which every backend accepts. Rows named in ``skip`` (their
-:func:`row_key`) are not logged again: that is how ``convert --log-trends`` logs
-only new rollouts on a rerun. ``on_logged`` hears each row's key as soon as the row
-has reached the target, so a failure partway leaves a record of exactly what went.
+:func:`row_key`, or the ``key`` given) are not logged again, nor a second row of one
+key: that is how ``convert --log-trends`` logs only new rollouts on a rerun (keyed by
+the dump's content, :func:`content_row_key`: a renamed dump is not logged again, a
+rewritten one is). ``on_logged`` hears each row's key as soon as the row has reached
+the target, so a failure partway leaves a record of exactly what went.
 """
 
 from __future__ import annotations
@@ -57,6 +59,12 @@ def row_key(row: pd.Series | dict) -> str:
     return f"{row['dump_kind']}/{int(row['rollout_id'])}/{row['dump_file']}"
 
 
+def content_row_key(row: pd.Series | dict, content: str) -> str:
+    """A trends row's identity by what its dump holds: kind, rollout id and the dump's
+    content hash ``content`` (not its file name, which a rename changes)."""
+    return f"{row['dump_kind']}/{int(row['rollout_id'])}/blake2b:{content}"
+
+
 def target_name(target: Any) -> str:
     """How a target is named in reports and ledgers (a W&B run by its id)."""
     return target if isinstance(target, str) else f"wandb-run:{getattr(target, 'id', '?')}"
@@ -65,7 +73,8 @@ def target_name(target: Any) -> str:
 def log_trends(trends: pd.DataFrame, target: Any, *, skip: Iterable[str] = (),
                run_name: str | None = None, run_id: str | None = None,
                snapshot: Callable[[pd.Series, Path], Path | None] | None = None,
-               on_logged: Callable[[list[str]], None] | None = None) -> TrendLogReport:
+               on_logged: Callable[[list[str]], None] | None = None,
+               key: Callable[[pd.Series], str] = row_key) -> TrendLogReport:
     """Log ``trends`` to ``target``: ``"tensorboard:LOGDIR"``,
     ``"mlflow:TRACKING_URI"`` (``#EXPERIMENT`` at the end picks the experiment, default
     ``slime-rollouts``), ``"wandb:PROJECT"``, or a W&B run object.
@@ -75,7 +84,10 @@ def log_trends(trends: pd.DataFrame, target: Any, *, skip: Iterable[str] = (),
     for W&B, may write the rollout's HTML snapshot into ``folder`` and return its path:
     it is logged as an artifact of the run.
 
-    ``on_logged(keys)`` is called with the :func:`row_key` of rows as soon as they have
+    ``key(row)`` names a row in ``skip``, ``on_logged`` and the report (default
+    :func:`row_key`); of rows with one key, the first is logged.
+
+    ``on_logged(keys)`` is called with the ``key`` of rows as soon as they have
     reached the target (after each row; MLflow, which sends metrics in batches, after
     each batch), before anything else is logged; if logging fails partway, the rows it
     was told of are exactly those that went.
@@ -89,10 +101,11 @@ def log_trends(trends: pd.DataFrame, target: Any, *, skip: Iterable[str] = (),
     for _, row in trends.sort_values(["dump_kind", "rollout_id", "dump_file"]).iterrows():
         if not _known(row["rollout_id"]) or int(row["rollout_id"]) < 0:
             report.without_rollout_id += 1
-        elif row_key(row) in done:
+        elif key(row) in done:
             report.skipped += 1
         else:
             rows.append(row)
+            done.add(key(row))
     if not rows:
         return report
     backend = _backend(target, run_name or DEFAULT_RUN_NAME, run_id)
@@ -102,9 +115,9 @@ def log_trends(trends: pd.DataFrame, target: Any, *, skip: Iterable[str] = (),
                 prefix = PREFIXES.get(str(row["dump_kind"]), "rollout")
                 values = scalars(row, prefix)
                 _tell(on_logged, backend.log(prefix, int(row["rollout_id"]), values,
-                                             row_key(row)))
+                                             key(row)))
                 report.scalars += len(values)
-                report.logged.append(row_key(row))
+                report.logged.append(key(row))
                 if snapshot is not None and isinstance(backend, WandbBackend):
                     path = snapshot(row, Path(folder))
                     if path is not None:

@@ -209,7 +209,7 @@ def _read_engine_load(root: Path, entry: dict[str, Any], chosen: list[int]) -> A
             columns = {name: table.column(name).to_pandas() for name in ENGINE_LOAD_COLUMNS}
             return engine_load_frame(*(columns[name] for name in ENGINE_LOAD_COLUMNS))
         except (OSError, pa.ArrowException, ValueError, TypeError, KeyError) as exc:
-            raise WireError(f"{path}: {exc}") from exc
+            raise WireError(f"{path}: {_reason(exc, path)}") from exc
     return None
 
 
@@ -225,7 +225,7 @@ def _read_parts(root: Path, name: str, rollouts: list[int], stem: str) -> pa.Tab
             table = pq.read_table(path, columns=columns)
             table.validate(full=True)
         except (OSError, pa.ArrowException, KeyError, TypeError, ValueError) as exc:
-            raise WireError(f"{path}: {exc}") from exc
+            raise WireError(f"{path}: {_reason(exc, path)}") from exc
         if name in _POSITION and _POSITION[name] not in table.column_names:
             raise WireError(f"{path}: no {_POSITION[name]} column: not a {name} file")
         if name == "samples":
@@ -238,6 +238,18 @@ def _read_parts(root: Path, name: str, rollouts: list[int], stem: str) -> pa.Tab
         return pa.concat_tables(parts) if len(parts) > 1 else parts[0]
     except pa.ArrowException as exc:
         raise WireError(f"{name} of {stem}: parts do not match ({exc})") from exc
+
+
+def _reason(exc: BaseException, path: Path) -> str:
+    """Why reading ``path`` failed: the system's reason for an OSError, else the error's
+    message; where that says nothing but the path, "no such file" for a file gone
+    (pyarrow's ``FileNotFoundError(path)``), else the error's type."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return str(exc.strerror)
+    text = str(exc)
+    if text.strip("'\"") in ("", str(path)):
+        return "no such file" if isinstance(exc, FileNotFoundError) else type(exc).__name__
+    return text
 
 
 def _in_span_order(segments: pa.Table) -> pa.Table:

@@ -44,6 +44,9 @@ class Manifest:
             data = json.loads(path.read_text(encoding="utf-8"))
             if data.get("version") != VERSION or not isinstance(data.get("dumps"), dict):
                 raise ValueError(f"version {data.get('version')!r} is not {VERSION}")
+            for dump, entry in data["dumps"].items():
+                if not isinstance(entry, dict):
+                    raise ValueError(f"the entry of {dump!r} is not an object")
         except (OSError, ValueError, AttributeError) as exc:
             raise DumpError(f"{path}: unreadable manifest ({exc})") from exc
         return cls(root, data["dumps"])

@@ -1,0 +1,51 @@
+"""``convert``'s failures after the conversion are one line naming what failed and why,
+with the exit code of the CLI's other errors (2), never a traceback: a trends target
+that cannot be written, a manifest one of whose entries is not an object."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from slime_trace_widget.cli import main
+from tests.sources.runs import settle
+
+
+def failure(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    """The one stderr line of ``main(argv)``, which must exit 2 without a traceback."""
+    code = main(argv)
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert "Traceback" not in err
+    (line,) = err.strip().splitlines()
+    assert line.startswith("slime-trace-viewer: ")
+    return line
+
+
+@pytest.mark.parametrize("target", ["tensorboard:{taken}/tb",
+                                    "mlflow:sqlite:///{taken}/sub/mlflow.db"],
+                         ids=["tensorboard", "mlflow-sqlite"])
+def test_a_trends_target_in_a_folder_that_cannot_be_made_is_one_line(
+        dump: Path, tmp_path: Path, target: str, capsys) -> None:
+    settle(dump)  # older than the settle window: converted at once
+    taken = tmp_path / "taken"  # a file where the target's folder would go
+    taken.write_text("")
+    target = target.format(taken=taken)
+    line = failure(["convert", str(dump), "--out", str(tmp_path / "ds"), "--workers", "1",
+                    "--log-trends", target], capsys)
+    assert f"--log-trends {target}: Not a directory" in line
+    assert str(taken) in line
+
+
+def test_a_manifest_entry_that_is_not_an_object_is_an_unreadable_manifest(
+        dump: Path, tmp_path: Path, capsys) -> None:
+    settle(dump)
+    out = tmp_path / "ds"
+    assert main(["convert", str(dump), "--out", str(out), "--workers", "1"]) == 0
+    capsys.readouterr()
+    (out / "manifest.json").write_text(json.dumps({"version": 1, "dumps": {"x": 5}}))
+    line = failure(["convert", str(dump), "--out", str(out), "--workers", "1"], capsys)
+    assert line == (f"slime-trace-viewer: {out / 'manifest.json'}: unreadable manifest "
+                    "(the entry of 'x' is not an object)")
