@@ -18,8 +18,16 @@ import pandas as pd
 from ..frames.engine_load import TRACK_METRICS, TRACK_NAMES, load_tracks
 from ..frames.model import TraceFrames
 from ..sources.dataset import duck_rows
-from ..sources.dataset.layout import DUMP_FILE, DUMP_KIND, PARTITION, dump_kind
+from ..sources.dataset.layout import (
+    DUMP_FILE,
+    DUMP_KIND,
+    ENGINE_LOAD,
+    PARTITION,
+    dump_kind,
+    part_path,
+)
 from ..sources.dataset.manifest import Manifest
+from ..sources.dumps.errors import DumpError
 from ..sources.dumps.paths import dump_labels
 from ..tables.core_tables import json_text_column
 from ..vocabularies import INSTANT_EVENT
@@ -69,12 +77,18 @@ def rollout_trends(source: str | Path | TraceFrames, heaviest: int = HEAVIEST_SP
     trends (a span named ``duration``: ``duration_p50``) gets no columns: the other
     column keeps its figures, the next heaviest name takes the place, and a
     RuntimeWarning counts and names the span names passed over."""
-    with duck_rows.connection() as db:
-        if isinstance(source, TraceFrames):
+    if isinstance(source, TraceFrames):
+        with duck_rows.connection() as db:
             _register_frames(db, source)
-        else:
-            _register_dataset(db, Path(source))
-        return _trends(db, heaviest, oversample)
+            return _trends(db, heaviest, oversample)
+    dataset = _DatasetDumps(Path(source), ("samples", "spans", "events"))
+    while True:
+        with duck_rows.connection() as db:
+            dataset.register(db)
+            try:
+                return _trends(db, heaviest, oversample)
+            except _duck_errors() as exc:
+                dataset.skip_damaged(exc)
 
 
 def ledger_trends(source: str | Path | TraceFrames, oversample: float = OVERSAMPLE
@@ -82,45 +96,125 @@ def ledger_trends(source: str | Path | TraceFrames, oversample: float = OVERSAMP
     """Only the ledger and tail columns of :func:`rollout_trends` (``share_<fate>``,
     ``finished_50/90/99``, ``stop_s``, ``saved_s``, ``saved_share``), one row per dump
     with its keys, from a run dataset directory or frames."""
-    with duck_rows.connection() as db:
-        if isinstance(source, TraceFrames):
+    if isinstance(source, TraceFrames):
+        with duck_rows.connection() as db:
             _register_frames(db, source, tables=("samples", "events"))
-        else:
-            _register_dataset(db, Path(source), tables=("samples", "events"))
-        out = _ledger_figures(db, oversample)
+            out = _ledger_figures(db, oversample)
+    else:
+        dataset = _DatasetDumps(Path(source), ("samples", "events"))
+        while True:
+            with duck_rows.connection() as db:
+                dataset.register(db)
+                try:
+                    out = _ledger_figures(db, oversample)
+                    break
+                except _duck_errors() as exc:
+                    dataset.skip_damaged(exc)
     return out.sort_values(list(TREND_KEYS)).reset_index(drop=True)
 
 
-def _register_dataset(db: Any, root: Path,
-                      tables: tuple[str, ...] = ("samples", "spans", "events")) -> None:
-    """The dataset's ``tables`` as views of ``db`` (a :func:`duck_rows.connection`)."""
-    renamed = _renamed_dumps(Manifest.load(root, must_exist=True))
-    for table in tables:
-        if not list((root / table).glob("*/*.parquet")):
-            raise FileNotFoundError(f"{root}: the dataset has no {table} files yet")
-        _create_view(db, table, _dataset_rows(root, table, renamed))
-    if list((root / "engine_load").glob("*/*.parquet")):
-        _create_view(db, "engine_load", _dataset_rows(root, "engine_load", renamed))
+def _duck_errors() -> type[Exception]:
+    import duckdb
+
+    return duckdb.Error
+
+
+class _DatasetDumps:
+    """The dumps of a run dataset that trends read: the manifest's converted dumps and
+    their files, as :func:`~..sources.dataset.open_dataset` reads them (never a file the
+    manifest does not list), less the dumps with a damaged file among those of the
+    ``tables`` read, each skipped with a warning as ``open_dataset`` skips it. The
+    warnings point at the caller of the trends function that made this (``stacklevel``)."""
+
+    def __init__(self, root: Path, tables: tuple[str, ...]) -> None:
+        from ..sources.dataset.conversion import damaged_file
+
+        self.root = root
+        self.tables = (*tables, ENGINE_LOAD)  # the engines' load, where a dump has it
+        self.entries = Manifest.load(root, must_exist=True).converted()
+        if not self.entries:
+            raise FileNotFoundError(f"{root}: the dataset has no converted dump yet")
+        self.renamed = _renamed_dumps(self.entries)
+        self.skipped = 0
+        self._skip(damaged_file)  # missing, empty or without a footer: cheap to see
+
+    def files(self, entry: dict[str, Any], table: str) -> list[Path]:
+        """The files of ``table`` of one dump: one per rollout id of the dump (the
+        engines' load: those the manifest lists, as ``layout.read_dump`` reads it)."""
+        paths = [part_path(self.root, table, rollout, entry["stem"])
+                 for rollout in entry["rollouts"]]
+        if table != ENGINE_LOAD:
+            return paths
+        listed = set(entry.get("files", ()))
+        return [path for path in paths if path.relative_to(self.root).as_posix() in listed]
+
+    def register(self, db: Any) -> None:
+        """The dumps' tables as views of ``db`` (a :func:`duck_rows.connection`)."""
+        for table in self.tables:
+            files = [path for entry in self.entries for path in self.files(entry, table)]
+            if files:
+                _create_view(db, table, _dataset_rows(files, self.renamed))
+
+    def skip_damaged(self, error: Exception) -> None:
+        """After DuckDB failed with ``error``: skip each dump with a file DuckDB cannot
+        read whole; ``error`` again when there is none (the failure is no damaged file's)."""
+        if not self._skip(_unreadable_by_duckdb):
+            raise error
+
+    def _skip(self, problem_of: Any) -> int:
+        """Skip the dumps of which a file has a problem (``problem_of(path)``, None for
+        none), with a warning each; how many. DumpError when no dump is left."""
+        kept = []
+        for entry in self.entries:
+            problem = next((problem for table in self.tables
+                            for path in self.files(entry, table)
+                            if (problem := problem_of(path)) is not None), None)
+            if problem is None:
+                kept.append(entry)
+                continue
+            warnings.warn(f"skipped {entry['path']}: damaged dataset files ({problem})",
+                          RuntimeWarning, stacklevel=4)
+        found = len(self.entries) - len(kept)
+        self.entries, self.skipped = kept, self.skipped + found
+        if not kept:
+            raise DumpError(f"{self.root}: no dump of the dataset is readable; "
+                            f"{self.skipped} dump(s) unreadable")
+        return found
+
+
+def _unreadable_by_duckdb(path: Path) -> str | None:
+    """Why DuckDB cannot read the Parquet file ``path`` whole, or None when it can (every
+    value of every column is read, into one small row)."""
+    import duckdb
+
+    with duck_rows.connection() as db:
+        try:
+            db.execute("select max(hash(columns(*))) from read_parquet($path)",
+                       {"path": path.as_posix()}).fetchall()
+        except duckdb.Error as exc:
+            return f"{path}: {' '.join(str(exc).split())[:300]}"
+    return None
 
 
 def _create_view(db: Any, name: str, rows: str) -> None:
     db.execute(f"create view {name} as {duck_rows.with_nan_as_null(db, rows)}")
 
 
-def _renamed_dumps(manifest: Manifest) -> dict[str, str]:
+def _renamed_dumps(entries: list[dict[str, Any]]) -> dict[str, str]:
     """The dumps whose rows must carry another ``dump_file`` than the file name stored
     in them (by their tables' file stem): those that share a file name with another dump
-    of the dataset (two runs' ``rollout_5.pt``), as :func:`dump_labels` names them."""
-    entries = manifest.converted()
+    of the dataset (two runs' ``rollout_5.pt``), as :func:`dump_labels` names them
+    (``entries``: the manifest's converted dumps, as ``open_dataset`` names them)."""
     labels = dump_labels([entry["path"] for entry in entries])
     return {entry["stem"]: label for entry, label in zip(entries, labels, strict=True)
             if label != entry["file"]}
 
 
-def _dataset_rows(root: Path, table: str, renamed: dict[str, str]) -> str:
-    """A query of every row of the dataset's ``table``, ``dump_file`` its dump's label."""
-    pattern = (root / table / "*" / "*.parquet").as_posix()
-    source = (f"read_parquet('{_quoted(pattern)}', hive_partitioning = true, "
+def _dataset_rows(files: list[Path], renamed: dict[str, str]) -> str:
+    """A query of every row of the dataset ``files`` (of one table), ``dump_file`` its
+    dump's label."""
+    listed = ", ".join(f"'{_quoted(path.as_posix())}'" for path in files)
+    source = (f"read_parquet([{listed}], hive_partitioning = true, "
               "union_by_name = true")
     if not renamed:
         return f"select * from {source})"
@@ -277,8 +371,11 @@ def _ledger_figures(db: Any, oversample: float) -> pd.DataFrame:
         """).df()
     dump, labels = pd.factorize(pd.MultiIndex.from_frame(rows[keys]), sort=True)
     reward = rows["reward"].to_numpy(dtype=np.float64, na_value=np.nan)
+    # the fates are the dump's, as sample_fates gives them over frames: a group is one
+    # group_index within the dump, whatever rollout ids its samples carry
     table = pd.DataFrame({
-        "dump": dump, "group_index": rows["group_index"].astype("Int64").array,
+        "dump": pd.factorize(pd.MultiIndex.from_frame(rows[[DUMP_FILE, DUMP_KIND]]))[0],
+        "group_index": rows["group_index"].astype("Int64").array,
         "status": rows["status"].to_numpy(dtype=object), "reward": reward,
         "reward_text": rows["reward_detail"].where(np.isnan(reward), None).to_numpy(
             dtype=object),

@@ -3,9 +3,11 @@
 Both engines run the same per-dump job (the guarded load and flatten of
 ``load_frames``, then ``layout.write_dump``) where the dump is, so only a small
 report per dump reaches the driver, which keeps the manifest. Dumps are
-converted only when new or changed; one that is still being written is left
+converted only when new or changed, or when a file of theirs in the dataset is
+gone or damaged (:func:`damaged_file`); one that is still being written is left
 for the next run; one that fails is recorded with its error and retried next
-run. The dumps themselves are only ever read.
+run. The dumps themselves are only ever read. A dump is known by its real path
+(links resolved), so one file is one dump however it is named.
 
 One convert at a time writes into a dataset folder (``lock``): a second one fails
 at once with :class:`~.lock.ConvertBusy`.
@@ -51,12 +53,17 @@ class ConvertReport:
     missing: list[str] = field(default_factory=list)
     #: (gone path, path now holding the same content): the gone entry was dropped.
     renamed: list[tuple[str, str]] = field(default_factory=list)
+    #: Unchanged dumps converted again because a file of theirs in the dataset was
+    #: missing or damaged (also in ``converted`` or ``failed``).
+    repaired: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
         text = (f"{len(self.converted)} converted, {len(self.unchanged)} unchanged, "
                 f"{len(self.in_progress)} still being written, {len(self.failed)} failed")
         if self.renamed:
             text += f", {len(self.renamed)} renamed"
+        if self.repaired:
+            text += f", {len(self.repaired)} with damaged dataset files converted again"
         if self.missing:
             text += f", {len(self.missing)} gone from disk (their data kept)"
         return text
@@ -103,13 +110,20 @@ def _convert_locked(paths_or_globs: PathLike | Iterable[PathLike], root: Path, *
     """:func:`convert`, with the dataset at ``root`` held by this convert."""
     manifest = Manifest.load(root)
     report = ConvertReport()
+    _settle_linked_paths(manifest, root, report)
     todo: list[str] = []
     stats: dict[str, os.stat_result] = {}
-    for path in (os.path.abspath(p) for p in expand_paths(paths_or_globs)):
+    # one file is one dump, however it is reached (a link to it, a linked folder)
+    for path in dict.fromkeys(os.path.realpath(p) for p in expand_paths(paths_or_globs)):
         stat = os.stat(path)
         if manifest.unchanged(path, stat) and _same_engine_traces(
                 manifest.dumps[path], engine_traces):
-            report.unchanged.append(path)
+            if _files_whole(root, manifest.dumps[path]):
+                report.unchanged.append(path)
+                continue
+            report.repaired.append(path)  # its dataset files are damaged or gone
+            todo.append(path)
+            stats[path] = stat
         elif being_written(path, stat, settle_seconds):
             report.in_progress.append(path)
         else:
@@ -141,6 +155,57 @@ def _convert_locked(paths_or_globs: PathLike | Iterable[PathLike], root: Path, *
     _settle_gone_dumps(manifest, root, report)
     manifest.save()
     return report
+
+
+def _files_whole(root: Path, entry: dict[str, Any]) -> bool:
+    """Whether every file the manifest lists for a converted dump looks whole
+    (:func:`damaged_file`)."""
+    return all(damaged_file(root / relative) is None for relative in entry.get("files", ()))
+
+
+def damaged_file(path: Path) -> str | None:
+    """Why a Parquet file of the dataset is not whole, or None when it looks whole: it is
+    there, not empty, and its footer reads (the footer only: a cheap check that finds a
+    file deleted, emptied or cut short)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        size = os.stat(path).st_size
+    except FileNotFoundError:
+        return f"{path}: no such file"
+    except OSError as exc:
+        return f"{path}: {exc.strerror or exc}"
+    if not size:
+        return f"{path}: empty file"
+    try:
+        pq.read_metadata(path)
+    except (OSError, pa.ArrowException, ValueError) as exc:
+        return f"{path}: {' '.join(str(exc).split())[:300]}"
+    return None
+
+
+def _settle_linked_paths(manifest: Manifest, root: Path, report: ConvertReport) -> None:
+    """Key each converted dump by its real path (links resolved), as this convert names
+    the dumps it is given: an entry made under a link to its file or through a linked
+    folder moves to the file's real path, or is dropped with its files when the real
+    path has an entry of its own (one file is one dump). An entry that moves under
+    another file name is converted again when next given (its rows name the dump by
+    the name it had)."""
+    for path in sorted(manifest.dumps):
+        real = os.path.realpath(path)
+        if real == path or not os.path.exists(path):
+            continue
+        entry = manifest.dumps.pop(path)
+        if real in manifest.dumps:
+            kept = set(manifest.dumps[real].get("files", ()))
+            for stale in entry.get("files", ()):
+                if stale not in kept:
+                    report.removed_files += _remove_inside(root, stale)
+            continue
+        if os.path.basename(real) != os.path.basename(path):
+            entry["size"] = None  # never unchanged: its next convert names it anew
+        manifest.dumps[real] = entry
 
 
 def _settle_gone_dumps(manifest: Manifest, root: Path, report: ConvertReport) -> None:
