@@ -10,6 +10,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from slime_trace_widget.view.live import LiveBatch
 from slime_trace_widget.view.widget import TraceTimeline
 from tests.support.live_feeds import RecordQueue
@@ -89,22 +91,6 @@ def test_a_live_widget_reads_while_a_view_shows_it() -> None:
     assert _reading_threads() - before == set()
 
 
-def test_a_followed_folder_is_read_while_a_view_shows_it(tmp_path: Path) -> None:
-    before = _reading_threads()
-    timeline = TraceTimeline.follow(tmp_path, interval=0.01)
-    try:
-        (first,) = _reading_threads() - before
-        _tell(timeline, "view_opened", "a")
-        _tell(timeline, "view_closed", "a")
-        assert _ended(first)
-        _tell(timeline, "view_opened", "b")
-        (second,) = _reading_threads() - before
-        assert second is not first
-    finally:
-        timeline.stop_following()
-    assert _ended(second)
-
-
 def test_a_view_that_goes_silent_stops_the_reading() -> None:
     """A reloaded or closed page sends no ``view_closed``: its view just stops saying
     ``view_alive``. The widget stops reading once it has missed too many, and reads
@@ -135,15 +121,23 @@ def test_a_view_that_goes_silent_stops_the_reading() -> None:
     assert _reading_threads() - before == set()
 
 
-def test_a_followed_folder_whose_view_went_silent_is_not_read(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("goes", "returns"), [
+    ("view_closed", ("view_opened", "b")),  # its cell run again, then display(tl)
+    (None, ("view_alive", "a")),  # its page gone without a word, then back in time
+])
+def test_a_followed_folder_is_read_while_a_view_shows_it(
+        tmp_path: Path, goes: str | None, returns: tuple[str, str]) -> None:
     before = _reading_threads()
     timeline = TraceTimeline.follow(tmp_path, interval=0.01)
-    timeline.view_alive_seconds = 0.05
+    if goes is None:
+        timeline.view_alive_seconds = 0.05
     try:
         (first,) = _reading_threads() - before
         _tell(timeline, "view_opened", "a")
+        if goes is not None:
+            _tell(timeline, goes, "a")
         assert _ended(first)
-        _tell(timeline, "view_alive", "a")
+        _tell(timeline, *returns)
         (second,) = _reading_threads() - before
         assert second is not first
     finally:
