@@ -304,7 +304,7 @@ def _write_old_rollouts(folder: Path, rollouts: int, files: int, rows: int) -> N
     a short span start each)."""
     import numpy as np
 
-    from slime_trace_widget.sources.live.store import LiveStore, rows_table
+    from slime_trace_widget.sources.live.store import LAYOUT, LiveStore
 
     store = LiveStore(folder)
     start = 1_767_225_600 * 10**9
@@ -322,7 +322,7 @@ def _write_old_rollouts(folder: Path, rollouts: int, files: int, rows: int) -> N
                 "dropped": [None] * rows, "queued": [None] * rows, "service": ["s"] * rows,
                 "received_ns": ts.tolist()}
             seq += rows
-            store.append(rows_table(columns))
+            store.append(LAYOUT.rows(columns))
             store.roll()
     store.close()
 
@@ -332,7 +332,7 @@ def _write_current_rollout(folder: Path, rollout: int, files: int) -> None:
     parser, a finished file per fifth of it and the last fifth still a write-ahead file."""
     from slime_trace_widget.demo import make_demo_samples
     from slime_trace_widget.sources.live.otlp_logs import parse_protobuf
-    from slime_trace_widget.sources.live.store import LiveStore, rows_table
+    from slime_trace_widget.sources.live.store import LAYOUT, LiveStore
     from tests.support.live_wire import Sender, recording_order
 
     records = recording_order(make_demo_samples(48, seed=24, rollout_id=rollout))
@@ -343,7 +343,7 @@ def _write_current_rollout(folder: Path, rollout: int, files: int) -> None:
     size = -(-len(records) // files)
     for first in range(0, len(records), size):
         body = sender.request(records[first:first + size], rollout_id=rollout)
-        store.append(rows_table(parse_protobuf(body.SerializeToString(), 1).columns))
+        store.append(LAYOUT.rows(parse_protobuf(body.SerializeToString(), 1).columns))
         if first + size < len(records):
             store.roll()
     store.close()

@@ -123,6 +123,9 @@ class Poller:
                  interval: float = POLL_SECONDS) -> None:
         self._look, self._report, self.interval = look, report, interval
         self._looking = threading.Lock()
+        #: Held while the following is stopped, paused or resumed, so that a resume
+        #: (from a look, say) can never start a thread after a stop.
+        self._switching = threading.Lock()
         self._stopped = False
         self._halt = threading.Event()
         self._thread = self._started(self._halt)
@@ -146,21 +149,26 @@ class Poller:
     def stop(self, wait: bool = True) -> None:
         """Stop polling for good; ``wait`` for a look in progress (a dump being loaded) to
         end."""
-        self._stopped = True
+        with self._switching:
+            self._stopped = True
         self.pause(wait)
 
     def pause(self, wait: bool = False) -> None:
         """Stop polling until :meth:`resume`; ``wait`` as for :meth:`stop`."""
-        self._halt.set()
-        if wait and threading.current_thread() is not self._thread:
-            self._thread.join(timeout=30)
+        with self._switching:
+            self._halt.set()
+            thread = self._thread
+        # joined outside the lock: the thread may be resuming (waiting for it) itself
+        if wait and threading.current_thread() is not thread:
+            thread.join(timeout=30)
 
     def resume(self) -> None:
         """Poll again after :meth:`pause`; nothing once stopped, or while polling."""
-        if self._stopped or not self._halt.is_set():
-            return
-        self._halt = threading.Event()
-        self._thread = self._started(self._halt)
+        with self._switching:
+            if self._stopped or not self._halt.is_set():
+                return
+            self._halt = threading.Event()
+            self._thread = self._started(self._halt)
 
     @property
     def running(self) -> bool:

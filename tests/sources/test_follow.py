@@ -179,6 +179,39 @@ def test_a_thread_resumed_during_a_look_waits_for_it() -> None:
     assert overlaps == []
 
 
+class StopWhenAsked(threading.Event):
+    """A set halt whose ``is_set`` has ``poller.stop()`` run on another thread first, and
+    gives it up to a second to end: a stop landing in the middle of a resume."""
+
+    def __init__(self, poller: Poller) -> None:
+        super().__init__()
+        self.set()
+        self.poller = poller
+        self.stopper: threading.Thread | None = None
+
+    def is_set(self) -> bool:
+        if self.stopper is None:
+            self.stopper = threading.Thread(target=self.poller.stop)
+            self.stopper.start()
+            self.stopper.join(1.0)  # ends at once without a lock; waits for one with it
+        return super().is_set()
+
+
+def test_a_stop_during_a_resume_leaves_nothing_polling() -> None:
+    """A widget's look resumes its follower (the views' check) while the user's
+    ``stop_following()`` may run: the stop must win, with no thread left polling."""
+    before = _follow_threads()
+    poller = Poller(lambda: None, lambda exc: None, interval=0.01)
+    poller.pause(wait=True)
+    halt = StopWhenAsked(poller)
+    poller._halt = halt
+    poller.resume()
+    assert halt.stopper is not None
+    halt.stopper.join(60)
+    _wait_for(lambda: _follow_threads() - before == set())
+    assert not poller.running
+
+
 def test_a_dump_marked_failed_is_returned_again_once_it_changes(tmp_path: Path) -> None:
     watcher = DumpWatcher(tmp_path, "rollout_*.pt")
     _place(FIXTURES / "small.pt", tmp_path / "rollout_0.pt", age=7200)

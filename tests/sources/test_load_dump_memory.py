@@ -38,10 +38,12 @@ from tests.support.hostile_pickles import (
 _DECLARED = 1 << 24
 
 
-def _legacy_unfilled(path: Path, numel: int = _DECLARED) -> Path:
+def _legacy_unfilled(path: Path, numel: int = _DECLARED,
+                     storage_type: bytes = op_global("torch", "IntStorage")) -> Path:
     """A legacy dump (under 2 KB) whose second sample's ``metadata["extra"]`` is a tensor
-    over an int32 storage of ``numel`` elements that the file never supplies."""
-    pid = (MARK + op_text("storage") + op_global("torch", "IntStorage") + op_text("0")
+    over an int32 storage (``storage_type``) of ``numel`` elements that the file never
+    supplies."""
+    pid = (MARK + op_text("storage") + storage_type + op_text("0")
            + op_text("cpu") + op_value(numel) + op_value(None) + TUPLE + BINPERSID)
     tensor = op_call(op_global("torch._utils", "_rebuild_tensor_v2"), pid, op_value(0),
                      op_value((numel,)), op_value((1,)), NEWFALSE,
@@ -68,6 +70,15 @@ def test_a_legacy_storage_the_file_could_fill_still_loads_as_zeros(tmp_path: Pat
     path = _legacy_unfilled(tmp_path / "rollout_0.pt", numel=16)
     tensor = load_dump_bytes(str(path), path.read_bytes()).samples[1]["metadata"]["extra"]
     assert tensor.dtype == torch.int32 and tensor.tolist() == [0] * 16
+
+
+def test_a_legacy_storage_named_by_no_class_is_torch_s_to_refuse(tmp_path: Path) -> None:
+    """A storage type that is no class (a list here) is not sized by the bound; torch's
+    own check refuses it, as for any id the bound does not know."""
+    path = _legacy_unfilled(tmp_path / "rollout_0.pt", storage_type=op_value([1]))
+    with pytest.raises(DumpError) as raised:
+        load_dump_bytes(str(path), path.read_bytes())
+    assert str(path) in str(raised.value) and "unhashable" not in str(raised.value)
 
 
 def test_genuine_legacy_dumps_load_as_they_did(tmp_path: Path) -> None:

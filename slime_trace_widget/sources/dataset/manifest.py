@@ -3,7 +3,8 @@
 ``<root>/manifest.json`` maps each dump's absolute path to its size, mtime and
 blake2b content hash, its status (``ok`` or ``failed`` with the error), the
 rollout ids and kind it holds and the files written for it. A rerun compares
-sizes and mtimes (a stat per dump, no reading) and converts only what changed;
+sizes and mtimes (a stat per dump, no reading of the dump; a footer read per dataset
+file, to find one gone or damaged) and converts only what changed;
 the manifest is rewritten whole, by rename, after every dump, so a crash loses
 at most the dump in flight. Only one convert at a time loads and saves it
 (``lock.exclusive_convert``), so no convert's save drops another's dumps.

@@ -235,8 +235,10 @@ def _legacy_storage_bytes(pid: Any) -> tuple[Any, int] | None:
     # legacy class itself.
     if isinstance(storage_type, torch.serialization.StorageType):
         dtype = storage_type.dtype
-    else:
+    elif isinstance(storage_type, type):
         dtype = _legacy_storage_dtypes().get(storage_type)
+    else:
+        return None
     if not isinstance(dtype, torch.dtype):
         return None
     return key, max(0, numel) * dtype.itemsize
