@@ -147,6 +147,39 @@ def test_a_live_widget_whose_page_is_gone_stops_reading(chromium: Any, lab: Jupy
         page.close()
 
 
+def test_a_live_widget_reads_on_while_a_long_cell_runs(chromium: Any, lab: JupyterLab,
+                                                       tmp_path: Path) -> None:
+    """A kernel takes the views' messages only between cells: a cell running longer than
+    a view may be silent must not make the widget stop reading (silence is timed on
+    the kernel's idle clock). The cell itself watches the reading threads."""
+    folder = tmp_path / "collect"
+    folder.mkdir()
+    url = lab.write_notebook("live_long_cell.ipynb", [
+        "from slime_trace_widget import TraceTimeline\n"
+        f"tl = TraceTimeline.live({str(folder)!r})\n"
+        "tl.view_alive_seconds = 0.2  # gone after 1 s of silence\n"
+        "tl",
+        "import threading, time\n"
+        "def readers():\n"
+        "    return sum(t.name == 'slime-trace-follow' for t in threading.enumerate())\n"
+        "seen, started = set(), time.monotonic()\n"
+        "while time.monotonic() - started < 4:\n"
+        "    seen.add(readers())\n"
+        "    time.sleep(0.05)\n"
+        "print('reading threads during the cell:', sorted(seen))",
+    ])
+    page = chromium.new_page(viewport=VIEWPORT, device_scale_factor=1)
+    try:
+        notebook = run_first_widget(page, url)
+        notebook.run_cell(1)
+        page.wait_for_function(
+            "() => document.querySelectorAll('.jp-Cell')[1].querySelector('.jp-OutputArea')"
+            "?.textContent.includes('reading threads during the cell:')", timeout=WAIT_MS * 2)
+        assert "reading threads during the cell: [1]" in notebook.output_text(1)
+    finally:
+        page.close()
+
+
 def _wait_for_file(condition: Any, seconds: float = 120.0) -> None:
     """Wait (a hang guard of ``seconds``) until ``condition()`` holds."""
     deadline = time.monotonic() + seconds

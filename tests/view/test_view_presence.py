@@ -3,8 +3,12 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
+from IPython.core.events import EventManager, available_events
+
 from slime_trace_widget.view.contract import VIEW_ALIVE_SECONDS, VIEW_GONE_AFTER_MISSED
-from slime_trace_widget.view.presence import ViewPresence
+from slime_trace_widget.view.presence import IdleClock, ViewPresence, idle_clock_of
 
 
 class Clock:
@@ -88,3 +92,34 @@ def test_only_view_messages_with_text_ids_count() -> None:
     assert not views.heard("view_opened", None)
     assert not views.heard("attrs", "a")
     assert views.shown(2.0), "nothing counted as opened"
+
+
+def test_silence_is_timed_only_while_no_cell_runs() -> None:
+    """A kernel takes the views' messages only between cells: time spent in a cell does
+    not count toward a view's silence, time between cells does."""
+    clock = Clock()
+    idle = IdleClock(clock)
+    views = ViewPresence(idle)
+    views.heard("view_opened", "a")
+    idle.busy()
+    clock.now += 10 * GONE_AFTER  # a long cell: "a" speaks, but nobody listens
+    assert views.shown(2.0)
+    idle.idle()
+    clock.now += GONE_AFTER
+    assert views.shown(2.0)
+    clock.now += 0.001
+    assert not views.shown(2.0)
+
+
+def test_the_idle_clock_follows_an_ipython_shell_s_cells() -> None:
+    """Registered with IPython's own event manager, as a kernel's shell has it."""
+    clock = Clock()
+    shell = SimpleNamespace(events=EventManager(None, available_events))
+    idle = idle_clock_of(shell, clock)
+    start = idle()
+    shell.events.trigger("pre_run_cell", SimpleNamespace(raw_cell="sleep"))
+    clock.now += 500.0
+    assert idle() == start
+    shell.events.trigger("post_run_cell", SimpleNamespace(success=True))
+    clock.now += 3.0
+    assert idle() == start + 3.0
