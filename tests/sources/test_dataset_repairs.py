@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,7 @@ import pytest
 from slime_trace_widget.sources.dataset import Manifest, convert, open_dataset
 from slime_trace_widget.sources.dataset.layout import part_path
 from slime_trace_widget.sources.loading import load_frames
-from tests.sources.runs import copy_run
+from tests.sources.runs import copy_run, settle
 
 
 @pytest.fixture
@@ -103,3 +104,33 @@ def test_a_dataset_keyed_through_a_linked_folder_is_not_doubled(run: Path,
         assert sorted(Manifest.load(root).dumps) == sorted(
             os.path.join(run, name) for name in os.listdir(run))
         assert len(open_dataset(root).paths) == 3
+
+
+def test_an_entry_whose_link_now_leads_elsewhere_keeps_its_data(run: Path,
+                                                                 tmp_path: Path) -> None:
+    """A dataset an earlier convert keyed through ``current/`` (then a link to one run's
+    folder) keeps that dump's data when the link moves on to another run's folder: the
+    entry is not moved onto the other file, nor dropped with its data."""
+    other = tmp_path / "other"
+    other.mkdir()
+    shutil.copy(run / "rollout_7.pt", other / "rollout_0.pt")  # the same name, other bytes
+    settle(other / "rollout_0.pt")
+    current = tmp_path / "current"
+    current.symlink_to(run, target_is_directory=True)
+    root = tmp_path / "ds"
+    again([run / "rollout_0.pt"], root)
+    manifest = root / "manifest.json"
+    data = json.loads(manifest.read_text())
+    data["dumps"] = {str(current / Path(path).name): entry
+                     for path, entry in data["dumps"].items()}  # as keyed before links
+    manifest.write_text(json.dumps(data))
+    samples = len(open_dataset(root).samples)
+    current.unlink()
+    current.symlink_to(other, target_is_directory=True)  # the link moves on
+    report = again([other / "rollout_0.pt"], root)
+    assert report.converted == [str(other / "rollout_0.pt")] and report.removed_files == 0
+    assert sorted(Manifest.load(root).dumps) == [str(current / "rollout_0.pt"),
+                                                 str(other / "rollout_0.pt")]
+    frames = open_dataset(root)
+    assert len(frames.paths) == 2
+    assert len(frames.samples) == samples + len(load_frames(other / "rollout_0.pt").samples)

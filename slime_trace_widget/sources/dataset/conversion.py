@@ -37,7 +37,7 @@ from ..dumps.progress import progress_bar
 from ..follow import SETTLE_SECONDS, being_written
 from . import ENGINES
 from .lock import exclusive_convert
-from .manifest import Manifest
+from .manifest import Manifest, content_hash
 
 
 @dataclass
@@ -189,12 +189,14 @@ def _settle_linked_paths(manifest: Manifest, root: Path, report: ConvertReport) 
     """Key each converted dump by its real path (links resolved), as this convert names
     the dumps it is given: an entry made under a link to its file or through a linked
     folder moves to the file's real path, or is dropped with its files when the real
-    path has an entry of its own (one file is one dump). An entry that moves under
-    another file name is converted again when next given (its rows name the dump by
-    the name it had)."""
+    path has an entry of its own (one file is one dump). Only an entry whose real file
+    holds what was converted moves: a link that points at another file now leaves the
+    entry, and the data of the file it was made from, as they are. An entry that moves
+    under another file name is converted again when next given (its rows name the dump
+    by the name it had)."""
     for path in sorted(manifest.dumps):
         real = os.path.realpath(path)
-        if real == path or not os.path.exists(path):
+        if real == path or not os.path.exists(path) or not _holds(real, manifest.dumps[path]):
             continue
         entry = manifest.dumps.pop(path)
         if real in manifest.dumps:
@@ -206,6 +208,15 @@ def _settle_linked_paths(manifest: Manifest, root: Path, report: ConvertReport) 
         if os.path.basename(real) != os.path.basename(path):
             entry["size"] = None  # never unchanged: its next convert names it anew
         manifest.dumps[real] = entry
+
+
+def _holds(path: str, entry: dict[str, Any]) -> bool:
+    """Whether the file ``path`` holds what ``entry`` was converted from: its size, and
+    its mtime or else its content hash."""
+    stat = os.stat(path)
+    if entry.get("size") != stat.st_size:
+        return False
+    return entry.get("mtime_ns") == stat.st_mtime_ns or content_hash(path) == entry.get("blake2b")
 
 
 def _settle_gone_dumps(manifest: Manifest, root: Path, report: ConvertReport) -> None:
