@@ -7,13 +7,15 @@ Data read a folder of many rollouts as one table, and a train and an eval dump o
 one rollout id, exported into one folder, sit side by side. A file's stem is the
 dump's file stem and a short hash of its absolute path (two runs' ``rollout_7.pt``
 do not collide); frames made in memory take a hash of their samples instead.
-Exporting a dump again replaces its own files, and deletes those it no longer has (its
-rollout id changed; a dump read from a file); each file is written whole or not at all.
-Every row carries ``dump_file`` (the dump's file name) and ``dump_kind`` (``train`` or
-``eval``, the run dataset's columns). Attribute dicts are stored as JSON text;
-``attr.*`` columns keep their type when it is uniform and become JSON text otherwise.
-Every dump gets a file of each table, with no rows where it has none. Rows join on
-``rollout_id`` and ``dump_file``, and a sample's ``row`` with the
+Exporting a dump again replaces its own files under the rollout ids it holds now;
+files an earlier export wrote under a rollout id it no longer holds stay (frames read
+with a filter hold only some of a dump's rollouts, so the export cannot tell them from a
+dump whose rollout id changed): export into a new folder to start over. Each file is
+written whole or not at all. Every row carries ``dump_file`` (the dump's file name)
+and ``dump_kind`` (``train`` or ``eval``, the run dataset's columns). Attribute dicts are stored as
+JSON text; ``attr.*`` columns keep their type when it is uniform and become JSON
+text otherwise. Every dump gets a file of each table, with no rows where it has none.
+Rows join on ``rollout_id`` and ``dump_file``, and a sample's ``row`` with the
 ``sample_row`` of its spans and events (segments name their span by ``span_index``).
 
 Dumps differ in their attributes, so the files of a folder differ in ``attr.*``
@@ -25,7 +27,6 @@ column to a float one), as the run dataset is read.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
@@ -83,37 +84,14 @@ def to_parquet(frames: TraceFrames, directory: str | Path) -> Path:
         present = set(dump.tolist())
         parts |= {(_rollout_of_dump(frames, dump_index), dump_index)
                   for dump_index in range(len(dumps)) if dump_index not in present}
-        written: set[Path] = set()
         for rollout_id, dump_index in sorted(parts):
             stem, dump_file, kind = dumps[dump_index]
             chosen = table[(rollout == rollout_id) & (dump == dump_index)].drop(
                 columns=["rollout_id"], errors="ignore")
             chosen = chosen.assign(**{DUMP_FILE: dump_file, DUMP_KIND: kind})
-            target = root / name / f"rollout_id={int(rollout_id)}" / f"{stem}.parquet"
-            _write_whole(chosen, target)
-            written.add(target)
-        _remove_stale(root / name, {stem for (stem, _, _), path in zip(
-            dumps, frames.paths, strict=False) if str(path) != IN_MEMORY}, written)
+            _write_whole(chosen, root / name / f"rollout_id={int(rollout_id)}" /
+                         f"{stem}.parquet")
     return root
-
-
-def _remove_stale(table_root: Path, stems: set[str], written: set[Path]) -> None:
-    """Delete the files of the dumps ``stems`` under ``table_root``'s rollout id
-    partitions that this export did not write (``written``): an earlier export's, when
-    the dump's rollout ids have changed since, so that the folder holds each dump once.
-    Only dumps read from a file are given: frames made in memory are named by their
-    samples, which two different frames may share."""
-    if not table_root.is_dir():
-        return
-    for partition in table_root.iterdir():
-        if not partition.name.startswith("rollout_id=") or not partition.is_dir():
-            continue
-        for stem in stems:
-            target = partition / f"{stem}.parquet"
-            if target not in written:
-                target.unlink(missing_ok=True)
-        with contextlib.suppress(OSError):  # a partition left empty goes too
-            partition.rmdir()
 
 
 def _rollout_of_dump(frames: TraceFrames, dump: int) -> int:
