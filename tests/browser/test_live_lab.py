@@ -21,6 +21,10 @@ from tests.support.receiver import start_receiver
 
 WAIT_MS = 60_000
 LIVE = live_state(FIRST_WIDGET)
+#: Kernel code: ``readers()``, the follow threads reading now.
+READERS = ("import pathlib, threading, time\n"
+           "def readers():\n"
+           "    return sum(t.name == 'slime-trace-follow' for t in threading.enumerate())\n")
 
 
 def _spans(page: Any, name: str) -> list[dict]:
@@ -79,27 +83,18 @@ def test_a_live_widget_of_a_cell_run_again_stops_reading(chromium: Any, lab: Jup
     thread reads it, not two."""
     folder = tmp_path / "collect"
     folder.mkdir()
-    url = lab.write_notebook("live_rerun.ipynb", [
-        "from slime_trace_widget import TraceTimeline\n"
-        f"tl = TraceTimeline.live({str(folder)!r})\ntl",
-        "import threading, time\n"
-        "def readers():\n"
-        "    return sum(t.name == 'slime-trace-follow' for t in threading.enumerate())\n"
+    url = _watched_live_notebook(lab, "live_rerun.ipynb", folder, "", (
         "deadline = time.monotonic() + 60\n"
         "while readers() > 1 and time.monotonic() < deadline:\n"
         "    time.sleep(0.05)\n"
-        "print('reading threads:', readers())",
-    ])
+        "print('reading threads:', readers())"))
     page = chromium.new_page(viewport=VIEWPORT, device_scale_factor=1)
     try:
         notebook = run_first_widget(page, url)
         notebook.run_cell(0)
         page.wait_for_selector(f'{FIRST_WIDGET}[data-ready="1"]', timeout=WAIT_MS)
         notebook.run_cell(1)
-        page.wait_for_function(
-            "() => document.querySelectorAll('.jp-Cell')[1].querySelector('.jp-OutputArea')"
-            "?.textContent.includes('reading threads:')", timeout=WAIT_MS * 2)
-        assert "reading threads: 1" in notebook.output_text(1)
+        assert "reading threads: 1" in _printed(page, notebook, "reading threads:")
     finally:
         page.close()
 
@@ -114,8 +109,7 @@ def test_a_live_widget_whose_page_is_gone_stops_reading(chromium: Any, lab: Jupy
                                     ("collect", "heard", "gone", "verdict"))
     folder.mkdir()
     url = lab.write_notebook("live_gone.ipynb", [
-        "import pathlib, threading, time\n"
-        "from slime_trace_widget import TraceTimeline\n"
+        READERS + "from slime_trace_widget import TraceTimeline\n"
         f"tl = TraceTimeline.live({str(folder)!r})\n"
         "tl.view_alive_seconds = 0.2\n"
         "def note(_widget, content, _buffers):\n"
@@ -123,8 +117,6 @@ def test_a_live_widget_whose_page_is_gone_stops_reading(chromium: Any, lab: Jupy
         f"        with open({str(heard)!r}, 'a') as out:\n"
         "            out.write('alive\\n')\n"
         "tl.on_msg(note)\n"
-        "def readers():\n"
-        "    return sum(t.name == 'slime-trace-follow' for t in threading.enumerate())\n"
         "def watch():\n"
         f"    while not pathlib.Path({str(gone)!r}).exists():\n"
         "        time.sleep(0.05)\n"
@@ -154,30 +146,41 @@ def test_a_live_widget_reads_on_while_a_long_cell_runs(chromium: Any, lab: Jupyt
     the kernel's idle clock). The cell itself watches the reading threads."""
     folder = tmp_path / "collect"
     folder.mkdir()
-    url = lab.write_notebook("live_long_cell.ipynb", [
-        "from slime_trace_widget import TraceTimeline\n"
-        f"tl = TraceTimeline.live({str(folder)!r})\n"
-        "tl.view_alive_seconds = 0.2  # gone after 1 s of silence\n"
-        "tl",
-        "import threading, time\n"
-        "def readers():\n"
-        "    return sum(t.name == 'slime-trace-follow' for t in threading.enumerate())\n"
-        "seen, started = set(), time.monotonic()\n"
-        "while time.monotonic() - started < 4:\n"
-        "    seen.add(readers())\n"
-        "    time.sleep(0.05)\n"
-        "print('reading threads during the cell:', sorted(seen))",
-    ])
+    url = _watched_live_notebook(
+        lab, "live_long_cell.ipynb", folder,
+        "tl.view_alive_seconds = 0.2  # gone after 1 s of silence\n", (
+            "seen, started = set(), time.monotonic()\n"
+            "while time.monotonic() - started < 4:\n"
+            "    seen.add(readers())\n"
+            "    time.sleep(0.05)\n"
+            "print('reading threads during the cell:', sorted(seen))"))
     page = chromium.new_page(viewport=VIEWPORT, device_scale_factor=1)
     try:
         notebook = run_first_widget(page, url)
         notebook.run_cell(1)
-        page.wait_for_function(
-            "() => document.querySelectorAll('.jp-Cell')[1].querySelector('.jp-OutputArea')"
-            "?.textContent.includes('reading threads during the cell:')", timeout=WAIT_MS * 2)
-        assert "reading threads during the cell: [1]" in notebook.output_text(1)
+        assert "reading threads during the cell: [1]" in _printed(
+            page, notebook, "reading threads during the cell:")
     finally:
         page.close()
+
+
+def _watched_live_notebook(lab: JupyterLab, name: str, folder: Path, setup: str,
+                           watch: str) -> str:
+    """A notebook whose first cell shows ``TraceTimeline.live(folder)`` (after ``setup``
+    lines) and whose second runs ``watch`` with ``readers()`` defined."""
+    return lab.write_notebook(name, [
+        "from slime_trace_widget import TraceTimeline\n"
+        f"tl = TraceTimeline.live({str(folder)!r})\n" + setup + "tl",
+        READERS + watch,
+    ])
+
+
+def _printed(page: Any, notebook: Any, text: str) -> str:
+    """The second cell's output, once it holds ``text``."""
+    page.wait_for_function(
+        "(text) => document.querySelectorAll('.jp-Cell')[1].querySelector('.jp-OutputArea')"
+        "?.textContent.includes(text)", arg=text, timeout=WAIT_MS * 2)
+    return notebook.output_text(1)
 
 
 def _wait_for_file(condition: Any, seconds: float = 120.0) -> None:
