@@ -8,7 +8,9 @@ frames' columns.
 
 from __future__ import annotations
 
+import functools
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -77,18 +79,8 @@ def rollout_trends(source: str | Path | TraceFrames, heaviest: int = HEAVIEST_SP
     trends (a span named ``duration``: ``duration_p50``) gets no columns: the other
     column keeps its figures, the next heaviest name takes the place, and a
     RuntimeWarning counts and names the span names passed over."""
-    if isinstance(source, TraceFrames):
-        with duck_rows.connection() as db:
-            _register_frames(db, source)
-            return _trends(db, heaviest, oversample)
-    dataset = _DatasetDumps(Path(source), ("samples", "spans", "events"))
-    while True:
-        with duck_rows.connection() as db:
-            dataset.register(db)
-            try:
-                return _trends(db, heaviest, oversample)
-            except _duck_errors() as exc:
-                dataset.skip_damaged(exc)
+    return _figures(source, ("samples", "spans", "events"),
+                    functools.partial(_trends, heaviest=heaviest, oversample=oversample))
 
 
 def ledger_trends(source: str | Path | TraceFrames, oversample: float = OVERSAMPLE
@@ -96,21 +88,28 @@ def ledger_trends(source: str | Path | TraceFrames, oversample: float = OVERSAMP
     """Only the ledger and tail columns of :func:`rollout_trends` (``share_<fate>``,
     ``finished_50/90/99``, ``stop_s``, ``saved_s``, ``saved_share``), one row per dump
     with its keys, from a run dataset directory or frames."""
+    out = _figures(source, ("samples", "events"),
+                   functools.partial(_ledger_figures, oversample=oversample))
+    return out.sort_values(list(TREND_KEYS)).reset_index(drop=True)
+
+
+def _figures(source: str | Path | TraceFrames, tables: tuple[str, ...],
+             compute: Callable[[Any], pd.DataFrame]) -> pd.DataFrame:
+    """``compute(db)`` over the ``tables`` of frames or of a run dataset directory as views
+    of a DuckDB connection; for a dataset, again without the dumps a damaged file of
+    which made DuckDB fail (:class:`_DatasetDumps`)."""
     if isinstance(source, TraceFrames):
         with duck_rows.connection() as db:
-            _register_frames(db, source, tables=("samples", "events"))
-            out = _ledger_figures(db, oversample)
-    else:
-        dataset = _DatasetDumps(Path(source), ("samples", "events"))
-        while True:
-            with duck_rows.connection() as db:
-                dataset.register(db)
-                try:
-                    out = _ledger_figures(db, oversample)
-                    break
-                except _duck_errors() as exc:
-                    dataset.skip_damaged(exc)
-    return out.sort_values(list(TREND_KEYS)).reset_index(drop=True)
+            _register_frames(db, source, tables=tables)
+            return compute(db)
+    dataset = _DatasetDumps(Path(source), tables)
+    while True:
+        with duck_rows.connection() as db:
+            dataset.register(db)
+            try:
+                return compute(db)
+            except _duck_errors() as exc:
+                dataset.skip_damaged(exc)
 
 
 def _duck_errors() -> type[Exception]:
@@ -173,7 +172,7 @@ class _DatasetDumps:
                 kept.append(entry)
                 continue
             warnings.warn(f"skipped {entry['path']}: damaged dataset files ({problem})",
-                          RuntimeWarning, stacklevel=4)
+                          RuntimeWarning, stacklevel=5)
         found = len(self.entries) - len(kept)
         self.entries, self.skipped = kept, self.skipped + found
         if not kept:
@@ -331,7 +330,7 @@ def _heaviest_names(db: Any, heaviest: int, taken: set[str], engine: bool) -> li
     if passed:
         warnings.warn(f"rollout_trends: {len(passed)} span name(s) passed over, their p50/p95 "
                       f"columns are other columns of the trends: "
-                      f"{', '.join(map(repr, passed))}", RuntimeWarning, stacklevel=4)
+                      f"{', '.join(map(repr, passed))}", RuntimeWarning, stacklevel=5)
     return chosen
 
 
