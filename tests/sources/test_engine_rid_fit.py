@@ -23,6 +23,15 @@ def _truth_rows(frames: TraceFrames) -> pd.DataFrame:
     return slices[["sample_row", "attr.truth"]] if len(slices) else slices
 
 
+def _assert_each_under_its_own_sample(joined: TraceFrames) -> None:
+    """Both samples' requests are placed, each under the sample whose request it is,
+    and none is left unmatched."""
+    rows = _truth_rows(joined)
+    assert sorted(rows["sample_row"].tolist()) == [0, 1]
+    assert (rows["sample_row"] == rows["attr.truth"]).all()
+    assert joined.engine_unmatched.empty
+
+
 def _requests(times: list[tuple[float, float]], host: str = "hostA") -> Engine:
     """One request of rid ``group-0`` per (start, end) seconds from T0 in the host's
     clock, request ``k`` made by sample ``k`` (its slice's ``truth``)."""
@@ -51,10 +60,7 @@ def test_requests_that_fit_overlapping_spans_one_way_alone_are_placed() -> None:
     the other inside sample 0's: one way fits, and each goes under its own sample."""
     frames = generations([("group-0", 0, 10), ("group-0", 5, 10)])
     joined = join_engine(frames, _requests([(20.5, 29), (26, 29.5)]).table())
-    rows = _truth_rows(joined)
-    assert sorted(rows["sample_row"].tolist()) == [0, 1]
-    assert (rows["sample_row"] == rows["attr.truth"]).all()
-    assert joined.engine_unmatched.empty
+    _assert_each_under_its_own_sample(joined)
     assert abs(joined.engine_skew["skew"].iloc[0] + 20.0) < 0.6
 
 
@@ -65,7 +71,4 @@ def test_requests_of_overlapping_spans_fit_out_of_their_order() -> None:
     that tried the order alone found none."""
     frames = generations([("group-0", 0, 10), ("group-0", 1, 5)])
     joined = join_engine(frames, _requests([(1.6, 9.5), (1.5, 4.5)]).table())
-    rows = _truth_rows(joined)
-    assert sorted(rows["sample_row"].tolist()) == [0, 1]
-    assert (rows["sample_row"] == rows["attr.truth"]).all()
-    assert joined.engine_unmatched.empty
+    _assert_each_under_its_own_sample(joined)
