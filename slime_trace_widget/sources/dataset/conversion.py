@@ -37,7 +37,7 @@ from ..dumps.progress import progress_bar
 from ..follow import SETTLE_SECONDS, being_written
 from . import ENGINES
 from .lock import exclusive_convert
-from .manifest import Manifest, content_hash
+from .manifest import Manifest
 
 
 @dataclass
@@ -196,7 +196,7 @@ def _settle_linked_paths(manifest: Manifest, root: Path, report: ConvertReport) 
     by the name it had)."""
     for path in sorted(manifest.dumps):
         real = os.path.realpath(path)
-        if real == path or not os.path.exists(path) or not _holds(real, manifest.dumps[path]):
+        if real == path or not os.path.exists(path) or not manifest.holds(path, os.stat(path)):
             continue
         entry = manifest.dumps.pop(path)
         if real in manifest.dumps:
@@ -208,15 +208,6 @@ def _settle_linked_paths(manifest: Manifest, root: Path, report: ConvertReport) 
         if os.path.basename(real) != os.path.basename(path):
             entry["size"] = None  # never unchanged: its next convert names it anew
         manifest.dumps[real] = entry
-
-
-def _holds(path: str, entry: dict[str, Any]) -> bool:
-    """Whether the file ``path`` holds what ``entry`` was converted from: its size, and
-    its mtime or else its content hash."""
-    stat = os.stat(path)
-    if entry.get("size") != stat.st_size:
-        return False
-    return entry.get("mtime_ns") == stat.st_mtime_ns or content_hash(path) == entry.get("blake2b")
 
 
 def _settle_gone_dumps(manifest: Manifest, root: Path, report: ConvertReport) -> None:

@@ -62,14 +62,19 @@ class Manifest:
                 if entry.get("status") == "ok"]
 
     def unchanged(self, path: str, stat: os.stat_result) -> bool:
-        """Whether ``path`` was converted from exactly what it holds now.
+        """Whether ``path`` was converted, without error, from exactly what it holds now
+        (:meth:`holds`)."""
+        return self.dumps.get(path, {}).get("status") == "ok" and self.holds(path, stat)
+
+    def holds(self, path: str, stat: os.stat_result) -> bool:
+        """Whether the file ``path`` (of ``stat``) holds what its entry was made from.
 
         Same size and mtime: yes, without reading. Same size, other mtime (the file
-        was touched or copied): yes if its content hash is the one converted, and
-        the new mtime is noted.
+        was touched or copied): yes if its content hash is the entry's, and the new
+        mtime is noted.
         """
         entry = self.dumps.get(path)
-        if not entry or entry.get("status") != "ok" or entry.get("size") != stat.st_size:
+        if not entry or entry.get("size") != stat.st_size:
             return False
         if entry.get("mtime_ns") == stat.st_mtime_ns:
             return True
