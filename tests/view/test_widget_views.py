@@ -99,7 +99,7 @@ def test_a_view_that_goes_silent_stops_the_reading() -> None:
     feed = CountingFeed()
     timeline = TraceTimeline.live(feed=feed, interval=0.01)
     timeline.send = lambda *args, **kwargs: None  # type: ignore[method-assign]
-    timeline.view_alive_seconds = 0.05
+    timeline.view_alive_seconds = 0.5  # gone after 2.5 s: a stall of the test is shorter
     try:
         _tell(timeline, "view_opened", "a")
         _reads_on(lambda: feed.polls)
@@ -130,7 +130,7 @@ def test_a_followed_folder_is_read_while_a_view_shows_it(
     before = _reading_threads()
     timeline = TraceTimeline.follow(tmp_path, interval=0.01)
     if goes is None:
-        timeline.view_alive_seconds = 0.05
+        timeline.view_alive_seconds = 0.5  # gone after 2.5 s: a stall of the test is shorter
     try:
         (first,) = _reading_threads() - before
         _tell(timeline, "view_opened", "a")
