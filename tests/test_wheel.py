@@ -8,6 +8,7 @@ isolated build environment) from this tree, and its file list is read back.
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 import zipfile
@@ -27,13 +28,18 @@ BUILD_SECONDS = 900
 
 
 @pytest.fixture(scope="module")
-def wheel_files(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
     done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet",
                            "--wheel-dir", str(out), str(ROOT)],
                           capture_output=True, text=True, timeout=BUILD_SECONDS)
     assert done.returncode == 0, done.stderr[-4000:]
-    (wheel,) = out.glob(f"{PACKAGE}-*.whl")
+    (built,) = out.glob(f"{PACKAGE}-*.whl")
+    return built
+
+
+@pytest.fixture(scope="module")
+def wheel_files(wheel: Path) -> list[str]:
     with zipfile.ZipFile(wheel) as archive:
         return archive.namelist()
 
@@ -55,6 +61,30 @@ def test_the_wheel_carries_the_front_end_and_the_command(wheel_files: list[str])
     assert set(BUNDLE) <= set(wheel_files)
     assert f"{PACKAGE}/cli/command.py" in wheel_files
     assert f"{PACKAGE}/demo.py" in wheel_files  # slime-trace-viewer --demo runs it
+
+
+def test_the_shipped_bundle_carries_no_test_hooks(wheel: Path) -> None:
+    """The hooks the browser tests drive (``root.stwDebug``, ``js/test/hooks/``) are
+    injected by the tests; the bundle a user gets leaves them out."""
+    with zipfile.ZipFile(wheel) as archive:
+        bundle = archive.read(f"{PACKAGE}/view/static/widget.js").decode("utf-8")
+    assert "stwDebug" not in bundle
+    assert "stwApp" in bundle  # the one handle the hooks take the view by
+
+
+def test_the_front_end_imports_nothing_from_its_tests() -> None:
+    """What the bundle is built from (``js/src``) reaches no test or developer script."""
+    support = [ROOT / "js" / "test", ROOT / "js" / "dev", ROOT / "tests", ROOT / "benchmarks"]
+    found, read = [], 0
+    for path in (ROOT / "js" / "src").rglob("*.js"):
+        text = path.read_text(encoding="utf-8")
+        for specifier in re.findall(r"""(?:\bfrom|\bimport)\s*\(?\s*["']([^"']+)["']""", text):
+            read += 1
+            target = (path.parent / specifier).resolve()
+            if any(folder.resolve() in target.parents for folder in support):
+                found.append(f"{path.relative_to(ROOT)}: {specifier}")
+    assert read > 100, f"only {read} imports read: the pattern no longer reads js/src"
+    assert not found, found
 
 
 def test_the_package_imports_nothing_from_tests_or_benchmarks() -> None:

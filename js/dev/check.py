@@ -11,7 +11,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 from playwright.sync_api import sync_playwright
-from shoot import ARGS
+from shoot import ARGS, hooks_script
 
 html = Path(sys.argv[1]).resolve()
 outdir = Path(sys.argv[2])
@@ -28,6 +28,7 @@ def check(name, ok, info=""):
 with sync_playwright() as p:
     browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=ARGS)
     ctx = browser.new_context(viewport={"width": 1600, "height": 900}, device_scale_factor=1)
+    ctx.add_init_script(script=hooks_script())
     page = ctx.new_page()
     dialogs, errors, requests = [], [], []
     page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
@@ -361,6 +362,7 @@ with sync_playwright() as p:
     # ---- dpr 2 crispness + restored state from view_state
     browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=ARGS)
     ctx = browser.new_context(viewport={"width": 1600, "height": 900}, device_scale_factor=2)
+    ctx.add_init_script(script=hooks_script())
     page = ctx.new_page()
     page.goto(html.as_uri())
     page.wait_for_selector(".stw-root[data-ready='1']", timeout=60000)
@@ -375,7 +377,9 @@ with sync_playwright() as p:
     # ---- state restored from view_state / view_range (a snapshot)
     if len(sys.argv) > 3:
         browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=ARGS)
-        page = browser.new_context(viewport={"width": 1600, "height": 900}).new_page()
+        ctx = browser.new_context(viewport={"width": 1600, "height": 900})
+        ctx.add_init_script(script=hooks_script())
+        page = ctx.new_page()
         page.goto(Path(sys.argv[3]).resolve().as_uri())
         page.wait_for_selector(".stw-root[data-ready='1']", timeout=60000)
         st = page.evaluate(f"{R}.stwDebug.state()")

@@ -11,6 +11,9 @@ from pathlib import Path
 
 from playwright.sync_api import sync_playwright
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from tests.support.browser import hooks_script  # root.stwDebug (js/test/hooks)
+
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--no-first-run"]
 
@@ -18,6 +21,7 @@ ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
 def open_page(p, html, dpr=1, dark=False, width=1600, height=900):
     browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=ARGS)
     ctx = browser.new_context(viewport={"width": width, "height": height}, device_scale_factor=dpr)
+    ctx.add_init_script(script=hooks_script())
     page = ctx.new_page()
     log = {"console": [], "requests": [], "errors": []}
     page.on("console", lambda m: log["console"].append(f"{m.type}: {m.text}"))

@@ -7,11 +7,14 @@ scrolled out of view stay attached) and ``Marimo`` (``marimo edit`` or ``marimo
 run`` over a folder of generated notebooks) say only how to start theirs.
 ``NotebookPage`` (JupyterLab, Notebook 7) and ``MarimoPage`` run cells the way a
 person does and wait on what the page shows, never on sleeps.
-``launch_chromium`` starts Debian's Chromium through Playwright.
+``launch_chromium`` starts Debian's Chromium through Playwright, every page of it with
+the front end's test hooks (``root.stwDebug``, ``js/test/hooks/``), which the package
+does not ship.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -44,9 +47,53 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def launch_chromium(playwright: Any) -> Any:
-    return playwright.chromium.launch(executable_path=CHROMIUM, headless=True,
-                                      args=CHROMIUM_ARGS)
+#: The front end's test hooks: the entry the browser tests inject into every page.
+HOOKS_ENTRY = Path(__file__).resolve().parents[2] / "js" / "test" / "hooks" / "index.js"
+#: Bundling them takes far less; the limit only guards against a hung esbuild.
+HOOKS_BUILD_TIMEOUT = 300
+
+
+@functools.cache
+def hooks_script() -> str:
+    """The test hooks as one script, bundled by the esbuild in ``js/node_modules``
+    (which installing the package from a clone puts there)."""
+    esbuild = HOOKS_ENTRY.parents[2] / "node_modules" / ".bin" / "esbuild"
+    if not esbuild.exists():
+        raise RuntimeError(f"{esbuild} is missing: run `npm ci` in js/ to bundle the "
+                           "front end's test hooks")
+    built = subprocess.run(
+        [str(esbuild), str(HOOKS_ENTRY), "--bundle", "--format=iife", "--target=es2020",
+         "--log-level=warning"],
+        capture_output=True, text=True, timeout=HOOKS_BUILD_TIMEOUT)
+    if built.returncode != 0:
+        raise RuntimeError(f"bundling {HOOKS_ENTRY} failed: {built.stderr.strip()}")
+    return built.stdout
+
+
+class HookedChromium:
+    """A launched Chromium whose every new page runs :func:`hooks_script` before any
+    script of its own, so ``root.stwDebug`` answers on each view it draws."""
+
+    def __init__(self, browser: Any) -> None:
+        self._browser = browser
+        self._hooks = hooks_script()
+
+    @property
+    def version(self) -> str:
+        return self._browser.version
+
+    def new_page(self, **options: Any) -> Any:
+        page = self._browser.new_page(**options)
+        page.add_init_script(script=self._hooks)
+        return page
+
+    def close(self) -> None:
+        self._browser.close()
+
+
+def launch_chromium(playwright: Any) -> HookedChromium:
+    return HookedChromium(playwright.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                                     args=CHROMIUM_ARGS))
 
 
 class LocalServer:

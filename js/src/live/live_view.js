@@ -13,7 +13,6 @@ import { keepHit } from "./keep.js";
 import { paintLiveMarks } from "./marks.js";
 import { renderBanner } from "./banner.js";
 import { el } from "../util/dom.js";
-import { F_OPEN } from "../data/decode.js";
 
 /** @typedef {import("../ui/app.js").App} App */
 
@@ -165,29 +164,6 @@ export class LiveView {
     const app = this.app;
     const { painter, theme } = app.drawing;
     this.marks = paintLiveMarks(painter.ctx, painter.dpr, geometry, app.shown.layout, app.shown.data, theme, this.status);
-  }
-
-  /** Test hooks (root.stwDebug.live()). */
-  debug() {
-    const status = this.status;
-    const data = this.app.shown.data;
-    return {
-      seq: this.state.seq,
-      samples: this.state.nSamples,
-      now: this.now(),
-      following: this.following,
-      running: status?.nRunning ?? 0,
-      stalled: status ? Array.from(status.stalled.keys()).filter((s) => status.stalled[s]) : [],
-      stragglers: status ? Array.from(status.straggler.keys()).filter((s) => status.straggler[s]) : [],
-      stuck: status ? Array.from(status.stuckSpan) : [],
-      growing: Array.from(this.growing, (span) => ({ span, name: data.names[data.spanName[span]], end: data.spanEnd[span] })),
-      spans: Array.from({ length: data.nSpans }, (_, span) => ({ span, name: data.names[data.spanName[span]], start: data.spanStart[span], end: data.spanEnd[span], open: (data.spanFlags[span] & F_OPEN) !== 0 })),
-      p90: status?.p90 ?? NaN,
-      tags: this.marks?.tags ?? [],
-      nowX: this.marks?.x ?? NaN,
-      banner: this.banner.textContent,
-      lost: Number(this.banner.dataset.lost || 0),
-    };
   }
 
   dispose() {

@@ -323,17 +323,4 @@ export class DiffView {
     this.focus = { name, side, span };
     this.render();
   }
-
-  /** What the tests read (root.stwDebug.diff()). */
-  debugState() {
-    const side = (/** @type {DiffSide|null} */ stats) => (stats ? { count: stats.count, p50: stats.p50, p95: stats.p95, total: stats.total, open: stats.open, slowest: stats.slowest } : null);
-    return {
-      available: this.available(),
-      open: this.isOpen(),
-      pair: this.isOpen() ? [...this.pair] : null,
-      scope: this.isOpen() ? diffScopeText(this.app.shown.data, this.scope) : null,
-      rows: this.isOpen() ? this.rows.map((row) => ({ name: row.label, a: side(row.a), b: side(row.b), totalDiff: row.totalDiff, p50Ratio: row.p50Ratio })) : [],
-      focus: this.focus ? { name: this.rows.find((row) => row.name === this.focus?.name)?.label ?? null, side: this.focus.side, span: this.focus.span } : null,
-    };
-  }
 }

@@ -1,11 +1,10 @@
 // Samples' fates in the timeline, wired to the App: the ledger bars above the
 // rows (ledger_bar.js) and their tooltips, the fills of rows coloured by fate
 // (render/fate_rows.js) when the "Colour" control says so, the counts of the
-// fate legend group, the 90%-finished markers' tooltips (render/finish_marker.js),
-// and their test hooks.
+// fate legend group and the 90%-finished markers' tooltips (render/finish_marker.js).
 
 import { FATES, fateCounts } from "../data/fates.js";
-import { fateFills, rowFill, stripFill } from "../render/fate_rows.js";
+import { fateFills } from "../render/fate_rows.js";
 import { markerAt } from "../render/finish_marker.js";
 import { renderLedgerBars, fillLedgerTooltip, fitLedgerLabels } from "./ledger_bar.js";
 import { placeTooltip } from "../ui/tooltip.js";
@@ -113,56 +112,6 @@ export class FateView {
       if (!this.host.hidden) fitLedgerLabels(this.host);
     }
     return this.on ? fateFills(this.app.drawing.theme) : null;
-  }
-
-  /** Test hook (`stwDebug.fates()`): the colouring, counts, bars and markers as shown, in client px. */
-  debug() {
-    const app = this.app;
-    const data = app.shown.data;
-    const canvas = app.ui.canvas.getBoundingClientRect();
-    const rectOf = (/** @type {Element} */ element) => {
-      const rect = element.getBoundingClientRect();
-      return { x: rect.left, y: rect.top, w: rect.width, h: rect.height };
-    };
-    return {
-      colorBy: app.viewState.settings.colorBy,
-      on: this.on,
-      counts: Object.fromEntries(FATES.map((fate, k) => [fate, this.counts[k] ?? 0])),
-      bars: data.meta.ledger.entries.map((entry) => ({
-        rollout: entry.rollout,
-        name: data.meta.rollouts[entry.rollout] ?? null,
-        samples: Object.fromEntries(FATES.map((fate, k) => [fate, entry.samples[k]])),
-        seconds: Object.fromEntries(FATES.map((fate, k) => [fate, entry.seconds[k]])),
-        segments: Array.from(this.host.querySelectorAll(`.stw-ledger-row[data-rollout="${entry.rollout}"] .stw-ledger-seg`), (segment) => ({
-          fate: segment instanceof HTMLElement ? segment.dataset.fate : null,
-          text: segment.textContent,
-          rect: rectOf(segment),
-        })),
-        rect: (() => {
-          const bar = this.host.querySelector(`.stw-ledger-row[data-rollout="${entry.rollout}"] .stw-ledger-bar`);
-          return bar ? rectOf(bar) : null;
-        })(),
-      })),
-      markers: app.drawing.painter.finishPlaced.map((item) => ({
-        rollout: item.marker.rollout,
-        time: item.marker.time,
-        seconds: item.marker.seconds,
-        text: item.text,
-        labelShown: !Number.isNaN(item.labelX),
-        x: canvas.left + item.x,
-        y: canvas.top + (app.geometry().axisH - app.geometry().tracksH) / 2,
-      })),
-    };
-  }
-
-  /**
-   * Test hook (`stwDebug.rowFill(row)`): the background and strip colours of row `row` (as if neither selected nor hovered).
-   * @param {number} row
-   */
-  rowFill(row) {
-    const app = this.app;
-    const scene = { d: app.shown.data, L: app.shown.layout, theme: app.drawing.theme, selRow: -1, hoverRow: -1, fates: this.frame(app.geometry()) };
-    return { fill: rowFill(scene, row), strip: stripFill(scene, row) };
   }
 
   dispose() {

@@ -362,22 +362,6 @@ export class FlameView {
     ctx.globalAlpha = 1;
   }
 
-  /** Frames as drawn, in client px (test hook). */
-  debug() {
-    const rows = this.flame ? this.flame.rows : [];
-    const lay = this.lay;
-    const rect = this.canvas.getBoundingClientRect();
-    return {
-      on: this.app.viewState.settings.flame,
-      path: this.app.viewState.flamePath,
-      chosen: this.row,
-      frames: rows.map((row, rowIndex) => ({
-        path: row.path, count: row.count, total: row.total, self: row.self, p50: row.p50, p95: row.p95,
-        rect: lay && lay.w[rowIndex] > 0 ? { x: rect.left + lay.x[rowIndex], y: rect.top + row.depth * ROW_H, w: lay.w[rowIndex], h: ROW_H } : null,
-      })),
-    };
-  }
-
   dispose() {
     this.ro?.disconnect();
     this.canvas.removeEventListener("mousemove", this.onMove);

@@ -20,7 +20,6 @@ import { selectedValue, selectsSame, hitOfSelected, loadDetails } from "./select
 import { sampleRowId } from "../data/decode.js";
 import { followTraits } from "./traits.js";
 import { pointAt } from "./tooltip.js";
-import { installDebug } from "./debug.js";
 import { Views } from "./views.js";
 import { ShownTrace } from "./shown.js";
 import { PointerState } from "./pointer.js";
@@ -74,7 +73,9 @@ export class App {
     this.stopListening = this.listen();
     /** a live rollout's updates (live/), null for a dump */
     this.live = attachLive(this);
-    installDebug(this);
+    // The view, reachable from its root element by tools that inspect a page under
+    // test (docs/payload.md, "Testing hooks"); nothing in the package reads it.
+    /** @type {HTMLElement & {stwApp?: App}} */ (this.ui.root).stwApp = this;
     this.requestFrame();
   }
 

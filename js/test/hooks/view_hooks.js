@@ -1,22 +1,25 @@
-// Test hooks on the root element (`root.stwDebug`, docs/payload.md "Testing
-// hooks"): item rectangles in client px, rows, frame times, state, and a few
-// actions. The browser tests and benchmarks drive the widget through them.
+// The hook table `root.stwDebug` the browser tests and benchmarks read and drive
+// (docs/payload.md, "Testing hooks"): item rectangles in client px, rows, frame
+// times, state, and a few actions. It is built outside the package and injected
+// into the page under test (index.js); it reads the view through the `stwApp`
+// handle the package leaves on the root element.
 
-import { nameOf } from "../data/decode.js";
-import { spanBox, eventBox, hitBox } from "../render/hit.js";
-import { stepName } from "../data/critical.js";
-import { laneLabel } from "../data/lane_labels.js";
-import { trackReadings } from "../render/tracks.js";
+import { nameOf } from "../../src/data/decode.js";
+import { spanBox, eventBox, hitBox } from "../../src/render/hit.js";
+import { stepName } from "../../src/data/critical.js";
+import { laneLabel } from "../../src/data/lane_labels.js";
+import { trackReadings } from "../../src/render/tracks.js";
+import { fateHooks, rowFillHook, flameHooks, diffHooks, liveHooks } from "./panel_hooks.js";
 
-/** @typedef {import("./app.js").App} App */
+/** @typedef {import("../../src/ui/app.js").App} App */
 
 /**
- * Install `root.stwDebug` for `app`: one table of hooks, in groups by what they answer
- * (one object literal, so the typecheck refuses a name given twice).
+ * The hooks of `app`: one table, in groups by what they answer (one object literal,
+ * so the typecheck refuses a name given twice).
  * @param {App} app
  */
-export function installDebug(app) {
-  /** @type {any} */ (app.ui.root).stwDebug = {
+export function viewHooks(app) {
+  return {
     // where items are drawn, in client px (null when not visible), and what is at a point
     /** @param {number} index payload span index */
     spanRect(index) {
@@ -127,7 +130,7 @@ export function installDebug(app) {
     // what the views, panels and lanes show
     /** The rollout diff: pair, rows, the focused name and side (diff_panel.js). */
     diff() {
-      return app.views.diff?.debugState() ?? null;
+      return app.views.diff ? diffHooks(app.views.diff) : null;
     },
     /** The critical path shown: payload span (and segment, -1 none) indices, names and exclusive seconds, in time order. */
     critical() {
@@ -136,7 +139,7 @@ export function installDebug(app) {
     },
     /** The flame view: its frames (figures, client rects) and the chosen path. */
     flame() {
-      return app.views.flameView ? app.views.flameView.debug() : null;
+      return app.views.flameView ? flameHooks(app.views.flameView) : null;
     },
     /**
      * The labels of payload sample `sampleIndex`'s lanes when expanded, `{text, names, role}` (lane 0 shows the sample's own label).
@@ -167,18 +170,18 @@ export function installDebug(app) {
     },
     /** The samples' fates as shown: colouring, counts, ledger bars and 90%-finished markers (panels/fate_view.js). */
     fates() {
-      return app.views.fates ? app.views.fates.debug() : null;
+      return app.views.fates ? fateHooks(app.views.fates) : null;
     },
     /**
      * Row `row`'s background and fate strip colours (as if neither selected nor hovered).
      * @param {number} row
      */
     rowFill(row) {
-      return app.views.fates ? app.views.fates.rowFill(row) : null;
+      return app.views.fates ? rowFillHook(app.views.fates, row) : null;
     },
     /** A live rollout's state (live/live_view.js), null for a dump. */
     live() {
-      return app.live ? app.live.debug() : null;
+      return app.live ? liveHooks(app.live) : null;
     },
   };
 }
