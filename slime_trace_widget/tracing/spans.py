@@ -9,6 +9,7 @@ per span): a span is one small object that is its own context manager.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from contextvars import Token
 from typing import Any
 
 from ..schema import (
@@ -181,7 +182,7 @@ class TraceSpan(TraceSpanContext):
     parent by every later span.
     """
 
-    __slots__ = ("_depth", "_entered", "_record_error", "_start_attrs", "_token")
+    __slots__ = ("_depth", "_entered", "_record_error", "_scope", "_start_attrs", "_token")
 
     def __init__(
         self, target: Any, name: str, attrs: Mapping[str, Any] | None, record_error: bool
@@ -198,6 +199,7 @@ class TraceSpan(TraceSpanContext):
         self._start_attrs = attrs
         self._record_error = record_error
         self._token: Any = None
+        self._scope: _Scope | None = None
         self._entered = False
         self._depth = 0
 
@@ -273,6 +275,7 @@ class TraceSpan(TraceSpanContext):
             self.start_ts = ts
             inner = _Scope(ids, tuple(handle for handle, _ in records), scope)
             self._token = _ACTIVE.set(inner)
+            self._scope = inner
 
     def _close(self, attrs: dict[str, Any] | None) -> None:
         ts = _now()
@@ -297,10 +300,17 @@ class TraceSpan(TraceSpanContext):
 
     def _leave(self) -> None:
         token, self._token = self._token, None
+        scope, self._scope = self._scope, None
         try:
             _ACTIVE.reset(token)
+        except ValueError:
+            # Left in another context than it was entered in: a generator stepped by
+            # asyncio.wait_for or through a copied context. Where this span is still the
+            # innermost one there, the scope it opened in becomes innermost again, so no
+            # later span there nests under it; any other scope is that context's own.
+            if _ACTIVE.get() is scope:
+                _ACTIVE.set(None if token.old_value is Token.MISSING else token.old_value)
         except Exception:
-            # Exited in another context than it was entered in; that context keeps its parents.
             _log_failure("restoring the parent of span %r", self.name)
 
 

@@ -9,6 +9,8 @@ two items are not. Values sent and thrown in, and the return value, pass through
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import inspect
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -214,6 +216,56 @@ def test_spans_the_body_keeps_open_across_a_yield_stay_in_the_generator():
     assert named(sample, "inside_page")[0]["parent_span_id"] == page["span_id"]
     consumer_records = named(sample, "consumed") + named(sample, "after")
     assert {e["parent_span_id"] for e in consumer_records} == {outer}
+
+
+def _steps_nest_under_the_generator(sample: FakeSample, name: str) -> None:
+    """Each ``step<k>`` the body opened around a yield hangs under the generator's span,
+    not under the step before it, which had ended."""
+    generator, _ = span_pair(sample, name)
+    for step in range(3):
+        start, end = span_pair(sample, f"step{step}")
+        assert end is not None
+        assert start["parent_span_id"] == generator["span_id"], f"step{step}"
+
+
+def test_steps_pulled_through_asyncio_wait_for_nest_under_the_generator():
+    """``wait_for`` runs each ``anext`` as a task of its own, so each step of the body
+    enters and leaves its span in a different context."""
+    sample = FakeSample()
+
+    @trace_function("agen", target="sample")
+    async def agen(sample: FakeSample) -> AsyncIterator[int]:
+        for step in range(3):
+            with trace_span(sample, f"step{step}"):
+                await asyncio.sleep(0)
+                yield step
+
+    async def consume() -> list[int]:
+        items, got = agen(sample), []
+        with contextlib.suppress(StopAsyncIteration):
+            while True:
+                got.append(await asyncio.wait_for(anext(items), 60))
+        return got
+
+    assert asyncio.run(consume()) == [0, 1, 2]
+    _steps_nest_under_the_generator(sample, "agen")
+
+
+def test_steps_pulled_in_copied_contexts_nest_under_the_generator():
+    sample = FakeSample()
+
+    @trace_function("gen", target="sample")
+    def gen(sample: FakeSample) -> Iterator[int]:
+        for step in range(3):
+            with trace_span(sample, f"step{step}"):
+                yield step
+
+    items, got = gen(sample), []
+    with contextlib.suppress(StopIteration):
+        while True:
+            got.append(contextvars.copy_context().run(next, items))
+    assert got == [0, 1, 2]
+    _steps_nest_under_the_generator(sample, "gen")
 
 
 def test_a_cancelled_async_generator_leaves_its_span_open():
