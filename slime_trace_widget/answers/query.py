@@ -14,8 +14,10 @@ answers with :func:`attr_masks` (the same code, the same answer).
 
 from __future__ import annotations
 
+import functools
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -51,6 +53,8 @@ _NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?
 _DURATION = re.compile(r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)("
                        + "|".join(re.escape(unit) for unit in _UNITS) + ")?")
 _WHOLE = re.compile(r"[0-9]+")
+#: Every whole number of at most these many digits is an int64.
+_INT64_DIGITS = 18
 SAMPLE_KINDS = tuple(GRAMMAR["sample_kinds"])
 _ATTR_KINDS = tuple(GRAMMAR["attr_kinds"])
 _SPAN_ONLY_KINDS = tuple(GRAMMAR["span_only_kinds"])
@@ -150,7 +154,8 @@ def _field_value(pos: int, field: str, op: str, value: str) -> dict[str, Any]:
     if field == "attempt":
         if not _WHOLE.fullmatch(value):
             raise QueryError(f'attempt needs a whole number, not "{value}"', pos)
-        return {"op": op, "value": int(value)}
+        # Past int64's digits, the nearest double (inf at the end), as the widget compares.
+        return {"op": op, "value": int(value) if len(value) <= _INT64_DIGITS else float(value)}
     if field == "duration":
         found = _DURATION.fullmatch(value)
         if not found:
@@ -236,10 +241,16 @@ def _categorical_mask(series: pd.Series, pattern: str) -> np.ndarray:
 def sample_text(samples: pd.DataFrame) -> pd.Series:
     """What a bare word is searched in, lower-cased: the grammar's ``bare_word_fields``
     of each sample in their order, each as text after its mark (``#<index>``), a missing
-    value as "", joined by "\\x01" (the widget's filter searches the same fields)."""
+    value as "", joined by "\\x01" (the widget's filter searches the same fields).
+
+    Lower-cased by ``str.lower``, as the query's words are and as the widget's
+    ``toLowerCase`` does (full case mapping: "İ" becomes "i̇", a final "Σ" becomes
+    "ς"); pandas' ``.str.lower`` on Arrow text maps each character alone."""
     first, *rest = [(_BARE_WORD_MARKS.get(field, "") + samples[field].astype("string"))
                     .fillna("") for field in _BARE_WORD_FIELDS]
-    return first.str.cat(rest, sep="\x01").str.lower()
+    joined = first.str.cat(rest, sep="\x01")
+    return pd.Series([text.lower() for text in joined.tolist()], index=joined.index,
+                     dtype=joined.dtype)
 
 
 def _compare(values: np.ndarray, op: str, target: float) -> np.ndarray:
@@ -257,9 +268,12 @@ def _compare(values: np.ndarray, op: str, target: float) -> np.ndarray:
         return values <= target
 
 
-def _sample_mask(samples: pd.DataFrame, term: Term) -> np.ndarray:
+def _sample_mask(samples: pd.DataFrame, term: Term, searched: Callable[[], pd.Series]
+                 ) -> np.ndarray:
+    """Rows of ``samples`` a sample term holds for, before ``neg``; ``searched`` gives
+    their :func:`sample_text`, made once for all of a query's bare words."""
     if term["kind"] == "text":
-        return sample_text(samples).str.contains(term["value"], regex=False).to_numpy(bool)
+        return searched().str.contains(term["value"], regex=False).to_numpy(bool)
     return _categorical_mask(samples[term["kind"]], term["value"])
 
 
@@ -358,8 +372,9 @@ def match(frames: TraceFrames, query: str | list[Term]) -> Matches:
     terms = parse(query) if isinstance(query, str) else query
     samples = frames.samples
     rows = np.ones(len(samples), dtype=bool)
+    searched = functools.cache(lambda: sample_text(samples))
     for term in (t for t in terms if t["kind"] in SAMPLE_KINDS):
-        hit = _sample_mask(samples, term)
+        hit = _sample_mask(samples, term, searched)
         rows &= ~hit if term["neg"] else hit
     item_terms = [t for t in terms if t["kind"] not in SAMPLE_KINDS]
     position = pd.Series(np.arange(len(samples)), index=samples.index)

@@ -188,6 +188,19 @@ def test_int64_attributes_past_2_53_compare_without_raising() -> None:
     assert _names(frames, spans) == ["big"] and events.all()
 
 
+def test_an_attempt_past_int64_compares_as_the_nearest_double() -> None:
+    """As the widget reads it: 10**308 stays a double, more digits are infinite; neither
+    overflows comparing with the attempts nor trips Python's 4,300-digit int limit."""
+    frames = frames_of(sample(rec("span_start", "first", 0, "a", None, 0),
+                              rec("span_end", "first", 1, "a"),
+                              rec("span_start", "retry", 1, "b", None, 1),
+                              rec("span_end", "retry", 2, "b")))
+    for text, spans in (("attempt:" + "9" * 309, []), ("attempt<1" + "0" * 308, ["first", "retry"]),
+                        ("attempt<" + "9" * 5000, ["first", "retry"]),
+                        ("attempt>=" + "9" * 19, []), ("attempt:1", ["retry"])):
+        assert _names(frames, query.match(frames, text).spans) == spans, text[:30]
+
+
 def test_a_key_typed_differently_at_start_and_end_compares_per_span() -> None:
     """``mix`` is a number in the start records and text in the end records: each span
     compares its own value (end over start) as what it is, as a snapshot page does."""
