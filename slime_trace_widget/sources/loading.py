@@ -23,7 +23,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from ..machine_memory import available_memory, memory_amount
-from .dumps.errors import DumpError, failure_line
+from .dumps.errors import DumpError, failure_line, one_line
 from .dumps.files import LoadedDump, load_dump_bytes, load_trusted, read_header
 from .dumps.paths import PathLike, expand_paths
 from .dumps.pool import (
@@ -95,8 +95,17 @@ def _load_frames(paths_or_glob: PathLike | Iterable[PathLike], *, trusted: bool,
         raise ValueError("rollouts= and where= select from a run dataset's folder; "
                          "for dumps, pass the paths you want")
     paths = expand_paths(paths_or_glob)
-    for path in paths:
-        read_header(path)
+    # A dump that is empty, gone or not a file fails alone, as one that fails to load does.
+    refused: dict[int, str] = {}
+    for index, path in enumerate(paths):
+        try:
+            read_header(path)
+        except DumpError as exc:
+            if trusted:
+                raise
+            refused[index] = str(exc)
+    if len(refused) == len(paths):
+        _raise_none_loaded(list(refused.values()))
     if not trusted:
         start_worker()  # its imports overlap the ones below
     import pyarrow as pa
@@ -109,16 +118,24 @@ def _load_frames(paths_or_glob: PathLike | Iterable[PathLike], *, trusted: bool,
         return build_frames([load_trusted(path) for path in paths])
     scratch = tempfile.mkdtemp(prefix="slime-trace-")
     try:
-        jobs = []
+        jobs, indexes = [], []  # each job, and the index of its path
         # A core the other jobs leave idle: each job skims and builds a table there.
         # Else a job may get one later, when the pool has no other job to start.
-        spare_core = len(paths) < (os.cpu_count() or 1)
+        spare_core = len(paths) - len(refused) < (os.cpu_count() or 1)
         for index, path in enumerate(paths):
+            if index in refused:
+                continue
             out = os.path.join(scratch, str(index))
             os.mkdir(out)
-            jobs.append(new_job(path, "frames", out, time_limit, memory_limit,
-                                spare_core=spare_core,
-                                spare_flag=None if spare_core else os.path.join(out, SPARE_FLAG)))
+            try:
+                job = new_job(path, "frames", out, time_limit, memory_limit,
+                              spare_core=spare_core,
+                              spare_flag=None if spare_core else os.path.join(out, SPARE_FLAG))
+            except OSError as exc:  # gone or changed since its header was read
+                refused[index] = f"{path}: cannot be read ({one_line(exc.strerror or exc)})"
+                continue
+            jobs.append(job)
+            indexes.append(index)
         read: dict[int, Any] = {}
 
         def read_part(job: Any) -> None:
@@ -139,18 +156,18 @@ def _load_frames(paths_or_glob: PathLike | Iterable[PathLike], *, trusted: bool,
         reads: list[Future] = []
         with ThreadPoolExecutor(max_workers=1) as reader, \
                 progress_bar([job.size for job in jobs], progress) as bar:
-            run_jobs(jobs, workers or default_workers(paths), bar,
+            run_jobs(jobs, workers or default_workers([job.name for job in jobs]), bar,
                      on_done=lambda job: reads.append(reader.submit(read_part, job)))
         for done in reads:
             done.result()  # what a read raised, other than a refusal
         parts = [read.pop(id(job)) for job in jobs if id(job) in read]
-        failures = [(job.name, str(job.verdict.get("error"))) for job in jobs
-                    if job.verdict is not None and "error" in job.verdict]
+        refused.update((index, str(job.verdict.get("error"))) for index, job in zip(indexes, jobs)
+                       if job.verdict is not None and "error" in job.verdict)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+    failures = [(paths[index], refused[index]) for index in sorted(refused)]
     if not parts:
-        raise DumpError(failures[0][1] if len(failures) == 1 else
-                        "no dump could be loaded: " + "; ".join(r for _, r in failures))
+        _raise_none_loaded([reason for _, reason in failures])
     if warn_failures:
         for name, reason in failures:
             warnings.warn(f"skipped {failure_line(name, reason)}", RuntimeWarning, stacklevel=3)
@@ -159,6 +176,12 @@ def _load_frames(paths_or_glob: PathLike | Iterable[PathLike], *, trusted: bool,
     del parts
     pa.default_memory_pool().release_unused()  # what reading and joining held, back to the system
     return frames
+
+
+def _raise_none_loaded(reasons: list[str]) -> None:
+    """DumpError for a call none of whose dumps loaded: the one reason, or all of them."""
+    raise DumpError(reasons[0] if len(reasons) == 1 else
+                    "no dump could be loaded: " + "; ".join(reasons))
 
 
 def _too_large_to_read(folder: str) -> str | None:

@@ -92,13 +92,16 @@ def test_an_empty_folder_fills_in(tmp_path: Path) -> None:
 
 @pytest.mark.filterwarnings("ignore:skipped .*rollout_1.pt:RuntimeWarning")
 @pytest.mark.parametrize("with_good_dump", [True, False], ids=["one fails", "all fail"])
-def test_timeline_adds_a_dump_that_failed_once_it_is_whole(tmp_path: Path,
-                                                           with_good_dump: bool) -> None:
+@pytest.mark.parametrize("broken", ["edge_corrupt_truncated.pt", "edge_corrupt_empty_file.pt"],
+                         ids=["truncated", "empty"])
+def test_timeline_adds_a_dump_that_failed_once_it_is_whole(tmp_path: Path, with_good_dump: bool,
+                                                           broken: str) -> None:
     """A dump seen broken (slime still writing it, copied in halves) is looked at again
-    when it changes; a folder whose only dumps fail still opens, empty."""
+    when it changes; a folder whose only dumps fail still opens, empty. An empty file
+    fails alone too, not the good dump beside it."""
     if with_good_dump:
         _place(FIXTURES / "small.pt", tmp_path / "rollout_0.pt")
-    _place(FIXTURES / "edge_corrupt_truncated.pt", tmp_path / "rollout_1.pt")
+    _place(FIXTURES / broken, tmp_path / "rollout_1.pt")
     timeline = TraceTimeline.follow(tmp_path, "rollout_*.pt", interval=0.1)
     try:
         assert len(timeline.samples) == (8 if with_good_dump else 0)

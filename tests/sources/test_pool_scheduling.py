@@ -160,6 +160,26 @@ def _watch_reads(monkeypatch: pytest.MonkeyPatch, on_read: Callable[[str], None]
     monkeypatch.setattr(wire, "read_frames", read)
 
 
+def test_an_empty_or_vanished_dump_fails_alone(tmp_path: Path) -> None:
+    """A file the header check refuses (zero bytes, gone since the glob) is one failure
+    among the others, in path order, not the whole call's error."""
+    for rollout in (1, 2):
+        torch.save({"rollout_id": rollout, "samples": [benign_sample()]},
+                   tmp_path / f"rollout_{rollout}.pt")
+    (tmp_path / "rollout_0.pt").write_bytes(b"")
+    paths = [tmp_path / name for name in ("rollout_0.pt", "rollout_1.pt", "gone.pt",
+                                          "rollout_2.pt")]
+    with pytest.warns(RuntimeWarning) as said:
+        frames = load_frames(paths, workers=2)
+    assert [str(warning.message).split(": ", 1)[1] for warning in said] == [
+        "not a torch dump (zero-byte file)", "no such file"]
+    assert frames.rollout_ids == [1, 2]
+    assert frames.failures == [(str(paths[0]), f"{paths[0]}: not a torch dump (zero-byte file)"),
+                               (str(paths[2]), f"{paths[2]}: no such file")]
+    with pytest.raises(DumpError, match=r"zero-byte file\)$"):
+        load_frames(paths[0])
+
+
 def test_every_dump_failing_is_a_dump_error(tmp_path: Path) -> None:
     for name in ("rollout_1.pt", "rollout_2.pt"):
         (tmp_path / name).write_bytes(b"garbage")
