@@ -22,6 +22,16 @@ MAX_INTERVAL = 86_400.0
 MIN_SCRAPE_INTERVAL = 0.01
 
 
+def listen_host(text: str) -> str:
+    """An address or name to serve on. The empty text, which a socket takes as every
+    interface, is refused: the start-up line could name neither who can open the page
+    nor its URL (``0.0.0.0`` says every interface)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(
+            "needs an address (127.0.0.1: this machine only; 0.0.0.0: every interface)")
+    return text
+
+
 def port(text: str) -> int:
     """A TCP port, 0 (a free one) to 65535."""
     return _within(text, int, 0, 65535, "a port (0 to 65535)")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..whole_files import write_whole
 from .errors import CliError
 
 #: The page beside the dumps: ``rollout_0.trace_timeline_viewer.html``, as slime's viewer.
@@ -23,3 +24,12 @@ def output_folder(out_dir: str | None, default: Path) -> Path:
     except OSError as exc:
         raise CliError(f"--out-dir {folder}: {exc.strerror or exc}") from exc
     return folder
+
+
+def write_output(path: Path, data: str | bytes) -> None:
+    """``data`` written whole at ``path``; CliError naming it when it cannot be (a
+    read-only or full folder, a folder where the file goes)."""
+    try:
+        write_whole(path, data)
+    except OSError as exc:
+        raise CliError(f"{path}: cannot be written ({exc.strerror or exc})") from exc

@@ -15,9 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..view.page.htmlpage import page
-from ..whole_files import write_whole
 from .errors import CliError
-from .files import HTML_SUFFIX, output_folder
+from .files import HTML_SUFFIX, output_folder, write_output
 from .load import PROG, check_engine_traces, load
 from .server import serve
 
@@ -91,9 +90,9 @@ def follow(args: argparse.Namespace) -> int:
         frames = shown["frames"]
         blocks = data_blocks(frames, encode(frames, title=f"{folder.name} (following)"),
                              source={"follow": state})
-        write_whole(html_path, page(blocks, blocks.header()["payload"]["meta"]["title"],
-                                    follow=True))
-        write_whole(out_dir / FOLLOW_STATE, json.dumps(
+        write_output(html_path, page(blocks, blocks.header()["payload"]["meta"]["title"],
+                                     follow=True))
+        write_output(out_dir / FOLLOW_STATE, json.dumps(
             {"version": shown["version"], "dumps": len(frames.paths)}))
 
     stopping = threading.Event()

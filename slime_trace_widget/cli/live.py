@@ -15,7 +15,7 @@ import logging
 from pathlib import Path
 
 from ..sources.listening import url_host
-from .arguments import dump_pattern, port, seconds
+from .arguments import dump_pattern, listen_host, port, seconds
 from .errors import CliError
 from .server import audience
 
@@ -41,7 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="which files in --dumps are dumps (default *.pt)")
     parser.add_argument("--settle", type=seconds, default=None, metavar="SECONDS",
                         help="a dump unchanged this long is complete (default 10)")
-    parser.add_argument("--host", default="127.0.0.1",
+    parser.add_argument("--host", type=listen_host, default="127.0.0.1",
                         help="interface to serve on (default 127.0.0.1: this machine only)")
     parser.add_argument("--port", type=port, default=9998, help="port to serve on (9998)")
 

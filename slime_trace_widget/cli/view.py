@@ -16,11 +16,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..view.page.htmlpage import page
-from ..whole_files import write_whole
-from .arguments import MIN_INTERVAL, dump_pattern, interval, port, positive_count
+from .arguments import (
+    MIN_INTERVAL,
+    dump_pattern,
+    interval,
+    listen_host,
+    port,
+    positive_count,
+)
 from .cache import CACHE_SUFFIX, PageCache, source_note
 from .errors import CliError
-from .files import HTML_SUFFIX, output_folder
+from .files import HTML_SUFFIX, output_folder, write_output
 from .follow import follow
 from .load import check_engine_traces, dump_files, load
 from .otlp_options import add_otlp_arguments, send_otlp
@@ -49,7 +55,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                           "(default: beside the first dump)")
     parser.add_argument("--rebuild", action="store_true", help="ignore an existing cache")
     parser.add_argument("--no-serve", action="store_true", help="only write the files")
-    parser.add_argument("--host", default="127.0.0.1",
+    parser.add_argument("--host", type=listen_host, default="127.0.0.1",
                         help="interface to serve on (default 127.0.0.1: this machine only)")
     parser.add_argument("--port", type=port, default=9999, help="port to serve on (9999)")
     parser.add_argument("--perfetto", action="store_true",
@@ -93,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
     meta = blocks.header()["payload"]["meta"]
     if meta.get("warnings"):
         print(warnings_line(meta["warnings"]))
-    write_whole(html_path, page(blocks, meta["title"]))
+    write_output(html_path, page(blocks, meta["title"]))
     print(f"wrote {html_path}")
     if args.perfetto or args.parquet or args.otlp:
         frames = frames or load(inputs, args.trusted, args.engine_traces)
@@ -143,7 +149,7 @@ def build(inputs: list[Path], cache: Path, source: dict,
         print(f"built the page from {loaded} of {len(inputs)} dump(s): {drawn} "
               f"({len(frames.failures)} skipped; no cache kept, the next run tries again)")
     else:
-        write_whole(cache, blocks.to_bytes())
+        write_output(cache, blocks.to_bytes())
         print(f"built {cache.name} from {len(inputs)} dump(s): {drawn}")
     return frames, blocks
 
@@ -160,7 +166,10 @@ def write_demo_dump_unless_cached(path: Path, cache: PageCache, samples: int) ->
     from ..demo import write_demo_dump
 
     if not path.exists() or cache.source().get("demo_samples") != samples:
-        write_demo_dump(path, n_samples=samples, seed=0)
+        try:
+            write_demo_dump(path, n_samples=samples, seed=0)
+        except OSError as exc:  # the folder read-only or full
+            raise CliError(f"{path}: could not write the dump ({exc.strerror or exc})") from exc
         print(f"wrote demo dump {path} ({samples} samples)")
 
 

@@ -92,6 +92,36 @@ def test_follow_out_dir_that_is_a_file(dump: Path, tmp_path: Path, capsys) -> No
     assert str(a_file) in line and "--out-dir" in line
 
 
+@pytest.mark.parametrize("taken", ["rollout_0.trace_timeline_cache.stw",
+                                   "rollout_0.trace_timeline_viewer.html"])
+def test_view_output_that_cannot_be_written_is_one_line(dump: Path, taken: str, capsys) -> None:
+    """A folder where the cache or the page goes (as a read-only or full folder would)."""
+    (dump.parent / taken).mkdir()
+    line = one_line_failure([str(dump), "--no-serve", "--rebuild"], capsys)
+    assert f"{dump.parent / taken}: cannot be written" in line
+
+
+def test_follow_output_that_cannot_be_written_is_one_line(dump: Path, capsys) -> None:
+    page = dump.parent / f"{dump.parent.name}.trace_timeline_viewer.html"
+    page.mkdir()
+    line = one_line_failure(["--follow", str(dump.parent), "--port", "0"], capsys)
+    assert f"{page}: cannot be written" in line
+
+
+def test_a_demo_dump_that_cannot_be_written_is_one_line(tmp_path: Path, capsys) -> None:
+    (tmp_path / "demo_rollout.pt").mkdir()
+    line = one_line_failure(["--demo", "--demo-samples", "4", "--no-serve",
+                             "--out-dir", str(tmp_path)], capsys)
+    assert f"{tmp_path / 'demo_rollout.pt'}: could not write the dump" in line
+
+
+@pytest.mark.parametrize("argv", [["rollout_0.pt", "--host", ""], ["live", ".", "--host", " "]])
+def test_an_empty_host_is_a_usage_error(argv: list[str], capsys) -> None:
+    """A socket takes "" as every interface; the start-up line could say neither to whom
+    nor where, so 0.0.0.0 must be said."""
+    assert "--host" in parse_error(argv, capsys)
+
+
 def test_convert_a_missing_dump(tmp_path: Path, capsys) -> None:
     missing = tmp_path / "nope.pt"
     line = one_line_failure(["convert", str(missing), "--out", str(tmp_path / "ds")], capsys)
