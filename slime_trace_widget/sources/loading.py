@@ -161,7 +161,8 @@ def _load_frames(paths_or_glob: PathLike | Iterable[PathLike], *, trusted: bool,
         for done in reads:
             done.result()  # what a read raised, other than a refusal
         parts = [read.pop(id(job)) for job in jobs if id(job) in read]
-        refused.update((index, str(job.verdict.get("error"))) for index, job in zip(indexes, jobs)
+        refused.update((index, str(job.verdict.get("error")))
+                       for index, job in zip(indexes, jobs, strict=True)
                        if job.verdict is not None and "error" in job.verdict)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
