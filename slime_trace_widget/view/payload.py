@@ -241,8 +241,10 @@ class _SampleClock:
     apart); ``bases`` (``smp_base``) say where each origin is, relative. The origin
     is the sample's first item time within :data:`ORIGIN_REACH` of its median item
     time: its first timestamp, unless a stray timestamp lies far from the rest, which
-    then costs only that item its precision. A sample with no items counts from its
-    start (``t0`` plus its offset when untraced).
+    then costs only that item its precision. When no item lies that near the median
+    (half the sample's stamps stray, as a stray span's two do), its item nearest the
+    whole view's median item time takes the median's place. A sample with no items
+    counts from its start (``t0`` plus its offset when untraced).
     """
 
     t0: float
@@ -259,10 +261,20 @@ class _SampleClock:
         finite = np.isfinite(times)
         times, samples = times[finite], samples[finite]
         if len(times):
-            medians = np.zeros(len(rows))
+            references = np.zeros(len(rows))
             median = pd.Series(times).groupby(samples).median()
-            medians[median.index.to_numpy()] = median.to_numpy()
-            near = np.abs(times - medians[samples]) <= ORIGIN_REACH
+            references[median.index.to_numpy()] = median.to_numpy()
+            near = np.abs(times - references[samples]) <= ORIGIN_REACH
+            # A median that falls between two far groups of the sample's items (a stray
+            # span is two stray stamps) nears none of them: the group of its item
+            # nearest the whole view's median is then the ordinary clock.
+            astray = np.ones(len(rows), dtype=bool)
+            astray[samples[near]] = False
+            if astray[samples].any():
+                distance = pd.Series(np.abs(times - np.median(times)))
+                nearest = distance[astray[samples]].groupby(samples[astray[samples]]).idxmin()
+                references[nearest.index.to_numpy()] = times[nearest.to_numpy()]
+                near = np.abs(times - references[samples]) <= ORIGIN_REACH
             first = pd.Series(times[near]).groupby(samples[near]).min()
             origins[first.index.to_numpy()] = first.to_numpy()
         return cls(t0, offsets, origins)

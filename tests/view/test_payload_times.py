@@ -124,6 +124,24 @@ def test_a_stray_record_inside_a_sample_costs_only_itself(tmp_path: Path) -> Non
     assert cols["smp_base"].tolist() == [EPOCH - MONOTONIC, EPOCH + 20 - MONOTONIC]
 
 
+def test_a_stray_span_as_half_of_a_sample_costs_only_itself(tmp_path: Path) -> None:
+    """A stray span brings two stray stamps: beside one short ordinary span they are half
+    the sample, and its median falls between the clocks; the ordinary span keeps its
+    precision all the same (its base comes from the view's median)."""
+    records = [*span("stray", MONOTONIC, MONOTONIC + 0.001, "m"),
+               *span("short", EPOCH + 5, EPOCH + 5.0004, "e")]
+    path = tmp_path / "half.pt"
+    save_dump(path, [traced_sample(0, records), traced_sample(1, steps_of(1, EPOCH))],
+              rollout_id=1)
+    frames = load_frames(path)
+    cols, spans, t0 = decoded_spans(frames)
+    short = (spans["name"] == "short").to_numpy()
+    # 1 us: float64 seconds from a t0 1.8e9 s away hold 0.24 us
+    assert cols["span_end"][short] - cols["span_start"][short] == pytest.approx(0.0004, abs=1e-6)
+    np.testing.assert_allclose(cols["span_start"][short], EPOCH + 5 - t0, rtol=0, atol=1e-5)
+    assert cols["smp_base"][0] == EPOCH + 5 - t0
+
+
 def test_an_ordinary_sample_counts_from_its_start(tmp_path: Path) -> None:
     payload = encode(load_frames(stray_clock_dump(tmp_path / "clock.pt"))).payload
     cols = decode(payload)
