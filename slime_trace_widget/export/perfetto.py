@@ -1,8 +1,14 @@
 """Export to Perfetto / chrome://tracing: Chrome trace event JSON.
 
-Times are microseconds rebased to the dump start (epoch microseconds lose
-precision in doubles). One process per rollout, one thread per sample, named
-and ordered with metadata events. Complete (``X``) events must nest on a
+Times are whole microseconds rebased to the dump start (epoch microseconds lose
+precision in doubles), so that a reader that truncates ``ts * 1000`` to nanoseconds
+and one that rounds it see the same instants: a child that ends with its parent
+then ends with it in both (a fraction such as 7543587.446 truncates to
+...445 ns, its parent's end to one nanosecond less, and Perfetto drops a slice
+that outlasts its parent). Epoch seconds in a double carry 0.24 us anyway.
+
+One process per rollout, one thread per sample, named and ordered with metadata
+events. Complete (``X``) events must nest on a
 thread, but a sample's spans need not (concurrent tool calls, PD phases that
 outlast their generation), so spans that would partly overlap go to extra
 threads of the same sample ("#12 ⋯1"), placed right after it: as many as the
@@ -177,8 +183,8 @@ def _complete_events(spans: pd.DataFrame, starts_of: list, ends_of: list,
     tids = threads.tids(rows, tracks)
     # Round both ends, then subtract: adjacent spans (one ends where the next starts)
     # stay adjacent instead of overlapping by a rounding error.
-    ts = np.round((spans["start"].to_numpy() - t0) * 1e6, 3)
-    dur = np.round((spans["display_end"].to_numpy() - t0) * 1e6, 3) - ts
+    ts = _microseconds(spans["start"].to_numpy(), t0)
+    dur = _microseconds(spans["display_end"].to_numpy(), t0) - ts
     out = []
     for i, (name, state, attempt, span_id, start_attrs, end_attrs) in enumerate(zip(
         spans["name"].astype(str), spans["state"].astype(str), spans["attempt"].tolist(),
@@ -188,8 +194,8 @@ def _complete_events(spans: pd.DataFrame, starts_of: list, ends_of: list,
         args.update({"slime.span_id": span_id, "slime.state": state, "slime.attempt": attempt})
         out.append({"ph": "X", "name": name if state == "closed" else f"{name} (open)",
                     "cat": "span", "pid": int(pid_of_row[rows[i]]),
-                    "tid": int(tids[i]), "ts": float(ts[i]),
-                    "dur": float(max(dur[i], 0.0)), "args": args})
+                    "tid": int(tids[i]), "ts": int(ts[i]),
+                    "dur": int(max(dur[i], 0)), "args": args})
     # Perfetto reads events of one ts in the order given: a parent after a child that
     # starts with it would not enclose the slice already open. Longest first.
     out.sort(key=lambda event: (event["ts"], -event["dur"]))
@@ -201,7 +207,7 @@ def _instant_events(events: pd.DataFrame, attrs_of: list, threads: _Threads,
                     t0: float) -> list[dict[str, Any]]:
     rows = events["sample_row"].to_numpy()
     tids = threads.tids(rows, tracks)
-    ts = np.round((events["ts"].to_numpy() - t0) * 1e6, 3)
+    ts = _microseconds(events["ts"].to_numpy(), t0)
     out = []
     for i, (name, kind, attrs) in enumerate(zip(events["name"].astype(str),
                                                 events["kind"].astype(str), attrs_of,
@@ -210,7 +216,7 @@ def _instant_events(events: pd.DataFrame, attrs_of: list, threads: _Threads,
         args["slime.kind"] = kind
         out.append({"ph": "i", "s": "t", "name": name, "cat": kind,
                     "pid": int(pid_of_row[rows[i]]), "tid": int(tids[i]),
-                    "ts": float(ts[i]), "args": args})
+                    "ts": int(ts[i]), "args": args})
     return out
 
 
@@ -254,8 +260,8 @@ def _flow_points(frames: TraceFrames, spans: pd.DataFrame, threads: _Threads,
     at = np.where(is_span, spans.index.get_indexer(labels), -1)
     ok = at >= 0
     rows = spans["sample_row"].to_numpy()[at[ok]]
-    start = np.round((spans["start"].to_numpy()[at[ok]] - t0) * 1e6, 3)
-    width = np.round((spans["display_end"].to_numpy()[at[ok]] - t0) * 1e6, 3) - start
+    start = _microseconds(spans["start"].to_numpy()[at[ok]], t0)
+    width = _microseconds(spans["display_end"].to_numpy()[at[ok]], t0) - start
     pid[ok], tid[ok] = pid_of_row[rows], threads.tids(rows, tracks[at[ok]])
     ts[ok] = start + np.clip(np.nan_to_num(width) / 2, 0.0, 0.5)
     events = frames.event_core
@@ -263,5 +269,10 @@ def _flow_points(frames: TraceFrames, spans: pd.DataFrame, threads: _Threads,
     ok = at >= 0
     rows = events["sample_row"].to_numpy()[at[ok]]
     pid[ok], tid[ok] = pid_of_row[rows], threads.tids(rows, event_tracks[at[ok]])
-    ts[ok] = np.round((events["ts"].to_numpy()[at[ok]] - t0) * 1e6, 3)
+    ts[ok] = _microseconds(events["ts"].to_numpy()[at[ok]], t0)
     return pid, tid, ts
+
+
+def _microseconds(times: np.ndarray, t0: float) -> np.ndarray:
+    """Epoch seconds ``times`` as whole microseconds after ``t0`` (float64)."""
+    return np.round((times - t0) * 1e6)

@@ -35,7 +35,8 @@ def test_required_fields_per_phase(trace) -> None:
     for event in events:
         assert {"ph", "name", "pid", "tid"} <= set(event)
         if event["ph"] == "X":
-            assert isinstance(event["ts"], float) and event["dur"] >= 0 and event["ts"] >= 0
+            assert isinstance(event["ts"], int) and isinstance(event["dur"], int)
+            assert event["dur"] >= 0 and event["ts"] >= 0
         if event["ph"] == "i":
             assert event["s"] == "t" and event["ts"] >= 0
         if event["ph"] in ("s", "f"):

@@ -86,6 +86,28 @@ def test_concurrent_spans_of_several_samples_keep_their_own_threads() -> None:
     assert not set.intersection(*threads_of.values())
 
 
+def test_a_child_that_ends_with_its_parent_ends_with_it_in_any_reader() -> None:
+    """Perfetto's older JSON reader truncates ``ts * 1000`` and ``dur * 1000`` to
+    nanoseconds, its newer one rounds them. With fractions of a microsecond the child
+    below ended one nanosecond after its parent when truncated, and Perfetto dropped
+    it; whole microseconds read the same both ways."""
+    from tests.frames.test_frames import frames_of, rec, sample
+
+    frames = frames_of(sample(
+        rec("span_start", "root", 0.0, "r"),
+        rec("span_start", "parent", 7.543587446, "p", pid="r"),
+        rec("span_start", "child", 7.630068541, "c", pid="p"),
+        rec("span_end", "child", 7.703713417, "c"), rec("span_end", "parent", 7.703713417, "p"),
+        rec("span_end", "root", 9.0, "r")))
+    complete = {e["name"]: e for e in perfetto_trace(frames)["traceEvents"] if e["ph"] == "X"}
+    for read in (int, round):
+        ends = {name: read(event["ts"] * 1000) + read(event["dur"] * 1000)
+                for name, event in complete.items()}
+        assert ends["child"] == ends["parent"], read
+    assert all(isinstance(event[key], int) for event in complete.values()
+               for key in ("ts", "dur"))
+
+
 def test_a_dump_named_in_no_encoding_exports(tmp_path: Path) -> None:
     dump = Path(os.fsdecode(os.fsencode(tmp_path) + b"/rollout_\xff.pt"))
     shutil.copyfile(FIXTURES / "small.pt", dump)
