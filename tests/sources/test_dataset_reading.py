@@ -111,3 +111,23 @@ def test_a_caller_that_reports_failures_itself_gets_no_warning(run: Path,
             warnings.simplefilter("error")
             frames = read()
         assert [path for path, _ in frames.failures] == [str(dump)]
+
+
+def test_a_dump_without_samples_keeps_its_rollout_and_reads_back(run: Path,
+                                                                 tmp_path: Path) -> None:
+    """Filed under the rollout id the dump names (as ``to_parquet`` files it), not -1,
+    and read back as the empty frames it was written from, not left out."""
+    empty = run / "rollout_7.pt"
+    save_dump(empty, [], rollout_id=7)
+    settle(empty)
+    root = tmp_path / "ds"
+    convert(str(run / "*.pt"), root, progress=False)
+    entry = next(entry for name, entry in Manifest.load(root).dumps.items()
+                 if name.endswith("rollout_7.pt"))
+    assert entry["rollouts"] == [7]
+    alone = open_dataset(root, dumps=[empty.name])
+    assert (len(alone.samples), alone.rollout_ids) == (0, [7])
+    everything = open_dataset(root)
+    expected = load_frames(sorted(str(p) for p in run.iterdir()))
+    assert (everything.paths, everything.rollout_ids) == (expected.paths, expected.rollout_ids)
+    assert len(everything.samples) == len(expected.samples)

@@ -82,7 +82,9 @@ def write_dump(frames: TraceFrames, root: Path, dump_file: str, stem: str) -> di
                    "span_end_attrs": rollout_of_row[span_rows],
                    "event_attrs": rollout_of_row[event_rows]}
     files: list[str] = []
-    rollouts = sorted(set(rollout_of_row.tolist())) or [UNKNOWN_ROLLOUT]
+    # a dump without samples is filed under the rollout it names, as to_parquet files it
+    named = [UNKNOWN_ROLLOUT if rollout is None else rollout for rollout in frames.rollout_ids]
+    rollouts = sorted(set(rollout_of_row.tolist())) or named[:1] or [UNKNOWN_ROLLOUT]
     for name in TABLES:
         table = _labelled(tables[name], dump_file, kind)
         for rollout in rollouts:
@@ -178,8 +180,8 @@ def _read_dump_files(root: Path, entry: dict[str, Any], rollouts: set[int] | Non
     keep_rows = np.sort(samples.column("row").to_numpy())
     if rows is not None:
         keep_rows = np.intersect1d(keep_rows, rows)
-    if not len(keep_rows):
-        return None
+    if not len(keep_rows) and rows is not None:
+        return None  # a filter chose none (a dump without samples reads back as such)
     frames = _frames(tables, keep_rows, entry)
     reports: dict[str, Any] = {
         name: pq.read_table(root / name / f"{stem}.parquet").to_pandas()
