@@ -59,6 +59,8 @@ OVERFLOW_ENTRIES = {"statuses": "<more statuses>", "sources": "<more sources>"}
 #: Seconds from a sample's median item time within which its first item time is its
 #: items' origin (``_SampleClock``): float32 keeps 0.5 ms this far from it.
 ORIGIN_REACH = 4 * 3600.0
+#: How samples share the time axis: one clock, or each dump from its own start.
+ALIGNMENTS = ("global", "rollout")
 
 
 @dataclass
@@ -105,6 +107,8 @@ def encode(
     ``summaries=False`` leaves out the links, the fates and the ledger, which need
     whole rollouts (the live view sends parts of one still running).
     """
+    if align not in ALIGNMENTS:  # a typo would otherwise draw "global" without load tracks
+        raise ValueError(f"align must be {' or '.join(map(repr, ALIGNMENTS))}, not {align!r}")
     core, segments = frames.span_core, frames.segments
     sample_labels, span_labels, event_labels = (
         None if chosen is None else selection_labels(chosen) for chosen in (samples, spans, events))

@@ -40,8 +40,9 @@ COLUMNS = (
 class RunTable(anywidget.AnyWidget):
     """The clickable table of a run's dumps (``chosen`` is the row clicked)."""
 
-    _esm = _STATIC / "run.js"
-    _css = _STATIC / "run.css"
+    # Text, not paths: see TraceTimeline (a path would keep every table alive).
+    _esm = (_STATIC / "run.js").read_text(encoding="utf-8")
+    _css = (_STATIC / "run.css").read_text(encoding="utf-8")
 
     title = traitlets.Unicode("").tag(sync=True)
     rows = traitlets.List(traitlets.Dict()).tag(sync=True)
@@ -74,11 +75,19 @@ class RunView(ipywidgets.VBox):
                      dump_file: str | None = None) -> TraceTimeline:
         """Show one rollout's timeline below the table: of one dump, ``dump_file`` (its
         row's, as a click gives it), or of every dump of that rollout id and kind."""
-        self.timeline = TraceTimeline.from_dataset(
+        timeline = TraceTimeline.from_dataset(
             self.directory, [int(rollout_id)], kinds=[dump_kind],
             dumps=None if dump_file is None else [dump_file], **self._options)
+        self._close_timeline()
+        self.timeline = timeline
         self.children = [self.table, self.timeline]
         return self.timeline
+
+    def _close_timeline(self) -> None:
+        """Close the rollout shown, whose place another takes: its frames and comm go."""
+        if self.timeline is not None:
+            self.timeline.close()
+            self.timeline = None
 
     def _open(self, change: dict) -> None:
         """A click: the rollout's timeline below the table, or, when it cannot be opened
@@ -94,7 +103,7 @@ class RunView(ipywidgets.VBox):
             self.show_rollout(chosen["rollout_id"], chosen["dump_kind"],
                               dump_file if isinstance(dump_file, str) else None)
         except (DumpError, ValueError, OSError) as exc:
-            self.timeline = None
+            self._close_timeline()
             line = f"rollout {chosen['rollout_id']} ({chosen['dump_kind']}): {exc}"
             self.children = [self.table, ipywidgets.HTML(
                 f'<div class="stw-run-error">{html.escape(line)}</div>')]

@@ -56,8 +56,11 @@ _VIEW_IDS = itertools.count(1)
 class TraceTimeline(anywidget.AnyWidget):
     """Interactive timeline of slime rollout traces, one row per sample."""
 
-    _esm = _STATIC / "widget.js"
-    _css = _STATIC / "widget.css"
+    # The bundle's text, not its path: anywidget hooks every widget made from a path
+    # to the file's change signal and never unhooks it, which kept each widget (and
+    # its frames) alive after close() for as long as the kernel ran.
+    _esm = (_STATIC / "widget.js").read_text(encoding="utf-8")
+    _css = (_STATIC / "widget.css").read_text(encoding="utf-8")
 
     payload = traitlets.Dict().tag(sync=True)
     selected = traitlets.Dict().tag(sync=True)
@@ -331,7 +334,7 @@ class TraceTimeline(anywidget.AnyWidget):
             return {}
         try:
             frame_index = self._frame_index(value.get("kind", "span"), int(value["index"]))
-        except (IndexError, TypeError, ValueError):
+        except (IndexError, TypeError, ValueError, OverflowError):  # inf: OverflowError
             _log.debug("selection out of range: %r", value)
             return {}
         value["frame_index"] = frame_index

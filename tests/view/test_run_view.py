@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gc
 import json
+import weakref
 from pathlib import Path
 
 from slime_trace_widget import RunView
@@ -88,3 +90,18 @@ def test_rows_carry_the_ledger_and_the_tail(tmp_path: Path) -> None:
         assert row["finished_90"] == trend["finished_90"]
     eval_row = next(r for r in view.table.rows if r["dump_kind"] == "eval")
     assert eval_row["share_signal"] == 0.0 and eval_row["share_no_signal"] == 1.0
+
+
+def test_a_rollout_replaced_by_a_click_is_closed_and_freed(tmp_path: Path) -> None:
+    """Each click kept the timeline it replaced open, with its frames, for the life of
+    the kernel; a click that cannot open a rollout closes the one shown too."""
+    view = RunView(make_run_dataset(tmp_path), where="status = 'truncated'")
+    view.table.chosen = {"rollout_id": 0, "dump_kind": "train", "n": 1}
+    first = view.timeline
+    assert first is not None and first.comm is not None
+    gone = weakref.ref(first)
+    view.table.chosen = {"rollout_id": 3, "dump_kind": "eval", "n": 2}  # none truncated
+    assert first.comm is None  # closed
+    del first
+    gc.collect()
+    assert gone() is None

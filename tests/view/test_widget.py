@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import base64
+import gc
 import json
+import weakref
 from pathlib import Path
 
 import pytest
@@ -71,6 +73,8 @@ def test_selection_gets_span_id_and_row(timeline: TraceTimeline) -> None:
     assert seen and seen[-1]["frame_index"] == frame_index
     timeline.selected = {"kind": "span", "index": 10**9}
     assert timeline.selected == {} and timeline.selected_span is None
+    timeline.selected = {"kind": "span", "index": float("inf")}  # raised OverflowError
+    assert timeline.selected == {}
 
 
 def test_event_selection(timeline: TraceTimeline) -> None:
@@ -152,3 +156,21 @@ def test_view_range_is_a_synced_trait(timeline: TraceTimeline) -> None:
     state = timeline.get_state()
     assert state["view_range"] == [1.0, 5.0]
     assert "payload" in state
+
+
+def test_a_closed_timeline_is_freed() -> None:
+    """anywidget hooks a widget made from its bundle's path to the file's change signal
+    for good: every timeline, with its frames, lived as long as the kernel."""
+    timeline = TraceTimeline.from_dump(FIXTURES / "small.pt")
+    frames = weakref.ref(timeline.frames)
+    gone = weakref.ref(timeline)
+    timeline.close()
+    del timeline
+    gc.collect()
+    assert gone() is None and frames() is None
+
+
+def test_an_unknown_alignment_is_refused() -> None:
+    """A typo ("Global") drew one clock without the engines' load tracks, silently."""
+    with pytest.raises(ValueError, match="align must be 'global' or 'rollout', not 'Global'"):
+        TraceTimeline.from_dump(FIXTURES / "small.pt", align="Global")
