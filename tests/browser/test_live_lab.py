@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import contextvars
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +29,17 @@ READERS = ("import pathlib, threading, time\n"
            "    return sum(t.name == 'slime-trace-follow' for t in threading.enumerate())\n")
 
 
+@contextmanager
+def _notebook_open(chromium: Any, url: str) -> Iterator[tuple[Any, Any]]:
+    """The page and notebook at ``url``, its first cell run and its widget drawn; the
+    page is closed when the block ends."""
+    page = chromium.new_page(viewport=VIEWPORT, device_scale_factor=1)
+    try:
+        yield page, run_first_widget(page, url)
+    finally:
+        page.close()
+
+
 def _spans(page: Any, name: str) -> list[dict]:
     return [s for s in page.evaluate(f"{LIVE}.spans") if s["name"] == name]
 
@@ -42,9 +55,7 @@ def test_live_widget_grows_closes_flags_and_stops(chromium: Any, lab: JupyterLab
             f"tl = TraceTimeline.live({str(folder)!r}, stall_after=2)\ntl",
             "tl.stop_following()",
         ])
-        page = chromium.new_page(viewport=VIEWPORT, device_scale_factor=1)
-        try:
-            notebook = run_first_widget(page, url)
+        with _notebook_open(chromium, url) as (page, notebook):
             running = {"index": 0, "group_index": 0}
             generate = trace_span(running, "generate")
             generate.__enter__()
@@ -72,8 +83,6 @@ def test_live_widget_grows_closes_flags_and_stops(chromium: Any, lab: JupyterLab
             page.wait_for_function(f"() => {LIVE}.following === false", timeout=WAIT_MS)
             page.wait_for_function(f"() => {LIVE}.banner.startsWith('live (stopped)')",
                                    timeout=WAIT_MS)
-        finally:
-            page.close()
 
 
 def test_a_live_widget_of_a_cell_run_again_stops_reading(chromium: Any, lab: JupyterLab,
@@ -88,15 +97,11 @@ def test_a_live_widget_of_a_cell_run_again_stops_reading(chromium: Any, lab: Jup
         "while readers() > 1 and time.monotonic() < deadline:\n"
         "    time.sleep(0.05)\n"
         "print('reading threads:', readers())"))
-    page = chromium.new_page(viewport=VIEWPORT, device_scale_factor=1)
-    try:
-        notebook = run_first_widget(page, url)
+    with _notebook_open(chromium, url) as (page, notebook):
         notebook.run_cell(0)
         page.wait_for_selector(f'{FIRST_WIDGET}[data-ready="1"]', timeout=WAIT_MS)
         notebook.run_cell(1)
         assert "reading threads: 1" in _printed(page, notebook, "reading threads:")
-    finally:
-        page.close()
 
 
 def test_a_live_widget_whose_page_is_gone_stops_reading(chromium: Any, lab: JupyterLab,
@@ -127,16 +132,12 @@ def test_a_live_widget_whose_page_is_gone_stops_reading(chromium: Any, lab: Jupy
         "threading.Thread(target=watch, daemon=True).start()\n"
         "tl",
     ])
-    page = chromium.new_page(viewport=VIEWPORT, device_scale_factor=1)
-    try:
-        run_first_widget(page, url)
+    with _notebook_open(chromium, url) as (page, _):
         _wait_for_file(lambda: heard.exists() and heard.read_text().count("alive") >= 3)
         page.goto("about:blank")  # the notebook's page is gone; no view_closed was sent
         gone.touch()
         _wait_for_file(verdict.exists, seconds=240)
         assert verdict.read_text() == "reading threads: 0"
-    finally:
-        page.close()
 
 
 def test_a_live_widget_reads_on_while_a_long_cell_runs(chromium: Any, lab: JupyterLab,
@@ -154,14 +155,10 @@ def test_a_live_widget_reads_on_while_a_long_cell_runs(chromium: Any, lab: Jupyt
             "    seen.add(readers())\n"
             "    time.sleep(0.05)\n"
             "print('reading threads during the cell:', sorted(seen))"))
-    page = chromium.new_page(viewport=VIEWPORT, device_scale_factor=1)
-    try:
-        notebook = run_first_widget(page, url)
+    with _notebook_open(chromium, url) as (page, notebook):
         notebook.run_cell(1)
         assert "reading threads during the cell: [1]" in _printed(
             page, notebook, "reading threads during the cell:")
-    finally:
-        page.close()
 
 
 def _watched_live_notebook(lab: JupyterLab, name: str, folder: Path, setup: str,
