@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from .arguments import MIN_SCRAPE_INTERVAL, scrape_interval
 from .errors import CliError
+from .terminal import say
 
 if TYPE_CHECKING:
     from ..sources.engine.receiver import Received
@@ -64,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
               for signum in (signal.SIGINT, signal.SIGTERM)}
     try:
         received = collect(args.dir, args.http, None if args.no_grpc else args.grpc,
-                            lambda line: print(line, flush=True), stop,
+                            say, stop,
                             targets=args.scrape, scrape_interval=args.scrape_interval)
     except StoreInUse as exc:
         raise CliError(str(exc)) from None
@@ -74,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
         for signum, handler in before.items():
             if handler is not None:  # None: not installed from Python, nothing to put back
                 signal.signal(signum, handler)
-    print(stop_line(received, args.dir), flush=True)
+    say(stop_line(received, args.dir))
     return 0
 
 

@@ -11,23 +11,33 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from ..sources.dumps.errors import DumpError
 from . import collect, convert, demo, live, view
 from .errors import CliError
+from .terminal import PROG, complain, terminal_text
 
 #: The subcommands, in the order ``--help`` lists them.
 SUBCOMMANDS = (view, convert, collect, live, demo)
 #: What ``slime-trace-viewer ARGS`` runs when ARGS names no subcommand.
 DEFAULT = view.NAME
-PROG = "slime-trace-viewer"
 #: Exit codes besides a subcommand's own: a one-line failure, Ctrl-C.
 FAILED, INTERRUPTED = 2, 130
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, whose usage errors quote what was typed as terminal text
+    (a shell glob can put any file's name among the arguments)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(2, terminal_text(f"{self.prog}: error: {message}\n"))
+
+
 def parser() -> argparse.ArgumentParser:
-    """The command's parser, a subparser per subcommand."""
-    top = argparse.ArgumentParser(
+    """The command's parser, a subparser per subcommand (of its own class)."""
+    top = _Parser(
         prog=PROG,
         description="Explore slime rollout traces: an offline HTML timeline of dumps, a "
                     "run's Parquet dataset, the engines' own request traces.",
@@ -58,10 +68,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return args.run(args)
     except (CliError, DumpError) as exc:
-        print(f"{PROG}: {exc}", file=sys.stderr)
+        complain(str(exc))
         return FAILED
     except MemoryError as exc:  # a view refused before it was made, or a failed allocation
-        print(f"{PROG}: {str(exc) or 'out of memory'}", file=sys.stderr)
+        complain(str(exc) or "out of memory")
         return FAILED
     except KeyboardInterrupt:
         return INTERRUPTED

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 
 from ..sources.dataset import ENGINES
 from ..sources.dumps.errors import failure_line
@@ -14,6 +13,7 @@ from .arguments import positive_count
 from .errors import CliError
 from .load import check_engine_traces, dump_files
 from .otlp_options import MISSING_EXTRA, add_otlp_arguments
+from .terminal import complain, say
 
 NAME = "convert"
 SUMMARY = "a run's dumps into one Parquet dataset (a rerun converts only new dumps)"
@@ -52,10 +52,10 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:  # a file or folder gone or unwritable meanwhile
         raise CliError(f"{exc.filename or args.out}: {exc.strerror or exc}") from exc
     for path, reason in report.failed:
-        print(f"failed {failure_line(path, reason)}", file=sys.stderr)
+        complain(f"failed {failure_line(path, reason)}")
     for path in report.in_progress:
-        print(f"later {path}: still being written")
-    print(f"{args.out}: {report.summary()}")
+        say(f"later {path}: still being written")
+    say(f"{args.out}: {report.summary()}")
     if args.otlp:
         send_dataset(args)
     if args.log_trends:
@@ -96,10 +96,10 @@ def send_dataset(args: argparse.Namespace) -> None:
     spans = sum(report.spans for report in reports)
     rejected = sum(report.rejected_spans for report in reports)
     unanswered = sum(report.unanswered_spans for report in reports)
-    print(f"sent {len(reports)} dump(s), {spans} spans, to {args.otlp}"
-          + ("" if reports else nothing_sent_note(*export_progress(args.out, args.otlp)))
-          + rejected_note(rejected)
-          + unanswered_note(unanswered))
+    say(f"sent {len(reports)} dump(s), {spans} spans, to {args.otlp}"
+        + ("" if reports else nothing_sent_note(*export_progress(args.out, args.otlp)))
+        + rejected_note(rejected)
+        + unanswered_note(unanswered))
 
 
 def nothing_sent_note(converted: int, sent_before: int) -> str:
@@ -125,4 +125,4 @@ def log_dataset_trends(args: argparse.Namespace) -> None:
         reason = exc.strerror or str(exc) or type(exc).__name__
         where = f": {exc.filename}" if exc.filename else ""
         raise CliError(f"--log-trends {args.log_trends}: {reason}{where}") from exc
-    print(report.summary())
+    say(report.summary())

@@ -15,6 +15,7 @@ import os
 from pathlib import Path
 
 from .errors import CliError
+from .terminal import say
 
 NAME = "demo"
 SUMMARY = "write a simulated rollout step as a slime dump (streamed live with --live)"
@@ -92,8 +93,8 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:  # the folder unwritable, or full
         raise CliError(f"{out}: could not write the dump ({exc.strerror or exc})") from exc
     frames = load_frames(out, progress=False)
-    print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB)")
-    print(frames.summary())
+    say(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB)")
+    say(frames.summary())
     if not delivered:
         raise CliError(f"no record reached {args.live}: is a collector running there "
                        "('slime-trace-viewer collect DIR')? The dump was written all the same.")
@@ -123,5 +124,5 @@ def _write_streamed(out: Path, endpoint: str, speed: float,
         streaming.set_rollout(None)
     # A collector that has taken nothing in all the step long is not waited for.
     stats = stream.close(CLOSE_SECONDS if stream.stats().sent else SHORT_CLOSE_SECONDS)
-    print(f"streamed {stats.sent} records to {endpoint} ({stats.dropped} dropped)")
+    say(f"streamed {stats.sent} records to {endpoint} ({stats.dropped} dropped)")
     return path, stats.sent > 0

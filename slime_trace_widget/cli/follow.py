@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -17,8 +16,9 @@ from typing import TYPE_CHECKING
 from ..view.page.htmlpage import page
 from .errors import CliError
 from .files import HTML_SUFFIX, output_folder, write_output
-from .load import PROG, check_engine_traces, load
+from .load import check_engine_traces, load
 from .server import serve
+from .terminal import complain, say
 
 if TYPE_CHECKING:
     from ..frames.model import TraceFrames
@@ -57,7 +57,7 @@ def load_new(watcher: DumpWatcher, new: list[str],
     return follow_loads(
         watcher, new, lambda names: load([Path(p) for p in names], args.trusted,
                                          args.engine_traces),
-        lambda message: print(f"{PROG}: {message}", file=sys.stderr, flush=True))
+        complain)
 
 
 def follow(args: argparse.Namespace) -> int:
@@ -83,8 +83,8 @@ def follow(args: argparse.Namespace) -> int:
                 return  # nothing new to show
             shown["frames"] = (combine_frames([shown["frames"], added])
                                if len(shown["frames"].samples) else added)
-            print(f"added {len(new) - len(added.failures)} dump(s), "
-                  f"{len(shown['frames'].paths)} in all", flush=True)
+            say(f"added {len(new) - len(added.failures)} dump(s), "
+                f"{len(shown['frames'].paths)} in all")
         shown["version"] += 1
         state = {"state": FOLLOW_STATE, "version": shown["version"]}
         frames = shown["frames"]
@@ -106,7 +106,7 @@ def follow(args: argparse.Namespace) -> int:
     if shown["version"] == 0:  # the first dumps all failed: an empty page to start with
         publish([])
     poller = Poller(look,
-                    lambda exc: print(f"{PROG}: {exc}", file=sys.stderr, flush=True),
+                    lambda exc: complain(str(exc)),
                     POLL_SECONDS if args.interval is None else args.interval)
     try:
         serve(out_dir, [html_path.name, FOLLOW_STATE], args.host, args.port)

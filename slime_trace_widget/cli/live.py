@@ -11,13 +11,13 @@ a sample seen live (the widget's rule, ``sources/handover.py``). Loopback only u
 from __future__ import annotations
 
 import argparse
-import logging
 from pathlib import Path
 
 from ..sources.listening import url_host
 from .arguments import dump_pattern, listen_host, port, seconds
 from .errors import CliError
 from .server import audience
+from .terminal import complain, say
 
 NAME = "live"
 SUMMARY = "serve a page of the rollout a collector is taking in, while it runs"
@@ -26,7 +26,6 @@ DESCRIPTION = ("Serve a page that shows the rollout a 'slime-trace-viewer collec
                "stragglers and stalled samples flagged, what was lost per sender. "
                "With --dumps, the page switches to the step's dump when it lands. "
                "Ctrl-C stops it.")
-_log = logging.getLogger(__name__)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -77,17 +76,17 @@ def run(args: argparse.Namespace) -> int:
             return  # handed over: the page shows the dump, not the live store
         session.poll()
         if handover is not None and handover.look(session):
-            print(f"handed over to {handover.dump}", flush=True)
+            say(f"handed over to {handover.dump}")
 
-    poller = Poller(look, lambda exc: _log.warning("live %s: %s", folder, exc), 0.5)
+    poller = Poller(look, lambda exc: complain(f"live {folder}: {exc}"), 0.5)
     host, port = args.host, server.server_address[1]
     shown = url_host(host) if host not in ("0.0.0.0", "::") else "127.0.0.1"
     try:
-        print(f"serving {PAGE} to {audience(host, port)} at http://{shown}:{port}/{PAGE}"
-              "  (Ctrl-C to stop)", flush=True)
+        say(f"serving {PAGE} to {audience(host, port)} at http://{shown}:{port}/{PAGE}"
+            "  (Ctrl-C to stop)")
         server.serve_forever(poll_interval=0.2)
     except KeyboardInterrupt:
-        print("stopped", flush=True)
+        say("stopped")
     finally:
         poller.stop()
         server.server_close()

@@ -6,19 +6,16 @@ loads in two threads under ``--follow`` each report their own failures once)."""
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..sources.dumps.errors import failure_line
 from ..sources.dumps.paths import expand_paths
 from .errors import CliError
+from .terminal import complain
 
 if TYPE_CHECKING:
     from ..frames.model import TraceFrames
-
-PROG = "slime-trace-viewer"
-
 
 def dump_files(patterns: list[str]) -> list[str]:
     """The dump files the paths and globs in ``patterns`` name, in natural order;
@@ -62,10 +59,6 @@ def load(inputs: list[Path], trusted: bool, engine_traces: str | None = None) ->
     frames = load_frames([str(p) for p in inputs], trusted=trusted,
                          engine_traces=engine_traces, warn_failures=False)
     for name, reason in frames.failures:
-        print(skipped_line(name, reason), file=sys.stderr, flush=True)
+        complain(f"skipped {failure_line(name, reason)}")
     return frames
 
-
-def skipped_line(name: str, reason: str) -> str:
-    """One line naming a dump that failed and why (its name said once)."""
-    return f"{PROG}: skipped {failure_line(name, reason)}"

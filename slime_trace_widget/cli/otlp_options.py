@@ -7,6 +7,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from .errors import CliError
+from .terminal import say
 
 if TYPE_CHECKING:
     from ..frames.model import TraceFrames
@@ -49,4 +50,4 @@ def send_otlp(frames: TraceFrames, args: argparse.Namespace) -> None:
                          headers=dict(args.otlp_header), service_name=args.service_name)
     except OtlpExportError as exc:
         raise CliError(str(exc)) from exc
-    print(report.summary())
+    say(report.summary())

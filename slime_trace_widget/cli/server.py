@@ -7,7 +7,6 @@ from __future__ import annotations
 import functools
 import http.server
 import ipaddress
-import sys
 import urllib.parse
 from collections.abc import Sequence
 from http import HTTPStatus
@@ -17,6 +16,7 @@ from typing import Any, BinaryIO
 from ..sources.listening import HttpServer, url_host
 from ..view.page.http_guard import allowed_names, printable, refused_foreign_host
 from .errors import CliError
+from .terminal import note, say
 
 #: Seconds the server loop waits in ``select``: a Ctrl-C that the OS hands to another
 #: thread (a request, the loader's readers, the poller) is only seen when it returns.
@@ -66,7 +66,7 @@ class PageHandler(http.server.SimpleHTTPRequestHandler):
 
     def log_message(self, format: str, *args: object) -> None:
         """One line on stderr, the client's text with its control characters escaped."""
-        sys.stderr.write(f"{self.address_string()} {printable(format % args)}\n")
+        note(f"{self.address_string()} {printable(format % args)}")
 
 
 class PageServer(HttpServer):
@@ -108,10 +108,10 @@ def serve(folder: Path, served: Sequence[str], host: str, port: int) -> None:
     shown_host = url_host(host) if host not in ("0.0.0.0", "::") else "127.0.0.1"
     url = f"http://{shown_host}:{port}/{urllib.parse.quote(served[0])}"
     try:  # from the start-up line on, Ctrl-C is the normal way to stop
-        print(f"serving {' and '.join(served)} to {audience(host, port)} at {url}"
-              "  (Ctrl-C to stop)", flush=True)
+        say(f"serving {' and '.join(served)} to {audience(host, port)} at {url}"
+            "  (Ctrl-C to stop)")
         server.serve_forever(poll_interval=POLL_INTERVAL)
     except KeyboardInterrupt:
-        print("stopped", flush=True)
+        say("stopped")
     finally:
         server.server_close()

@@ -31,6 +31,7 @@ from .follow import follow
 from .load import check_engine_traces, dump_files, load
 from .otlp_options import add_otlp_arguments, send_otlp
 from .server import serve
+from .terminal import say
 
 if TYPE_CHECKING:
     from ..frames.model import TraceFrames
@@ -95,12 +96,12 @@ def run(args: argparse.Namespace) -> int:
     if blocks is None:
         frames, blocks = build(inputs, cache.path, source, args)
     else:
-        print(f"reusing {cache.path.name} (newer than its dumps; --rebuild to rebuild)")
+        say(f"reusing {cache.path.name} (newer than its dumps; --rebuild to rebuild)")
     meta = blocks.header()["payload"]["meta"]
     if meta.get("warnings"):
-        print(warnings_line(meta["warnings"]))
+        say(warnings_line(meta["warnings"]))
     write_output(html_path, page(blocks, meta["title"]))
-    print(f"wrote {html_path}")
+    say(f"wrote {html_path}")
     if args.perfetto or args.parquet or args.otlp:
         frames = frames or load(inputs, args.trusted, args.engine_traces)
         exports(frames, out_dir, name, args)
@@ -146,11 +147,11 @@ def build(inputs: list[Path], cache: Path, source: dict,
     drawn = f"{len(frames.samples)} samples, {len(view.span_index)} spans drawn"
     if frames.failures:
         loaded = len(inputs) - len(frames.failures)
-        print(f"built the page from {loaded} of {len(inputs)} dump(s): {drawn} "
-              f"({len(frames.failures)} skipped; no cache kept, the next run tries again)")
+        say(f"built the page from {loaded} of {len(inputs)} dump(s): {drawn} "
+            f"({len(frames.failures)} skipped; no cache kept, the next run tries again)")
     else:
         write_output(cache, blocks.to_bytes())
-        print(f"built {cache.name} from {len(inputs)} dump(s): {drawn}")
+        say(f"built {cache.name} from {len(inputs)} dump(s): {drawn}")
     return frames, blocks
 
 
@@ -170,7 +171,7 @@ def write_demo_dump_unless_cached(path: Path, cache: PageCache, samples: int) ->
             write_demo_dump(path, n_samples=samples, seed=0)
         except OSError as exc:  # the folder read-only or full
             raise CliError(f"{path}: could not write the dump ({exc.strerror or exc})") from exc
-        print(f"wrote demo dump {path} ({samples} samples)")
+        say(f"wrote demo dump {path} ({samples} samples)")
 
 
 def stem(inputs: list[Path]) -> str:
@@ -185,10 +186,10 @@ def exports(frames: TraceFrames, out_dir: Path, name: str, args: argparse.Namesp
     from ..export.perfetto import export_perfetto
 
     if args.perfetto:
-        print(f"wrote {export_perfetto(frames, out_dir / f'{name}.perfetto.json')}")
+        say(f"wrote {export_perfetto(frames, out_dir / f'{name}.perfetto.json')}")
     if args.parquet:
         try:
-            print(f"wrote {to_parquet(frames, out_dir / f'{name}.parquet')}")
+            say(f"wrote {to_parquet(frames, out_dir / f'{name}.parquet')}")
         except ImportError as exc:
             # pyarrow is a dependency, but a build may lack Parquet (conda-forge's
             # pyarrow-core): pandas then explains over five lines; one is enough.

@@ -116,4 +116,4 @@ def test_convert_names_a_dump_it_could_not_convert_in_one_line(tmp_path: Path, c
     assert code == 1
     assert not [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
     (line,) = capsys.readouterr().err.strip().splitlines()
-    assert line.startswith(f"failed {bad}: ") and line.count(str(bad)) == 1
+    assert line.startswith(f"slime-trace-viewer: failed {bad}: ") and line.count(str(bad)) == 1
