@@ -359,7 +359,10 @@ def _sample_columns(
         "smp_rollout": column_bytes("smp_rollout", dump_codes),
         "smp_attempts": column_bytes("smp_attempts",
                                      np.minimum(samples["attempts"].to_numpy(), 65535)),
-        "smp_lanes": column_bytes("smp_lanes", np.minimum(lanes[rows], 65535)),
+        # Lanes past the last one an item's packed lane names share it: a row has no lane
+        # that nothing is drawn on.
+        "smp_lanes": column_bytes("smp_lanes",
+                                  np.minimum(lanes[rows], largest_code("span_lane") + 1)),
         "smp_open": column_bytes("smp_open", samples["n_open_spans"].to_numpy()),
         "smp_offset": column_bytes("smp_offset", clock.offsets),
         "smp_fate": column_bytes("smp_fate", fate_codes(frames)[rows] if fates

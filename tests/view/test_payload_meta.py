@@ -1,5 +1,5 @@
 """The payload's meta: the loader's warnings, status codes past what ``smp_status``
-holds, and dump file names that are not UTF-8."""
+holds, and dump file names that are not UTF-8; and lanes past what ``span_lane`` holds."""
 
 from __future__ import annotations
 
@@ -156,3 +156,20 @@ def test_a_source_note_naming_a_path_that_is_not_utf8_makes_blocks(tmp_path: Pat
     blocks = data_blocks(frames, encode(frames), source={"inputs": [[path, 1, 2]]})
     noted = blocks.header()["source"]["inputs"][0][0]
     assert noted.endswith("rollout_\ufffd\ufffd.pt")
+
+
+def test_a_sample_deeper_than_the_packed_lanes_has_no_empty_lane(tmp_path: Path) -> None:
+    """Spans nested 300 deep: lanes past 255 share the last one, and the sample's lane
+    count stops there, so its row draws no lane that nothing is on."""
+    depth = 300
+    pairs = [span(f"s{level}", EPOCH + level * 0.01, EPOCH + 10 - level * 0.01, f"id{level}")
+             for level in range(depth)]
+    starts = [{**start, **({"parent_span_id": f"id{level - 1}"} if level else {})}
+              for level, (start, _) in enumerate(pairs)]
+    ends = [end for _, end in reversed(pairs)]
+    save_dump(tmp_path / "deep.pt", [traced_sample(0, starts + ends)], rollout_id=0)
+    frames = load_frames(tmp_path / "deep.pt")
+    assert frames.spans["lane"].max() == depth - 1
+    columns = decode(encode(frames).payload)
+    assert columns["span_lane"].max() == 255
+    assert columns["smp_lanes"].tolist() == [256]

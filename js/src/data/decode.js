@@ -66,6 +66,8 @@ export const PD_SPAN_PREFIX = /** @type {string} */ (VOCABULARIES.pd_span_prefix
 export const DEFAULT_DTYPES = /** @type {Record<string, Dtype>} */ (CONTRACT.columns);
 /** The meta's string tables (names, statuses...), each with the columns whose codes index it. */
 export const CODE_TABLES = Object.keys(CONTRACT.code_tables);
+/** The last attempt an item's packed attempt (`span_attempt`, `ev_attempt`) names: later attempts share it. */
+export const LAST_PACKED_ATTEMPT = 2 ** (8 * CTORS[DEFAULT_DTYPES.span_attempt].BYTES_PER_ELEMENT) - 1;
 /** The meta's per-sample strings (`meta.samples`), `row` first. */
 export const SAMPLE_STRINGS = CONTRACT.sample_strings;
 
@@ -147,7 +149,8 @@ export const SAMPLE_STRINGS = CONTRACT.sample_strings;
  * @property {Uint32Array} spanSegOff segments of span i: segOrder[spanSegOff[i] .. spanSegOff[i+1])
  * @property {Uint8Array} spanPd PD phase of each span (virtual spans only)
  * @property {Uint8Array} spanHasChild bit 0: a drawn span of the sample's own (not PD detail, not the engine's) has this span as parent; bit 1: a virtual PD span does
- * @property {number} maxAttempt highest attempt seen (0-based)
+ * @property {number} maxAttempt highest attempt an item can be filtered by (0-based): the highest seen, at most {@link LAST_PACKED_ATTEMPT}
+ * @property {boolean} attemptsPastLast a sample had attempts past {@link LAST_PACKED_ATTEMPT}, whose items carry that one
  * @property {number} globalStart
  * @property {number} globalEnd
  * @property {boolean} hasPd
@@ -408,6 +411,7 @@ export function decodePayload(payload) {
     spanPd: new Uint8Array(nSpans),
     spanHasChild: new Uint8Array(nSpans),
     maxAttempt: 0,
+    attemptsPastLast: false,
     globalStart: 0,
     globalEnd: 1,
     hasPd: false,
@@ -611,7 +615,8 @@ function deriveGlobals(data) {
   for (let sample = 0; sample < data.nSamples; sample++) if (data.smpAttempts[sample] - 1 > ma) ma = data.smpAttempts[sample] - 1;
   for (let i = 0; i < data.nSpans; i++) if (data.spanAttempt[i] > ma) ma = data.spanAttempt[i];
   for (let i = 0; i < data.nEvents; i++) if (data.evAttempt[i] > ma) ma = data.evAttempt[i];
-  data.maxAttempt = ma;
+  data.maxAttempt = Math.min(ma, LAST_PACKED_ATTEMPT);
+  data.attemptsPastLast = ma > LAST_PACKED_ATTEMPT;
 }
 
 /**

@@ -39,6 +39,7 @@ import { WarningsNotice } from "./warnings.js";
  * @property {number} nTotal samples in the frames
  * @property {number} nPayload samples in the payload
  * @property {number} maxAttempt
+ * @property {boolean} [attemptsPastLast] the last attempt offered also stands for those after it
  * @property {number} nRollouts
  * @property {number} [nEngines] engines whose load the payload carries
  * @property {string} [match] what the query matched, in words
@@ -104,6 +105,7 @@ export function controlsInfo(data, nRows, result) {
     nTotal: data.meta.n_samples_total,
     nPayload: data.nSamples,
     maxAttempt: data.maxAttempt,
+    attemptsPastLast: data.attemptsPastLast,
     nRollouts: data.meta.rollouts.length,
     nEngines: data.load.series.length ? data.load.engines.length : 0,
     match: result ? matchSummary(result, data.meta.n_samples_total) : "",
@@ -302,12 +304,15 @@ export class Controls {
     this.count.textContent = `${info.match || `${formatNumber(info.nRows)} of ${formatNumber(info.nTotal)} samples`}${shown}`;
     this.warnings.update(info.warnings ?? {});
     if (document.activeElement !== this.filter && this.filter.value !== settings.filter) this.filter.value = settings.filter;
-    // Attempt options: all, 0..maxAttempt.
+    // Attempt options: all, 0..maxAttempt (the last one "and later" when items past it carry it).
     const want = info.maxAttempt + 2;
-    if (this.attempt.options.length !== want) {
-      while (this.attempt.options.length > 1) this.attempt.remove(1);
+    const label = (/** @type {number} */ attempt) =>
+      `only attempt ${attempt}${attempt === info.maxAttempt && info.attemptsPastLast ? " and later" : ""}`;
+    const options = this.attempt.options;
+    if (options.length !== want || options[want - 1].textContent !== label(info.maxAttempt)) {
+      while (options.length > 1) this.attempt.remove(1);
       for (let attempt = 0; attempt <= info.maxAttempt; attempt++) {
-        const option = /** @type {HTMLOptionElement} */ (el("option", "", `only attempt ${attempt}`));
+        const option = /** @type {HTMLOptionElement} */ (el("option", "", label(attempt)));
         option.value = String(attempt);
         this.attempt.appendChild(option);
       }

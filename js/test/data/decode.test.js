@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { decodePayload, toTyped, sampleLabel, detailSpanForSegment, nameOf, statusOf, sourceOf, sampleRowId, F_OPEN, F_VIRTUAL, F_ERROR, F_PD_DETAIL, F_PD_SEGMENT_SPANS, CLIP_REASONS, clipReasonOf, EV_UNMATCHED, LINK_KINDS, LK_SPANS, LK_VIRTUAL, PD_PREFILL, PD_DECODE } from "../../src/data/decode.js";
+import { decodePayload, toTyped, sampleLabel, detailSpanForSegment, nameOf, statusOf, sourceOf, sampleRowId, LAST_PACKED_ATTEMPT, F_OPEN, F_VIRTUAL, F_ERROR, F_PD_DETAIL, F_PD_SEGMENT_SPANS, CLIP_REASONS, clipReasonOf, EV_UNMATCHED, LINK_KINDS, LK_SPANS, LK_VIRTUAL, PD_PREFILL, PD_DECODE } from "../../src/data/decode.js";
 import { groupMembers, endOf } from "../../src/data/links.js";
 import { makePayload } from "../helpers/make_payload.js";
 import { FATES, finishMarkers, ledgerSegments } from "../../src/data/fates.js";
@@ -411,4 +411,15 @@ test("a row label isolates a source holding bidirectional controls, and only tha
   const d = decodePayload(payload);
   assert.equal(sampleLabel(d, 0), "#1 | \u2068\u202eevil\u2069");
   assert.equal(sampleLabel(d, 1), "#2 | plain");
+});
+
+test("attempts past the last packed one are offered as that one, and later", () => {
+  const past = small({ samples: [{ attempts: 300 }, {}, {}], spans: [{ sample: 0, start: 0, end: 1, name: "a", attempt: 255 }] });
+  const pastData = decodePayload(past.payload);
+  assert.equal(LAST_PACKED_ATTEMPT, 255);
+  assert.equal(pastData.maxAttempt, 255);
+  assert.equal(pastData.attemptsPastLast, true);
+  const within = decodePayload(small({ samples: [{ attempts: 3 }, {}, {}] }).payload);
+  assert.equal(within.maxAttempt, 2);
+  assert.equal(within.attemptsPastLast, false);
 });
