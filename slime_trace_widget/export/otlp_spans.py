@@ -18,7 +18,8 @@ of slime's trace id, ``schema.w3c_span_id`` of slime's span id), derived only fo
 repeat (see :mod:`.otlp_ids`), and stable, so a second export of the same dump sends
 the same spans. Samples that share slime's trace id (a group's members) share the OTLP
 trace, each under a root of its own. The original ids stay as ``slime.trace_id`` /
-``slime.span_id``.
+``slime.span_id``. An attribute named like one of these ``slime.`` fields is kept as
+``attr.<name>``.
 
 Requests are sized in bytes: a request is closed before a span would take its
 serialized size over ``batch_bytes`` (:data:`DEFAULT_BATCH_BYTES`, 3 MiB, well under
@@ -49,6 +50,7 @@ from ..frames.model import TraceFrames
 from ..values import MAX_STRING_CHARS, clean_text, json_safe, truncate
 from ..vocabularies import INSTANT_EVENT
 from .otlp_ids import otlp_ids
+from .own_fields import beside_attributes
 
 SAMPLE_SPAN = "sample"
 SCOPE_NAME = "slime_trace_widget"
@@ -401,17 +403,17 @@ class _Plan:
         span.kind = Span.SPAN_KIND_INTERNAL
         span.start_time_unix_nano = int(self.start_ns[position])
         span.end_time_unix_nano = int(self.end_ns[position])
-        attributes = {**(start or {}), **{k: v for k, v in (end or {}).items() if v is not None}}
-        attributes["slime.span_id"] = self.slime_ids[position]
-        attributes["slime.attempt"] = self.attempts[position]
+        own: dict[str, Any] = {"slime.span_id": self.slime_ids[position],
+                               "slime.attempt": self.attempts[position]}
         if self.open[position]:
-            attributes["slime.state"] = "open"
-            attributes["slime.clip_reason"] = self.clip_reasons[position]
+            own["slime.state"] = "open"
+            own["slime.clip_reason"] = self.clip_reasons[position]
         if self.virtual[position]:
-            attributes["slime.pd_phase"] = True
+            own["slime.pd_phase"] = True
         if self.engine[position]:
-            attributes["slime.origin"] = "engine"
-        _add_attributes(span.attributes, attributes, self.max_chars)
+            own["slime.origin"] = "engine"
+        attributes = {**(start or {}), **{k: v for k, v in (end or {}).items() if v is not None}}
+        _add_attributes(span.attributes, beside_attributes(attributes, own), self.max_chars)
         if self.errors[position]:
             span.status.code = Status.STATUS_CODE_ERROR
         return self._add_events(span, events)
@@ -422,11 +424,11 @@ class _Plan:
             event = span.events.add()
             event.time_unix_nano = int(self.event_ns[position])
             event.name = self.event_names[position]
-            fields = dict(values or {})
-            if self.event_kinds[position] != INSTANT_EVENT:
-                fields["slime.event_kind"] = self.event_kinds[position]
-                fields["slime.span_id"] = self.event_span_ids[position]
-            _add_attributes(event.attributes, fields, self.max_chars)
+            own = {} if self.event_kinds[position] == INSTANT_EVENT else {
+                "slime.event_kind": self.event_kinds[position],
+                "slime.span_id": self.event_span_ids[position]}
+            _add_attributes(event.attributes, beside_attributes(values or {}, own),
+                            self.max_chars)
         return len(events)
 
 

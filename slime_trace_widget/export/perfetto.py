@@ -20,7 +20,8 @@ goes to its parent span's thread. Links between rows (``links``) are flow
 events (``s`` -> ``f``), drawn by Perfetto as arrows. An event's ``args`` are its
 attributes (a span's start and end ones) and, named apart from them as OTLP names
 them, the exporter's own: ``slime.span_id``, ``slime.state``, ``slime.attempt``, and
-an instant's ``slime.kind``.
+an instant's ``slime.kind`` (an attribute of one of those names is kept as
+``attr.<name>``).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from ..answers.stats import measured_spans
 from ..frames.view_memory import attr_view_bytes, check_room
 from ..values import json_safe, truncate
 from ..whole_files import replaced
+from .own_fields import beside_attributes
 
 if TYPE_CHECKING:
     from ..frames.model import TraceFrames
@@ -190,8 +192,9 @@ def _complete_events(spans: pd.DataFrame, starts_of: list, ends_of: list,
         spans["name"].astype(str), spans["state"].astype(str), spans["attempt"].tolist(),
         spans["span_id"].tolist(), starts_of, ends_of, strict=True,
     )):
-        args = json_safe({**(start_attrs or {}), **(end_attrs or {})}, PERFETTO_MAX_CHARS)
-        args.update({"slime.span_id": span_id, "slime.state": state, "slime.attempt": attempt})
+        args = beside_attributes(
+            json_safe({**(start_attrs or {}), **(end_attrs or {})}, PERFETTO_MAX_CHARS),
+            {"slime.span_id": span_id, "slime.state": state, "slime.attempt": attempt})
         out.append({"ph": "X", "name": name if state == "closed" else f"{name} (open)",
                     "cat": "span", "pid": int(pid_of_row[rows[i]]),
                     "tid": int(tids[i]), "ts": int(ts[i]),
@@ -212,8 +215,7 @@ def _instant_events(events: pd.DataFrame, attrs_of: list, threads: _Threads,
     for i, (name, kind, attrs) in enumerate(zip(events["name"].astype(str),
                                                 events["kind"].astype(str), attrs_of,
                                                 strict=True)):
-        args = json_safe(attrs or {}, PERFETTO_MAX_CHARS)
-        args["slime.kind"] = kind
+        args = beside_attributes(json_safe(attrs or {}, PERFETTO_MAX_CHARS), {"slime.kind": kind})
         out.append({"ph": "i", "s": "t", "name": name, "cat": kind,
                     "pid": int(pid_of_row[rows[i]]), "tid": int(tids[i]),
                     "ts": int(ts[i]), "args": args})

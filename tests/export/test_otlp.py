@@ -153,6 +153,26 @@ def test_attributes_keep_their_types_and_sample_fields_are_on_the_root(frames) -
     assert with_text["resource"]["service.name"] == "my-rl"
 
 
+
+def test_attributes_named_like_the_exporters_own_fields_move_aside() -> None:
+    """A span attribute named ``slime.span_id`` or ``slime.attempt``, or an unmatched
+    end's ``slime.event_kind``, was overwritten by the exporter's field of that name;
+    it is kept as ``attr.<name>``."""
+    from tests.frames.test_frames import frames_of, rec, sample
+
+    frames = frames_of(sample(
+        rec("span_start", "tool", 0, "a", attrs={"slime.span_id": "theirs", "slime.attempt": 7}),
+        rec("span_end", "tool", 2, "a"),
+        rec("span_end", "lost", 3, "zz", attrs={"slime.event_kind": "mine"})))
+    spans = decoded(frames)
+    (tool,) = [s for s in spans if s["name"] == "tool"]
+    assert (tool["attrs"]["slime.span_id"], tool["attrs"]["slime.attempt"]) == ("a", 0)
+    assert (tool["attrs"]["attr.slime.span_id"], tool["attrs"]["attr.slime.attempt"]) == (
+        "theirs", 7)
+    ((_, _, fields),) = [e for s in spans for e in s["events"] if e[0] == "lost"]
+    assert (fields["slime.event_kind"], fields["attr.slime.event_kind"]) == (
+        "unmatched_end", "mine")
+
 def test_open_spans_end_at_their_clipped_end_and_are_marked(frames: TraceFrames) -> None:
     spans = decoded(frames)
     core = frames.span_core

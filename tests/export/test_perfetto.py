@@ -137,6 +137,29 @@ def test_attributes_named_like_the_exporters_fields_are_kept() -> None:
     assert (instant["args"]["kind"], instant["args"]["slime.kind"]) == ("length", "instant")
 
 
+
+def test_attributes_named_like_the_exporters_own_fields_move_aside() -> None:
+    """An attribute named ``slime.state``, ``slime.span_id``, ``slime.attempt`` or
+    ``slime.kind`` was overwritten by the exporter's field; it is kept as ``attr.<name>``."""
+    from tests.frames.test_frames import frames_of, rec, sample
+
+    frames = frames_of(sample(
+        rec("span_start", "tool", 0, "a", attrs={"slime.state": "mine", "slime.attempt": 7,
+                                                "attr.slime.state": "taken"}),
+        rec("event", "stop", 1, attrs={"slime.kind": "theirs"}),
+        rec("span_end", "tool", 2, "a", attrs={"slime.span_id": "theirs-42"})))
+    events = perfetto_trace(frames)["traceEvents"]
+    (span,) = [e for e in events if e["ph"] == "X"]
+    assert {key: span["args"][key] for key in (
+        "slime.state", "slime.attempt", "slime.span_id", "attr.slime.state",
+        "attr.attr.slime.state", "attr.slime.attempt", "attr.slime.span_id")} == {
+        "slime.state": "closed", "slime.attempt": 0, "slime.span_id": "a",
+        "attr.slime.state": "taken", "attr.attr.slime.state": "mine",
+        "attr.slime.attempt": 7, "attr.slime.span_id": "theirs-42"}
+    (instant,) = [e for e in events if e["ph"] == "i"]
+    assert (instant["args"]["slime.kind"], instant["args"]["attr.slime.kind"]) == (
+        "instant", "theirs")
+
 def test_a_parent_comes_before_a_child_that_starts_with_it() -> None:
     """The child's records came first, and so did its complete event: read in the order
     given at one ts, the parent did not enclose the child already open."""
