@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import heapq
 import math
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
@@ -104,6 +105,20 @@ def _critical_walk(spans: pd.DataFrame) -> pd.DataFrame:
                          "span": labels[found_span], "critical": found_seconds})
 
 
+def _running_at(passed: list[tuple[float, int, int]] | None, limit: float,
+                starts: list[float]) -> int | None:
+    """The child passed over that started latest before ``limit`` (so it was running
+    then: it finished after a higher limit), taken off ``passed``; None when there is
+    none. Children that started at or after the limit never run at a later, lower one:
+    they are dropped."""
+    while passed:
+        child = passed[0][2]
+        heapq.heappop(passed)
+        if starts[child] < limit - _EPSILON:
+            return child
+    return None
+
+
 def _finishes(ends: np.ndarray, parent_pos: np.ndarray) -> np.ndarray:
     """Per span, when it and every span under it had ended: the latest end in its
     subtree (``parent_pos``: the parent's position, -1 for a top-level span).
@@ -141,7 +156,12 @@ def _walk_one(root: int, limit: float, sample: int, order: list[int], bounds: li
     finish), a child the walk left earlier (below), or the node's own interval
     (those seconds are the node's, and the limit moves down to where its own time
     stops mattering); a child wins a tie with its parent. A node that is done
-    returns its limit to its parent. When nothing of a node ran just before the
+    returns its limit to its parent. A child still running at the limit is passed
+    over (something that finished later had the time), but when nothing else of the
+    node ran just before a later limit (the sample's own node has no interval; a
+    span's ends before a child that outlived it), the passed child that started
+    latest and was running then is entered, clipped to the limit: an instant some
+    span of the node ran is never dropped. When nothing of a node ran just before the
     limit (a child that started after its parent had ended), the node is *left*:
     its parent's walk goes on from the limit, so a sibling that ran in between is on
     the path, and takes the node up again at the latest time it has left. So the
@@ -153,14 +173,21 @@ def _walk_one(root: int, limit: float, sample: int, order: list[int], bounds: li
     starts, ends, finishes = times
     n_spans = len(starts)
     # A frame: [node, next child position, limit, own seconds, frames left in it,
-    # the latest time a left frame still has].
-    stack: list[list[Any]] = [[root, bounds[root], limit, 0.0, [], 0.0]]
+    # the latest time a left frame still has, the children passed over (a heap of
+    # (-start, position, child), made when the first is)].
+    stack: list[list[Any]] = [[root, bounds[root], limit, 0.0, [], 0.0, None]]
     while stack:
         frame = stack[-1]
         node, position, limit, left = frame[0], frame[1], frame[2], frame[4]
         stop = bounds[node + 1]
         while position < stop and finishes[order[position]] > limit + _EPSILON:
-            position += 1  # still running here: not waited for, now or later
+            # Still running here: not waited for now, but what the node waited for
+            # should nothing else have run just before a later limit.
+            if frame[6] is None:
+                frame[6] = []
+            child = order[position]
+            heapq.heappush(frame[6], (-starts[child], position, child))
+            position += 1
         frame[1] = position
         child_top = min(finishes[order[position]], limit) if position < stop else -math.inf
         resumed = max(left, key=_LEFT_AT) if left else None
@@ -170,7 +197,10 @@ def _walk_one(root: int, limit: float, sample: int, order: list[int], bounds: li
             own_top = -math.inf
         next_top = max(child_top, left_top)
         top = max(next_top, own_top)
-        if top == -math.inf:  # nothing left in this node
+        running = _running_at(frame[6], limit, starts) if top < limit - _EPSILON else None
+        if running is not None:  # passed over, and the only thing that ran just before
+            stack.append([running, bounds[running], limit, 0.0, [], 0.0, None])
+        elif top == -math.inf:  # nothing left in this node
             stack.pop()
             if not stack:
                 return
@@ -192,7 +222,7 @@ def _walk_one(root: int, limit: float, sample: int, order: list[int], bounds: li
             else:
                 child = order[position]
                 frame[1] = position + 1
-                stack.append([child, bounds[child], child_top, 0.0, [], 0.0])
+                stack.append([child, bounds[child], child_top, 0.0, [], 0.0, None])
         else:  # its own interval ran latest, down to the next thing or its start
             low = max(next_top, starts[node])
             frame[3] += own_top - low

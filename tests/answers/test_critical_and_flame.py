@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+import random
+
 import pytest
 
 from slime_trace_widget import analysis
@@ -54,6 +57,34 @@ def test_critical_path_of_open_spans_and_retries() -> None:
     assert path["span_id"].tolist() == ["a", "b"]
     assert path["critical"].tolist() == pytest.approx([2, 4])
 
+
+
+def test_overlapping_top_level_spans_hold_the_time_before_the_last_one() -> None:
+    """No span over them: the sample's node has no time of its own, so the tool still
+    running when the reward started holds the time before it (the path lost it)."""
+    frames = frames_of(sample(
+        rec("span_start", "tool", 0, "t"), rec("span_end", "tool", 3.7, "t"),
+        rec("span_start", "reward", 1.6, "w"), rec("span_end", "reward", 6.5, "w"),
+        rec("span_start", "log", 7, "l"), rec("span_end", "log", 8, "l"),
+        rec("span_start", "setup", 7.5, "s"), rec("span_end", "setup", 9, "s")))
+    path = analysis.critical_path(frames, 0)
+    assert path["span_id"].tolist() == ["t", "w", "l", "s"]
+    assert path["critical"].tolist() == pytest.approx([1.6, 4.9, 0.5, 1.5])
+    # the latency less the half second when no span ran
+    assert path["critical"].sum() == pytest.approx(frames.samples["duration"].iloc[0] - 0.5)
+
+
+def test_a_child_running_when_its_parent_ended_holds_the_time_up_to_a_later_sibling() -> None:
+    """The parent ends at 3, a child runs 2-6 and another starts at 5: the first child
+    holds 3-5 (the path dropped it, leaving the parent 0-3 and the late child)."""
+    frames = frames_of(sample(
+        rec("span_start", "parent", 0, "p"),
+        rec("span_start", "mid", 2, "m", "p"), rec("span_end", "parent", 3, "p"),
+        rec("span_start", "late", 5, "l", "p"), rec("span_end", "mid", 6, "m"),
+        rec("span_end", "late", 8, "l")))
+    path = analysis.critical_path(frames, 0)
+    assert path["span_id"].tolist() == ["p", "m", "l"]
+    assert path["critical"].tolist() == pytest.approx([2, 3, 3])
 
 def test_flame_paths_count_self_time_and_clip_to_a_window() -> None:
     frames = frames_of(_agent(0), _agent(1))
@@ -126,3 +157,34 @@ def test_flame_names_holding_the_path_separator() -> None:
     assert table["name"].tolist() == ["a;b", "c\\d"]
     assert table["depth"].tolist() == [0, 1]
     assert table.loc["a\\;b", "self"] == pytest.approx(3)
+
+
+def _busy_seconds(starts: list[float], ends: list[float]) -> float:
+    """The seconds at least one of the intervals covers."""
+    busy, reach = 0.0, -math.inf
+    for start, end in sorted(zip(starts, ends, strict=True)):
+        busy += max(0.0, end - max(start, reach))
+        reach = max(reach, end)
+    return busy
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_the_critical_seconds_cover_every_instant_some_span_ran(seed: int) -> None:
+    """Random trees (children start within their parents' lifetime or after, and may
+    outlive them): the path's seconds add up to the time some span ran."""
+    rng = random.Random(seed)
+    spans: list[tuple[str, str | None, float, float]] = []
+    for number in range(rng.randint(1, 9)):
+        parent = rng.choice([None, *spans])
+        earliest = parent[2] if parent else 0.0
+        start = round(rng.uniform(earliest, earliest + 20), 1)
+        spans.append((f"s{number}", parent[0] if parent else None, start,
+                      round(start + rng.uniform(0.1, 8), 1)))
+    records = [record for span_id, parent_id, start, end in spans for record in (
+        rec("span_start", span_id, start, span_id, parent_id),
+        rec("span_end", span_id, end, span_id))]
+    frames = frames_of(sample(*sorted(records, key=lambda record: record["ts"])))
+    path = analysis.critical_path(frames, 0)
+    core = frames.span_core
+    assert path["critical"].sum() == pytest.approx(
+        _busy_seconds(core["start"].tolist(), core["display_end"].tolist()), abs=1e-6)

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 
 from slime_trace_widget import TraceTimeline, analysis
 from slime_trace_widget.frames import TraceFrames
@@ -153,6 +154,24 @@ def _children_after_their_parents(index: int) -> dict:
         index=index)
 
 
+def _passed_over_children(index: int) -> dict:
+    """Spans still running when a later one had the path: a top-level tool 0-3.7
+    under a reward 1.6-6.5 (the sample's node has no time of its own), then a parent
+    7-10 whose child 9-13 runs past it up to a later child 12-15."""
+    return sample(
+        rec("span_start", "tool", 0, "t"),
+        rec("span_start", "reward", 1.6, "w"),
+        rec("span_end", "tool", 3.7, "t"),
+        rec("span_end", "reward", 6.5, "w"),
+        rec("span_start", "parent", 7, "p"),
+        rec("span_start", "mid", 9, "m", "p"),
+        rec("span_end", "parent", 10, "p"),
+        rec("span_start", "late", 12, "l", "p"),
+        rec("span_end", "mid", 13, "m"),
+        rec("span_end", "late", 15, "l"),
+        index=index)
+
+
 def _payload_name_paths(path: str) -> str:
     """A flame path as the default payload spells it: a real PD phase span is
     its virtual span, named ``"<generation name> [P]"`` / ``[D]``, and a real
@@ -240,7 +259,7 @@ def fixture() -> dict[str, Any]:
     segment_children = frames_of(_segments_everywhere(0), _child_pd_with_segments(1),
                                  _attribute_pd(2))
     outliving = frames_of(_outliving_children(0), _agent(1),
-                          _children_after_their_parents(2))
+                          _children_after_their_parents(2), _passed_over_children(3))
     return {"cases": [
         _case("default payload: child-form PD with segment children, and the attribute form",
               segment_children, False, (0.4, 3.0)),
@@ -293,6 +312,9 @@ def test_fixture_cases_hold_what_they_claim() -> None:
     # every instant of the 40 s once.
     assert [seconds for _, _, seconds in outliving["critical"][2]["path"]] == [
         10, 2, 8, 5, 5, 10]
+    # tool 0-1.6, reward 1.6-6.5, parent 7-9, mid 9-12, late 12-15 (idle at 6.5-7).
+    assert [seconds for _, _, seconds in outliving["critical"][3]["path"]] == pytest.approx(
+        [1.6, 4.9, 2, 3, 3])
     segments = cases["every span sent: real PD spans and their segments beside the virtual ones"]
     assert "sglang_pd_prefill_forward" in segments["payload"]["meta"]["names"]
     assert "generate;sglang_pd_prefill;sglang_pd_prefill_forward" in {

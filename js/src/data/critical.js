@@ -72,6 +72,8 @@ export function segmentsAreChildren(data, span) {
   return (data.spanFlags[span] & (F_VIRTUAL | F_PD_SEGMENT_SPANS)) === (F_VIRTUAL | F_PD_SEGMENT_SPANS);
 }
 
+/** @typedef {{node: number, kids: number[], next: number, limit: number, own: number, left: Frame[], leftAt: number, passed: number[]}} Frame a node of the walk (criticalPath) */
+
 /**
  * The critical path of payload sample `sample`, in time order (start, then depth).
  * Nodes of the walk are spans (index i) and, under a measured span whose
@@ -125,16 +127,17 @@ export function criticalPath(data, sample) {
   // thousands deep must not exhaust the JS stack. A frame: the node (-1 for the
   // sample), its children latest finish first, the next one to look at, the
   // limit, its own seconds, the frames left in it and, once left, the latest
-  // time it still has.
-  /** @typedef {{node: number, kids: number[], next: number, limit: number, own: number, left: Frame[], leftAt: number}} Frame */
+  // time it still has; and the children passed over, still running at a limit
+  // (positions in kids, a heap: latest start first): when nothing else of the node
+  // ran just before a later limit, the one running then is entered, clipped to it.
   /** @type {(node: number, limit: number) => Frame} */
-  const frameOf = (node, limit) => ({ node, kids: latestFirst(node < 0 ? roots : children.get(node) || []), next: 0, limit, own: 0, left: [], leftAt: 0 });
+  const frameOf = (node, limit) => ({ node, kids: latestFirst(node < 0 ? roots : children.get(node) || []), next: 0, limit, own: 0, left: [], leftAt: 0, passed: [] });
   /** @type {Frame[]} */
   const stack = roots.length ? [frameOf(-1, last)] : [];
   while (stack.length) {
     const top = stack[stack.length - 1];
     const limit = top.limit;
-    while (top.next < top.kids.length && finishOf(top.kids[top.next]) > limit + EPSILON) top.next++; // still running here: not waited for
+    while (top.next < top.kids.length && finishOf(top.kids[top.next]) > limit + EPSILON) pushPassed(top, top.next++, startOf); // still running here: passed over
     const childTop = top.next < top.kids.length ? Math.min(finishOf(top.kids[top.next]), limit) : -Infinity;
     /** @type {Frame | null} */
     let resumed = null;
@@ -144,7 +147,11 @@ export function criticalPath(data, sample) {
     if (top.node >= 0 && ownTop <= startOf(top.node)) ownTop = -Infinity;
     const nextTop = Math.max(childTop, leftTop);
     const latest = Math.max(nextTop, ownTop);
-    if (latest === -Infinity) {
+    const running = latest < limit - EPSILON ? runningAt(top, limit, startOf) : -1;
+    if (running >= 0) {
+      // Passed over, and the only thing of the node that ran just before the limit.
+      stack.push(frameOf(running, limit));
+    } else if (latest === -Infinity) {
       // Nothing left in this node.
       stack.pop();
       if (top.node < 0) break;
@@ -176,6 +183,70 @@ export function criticalPath(data, sample) {
   }
   const order = nodes.map((_, j) => j).sort((left, right) => startOf(nodes[left]) - startOf(nodes[right]) || depthOf(nodes[left]) - depthOf(nodes[right]));
   return order.map((j) => path[j]);
+}
+
+/**
+ * Whether passed child at `left` comes off the heap before the one at `right`: the
+ * later start first, then the one passed over first (critical.py's heap order).
+ * @param {Frame} frame
+ * @param {number} left
+ * @param {number} right
+ * @param {(node: number) => number} startOf
+ */
+function before(frame, left, right, startOf) {
+  const a = startOf(frame.kids[left]);
+  const b = startOf(frame.kids[right]);
+  return a > b || (a === b && left < right);
+}
+
+/**
+ * Put child position `position` of `frame` on its heap of children passed over.
+ * @param {Frame} frame
+ * @param {number} position
+ * @param {(node: number) => number} startOf
+ */
+function pushPassed(frame, position, startOf) {
+  const heap = frame.passed;
+  let at = heap.length;
+  heap.push(position);
+  while (at > 0) {
+    const up = (at - 1) >> 1;
+    if (!before(frame, heap[at], heap[up], startOf)) break;
+    [heap[at], heap[up]] = [heap[up], heap[at]];
+    at = up;
+  }
+}
+
+/**
+ * The child of `frame` passed over that started latest before `limit` (running
+ * then), taken off its heap; -1 when there is none. Those that started at or after
+ * the limit never run at a later, lower one: they are dropped.
+ * @param {Frame} frame
+ * @param {number} limit
+ * @param {(node: number) => number} startOf
+ */
+function runningAt(frame, limit, startOf) {
+  const heap = frame.passed;
+  while (heap.length) {
+    const child = frame.kids[heap[0]];
+    const last = /** @type {number} */ (heap.pop());
+    if (heap.length) {
+      heap[0] = last;
+      let at = 0;
+      for (;;) {
+        const left = 2 * at + 1;
+        const right = left + 1;
+        let first = at;
+        if (left < heap.length && before(frame, heap[left], heap[first], startOf)) first = left;
+        if (right < heap.length && before(frame, heap[right], heap[first], startOf)) first = right;
+        if (first === at) break;
+        [heap[at], heap[first]] = [heap[first], heap[at]];
+        at = first;
+      }
+    }
+    if (startOf(child) < limit - EPSILON) return child;
+  }
+  return -1;
 }
 
 /**

@@ -50,6 +50,38 @@ test("concurrent children: the one that finished last holds the path, the earlie
   assert.ok(!path.some((p) => d.spanEnd[p.span] === 7));
 });
 
+test("overlapping top-level spans: the one still running when the last started holds the time before", () => {
+  const spans = [
+    { sample: 0, start: 0, end: 3.7, name: "tool", depth: 0 },
+    { sample: 0, start: 1.6, end: 6.5, name: "reward", depth: 0, lane: 1 },
+    { sample: 0, start: 7, end: 8, name: "log", depth: 0 },
+    { sample: 0, start: 7.5, end: 9, name: "setup", depth: 0, lane: 1 },
+  ];
+  const d = decodePayload(makePayload({ samples: [{}], spans }).payload);
+  assert.deepEqual(named(d, 0), [
+    ["tool", 1.6],
+    ["reward", 4.9],
+    ["log", 0.5],
+    ["setup", 1.5],
+  ]);
+  const total = criticalPath(d, 0).reduce((a, p) => a + p.critical, 0);
+  assert.ok(close(total, sampleLatency(d, 0) - 0.5), "the latency less the half second no span ran");
+});
+
+test("a child running when its parent ended holds the time up to a later sibling", () => {
+  const spans = [
+    { sample: 0, start: 0, end: 3, name: "parent", depth: 0 },
+    { sample: 0, start: 2, end: 6, name: "mid", depth: 1, parent: 0, lane: 1 },
+    { sample: 0, start: 5, end: 8, name: "late", depth: 1, parent: 0, lane: 2 },
+  ];
+  const d = decodePayload(makePayload({ samples: [{}], spans }).payload);
+  assert.deepEqual(named(d, 0), [
+    ["parent", 2],
+    ["mid", 3],
+    ["late", 3],
+  ]);
+});
+
 test("a child outliving its parent holds the time past the parent's end", () => {
   // rollout 0-5 > generate 0-4 > (tool 1-2, reward 3-9): the reward decides the sample's end.
   const d = decodePayload(
