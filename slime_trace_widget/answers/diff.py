@@ -20,7 +20,9 @@ def compare(frames_a: TraceFrames, frames_b: TraceFrames,
     """Per-name statistics of two rollouts side by side (:func:`.stats.span_stats`), with
     differences and ratios. A name in only one rollout has NaN figures on the other
     side; its count and total differences count that side as zero (as
-    :func:`rollout_diff` does), the mean and p90 differences and ``mean_ratio`` stay NaN."""
+    :func:`rollout_diff` does), the mean and p90 differences and ``mean_ratio`` stay NaN;
+    ``mean_ratio`` is NaN too where the first rollout's mean is not positive (as
+    ``rollout_diff``'s ``p50_ratio``)."""
     a, b = labels
     left = span_stats(frames_a)[["count", "total", "mean", "p50", "p90", "max", "share"]]
     right = span_stats(frames_b)[["count", "total", "mean", "p50", "p90", "max", "share"]]
@@ -30,7 +32,7 @@ def compare(frames_a: TraceFrames, frames_b: TraceFrames,
             - joined[f"{column}_{a}"].fillna(0)
     for column in ("mean", "p90"):
         joined[f"{column}_diff"] = joined[f"{column}_{b}"] - joined[f"{column}_{a}"]
-    joined["mean_ratio"] = joined[f"mean_{b}"] / joined[f"mean_{a}"]
+    joined["mean_ratio"] = joined[f"mean_{b}"] / joined[f"mean_{a}"].where(joined[f"mean_{a}"] > 0)
     return joined.sort_values(f"total_{b}", ascending=False, na_position="last")
 
 

@@ -138,6 +138,22 @@ def test_compare_side_by_side(frames) -> None:
     assert "tool" in table.index and pd.isna(table.loc["tool", "count_new"])
 
 
+
+def test_compare_has_no_ratio_to_a_mean_of_zero() -> None:
+    """A name whose spans all last 0 s in the first rollout: its mean ratio is NaN, as
+    ``rollout_diff``'s ``p50_ratio`` is, not inf (nor NaN only when both are 0)."""
+    def rollout(log_end: float):
+        return build_frames([sample(
+            rec("span_start", "gen", 0, "g"), rec("span_end", "gen", 2, "g"),
+            rec("span_start", "log", 2, "l"), rec("span_end", "log", log_end, "l"))])
+
+    instant, lasting = rollout(2), rollout(3)
+    table = analysis.compare(instant, lasting, labels=("old", "new"))
+    assert table.loc["log", "mean_old"] == 0 and table.loc["log", "mean_new"] == 1
+    assert pd.isna(table.loc["log", "mean_ratio"])
+    assert table.loc["gen", "mean_ratio"] == 1
+    assert analysis.compare(lasting, instant, labels=("old", "new")).loc["log", "mean_ratio"] == 0
+
 def test_compare_counts_a_name_missing_from_one_side_as_zero(frames) -> None:
     """``root`` and ``tool`` are only in ``frames``: their count and total differences
     count the other side as zero, as ``rollout_diff`` does; mean and p90 stay NaN."""

@@ -10,6 +10,7 @@
 
 import { F_OPEN, F_PD_DETAIL, nameOf } from "./decode.js";
 import { quantile } from "./quantile.js";
+import { compareCodePoints } from "../util/text.js";
 
 /** @typedef {import("./decode.js").Data} Data */
 
@@ -131,7 +132,9 @@ export function rolloutDiff(data, rolloutA, rolloutB, scope = { rows: null, keep
       p50Ratio: p50a > 0 ? p50b / p50a : NaN,
     });
   }
-  rows.sort((left, right) => right.totalDiff - left.totalDiff || (left.label < right.label ? -1 : left.label > right.label ? 1 : 0));
+  // Ties by name as Python sorts them (code points, the name itself, not its label).
+  const nameText = (/** @type {DiffRow} */ row) => data.names[row.name] ?? row.label;
+  rows.sort((left, right) => right.totalDiff - left.totalDiff || compareCodePoints(nameText(left), nameText(right)));
   return rows;
 }
 

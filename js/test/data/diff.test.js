@@ -9,6 +9,7 @@ import { decodePayload, F_PD_DETAIL } from "../../src/data/decode.js";
 import { rolloutDiff, rolloutSide, diffPair } from "../../src/data/diff.js";
 import { quantile } from "../../src/data/quantile.js";
 import { diffScopeText } from "../../src/panels/diff_panel.js";
+import { makePayload } from "../helpers/make_payload.js";
 
 const fixture = JSON.parse(readFileSync(new URL("../fixtures/rollout_diff.json", import.meta.url), "utf8"));
 
@@ -93,4 +94,12 @@ test("the widget's table covers what the filter leaves: shown samples, spans the
   assert.match(diffScopeText(d, { rows, keep: null }), new RegExp(`over the ${rows.length} of ${d.nSamples} samples the filter leaves$`));
   assert.match(diffScopeText(d, { rows: null, keep: null }), /over all \d+ samples/);
   assert.match(diffScopeText(d, { rows, keep }), /counting only the spans it matches/);
+});
+
+test("rows of equal total differences follow their names' code points, as Python sorts them", () => {
+  const names = ["z", "\uff01", "\u{1F600}", ""];
+  const spans = [0, 1].flatMap((sample) => names.map((name, i) => ({ sample, start: i, end: i + 1, name, lane: i })));
+  const built = makePayload({ samples: [{ rollout: 0 }, { rollout: 1 }], spans, meta: { rollouts: ["rollout 0", "rollout 1"] } });
+  const d = decodePayload(built.payload);
+  assert.deepEqual(rolloutDiff(d, 0, 1).map((row) => d.names[row.name]), ["", "z", "\uff01", "\u{1F600}"]);
 });
