@@ -153,6 +153,8 @@ export const SAMPLE_STRINGS = CONTRACT.sample_strings;
  * @property {boolean} attemptsPastLast a sample had attempts past {@link LAST_PACKED_ATTEMPT}, whose items carry that one
  * @property {number} globalStart
  * @property {number} globalEnd
+ * @property {number} timesStart the earliest of the payload's times (or 0 when it has none)
+ * @property {number} timesEnd the latest of them: the dump lasts timesEnd - timesStart (0 for one instant), where globalStart/globalEnd are widened to have something to draw
  * @property {boolean} hasPd
  * @property {Uint8Array} spanBand engine band phase of each span, 1 + index in bandPhases (0: not in the band; engine_lanes.js)
  * @property {Uint8Array} laneMix per lane slot: LANE_OWN (the sample's own spans), LANE_BAND (engine spans of the band)
@@ -414,6 +416,8 @@ export function decodePayload(payload) {
     attemptsPastLast: false,
     globalStart: 0,
     globalEnd: 1,
+    timesStart: 0,
+    timesEnd: 0,
     hasPd: false,
     spanBand: new Uint8Array(nSpans),
     laneMix: new Uint8Array(0),
@@ -601,6 +605,8 @@ function deriveGlobals(data) {
       if (data.evTs[i] > hi) hi = data.evTs[i];
     }
   }
+  data.timesStart = lo <= hi ? lo : 0;
+  data.timesEnd = lo <= hi ? hi : Math.max(0, data.meta.t1 - data.meta.t0) || 0;
   if (!(lo <= hi)) {
     lo = 0;
     hi = Math.max(1, data.meta.t1 - data.meta.t0);

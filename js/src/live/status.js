@@ -117,5 +117,6 @@ export function growTo(data, growing, now) {
     data.globalEnd = now;
     moved = true;
   }
+  if (now > data.timesEnd) data.timesEnd = now;
   return moved;
 }

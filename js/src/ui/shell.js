@@ -108,6 +108,6 @@ export function updateSide(ui) {
  * @param {{t0: number, t1: number}} view
  */
 export function updateFooter(footerView, data, view) {
-  const txt = `view ${formatDuration(view.t0)} – ${formatDuration(view.t1)} (${formatDuration(view.t1 - view.t0)}) · dump ${formatDuration(data.globalEnd - data.globalStart)} · ${formatNumber(data.nSpans)} spans · ${formatNumber(data.nEvents)} events`;
+  const txt = `view ${formatDuration(view.t0)} – ${formatDuration(view.t1)} (${formatDuration(view.t1 - view.t0)}) · dump ${formatDuration(data.timesEnd - data.timesStart)} · ${formatNumber(data.nSpans)} spans · ${formatNumber(data.nEvents)} events`;
   if (footerView.textContent !== txt) footerView.textContent = txt;
 }

@@ -12,6 +12,8 @@ export function formatDuration(sec) {
   if (sec === 0) return "0 s";
   if (sec < 1e-3) {
     const us = sec * 1e6;
+    // Rounding can carry "999.7 µs" to "1000 µs": hand over to milliseconds instead.
+    if (us >= 999.5) return "1.00 ms";
     return (us < 10 ? trimZeros(us.toFixed(2)) : us < 100 ? trimZeros(us.toFixed(1)) : Math.round(us).toString()) + " µs";
   }
   if (sec < 1) {
@@ -63,10 +65,14 @@ export function formatMs(sec) {
   return ms.toFixed(2) + " ms";
 }
 
-/** @param {number} value */
+/**
+ * Three significant digits of a value under 1000, judged after rounding (9.996 is
+ * "10.0", not "10.00").
+ * @param {number} value
+ */
 function threeSig(value) {
-  if (value >= 100) return Math.round(value).toString();
-  if (value >= 10) return value.toFixed(1);
+  if (Math.round(value * 10) >= 1000) return Math.round(value).toString();
+  if (Math.round(value * 100) >= 1000) return value.toFixed(1);
   return value.toFixed(2);
 }
 
@@ -151,7 +157,7 @@ export function formatEpoch(epoch) {
   if (!Number.isFinite(epoch)) return "—";
   const date = new Date(epoch * 1000);
   const p2 = (/** @type {number} */ value) => String(value).padStart(2, "0");
-  const ms = String(Math.floor((epoch * 1000) % 1000)).padStart(3, "0");
+  const ms = String(date.getMilliseconds()).padStart(3, "0"); // of the second shown, before 1970 too
   return `${date.getFullYear()}-${p2(date.getMonth() + 1)}-${p2(date.getDate())} ${p2(date.getHours())}:${p2(date.getMinutes())}:${p2(date.getSeconds())}.${ms}`;
 }
 
@@ -162,6 +168,7 @@ export function formatEpoch(epoch) {
 export function formatNumber(value) {
   if (value === null || value === undefined || Number.isNaN(value)) return "—";
   if (!Number.isFinite(value)) return value > 0 ? "inf" : "-inf";
+  if (value === 0) return "0"; // -0 too
   if (Number.isInteger(value)) return value.toLocaleString("en-US");
   const magnitude = Math.abs(value);
   if (magnitude >= 1000) return Math.round(value).toLocaleString("en-US");

@@ -423,3 +423,13 @@ test("attempts past the last packed one are offered as that one, and later", () 
   assert.equal(within.maxAttempt, 2);
   assert.equal(within.attemptsPastLast, false);
 });
+
+test("a dump of one instant lasts 0 s, though its drawn range is widened", () => {
+  const instant = decodePayload(small({ samples: [{ start: 3, end: 3 }], spans: [{ sample: 0, start: 3, end: 3, name: "a" }], events: [] }).payload);
+  assert.equal(instant.timesEnd - instant.timesStart, 0);
+  assert.equal(instant.globalEnd - instant.globalStart, 1);
+  const spread = decodePayload(small().payload);
+  assert.equal(spread.timesStart, spread.globalStart);
+  assert.equal(spread.timesEnd, spread.globalEnd);
+  assert.ok(spread.timesEnd - spread.timesStart > 0);
+});

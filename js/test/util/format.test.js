@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { formatDuration, formatTick, niceStep, formatMs, formatNumber, formatPct } from "../../src/util/format.js";
+import { formatDuration, formatEpoch, formatTick, niceStep, formatMs, formatNumber, formatPct } from "../../src/util/format.js";
 
 test("formatDuration matches the documented styles", () => {
   assert.equal(formatDuration(850e-6), "850 µs");
@@ -22,6 +22,18 @@ test("formatDuration rounding never shows 60s or 1000 ms", () => {
   assert.equal(formatDuration(119.99), "2m 0.0s");
   assert.equal(formatDuration(3599.99), "1h 00m");
   assert.equal(formatDuration(7199.9), "2h 00m");
+  assert.equal(formatDuration(0.0009996), "1.00 ms");
+  assert.equal(formatDuration(0.09996), "100 ms");
+  assert.equal(formatDuration(0.009996), "10.0 ms");
+  assert.equal(formatDuration(9.996), "10.0 s");
+  assert.equal(formatDuration(0.0999), "99.9 ms");
+});
+
+test("formatEpoch writes a time before 1970 with its own second's milliseconds", () => {
+  const shown = formatEpoch(-0.5);
+  assert.match(shown, /:59\.500$/);
+  assert.match(formatEpoch(1.5), /:01\.500$/);
+  assert.match(formatEpoch(1700000000.1234), /\.123$/);
 });
 
 test("niceStep gives 1-2-5 steps and minute multiples", () => {
@@ -57,5 +69,6 @@ test("small number helpers", () => {
   assert.equal(formatNumber(1234), "1,234");
   assert.equal(formatNumber(0.5), "0.5");
   assert.equal(formatNumber(NaN), "—");
+  assert.equal(formatNumber(-0), "0");
   assert.equal(formatPct(0.1234), "12.3%");
 });
