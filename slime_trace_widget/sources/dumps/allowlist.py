@@ -202,22 +202,23 @@ class CheckedArray(np.ndarray):
     past the list's end, and the process crashes once they are touched; a
     structured dtype with a field outside its item reads past each element; a
     dtype whose pickled flags hide its object fields takes the file's bytes as
-    object pointers (so every dtype must be the one numpy builds from its
-    description: :func:`refuse_bad_dtype`). Behaves as an ``ndarray`` otherwise,
-    and pickles as a plain one.
+    object pointers. So every dtype must be the one numpy builds from its
+    description, and the array takes numpy's build, not the file's object, which a
+    later BUILD could still change (:func:`numpys_dtype`). Behaves as an
+    ``ndarray`` otherwise, and pickles as a plain one.
     """
 
     def __setstate__(self, state: Any) -> None:
         parts = state if isinstance(state, tuple) else ()
         if len(parts) in (4, 5):
-            shape, dtype, data = parts[-4], parts[-3], parts[-1]
-            refuse_bad_dtype(dtype)
+            shape, dtype, data = parts[-4], numpys_dtype(parts[-3]), parts[-1]
             if isinstance(dtype, np.dtype) and dtype.hasobject:
                 expected = _element_count(shape)
                 if not isinstance(data, list) or len(data) != expected:
                     count = len(data) if isinstance(data, list) else type(data).__name__
                     raise RefusedState(
                         f"a numpy object array of {expected} items comes with {count}")
+            state = (*parts[:-3], dtype, *parts[-2:])
         super().__setstate__(state)
 
     def __reduce_ex__(self, protocol: Any) -> Any:
@@ -233,30 +234,39 @@ def _element_count(shape: Any) -> int | None:
 
 
 def check_dtypes(dtypes: Iterable[Any]) -> None:
-    """Refuse numpy dtypes a file built other than numpy would (:func:`refuse_bad_dtype`).
+    """Refuse numpy dtypes a file built other than numpy would (:func:`numpys_dtype`).
 
     BUILD can give a structured dtype a field at offset 65536 of a 4-byte item;
     reading that field (the widget showing the value) reads whatever memory
-    lies there; or flags that hide its object fields. Arrays and scalars check
-    their dtype as they are made; this catches the dtypes left as values, and a
-    BUILD that changed a dtype after an array or scalar was made with it.
+    lies there; or flags that hide its object fields. Arrays and scalars are made
+    with numpy's build of their dtype; this catches the file's dtypes left as values.
     """
     for dtype in dtypes:
-        refuse_bad_dtype(dtype)
+        numpys_dtype(dtype)
 
 
-def refuse_bad_dtype(dtype: Any) -> None:
-    """Raise UnpicklingError for a numpy dtype numpy itself would not have made: fields
-    or subarrays that do not fit in it, or a state (flags, size, alignment, fields)
-    other than that of the dtype numpy builds from the same description."""
+def numpys_dtype(dtype: Any) -> Any:
+    """The dtype numpy builds from ``dtype``'s description, for an array or scalar to
+    be made with; RefusedState for a numpy dtype numpy itself would not have made
+    (fields or subarrays that do not fit in it, or a state: flags, size, alignment,
+    fields, other than that of numpy's build). Anything but a dtype is returned as
+    it is, for numpy to refuse.
+
+    A dtype of the file stays open to BUILD after an array is made with it: numpy
+    takes a new state on a dtype in use, and an array whose dtype gained an object
+    field would read its bytes from the file as object pointers. numpy's build is
+    never in the file's reach."""
     if not isinstance(dtype, np.dtype):
-        return
+        return dtype
     try:
-        problem = _dtype_problem(dtype) or _twin_problem(dtype)
+        problem = _dtype_problem(dtype)
+        if problem is None:
+            return _numpys_twin(dtype, 0)
+    except _NotNumpys as exc:
+        problem = str(exc)
     except Exception as exc:  # a state numpy's own accessors choke on
         problem = f"cannot be read ({type(exc).__name__}: {exc})"
-    if problem:
-        raise RefusedState(f"a numpy dtype {problem}")
+    raise RefusedState(f"a numpy dtype {problem}")
 
 
 def _dtype_problem(dtype: np.dtype, depth: int = 0) -> str | None:
@@ -285,9 +295,9 @@ class _NotNumpys(Exception):
     """A dtype (or one inside it) differs from the one numpy builds from its description."""
 
 
-def _twin_problem(dtype: np.dtype) -> str | None:
-    """Whether ``dtype`` and every dtype inside it equal what numpy builds afresh from
-    their descriptions, or what differs.
+def _numpys_twin(dtype: np.dtype, depth: int) -> np.dtype:
+    """The dtype numpy builds from ``dtype``'s description, inner dtypes first; raises
+    _NotNumpys where the two differ.
 
     A dtype's pickled state (its BUILD) sets its flags, size, alignment and fields as
     given, and numpy trusts the flags: ``flags=0`` on a dtype with an object field
@@ -296,16 +306,6 @@ def _twin_problem(dtype: np.dtype) -> str | None:
     those from the fields when it builds a dtype itself, so any difference is a
     crafted state.
     """
-    try:
-        _numpys_twin(dtype, 0)
-    except _NotNumpys as exc:
-        return str(exc)
-    return None
-
-
-def _numpys_twin(dtype: np.dtype, depth: int) -> np.dtype:
-    """The dtype numpy builds from ``dtype``'s description, inner dtypes first; raises
-    _NotNumpys where the two differ."""
     if dtype.isbuiltin == 1:  # numpy's own instance (its state cannot be set)
         return dtype
     if depth > _MAX_DTYPE_DEPTH:

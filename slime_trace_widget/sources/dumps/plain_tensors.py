@@ -18,7 +18,7 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from .allowlist import refuse_past_storage, tensor_extent, unwrap
+from .allowlist import CheckedArray, refuse_past_storage, tensor_extent, unwrap
 from .unpickler import TENSOR_REBUILDERS, LoadSession, unpickle_stream
 
 __all__ = ["PLAIN_TENSORS", "plain_zip_load"]
@@ -31,7 +31,8 @@ _DTYPES = {
     "cfloat": "c8", "complex128": "c16", "cdouble": "c16", "uint16": "u2", "uint32": "u4",
     "uint64": "u8", "bfloat16": "", "complex32": "", "chalf": "",
 }
-#: Legacy typed storage class names -> torch dtype name.
+#: Legacy typed storage class names -> torch dtype name (their TorchName carries its
+#: numpy type code, as a dtype's does).
 _STORAGES = {
     "DoubleStorage": "float64", "FloatStorage": "float32", "HalfStorage": "float16",
     "LongStorage": "int64", "IntStorage": "int32", "ShortStorage": "int16",
@@ -75,8 +76,8 @@ def _plain_globals() -> dict[tuple[str, str], object]:
     table: dict[tuple[str, str], object] = {}
     for name, dtype in _DTYPES.items():
         table[("torch", name)] = TorchName(name, dtype)
-    for name, dtype in _STORAGES.items():
-        table[("torch", name)] = TorchName(name, dtype)
+    for name, torch_dtype in _STORAGES.items():
+        table[("torch", name)] = TorchName(name, _DTYPES[torch_dtype])
     table[("torch.storage", "UntypedStorage")] = table[("torch", "UntypedStorage")]
     table[("torch", "Size")] = tuple
     return table
@@ -167,10 +168,13 @@ def _strided_copy(storage: _Storage, offset: Any, size: Any, stride: Any,
     refuse_past_storage(extent, len(flat))
     shape = tuple(int(n) for n in size)
     if extent == 0:
-        return np.zeros(shape, dtype)
-    steps = tuple(int(n) * dtype.itemsize for n in stride)
-    view = np.lib.stride_tricks.as_strided(flat[int(offset):], shape, steps, writeable=False)
-    return np.array(view)
+        copy = np.zeros(shape, dtype)
+    else:
+        steps = tuple(int(n) * dtype.itemsize for n in stride)
+        copy = np.array(np.lib.stride_tricks.as_strided(flat[int(offset):], shape, steps,
+                                                        writeable=False))
+    # A CheckedArray, as every array the file can reach: a BUILD on it is checked.
+    return copy.view(CheckedArray)
 
 
 def plain_zip_load(session: LoadSession, archive: zipfile.ZipFile, pickle_name: str,

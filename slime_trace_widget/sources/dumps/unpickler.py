@@ -30,7 +30,7 @@ from .allowlist import (
     DataOnlyClass,
     canonical,
     forwarder,
-    refuse_bad_dtype,
+    numpys_dtype,
     unwrap,
 )
 from .placeholders import Placeholder, PlaceholderMeta, make_placeholder_class
@@ -182,19 +182,17 @@ def _session_wrappers(session: LoadSession) -> dict[tuple[str, str], Callable]:
         # asks for a shape and no BUILD would get uninitialised memory, so it gets zeros.
         if unwrap(cls) is not np.ndarray:
             return session.blocked_call("numpy.core.multiarray", "_reconstruct", cls, shape)
-        refuse_bad_dtype(dtype)
-        array = NUMPY_RECONSTRUCT(np.ndarray, shape, dtype)
+        array = NUMPY_RECONSTRUCT(np.ndarray, shape, numpys_dtype(dtype))
         if array.size:
             array = np.zeros(array.shape, array.dtype)
         return array.view(CheckedArray)
 
     def scalar(dtype: Any, *args: Any) -> Any:
-        refuse_bad_dtype(dtype)
-        return NUMPY_SCALAR(dtype, *args)
+        return NUMPY_SCALAR(numpys_dtype(dtype), *args)
 
     def frombuffer(buffer: Any, dtype: Any, *args: Any) -> Any:
-        refuse_bad_dtype(dtype)
-        return NUMPY_FROMBUFFER(buffer, dtype, *args)
+        # A CheckedArray: a BUILD on the array then has its state checked too.
+        return NUMPY_FROMBUFFER(buffer, numpys_dtype(dtype), *args).view(CheckedArray)
 
     def encode(*args: Any) -> Any:
         plain = (len(args) == 2 and all(isinstance(a, str) for a in args)
