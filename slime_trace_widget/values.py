@@ -359,6 +359,28 @@ def describe(value: Any) -> str:
     return truncate(text, MAX_REPR_CHARS)
 
 
+#: The largest int a browser reads back exactly from JSON (``Number.MAX_SAFE_INTEGER``).
+MAX_SAFE_INT = 2**53 - 1
+
+
+def exact_in_browser(value: Any) -> Any:
+    """JSON-ready ``value`` (what :func:`json_safe` gives) with every int past
+    ±:data:`MAX_SAFE_INT` written as its decimal text, inside containers too: a
+    browser reads a JSON number as a double, so a seed or an id of 64 bits would
+    show there with other digits. Containers are copied only where they hold one."""
+    kind = type(value)
+    if kind is int:
+        return str(value) if abs(value) > MAX_SAFE_INT else value
+    if kind is dict:
+        items = {key: exact_in_browser(item) for key, item in value.items()}
+        return value if all(items[key] is item for key, item in value.items()) else items
+    if kind is list:
+        values = [exact_in_browser(item) for item in value]
+        return value if all(new is old for new, old in zip(values, value, strict=True)) \
+            else values
+    return value
+
+
 def big_int_text(value: int) -> str:
     """What an int longer than :data:`MAX_INT_BITS` reads as, wherever it is."""
     return f"<int of {value.bit_length()} bits>"

@@ -22,10 +22,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..values import (
+    MAX_SAFE_INT,
     MAX_STEPS,
     PLAIN_TYPES,
     TOTAL_CHARS_FACTOR,
     clean_text,
+    exact_in_browser,
     json_safe,
     plain_value,
     short_text,
@@ -125,14 +127,17 @@ class AttrTable:
         return table_dicts(self.take(positions).table).tolist()
 
     def json_rows(self, positions: np.ndarray | list[int], max_chars: int) -> list[dict]:
-        """:func:`values.json_safe` of the dicts at ``positions``, checked column by
-        column: when no text is longer than ``max_chars`` and no float is NaN or
-        infinite, the dicts are JSON-ready as they are (the common case, in C)."""
+        """:func:`values.json_safe` of the dicts at ``positions``, for a browser
+        (:func:`values.exact_in_browser`: an int past 2**53 as its digits), checked
+        column by column: when no text is longer than ``max_chars``, no float is NaN or
+        infinite and no int is past 2**53, the dicts are ready as they are (the
+        common case, in C)."""
         table = self.take(positions).table
         rows = table_dicts(table).tolist()
         if _json_ready(table, max_chars):
-            return [row or {} for row in rows]
-        return [json_safe(row or {}, max_chars) for row in rows]
+            rows = [row or {} for row in rows]
+            return [exact_in_browser(row) for row in rows] if _past_safe_ints(table) else rows
+        return [exact_in_browser(json_safe(row or {}, max_chars)) for row in rows]
 
     def take(self, positions: np.ndarray | list[int]) -> AttrTable:
         """The rows at ``positions``, in that order."""
@@ -535,6 +540,16 @@ def _chunks(held: list[tuple[dict[str, pa.ChunkedArray], int]], name: str,
     if missing:
         chunks.append(pa.nulls(missing, kind))
     return chunks
+
+
+def _past_safe_ints(table: pa.Table) -> bool:
+    """Whether an int column of ``table`` holds an int past ±``values.MAX_SAFE_INT``."""
+    for field in table.schema:
+        if pa.types.is_integer(field.type):
+            low, high = pc.min_max(table.column(field.name)).values()
+            if low.is_valid and (low.as_py() < -MAX_SAFE_INT or high.as_py() > MAX_SAFE_INT):
+                return True
+    return False
 
 
 def _json_ready(table: pa.Table, max_chars: int) -> bool:

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from ..frames.model import TraceFrames
-from ..values import MAX_STRING_CHARS, clean_text, json_safe, truncate
+from ..values import MAX_STRING_CHARS, clean_text, exact_in_browser, json_safe, truncate
 from .contract import SAMPLE_TEXT_FIELDS
 from .payload import NAME_CHARS
 
@@ -148,7 +148,7 @@ def sample_summaries(frames: TraceFrames, rows: np.ndarray | list[int],
         "duration": _json_numbers(_numbers(samples["duration"])),
     }
     names = list(columns)
-    summaries = [json_safe(dict(zip(names, values, strict=True)), max_chars)
+    summaries = [exact_in_browser(json_safe(dict(zip(names, values, strict=True)), max_chars))
                  for values in zip(*columns.values(), strict=True)]
     for field in SAMPLE_TEXT_FIELDS:
         for summary, value in zip(summaries, samples[field].tolist(), strict=True):

@@ -103,3 +103,21 @@ def test_tables_without_attributes(rows: list) -> None:
     attrs = AttrTable.from_dicts(rows)
     every = np.arange(len(rows))
     _decoded(_table(attrs, every), len(rows), attrs.json_rows(every, MAX_CHARS))
+
+
+def test_ints_past_2_53_reach_the_browser_as_their_digits() -> None:
+    """A browser reads JSON numbers as doubles: 2**60 + 1 would show as ...6976. The
+    kernel sends such ints as their digits, at the top and inside a list or dict, and
+    the page reads its int64 bytes and its JSON texts the same way."""
+    rows = [{"seed": 2**60 + 1, "small": 2**53 - 1, "low": -(2**53), "inner": {"id": 2**60 + 3}},
+            {"seed": 7, "inner": [1, 2**61]},
+            {"seed": -(2**62)}]
+    attrs = AttrTable.from_dicts(rows)
+    every = np.arange(len(rows))
+    sent = attrs.json_rows(every, MAX_CHARS)
+    assert sent == [
+        {"seed": str(2**60 + 1), "small": 2**53 - 1, "low": str(-(2**53)),
+         "inner": {"id": str(2**60 + 3)}},
+        {"seed": 7, "inner": [1, str(2**61)]},
+        {"seed": str(-(2**62))}]
+    _decoded(_table(attrs, every), len(rows), sent)

@@ -79,6 +79,17 @@ function finiteOrText(value) {
   return value > 0 ? "Infinity" : "-Infinity";
 }
 
+const SAFE = BigInt(Number.MAX_SAFE_INTEGER);
+
+/**
+ * An int as the kernel sends it (values.exact_in_browser): a number, or its digits
+ * past Number.MAX_SAFE_INTEGER, which a number would show with other digits.
+ * @param {bigint} value
+ */
+function exactInt(value) {
+  return value > SAFE || value < -SAFE ? value.toString() : Number(value);
+}
+
 /**
  * @param {PageAttrColumn} column
  * @param {Buffers} buffers
@@ -95,7 +106,7 @@ function decode(column, buffers) {
     read = (row) => (row < values.length ? finiteOrText(values[row]) : undefined);
   } else if (column.kind === "i64") {
     const values = typed(buffers, column.values, BigInt64Array);
-    read = (row) => (row < values.length ? Number(values[row]) : undefined);
+    read = (row) => (row < values.length ? exactInt(values[row]) : undefined);
   } else if (column.kind === "bool") {
     const values = bytesOf(buffers, column.values);
     read = (row) => (row < values.length ? values[row] !== 0 : undefined);

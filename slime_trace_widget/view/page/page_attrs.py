@@ -23,7 +23,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...tables.attr_columns import AttrTable, text_array
-from ...values import json_safe, truncate
+from ...values import exact_in_browser, json_safe, truncate
+
+#: A run of digits as long as an int past 2**53 is written in JSON text (16 or more).
+LONG_DIGITS = r"\d{16,}"
 
 
 class Buffers(Protocol):
@@ -45,7 +48,7 @@ def page_attr_table(attrs: AttrTable, positions: np.ndarray | list[int], max_cha
         "columns": [_column(key, table.column(key).combine_chunks(), table.is_json(key),
                             max_chars, buffers) for key in table.keys],
         "nones": {str(position): keys for position, keys in table.explicit_nones().items()},
-        "overflow": {str(position): json_safe(row, max_chars)
+        "overflow": {str(position): exact_in_browser(json_safe(row, max_chars))
                      for position, row in table.overflow().items()},
     }
 
@@ -101,12 +104,17 @@ def _column(key: str, column: pa.Array, is_json: bool, max_chars: int | None,
 
 
 def _cut(texts: pa.Array, is_json: bool, max_chars: int) -> pa.Array:
-    """``texts`` with every text cut to ``max_chars`` (JSON: every string inside it)."""
-    if not len(texts) or pc.max(pc.utf8_length(texts)).as_py() <= max_chars:
+    """``texts`` with every text cut to ``max_chars`` (JSON: every string inside it,
+    and every int past 2**53 written as its digits, :func:`values.exact_in_browser`)."""
+    if not len(texts):
+        return texts
+    within = pc.max(pc.utf8_length(texts)).as_py() <= max_chars
+    if within and not (is_json and pc.any(pc.match_substring_regex(texts, LONG_DIGITS)).as_py()):
         return texts  # the common case: nothing to cut, nothing to copy
     if is_json:
-        return pa.array([json.dumps(json_safe(json.loads(text), max_chars), ensure_ascii=False)
-                         for text in texts.to_pylist()], type=pa.string())
+        return pa.array([json.dumps(exact_in_browser(json_safe(json.loads(text), max_chars)),
+                                    ensure_ascii=False) for text in texts.to_pylist()],
+                        type=pa.string())
     return pa.array([truncate(text, max_chars) for text in texts.to_pylist()], type=pa.string())
 
 
