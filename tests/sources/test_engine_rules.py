@@ -16,6 +16,7 @@ from slime_trace_widget.answers.engine import engine_breakdown
 from slime_trace_widget.answers.trends import rollout_trends
 from slime_trace_widget.frames.model import TraceFrames
 from slime_trace_widget.sources.engine.join import join_engine
+from slime_trace_widget.sources.engine.match import SHORT_RID_ONLY
 from tests.support.engine_builder import T0, Engine, frames_for, next_id, plain_slices
 
 
@@ -48,6 +49,25 @@ def test_a_short_rid_alone_never_picks_between_two_samples() -> None:
     assert _engine_spans(joined).empty
     assert joined.engine_unmatched["rid"].tolist() == ["turn-2"]
 
+
+
+@pytest.mark.parametrize("rids", [["sess-17_turn-2"], ["sess-17_turn-2", "sess-23_turn-2"]])
+def test_a_request_read_by_its_short_rid_alone_is_not_missing(rids: list[str]) -> None:
+    """The aborted request was read: it is listed with why it is not attached, and the
+    one span it stands for is not counted as waiting for a request no trace holds (the
+    other span, when two rids end alike, still is)."""
+    frames = frames_for(rids)
+    engine = Engine()
+    engine.request("sess-17_turn-2", T0 + 1, T0 + 4, slices=plain_slices(T0 + 1.1, T0 + 4))
+    root = json.loads(engine.rows["attributes"][0])
+    del root["gen_ai.request.id"]  # as SGLang 0.5.23's abort path leaves the root
+    engine.rows["attributes"][0] = json.dumps(root)
+    table = engine.table()
+    joined = join_engine(frames, table, beyond=lambda: table.slice(0, 0))
+    assert _engine_spans(joined).empty
+    (listed,) = joined.engine_unmatched.to_dict("records")
+    assert listed["rid"] == "turn-2" and listed["reason"] == SHORT_RID_ONLY
+    assert joined.warnings.get("engine_request_missing", 0) == len(rids) - 1
 
 def test_pd_halves_pair_by_bootstrap_room_without_a_client_rid() -> None:
     frames = frames_for(["decode-rid-0001", "decode-rid-0002"])

@@ -50,7 +50,8 @@ def waiting_spans(frames: TraceFrames, matches: Matches, requests: list[Request]
     (a half of a room, without the other); not those that held engine spans already (a
     dataset converted with them), nor those of a reused rid that its requests listed with
     their reason stand for (:func:`_listed_for`: those requests were read, the rid told
-    no attempt). While the rollout still runs (some span is open), a
+    no attempt), nor one span per request read with only its short rid, whose rid ends
+    with it (:attr:`.match.Matches.short`). While the rollout still runs (some span is open), a
     span that ended within :data:`IN_FLIGHT_SECONDS` of the frames' end is not waiting
     yet: its request may still be on its way to the store."""
     roles: dict[int, set[str]] = {}
@@ -62,6 +63,10 @@ def waiting_spans(frames: TraceFrames, matches: Matches, requests: list[Request]
                    if len(have & {"prefill", "decode"}) == 1 and "" not in have)
     waiting -= held
     waiting -= _listed_for(matches, requests, waiting)
+    # A request read but known only by its short rid stands for one span its rid ends
+    # (the earliest waiting): that span's request was read, not missed.
+    unattached = (number for number in matches.short if matches.owners[number] < 0)
+    waiting -= _one_span_each(unattached, matches.short, requests, waiting)
     if waiting and pc.any(pc.equal(frames.tables.span_core.column("state"), "open")).as_py():
         ends = frames.span_core["display_end"]
         waiting = {span for span in waiting

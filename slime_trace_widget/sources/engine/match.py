@@ -81,6 +81,11 @@ UNKNOWN_OFFSET = ("its rid names several generation spans (a retry), or one that
                   "request of that host was matched): its requests of that rid fit those "
                   "spans, one each, in no single way, or a request of another host wants "
                   "the same span")
+#: ``engine_unmatched.reason`` of a request SGLang ended unfinished (an abort), whose
+#: trace keeps only the part of its rid after the last ``_``, as spans' rids end.
+SHORT_RID_ONLY = ("it ended unfinished (an abort), so its trace keeps only the part of its "
+                  "rid after the last '_'; generation spans' rids end with that part, and it "
+                  "alone tells no span (another rollout's rid may end so too)")
 #: The most steps (a request tried on a span) taken to find how a host's requests of a
 #: reused rid fit its spans; past it, they are taken to fit in no single way.
 _MOST_FITS = 10_000
@@ -130,6 +135,10 @@ class Matches:
     #: The (span, role) pairs a request holds by trace context (rule 1) or in the frames
     #: already (:class:`Held`): no other request of that role is placed there.
     claimed: set[tuple[int, str]] = field(default_factory=set)
+    #: Requests known only by a short rid (:data:`SHORT_RID_ONLY`) with the spans whose
+    #: rids end with it: attached to none, they still stand for one of those spans,
+    #: which waits for no request beyond the window (``beyond.waiting_spans``).
+    short: dict[int, list[int]] = field(default_factory=dict)
 
 
 def placed_matches(frames: TraceFrames, requests: list[Request],
@@ -204,9 +213,26 @@ def rid_owners(frames: TraceFrames, requests: list[Request],
             if (hit, role) in in_context:
                 reasons[number] = RID_USED_AGAIN
     _match_by_tail(requests, owners, whole, tail, set(hits) | in_context)
+    short = _short_rid_spans(requests, owners, ids.of_span)
+    reasons.update((number, SHORT_RID_ONLY) for number in short)
     named = {span for span in whole.values() if span >= 0}
     named.update(span for spans in several.values() for span in spans)
-    return Matches(owners, ids, reused, named=named, reasons=reasons, claimed=in_context)
+    return Matches(owners, ids, reused, named=named, reasons=reasons, claimed=in_context,
+                   short=short)
+
+
+def _short_rid_spans(requests: list[Request], owners: list[int], of_span: dict[int, str]
+                     ) -> dict[int, list[int]]:
+    """Each unmatched request known only by its short rid (``Request.short_rid``), with
+    the spans whose rid, past a ``_``, ends with it: none is its span for sure, and
+    each may be."""
+    by_tail: dict[str, list[int]] = defaultdict(list)
+    for span, rid in of_span.items():
+        if "_" in rid:
+            by_tail[rid.rsplit("_", 1)[-1]].append(span)
+    return {number: by_tail[request.whole_rid] for number, request in enumerate(requests)
+            if owners[number] < 0 and request.short_rid and request.role != KV_SENDER
+            and request.whole_rid in by_tail}
 
 
 def place_reused(matches: Matches, requests: list[Request],
