@@ -56,6 +56,9 @@ LIVE_END_RESENT = "span_end_resent"
 LIVE_RECEIVER_START = "receiver_start"
 LIVE_RECEIVER_STOP = "receiver_stop"
 LIVE_MAX_RECORD_TYPE = 64
+#: The collector's own rows are sent by a sender named with this prefix, which no
+#: sender may take (the collector refuses such a sender's records).
+RECEIVER_PREFIX = "receiver:"
 
 # Record keys, in the order slime writes them. ``span_id`` is on span records only;
 # ``parent_span_id`` on starts and events that have a parent; ``attrs`` when not empty.

@@ -37,12 +37,17 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from ..schema import LIVE_CLOSE, LIVE_HEARTBEAT, LIVE_RECEIVER_START, LIVE_RECEIVER_STOP
+from ..schema import (
+    LIVE_CLOSE,
+    LIVE_HEARTBEAT,
+    LIVE_RECEIVER_START,
+    LIVE_RECEIVER_STOP,
+    RECEIVER_PREFIX,
+)
 
-#: Besides trace records, this accounting reads a sender's heartbeat and close (its
-#: counts) and the collector's own start and stop rows (``schema.LIVE_*``), whose
-#: sender names begin with this. The live store writes them.
-RECEIVER_PREFIX = "receiver:"
+# Besides trace records, this accounting reads a sender's heartbeat and close (its
+# counts) and the collector's own start and stop rows (``schema.LIVE_*``), whose
+# sender names begin with ``schema.RECEIVER_PREFIX``. The live store writes them.
 
 #: A sender not heard from for this long (and not closed) is flagged silent.
 SILENT_SECONDS = 10.0

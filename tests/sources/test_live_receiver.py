@@ -10,6 +10,7 @@ import gzip
 import json
 import os
 import signal
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -341,3 +342,25 @@ def wait_until(condition: Callable[[], bool], what: str) -> None:
     while not condition():
         assert time.monotonic() < deadline, f"waited {WAIT_SECONDS:.0f} s for {what}"
         time.sleep(0.05)
+
+
+def test_a_sender_on_a_host_named_like_the_collector_is_kept(
+        collector: Receiver, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The collector names its own rows ``receiver:...`` and refuses a sender so named:
+    the recording API on a host called ``receiver`` had every record refused, and the
+    view showed no sender and no loss."""
+    monkeypatch.setattr(socket, "gethostname", lambda: "receiver")
+    stream = streaming.install(collector.endpoint_url, interval=0.05)
+    streaming.set_rollout(2)
+    try:
+        make_demo_samples(4, seed=5, rollout_id=2)
+        stats = stream.close(timeout=60)
+    finally:
+        streaming.set_rollout(None)
+        stream.close(timeout=1)
+    assert stats.seq > 0 and stats.sent == stats.seq and stats.dropped == 0
+    rows = sender_rows(collector.folder)
+    (name,) = set(rows["sender"].to_pylist())
+    assert name.startswith("host receiver:")
+    (sender,) = load_live(collector.folder, engine_traces=False).live.senders
+    assert sender.records == stats.seq and sender.missing == 0

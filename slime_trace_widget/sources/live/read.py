@@ -31,7 +31,7 @@ import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 
-from ...frames.live_health import RECEIVER_PREFIX
+from ...schema import RECEIVER_PREFIX
 from ..engine import durable
 from ..engine.durable import read_wal
 from .store import LAYOUT, SUBDIR, UNKNOWN_ROLLOUT, trace_records

@@ -26,8 +26,13 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ...frames.live_health import RECEIVER_PREFIX
-from ...schema import LIVE_CLOSE, LIVE_HEARTBEAT, LIVE_RECEIVER_START, LIVE_RECEIVER_STOP
+from ...schema import (
+    LIVE_CLOSE,
+    LIVE_HEARTBEAT,
+    LIVE_RECEIVER_START,
+    LIVE_RECEIVER_STOP,
+    RECEIVER_PREFIX,
+)
 from ...tables.core_tables import UNKNOWN_ROLLOUT as UNKNOWN_ROLLOUT  # -1: no rollout id
 from ..engine import durable
 

@@ -29,6 +29,7 @@ from ...schema import (
     LIVE_MAX_RECORD_TYPE,
     LIVE_RECEIVER_START,
     LIVE_RECEIVER_STOP,
+    RECEIVER_PREFIX,
     RECORD_ATTEMPT,
     RECORD_ATTRS,
     RECORD_GROUP_ID,
@@ -82,10 +83,14 @@ _MAX_KEYS = 10_000
 
 
 def sender_identity(pid: int | None = None) -> tuple[str, int, str]:
-    """This process's (host, pid, sender id): ``<host>:<pid>:<start epoch ns>``."""
+    """This process's (host, pid, sender id): ``<host>:<pid>:<start epoch ns>``, or
+    ``host <host>:<pid>:<start epoch ns>`` on a host whose name would make the id begin
+    with the collector's own prefix (``schema.RECEIVER_PREFIX``), which the collector
+    refuses: a host name has no space, so the id is still no other host's."""
     host = socket.gethostname()
     pid = os.getpid() if pid is None else pid
-    return host, pid, f"{host}:{pid}:{time.time_ns()}"
+    sender = f"{host}:{pid}:{time.time_ns()}"
+    return host, pid, f"host {sender}" if sender.startswith(RECEIVER_PREFIX) else sender
 
 
 def resource_attributes(host: str, pid: int, sender: str) -> dict[str, Any]:
