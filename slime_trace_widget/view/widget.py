@@ -345,8 +345,10 @@ class TraceTimeline(anywidget.AnyWidget):
             value["span_id"] = None if span_id is None else str(span_id)
         return value
 
-    def _frame_index(self, kind: str, payload_index: int) -> int:
-        table = self._view.span_index if kind == "span" else self._view.event_index
+    def _frame_index(self, kind: str, payload_index: int,
+                     view: EncodedView | None = None) -> int:
+        view = self._view if view is None else view
+        table = view.span_index if kind == "span" else view.event_index
         if not 0 <= payload_index < len(table):
             raise IndexError(payload_index)
         return int(table[payload_index])
@@ -432,9 +434,11 @@ class TraceTimeline(anywidget.AnyWidget):
             raise ValueError(f"kind must be 'span' or 'event', not {kind!r}")
         if self._live is not None:
             return {"detail": self._live.session.detail(kind, int(content["index"]))}
-        frame_index = self._frame_index(kind, int(content["index"]))
-        return {"detail": (span_detail if kind == "span" else event_detail)(self._frames,
-                                                                           frame_index)}
+        view = self._view  # then the frames: a newer view's rows are not in older frames
+        frames = self._frames
+        _check_shown(view, content)
+        frame_index = self._frame_index(kind, int(content["index"]), view)
+        return {"detail": (span_detail if kind == "span" else event_detail)(frames, frame_index)}
 
     def _payload_inline(self, _content: dict[str, Any]) -> dict[str, Any]:
         """The payload shown, each buffer as base64 text, for a front end whose binary
@@ -448,11 +452,14 @@ class TraceTimeline(anywidget.AnyWidget):
 
     def _sample_text(self, content: dict[str, Any]) -> dict[str, Any]:
         """The whole text ``field`` of payload sample ``sample`` (see ``details.sample_text``)."""
-        rows = self._view.sample_rows
+        view = self._view  # then the frames: a newer view's rows are not in older frames
+        frames = self._frames
+        _check_shown(view, content)
+        rows = view.sample_rows
         position = content.get("sample")
         if type(position) is not int or not 0 <= position < len(rows):
             raise IndexError("no such sample in this view")
-        return sample_text(self._frames, int(rows[position]), content.get("field"))
+        return sample_text(frames, int(rows[position]), content.get("field"))
 
     def _query_attrs(self, content: dict[str, Any]) -> dict[str, Any]:
         """Whether the filter's attribute terms all hold, per payload span and event, as
@@ -467,12 +474,19 @@ class TraceTimeline(anywidget.AnyWidget):
         view = self._view
         frames = self._frames
         terms = check_terms(content.get("terms"))
-        wanted = content.get("view")
-        if wanted is not None and wanted != view.payload["meta"]["view_id"]:
-            raise ValueError(f"view {wanted!r} is no longer shown")
+        _check_shown(view, content)
         spans, events = attr_masks(frames, terms, view.span_index, view.event_index)
         return {"n_spans": len(spans), "n_events": len(events),
                 "spans": _bitmap(spans), "events": _bitmap(events)}
+
+
+def _check_shown(view: EncodedView, content: dict[str, Any]) -> None:
+    """ValueError when ``content`` names a view (``meta.view_id``) other than ``view``:
+    its payload indices are another payload's, and ``show()`` may have swapped the view
+    after the request was made. A request naming none is answered (a page's own)."""
+    wanted = content.get("view")
+    if wanted is not None and wanted != view.payload["meta"].get("view_id"):
+        raise ValueError(f"view {wanted!r} is no longer shown")
 
 
 def _bitmap(mask: Any) -> str:

@@ -138,7 +138,7 @@ def test_sample_text_sends_the_whole_text(timeline: TraceTimeline, field: str) -
                               "req": 9})
     whole = timeline.samples.at[0, field]
     assert reply == {"type": "sample_text", "req": 9, "sample": position, "field": field,
-                     "text": whole, "chars": len(whole)}
+                     "view": None, "text": whole, "chars": len(whole)}
 
 
 def test_sample_text_follows_the_view(timeline: TraceTimeline) -> None:
@@ -152,6 +152,21 @@ def test_sample_text_follows_the_view(timeline: TraceTimeline) -> None:
     [reply] = _ask(timeline, {"type": "sample_text", "sample": len(rows),
                               "field": "response", "req": 5})
     assert "error" in reply and "text" not in reply
+
+
+def test_a_request_for_a_view_no_longer_shown_is_refused(timeline: TraceTimeline) -> None:
+    """A click's request names its view: once show() has swapped it, the same payload
+    position is another sample, so the kernel says so instead of sending its text."""
+    before = timeline.view.payload["meta"]["view_id"]
+    timeline.show(samples=timeline.samples.loc[[2, 1]])
+    now = timeline.view.payload["meta"]["view_id"]
+    [stale] = _ask(timeline, {"type": "sample_text", "sample": 0, "field": "response",
+                              "view": before, "req": 4})
+    assert stale["view"] == before and "text" not in stale
+    assert stale["error"] == f"ValueError: view {before!r} is no longer shown"
+    [fresh] = _ask(timeline, {"type": "sample_text", "sample": 0, "field": "response",
+                              "view": now, "req": 5})
+    assert fresh["text"] == timeline.samples.at[timeline.view.sample_rows[0], "response"]
 
 
 def test_absent_text_is_none(timeline: TraceTimeline) -> None:

@@ -56,3 +56,17 @@ def test_a_selection_of_another_kind_is_not_taken_for_an_event(timeline: TraceTi
     assert timeline.selected["frame_index"] == timeline._view.event_index[0]
     timeline.selected = {"kind": "flame", "path": "a;b"}  # no index: kept as sent
     assert timeline.selected == {"kind": "flame", "path": "a;b"}
+
+
+def test_a_request_for_a_view_no_longer_shown_is_refused() -> None:
+    """Payload index 0 names another span once show() has swapped the view: a request
+    made in the old view gets an error, not the new view's span."""
+    timeline = TraceTimeline.from_dump(FIXTURES / "small.pt")
+    before = timeline.view.payload["meta"]["view_id"]
+    timeline.show(samples=timeline.samples.loc[[2]])
+    stale = _ask(timeline, {"kind": "span", "view": before})
+    assert stale["view"] == before and "detail" not in stale
+    assert stale["error"] == f"ValueError: view {before!r} is no longer shown"
+    now = timeline.view.payload["meta"]["view_id"]
+    fresh = _ask(timeline, {"kind": "span", "view": now})
+    assert fresh["detail"]["span_id"] == timeline.spans.at[timeline.view.span_index[0], "span_id"]

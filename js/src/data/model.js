@@ -157,19 +157,22 @@ export class Requests {
   /**
    * @param {"span"|"event"} kind
    * @param {number} index payload index
+   * @param {string} [view] the payload's `meta.view_id`: the kernel refuses the request
+   *   once another view is shown, whose index would name another item
    * @returns {{req: number, promise: Promise<AttrsReply>}}
    */
-  attrs(kind, index) {
-    return this.ask({ type: "attrs", kind, index });
+  attrs(kind, index, view) {
+    return this.ask(view === undefined ? { type: "attrs", kind, index } : { type: "attrs", kind, index, view });
   }
 
   /**
    * @param {number} sample payload sample index
    * @param {string} field "prompt", "response", "label" or "metadata"
+   * @param {string} [view] the payload's `meta.view_id`, as for attrs
    * @returns {{req: number, promise: Promise<SampleTextReply>}}
    */
-  sampleText(sample, field) {
-    return this.ask({ type: "sample_text", sample, field });
+  sampleText(sample, field, view) {
+    return this.ask(view === undefined ? { type: "sample_text", sample, field } : { type: "sample_text", sample, field, view });
   }
 
   /**

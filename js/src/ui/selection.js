@@ -77,6 +77,8 @@ export function hitOfSelected(data, layout, sel) {
  */
 export function loadDetails(app, hit) {
   const data = app.shown.data;
+  // The kernel refuses a request for another view than it shows (show() swapped it).
+  const view = app.sync.get("payload")?.meta?.view_id;
   if (!isItem(hit)) return;
   const detailSpan = hit.type === "segment" ? detailSpanForSegment(data, hit.seg) : hit.type === "span" ? hit.span : -1;
   const kind = hit.type === "event" ? "event" : "span";
@@ -96,13 +98,13 @@ export function loadDetails(app, hit) {
       if (row < 0) return;
       app.select({ type: "event", row, sample, ev, count: 1, members: [ev], t: data.evTs[ev] });
     },
-    sampleText: (/** @type {string} */ field) => app.requests.sampleText(hit.sample, field).promise,
+    sampleText: (/** @type {string} */ field) => app.requests.sampleText(hit.sample, field, view).promise,
   };
   const figures = hit.type === "span" ? figureSpans(data, hit.span) : null;
   const engineBox = figures ? el("div", "stw-sec stw-engine-figures-sec") : undefined;
   renderDetails(app.ui.detailsEl, data, hit, detailSpan, { status: "loading", detail: null, engineBox }, actions);
   app.updateSide();
-  const { req, promise } = app.requests.attrs(kind, index);
+  const { req, promise } = app.requests.attrs(kind, index, view);
   app.pointer.pendingReq = req;
   promise.then(
     (reply) => {
@@ -115,7 +117,7 @@ export function loadDetails(app, hit) {
       renderDetails(app.ui.detailsEl, data, hit, detailSpan, { status: "error", detail: null, error: String(err && err.message ? err.message : err), engineBox }, actions);
     },
   );
-  if (figures && engineBox) loadFigures(app, hit, figures, engineBox, index === figures.generation ? promise : null);
+  if (figures && engineBox) loadFigures(app, hit, figures, engineBox, index === figures.generation ? promise : null, view);
 }
 
 /**
@@ -126,13 +128,14 @@ export function loadDetails(app, hit) {
  * @param {{generation: number, requests: number[]}} figures
  * @param {HTMLElement} box
  * @param {Promise<import("../data/model.js").AttrsReply>|null} generationReply
+ * @param {string} [view] the payload's view id, as for loadDetails
  */
-function loadFigures(app, hit, figures, box, generationReply) {
+function loadFigures(app, hit, figures, box, generationReply, view) {
   const data = app.shown.data;
   renderEngineFigures(box, data, figures.requests, { status: "loading" });
   const detailOf = (/** @type {Promise<import("../data/model.js").AttrsReply>} */ promise) => promise.then((reply) => (reply.detail && typeof reply.detail === "object" ? reply.detail : null));
-  const slime = figures.generation < 0 ? Promise.resolve(null) : detailOf(generationReply ?? app.requests.attrs("span", figures.generation).promise);
-  const requests = figures.requests.map((span) => detailOf(app.requests.attrs("span", span).promise));
+  const slime = figures.generation < 0 ? Promise.resolve(null) : detailOf(generationReply ?? app.requests.attrs("span", figures.generation, view).promise);
+  const requests = figures.requests.map((span) => detailOf(app.requests.attrs("span", span, view).promise));
   Promise.all([slime, ...requests]).then(
     ([generation, ...replies]) => {
       if (app.drawing.loop.disposed || app.pointer.selection !== hit) return; // another item shown since

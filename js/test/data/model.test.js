@@ -125,7 +125,10 @@ test("local model answers sample_text requests; a reply of another type is not a
   });
   const c = new Requests(m, 200);
   const hit = await c.sampleText(0, "prompt").promise;
-  assert.deepEqual(hit, { type: "sample_text", req: hit.req, sample: 0, field: "prompt", text: "P".repeat(50), chars: 80 });
+  assert.deepEqual(hit, { type: "sample_text", req: hit.req, sample: 0, field: "prompt", view: null, text: "P".repeat(50), chars: 80 });
+  // A request naming its view has it echoed, as the kernel's reply does.
+  const named = await c.sampleText(0, "prompt", "7").promise;
+  assert.equal(named.view, "7");
   const miss = await c.sampleText(3, "response").promise;
   assert.equal(miss.text, null);
   assert.match(miss.error, /not embedded/);
