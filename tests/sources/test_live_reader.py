@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 import pyarrow as pa
+import pytest
 
 from slime_trace_widget.schema import w3c_trace_id
 from slime_trace_widget.sources.live import LiveReader, load_live
@@ -169,4 +170,48 @@ def test_a_samples_record_count_is_of_the_records_read(tmp_path: Path) -> None:
     (sample,) = delta.samples.itertuples()
     assert (sample.trace_id, sample.n_records, sample.new) == ("a", 1, True)
     assert reader.frames(now=T0 + 2).warnings[UNREADABLE] == 1
+    store.close()
+
+
+def test_a_span_named_with_a_lone_surrogate_is_shown_with_the_replacement(
+        tmp_path: Path) -> None:
+    """The recording API keeps lone surrogates; Arrow text in the delta's tables cannot
+    hold one. Every poll failed while such a span was open, and what those polls took in
+    was never shown (3 samples recorded, 0 shown once it closed)."""
+    store = store_in(tmp_path)
+    odd = {**span("a", "s1", T0), "name": "tool:\ud800", "trace_id": "a\udfff"}
+    store.append(live_rows([span("z", "s", T0), odd], sender="a:1:0", rollout=1))
+    reader = LiveReader(tmp_path, engine_traces=False)
+    first = reader.poll(now=T0 + 1)
+    assert sorted(first.open_spans["name"]) == ["generate", "tool:\ufffd"]
+    assert "a\ufffd" in set(first.samples["trace_id"])
+    store.append(live_rows([{**span("a\udfff", "s1", T0 + 1, end=True), "name": "tool:\ud800"},
+                            span("y", "s", T0 + 1)], sender="a:1:0", rollout=1, first_seq=3))
+    second = reader.poll(now=T0 + 2)
+    assert list(second.closed["name"]) == ["tool:\ufffd"]
+    assert len(reader.frames(now=T0 + 2).samples) == 3
+    store.close()
+
+
+def test_a_poll_that_fails_midway_is_read_again_whole_by_the_next(
+        tmp_path: Path, monkeypatch) -> None:
+    """Once a poll has taken rows in, a failure would leave them out for good: the next
+    poll reads the rollout so far again."""
+    store = store_in(tmp_path)
+    store.append(live_rows([span("z", "s", T0)], sender="a:1:0", rollout=1))
+    reader = LiveReader(tmp_path, engine_traces=False)
+    reader.poll(now=T0 + 1)
+    store.append(live_rows([span("a", "s1", T0 + 1)], sender="a:1:0", rollout=1, first_seq=2))
+    failing = LiveReader._delta
+
+    def fail_once(self, *args, **kwargs):
+        monkeypatch.setattr(LiveReader, "_delta", failing)
+        raise RuntimeError("a delta that could not be built")
+
+    monkeypatch.setattr(LiveReader, "_delta", fail_once)
+    with pytest.raises(RuntimeError, match="could not be built"):
+        reader.poll(now=T0 + 2)
+    again = reader.poll(now=T0 + 3)
+    assert again.rollout_changed and set(again.samples["trace_id"]) == {"z", "a"}
+    assert len(again.open_spans) == 2
     store.close()

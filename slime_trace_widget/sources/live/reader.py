@@ -33,7 +33,7 @@ import pyarrow.compute as pc
 
 from ...frames.live_health import HealthTracker, LiveHealth
 from ...frames.model import TraceFrames
-from ...values import short_text
+from ...values import clean_text, short_text
 from .carriers import LiveCarriers, NewRecord, read_rows
 from .engine_marks import EngineMarks
 from .frames_of import live_frames
@@ -105,8 +105,18 @@ class LiveReader:
 
     def poll(self, now: float | None = None) -> LiveDelta:
         """Read what arrived since the last poll (the rollout so far, the first time and
-        when the reader moves on to another rollout)."""
-        now = time.time() if now is None else float(now)
+        when the reader moves on to another rollout).
+
+        A poll that fails once it has taken rows in leaves the reader to read the
+        rollout so far again on the next one: going on from where it stopped would
+        leave out, for good, what the failed poll took in and never showed."""
+        try:
+            return self._poll(time.time() if now is None else float(now))
+        except Exception:
+            self._tail = None
+            raise
+
+    def _poll(self, now: float) -> LiveDelta:
         if self._tail is None:
             try:
                 store_folder(self.directory)
@@ -198,4 +208,4 @@ class LiveReader:
 
 
 def _text(value: object) -> str | None:
-    return None if value is None else short_text(value)
+    return None if value is None else clean_text(short_text(value))

@@ -12,7 +12,7 @@ after it changes nothing (``carriers.LiveTrace.stand_in``).
 
 Records come checked (:func:`.carriers.read_rows`: each has a time), and names and ids
 that are not text are made text without raising (:func:`~slime_trace_widget.values.short_text`),
-so taking a batch in never fails halfway.
+lone surrogates replaced, so taking a batch in never fails halfway.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from ...schema import (
     SPAN_START,
 )
 from ...tables.carrier import PARENT_SCAN
-from ...values import short_text
+from ...values import clean_text, short_text
 from .carriers import NewRecord
 
 
@@ -109,8 +109,10 @@ class SpanTracker:
 
 
 def _text(value: object) -> str:
-    """A name or id as text: itself when it is a string, else its bounded text."""
-    return value if type(value) is str else short_text(value)
+    """A name or id as text: itself when it is a string, else its bounded text; lone
+    surrogates replaced (``values.clean_text``), as the frames builder does: the delta's
+    tables hold Arrow text, which cannot."""
+    return clean_text(value if type(value) is str else short_text(value))
 
 
 def _inferred(spans: dict[str, deque[OpenSpan]], ts: float) -> str | None:
