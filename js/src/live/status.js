@@ -12,10 +12,10 @@ const CLIP_ROW_END = 1;
 /**
  * @typedef {Object} LiveStatus
  * @property {number} now seconds relative to t0
- * @property {Uint8Array} running 1 while the sample has an open span
+ * @property {Uint8Array} running 1 while a span of the sample grows (growingSpans)
  * @property {Float32Array} runningFor seconds since the sample started (running), its duration (finished)
  * @property {Uint8Array} straggler 1: running longer than p90
- * @property {Uint8Array} stalled 1: an open span and no record for stallAfter seconds
+ * @property {Uint8Array} stalled 1: running, and no record for stallAfter seconds
  * @property {Int32Array} stuckSpan the open span a running sample is in (its deepest, latest), -1 for none
  * @property {Float32Array} quietFor seconds since the sample's last record
  * @property {number} p90 the finished samples' p90 duration (NaN when none finished)
@@ -25,19 +25,25 @@ const CLIP_ROW_END = 1;
  */
 
 /**
- * Spans that grow with the clock: open and drawn to their row's last record
+ * Whether span `i` grows with the clock: open and drawn to its row's last record
  * (an open span clipped by a later sibling or a closed ancestor has evidently
  * stopped, and keeps its clipped end). Engine spans are the engine's, never open here.
+ * @param {import("../data/decode.js").Data} data
+ * @param {number} i
+ */
+function grows(data, i) {
+  const flags = data.spanFlags[i];
+  return (flags & F_OPEN) !== 0 && !(flags & F_ENGINE) && ((flags >> CLIP_SHIFT) & 3) === CLIP_ROW_END;
+}
+
+/**
+ * The spans that grow with the clock (`grows`).
  * @param {import("../data/decode.js").Data} data
  * @returns {Uint32Array}
  */
 export function growingSpans(data) {
   const out = [];
-  for (let i = 0; i < data.nSpans; i++) {
-    const flags = data.spanFlags[i];
-    if (!(flags & F_OPEN) || flags & F_ENGINE) continue;
-    if (((flags >> CLIP_SHIFT) & 3) === CLIP_ROW_END) out.push(i);
-  }
+  for (let i = 0; i < data.nSpans; i++) if (grows(data, i)) out.push(i);
   return Uint32Array.from(out);
 }
 
@@ -61,14 +67,16 @@ export function liveStatus(data, now, stallAfter) {
   for (let s = 0; s < n; s++) {
     const start = data.smpStart[s];
     quietFor[s] = now - lastRecord[s];
-    if (data.smpOpen[s] > 0) {
+    // Running while a span grows: one left open under an ancestor that ended (an aborted
+    // generation) has stopped, and so has its sample once nothing else is open.
+    let best = -1;
+    for (let i = data.spanOff[s]; i < data.spanOff[s + 1]; i++) {
+      if (!grows(data, i)) continue;
+      if (best < 0 || data.spanDepth[i] > data.spanDepth[best] || (data.spanDepth[i] === data.spanDepth[best] && data.spanStart[i] >= data.spanStart[best])) best = i;
+    }
+    if (best >= 0) {
       running[s] = 1;
       runningFor[s] = now - start;
-      let best = -1;
-      for (let i = data.spanOff[s]; i < data.spanOff[s + 1]; i++) {
-        if (!(data.spanFlags[i] & F_OPEN) || data.spanFlags[i] & F_ENGINE) continue;
-        if (best < 0 || data.spanDepth[i] > data.spanDepth[best] || (data.spanDepth[i] === data.spanDepth[best] && data.spanStart[i] >= data.spanStart[best])) best = i;
-      }
       stuckSpan[s] = best;
     } else {
       runningFor[s] = lastRecord[s] - start;

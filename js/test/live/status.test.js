@@ -61,6 +61,25 @@ test("with a longer stall_after nothing is stalled, and with no finished sample 
   assert.equal(status.nStragglers, 0);
 });
 
+test("a sample whose open span was clipped by its ended ancestor has stopped: not running nor stalled", () => {
+  const OPEN_ANCESTOR = F_OPEN | (3 << CLIP_SHIFT);
+  const data = decodePayload(makePayload({
+    samples: [{ start: 0, end: 10 }, { start: 0, end: 12 }],
+    spans: [
+      { sample: 0, start: 0, end: 10, name: "group", depth: 0 },
+      { sample: 0, start: 1, end: 10, name: "sglang_generate", lane: 1, depth: 1, flags: OPEN_ANCESTOR },
+      { sample: 1, start: 0, end: 12, name: "generate", depth: 0 },
+    ],
+  }).payload);
+  assert.equal(data.smpOpen[0], 1);
+  const status = liveStatus(data, 500, 60);
+  assert.deepEqual([status.nRunning, status.nStalled, status.nStragglers], [0, 0, 0]);
+  assert.equal(status.running[0], 0);
+  assert.equal(status.stuckSpan[0], -1);
+  assert.equal(status.runningFor[0], 10);
+  assert.equal(rowTag(data, status, 0), null);
+});
+
 test("open spans drawn to their row's last record grow to now; clipped ones stay", () => {
   const data = decodePayload(makePayload({
     samples: [{ start: 0, end: 10 }],
