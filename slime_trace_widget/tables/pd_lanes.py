@@ -39,19 +39,21 @@ SUMMARY_EVENT = PD_SUMMARY_EVENT
 SUMMARY_KEYS = PD_SUMMARY_KEYS
 LANE_SUFFIX = PD_LANE_SUFFIXES
 
-#: Attribute-form segments per phase, in SGLang's order: (segment name, keys read).
+#: Attribute-form segments per phase, in SGLang's order: (segment name, keys read). The
+#: first release's unprefixed ``pd_bootstrap_duration`` and ``pd_alloc_waiting_duration``
+#: are the prefill's, as slime's first viewer drew them under ``[P]``.
 ATTRIBUTE_SEGMENTS: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
     "prefill": (
         ("prefill_bootstrap_queue", ("pd_prefill_bootstrap_queue_duration",)),
         ("prefill_bootstrap", ("pd_prefill_bootstrap_duration", "pd_bootstrap_duration")),
-        ("prefill_alloc_wait", ("pd_prefill_alloc_wait_duration",)),
+        ("prefill_alloc_wait", ("pd_prefill_alloc_wait_duration", "pd_alloc_waiting_duration")),
         ("prefill_forward", ("pd_prefill_forward_duration",)),
         ("prefill_transfer_queue", ("pd_prefill_transfer_queue_duration",)),
     ),
     "decode": (
         ("decode_prealloc", ("pd_decode_prealloc_duration",)),
         ("decode_bootstrap", ("pd_decode_bootstrap_duration",)),
-        ("decode_alloc_wait", ("pd_decode_alloc_wait_duration", "pd_alloc_waiting_duration")),
+        ("decode_alloc_wait", ("pd_decode_alloc_wait_duration",)),
         ("decode_transfer", ("pd_decode_transfer_duration",)),
         ("decode_forward", ("pd_decode_forward_duration",)),
     ),

@@ -360,6 +360,23 @@ def test_pd_attribute_form_gives_virtual_lanes() -> None:
                                            "decode_forward"]
 
 
+
+def test_the_first_releases_alloc_wait_is_the_prefills() -> None:
+    """``pd_alloc_waiting_duration``, like ``pd_bootstrap_duration``, is a prefill-side
+    time (slime's first viewer drew both under [P]); in [D] it pushed the decode's
+    transfer and forward back by its length."""
+    attrs = {"pd_prefill_forward_duration": 0.25, "pd_bootstrap_duration": 0.05,
+             "pd_alloc_waiting_duration": 0.1, "pd_decode_prealloc_duration": 0.2,
+             "pd_decode_forward_duration": 1.0}
+    f = frames_of(sample(rec("span_start", "sglang_generate", 0, "g"),
+                         rec("span_end", "sglang_generate", 2, "g", attrs=attrs)))
+    virtual = f.spans[f.spans["virtual"]].set_index("name")
+    p, d = virtual.loc["sglang_generate [P]"], virtual.loc["sglang_generate [D]"]
+    assert p["end"] - T0 == pytest.approx(0.40) and d["end"] - T0 == pytest.approx(1.60)
+    assert f.segments["name"].tolist() == ["prefill_bootstrap", "prefill_alloc_wait",
+                                           "prefill_forward", "decode_prealloc",
+                                           "decode_forward"]
+
 def test_no_pd_timings_no_virtual_spans() -> None:
     f = frames_of(sample(rec("span_start", "sglang_generate", 0, "g"),
                          rec("span_end", "sglang_generate", 2, "g", attrs={"prompt_tokens": 3})))
