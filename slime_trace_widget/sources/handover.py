@@ -10,12 +10,16 @@ that folder has an engine store), joined as for any dump: the engine slices show
 stay, the engine load is attached (also when the engines export no span) and a request
 beyond the window is searched for. A new dump that cannot be loaded (a partial or foreign file) is
 reported once, as ``load_frames`` reports a dump it skips (a ``RuntimeWarning`` naming
-the file), and the look goes on to the next.
+the file), and the look goes on to the next. Samples seen live that the dump does not
+hold are counted in its ``frames.warnings`` (:data:`LEFT_OUT_WARNING`), which the view of
+the dump shows with the loader's.
 """
 
 from __future__ import annotations
 
 import warnings
+from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 from ..frames.model import TraceFrames
@@ -24,6 +28,9 @@ from .engine.window import with_engine_traces
 from .follow import DUMP_PATTERN, SETTLE_SECONDS, DumpWatcher
 from .live.frames_of import has_engine_stores
 from .loading import load_frames
+
+#: ``frames.warnings`` key of the step's dump: samples seen live that it does not hold.
+LEFT_OUT_WARNING = "live_samples_not_in_dump"
 
 
 def new_dumps_watcher(folder: str | Path, pattern: str = DUMP_PATTERN,
@@ -48,8 +55,20 @@ def step_dump(watcher: DumpWatcher, seen_live: set[str],
             warnings.warn(f"skipped {path} while looking for the step's dump: {exc}",
                           RuntimeWarning, stacklevel=2)
             continue
-        if seen_live & {str(t) for t in frames.samples["trace_id"].dropna()}:
+        held = {str(t) for t in frames.samples["trace_id"].dropna()}
+        if seen_live & held:
             if engine_traces is not None and has_engine_stores(engine_traces):
                 frames = with_engine_traces(frames, engine_traces)
-            return path, frames
+            return path, _count_left_out(frames, len(seen_live - held))
     return None
+
+
+def _count_left_out(frames: TraceFrames, left_out: int) -> TraceFrames:
+    """``frames`` with :data:`LEFT_OUT_WARNING` counting the samples seen live that the
+    dump does not hold (slime filtered or dropped them; a hung sample may be one): the
+    view that shows the dump says so, instead of losing them without a word."""
+    if not left_out:
+        return frames
+    counts = Counter(frames.warnings)
+    counts[LEFT_OUT_WARNING] += left_out
+    return replace(frames, warnings=counts)

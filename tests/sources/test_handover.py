@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from slime_trace_widget.demo import make_demo_samples
-from slime_trace_widget.sources.handover import new_dumps_watcher, step_dump
+from slime_trace_widget.sources.handover import LEFT_OUT_WARNING, new_dumps_watcher, step_dump
 
 
 def _save(path: Path, samples: list[dict], age: float = 60.0) -> None:
@@ -42,6 +42,23 @@ def test_only_a_new_complete_dump_with_a_live_sample_is_the_steps(tmp_path: Path
     assert set(frames.samples["trace_id"]) == {s["trace"]["trace_id"] for s in samples}
     assert step_dump(watcher, seen) is None  # returned once
 
+
+
+def test_samples_seen_live_that_the_dump_leaves_out_are_counted(tmp_path: Path) -> None:
+    """slime's dump may hold fewer samples than ran (filtered, or a hung one never
+    written): the hand-over said nothing of the others, which vanished from the view."""
+    samples = make_demo_samples(8, seed=15)
+    seen = {s["trace"]["trace_id"] for s in samples}
+    watcher = new_dumps_watcher(tmp_path)
+    _save(tmp_path / "rollout_6.pt", samples[:3])
+    found = step_dump(watcher, seen)
+    assert found is not None
+    held = len({s["trace"]["trace_id"] for s in samples[:3]})
+    assert found[1].warnings[LEFT_OUT_WARNING] == len(seen) - held > 0
+    (tmp_path / "whole").mkdir()
+    whole = new_dumps_watcher(tmp_path / "whole")
+    _save(tmp_path / "whole" / "rollout_6.pt", samples)
+    assert LEFT_OUT_WARNING not in step_dump(whole, seen)[1].warnings
 
 def test_a_new_dump_that_cannot_be_read_is_reported_and_the_look_goes_on(
         tmp_path: Path) -> None:
