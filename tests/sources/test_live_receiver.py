@@ -32,6 +32,7 @@ from slime_trace_widget.sources.live import load_live
 from slime_trace_widget.sources.live.lean_logs import LeanRequest
 from slime_trace_widget.sources.live.read import Tail, store_files, store_folder
 from slime_trace_widget.tracing import live as streaming
+from tests.support.browser import free_port
 from tests.support.live_wire import SCOPE, Poster, Sender, recording_order
 from tests.support.receiver import STARTUP_SECONDS, Receiver, start_receiver
 
@@ -364,3 +365,29 @@ def test_a_sender_on_a_host_named_like_the_collector_is_kept(
     assert name.startswith("host receiver:")
     (sender,) = load_live(collector.folder, engine_traces=False).live.senders
     assert sender.records == stats.seq and sender.missing == 0
+
+
+def test_records_a_full_queue_refused_before_the_collector_came_are_told_dropped(
+        tmp_path: Path) -> None:
+    """A sender that starts before its collector fills its queue and refuses the newest
+    records. Its first batch said the drops so far, numbers past its own among them,
+    and the reader took them for drops before the first number read: the banner said
+    "dropped 0, lost N" for records the sender had dropped."""
+    port = free_port()
+    stream = streaming.install(f"http://127.0.0.1:{port}", capacity=50, interval=0.05)
+    streaming.set_rollout(9)
+    try:
+        make_demo_samples(16, seed=5, rollout_id=9)
+        assert stream.stats().dropped > 0
+        collector = start_receiver(tmp_path / "collector", port)
+        try:
+            stats = stream.close(timeout=120)
+        finally:
+            collector.stop()
+    finally:
+        streaming.set_rollout(None)
+        stream.close(timeout=1)
+    assert stats.queued == 0 and stats.sent + stats.dropped == stats.seq
+    (sender,) = load_live(tmp_path / "collector", engine_traces=False).live.senders
+    assert (sender.records, sender.dropped, sender.missing) == (
+        stats.sent, stats.dropped, stats.dropped)

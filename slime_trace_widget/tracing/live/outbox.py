@@ -49,7 +49,7 @@ class LiveStats:
 class Outbox:
     """Records waiting to be sent: at most ``capacity``; sequence numbers and drop counts."""
 
-    __slots__ = ("_capacity", "_lock", "_queue", "dropped", "last_seq")
+    __slots__ = ("_capacity", "_lock", "_queue", "_refused", "dropped", "last_seq")
 
     def __init__(self, capacity: int) -> None:
         self._queue: deque[Queued] = deque()
@@ -57,6 +57,9 @@ class Outbox:
         self._lock = threading.Lock()
         self.last_seq = 0
         self.dropped = 0
+        #: The numbers a full queue refused, as ranges [first, last], past the last
+        #: number :meth:`dropped_through` was asked about.
+        self._refused: deque[list[int]] = deque()
 
     def offer(self, record: Any, rollout_id: int | None) -> None:
         """Number ``record`` and queue it, or count it dropped when the queue is full."""
@@ -67,6 +70,24 @@ class Outbox:
                 self._queue.append((seq, observed, rollout_id, record))
             else:
                 self.dropped += 1
+                refused = self._refused
+                if refused and refused[-1][1] == seq - 1:
+                    refused[-1][1] = seq
+                else:
+                    refused.append([seq, seq])
+
+    def dropped_through(self, seq: int) -> int:
+        """The records dropped so far among those numbered up to ``seq``: what a record of
+        number ``seq`` says of drops (docs/live.md). A full queue refuses the newest
+        records, so the count so far can hold numbers past ``seq``, which a reader would
+        take for numbers dropped before it and, once they do not arrive, for records
+        lost on the way. Numbers asked about only grow: ranges before are forgotten."""
+        with self._lock:
+            refused = self._refused
+            while refused and refused[0][1] <= seq:
+                refused.popleft()
+            later = sum(last - max(first, seq + 1) + 1 for first, last in refused)
+            return self.dropped - later
 
     def take(self, limit: int) -> list[Queued]:
         """Up to ``limit`` records, oldest first."""

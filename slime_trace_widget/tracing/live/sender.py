@@ -132,7 +132,7 @@ class SenderThread(threading.Thread):
         return any_sent
 
     def _send_batch(self, batch: list[Queued]) -> None:
-        dropped = self._outbox.counts()[1]
+        dropped = self._outbox.dropped_through(batch[-1][0])  # the word rides on the last
         logs, spans, unencodable = self._encoder.encode(batch, dropped, pause=_let_others_run)
         pieces, too_large = _pieces(logs, MAX_REQUEST_BYTES)
         self._in_flight = len(logs) - too_large
