@@ -15,9 +15,6 @@ never asserted on), so this process survives them on any code.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -35,10 +32,10 @@ from tests.support.hostile_pickles import (
     op_global,
     op_text,
     op_value,
+    touched,
     write_zip,
 )
 
-ROOT = Path(__file__).resolve().parents[2]
 #: Memo slots far past any the dump's own opcodes use.
 SLOT = 90_000
 #: The object pointer the file would choose: nothing lives at 0x10.
@@ -66,28 +63,6 @@ def dtype_changed_after_use() -> bytes:
         + op_value(POINTER) + TUPLE + BUILD
     objects_state = np.dtype([("a", "O")]).__reduce__()[2]
     return array + get(SLOT) + op_value(objects_state) + BUILD + b"0"  # POP: the array stays
-
-
-#: Loads a dump with the safe loader (worker and in-process) and shows its samples, as
-#: a notebook would; prints what became of it. A crash shows as the return code.
-TOUCH = """
-import sys
-from slime_trace_widget import DumpError
-from slime_trace_widget.sources.loading import load_dump
-for isolate in (True, False):
-    try:
-        dump = load_dump(sys.argv[1], isolate=isolate)
-    except DumpError as exc:
-        print("REFUSED", isolate, exc, flush=True)
-        continue
-    print("LOADED", isolate, repr(dump.samples), flush=True)
-"""
-
-
-def touched(path: Path) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONDONTWRITEBYTECODE="1")
-    return subprocess.run([sys.executable, "-c", TOUCH, str(path)], capture_output=True,
-                          text=True, timeout=600, env=env, cwd=ROOT)
 
 
 def test_a_dtype_changed_after_its_array_was_made_leaves_the_array_as_it_was(

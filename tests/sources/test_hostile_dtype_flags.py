@@ -15,10 +15,7 @@ process survives them on any code.
 
 from __future__ import annotations
 
-import os
 import pickle
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -39,10 +36,10 @@ from tests.support.hostile_pickles import (
     op_global,
     op_text,
     op_value,
+    touched,
     write_zip,
 )
 
-ROOT = Path(__file__).resolve().parents[2]
 HIDDEN = "hides the objects it holds"
 #: An object pointer the file chooses (the reviewer's): nothing lives at 0x10.
 POINTER = b"\x10" + b"\x00" * 7
@@ -82,23 +79,6 @@ VECTORS = {
     "a dtype left as a value": OBJECT_FIELD,
 }
 
-#: Loads a dump with the safe loader (worker and in-process) and shows its samples, as
-#: a notebook would; prints what became of it. A crash shows as the return code.
-TOUCH = """
-import sys
-from slime_trace_widget import DumpError
-from slime_trace_widget.sources.loading import load_dump
-for isolate in (True, False):
-    try:
-        dump = load_dump(sys.argv[1], isolate=isolate)
-    except DumpError as exc:
-        print("REFUSED", isolate, exc, flush=True)
-        continue
-    print("LOADED", isolate, flush=True)
-    print(repr(dump.samples)[:200], flush=True)
-"""
-
-
 def write_vector(path: Path, vector: str) -> None:
     write_zip(path, dump_stream(VECTORS[vector], "span_end_attrs"))
 
@@ -107,9 +87,7 @@ def write_vector(path: Path, vector: str) -> None:
 def test_load_dump_refuses_a_dtype_hiding_its_objects(tmp_path: Path, vector: str) -> None:
     path = tmp_path / "rollout_7.pt"
     write_vector(path, vector)
-    env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONDONTWRITEBYTECODE="1")
-    run = subprocess.run([sys.executable, "-c", TOUCH, str(path)], capture_output=True,
-                         text=True, timeout=600, env=env, cwd=ROOT)
+    run = touched(path)
     output = run.stdout + run.stderr
     assert run.returncode == 0, f"the caller died (return code {run.returncode}):\n{output}"
     lines = run.stdout.splitlines()

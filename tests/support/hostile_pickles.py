@@ -13,8 +13,11 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 import pickle
 import signal
+import subprocess
+import sys
 import tarfile
 import zipfile
 from collections.abc import Callable, Iterator
@@ -217,3 +220,31 @@ def time_limit(seconds: int) -> Iterator[None]:
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
+
+
+# --------------------------------------------------------------------------- loading apart
+
+#: Loads a dump with the safe loader (worker and in-process) and shows its samples, as a
+#: notebook would, a line per way: ``REFUSED <isolate> <error>`` or ``LOADED <isolate>
+#: <repr of the samples>``. A crash shows as the return code.
+TOUCH = """
+import sys
+from slime_trace_widget import DumpError
+from slime_trace_widget.sources.loading import load_dump
+for isolate in (True, False):
+    try:
+        dump = load_dump(sys.argv[1], isolate=isolate)
+    except DumpError as exc:
+        print("REFUSED", isolate, exc, flush=True)
+        continue
+    print("LOADED", isolate, repr(dump.samples)[:2000], flush=True)
+"""
+_ROOT = Path(__file__).resolve().parents[2]
+
+
+def touched(path: Path) -> subprocess.CompletedProcess:
+    """:data:`TOUCH` run on ``path`` in a fresh interpreter, so this process survives a
+    file that crashes the loader on any code (the timeout is a hang guard, generous)."""
+    env = dict(os.environ, PYTHONPATH=str(_ROOT), PYTHONDONTWRITEBYTECODE="1")
+    return subprocess.run([sys.executable, "-c", TOUCH, str(path)], capture_output=True,
+                          text=True, timeout=600, env=env, cwd=_ROOT)
