@@ -242,9 +242,17 @@ for isolate in (True, False):
 _ROOT = Path(__file__).resolve().parents[2]
 
 
-def touched(path: Path) -> subprocess.CompletedProcess:
-    """:data:`TOUCH` run on ``path`` in a fresh interpreter, so this process survives a
-    file that crashes the loader on any code (the timeout is a hang guard, generous)."""
+def touched(path: Path, outcome: str) -> list[str]:
+    """:data:`TOUCH`'s two lines for ``path``, run in a fresh interpreter, so this process
+    survives a file that crashes the loader on any code (the timeout is a hang guard,
+    generous); the caller must survive it, and both ways end in ``outcome``
+    (``"LOADED"`` or ``"REFUSED"``)."""
     env = dict(os.environ, PYTHONPATH=str(_ROOT), PYTHONDONTWRITEBYTECODE="1")
-    return subprocess.run([sys.executable, "-c", TOUCH, str(path)], capture_output=True,
-                          text=True, timeout=600, env=env, cwd=_ROOT)
+    run = subprocess.run([sys.executable, "-c", TOUCH, str(path)], capture_output=True,
+                         text=True, timeout=600, env=env, cwd=_ROOT)
+    output = run.stdout + run.stderr
+    assert run.returncode == 0, f"the caller died (return code {run.returncode}):\n{output}"
+    lines = run.stdout.splitlines()
+    assert [line.split()[:2] for line in lines] == [[outcome, "True"], [outcome, "False"]], \
+        output
+    return lines
