@@ -159,7 +159,7 @@ def _walk_one(root: int, limit: float, sample: int, order: list[int], bounds: li
     returns its limit to its parent. A child still running at the limit is passed
     over (something that finished later had the time), but when nothing else of the
     node ran just before a later limit (the sample's own node has no interval; a
-    span's ends before a child that outlived it), the passed child that started
+    span's own one ends before a child that outlived it), the passed child that started
     latest and was running then is entered, clipped to the limit: an instant some
     span of the node ran is never dropped. When nothing of a node ran just before the
     limit (a child that started after its parent had ended), the node is *left*:
