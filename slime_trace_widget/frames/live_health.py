@@ -51,6 +51,10 @@ from ..schema import (
 
 #: A sender not heard from for this long (and not closed) is flagged silent.
 SILENT_SECONDS = 10.0
+#: A sender whose records all reach the collector this much later than their times say,
+#: or one whose times run ahead of the collector's by this much, is named with it: the
+#: live view judges running times and stalls by the collector's clock.
+CLOCK_OFF_SECONDS = 5.0
 
 
 @dataclass
@@ -69,6 +73,16 @@ class SenderHealth:
     silent: bool
     closed: bool
     last_rollout: int      # the rollout its last row named (-1: none did)
+    #: The least time, in seconds, from a row's time (the sender's clock) to its arrival
+    #: (the collector's): the most its clock can be behind the collector's (a queue that
+    #: waited delays every row too); negative, how far at least it runs ahead. NaN
+    #: before a row.
+    clock_behind: float = float("nan")
+
+    @property
+    def clock_off(self) -> bool:
+        """Whether its clock is off the collector's by :data:`CLOCK_OFF_SECONDS` or more."""
+        return abs(self.clock_behind) >= CLOCK_OFF_SECONDS
 
 
 @dataclass
@@ -122,6 +136,8 @@ class LiveHealth:
         parts += [f"{s.process}: {s.missing} record(s) missing ({s.dropped} dropped at the "
                   "sender)" for s in lossy]
         parts += [f"{process}: silent" for process in self.silent]
+        parts += [f"{s.process}: clock {clock_words(s.clock_behind)} the collector's"
+                  for s in self.senders if s.clock_off]
         parts += [f"{s.process}: silent since rollout {s.last_rollout}, nothing sent to "
                   "this one" for s in self.absent]
         parts += [f"receiver down {gap.up_at - gap.down_after:.1f} s"
@@ -181,6 +197,8 @@ class _Sender:
     dropped_before: int | None = None
     queued: int = 0
     last_heard_ns: int = 0
+    #: The least ``received_ns - ts_ns`` of its rows (None: none yet).
+    least_delay_ns: int | None = None
     closed: bool = False
     rollouts: set[int] = field(default_factory=set)
     last_rollout: int = -1
@@ -217,7 +235,8 @@ class HealthTracker:
         queued = table["queued"].fill_null(-1).to_numpy()
         rollouts = table["rollout_id"].to_numpy()
         ours = ~np.char.startswith(senders.astype(str), RECEIVER_PREFIX)
-        self._restarts_in(kinds, ours, received, table["ts_ns"].to_numpy())
+        stamped = table["ts_ns"].to_numpy()
+        self._restarts_in(kinds, ours, received, stamped)
         services = table["service"].to_numpy(zero_copy_only=False)
         names, inverse = np.unique(senders, return_inverse=True)
         order = np.argsort(inverse, kind="stable")
@@ -234,6 +253,9 @@ class HealthTracker:
             due = np.where(marks, seqs[rows] - np.maximum(queued[rows], 0), seqs[rows])
             state.highest = max(state.highest, int(due.max()))
             state.last_heard_ns = max(state.last_heard_ns, int(received[rows].max()))
+            delay = int((received[rows] - stamped[rows]).min())
+            state.least_delay_ns = delay if state.least_delay_ns is None else min(
+                state.least_delay_ns, delay)
             state.closed = state.closed or bool((kind == LIVE_CLOSE).any())
             named = rollouts[rows]
             state.rollouts.update(np.unique(named).tolist())
@@ -296,7 +318,9 @@ class HealthTracker:
                 queued=state.queued, highest_seq=state.highest,
                 last_heard=state.last_heard_ns / 1e9,
                 silent=not state.closed and now - state.last_heard_ns / 1e9 > SILENT_SECONDS,
-                closed=state.closed, last_rollout=state.last_rollout)
+                closed=state.closed, last_rollout=state.last_rollout,
+                clock_behind=(float("nan") if state.least_delay_ns is None
+                              else state.least_delay_ns / 1e9))
             if self.rollout is None or self.rollout in state.rollouts:
                 senders.append(health)
             elif health.silent and 0 <= state.last_rollout < self.rollout:
@@ -316,6 +340,14 @@ def _dropped_before(seen: SeqRanges, said: np.ndarray, due: np.ndarray) -> int |
     upto = int(due[words[0]])
     holes = (upto - seen.first + 1) - seen.count_to(upto) if seen.count else 0
     return max(int(said[words[0]]) - max(holes, 0), 0)
+
+
+def clock_words(behind: float) -> str:
+    """How far a clock is off, as the summary and the banner say it: ``up to 2.0 min
+    behind`` (the least delay: a queue adds to it) or ``1.5 min ahead of``."""
+    seconds = abs(behind)
+    amount = f"{seconds / 60:.1f} min" if seconds >= 120 else f"{seconds:.1f} s"
+    return f"up to {amount} behind" if behind > 0 else f"{amount} ahead of"
 
 
 def process_name(sender: str) -> str:

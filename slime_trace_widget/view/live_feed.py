@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..frames.live_health import LiveHealth
+from ..frames.live_health import LiveHealth, clock_words
 from ..frames.model import TraceFrames
 from ..sources.live.reader import LiveReader
 from .live import LiveBatch
@@ -39,14 +39,17 @@ class ReaderFeed:
 def sender_rows(health: LiveHealth) -> list[dict[str, Any]]:
     """Each sending process as the banner reads it: ``missing`` counts every sequence
     number never received, those the sender says it dropped among them, so ``lost``
-    (in transit, or refused while the receiver was down) is the rest."""
+    (in transit, or refused while the receiver was down) is the rest; ``clock`` says how
+    far its clock is off the collector's, when that is far enough to matter."""
     rows = []
     for sender in health.senders:
         rows.append({"sender": sender.process, "service": sender.service,
                      "received": sender.records, "dropped": sender.dropped,
                      "lost": max(sender.missing - sender.dropped, 0),
                      "silent": bool(sender.silent), "closed": bool(sender.closed),
-                     "quiet_s": max(0.0, health.now - sender.last_heard)})
+                     "quiet_s": max(0.0, health.now - sender.last_heard),
+                     **({"clock": clock_words(sender.clock_behind)} if sender.clock_off
+                        else {})})
     return rows
 
 

@@ -13,16 +13,20 @@ from slime_trace_widget.frames.live_health import (
     process_name,
 )
 from slime_trace_widget.sources.live.store import COLUMNS, LAYOUT, marker_table
+from slime_trace_widget.view.live_feed import sender_rows
 
 SECOND = 10**9
 T0 = 1_800_000_000 * SECOND
 
 
 def rows(sender: str, seqs: list[int], kind: str = "span_start", received: int = T0,
-         dropped: int | None = None, queued: int | None = None) -> pa.Table:
+         dropped: int | None = None, queued: int | None = None,
+         behind: int = 0) -> pa.Table:
+    """Store rows of ``sender``; ``behind``: nanoseconds its clock is behind the
+    collector's (its rows' times are that much earlier than their arrival)."""
     columns: dict[str, list] = {name: [] for name in COLUMNS}
     for n, seq in enumerate(seqs):
-        row = {"sender": sender, "seq": seq, "record": kind, "ts_ns": received + n,
+        row = {"sender": sender, "seq": seq, "record": kind, "ts_ns": received + n - behind,
                "trace_id": "ab" * 16, "span_id": None, "sample_id": None, "group_id": None,
                "attempt": 0, "rollout_id": 0, "body": "{}",
                "dropped": dropped if n == len(seqs) - 1 else None, "queued": queued,
@@ -113,3 +117,26 @@ def test_receiver_restarts_are_gaps_from_the_last_row_heard() -> None:
 def test_process_names() -> None:
     assert process_name("node-3:4242:1767225600000000000") == "node-3:4242"
     assert process_name("odd") == "odd"
+
+
+def test_a_sender_whose_clock_is_off_the_collectors_is_named_with_it() -> None:
+    """The live view judges running times and stalls by the collector's clock: a sender
+    120 s behind had its samples flagged stalled at once, one 90 s ahead hid a hang, and
+    nothing said why. The least delay from a row's time to its arrival tells it."""
+    tracker = HealthTracker()
+    tracker.observe(rows("late:1:5", [1, 2], behind=120 * SECOND))
+    tracker.observe(rows("late:1:5", [3], received=T0 + 5 * SECOND, behind=125 * SECOND))
+    tracker.observe(rows("early:2:5", [1, 2], behind=-90 * SECOND))
+    tracker.observe(rows("fine:3:5", [1, 2], behind=SECOND // 2))
+    health = tracker.health(now=T0 / SECOND + 6)
+    early, fine, late = health.senders
+    assert late.clock_behind == 120.0 and late.clock_off
+    assert early.clock_behind == -90.0 and early.clock_off
+    assert fine.clock_behind == 0.5 and not fine.clock_off
+    summary = health.summary()
+    assert "late:1: clock up to 2.0 min behind the collector's" in summary
+    assert "early:2: clock 90.0 s ahead of the collector's" in summary
+    assert "fine:3: clock" not in summary
+    shown = {row["sender"]: row.get("clock") for row in sender_rows(health)}
+    assert shown == {"late:1": "up to 2.0 min behind", "early:2": "90.0 s ahead of",
+                     "fine:3": None}

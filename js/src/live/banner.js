@@ -19,10 +19,12 @@ import { formatDuration } from "../util/format.js";
  * @property {boolean} [silent] no heartbeat for 10 s
  * @property {number} [quiet_s] seconds since it was last heard
  * @property {boolean} [closed] it said goodbye (close record)
+ * @property {string} [clock] how far its clock is off the collector's, when that matters ("up to 2.0 min behind")
  */
 
 /**
- * The loss lines, one per sender with something lost or silent (empty: nothing lost).
+ * The loss lines, one per sender with something lost, silent or a clock off (empty:
+ * nothing to say).
  * @param {SenderHealth[]} senders
  * @returns {string[]}
  */
@@ -35,6 +37,7 @@ export function lossLines(senders) {
     if (dropped > 0) parts.push(`${dropped} dropped at the sender`);
     if (lost > 0) parts.push(`${lost} missing in transit`);
     if (sender.silent && !sender.closed) parts.push(`silent for ${formatDuration(Number(sender.quiet_s) || 0)} (stopped or died?)`);
+    if (typeof sender.clock === "string") parts.push(`clock ${sender.clock} the collector's (its samples' running times and stalls are off by that)`);
     if (parts.length) lines.push(`${sender.sender}: ${parts.join(", ")}`);
   }
   return lines;

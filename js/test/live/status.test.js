@@ -147,4 +147,7 @@ test("losses are told per sender: dropped, missing, silent", () => {
   assert.match(lines[1], /^gpu-2:77: silent for 14/);
   assert.equal(totalLost(senders), 37);
   assert.deepEqual(lossLines(/** @type {any} */ (null)), []);
+  // A clock far off the collector's is said, though nothing was lost.
+  const skewed = lossLines([{ sender: "gpu-5:3", received: 9, clock: "up to 2.0 min behind" }]);
+  assert.deepEqual(skewed, ["gpu-5:3: clock up to 2.0 min behind the collector's (its samples' running times and stalls are off by that)"]);
 });
