@@ -112,8 +112,7 @@ def _running_at(passed: list[tuple[float, int, int]] | None, limit: float,
     none. Children that started at or after the limit never run at a later, lower one:
     they are dropped."""
     while passed:
-        child = passed[0][2]
-        heapq.heappop(passed)
+        child = heapq.heappop(passed)[2]
         if starts[child] < limit - _EPSILON:
             return child
     return None

@@ -333,7 +333,8 @@ class TraceTimeline(anywidget.AnyWidget):
             _log.debug("selection of no span or event: %r", value)
             return {}
         try:
-            frame_index = self._frame_index(value.get("kind", "span"), int(value["index"]))
+            frame_index = self._frame_index(value.get("kind", "span"), int(value["index"]),
+                                            self._view)
         except (IndexError, TypeError, ValueError, OverflowError):  # inf: OverflowError
             _log.debug("selection out of range: %r", value)
             return {}
@@ -345,9 +346,8 @@ class TraceTimeline(anywidget.AnyWidget):
             value["span_id"] = None if span_id is None else str(span_id)
         return value
 
-    def _frame_index(self, kind: str, payload_index: int,
-                     view: EncodedView | None = None) -> int:
-        view = self._view if view is None else view
+    @staticmethod
+    def _frame_index(kind: str, payload_index: int, view: EncodedView) -> int:
         table = view.span_index if kind == "span" else view.event_index
         if not 0 <= payload_index < len(table):
             raise IndexError(payload_index)

@@ -226,13 +226,16 @@ def _short_rid_spans(requests: list[Request], owners: list[int], of_span: dict[i
     """Each unmatched request known only by its short rid (``Request.short_rid``), with
     the spans whose rid, past a ``_``, ends with it: none is its span for sure, and
     each may be."""
+    unmatched = [number for number, request in enumerate(requests)
+                 if owners[number] < 0 and request.short_rid and request.role != KV_SENDER]
+    if not unmatched:  # most joins have none: the spans' tails are read only for one
+        return {}
     by_tail: dict[str, list[int]] = defaultdict(list)
     for span, rid in of_span.items():
         if "_" in rid:
             by_tail[rid.rsplit("_", 1)[-1]].append(span)
-    return {number: by_tail[request.whole_rid] for number, request in enumerate(requests)
-            if owners[number] < 0 and request.short_rid and request.role != KV_SENDER
-            and request.whole_rid in by_tail}
+    return {number: by_tail[requests[number].whole_rid] for number in unmatched
+            if requests[number].whole_rid in by_tail}
 
 
 def place_reused(matches: Matches, requests: list[Request],
