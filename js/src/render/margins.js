@@ -2,6 +2,7 @@
 // expand carets, lane names, status dots) and the time axis with its ticks and
 // the cursor and brush pills.
 
+import { axisLabels, LABEL_OFFSET } from "./axis_labels.js";
 import { roundRect } from "./canvas.js";
 import { sampleLabel, statusOf } from "../data/decode.js";
 import { laneLabel } from "../data/lane_labels.js";
@@ -136,12 +137,9 @@ export function paintAxis(painter, scene, step, firstTick) {
   }
   ctx.stroke();
   ctx.fillStyle = theme.fg1;
-  let labelCount = 0;
-  for (let tick = firstTick; tick <= geometry.t1 && labelCount < 200; tick += step, labelCount++) {
-    const tt = Math.abs(tick) < step * 1e-6 ? 0 : tick;
-    const x = xOf(geometry, tt);
-    ctx.fillText(formatTick(tt, step, base), x + 4, axisH / 2 - 1);
-  }
+  const labels = axisLabels(firstTick, step, geometry.t1, (time) => xOf(geometry, time),
+    (time) => formatTick(time, step, base), (text) => painter.textWidth(font, text));
+  for (const label of labels) ctx.fillText(label.text, label.x + LABEL_OFFSET, axisH / 2 - 1);
   paintFinishFlags(painter, scene, axisH);
   ctx.font = font;
   const pill = (/** @type {number} */ x, /** @type {string} */ text, /** @type {string} */ bg) => {

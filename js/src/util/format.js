@@ -92,8 +92,18 @@ export function niceStep(pxPerSec, minPx) {
   const raw = minPx / Math.max(pxPerSec, 1e-12);
   if (raw >= 1) {
     for (const step of COARSE_STEPS) if (step >= raw) return step;
-    return Math.ceil(raw / 86400) * 86400;
+    return DAY * niceNumber(raw / DAY); // 1, 2, 5, 10, 20 ... days
   }
+  return niceNumber(raw);
+}
+
+const DAY = 86400;
+
+/**
+ * The least of 1, 2, 5 × 10^k that is at least `raw`.
+ * @param {number} raw
+ */
+function niceNumber(raw) {
   const power = Math.pow(10, Math.floor(Math.log10(raw)));
   for (const multiple of [1, 2, 5]) if (multiple * power >= raw * (1 - 1e-9)) return multiple * power;
   return 10 * power;

@@ -36,6 +36,12 @@ test("formatEpoch writes a time before 1970 with its own second's milliseconds",
   assert.match(formatEpoch(1700000000.1234), /\.123$/);
 });
 
+test("niceStep gives whole days in 1-2-5 steps past a day", () => {
+  assert.equal(niceStep(1 / 86400, 96), 100 * 86400);
+  assert.equal(niceStep(1 / 86400, 150), 200 * 86400);
+  assert.equal(niceStep(96 / (1.5 * 86400), 96), 2 * 86400);
+});
+
 test("niceStep gives 1-2-5 steps and minute multiples", () => {
   assert.equal(niceStep(100, 80), 1);
   assert.equal(niceStep(1000, 80), 0.1);
