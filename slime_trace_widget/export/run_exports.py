@@ -352,7 +352,7 @@ def _snapshot_writer(root: Path) -> Any:
         from ..view.page.snapshot import write_snapshot
 
         frames = open_dataset(root, rollouts=[int(row["rollout_id"])],
-                              kinds=[str(row["dump_kind"])])
+                              kinds=[str(row["dump_kind"])], dumps=[str(row["dump_file"])])
         name = f"{row['dump_kind']}-{int(row['rollout_id'])}.html"
         return write_snapshot(folder / name, frames, title=f"{row['dump_file']}")
 

@@ -4,8 +4,13 @@
 logs one scalar per trend column per rollout, with the rollout id as the step:
 training dumps as ``rollout/<column>``, evaluation dumps as ``eval/<column>`` (the
 prefixes slime's own W&B logging uses). Columns that are not numbers, and values
-that are missing, are left out; names keep letters, digits and ``_-./ `` (others
-become ``_``), which every backend accepts. Rows named in ``skip`` (their
+that are missing, are left out. A column is one part of its metric's name: letters
+and digits of any script, ``_``, ``-``, ``.`` and spaces stay; any other character
+(``/`` too) becomes ``_``, and a column so changed, or cut to
+:data:`MAX_COLUMN_CHARS`, ends in a hash of its whole name (:func:`metric_name`), so two
+columns never share a metric and every backend takes the name (MLflow refuses one
+that reads as another path, ``a//b``, and names past 250 characters). Rows named in
+``skip`` (their
 :func:`row_key`, or the ``key`` given) are not logged again, nor a second row of one
 key: that is how ``convert --log-trends`` logs only new rollouts on a rerun (keyed by
 the dump's content, :func:`content_row_key`: a renamed dump is not logged again, a
@@ -15,6 +20,7 @@ the target, so a failure partway leaves a record of exactly what went.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 import tempfile
@@ -32,7 +38,11 @@ TARGETS = ("tensorboard:LOGDIR", "mlflow:TRACKING_URI[#EXPERIMENT]", "wandb:PROJ
 KEYS = TREND_KEYS
 PREFIXES = {"train": "rollout", "eval": "eval"}
 DEFAULT_RUN_NAME = "rollout-trends"
-_UNSAFE = re.compile(r"[^A-Za-z0-9_\-./ ]")
+#: Characters a column keeps in its metric's name (``str.isalnum``'s letters and digits
+#: with ``_``, as Python's ``\w`` has them; MLflow's own check is that ``\w``).
+_UNSAFE = re.compile(r"[^\w\-. ]")
+#: The most characters of a column kept in its metric's name (MLflow takes 250 in all).
+MAX_COLUMN_CHARS = 200
 
 
 @dataclass
@@ -43,6 +53,9 @@ class TrendLogReport:
     logged: list[str] = field(default_factory=list)
     skipped: int = 0
     without_rollout_id: int = 0
+    #: Rows left out because a row of the same kind and rollout id (their step) was
+    #: logged or skipped first: two runs' dumps of one id would share one curve's step.
+    same_step: int = 0
     scalars: int = 0
     snapshots: int = 0
 
@@ -50,8 +63,10 @@ class TrendLogReport:
         extra = f", {self.snapshots} snapshots" if self.snapshots else ""
         missing = (f", {self.without_rollout_id} without a rollout id left out"
                    if self.without_rollout_id else "")
+        twice = (f", {self.same_step} left out for a rollout id another dump of its kind "
+                 "has (dumps of two runs?)" if self.same_step else "")
         return (f"logged {len(self.logged)} rollouts ({self.scalars} scalars{extra}) to "
-                f"{self.target}; {self.skipped} logged before{missing}")
+                f"{self.target}; {self.skipped} logged before{missing}{twice}")
 
 
 def row_key(row: pd.Series | dict) -> str:
@@ -85,7 +100,10 @@ def log_trends(trends: pd.DataFrame, target: Any, *, skip: Iterable[str] = (),
     it is logged as an artifact of the run.
 
     ``key(row)`` names a row in ``skip``, ``on_logged`` and the report (default
-    :func:`row_key`); of rows with one key, the first is logged.
+    :func:`row_key`); of rows with one key, the first is logged. The rollout id is the
+    step, so of rows of one kind and rollout id (dumps of two runs in one dataset) only
+    the first, by file, is logged, or none when that one was logged before (counted in
+    ``same_step``).
 
     ``on_logged(keys)`` is called with the ``key`` of rows as soon as they have
     reached the target (after each row; MLflow, which sends metrics in batches, after
@@ -97,15 +115,21 @@ def log_trends(trends: pd.DataFrame, target: Any, *, skip: Iterable[str] = (),
         raise ValueError(f"not a trends table (analysis.rollout_trends): no {missing}")
     report = TrendLogReport(target_name(target))
     done = set(skip)
+    steps: set[tuple[str, int]] = set()
     rows = []
     for _, row in trends.sort_values(["dump_kind", "rollout_id", "dump_file"]).iterrows():
         if not _known(row["rollout_id"]) or int(row["rollout_id"]) < 0:
             report.without_rollout_id += 1
-        elif key(row) in done:
+            continue
+        step = (str(row["dump_kind"]), int(row["rollout_id"]))
+        if key(row) in done:
             report.skipped += 1
+        elif step in steps:
+            report.same_step += 1
         else:
             rows.append(row)
             done.add(key(row))
+        steps.add(step)
     if not rows:
         return report
     backend = _backend(target, run_name or DEFAULT_RUN_NAME, run_id)
@@ -147,8 +171,21 @@ def scalars(row: pd.Series, prefix: str) -> dict[str, float]:
         except (TypeError, ValueError):
             continue
         if math.isfinite(number):
-            out[f"{prefix}/{_UNSAFE.sub('_', str(column))}"] = number
+            out[metric_name(prefix, str(column))] = number
     return out
+
+
+def metric_name(prefix: str, column: str) -> str:
+    """``prefix/<column>``, the column kept safe (see the module): as it is when every
+    character is kept and it is short enough, else with the unsafe characters as ``_``,
+    cut, and ``_<8 hex digits>`` of its whole name, the same name in every row and run."""
+    safe = _UNSAFE.sub("_", column)
+    if safe.strip(".") == "":  # "", "." or "..": no name, or a folder
+        safe = safe.replace(".", "_") or "_"
+    if safe != column or len(safe) > MAX_COLUMN_CHARS:
+        digest = hashlib.blake2b(column.encode("utf-8", "surrogatepass"), digest_size=4)
+        safe = f"{safe[:MAX_COLUMN_CHARS]}_{digest.hexdigest()}"
+    return f"{prefix}/{safe}"
 
 
 def _known(value: Any) -> bool:

@@ -6,6 +6,8 @@ go to an OTLP receiver once each."""
 from __future__ import annotations
 
 import json
+import posixpath
+import re
 import shutil
 import subprocess
 import sys
@@ -13,13 +15,14 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import torch
 
 from slime_trace_widget import analysis
 from slime_trace_widget.answers.trends import rollout_trends
 from slime_trace_widget.cli import main
 from slime_trace_widget.export.run_exports import LEDGER
 from slime_trace_widget.export.trend_backends import MissingBackend
-from slime_trace_widget.export.trend_log import row_key, scalars
+from slime_trace_widget.export.trend_log import metric_name, row_key, scalars
 from slime_trace_widget.sources.engine.store import load_engine_traces
 from tests.sources.runs import FIXTURES, copy_run, settle
 
@@ -180,8 +183,87 @@ def test_names_are_kept_safe_and_missing_values_left_out() -> None:
     row = pd.Series({"rollout_id": 2, "dump_kind": "train", "dump_file": "rollout_2.pt",
                      "<svg onload=x>_p50": 1.5, "samples": 4, "aborted": float("nan"),
                      "note": "text"})
-    assert scalars(row, "rollout") == {"rollout/_svg onload_x__p50": 1.5,
-                                       "rollout/samples": 4.0}
+    logged = scalars(row, "rollout")
+    assert logged.pop("rollout/samples") == 4.0
+    [(name, value)] = logged.items()
+    assert re.fullmatch(r"rollout/_svg onload_x__p50_[0-9a-f]{8}", name) and value == 1.5
+
+
+def test_each_column_has_a_metric_of_its_own_that_names_no_other_path() -> None:
+    columns = ["GET http://tool.local//search_p50", "GET http://tool.local/./search_p50",
+               "检索_p50", "生成_p50", "??_p50", "!!_p50", ".", "..", "x" * 400, "x" * 401,
+               "tool call_p95", "a.b-c_p50"]
+    names = [metric_name("rollout", column) for column in columns]
+    assert len(set(names)) == len(names)
+    assert names[2:4] == ["rollout/检索_p50", "rollout/生成_p50"]  # letters of any script
+    assert names[-2:] == ["rollout/tool call_p95", "rollout/a.b-c_p50"]  # safe: as they are
+    for name in names:
+        assert posixpath.normpath(name) == name and name.count("/") == 1, name
+        assert len(name) <= 250 and name.split("/")[1] not in (".", ".."), name
+    assert metric_name("rollout", columns[0]) == names[0]  # the same name in every row
+
+
+def trends_row(rollout_id: int, dump_file: str, **figures: float) -> dict:
+    return {"rollout_id": rollout_id, "dump_kind": "train", "dump_file": dump_file,
+            **figures}
+
+
+def test_mlflow_takes_span_names_that_look_like_paths(tmp_path: Path) -> None:
+    from mlflow.tracking import MlflowClient
+
+    # Each row holds a name that sanitised as before would read as another path or as
+    # the other name: MLflow refused the batch, and every rollout in it went unlogged.
+    trends = pd.DataFrame([
+        trends_row(1, "rollout_1.pt", samples=4, **{"检索_p50": 6.5, "生成_p50": 1.0}),
+        trends_row(2, "rollout_2.pt", samples=5, **{"GET http://tool.local//search_p50": 2.0}),
+    ])
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    report = analysis.log_trends(trends, f"mlflow:{uri}")
+    assert len(report.logged) == 2 and report.scalars == 5
+    client = MlflowClient(tracking_uri=uri)
+    [run] = client.search_runs([client.get_experiment_by_name("slime-rollouts").experiment_id])
+    for _, row in trends.iterrows():
+        for name, value in scalars(row, "rollout").items():
+            history = client.get_metric_history(run.info.run_id, name)
+            assert [m.value for m in history if m.step == row["rollout_id"]] == [value], name
+
+
+def test_two_dumps_of_one_rollout_id_do_not_share_a_step(tmp_path: Path) -> None:
+    trends = pd.DataFrame([trends_row(5, "runA/rollout_5.pt", samples=4),
+                           trends_row(5, "runB/rollout_5.pt", samples=10),
+                           trends_row(6, "runA/rollout_6.pt", samples=4)])
+    logdir = tmp_path / "tb"
+    report = analysis.log_trends(trends, f"tensorboard:{logdir}")
+    assert report.logged == [row_key(trends.iloc[0]), row_key(trends.iloc[2])]
+    assert report.same_step == 1 and "1 left out for a rollout id" in report.summary()
+    assert sorted(tensorboard_points(logdir)["rollout/samples"]) == [(5, 4.0), (6, 4.0)]
+    again = analysis.log_trends(trends, f"tensorboard:{logdir}", skip=report.logged)
+    assert (again.logged, again.skipped, again.same_step) == ([], 2, 1)
+    assert sorted(tensorboard_points(logdir)["rollout/samples"]) == [(5, 4.0), (6, 4.0)]
+
+
+def test_a_snapshot_shows_its_own_dump_when_two_share_a_rollout_id(
+        tmp_path: Path, monkeypatch) -> None:
+    from slime_trace_widget.export.run_exports import _snapshot_writer
+    from slime_trace_widget.view.page import snapshot
+
+    dump = torch.load(FIXTURES / "small.pt", weights_only=False)  # rollout 0, 8 samples
+    for run_name, kept in (("runA", 8), ("runB", 3)):
+        (tmp_path / run_name).mkdir()
+        torch.save({**dump, "samples": dump["samples"][:kept]},
+                   tmp_path / run_name / "rollout_0.pt")
+        settle(tmp_path / run_name / "rollout_0.pt")
+    dataset = tmp_path / "dataset"
+    assert main(["convert", str(tmp_path / "run*" / "*.pt"), "--out", str(dataset),
+                 "--workers", "1"]) == 0
+    trends = rollout_trends(dataset)
+    assert len(trends) == 2 and set(trends["rollout_id"]) == {0}
+    shown: dict[str, int] = {}
+    monkeypatch.setattr(snapshot, "write_snapshot",
+                        lambda path, frames, title: shown.setdefault(title, len(frames.samples)))
+    for _, row in trends.iterrows():
+        _snapshot_writer(dataset)(row, tmp_path)
+    assert shown == dict(zip(trends["dump_file"], trends["samples"], strict=True))
 
 
 def test_bad_targets_and_missing_backends_are_one_line(run: Path, tmp_path: Path,
