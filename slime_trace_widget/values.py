@@ -111,7 +111,7 @@ def bounded_int(value: Any, low: int, high: int) -> int | None:
                 number = operator.index(value)
             except TypeError:
                 real = float(value)
-                number = int(real) if math.isfinite(real) else None
+                number = int(real) if math.isfinite(real) and real.is_integer() else None
     except Exception:  # whatever a damaged field holds: text, lists, tensors of many elements
         return None
     return number if number is not None and low <= number <= high else None

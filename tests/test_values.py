@@ -134,3 +134,10 @@ def test_an_int_too_long_to_print_is_its_text_at_any_depth(huge):
     assert plain_value(value) == json_safe(value) == expected
     longest = 2**values.MAX_INT_BITS - 1
     assert plain_value([longest, True]) == [longest, True]  # kept as it is
+
+
+def test_bounded_int_takes_whole_numbers_only():
+    assert [values.bounded_int(v, 0, 10) for v in (3.0, np.float32(2.0), torch.tensor(4.0))] \
+        == [3, 2, 4]
+    assert [values.bounded_int(v, 0, 10) for v in (1.5, np.float64(2.25), float("nan"), 11.0)] \
+        == [None, None, None, None]

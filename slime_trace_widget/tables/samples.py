@@ -15,6 +15,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from ..values import bounded_int, plain_value, short_text, truncate
 from .carrier import MAX_ATTEMPT
 
@@ -140,10 +142,18 @@ def _reward(reward: Any) -> tuple[float, Any]:
 
 
 def _flag(value: Any) -> bool:
-    """True only for a true boolean, Python's or numpy's; anything else reads as unset."""
-    kind = type(value)
-    return value is True or (kind.__module__ == "numpy" and kind.__name__ in ("bool", "bool_")
-                             and bool(value))
+    """Whether slime's ``if sample.remove_sample:`` would hold: Python's truth of a bool or
+    a number, Python's or numpy's, alone or as an array of one (a tensor arrives as a
+    numpy array); text, containers and anything else read as unset. Only plain types
+    are asked, so no method of an unpickled object runs."""
+    if isinstance(value, np.ndarray):
+        if value.size != 1 or value.dtype.kind not in "biuf":
+            return False
+        value = value.reshape(-1)[0]
+    if type(value) in (bool, int, float) or isinstance(value, np.bool_ | np.integer |
+                                                         np.floating):
+        return bool(value)
+    return False
 
 
 def _int_or_none(value: Any) -> int | None:
