@@ -13,16 +13,21 @@ code:
 4. ``truncated``: status ``truncated`` (hit the length limit; it may still train, so it
    is counted apart from the two below).
 5. ``no_signal``: every other sample (``completed``, ``pending``, no status, any other
-   text) whose group gives it no gradient: the group's usable rewards are all equal,
-   fewer than two members have a usable reward (a group of one, a sample without a
-   ``group_index``), or the sample is in an evaluation dump (evaluation trains nothing).
+   text) whose group gives it no gradient: the group's usable rewards are all equal, a
+   member that is neither aborted nor failed has no usable reward, the group has one
+   member (a sample without a ``group_index`` is such a group), or the sample is in an
+   evaluation dump (evaluation trains nothing).
 6. ``signal``: the rest: kept, in a group whose rewards vary.
 
 A *group* is one ``group_index`` within one dump. Its rewards are those of all its
 members in the dump, whatever their fate, as slime's GRPO normalisation sees them. A
 usable reward is a finite number, or a dict reward (compared whole; with
 ``reward_key``, the number under that key, like slime's ``--reward-key``); None,
-NaN and infinities are not usable. Numbers are all equal when their sample standard
+NaN and infinities are not usable. A group with a member that trains on such a reward
+(one neither aborted nor failed: those end without a reward, and slime's rollout keeps
+aborted groups out of the batch) gives no signal: slime's ``check_reward_nonzero_std``
+finds a NaN deviation and drops it, and its GRPO normalisation gives every member a NaN
+advantage (or fails, on None). Numbers are all equal when their sample standard
 deviation is at most :data:`EQUAL_STD` (slime's ``check_reward_nonzero_std`` filter's
 threshold); dict rewards when they are equal values, as Python compares them: keys in
 any order, numbers by value (``1``, ``1.0`` and ``true`` alike); a group mixing
@@ -127,10 +132,12 @@ def fates_of(table: pd.DataFrame, reward_key: str | None = None,
     toward their groups' rewards."""
     status = _lower_text(table["status"])
     every = table if peers is None or not len(peers) else pd.concat(
-        [table[["dump", "group_index", "reward", "reward_text"]], peers], ignore_index=True)
+        [table[["dump", "group_index", "status", "reward", "reward_text"]], peers],
+        ignore_index=True)
     reward, text = _usable_rewards(every, reward_key)
+    trains = ~np.isin(_lower_text(every["status"]), ["aborted", "failed"])
     varies = _group_varies(every["dump"].to_numpy(dtype=np.int64), every["group_index"],
-                           reward, text)[:len(table)]
+                           reward, text, trains)[:len(table)]
     kept = varies & ~table["evaluation"].to_numpy(dtype=bool)
     codes = np.where(kept, _CODE["signal"], _CODE["no_signal"])
     # later assignments win: apply the rules from the last to the first
@@ -213,9 +220,10 @@ def _keyed(text: str, key: str) -> float:
         return np.nan
 
 
-def _group_varies(dump: np.ndarray, group: Any, reward: np.ndarray, text: np.ndarray
-                  ) -> np.ndarray:
-    """Per row: whether its group's usable rewards vary (rows without a group: never)."""
+def _group_varies(dump: np.ndarray, group: Any, reward: np.ndarray, text: np.ndarray,
+                  trains: np.ndarray) -> np.ndarray:
+    """Per row: whether its group's usable rewards vary and every member that
+    ``trains`` has one (rows without a group: never)."""
     group = pd.array(group, dtype="Int64")
     grouped = ~group.isna()
     out = np.zeros(len(dump), dtype=bool)
@@ -230,7 +238,9 @@ def _group_varies(dump: np.ndarray, group: Any, reward: np.ndarray, text: np.nda
     distinct = words.nunique(dropna=True).to_numpy()
     worded = words.count().to_numpy()
     varies = (spread > EQUAL_STD) | (distinct > 1) | ((count > 0) & (worded > 0))
-    out[grouped] = varies[codes]
+    unusable = (np.isnan(reward) & pd.isna(text) & trains)[grouped]
+    spoiled = np.bincount(codes, weights=unusable, minlength=len(varies)) > 0
+    out[grouped] = (varies & ~spoiled)[codes]
     return out
 
 

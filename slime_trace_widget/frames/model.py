@@ -43,15 +43,17 @@ __all__ = ["ORIGINS", "PEER_COLUMNS", "TraceFrames", "combine_frames", "frames_f
 
 
 #: The columns of ``TraceFrames.group_peers``, one row per left-out sample: its
-#: ``dump`` (position in ``paths``), ``group_index``, ``reward`` (NaN unless scalar) and
-#: ``reward_text`` (a dict reward's JSON text where ``reward`` is NaN, else None).
-PEER_COLUMNS = ("dump", "group_index", "reward", "reward_text")
+#: ``dump`` (position in ``paths``), ``group_index``, ``status`` (text, None when it has
+#: none), ``reward`` (NaN unless scalar) and ``reward_text`` (a dict reward's JSON text
+#: where ``reward`` is NaN, else None).
+PEER_COLUMNS = ("dump", "group_index", "status", "reward", "reward_text")
 
 
 def no_peers() -> pd.DataFrame:
     """``group_peers`` of frames that hold every sample of their dumps."""
     return pd.DataFrame({"dump": np.zeros(0, dtype=np.int64),
                          "group_index": np.zeros(0, dtype=np.int64),
+                         "status": np.zeros(0, dtype=object),
                          "reward": np.zeros(0), "reward_text": np.zeros(0, dtype=object)})
 
 

@@ -231,8 +231,32 @@ def test_missing_rewards_and_groups_of_one(tmp_path: Path) -> None:
         samples[2]["group_index"] = 99  # a group of one
 
     frames = edited(tmp_path, "small.pt", "rollout_5.pt", change)
-    assert fates(frames) == ["signal", "signal", "no_signal", "signal", "no_signal",
+    assert fates(frames) == ["no_signal", "no_signal", "no_signal", "no_signal", "no_signal",
                              "truncated", "no_signal", "truncated"]
+
+
+@pytest.mark.parametrize("broken", [float("nan"), float("inf"), -float("inf"), None])
+def test_a_member_training_on_no_usable_reward_takes_its_groups_signal(
+        tmp_path: Path, broken: object) -> None:
+    # slime's check_reward_nonzero_std drops [1, 0, nan] (its deviation is NaN) and GRPO
+    # gives each member a NaN advantage; a None fails its normalisation. An aborted or
+    # failed member ends without a reward and trains nothing: it spoils nothing.
+    def change(samples: list[dict]) -> None:
+        for index, (reward, status) in enumerate([(1.0, "completed"), (0.0, "completed"),
+                                                   (broken, "completed"), (1.0, "completed"),
+                                                   (1.0, "completed"), (0.0, "completed"),
+                                                   (broken, "aborted"), (None, "failed")]):
+            samples[index].update(reward=reward, status=status, group_index=index // 4)
+
+    frames = edited(tmp_path, "small.pt", "rollout_5.pt", change)
+    assert fates(frames) == ["no_signal"] * 4 + ["signal", "signal", "aborted", "failed"]
+    convert([str(tmp_path / "rollout_5.pt")], tmp_path / "ds", settle_seconds=0,
+            progress=False)
+    for where in ("sample_index = 0", "sample_index = 4"):  # the rest are group peers
+        partial = open_dataset(tmp_path / "ds", where=where)
+        assert fates(partial) == (["no_signal"] if where.endswith("0") else ["signal"])
+    whole = analysis.ledger_trends(tmp_path / "ds", oversample=1.0).iloc[0]
+    assert (whole["share_signal"] > 0) and whole["share_no_signal"] > 0
 
 
 def test_rewards_within_slimes_zero_std_are_equal(tmp_path: Path) -> None:

@@ -19,8 +19,9 @@ __all__ = ["left_out_peers"]
 def left_out_peers(samples: pa.Table, kept_rows: np.ndarray, dump: int = 0) -> pd.DataFrame:
     """The rewards of the rows of ``samples`` (a dump's samples table, every row of it)
     that are not in ``kept_rows`` but share a ``group_index`` with one that is, as
-    ``frames.model.PEER_COLUMNS``: ``reward`` as stored, ``reward_text`` the stored JSON text of
-    a dict reward where ``reward`` is missing (as the fate rules compare it)."""
+    ``frames.model.PEER_COLUMNS``: ``status`` and ``reward`` as stored, ``reward_text`` the
+    stored JSON text of a dict reward where ``reward`` is missing (as the fate rules
+    compare it)."""
     rows = samples.column("row").to_numpy()
     group_column = samples.column("group_index")
     group = pc.fill_null(group_column, 0).to_numpy()
@@ -31,6 +32,8 @@ def left_out_peers(samples: pa.Table, kept_rows: np.ndarray, dump: int = 0) -> p
     detail = samples.column("reward_detail").filter(pa.array(wanted))
     text = np.array(detail.to_pylist(), dtype=object)
     text[~np.isnan(reward)] = None
+    status = samples.column("status").filter(pa.array(wanted)).cast(pa.string())
     return pd.DataFrame({"dump": np.full(len(reward), dump, dtype=np.int64),
                          "group_index": group[wanted].astype(np.int64),
+                         "status": np.array(status.to_pylist(), dtype=object),
                          "reward": reward, "reward_text": text})
