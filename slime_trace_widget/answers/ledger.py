@@ -20,7 +20,11 @@ code:
 6. ``signal``: the rest: kept, in a group whose rewards vary.
 
 A *group* is one ``group_index`` within one dump. Its rewards are those of all its
-members in the dump, whatever their fate, as slime's GRPO normalisation sees them. A
+members in the dump, whatever their fate, as slime's GRPO normalisation sees them; it
+normalises over each group only while every group of the batch has one size (the batch
+is then ``n_samples_per_prompt`` times ``rollout_batch_size`` samples), and over the
+whole batch otherwise, so a dump whose groups differ in size (a sample without a
+``group_index`` a group of one) is one group. A
 usable reward is a finite number, or a dict reward (compared whole; with
 ``reward_key``, the number under that key, like slime's ``--reward-key``); None,
 NaN and infinities are not usable. A group with a member that trains on such a reward
@@ -58,8 +62,8 @@ if TYPE_CHECKING:
     from ..frames.model import TraceFrames
 
 __all__ = ["BY", "EQUAL_STD", "FATES", "FILTER_EVENTS", "KINDS", "UNKNOWN_ROLLOUT", "fate_table",
-           "fates_of", "filter_dropped", "ledger_kinds", "ledger_of", "sample_fates",
-           "signal_ledger"]
+           "fates_of", "filter_dropped", "ledger_kinds", "ledger_of", "normalised_groups",
+           "sample_fates", "signal_ledger"]
 
 #: Instant event names that mark a sample as dropped by a filter.
 FILTER_EVENTS = ("filter_dropped",)
@@ -136,8 +140,9 @@ def fates_of(table: pd.DataFrame, reward_key: str | None = None,
         ignore_index=True)
     reward, text = _usable_rewards(every, reward_key)
     trains = ~np.isin(_lower_text(every["status"]), ["aborted", "failed"])
-    varies = _group_varies(every["dump"].to_numpy(dtype=np.int64), every["group_index"],
-                           reward, text, trains)[:len(table)]
+    dump = every["dump"].to_numpy(dtype=np.int64)
+    varies = _group_varies(dump, normalised_groups(dump, every["group_index"]), reward, text,
+                           trains)[:len(table)]
     kept = varies & ~table["evaluation"].to_numpy(dtype=bool)
     codes = np.where(kept, _CODE["signal"], _CODE["no_signal"])
     # later assignments win: apply the rules from the last to the first
@@ -218,6 +223,29 @@ def _keyed(text: str, key: str) -> float:
         return float(value[key]) if isinstance(value, dict) and key in value else np.nan
     except (ValueError, TypeError, OverflowError):
         return np.nan
+
+
+def normalised_groups(dump: np.ndarray, group: Any) -> pd.arrays.IntegerArray:
+    """The groups slime's reward normalisation sees, per row of ``dump`` positions and
+    ``group`` indexes: the group index where every group of the row's dump has one size,
+    0 for every row of a dump whose groups differ in size (a row without a group counts
+    as a group of one), which slime normalises as one batch
+    (``_post_process_rewards``: ``rewards.view(-1, len(rewards))``)."""
+    group = pd.array(group, dtype="Int64")
+    missing = np.asarray(group.isna(), dtype=bool)
+    codes = np.empty(len(dump), dtype=np.int64)
+    codes[~missing] = pd.factorize(pd.MultiIndex.from_arrays(
+        [dump[~missing], group[~missing].to_numpy(dtype=np.int64)]))[0]
+    known = int(codes[~missing].max()) + 1 if (~missing).any() else 0
+    codes[missing] = known + np.arange(int(missing.sum()))  # each its own group of one
+    sizes = np.bincount(codes)[codes]
+    kinds = pd.Series(sizes).groupby(dump).nunique()
+    mixed = np.isin(dump, kinds.index[kinds.to_numpy() > 1].to_numpy())
+    if not mixed.any():
+        return group
+    out = group.copy()
+    out[mixed] = 0
+    return out
 
 
 def _group_varies(dump: np.ndarray, group: Any, reward: np.ndarray, text: np.ndarray,

@@ -42,8 +42,9 @@ __all__ = ["ORIGINS", "PEER_COLUMNS", "TraceFrames", "combine_frames", "frames_f
            "no_peers"]
 
 
-#: The columns of ``TraceFrames.group_peers``, one row per left-out sample: its
-#: ``dump`` (position in ``paths``), ``group_index``, ``status`` (text, None when it has
+#: The columns of ``TraceFrames.group_peers``, one row per sample of a dump read in part
+#: that the read left out: its ``dump`` (position in ``paths``), ``group_index`` (Int64),
+#: ``status`` (text, None when it has
 #: none), ``reward`` (NaN unless scalar) and ``reward_text`` (a dict reward's JSON text
 #: where ``reward`` is NaN, else None).
 PEER_COLUMNS = ("dump", "group_index", "status", "reward", "reward_text")
@@ -52,7 +53,7 @@ PEER_COLUMNS = ("dump", "group_index", "status", "reward", "reward_text")
 def no_peers() -> pd.DataFrame:
     """``group_peers`` of frames that hold every sample of their dumps."""
     return pd.DataFrame({"dump": np.zeros(0, dtype=np.int64),
-                         "group_index": np.zeros(0, dtype=np.int64),
+                         "group_index": pd.array([], dtype="Int64"),
                          "status": np.zeros(0, dtype=object),
                          "reward": np.zeros(0), "reward_text": np.zeros(0, dtype=object)})
 

@@ -520,3 +520,37 @@ def test_ledger_diff_compares_two_rollouts() -> None:
         analysis.ledger_diff(frames, 0, 7)
     with pytest.raises(ValueError, match="of must be"):
         analysis.rollout_diff(frames, of="fates")
+
+
+@pytest.mark.parametrize("sizes, expected", [((4, 4), "no_signal"), ((5, 3), "signal")])
+def test_groups_of_unequal_sizes_are_normalised_as_one_batch(
+        tmp_path: Path, sizes: tuple[int, int], expected: str) -> None:
+    # slime normalises per group only while the batch is n_samples_per_prompt x
+    # rollout_batch_size samples; otherwise over the whole batch (rewards.view(-1, n)),
+    # where a group of equal rewards still differs from the batch's mean.
+    def change(samples: list[dict]) -> None:
+        for index, member in enumerate(samples):
+            first = index < sizes[0]
+            member.update(group_index=0 if first else 1, reward=1.0 if first else 0.0,
+                          status="completed")
+
+    frames = edited(tmp_path, "small.pt", "rollout_5.pt", change)
+    assert fates(frames) == [expected] * 8
+    convert([str(tmp_path / "rollout_5.pt")], tmp_path / "ds", settle_seconds=0,
+            progress=False)
+    for index in (0, 7):  # read alone: every other sample comes along as a peer
+        assert fates(open_dataset(tmp_path / "ds", where=f"sample_index = {index}")) \
+            == [expected]
+    shares = analysis.ledger_trends(tmp_path / "ds", oversample=1.0).iloc[0]
+    assert shares[f"share_{expected}"] == pytest.approx(1.0)
+
+
+def test_a_sample_without_a_group_makes_the_batch_one_group(tmp_path: Path) -> None:
+    def change(samples: list[dict]) -> None:
+        for index, member in enumerate(samples):
+            member.update(group_index=None if index == 7 else index // 4, status="completed",
+                          reward=1.0 if index < 4 else 0.0)
+            member["trace"].pop("group_id", None)
+
+    frames = edited(tmp_path, "small.pt", "rollout_5.pt", change)
+    assert fates(frames) == ["signal"] * 8

@@ -269,8 +269,9 @@ def test_widget_colours_rows_by_fate_with_ledger_and_marker(lab: JupyterLab, chr
 
 def test_snapshot_opens_coloured_by_fate_with_ledger_and_marker(chromium: Any,
                                                                 tmp_path: Path) -> None:
-    """A demo rollout of four fates, saved coloured by fate, opened from file://."""
-    dump = write_demo_dump(tmp_path / "rollout_2.pt", n_samples=24, seed=2, rollout_id=2)
+    """A demo rollout of five fates (all but filtered), saved coloured by fate, opened
+    from file://."""
+    dump = write_demo_dump(tmp_path / "rollout_2.pt", n_samples=24, seed=14, rollout_id=2)
     frames = load_frames(str(dump), progress=False)
     expected = Expected(frames)
     assert sum(1 for count in expected.counts.values() if count) >= 4
