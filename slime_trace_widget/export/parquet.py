@@ -14,7 +14,11 @@ dump whose rollout id changed): export into a new folder to start over. Each fil
 written whole or not at all. Every row carries ``dump_file`` (the dump's file name)
 and ``dump_kind`` (``train`` or ``eval``, the run dataset's columns). Attribute dicts are stored as
 JSON text; ``attr.*`` columns keep their type when it is uniform and become JSON
-text otherwise. Every dump gets a file of each table, with no rows where it has none.
+text otherwise. A key holding lists or dicts keeps the attribute table's own JSON
+text in its ``attr.*`` column: exact, so a NaN or infinity inside reads as Python's
+``NaN``/``Infinity`` (as DuckDB's JSON functions and Python's ``json`` read it),
+where the dicts hold it as ``json_safe`` text. Every dump gets a file of each table,
+with no rows where it has none.
 Rows join on ``rollout_id`` and ``dump_file``, and a sample's ``row`` with the
 ``sample_row`` of its spans and events (segments name their span by ``span_index``).
 

@@ -3,9 +3,10 @@ them back as Python values and dicts).
 
 Attributes are built into columns once, where the dump is read (the worker):
 numbers numeric, text as text, mixed kinds as text, nested lists and dicts as
-JSON text (decoded again for the dicts). A null marks an absent key; keys whose
-value was None are listed per row in ``_none_keys`` so the dicts keep them, and
-keys past :data:`MAX_ATTR_COLUMNS` travel per row as JSON in ``_overflow``.
+JSON text that reads back exactly (decoded again for the dicts; see ``attr_format``).
+A null marks an absent key; keys whose value was None are listed per row in
+``_none_keys`` so the dicts keep them, and keys past :data:`MAX_ATTR_COLUMNS` travel
+per row as JSON in ``_overflow``.
 Columns carry no Python objects, so they cross processes as Arrow data.
 """
 
@@ -37,6 +38,7 @@ from .attr_format import (
     JSON_FIELD,
     NONE_KEYS,
     OVERFLOW,
+    exact_json,
     extra_rows,
     is_json_field,
     json_rows,
@@ -193,16 +195,19 @@ class AttrTableBuilder:
 
     def table(self, warnings: Counter[str] | None = None) -> AttrTable:
         """The table of every row added so far; ``warnings`` also gets what grouping
-        counted (``attr_key_collision``)."""
+        counted (``attr_key_collision``) and the values written cut (``attr_value_cut``,
+        see :func:`_json_text`)."""
         if warnings is not None:
             warnings.update(self._grouping_warnings)
+        else:
+            warnings = Counter()
         frequency: Counter[str] = Counter()
         for part in self._parts:
             for keys, group in part.groups.items():
                 for key in keys:
                     frequency[key] += len(group.members)
         moved = _past_the_cap(frequency)
-        if moved and warnings is not None:
+        if moved:
             warnings["attr_columns_capped"] += len(moved)
         pieces: dict[str, list[_Piece]] = {}
         overflow: dict[int, dict] = {}
@@ -224,11 +229,12 @@ class AttrTableBuilder:
         n = self._rows
         fields, arrays, none_keys = [], [], {}
         for key in sorted(pieces, key=lambda k: -frequency[k]):
-            array, is_json = _column(pieces[key], n, key, none_keys)
+            array, is_json = _column(pieces[key], n, key, none_keys, warnings)
             fields.append(pa.field(key, array.type, metadata={JSON_FIELD: b"1"} if is_json
                                    else None))
             arrays.append(array)
-        for name, rows_json in ((NONE_KEYS, none_keys), (OVERFLOW, _json_rows(overflow))):
+        for name, rows_json in ((NONE_KEYS, none_keys),
+                                (OVERFLOW, _json_rows(overflow, warnings))):
             if rows_json:
                 fields.append(pa.field(name, pa.string()))
                 arrays.append(_sparse_text(rows_json, n))
@@ -281,14 +287,14 @@ def _transposed(rows: list[dict], wanted: list[str]) -> list[Sequence]:
     return [list(map(itemgetter(wanted[0]), rows))]
 
 
-def _column(pieces: list[_Piece], n: int, key: str,
-            none_keys: dict[int, list[str]]) -> tuple[pa.Array, bool]:
+def _column(pieces: list[_Piece], n: int, key: str, none_keys: dict[int, list[str]],
+            warnings: Counter[str]) -> tuple[pa.Array, bool]:
     """One key's Arrow column and whether its text is JSON; records explicit Nones."""
     fast = _inferred_column(pieces, n, key, none_keys)
     if fast is not None:
         return fast, False
     return _converted_column([(piece.index, _python_values(piece.chunks)) for piece in pieces],
-                             n, key, none_keys)
+                             n, key, none_keys, warnings)
 
 
 def _inferred_column(pieces: list[_Piece], n: int, key: str,
@@ -395,9 +401,11 @@ def _scattered_text(values: pa.StringArray, rows: np.ndarray, n: int) -> pa.Arra
 
 
 def _converted_column(pieces: list[tuple[np.ndarray, Sequence]], n: int, key: str,
-                      none_keys: dict[int, list[str]]) -> tuple[pa.Array, bool]:
+                      none_keys: dict[int, list[str]], warnings: Counter[str]
+                      ) -> tuple[pa.Array, bool]:
     """The column of a key whose values need Python: numpy and torch scalars, objects,
-    mixed kinds, huge ints. Values are made plain first (``values.plain_value``)."""
+    mixed kinds, huge ints. Values are made plain first (``values.plain_value``); a
+    column with lists or dicts holds each value as :func:`_json_text`."""
     pieces = [(index, tuple(v if type(v) in PLAIN_TYPES else plain_value(v) for v in values))
               for index, values in pieces]
     kinds: set[type] = set()
@@ -422,8 +430,8 @@ def _converted_column(pieces: list[tuple[np.ndarray, Sequence]], n: int, key: st
     for index, chunk in pieces:
         text[index] = np.fromiter(chunk, dtype=object, count=len(chunk))
     if kinds & {list, dict}:  # every value as JSON, so the dicts get lists and dicts back
-        return text_array(np.array([None if v is None else json.dumps(
-            json_safe(v), ensure_ascii=False) for v in text.tolist()], dtype=object)), True
+        return text_array(np.array([None if v is None else _json_text(v, warnings)
+                                    for v in text.tolist()], dtype=object)), True
     if kinds <= {str}:
         return text_array(text), False
     # short_text: str() of an int over 4,300 digits raises; it reads as it does nested.
@@ -456,9 +464,29 @@ def _drop_nones(pieces: list[tuple[np.ndarray, Sequence]], key: str,
     return kept
 
 
-def _json_rows(rows: dict[int, dict]) -> dict[int, str]:
-    return {position: json.dumps(json_safe(value), ensure_ascii=False)
-            for position, value in rows.items()}
+def _json_text(value: Any, warnings: Counter[str] | None) -> str:
+    """The plain ``value`` as JSON text that reads back as it is (``attr_format.exact_json``).
+
+    A value it refuses is written as ``values.json_safe`` makes it instead (strings
+    cut, NaN as text, no more than a few times ``values.MAX_STRING_CHARS`` in all) and
+    counted in ``warnings`` as ``attr_value_cut``: one whose text would repeat more
+    than ``attr_format.MAX_REPEATED_CHARS`` characters of its own strings (only a
+    hostile dump's, sharing one string in many places), or one ``json`` refuses.
+    """
+    text = exact_json(value)
+    if text is not None:
+        return text
+    if warnings is not None:
+        warnings["attr_value_cut"] += 1
+    return json.dumps(json_safe(value), ensure_ascii=False)
+
+
+def _json_rows(rows: dict[int, dict], warnings: Counter[str] | None = None) -> dict[int, str]:
+    """Each row's attributes (past the column cap) as one JSON object, each value made
+    plain on its own, as a column's would be, so it reads back as a column's does."""
+    return {position: _json_text({key: plain_value(value) for key, value in row.items()},
+                                 warnings)
+            for position, row in rows.items()}
 
 
 def _sparse_text(rows: dict[int, Any], n: int) -> pa.Array:

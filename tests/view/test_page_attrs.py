@@ -4,6 +4,7 @@ decoder (``js/src/page/page_attrs.js``, run in Node), row for row what the kerne
 from __future__ import annotations
 
 import base64
+import itertools
 import json
 import math
 import shutil
@@ -15,6 +16,8 @@ import pytest
 
 from slime_trace_widget.tables import attr_columns
 from slime_trace_widget.tables.attr_columns import AttrTable
+from slime_trace_widget.values import exact_in_browser, json_safe
+from slime_trace_widget.view.page import page_attrs
 from slime_trace_widget.view.page.page_attrs import page_attr_table
 
 DECODER = Path(__file__).parents[2] / "js" / "src" / "page" / "page_attrs.js"
@@ -121,3 +124,42 @@ def test_ints_past_2_53_reach_the_browser_as_their_digits() -> None:
         {"seed": 7, "inner": [1, str(2**61)]},
         {"seed": str(-(2**62))}]
     _decoded(_table(attrs, every), len(rows), sent)
+
+
+#: Nested NaN and infinities, short enough that no text is cut: the tables keep them as
+#: Python's JSON writes them, which the browser's ``JSON.parse`` refuses.
+NON_FINITE_ROWS = [{"scores": [1.0, math.nan], "deep": {"x": -math.inf}, "label": "NaN"},
+                   {"scores": [math.inf, 2**60 + 5], "deep": {"x": 1.5}},
+                   {"deep": {"note": "Infinity is a word"}, "label": "ok"}]
+
+
+def test_nested_non_finite_numbers_reach_the_browser_as_the_kernel_sends_them() -> None:
+    attrs = AttrTable.from_dicts(NON_FINITE_ROWS)
+    every = np.arange(len(NON_FINITE_ROWS))
+    sent = attrs.json_rows(every, 1000)
+    assert sent[0]["scores"] == [1.0, "NaN"] and sent[1]["scores"] == ["Infinity", str(2**60 + 5)]
+    buffers: dict[str, bytes] = {}
+    _decoded((page_attr_table(attrs, every, 1000, buffers), buffers), len(every), sent)
+
+
+@pytest.mark.parametrize("max_chars", [None, 1000, 5])
+def test_json_texts_for_the_page_are_strict_json(max_chars: int | None) -> None:
+    """Every JSON text a page gets reads with a strict parser (no NaN, no Infinity) as
+    the value the kernel would send, also when texts are not cut (``max_chars`` None)."""
+    attrs = AttrTable.from_dicts(NON_FINITE_ROWS)
+    for key in ("scores", "deep"):
+        buffers: dict[str, bytes] = {}
+        column = page_attrs._column(key, attrs.column(key).combine_chunks(), True, max_chars,
+                                    buffers)
+        assert column["kind"] == "json"
+        offsets = np.frombuffer(buffers[column["offsets"]], "<i4").tolist()
+        data = buffers[column["data"]]
+        got = [json.loads(data[start:end].decode(), parse_constant=_refuse)
+               for start, end in itertools.pairwise(offsets)]
+        values = [row[key] for row in NON_FINITE_ROWS if key in row]
+        assert got == [exact_in_browser(json_safe(value, max_chars or 1000))
+                       for value in values]
+
+
+def _refuse(constant: str) -> None:
+    raise ValueError(f"{constant} is not strict JSON")

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 from slime_trace_widget import load_frames
 from slime_trace_widget.view.details import (
@@ -24,6 +25,7 @@ from slime_trace_widget.view.details import (
 from slime_trace_widget.view.page.page_attrs import page_item_table
 from slime_trace_widget.view.page.snapshot import data_blocks
 from slime_trace_widget.view.payload import encode
+from tests.support.dump_samples import events_or_empty, span_sample
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 SNAPSHOT_JS = Path(__file__).parents[2] / "js" / "src" / "page" / "snapshot.js"
@@ -138,3 +140,29 @@ def test_event_columns_keep_their_json_form() -> None:
     assert columns["kind"].count("unmatched_end") == 4
     assert all(type(value) is int for value in columns["attempt"] + columns["index"])
     json.dumps(columns, allow_nan=False)
+
+
+def test_nested_non_finite_attributes_of_a_dump_show_on_the_page(tmp_path: Path) -> None:
+    """A dump's nested NaN, infinities and ints past 2**53: the attribute tables keep
+    them as Python's JSON writes them, the page gets strict JSON it parses, and each
+    span's and event's attributes read there as the kernel sends them."""
+    attrs = {"scores": [1.0, float("nan"), float("inf")], "big": [2**70],
+             "deep": {"x": float("-inf"), "y": [{"z": float("nan")}]}, "top": float("nan")}
+    sample = span_sample(0, attrs)
+    start = events_or_empty(sample)[0]
+    events_or_empty(sample).insert(1, {**start, "type": "event", "name": "scored",
+                                       "span_id": "e" * 32, "ts": 1.5, "attrs": attrs})
+    path = tmp_path / "rollout_1.pt"
+    torch.save({"rollout_id": 1, "samples": [sample, span_sample(1, {"deep": {"x": 1}})]},
+               path)
+    frames = load_frames(path, progress=False)
+    view = encode(frames)
+    page = _page_details(data_blocks(frames, view), len(view.span_index), len(view.event_index))
+    kernel_spans = [span_detail(frames, int(index)) for index in view.span_index]
+    kernel_events = [event_detail(frames, int(index)) for index in view.event_index]
+    assert [[d["start_attrs"], d["end_attrs"]] for d in page["spans"]] == \
+        [[d["start_attrs"], d["end_attrs"]] for d in kernel_spans]
+    assert [d["attrs"] for d in page["events"]] == [d["attrs"] for d in kernel_events]
+    shown = next(d["end_attrs"] for d in page["spans"] if "scores" in d["end_attrs"])
+    assert shown == {"scores": [1.0, "NaN", "Infinity"], "big": [str(2**70)],
+                     "deep": {"x": "-Infinity", "y": [{"z": "NaN"}]}, "top": "NaN"}

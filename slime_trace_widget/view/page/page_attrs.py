@@ -6,7 +6,9 @@ every text: as columns, numbers are their bytes, a text repeated across rows is
 written once, and texts reach the page as Arrow's own UTF-8 buffers, neither
 escaped nor parsed. The layout of a table is in ``docs/payload.md`` ("Snapshot
 attribute tables"); texts are cut to ``max_chars`` as everywhere else, and
-non-finite floats read as the text ``json_safe`` gives them.
+non-finite floats read as the text ``json_safe`` gives them, inside JSON too: the
+tables keep nested NaN and infinities as Python's JSON writes them, which a
+browser's ``JSON.parse`` refuses, so a JSON text holding one is written again.
 
 The spans', events' and PD segments' own detail fields (name, ids, times...) use
 the same columns (:func:`page_item_table`), not JSON lists, for the same
@@ -25,8 +27,12 @@ import pyarrow.compute as pc
 from ...tables.attr_columns import AttrTable, text_array
 from ...values import exact_in_browser, json_safe, truncate
 
-#: A run of digits as long as an int past 2**53 is written in JSON text (16 or more).
-LONG_DIGITS = r"\d{16,}"
+#: What may make a JSON text unfit for a browser as it is: a run of digits as long as an
+#: int past 2**53 is written in (16 or more), which ``JSON.parse`` reads with other
+#: digits, and the non-finite numbers ``NaN``, ``Infinity`` and ``-Infinity``, which it
+#: refuses. Matched inside strings too: a text that only looks unfit is written again
+#: unchanged.
+NOT_FOR_BROWSER = r"\d{16,}|NaN|Infinity"
 
 
 class Buffers(Protocol):
@@ -97,25 +103,45 @@ def _column(key: str, column: pa.Array, is_json: bool, max_chars: int | None,
         return {**out, "kind": "f64", "values": put(values)}
     coded = pc.dictionary_encode(column.cast(pa.string()))
     codes = coded.indices.fill_null(-1).to_numpy().astype("<i4", copy=False)
-    texts = coded.dictionary if max_chars is None else _cut(coded.dictionary, is_json, max_chars)
+    texts = coded.dictionary
+    if is_json:
+        texts = _browser_json(texts, max_chars)
+    elif max_chars is not None:
+        texts = _cut(texts, max_chars)
     offsets, data = _utf8(texts)
     return {**out, "kind": "json" if is_json else "text", "codes": put(codes),
             "offsets": put(offsets), "data": put(data)}
 
 
-def _cut(texts: pa.Array, is_json: bool, max_chars: int) -> pa.Array:
-    """``texts`` with every text cut to ``max_chars`` (JSON: every string inside it,
-    and every int past 2**53 written as its digits, :func:`values.exact_in_browser`)."""
+def _cut(texts: pa.Array, max_chars: int) -> pa.Array:
+    """``texts`` with every text cut to ``max_chars``."""
+    if not len(texts) or pc.max(pc.utf8_length(texts)).as_py() <= max_chars:
+        return texts  # the common case: nothing to cut, nothing to copy
+    return pa.array([truncate(text, max_chars) for text in texts.to_pylist()], type=pa.string())
+
+
+def _browser_json(texts: pa.Array, max_chars: int | None) -> pa.Array:
+    """JSON ``texts`` as strict JSON a browser reads as the kernel's reply has the value:
+    every string inside cut to ``max_chars`` (None: none cut), NaN and infinities as
+    the texts ``json_safe`` makes of them and every int past 2**53 as its digits
+    (:func:`values.exact_in_browser`). Texts are decoded only when one may need it
+    (:data:`NOT_FOR_BROWSER`, or one longer than ``max_chars``); all are then written
+    again, a text that needed nothing as it was."""
     if not len(texts):
         return texts
-    within = pc.max(pc.utf8_length(texts)).as_py() <= max_chars
-    if within and not (is_json and pc.any(pc.match_substring_regex(texts, LONG_DIGITS)).as_py()):
+    too_long = max_chars is not None and pc.max(pc.utf8_length(texts)).as_py() > max_chars
+    if not too_long and not pc.any(pc.match_substring_regex(texts, NOT_FOR_BROWSER)).as_py():
         return texts  # the common case: nothing to cut, nothing to copy
-    if is_json:
-        return pa.array([json.dumps(exact_in_browser(json_safe(json.loads(text), max_chars)),
-                                    ensure_ascii=False) for text in texts.to_pylist()],
-                        type=pa.string())
-    return pa.array([truncate(text, max_chars) for text in texts.to_pylist()], type=pa.string())
+    return pa.array([_browser_text(text, max_chars) for text in texts.to_pylist()],
+                    type=pa.string())
+
+
+def _browser_text(text: str, max_chars: int | None) -> str:
+    """One JSON text as :func:`_browser_json` writes it. Without ``max_chars`` no string
+    inside is cut: none is longer than the text, nor are all of them together."""
+    value = json.loads(text)
+    safe = json_safe(value, len(text) if max_chars is None else max_chars)
+    return json.dumps(exact_in_browser(safe), ensure_ascii=False, allow_nan=False)
 
 
 def _utf8(texts: pa.Array) -> tuple[np.ndarray, bytes]:
