@@ -29,8 +29,8 @@ import pyarrow.compute as pc
 
 from ..frames.model import TraceFrames
 
-__all__ = ["Matches", "QueryError", "attr_masks", "glob_match", "match", "parse", "restrict",
-           "select", "selection_labels"]
+__all__ = ["Matches", "QueryError", "attr_masks", "fold_case", "glob_match", "match", "parse",
+           "restrict", "select", "selection_labels"]
 
 #: the grammar's tables, shared with the widget's parser
 GRAMMAR: dict[str, Any] = json.loads(
@@ -62,6 +62,25 @@ _SPAN_ONLY_KINDS = tuple(GRAMMAR["span_only_kinds"])
 _BARE_WORD_FIELDS = tuple(GRAMMAR["bare_word_fields"])
 #: what a column's searched text starts with ("#" before the sample index)
 _BARE_WORD_MARKS: dict[str, str] = GRAMMAR["bare_word_marks"]
+
+
+#: Greek small final sigma, which case folding writes as the medial one (:func:`fold_case`)
+_FINAL_SIGMA = "\u03c2"
+_SIGMA = "\u03c3"
+
+
+def fold_case(text: str) -> str:
+    """``text`` as the query compares names, statuses, sources and bare words: lower-cased
+    by Unicode's full mapping (``str.lower``: "İ" becomes "i̇"), then every final sigma
+    "ς" written as "σ"; ``foldCase`` in ``js/src/data/query.js`` is the same fold, and
+    the shared cases' ``fold`` list pins both.
+
+    Lower-casing alone writes "Σ" as "ς" at a word's end and "σ" inside one, so
+    ``name:οδοσ``, typed as people type it, missed a span named "ΟΔΟΣ" (folded
+    "οδος"), and ``name:ΟΔΟΣ*`` missed "ΟΔΟΣΟΣ". With one sigma a letter folds the same
+    wherever it stands: a text's fold is its pieces' folds joined, so a glob's pieces
+    and a bare word's substring fold as the text around them does."""
+    return text.lower().replace(_FINAL_SIGMA, _SIGMA)
 
 
 def _alternatives(options: list[str]) -> str:
@@ -134,7 +153,7 @@ def _term(pos: int, word: str, quoted: list[bool]) -> Term:
     if field in _COLON_FIELDS and (at < 0 or colon < at):
         return {"kind": field, "neg": neg, **_field_value(pos, field, "=", word[colon + 1:])}
     if at < 0:
-        return {"kind": "text", "neg": neg, "value": word.lower()}
+        return {"kind": "text", "neg": neg, "value": fold_case(word)}
     key, value = word[:at], word[at + len(op):]
     if not key:
         raise QueryError(f'"{op}" needs a key before it', pos)
@@ -172,7 +191,7 @@ def _field_value(pos: int, field: str, op: str, value: str) -> dict[str, Any]:
         return {"value": value.lower()}
     if field == "has":
         return {"key": _attr_key(value)}
-    return {"value": value.lower()}
+    return {"value": fold_case(value)}
 
 
 def _attr_key(key: str) -> str:
@@ -230,26 +249,27 @@ def _glob_hits(pattern: str, texts: list[str]) -> np.ndarray:
 
 
 def _categorical_mask(series: pd.Series, pattern: str) -> np.ndarray:
-    """Lower-cased glob over a categorical's categories, taken through its codes."""
+    """Glob over a categorical's categories, each case-folded (:func:`fold_case`), taken
+    through its codes."""
     values = series.array
     if not isinstance(values, pd.Categorical):
         values = pd.Categorical(series.astype(str))
-    texts = [str(c).lower() for c in values.categories] + [""]  # code -1 (missing) reads ""
+    texts = [fold_case(str(c)) for c in values.categories] + [""]  # code -1 (missing): ""
     return _glob_hits(pattern, texts)[np.asarray(values.codes)]
 
 
 def sample_text(samples: pd.DataFrame) -> pd.Series:
-    """What a bare word is searched in, lower-cased: the grammar's ``bare_word_fields``
+    """What a bare word is searched in, case-folded: the grammar's ``bare_word_fields``
     of each sample in their order, each as text after its mark (``#<index>``), a missing
     value as "", joined by "\\x01" (the widget's filter searches the same fields).
 
-    Lower-cased by ``str.lower``, as the query's words are and as the widget's
-    ``toLowerCase`` does (full case mapping: "İ" becomes "i̇", a final "Σ" becomes
-    "ς"); pandas' ``.str.lower`` on Arrow text maps each character alone."""
+    Folded by :func:`fold_case`, as the query's words are and as the widget's
+    ``foldCase`` does (full case mapping: "İ" becomes "i̇"); pandas' ``.str.lower`` on
+    Arrow text maps each character alone."""
     first, *rest = [(_BARE_WORD_MARKS.get(field, "") + samples[field].astype("string"))
                     .fillna("") for field in _BARE_WORD_FIELDS]
     joined = first.str.cat(rest, sep="\x01")
-    return pd.Series([text.lower() for text in joined.tolist()], index=joined.index,
+    return pd.Series([fold_case(text) for text in joined.tolist()], index=joined.index,
                      dtype=joined.dtype)
 
 

@@ -133,6 +133,23 @@ def test_glob_cases(case: dict) -> None:
     assert query.glob_match(case["pattern"], case["text"]) is case["match"]
 
 
+@pytest.mark.parametrize("case", CASES["fold"], ids=lambda c: c["text"])
+def test_fold_cases(case: dict) -> None:
+    assert query.fold_case(case["text"]) == case["folded"]
+
+
+def test_a_word_folds_alike_wherever_it_stands() -> None:
+    """Lower-casing writes "Σ" as "ς" at a word's end and "σ" inside one, so a word's fold
+    depended on what followed it: "ΟΔΟΣ" alone and in "ΟΔΟΣΟΣ", or before a glob's star.
+    Folded, a text is its pieces folded one by one, which is what lets a glob's pieces
+    and a bare word's substring search fold apart from the text around them."""
+    pieces = [case["text"] for case in CASES["fold"]] + ["*", " ", "\x01", "a"]
+    for first in pieces:
+        for second in pieces:
+            assert query.fold_case(first + second) == (
+                query.fold_case(first) + query.fold_case(second)), (first, second)
+
+
 def _names(frames: TraceFrames, mask: np.ndarray) -> list[str]:
     return sorted(frames.span_core["name"].astype(str)[mask])
 
@@ -298,7 +315,7 @@ def test_show_query_encodes_only_the_matches() -> None:
     assert sorted(ids[timeline.view.span_index]) == ["1:a", "1:b", "1:grp"]
     assert list(event_ids[timeline.view.event_index]) == ["1:tick"]
     timeline.show()
-    assert len(timeline.view.sample_rows) == 3
+    assert len(timeline.view.sample_rows) == len(CASES["trace"])
     with pytest.raises(ValueError, match=r'unknown is: value "bad" .*at character 8'):
         timeline.show(query="name:x -is:bad")
 

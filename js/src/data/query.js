@@ -73,6 +73,24 @@ const BARE_WORD_READERS = GRAMMAR.bare_word_fields.map((field) => {
   return { read: SAMPLE_FIELD_READERS[field], mark: BARE_WORD_MARKS[field] ?? "" };
 });
 
+/** Every Greek small final sigma (a global pattern), which foldCase writes as the medial one. */
+const FINAL_SIGMA = /\u03c2/g;
+const SIGMA = "\u03c3";
+
+/**
+ * `text` as the query compares names, statuses, sources and bare words: lower-cased by
+ * Unicode's full mapping (`toLowerCase`: "İ" becomes "i̇"), then every final sigma "ς"
+ * written as "σ"; query.fold_case in Python is the same fold, and the shared cases'
+ * `fold` list pins both. Lower-casing alone writes "Σ" as "ς" at a word's end and "σ"
+ * inside one, so `name:οδοσ` missed "ΟΔΟΣ" and `name:ΟΔΟΣ*` missed "ΟΔΟΣΟΣ"; with one
+ * sigma a text's fold is its pieces' folds joined, so a glob's pieces and a bare word
+ * fold as the text around them does.
+ * @param {string} text
+ */
+export function foldCase(text) {
+  return text.toLowerCase().replace(FINAL_SIGMA, SIGMA);
+}
+
 /**
  * `a, b or c` (`a, b and c` with `conjunction` "and"): how an error message lists
  * what would have done, and the help what a bare word searches.
@@ -187,7 +205,7 @@ function term(pos, word, quoted) {
   const [at, op] = operator(word, quoted);
   const field = colon > 0 ? word.slice(0, colon).toLowerCase() : "";
   if (COLON_FIELDS.includes(field) && (at < 0 || colon < at)) return { kind: field, neg, ...fieldValue(pos, field, "=", word.slice(colon + 1)) };
-  if (at < 0) return { kind: "text", neg, value: word.toLowerCase() };
+  if (at < 0) return { kind: "text", neg, value: foldCase(word) };
   let key = word.slice(0, at);
   const value = word.slice(at + op.length);
   if (!key) throw new QueryError(`"${op}" needs a key before it`, pos);
@@ -222,7 +240,7 @@ function fieldValue(pos, field, op, value) {
     return { value: value.toLowerCase() };
   }
   if (field === "has") return { key: attrKey(value) };
-  return { value: value.toLowerCase() };
+  return { value: foldCase(value) };
 }
 
 /**
@@ -325,9 +343,9 @@ export function attrHolds(queryTerm, pattern, kind, value) {
 const textCache = new WeakMap();
 
 /**
- * What a bare word is searched in, lower-cased: the grammar's bare_word_fields of
- * each sample in their order, each as text after its mark (#index), a missing
- * value as "", joined by "\u0001" (query.sample_text in Python).
+ * What a bare word is searched in, case-folded (foldCase): the grammar's
+ * bare_word_fields of each sample in their order, each as text after its mark
+ * (#index), a missing value as "", joined by "\u0001" (query.sample_text in Python).
  * @param {Data} data
  */
 export function sampleTexts(data) {
@@ -339,20 +357,20 @@ export function sampleTexts(data) {
       const value = read(data, sample);
       return value === null || value === undefined ? "" : `${mark}${value}`;
     });
-    out.push(texts.join("\u0001").toLowerCase());
+    out.push(foldCase(texts.join("\u0001")));
   }
   textCache.set(data, out);
   return out;
 }
 
 /**
- * Per entry of a string table, whether the lower-cased text matches a glob.
+ * Per entry of a string table, whether its case-folded text (foldCase) matches a glob.
  * @param {string[]} table
  * @param {string} pattern
  */
 function tableHits(table, pattern) {
   const matches = glob(pattern);
-  return Uint8Array.from(table, (entry) => (matches((entry ?? "").toLowerCase()) ? 1 : 0));
+  return Uint8Array.from(table, (entry) => (matches(foldCase(entry ?? "")) ? 1 : 0));
 }
 
 /**

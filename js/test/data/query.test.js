@@ -7,7 +7,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { decodePayload } from "../../src/data/decode.js";
-import { parseQuery, evaluate, matchSummary, QueryError, QueryFilter, unpackBits, resolverFor, finiteStandIns, glob, ATTR_KINDS, GRAMMAR, queryHelp, sampleTexts } from "../../src/data/query.js";
+import { parseQuery, evaluate, matchSummary, QueryError, QueryFilter, unpackBits, resolverFor, finiteStandIns, glob, foldCase, ATTR_KINDS, GRAMMAR, queryHelp, sampleTexts } from "../../src/data/query.js";
 import { attrTermHits } from "../../src/page/page_attrs.js";
 import { base64ToBytes } from "../../src/data/bytes.js";
 import { createLocalModel } from "../../src/standalone.js";
@@ -76,9 +76,9 @@ for (const c of cases.evaluate) {
 }
 
 test("the header line counts what matched", () => {
-  assert.equal(matchSummary(run("name:tool*"), d.nSamples), "3 spans, 1 event in 2 of 3 samples match");
-  assert.equal(matchSummary(run("is:error"), d.nSamples), "1 span in 1 of 3 samples match");
-  assert.equal(matchSummary(run("status:failed"), d.nSamples), "1 of 3 samples match");
+  assert.equal(matchSummary(run("name:tool*"), d.nSamples), "3 spans, 1 event in 2 of 4 samples match");
+  assert.equal(matchSummary(run("is:error"), d.nSamples), "1 span in 1 of 4 samples match");
+  assert.equal(matchSummary(run("status:failed"), d.nSamples), "1 of 4 samples match");
 });
 
 test("bitmaps unpack in numpy's little bit order", () => {
@@ -237,6 +237,13 @@ test("the request carries the payload's view id; a reply for another view is ref
   deliver(body);
   assert.equal((await local).spans.length, d.nSpans);
 });
+
+// Python's query.fold_case folds alike: the shared cases (final sigma, dotted capital I, astral letters).
+for (const c of cases.fold) {
+  test(`fold: ${JSON.stringify(c.text)}`, () => {
+    assert.equal(foldCase(c.text), c.folded);
+  });
+}
 
 // Python's query.glob is the same algorithm: the shared cases (a long pathological pair among them).
 for (const c of cases.glob ?? []) {
