@@ -16,12 +16,16 @@ sample's concurrency needs, so no two complete events on one thread overlap
 partly (Perfetto drops those). Thread ids are numbered sample by sample, lane by
 lane, from 1. The spans
 exported are the measured ones (``analysis.measured_spans``); an instant event
-goes to its parent span's thread. Links between rows (``links``) are flow
-events (``s`` -> ``f``), drawn by Perfetto as arrows. An event's ``args`` are its
-attributes (a span's start and end ones) and, named apart from them as OTLP names
-them, the exporter's own: ``slime.span_id``, ``slime.state``, ``slime.attempt``, and
-an instant's ``slime.kind`` (an attribute of one of those names is kept as
-``attr.<name>``).
+goes to its parent span's thread. Links between rows (``links``) are flows, drawn
+by Perfetto as arrows, each bound to its own two slices by a ``bind_id`` on their
+complete events (``perfetto_flows``: a flow event placed inside a span would bind to
+a child that starts with it); so an event that ends a link is written as a complete
+event of no duration (Perfetto reads both as the same zero-length slice, but an
+instant cannot carry a flow). An event's ``args`` are its attributes (a span's start
+and end ones) and, named apart from them as OTLP names them, the exporter's own:
+``slime.span_id``, ``slime.state``, ``slime.attempt``, an instant's ``slime.kind``,
+and the kinds of the links a slice ends, ``slime.links`` (an attribute of one of
+those names is kept as ``attr.<name>``).
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from ..frames.view_memory import attr_view_bytes, check_room
 from ..values import json_safe, truncate
 from ..whole_files import replaced
 from .own_fields import beside_attributes
+from .perfetto_flows import bind_flows
 
 if TYPE_CHECKING:
     from ..frames.model import TraceFrames
@@ -77,11 +82,18 @@ def perfetto_trace(frames: TraceFrames) -> dict[str, Any]:
             events.append({"ph": "M", "name": "thread_sort_index", "pid": int(pid_of_row[row]),
                            "tid": tid, "args": {"sort_index": tid}})
     start_attrs, end_attrs = frames.span_attrs(spans.index)
-    events += _complete_events(spans, start_attrs, end_attrs, threads, tracks, pid_of_row, t0)
-    event_tracks = _event_tracks(frames, spans, tracks)
-    events += _instant_events(frames.event_core, frames.event_attrs.dicts(), threads,
-                              event_tracks, pid_of_row, t0)
-    events += _flow_events(frames, spans, threads, tracks, event_tracks, pid_of_row, t0)
+    complete = _complete_events(spans, start_attrs, end_attrs, threads, tracks, pid_of_row, t0)
+    instants = _instant_events(frames.event_core, frames.event_attrs.dicts(), threads,
+                               _event_tracks(frames, spans, tracks), pid_of_row, t0)
+    table = links(frames)
+    linked = _linked_events(table, frames.event_core.index)
+    slices, labels = _reading_order(
+        complete + [_zero_length(instants[i]) for i in np.flatnonzero(linked)],
+        [("span", label) for label in spans.index.tolist()]
+        + [("event", label) for label in frames.event_core.index[linked].tolist()])
+    ends, kinds = _link_slices(table, labels)
+    slices, flows = bind_flows(slices, ends, kinds)
+    events += slices + flows + [instants[i] for i in np.flatnonzero(~linked)]
     return {"traceEvents": events, "displayTimeUnit": "ms",
             "otherData": {"source": "slime-trace-widget", "t0_epoch_s": t0,
                           "dumps": [truncate(str(path), PERFETTO_MAX_CHARS)
@@ -170,8 +182,9 @@ def _nesting_tracks(spans: pd.DataFrame) -> np.ndarray:
 
 def _event_tracks(frames: TraceFrames, spans: pd.DataFrame, tracks: np.ndarray) -> np.ndarray:
     """Track per event: its parent span's, when that span is exported, else 0. A thread's
-    instant nests under the slice enclosing it, and a flow end binds to that slice, so
-    an event whose parent went to an extra track must go there too."""
+    instant nests under the slice enclosing it, so an event whose parent went to an
+    extra track must go there too (a remote link's ``trace_import`` inside the span it
+    links to among them)."""
     parent = frames.event_core["parent_index"].to_numpy()
     labels = frames.span_core.index.to_numpy()[np.maximum(parent, 0)]
     at = np.where(parent >= 0, spans.index.get_indexer(labels), -1)
@@ -199,9 +212,6 @@ def _complete_events(spans: pd.DataFrame, starts_of: list, ends_of: list,
                     "cat": "span", "pid": int(pid_of_row[rows[i]]),
                     "tid": int(tids[i]), "ts": int(ts[i]),
                     "dur": int(max(dur[i], 0)), "args": args})
-    # Perfetto reads events of one ts in the order given: a parent after a child that
-    # starts with it would not enclose the slice already open. Longest first.
-    out.sort(key=lambda event: (event["ts"], -event["dur"]))
     return out
 
 
@@ -222,57 +232,48 @@ def _instant_events(events: pd.DataFrame, attrs_of: list, threads: _Threads,
     return out
 
 
-def _flow_events(frames: TraceFrames, spans: pd.DataFrame, threads: _Threads,
-                 tracks: np.ndarray, event_tracks: np.ndarray, pid_of_row: np.ndarray,
-                 t0: float) -> list[dict[str, Any]]:
-    """One ``s``/``f`` pair per link whose ends were exported, on their threads.
-
-    A span end sits half a microsecond (at most half the span) inside its start, so
-    Perfetto binds it to that slice rather than to one that ends where it begins;
-    an event end sits at the event, on its thread (``_event_tracks``). ``bp: "e"``
-    binds the ``f`` to the slice enclosing it (by default Perfetto would take the
-    next slice to begin)."""
-    table = links(frames)
-    ends = []
-    for side in ("from", "to"):
-        ends.append(_flow_points(frames, spans, threads, tracks, event_tracks, pid_of_row, t0,
-                                 (table[f"{side}_kind"] == "span").to_numpy(),
-                                 table[f"{side}_index"].to_numpy()))
-    (pid_a, tid_a, ts_a), (pid_b, tid_b, ts_b) = ends
-    out = []
-    kinds = table["kind"].astype(str).tolist()
-    for flow in np.flatnonzero((pid_a > 0) & (pid_b > 0)).tolist():
-        common = {"name": kinds[flow], "cat": "link", "id": flow + 1}
-        out.append({"ph": "s", **common, "pid": int(pid_a[flow]), "tid": int(tid_a[flow]),
-                    "ts": float(ts_a[flow])})
-        out.append({"ph": "f", "bp": "e", **common, "pid": int(pid_b[flow]),
-                    "tid": int(tid_b[flow]), "ts": float(ts_b[flow])})
-    return out
+def _linked_events(table: pd.DataFrame, event_labels: pd.Index) -> np.ndarray:
+    """Per event (``event_core`` order), whether it ends a link."""
+    ends = [table.loc[table[f"{side}_kind"] == "event", f"{side}_index"].to_numpy()
+            for side in ("from", "to")]
+    return np.isin(event_labels.to_numpy(), np.concatenate(ends))
 
 
-def _flow_points(frames: TraceFrames, spans: pd.DataFrame, threads: _Threads,
-                 tracks: np.ndarray, event_tracks: np.ndarray, pid_of_row: np.ndarray,
-                 t0: float,
-                 is_span: np.ndarray,
-                 labels: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(pid, tid, ts) of link ends; pid 0 where the end was not exported."""
-    pid = np.zeros(len(labels), dtype=np.int64)
-    tid = np.zeros(len(labels), dtype=np.int64)
-    ts = np.zeros(len(labels), dtype=np.float64)
-    at = np.where(is_span, spans.index.get_indexer(labels), -1)
-    ok = at >= 0
-    rows = spans["sample_row"].to_numpy()[at[ok]]
-    start = _microseconds(spans["start"].to_numpy()[at[ok]], t0)
-    width = _microseconds(spans["display_end"].to_numpy()[at[ok]], t0) - start
-    pid[ok], tid[ok] = pid_of_row[rows], threads.tids(rows, tracks[at[ok]])
-    ts[ok] = start + np.clip(np.nan_to_num(width) / 2, 0.0, 0.5)
-    events = frames.event_core
-    at = np.where(is_span, -1, events.index.get_indexer(labels))
-    ok = at >= 0
-    rows = events["sample_row"].to_numpy()[at[ok]]
-    pid[ok], tid[ok] = pid_of_row[rows], threads.tids(rows, event_tracks[at[ok]])
-    ts[ok] = _microseconds(events["ts"].to_numpy()[at[ok]], t0)
-    return pid, tid, ts
+def _zero_length(instant: dict[str, Any]) -> dict[str, Any]:
+    """An instant event as a complete event of no duration, which can carry a flow."""
+    return {key: value for key, value in instant.items() if key != "s"} | {"ph": "X", "dur": 0}
+
+
+def _reading_order(slices: list[dict[str, Any]], labels: list[tuple[str, int]]
+                   ) -> tuple[list[dict[str, Any]], list[tuple[str, int]]]:
+    """The complete events and their (table, label) in the order Perfetto reads them:
+    by ``ts``, the longest first (a parent after a child that starts with it would not
+    enclose the slice already open, in a reader that keeps the order given at one
+    time), then spans before events and each by label, so that a group's hub (its
+    lowest label) is read before its copies."""
+    order = np.lexsort((  # the last key sorts first
+        np.array([label for _, label in labels], dtype=np.int64),
+        np.array([table != "span" for table, _ in labels], dtype=bool),
+        -np.array([event["dur"] for event in slices], dtype=np.int64),
+        np.array([event["ts"] for event in slices], dtype=np.int64))).tolist()
+    return [slices[i] for i in order], [labels[i] for i in order]
+
+
+def _link_slices(table: pd.DataFrame, labels: list[tuple[str, int]]
+                 ) -> tuple[list[tuple[int, int]], list[str]]:
+    """Per link whose two ends were exported, the positions of its slices among
+    ``labels``, and its kind."""
+    position = {label: slot for slot, label in enumerate(labels)}
+    ends, kinds = [], []
+    for kind, from_kind, from_index, to_kind, to_index in zip(
+            table["kind"].astype(str), table["from_kind"].astype(str), table["from_index"],
+            table["to_kind"].astype(str), table["to_index"], strict=True):
+        first = position.get((from_kind, int(from_index)))
+        second = position.get((to_kind, int(to_index)))
+        if first is not None and second is not None:
+            ends.append((first, second))
+            kinds.append(kind)
+    return ends, kinds
 
 
 def _microseconds(times: np.ndarray, t0: float) -> np.ndarray:

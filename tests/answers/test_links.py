@@ -30,6 +30,7 @@ from slime_trace_widget.tracing import (
 )
 from slime_trace_widget.view.contract import COLUMN_DTYPES, column_values
 from slime_trace_widget.view.payload import encode
+from tests.support.perfetto_import import bound_flows, link_slices
 
 
 class Clock:
@@ -254,40 +255,34 @@ def test_filters_keep_only_pairs_with_both_ends_shown(scene):
 
 
 def test_perfetto_carries_the_links_as_flows(scene):
-    doc = perfetto_trace(scene)["traceEvents"]
-    flows = [e for e in doc if e["ph"] in ("s", "f")]
-    starts = {e["id"]: e for e in flows if e["ph"] == "s"}
-    ends = {e["id"]: e for e in flows if e["ph"] == "f"}
-    assert set(starts) == set(ends) and len(starts) == 5
-    assert all(e.get("bp") == "e" for e in ends.values())
-    slices = [e for e in doc if e["ph"] in ("X", "i")]
-
-    def at(event: dict[str, Any]) -> set[str]:
-        """Names of the slices on the flow's thread that hold its time."""
-        return {s["name"] for s in slices if s["pid"] == event["pid"] and s["tid"] == event["tid"]
-                and s["ts"] <= event["ts"] <= s["ts"] + s.get("dur", 0.0)}
-
-    by_kind: dict[str, list[tuple[set[str], set[str]]]] = {}
-    for flow_id, start in starts.items():
-        assert start["cat"] == ends[flow_id]["cat"] == "link"
-        by_kind.setdefault(start["name"], []).append((at(start), at(ends[flow_id])))
-    assert sorted(by_kind) == ["attempt", "group", "remote"]
-    assert all("group_rm" in a and "group_rm" in b for a, b in by_kind["group"])
-    assert len(by_kind["group"]) == 2
-    assert sorted(("generate" in b, "attempt_start" in b) for a, b in by_kind["attempt"]) == [
-        (False, True), (True, False)]
-    assert all("attempt_start" in a for a, _ in by_kind["attempt"])
-    ((exported, mark),) = by_kind["remote"]
-    assert "reward_model" in exported and "trace_import" in mark
+    """Each link is one arrow between its own two slices, read as Perfetto reads the
+    document: bound by ``bind_id`` on the slices' complete events, the events among
+    them written as complete events of no duration."""
+    doc = perfetto_trace(scene)
+    events = doc["traceEvents"]
+    wanted = link_slices(scene, doc)
+    assert len(wanted) == len(links(scene)) == 5
+    assert sorted(map(sorted, bound_flows(doc))) == sorted(map(sorted, wanted))
+    assert not [e for e in events if e["ph"] in ("s", "f")]
+    joined: dict[str, list[tuple[str, str]]] = {}
+    for first, second in wanted:
+        (kind,) = events[first]["args"]["slime.links"]
+        assert events[second]["args"]["slime.links"] == [kind]
+        joined.setdefault(kind, []).append((events[first]["name"], events[second]["name"]))
+    assert sorted(joined) == ["attempt", "group", "remote"]
+    assert joined["group"] == [("group_rm", "group_rm")] * 2
+    assert sorted(joined["attempt"]) == [("attempt_start", "attempt_start"),
+                                         ("attempt_start", "generate")]
+    assert joined["remote"] == [("reward_model", "trace_import")]
     # The group copies live on three samples' threads of one rollout.
-    group_threads = {(e["pid"], e["tid"]) for e in flows if e["name"] == "group"}
+    group_threads = {(events[slot]["pid"], events[slot]["tid"])
+                     for pair in wanted for slot in pair if events[slot]["name"] == "group_rm"}
     assert len(group_threads) == 3
 
 
 def test_an_event_end_of_a_flow_sits_on_its_parent_span_thread():
     """``reward_model`` overlaps ``outer`` partly, so it goes to an extra thread; the
-    ``trace_import`` mark under it goes there too, and so does the remote flow's end:
-    on the first thread, at the mark's time, it would bind to ``outer``."""
+    ``trace_import`` mark under it goes there too, inside it, so that it nests."""
     from tests.frames.test_frames import frames_of, rec, sample
 
     frames = frames_of(sample(rec("span_start", "outer", 0, "o"),
@@ -297,14 +292,15 @@ def test_an_event_end_of_a_flow_sits_on_its_parent_span_thread():
                               rec("span_end", "reward_model", 3, "rm"),
                               rec("event", "loose", 1.5)))
     assert list(links(frames)["kind"]) == ["remote"]
-    doc = perfetto_trace(frames)["traceEvents"]
-    slices = {e["name"]: e for e in doc if e["ph"] in ("X", "i")}
+    doc = perfetto_trace(frames)
+    slices = {e["name"]: e for e in doc["traceEvents"] if e["ph"] in ("X", "i")}
     assert slices["reward_model"]["tid"] != slices["outer"]["tid"]
     assert slices["trace_import"]["tid"] == slices["reward_model"]["tid"]
     assert slices["loose"]["tid"] == slices["outer"]["tid"]  # no parent: the sample's thread
-    start, end = (next(e for e in doc if e["ph"] == ph) for ph in ("s", "f"))
-    assert start["tid"] == end["tid"] == slices["reward_model"]["tid"]
-    assert end["ts"] == slices["trace_import"]["ts"]
+    assert (slices["trace_import"]["ph"], slices["loose"]["ph"]) == ("X", "i")
+    ((first, second),) = bound_flows(doc)
+    assert {doc["traceEvents"][first]["name"], doc["traceEvents"][second]["name"]} == {
+        "reward_model", "trace_import"}
 
 
 def test_group_links_follow_the_rule_on_random_copies():

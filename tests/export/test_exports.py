@@ -9,10 +9,12 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from slime_trace_widget.answers.links import links
 from slime_trace_widget.export.parquet import to_parquet
 from slime_trace_widget.export.perfetto import export_perfetto
 from slime_trace_widget.frames import build_frames
 from slime_trace_widget.sources.loading import load_frames
+from tests.support.perfetto_import import bound_flows, link_slices
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 
@@ -31,16 +33,17 @@ def trace(frames, tmp_path_factory):
 
 def test_required_fields_per_phase(trace) -> None:
     events = trace["traceEvents"]
-    assert {e["ph"] for e in events} == {"M", "X", "i", "s", "f"}  # s/f: links as flows
+    assert {e["ph"] for e in events} == {"M", "X", "i"}  # links: bind_id on X events
     for event in events:
         assert {"ph", "name", "pid", "tid"} <= set(event)
         if event["ph"] == "X":
             assert isinstance(event["ts"], int) and isinstance(event["dur"], int)
             assert event["dur"] >= 0 and event["ts"] >= 0
+            if "bind_id" in event:
+                assert isinstance(event["bind_id"], int) and event["bind_id"] > 0
+                assert {key for key in ("flow_in", "flow_out") if event.get(key) is True}
         if event["ph"] == "i":
             assert event["s"] == "t" and event["ts"] >= 0
-        if event["ph"] in ("s", "f"):
-            assert event["cat"] == "link" and isinstance(event["id"], int) and event["ts"] >= 0
         if event["ph"] == "M":
             key = "sort_index" if event["name"].endswith("sort_index") else "name"
             assert key in event["args"]
@@ -48,13 +51,21 @@ def test_required_fields_per_phase(trace) -> None:
 
 def test_units_are_microseconds_from_dump_start(frames, trace) -> None:
     spans = frames.span_core[~frames.span_core["virtual"]]
-    complete = [e for e in trace["traceEvents"] if e["ph"] == "X"]
+    complete = [e for e in trace["traceEvents"] if e["ph"] == "X" and e["cat"] == "span"]
     assert len(complete) == len(spans) + int((frames.span_core["pd_form"] == "attrs").sum())
     first = spans.sort_values("start").iloc[0]
     match = next(e for e in complete if e["args"]["slime.span_id"] == first["span_id"])
     assert match["ts"] == pytest.approx((first["start"] - frames.t0) * 1e6, abs=1)
     assert match["dur"] == pytest.approx((first["display_end"] - first["start"]) * 1e6, abs=1)
     assert {e["args"]["slime.state"] for e in complete} == {"closed", "open"}
+
+
+def test_every_link_binds_to_its_own_two_slices(frames, trace) -> None:
+    """Read as Perfetto's importer reads it, each link draws one arrow between the
+    slices it joins: no child that starts with a span takes its flow, none is lost."""
+    wanted = link_slices(frames, trace)
+    assert len(wanted) == len(links(frames)) == 19
+    assert sorted(map(sorted, bound_flows(trace))) == sorted(map(sorted, wanted))
 
 
 def test_every_thread_is_named_and_complete_events_nest(trace) -> None:

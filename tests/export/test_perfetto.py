@@ -7,15 +7,18 @@ from __future__ import annotations
 import contextvars
 import json
 import os
+import re
 import shutil
 from collections import defaultdict
 from pathlib import Path
 
+from slime_trace_widget.answers.links import links
 from slime_trace_widget.export.perfetto import export_perfetto, perfetto_trace
-from slime_trace_widget.frames import build_frames
+from slime_trace_widget.frames import TraceFrames, build_frames
 from slime_trace_widget.sources.loading import load_frames
 from slime_trace_widget.tracing import trace_span, use_clock
 from slime_trace_widget.tracing.spans import TraceSpan
+from tests.support.perfetto_import import bound_flows, link_slices
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 
@@ -171,3 +174,114 @@ def test_a_parent_comes_before_a_child_that_starts_with_it() -> None:
     complete = [e for e in perfetto_trace(frames)["traceEvents"] if e["ph"] == "X"]
     assert [e["name"] for e in complete] == ["outer", "inner"]
     assert complete[0]["tid"] == complete[1]["tid"]
+
+
+def _arrows(pairs: list[tuple[int, int]]) -> list[frozenset[int]]:
+    return sorted((frozenset(pair) for pair in pairs), key=sorted)
+
+
+def _starts_with_a_child() -> TraceFrames:
+    """Links whose slices each hold a child that starts in the same microsecond: a group
+    span copied over samples 0 and 1, a span exported from sample 2 (its
+    ``trace_import`` inside the child), and sample 3's retry, whose ``attempt_start``
+    links to the first attempt's ``generate``."""
+    from tests.frames.test_frames import frames_of, rec, sample
+
+    copies = [sample(rec("span_start", "group_rm", 0, "g"), rec("span_start", "score", 0, "s", "g"),
+                     rec("span_end", "score", 1, "s"), rec("span_end", "group_rm", 2, "g"),
+                     index=index) for index in (0, 1)]
+    exported = sample(rec("span_start", "reward_model", 0, "rm"),
+                      rec("span_start", "call", 0, "c", "rm"),
+                      rec("event", "trace_import", 0.5, None, "rm"),
+                      rec("span_end", "call", 1, "c"), rec("span_end", "reward_model", 3, "rm"),
+                      index=2)
+    retried = sample(rec("span_start", "generate", 0, "a"),
+                     rec("span_start", "prefill", 0, "p", "a"),
+                     rec("span_end", "prefill", 0.5, "p"), rec("span_end", "generate", 1, "a"),
+                     rec("event", "attempt_start", 2, None, None, 1),
+                     rec("span_start", "generate", 2.5, "b", None, 1),
+                     rec("span_end", "generate", 3, "b", None, 1), index=3)
+    return frames_of(*copies, exported, retried)
+
+
+def test_flows_bind_to_their_own_slices_not_to_children_that_start_with_them() -> None:
+    """A flow event binds to the deepest slice open on its thread when Perfetto reads it,
+    so ``s``/``f`` events half a microsecond into a span bound to its child that starts
+    with it; an ``f`` read before its ``s`` (the retry's, which points back in time) was
+    dropped. Each link now binds by ``bind_id`` on its slices' own complete events."""
+    frames = _starts_with_a_child()
+    document = perfetto_trace(frames)
+    wanted = link_slices(frames, document)
+    events = document["traceEvents"]
+    assert sorted(links(frames)["kind"].astype(str)) == ["attempt", "group", "group", "remote"]
+    assert _arrows(bound_flows(document)) == _arrows(wanted)
+    assert not [event for event in events if event["ph"] in ("s", "f")]
+    linked = {slot for pair in wanted for slot in pair}
+    for slot in linked:
+        event = events[slot]
+        assert event["ph"] == "X" and isinstance(event["bind_id"], int)
+        assert event.get("flow_in") or event.get("flow_out")
+        assert event["args"]["slime.links"] in (["attempt"], ["group"], ["remote"])
+    assert all("bind_id" not in events[slot] for slot in range(len(events))
+               if slot not in linked)
+    (mark,) = [events[slot] for slot in linked if events[slot]["name"] == "trace_import"]
+    assert mark["dur"] == 0 and mark["args"]["slime.kind"] == "instant"
+
+
+def test_a_link_no_bind_id_can_draw_is_an_s_f_pair_at_its_slices_times() -> None:
+    """Two group copies, each exported elsewhere: the second copy must hold the group's
+    id for its own ``trace_import``, so when the first copy's mark is read the id is no
+    longer the first copy's, and a slice has one id only. That link alone is an
+    ``s``/``f`` pair at its slices' exact times, read after the slices that begin then
+    (here no child starts with them, so it binds right); the rest bind by id, the
+    retry in another sample too. Bind ids are numbered past the ``s``/``f`` flows,
+    which Perfetto numbers 0, 1, ... in the same table: mixed, an id would join two
+    flows."""
+    from tests.frames.test_frames import frames_of, rec, sample
+
+    copies = [sample(rec("span_start", "group_rm", 0, "g"),
+                     rec("event", "trace_import", 1, None, "g"),
+                     rec("span_end", "group_rm", 2, "g"), index=index) for index in (0, 1)]
+    retried = sample(rec("span_start", "generate", 0, "a"), rec("span_end", "generate", 1, "a"),
+                     rec("event", "attempt_start", 2, None, None, 1), index=2)
+    frames = frames_of(*copies, retried)
+    document = perfetto_trace(frames)
+    events = document["traceEvents"]
+    start, end = [event for event in events if event["ph"] in ("s", "f")]
+    assert (start["ph"], end["ph"], start["name"], end["id"]) == ("s", "f", "remote", 1)
+    assert (start["ts"], end["ts"]) == (0, 1_000_000) and start["tid"] == end["tid"]
+    bind_ids = {event["bind_id"] for event in events if "bind_id" in event}
+    assert bind_ids == {2, 3}
+    assert _arrows(bound_flows(document)) == _arrows(link_slices(frames, document))
+    phases = "".join(event["ph"] for event in events if event["ph"] != "M")
+    assert re.fullmatch("X+sfi*", phases), phases
+
+
+def test_two_retried_copies_of_a_group_span_leave_one_link_to_s_f() -> None:
+    """Each copy is its sample's first span, so each retried copy must hold an id for its
+    retry's arrow, but both are read before either retry: one copy takes the group's
+    id over and the other's group link is left to an ``s``/``f`` pair. Only that link:
+    the rest of the group and both retries bind by id."""
+    from tests.frames.test_frames import frames_of, rec, sample
+
+    def copy(index: int, retried: bool) -> dict:
+        retry = [rec("event", "attempt_start", 3, None, None, 1)] if retried else []
+        return sample(rec("span_start", "group_rm", 0, "g"), rec("span_start", "gen", 0, "c", "g"),
+                      rec("span_end", "gen", 1, "c"), rec("span_end", "group_rm", 2, "g"),
+                      *retry, index=index)
+
+    frames = frames_of(copy(0, False), copy(1, True), copy(2, True), copy(3, False))
+    document = perfetto_trace(frames)
+    events = document["traceEvents"]
+    assert sorted(event["name"] for event in events if event["ph"] in ("s", "f")) == [
+        "group", "group"]
+    wanted = link_slices(frames, document)
+    drawn = _arrows(bound_flows(document))
+    missed = [pair for pair in _arrows(wanted) if pair not in drawn]
+    assert len(wanted) == 3 + 3 + 2 and len(missed) == 1  # group_rm, gen copies, retries
+    assert {events[slot]["name"] for slot in missed[0]} == {"group_rm"}
+
+
+def test_samples_without_spans_or_links_export() -> None:
+    frames = build_frames({"rollout_id": 1, "samples": [{"index": 0, "group_index": 0}]})
+    assert {event["ph"] for event in perfetto_trace(frames)["traceEvents"]} == {"M"}
