@@ -82,8 +82,9 @@ def set_record_listener(listener: Callable[[dict[str, Any]], Any] | None,
     """Have ``listener`` called with each record written from now on, after it is in its
     carrier, and ``changed_end`` with each ``span_end`` record given end attributes after
     it was written and the tag ``listener`` returned for that record (:data:`NO_TAG`
-    when it was written with no listener set) (None: no one). Both must never raise and
-    must return at once; the live stream (:mod:`.live`) is the one user."""
+    when it was written with no listener set) (None: no one). Both must return at once
+    and should never raise (a ``listener`` that does is logged, and its record keeps
+    :data:`NO_TAG`); the live stream (:mod:`.live`) is the one user."""
     global _record_listener, _end_listener
     _record_listener = listener
     _end_listener = changed_end
@@ -478,7 +479,11 @@ def _write(
         _log_failure("appending %s %r", kind, name)
         return None
     listener = _record_listener  # read once: a stream may close on another thread
-    tag = NO_TAG if listener is None else listener(record)
+    try:
+        tag = NO_TAG if listener is None else listener(record)
+    except Exception:  # the record is in its carrier: a listener's failure costs its tag only
+        _log_failure("telling the record listener of %s %r", kind, name)
+        tag = NO_TAG
     if tags is not None:
         tags.append(tag)
     return record

@@ -14,11 +14,15 @@ from ..schema import (
     CARRIER_TRACE_ID,
     CARRIER_VERSION,
     EVENT,
+    RECORD_ATTEMPT,
+    RECORD_NAME,
     RECORD_PARENT_SPAN_ID,
     RECORD_SAMPLE_ID,
     RECORD_SPAN_ID,
     RECORD_TRACE_ID,
+    RECORD_TS,
     RECORD_TYPE,
+    SAMPLE_TRACE_KEY,
     TRACE_IMPORT_EVENT,
     TRACE_VERSION,
 )
@@ -127,17 +131,20 @@ def _mark_import(handle: TraceHandle, parent: Any) -> None:
 def merge_trace(target: Any, remote: Any) -> int:
     """Append records made remotely into the local carriers of ``target``; returns how many.
 
-    ``remote`` is a carrier, a :class:`TraceHandle`, a list of records, or a list of
-    carriers/handles (one per group member). Each record goes to one local carrier
+    ``remote`` is a carrier, a :class:`TraceHandle`, a sample holding one (an object or
+    its dict, as a server may send it back), a list of records, or a list of those (one
+    per group member). Each record goes to one local carrier
     of its ``trace_id`` (records of other traces are skipped), so remote spans keep
     pointing at their local parents. Deep copies of one bound sample share a trace
     id, so when several local carriers hold it a record goes, in order, to the
     carrier holding the span it names: its own ``span_id`` (a span's end follows its
     start) or its ``parent_span_id`` (a local span, or a remote one merged before
     it); else to the only one of them with the record's ``sample_id``; else it is
-    skipped. A trace id held by one local carrier needs none of that. The local
-    attempt becomes the higher of the two. Not idempotent: merge each remote
-    carrier once.
+    skipped. A trace id held by one local carrier needs none of that. A record the
+    local carrier held before the merge (the same type, ids, name, time and attempt:
+    the remote side continued the trace in a copy of this carrier, or in this very
+    carrier, or was merged before) is not appended again, so merging a carrier twice
+    adds nothing the second time. The local attempt becomes the higher of the two.
     """
     try:
         router = _Router(_resolve_handles(target))
@@ -154,6 +161,10 @@ def _remote_sources(remote: Any) -> list[tuple[Any, list]]:
     """(attempt or None, records) pairs from the shapes :func:`merge_trace` accepts."""
     if isinstance(remote, TraceHandle):
         remote = remote.carrier
+    if isinstance(remote, Mapping) and CARRIER_EVENTS not in remote:
+        remote = remote.get(SAMPLE_TRACE_KEY)  # a sample's dict: its carrier
+    elif not isinstance(remote, Mapping | list | tuple) and hasattr(remote, SAMPLE_TRACE_KEY):
+        remote = getattr(remote, SAMPLE_TRACE_KEY)  # a sample object: its carrier
     if isinstance(remote, Mapping):
         return [(remote.get(CARRIER_ATTEMPT), list(remote.get(CARRIER_EVENTS) or ()))]
     items = list(remote or ())
@@ -245,16 +256,47 @@ def _only_sample(members: list[TraceHandle], sample_id: Any) -> TraceHandle | No
     return matches[0] if len(matches) == 1 else None
 
 
+#: The fields that tell a record from any other the same carrier holds.
+_IDENTITY = (RECORD_TYPE, RECORD_SPAN_ID, RECORD_PARENT_SPAN_ID, RECORD_NAME, RECORD_TS,
+             RECORD_ATTEMPT)
+
+
+def _identity(record: Mapping[str, Any]) -> tuple | None:
+    """What tells ``record`` apart in its carrier (None: an unhashable value, no identity)."""
+    key = tuple(record.get(field) for field in _IDENTITY)
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+def _held(handle: TraceHandle, held: dict[Any, set]) -> set:
+    """The identities of the records ``handle``'s carrier holds, read once per merge."""
+    found = held.get(handle.key)
+    if found is None:
+        records = list(handle.carrier.get(CARRIER_EVENTS) or ())
+        found = held[handle.key] = {_identity(record) for record in records
+                                    if isinstance(record, Mapping)}
+    return found
+
+
 def _merge_source(router: _Router, source: tuple[Any, list]) -> int:
-    """Append one remote carrier's records where they belong; a bad record costs itself only."""
+    """Append one remote carrier's records where they belong, but those the carrier
+    held already; a bad record costs itself only."""
     attempt, records = source
     merged = 0
     touched: dict[Any, TraceHandle] = {}
+    held: dict[Any, set] = {}
     for record in records:
         try:
             handle = router.route(record) if isinstance(record, Mapping) else None
+            identity = None if handle is None else _identity(record)
+            known = identity is not None and identity in _held(handle, held)
         except Exception:
             _log_failure("routing a remote record")
+            continue
+        if known:
             continue
         if handle is not None and _append(handle, record):
             router.routed(record, handle)

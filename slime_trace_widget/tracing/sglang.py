@@ -39,8 +39,8 @@ def _sglang_attrs(meta: Any) -> dict[str, Any]:
         return {}
     attrs = {key: meta[key] for key in SGLANG_META_KEYS if meta.get(key) is not None}
     finish_reason = meta.get("finish_reason")
-    if isinstance(finish_reason, Mapping):
-        finish_reason = finish_reason.get("type")
+    if isinstance(finish_reason, Mapping) and finish_reason.get("type") is not None:
+        finish_reason = finish_reason["type"]  # else the whole dict, as slime keeps it
     if finish_reason is not None:
         attrs["finish_reason"] = finish_reason
     if meta.get("id") is not None:

@@ -334,7 +334,10 @@ def trace_span(
 def _write_children(
     parents: list[tuple[TraceHandle, str]], children: Any, base_ts: float, depth: int
 ) -> None:
-    """Append synthesised child spans/events under each parent span, laid out from ``base_ts``."""
+    """Append synthesised child spans/events under each parent span, laid out from
+    ``base_ts``; one child may come alone, not in a list, as slime takes it."""
+    if isinstance(children, Mapping):
+        children = [children]
     if depth > _MAX_CHILD_DEPTH or not isinstance(children, (list, tuple)):
         return
     for child in children:
@@ -360,6 +363,8 @@ def _write_child(
     if child.get("type") != "span":
         return
     end = base_ts + float(child["end_offset"])
+    if not start <= end:  # ends before it starts, or a time that is no number: slime skips it
+        return
     opened = []
     for handle, parent_id in parents:
         span_id = _new_id()

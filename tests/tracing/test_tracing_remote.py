@@ -214,3 +214,46 @@ def test_merge_into_deep_copies_falls_back_to_the_sample_id():
     assert merge_trace(group, [remote.carrier, other.carrier]) == 1
     assert named(group[1], "parentless") and not named(group[0], "parentless")
     assert not named(group[0], "nowhere") and not named(group[1], "nowhere")
+
+
+def test_a_remote_that_continued_a_copy_of_the_carrier_merges_only_its_own_records():
+    local = FakeSample(index=1)
+    with trace_span(local, "reward_model"):
+        payload = export_trace(local)
+        # The server got the whole sample (pickled, its carrier too) and went on in it.
+        remote = pickle.loads(pickle.dumps(local))
+        handle = import_trace(payload, carrier=remote.trace)
+        with trace_span(handle, "remote_score"):
+            trace_event(handle, "scored")
+        held = len(events_of(local))
+        assert merge_trace(local, handle) == 4  # trace_import, the span's two ends, scored
+    records = [(event["type"], event["name"], event.get("span_id")) for event in events_of(local)]
+    assert len(records) == held + 5 == len(set(records))  # and reward_model's end
+    assert merge_trace(local, handle) == 0  # merged before: nothing twice
+    assert merge_trace(local, local.trace) == 0  # its own records
+
+
+def test_merge_takes_a_remote_sample_as_its_carrier():
+    for shape in ("object", "dict"):
+        local = FakeSample(index=1)
+        with trace_span(local, "rm"):
+            payload = export_trace(local)
+        remote = FakeSample(index=1)
+        remote.trace = import_trace(payload).carrier
+        with trace_span(remote, "remote_score"):
+            pass
+        given = remote if shape == "object" else {"index": 1, "trace": remote.trace}
+        assert merge_trace(local, given) == 3, shape
+        assert span_pair(local, "remote_score")[1] is not None
+
+
+def test_records_alike_made_remotely_are_all_merged():
+    local = FakeSample(index=1)
+    with trace_span(local, "rm"):
+        payload = export_trace(local)
+    handle = import_trace(payload)
+    with use_clock(lambda: 5.0):  # two events of one time: both are records
+        trace_event(handle, "tick")
+        trace_event(handle, "tick")
+    assert merge_trace(local, handle) == 3
+    assert len(named(local, "tick")) == 2

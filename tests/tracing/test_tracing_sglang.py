@@ -122,7 +122,9 @@ def test_sglang_meta_attrs_mapping():
         "sglang_request_id": "req-1",
     }
     assert build_sglang_meta_trace_attrs({"finish_reason": "stop"}) == {"finish_reason": "stop"}
-    assert build_sglang_meta_trace_attrs({"finish_reason": {"type": None}}) == {}
+    # slime keeps a finish reason without a type whole (trace_utils, build_sglang_meta_trace_attrs)
+    assert build_sglang_meta_trace_attrs({"finish_reason": {"type": None}}) == {
+        "finish_reason": {"type": None}}
 
 
 class ExplodingMeta(dict):
