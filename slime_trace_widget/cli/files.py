@@ -15,8 +15,9 @@ HTML_SUFFIX = ".trace_timeline_viewer.html"
 
 def output_folder(out_dir: str | None, default: Path) -> Path:
     """``--out-dir`` (else ``default``), made if missing; CliError naming it when it is a
-    file or cannot be made."""
-    folder = Path(out_dir) if out_dir else default
+    file or cannot be made. A leading ``~`` is the home folder, as in a dump's path (a
+    shell leaves ``--out-dir=~/views`` as it is)."""
+    folder = Path(out_dir).expanduser() if out_dir else default
     if folder.exists() and not folder.is_dir():
         raise CliError(f"--out-dir {folder}: not a folder")
     try:

@@ -34,10 +34,10 @@ NOT_FOLLOWED = {"perfetto": "--perfetto", "parquet": "--parquet", "otlp": "--otl
 def check_follow_options(args: argparse.Namespace) -> Path:
     """The followed folder; CliError naming an option ``--follow`` cannot apply, or a
     folder or engine-trace path that is not there."""
-    folder = Path(args.follow)
+    folder = Path(args.follow).expanduser()  # as a dump's path: the shell leaves --follow=~/x
     if not folder.is_dir():
         raise CliError(f"{folder}: not a folder")
-    if args.no_serve or args.dumps or args.demo or args.demo_samples is not None:
+    if not args.serve or args.dumps or args.demo or args.demo_samples is not None:
         raise CliError("--follow serves one folder's dumps: no dump paths, --demo, "
                        "--demo-samples or --no-serve")
     refused = [option for name, option in NOT_FOLLOWED.items() if getattr(args, name)]

@@ -55,7 +55,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out-dir", help="where to write the cache and page "
                                           "(default: beside the first dump)")
     parser.add_argument("--rebuild", action="store_true", help="ignore an existing cache")
-    parser.add_argument("--no-serve", action="store_true", help="only write the files")
+    parser.add_argument("--serve", action=argparse.BooleanOptionalAction, default=True,
+                        help="serve the page once written (default), as slime's viewer; "
+                             "--no-serve only writes the files")
     parser.add_argument("--host", type=listen_host, default="127.0.0.1",
                         help="interface to serve on (default 127.0.0.1: this machine only)")
     parser.add_argument("--port", type=port, default=9999, help="port to serve on (9999)")
@@ -105,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
     if args.perfetto or args.parquet or args.otlp:
         frames = frames or load(inputs, args.trusted, args.engine_traces)
         exports(frames, out_dir, name, args)
-    if args.no_serve:
+    if not args.serve:
         return 0
     serve(out_dir, [html_path.name], args.host, args.port)
     return 0

@@ -12,6 +12,7 @@ from __future__ import annotations
 import http.server
 import ipaddress
 import socket
+import sys
 from typing import Any
 
 __all__ = ["HttpServer", "url_host"]
@@ -41,3 +42,10 @@ class HttpServer(http.server.ThreadingHTTPServer):
             self.address_family = socket.AF_INET6
             address = (host.strip("[]"), port)
         super().__init__(address, handler, bind_and_activate)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client gone mid-answer (a reload, a closed tab) is no error to report; any
+        other is reported as the standard library does."""
+        if isinstance(sys.exc_info()[1], ConnectionResetError | BrokenPipeError):
+            return
+        super().handle_error(request, client_address)

@@ -17,6 +17,7 @@ import pytest
 
 from slime_trace_widget.cli import main
 from slime_trace_widget.cli.cache import CACHE_SUFFIX
+from slime_trace_widget.cli.command import parser, with_subcommand
 from slime_trace_widget.cli.files import HTML_SUFFIX
 from tests.support.browser import free_port
 
@@ -301,3 +302,21 @@ def test_parquet_without_parquet_support_says_what_to_install(dump: Path) -> Non
     assert result.stderr.strip().splitlines() == [
         "slime-trace-viewer: --parquet needs pyarrow with Parquet support: pip install pyarrow "
         "(or conda's pyarrow, not pyarrow-core)"]
+
+
+def test_slimes_serve_flag_is_taken_as_slimes_viewer_takes_it(dump: Path) -> None:
+    # slime's viewer: --serve/--no-serve (argparse.BooleanOptionalAction, default serve).
+    arguments = parser().parse_args(with_subcommand([str(dump), "--serve"]))
+    assert arguments.serve is True
+    assert parser().parse_args(with_subcommand([str(dump)])).serve is True
+    assert main([str(dump), "--serve", "--no-serve"]) == 0  # the last one says
+
+
+def test_out_dir_after_an_equals_sign_starts_at_home(dump: Path, tmp_path: Path,
+                                                      monkeypatch) -> None:
+    # bash leaves "--out-dir=~/views" unexpanded; dump paths are expanded, so is this.
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    assert main([str(dump), "--no-serve", "--out-dir=~/views"]) == 0
+    assert (tmp_path / "home" / "views" / ("rollout_0" + HTML_SUFFIX)).exists()
+    assert not (tmp_path / "~").exists()
