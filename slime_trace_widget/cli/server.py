@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import http.server
 import ipaddress
+import os
 import urllib.parse
 from collections.abc import Sequence
 from http import HTTPStatus
@@ -42,10 +43,10 @@ class PageHandler(http.server.SimpleHTTPRequestHandler):
     def send_head(self) -> BinaryIO | None:
         if refused_foreign_host(self, self.host_names):
             return None
-        path = urllib.parse.unquote(urllib.parse.urlsplit(self.path).path)
+        path = self.named(self.path)
         if path == "/":
             self.send_response(HTTPStatus.FOUND)
-            self.send_header("Location", "/" + urllib.parse.quote(self.served[0]))
+            self.send_header("Location", "/" + url_path(self.served[0]))
             self.send_header("Content-Length", "0")
             self.end_headers()
             return None
@@ -59,6 +60,16 @@ class PageHandler(http.server.SimpleHTTPRequestHandler):
         # "304 Not Modified", and an update would reload the old page. Always the file.
         del self.headers["If-Modified-Since"]
         return super().send_head()
+
+    @staticmethod
+    def named(request_path: str) -> str:
+        """The path a request names, as the file system names files: its bytes, not UTF-8
+        text (``os.fsdecode``), so that a name an old system wrote in Latin-1 is found."""
+        return os.fsdecode(urllib.parse.unquote_to_bytes(urllib.parse.urlsplit(request_path).path))
+
+    def translate_path(self, path: str) -> str:
+        """The file a request names in the folder (only a served name gets this far)."""
+        return os.path.join(self.directory, self.named(path)[1:])
 
     def end_headers(self) -> None:
         self.send_header("Cache-Control", "no-store")
@@ -100,13 +111,19 @@ def audience(host: str, port: int) -> str:
     return f"anyone who can reach {url_host(host)}:{port}"
 
 
+def url_path(name: str) -> str:
+    """A file's name as a URL path: its bytes on the file system, percent-encoded (a name
+    that is not UTF-8, as an old system may have written it, too)."""
+    return urllib.parse.quote(os.fsencode(name))
+
+
 def serve(folder: Path, served: Sequence[str], host: str, port: int) -> None:
     """Serve the files ``served`` (the page first) from ``folder`` until Ctrl-C, saying
     what is served, to whom, and the page's URL."""
     server = make_server(folder, served, host, port)
     port = server.server_address[1]
     shown_host = url_host(host) if host not in ("0.0.0.0", "::") else "127.0.0.1"
-    url = f"http://{shown_host}:{port}/{urllib.parse.quote(served[0])}"
+    url = f"http://{shown_host}:{port}/{url_path(served[0])}"
     try:  # from the start-up line on, Ctrl-C is the normal way to stop
         say(f"serving {' and '.join(served)} to {audience(host, port)} at {url}"
             "  (Ctrl-C to stop)")

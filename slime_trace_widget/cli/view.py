@@ -12,6 +12,8 @@ view; ``--follow DIR`` serves a page that grows with DIR's dumps (``follow``).
 from __future__ import annotations
 
 import argparse
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -183,15 +185,21 @@ def stem(inputs: list[Path]) -> str:
 
 
 def exports(frames: TraceFrames, out_dir: Path, name: str, args: argparse.Namespace) -> None:
-    """``--perfetto``, ``--parquet`` and ``--otlp``."""
+    """``--perfetto``, ``--parquet`` and ``--otlp``; CliError naming the output that cannot
+    be written (a folder where the file goes, a file where the folder goes, a read-only
+    or full folder)."""
     from ..export.parquet import to_parquet
     from ..export.perfetto import export_perfetto
 
     if args.perfetto:
-        say(f"wrote {export_perfetto(frames, out_dir / f'{name}.perfetto.json')}")
+        target = out_dir / f"{name}.perfetto.json"
+        with _writing(target):
+            say(f"wrote {export_perfetto(frames, target)}")
     if args.parquet:
+        target = out_dir / f"{name}.parquet"
         try:
-            say(f"wrote {to_parquet(frames, out_dir / f'{name}.parquet')}")
+            with _writing(target):
+                say(f"wrote {to_parquet(frames, target)}")
         except ImportError as exc:
             # pyarrow is a dependency, but a build may lack Parquet (conda-forge's
             # pyarrow-core): pandas then explains over five lines; one is enough.
@@ -199,3 +207,12 @@ def exports(frames: TraceFrames, out_dir: Path, name: str, args: argparse.Namesp
                            "pip install pyarrow (or conda's pyarrow, not pyarrow-core)") from exc
     if args.otlp:
         send_otlp(frames, args)
+
+
+@contextlib.contextmanager
+def _writing(target: Path) -> Iterator[None]:
+    """A block that writes ``target``: an OSError becomes a CliError naming it."""
+    try:
+        yield
+    except OSError as exc:
+        raise CliError(f"{target}: cannot be written ({exc.strerror or exc})") from exc

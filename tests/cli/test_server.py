@@ -254,3 +254,23 @@ def test_the_log_escapes_control_characters(served: int, request_line: bytes, co
     assert log.startswith("127.0.0.1 ")
     assert r"\x1b[2J" in log
     assert not [c for c in log if (ord(c) < 0x20 and c != "\n") or 0x7f <= ord(c) < 0xa0], log
+
+
+def test_a_page_named_in_bytes_that_are_not_utf8_is_served(tmp_path: Path) -> None:
+    # A dump from an old system, b"r\xff.pt": its page's name holds a byte UTF-8 lacks.
+    name = os.fsdecode(b"r\xff.trace_timeline_viewer.html")
+    (tmp_path / name).write_text("<p>latin-1 named</p>")
+    server = make_server(tmp_path, [name], "127.0.0.1", 0)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1},
+                              daemon=True)
+    thread.start()
+    try:
+        port = server.server_address[1]
+        status, _, headers = _request(port, "/")
+        assert status == 302 and headers["Location"] == "/r%FF.trace_timeline_viewer.html"
+        assert _get(port, headers["Location"]) == (200, b"<p>latin-1 named</p>")
+        assert _get(port, "/r%EF%BF%BD.trace_timeline_viewer.html")[0] == 404  # U+FFFD
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=60)

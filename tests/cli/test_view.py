@@ -320,3 +320,13 @@ def test_out_dir_after_an_equals_sign_starts_at_home(dump: Path, tmp_path: Path,
     assert main([str(dump), "--no-serve", "--out-dir=~/views"]) == 0
     assert (tmp_path / "home" / "views" / ("rollout_0" + HTML_SUFFIX)).exists()
     assert not (tmp_path / "~").exists()
+
+
+def test_an_export_that_cannot_be_written_is_named_in_one_line(dump: Path, capsys) -> None:
+    (dump.parent / "rollout_0.perfetto.json").mkdir()  # a folder where the file goes
+    (dump.parent / "rollout_0.parquet").write_text("a file where the folder goes")
+    for option, target in (("--perfetto", "rollout_0.perfetto.json"),
+                           ("--parquet", "rollout_0.parquet")):
+        assert main([str(dump), "--no-serve", option]) == 2
+        error = capsys.readouterr().err.strip()
+        assert f"{target}: cannot be written" in error and "\n" not in error, error
