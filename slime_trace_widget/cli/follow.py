@@ -1,7 +1,8 @@
 """``view --follow DIR``: a served page of a run's dumps that grows as slime writes new
 ones. Only new dumps load (with ``--engine-traces`` joined, ``--trusted`` as asked); a
 dump that fails is named and loaded again once its file changes. Each change rewrites the
-page and ``follow.json``, which the page polls and then offers the update. The options
+page and its state file (``<name>.follow.json``), which the page polls and then offers
+the update. The options
 that act once on a fixed set of dumps (``--perfetto``, ``--parquet``, ``--otlp``,
 ``--rebuild``) are refused."""
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import secrets
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -24,8 +26,11 @@ if TYPE_CHECKING:
     from ..frames.model import TraceFrames
     from ..sources.follow import DumpWatcher
 
-#: What a followed page polls: ``{"version": n, "dumps": k}``, rewritten on each change.
-FOLLOW_STATE = "follow.json"
+#: What a followed page polls, beside it: ``<page's folder name>.follow.json``, holding
+#: ``{"version": n, "dumps": k, "run": token}``, rewritten on each change. Named after
+#: the page, so that two runs followed into one ``--out-dir`` keep their own; ``run``
+#: is new in each process, so a tab of an earlier process sees the restart as news.
+FOLLOW_SUFFIX = ".follow.json"
 #: ``view`` options that ``--follow`` cannot apply, by their attribute.
 NOT_FOLLOWED = {"perfetto": "--perfetto", "parquet": "--parquet", "otlp": "--otlp",
                 "rebuild": "--rebuild"}
@@ -73,6 +78,8 @@ def follow(args: argparse.Namespace) -> int:
     folder = check_follow_options(args)
     out_dir = output_folder(args.out_dir, folder)
     html_path = out_dir / f"{folder.resolve().name}{HTML_SUFFIX}"
+    state_path = out_dir / f"{folder.resolve().name}{FOLLOW_SUFFIX}"
+    run = secrets.token_hex(8)
     watcher = DumpWatcher(folder, args.pattern or DUMP_PATTERN)
     shown = {"frames": build_frames([]), "version": 0}
 
@@ -86,14 +93,14 @@ def follow(args: argparse.Namespace) -> int:
             say(f"added {len(new) - len(added.failures)} dump(s), "
                 f"{len(shown['frames'].paths)} in all")
         shown["version"] += 1
-        state = {"state": FOLLOW_STATE, "version": shown["version"]}
+        state = {"state": state_path.name, "version": shown["version"], "run": run}
         frames = shown["frames"]
         blocks = data_blocks(frames, encode(frames, title=f"{folder.name} (following)"),
                              source={"follow": state})
         write_output(html_path, page(blocks, blocks.header()["payload"]["meta"]["title"],
                                      follow=True))
-        write_output(out_dir / FOLLOW_STATE, json.dumps(
-            {"version": shown["version"], "dumps": len(frames.paths)}))
+        write_output(state_path, json.dumps(
+            {"version": shown["version"], "dumps": len(frames.paths), "run": run}))
 
     stopping = threading.Event()
 
@@ -109,7 +116,7 @@ def follow(args: argparse.Namespace) -> int:
                     lambda exc: complain(str(exc)),
                     POLL_SECONDS if args.interval is None else args.interval)
     try:
-        serve(out_dir, [html_path.name, FOLLOW_STATE], args.host, args.port)
+        serve(out_dir, [html_path.name, state_path.name], args.host, args.port)
     finally:
         stopping.set()
         poller.stop(wait=False)  # a dump still loading dies with the process; writes are atomic

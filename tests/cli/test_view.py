@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -258,21 +259,24 @@ def test_follow_serves_page_and_state_only(dump: Path, tmp_path: Path, umask: in
     os.utime(dump, (old, old))
     out = tmp_path / "out"
     page = f"{dump.parent.name}{HTML_SUFFIX}"
+    state = f"{dump.parent.name}.follow.json"
     process = subprocess.Popen(
         [sys.executable, "-m", "slime_trace_widget", "--follow", str(dump.parent), "--port",
          str(free_port()), "--out-dir", str(out), "--interval", "0.2"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, umask=umask)
     try:
         line = _serving_line(process)
-        assert line.startswith(f"serving {page} and follow.json to this machine only ")
+        assert line.startswith(f"serving {page} and {state} to this machine only ")
         url = line.split(" at ", 1)[1].split("  (Ctrl-C")[0]
         root = url.rsplit("/", 1)[0] + "/"
-        assert _fetch(root + "follow.json") == (200, b'{"version": 1, "dumps": 1}')
+        status, body = _fetch(root + state)
+        assert status == 200 and {**json.loads(body), "run": ""} == {
+            "version": 1, "dumps": 1, "run": ""}
         assert _fetch(root)[0] == 200
         assert _fetch(root + "../" + dump.name)[0] == 404
         shutil.copy(dump, out / "copied.pt")
         assert _fetch(root + "copied.pt")[0] == 404
-        for name in (page, "follow.json"):
+        for name in (page, state):
             assert stat.S_IMODE((out / name).stat().st_mode) == 0o666 & ~umask
         _stop(process)
     finally:

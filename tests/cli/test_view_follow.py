@@ -37,8 +37,8 @@ def wait_for(condition: Any, timeout: float = 120.0) -> None:
 
 
 def shown_dumps(out_dir: Path) -> int:
-    state = out_dir / follow_module.FOLLOW_STATE
-    return json.loads(state.read_text())["dumps"] if state.exists() else 0
+    [state] = list(out_dir.glob(f"*{follow_module.FOLLOW_SUFFIX}")) or [None]
+    return json.loads(state.read_text())["dumps"] if state is not None else 0
 
 
 @pytest.mark.parametrize("option", [["--perfetto"], ["--parquet"], ["--rebuild"],

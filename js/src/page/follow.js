@@ -5,21 +5,26 @@
 
 import { el } from "../util/dom.js";
 
-/** @typedef {{state: string, version: number}} FollowNote what the page was built from */
+/** @typedef {{state: string, version: number, run?: string}} FollowNote what the page was built from */
+/** @typedef {{version: number, run?: string}} Shown the state a page shows: its serving process's run, and version */
 
 const KEPT = "stw-follow-view";
 
 /**
- * What the state file says beyond the page, or null when the page is current.
- * @param {number} version the page's
+ * What the state file says beyond the page, or null when the page is current: a later
+ * version of the same run, or any version of another run (the command was started
+ * again, and counts its versions from 1 again).
+ * @param {Shown} shown the page's
  * @param {unknown} state the parsed state file
- * @returns {{version: number, dumps: number}|null}
+ * @returns {{version: number, run?: string, dumps: number}|null}
  */
-export function newerState(version, state) {
+export function newerState(shown, state) {
   if (!state || typeof state !== "object") return null;
-  const { version: stateVersion, dumps } = /** @type {any} */ (state);
-  if (!Number.isInteger(stateVersion) || stateVersion <= version) return null;
-  return { version: stateVersion, dumps: Number.isInteger(dumps) ? dumps : 0 };
+  const { version, dumps, run } = /** @type {any} */ (state);
+  if (!Number.isInteger(version)) return null;
+  const restarted = typeof run === "string" && typeof shown.run === "string" && run !== shown.run;
+  if (!restarted && version <= shown.version) return null;
+  return { version, run: typeof run === "string" ? run : shown.run, dumps: Number.isInteger(dumps) ? dumps : 0 };
 }
 
 /**
@@ -48,14 +53,15 @@ export function takeKeptView(storage) {
 export function followUpdates(host, note, model, intervalMs = 5000) {
   if (!/^https?:$/.test(location.protocol) || typeof note?.state !== "string") return () => {};
   const url = new URL(note.state, location.href);
-  let shown = note.version;
+  /** @type {Shown} */
+  let shown = { version: note.version, run: note.run };
   let banner = /** @type {HTMLElement|null} */ (null);
   const look = async () => {
     try {
       const response = await fetch(url, { cache: "no-store" });
       const newer = response.ok ? newerState(shown, await response.json()) : null;
       if (!newer) return;
-      shown = newer.version;
+      shown = { version: newer.version, run: newer.run };
       banner ??= host.insertBefore(el("div", "stw-banner stw-follow-banner"), host.firstChild);
       banner.replaceChildren(
         el("span", "", `The run has ${newer.dumps} dump(s) now.`),
