@@ -22,14 +22,15 @@ CACHE_SUFFIX = ".trace_timeline_cache.stw"
 
 def source_note(inputs: list[Path], engine_traces: str | None = None, trusted: bool = False,
                 demo_samples: int | None = None) -> dict:
-    """What a cache was built from: version and blocks' layout, every input's path, size
-    and mtime, whether torch's full unpickler read them (``trusted``), the same of each
+    """What a cache was built from: version and blocks' layout, every input's path, size,
+    mtime, inode and ctime (a copy that keeps the size and mtime, ``cp -p`` or
+    ``rsync -t``, still changes the ctime, which no user sets), whether torch's full
+    unpickler read them (``trusted``), the same of each
     engine-store file the join may read (:func:`engine_files`; a collector adds and
     appends to them as spans and scrapes arrive) and, for ``--demo``, the sample count
     the demo dump was written with."""
     note: dict = {"version": __version__, "blocks_format": BLOCKS_FORMAT,
-                  "inputs": [[_path_text(p), p.stat().st_size, p.stat().st_mtime_ns]
-                             for p in inputs],
+                  "inputs": [_input_stamp(p) for p in inputs],
                   "trusted": trusted}
     if demo_samples is not None:
         note["demo_samples"] = demo_samples
@@ -37,6 +38,12 @@ def source_note(inputs: list[Path], engine_traces: str | None = None, trusted: b
         stamps = (_stamp(path) for path in engine_files(engine_traces))
         note["engine_traces"] = [stamp for stamp in stamps if stamp is not None]
     return note
+
+
+def _input_stamp(path: Path) -> list:
+    """An input's path, size, mtime, inode and ctime, from one look at it."""
+    stat = path.stat()
+    return [_path_text(path), stat.st_size, stat.st_mtime_ns, stat.st_ino, stat.st_ctime_ns]
 
 
 def engine_files(engine_traces: str) -> list[Path]:

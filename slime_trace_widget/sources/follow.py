@@ -57,13 +57,18 @@ class DumpWatcher:
 
     def new_dumps(self) -> list[str]:
         """Dumps not returned before, or changed since they failed, that are complete
-        now, in name order (natural: rollout_2 before rollout_10, as a glob's)."""
+        now, in name order (natural: rollout_2 before rollout_10, as a glob's). A file
+        gone while it is looked at (removed, renamed over) is left for a later look."""
         found = []
         for path in sorted(self.folder.glob(self.pattern), key=lambda p: natural_key(str(p))):
             name = str(path)
-            if not path.is_file() or not self._due(name):
+            try:
+                if not path.is_file() or not self._due(name):
+                    continue
+                complete = not being_written(name, os.stat(name), self.settle_seconds)
+            except FileNotFoundError:
                 continue
-            if not being_written(name, os.stat(name), self.settle_seconds):
+            if complete:
                 self.seen.add(name)
                 self._failed_at.pop(name, None)
                 found.append(name)

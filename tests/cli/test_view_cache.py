@@ -182,3 +182,21 @@ def test_a_cache_damaged_past_its_header_is_rebuilt_not_served(tmp_path: Path,
     assert "built" in capsys.readouterr().out
     blocks = read_cache(cache)
     assert gzip.decompress(blocks.data) and gzip.decompress(blocks.details)
+
+
+def test_a_dump_replaced_keeping_its_size_and_mtime_is_rebuilt(tmp_path: Path,
+                                                               capsys) -> None:
+    # cp -p, rsync -t, touch -r: another dump of the same size and mtime, where the
+    # page of the old one would be served from its cache.
+    dump = tmp_path / "rollout_0.pt"
+    shutil.copy2(FIXTURES / "small.pt", dump)
+    assert main([str(dump), "--no-serve"]) == 0
+    assert "built" in capsys.readouterr().out
+    stat = dump.stat()
+    replacement = tmp_path / "other.pt"
+    replacement.write_bytes((FIXTURES / "small.pt").read_bytes())
+    os.utime(replacement, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    os.replace(replacement, dump)  # same size and mtime, another file
+    assert (dump.stat().st_size, dump.stat().st_mtime_ns) == (stat.st_size, stat.st_mtime_ns)
+    assert main([str(dump), "--no-serve"]) == 0
+    assert "built" in capsys.readouterr().out

@@ -232,3 +232,25 @@ def test_a_dump_not_marked_failed_is_never_returned_again(tmp_path: Path) -> Non
     assert watcher.new_dumps() == [str(tmp_path / "rollout_0.pt")]
     _place(FIXTURES / "legacy_v1_pd.pt", tmp_path / "rollout_0.pt")
     assert watcher.new_dumps() == []
+
+
+def test_a_dump_gone_during_a_look_is_left_for_a_later_one(tmp_path: Path,
+                                                           monkeypatch) -> None:
+    from slime_trace_widget.sources import follow as follow_module
+
+    for index in (0, 1):
+        _place(FIXTURES / "small.pt", tmp_path / f"rollout_{index}.pt")
+    gone = str(tmp_path / "rollout_0.pt")
+    real = follow_module.being_written
+
+    def removed_meanwhile(path: str, stat: os.stat_result, settle: float) -> bool:
+        if path == gone:
+            os.remove(path)  # between the glob and the look, as a cleaner might
+        return real(path, stat, settle)
+
+    monkeypatch.setattr(follow_module, "being_written", removed_meanwhile)
+    watcher = DumpWatcher(tmp_path, "rollout_*.pt")
+    assert watcher.new_dumps() == [str(tmp_path / "rollout_1.pt")]
+    monkeypatch.setattr(follow_module, "being_written", real)
+    _place(FIXTURES / "small.pt", tmp_path / "rollout_0.pt")
+    assert watcher.new_dumps() == [gone]
