@@ -13,6 +13,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
+import os
+import secrets
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -179,9 +183,16 @@ def write_demo_dump_unless_cached(path: Path, cache: PageCache, samples: int) ->
 
 
 def stem(inputs: list[Path]) -> str:
-    """The name of a view's files: the first dump's, ``+N`` for the N others."""
+    """The name of a view's files: the one dump's (as slime's viewer names them), or the
+    first's, ``+N`` for the N others and 8 hex digits of a hash of all their resolved
+    paths, so that views of other dumps (0 and 1, then 0 and 2) never share a page, a
+    cache or an export."""
     first = inputs[0].name.removesuffix(".pt")
-    return first if len(inputs) == 1 else f"{first}+{len(inputs) - 1}"
+    if len(inputs) == 1:
+        return first
+    paths = "\0".join(os.fsdecode(os.path.realpath(path)) for path in inputs)
+    digest = hashlib.blake2b(paths.encode("utf-8", "surrogateescape"), digest_size=4)
+    return f"{first}+{len(inputs) - 1}-{digest.hexdigest()}"
 
 
 def exports(frames: TraceFrames, out_dir: Path, name: str, args: argparse.Namespace) -> None:
@@ -198,8 +209,9 @@ def exports(frames: TraceFrames, out_dir: Path, name: str, args: argparse.Namesp
     if args.parquet:
         target = out_dir / f"{name}.parquet"
         try:
-            with _writing(target):
-                say(f"wrote {to_parquet(frames, target)}")
+            with _writing(target), replaced_folder(target) as folder:
+                to_parquet(frames, folder)
+            say(f"wrote {target}")
         except ImportError as exc:
             # pyarrow is a dependency, but a build may lack Parquet (conda-forge's
             # pyarrow-core): pandas then explains over five lines; one is enough.
@@ -207,6 +219,25 @@ def exports(frames: TraceFrames, out_dir: Path, name: str, args: argparse.Namesp
                            "pip install pyarrow (or conda's pyarrow, not pyarrow-core)") from exc
     if args.otlp:
         send_otlp(frames, args)
+
+
+@contextlib.contextmanager
+def replaced_folder(target: Path) -> Iterator[Path]:
+    """A new folder beside ``target`` for the block to fill; when the block ends without
+    an exception it takes ``target``'s place, whose earlier files (another run's
+    rollouts) go, else it is removed. Between the two renames ``target`` is briefly
+    missing, never a mix of the two."""
+    token = secrets.token_hex(8)
+    building = target.with_name(f".{target.name}.{token}.tmp")
+    earlier = target.with_name(f".{target.name}.{token}.old")
+    try:
+        yield building
+        if target.is_dir() and not target.is_symlink():
+            os.replace(target, earlier)
+        os.replace(building, target)
+    finally:
+        shutil.rmtree(building, ignore_errors=True)
+        shutil.rmtree(earlier, ignore_errors=True)
 
 
 @contextlib.contextmanager

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import stat
@@ -116,9 +117,34 @@ def test_glob_makes_one_combined_view_in_out_dir(tmp_path: Path, capsys) -> None
     assert main([str(tmp_path / "rollout_*.pt"), "--no-serve", "--out-dir", str(out),
                  "--perfetto", "--parquet"]) == 0
     assert "16 samples" in capsys.readouterr().out
-    assert (out / f"rollout_1+1{HTML_SUFFIX}").exists()
-    assert (out / "rollout_1+1.perfetto.json").exists()
-    assert (out / "rollout_1+1.parquet" / "spans").is_dir()
+    [page] = out.glob(f"rollout_1+1-*{HTML_SUFFIX}")
+    name = page.name.removesuffix(HTML_SUFFIX)
+    assert re.fullmatch(r"rollout_1\+1-[0-9a-f]{8}", name)
+    assert (out / f"{name}.perfetto.json").exists()
+    assert (out / f"{name}.parquet" / "spans").is_dir()
+
+
+def test_views_of_other_dumps_keep_their_own_files(tmp_path: Path, capsys) -> None:
+    for index in range(3):
+        shutil.copy(FIXTURES / "small.pt", tmp_path / f"rollout_{index}.pt")
+    out = tmp_path / "out"
+    for others in ("rollout_1.pt", "rollout_2.pt"):  # both were "rollout_0+1"
+        assert main([str(tmp_path / "rollout_0.pt"), str(tmp_path / others), "--no-serve",
+                     "--out-dir", str(out), "--parquet"]) == 0
+        assert "built" in capsys.readouterr().out
+    assert len(list(out.glob(f"rollout_0+1-*{HTML_SUFFIX}"))) == 2
+    for parquet in out.glob("*.parquet"):
+        shown = {path.stem.rsplit("-", 1)[0] for path in parquet.glob("samples/*/*.parquet")}
+        assert len(shown) == 2, shown
+
+
+def test_an_export_again_keeps_none_of_the_earlier_files(dump: Path, capsys) -> None:
+    stale = dump.parent / "rollout_0.parquet" / "spans" / "rollout_id=99" / "old.parquet"
+    stale.parent.mkdir(parents=True)
+    stale.write_bytes(b"another run's rollout")
+    assert main([str(dump), "--no-serve", "--parquet"]) == 0
+    assert not stale.exists() and (dump.parent / "rollout_0.parquet" / "spans").is_dir()
+    assert not list(dump.parent.glob(".rollout_0.parquet.*"))
 
 
 def test_demo_samples_without_demo_is_refused(dump: Path, tmp_path: Path, capsys) -> None:
