@@ -34,7 +34,9 @@ def replaced(target: str | os.PathLike[str], *, durable: bool = False) -> Iterat
     entry after it, so the new file survives a power cut once this returns.
 
     As writing in place would: a symbolic link is written through (the file it names is
-    replaced, the link stays), and a file that existed keeps its permission bits.
+    replaced, the link stays), and a file that existed keeps its permission bits. An
+    OSError about the temporary file (a folder where the file goes, a folder missing or
+    read-only) names ``target``, the path the caller gave, instead.
     """
     final = Path(target)
     if final.is_symlink():
@@ -48,6 +50,10 @@ def replaced(target: str | os.PathLike[str], *, durable: bool = False) -> Iterat
             with open(temporary, "rb") as handle:
                 os.fsync(handle.fileno())
         os.replace(temporary, final)
+    except OSError as exc:
+        if exc.filename is None or Path(os.fsdecode(exc.filename)) != temporary:
+            raise
+        raise type(exc)(exc.errno, exc.strerror, os.fspath(target)) from exc
     finally:
         temporary.unlink(missing_ok=True)  # gone already when it was renamed
     if durable:

@@ -116,3 +116,16 @@ def test_a_symbolic_link_is_written_through(tmp_path: Path) -> None:
     write_whole(link, "new")
     assert link.is_symlink() and real.read_text() == "new"
     assert sorted(p.name for p in (tmp_path / "shared").iterdir()) == ["page.html"]
+
+
+@pytest.mark.parametrize("make, error", [
+    (lambda target: target.mkdir(), IsADirectoryError),  # a folder where the file goes
+    (lambda target: None, FileNotFoundError),  # its folder missing
+])
+def test_a_write_that_fails_names_the_target_not_its_temporary_file(tmp_path, make, error):
+    target = tmp_path / ("missing" if error is FileNotFoundError else "") / "view.html"
+    make(target)
+    with pytest.raises(error) as raised:
+        write_whole(target, "page")
+    assert raised.value.filename == str(target)
+    assert not list(tmp_path.rglob("*.tmp"))

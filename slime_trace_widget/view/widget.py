@@ -315,6 +315,7 @@ class TraceTimeline(anywidget.AnyWidget):
         anywhere from ``file://`` without a kernel or a network. A live view's
         snapshot is its rollout as of now, open spans drawn to now, whole.
         """
+        path = Path(path).expanduser()  # as from_dump's paths: "~/share/view.html"
         if self._live is not None:
             frames = self.frames
             return write_snapshot(path, frames, self._encode(frames))

@@ -174,3 +174,12 @@ def test_an_unknown_alignment_is_refused() -> None:
     """A typo ("Global") drew one clock without the engines' load tracks, silently."""
     with pytest.raises(ValueError, match="align must be 'global' or 'rollout', not 'Global'"):
         TraceTimeline.from_dump(FIXTURES / "small.pt", align="Global")
+
+
+def test_to_html_takes_a_path_from_home_as_from_dump_does(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    (tmp_path / "home").mkdir()
+    monkeypatch.chdir(tmp_path)
+    written = TraceTimeline.from_dump(FIXTURES / "small.pt").to_html("~/view.html")
+    assert written == tmp_path / "home" / "view.html" and written.read_text().startswith("<")
+    assert not (tmp_path / "~").exists()
