@@ -53,6 +53,15 @@ _log = logging.getLogger(__name__)
 _VIEW_IDS = itertools.count(1)
 
 
+
+def _folder_there(folder: str | Path, what: str) -> Path:
+    """``folder`` (``~`` expanded, as a dump's path); FileNotFoundError naming it as
+    ``what`` unless it is a folder."""
+    path = Path(folder).expanduser()
+    if not path.is_dir():
+        raise FileNotFoundError(f"{path}: not a folder; {what}")
+    return path
+
 class TraceTimeline(anywidget.AnyWidget):
     """Interactive timeline of slime rollout traces, one row per sample."""
 
@@ -127,7 +136,9 @@ class TraceTimeline(anywidget.AnyWidget):
                **kwargs: Any) -> TraceTimeline:
         """Show the complete dumps in ``folder`` and add each new one as slime writes
         it, loading only the new ones (every ``interval`` seconds, once a file has not
-        changed for ``settle_seconds``). ``stop_following()`` ends it."""
+        changed for ``settle_seconds``). ``stop_following()`` ends it.
+        FileNotFoundError when ``folder`` is not a folder (a typo would wait for ever)."""
+        folder = _folder_there(folder, "the dump folder to follow")
         watcher = DumpWatcher(folder, pattern, settle_seconds)
 
         def loaded(names: list[str]) -> TraceFrames | None:
@@ -169,11 +180,16 @@ class TraceTimeline(anywidget.AnyWidget):
         to the step's dump once it lands (the first new complete dump, see
         :meth:`follow`, holding a sample seen live): the same samples and spans,
         now with their statuses, rewards and texts.
-        ``stop_following()`` stops the updates.
+        ``stop_following()`` stops the updates. FileNotFoundError when ``directory`` or
+        ``dumps`` is not a folder (start the collector first: it makes its folder).
         """
+        if dumps is not None:
+            dumps = _folder_there(dumps, "the dump folder")
         if feed is None:
             if directory is None:
                 raise ValueError("TraceTimeline.live needs a collector folder or a feed")
+            directory = _folder_there(directory, "the collector folder (start "
+                                                 "'slime-trace-viewer collect DIR' first)")
             from .live_feed import ReaderFeed
 
             feed = ReaderFeed(directory)

@@ -183,3 +183,13 @@ def test_to_html_takes_a_path_from_home_as_from_dump_does(tmp_path: Path, monkey
     written = TraceTimeline.from_dump(FIXTURES / "small.pt").to_html("~/view.html")
     assert written == tmp_path / "home" / "view.html" and written.read_text().startswith("<")
     assert not (tmp_path / "~").exists()
+
+
+def test_following_or_watching_a_folder_that_is_not_there_says_so(tmp_path: Path) -> None:
+    missing = tmp_path / "debug_rollout"  # a typo: the view would wait for ever
+    with pytest.raises(FileNotFoundError, match="debug_rollout: not a folder"):
+        TraceTimeline.follow(missing)
+    with pytest.raises(FileNotFoundError, match="collector folder"):
+        TraceTimeline.live(missing)
+    with pytest.raises(FileNotFoundError, match="dump folder"):
+        TraceTimeline.live(tmp_path, dumps=missing)
