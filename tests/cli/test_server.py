@@ -4,10 +4,12 @@ host, and a log that never writes a terminal's control characters."""
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import os
 import socket
 import threading
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from urllib.parse import quote
@@ -36,14 +38,24 @@ def served(tmp_path: Path):
     (tmp_path / "outside.txt").write_text("outside")
     os.symlink(tmp_path / "outside.txt", folder / "link.txt")
     os.symlink(tmp_path / "outside.txt", folder / "swapped.html")  # served name, links out
-    server = make_server(folder, [PAGE, "follow.json", "swapped.html"], "127.0.0.1", 0)
+    with _serving(folder, [PAGE, "follow.json", "swapped.html"]) as port:
+        yield port
+
+
+@contextlib.contextmanager
+def _serving(folder: Path, names: list[str], host: str = "127.0.0.1") -> Iterator[int]:
+    """The CLI's server of ``names`` in ``folder`` on a free port, in a thread, until
+    the block ends; the port."""
+    server = make_server(folder, names, host, 0)
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1},
                               daemon=True)
     thread.start()
-    yield server.server_address[1]
-    server.shutdown()
-    server.server_close()
-    thread.join(timeout=60)
+    try:
+        yield server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=60)
 
 
 def _request(port: int, path: str, method: str = "GET", headers: dict[str, str] | None = None
@@ -115,20 +127,12 @@ def test_an_ipv6_host_is_served_on_ipv6(tmp_path: Path) -> None:
     from slime_trace_widget.sources.engine.store import SpanStore
 
     (tmp_path / PAGE).write_text("<p>timeline</p>")
-    server = make_server(tmp_path, [PAGE], "::1", 0)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1},
-                              daemon=True)
-    thread.start()
-    try:
-        connection = http.client.HTTPConnection("::1", server.server_address[1], timeout=60)
+    with _serving(tmp_path, [PAGE], "::1") as port:
+        connection = http.client.HTTPConnection("::1", port, timeout=60)
         connection.request("GET", "/" + quote(PAGE))  # Host: [::1]:PORT
         response = connection.getresponse()
         assert (response.status, response.read()) == (200, b"<p>timeline</p>")
         connection.close()
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=60)
     collector = Collector(SpanStore(tmp_path / "collector"))
     try:
         receiver = http_server(collector, "::1", 0)
@@ -260,17 +264,8 @@ def test_a_page_named_in_bytes_that_are_not_utf8_is_served(tmp_path: Path) -> No
     # A dump from an old system, b"r\xff.pt": its page's name holds a byte UTF-8 lacks.
     name = os.fsdecode(b"r\xff.trace_timeline_viewer.html")
     (tmp_path / name).write_text("<p>latin-1 named</p>")
-    server = make_server(tmp_path, [name], "127.0.0.1", 0)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1},
-                              daemon=True)
-    thread.start()
-    try:
-        port = server.server_address[1]
+    with _serving(tmp_path, [name]) as port:
         status, _, headers = _request(port, "/")
         assert status == 302 and headers["Location"] == "/r%FF.trace_timeline_viewer.html"
         assert _get(port, headers["Location"]) == (200, b"<p>latin-1 named</p>")
         assert _get(port, "/r%EF%BF%BD.trace_timeline_viewer.html")[0] == 404  # U+FFFD
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=60)
