@@ -186,3 +186,20 @@ def test_the_log_escapes_control_characters(served: str, request_line: bytes, co
     assert log.startswith("127.0.0.1 ")
     assert r"\x1b[2J" in log
     assert not [c for c in log if (ord(c) < 0x20 and c != "\n") or 0x7f <= ord(c) < 0xa0], log
+
+
+def test_a_head_request_is_answered_as_its_get_without_the_body(served: str) -> None:
+    port = int(served.rsplit(":", 1)[1])
+    for path in ("/live.html", "/nothing"):
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        try:
+            connection.request("GET", path)
+            got = connection.getresponse()
+            length, status = got.getheader("Content-Length"), got.status
+            got.read()
+            connection.request("HEAD", path)
+            head = connection.getresponse()
+            assert (head.status, head.getheader("Content-Length")) == (status, length)
+            assert head.read() == b""
+        finally:
+            connection.close()

@@ -88,6 +88,9 @@ class LiveHandler(http.server.BaseHTTPRequestHandler):
     """The page, its deltas and its items' details; nothing else, and nothing to a
     request whose ``Host`` is not one of ``host_names`` (or an address): a 403."""
 
+    #: Whether the request is a HEAD: answered as its GET, without the body.
+    head_only = False
+
     def __init__(self, *args: Any, session: LiveSession, page_bytes: bytes,
                  handover: Handover | None, host_names: frozenset[str], **kwargs: Any) -> None:
         self.session = session
@@ -95,6 +98,11 @@ class LiveHandler(http.server.BaseHTTPRequestHandler):
         self.handover = handover
         self.host_names = host_names
         super().__init__(*args, **kwargs)
+
+    def do_HEAD(self) -> None:
+        """As GET, without the body (a proxy's or a link checker's probe)."""
+        self.head_only = True
+        self.do_GET()
 
     def do_GET(self) -> None:
         if refused_foreign_host(self, self.host_names):
@@ -142,7 +150,8 @@ class LiveHandler(http.server.BaseHTTPRequestHandler):
         self.send_header("Cache-Control", "no-store")
         self.send_header("X-Content-Type-Options", "nosniff")
         self.end_headers()
-        self.wfile.write(body)
+        if not self.head_only:
+            self.wfile.write(body)
 
     def log_message(self, format: str, *args: object) -> None:
         """One line on stderr, the client's text with its control characters escaped;
