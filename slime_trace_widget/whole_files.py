@@ -15,11 +15,12 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import shutil
 import stat
 from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["TEMPORARY_SUFFIX", "fsync_folder", "replaced", "write_whole"]
+__all__ = ["TEMPORARY_SUFFIX", "fsync_folder", "replaced", "replaced_folder", "write_whole"]
 
 #: How every temporary file of :func:`replaced` ends (its name also starts with a dot).
 TEMPORARY_SUFFIX = ".tmp"
@@ -58,6 +59,25 @@ def replaced(target: str | os.PathLike[str], *, durable: bool = False) -> Iterat
         temporary.unlink(missing_ok=True)  # gone already when it was renamed
     if durable:
         fsync_folder(final.parent)
+
+
+@contextlib.contextmanager
+def replaced_folder(target: Path) -> Iterator[Path]:
+    """A new folder beside ``target`` for the block to fill; when the block ends without
+    an exception it takes ``target``'s place, whose earlier files go, else it is
+    removed. Between the two renames ``target`` is briefly missing, never a mix of the
+    two."""
+    token = secrets.token_hex(8)
+    building = target.with_name(f".{target.name}.{token}{TEMPORARY_SUFFIX}")
+    earlier = target.with_name(f".{target.name}.{token}.old")
+    try:
+        yield building
+        if target.is_dir() and not target.is_symlink():
+            os.replace(target, earlier)
+        os.replace(building, target)
+    finally:
+        shutil.rmtree(building, ignore_errors=True)
+        shutil.rmtree(earlier, ignore_errors=True)
 
 
 def write_whole(target: str | os.PathLike[str], data: bytes | str, *,

@@ -3,6 +3,8 @@ at all, by :mod:`slime_trace_widget.whole_files`)."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 
 from ..whole_files import write_whole
@@ -30,7 +32,14 @@ def output_folder(out_dir: str | None, default: Path) -> Path:
 def write_output(path: Path, data: str | bytes) -> None:
     """``data`` written whole at ``path``; CliError naming it when it cannot be (a
     read-only or full folder, a folder where the file goes)."""
-    try:
+    with writing(path):
         write_whole(path, data)
+
+
+@contextlib.contextmanager
+def writing(target: Path) -> Iterator[None]:
+    """A block that writes ``target``: an OSError becomes a CliError naming it."""
+    try:
+        yield
     except OSError as exc:
-        raise CliError(f"{path}: cannot be written ({exc.strerror or exc})") from exc
+        raise CliError(f"{target}: cannot be written ({exc.strerror or exc})") from exc

@@ -12,16 +12,13 @@ view; ``--follow DIR`` serves a page that grows with DIR's dumps (``follow``).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import hashlib
 import os
-import secrets
-import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..view.page.htmlpage import page
+from ..whole_files import replaced_folder
 from .arguments import (
     MIN_INTERVAL,
     dump_pattern,
@@ -32,7 +29,7 @@ from .arguments import (
 )
 from .cache import CACHE_SUFFIX, PageCache, source_note
 from .errors import CliError
-from .files import HTML_SUFFIX, output_folder, write_output
+from .files import HTML_SUFFIX, output_folder, write_output, writing
 from .follow import follow
 from .load import check_engine_traces, dump_files, load
 from .otlp_options import add_otlp_arguments, send_otlp
@@ -204,12 +201,12 @@ def exports(frames: TraceFrames, out_dir: Path, name: str, args: argparse.Namesp
 
     if args.perfetto:
         target = out_dir / f"{name}.perfetto.json"
-        with _writing(target):
+        with writing(target):
             say(f"wrote {export_perfetto(frames, target)}")
     if args.parquet:
         target = out_dir / f"{name}.parquet"
         try:
-            with _writing(target), replaced_folder(target) as folder:
+            with writing(target), replaced_folder(target) as folder:
                 to_parquet(frames, folder)
             say(f"wrote {target}")
         except ImportError as exc:
@@ -220,30 +217,3 @@ def exports(frames: TraceFrames, out_dir: Path, name: str, args: argparse.Namesp
     if args.otlp:
         send_otlp(frames, args)
 
-
-@contextlib.contextmanager
-def replaced_folder(target: Path) -> Iterator[Path]:
-    """A new folder beside ``target`` for the block to fill; when the block ends without
-    an exception it takes ``target``'s place, whose earlier files (another run's
-    rollouts) go, else it is removed. Between the two renames ``target`` is briefly
-    missing, never a mix of the two."""
-    token = secrets.token_hex(8)
-    building = target.with_name(f".{target.name}.{token}.tmp")
-    earlier = target.with_name(f".{target.name}.{token}.old")
-    try:
-        yield building
-        if target.is_dir() and not target.is_symlink():
-            os.replace(target, earlier)
-        os.replace(building, target)
-    finally:
-        shutil.rmtree(building, ignore_errors=True)
-        shutil.rmtree(earlier, ignore_errors=True)
-
-
-@contextlib.contextmanager
-def _writing(target: Path) -> Iterator[None]:
-    """A block that writes ``target``: an OSError becomes a CliError naming it."""
-    try:
-        yield
-    except OSError as exc:
-        raise CliError(f"{target}: cannot be written ({exc.strerror or exc})") from exc
