@@ -272,7 +272,8 @@ def _identity(record: Mapping[str, Any]) -> tuple | None:
 
 
 def _held(handle: TraceHandle, held: dict[Any, set]) -> set:
-    """The identities of the records ``handle``'s carrier holds, read once per merge."""
+    """The identities of the records ``handle``'s carrier holds, read once per remote
+    carrier merged (``held`` keeps them), before any of that carrier's records go in."""
     found = held.get(handle.key)
     if found is None:
         records = list(handle.carrier.get(CARRIER_EVENTS) or ())
