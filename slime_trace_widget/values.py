@@ -129,6 +129,19 @@ def truncate(text: str, max_chars: int) -> str:
     return f"{text[:max_chars]}…[truncated {len(text) - max_chars} chars]"
 
 
+#: Every C0 control character but tab, DEL and every C1 control character, as ``\xNN``.
+_LINE_BREAKING = str.maketrans({code: f"\\x{code:02x}"
+                                for code in (*range(0x20), *range(0x7F, 0xA0))
+                                if code != 0x09})
+
+
+def plain_line(text: str) -> str:
+    """``text`` with each control character but tab written as ``\\xNN``: one line of
+    plain text on any terminal, whatever a dump or a file's name put in it (a newline
+    cannot start a line of its own, an escape sequence cannot act)."""
+    return text.translate(_LINE_BREAKING)
+
+
 def clean_text(text: str) -> str:
     """``text`` with lone surrogates replaced by U+FFFD (split pairs rejoined).
 

@@ -14,9 +14,10 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from ..sources.dumps.errors import DumpError
+from ..values import plain_line
 from . import collect, convert, demo, live, view
 from .errors import CliError
-from .terminal import PROG, complain, terminal_text
+from .terminal import PROG, complain
 
 #: The subcommands, in the order ``--help`` lists them.
 SUBCOMMANDS = (view, convert, collect, live, demo)
@@ -32,7 +33,7 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
-        self.exit(2, terminal_text(f"{self.prog}: error: {message}\n"))
+        self.exit(2, plain_line(f"{self.prog}: error: {message}") + "\n")
 
 
 def parser() -> argparse.ArgumentParser:

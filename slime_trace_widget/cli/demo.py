@@ -94,7 +94,8 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(f"{out}: could not write the dump ({exc.strerror or exc})") from exc
     frames = load_frames(out, progress=False)
     say(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB)")
-    say(frames.summary())
+    for line in frames.summary().splitlines():
+        say(line)
     if not delivered:
         raise CliError(f"no record reached {args.live}: is a collector running there "
                        "('slime-trace-viewer collect DIR')? The dump was written all the same.")

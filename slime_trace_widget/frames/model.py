@@ -28,6 +28,7 @@ from ..tables.attr_columns import AttrTable
 from ..tables.build import cyclic_gc_paused
 from ..tables.core_concat import combined_tables
 from ..tables.core_tables import CORE_TABLES, ORIGINS, CoreTables, FrameTables
+from ..values import plain_line
 from ..vocabularies import INSTANT_EVENT, UNMATCHED_END
 from .attr_frames import event_attr_frame, span_attr_frame
 from .core_frames import decode_checked
@@ -251,7 +252,8 @@ class TraceFrames:
         return out
 
     def summary(self) -> str:
-        """A short human-readable account (what the README's main job prints)."""
+        """A short human-readable account (what the README's main job prints): one line
+        per fact, the dump's span names among them written as :func:`plain_line` text."""
         spans = self.span_core[~self.span_core["virtual"]]
         lines = [
             f"{len(self.samples)} samples ({int(self.samples['traced'].sum())} traced) "
@@ -267,8 +269,8 @@ class TraceFrames:
             by_name = spans.groupby("name", observed=True)["duration"].agg(["count", "sum"])
             by_name = by_name.sort_values("sum", ascending=False).head(8)
             lines.append("time by span name:")
-            lines += [f"  {name:<28} {int(r['count']):>7} spans {r['sum']:>12.1f} s"
-                      for name, r in by_name.iterrows()]
+            lines += [f"  {plain_line(str(name)):<28} {int(row['count']):>7} spans "
+                      f"{row['sum']:>12.1f} s" for name, row in by_name.iterrows()]
         if self.warnings:
             lines.append("warnings: " + ", ".join(f"{k}={v}" for k, v in self.warnings.items()))
         return "\n".join(lines)
