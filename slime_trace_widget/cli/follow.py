@@ -1,10 +1,10 @@
 """``view --follow DIR``: a served page of a run's dumps that grows as slime writes new
 ones. Only new dumps load (with ``--engine-traces`` joined, ``--trusted`` as asked); a
-dump that fails is named and loaded again once its file changes. Each change rewrites the
-page and its state file (``<name>.follow.json``), which the page polls and then offers
-the update. The options
-that act once on a fixed set of dumps (``--perfetto``, ``--parquet``, ``--otlp``,
-``--rebuild``) are refused."""
+dump that fails is named and loaded again once its file changes, and a dump written
+again (a run resumed from a checkpoint) is loaded again in place of what it showed.
+Each change rewrites the page and its state file (``<name>.follow.json``), which the
+page polls and then offers the update. The options that act once on a fixed set of
+dumps (``--perfetto``, ``--parquet``, ``--otlp``, ``--rebuild``) are refused."""
 
 from __future__ import annotations
 
@@ -24,7 +24,6 @@ from .terminal import complain, say
 
 if TYPE_CHECKING:
     from ..frames.model import TraceFrames
-    from ..sources.follow import DumpWatcher
 
 #: What a followed page polls, beside it: ``<page's folder name>.follow.json``, holding
 #: ``{"version": n, "dumps": k, "run": token}``, rewritten on each change. Named after
@@ -53,15 +52,13 @@ def check_follow_options(args: argparse.Namespace) -> Path:
     return folder
 
 
-def load_new(watcher: DumpWatcher, new: list[str],
-             args: argparse.Namespace) -> TraceFrames | None:
+def load_new(new: list[str], args: argparse.Namespace) -> TraceFrames | None:
     """The frames of the dumps in ``new`` that load, or None when none does; each that
-    fails is named on stderr and handed back to ``watcher`` to retry once it changes."""
+    fails is named on stderr (the watcher offers it again once it changes)."""
     from ..sources.follow import load_new as follow_loads
 
     return follow_loads(
-        watcher, new, lambda names: load([Path(p) for p in names], args.trusted,
-                                         args.engine_traces),
+        new, lambda names: load([Path(p) for p in names], args.trusted, args.engine_traces),
         complain)
 
 
@@ -69,9 +66,7 @@ def follow(args: argparse.Namespace) -> int:
     """Serve the page of ``args.follow``'s dumps until Ctrl-C, adding new dumps as they
     are complete."""
     # Imported here: the frames' and payload's imports (pandas) only for this mode.
-    from ..frames.flatten import build_frames
-    from ..frames.model import combine_frames
-    from ..sources.follow import DUMP_PATTERN, POLL_SECONDS, DumpWatcher, Poller
+    from ..sources.follow import DUMP_PATTERN, POLL_SECONDS, DumpWatcher, FollowedFrames, Poller
     from ..view.page.snapshot import data_blocks
     from ..view.payload import encode
 
@@ -81,20 +76,23 @@ def follow(args: argparse.Namespace) -> int:
     state_path = out_dir / f"{folder.resolve().name}{FOLLOW_SUFFIX}"
     run = secrets.token_hex(8)
     watcher = DumpWatcher(folder, args.pattern or DUMP_PATTERN)
-    shown = {"frames": build_frames([]), "version": 0}
+    followed = FollowedFrames(lambda names: load_new(names, args))
+    shown = {"version": 0}
 
     def publish(new: list[str]) -> None:
         if new:
-            added = load_new(watcher, new, args)
+            added = load_new(new, args)
             if added is None:
                 return  # nothing new to show
-            shown["frames"] = (combine_frames([shown["frames"], added])
-                               if len(shown["frames"].samples) else added)
-            say(f"added {len(new) - len(added.failures)} dump(s), "
-                f"{len(shown['frames'].paths)} in all")
+            again = followed.add(added)
+            if len(added.paths) > len(again):
+                say(f"added {len(added.paths) - len(again)} dump(s), "
+                    f"{len(followed.frames.paths)} in all")
+            for path in again:
+                say(f"loaded {path} again: it was written again")
         shown["version"] += 1
         state = {"state": state_path.name, "version": shown["version"], "run": run}
-        frames = shown["frames"]
+        frames = followed.frames
         blocks = data_blocks(frames, encode(frames, title=f"{folder.name} (following)"),
                              source={"follow": state})
         write_output(html_path, page(blocks, blocks.header()["payload"]["meta"]["title"],

@@ -1,10 +1,11 @@
-"""Following a live run: the dumps slime adds to a folder, each reported once,
-when it is complete.
+"""Following a live run: the dumps slime adds to a folder, each version of a file
+reported once, when it is complete.
 
 slime writes a step's dump when the step ends; a file still being written
 (modified within the settle time, or growing) is left for a later look. The
 notebook (``TraceTimeline.follow``) and the CLI (``--follow``) load only the
-new dumps and add them to what they show.
+new dumps and add them to what they show (``FollowedFrames``); a dump written
+again (a run resumed from a checkpoint repeats its steps) replaces what it showed.
 """
 
 from __future__ import annotations
@@ -40,11 +41,14 @@ def being_written(path: str, stat: os.stat_result, settle_seconds: float) -> boo
 
 
 class DumpWatcher:
-    """New complete dumps matching ``pattern`` in ``folder``, each returned once.
+    """New complete dumps matching ``pattern`` in ``folder``, each version of a file
+    returned once.
 
-    A dump returned is not looked at again, unless its caller says it failed to load
-    (:meth:`retry_when_changed`): then it is returned once more when its size or mtime
-    has changed since (a dump that was only incomplete and is now whole).
+    A dump is returned when it is first complete, and again each time its file is
+    replaced or changed after that (another inode, size or mtime): a dump that failed
+    half-written is returned once it is whole, and a step's dump that a run resumed
+    from a checkpoint writes again is returned as the new dump it is. ``seen`` holds
+    the version of each file returned.
     """
 
     def __init__(self, folder: str | Path, pattern: str = DUMP_PATTERN,
@@ -52,66 +56,104 @@ class DumpWatcher:
         self.folder = Path(folder)
         self.pattern = pattern
         self.settle_seconds = settle_seconds
-        self.seen: set[str] = set()
-        self._failed_at: dict[str, tuple[int, int]] = {}
+        self.seen: dict[str, FileVersion] = {}
 
     def new_dumps(self) -> list[str]:
-        """Dumps not returned before, or changed since they failed, that are complete
-        now, in name order (natural: rollout_2 before rollout_10, as a glob's). A file
-        gone while it is looked at (removed, renamed over) is left for a later look."""
+        """Dumps not returned before, or changed since, that are complete now, in name
+        order (natural: rollout_2 before rollout_10, as a glob's). A file gone while it
+        is looked at (removed, renamed over) is left for a later look."""
         found = []
-        for path in sorted(self.folder.glob(self.pattern), key=lambda p: natural_key(str(p))):
+        for path in self._matching():
             name = str(path)
             try:
-                if not path.is_file() or not self._due(name):
+                if not path.is_file():
                     continue
-                complete = not being_written(name, os.stat(name), self.settle_seconds)
+                stat = os.stat(name)
+                if self.seen.get(name) == file_version(stat) \
+                        or being_written(name, stat, self.settle_seconds):
+                    continue
             except FileNotFoundError:
                 continue
-            if complete:
-                self.seen.add(name)
-                self._failed_at.pop(name, None)
-                found.append(name)
+            self.seen[name] = file_version(stat)
+            found.append(name)
         return found
 
-    def retry_when_changed(self, name: str) -> None:
-        """``name``, returned by :meth:`new_dumps`, failed to load: return it again once
-        its size or mtime differ from now (never while they stay the same)."""
-        try:
-            self._failed_at[name] = _size_and_mtime(name)
-        except OSError:  # gone: a file of that name is new again when it appears
-            self._failed_at[name] = (-1, -1)
+    def skip_present(self) -> None:
+        """Take the dumps in the folder now as returned: only later ones, or later
+        versions of these, are new."""
+        for path in self._matching():
+            try:
+                self.seen[str(path)] = file_version(os.stat(path))
+            except FileNotFoundError:
+                continue
 
-    def _due(self, name: str) -> bool:
-        """Whether ``name`` is to be looked at: never returned, or changed since it failed."""
-        if name not in self.seen:
-            return True
-        failed_at = self._failed_at.get(name)
-        return failed_at is not None and _size_and_mtime(name) != failed_at
+    def _matching(self) -> list[Path]:
+        return sorted(self.folder.glob(self.pattern), key=lambda p: natural_key(str(p)))
 
 
-def load_new(watcher: DumpWatcher, names: list[str],
-             load: Callable[[list[str]], TraceFrames],
+#: What tells one version of a file from another: inode, size, mtime in ns.
+FileVersion = tuple[int, int, int]
+
+
+def file_version(stat: os.stat_result) -> FileVersion:
+    """The version of a file whose ``os.stat`` is ``stat`` (see :data:`FileVersion`)."""
+    return stat.st_ino, stat.st_size, stat.st_mtime_ns
+
+
+def load_new(names: list[str], load: Callable[[list[str]], TraceFrames],
              report: Callable[[str], None]) -> TraceFrames | None:
-    """The frames of the dumps ``names`` (from ``watcher.new_dumps()``) that ``load``
-    reads, or None when none does (then its error goes to ``report``). Each dump that
-    fails is handed back to ``watcher``, which offers it again once it changes: a dump
-    that was only incomplete is added when it is whole."""
+    """The frames of the dumps ``names`` (from ``DumpWatcher.new_dumps()``) that ``load``
+    reads, or None when none does (then its error goes to ``report``). A dump that
+    fails is not returned by the watcher again until its file changes: a dump that was
+    only incomplete is added when it is whole."""
     try:
-        added = load(names)
+        return load(names)
     except DumpError as exc:  # every one failed
         report(str(exc))
-        failed, added = list(names), None
-    else:
-        failed = [name for name, _ in added.failures]
-    for name in failed:
-        watcher.retry_when_changed(name)
-    return added
+        return None
 
 
-def _size_and_mtime(name: str) -> tuple[int, int]:
-    stat = os.stat(name)
-    return stat.st_size, stat.st_mtime_ns
+class FollowedFrames:
+    """What a followed folder shows: the frames of each load, kept apart so that a dump
+    loaded again (its file rewritten) takes the place of the rows it had.
+
+    ``frames`` is every load's frames, in the order they came; a dump loaded again
+    moves to the end. When the dump loaded again came in a load of several, the
+    others of that load are loaded again one by one (``load``, which returns None for
+    one that fails, having said why), so that a later rewrite of one of them loads
+    only it.
+    """
+
+    def __init__(self, load: Callable[[list[str]], TraceFrames | None]) -> None:
+        from ..frames.flatten import build_frames  # the frames' imports (pandas) only here
+
+        self._load = load
+        self._parts: list[TraceFrames] = []
+        self.frames: TraceFrames = build_frames([])
+
+    def add(self, added: TraceFrames) -> list[str]:
+        """Show ``added`` after what is shown; the dumps it loads again, whose earlier
+        rows it replaces, in its order."""
+        from ..frames.model import combine_frames
+
+        shown = {path for part in self._parts for path in part.paths}
+        again = [path for path in added.paths if path in shown]
+        if not again:
+            self._parts.append(added)
+            self.frames = combine_frames([self.frames, added]) if self._parts[:-1] else added
+            return []
+        kept: list[TraceFrames] = []
+        for part in self._parts:
+            if not set(again) & set(part.paths):
+                kept.append(part)
+                continue
+            for path in part.paths:
+                reloaded = None if path in again else self._load([path])
+                if reloaded is not None:
+                    kept.append(reloaded)
+        self._parts = [*kept, added]
+        self.frames = combine_frames(self._parts)
+        return again
 
 
 class Poller:

@@ -35,9 +35,11 @@ LEFT_OUT_WARNING = "live_samples_not_in_dump"
 
 def new_dumps_watcher(folder: str | Path, pattern: str = DUMP_PATTERN,
                       settle_seconds: float = SETTLE_SECONDS) -> DumpWatcher:
-    """A watcher of ``folder`` that ignores the dumps already there (earlier steps')."""
+    """A watcher of ``folder`` that ignores the dumps already there (earlier steps'),
+    as they are now: one of them written again is the step's (a run resumed from a
+    checkpoint repeats its steps)."""
     watcher = DumpWatcher(folder, pattern, settle_seconds)
-    watcher.seen.update(str(path) for path in Path(folder).glob(pattern))
+    watcher.skip_present()
     return watcher
 
 
@@ -46,8 +48,8 @@ def step_dump(watcher: DumpWatcher, seen_live: set[str],
     """The first new complete dump holding a sample whose trace id is in ``seen_live``,
     with its frames, joined with the engine traces of ``engine_traces`` (the live
     view's collector folder) when it has them; None while there is none. Dumps looked
-    at and not taken are not looked at again; one that cannot be loaded is reported
-    once (see the module)."""
+    at and not taken are not looked at again until their files change; one that cannot
+    be loaded is reported once (see the module)."""
     for path in watcher.new_dumps():
         try:
             frames = load_frames([path], progress=False)

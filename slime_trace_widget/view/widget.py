@@ -35,6 +35,7 @@ from ..sources.follow import (
     POLL_SECONDS,
     SETTLE_SECONDS,
     DumpWatcher,
+    FollowedFrames,
     Poller,
     load_new,
 )
@@ -136,20 +137,25 @@ class TraceTimeline(anywidget.AnyWidget):
                **kwargs: Any) -> TraceTimeline:
         """Show the complete dumps in ``folder`` and add each new one as slime writes
         it, loading only the new ones (every ``interval`` seconds, once a file has not
-        changed for ``settle_seconds``). ``stop_following()`` ends it.
-        FileNotFoundError when ``folder`` is not a folder (a typo would wait for ever)."""
+        changed for ``settle_seconds``); a dump written again (a run resumed from a
+        checkpoint repeats its steps) is loaded again in place of what it showed.
+        ``stop_following()`` ends it. FileNotFoundError when ``folder`` is not a folder
+        (a typo would wait for ever)."""
         folder = _folder_there(folder, "the dump folder to follow")
         watcher = DumpWatcher(folder, pattern, settle_seconds)
 
         def loaded(names: list[str]) -> TraceFrames | None:
-            """The new dumps that load; those that fail are offered again once they
-            change (a dump seen half-written is added when it is whole)."""
-            return load_new(watcher, names, functools.partial(load_frames, progress=False),
+            """The dumps of ``names`` that load; those that fail are offered again once
+            they change (a dump seen half-written is added when it is whole)."""
+            return load_new(names, functools.partial(load_frames, progress=False),
                             lambda message: _log.warning("following %s: %s", folder, message))
 
+        followed = FollowedFrames(loaded)
         first = watcher.new_dumps()
-        frames = (loaded(first) if first else None) or build_frames([])
-        timeline = cls(frames, **{"align": "global", **kwargs})
+        added = loaded(first) if first else None
+        if added is not None:
+            followed.add(added)
+        timeline = cls(followed.frames, **{"align": "global", **kwargs})
 
         def look() -> None:
             if not timeline._follow_while_shown():
@@ -157,7 +163,11 @@ class TraceTimeline(anywidget.AnyWidget):
             new = watcher.new_dumps()
             added = loaded(new) if new else None
             if added is not None:
-                timeline.add_frames(added)
+                for path in followed.add(added):
+                    _log.info("following %s: loaded %s again: it was written again",
+                              folder, path)
+                timeline._frames = followed.frames
+                timeline.show()
 
         timeline._poller = Poller(look, lambda exc: _log.warning(
             "following %s: %s", folder, exc), interval)

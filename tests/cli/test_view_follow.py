@@ -108,6 +108,40 @@ def test_a_dump_that_failed_is_loaded_once_complete(tmp_path: Path, capsys,
     assert line.startswith(f"slime-trace-viewer: skipped {bad}: ")
 
 
+def test_a_dump_written_again_replaces_what_it_showed(tmp_path: Path, capsys,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run resumed from a checkpoint writes rollout_0.pt again: the page loads it
+    again and says so, where it kept showing the first version."""
+    folder = tmp_path / "run"
+    folder.mkdir()
+    for step in (0, 1):
+        place(folder / f"rollout_{step}.pt", (FIXTURES / "small.pt").read_bytes(), 3600)
+    loads: list[list[str]] = []
+    real_load = follow_module.load
+
+    def recording_load(inputs: list[Path], trusted: bool, engine_traces: str | None = None
+                       ) -> Any:
+        loads.append([path.name for path in inputs])
+        return real_load(inputs, trusted, engine_traces)
+
+    def serve_until_shown_again(out_dir: Path, *args: object) -> None:
+        place(folder / "rollout_0.pt", (FIXTURES / "rollout_eval_3.pt").read_bytes(), 1800)
+        wait_for(lambda: len(loads) == 3 and shown_version(out_dir) == 2)
+
+    monkeypatch.setattr(follow_module, "load", recording_load)
+    monkeypatch.setattr(follow_module, "serve", serve_until_shown_again)
+    assert main(["--follow", str(folder), "--interval", "0.1"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out == ["added 2 dump(s), 2 in all",
+                   f"loaded {folder / 'rollout_0.pt'} again: it was written again"]
+    assert loads == [["rollout_0.pt", "rollout_1.pt"], ["rollout_0.pt"], ["rollout_1.pt"]]
+
+
+def shown_version(out_dir: Path) -> int:
+    [state] = list(out_dir.glob(f"*{follow_module.FOLLOW_SUFFIX}")) or [None]
+    return json.loads(state.read_text())["version"] if state is not None else 0
+
+
 @contextlib.contextmanager
 def no_runtime_warning() -> Iterator[None]:
     """No RuntimeWarning escapes the block: failures are printed lines instead."""

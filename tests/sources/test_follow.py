@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from slime_trace_widget import TraceTimeline
-from slime_trace_widget.sources.follow import DumpWatcher, Poller
+from slime_trace_widget.sources.follow import DumpWatcher, FollowedFrames, Poller
+from slime_trace_widget.sources.loading import load_frames
 from slime_trace_widget.view import widget as widget_module
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
@@ -215,23 +216,75 @@ def test_a_stop_during_a_resume_leaves_nothing_polling() -> None:
     assert not poller.running
 
 
-def test_a_dump_marked_failed_is_returned_again_once_it_changes(tmp_path: Path) -> None:
+def test_each_version_of_a_dump_is_returned_once(tmp_path: Path) -> None:
+    """A dump that failed half-written is offered again once whole, and a step's dump
+    written again (a run resumed from a checkpoint) is offered as the new dump it is;
+    a file left as it is never comes back."""
     watcher = DumpWatcher(tmp_path, "rollout_*.pt")
     _place(FIXTURES / "small.pt", tmp_path / "rollout_0.pt", age=7200)
     (name,) = watcher.new_dumps()
-    watcher.retry_when_changed(name)
     assert watcher.new_dumps() == []  # unchanged: not looked at again
     _place(FIXTURES / "legacy_v1_pd.pt", tmp_path / "rollout_0.pt")
     assert watcher.new_dumps() == [name]
     assert watcher.new_dumps() == []  # returned once more, then done
+    then = time.time() - 60
+    os.utime(name, (then, then))  # the same bytes, saved again
+    assert watcher.new_dumps() == [name]
 
 
-def test_a_dump_not_marked_failed_is_never_returned_again(tmp_path: Path) -> None:
+def test_a_dump_rewritten_while_it_settles_waits_for_its_new_version(tmp_path: Path) -> None:
     watcher = DumpWatcher(tmp_path, "rollout_*.pt")
     _place(FIXTURES / "small.pt", tmp_path / "rollout_0.pt", age=7200)
     assert watcher.new_dumps() == [str(tmp_path / "rollout_0.pt")]
-    _place(FIXTURES / "legacy_v1_pd.pt", tmp_path / "rollout_0.pt")
+    _place(FIXTURES / "legacy_v1_pd.pt", tmp_path / "rollout_0.pt", age=0)  # being saved
     assert watcher.new_dumps() == []
+    then = time.time() - 60
+    os.utime(tmp_path / "rollout_0.pt", (then, then))
+    assert watcher.new_dumps() == [str(tmp_path / "rollout_0.pt")]
+
+
+def test_a_followed_timeline_shows_a_rewritten_dump_in_place_of_the_old(tmp_path: Path) -> None:
+    """The rollout_1 that a resumed run writes again replaces the one shown (8 samples
+    of small.pt become the 22 of the evaluation dump), where the view kept the old."""
+    for step in (0, 1):
+        _place(FIXTURES / "small.pt", tmp_path / f"rollout_{step}.pt")
+    timeline = TraceTimeline.follow(tmp_path, "rollout_*.pt", interval=0.1)
+    try:
+        assert len(timeline.samples) == 16
+        _place(FIXTURES / "rollout_eval_3.pt", tmp_path / "rollout_1.pt", age=1800)
+        _wait_for(lambda: timeline.payload["meta"]["n_samples_total"] == 30)
+        frames = timeline.frames
+        assert frames.paths == [str(tmp_path / f"rollout_{step}.pt") for step in (0, 1)]
+        assert frames.samples.groupby("dump").size().tolist() == [8, 22]
+        _place(FIXTURES / "small.pt", tmp_path / "rollout_0.pt", age=900)
+        _wait_for(lambda: timeline.payload["meta"]["n_samples_total"] == 30
+                  and timeline.frames.paths[-1] == str(tmp_path / "rollout_0.pt"))
+        assert timeline.frames.samples.groupby("dump").size().tolist() == [22, 8]
+    finally:
+        timeline.stop_following()
+
+
+def test_a_rewrite_loads_the_others_of_its_load_one_by_one(tmp_path: Path) -> None:
+    loads: list[list[str]] = []
+
+    def load(names: list[str]):
+        loads.append(list(names))
+        return load_frames(names, progress=False)
+
+    paths = [str(tmp_path / f"rollout_{step}.pt") for step in range(3)]
+    for path in paths:
+        _place(FIXTURES / "small.pt", Path(path))
+    followed = FollowedFrames(load)
+    assert followed.add(load(paths)) == []
+    _place(FIXTURES / "rollout_eval_3.pt", Path(paths[1]))
+    assert followed.add(load([paths[1]])) == [paths[1]]
+    assert loads == [paths, [paths[1]], [paths[0]], [paths[2]]]
+    assert followed.frames.paths == [paths[0], paths[2], paths[1]]
+    assert followed.frames.samples.groupby("dump").size().tolist() == [8, 8, 22]
+    _place(FIXTURES / "small.pt", Path(paths[2]))
+    assert followed.add(load([paths[2]])) == [paths[2]]
+    assert loads[4:] == [[paths[2]]]  # loaded alone now: nothing else again
+    assert followed.frames.paths == [paths[0], paths[1], paths[2]]
 
 
 def test_a_dump_gone_during_a_look_is_left_for_a_later_one(tmp_path: Path,

@@ -43,6 +43,20 @@ def test_only_a_new_complete_dump_with_a_live_sample_is_the_steps(tmp_path: Path
     assert step_dump(watcher, seen) is None  # returned once
 
 
+def test_an_earlier_steps_dump_written_again_is_the_steps(tmp_path: Path) -> None:
+    """A run resumed from a checkpoint repeats step 1 and writes rollout_1.pt again: the
+    dump of that name there before the live view is the step's once rewritten, where
+    the view, ignoring the name for good, never handed over."""
+    _save(tmp_path / "rollout_1.pt", make_demo_samples(2, seed=12), age=3600)
+    watcher = new_dumps_watcher(tmp_path)
+    samples = make_demo_samples(3, seed=11)
+    seen = {s["trace"]["trace_id"] for s in samples}
+    assert step_dump(watcher, seen) is None
+    _save(tmp_path / "rollout_1.pt", samples)
+    found = step_dump(watcher, seen)
+    assert found is not None and found[0] == str(tmp_path / "rollout_1.pt")
+    assert step_dump(watcher, seen) is None
+
 
 def test_samples_seen_live_that_the_dump_leaves_out_are_counted(tmp_path: Path) -> None:
     """slime's dump may hold fewer samples than ran (filtered, or a hung one never
