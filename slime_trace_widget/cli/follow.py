@@ -110,6 +110,9 @@ def follow(args: argparse.Namespace) -> int:
     publish(watcher.new_dumps())
     if shown["version"] == 0:  # the first dumps all failed: an empty page to start with
         publish([])
+    if not any(folder.glob(watcher.pattern)):  # a typo in --pattern would wait in silence
+        say(f"no dump matching {watcher.pattern} in {folder} yet: the page adds each "
+            "one slime writes")
     poller = Poller(look,
                     lambda exc: complain(str(exc)),
                     POLL_SECONDS if args.interval is None else args.interval)

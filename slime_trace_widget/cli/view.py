@@ -180,11 +180,11 @@ def write_demo_dump_unless_cached(path: Path, cache: PageCache, samples: int) ->
 
 
 def stem(inputs: list[Path]) -> str:
-    """The name of a view's files: the one dump's (as slime's viewer names them), or the
-    first's, ``+N`` for the N others and 8 hex digits of a hash of all their resolved
-    paths, so that views of other dumps (0 and 1, then 0 and 2) never share a page, a
-    cache or an export."""
-    first = inputs[0].name.removesuffix(".pt")
+    """The name of a view's files: the one dump's name without its suffix (as slime's
+    viewer names them: ``rollout_0.pth`` as ``rollout_0``), or the first's, ``+N`` for
+    the N others and 8 hex digits of a hash of all their resolved paths, so that views
+    of other dumps (0 and 1, then 0 and 2) never share a page, a cache or an export."""
+    first = inputs[0].stem
     if len(inputs) == 1:
         return first
     paths = "\0".join(os.fsdecode(os.path.realpath(path)) for path in inputs)

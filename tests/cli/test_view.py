@@ -40,6 +40,15 @@ def test_no_serve_writes_page_and_cache_then_reuses_cache(dump: Path, capsys) ->
     assert "built" in capsys.readouterr().out
 
 
+def test_the_page_is_named_after_the_dump_without_its_suffix(tmp_path: Path) -> None:
+    """As slime's viewer names it (``Path.stem``), whatever the dump's suffix."""
+    dump = tmp_path / "rollout_0.pth"
+    shutil.copy(FIXTURES / "small.pt", dump)
+    assert main([str(dump), "--no-serve"]) == 0
+    assert (tmp_path / f"rollout_0{HTML_SUFFIX}").exists()
+    assert (tmp_path / f"rollout_0{CACHE_SUFFIX}").exists()
+
+
 def test_frames_too_large_for_memory_are_refused_in_one_line(dump: Path, capsys,
                                                             monkeypatch: pytest.MonkeyPatch
                                                             ) -> None:

@@ -137,6 +137,21 @@ def test_a_dump_written_again_replaces_what_it_showed(tmp_path: Path, capsys,
     assert loads == [["rollout_0.pt", "rollout_1.pt"], ["rollout_0.pt"], ["rollout_1.pt"]]
 
 
+def test_a_pattern_that_matches_nothing_yet_is_said(tmp_path: Path, capsys,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """A typo in --pattern (or the wrong folder) would otherwise serve an empty page in
+    silence; an empty folder is said to be waiting too."""
+    monkeypatch.setattr(follow_module, "serve", lambda *args: None)
+    waiting = f"no dump matching {{}} in {tmp_path} yet: the page adds each one slime writes"
+    assert main(["--follow", str(tmp_path)]) == 0
+    assert capsys.readouterr().out.splitlines() == [waiting.format("*.pt")]
+    place(tmp_path / "rollout_0.pt", (FIXTURES / "small.pt").read_bytes(), 3600)
+    assert main(["--follow", str(tmp_path), "--pattern", "step_*.pt"]) == 0
+    assert capsys.readouterr().out.splitlines() == [waiting.format("step_*.pt")]
+    assert main(["--follow", str(tmp_path)]) == 0
+    assert "no dump matching" not in capsys.readouterr().out
+
+
 def shown_version(out_dir: Path) -> int:
     [state] = list(out_dir.glob(f"*{follow_module.FOLLOW_SUFFIX}")) or [None]
     return json.loads(state.read_text())["version"] if state is not None else 0
