@@ -4,6 +4,7 @@ at all, by :mod:`slime_trace_widget.whole_files`)."""
 from __future__ import annotations
 
 import contextlib
+import errno
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -36,10 +37,18 @@ def write_output(path: Path, data: str | bytes) -> None:
         write_whole(path, data)
 
 
+#: The reasons a folder refuses the files, where another folder would take them.
+REFUSED = {errno.EACCES, errno.EPERM, errno.EROFS}
+
+
 @contextlib.contextmanager
 def writing(target: Path) -> Iterator[None]:
-    """A block that writes ``target``: an OSError becomes a CliError naming it."""
+    """A block that writes ``target``: an OSError becomes a CliError naming it, and
+    where the folder refuses files (read-only, not the user's: a shared dump folder)
+    the option that writes them elsewhere."""
     try:
         yield
     except OSError as exc:
-        raise CliError(f"{target}: cannot be written ({exc.strerror or exc})") from exc
+        elsewhere = "; --out-dir DIR writes them elsewhere" if exc.errno in REFUSED else ""
+        raise CliError(f"{target}: cannot be written ({exc.strerror or exc}{elsewhere})") \
+            from exc

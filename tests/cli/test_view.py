@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -369,3 +370,19 @@ def test_an_export_that_cannot_be_written_is_named_in_one_line(dump: Path, capsy
         assert main([str(dump), "--no-serve", option]) == 2
         error = capsys.readouterr().err.strip()
         assert f"{target}: cannot be written" in error and "\n" not in error, error
+
+
+@pytest.mark.parametrize("refusal", [errno.EACCES, errno.EROFS])
+def test_a_folder_that_refuses_the_page_names_out_dir(refusal: int, dump: Path, capsys,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """A dump in a shared, read-only folder: the one line says where else to write."""
+    from slime_trace_widget.cli import files
+
+    def refused(path: Path, data: object) -> None:
+        raise OSError(refusal, os.strerror(refusal), str(path))
+
+    monkeypatch.setattr(files, "write_whole", refused)
+    assert main([str(dump), "--no-serve"]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.endswith(f"cannot be written ({os.strerror(refusal)}; --out-dir DIR writes "
+                         "them elsewhere)")
