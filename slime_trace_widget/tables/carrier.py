@@ -281,7 +281,7 @@ def _read_carrier_in_python(row: int, records: list, out: RecordColumns,
         elif kind == SPAN_END:
             sid = get(RECORD_SPAN_ID)
             if type(sid) is not str:
-                sid = short_text(sid, _TEXT_LIMIT)
+                sid = _end_span_id(sid, row, len(early_ends), warn)
             start_index = open_ids.pop(sid, -1)
             if start_index >= 0:
                 end_span(start_index)
@@ -487,6 +487,16 @@ def _coerce_span_id(value: Any, row: int, index: int, warn: Counter[str]) -> str
     if value is None:
         warn["span_start_without_id"] += 1
         return f"~missing-{row}-{index}"
+    return short_text(value, _TEXT_LIMIT)
+
+
+def _end_span_id(value: Any, row: int, position: int, warn: Counter[str]) -> str:
+    """The id an end record names. An end without one (the ``position``-th end of its
+    carrier not yet paired) closes nothing: it gets an id of the form a start without
+    one gets, where the text "None" closed a span recorded with that id."""
+    if value is None:
+        warn["span_end_without_id"] += 1
+        return f"~missing-end-{row}-{position}"
     return short_text(value, _TEXT_LIMIT)
 
 

@@ -81,9 +81,10 @@ def test_fixture_reads_as_readme_says(name: str) -> None:
     # counts in samples equal rows in spans/events
     assert int(frames.samples["n_spans"].sum() + frames.samples["n_open_spans"].sum()) == len(real)
     assert int(frames.samples["n_events"].sum()) == int((events["kind"] == "instant").sum())
-    # orphan ends leave children pointing at deleted parents; loader notes are allowed
+    # orphan ends leave children pointing at deleted parents (and edge_orphan_end's
+    # late_cleanup end has no id); loader notes are allowed
     assert set(frames.warnings) <= {"unknown_parent", "unsafe_global_blocked",
-                                    "placeholder_sample_object"}
+                                    "placeholder_sample_object", "span_end_without_id"}
 
 
 def test_malformed_fixture_counts_every_kind_of_damage() -> None:
@@ -216,6 +217,17 @@ def test_instant_event_parent_is_inferred_from_open_spans() -> None:
     assert events.loc["tick", "parent_span_id"] == "g"
     assert events.loc["tick", "parent_name"] == "gen"
     assert events.loc["after", "parent_index"] == -1
+
+
+def test_an_end_without_an_id_closes_nothing_and_names_no_span() -> None:
+    """Its id was read as the text "None": the end closed a span recorded with that id,
+    or became an unmatched end of span "None"."""
+    f = frames_of(sample(rec("span_start", "tool", 0, "None"), {"type": "span_end",
+                  "name": "lost", "ts": T0 + 2, "attrs": {}}))
+    assert f.spans["state"].tolist() == ["open"]
+    assert f.events["kind"].tolist() == ["unmatched_end"]
+    assert f.events["span_id"].tolist() == ["~missing-end-0-0"]
+    assert f.warnings["span_end_without_id"] == 1
 
 
 def test_unmatched_end_becomes_event() -> None:
