@@ -3,8 +3,10 @@
 A handle points at one carrier dict; every record is written through one. A
 trace is told apart by its id *and* its carrier object, because ``copy.deepcopy``
 of a bound sample (how slime fans a prompt out into a group) gives carriers that
-share a ``trace_id``. Open spans live in one ``ContextVar`` holding a chain of
-scopes, so each asyncio task and thread sees its own parents. A record is
+share a ``trace_id``. A copy taken while a span of its trace is open holds that
+span's start, so it nests under that span as the original does. Open spans live
+in one ``ContextVar`` holding a chain of scopes, so each asyncio task and thread
+sees its own parents. A record is
 written into a carrier here too (``_write``), through the handle that points at it.
 """
 
@@ -114,7 +116,7 @@ class _Scope:
     whole rollout's samples holds thousands).
     """
 
-    __slots__ = ("_collapsed", "depth", "handles", "ids", "outer")
+    __slots__ = ("_by_trace", "_collapsed", "depth", "handles", "ids", "outer")
 
     def __init__(
         self, ids: dict[_TraceKey, str], handles: tuple[TraceHandle, ...], outer: _Scope | None
@@ -126,6 +128,23 @@ class _Scope:
         self.outer = outer
         self.depth = 1 if outer is None else outer.depth + 1
         self._collapsed: _Scope | None = None
+        self._by_trace: dict[Any, list[str]] | None = None
+
+    def parent_of(self, handle: TraceHandle) -> str | None:
+        """The span ``handle``'s next record nests under, None when no span of it is open.
+
+        That is the innermost open span of its own carrier, else the innermost open
+        span of its trace whose start its carrier holds: the carrier is a deep copy
+        taken inside that span (slime's way of fanning a sample out), and slime,
+        which tracks nesting by trace id, nests the copy's records under it too. A
+        carrier sharing the trace id without that start (a copy taken before the span
+        opened) gets no parent from it: that id would name a span its carrier lacks.
+        """
+        own = self.span_of(handle.key)
+        if own is not None:
+            return own
+        open_ids = self._open_ids_of(handle.trace_id)
+        return _first_held(handle.carrier, open_ids) if open_ids else None
 
     def span_of(self, key: _TraceKey) -> str | None:
         """The innermost open span of trace ``key`` here or in an enclosing scope."""
@@ -136,6 +155,25 @@ class _Scope:
                 return span_id
             scope = scope.outer
         return None
+
+    def _open_ids_of(self, trace_id: Any) -> list[str]:
+        """The span ids of ``trace_id`` open here or in enclosing scopes, innermost first."""
+        found: list[str] = []
+        scope: _Scope | None = self
+        while scope is not None:
+            found.extend(scope._ids_by_trace().get(trace_id, ()))
+            scope = scope.outer
+        return found
+
+    def _ids_by_trace(self) -> dict[Any, list[str]]:
+        """This scope's span ids by trace id, built on first use: only a carrier missing
+        from the chain asks, so a scope over thousands of targets is indexed once at most."""
+        if self._by_trace is None:
+            by_trace: dict[Any, list[str]] = {}
+            for (trace_id, _), span_id in self.ids.items():
+                by_trace.setdefault(trace_id, []).append(span_id)
+            self._by_trace = by_trace
+        return self._by_trace
 
     def collapsed(self) -> _Scope:
         """This chain as one scope without links (inner spans win), built once."""
@@ -152,10 +190,30 @@ class _Scope:
         return self._collapsed
 
 
-def _active_span(key: _TraceKey) -> str | None:
-    """The innermost span of trace ``key`` open in the current context, if any."""
+def _first_held(carrier: Any, span_ids: list[str]) -> str | None:
+    """The first of ``span_ids`` that a record of ``carrier`` names as its span, if any.
+
+    Span ids are random, so a record with one means the carrier holds that span. A
+    damaged carrier or record holds none: this never raises.
+    """
+    try:
+        records = list(carrier.get(CARRIER_EVENTS) or ())
+    except Exception:
+        return None
+    wanted = set(span_ids)
+    held = set()
+    for record in records:
+        span_id = record.get(RECORD_SPAN_ID) if isinstance(record, dict) else None
+        if type(span_id) is str and span_id in wanted:
+            held.add(span_id)
+    return next((span_id for span_id in span_ids if span_id in held), None)
+
+
+def _active_parent(handle: TraceHandle) -> str | None:
+    """The open span of the current context that ``handle``'s records nest under, if any
+    (:meth:`_Scope.parent_of`)."""
     scope = _ACTIVE.get()
-    return None if scope is None else scope.span_of(key)
+    return None if scope is None else scope.parent_of(handle)
 
 
 # --------------------------------------------------------------------------- handles

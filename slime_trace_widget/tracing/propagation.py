@@ -12,7 +12,7 @@ import re
 from typing import Any
 
 from ..schema import W3C_SAMPLED, w3c_span_id, w3c_trace_id
-from .carriers import _active_span, _resolve_handles
+from .carriers import _active_parent, _resolve_handles
 from .records import _log_failure
 
 #: Characters a tracestate value may hold (printable ASCII but ``,`` and ``=``), bounded.
@@ -28,7 +28,7 @@ def trace_headers(target: Any) -> dict[str, str]:
         if not handles:
             return {}
         handle = handles[0]
-        span_id = _active_span(handle.key) or handle.parent_span_id
+        span_id = _active_parent(handle) or handle.parent_span_id
         if span_id is None or handle.trace_id is None:
             return {}
         headers = {"traceparent": f"00-{w3c_trace_id(handle.trace_id)}-"

@@ -28,7 +28,7 @@ from ..schema import (
 )
 from .carriers import (
     TraceHandle,
-    _active_span,
+    _active_parent,
     _append,
     _handle,
     _new_carrier,
@@ -67,7 +67,7 @@ def export_trace(handle: Any) -> dict[str, Any]:
             logger.debug("tracing: export_trace needs one traced sample, got %d", len(handles))
             return _empty_payload()
         one = handles[0]
-        parent = _active_span(one.key) or one.parent_span_id
+        parent = _active_parent(one) or one.parent_span_id
         payload = _empty_payload()
         payload.update(
             {
@@ -139,8 +139,9 @@ def merge_trace(target: Any, remote: Any) -> int:
     id, so when several local carriers hold it a record goes, in order, to the
     carrier holding the span it names: its own ``span_id`` (a span's end follows its
     start) or its ``parent_span_id`` (a local span, or a remote one merged before
-    it); else to the only one of them with the record's ``sample_id``; else it is
-    skipped. A trace id held by one local carrier needs none of that. A record the
+    it), when no other of them holds that span (copies taken inside a span all hold
+    its start); else to the only one of them with the record's ``sample_id``; else
+    it is skipped. A trace id held by one local carrier needs none of that. A record the
     local carrier held before the merge (the same type, ids, name, time and attempt:
     the remote side continued the trace in a copy of this carrier, or in this very
     carrier, or was merged before) is not appended again, so merging a carrier twice
@@ -181,8 +182,10 @@ class _Router:
 
     Local carriers are grouped by trace id (a carrier given twice counts once).
     The span ids of a trace held by several carriers are indexed on its first
-    ambiguous record, each mapped to the carrier holding it; a remote record routed
-    there adds its own span id, so the records nested under it follow it.
+    ambiguous record, each mapped to the carrier holding it, or to None when more
+    than one holds it (a span open while the sample was deep-copied): such an id
+    names no carrier. A remote record routed somewhere adds its own span id, so the
+    records nested under it follow it.
     """
 
     def __init__(self, handles: list[TraceHandle]) -> None:
@@ -197,7 +200,7 @@ class _Router:
                 self._by_trace.setdefault(handle.trace_id, []).append(handle)
             except Exception:
                 _log_failure("reading the identity of a local carrier")
-        self._span_owners: dict[Any, TraceHandle] = {}
+        self._span_owners: dict[Any, TraceHandle | None] = {}
         self._indexed: set[Any] = set()
 
     def route(self, record: Mapping[str, Any]) -> TraceHandle | None:
@@ -241,11 +244,14 @@ class _Router:
                     self._own(record.get(RECORD_SPAN_ID), handle)
 
     def _own(self, span_id: Any, handle: TraceHandle) -> None:
-        """Map ``span_id`` to ``handle`` unless it is mapped already (or not a usable id)."""
+        """Map ``span_id`` to ``handle``, or to None once another carrier holds it too
+        (nothing for an unusable id)."""
         if span_id is None:
             return
         with suppress(TypeError):  # an unhashable id in a damaged record names no span
-            self._span_owners.setdefault(span_id, handle)
+            owner = self._span_owners.setdefault(span_id, handle)
+            if owner is not None and owner is not handle:
+                self._span_owners[span_id] = None
 
 
 def _only_sample(members: list[TraceHandle], sample_id: Any) -> TraceHandle | None:

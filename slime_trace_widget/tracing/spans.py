@@ -260,7 +260,7 @@ class TraceSpan(TraceSpanContext):
             try:
                 key = handle.key
                 ids[key] = span_id  # fails first for a damaged carrier's unhashable trace id
-                parent = (scope and scope.span_of(key)) or handle.parent_span_id
+                parent = (scope and scope.parent_of(handle)) or handle.parent_span_id
             except Exception:
                 _log_failure("finding the parent of span %r", self.name)
                 continue
@@ -386,7 +386,7 @@ def trace_event(target: Any, name: str, attrs: Mapping[str, Any] | None = None) 
         scope = _ACTIVE.get()
         for index, handle in enumerate(handles):
             try:
-                parent = (scope and scope.span_of(handle.key)) or handle.parent_span_id
+                parent = (scope and scope.parent_of(handle)) or handle.parent_span_id
             except Exception:
                 _log_failure("finding the parent of event %r", name)
                 continue
