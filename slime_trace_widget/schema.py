@@ -85,6 +85,11 @@ RECORD_KEYS = (
     RECORD_ATTRS,
 )
 
+#: Highest attempt a carrier or record holds. Attempts are whole numbers from 0 (the
+#: frames store them as int32); a reader counts any other value as a bad attempt, read
+#: as 0, and the recorder writes the number a reader makes of it.
+MAX_ATTEMPT = 2**31 - 2
+
 #: Instant event that ``trace_next_attempt`` records, and its attribute holding the new attempt.
 ATTEMPT_START_EVENT = "attempt_start"
 ATTEMPT_ATTR = "attempt"

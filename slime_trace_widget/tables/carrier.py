@@ -23,6 +23,7 @@ from typing import Any
 
 from ..schema import (
     EVENT,
+    MAX_ATTEMPT,
     RECORD_ATTEMPT,
     RECORD_ATTRS,
     RECORD_NAME,
@@ -46,9 +47,6 @@ INSTANT = EVENT
 #: Timestamps are kept only strictly inside ``±TS_LIMIT``: one test rejects NaN
 #: (comparisons fail), inf and values float32 offsets could not hold.
 TS_LIMIT = 1e15
-
-#: Highest attempt number kept; frames store attempts as int32.
-MAX_ATTEMPT = 2**31 - 2
 
 #: Open spans parent inference looks back through. A real carrier finds the
 #: parent at the first or second; a crafted one (thousands of open spans that

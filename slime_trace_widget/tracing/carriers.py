@@ -26,6 +26,7 @@ from ..schema import (
     CARRIER_SAMPLE_ID,
     CARRIER_TRACE_ID,
     CARRIER_VERSION,
+    MAX_ATTEMPT,
     RECORD_ATTEMPT,
     RECORD_ATTRS,
     RECORD_GROUP_ID,
@@ -39,6 +40,7 @@ from ..schema import (
     SAMPLE_TRACE_KEY,
     TRACE_VERSION,
 )
+from ..values import bounded_int, describe
 from .records import _log_failure, _new_id, logger
 
 # (trace_id, id(carrier)): deep-copied samples share a trace_id but not a carrier.
@@ -280,16 +282,54 @@ class TraceHandle:
 
 
 def _handle(carrier: dict[str, Any], parent_span_id: str | None = None) -> TraceHandle:
-    """The handle of ``carrier``, its identity read once (it never changes)."""
+    """The handle of ``carrier``, its identity read once (it never changes); its attempt
+    made a whole number first (:func:`_carrier_attempt`), as slime's ``bind_trace`` does."""
     get = carrier.get
     return TraceHandle(
         get(CARRIER_TRACE_ID),
         carrier,
         get(CARRIER_SAMPLE_ID),
         get(CARRIER_GROUP_ID),
-        get(CARRIER_ATTEMPT, 0),
+        _carrier_attempt(carrier),
         parent_span_id,
     )
+
+
+# --------------------------------------------------------------------------- attempts
+
+
+def _whole_attempt(value: Any) -> int | None:
+    """``value`` as the attempt a reader of the dump makes of it, None when the reader
+    would count it as a bad attempt (``tables.carrier`` reads with the same
+    ``bounded_int``): numeric text, floats, numpy and tensor scalars holding a whole
+    number from 0 to :data:`MAX_ATTEMPT` are that number; bools, None and the rest are
+    not attempts."""
+    if type(value) is int and 0 <= value <= MAX_ATTEMPT:
+        return value
+    return bounded_int(value, 0, MAX_ATTEMPT)
+
+
+def _carrier_attempt(carrier: dict[str, Any], fallback: Any = 0) -> int:
+    """The attempt a record written into ``carrier`` now carries: its ``attempt`` (else
+    ``fallback``) as a whole number, so every record holds the value a reader reads.
+
+    A carrier holding any other value gets the number written back, 0 for one a reader
+    counts as bad (its fallback), logged at debug level once: records, retries and
+    exports then agree, and a retry counts on from a number. Never raises for a dict.
+    """
+    value = carrier.get(CARRIER_ATTEMPT, fallback)
+    if type(value) is int and 0 <= value <= MAX_ATTEMPT:
+        return value
+    with _CARRIER_LOCK:  # a concurrent retry's bump must not be overwritten
+        value = carrier.get(CARRIER_ATTEMPT, fallback)
+        attempt = _whole_attempt(value)
+        if attempt is not None and type(value) is int:
+            return attempt
+        if CARRIER_ATTEMPT in carrier:
+            carrier[CARRIER_ATTEMPT] = 0 if attempt is None else attempt
+    logger.debug("tracing: attempt %s is not a whole number from 0 to %d; recorded as %d",
+                 describe(value), MAX_ATTEMPT, 0 if attempt is None else attempt)
+    return 0 if attempt is None else attempt
 
 
 # --------------------------------------------------------------------------- carriers
@@ -479,10 +519,21 @@ def _bump_attempt(handle: TraceHandle) -> int:
     carrier (callers log that). Under the carriers' lock, so concurrent retries of one
     sample each get their own number."""
     with _CARRIER_LOCK:
-        attempt = int(handle.carrier.get(CARRIER_ATTEMPT, 0)) + 1
+        attempt = _carrier_attempt(handle.carrier) + 1
         handle.carrier[CARRIER_ATTEMPT] = attempt
     handle.attempt = attempt
     return attempt
+
+
+def _raise_attempt(handle: TraceHandle, attempt: int) -> None:
+    """Make the attempt of ``handle``'s carrier at least ``attempt`` (a whole number), under
+    the carriers' lock so a concurrent retry's bump is kept; a damaged carrier keeps its own."""
+    try:
+        with _CARRIER_LOCK:
+            carrier = handle.carrier
+            carrier[CARRIER_ATTEMPT] = max(attempt, _carrier_attempt(carrier))
+    except Exception:
+        _log_failure("raising the attempt of trace %r", handle.trace_id)
 
 
 def _append(handle: TraceHandle, record: dict[str, Any]) -> bool:
@@ -524,7 +575,7 @@ def _write(
             RECORD_TRACE_ID: handle.trace_id,
             RECORD_SAMPLE_ID: handle.sample_id,
             RECORD_GROUP_ID: handle.group_id,
-            RECORD_ATTEMPT: carrier.get(CARRIER_ATTEMPT, handle.attempt),
+            RECORD_ATTEMPT: _carrier_attempt(carrier, handle.attempt),
         }
         if span_id is not None:
             record[RECORD_SPAN_ID] = span_id

@@ -26,13 +26,17 @@ from ..schema import (
     TRACE_IMPORT_EVENT,
     TRACE_VERSION,
 )
+from ..values import describe
 from .carriers import (
     TraceHandle,
     _active_parent,
     _append,
+    _carrier_attempt,
     _handle,
     _new_carrier,
+    _raise_attempt,
     _resolve_handles,
+    _whole_attempt,
     _write,
     bind_trace_carrier,
 )
@@ -74,7 +78,7 @@ def export_trace(handle: Any) -> dict[str, Any]:
                 CARRIER_TRACE_ID: one.trace_id,
                 CARRIER_SAMPLE_ID: one.sample_id,
                 CARRIER_GROUP_ID: one.group_id,
-                CARRIER_ATTEMPT: one.carrier.get(CARRIER_ATTEMPT, one.attempt),
+                CARRIER_ATTEMPT: _carrier_attempt(one.carrier, one.attempt),
                 _PAYLOAD_PARENT: parent,
             }
         )
@@ -108,7 +112,7 @@ def _bind_payload(payload: Mapping[str, Any], carrier: dict[str, Any] | None) ->
         "trace_id": payload.get(CARRIER_TRACE_ID),
         "sample_id": payload.get(CARRIER_SAMPLE_ID),
         "group_id": payload.get(CARRIER_GROUP_ID),
-        "attempt": int(payload.get(CARRIER_ATTEMPT) or 0),
+        "attempt": _remote_attempt(payload.get(CARRIER_ATTEMPT), "payload") or 0,
     }
     if carrier is None:
         handle = _handle(_new_carrier(**identity), payload.get(_PAYLOAD_PARENT))
@@ -145,7 +149,9 @@ def merge_trace(target: Any, remote: Any) -> int:
     local carrier held before the merge (the same type, ids, name, time and attempt:
     the remote side continued the trace in a copy of this carrier, or in this very
     carrier, or was merged before) is not appended again, so merging a carrier twice
-    adds nothing the second time. The local attempt becomes the higher of the two.
+    adds nothing the second time. The local attempt becomes the higher of the two;
+    a remote attempt that is no whole number (:func:`_whole_attempt`: a reader would
+    count it as bad) raises nothing, and is logged at debug level.
     """
     try:
         router = _Router(_resolve_handles(target))
@@ -309,16 +315,20 @@ def _merge_source(router: _Router, source: tuple[Any, list]) -> int:
             router.routed(record, handle)
             merged += 1
             touched[handle.key] = handle
-    if isinstance(attempt, int):
+    remote_attempt = _remote_attempt(attempt, "remote carrier") if touched else None
+    if remote_attempt is not None:
         for handle in touched.values():
-            _raise_attempt(handle, attempt)
+            _raise_attempt(handle, remote_attempt)
     return merged
 
 
-def _raise_attempt(handle: TraceHandle, attempt: int) -> None:
-    """Make the local attempt at least the remote one; a damaged carrier keeps its own."""
-    try:
-        carrier = handle.carrier
-        carrier[CARRIER_ATTEMPT] = max(attempt, int(carrier.get(CARRIER_ATTEMPT, 0)))
-    except Exception:
-        _log_failure("raising the attempt of trace %r", handle.trace_id)
+def _remote_attempt(value: Any, where: str) -> int | None:
+    """A remote attempt as the whole number a reader makes of it; None when there is none
+    (None: a list of records carries no attempt) or it is no attempt (logged)."""
+    if value is None:
+        return None
+    attempt = _whole_attempt(value)
+    if attempt is None:
+        logger.debug("tracing: the %s's attempt %s is not a whole number from 0; ignored",
+                     where, describe(value))
+    return attempt
