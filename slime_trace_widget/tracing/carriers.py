@@ -118,7 +118,7 @@ class _Scope:
     whole rollout's samples holds thousands).
     """
 
-    __slots__ = ("_by_trace", "_collapsed", "depth", "handles", "ids", "outer")
+    __slots__ = ("_by_trace", "_collapsed", "_copies", "depth", "handles", "ids", "outer")
 
     def __init__(
         self, ids: dict[_TraceKey, str], handles: tuple[TraceHandle, ...], outer: _Scope | None
@@ -131,6 +131,11 @@ class _Scope:
         self.depth = 1 if outer is None else outer.depth + 1
         self._collapsed: _Scope | None = None
         self._by_trace: dict[Any, list[str]] | None = None
+        #: What :meth:`parent_of` found for each carrier not in the chain, by its id
+        #: (with the carrier, so a reused id is not taken for it): a copy gains no
+        #: span's start while the spans of this chain stay open, so its records are
+        #: read once per scope, not once per record written into it.
+        self._copies: dict[int, tuple[Any, str | None]] = {}
 
     def parent_of(self, handle: TraceHandle) -> str | None:
         """The span ``handle``'s next record nests under, None when no span of it is open.
@@ -145,8 +150,14 @@ class _Scope:
         own = self.span_of(handle.key)
         if own is not None:
             return own
+        carrier = handle.carrier
+        known = self._copies.get(id(carrier))
+        if known is not None and known[0] is carrier:
+            return known[1]
         open_ids = self._open_ids_of(handle.trace_id)
-        return _first_held(handle.carrier, open_ids) if open_ids else None
+        parent = _first_held(carrier, open_ids) if open_ids else None
+        self._copies[id(carrier)] = (carrier, parent)
+        return parent
 
     def span_of(self, key: _TraceKey) -> str | None:
         """The innermost open span of trace ``key`` here or in an enclosing scope."""

@@ -137,3 +137,23 @@ def test_only_a_copy_holding_the_span_adopts_it(copied):
     else:
         assert work["parent_span_id"] == starts(branch, "outer")[0]["span_id"]
     assert len(events_of(prompt)) == 2
+
+
+def test_a_copy_is_read_once_per_span_not_once_per_record(monkeypatch):
+    """Finding the span a copy was taken in reads the copy's records; doing so for every
+    record written made a copy's recording quadratic in its records."""
+    from slime_trace_widget.tracing import carriers
+
+    reads = []
+    real = carriers._first_held
+    monkeypatch.setattr(carriers, "_first_held",
+                        lambda carrier, span_ids: reads.append(1) or real(carrier, span_ids))
+    prompt = FakeSample(index=0)
+    bind_trace(prompt)
+    with trace_span(prompt, "outer"):
+        branch = _branch(prompt, 1)
+        for tick in range(200):
+            trace_event(branch, "tick", {"tick": tick})
+    outer_id = starts(prompt, "outer")[0]["span_id"]
+    assert {record["parent_span_id"] for record in named(branch, "tick")} == {outer_id}
+    assert len(reads) == 1
