@@ -47,7 +47,6 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from fnmatch import fnmatchcase
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -121,9 +120,10 @@ def filter_dropped(frames: TraceFrames) -> np.ndarray:
 
 
 def _evaluation(frames: TraceFrames) -> np.ndarray:
-    """Whether each sample's dump is an evaluation dump (by its file's name)."""
+    """Whether each sample's dump is an evaluation dump (by its path: :func:`dump_kind`,
+    which also finds slime's ``eval_<id>`` in a folder's name)."""
     dumps = frames.samples["dump"].to_numpy(dtype=np.int64)
-    kinds = np.array([dump_kind(Path(path).name) == "eval" for path in frames.paths]
+    kinds = np.array([dump_kind(path) == "eval" for path in frames.paths]
                      or [False], dtype=bool)
     return kinds[np.clip(dumps, 0, len(kinds) - 1)]
 

@@ -230,15 +230,17 @@ def _quoted(text: str) -> str:
 
 def _register_frames(db: Any, frames: TraceFrames,
                      tables: tuple[str, ...] = ("samples", "spans", "events")) -> None:
-    """The frames' ``tables`` under the dataset's names (one dump per path)."""
+    """The frames' ``tables`` under the dataset's names (one dump per path; its kind by
+    its path, as a dataset's rows have it, not by its label)."""
     samples = frames.samples
-    files = np.array(dump_labels(frames.paths) or ["frames"], dtype=object)
+    paths = frames.paths or ["frames"]
+    files = np.array(dump_labels(paths), dtype=object)
     dump = np.clip(samples["dump"].to_numpy(dtype=np.int64), 0, len(files) - 1)
     labels = pd.DataFrame({
         PARTITION: samples["rollout_id"].astype("float64").fillna(-1).astype(np.int64)
         .to_numpy(),
         DUMP_FILE: files[dump],
-        DUMP_KIND: np.array([dump_kind(f) for f in files], dtype=object)[dump]})
+        DUMP_KIND: np.array([dump_kind(path) for path in paths], dtype=object)[dump]})
     detail = samples["reward_detail"]
     db.register("samples", pd.concat(
         [labels, pd.DataFrame({"row": samples.index.to_numpy()}),

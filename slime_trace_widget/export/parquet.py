@@ -119,7 +119,7 @@ def _dump_labels(frames: TraceFrames) -> list[tuple[str, str, str]]:
             copy += 1
             unique = f"{stem}-{copy}"
         used.add(unique)
-        out.append((unique, name, dump_kind(name)))
+        out.append((unique, name, dump_kind(text)))
     return out
 
 

@@ -323,6 +323,30 @@ def test_an_eval_dump_buys_no_signal(tmp_path: Path) -> None:
                                                                         "train": 1.0}
 
 
+def test_an_eval_dump_in_a_folder_of_its_own_buys_no_signal(tmp_path: Path) -> None:
+    """slime formats ``--save-debug-rollout-data`` with ``rollout_id=f"eval_{id}"``: the
+    template ``<run>/{rollout_id}/data.pt`` saves evaluation at ``eval_3/data.pt``, a
+    file name without the marker. Its groups buy no signal over frames, over a dataset
+    and in trends; the run folder's name (``eval_runs``) makes no dump eval."""
+    samples = load_dump(FIXTURES / "rollout_eval_3.pt").samples
+    for i, member in enumerate(samples):
+        member["group_index"], member["reward"] = i // 2, float(i % 2)
+    run = tmp_path / "eval_runs"
+    for folder in ("eval_3", "3"):
+        (run / folder).mkdir(parents=True)
+        save_dump(run / folder / "data.pt", samples, rollout_id=3)
+    frames = load_frames([run / "eval_3" / "data.pt", run / "3" / "data.pt"])
+    assert fates(frames) == ["no_signal"] * 22 + ["signal"] * 22
+    convert(str(run / "*" / "data.pt"), tmp_path / "ds", progress=False, settle_seconds=0)
+    assert fates(open_dataset(tmp_path / "ds", kinds=["eval"])) == ["no_signal"] * 22
+    for source in (frames, tmp_path / "ds", open_dataset(tmp_path / "ds")):
+        for trends in (analysis.ledger_trends(source), analysis.rollout_trends(source)):
+            shares = trends.set_index("dump_file")[["dump_kind", "share_signal"]]
+            assert shares.to_dict("index") == {
+                "3/data.pt": {"dump_kind": "train", "share_signal": 1.0},
+                "eval_3/data.pt": {"dump_kind": "eval", "share_signal": 0.0}}
+
+
 def test_remove_sample_reads_from_legacy_and_object_dumps(tmp_path: Path) -> None:
     for fixture in ("legacy_v0_pd.pt", "legacy_v1_pd.pt", "edge_legacy_torch_format.pt"):
         frames = edited(tmp_path, fixture, f"rollout_{fixture}",

@@ -127,3 +127,14 @@ def test_every_dump_gets_every_table_and_the_folder_reads_as_one(tmp_path) -> No
         "on s.rollout_id = p.rollout_id and s.dump_file = p.dump_file "
         "and s.row = p.sample_row").fetchall()
     assert joined == [(2,)]
+
+
+def test_an_eval_dump_in_a_folder_of_its_own_exports_as_eval(tmp_path) -> None:
+    """slime's template ``{rollout_id}/data.pt`` saves evaluation at ``eval_3/data.pt``:
+    its rows say eval, the training dump's ``3/data.pt`` train."""
+    for folder in ("eval_3", "3"):
+        (tmp_path / "debug" / folder).mkdir(parents=True)
+        shutil.copyfile(FIXTURES / "rollout_eval_3.pt", tmp_path / "debug" / folder / "data.pt")
+    frames = load_frames([tmp_path / "debug" / folder / "data.pt" for folder in ("eval_3", "3")])
+    root = to_parquet(frames, tmp_path / "pq")
+    assert read_back(root, "samples") == [(3, "eval", "data.pt", 22), (3, "train", "data.pt", 22)]

@@ -4,6 +4,7 @@ and the memory a Ray task asks for."""
 from __future__ import annotations
 
 import os
+import shutil
 import threading
 from pathlib import Path
 
@@ -13,7 +14,7 @@ from slime_trace_widget.sources.dataset import Manifest, conversion, convert, op
 from slime_trace_widget.sources.dumps import DumpError
 from slime_trace_widget.sources.dumps.pool import expected_peak
 from slime_trace_widget.sources.loading import load_frames
-from tests.sources.runs import copy_run
+from tests.sources.runs import FIXTURES, copy_run, settle
 
 #: Generous bound on any wait of these tests: a guard against a hang, not a timing.
 HANG_GUARD_SECONDS = 300
@@ -94,6 +95,27 @@ def test_a_deleted_dump_keeps_its_data_and_is_listed_as_missing(run: Path,
     after = open_dataset(root)
     assert sorted(after.paths) == sorted(before.paths) and \
         len(after.samples) == len(before.samples)
+
+
+def test_a_dump_converted_under_another_kind_is_converted_again(tmp_path: Path) -> None:
+    """slime saves evaluation at ``eval_3/data.pt`` for the template
+    ``{rollout_id}/data.pt``: it converts as eval, and a dump whose manifest entry holds
+    another kind than its path tells (converted while only file names told the kind)
+    is converted again, once."""
+    dump = tmp_path / "run" / "eval_3" / "data.pt"
+    dump.parent.mkdir(parents=True)
+    shutil.copy(FIXTURES / "rollout_eval_3.pt", dump)
+    settle(dump)
+    root = tmp_path / "ds"
+    convert(str(dump), root, progress=False)
+    manifest = Manifest.load(root)
+    assert [entry["kind"] for entry in manifest.converted()] == ["eval"]
+    manifest.dumps[str(dump)]["kind"] = "train"
+    manifest.save()
+    assert convert(str(dump), root, progress=False).converted == [str(dump)]
+    assert [entry["kind"] for entry in Manifest.load(root).converted()] == ["eval"]
+    assert convert(str(dump), root, progress=False).unchanged == [str(dump)]
+    assert open_dataset(root, kinds=["eval"]).paths == [str(dump)]
 
 
 def test_a_ray_task_never_asks_for_more_memory_than_the_largest_node_has() -> None:

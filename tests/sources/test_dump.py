@@ -122,6 +122,38 @@ def test_a_dump_s_kind_is_the_run_dataset_s(tmp_path, name):
         assert bare.rollout_id == 3
 
 
+@pytest.mark.parametrize(("relative", "kind", "rollout_id"), [
+    # slime formats the template with rollout_id=f"eval_{id}": `{rollout_id}/data.pt`
+    ("run/eval_3/data.pt", "eval", 3),
+    ("run/rollout_eval_3/samples.pt", "eval", 3),
+    ("run/3/data.pt", "train", None),
+    ("run/rollout_3/data.pt", "train", 3),
+    # folders above the one holding the id never decide
+    ("eval_runs/3/data.pt", "train", None),
+    ("eval_2024/3/data.pt", "train", None),
+    ("eval_runs/rollout_3.pt", "train", 3),
+    ("evaluation_team/run/rollout_3.pt", "train", 3),
+    ("eval_2024/rollout_3.pt", "train", 3),
+    ("eval_5/rollout_3.pt", "train", 3),
+    ("run/eval_dumps_0/data.pt", "train", None),
+    # the file's stem says eval as it always has
+    ("run_1/eval.pt", "eval", None),
+    ("run_1/rollout_eval_4.pt", "eval", 4),
+])
+def test_the_kind_and_id_come_from_the_name_the_template_filled(
+        tmp_path, relative, kind, rollout_id):
+    """The eval marker and the rollout id stand where slime's template put ``{rollout_id}``:
+    the file's stem when it holds a digit, else the nearest folder holding one."""
+    path = tmp_path / relative
+    path.parent.mkdir(parents=True)
+    torch.save([{"index": 0}], path)  # a bare list: its id comes from its path
+    loaded = load_dump(path)
+    assert dump_kind(str(path)) == dump_kind(relative) == kind
+    assert (loaded.kind, loaded.rollout_id) == ("eval" if kind == "eval" else "list", rollout_id)
+    save_dump(path, [{"index": 0}], rollout_id=7)
+    assert load_dump(path).kind == ("eval" if kind == "eval" else "rollout")
+
+
 @pytest.mark.parametrize(("paths", "labels"), [
     (["/r/runA/rollout_5.pt", "/r/runB/rollout_5.pt", "/r/runA/rollout_6.pt"],
      ["runA/rollout_5.pt", "runB/rollout_5.pt", "rollout_6.pt"]),

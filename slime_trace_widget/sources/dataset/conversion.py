@@ -3,10 +3,11 @@
 Both engines run the same per-dump job (the guarded load and flatten of
 ``load_frames``, then ``layout.write_dump``) where the dump is, so only a small
 report per dump reaches the driver, which keeps the manifest. Dumps are
-converted only when new or changed, or when a file of theirs in the dataset is
-gone or damaged (:func:`damaged_file`); one that is still being written is left
-for the next run; one that fails is recorded with its error and retried next
-run. The dumps themselves are only ever read. A dump is known by its real path
+converted only when new or changed, when a file of theirs in the dataset is
+gone or damaged (:func:`damaged_file`), or when their rows carry another kind
+than their path tells (converted before folders told it); one that is still being
+written is left for the next run; one that fails is recorded with its error and
+retried next run. The dumps themselves are only ever read. A dump is known by its real path
 (links resolved), so one file is one dump however it is named.
 
 One convert at a time writes into a dataset folder (``lock``): a second one fails
@@ -31,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ..dumps.errors import failure_line
-from ..dumps.paths import PathLike, expand_paths
+from ..dumps.paths import PathLike, dump_kind, expand_paths
 from ..dumps.pool import default_workers, expected_peak, new_job, run_jobs
 from ..dumps.progress import progress_bar
 from ..follow import SETTLE_SECONDS, being_written
@@ -117,7 +118,7 @@ def _convert_locked(paths_or_globs: PathLike | Iterable[PathLike], root: Path, *
     for path in dict.fromkeys(os.path.realpath(p) for p in expand_paths(paths_or_globs)):
         stat = os.stat(path)
         if manifest.unchanged(path, stat) and _same_engine_traces(
-                manifest.dumps[path], engine_traces):
+                manifest.dumps[path], engine_traces) and _same_kind(manifest.dumps[path], path):
             if _files_whole(root, manifest.dumps[path]):
                 report.unchanged.append(path)
                 continue
@@ -261,6 +262,13 @@ def _same_engine_traces(entry: dict[str, Any], engine_traces: PathLike | None) -
     if engine_traces is None:
         return True
     return entry.get("engine_traces") == _engine_files(entry, engine_traces)
+
+
+def _same_kind(entry: dict[str, Any], path: str) -> bool:
+    """Whether a converted dump's rows carry the kind its path tells (:func:`dump_kind`);
+    not so for a dump converted while only its file's name told it (slime's
+    ``eval_3/data.pt``, written as train then), which is converted again."""
+    return entry.get("kind") == dump_kind(path)
 
 
 def _remove_inside(root: Path, relative: str) -> int:

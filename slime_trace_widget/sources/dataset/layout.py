@@ -15,6 +15,7 @@ Reading trusts nothing in the files: tables are checked as worker output is.
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -63,12 +64,14 @@ def part_path(root: Path, table: str, rollout: int, stem: str) -> Path:
 # --------------------------------------------------------------------------- writing
 
 
-def write_dump(frames: TraceFrames, root: Path, dump_file: str, stem: str) -> dict[str, Any]:
+def write_dump(frames: TraceFrames, root: Path, dump_path: str, stem: str) -> dict[str, Any]:
     """Write one dump's ``frames`` under ``root``; what was written, for the manifest.
+    Rows carry the file name of ``dump_path`` as ``dump_file`` and the kind its whole
+    path tells (:func:`dump_kind`: slime's ``eval_3/data.pt`` is eval) as ``dump_kind``.
 
     Each file appears whole or not at all (written aside, then renamed).
     """
-    kind = dump_kind(dump_file)
+    dump_file, kind = os.path.basename(dump_path), dump_kind(dump_path)
     core = frames.tables  # written as frames hold them: no view is made
     rollout_of_row = pc.fill_null(core.samples.column(PARTITION), UNKNOWN_ROLLOUT).to_numpy()
     span_rows = core.span_core.column("sample_row").to_numpy()

@@ -16,7 +16,6 @@ import itertools
 import numbers
 import os
 import pickle
-import re
 import tarfile
 import zipfile
 from collections import Counter
@@ -28,7 +27,7 @@ from ...values import bounded_int, short_text
 from ...whole_files import replaced
 from .allowlist import RefusedState, check_dtypes
 from .errors import DumpError, one_line
-from .paths import PathLike, dump_kind
+from .paths import PathLike, dump_kind, rollout_number
 from .placeholders import object_record, sample_records
 from .skim import drop_markers, skim_stored_file, worth_skimming
 from .skim_stream import unpickle_skimmed
@@ -37,8 +36,6 @@ from .unpickler import LoadSession, TensorSupport
 __all__ = ["LoadedDump", "load_dump_bytes", "load_dump_file", "load_trusted", "read_header",
            "save_dump"]
 
-_EVAL_NAME = re.compile(r"(?:^|[_-])eval[_-](\d+)")
-_ROLLOUT_NAME = re.compile(r"rollout_(?:eval_)?(\d+)")
 ZIP_MAGIC = b"PK\x03\x04"
 #: What unpickling raises on bytes no pickler wrote: a file damaged or cut short, said
 #: so in the message before the unpickler's own words (a missing memo index, say).
@@ -59,8 +56,9 @@ class LoadedDump:
     ``sample_not_a_dict`` (items skipped), ``tensor_state_dropped`` /
     ``tensor_hooks_dropped`` / ``tensor_subclass_dropped`` (tensor extras not restored),
     ``module_id_ignored`` (legacy module ids answered without torch's source check).
-    ``kind`` is ``eval`` for an evaluation dump (by its file name, as the run dataset's
-    ``dump_kind`` tells), else ``list`` for a bare list of samples or ``rollout``.
+    ``kind`` is ``eval`` for an evaluation dump (by its path, as the run dataset's
+    ``dump_kind`` tells: :func:`.paths.dump_kind`), else ``list`` for a bare list of
+    samples or ``rollout``.
     """
 
     path: str
@@ -154,10 +152,10 @@ def _read_all(path: str) -> bytes:
 
 
 def _rollout_id_from_name(path: str) -> int | None:
-    """The id in ``rollout_7.pt`` / ``rollout_eval_3.pt`` / ``eval_3.pt``, if any."""
-    stem = os.path.basename(path)
-    match = _ROLLOUT_NAME.search(stem) or _EVAL_NAME.search(stem)
-    return _rollout_id(match.group(1)) if match else None
+    """The id the path names (``rollout_7.pt``, ``eval_3.pt``, ``eval_3/data.pt``: see
+    :func:`.paths.rollout_number`), if any."""
+    number = rollout_number(path)
+    return None if number is None else _rollout_id(number)
 
 
 def _rollout_id(value: Any) -> int | None:

@@ -17,13 +17,51 @@ from .errors import DumpError
 PathLike = str | os.PathLike
 
 _GLOB_CHARS = frozenset("*?[")
+#: ``eval`` as a word of a file's stem: ``rollout_eval_3``, ``eval_3``, ``eval``.
 _EVAL = re.compile(r"(^|[_-])eval([_-]|$)")
+#: The rollout id in a name as slime's template writes it (``rollout_7``,
+#: ``rollout_eval_3``, ``eval_3``); the second is also the eval marker of a folder.
+_ROLLOUT_ID = re.compile(r"rollout_(?:eval_)?(\d+)")
+_EVAL_ID = re.compile(r"(?:^|[_-])eval[_-](\d+)")
+_DIGIT = re.compile(r"\d")
 
 
-def dump_kind(file_name: str) -> str:
-    """``eval`` for slime's evaluation dumps (``rollout_eval_3.pt``), else ``train``."""
-    return "eval" if _EVAL.search(os.path.splitext(os.path.basename(file_name))[0]) \
-        else "train"
+def rollout_part(path: str) -> str:
+    """The name along a dump's path that slime's ``--save-debug-rollout-data`` template
+    filled with the rollout id: the file's stem when it holds a digit, else the nearest
+    folder that holds one (``eval_3`` of ``/runs/x/eval_3/data.pt``, the template
+    ``/runs/x/{rollout_id}/data.pt``), else the stem. The path is read as written: a
+    relative path's folders are not looked up. A template that writes other digits after
+    its ``{rollout_id}``, in a deeper name (``{rollout_id}/shard_0.pt``), is read by
+    that deeper name."""
+    names = _path_parts(path)
+    stem = os.path.splitext(names[-1])[0]
+    return next((name for name in (stem, *reversed(names[:-1])) if _DIGIT.search(name)),
+                stem)
+
+
+def dump_kind(path: str) -> str:
+    """``eval`` for slime's evaluation dumps, else ``train``, by the dump's path.
+
+    slime saves evaluation at its template formatted with ``rollout_id=f"eval_{id}"``,
+    so the marker stands where the template's ``{rollout_id}`` does: in the file's name
+    (``rollout_eval_3.pt``) or in a folder's (``/runs/x/eval_3/data.pt``). A dump is
+    eval when its file's stem has ``eval`` as a word (``rollout_eval_3``, ``eval_3``,
+    ``eval``), or when :func:`rollout_part` is a folder holding slime's ``eval_<id>``
+    (``eval_3``, ``rollout_eval_3``). Folders above the one that holds the id never
+    decide: ``/runs/eval_runs/rollout_3.pt``, ``/runs/eval_2024/3/data.pt`` and
+    ``/home/evaluation_team/rollout_3.pt`` are training dumps."""
+    stem = os.path.splitext(_path_parts(path)[-1])[0]
+    return "eval" if _EVAL.search(stem) or _EVAL_ID.search(rollout_part(path)) else "train"
+
+
+def rollout_number(path: str) -> str | None:
+    """The digits of the rollout id a dump's path names (``rollout_7.pt``,
+    ``rollout_eval_3.pt``, ``eval_3.pt``, ``eval_3/data.pt``), from the name
+    :func:`rollout_part` finds, the one :func:`dump_kind` reads; None if it names none."""
+    part = rollout_part(path)
+    match = _ROLLOUT_ID.search(part) or _EVAL_ID.search(part)
+    return match.group(1) if match else None
 
 
 def dump_labels(paths: list[str]) -> list[str]:

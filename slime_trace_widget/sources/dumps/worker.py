@@ -157,8 +157,7 @@ def _dataset_job(request: dict) -> dict:
         from ..engine.window import with_engine_traces
 
         frames = with_engine_traces(frames, request["engine_traces"])
-    report = write_dump(frames, Path(request["out"]), os.path.basename(request["path"]),
-                        request["stem"])
+    report = write_dump(frames, Path(request["out"]), request["path"], request["stem"])
     return {**report, "blake2b": digest}
 
 
