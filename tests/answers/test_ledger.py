@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
+import torch
 
 from slime_trace_widget import analysis, answers
 from slime_trace_widget.answers.ledger import FATES, filter_dropped, sample_fates, signal_ledger
@@ -32,6 +33,7 @@ from slime_trace_widget.sources.loading import load_dump, load_frames
 from slime_trace_widget.tracing import trace_event, use_clock
 from tests.sources.runs import FIXTURES, copy_run
 from tests.sources.test_engine_join import SKEWS, store_requests
+from tests.support.dump_samples import slime_status_enum
 from tests.support.engine_traces import requests_for
 
 LOADABLE = sorted(p.name for p in FIXTURES.glob("*.pt") if "corrupt" not in p.name)
@@ -472,6 +474,28 @@ def test_the_trends_rules_are_the_ledgers(tmp_path: Path) -> None:
     assert (trends["truncated"], trends["aborted"]) == (1, 1)
     for fate in FATES:
         assert trends[f"share_{fate}"] == pytest.approx(ledger[f"share_{fate}"])
+
+
+def test_a_status_pickled_as_slimes_enum_reads_as_its_value(tmp_path: Path) -> None:
+    """Rollout code that saves ``dataclasses.asdict(sample)`` keeps ``Sample.Status``
+    members in the sample dicts. A safe load reads each as its value, as a trusted load
+    and ``Sample.to_dict()`` give it, so the ledger and trends count an aborted sample
+    aborted whichever way its status was saved."""
+    statuses = ["completed"] * 4 + ["failed", "aborted", "truncated", "pending"]
+    samples = load_dump(FIXTURES / "small.pt").samples
+    with slime_status_enum() as status:
+        enums = [{**sample, "status": status(text)} for sample, text in zip(
+            samples, statuses, strict=True)]
+        torch.save({"rollout_id": 5, "samples": enums}, tmp_path / "rollout_5.pt")
+    as_text = edited(tmp_path, "small.pt", "rollout_6.pt", lambda members: [
+        member.update(status=text) for member, text in zip(members, statuses, strict=True)])
+    assert load_dump(tmp_path / "rollout_5.pt").samples[5]["status"] == "aborted"
+    frames = load_frames(tmp_path / "rollout_5.pt")
+    assert frames.samples["status"].astype(str).tolist() == statuses
+    assert fates(frames) == fates(as_text) == [
+        "signal"] * 4 + ["failed", "aborted", "truncated", "signal"]
+    trends = analysis.rollout_trends(frames).iloc[0]
+    assert (trends["aborted"], trends["truncated"]) == (1, 1)
 
 
 def test_two_runs_dumps_of_one_name_stay_apart_in_trends(tmp_path: Path) -> None:

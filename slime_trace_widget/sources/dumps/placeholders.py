@@ -199,6 +199,18 @@ def object_record(obj: Any) -> dict:
     return record
 
 
+def _with_status_value(record: dict) -> dict:
+    """A sample dict with a ``status`` that is an enum's placeholder (``Sample.Status``
+    kept in the dict: ``dataclasses.asdict(sample)``, say) as a copy holding the enum's
+    value, as ``Sample.to_dict()`` writes it and a trusted load's status column reads
+    it; any other dict as it is."""
+    status = record.get("status")
+    if not isinstance(status, Placeholder):
+        return record
+    value = _enum_value(status)
+    return record if value is _MISSING else {**record, "status": value}
+
+
 def sample_records(items: list) -> tuple[list[dict], Counter]:
     """Plain dict records from the loaded ``samples`` list; counts what was converted or skipped."""
     counts: Counter[str] = Counter()
@@ -209,7 +221,7 @@ def sample_records(items: list) -> tuple[list[dict], Counter]:
             records.append(_placeholder_record(item, memo))
             counts["placeholder_sample_object"] += 1
         elif isinstance(item, dict):
-            records.append(item)
+            records.append(_with_status_value(item))
         elif not isinstance(item, Placeholder) and getattr(item, "__dict__", None):
             records.append(object_record(item))
             counts["object_sample_converted"] += 1
