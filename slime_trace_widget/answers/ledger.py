@@ -61,8 +61,8 @@ if TYPE_CHECKING:
     from ..frames.model import TraceFrames
 
 __all__ = ["BY", "EQUAL_STD", "FATES", "FILTER_EVENTS", "KINDS", "UNKNOWN_ROLLOUT", "fate_table",
-           "fates_of", "filter_dropped", "ledger_kinds", "ledger_of", "normalised_groups",
-           "sample_fates", "signal_ledger"]
+           "fates_of", "filter_dropped", "id_keys", "ledger_kinds", "ledger_of",
+           "normalised_groups", "sample_fates", "signal_ledger"]
 
 #: Instant event names that mark a sample as dropped by a filter.
 FILTER_EVENTS = ("filter_dropped",)
@@ -298,11 +298,19 @@ def _keys(samples: pd.DataFrame, by: str) -> pd.DataFrame:
     for level in BY[by]:
         column = samples[level]
         if level in ("rollout_id", "group_index"):
-            column = column.astype("Float64").fillna(UNKNOWN_ROLLOUT).astype(np.int64)
-        elif level == "source":
+            keys[level] = id_keys(column)
+            continue
+        if level == "source":
             column = column.astype(object).where(column.notna(), None)
         keys[level] = column.to_numpy()
     return pd.DataFrame(keys)
+
+
+def id_keys(column: Any) -> np.ndarray:
+    """An id column of integers (``rollout_id``, ``group_index``) as int64 keys, each id
+    exactly (never through a float, which rounds ids past 2**53: 2**53 + 1 would key as
+    2**53), :data:`UNKNOWN_ROLLOUT` where missing."""
+    return pd.array(column, dtype="Int64").fillna(UNKNOWN_ROLLOUT).to_numpy(dtype=np.int64)
 
 
 def ledger_of(keys: pd.DataFrame, codes: np.ndarray, seconds: np.ndarray) -> pd.DataFrame:

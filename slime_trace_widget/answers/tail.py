@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from .ledger import UNKNOWN_ROLLOUT, filter_dropped
+from .ledger import filter_dropped, id_keys
 
 if TYPE_CHECKING:
     from ..frames.model import TraceFrames
@@ -67,8 +67,7 @@ def unit_table(frames: TraceFrames) -> pd.DataFrame:
     unit = -1 - rows
     unit[grouped] = pd.factorize(keys)[0]
     return pd.DataFrame({
-        "rollout_id": samples["rollout_id"].astype("Float64").fillna(UNKNOWN_ROLLOUT)
-        .astype(np.int64).to_numpy(),
+        "rollout_id": id_keys(samples["rollout_id"]),
         "start": samples["start"].to_numpy(dtype=np.float64),
         "end": samples["end"].to_numpy(dtype=np.float64),
         "unit": unit,

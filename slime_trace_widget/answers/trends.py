@@ -34,7 +34,7 @@ from ..sources.dumps.paths import dump_labels
 from ..tables.core_tables import json_text_column
 from ..vocabularies import INSTANT_EVENT
 from .engine import PHASE_COLUMNS, REQUEST_SPANS, RETRACT_EVENT, TOKENS_ATTR, dump_phase_seconds
-from .ledger import FATES, FILTER_EVENTS, fates_of, ledger_of, sample_fates
+from .ledger import FATES, FILTER_EVENTS, fates_of, id_keys, ledger_of, sample_fates
 from .tail import FINISHED_COLUMNS, OVERSAMPLE, tail_of
 
 #: Span names reported with p50/p95 columns: the ones with most total time.
@@ -237,8 +237,7 @@ def _register_frames(db: Any, frames: TraceFrames,
     files = np.array(dump_labels(paths), dtype=object)
     dump = np.clip(samples["dump"].to_numpy(dtype=np.int64), 0, len(files) - 1)
     labels = pd.DataFrame({
-        PARTITION: samples["rollout_id"].astype("float64").fillna(-1).astype(np.int64)
-        .to_numpy(),
+        PARTITION: id_keys(samples["rollout_id"]),
         DUMP_FILE: files[dump],
         DUMP_KIND: np.array([dump_kind(path) for path in paths], dtype=object)[dump]})
     detail = samples["reward_detail"]

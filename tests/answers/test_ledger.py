@@ -548,6 +548,29 @@ def test_a_filtered_dataset_read_keeps_each_sample_s_fate(tmp_path: Path) -> Non
     assert ledger["samples_signal"].tolist() == [1, 1]
 
 
+def test_rollout_ids_past_float_precision_keep_their_digits(tmp_path: Path) -> None:
+    """A rollout id is an int64: 2**53 + 1, which a float64 rounds to 2**53, keys the
+    ledger, its kinds, the tail and trends as itself, over frames and over a dataset."""
+    big = 2**53 + 1
+    samples = load_dump(FIXTURES / "small.pt").samples
+    save_dump(tmp_path / "rollout_big.pt", samples, rollout_id=big)
+    frames = load_frames(tmp_path / "rollout_big.pt")
+    convert(str(tmp_path / "rollout_big.pt"), tmp_path / "ds", progress=False,
+            settle_seconds=0)
+    for source in (frames, open_dataset(tmp_path / "ds")):
+        assert source.samples["rollout_id"].tolist() == [big] * 8
+        for by in ("rollout", "source", "group"):
+            index = signal_ledger(source, by=by).index
+            assert set(index.get_level_values("rollout_id")) == {big}, by
+        assert set(analysis.ledger_kinds(source).index.get_level_values("rollout_id")) == {big}
+        assert tail_price(source).index.get_level_values("rollout_id").tolist() == [big]
+        assert finish_order(source).index.get_level_values("rollout_id").unique().tolist() \
+            == [big]
+    for source in (frames, tmp_path / "ds"):
+        for trends in (analysis.ledger_trends(source), analysis.rollout_trends(source)):
+            assert trends["rollout_id"].tolist() == [big]
+
+
 def test_ledger_diff_compares_two_rollouts() -> None:
     frames = load_frames([FIXTURES / "small.pt", FIXTURES / "legacy_v1_pd.pt"])
     table = analysis.rollout_diff(frames, of="ledger")
