@@ -118,15 +118,13 @@ def _source(metadata: Any) -> str | None:
 
 
 def _status_text(status: Any) -> str | None:
-    """Status string from a str, an Enum, or a placeholder that recorded the enum's value."""
+    """Status string from a str or an Enum (the loader has made an enum's placeholder its
+    value already: ``placeholders.sample_records``), else the value as short text."""
     if status is None or isinstance(status, str):
         return status
     value = getattr(status, "value", None)
     if isinstance(value, str):
         return value
-    args = getattr(status, "args", None)
-    if isinstance(args, (tuple, list)) and len(args) == 1 and isinstance(args[0], str):
-        return args[0]
     return short_text(status, _TEXT_LIMIT)
 
 
