@@ -21,7 +21,12 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsSer
 from opentelemetry.proto.common.v1.common_pb2 import KeyValue
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 
-from ...schema import LIVE_MAX_RECORD_TYPE, LIVE_RECEIVER_START, LIVE_RECEIVER_STOP
+from ...schema import (
+    LIVE_MAX_RECORD_TYPE,
+    LIVE_RECEIVER_START,
+    LIVE_RECEIVER_STOP,
+    MAX_ATTEMPT,
+)
 from ..engine.otlp import BadRequest, attributes_of, json_message
 from .lean_logs import AttributeCache, Meaning, body_text, parse_request
 from .store import (
@@ -40,7 +45,6 @@ _SCALARS = ("string_value", "int_value", "double_value", "bool_value")
 _ID_ATTRS = {"slime.sample_id": "sample_id", "slime.group_id": "group_id"}
 #: Longest sender name and sample or group id text kept.
 MAX_NAME = 256
-_MAX_ATTEMPT = 2**31 - 2
 _NS_LIMIT = 2**63
 
 
@@ -145,7 +149,7 @@ def _attribute(pair: KeyValue) -> Meaning:
         return "record", value.string_value
     if key == ATTEMPT_ATTR:
         attempt = value.int_value if kind == "int_value" else 0
-        return "attempt", attempt if 0 <= attempt <= _MAX_ATTEMPT else 0
+        return "attempt", attempt if 0 <= attempt <= MAX_ATTEMPT else 0
     if key in _INT_ATTRS:
         if kind != "int_value":
             raise BadRequest(f"{key} is not an integer")
