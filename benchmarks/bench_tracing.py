@@ -4,7 +4,9 @@ Tracing sits on slime's rollout hot path (several spans per sample per turn, for
 thousands of samples), so a span must stay cheap: the target is at most 15 µs per
 span. Measured in a plain loop, across 1,000 concurrent asyncio tasks (net of the
 same loop without tracing, so the event loop's own cost is not charged to
-tracing), and inside a group span of 8 samples.
+tracing), and inside a group span of 8 samples; also an event whose attribute is
+``list(array)`` (1,000 numpy float32 scalars) and an event on a deep copy of a sample
+taken inside its open span (it nests under that span).
 
 Run: ``python benchmarks/bench_tracing.py``
 """
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import sys
 import time
 from collections.abc import Callable
@@ -31,6 +34,8 @@ PER_TASK = 20
 GROUP_SIZE = 8
 GROUP_N = 5_000
 REPEATS = 5
+NUMPY_ITEMS = 1_000
+ARRAY_N = 2_000
 
 
 class Sample:
@@ -131,6 +136,30 @@ def nested_in_group_loop(group: list[Sample]) -> float:
     return elapsed / LOOP_N * 1e6
 
 
+def numpy_list_event_loop(sample: Sample) -> float:
+    """µs per event whose attribute is ``list(array)``: NUMPY_ITEMS numpy float32 scalars."""
+    import numpy as np
+
+    scores = list(np.linspace(0, 1, NUMPY_ITEMS, dtype=np.float32))
+    reset([sample])
+    start = time.perf_counter()
+    for _ in range(ARRAY_N):
+        trace_event(sample, "scores", {"scores": scores})
+    return (time.perf_counter() - start) / ARRAY_N * 1e6
+
+
+def copy_in_span_event_loop(sample: Sample) -> float:
+    """µs per event on a deep copy of ``sample`` taken inside its open span."""
+    reset([sample])
+    with trace_span(sample, "generate_group"):
+        branch = copy.deepcopy(sample)
+        start = time.perf_counter()
+        for _ in range(LOOP_N):
+            trace_event(branch, "tool_result", {"chars": 10})
+        elapsed = time.perf_counter() - start
+    return elapsed / LOOP_N * 1e6
+
+
 def main() -> int:
     sample = Sample(0)
     samples = [Sample(i, i // GROUP_SIZE) for i in range(TASKS)]
@@ -154,6 +183,10 @@ def main() -> int:
     results[f"span inside a group span of {GROUP_SIZE}"] = best_of(
         lambda: nested_in_group_loop(group)
     )
+    results[f"event, list of {NUMPY_ITEMS:,} numpy float32 scalars"] = best_of(
+        lambda: numpy_list_event_loop(sample))
+    results["event on a deep copy taken inside its open span"] = best_of(
+        lambda: copy_in_span_event_loop(sample))
 
     width = max(len(label) for label in results)
     for label, micros in results.items():

@@ -74,6 +74,48 @@ def test_any_cut_value_walks_again_to_itself(monkeypatch, budget):
         assert json_safe(once) == json_safe(value) == once
 
 
+_NUMPY_SCALARS = (np.bool_, np.int8, np.int64, np.uint64, np.float16, np.float32, np.float64,
+                  np.longdouble, np.complex64, np.datetime64)
+
+
+def _numpy_list(rng: random.Random, kinds: tuple[type, ...]) -> list:
+    """``list(array)``'s items: numpy scalars of one or a few types, now and then a NaN, an
+    extreme or a Python number among them."""
+    items: list = []
+    for _ in range(rng.randrange(12)):
+        kind = rng.choice(kinds)
+        if kind is np.datetime64:
+            items.append(np.datetime64(rng.randrange(10**9), "s"))
+        elif kind is np.uint64:
+            items.append(np.uint64(rng.choice([0, 2**64 - 1, rng.randrange(2**63)])))
+        elif kind is np.bool_:
+            items.append(np.bool_(rng.randrange(2)))
+        else:
+            items.append(kind(rng.choice([0, 1, -7, 0.1, float("nan"), float("inf")]))
+                         if np.dtype(kind).kind in "fc" else kind(rng.randrange(-100, 100)))
+    if items and rng.random() < 0.2:
+        items[rng.randrange(len(items))] = rng.choice([3, 2.5, None])
+    return items
+
+
+@pytest.mark.parametrize("budget", [1, 3, 8, 13, 40, MAX_STEPS])
+def test_lists_of_numpy_numbers_become_what_the_item_walk_gives(monkeypatch, budget):
+    """A list of numpy scalars (``list(array)``) is converted at once: the same values,
+    types and markers as the walk of each item gave, whatever the budget; the walk took
+    microseconds an item."""
+    monkeypatch.setattr(values, "MAX_STEPS", budget)
+    rng = random.Random(budget)
+    cases = []
+    for _ in range(300):
+        kinds = tuple(rng.sample(_NUMPY_SCALARS, rng.choice([1, 1, 2, 3])))
+        cases.append({"a": _numpy_list(rng, kinds), "b": [_numpy_list(rng, kinds)],
+                      "c": tuple(_numpy_list(rng, kinds))})
+    fast = [plain_value(case) for case in cases]
+    monkeypatch.setattr(values, "_numpy_numbers", lambda flat: None)
+    slow = [plain_value(case) for case in cases]
+    assert repr(fast) == repr(slow)  # repr: NaN equals NaN, and 1 differs from 1.0 or True
+
+
 def test_numbers_numpy_gives_back_as_themselves_become_numbers():
     """``tolist`` of a longdouble gives a longdouble back: the walk recursed to its
     depth limit and read ``"<longdouble nested too deep>"``."""
