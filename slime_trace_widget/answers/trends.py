@@ -213,15 +213,14 @@ def _dataset_rows(files: list[Path], renamed: dict[str, str]) -> str:
     """A query of every row of the dataset ``files`` (of one table), ``dump_file`` its
     dump's label."""
     listed = ", ".join(f"'{_quoted(path.as_posix())}'" for path in files)
-    source = (f"read_parquet([{listed}], hive_partitioning = true, "
-              "union_by_name = true")
+    source = f"({duck_rows.dataset_rows(f'[{listed}]')})"
     if not renamed:
-        return f"select * from {source})"
+        return f"select * exclude (filename) from {source}"
     stem = r"regexp_extract(filename, '([^/\\]+)[.]parquet$', 1)"
     cases = " ".join(f"when '{_quoted(name)}' then '{_quoted(label)}'"
                      for name, label in renamed.items())
     return (f"select * exclude (filename) replace (case {stem} {cases} "
-            f"else {DUMP_FILE} end as {DUMP_FILE}) from {source}, filename = true)")
+            f"else {DUMP_FILE} end as {DUMP_FILE}) from {source}")
 
 
 def _quoted(text: str) -> str:

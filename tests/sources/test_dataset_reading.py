@@ -131,3 +131,38 @@ def test_a_dump_without_samples_keeps_its_rollout_and_reads_back(run: Path,
     expected = load_frames(sorted(str(p) for p in run.iterdir()))
     assert (everything.paths, everything.rollout_ids) == (expected.paths, expected.rollout_ids)
     assert len(everything.samples) == len(expected.samples)
+
+
+def test_a_parent_folder_named_like_a_column_changes_nothing(run: Path, tmp_path: Path) -> None:
+    """DuckDB's hive partitioning made each ``key=value`` folder of the path a column:
+    under ``status=old/reward=dapo/`` every sample read as status ``old`` (trends counted
+    no truncated sample), and ``reward > 0.5`` failed on the text ``dapo``."""
+    from slime_trace_widget.answers.trends import rollout_trends
+
+    plain, named = tmp_path / "plain", tmp_path / "status=old" / "reward=dapo" / "ds"
+    for root in (plain, named):
+        convert(str(run / "*.pt"), root, progress=False, workers=1)
+    columns = ["rollout_id", "samples", "truncated", "share_signal"]
+    assert rollout_trends(named)[columns].equals(rollout_trends(plain)[columns])
+    assert int(rollout_trends(named)["truncated"].sum()) > 0
+    for where in ("status = 'truncated'", "reward > 0.5", "rollout_id = 3"):
+        expected = open_dataset(plain, where=where).samples
+        found = open_dataset(named, where=where).samples
+        assert found[["status", "reward"]].equals(expected[["status", "reward"]]), where
+
+
+def test_a_condition_reads_the_dataset_and_no_other_file(run: Path, tmp_path: Path) -> None:
+    """``where`` filters the dataset's samples: it read any file DuckDB can (a secret
+    echoed back in a failed cast's message), listed folders and could install
+    extensions."""
+    root = tmp_path / "ds"
+    convert(str(run / "*.pt"), root, progress=False, workers=1)
+    secret = tmp_path / "secret.csv"
+    secret.write_text("name,value\ntoken,hunter2\n")
+    for where in (f"cast((select value from read_csv('{secret}')) as int) > 0",
+                  f"(select count(*) from glob('{tmp_path}/*')) > 0",
+                  f"(select count(*) from read_parquet('{root}/samples/*/*.parquet')) > 0"):
+        with pytest.raises(ValueError, match="Permission Error") as refused:
+            open_dataset(root, where=where)
+        assert "hunter2" not in str(refused.value)
+    assert len(open_dataset(root, where="status = 'truncated'").samples) > 0

@@ -8,13 +8,19 @@ in this file" and folds ``isnan()`` to false, so which rows a condition keeps ca
 differ from file to file. Every DuckDB read of the dataset goes through a connection
 made by :func:`connection` and queries wrapped by :func:`with_nan_as_null`, so it
 sees what frames registered from pandas show DuckDB: NULL.
+
+The rows' ``rollout_id`` is their file's ``rollout_id=N`` folder (:func:`dataset_rows`),
+read from that folder alone: DuckDB's hive partitioning makes a column of every
+``key=value`` folder of the path, so a dataset kept under ``status=old/`` or
+``name=qwen/`` (experiment folders are often named so) read every sample's status as
+``old`` and every span's name as ``qwen``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["connection", "with_nan_as_null"]
+__all__ = ["confine", "connection", "dataset_rows", "with_nan_as_null"]
 
 _FLOAT_TYPES = ("DOUBLE", "FLOAT")
 
@@ -27,6 +33,27 @@ def connection() -> Any:
     db = duckdb.connect()
     db.execute("set disabled_optimizers = 'statistics_propagation'")
     return db
+
+
+def confine(db: Any, files: list[str]) -> None:
+    """Let ``db`` read ``files`` and no other file, for good: a user's SQL condition run
+    on it (``open_dataset(where=...)``) filters those rows and cannot read another file
+    (``read_csv('/etc/passwd')``, whose text a failed cast echoes), install or load an
+    extension, or set the configuration back."""
+    db.execute("set allowed_paths = $files", {"files": files})
+    db.execute("set enable_external_access = false")
+    db.execute("set autoinstall_known_extensions = false")
+    db.execute("set autoload_known_extensions = false")
+    db.execute("set lock_configuration = true")
+
+
+def dataset_rows(files: str) -> str:
+    """A query of the rows of the dataset's Parquet ``files`` (SQL for a list of paths: a
+    parameter or a literal), by column name, with each file's ``filename`` and the
+    ``rollout_id`` of its ``rollout_id=N`` folder (the one the file is in)."""
+    rollout = r"regexp_extract(filename, '[/\\]rollout_id=(-?[0-9]+)[/\\][^/\\]*$', 1)"
+    return (f"select *, cast({rollout} as bigint) as rollout_id from read_parquet({files}, "
+            "hive_partitioning = false, union_by_name = true, filename = true)")
 
 
 def with_nan_as_null(db: Any, rows: str, parameters: dict[str, Any] | None = None) -> str:

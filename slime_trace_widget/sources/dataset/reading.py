@@ -113,11 +113,11 @@ def _query_rows(files: dict[str, list[str]], where: str) -> dict[str, np.ndarray
     every = [path for paths in files.values() for path in paths]
     if not every:
         return {}
-    rows = ("select * replace (nullif(rollout_id, "
-            f"{UNKNOWN_ROLLOUT}) as rollout_id) from read_parquet($files, "
-            "hive_partitioning = true, union_by_name = true, filename = true)")
+    rows = (f"select * replace (nullif(rollout_id, {UNKNOWN_ROLLOUT}) as rollout_id) "
+            f"from ({duck_rows.dataset_rows('$files')})")
     parameters = {"files": every}
     with duck_rows.connection() as db:  # a missing reward or duration is NULL to `where`
+        duck_rows.confine(db, every)
         query = (f"select filename, row from ({duck_rows.with_nan_as_null(db, rows, parameters)})"
                  f" where ({where})")
         found = db.execute(query, parameters).fetchnumpy()
