@@ -166,3 +166,19 @@ def test_a_condition_reads_the_dataset_and_no_other_file(run: Path, tmp_path: Pa
             open_dataset(root, where=where)
         assert "hunter2" not in str(refused.value)
     assert len(open_dataset(root, where="status = 'truncated'").samples) > 0
+
+
+def test_one_kind_dump_or_rollout_is_a_selection_of_one(run: Path, tmp_path: Path) -> None:
+    """``kinds="eval"`` was the set of its letters and matched nothing, ``rollouts=3``
+    raised a TypeError, and the message named neither ``kinds`` nor ``dumps``."""
+    root = tmp_path / "ds"
+    convert(str(run / "*.pt"), root, progress=False, workers=1)
+    assert [Path(path).name for path in open_dataset(root, kinds="eval").paths] == [
+        "rollout_eval_3.pt"]
+    assert len(open_dataset(root, rollouts=3).samples) == len(
+        open_dataset(root, rollouts=[3]).samples) > 0
+    assert len(open_dataset(root, dumps="rollout_0.pt").paths) == 1
+    with pytest.raises(ValueError, match=r"kinds=\['evaluation'\]: a dump's kind is one of"):
+        open_dataset(root, kinds=["evaluation"])
+    with pytest.raises(DumpError, match=r"dumps=\['rollout_9.pt'\] of \["):
+        open_dataset(root, dumps=["rollout_9.pt"])

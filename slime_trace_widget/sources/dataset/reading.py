@@ -21,33 +21,36 @@ import numpy as np
 from ...frames.model import TraceFrames, combine_frames
 from ...tables.core_tables import UNKNOWN_ROLLOUT
 from ..dumps.errors import DumpError
-from ..dumps.paths import dump_labels
+from ..dumps.paths import DUMP_KINDS, dump_labels
 from ..dumps.wire import WireError
 from . import duck_rows
 from .layout import part_path, read_dump
 from .manifest import Manifest
 
 
-def open_dataset(root: str | Path, rollouts: Iterable[int] | None = None,
-                 where: str | None = None, kinds: Iterable[str] | None = None,
-                 warn_failures: bool = True, dumps: Iterable[str] | None = None
+def open_dataset(root: str | Path, rollouts: Iterable[int] | int | None = None,
+                 where: str | None = None, kinds: Iterable[str] | str | None = None,
+                 warn_failures: bool = True, dumps: Iterable[str] | str | None = None
                  ) -> TraceFrames:
     """Frames of the run dataset at ``root``: the rollout ids in ``rollouts`` (default
-    all), dumps of ``kinds`` (``train``/``eval``, default both), and the samples for
-    which the SQL condition ``where`` holds (DuckDB, over the ``samples`` columns,
-    e.g. ``"status = 'truncated'"``; a missing number, NaN in the frames, is NULL
-    there: ``"reward is null"``). The rewards of the samples left out go with the
+    all), dumps of ``kinds`` (``train``/``eval``, default both; ValueError for another),
+    and the samples for which the SQL condition ``where`` holds (DuckDB, over the
+    ``samples`` columns, e.g. ``"status = 'truncated'"``; a missing number, NaN in the
+    frames, is NULL there: ``"reward is null"``). The rewards of the samples left out go with the
     frames as ``frames.group_peers``, so each sample keeps the fate it has in its whole
     dump (``answers.ledger``). A dump whose files are damaged is skipped with a warning
     (none when ``warn_failures`` is False) and listed in ``frames.failures``. ``dumps``
     keeps only the dumps of those names, as ``rollout_trends`` names them in its
-    ``dump_file`` column (two runs' ``rollout_5.pt``: ``runA/rollout_5.pt``)."""
+    ``dump_file`` column (two runs' ``rollout_5.pt``: ``runA/rollout_5.pt``). Each of
+    ``rollouts``, ``kinds`` and ``dumps`` takes one value or several."""
     root = Path(root)
     manifest = Manifest.load(root, must_exist=True)
-    wanted = None if rollouts is None else {int(r) for r in rollouts}
-    kinds = None if kinds is None else set(kinds)
+    wanted = None if rollouts is None else {int(r) for r in _several(rollouts)}
+    kinds = None if kinds is None else set(_several(kinds))
+    if kinds is not None and not kinds <= set(DUMP_KINDS):
+        raise ValueError(f"kinds={sorted(kinds)}: a dump's kind is one of {list(DUMP_KINDS)}")
     converted = manifest.converted()
-    named = None if dumps is None else set(dumps)
+    named = None if dumps is None else set(_several(dumps))
     labels = dump_labels([entry["path"] for entry in converted])
     entries = [entry for entry, label in zip(converted, labels, strict=True)
                if (kinds is None or entry["kind"] in kinds)
@@ -73,12 +76,20 @@ def open_dataset(root: str | Path, rollouts: Iterable[int] | None = None,
         for path, reason in failures:
             warnings.warn(f"skipped {path}: {reason}", RuntimeWarning, stacklevel=2)
     if not parts:
-        raise DumpError(f"{root}: nothing in the dataset matches "
-                        f"(rollouts={'all' if wanted is None else sorted(wanted)}, where={where!r})"
+        asked = [f"rollouts={'all' if wanted is None else sorted(wanted)}", f"where={where!r}"]
+        asked += [] if kinds is None else [f"kinds={sorted(kinds)}"]
+        asked += [] if named is None else [f"dumps={sorted(named)} of {labels}"]
+        raise DumpError(f"{root}: nothing in the dataset matches ({', '.join(asked)})"
                         + (f"; {len(failures)} dump(s) unreadable" if failures else ""))
     frames = combine_frames(parts)
     frames.failures = failures
     return frames
+
+
+def _several(chosen: Any) -> list[Any]:
+    """The items of a selection argument; one name or number is a selection of one
+    (``kinds="eval"`` was the set of its letters, ``rollouts=3`` a TypeError)."""
+    return [chosen] if isinstance(chosen, (str, int)) else list(chosen)
 
 
 def _rows_where(root: Path, entries: list[dict[str, Any]], wanted: set[int] | None,

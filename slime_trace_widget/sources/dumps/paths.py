@@ -40,6 +40,10 @@ def rollout_part(path: str) -> str:
                 stem)
 
 
+#: The kinds :func:`dump_kind` tells.
+DUMP_KINDS = ("train", "eval")
+
+
 def dump_kind(path: str) -> str:
     """``eval`` for slime's evaluation dumps, else ``train``, by the dump's path.
 
