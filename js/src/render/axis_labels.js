@@ -14,6 +14,30 @@ export const MAX_TICKS = 200;
 /** @typedef {{time: number, x: number, text: string}} AxisLabel */
 
 /**
+ * The times of the ticks from `firstTick` to `lastTime`, `step` apart, at most
+ * MAX_TICKS, each later than the one before. Counted by index, not by adding `step`:
+ * far from time 0 (a dump mixing seconds and milliseconds puts a sample at 1.7e12 s)
+ * a step below the spacing of doubles there leaves `tick + step` equal to `tick`, and
+ * a loop waiting for it to pass `lastTime` never ended.
+ * @param {number} firstTick
+ * @param {number} step
+ * @param {number} lastTime
+ * @returns {number[]}
+ */
+export function tickTimes(firstTick, step, lastTime) {
+  /** @type {number[]} */
+  const times = [];
+  if (!(step > 0)) return times;
+  for (let index = 0; index < MAX_TICKS; index++) {
+    const tick = firstTick + index * step;
+    if (!(tick <= lastTime)) break;
+    if (times.length && tick <= times[times.length - 1]) continue;
+    times.push(tick);
+  }
+  return times;
+}
+
+/**
  * The labels of the ticks from `firstTick` to `lastTime`, `step` apart.
  * @param {number} firstTick
  * @param {number} step
@@ -26,7 +50,7 @@ export const MAX_TICKS = 200;
 export function axisLabels(firstTick, step, lastTime, xAt, textAt, widthOf) {
   /** @type {(AxisLabel & {width: number, index: number})[]} */
   const ticks = [];
-  for (let tick = firstTick; tick <= lastTime && ticks.length < MAX_TICKS; tick += step) {
+  for (const tick of tickTimes(firstTick, step, lastTime)) {
     const time = Math.abs(tick) < step * 1e-6 ? 0 : tick;
     const text = textAt(time);
     ticks.push({ time, x: xAt(time), text, width: widthOf(text), index: ticks.length });

@@ -18,6 +18,7 @@ import { visibleRows } from "../data/layout.js";
 import { RunBuffer } from "./lod.js";
 import { scaleOf, xOf, canvasY, hitBox } from "./hit.js";
 import { niceStep } from "../util/format.js";
+import { tickTimes } from "./axis_labels.js";
 
 /** @typedef {import("../data/decode.js").Data} Data */
 /** @typedef {import("../data/layout.js").Layout} Layout */
@@ -247,7 +248,7 @@ function paintRows(ctx, scene, r0, r1, width, height, step, firstTick) {
   ctx.strokeStyle = theme.border2;
   ctx.lineWidth = 1;
   ctx.beginPath();
-  for (let tick = firstTick; tick <= geometry.t1; tick += step) {
+  for (const tick of tickTimes(firstTick, step, geometry.t1)) {
     const x = Math.round(xOf(geometry, tick)) + 0.5;
     ctx.moveTo(x, rowsTop);
     ctx.lineTo(x, height);

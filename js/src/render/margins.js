@@ -2,7 +2,7 @@
 // expand carets, lane names, status dots) and the time axis with its ticks and
 // the cursor and brush pills.
 
-import { axisLabels, LABEL_OFFSET } from "./axis_labels.js";
+import { axisLabels, LABEL_OFFSET, tickTimes } from "./axis_labels.js";
 import { roundRect } from "./canvas.js";
 import { sampleLabel, statusOf } from "../data/decode.js";
 import { laneLabel } from "../data/lane_labels.js";
@@ -130,7 +130,7 @@ export function paintAxis(painter, scene, step, firstTick) {
   ctx.clip();
   ctx.strokeStyle = theme.border1;
   ctx.beginPath();
-  for (let tick = firstTick; tick <= geometry.t1; tick += step) {
+  for (const tick of tickTimes(firstTick, step, geometry.t1)) {
     const x = Math.round(xOf(geometry, tick)) + 0.5;
     ctx.moveTo(x, axisH - 6);
     ctx.lineTo(x, axisH);

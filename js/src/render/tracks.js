@@ -8,6 +8,7 @@
 
 import { drawnSeries, trackMax, seriesLabel, valueAt, lastAtOrBefore, formatLoadValue, UNITS } from "../data/load_tracks.js";
 import { xOf } from "./hit.js";
+import { tickTimes } from "./axis_labels.js";
 import { loadTrackColor, mix } from "./colors.js";
 
 /** @typedef {import("../data/load_tracks.js").Load} Load */
@@ -111,7 +112,7 @@ export function paintTracks(painter, scene, step, firstTick) {
   ctx.strokeStyle = theme.border2;
   ctx.lineWidth = 1;
   ctx.beginPath();
-  for (let tick = firstTick; tick <= geometry.t1; tick += step) {
+  for (const tick of tickTimes(firstTick, step, geometry.t1)) {
     const x = Math.round(xOf(geometry, tick)) + 0.5;
     ctx.moveTo(x, top);
     ctx.lineTo(x, geometry.axisH - 1);

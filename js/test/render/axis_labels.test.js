@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { axisLabels, LABEL_GAP, LABEL_OFFSET } from "../../src/render/axis_labels.js";
+import { axisLabels, LABEL_GAP, LABEL_OFFSET, MAX_TICKS, tickTimes } from "../../src/render/axis_labels.js";
 import { formatTick, niceStep } from "../../src/util/format.js";
 
 /** A label's width at 6.5 px a character, as an 11 px sans-serif font about has it. */
@@ -67,4 +67,24 @@ test("labels of unequal widths never run into one another", () => {
 test("an axis of one tick or none", () => {
   assert.deepEqual(axisLabels(10, 10, 9, (time) => time, String, widthOf), []);
   assert.deepEqual(axisLabels(0, 10, 9, (time) => time, String, widthOf).map((label) => label.text), ["0"]);
+});
+
+test("ticks far from time 0 end however small the step", () => {
+  // A sample at 1.7e12 s (a dump mixing seconds and milliseconds) zoomed to a
+  // millisecond: tick + step == tick, and the grid's loop never ended.
+  const t0 = 1700000000002;
+  const step = 1e-4;
+  assert.equal(t0 + step, t0);
+  const firstTick = Math.ceil(t0 / step) * step;
+  const times = tickTimes(firstTick, step, t0 + 1e-3);
+  assert.ok(times.length >= 1 && times.length <= MAX_TICKS);
+  for (let at = 1; at < times.length; at++) assert.ok(times[at] > times[at - 1]);
+  assert.ok(labelsOf(t0, 1e-3).length >= 1);
+});
+
+test("ticks are the multiples of the step from the first, as many as fit", () => {
+  assert.deepEqual(tickTimes(2, 0.5, 4), [2, 2.5, 3, 3.5, 4]);
+  assert.deepEqual(tickTimes(0, 1, 1e9).length, MAX_TICKS);
+  assert.deepEqual(tickTimes(0, 0, 1), []);
+  assert.deepEqual(tickTimes(0, Number.NaN, 1), []);
 });
