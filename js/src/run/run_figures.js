@@ -27,7 +27,9 @@ export function columnMaxima(rows, columns) {
 }
 
 /**
- * A cell's text: shares as percent, seconds and counts with few digits, "–" when missing.
+ * A cell's text: shares as percent, seconds and counts with three digits below 100 and
+ * whole from 100 on ("1235", where toPrecision wrote "1.23e+3" for a 20-minute rollout
+ * and could not tell 1226 s from 1234 s), "–" when missing.
  * @param {string|number|null|undefined} value
  * @param {RunColumn["kind"]} kind
  */
@@ -35,5 +37,6 @@ export function cellText(value, kind) {
   if (value === null || value === undefined || (typeof value === "number" && !Number.isFinite(value))) return "–";
   if (typeof value !== "number") return String(value);
   if (kind === "share") return `${(value * 100).toFixed(1)}%`;
-  return Number.isInteger(value) ? String(value) : value.toPrecision(3);
+  if (Number.isInteger(value)) return String(value);
+  return Math.abs(value) >= 99.95 ? String(Math.round(value)) : value.toPrecision(3);
 }

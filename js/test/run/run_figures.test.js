@@ -18,6 +18,11 @@ test("cellText: shares as percent, few digits, a dash when missing", () => {
   assert.equal(cellText(0.2273, "share"), "22.7%");
   assert.equal(cellText(12, "number"), "12");
   assert.equal(cellText(21.555382, "number"), "21.6");
+  assert.equal(cellText(1234.5, "number"), "1235");
+  assert.equal(cellText(1226.2, "number"), "1226");
+  assert.equal(cellText(99.96, "number"), "100");
+  assert.equal(cellText(99.94, "number"), "99.9");
+  assert.equal(cellText(-98765.4321, "number"), "-98765");
   assert.equal(cellText("eval", "text"), "eval");
   for (const v of [null, undefined, NaN, Infinity]) assert.equal(cellText(v, "number"), "–");
 });
