@@ -15,7 +15,7 @@ import { brushSummary, renderStatsBar, renderBrushPanel } from "../panels/stats.
 import { watchTheme } from "./theme.js";
 import { Sync, Requests } from "../data/model.js";
 import { buildShell, updateSide } from "./shell.js";
-import { ViewState, validRange, restoreViewState, viewStateOf } from "./viewstate.js";
+import { ViewState, validRange, restoreViewState, viewStateOf, highlightIn } from "./viewstate.js";
 import { selectedValue, selectsSame, hitOfSelected, loadDetails } from "./selection.js";
 import { sampleRowId } from "../data/decode.js";
 import { followTraits } from "./traits.js";
@@ -503,7 +503,7 @@ export class App {
     this.shown.replace(payload);
     const data = this.shown.data;
     this.drawing.newData(data);
-    if (this.viewState.highlight >= data.names.length) this.viewState.highlight = -1;
+    this.viewState.highlight = highlightIn(this.viewState.highlight, oldData.names, data.names);
     this.pointer.hover = null;
     this.pointer.hoverRow = -1;
     const kept = keep && this.pointer.selection ? keep(oldData, data, this.pointer.selection) : null;

@@ -95,6 +95,18 @@ export function restoreViewState(st, vs, names) {
 }
 
 /**
+ * The index of the highlighted name in a new payload's name table: the same name's, -1
+ * when it is gone. A new payload (`show()`, a live update) builds its names anew, so
+ * the old index named another span there.
+ * @param {number} highlight the index in `oldNames`, -1 for none
+ * @param {string[]} oldNames
+ * @param {string[]} names
+ */
+export function highlightIn(highlight, oldNames, names) {
+  return highlight >= 0 && highlight < oldNames.length ? names.indexOf(oldNames[highlight]) : -1;
+}
+
+/**
  * The `view_state` value.
  * @param {ViewBits} st
  * @param {string[]} names

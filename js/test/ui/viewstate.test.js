@@ -3,7 +3,7 @@
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { ViewState, restoreViewState, viewStateOf } from "../../src/ui/viewstate.js";
+import { ViewState, highlightIn, restoreViewState, viewStateOf } from "../../src/ui/viewstate.js";
 
 test("toggling a row records it as expanded, or as collapsed under expand-all", () => {
   const state = new ViewState();
@@ -29,4 +29,12 @@ test("a saved view_state restores into a fresh state; bad values are ignored", (
   assert.equal(restored.settings.laneH, 18);
   assert.equal(restored.highlight, 1);
   assert.deepEqual([...restored.expanded], [4]);
+});
+
+test("the highlight follows its name into a new payload's name table", () => {
+  // show() builds the names anew: index 1 was "beta" and is "gamma" now.
+  assert.equal(highlightIn(1, ["alpha", "beta", "gamma"], ["alpha", "gamma", "beta"]), 2);
+  assert.equal(highlightIn(1, ["alpha", "beta"], ["alpha", "gamma"]), -1);
+  assert.equal(highlightIn(-1, ["alpha"], ["alpha"]), -1);
+  assert.equal(highlightIn(5, ["alpha"], ["alpha"]), -1);
 });
