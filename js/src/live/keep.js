@@ -29,7 +29,7 @@ export function sameSpan(old, next, span) {
  * @param {Data} next
  * @param {number} ev
  */
-function sameEvent(old, next, ev) {
+export function sameEvent(old, next, ev) {
   const sample = old.evSample[ev];
   if (sample >= next.nSamples) return -1;
   const name = nameOf(old, old.evName[ev]);

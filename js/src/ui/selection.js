@@ -9,6 +9,7 @@ import { figureSpans } from "../data/engine.js";
 import { renderEngineFigures } from "../panels/engine_figures.js";
 import { el } from "../util/dom.js";
 import { isItem } from "../render/hit.js";
+import { sameEvent, sameSpan } from "../live/keep.js";
 
 /** @typedef {import("../data/decode.js").Data} Data */
 /** @typedef {import("../data/layout.js").Layout} Layout */
@@ -86,17 +87,25 @@ export function loadDetails(app, hit) {
   const actions = {
     close: () => app.select(null),
     focus: () => app.focusSelection(),
+    // The panel's items are `data`'s; a live update may have shown a new payload
+    // since (the selection kept), whose indices differ: each is found again there.
     selectSpan: (/** @type {number} */ span) => {
-      const sample = data.spanSample[span];
+      const now = app.shown.data;
+      const at = now === data ? span : sameSpan(data, now, span);
+      if (at < 0) return;
+      const sample = now.spanSample[at];
       const row = app.shown.layout.rowOfSample[sample];
       if (row < 0) return;
-      app.select({ type: "span", row, sample, span, t: data.spanStart[span] });
+      app.select({ type: "span", row, sample, span: at, t: now.spanStart[at] });
     },
     selectEvent: (/** @type {number} */ ev) => {
-      const sample = data.evSample[ev];
+      const now = app.shown.data;
+      const at = now === data ? ev : sameEvent(data, now, ev);
+      if (at < 0) return;
+      const sample = now.evSample[at];
       const row = app.shown.layout.rowOfSample[sample];
       if (row < 0) return;
-      app.select({ type: "event", row, sample, ev, count: 1, members: [ev], t: data.evTs[ev] });
+      app.select({ type: "event", row, sample, ev: at, count: 1, members: [at], t: now.evTs[at] });
     },
     sampleText: (/** @type {string} */ field) => app.requests.sampleText(hit.sample, field, view).promise,
   };
@@ -106,31 +115,33 @@ export function loadDetails(app, hit) {
   app.updateSide();
   const { req, promise } = app.requests.attrs(kind, index, view);
   app.pointer.pendingReq = req;
+  // A reply is for the panel while its request is the selection's: a new selection (or
+  // none) makes another; a live update that keeps the selection keeps the request.
   promise.then(
     (reply) => {
-      if (app.drawing.loop.disposed || reply.req !== app.pointer.pendingReq || app.pointer.selection !== hit) return; // stale
+      if (app.drawing.loop.disposed || reply.req !== app.pointer.pendingReq) return; // stale
       const ok = reply.detail && typeof reply.detail === "object";
       renderDetails(app.ui.detailsEl, data, hit, detailSpan, ok ? { status: "ok", detail: /** @type {Record<string, any>} */ (reply.detail), engineBox } : { status: "error", detail: null, error: reply.error || "no attributes", engineBox }, actions);
     },
     (err) => {
-      if (app.drawing.loop.disposed || req !== app.pointer.pendingReq || app.pointer.selection !== hit) return;
+      if (app.drawing.loop.disposed || req !== app.pointer.pendingReq) return;
       renderDetails(app.ui.detailsEl, data, hit, detailSpan, { status: "error", detail: null, error: String(err && err.message ? err.message : err), engineBox }, actions);
     },
   );
-  if (figures && engineBox) loadFigures(app, hit, figures, engineBox, index === figures.generation ? promise : null, view);
+  if (figures && engineBox) loadFigures(app, req, figures, engineBox, index === figures.generation ? promise : null, view);
 }
 
 /**
  * Fill the "Engine vs slime" section: the generation's attributes (the panel's own
  * request when the generation is the item shown) and each request span's.
  * @param {App} app
- * @param {Hit} hit
+ * @param {number} req the details request of the selection they are for
  * @param {{generation: number, requests: number[]}} figures
  * @param {HTMLElement} box
  * @param {Promise<import("../data/model.js").AttrsReply>|null} generationReply
  * @param {string} [view] the payload's view id, as for loadDetails
  */
-function loadFigures(app, hit, figures, box, generationReply, view) {
+function loadFigures(app, req, figures, box, generationReply, view) {
   const data = app.shown.data;
   renderEngineFigures(box, data, figures.requests, { status: "loading" });
   const detailOf = (/** @type {Promise<import("../data/model.js").AttrsReply>} */ promise) => promise.then((reply) => (reply.detail && typeof reply.detail === "object" ? reply.detail : null));
@@ -138,11 +149,11 @@ function loadFigures(app, hit, figures, box, generationReply, view) {
   const requests = figures.requests.map((span) => detailOf(app.requests.attrs("span", span, view).promise));
   Promise.all([slime, ...requests]).then(
     ([generation, ...replies]) => {
-      if (app.drawing.loop.disposed || app.pointer.selection !== hit) return; // another item shown since
+      if (app.drawing.loop.disposed || app.pointer.pendingReq !== req) return; // another item shown since
       renderEngineFigures(box, data, figures.requests, { status: "ok", slime: generation, requests: replies });
     },
     (err) => {
-      if (app.drawing.loop.disposed || app.pointer.selection !== hit) return;
+      if (app.drawing.loop.disposed || app.pointer.pendingReq !== req) return;
       renderEngineFigures(box, data, figures.requests, { status: "error", error: String(err && err.message ? err.message : err) });
     },
   );
