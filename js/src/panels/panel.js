@@ -352,11 +352,16 @@ function spanRows(data, hit, detail, act) {
   const open = !!(fl & F_OPEN);
   const epoch = (/** @type {string} */ key, /** @type {number} */ at) =>
     formatEpoch(isSpan && typeof detail?.[key] === "number" ? detail[key] : epochOf(data, hit.sample, at));
+  // The kernel's duration of a closed span is exact: the payload's times are float32
+  // offsets within the sample (a 300 µs span 2 h in read 488 µs), and its end is the
+  // drawn one (never before the start, where a clock that stepped back put the end).
+  const exact = isSpan && !open && Number.isFinite(detail?.duration) ? Number(detail.duration) : null;
+  const shownEnd = exact === null ? end : start + exact;
   /** @type {[string, string|HTMLElement][]} */
   const rows = [
     ["start", `${formatDuration(start)}  (${epoch("start", start)})`],
-    [open && isSpan ? "display end" : "end", `${formatDuration(end)}  (${epoch("end", end)})`],
-    ["duration", formatDuration(end - start) + (open && isSpan ? " (open: still running when the dump was taken)" : "")],
+    [open && isSpan ? "display end" : "end", `${formatDuration(shownEnd)}  (${epoch("end", end)})`],
+    ["duration", formatDuration(exact ?? end - start) + (open && isSpan ? " (open: still running when the dump was taken)" : "")],
   ];
   if (isSpan) {
     const state = detail && typeof detail.state === "string" ? detail.state : open ? "open" : "closed";
