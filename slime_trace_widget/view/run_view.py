@@ -26,7 +26,7 @@ _STATIC = Path(__file__).parent / "static"
 #: (label, trends column, kind) of the table, in order; ``kind`` sets how a cell reads.
 COLUMNS = (
     ("rollout", "rollout_id", "text"), ("kind", "dump_kind", "text"),
-    ("samples", "samples", "number"), ("wall s", "wall_s", "number"),
+    ("dump", "dump_file", "text"), ("samples", "samples", "number"), ("wall s", "wall_s", "number"),
     ("p50 s", "duration_p50", "number"), ("p95 s", "duration_p95", "number"),
     ("max s", "duration_max", "number"), ("stragglers", "straggler_share", "share"),
     ("tool errors", "tool_errors", "number"), ("retries", "retries", "number"),
@@ -35,6 +35,14 @@ COLUMNS = (
     ("filtered", "share_filtered", "share"), ("90% done s", "finished_90", "number"),
     (f"saved at {OVERSAMPLE:g}x", "saved_share", "share"),
 )
+
+
+def _title(name: str, trends: Any) -> str:
+    """The table's title: its dumps, told apart by file (a row is one rollout id of one
+    dump, so a dump of several ids has several rows)."""
+    dumps = trends["dump_file"].nunique() if len(trends) else 0
+    rows = "" if dumps == len(trends) else f" in {len(trends)} rows"
+    return f"{name}: {dumps} dumps{rows}"
 
 
 class RunTable(anywidget.AnyWidget):
@@ -62,7 +70,7 @@ class RunView(ipywidgets.VBox):
                              "row clicked: give the timeline's other options only")
         self.directory = Path(directory)
         self.trends = rollout_trends(self.directory)
-        self.table = RunTable(title=f"{self.directory.name}: {len(self.trends)} dumps",
+        self.table = RunTable(title=_title(self.directory.name, self.trends),
                               rows=_json_rows(self.trends),
                               columns=[{"label": label, "key": key, "kind": kind}
                                        for label, key, kind in COLUMNS])
@@ -111,7 +119,7 @@ class RunView(ipywidgets.VBox):
 
 def _json_rows(trends: Any) -> list[dict[str, Any]]:
     """The trends table as JSON-ready dicts (NaN as None, numpy scalars as Python)."""
-    keys = [key for _, key, _ in COLUMNS] + ["dump_file"]  # which dump a click opens
+    keys = [key for _, key, _ in COLUMNS]  # dump_file among them: which dump a click opens
     rows = []
     for record in trends[keys].to_dict("records"):
         rows.append({key: None if isinstance(v, float) and not math.isfinite(v)

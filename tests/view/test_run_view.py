@@ -26,6 +26,10 @@ def test_table_rows_are_the_trends(tmp_path: Path) -> None:
                                                                   (3, "train")]
     assert [c["key"] for c in view.table.columns] == [key for _, key, _ in COLUMNS]
     assert rows[1]["samples"] == 22 and isinstance(rows[1]["samples"], int)
+    assert [r["dump_file"] for r in rows] == ["rollout_0.pt", "rollout_eval_3.pt",
+                                              "rollout_7.pt"]
+    assert "dump_file" in [c["key"] for c in view.table.columns]
+    assert view.table.title == "ds: 3 dumps"
     json.dumps(rows, allow_nan=False)  # what crosses to the browser
     assert view.children == (view.table,)
 
@@ -105,3 +109,14 @@ def test_a_rollout_replaced_by_a_click_is_closed_and_freed(tmp_path: Path) -> No
     del first
     gc.collect()
     assert gone() is None
+
+
+def test_the_title_counts_dumps_not_rows() -> None:
+    """A row is one rollout id of one dump: a dump of ids 5 and 6 is one dump in two rows."""
+    import pandas as pd
+
+    from slime_trace_widget.view.run_view import _title
+
+    trends = pd.DataFrame({"dump_file": ["mixed.pt", "mixed.pt", "rollout_7.pt"]})
+    assert _title("ds", trends) == "ds: 2 dumps in 3 rows"
+    assert _title("ds", trends.iloc[:0]) == "ds: 0 dumps"
