@@ -396,8 +396,8 @@ def _code_table(values: pd.Series, column: str, overflow: str) -> tuple[list[str
 
 #: The span table's columns ``_span_columns`` reads for the rows it sends.
 _DRAWN_SPAN_COLUMNS = ("state", "virtual", "error", "pd_form", "clip_reason", "origin",
-                       "parent_index", "sample_row", "start", "display_end", "name", "lane",
-                       "depth", "attempt")
+                       "parent_index", "sample_row", "start", "display_end", "duration", "name",
+                       "lane", "depth", "attempt")
 
 
 def _span_columns(
@@ -431,6 +431,9 @@ def _span_columns(
                                    clock.item_times(chosen["start"].to_numpy(), samples)),
         "span_end": column_bytes("span_end",
                                  clock.item_times(chosen["display_end"].to_numpy(), samples)),
+        # The recorded duration, which filters compare as the kernel's query does: the
+        # drawn end never precedes the start, and offsets far into a sample lose digits.
+        "span_dur": column_bytes("span_dur", chosen["duration"].to_numpy()),
         "span_name": column_bytes("span_name", names.codes_for(chosen["name"])),
         "span_lane": column_bytes("span_lane", np.minimum(chosen["lane"].to_numpy(), 255)),
         "span_depth": column_bytes("span_depth", np.minimum(chosen["depth"].to_numpy(), 255)),

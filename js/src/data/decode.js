@@ -85,7 +85,8 @@ export const LAST_PACKED_ATTEMPT = 2 ** (8 * CTORS[DEFAULT_DTYPES.span_attempt].
  * @property {boolean} hasFates some sample has a fate
  * @property {Uint32Array} spanSample
  * @property {Float64Array} spanStart seconds from t0 (its sample's base plus the payload's offset)
- * @property {Float64Array} spanEnd
+ * @property {Float64Array} spanEnd where the span is drawn to (never before its start)
+ * @property {Float32Array} spanDur its recorded duration, s (NaN while open), as the kernel's query reads it
  * @property {Uint16Array} spanName
  * @property {Uint8Array} spanLane
  * @property {Uint8Array} spanDepth
@@ -270,6 +271,7 @@ export function decodePayload(payload) {
     spanSample: /** @type {Uint32Array} */ (spanSampleRaw),
     spanStart: times("span_start", nSpans, spanSampleRaw),
     spanEnd: times("span_end", nSpans, spanSampleRaw),
+    spanDur: /** @type {Float32Array} */ (readColumn("span_dur", nSpans, NaN)),
     spanName: /** @type {Uint16Array} */ (readColumn("span_name", nSpans)),
     spanLane: /** @type {Uint8Array} */ (readColumn("span_lane", nSpans)),
     spanDepth: /** @type {Uint8Array} */ (readColumn("span_depth", nSpans)),

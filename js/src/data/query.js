@@ -434,7 +434,10 @@ export function evaluate(data, terms, attr) {
       for (let i = 0; i < data.nSpans; i++) if (keep[i] && +compare(data.spanAttempt[i], op, queryTerm.value) !== want) keep[i] = 0;
       for (let i = 0; i < data.nEvents; i++) if (evKeep[i] && +compare(data.evAttempt[i], op, queryTerm.value) !== want) evKeep[i] = 0;
     } else if (queryTerm.kind === "duration") {
-      for (let i = 0; i < data.nSpans; i++) if (keep[i] && +(!(data.spanFlags[i] & F_OPEN) && compare(data.spanEnd[i] - data.spanStart[i], op, queryTerm.value)) !== want) keep[i] = 0;
+      // The payload's durations are float32: compared with the term's value as float32, a
+      // span of exactly 2 s is `duration=2s` here as in the kernel's query.
+      const seconds = Math.fround(/** @type {number} */ (queryTerm.value));
+      for (let i = 0; i < data.nSpans; i++) if (keep[i] && +(!(data.spanFlags[i] & F_OPEN) && compare(data.spanDur[i], op, seconds)) !== want) keep[i] = 0;
     } else if (queryTerm.kind === "is") {
       const flag = queryTerm.value === "error" ? F_ERROR : F_OPEN;
       for (let i = 0; i < data.nSpans; i++) if (keep[i] && +((data.spanFlags[i] & flag) !== 0) !== want) keep[i] = 0;

@@ -443,3 +443,21 @@ test("the filter box's help lists every field, operator, unit and is: value of t
     .reverse();
   assert.ok(queryHelp(grown).includes(`searches ${last}, ${nextToLast},`), queryHelp(grown));
 });
+
+test("duration terms read the recorded duration, as the kernel's query does", () => {
+  // Drawn ends never precede starts, and offsets 2 h into a sample lose digits: a span
+  // whose end was recorded 2 s before its start, and one of 300 µs at 7,000 s.
+  const { payload } = makePayload({
+    samples: [{}],
+    spans: [{ sample: 0, start: 5, end: 5, dur: -2, name: "backwards", lane: 0, depth: 0 },
+      { sample: 0, start: 7000, end: 7000.0003, name: "tool", lane: 1, depth: 0 }],
+  });
+  const data = decodePayload(payload);
+  const kept = (/** @type {string} */ text) => {
+    const keep = /** @type {Uint8Array} */ (evaluate(data, parseQuery(text), null).keep);
+    return [...keep].flatMap((on, i) => (on ? [data.names[data.spanName[i]]] : []));
+  };
+  assert.deepEqual(kept("duration<0"), ["backwards"]);
+  assert.deepEqual(kept("duration<=300us"), ["backwards", "tool"]);
+  assert.deepEqual(kept("duration>=0"), ["tool"]);
+});

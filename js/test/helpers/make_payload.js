@@ -211,6 +211,7 @@ export function makePayload(input) {
     c.span_sample.push(sp.sample);
     c.span_start.push(sp.start - baseOf(sp.sample));
     c.span_end.push(sp.end - baseOf(sp.sample));
+    c.span_dur.push(sp.dur ?? ((sp.flags || 0) & 1 ? NaN : sp.end - sp.start));
     c.span_name.push(nm(sp.name));
     c.span_lane.push(sp.lane || 0);
     c.span_depth.push(sp.depth || 0);
