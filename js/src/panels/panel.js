@@ -352,10 +352,12 @@ function spanRows(data, hit, detail, act) {
   const open = !!(fl & F_OPEN);
   const epoch = (/** @type {string} */ key, /** @type {number} */ at) =>
     formatEpoch(isSpan && typeof detail?.[key] === "number" ? detail[key] : epochOf(data, hit.sample, at));
-  // The kernel's duration of a closed span is exact: the payload's times are float32
-  // offsets within the sample (a 300 µs span 2 h in read 488 µs), and its end is the
-  // drawn one (never before the start, where a clock that stepped back put the end).
-  const exact = isSpan && !open && Number.isFinite(detail?.duration) ? Number(detail.duration) : null;
+  // A closed span's recorded duration (the kernel's once its details arrive, else the
+  // payload's float32 one), not end - start: the payload's times are float32 offsets
+  // within the sample (a 300 µs span 2 h in read 488 µs), and its end is the drawn one
+  // (never before the start, where a clock that stepped back put the end).
+  const recorded = isSpan && !open ? (Number.isFinite(detail?.duration) ? Number(detail.duration) : data.spanDur[span]) : NaN;
+  const exact = Number.isFinite(recorded) ? recorded : null;
   const shownEnd = exact === null ? end : start + exact;
   /** @type {[string, string|HTMLElement][]} */
   const rows = [

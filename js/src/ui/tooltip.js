@@ -95,7 +95,8 @@ export function fillTooltip(tt, data, hit) {
     line("parent", parent >= 0 ? nameOf(data, data.spanName[parent]) : "—");
     line("start", formatDuration(sum.start));
     line(sum.open ? "display end" : "end", formatDuration(sum.end));
-    line("duration", formatDuration(sum.end - sum.start));
+    const recorded = data.spanDur[hit.span]; // the drawn end never precedes the start
+    line("duration", formatDuration(!sum.open && Number.isFinite(recorded) ? recorded : sum.end - sum.start));
     if (sum.open) line("state", `open (clipped at ${CLIP_REASONS[clipReasonOf(fl)] || "display end"})`);
     if (fl & F_ERROR) line("error", "yes");
     if (fl & F_VIRTUAL) line("PD", "virtual lane");

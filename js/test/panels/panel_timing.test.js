@@ -1,5 +1,6 @@
-// The details panel's timing rows: a closed span's duration is the kernel's exact one
-// once its details arrive, not the difference of the payload's float32 offsets.
+// The details panel's timing rows: a closed span's duration is its recorded one (the
+// payload's, then the kernel's exact one once its details arrive), not the difference
+// of the payload's float32 offsets and drawn end.
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -15,7 +16,7 @@ const ACTIONS = {
 
 /**
  * The panel's text for span 1 of a sample, given the kernel's `detail`.
- * @param {{start: number, end: number}} span
+ * @param {{start: number, end: number, dur?: number}} span
  * @param {any} detail
  */
 function timingText(span, detail) {
@@ -31,12 +32,13 @@ function timingText(span, detail) {
   return host.textContent;
 }
 
-test("a short span far into its sample shows the kernel's duration", () => {
-  const span = { start: 7000, end: 7000.0003 };
-  assert.doesNotMatch(timingText(span, null), /duration300 µs/); // float32 offsets: 488 µs
-  assert.match(timingText(span, { duration: 0.0003, state: "closed" }), /duration300 µs/);
+test("a short span far into its sample shows its recorded duration", () => {
+  const span = { start: 7000, end: 7000.0003 }; // float32 offsets: 488 µs apart
+  assert.match(timingText(span, null), /duration300 µs/);
+  assert.match(timingText({ ...span, dur: NaN }, { duration: 0.0003, state: "closed" }), /duration300 µs/);
 });
 
 test("an end recorded before its start shows its negative duration", () => {
-  assert.match(timingText({ start: 5, end: 5 }, { duration: -2, state: "closed" }), /duration-2.00 s/);
+  assert.match(timingText({ start: 5, end: 5, dur: -2 }, null), /duration-2.00 s/);
+  assert.match(timingText({ start: 5, end: 5, dur: NaN }, { duration: -2, state: "closed" }), /duration-2.00 s/);
 });
