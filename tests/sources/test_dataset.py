@@ -326,14 +326,3 @@ def test_ray_engine_writes_the_same_dataset(run: Path, tmp_path: Path, local_ray
                             for side in ("local", "ray"))
             assert ours.schema.equals(theirs.schema, check_metadata=True), name
             pd.testing.assert_frame_equal(ours.to_pandas(), theirs.to_pandas(), obj=name)
-
-
-def test_a_dump_path_in_no_encoding_gets_a_stem(tmp_path: Path) -> None:
-    """A file name that is not UTF-8 (read back with surrogates) names its tables too,
-    and any other path keeps the stem it always had."""
-    manifest = Manifest(tmp_path, {})
-    odd = os.fsdecode(b"/runs/rollout_\xff.pt")
-    assert manifest.stem(odd).startswith("rollout_\udcff-")
-    plain = "/runs/rollout_3.pt"
-    tag = hashlib.blake2b(plain.encode(), digest_size=4).hexdigest()
-    assert manifest.stem(plain) == f"rollout_3-{tag}"

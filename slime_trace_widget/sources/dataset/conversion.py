@@ -131,8 +131,10 @@ def _convert_locked(paths_or_globs: PathLike | Iterable[PathLike], root: Path, *
             todo.append(path)
             stats[path] = stat
 
+    stems = dict(zip(todo, manifest.new_stems(todo), strict=True))
+
     def done(path: str, verdict: dict[str, Any]) -> None:
-        for stale in manifest.record(path, stats[path], verdict):
+        for stale in manifest.record(path, stats[path], stems[path], verdict):
             report.removed_files += _remove_inside(root, stale)
         if "ok" in verdict and engine_traces is not None:
             manifest.dumps[path]["engine_traces"] = _engine_files(
@@ -144,15 +146,15 @@ def _convert_locked(paths_or_globs: PathLike | Iterable[PathLike], root: Path, *
             report.failed.append((path, str(verdict.get("error"))))
 
     if todo:
-        stems = [manifest.stem(path) for path in todo]
         limits = {"time_limit": time_limit, "memory_limit": memory_limit,
                   "engine_traces": None if engine_traces is None else
                   os.path.abspath(engine_traces)}
         if engine == "local":
-            convert_in_workers(todo, str(root), stems, on_done=done, workers=workers,
-                               progress=progress, **limits)
+            convert_in_workers(todo, str(root), list(stems.values()), on_done=done,
+                               workers=workers, progress=progress, **limits)
         else:
-            _convert_on_ray(todo, str(root), stems, done, address, workers, limits)
+            _convert_on_ray(todo, str(root), list(stems.values()), done, address, workers,
+                            limits)
     _settle_gone_dumps(manifest, root, report)
     manifest.save()
     return report

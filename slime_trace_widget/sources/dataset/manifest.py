@@ -2,7 +2,8 @@
 
 ``<root>/manifest.json`` maps each dump's absolute path to its size, mtime and
 blake2b content hash, its status (``ok`` or ``failed`` with the error), the
-rollout ids and kind it holds and the files written for it. A rerun compares
+rollout ids and kind it holds and the files written for it, named by a stem no other
+dump's files have (:meth:`Manifest.new_stems`). A rerun compares
 sizes and mtimes (a stat per dump, no reading of the dump; a footer read per dataset
 file, to find one gone or damaged) and converts only what changed;
 the manifest is rewritten whole, by rename, after every dump, so a crash loses
@@ -15,6 +16,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Iterator
+from itertools import count
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +26,11 @@ from ..dumps.errors import DumpError
 
 MANIFEST = "manifest.json"
 VERSION = 1
+#: Bytes of the path hash in a dump's file stem (twice as many hex digits). 32 bits were
+#: too few: among slime's ``eval_N/data.pt`` dumps, all named ``data``, a pair alike turns
+#: up after some 80 000 paths. Among a million dumps of one name, 64 bits are alike by
+#: chance about once in 4e7 runs, and :meth:`Manifest.new_stems` tells those apart too.
+STEM_HASH_BYTES = 8
 
 
 class Manifest:
@@ -83,20 +91,40 @@ class Manifest:
         entry["mtime_ns"] = stat.st_mtime_ns
         return True
 
-    def stem(self, path: str) -> str:
-        """File name (without suffix) of a dump's tables: its own name, made unique by
-        a hash of its path (two runs' ``rollout_3.pt`` do not collide)."""
-        known = self.dumps.get(path, {}).get("stem")
-        if known:
-            return str(known)
-        tag = hashlib.blake2b(os.fsencode(path), digest_size=4).hexdigest()
-        return f"{Path(path).stem}-{tag}"
+    def new_stems(self, paths: list[str]) -> list[str]:
+        """The file stem each dump of ``paths`` (one convert's) is written under.
 
-    def record(self, path: str, stat: os.stat_result, verdict: dict[str, Any]) -> list[str]:
-        """Note a dump's conversion; return the files of its previous conversion that
-        the new one did not rewrite (to delete)."""
+        A dump converted before keeps the stem of its entry, where its files are. Any
+        other gets its name and a hash of its path (two runs' ``rollout_3.pt``, slime's
+        ``eval_N/data.pt``), unique by construction: never the stem of a converted
+        entry, nor one given to another of ``paths``, compared without case (a
+        case-insensitive file system, as macOS has, takes ``A-…`` and ``a-…`` for one
+        file). Two dumps' files never share a name, so neither replaces the other's. On
+        a clash the next stem of a fixed series is taken (:func:`candidate_stems`): the
+        same manifest and paths give the same stems.
+        """
+        taken = {str(entry["stem"]).casefold() for entry in self.dumps.values()
+                 if entry.get("status") == "ok" and entry.get("stem")}
+        stems = []
+        for path in paths:
+            stem = self._converted_stem(path) or next(
+                stem for stem in candidate_stems(path) if stem.casefold() not in taken)
+            taken.add(stem.casefold())
+            stems.append(stem)
+        return stems
+
+    def _converted_stem(self, path: str) -> str | None:
+        """The stem of ``path``'s converted data, None when it has none."""
+        entry = self.dumps.get(path, {})
+        return str(entry["stem"]) if entry.get("status") == "ok" and entry.get("stem") else None
+
+    def record(self, path: str, stat: os.stat_result, stem: str,
+               verdict: dict[str, Any]) -> list[str]:
+        """Note a dump's conversion, written under ``stem`` (:meth:`new_stems`); return
+        the files of its previous conversion that the new one did not rewrite (to
+        delete)."""
         before = set(self.dumps.get(path, {}).get("files", []))
-        entry: dict[str, Any] = {"file": os.path.basename(path), "stem": self.stem(path),
+        entry: dict[str, Any] = {"file": os.path.basename(path), "stem": stem,
                                  "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
         if "ok" in verdict:
             report = verdict["report"]
@@ -108,6 +136,24 @@ class Manifest:
             entry.update(status="failed", error=str(verdict.get("error")), files=[])
         self.dumps[path] = entry
         return sorted(before - set(entry["files"]))
+
+
+def candidate_stems(path: str) -> Iterator[str]:
+    """The stems a dump at ``path`` may be written under, in the order they are tried: its
+    file name and :func:`path_tag` of its path, the first time with none, then with 1,
+    2, ..."""
+    name = Path(path).stem
+    for attempt in count():
+        yield f"{name}-{path_tag(path, attempt)}"
+
+
+def path_tag(path: str, attempt: int) -> str:
+    """The hash in a dump's ``attempt``-th candidate stem (0 the first): blake2b of its
+    path, and after the first, of the path and the attempt's number."""
+    data = os.fsencode(path)
+    if attempt:
+        data += b"\0" + str(attempt).encode()
+    return hashlib.blake2b(data, digest_size=STEM_HASH_BYTES).hexdigest()
 
 
 def content_hash(path: str) -> str:
