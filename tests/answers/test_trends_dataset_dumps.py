@@ -67,7 +67,7 @@ def test_files_a_convert_wrote_but_never_recorded_are_not_read(tmp_path: Path,
     root = tmp_path / "ds"
     convert([str(run / "rollout_0.pt")], root, progress=False, workers=1)
 
-    def interrupted(*_: object) -> list[str]:
+    def interrupted(*_: object, **__: object) -> list[str]:
         raise KeyboardInterrupt
 
     monkeypatch.setattr(Manifest, "record", interrupted)

@@ -108,6 +108,7 @@ def test_a_changed_dump_rewrites_only_its_files(run: Path, tmp_path: Path) -> No
     convert(str(run / "*.pt"), root, progress=False)
     before = _files(root)
     changed = run / "rollout_0.pt"
+    old_stem = Manifest.load(root).dumps[str(changed)]["stem"]
     samples = load_trusted(str(changed)).samples[:5]
     save_dump(changed, samples, rollout_id=12)  # fewer samples, another rollout id
     _settle(changed)
@@ -115,8 +116,9 @@ def test_a_changed_dump_rewrites_only_its_files(run: Path, tmp_path: Path) -> No
     assert report.converted == [str(changed)] and report.removed_files == 7
     after = _files(root)
     stem = Manifest.load(root).dumps[str(changed)]["stem"]
+    assert stem != old_stem  # written beside the earlier files, which then went
     for name, mtime in before.items():
-        if stem in name:
+        if old_stem in name:
             assert name not in after  # rollout id 0's files of this dump are gone
         elif name != "manifest.json":
             assert after[name] == mtime

@@ -7,8 +7,12 @@ converted only when new or changed, when a file of theirs in the dataset is
 gone or damaged (:func:`damaged_file`), or when their rows carry another kind
 than their path tells (converted before folders told it); one that is still being
 written is left for the next run; one that fails is recorded with its error and
-retried next run. The dumps themselves are only ever read. A dump is known by its real path
-(links resolved), so one file is one dump however it is named.
+retried next run. Each conversion writes under a stem of its own, never over the files
+the manifest lists, and the files it replaces go only once it is recorded: a dump
+converted again from the same content that fails keeps its earlier data, read as
+before, while one whose content changed loses it (:meth:`Manifest.record` says why).
+The dumps themselves are only ever read. A dump is known by its real path (links
+resolved), so one file is one dump however it is named.
 
 One convert at a time writes into a dataset folder (``lock``): a second one fails
 at once with :class:`~.lock.ConvertBusy`.
@@ -37,6 +41,7 @@ from ..dumps.pool import default_workers, expected_peak, new_job, run_jobs
 from ..dumps.progress import progress_bar
 from ..follow import SETTLE_SECONDS, being_written
 from . import ENGINES
+from .layout import files_of_stem
 from .lock import exclusive_convert
 from .manifest import Manifest
 
@@ -57,10 +62,16 @@ class ConvertReport:
     #: Unchanged dumps converted again because a file of theirs in the dataset was
     #: missing or damaged (also in ``converted`` or ``failed``).
     repaired: list[str] = field(default_factory=list)
+    #: Dumps of ``failed`` converted again from the content they were converted from
+    #: before (an engine-trace join, their kind, damaged files): their earlier data stays
+    #: in the dataset, read as before, and the next convert retries them.
+    kept: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
         text = (f"{len(self.converted)} converted, {len(self.unchanged)} unchanged, "
                 f"{len(self.in_progress)} still being written, {len(self.failed)} failed")
+        if self.kept:
+            text += f" (the earlier data of {len(self.kept)} kept)"
         if self.renamed:
             text += f", {len(self.renamed)} renamed"
         if self.repaired:
@@ -112,52 +123,84 @@ def _convert_locked(paths_or_globs: PathLike | Iterable[PathLike], root: Path, *
     manifest = Manifest.load(root)
     report = ConvertReport()
     _settle_linked_paths(manifest, root, report)
-    todo: list[str] = []
-    stats: dict[str, os.stat_result] = {}
+    run = _Conversions(manifest, root, report, engine_traces)
     # one file is one dump, however it is reached (a link to it, a linked folder)
     for path in dict.fromkeys(os.path.realpath(p) for p in expand_paths(paths_or_globs)):
-        stat = os.stat(path)
-        if manifest.unchanged(path, stat) and _same_engine_traces(
-                manifest.dumps[path], engine_traces) and _same_kind(manifest.dumps[path], path):
-            if _files_whole(root, manifest.dumps[path]):
-                report.unchanged.append(path)
-                continue
-            report.repaired.append(path)  # its dataset files are damaged or gone
-            todo.append(path)
-            stats[path] = stat
-        elif being_written(path, stat, settle_seconds):
-            report.in_progress.append(path)
-        else:
-            todo.append(path)
-            stats[path] = stat
-
-    stems = dict(zip(todo, manifest.new_stems(todo), strict=True))
-
-    def done(path: str, verdict: dict[str, Any]) -> None:
-        for stale in manifest.record(path, stats[path], stems[path], verdict):
-            report.removed_files += _remove_inside(root, stale)
-        if "ok" in verdict and engine_traces is not None:
-            manifest.dumps[path]["engine_traces"] = _engine_files(
-                manifest.dumps[path], engine_traces)
-        manifest.save()
-        if "ok" in verdict:
-            report.converted.append(path)
-        else:
-            report.failed.append((path, str(verdict.get("error"))))
-
+        run.take(path, settle_seconds)
+    todo = list(run.stats)
+    run.stems = dict(zip(todo, manifest.new_stems(todo), strict=True))
     if todo:
         limits = {"time_limit": time_limit, "memory_limit": memory_limit,
                   "engine_traces": None if engine_traces is None else
                   os.path.abspath(engine_traces)}
+        stems = [run.stems[path] for path in todo]
         if engine == "local":
-            convert_in_workers(todo, str(root), list(stems.values()), on_done=done,
-                               workers=workers, progress=progress, **limits)
+            convert_in_workers(todo, str(root), stems, on_done=run.done, workers=workers,
+                               progress=progress, **limits)
         else:
-            _convert_on_ray(todo, str(root), list(stems.values()), done, address, workers,
-                            limits)
+            _convert_on_ray(todo, str(root), stems, run.done, address, workers, limits)
     _settle_gone_dumps(manifest, root, report)
     manifest.save()
     return report
+
+
+class _Conversions:
+    """One convert's dumps, in the driver: which it converts, each under a stem of its
+    own (:meth:`Manifest.new_stems`), and each conversion's end noted in the manifest
+    and the report as it comes."""
+
+    def __init__(self, manifest: Manifest, root: Path, report: ConvertReport,
+                 engine_traces: PathLike | None) -> None:
+        self.manifest, self.root, self.report = manifest, root, report
+        self.engine_traces = engine_traces
+        #: The dumps to convert, with their stat at the scan.
+        self.stats: dict[str, os.stat_result] = {}
+        #: Those among them whose converted data is of the content they hold now.
+        self.same_content: set[str] = set()
+        self.stems: dict[str, str] = {}
+
+    def take(self, path: str, settle_seconds: float) -> None:
+        """Look at the dump at the real path ``path``: unchanged, still being written, or
+        to convert (new, changed, its dataset files damaged, or its data wanting a new
+        engine-trace join, another kind or a retry after a failure)."""
+        manifest, report = self.manifest, self.report
+        stat = os.stat(path)
+        same_content = manifest.converted_from(path, stat)
+        if same_content and manifest.unchanged(path, stat) and _same_engine_traces(
+                manifest.dumps[path], self.engine_traces) and _same_kind(
+                manifest.dumps[path], path):
+            if _files_whole(self.root, manifest.dumps[path]):
+                report.unchanged.append(path)
+                return
+            report.repaired.append(path)  # its dataset files are damaged or gone
+        elif being_written(path, stat, settle_seconds):
+            report.in_progress.append(path)
+            return
+        self.stats[path] = stat
+        if same_content:
+            self.same_content.add(path)
+
+    def done(self, path: str, verdict: dict[str, Any]) -> None:
+        """Note the end of ``path``'s conversion (``verdict``). The manifest is saved
+        before any file goes: the files of the entry a conversion replaces, then, when
+        it failed, whatever it wrote under its own stem (no entry lists those)."""
+        manifest, report = self.manifest, self.report
+        stale = manifest.record(path, self.stats[path], self.stems[path], verdict,
+                                same_content=path in self.same_content)
+        if "ok" in verdict and self.engine_traces is not None:
+            manifest.dumps[path]["engine_traces"] = _engine_files(
+                manifest.dumps[path], self.engine_traces)
+        manifest.save()
+        for relative in stale:
+            report.removed_files += _remove_inside(self.root, relative)
+        if "ok" in verdict:
+            report.converted.append(path)
+            return
+        for written in files_of_stem(self.root, self.stems[path]):
+            report.removed_files += _remove_inside(self.root, written.relative_to(self.root))
+        report.failed.append((path, str(verdict.get("error"))))
+        if manifest.dumps[path].get("status") == "ok":
+            report.kept.append(path)
 
 
 def _files_whole(root: Path, entry: dict[str, Any]) -> bool:
@@ -273,7 +316,7 @@ def _same_kind(entry: dict[str, Any], path: str) -> bool:
     return entry.get("kind") == dump_kind(path)
 
 
-def _remove_inside(root: Path, relative: str) -> int:
+def _remove_inside(root: Path, relative: str | Path) -> int:
     """Delete a file of the dataset (never anything outside ``root``)."""
     target = (root / relative).resolve()
     if root not in target.parents:

@@ -1,14 +1,15 @@
 """The run dataset's manifest: which dumps it holds, from which file contents.
 
 ``<root>/manifest.json`` maps each dump's absolute path to its size, mtime and
-blake2b content hash, its status (``ok`` or ``failed`` with the error), the
-rollout ids and kind it holds and the files written for it, named by a stem no other
-dump's files have (:meth:`Manifest.new_stems`). A rerun compares
-sizes and mtimes (a stat per dump, no reading of the dump; a footer read per dataset
-file, to find one gone or damaged) and converts only what changed;
-the manifest is rewritten whole, by rename, after every dump, so a crash loses
-at most the dump in flight. Only one convert at a time loads and saves it
-(``lock.exclusive_convert``), so no convert's save drops another's dumps.
+blake2b content hash, its status (``ok``, with ``last_error`` when a conversion of the
+same content failed since, or ``failed`` with the error), the rollout ids and kind it
+holds and the files written for it, named by a stem no other dump's files have
+(:meth:`Manifest.new_stems`). A rerun compares sizes and mtimes (a stat per dump, no
+reading of the dump; a footer read per dataset file, to find one gone or damaged) and
+converts only what changed; the manifest is rewritten whole, by rename, after every
+dump, so a crash loses at most the dump in flight, and before the files of the
+conversion a dump's new one replaces are deleted. Only one convert at a time loads and
+saves it (``lock.exclusive_convert``), so no convert's save drops another's dumps.
 """
 
 from __future__ import annotations
@@ -70,8 +71,13 @@ class Manifest:
                 if entry.get("status") == "ok"]
 
     def unchanged(self, path: str, stat: os.stat_result) -> bool:
-        """Whether ``path`` was converted, without error, from exactly what it holds now
-        (:meth:`holds`)."""
+        """Whether ``path`` needs no conversion: :meth:`converted_from` what it holds now,
+        and no conversion of it failed since (``last_error``: retried)."""
+        return self.converted_from(path, stat) and "last_error" not in self.dumps[path]
+
+    def converted_from(self, path: str, stat: os.stat_result) -> bool:
+        """Whether the dataset holds ``path`` converted, without error, from exactly what
+        it holds now (:meth:`holds`)."""
         return self.dumps.get(path, {}).get("status") == "ok" and self.holds(path, stat)
 
     def holds(self, path: str, stat: os.stat_result) -> bool:
@@ -94,36 +100,46 @@ class Manifest:
     def new_stems(self, paths: list[str]) -> list[str]:
         """The file stem each dump of ``paths`` (one convert's) is written under.
 
-        A dump converted before keeps the stem of its entry, where its files are. Any
-        other gets its name and a hash of its path (two runs' ``rollout_3.pt``, slime's
-        ``eval_N/data.pt``), unique by construction: never the stem of a converted
-        entry, nor one given to another of ``paths``, compared without case (a
-        case-insensitive file system, as macOS has, takes ``A-…`` and ``a-…`` for one
-        file). Two dumps' files never share a name, so neither replaces the other's. On
-        a clash the next stem of a fixed series is taken (:func:`candidate_stems`): the
-        same manifest and paths give the same stems.
+        Each gets its name and a hash of its path (two runs' ``rollout_3.pt``, slime's
+        ``eval_N/data.pt``), unique by construction: never the stem of a converted entry,
+        its own earlier conversion's included, nor one given to another of ``paths``,
+        compared without case (a case-insensitive file system, as macOS has, takes
+        ``A-…`` and ``a-…`` for one file). So two dumps' files never share a name, and a
+        conversion never writes over files the manifest lists: a dump converted again
+        keeps its earlier files, read as before, until the new ones are recorded (and
+        for good when the new conversion fails, :meth:`record`). On a clash the next
+        stem of a fixed series is taken (:func:`candidate_stems`): the same manifest and
+        paths give the same stems.
         """
         taken = {str(entry["stem"]).casefold() for entry in self.dumps.values()
                  if entry.get("status") == "ok" and entry.get("stem")}
         stems = []
         for path in paths:
-            stem = self._converted_stem(path) or next(
-                stem for stem in candidate_stems(path) if stem.casefold() not in taken)
+            stem = next(stem for stem in candidate_stems(path) if stem.casefold() not in taken)
             taken.add(stem.casefold())
             stems.append(stem)
         return stems
 
-    def _converted_stem(self, path: str) -> str | None:
-        """The stem of ``path``'s converted data, None when it has none."""
-        entry = self.dumps.get(path, {})
-        return str(entry["stem"]) if entry.get("status") == "ok" and entry.get("stem") else None
-
-    def record(self, path: str, stat: os.stat_result, stem: str,
-               verdict: dict[str, Any]) -> list[str]:
+    def record(self, path: str, stat: os.stat_result, stem: str, verdict: dict[str, Any],
+               *, same_content: bool = False) -> list[str]:
         """Note a dump's conversion, written under ``stem`` (:meth:`new_stems`); return
-        the files of its previous conversion that the new one did not rewrite (to
-        delete)."""
-        before = set(self.dumps.get(path, {}).get("files", []))
+        the files of the entry it replaces, to delete once the manifest is saved.
+
+        A failed conversion of a dump whose converted data is of the very content it
+        holds now (``same_content``: converted again for an engine-trace join, for its
+        kind, or for damaged files) keeps that entry and its files, read as before, and
+        notes the error as ``last_error``: the convert reports the dump as failed, and
+        the next one retries it (:meth:`unchanged`). A failed conversion of a dump whose
+        content changed drops its earlier data: those rows hold samples the file no
+        longer holds (a run resumed from a checkpoint writes its steps' dumps again,
+        with other samples), and the dataset would pass them off as the file's with no
+        sign; the entry says failed, with the error, until a convert succeeds.
+        """
+        earlier = self.dumps.get(path, {})
+        if "ok" not in verdict and same_content and earlier.get("status") == "ok":
+            earlier["last_error"] = str(verdict.get("error"))
+            return []
+        before = set(earlier.get("files", []))
         entry: dict[str, Any] = {"file": os.path.basename(path), "stem": stem,
                                  "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
         if "ok" in verdict:

@@ -1,0 +1,133 @@
+"""A convert that fails for a dump loses nothing the dataset held: a dump converted
+again from the same content (an engine-trace join, its kind, damaged files) keeps its
+earlier data, readable, until a conversion of it succeeds; the failure is reported and
+retried. The dumps are the shared run's fixtures, converted by the local worker pool;
+the failures are a worker's real memory limit, and, where the failure must come after
+the worker wrote its files (a Ray task lost after its work), a verdict turned into one.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from slime_trace_widget.sources.dataset import Manifest, conversion, convert, open_dataset
+from slime_trace_widget.sources.dumps import save_dump
+from slime_trace_widget.sources.dumps.files import load_trusted
+from tests.sources.runs import copy_run, settle
+
+#: A worker memory limit no dump loads under: the worker's load fails (MemoryError).
+NO_MEMORY = 1
+
+
+@pytest.fixture
+def run(tmp_path: Path) -> Path:
+    return copy_run(tmp_path)
+
+
+def convert_run(run: Path, root: Path, **options: Any):
+    return convert(str(run / "*.pt"), root, progress=False, workers=1, warn_failures=False,
+                   **options)
+
+
+def files_on_disk(root: Path) -> set[str]:
+    """Every file of the dataset's tables (its Parquet files, and any temporary file)."""
+    return {path.relative_to(root).as_posix() for path in root.rglob("*")
+            if path.is_file() and path.parent != root}
+
+
+def files_listed(root: Path) -> set[str]:
+    return {name for entry in Manifest.load(root).converted() for name in entry["files"]}
+
+
+def readable(root: Path) -> tuple[list[str], int, int]:
+    """The dataset's dumps as read back: paths, samples and spans (no warning allowed)."""
+    frames = open_dataset(root, warn_failures=False)
+    assert frames.failures == []
+    return sorted(frames.paths), len(frames.samples), len(frames.spans)
+
+
+def test_a_failed_conversion_again_keeps_the_earlier_data_and_is_retried(
+        run: Path, tmp_path: Path) -> None:
+    """Converted again for an engine-trace join, under a worker memory limit it cannot
+    meet: the convert deleted every dump's files ("3 failed", removed_files 21) and the
+    dataset said "nothing in the dataset matches" where it read 38 samples."""
+    root = tmp_path / "ds"
+    convert_run(run, root)
+    before, stems = readable(root), {e["path"]: e["stem"] for e in Manifest.load(root).converted()}
+    traces = tmp_path / "engine_traces"
+    traces.mkdir()
+    report = convert_run(run, root, engine_traces=traces, memory_limit=NO_MEMORY)
+    dumps = sorted(str(path) for path in run.iterdir())
+    assert sorted(path for path, _ in report.failed) == dumps and report.removed_files == 0
+    assert sorted(report.kept) == dumps and not report.converted
+    assert "3 failed (the earlier data of 3 kept)" in report.summary()
+    assert readable(root) == before
+    assert files_on_disk(root) == files_listed(root)  # nothing half-written left
+    entries = Manifest.load(root).converted()
+    assert all("memory" in entry["last_error"] for entry in entries)
+    assert {entry["path"]: entry["stem"] for entry in entries} == stems
+    retried = convert_run(run, root, engine_traces=traces)
+    assert sorted(retried.converted) == dumps and not retried.failed and not retried.kept
+    assert readable(root) == before
+    entries = Manifest.load(root).converted()
+    assert not any("last_error" in entry for entry in entries)
+    assert not set(stems.values()) & {entry["stem"] for entry in entries}
+    assert files_on_disk(root) == files_listed(root)  # the earlier files went after
+    assert len(convert_run(run, root, engine_traces=traces).unchanged) == 3
+
+
+def test_a_conversion_lost_after_its_worker_wrote_leaves_the_earlier_files(
+        run: Path, tmp_path: Path, monkeypatch) -> None:
+    """The worker writes each file whole, but a task lost after writing (or killed half
+    way) had written over the dump's files already: what it wrote is never the dump's
+    until its conversion is recorded."""
+    root = tmp_path / "ds"
+    convert_run(run, root)
+    before = readable(root)
+    dump = str(run / "rollout_eval_3.pt")
+    data = json.loads((root / "manifest.json").read_text())
+    data["dumps"][dump]["kind"] = "train"  # converted while only file names told kinds
+    (root / "manifest.json").write_text(json.dumps(data))
+    listed = files_listed(root)
+    real = conversion.convert_in_workers
+
+    def lost_after_writing(paths, out, stems, *, on_done, **options):
+        def lost(path: str, verdict: dict) -> None:
+            assert "ok" in verdict, verdict
+            # and a file it was still writing when killed, as the worker names it
+            (Path(out) / "spans" / "rollout_id=3" / f".{stems[0]}.parquet.0f1e2d3c4b5a6978"
+             ".tmp").write_bytes(b"PAR1")
+            on_done(path, {"error": f"{path}: the Ray task failed (ObjectLostError: ...)"})
+        real(paths, out, stems, on_done=lost, **options)
+
+    monkeypatch.setattr(conversion, "convert_in_workers", lost_after_writing)
+    report = convert_run(run, root)
+    assert readable(root) == before
+    assert files_on_disk(root) == files_listed(root) == listed
+    assert [path for path, _ in report.failed] == [dump] and report.kept == [dump]
+    monkeypatch.undo()
+    assert convert_run(run, root).converted == [dump]
+    assert readable(root) == before
+    assert [e["kind"] for e in Manifest.load(root).converted() if e["path"] == dump] == ["eval"]
+
+
+def test_a_changed_dump_that_fails_drops_its_earlier_data(run: Path, tmp_path: Path) -> None:
+    """The earlier rows hold samples the file no longer holds: they go, and the dump is
+    listed as failed (not kept) and retried."""
+    root = tmp_path / "ds"
+    convert_run(run, root)
+    changed = run / "rollout_0.pt"
+    save_dump(changed, load_trusted(str(changed)).samples[:5], rollout_id=12)
+    settle(changed)
+    report = convert_run(run, root, memory_limit=NO_MEMORY)
+    assert [path for path, _ in report.failed] == [str(changed)] and report.kept == []
+    assert report.removed_files == 7
+    assert Manifest.load(root).dumps[str(changed)]["status"] == "failed"
+    assert readable(root)[0] == sorted(str(p) for p in run.iterdir() if p != changed)
+    assert files_on_disk(root) == files_listed(root)
+    assert convert_run(run, root).converted == [str(changed)]
+    assert len(open_dataset(root, rollouts=[12]).samples) == 5
