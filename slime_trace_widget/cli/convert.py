@@ -64,10 +64,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def checked_inputs(args: argparse.Namespace) -> list[str]:
-    """The dump files the paths and globs name (:func:`~.load.dump_files`), with
-    ``--out`` a folder or absent, ``--engine-traces`` there when given and
-    ``--log-snapshots`` only with W&B trends; CliError naming the first that is not."""
-    paths = dump_files(args.dumps)
+    """The dump files the paths and globs name (:func:`~.load.dump_files`; a link to
+    nothing among them is converted as a failed dump), with ``--out`` a folder or
+    absent, ``--engine-traces`` there when given and ``--log-snapshots`` only with W&B
+    trends; CliError naming the first that is not."""
+    paths = dump_files(args.dumps, links_to_nothing=True)
     if os.path.exists(args.out) and not os.path.isdir(args.out):
         raise CliError(f"--out {args.out}: not a folder")
     check_engine_traces(args.engine_traces)

@@ -17,14 +17,16 @@ from .terminal import complain
 if TYPE_CHECKING:
     from ..frames.model import TraceFrames
 
-def dump_files(patterns: list[str]) -> list[str]:
+def dump_files(patterns: list[str], *, links_to_nothing: bool = False) -> list[str]:
     """The dump files the paths and globs in ``patterns`` name, in natural order;
-    CliError naming the first that is a folder or no file."""
+    CliError naming the first that is a folder or no file. ``links_to_nothing``: a
+    symbolic link whose file is gone passes (``convert`` lists it as a failed dump and
+    converts the others, rather than refusing a whole run's glob for it)."""
     paths = expand_paths(patterns)
     for path in paths:
         if os.path.isdir(path):
             raise CliError(f"{path}: a folder, not a dump (give its dumps: '{path}/*.pt')")
-        if not os.path.isfile(path):
+        if not os.path.isfile(path) and not (links_to_nothing and os.path.islink(path)):
             raise CliError(f"{path}: no such file")
     return paths
 

@@ -1,9 +1,11 @@
-"""A convert that fails for a dump loses nothing the dataset held: a dump converted
-again from the same content (an engine-trace join, its kind, damaged files) keeps its
-earlier data, readable, until a conversion of it succeeds; the failure is reported and
-retried. The dumps are the shared run's fixtures, converted by the local worker pool;
-the failures are a worker's real memory limit, and, where the failure must come after
-the worker wrote its files (a Ray task lost after its work), a verdict turned into one.
+"""A convert that fails for a dump loses nothing the dataset held, and stops for none:
+a dump converted again from the same content (an engine-trace join, its kind, damaged
+files) keeps its earlier data, readable, until a conversion of it succeeds; a dump that
+cannot be looked at (a link to nothing, a dump deleted meanwhile) fails alone; each
+failure is reported and retried. The dumps are the shared run's fixtures, converted by
+the local worker pool; the failures are a worker's real memory limit, real links and
+deletions, and, where the failure must come after the worker wrote its files (a Ray
+task lost after its work), a verdict turned into one.
 """
 
 from __future__ import annotations
@@ -131,3 +133,59 @@ def test_a_changed_dump_that_fails_drops_its_earlier_data(run: Path, tmp_path: P
     assert files_on_disk(root) == files_listed(root)
     assert convert_run(run, root).converted == [str(changed)]
     assert len(open_dataset(root, rollouts=[12]).samples) == 5
+
+
+def test_a_link_to_nothing_or_a_dump_gone_fails_alone(run: Path, tmp_path: Path) -> None:
+    """A link to a dump gone (/tmp/review_ds/t17.py), or a dump deleted between the glob
+    and its stat, aborted the whole convert with a bare FileNotFoundError naming only
+    the link's target: no dump was converted."""
+    root = tmp_path / "ds"
+    link, target = run / "rollout_9.pt", tmp_path / "nowhere" / "rollout_9.pt"
+    link.symlink_to(target)
+    gone = run / "rollout_11.pt"  # named, but not there: as if deleted after the glob
+    report = convert([str(run / "*.pt"), str(gone)], root, progress=False, workers=1,
+                     warn_failures=False)
+    assert sorted(report.converted) == sorted(str(p) for p in run.iterdir() if p != link)
+    assert report.failed == [(str(link), f"{link}: no such file (it leads to {target})"),
+                             (str(gone), f"{gone}: no such file")]
+    assert "3 converted, 0 unchanged, 0 still being written, 2 failed" in report.summary()
+    assert len(readable(root)[0]) == 3
+    with pytest.warns(RuntimeWarning, match=f"not converted {link}: no such file"):
+        again = convert(str(run / "*.pt"), root, progress=False, workers=1)
+    assert len(again.unchanged) == 3 and [path for path, _ in again.failed] == [str(link)]
+
+
+def test_a_dump_deleted_before_its_job_starts_fails_alone(run: Path, tmp_path: Path,
+                                                          monkeypatch) -> None:
+    """Deleted after the convert looked at it, before its job was made: the job's own
+    stat of it aborted the convert."""
+    root = tmp_path / "ds"
+    late = run / "rollout_9.pt"
+    late.write_bytes((run / "rollout_0.pt").read_bytes())
+    settle(late)
+    real = conversion.convert_in_workers
+
+    def deleted_first(paths, *args, **options):
+        late.unlink()
+        real(paths, *args, **options)
+
+    monkeypatch.setattr(conversion, "convert_in_workers", deleted_first)
+    report = convert_run(run, root)
+    assert report.failed == [(str(late), f"{late}: no such file")]
+    assert len(report.converted) == 3 and len(readable(root)[0]) == 3
+
+
+def test_the_command_lists_a_link_to_nothing_as_failed(run: Path, tmp_path: Path,
+                                                       capsys) -> None:
+    """``convert 'debug/*.pt'`` with a link to nothing among them refused the whole run
+    ("no such file"); now the others are converted and the link is listed as failed."""
+    from slime_trace_widget.cli import main
+
+    link, target = run / "rollout_9.pt", tmp_path / "nowhere" / "rollout_9.pt"
+    link.symlink_to(target)
+    assert main(["convert", str(run / "*.pt"), "--out", str(tmp_path / "ds"),
+                 "--workers", "1"]) == 1
+    out, err = capsys.readouterr()
+    assert err.strip().splitlines() == [
+        f"slime-trace-viewer: failed {link}: no such file (it leads to {target})"]
+    assert "3 converted, 0 unchanged, 0 still being written, 1 failed" in out

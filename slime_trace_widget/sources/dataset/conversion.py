@@ -7,7 +7,9 @@ converted only when new or changed, when a file of theirs in the dataset is
 gone or damaged (:func:`damaged_file`), or when their rows carry another kind
 than their path tells (converted before folders told it); one that is still being
 written is left for the next run; one that fails is recorded with its error and
-retried next run. Each conversion writes under a stem of its own, never over the files
+retried next run, and one that cannot be looked at (a link to nothing, a dump deleted
+since the glob) is reported as failed, by the path given, while the others go on.
+Each conversion writes under a stem of its own, never over the files
 the manifest lists, and the files it replaces go only once it is recorded: a dump
 converted again from the same content that fails keeps its earlier data, read as
 before, while one whose content changed loses it (:meth:`Manifest.record` says why).
@@ -124,9 +126,8 @@ def _convert_locked(paths_or_globs: PathLike | Iterable[PathLike], root: Path, *
     report = ConvertReport()
     _settle_linked_paths(manifest, root, report)
     run = _Conversions(manifest, root, report, engine_traces)
-    # one file is one dump, however it is reached (a link to it, a linked folder)
-    for path in dict.fromkeys(os.path.realpath(p) for p in expand_paths(paths_or_globs)):
-        run.take(path, settle_seconds)
+    for real, given in _dumps_by_real_path(paths_or_globs).items():
+        run.take(given, real, settle_seconds)
     todo = list(run.stats)
     run.stems = dict(zip(todo, manifest.new_stems(todo), strict=True))
     if todo:
@@ -144,6 +145,26 @@ def _convert_locked(paths_or_globs: PathLike | Iterable[PathLike], root: Path, *
     return report
 
 
+def _dumps_by_real_path(paths_or_globs: PathLike | Iterable[PathLike]) -> dict[str, str]:
+    """The dumps the paths and globs name, by real path (links resolved), each with the
+    path it was first given as: one file is one dump, however it is reached (a link to
+    it, a linked folder)."""
+    given_as: dict[str, str] = {}
+    for given in expand_paths(paths_or_globs):
+        given_as.setdefault(os.path.realpath(given), given)
+    return given_as
+
+
+def _unreadable_dump(given: str, real: str, error: OSError) -> str:
+    """Why the dump given as ``given`` (at the real path ``real``) cannot be looked at:
+    the path given, the system's reason, and where that leads elsewhere (a link), the
+    file it leads to, which is the one missing."""
+    reason = "no such file" if isinstance(error, FileNotFoundError) else (
+        error.strerror or str(error))
+    beyond = "" if os.path.abspath(given) == real else f" (it leads to {real})"
+    return f"{given}: {reason}{beyond}"
+
+
 class _Conversions:
     """One convert's dumps, in the driver: which it converts, each under a stem of its
     own (:meth:`Manifest.new_stems`), and each conversion's end noted in the manifest
@@ -159,13 +180,20 @@ class _Conversions:
         self.same_content: set[str] = set()
         self.stems: dict[str, str] = {}
 
-    def take(self, path: str, settle_seconds: float) -> None:
-        """Look at the dump at the real path ``path``: unchanged, still being written, or
-        to convert (new, changed, its dataset files damaged, or its data wanting a new
-        engine-trace join, another kind or a retry after a failure)."""
+    def take(self, given: str, path: str, settle_seconds: float) -> None:
+        """Look at the dump given as ``given``, at the real path ``path``: unchanged,
+        still being written, to convert (new, changed, its dataset files damaged, or its
+        data wanting a new engine-trace join, another kind or a retry after a failure),
+        or failed, by the path given, when it cannot be looked at (a link to nothing, a
+        dump deleted since the glob): one such dump never stops the others."""
         manifest, report = self.manifest, self.report
-        stat = os.stat(path)
-        same_content = manifest.converted_from(path, stat)
+        try:
+            stat = os.stat(path)
+            same_content = manifest.converted_from(path, stat)
+            settling = being_written(path, stat, settle_seconds)
+        except OSError as error:
+            report.failed.append((given, _unreadable_dump(given, path, error)))
+            return
         if same_content and manifest.unchanged(path, stat) and _same_engine_traces(
                 manifest.dumps[path], self.engine_traces) and _same_kind(
                 manifest.dumps[path], path):
@@ -173,7 +201,7 @@ class _Conversions:
                 report.unchanged.append(path)
                 return
             report.repaired.append(path)  # its dataset files are damaged or gone
-        elif being_written(path, stat, settle_seconds):
+        elif settling:
             report.in_progress.append(path)
             return
         self.stats[path] = stat
@@ -345,8 +373,15 @@ def _convert_on_ray(paths: list[str], out: str, stems: list[str],
     try:
         task = ray.remote(num_cpus=1, max_retries=0)(convert_one)
         largest = largest_node_memory(ray.nodes())
-        pending = {task.options(memory=memory_request(os.path.getsize(path), largest)).remote(
-            path, out, stem, limits): path for path, stem in zip(paths, stems, strict=True)}
+        pending = {}
+        for path, stem in zip(paths, stems, strict=True):
+            try:
+                size = os.path.getsize(path)
+            except OSError as error:  # gone since the convert looked at it: fails alone
+                done(path, {"error": _unreadable_dump(path, path, error)})
+                continue
+            memory = memory_request(size, largest)
+            pending[task.options(memory=memory).remote(path, out, stem, limits)] = path
         while pending:
             ready, _ = ray.wait(list(pending), num_returns=1)
             for ref in ready:
@@ -412,9 +447,15 @@ def convert_in_workers(paths: list[str], out: str, stems: list[str], *,
     of :func:`load_frames`; ``on_done(path, verdict)`` as each ends, in this thread.
     A verdict is ``{"ok": True, "report": {...}}`` or ``{"error": "..."}``.
     ``engine_traces``: join the engine requests of that collector folder."""
-    jobs = [new_job(path, "dataset", out, time_limit, memory_limit, stem=stem,
-                    engine_traces=engine_traces)
-            for path, stem in zip(paths, stems, strict=True)]
+    jobs = []
+    for path, stem in zip(paths, stems, strict=True):
+        try:
+            jobs.append(new_job(path, "dataset", out, time_limit, memory_limit, stem=stem,
+                                engine_traces=engine_traces))
+        except OSError as error:  # gone since the convert looked at it: fails alone
+            on_done(path, {"error": _unreadable_dump(path, path, error)})
+    if not jobs:
+        return
     with progress_bar([job.size for job in jobs], progress) as bar:
         run_jobs(jobs, workers or default_workers(paths), bar,
                  on_done=lambda job: on_done(job.name, job.verdict or {}))
