@@ -189,3 +189,29 @@ def test_the_command_lists_a_link_to_nothing_as_failed(run: Path, tmp_path: Path
     assert err.strip().splitlines() == [
         f"slime-trace-viewer: failed {link}: no such file (it leads to {target})"]
     assert "3 converted, 0 unchanged, 0 still being written, 1 failed" in out
+
+
+def test_an_entry_under_a_link_unreadable_now_stops_no_convert(run: Path, tmp_path: Path,
+                                                               monkeypatch) -> None:
+    """Settling the entries an earlier version made under links (keyed by the link's
+    path) read each linked file; one that could not be read then (a permission taken
+    away, a race) aborted the convert with its OSError."""
+    linked = tmp_path / "linked"
+    linked.symlink_to(run)
+    root = tmp_path / "ds"
+    convert_run(run, root)
+    manifest = root / "manifest.json"
+    held = json.loads(manifest.read_text())
+    held["dumps"] = {path.replace(str(run), str(linked)): entry
+                     for path, entry in held["dumps"].items()}
+    manifest.write_text(json.dumps(held))
+    real_holds = Manifest.holds
+
+    def unreadable(manifest: Manifest, path: str, stat: Any) -> bool:
+        if path.startswith(str(linked)):
+            raise PermissionError(13, "Permission denied", path)
+        return real_holds(manifest, path, stat)
+
+    monkeypatch.setattr(Manifest, "holds", unreadable)
+    report = convert_run(run, root)
+    assert report.failed == [] and len(report.converted) == 3

@@ -270,7 +270,7 @@ def _settle_linked_paths(manifest: Manifest, root: Path, report: ConvertReport) 
     by the name it had)."""
     for path in sorted(manifest.dumps):
         real = os.path.realpath(path)
-        if real == path or not os.path.exists(path) or not manifest.holds(path, os.stat(path)):
+        if real == path or not _holds_now(manifest, path):
             continue
         entry = manifest.dumps.pop(path)
         if real in manifest.dumps:
@@ -282,6 +282,16 @@ def _settle_linked_paths(manifest: Manifest, root: Path, report: ConvertReport) 
         if os.path.basename(real) != os.path.basename(path):
             entry["size"] = None  # never unchanged: its next convert names it anew
         manifest.dumps[real] = entry
+
+
+def _holds_now(manifest: Manifest, path: str) -> bool:
+    """Whether the file at ``path`` holds what its entry was converted from; False when
+    it cannot be looked at (gone, or unreadable since: the entry stays as it is, and
+    the dumps given are converted all the same)."""
+    try:
+        return manifest.holds(path, os.stat(path))
+    except OSError:
+        return False
 
 
 def _settle_gone_dumps(manifest: Manifest, root: Path, report: ConvertReport) -> None:
