@@ -41,8 +41,12 @@ def source_note(inputs: list[Path], engine_traces: str | None = None, trusted: b
 
 
 def _input_stamp(path: Path) -> list:
-    """An input's path, size, mtime, inode and ctime, from one look at it."""
-    stat = path.stat()
+    """An input's path, size, mtime, inode and ctime, from one look at it; its path alone
+    when it cannot be looked at (a link to a dump gone: the load names it, skipped)."""
+    try:
+        stat = path.stat()
+    except OSError:
+        return [_path_text(path)]
     return [_path_text(path), stat.st_size, stat.st_mtime_ns, stat.st_ino, stat.st_ctime_ns]
 
 

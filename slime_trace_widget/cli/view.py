@@ -118,7 +118,8 @@ def run(args: argparse.Namespace) -> int:
 
 def input_dumps(args: argparse.Namespace) -> list[Path]:
     """The dumps to view: the demo's (written by :func:`write_demo_dump_unless_cached`),
-    or the files the paths and globs name (:func:`~.load.dump_files`); CliError for
+    or the files the paths and globs name (:func:`~.load.dump_files`; a link to nothing
+    among them is skipped and named, as a dump that fails to load); CliError for
     both at once (the demo's dump would be shown instead of those named), for
     ``--demo-samples`` without ``--demo`` (it would size nothing), and for ``--pattern``
     or ``--interval`` without ``--follow`` (they would say nothing)."""
@@ -132,7 +133,7 @@ def input_dumps(args: argparse.Namespace) -> list[Path]:
     if args.demo:
         inputs = [output_folder(args.out_dir, Path(".")) / DEMO_DUMP]
     elif args.dumps:
-        inputs = [Path(path) for path in dump_files(args.dumps)]
+        inputs = [Path(path) for path in dump_files(args.dumps, links_to_nothing=True)]
     else:
         raise CliError("give a dump (rollout_0.pt), a glob, or --demo")
     check_engine_traces(args.engine_traces)

@@ -92,3 +92,16 @@ def test_the_cache_of_a_dump_named_in_no_encoding_is_reused(tmp_path: Path, caps
     assert first[0] == 0 and "built" in first[1]
     second = run_cli([str(odd), "--no-serve"], capsys)
     assert second[0] == 0 and "reusing" in second[1], second
+
+
+def test_a_link_to_nothing_among_the_dumps_is_skipped_not_fatal(tmp_path: Path, capsys) -> None:
+    """A glob over a run folder with one link whose dump is gone refused the whole view
+    ("no such file"); it is skipped and named, as a dump that fails to load."""
+    shutil.copy(FIXTURES / "small.pt", tmp_path / "rollout_0.pt")
+    link = tmp_path / "rollout_1.pt"
+    link.symlink_to(tmp_path / "gone" / "rollout_1.pt")
+    code, out, err = run_cli([str(tmp_path / "rollout_*.pt"), "--no-serve"], capsys)
+    assert code == 0
+    assert "built the page from 1 of 2 dump(s)" in out
+    (line,) = err.splitlines()
+    assert line.startswith(f"slime-trace-viewer: skipped {link}: ")
