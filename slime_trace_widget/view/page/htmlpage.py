@@ -45,7 +45,9 @@ _CACHE_HEAD = struct.Struct("<4sIII")
 #: 3: the payload carries the samples' fates (``smp_fate``) and the ledger (``meta.ledger``).
 #: 4: item times are offsets from each sample's float64 base (``smp_base``), and the meta
 #: carries the load warnings: a cache of 3 would keep float32 times from the dump's start.
-BLOCKS_FORMAT = 4
+#: 5: the payload carries each span's recorded duration (``span_dur``): a cache of 4 lacks
+#: it, and the page's duration filter would match no span.
+BLOCKS_FORMAT = 5
 _STATIC = Path(__file__).parents[1] / "static"
 
 _CSP = ("default-src 'none'; script-src 'unsafe-inline' blob:; style-src 'unsafe-inline'; "
