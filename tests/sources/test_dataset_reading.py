@@ -182,3 +182,18 @@ def test_one_kind_dump_or_rollout_is_a_selection_of_one(run: Path, tmp_path: Pat
         open_dataset(root, kinds=["evaluation"])
     with pytest.raises(DumpError, match=r"dumps=\['rollout_9.pt'\] of \["):
         open_dataset(root, dumps=["rollout_9.pt"])
+
+
+def test_a_dump_named_with_a_backslash_keeps_its_rollout_id(run: Path, tmp_path: Path) -> None:
+    """The rollout id is read from the file's rollout_id=N folder; a backslash in a dump's
+    name (a character like any other on POSIX) made the read fail for the whole dataset."""
+    from slime_trace_widget.answers.trends import rollout_trends
+
+    odd = run / "rollout\\9.pt"
+    shutil.copy(run / "rollout_0.pt", odd)
+    settle(odd)
+    root = tmp_path / "ds"
+    convert(str(run / "*.pt"), root, progress=False, workers=1)
+    assert len(open_dataset(root, where="rollout_id >= 0").samples) == len(
+        open_dataset(root).samples)
+    assert len(rollout_trends(root)) == 4

@@ -48,10 +48,11 @@ def confine(db: Any, files: list[str]) -> None:
 
 
 def dataset_rows(files: str) -> str:
-    """A query of the rows of the dataset's Parquet ``files`` (SQL for a list of paths: a
-    parameter or a literal), by column name, with each file's ``filename`` and the
-    ``rollout_id`` of its ``rollout_id=N`` folder (the one the file is in)."""
-    rollout = r"regexp_extract(filename, '[/\\]rollout_id=(-?[0-9]+)[/\\][^/\\]*$', 1)"
+    """A query of the rows of the dataset's Parquet ``files`` (SQL for a list of paths,
+    written with ``/``: a parameter or a literal), by column name, with each file's
+    ``filename`` and the ``rollout_id`` of its ``rollout_id=N`` folder (the one the file
+    is in; a file's name may hold any character but ``/``)."""
+    rollout = r"regexp_extract(filename, '/rollout_id=(-?[0-9]+)/[^/]*$', 1)"
     return (f"select *, cast({rollout} as bigint) as rollout_id from read_parquet({files}, "
             "hive_partitioning = false, union_by_name = true, filename = true)")
 
