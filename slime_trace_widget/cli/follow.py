@@ -76,7 +76,7 @@ def follow(args: argparse.Namespace) -> int:
     state_path = out_dir / f"{folder.resolve().name}{FOLLOW_SUFFIX}"
     run = secrets.token_hex(8)
     watcher = DumpWatcher(folder, args.pattern or DUMP_PATTERN)
-    followed = FollowedFrames(lambda names: load_new(names, args))
+    followed = FollowedFrames(lambda names: load_new(names, args), watcher.forget)
     shown = {"version": 0}
 
     def publish(new: list[str]) -> None:

@@ -198,6 +198,12 @@ class TraceFrames:
         return self._views.get("events", self._sources()["events"], make,
                                lambda text: attr_view_bytes(self.event_attrs, text))
 
+    def forget_views(self) -> None:
+        """Drop the pandas views made so far (each is made again when next read): for
+        frames kept only to be combined again, such as a followed folder's loads, while
+        the frames shown, their combination, hold views of their own."""
+        self._views = _Views()
+
     def with_views(self, **views: pd.DataFrame) -> TraceFrames:
         """These frames with some core views replaced by changed copies (``samples``,
         ``span_core``, ``event_core``, ``segments``), e.g. rewards scored another way:

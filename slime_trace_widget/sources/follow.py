@@ -78,6 +78,10 @@ class DumpWatcher:
             found.append(name)
         return found
 
+    def forget(self, name: str) -> None:
+        """Offer ``name`` again at the next look, as a dump never returned."""
+        self.seen.pop(name, None)
+
     def skip_present(self) -> None:
         """Take the dumps in the folder now as returned: only later ones, or later
         versions of these, are new."""
@@ -121,13 +125,16 @@ class FollowedFrames:
     moves to the end. When the dump loaded again came in a load of several, the
     others of that load are loaded again one by one (``load``, which returns None for
     one that fails, having said why), so that a later rewrite of one of them loads
-    only it.
+    only it; one whose load fails now is handed to ``retry`` (the watcher offers it
+    again at its next look), not lost for good. The loads kept hold no pandas views:
+    the frames shown, their combination, have their own.
     """
 
-    def __init__(self, load: Callable[[list[str]], TraceFrames | None]) -> None:
+    def __init__(self, load: Callable[[list[str]], TraceFrames | None],
+                 retry: Callable[[str], None]) -> None:
         from ..frames.flatten import build_frames  # the frames' imports (pandas) only here
 
-        self._load = load
+        self._load, self._retry = load, retry
         self._parts: list[TraceFrames] = []
         self.frames: TraceFrames = build_frames([])
 
@@ -139,21 +146,34 @@ class FollowedFrames:
         shown = {path for part in self._parts for path in part.paths}
         again = [path for path in added.paths if path in shown]
         if not again:
+            combined = combine_frames([self.frames, added]) if self._parts else added
             self._parts.append(added)
-            self.frames = combine_frames([self.frames, added]) if self._parts[:-1] else added
-            return []
+        else:
+            self._parts = [*self._without(set(again)), added]
+            combined = combine_frames(self._parts)
+        self.frames = combined
+        for part in self._parts:
+            if part is not combined:
+                part.forget_views()
+        return again
+
+    def _without(self, again: set[str]) -> list[TraceFrames]:
+        """The loads kept, but the rows of the dumps in ``again``: a load holding one of
+        them is replaced by a load of each of its other dumps."""
         kept: list[TraceFrames] = []
         for part in self._parts:
-            if not set(again) & set(part.paths):
+            if not again & set(part.paths):
                 kept.append(part)
                 continue
             for path in part.paths:
-                reloaded = None if path in again else self._load([path])
-                if reloaded is not None:
+                if path in again:
+                    continue
+                reloaded = self._load([path])
+                if reloaded is None:
+                    self._retry(path)
+                else:
                     kept.append(reloaded)
-        self._parts = [*kept, added]
-        self.frames = combine_frames(self._parts)
-        return again
+        return kept
 
 
 class Poller:

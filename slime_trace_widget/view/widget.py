@@ -87,6 +87,8 @@ class TraceTimeline(anywidget.AnyWidget):
         the default compares several dumps by their shape, "rollout", else "global"."""
         self._frames = frames
         self._poller: Poller | None = None
+        #: A followed folder's loads (:meth:`follow`), which :meth:`add_frames` adds to.
+        self._followed: FollowedFrames | None = None
         self._live: LiveFollower | None = None
         #: The views of this widget drawn now (``_follow_while_shown``).
         self._views = ViewPresence()
@@ -150,12 +152,13 @@ class TraceTimeline(anywidget.AnyWidget):
             return load_new(names, functools.partial(load_frames, progress=False),
                             lambda message: _log.warning("following %s: %s", folder, message))
 
-        followed = FollowedFrames(loaded)
+        followed = FollowedFrames(loaded, watcher.forget)
         first = watcher.new_dumps()
         added = loaded(first) if first else None
         if added is not None:
             followed.add(added)
         timeline = cls(followed.frames, **{"align": "global", **kwargs})
+        timeline._followed = followed
 
         def look() -> None:
             if not timeline._follow_while_shown():
@@ -163,11 +166,7 @@ class TraceTimeline(anywidget.AnyWidget):
             new = watcher.new_dumps()
             added = loaded(new) if new else None
             if added is not None:
-                for path in followed.add(added):
-                    _log.info("following %s: loaded %s again: it was written again",
-                              folder, path)
-                timeline._frames = followed.frames
-                timeline.show()
+                timeline.add_frames(added)
 
         timeline._poller = Poller(look, lambda exc: _log.warning(
             "following %s: %s", folder, exc), interval)
@@ -250,9 +249,15 @@ class TraceTimeline(anywidget.AnyWidget):
             self._live.stop()
 
     def add_frames(self, frames: TraceFrames) -> TraceTimeline:
-        """Add more dumps' frames to what this widget shows (everything is shown again)."""
-        self._frames = combine_frames([self._frames, frames]) if len(self._frames.samples) \
-            else frames  # nothing shown yet (a followed folder that was empty)
+        """Add more dumps' frames to what this widget shows (everything is shown again);
+        while following a folder, as a load of it: a dump shown already is replaced."""
+        if self._followed is not None:
+            for path in self._followed.add(frames):
+                _log.info("loaded %s again: it was written again", path)
+            self._frames = self._followed.frames
+        else:
+            self._frames = combine_frames([self._frames, frames]) \
+                if len(self._frames.samples) else frames  # nothing shown yet
         return self.show()
 
     def close(self) -> None:

@@ -274,7 +274,7 @@ def test_a_rewrite_loads_the_others_of_its_load_one_by_one(tmp_path: Path) -> No
     paths = [str(tmp_path / f"rollout_{step}.pt") for step in range(3)]
     for path in paths:
         _place(FIXTURES / "small.pt", Path(path))
-    followed = FollowedFrames(load)
+    followed = FollowedFrames(load, lambda path: pytest.fail(f"{path} retried"))
     assert followed.add(load(paths)) == []
     _place(FIXTURES / "rollout_eval_3.pt", Path(paths[1]))
     assert followed.add(load([paths[1]])) == [paths[1]]
@@ -285,6 +285,46 @@ def test_a_rewrite_loads_the_others_of_its_load_one_by_one(tmp_path: Path) -> No
     assert followed.add(load([paths[2]])) == [paths[2]]
     assert loads[4:] == [[paths[2]]]  # loaded alone now: nothing else again
     assert followed.frames.paths == [paths[0], paths[1], paths[2]]
+
+
+def test_another_dump_of_the_load_that_fails_to_load_again_is_retried(tmp_path: Path) -> None:
+    """Its old rows go with the split load, so it was gone from the page for good: the
+    watcher, holding its version, never offered it again."""
+    paths = [str(tmp_path / f"rollout_{step}.pt") for step in range(3)]
+    for path in paths:
+        _place(FIXTURES / "small.pt", Path(path))
+    watcher = DumpWatcher(tmp_path, "rollout_*.pt")
+    failing = {paths[2]}
+
+    def load(names: list[str]):
+        return None if failing & set(names) else load_frames(names, progress=False)
+
+    followed = FollowedFrames(load, watcher.forget)
+    followed.add(load_frames(watcher.new_dumps(), progress=False))
+    _place(FIXTURES / "rollout_eval_3.pt", Path(paths[0]))
+    assert watcher.new_dumps() == [paths[0]]
+    assert followed.add(load_frames([paths[0]], progress=False)) == [paths[0]]
+    assert followed.frames.paths == [paths[1], paths[0]]
+    failing.clear()  # a worker out of memory once, say
+    assert watcher.new_dumps() == [paths[2]]
+    assert followed.add(load([paths[2]])) == []
+    assert followed.frames.paths == [paths[1], paths[0], paths[2]]
+
+
+def test_only_the_frames_shown_keep_pandas_views(tmp_path: Path) -> None:
+    """The first load was both kept and shown; once a combination was shown, the load
+    kept its views too, about doubling a followed run's pandas memory."""
+    paths = [str(tmp_path / f"rollout_{step}.pt") for step in range(3)]
+    for path in paths:
+        _place(FIXTURES / "small.pt", Path(path))
+    followed = FollowedFrames(lambda names: load_frames(names, progress=False),
+                              lambda path: None)
+    first = load_frames(paths[:2], progress=False)
+    followed.add(first)
+    assert followed.frames is first and len(first.spans)  # its views made, as shown
+    followed.add(load_frames(paths[2:], progress=False))
+    assert followed.frames is not first and len(followed.frames.spans)
+    assert not first._views._made  # the load kept holds no view now
 
 
 def test_a_dump_gone_during_a_look_is_left_for_a_later_one(tmp_path: Path,
@@ -307,3 +347,18 @@ def test_a_dump_gone_during_a_look_is_left_for_a_later_one(tmp_path: Path,
     monkeypatch.setattr(follow_module, "being_written", real)
     _place(FIXTURES / "small.pt", tmp_path / "rollout_0.pt")
     assert watcher.new_dumps() == [gone]
+
+
+def test_frames_added_to_a_followed_timeline_stay_shown(tmp_path: Path) -> None:
+    """Each look set the shown frames to the followed folder's, dropping what add_frames
+    had added (the evaluation dump below was gone once rollout_1 arrived)."""
+    _place(FIXTURES / "small.pt", tmp_path / "rollout_0.pt")
+    timeline = TraceTimeline.follow(tmp_path, "rollout_*.pt", interval=0.1)
+    try:
+        timeline.add_frames(load_frames(FIXTURES / "rollout_eval_3.pt", progress=False))
+        _place(FIXTURES / "small.pt", tmp_path / "rollout_1.pt")
+        _wait_for(lambda: str(tmp_path / "rollout_1.pt") in timeline.frames.paths)
+        assert [Path(path).name for path in timeline.frames.paths] == [
+            "rollout_0.pt", "rollout_eval_3.pt", "rollout_1.pt"]
+    finally:
+        timeline.stop_following()
