@@ -172,13 +172,15 @@ def _plain(value: Any, depth: int, budget: _Budget) -> Any:
         return f"<{kind.__name__} nested too deep>"
     if kind is list or kind is tuple:
         flat = value[:budget.steps + 1]  # one step in C: another thread's change is before or after
-        if len(flat) <= budget.steps and _all_plain(flat):
-            budget.steps -= len(flat)  # a flat list (token ids): what the walk gives, in C
-            return flat if kind is list else list(flat)
-        numbers = _numpy_numbers(flat) if len(flat) < budget.steps else None
-        if numbers is not None:  # list(array)'s items: what the walk gives, one call each
-            budget.steps -= len(flat)
-            return numbers
+        if len(flat) <= budget.steps:
+            types = set(map(type, flat))
+            if _all_plain(flat, types):
+                budget.steps -= len(flat)  # a flat list (token ids): what the walk gives, in C
+                return flat if kind is list else list(flat)
+            numbers = _numpy_numbers(flat, types) if len(flat) < budget.steps else None
+            if numbers is not None:  # list(array)'s items: what the walk gives, one call each
+                budget.steps -= len(flat)
+                return numbers
     if isinstance(value, _CONTAINERS):
         return _each_item(value, budget, lambda item: _plain(item, depth + 1, budget))
     return _plain_scalar(value, depth, budget)
@@ -189,12 +191,11 @@ def _printable_int(value: int) -> int | str:
     return value if value.bit_length() <= MAX_INT_BITS else big_int_text(value)
 
 
-def _all_plain(flat: list | tuple) -> bool:
+def _all_plain(flat: list | tuple, types: set[type]) -> bool:
     """Whether every item of ``flat`` is a str, int, float, bool or None that the walk
     would give back as it is (no int too long to print): in C for a list without ints
     and, one pass more, for a list of ints alone (token ids); an int among other types
-    is measured in Python."""
-    types = set(map(type, flat))
+    is measured in Python. ``types``: the types of its items."""
     if int not in types:
         return PLAIN_TYPES.issuperset(types)
     if types <= _INT_TYPES:
@@ -203,14 +204,13 @@ def _all_plain(flat: list | tuple) -> bool:
         item.bit_length() <= MAX_INT_BITS for item in flat if type(item) is int)
 
 
-def _numpy_numbers(flat: list | tuple) -> list | None:
+def _numpy_numbers(flat: list | tuple, kinds: set[type]) -> list | None:
     """``flat`` as Python numbers when every item is a numpy bool, integer or float
-    scalar of at most 64 bits (the items of ``list(array)``), each as the walk gives it
-    (``tolist``); else None. The walk took microseconds per item, through the array
-    path, for each of a recorded list's thousands."""
+    scalar of at most 64 bits (the items of ``list(array)``; ``kinds``, their types),
+    each as the walk gives it (``tolist``); else None. The walk took microseconds per
+    item, through the array path, for each of a recorded list's thousands."""
     if not flat:
         return None
-    kinds = set(map(type, flat))
     for kind in kinds:
         known = _NUMPY_NUMBERS.get(kind)
         if known is None:
@@ -218,7 +218,7 @@ def _numpy_numbers(flat: list | tuple) -> list | None:
         if not known:
             return None
     if len(kinds) == 1:  # one dtype: an array of it holds each value exactly
-        return sys.modules["numpy"].array(flat, dtype=kinds.pop()).tolist()
+        return sys.modules["numpy"].array(flat, dtype=next(iter(kinds))).tolist()
     return [item.item() for item in flat]
 
 
