@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from stat import S_ISREG
 from typing import TYPE_CHECKING
 
 from .dumps.errors import DumpError
@@ -66,10 +67,8 @@ class DumpWatcher:
         for path in self._matching():
             name = str(path)
             try:
-                if not path.is_file():
-                    continue
-                stat = os.stat(name)
-                if self.seen.get(name) == file_version(stat) \
+                stat = os.stat(name)  # whether it is a file, and which version
+                if not S_ISREG(stat.st_mode) or self.seen.get(name) == file_version(stat) \
                         or being_written(name, stat, self.settle_seconds):
                     continue
             except FileNotFoundError:
