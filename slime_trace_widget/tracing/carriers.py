@@ -315,8 +315,6 @@ def _whole_attempt(value: Any) -> int | None:
     ``bounded_int``): numeric text, floats, numpy and tensor scalars holding a whole
     number from 0 to :data:`MAX_ATTEMPT` are that number; bools, None and the rest are
     not attempts."""
-    if type(value) is int and 0 <= value <= MAX_ATTEMPT:
-        return value
     return bounded_int(value, 0, MAX_ATTEMPT)
 
 
