@@ -6,12 +6,12 @@ Prometheus metrics into DIR too. Ctrl-C or SIGTERM writes what is waiting and ex
 from __future__ import annotations
 
 import argparse
-import signal
 import threading
 from typing import TYPE_CHECKING
 
 from .arguments import MIN_SCRAPE_INTERVAL, scrape_interval
 from .errors import CliError
+from .signals import stop_on_signals
 from .terminal import say
 
 if TYPE_CHECKING:
@@ -59,22 +59,15 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(f"--scrape: two targets are named alike ({', '.join(sorted(names))}); "
                        "name them with NAME=URL")
     stop = threading.Event()
-    # Ctrl-C and SIGTERM stop the receiver; the handlers before are put back after, so
-    # a caller running the command in its own process (a test, a notebook) keeps its own.
-    before = {signum: signal.signal(signum, lambda *_: stop.set())
-              for signum in (signal.SIGINT, signal.SIGTERM)}
     try:
-        received = collect(args.dir, args.http, None if args.no_grpc else args.grpc,
-                            say, stop,
-                            targets=args.scrape, scrape_interval=args.scrape_interval)
+        with stop_on_signals(stop):
+            received = collect(args.dir, args.http, None if args.no_grpc else args.grpc,
+                               say, stop,
+                               targets=args.scrape, scrape_interval=args.scrape_interval)
     except StoreInUse as exc:
         raise CliError(str(exc)) from None
     except OSError as exc:
         raise CliError(f"cannot receive OTLP: {exc.strerror or exc}") from exc
-    finally:
-        for signum, handler in before.items():
-            if handler is not None:  # None: not installed from Python, nothing to put back
-                signal.signal(signum, handler)
     say(stop_line(received, args.dir))
     return 0
 
