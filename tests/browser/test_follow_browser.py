@@ -8,7 +8,6 @@ import json
 import signal
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from slime_trace_widget.cli.files import HTML_SUFFIX
 from slime_trace_widget.cli.follow import FOLLOW_SUFFIX
 from tests.sources.test_follow import _place
 from tests.support.browser import VIEWPORT, free_port
+from tests.support.processes import ended_with, line_starting
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 READY = '.stw-root[data-ready="1"]'
@@ -34,14 +34,9 @@ def _follow(run: Path, port: int, out: Path) -> tuple[subprocess.Popen, str]:
         [sys.executable, "-m", "slime_trace_widget", "--follow", str(run), "--port",
          str(port), "--interval", "0.2", "--out-dir", str(out)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    url = None
-    deadline = time.monotonic() + 120
-    while url is None and time.monotonic() < deadline:
-        line = process.stdout.readline()
-        if line.startswith("serving"):
-            url = line.split(" at ")[1].split()[0]
-    assert url, process.stderr.read() if process.poll() is not None else "no URL"
-    return process, url
+    line = line_starting(process, "serving", 120)
+    assert line, f"the command did not start serving: {ended_with(process)}"
+    return process, line.split(" at ")[1].split()[0]
 
 
 def _stop(process: subprocess.Popen) -> None:

@@ -20,7 +20,6 @@ import json
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -44,6 +43,7 @@ from tests.support.browser import (
     free_port,
     origin_of,
 )
+from tests.support.processes import line_starting
 
 pytestmark = pytest.mark.browser
 
@@ -401,14 +401,9 @@ def cli_server(dump: Path, folder: Path) -> Iterator[str]:
     with log.open("w") as stderr, subprocess.Popen(command, stdout=subprocess.PIPE,
                                                    stderr=stderr, text=True) as process:
         try:
-            deadline = time.monotonic() + 60
-            url = None
-            while url is None and time.monotonic() < deadline and process.poll() is None:
-                line = process.stdout.readline()
-                if line.startswith("serving"):
-                    url = line.split(" at ", 1)[1].split("  (Ctrl-C")[0]
-            assert url, f"the CLI did not start serving: {log.read_text()[-2000:]}"
-            yield url
+            line = line_starting(process, "serving", 120)
+            assert line, f"the CLI did not start serving: {log.read_text()[-2000:]}"
+            yield line.split(" at ", 1)[1].split("  (Ctrl-C")[0]
         finally:
             process.send_signal(signal.SIGINT)
             try:

@@ -23,6 +23,7 @@ from slime_trace_widget.tracing import live
 from slime_trace_widget.tracing.spans import trace_event, trace_span
 from tests.browser.live_stream import live_state, post_with_a_drop
 from tests.support.browser import VIEWPORT, free_port
+from tests.support.processes import ended_with, line_starting
 from tests.support.receiver import ROOT, STARTUP_SECONDS, start_receiver
 
 READY = '.stw-root[data-ready="1"]'
@@ -52,8 +53,8 @@ def _serve_live(tmp_path: Path, options: list[str]) -> Iterator[tuple[int, str]]
          "--port", str(free_port()), *options],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
     try:
-        line = server.stdout.readline()
-        assert line.startswith("serving"), server.stderr.read()
+        line = line_starting(server, "serving", STARTUP_SECONDS)
+        assert line, f"the live command did not start serving: {ended_with(server)}"
         with live.install(f"http://127.0.0.1:{receiver.http_port}") as stream:
             assert stream.enabled, stream
             yield receiver.http_port, line.split(" at ")[1].split()[0]

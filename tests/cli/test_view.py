@@ -23,6 +23,7 @@ from slime_trace_widget.cli.cache import CACHE_SUFFIX
 from slime_trace_widget.cli.command import parser, with_subcommand
 from slime_trace_widget.cli.files import HTML_SUFFIX
 from tests.support.browser import free_port
+from tests.support.processes import ended_with, line_starting
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 
@@ -224,14 +225,10 @@ def test_bad_input_gives_one_line_and_exit_code(argv: list[str], message: str,
 
 def _serving_line(process: subprocess.Popen) -> str:
     """The CLI's start-up line; the loading before it may take long on a busy machine."""
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
-        line = process.stdout.readline()
-        if line.startswith("serving"):
-            return line.rstrip("\n")
-        if not line and process.poll() is not None:
-            pytest.fail(f"the CLI ended: {process.stderr.read()[-2000:]}")
-    pytest.fail("the CLI did not start serving")
+    line = line_starting(process, "serving", 300)
+    if line is None:
+        pytest.fail(f"the CLI did not start serving: {ended_with(process)[-2000:]}")
+    return line
 
 
 def _fetch(url: str) -> tuple[int, bytes]:

@@ -33,6 +33,7 @@ def collector(tmp_path: Path) -> Iterator[tuple[str, str, Path]]:
     yield f"http://127.0.0.1:{http_port}", f"127.0.0.1:{grpc_port}", folder
     stop.set()
     thread.join(WAIT_SECONDS)
+    assert not thread.is_alive(), "the collector did not stop"
 
 
 @pytest.fixture

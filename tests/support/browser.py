@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import random
 import re
 import secrets
 import shutil
@@ -41,10 +42,41 @@ CHROMIUM_ARGS = [
 VIEWPORT = {"width": 1600, "height": 900}
 
 
+#: Ports :func:`free_port` handed out in this session: never handed out again.
+_HANDED_OUT: set[int] = set()
+#: The lowest port :func:`free_port` picks: above the well-known services.
+_LOWEST_PORT = 10_000
+
+
+def _outgoing_ports() -> range:
+    """The ports the kernel gives outgoing connections (Linux's default if unknown)."""
+    try:
+        low, high = map(int, Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+    except (OSError, ValueError):
+        low, high = 32_768, 60_999
+    return range(low, high + 1)
+
+
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    """A loopback TCP port nothing listens on now, for a server a test starts later.
+
+    Not one the kernel picks for outgoing connections: a client elsewhere on the machine
+    (a retrying sender, another test run) could take such a port between this call and
+    the server's bind. Never one handed out before in this session either: two servers
+    of one test must not be given the same port."""
+    outgoing = _outgoing_ports()
+    for _ in range(1000):
+        port = random.randrange(_LOWEST_PORT, 65_536)
+        if port in outgoing or port in _HANDED_OUT:
+            continue
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _HANDED_OUT.add(port)
+        return port
+    raise AssertionError("no free loopback port outside the outgoing range")
 
 
 #: The front end's test hooks: the entry the browser tests inject into every page.

@@ -59,9 +59,11 @@ class Receiver:
         return self
 
     def __exit__(self, kind: object, *exc: object) -> None:
-        if kind is None:
-            self.stop()
-        self.kill()
+        try:
+            if kind is None:
+                self.stop()
+        finally:  # a stop that failed or hung leaves no receiver holding ports and lock
+            self.kill()
 
 
 def start_receiver(folder: Path, http_port: int = 0, grpc_port: int = 0) -> Receiver:
