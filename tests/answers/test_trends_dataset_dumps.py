@@ -10,6 +10,7 @@ demo dump saved as slime saves it; the damage is done to the dataset's real file
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -157,3 +158,20 @@ def test_the_fates_are_the_dumps_whatever_rollout_ids_its_samples_carry(
             trends[columns].set_index("rollout_id"),
             expected[list(LEDGER_COLUMNS)].rename_axis("rollout_id"),
             check_dtype=False, check_index_type=False, rtol=1e-12)
+
+
+def test_a_manifest_field_of_another_kind_is_named_not_a_traceback(tmp_path: Path) -> None:
+    """``"files": 5`` in an entry: trends failed with ``TypeError: 'int' object is not
+    iterable``; now, as open_dataset, they name the manifest, the entry and the field."""
+    root, entries = converted(tmp_path)
+    manifest = root / "manifest.json"
+    data = json.loads(manifest.read_text())
+    dump = entries["rollout_7.pt"]["path"]
+    data["dumps"][dump]["files"] = 5
+    manifest.write_text(json.dumps(data))
+    expected = (f"{manifest}: unreadable manifest (the entry of {dump!r}: 'files' is 5, "
+                "not a list of strings)")
+    for trends in (rollout_trends, ledger_trends):
+        with pytest.raises(DumpError) as raised:
+            trends(root)
+        assert str(raised.value) == expected

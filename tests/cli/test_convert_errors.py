@@ -1,6 +1,7 @@
 """``convert``'s failures after the conversion are one line naming what failed and why,
 with the exit code of the CLI's other errors (2), never a traceback: a trends target
-that cannot be written, a manifest one of whose entries is not an object."""
+that cannot be written, a manifest one of whose entries is not an object, or holds a
+field of another kind."""
 
 from __future__ import annotations
 
@@ -49,3 +50,19 @@ def test_a_manifest_entry_that_is_not_an_object_is_an_unreadable_manifest(
     line = failure(["convert", str(dump), "--out", str(out), "--workers", "1"], capsys)
     assert line == (f"slime-trace-viewer: {out / 'manifest.json'}: unreadable manifest "
                     "(the entry of 'x' is not an object)")
+
+
+def test_a_manifest_field_of_another_kind_is_one_line(dump: Path, tmp_path: Path,
+                                                      capsys) -> None:
+    """``"files": 5`` in an entry: the rerun ended in ``TypeError: 'int' object is not
+    iterable``, a traceback with exit code 1."""
+    settle(dump)
+    out = tmp_path / "ds"
+    assert main(["convert", str(dump), "--out", str(out), "--workers", "1"]) == 0
+    capsys.readouterr()
+    data = json.loads((out / "manifest.json").read_text())
+    data["dumps"][str(dump)]["files"] = 5
+    (out / "manifest.json").write_text(json.dumps(data))
+    line = failure(["convert", str(dump), "--out", str(out), "--workers", "1"], capsys)
+    assert line == (f"slime-trace-viewer: {out / 'manifest.json'}: unreadable manifest "
+                    f"(the entry of {str(dump)!r}: 'files' is 5, not a list of strings)")

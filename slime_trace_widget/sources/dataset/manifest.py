@@ -10,23 +10,30 @@ converts only what changed; the manifest is rewritten whole, by rename, after ev
 dump, so a crash loses at most the dump in flight, and before the files of the
 conversion a dump's new one replaces are deleted. Only one convert at a time loads and
 saves it (``lock.exclusive_convert``), so no convert's save drops another's dumps.
+Loading checks each entry (:func:`check_entry`): a field holding a value of another
+kind (a hand edit) makes it an unreadable manifest, named with the entry and the field,
+for a convert and every reader alike.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from itertools import count
 from pathlib import Path
 from typing import Any
 
 from ...whole_files import write_whole
 from ..dumps.errors import DumpError
+from ..dumps.paths import DUMP_KINDS
 
 MANIFEST = "manifest.json"
 VERSION = 1
+#: A dump's status in its entry: converted, or its last conversion failed.
+STATUSES = ("ok", "failed")
 #: Bytes of the path hash in a dump's file stem (twice as many hex digits). 32 bits were
 #: too few: among slime's ``eval_N/data.pt`` dumps, all named ``data``, a pair alike turns
 #: up after some 80 000 paths. Among a million dumps of one name, 64 bits are alike by
@@ -55,8 +62,7 @@ class Manifest:
             if data.get("version") != VERSION or not isinstance(data.get("dumps"), dict):
                 raise ValueError(f"version {data.get('version')!r} is not {VERSION}")
             for dump, entry in data["dumps"].items():
-                if not isinstance(entry, dict):
-                    raise ValueError(f"the entry of {dump!r} is not an object")
+                check_entry(dump, entry)
         except (OSError, ValueError, AttributeError) as exc:
             raise DumpError(f"{path}: unreadable manifest ({exc})") from exc
         return cls(root, data["dumps"])
@@ -152,6 +158,101 @@ class Manifest:
             entry.update(status="failed", error=str(verdict.get("error")), files=[])
         self.dumps[path] = entry
         return sorted(before - set(entry["files"]))
+
+
+def check_entry(dump: str, entry: Any) -> None:
+    """ValueError naming the dump and the field when ``entry``, the manifest's entry of
+    ``dump``, is not what :meth:`Manifest.record` writes: an object whose fields hold
+    values of their kind (:data:`ENTRY_FIELDS`; a field it does not know is left alone),
+    with ``status`` and, when converted, every field a reader looks up
+    (:data:`CONVERTED_FIELDS`). Checked once as the manifest loads, so no reader or
+    convert meets a value that is not what it looks up."""
+    if not isinstance(entry, dict):
+        raise ValueError(f"the entry of {dump!r} is not an object")
+    needed = ("status", *CONVERTED_FIELDS) if entry.get("status") == "ok" else ("status",)
+    for name in needed:
+        if name not in entry:
+            raise ValueError(f"the entry of {dump!r} has no {name!r}")
+    for name, (fits, meaning) in ENTRY_FIELDS.items():
+        if name in entry and not fits(entry[name]):
+            shown = json.dumps(entry[name])
+            shown = shown if len(shown) <= 60 else f"{shown[:57]}..."
+            raise ValueError(f"the entry of {dump!r}: {name!r} is {shown}, not {meaning}")
+
+
+def _text(value: Any) -> bool:
+    return isinstance(value, str)
+
+
+def _integer(value: Any) -> bool:
+    """An integer; never a bool, which JSON keeps apart (``true`` is no size)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _integer_or_null(value: Any) -> bool:
+    return value is None or _integer(value)
+
+
+def _texts(value: Any) -> bool:
+    return isinstance(value, list) and all(_text(item) for item in value)
+
+
+def _integers(value: Any) -> bool:
+    return isinstance(value, list) and all(_integer(item) for item in value)
+
+
+def _lists(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(item, list) for item in value)
+
+
+def _time(value: Any) -> bool:
+    """A time in epoch seconds, or null: a finite number (a join's window is reckoned
+    from it)."""
+    return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)
+                             and math.isfinite(value))
+
+
+def _frames_meta(value: Any) -> bool:
+    """What ``arrow_files.meta_of`` writes of a dump's frames, read back by
+    ``parse_meta`` and by a convert's engine-trace join."""
+    return (isinstance(value, dict) and _texts(value.get("paths"))
+            and isinstance(value.get("rollout_ids"), list)
+            and all(r is None or _integer(r) for r in value["rollout_ids"])
+            and isinstance(value.get("warnings"), dict)
+            and all(_integer(count) for count in value["warnings"].values())
+            and "t0" in value and "t1" in value and _time(value["t0"]) and _time(value["t1"]))
+
+
+def _stem(value: Any) -> bool:
+    """A file stem: a name in the folder it is joined to, never a path into another (a
+    backslash is a name's own character here, as in a dump named ``a\\b.pt``)."""
+    return _text(value) and value not in ("", ".", "..") and "/" not in value \
+        and "\0" not in value
+
+
+#: Each field a manifest entry may hold -> (whether a value fits it, what it must be).
+ENTRY_FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "status": (lambda value: value in STATUSES, f"one of {', '.join(map(repr, STATUSES))}"),
+    "file": (_text, "a string"),
+    "stem": (_stem, "a file name without a folder"),
+    "size": (_integer_or_null, "an integer or null"),
+    "mtime_ns": (_integer_or_null, "an integer or null"),
+    "blake2b": (_text, "a string"),
+    "kind": (lambda value: value in DUMP_KINDS, f"one of {', '.join(map(repr, DUMP_KINDS))}"),
+    "rollouts": (_integers, "a list of integers"),
+    "files": (_texts, "a list of strings"),
+    "meta": (_frames_meta, "an object of paths, rollout_ids, warnings, t0 and t1"),
+    "samples": (_integer, "an integer"),
+    "spans": (_integer, "an integer"),
+    "events": (_integer, "an integer"),
+    "error": (_text, "a string"),
+    "last_error": (_text, "a string"),
+    "engine_traces": (_lists, "a list of lists"),
+}
+#: The fields a converted dump's entry has held since the first manifest, which readers
+#: and converts look up (``size`` and ``mtime_ns`` may be null: never unchanged).
+CONVERTED_FIELDS = ("file", "stem", "size", "mtime_ns", "blake2b", "kind", "rollouts",
+                    "files", "meta")
 
 
 def candidate_stems(path: str) -> Iterator[str]:
