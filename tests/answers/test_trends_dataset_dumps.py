@@ -20,7 +20,7 @@ import pytest
 from slime_trace_widget.answers.ledger import signal_ledger
 from slime_trace_widget.answers.trends import LEDGER_COLUMNS, ledger_trends, rollout_trends
 from slime_trace_widget.demo import write_demo_dump
-from slime_trace_widget.sources.dataset import Manifest, convert, open_dataset
+from slime_trace_widget.sources.dataset import Manifest, conversion, convert, open_dataset
 from slime_trace_widget.sources.dataset.layout import part_path
 from slime_trace_widget.sources.dumps import DumpError, save_dump
 from slime_trace_widget.sources.loading import load_dump, load_frames
@@ -63,7 +63,8 @@ def skipped(record: pytest.WarningsRecorder) -> dict[str, str]:
 def test_files_a_convert_wrote_but_never_recorded_are_not_read(tmp_path: Path,
                                                                 monkeypatch) -> None:
     """A convert stopped (Ctrl-C) after a worker wrote rollout_7's files, before the
-    manifest recorded them: trends read them all the same (rollout id 3 appeared)."""
+    manifest recorded them, and stopped again while it removed them: trends read them
+    all the same (rollout id 3 appeared)."""
     run = copy_run(tmp_path)
     root = tmp_path / "ds"
     convert([str(run / "rollout_0.pt")], root, progress=False, workers=1)
@@ -72,6 +73,7 @@ def test_files_a_convert_wrote_but_never_recorded_are_not_read(tmp_path: Path,
         raise KeyboardInterrupt
 
     monkeypatch.setattr(Manifest, "record", interrupted)
+    monkeypatch.setattr(conversion, "remove_stems", interrupted)  # the second Ctrl-C
     with pytest.raises(KeyboardInterrupt):
         convert([str(run / "rollout_7.pt")], root, progress=False, workers=1)
     monkeypatch.undo()

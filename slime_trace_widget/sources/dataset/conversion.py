@@ -17,7 +17,11 @@ The dumps themselves are only ever read. A dump is known by its real path (links
 resolved), so one file is one dump however it is named.
 
 One convert at a time writes into a dataset folder (``lock``): a second one fails
-at once with :class:`~.lock.ConvertBusy`.
+at once with :class:`~.lock.ConvertBusy`. A convert that ends on an exception (Ctrl-C
+included) removes the files of the conversions it started and did not record, and
+each convert first removes what one cut short could not (``leftovers``): only the
+files the manifest lists stay. While a convert runs, the folders also hold the files
+of the conversions under way, which the manifest does not list yet.
 
 Dumps that left their path: a converted dump whose file is gone keeps its data in
 the dataset (the run's history), and each convert lists it in
@@ -43,7 +47,7 @@ from ..dumps.pool import default_workers, expected_peak, new_job, run_jobs
 from ..dumps.progress import progress_bar
 from ..follow import SETTLE_SECONDS, being_written
 from . import ENGINES
-from .layout import files_of_stem
+from .leftovers import remove_stems, sweep
 from .lock import exclusive_convert
 from .manifest import Manifest
 
@@ -57,6 +61,9 @@ class ConvertReport:
     in_progress: list[str] = field(default_factory=list)
     failed: list[tuple[str, str]] = field(default_factory=list)
     removed_files: int = 0
+    #: Files an earlier convert cut short had left, which no manifest entry listed
+    #: (``leftovers.sweep``), removed before this one began.
+    leftovers: int = 0
     #: Converted dumps whose file is gone; their data stays in the dataset.
     missing: list[str] = field(default_factory=list)
     #: (gone path, path now holding the same content): the gone entry was dropped.
@@ -80,6 +87,8 @@ class ConvertReport:
             text += f", {len(self.repaired)} with damaged dataset files converted again"
         if self.missing:
             text += f", {len(self.missing)} gone from disk (their data kept)"
+        if self.leftovers:
+            text += f", removed {self.leftovers} file(s) an interrupted convert left"
         return text
 
 
@@ -123,7 +132,7 @@ def _convert_locked(paths_or_globs: PathLike | Iterable[PathLike], root: Path, *
                     engine_traces: PathLike | None) -> ConvertReport:
     """:func:`convert`, with the dataset at ``root`` held by this convert."""
     manifest = Manifest.load(root)
-    report = ConvertReport()
+    report = ConvertReport(leftovers=sweep(root, manifest))
     _settle_linked_paths(manifest, root, report)
     run = _Conversions(manifest, root, report, engine_traces)
     for real, given in _dumps_by_real_path(paths_or_globs).items():
@@ -135,11 +144,15 @@ def _convert_locked(paths_or_globs: PathLike | Iterable[PathLike], root: Path, *
                   "engine_traces": None if engine_traces is None else
                   os.path.abspath(engine_traces)}
         stems = [run.stems[path] for path in todo]
-        if engine == "local":
-            convert_in_workers(todo, str(root), stems, on_done=run.done, workers=workers,
-                               progress=progress, **limits)
-        else:
-            _convert_on_ray(todo, str(root), stems, run.done, address, workers, limits)
+        try:
+            if engine == "local":
+                convert_in_workers(todo, str(root), stems, on_done=run.done,
+                                   workers=workers, progress=progress, **limits)
+            else:
+                _convert_on_ray(todo, str(root), stems, run.done, address, workers, limits)
+        except BaseException:  # Ctrl-C included: no file the manifest does not list stays
+            remove_stems(root, run.unrecorded_stems())
+            raise
     _settle_gone_dumps(manifest, root, report)
     manifest.save()
     return report
@@ -179,6 +192,8 @@ class _Conversions:
         #: Those among them whose converted data is of the content they hold now.
         self.same_content: set[str] = set()
         self.stems: dict[str, str] = {}
+        #: The dumps whose conversion's end the manifest saved holds.
+        self.recorded: set[str] = set()
 
     def take(self, given: str, path: str, settle_seconds: float) -> None:
         """Look at the dump given as ``given``, at the real path ``path``: unchanged,
@@ -208,6 +223,11 @@ class _Conversions:
         if same_content:
             self.same_content.add(path)
 
+    def unrecorded_stems(self) -> set[str]:
+        """The stems of the conversions given out whose end the manifest saved does not
+        hold: no entry lists their files."""
+        return {stem for path, stem in self.stems.items() if path not in self.recorded}
+
     def done(self, path: str, verdict: dict[str, Any]) -> None:
         """Note the end of ``path``'s conversion (``verdict``). The manifest is saved
         before any file goes: the files of the entry a conversion replaces, then, when
@@ -219,13 +239,13 @@ class _Conversions:
             manifest.dumps[path]["engine_traces"] = _engine_files(
                 manifest.dumps[path], self.engine_traces)
         manifest.save()
+        self.recorded.add(path)
         for relative in stale:
             report.removed_files += _remove_inside(self.root, relative)
         if "ok" in verdict:
             report.converted.append(path)
             return
-        for written in files_of_stem(self.root, self.stems[path]):
-            report.removed_files += _remove_inside(self.root, written.relative_to(self.root))
+        report.removed_files += remove_stems(self.root, {self.stems[path]})
         report.failed.append((path, str(verdict.get("error"))))
         if manifest.dumps[path].get("status") == "ok":
             report.kept.append(path)

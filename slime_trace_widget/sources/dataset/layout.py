@@ -31,7 +31,7 @@ from ...tables.attr_columns import ATTR_PREFIX, AttrTable, merged_attr_arrays
 from ...tables.core_tables import (
     UNKNOWN_ROLLOUT,  # samples without a rollout id (read back as missing)
 )
-from ...whole_files import TEMPORARY_SUFFIX, replaced
+from ...whole_files import replaced
 from ..dumps.paths import dump_kind
 from ..dumps.wire import (
     ATTR_TABLES,
@@ -59,33 +59,6 @@ _POSITION = {"samples": "row", "spans": "span_index", "events": "event_index",
 
 def part_path(root: Path, table: str, rollout: int, stem: str) -> Path:
     return root / table / f"{PARTITION}={rollout}" / f"{stem}.parquet"
-
-
-def files_of_stem(root: Path, stem: str) -> list[Path]:
-    """Every file under ``root`` that :func:`write_dump` may have made for ``stem``, in any
-    table and rollout id, those it was still writing included (the temporary files of
-    ``whole_files.replaced`` that a killed worker leaves): what a conversion
-    that did not finish leaves behind."""
-    whole, temporary = f"{stem}.parquet", f".{stem}.parquet."
-    folders = [root / name for name in ENGINE_REPORTS]
-    for table in (*TABLES, ENGINE_LOAD):
-        folders += _subfolders(root / table)
-    return [Path(entry.path) for folder in folders for entry in _entries(folder)
-            if entry.name == whole or (entry.name.startswith(temporary)
-                                       and entry.name.endswith(TEMPORARY_SUFFIX))]
-
-
-def _subfolders(folder: Path) -> list[Path]:
-    return [Path(entry.path) for entry in _entries(folder) if entry.is_dir()]
-
-
-def _entries(folder: Path) -> list[os.DirEntry]:
-    """The entries of ``folder``; none when it is not there."""
-    try:
-        with os.scandir(folder) as entries:
-            return list(entries)
-    except (FileNotFoundError, NotADirectoryError):
-        return []
 
 
 # --------------------------------------------------------------------------- writing
