@@ -46,8 +46,8 @@ def _input_stamp(path: Path) -> list:
     try:
         stat = path.stat()
     except OSError:
-        return [_path_text(path)]
-    return [_path_text(path), stat.st_size, stat.st_mtime_ns, stat.st_ino, stat.st_ctime_ns]
+        return [path_text(path)]
+    return [path_text(path), stat.st_size, stat.st_mtime_ns, stat.st_ino, stat.st_ctime_ns]
 
 
 def engine_files(engine_traces: str) -> list[Path]:
@@ -85,10 +85,10 @@ def _stamp(path: Path) -> list | None:
         status = path.stat()
     except FileNotFoundError:
         return None
-    return [_path_text(path), status.st_size, status.st_mtime_ns]
+    return [path_text(path), status.st_size, status.st_mtime_ns]
 
 
-def _path_text(path: Path) -> str:
+def path_text(path: Path) -> str:
     """``path``, resolved, as text that reads back the same from the cache: the bytes of
     a name that is not UTF-8 as ``\\xNN`` escapes (a lone surrogate would be cleaned
     on the way into the cache, and the note would never match again)."""
@@ -120,6 +120,14 @@ class PageCache:
         """The note the cache was built from (empty when there is no readable cache)."""
         source = self.header().get("source")
         return source if isinstance(source, dict) else {}
+
+    def built_from(self) -> list[str]:
+        """The paths (:func:`path_text`) of the dumps the cache was built from, as its
+        note records them; empty when there is no readable cache."""
+        inputs = self.source().get("inputs")
+        stamps = inputs if isinstance(inputs, list) else []
+        return [stamp[0] for stamp in stamps
+                if isinstance(stamp, list) and stamp and isinstance(stamp[0], str)]
 
     def fresh_blocks(self, inputs: list[Path], source: dict) -> Blocks | None:
         """The cached blocks when newer than every input and built from ``source``; the

@@ -13,7 +13,12 @@ from .errors import CliError
 
 #: The page beside the dumps: ``rollout_0.trace_timeline_viewer.html``, as slime's viewer.
 HTML_SUFFIX = ".trace_timeline_viewer.html"
-
+#: What a followed page polls, beside it: ``<name>.follow.json`` (``follow``), holding
+#: ``{"version": n, "dumps": k, "run": token, "of": claim}``, rewritten on each change.
+#: Named as the page is (``names``), so that two runs followed into one ``--out-dir``
+#: keep their own; ``run`` is new in each process, so a tab of an earlier process sees
+#: the restart as news; ``of`` tells which folder holds the name (``names.folder_claim``).
+FOLLOW_SUFFIX = ".follow.json"
 
 
 def output_folder(out_dir: str | None, default: Path) -> Path:

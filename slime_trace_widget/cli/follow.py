@@ -3,8 +3,10 @@ ones. Only new dumps load (with ``--engine-traces`` joined, ``--trusted`` as ask
 dump that fails is named and loaded again once its file changes, and a dump written
 again (a run resumed from a checkpoint) is loaded again in place of what it showed.
 Each change rewrites the page and its state file (``<name>.follow.json``), which the
-page polls and then offers the update. The options that act once on a fixed set of
-dumps (``--perfetto``, ``--parquet``, ``--otlp``, ``--rebuild``) are refused."""
+page polls and then offers the update; ``<name>`` is the folder's name, or
+``<name>-<hash>`` where another view holds it in ``--out-dir`` (``names``). The options
+that act once on a fixed set of dumps (``--perfetto``, ``--parquet``, ``--otlp``,
+``--rebuild``) are refused."""
 
 from __future__ import annotations
 
@@ -17,19 +19,15 @@ from typing import TYPE_CHECKING
 
 from ..view.page.htmlpage import page
 from .errors import CliError
-from .files import HTML_SUFFIX, output_folder, write_output
+from .files import FOLLOW_SUFFIX, HTML_SUFFIX, output_folder, write_output
 from .load import check_engine_traces, load
+from .names import FOLLOWED_KEY, folder_claim, follow_name
 from .server import serve
 from .terminal import complain, say
 
 if TYPE_CHECKING:
     from ..frames.model import TraceFrames
 
-#: What a followed page polls, beside it: ``<page's folder name>.follow.json``, holding
-#: ``{"version": n, "dumps": k, "run": token}``, rewritten on each change. Named after
-#: the page, so that two runs followed into one ``--out-dir`` keep their own; ``run``
-#: is new in each process, so a tab of an earlier process sees the restart as news.
-FOLLOW_SUFFIX = ".follow.json"
 #: ``view`` options that ``--follow`` cannot apply, by their attribute.
 NOT_FOLLOWED = {"perfetto": "--perfetto", "parquet": "--parquet", "otlp": "--otlp",
                 "rebuild": "--rebuild"}
@@ -72,8 +70,10 @@ def follow(args: argparse.Namespace) -> int:
 
     folder = check_follow_options(args)
     out_dir = output_folder(args.out_dir, folder)
-    html_path = out_dir / f"{folder.resolve().name}{HTML_SUFFIX}"
-    state_path = out_dir / f"{folder.resolve().name}{FOLLOW_SUFFIX}"
+    name = follow_name(out_dir, folder)
+    html_path = out_dir / f"{name}{HTML_SUFFIX}"
+    state_path = out_dir / f"{name}{FOLLOW_SUFFIX}"
+    claim = folder_claim(folder)
     run = secrets.token_hex(8)
     watcher = DumpWatcher(folder, args.pattern or DUMP_PATTERN)
     followed = FollowedFrames(lambda names: load_new(names, args), watcher.forget)
@@ -98,7 +98,8 @@ def follow(args: argparse.Namespace) -> int:
         write_output(html_path, page(blocks, blocks.header()["payload"]["meta"]["title"],
                                      follow=True))
         write_output(state_path, json.dumps(
-            {"version": shown["version"], "dumps": len(frames.paths), "run": run}))
+            {"version": shown["version"], "dumps": len(frames.paths), "run": run,
+             FOLLOWED_KEY: claim}))
 
     stopping = threading.Event()
 

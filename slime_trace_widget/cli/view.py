@@ -4,16 +4,16 @@ localhost.
 Compatible with the workflow of slime's ``tools/trace_timeline_viewer.py``:
 ``slime-trace-viewer rollout_0.pt`` writes ``rollout_0.trace_timeline_cache.stw`` (see
 ``cache``) and ``rollout_0.trace_timeline_viewer.html`` beside the dump (or in
-``--out-dir``), then serves that page, and nothing else of its folder, on 127.0.0.1.
-Files are written with the user's umask. Several dumps or a glob make one combined
-view; ``--follow DIR`` serves a page that grows with DIR's dumps (``follow``).
+``--out-dir``), then serves that page, and nothing else of its folder, on 127.0.0.1;
+another dump's view already named ``rollout_0`` there makes this one's
+``rollout_0-<hash of its path>`` (``names``). Files are written with the user's umask.
+Several dumps or a glob make one combined view; ``--follow DIR`` serves a page that
+grows with DIR's dumps (``follow``).
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -27,11 +27,12 @@ from .arguments import (
     port,
     positive_count,
 )
-from .cache import CACHE_SUFFIX, PageCache, source_note
+from .cache import PageCache, source_note
 from .errors import CliError
 from .files import HTML_SUFFIX, output_folder, write_output, writing
 from .follow import follow
 from .load import check_engine_traces, dump_files, load
+from .names import dumps_view
 from .otlp_options import add_otlp_arguments, send_otlp
 from .server import serve
 from .terminal import say
@@ -88,8 +89,7 @@ def run(args: argparse.Namespace) -> int:
         return follow(args)
     inputs = input_dumps(args)
     out_dir = output_folder(args.out_dir, inputs[0].parent)
-    name = stem(inputs)
-    cache = PageCache(out_dir / f"{name}{CACHE_SUFFIX}")
+    name, cache = dumps_view(out_dir, inputs)
     html_path = out_dir / f"{name}{HTML_SUFFIX}"
     demo_samples = (args.demo_samples or DEMO_SAMPLES) if args.demo else None
     if demo_samples is not None:
@@ -178,19 +178,6 @@ def write_demo_dump_unless_cached(path: Path, cache: PageCache, samples: int) ->
         except OSError as exc:  # the folder read-only or full
             raise CliError(f"{path}: could not write the dump ({exc.strerror or exc})") from exc
         say(f"wrote demo dump {path} ({samples} samples)")
-
-
-def stem(inputs: list[Path]) -> str:
-    """The name of a view's files: the one dump's name without its suffix (as slime's
-    viewer names them: ``rollout_0.pth`` as ``rollout_0``), or the first's, ``+N`` for
-    the N others and 8 hex digits of a hash of all their resolved paths, so that views
-    of other dumps (0 and 1, then 0 and 2) never share a page, a cache or an export."""
-    first = inputs[0].stem
-    if len(inputs) == 1:
-        return first
-    paths = "\0".join(os.fsdecode(os.path.realpath(path)) for path in inputs)
-    digest = hashlib.blake2b(paths.encode("utf-8", "surrogateescape"), digest_size=4)
-    return f"{first}+{len(inputs) - 1}-{digest.hexdigest()}"
 
 
 def exports(frames: TraceFrames, out_dir: Path, name: str, args: argparse.Namespace) -> None:

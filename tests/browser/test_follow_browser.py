@@ -14,6 +14,7 @@ from typing import Any
 
 from slime_trace_widget.cli.files import HTML_SUFFIX
 from slime_trace_widget.cli.follow import FOLLOW_SUFFIX
+from slime_trace_widget.cli.names import folder_claim
 from tests.sources.test_follow import _place
 from tests.support.browser import VIEWPORT, free_port
 from tests.support.processes import ended_with, line_starting
@@ -53,7 +54,8 @@ def test_followed_page_offers_new_dumps(chromium: Any, tmp_path: Path) -> None:
     page = None
     try:
         first = _state(url)
-        assert {**first, "run": None} == {"version": 1, "dumps": 1, "run": None}
+        assert {**first, "run": None} == {"version": 1, "dumps": 1, "run": None,
+                                          "of": folder_claim(run)}
         page = chromium.new_page(viewport=VIEWPORT, device_scale_factor=1)
         page.goto(url)
         page.wait_for_selector(READY, timeout=30_000)
@@ -68,7 +70,8 @@ def test_followed_page_offers_new_dumps(chromium: Any, tmp_path: Path) -> None:
         banner = page.locator(".stw-follow-banner")
         banner.wait_for(timeout=60_000)
         assert "2 dump(s)" in banner.inner_text()
-        assert _state(url) == {"version": 2, "dumps": 2, "run": first["run"]}
+        assert _state(url) == {"version": 2, "dumps": 2, "run": first["run"],
+                               "of": first["of"]}
         page.locator(".stw-follow-update").click()
         page.wait_for_selector('.stw-root[data-rows="30"][data-ready="1"]', timeout=30_000)
         assert page.locator(".stw-follow-banner").count() == 0

@@ -22,6 +22,7 @@ from slime_trace_widget.cli import main
 from slime_trace_widget.cli.cache import CACHE_SUFFIX
 from slime_trace_widget.cli.command import parser, with_subcommand
 from slime_trace_widget.cli.files import HTML_SUFFIX
+from slime_trace_widget.cli.names import folder_claim
 from tests.support.browser import free_port
 from tests.support.processes import ended_with, line_starting
 
@@ -304,7 +305,7 @@ def test_follow_serves_page_and_state_only(dump: Path, tmp_path: Path, umask: in
         root = url.rsplit("/", 1)[0] + "/"
         status, body = _fetch(root + state)
         assert status == 200 and {**json.loads(body), "run": ""} == {
-            "version": 1, "dumps": 1, "run": ""}
+            "version": 1, "dumps": 1, "run": "", "of": folder_claim(dump.parent)}
         assert _fetch(root)[0] == 200
         assert _fetch(root + "../" + dump.name)[0] == 404
         shutil.copy(dump, out / "copied.pt")
