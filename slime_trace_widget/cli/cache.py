@@ -4,9 +4,9 @@
 plain data, no pickle). It is reused only when newer than every input dump and built
 from the same files (path, size, mtime), engine-store files (:func:`engine_files`),
 loader (``--trusted`` or not) and blocks layout by the same version: anything else
-rebuilds, so a stale page is never served. A set of dumps one of which failed to load
-is not cached at all (the ``view`` command), so each run tries it again and names the
-failure again.
+rebuilds, so a stale page is never served. A set of dumps one of which failed to load,
+or whose engine join skipped a store file it could not read, is not cached at all (the
+``view`` command), so each run tries it again and names the failure again.
 """
 
 from __future__ import annotations

@@ -52,7 +52,9 @@ def load(inputs: list[Path], trusted: bool, engine_traces: str | None = None) ->
 
     A dump that fails is left out, listed in ``frames.failures`` and printed as one
     ``slime-trace-viewer: skipped PATH: REASON`` line on stderr, not warned of
-    (``warn_failures=False``); DumpError when all fail.
+    (``warn_failures=False``); DumpError when all fail. So is each engine-store file the
+    join could not read (``frames.engine_unreadable``, counted in the load warnings), as
+    ``skipped engine traces PATH: REASON``.
     """
     # Imported here: a run that reuses its cache never loads, nor pays for the loader's
     # imports (pandas, torch).
@@ -62,5 +64,7 @@ def load(inputs: list[Path], trusted: bool, engine_traces: str | None = None) ->
                          engine_traces=engine_traces, warn_failures=False)
     for name, reason in frames.failures:
         complain(f"skipped {failure_line(name, reason)}")
+    for path, reason in frames.engine_unreadable.items():
+        complain(f"skipped engine traces {path}: {reason}")
     return frames
 

@@ -143,7 +143,8 @@ def input_dumps(args: argparse.Namespace) -> list[Path]:
 def build(inputs: list[Path], cache: Path, source: dict,
           args: argparse.Namespace) -> tuple[TraceFrames, Blocks]:
     """The frames and page blocks of ``inputs``; the blocks are cached only when every
-    dump loaded (a dump that failed is tried, and named, again on the next run)."""
+    dump loaded and every engine-store file was read (a dump or file that failed is
+    tried, and named, again on the next run)."""
     frames = load(inputs, args.trusted, args.engine_traces)
     from ..view.page.snapshot import data_blocks  # only when building: pandas
     from ..view.payload import encode
@@ -151,10 +152,13 @@ def build(inputs: list[Path], cache: Path, source: dict,
     view = encode(frames)
     blocks = data_blocks(frames, view, source=source)
     drawn = f"{len(frames.samples)} samples, {len(view.span_index)} spans drawn"
-    if frames.failures:
-        loaded = len(inputs) - len(frames.failures)
-        say(f"built the page from {loaded} of {len(inputs)} dump(s): {drawn} "
-            f"({len(frames.failures)} skipped; no cache kept, the next run tries again)")
+    skipped = [f"{len(frames.failures)} dump(s)"] if frames.failures else []
+    if frames.engine_unreadable:
+        skipped.append(f"{len(frames.engine_unreadable)} engine-trace file(s)")
+    if skipped:
+        loaded = f"{len(inputs) - len(frames.failures)} of " if frames.failures else ""
+        say(f"built the page from {loaded}{len(inputs)} dump(s): {drawn} "
+            f"({' and '.join(skipped)} skipped; no cache kept, the next run tries again)")
     else:
         write_output(cache, blocks.to_bytes())
         say(f"built {cache.name} from {len(inputs)} dump(s): {drawn}")

@@ -132,6 +132,9 @@ class TraceFrames:
     engine_unmatched: pd.DataFrame = field(default_factory=pd.DataFrame)
     #: The engines' scraped load over the frames' time (see ``frames.engine_load``).
     engine_load: pd.DataFrame = field(default_factory=empty_engine_load)
+    #: Engine-store files the join skipped as unreadable: path to why (counted in
+    #: ``warnings["engine_file_unreadable"]``).
+    engine_unreadable: dict[str, str] = field(default_factory=dict)
     #: Frames of a rollout read live (``load_live``): each sender's loss and health.
     live: LiveHealth | None = None
     #: Rewards of the samples left out of these frames' groups (``PEER_COLUMNS``).
@@ -326,6 +329,7 @@ def combine_frames(parts: list[TraceFrames]) -> TraceFrames:
         engine_skew=_concat_small([p.engine_skew for p in parts]),
         engine_unmatched=_concat_small([p.engine_unmatched for p in parts]),
         engine_load=combine_engine_load([p.engine_load for p in parts]),
+        engine_unreadable={path: why for p in parts for path, why in p.engine_unreadable.items()},
         group_peers=_combined_peers(parts),
     )
 

@@ -285,12 +285,13 @@ def read_wal(path: Path, layout: Layout) -> pa.Table:
 
 def read_rows(layout: Layout, source: Source, low_ns: int | None = None,
               high_ns: int | None = None, dictionaries: tuple[str, ...] = (),
-              derived: bool = False) -> pa.Table:
+              derived: bool = False, unreadable: dict[str, str] | None = None) -> pa.Table:
     """Stored rows of ``layout`` that overlap ``[low_ns, high_ns]`` (all when neither is
     given): a row overlaps when its start is at most ``high_ns`` and its end at least
     ``low_ns``. ``source`` is a collector folder (its finished files, chosen by their
     names, and its write-ahead files) or a list of files. A file that cannot be read is
-    skipped with a warning naming it. The text columns named in ``dictionaries`` come
+    skipped: put in ``unreadable`` (its path, the reason) when given, for the caller to
+    count and name, else warned of by name. The text columns named in ``dictionaries`` come
     dictionary-encoded (a text repeated on most rows is then held once). ``derived``:
     the rows as ``layout.derive`` makes them, from each finished file's companion where
     it has one (the others, and write-ahead files, are derived as they are read)."""
@@ -312,7 +313,11 @@ def read_rows(layout: Layout, source: Source, low_ns: int | None = None,
                 if finished is not None:
                     table = _read_one(finished, layout, low, high, schema, derive, dictionaries)
         except (pa.ArrowException, OSError, ValueError) as exc:
-            warnings.warn(f"skipped {layout.what} {path}: {exc}", RuntimeWarning, stacklevel=3)
+            if unreadable is None:
+                warnings.warn(f"skipped {layout.what} {path}: {exc}", RuntimeWarning,
+                              stacklevel=3)
+            else:
+                unreadable[str(path)] = str(exc)
             continue
         if windowed:
             keep = pc.and_(pc.less_equal(table[layout.start], high),

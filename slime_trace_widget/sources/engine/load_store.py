@@ -63,11 +63,13 @@ class LoadStore(durable.DurableStore):
 
 
 def read_load(source: str | Path | Iterable[str | Path], start_ns: int | None = None,
-              end_ns: int | None = None) -> pa.Table:
+              end_ns: int | None = None, unreadable: dict[str, str] | None = None
+              ) -> pa.Table:
     """Stored samples scraped in ``[start_ns, end_ns]`` (all when not given), as a table.
     ``source`` is a collector folder or a list of its files; files another store wrote
-    are left out, a file that cannot be read is skipped with a warning naming it."""
-    return durable.read_rows(LAYOUT, source, start_ns, end_ns)
+    are left out, a file that cannot be read is skipped: put in ``unreadable`` (path,
+    reason) when given, else warned of by name."""
+    return durable.read_rows(LAYOUT, source, start_ns, end_ns, unreadable=unreadable)
 
 
 def window_files(source: str | Path, start_ns: int, end_ns: int) -> list[list]:
@@ -77,15 +79,17 @@ def window_files(source: str | Path, start_ns: int, end_ns: int) -> list[list]:
 
 
 def load_engine_load(source: str | Path | Iterable[str | Path], start: float | None = None,
-                     end: float | None = None, *, buckets: bool = True) -> pd.DataFrame:
+                     end: float | None = None, *, buckets: bool = True,
+                     unreadable: dict[str, str] | None = None) -> pd.DataFrame:
     """The engines' load scraped into a collector folder (``slime-trace-viewer collect DIR
     --scrape URL``), or its files, in ``[start, end]`` (epoch seconds; all when not
     given), sorted by time: the columns of ``frames.engine_load`` (see
     :mod:`slime_trace_widget.frames.engine_load`), times in the collector's clock.
     ``buckets=False`` leaves out histograms' ``*_bucket`` series (most of a scrape's
-    rows; their ``*_sum`` and ``*_count`` stay)."""
+    rows; their ``*_sum`` and ``*_count`` stay). A file that cannot be read is skipped
+    (:func:`read_load`: put in ``unreadable`` when given)."""
     table = read_load(source, None if start is None else int(np.floor(start * 1e9)),
-                      None if end is None else int(np.ceil(end * 1e9)))
+                      None if end is None else int(np.ceil(end * 1e9)), unreadable)
     if not table.num_rows:
         return empty_engine_load()
     ts_ns = table.column("ts_ns").to_numpy()

@@ -57,26 +57,29 @@ REPEATED_COLUMNS = ("name", "service", "resource", "links")
 
 def read_spans(source: str | Path | Iterable[str | Path], start_ns: int | None = None,
                end_ns: int | None = None, *, dictionaries: tuple[str, ...] = (),
-               folded: bool = False) -> pa.Table:
+               folded: bool = False, unreadable: dict[str, str] | None = None) -> pa.Table:
     """Stored spans that overlap ``[start_ns, end_ns]`` (all when not given), as a table.
 
     ``source`` is a collector folder (its finished files, chosen by their names, and
     its write-ahead files) or a list of finished files. A file that cannot be read is
-    skipped with a warning naming it. ``dictionaries`` (e.g. :data:`REPEATED_COLUMNS`)
+    skipped: put in ``unreadable`` (path, reason) when given, else warned of by name
+    (:func:`~.durable.read_rows`). ``dictionaries`` (e.g. :data:`REPEATED_COLUMNS`)
     are read dictionary-encoded: a window of a busy engine then takes about half the
     memory and time. ``folded``: decode loops folded into stretches
     (:mod:`.stretches`), read from the files' folded companions where they are, and
     merged across files; should the same loops lie in two files, from the spans.
     """
     if not folded:
-        return durable.read_rows(LAYOUT, source, start_ns, end_ns, dictionaries)
+        return durable.read_rows(LAYOUT, source, start_ns, end_ns, dictionaries,
+                                 unreadable=unreadable)
     source = source if isinstance(source, (str, os.PathLike)) else list(source)
     merged = fold_decode_loops(durable.read_rows(LAYOUT, source, start_ns, end_ns,
-                                                 dictionaries, derived=True))
+                                                 dictionaries, derived=True,
+                                                 unreadable=unreadable))
     if not merged.overlapping:
         return merged.table
     return fold_decode_loops(durable.read_rows(LAYOUT, source, start_ns, end_ns,
-                                               dictionaries)).table
+                                               dictionaries, unreadable=unreadable)).table
 
 
 def holds_spans(source: str | Path | Iterable[str | Path]) -> bool:

@@ -7,6 +7,7 @@ dump opened directly and a dump converted read their engine traces the same way.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -24,6 +25,9 @@ from .traces_source import checked_source
 #: Engine spans and load are read this far around the frames' time: engine clocks may be
 #: off, and the load just before and after a rollout is its context.
 MARGIN_SECONDS = 60.0
+#: The warning that counts the store files a join skipped, unreadable (named, with
+#: why, in ``frames.engine_unreadable``).
+UNREADABLE_WARNING = "engine_file_unreadable"
 
 
 def with_engine_traces(frames: TraceFrames, source: str | Path | Iterable[str | Path],
@@ -44,32 +48,50 @@ def with_engine_traces(frames: TraceFrames, source: str | Path | Iterable[str | 
 
     A span store that never received a span (the engines exported none: SGLang run
     without tracing) joins nothing and counts nothing missing; one with spans, none of
-    them these frames', counts each waiting span missing. A ``source`` that is neither
-    a collector folder nor its stores' files raises
-    :class:`~.traces_source.EngineTracesError` naming it (FileNotFoundError when it is
-    not there)."""
+    them these frames', counts each waiting span missing. A store file that cannot be
+    read (damaged, cut short) is skipped, once however many reads met it: counted in
+    ``warnings["engine_file_unreadable"]`` and named, with why, in
+    ``engine_unreadable``, for the caller to report (the CLI names each on stderr and
+    keeps no cache of such a page). A ``source`` that is neither a collector folder nor
+    its stores' files raises :class:`~.traces_source.EngineTracesError` naming it
+    (FileNotFoundError when it is not there)."""
     source = checked_source(source)
+    unreadable: dict[str, str] = {}
     if not holds_spans(source):
         # The engines never exported a span here: no request is missing, none is joined.
         start, end = (0.0, 0.0) if frames.t0 != frames.t0 else spans_read(frames.t0, frames.t1)
-        return replace(frames, engine_load=load_engine_load(source, start, end, buckets=False))
+        load = load_engine_load(source, start, end, buckets=False, unreadable=unreadable)
+        return _skipped(replace(frames, engine_load=load), unreadable)
     if frames.t0 != frames.t0:  # no timed record at all: nothing to attach to or to read
         joined = join_engine(frames, read_spans(source, 0, 0, dictionaries=REPEATED_COLUMNS,
-                                                folded=True))
-        return replace(joined, engine_load=load_engine_load(source, 0.0, 0.0, buckets=False))
+                                                folded=True, unreadable=unreadable))
+        load = load_engine_load(source, 0.0, 0.0, buckets=False, unreadable=unreadable)
+        return _skipped(replace(joined, engine_load=load), unreadable)
     start, end = spans_read(frames.t0, frames.t1)
 
     def beyond() -> pa.Table:
         sides = [read_spans(source, int(low * 1e9), int(high * 1e9),
-                            dictionaries=REPEATED_COLUMNS, folded=True)
+                            dictionaries=REPEATED_COLUMNS, folded=True, unreadable=unreadable)
                  for low, high in ((start - SEARCH_SECONDS, start), (end, end + SEARCH_SECONDS))]
         return pa.concat_tables(sides)
 
     joined = join_engine(frames, read_spans(source, int(start * 1e9), int(end * 1e9),
-                                            dictionaries=REPEATED_COLUMNS, folded=True),
+                                            dictionaries=REPEATED_COLUMNS, folded=True,
+                                            unreadable=unreadable),
                          beyond if search_beyond else None)
-    load = aligned(load_engine_load(source, start, end, buckets=False), joined.engine_skew)
-    return replace(joined, engine_load=load)
+    load = aligned(load_engine_load(source, start, end, buckets=False, unreadable=unreadable),
+                   joined.engine_skew)
+    return _skipped(replace(joined, engine_load=load), unreadable)
+
+
+def _skipped(frames: TraceFrames, unreadable: dict[str, str]) -> TraceFrames:
+    """``frames`` with the store files in ``unreadable`` (path, why) counted and named."""
+    if not unreadable:
+        return frames
+    warnings = Counter(frames.warnings)
+    warnings[UNREADABLE_WARNING] += len(unreadable)
+    return replace(frames, warnings=warnings,
+                   engine_unreadable={**frames.engine_unreadable, **unreadable})
 
 
 def spans_read(t0: float, t1: float, warnings: Mapping[str, int] | None = None
