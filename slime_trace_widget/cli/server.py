@@ -8,13 +8,14 @@ import functools
 import http.server
 import ipaddress
 import os
+import shutil
 import urllib.parse
 from collections.abc import Sequence
 from http import HTTPStatus
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from ..sources.listening import HttpServer, url_host
+from ..sources.listening import WRITE_PART_BYTES, HttpServer, url_host
 from ..view.page.http_guard import allowed_names, printable, refused_foreign_host
 from .errors import CliError
 from .terminal import note, say
@@ -32,6 +33,8 @@ class PageHandler(http.server.SimpleHTTPRequestHandler):
     name that resolves out of the folder (a symlink put in its place): no listing, no
     hidden files, no ``..``. ``/`` redirects to the page (``served[0]``). A request
     whose ``Host`` is not one of ``host_names`` (or an address) is a 403 before all that.
+    A connection that sends no request within the server's read timeout is closed
+    (``sources/listening``); a file is written in parts, each within it.
     """
 
     def __init__(self, *args: Any, served: Sequence[str], host_names: frozenset[str],
@@ -60,6 +63,11 @@ class PageHandler(http.server.SimpleHTTPRequestHandler):
         # "304 Not Modified", and an update would reload the old page. Always the file.
         del self.headers["If-Modified-Since"]
         return super().send_head()
+
+    def copyfile(self, source: Any, outputfile: Any) -> None:
+        """The served file, :data:`WRITE_PART_BYTES` at a time: a slow client's page
+        is not cut by the timeout that bounds each write (``sources/listening``)."""
+        shutil.copyfileobj(source, outputfile, WRITE_PART_BYTES)
 
     @staticmethod
     def named(request_path: str) -> str:

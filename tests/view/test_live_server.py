@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import functools
 import http.client
 import json
 import os
@@ -25,9 +26,16 @@ from slime_trace_widget.demo import make_demo_samples
 from slime_trace_widget.sources.handover import new_dumps_watcher
 from slime_trace_widget.view.live import LiveSession
 from slime_trace_widget.view.live_blocks import LiveDelta
-from slime_trace_widget.view.page.live_server import Handover, make_live_server
+from slime_trace_widget.view.page.http_guard import allowed_names
+from slime_trace_widget.view.page.live_server import (
+    Handover,
+    LiveHandler,
+    LiveServer,
+    make_live_server,
+)
 from tests.support.live_deltas import as_payload, assert_same_rows, page_payload
 from tests.support.live_feeds import RecordQueue
+from tests.support.slow_clients import body_of, idle_connection_is_dropped, read_slowly
 
 
 @pytest.fixture(scope="module")
@@ -203,3 +211,42 @@ def test_a_head_request_is_answered_as_its_get_without_the_body(served: str) -> 
             assert head.read() == b""
         finally:
             connection.close()
+
+
+@contextlib.contextmanager
+def _running(server: LiveServer, read_timeout: float) -> Iterator[tuple[str, int]]:
+    """``server`` serving in a thread, its connections' timeout ``read_timeout``, until
+    the block ends; its address."""
+    server.read_timeout = read_timeout
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1},
+                              daemon=True)
+    thread.start()
+    try:
+        yield server.server_address
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=30)
+
+
+def test_an_idle_connection_is_closed_and_its_thread_ends() -> None:
+    """A connection that never sends a request held a thread and a descriptor for as
+    long as the server ran."""
+    session = LiveSession(RecordQueue())
+    with _running(make_live_server(session, "127.0.0.1", 0), 1.0) as address:
+        assert idle_connection_is_dropped(address)
+        assert body_of(read_slowly(address, "/live.json?since=0"))[0] == 200  # answers on
+
+
+def test_a_slow_client_gets_a_large_page_whole() -> None:
+    """The timeout bounds each part the server writes, not the whole answer: a client
+    that takes a 24 MiB page (a large dump's, handed over) over several times the
+    timeout gets all of it."""
+    page = os.urandom(24 << 20)
+    handler = functools.partial(LiveHandler, session=LiveSession(RecordQueue()),
+                                page_bytes=page, handover=None,
+                                host_names=allowed_names("127.0.0.1"))
+    with _running(LiveServer(("127.0.0.1", 0), handler), 2.0) as address:
+        status, body = body_of(read_slowly(address, "/live.html"))
+    assert status == 200 and len(body) == len(page)  # before the bytes: a short failure
+    assert body == page

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
-from ..listening import HttpServer, url_host
+from ..listening import READ_TIMEOUT_SECONDS, HttpServer, url_host
 from ..live import otlp_logs
 from ..live.collector import LiveCollector
 from ..live.store import SUBDIR as LIVE_SUBDIR
@@ -96,10 +96,6 @@ class Collector(GroupWriter):
 
 
 # --------------------------------------------------------------------------- OTLP/HTTP
-
-
-#: See ``_Handler.timeout``.
-READ_TIMEOUT_SECONDS = 30.0
 
 
 class _TooLarge(Exception):

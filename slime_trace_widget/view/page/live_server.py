@@ -30,7 +30,7 @@ import numpy as np
 
 from ...frames.flatten import build_frames
 from ...sources.follow import DumpWatcher
-from ...sources.listening import HttpServer
+from ...sources.listening import HttpServer, write_in_parts
 from ..live import LiveSession
 from ..payload import EncodedView, encode
 from .htmlpage import page
@@ -151,7 +151,7 @@ class LiveHandler(http.server.BaseHTTPRequestHandler):
         self.send_header("X-Content-Type-Options", "nosniff")
         self.end_headers()
         if not self.head_only:
-            self.wfile.write(body)
+            write_in_parts(self.wfile, body)  # a large page to a slow client is not cut
 
     def log_message(self, format: str, *args: object) -> None:
         """One line on stderr, the client's text with its control characters escaped;
