@@ -15,7 +15,7 @@ from http import HTTPStatus
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from ..sources.listening import WRITE_PART_BYTES, HttpServer, url_host
+from ..sources.listening import WRITE_PART_BYTES, HttpServer, QuietTimeouts, url_host
 from ..view.page.http_guard import allowed_names, printable, refused_foreign_host
 from .errors import CliError
 from .terminal import note, say
@@ -25,7 +25,7 @@ from .terminal import note, say
 POLL_INTERVAL = 0.1
 
 
-class PageHandler(http.server.SimpleHTTPRequestHandler):
+class PageHandler(QuietTimeouts, http.server.SimpleHTTPRequestHandler):
     """The files the command wrote into a folder, by exact name, and nothing else of it.
 
     A dump's folder also holds the ``.pt`` dumps (prompts, responses), the cache and

@@ -23,8 +23,8 @@ import socket
 import sys
 from typing import Any
 
-__all__ = ["READ_TIMEOUT_SECONDS", "WRITE_PART_BYTES", "HttpServer", "url_host",
-           "write_in_parts"]
+__all__ = ["READ_TIMEOUT_SECONDS", "WRITE_PART_BYTES", "HttpServer", "QuietTimeouts",
+           "url_host", "write_in_parts"]
 
 #: Seconds a connection's read, or the write of one part, may wait (see the module).
 READ_TIMEOUT_SECONDS = 30.0
@@ -52,6 +52,17 @@ def write_in_parts(stream: Any, body: bytes) -> None:
     view = memoryview(body)
     for start in range(0, len(view), WRITE_PART_BYTES):
         stream.write(view[start:start + WRITE_PART_BYTES])
+
+
+class QuietTimeouts(http.server.BaseHTTPRequestHandler):
+    """A handler that logs no line for a connection closed by the timeout: a browser
+    opens spare connections it may never use, so that close is routine, and a line for
+    each would fill the terminal of a server left running. Any other error is logged as
+    the handler logs it."""
+
+    def log_error(self, format: str, *args: Any) -> None:
+        if not any(isinstance(arg, TimeoutError) for arg in args):
+            super().log_error(format, *args)
 
 
 class HttpServer(http.server.ThreadingHTTPServer):

@@ -17,7 +17,6 @@ name here).
 from __future__ import annotations
 
 import functools
-import http.server
 import json
 import sys
 import threading
@@ -30,7 +29,7 @@ import numpy as np
 
 from ...frames.flatten import build_frames
 from ...sources.follow import DumpWatcher
-from ...sources.listening import HttpServer, write_in_parts
+from ...sources.listening import HttpServer, QuietTimeouts, write_in_parts
 from ..live import LiveSession
 from ..payload import EncodedView, encode
 from .htmlpage import page
@@ -84,7 +83,7 @@ class Handover:
             return None if self.dump is None else {"url": DUMP_PAGE, "dump": self.dump}
 
 
-class LiveHandler(http.server.BaseHTTPRequestHandler):
+class LiveHandler(QuietTimeouts):
     """The page, its deltas and its items' details; nothing else, and nothing to a
     request whose ``Host`` is not one of ``host_names`` (or an address): a 403."""
 
