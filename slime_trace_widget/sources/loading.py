@@ -101,8 +101,6 @@ def _load_frames(paths_or_glob: PathLike | Iterable[PathLike], *, trusted: bool,
         try:
             read_header(path)
         except DumpError as exc:
-            if trusted:
-                raise
             refused[index] = str(exc)
     if len(refused) == len(paths):
         _raise_none_loaded(list(refused.values()))
@@ -110,12 +108,50 @@ def _load_frames(paths_or_glob: PathLike | Iterable[PathLike], *, trusted: bool,
         start_worker()  # its imports overlap the ones below
     import pyarrow as pa
 
-    from ..frames.flatten import build_frames
     from ..frames.model import combine_frames
-    from .dumps.wire import WireError, read_frames
 
     if trusted:
-        return build_frames([load_trusted(path) for path in paths])
+        parts = _trusted_parts(paths, refused)
+    else:
+        parts = _worker_parts(paths, refused, workers, progress, time_limit, memory_limit)
+    failures = [(paths[index], refused[index]) for index in sorted(refused)]
+    if not parts:
+        _raise_none_loaded([reason for _, reason in failures])
+    if warn_failures:
+        for name, reason in failures:
+            warnings.warn(f"skipped {failure_line(name, reason)}", RuntimeWarning, stacklevel=3)
+    frames = combine_frames(parts)
+    frames.failures = failures
+    del parts
+    pa.default_memory_pool().release_unused()  # what reading and joining held, back to the system
+    return frames
+
+
+def _trusted_parts(paths: list[str], refused: dict[int, str]) -> list[Any]:
+    """The frames of the dumps of ``paths`` not in ``refused``, unpickled here with
+    torch's full unpickler, as one part (none when none loads); each that fails is
+    added to ``refused`` with its reason, as a worker's failure is."""
+    from ..frames.flatten import build_frames
+
+    loaded = []
+    for index, path in enumerate(paths):
+        if index in refused:
+            continue
+        try:
+            loaded.append(load_trusted(path))
+        except DumpError as exc:
+            refused[index] = str(exc)
+    return [build_frames(loaded)] if loaded else []
+
+
+def _worker_parts(paths: list[str], refused: dict[int, str], workers: int | None,
+                  progress: bool | None, time_limit: float | None,
+                  memory_limit: int | None) -> list[Any]:
+    """The frames of each dump of ``paths`` not in ``refused`` that its worker loads, in
+    path order; each that fails is added to ``refused`` with its reason. The workers'
+    tables go through a scratch folder, removed when this returns."""
+    from .dumps.wire import WireError, read_frames
+
     scratch = tempfile.mkdtemp(prefix="slime-trace-")
     try:
         jobs, indexes = [], []  # each job, and the index of its path
@@ -160,23 +196,12 @@ def _load_frames(paths_or_glob: PathLike | Iterable[PathLike], *, trusted: bool,
                      on_done=lambda job: reads.append(reader.submit(read_part, job)))
         for done in reads:
             done.result()  # what a read raised, other than a refusal
-        parts = [read.pop(id(job)) for job in jobs if id(job) in read]
         refused.update((index, str(job.verdict.get("error")))
                        for index, job in zip(indexes, jobs, strict=True)
                        if job.verdict is not None and "error" in job.verdict)
+        return [read.pop(id(job)) for job in jobs if id(job) in read]
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    failures = [(paths[index], refused[index]) for index in sorted(refused)]
-    if not parts:
-        _raise_none_loaded([reason for _, reason in failures])
-    if warn_failures:
-        for name, reason in failures:
-            warnings.warn(f"skipped {failure_line(name, reason)}", RuntimeWarning, stacklevel=3)
-    frames = combine_frames(parts)
-    frames.failures = failures
-    del parts
-    pa.default_memory_pool().release_unused()  # what reading and joining held, back to the system
-    return frames
 
 
 def _raise_none_loaded(reasons: list[str]) -> None:

@@ -52,6 +52,21 @@ def test_a_dump_that_fails_is_named_and_its_set_is_not_cached(tmp_path: Path, ca
         assert len(list(tmp_path.glob("rollout_0+1-*.trace_timeline_viewer.html"))) == 1
 
 
+@pytest.mark.parametrize("trusted", [[], ["--trusted"]], ids=["safe", "trusted"])
+@pytest.mark.parametrize("bad", ["edge_corrupt_garbage.pt", "edge_corrupt_empty_file.pt"])
+def test_a_bad_dump_among_others_fails_alone_trusted_or_not(tmp_path: Path, capsys, bad: str,
+                                                            trusted: list[str]) -> None:
+    """The one-line error of the bad dump (its header, or its load, refused), and a page
+    of the others: ``--trusted`` changes how a dump is read, not what a failure ends."""
+    code, out, err = run_cli([str(FIXTURES / bad), str(FIXTURES / "small.pt"), "--no-serve",
+                              "--out-dir", str(tmp_path), *trusted], capsys)
+    assert code == 0, err
+    assert "built the page from 1 of 2 dump(s): 8 samples" in out
+    (line,) = err.strip().splitlines()
+    assert line.startswith(f"slime-trace-viewer: skipped {FIXTURES / bad}: ")
+    assert len(list(tmp_path.glob("*.trace_timeline_viewer.html"))) == 1
+
+
 def test_a_file_name_with_glob_characters_opens_as_that_file(tmp_path: Path, capsys) -> None:
     dump = tmp_path / "rollout[1].pt"
     shutil.copy(FIXTURES / "small.pt", dump)

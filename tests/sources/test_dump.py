@@ -98,6 +98,21 @@ def test_corrupt_fixture_raises_named_one_line_error(name, trusted):
     assert name in message and "\n" not in message
 
 
+
+@pytest.mark.parametrize("trusted", [False, True])
+@pytest.mark.parametrize("name", CORRUPT)
+def test_a_corrupt_fixture_among_others_fails_alone_with_its_error(name, trusted):
+    """Trusted or not, the others load; the corrupt one is listed with the error its
+    own load gives."""
+    bad = FIXTURES / name
+    with pytest.warns(RuntimeWarning, match="skipped"):
+        frames = load_frames([bad, FIXTURES / "small.pt"], trusted=trusted, progress=False)
+    with pytest.raises(DumpError) as info:
+        load_dump(bad, trusted=trusted)
+    assert frames.failures == [(str(bad), str(info.value))]
+    assert frames.paths == [str(FIXTURES / "small.pt")] and len(frames.samples) == 8
+
+
 def test_rollout_ids_and_kinds():
     small = load_dump(FIXTURES / "small.pt")
     assert (small.kind, small.rollout_id) == ("rollout", 0)
