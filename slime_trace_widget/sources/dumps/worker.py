@@ -10,6 +10,9 @@ with the restricted unpickler, flattens it and writes the tables as Arrow
 files (:mod:`.arrow_files`); its verdict goes back as one JSON line (``ok`` or
 ``error``). A check job (``load_dump``'s) also says how much memory its load took
 at its peak (``peak_bytes``), so the caller can refuse a load it has no room for.
+The helper lives no longer than its caller: idle, it ends when its stdin ends; while
+a job runs, it watches the pipe its messages go back on, and once nothing can read
+them (the caller died, even by SIGKILL) the job, its forks and the helper end at once.
 
 Forking the helper is safe, unlike forking a Jupyter kernel, because it starts no
 thread of its own: a fork copies only the forking thread, so a lock another
@@ -28,6 +31,7 @@ import importlib.abc
 import json
 import math
 import os
+import select
 import shutil
 import signal
 import sys
@@ -293,17 +297,50 @@ def _run_in_child(request: dict, out: _Messages) -> None:
         finally:
             os._exit(code)
     os.close(write_end)
-    concluded = False
-    with os.fdopen(read_end, "rb") as child:
-        for line in child:
-            if not line.endswith(b"\n"):
-                break  # cut off by the child's death
-            message = json.loads(line)
-            concluded = "ok" in message or "error" in message
-            out.send(message)
+    try:
+        concluded = _relay(read_end, pid, out)
+    finally:
+        os.close(read_end)
     _, status = os.waitpid(pid, 0)
     if not concluded:
         out.send({"error": _death_message(request, os.waitstatus_to_exitcode(status))})
+
+
+def _relay(child: int, pid: int, out: _Messages) -> bool:
+    """Send on each line the job's child writes to the descriptor ``child`` until it
+    ends; whether one was its verdict. Meanwhile the pipe to the caller is watched: once
+    its reading end is closed everywhere, the caller is gone (killed or crashed without
+    ending its helpers), and the job and the helper end at once
+    (:func:`_end_with_the_caller`) rather than load for no one. (Not the helper's
+    stdin: a caller may close that and still wait for the verdict.)"""
+    watched = select.poll()
+    watched.register(child, select.POLLIN)
+    watched.register(out.fd, 0)  # a pipe with no reader left is reported whatever is asked
+    concluded, pending = False, b""
+    while True:
+        ready = dict(watched.poll())
+        if ready.get(out.fd, 0) & (select.POLLERR | select.POLLHUP):
+            _end_with_the_caller(pid)
+        if child not in ready:
+            continue
+        chunk = os.read(child, 1 << 16)
+        if not chunk:
+            return concluded  # a last line without its newline was cut off by a death
+        *lines, pending = (pending + chunk).split(b"\n")
+        for line in lines:
+            message = json.loads(line)
+            concluded = "ok" in message or "error" in message
+            out.send(message)
+
+
+def _end_with_the_caller(pid: int) -> None:
+    """End the job's child ``pid``, the processes it forked and this helper: the whole
+    process group, which the pool starts the helper leading. A helper that does not
+    lead its group (run some other way) ends the child, and then itself."""
+    if os.getpgrp() == os.getpid():
+        os.killpg(os.getpgrp(), signal.SIGKILL)
+    os.kill(pid, signal.SIGKILL)
+    os._exit(1)
 
 
 def _refuse_pandas() -> None:
