@@ -121,5 +121,7 @@ def follow(args: argparse.Namespace) -> int:
         serve(out_dir, [html_path.name, state_path.name], args.host, args.port)
     finally:
         stopping.set()
-        poller.stop(wait=False)  # a dump still loading dies with the process; writes are atomic
+        # A dump still loading is abandoned: the exit hook ends its helpers and removes
+        # its scratch folder (sources/dumps/leftovers.py). Writes are atomic.
+        poller.stop(wait=False)
     return 0

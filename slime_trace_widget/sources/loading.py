@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
-import tempfile
 import warnings
 from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -25,6 +23,7 @@ from typing import Any
 from ..machine_memory import available_memory, memory_amount
 from .dumps.errors import DumpError, failure_line, one_line
 from .dumps.files import LoadedDump, load_dump_bytes, load_trusted, read_header
+from .dumps.leftovers import raise_if_exiting, scratch_folder
 from .dumps.paths import PathLike, expand_paths
 from .dumps.pool import (
     SPARE_FLAG,
@@ -149,11 +148,11 @@ def _worker_parts(paths: list[str], refused: dict[int, str], workers: int | None
                   memory_limit: int | None) -> list[Any]:
     """The frames of each dump of ``paths`` not in ``refused`` that its worker loads, in
     path order; each that fails is added to ``refused`` with its reason. The workers'
-    tables go through a scratch folder, removed when this returns."""
+    tables go through a scratch folder, removed when this returns or, should the
+    process exit first (a load on a daemon thread), at exit."""
     from .dumps.wire import WireError, read_frames
 
-    scratch = tempfile.mkdtemp(prefix="slime-trace-")
-    try:
+    with scratch_folder() as scratch:
         jobs, indexes = [], []  # each job, and the index of its path
         # A core the other jobs leave idle: each job skims and builds a table there.
         # Else a job may get one later, when the pool has no other job to start.
@@ -196,12 +195,11 @@ def _worker_parts(paths: list[str], refused: dict[int, str], workers: int | None
                      on_done=lambda job: reads.append(reader.submit(read_part, job)))
         for done in reads:
             done.result()  # what a read raised, other than a refusal
+        raise_if_exiting()  # a read refused because the exit hook removed the folder
         refused.update((index, str(job.verdict.get("error")))
                        for index, job in zip(indexes, jobs, strict=True)
                        if job.verdict is not None and "error" in job.verdict)
         return [read.pop(id(job)) for job in jobs if id(job) in read]
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _raise_none_loaded(reasons: list[str]) -> None:

@@ -1,22 +1,30 @@
-"""A load the command is stopped in leaves nothing behind: SIGKILL, which nothing can
-catch, still leaves no helper running.
+"""A load the command is stopped in leaves nothing behind: no helper process, no
+scratch folder. SIGKILL, which nothing can catch, still leaves no helper running;
+Ctrl-C while ``view --follow`` or ``live --dumps`` loads a dump on its poller's thread
+ends that load's helper and removes its scratch folder as the process exits.
 
 Each test freezes the job its load's helper runs (``tests/support/stopped_loads.py``),
 so that only stopping the caller can end it."""
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.support.browser import free_port
 from tests.support.stopped_loads import (
     command,
     end_group,
+    ended,
     frozen_job,
     group_outlives,
+    scratch_folders,
+    serving_line,
     started,
     write_slow_dump,
 )
@@ -49,3 +57,41 @@ def test_a_killed_command_leaves_no_helper_running(slow_dump: Path, tmp_path: Pa
     caller.kill()
     caller.wait()
     assert group_outlives(helper) == []
+
+
+def test_ctrl_c_while_following_ends_the_load_on_the_pollers_thread(
+        slow_dump: Path, tmp_path: Path, caught: list) -> None:
+    folder, scratch_root = tmp_path / "run", tmp_path / "tmp"
+    folder.mkdir()
+    caller = started(command("view", "--follow", str(folder), "--interval", "0.1", "--port",
+                             str(free_port()), "--out-dir", str(tmp_path / "out")),
+                     scratch_root)
+    serving_line(caller)  # the first look found nothing: the next loads on the poller's thread
+    os.link(slow_dump, folder / slow_dump.name)
+    helper = frozen_job(caller)
+    caught.append((caller, helper))
+    caller.send_signal(signal.SIGINT)
+    code, err = ended(caller)
+    assert code == 0, err
+    assert group_outlives(helper) == []
+    assert scratch_folders(scratch_root) == []
+    assert "Traceback" not in err
+
+
+def test_ctrl_c_during_a_live_hand_over_ends_its_load(slow_dump: Path, tmp_path: Path,
+                                                      caught: list) -> None:
+    collector, dumps, scratch_root = tmp_path / "collect", tmp_path / "dumps", tmp_path / "tmp"
+    collector.mkdir()
+    dumps.mkdir()
+    caller = started(command("live", str(collector), "--dumps", str(dumps), "--port",
+                             str(free_port())), scratch_root)
+    serving_line(caller)  # the dumps there now are earlier steps': only a new one loads
+    os.link(slow_dump, dumps / slow_dump.name)
+    helper = frozen_job(caller)
+    caught.append((caller, helper))
+    caller.send_signal(signal.SIGINT)
+    code, err = ended(caller)
+    assert code == 0, err
+    assert group_outlives(helper) == []
+    assert scratch_folders(scratch_root) == []
+    assert "Traceback" not in err

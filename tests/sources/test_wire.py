@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -208,7 +209,7 @@ def test_the_workers_files_are_gone_before_the_frames_are_used(
     file into memory: the frames' columns hold no file open."""
     from slime_trace_widget.sources import loading
 
-    monkeypatch.setattr(loading.tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     path = FIXTURES / "small.pt"
     frames = loading.load_frames(path)
     assert list(tmp_path.iterdir()) == []

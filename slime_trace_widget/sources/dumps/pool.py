@@ -4,18 +4,17 @@ A job names a dump and what to do with it (flatten to frames, check it, write it
 into a run dataset); :func:`run_jobs` runs jobs on idle helpers, as many at once
 as cores and memory allow, and gives each its verdict. Helpers outlive a call
 and are reused; a helper that misbehaves is stopped and replaced. The callers'
-side (what to load, what comes back) is :mod:`..loading`.
+side (what to load, what comes back) is :mod:`..loading`. Every helper still running
+when the process exits is ended then, busy or idle (:mod:`.leftovers`).
 """
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import json
 import math
 import os
 import queue
-import signal
 import subprocess
 import sys
 import threading
@@ -27,6 +26,7 @@ from typing import Any
 
 from ...machine_memory import available_memory
 from .errors import DumpError
+from .leftovers import end_helper, helper_ended, raise_if_exiting, started_helper
 
 __all__ = ["SPARE_FLAG", "default_memory_limit", "default_time_limit", "default_workers",
            "expected_peak", "new_job", "run_jobs", "start_worker"]
@@ -87,10 +87,10 @@ class _Worker:
             return
         self.stop()
         try:
-            process = subprocess.Popen(
+            process = started_helper(lambda: subprocess.Popen(
                 [sys.executable, *_interpreter_flags(), "-c", _WORKER_COMMAND, _PACKAGE_PARENT],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                start_new_session=True, env=_worker_environment())
+                start_new_session=True, env=_worker_environment()))
         except OSError as exc:
             raise DumpError(f"could not start the loader's worker process ({exc})") from exc
         self._process = process
@@ -107,6 +107,7 @@ class _Worker:
             process.stdin.flush()
         except OSError as exc:
             self.stop()
+            raise_if_exiting()  # the exit hook ended it, not the job
             raise DumpError(f"{job.name}: the loader's worker stopped unexpectedly ({exc})") \
                 from exc
         except BaseException:  # interrupted mid-line: the helper would misread what follows
@@ -125,29 +126,20 @@ class _Worker:
         """Send the helper and any job it is running (its whole process group) SIGKILL,
         without waiting: :meth:`stop` waits."""
         if self._process is not None:
-            _kill(self._process)
+            end_helper(self._process)
 
     def stop(self) -> None:
         """End the helper and any job it is running, and wait for it."""
         process, self._process = self._process, None
         if process is None:
             return
-        _kill(process)
+        end_helper(process)
         process.wait()
+        helper_ended(process)
         for stream in (process.stdin, process.stdout):
             if stream is not None:
                 with contextlib.suppress(OSError):  # a request line the dead helper never took
                     stream.close()
-
-
-def _kill(process: subprocess.Popen) -> None:
-    try:
-        if hasattr(os, "killpg"):
-            os.killpg(process.pid, signal.SIGKILL)
-        else:
-            process.kill()
-    except OSError:
-        pass  # already gone
 
 
 def _worker_environment() -> dict[str, str]:
@@ -211,7 +203,6 @@ class _Idle:
 
 
 _IDLE = _Idle()
-atexit.register(_IDLE.stop_all)
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_IDLE.forget)
 
@@ -265,7 +256,8 @@ def run_jobs(jobs: list[_Job], workers: int, progress: Any,
     keep one helper busy long after the others have ended. Once none is left to
     start, jobs still running hear of the cores that idle (:func:`_tell_spare_cores`).
     A job starts only while the expected peaks of running jobs fit in available
-    memory (one always runs). Ctrl-C stops every helper before it propagates.
+    memory (one always runs). Ctrl-C stops every helper before it propagates; once the
+    process is exiting (a load on a daemon thread), SystemExit does (:mod:`.leftovers`).
     """
     inbox: queue.Queue = queue.Queue()
     pool: list[_Worker] = []
@@ -344,12 +336,14 @@ def _take_message(inbox: queue.Queue, busy: list[_Worker], progress: Any) -> Non
     try:
         worker, stream, line = inbox.get(timeout=wait)
     except queue.Empty:
+        raise_if_exiting()
         for worker in busy:
             job = worker.job
             if job is not None and time.monotonic() >= job.deadline:
                 _conclude(worker, {"error": f"{job.name}: refused: loading it did not "
                                             "finish within the time limit"}, progress, stuck=True)
         return
+    raise_if_exiting()  # the exit hook ends the helpers: what they say now is not the job's
     if not worker.owns(stream) or worker.job is None:
         return  # a line from a helper already stopped, or from an idle one
     message = _parse(line)
