@@ -1,7 +1,8 @@
 """``slime-trace-viewer collect DIR``: receive the engines' own request traces over OTLP
 and keep them in DIR (for ``--engine-traces DIR``), and a rollout's live records (OTLP
 logs) in DIR/live (for ``load_live(DIR)``); with ``--scrape``, poll the engines'
-Prometheus metrics into DIR too. Ctrl-C or SIGTERM writes what is waiting and exits."""
+Prometheus metrics into DIR too. Ctrl-C, SIGTERM or SIGHUP writes what is waiting and
+exits."""
 
 from __future__ import annotations
 
@@ -26,8 +27,8 @@ DESCRIPTION = ("Receive the engines' own request traces (SGLang --enable-trace "
                "--engine-traces DIR, and a rollout's live records (OTLP logs from "
                "slime_trace_widget.tracing.live) in DIR/live, for load_live(DIR); "
                "with --scrape, poll the engines' Prometheus "
-               "metrics (SGLang --enable-metrics) into DIR too. Ctrl-C or SIGTERM "
-               "writes what is waiting and exits.")
+               "metrics (SGLang --enable-metrics) into DIR too. Ctrl-C, SIGTERM or "
+               "SIGHUP writes what is waiting and exits.")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

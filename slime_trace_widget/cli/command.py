@@ -9,6 +9,7 @@ one entry. An argument list that does not start with a subcommand's name is ``vi
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
@@ -17,14 +18,19 @@ from ..sources.dumps.errors import DumpError
 from ..values import plain_line
 from . import collect, convert, demo, live, view
 from .errors import CliError
+from .signals import Stopped, signals_as_ctrl_c
 from .terminal import PROG, complain
 
 #: The subcommands, in the order ``--help`` lists them.
 SUBCOMMANDS = (view, convert, collect, live, demo)
 #: What ``slime-trace-viewer ARGS`` runs when ARGS names no subcommand.
 DEFAULT = view.NAME
-#: Exit codes besides a subcommand's own: a one-line failure, Ctrl-C.
-FAILED, INTERRUPTED = 2, 130
+#: Exit code besides a subcommand's own: a one-line failure.
+FAILED = 2
+#: The exit code of a run a signal stopped is this plus the signal's number, the
+#: shell's code for a command the signal ended: 130 for Ctrl-C, 143 for SIGTERM, 129
+#: for SIGHUP. A server, whose normal end is that stop, exits 0 instead.
+SIGNALLED = 128
 
 
 class _Parser(argparse.ArgumentParser):
@@ -63,19 +69,21 @@ def with_subcommand(argv: Sequence[str]) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command on ``argv`` (default ``sys.argv[1:]``); the exit code."""
+    """Run the command on ``argv`` (default ``sys.argv[1:]``); the exit code. SIGTERM
+    and SIGHUP stop it as Ctrl-C does (``signals.signals_as_ctrl_c``)."""
     _printable_names()
     args = parser().parse_args(with_subcommand(sys.argv[1:] if argv is None else argv))
     try:
-        return args.run(args)
+        with signals_as_ctrl_c():
+            return args.run(args)
     except (CliError, DumpError) as exc:
         complain(str(exc))
         return FAILED
     except MemoryError as exc:  # a view refused before it was made, or a failed allocation
         complain(str(exc) or "out of memory")
         return FAILED
-    except KeyboardInterrupt:
-        return INTERRUPTED
+    except KeyboardInterrupt as exc:
+        return SIGNALLED + (exc.signum if isinstance(exc, Stopped) else signal.SIGINT)
 
 
 def _printable_names() -> None:

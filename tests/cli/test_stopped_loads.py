@@ -1,5 +1,6 @@
 """A load the command is stopped in leaves nothing behind: no helper process, no
-scratch folder. SIGKILL, which nothing can catch, still leaves no helper running;
+scratch folder. SIGTERM and SIGHUP stop ``view`` as Ctrl-C does (exit code 128 plus
+the signal's number); SIGKILL, which nothing can catch, still leaves no helper running;
 Ctrl-C while ``view --follow`` or ``live --dumps`` loads a dump on its poller's thread
 ends that load's helper and removes its scratch folder as the process exits.
 
@@ -45,6 +46,23 @@ def caught() -> Iterator[list[tuple[subprocess.Popen, int]]]:
             caller.kill()
         caller.communicate()
         end_group(helper)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_a_signal_stops_a_load_as_ctrl_c_does(slow_dump: Path, tmp_path: Path,
+                                              signum: signal.Signals, caught: list) -> None:
+    scratch_root = tmp_path / "tmp"
+    caller = started(command("view", str(slow_dump), "--no-serve", "--out-dir",
+                             str(tmp_path / "out")), scratch_root)
+    helper = frozen_job(caller)
+    caught.append((caller, helper))
+    assert scratch_folders(scratch_root)  # the load is under way
+    caller.send_signal(signum)
+    code, err = ended(caller)
+    assert code == 128 + signum, err
+    assert group_outlives(helper) == []
+    assert scratch_folders(scratch_root) == []
+    assert "Traceback" not in err
 
 
 def test_a_killed_command_leaves_no_helper_running(slow_dump: Path, tmp_path: Path,

@@ -270,6 +270,24 @@ def test_serves_the_page_on_loopback_and_stops_on_ctrl_c(dump: Path) -> None:
             process.wait()
 
 
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_a_signal_stops_the_server_as_ctrl_c_does(dump: Path, signum: signal.Signals) -> None:
+    """A service manager's stop (SIGTERM) or the terminal closing (SIGHUP) is the normal
+    end of a server, as Ctrl-C is: "stopped", exit code 0."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "slime_trace_widget", str(dump), "--port", str(free_port())],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        _serving_line(process)
+        process.send_signal(signum)
+        assert process.wait(timeout=120) == 0, process.stderr.read()
+        assert "stopped" in process.stdout.read()
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
 @pytest.mark.parametrize("umask", [0o022, 0o077])
 def test_written_files_follow_the_umask(dump: Path, tmp_path: Path, umask: int) -> None:
     out = tmp_path / "out"
