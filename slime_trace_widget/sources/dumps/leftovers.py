@@ -26,12 +26,17 @@ import signal
 import subprocess
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 
 __all__ = ["end_helper", "helper_ended", "raise_if_exiting", "scratch_folder",
            "started_helper"]
 
+#: The longest the exit hook waits for the helpers it killed to end: a process killed
+#: with SIGKILL ends at once unless stuck in the kernel (a hung network disk), and an
+#: exit must not wait on that.
+EXIT_WAIT_SECONDS = 10.0
 #: The start of a scratch folder's name, in the system's temporary folder.
 SCRATCH_PREFIX = "slime-trace-"
 
@@ -116,8 +121,10 @@ def _clean_up_at_exit() -> None:
         helpers, folders = list(_LEFTOVERS.helpers), list(_LEFTOVERS.folders)
     for process in helpers:  # each signalled before any is waited for
         end_helper(process)
+    deadline = time.monotonic() + EXIT_WAIT_SECONDS
     for process in helpers:
-        process.wait()
+        with suppress(subprocess.TimeoutExpired):  # stuck in the kernel: exit regardless
+            process.wait(timeout=max(0.0, deadline - time.monotonic()))
     for folder in folders:
         shutil.rmtree(folder, ignore_errors=True)
 
