@@ -150,7 +150,7 @@ def _convert_locked(paths_or_globs: PathLike | Iterable[PathLike], root: Path, *
                                    workers=workers, progress=progress, **limits)
             else:
                 _convert_on_ray(todo, str(root), stems, run.done, address, workers, limits)
-        except BaseException:  # Ctrl-C included: no file the manifest does not list stays
+        except BaseException:  # Ctrl-C included: the unrecorded conversions' files go
             remove_stems(root, run.unrecorded_stems())
             raise
     _settle_gone_dumps(manifest, root, report)
@@ -192,7 +192,7 @@ class _Conversions:
         #: Those among them whose converted data is of the content they hold now.
         self.same_content: set[str] = set()
         self.stems: dict[str, str] = {}
-        #: The dumps whose conversion's end the manifest saved holds.
+        #: The dumps whose conversion's end was recorded (the manifest saved right after).
         self.recorded: set[str] = set()
 
     def take(self, given: str, path: str, settle_seconds: float) -> None:
@@ -224,8 +224,8 @@ class _Conversions:
             self.same_content.add(path)
 
     def unrecorded_stems(self) -> set[str]:
-        """The stems of the conversions given out whose end the manifest saved does not
-        hold: no entry lists their files."""
+        """The stems of the conversions given out whose end was never recorded: no
+        entry of a saved manifest lists their files."""
         return {stem for path, stem in self.stems.items() if path not in self.recorded}
 
     def done(self, path: str, verdict: dict[str, Any]) -> None:
@@ -238,8 +238,11 @@ class _Conversions:
         if "ok" in verdict and self.engine_traces is not None:
             manifest.dumps[path]["engine_traces"] = _engine_files(
                 manifest.dumps[path], self.engine_traces)
-        manifest.save()
+        # Recorded before the save: a stop that lands once the save has put the manifest
+        # in place must not remove files it lists. One that lands before leaves this
+        # conversion's files unlisted, for the next convert's sweep.
         self.recorded.add(path)
+        manifest.save()
         for relative in stale:
             report.removed_files += _remove_inside(self.root, relative)
         if "ok" in verdict:
