@@ -166,3 +166,38 @@ def test_without_a_manifest_only_temporary_files_go(run: Path, tmp_path: Path) -
     assert not temporary.exists()
     assert all((root / name).exists() for name in files_listed(tmp_path))
     assert report.leftovers == 1
+
+
+def test_a_stop_right_after_the_manifest_is_saved_keeps_what_it_lists(
+        run: Path, tmp_path: Path, monkeypatch) -> None:
+    """Ctrl-C landing once a dump's save has put the manifest in place, before the
+    convert noted the dump recorded: the cleanup of unrecorded conversions removed the
+    files that manifest lists, and the dataset read files that were gone."""
+    root = tmp_path / "ds"
+    real_save = Manifest.save
+
+    def save_then_ctrl_c(manifest: Manifest) -> None:
+        real_save(manifest)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Manifest, "save", save_then_ctrl_c)
+    with pytest.raises(KeyboardInterrupt):
+        convert_run(run, root)
+    monkeypatch.undo()
+    listed = files_listed(root)
+    assert listed and all((root / name).is_file() for name in listed)
+    assert len(open_dataset(root).samples) == samples_globbed(root)
+
+
+def test_the_sweep_never_reaches_through_a_linked_folder(run: Path, tmp_path: Path) -> None:
+    """A table's rollout folder that is a link into another dataset: that dataset's
+    files, unlisted here, are not this one's leftovers."""
+    root = tmp_path / "ds"
+    convert_run(run, root)
+    elsewhere = tmp_path / "other" / "samples" / "rollout_id=9"
+    elsewhere.mkdir(parents=True)
+    theirs = elsewhere / "rollout_9-0123456789abcdef.parquet"
+    theirs.write_bytes(b"PAR1")
+    (root / "samples" / "rollout_id=9").symlink_to(elsewhere, target_is_directory=True)
+    report = convert_run(run, root)
+    assert theirs.exists() and report.leftovers == 0

@@ -43,10 +43,13 @@ _ROLLOUT_FOLDER = re.compile(rf"{PARTITION}=-?[0-9]+")
 def data_files(root: Path) -> list[tuple[Path, str]]:
     """Each file of the dataset at ``root`` that a conversion writes or was writing,
     with its stem: the files named as :data:`_DATA_FILES` in the dataset's folders."""
-    folders = [root / name for name in ENGINE_REPORTS]
+    # A folder that is a link leads out of the dataset: another's files, never leftovers.
+    folders = [root / name for name in ENGINE_REPORTS if not (root / name).is_symlink()]
     for table in (*TABLES, ENGINE_LOAD):
-        folders += [Path(entry.path) for entry in _entries(root / table)
-                    if entry.is_dir() and _ROLLOUT_FOLDER.fullmatch(entry.name)]
+        if not (root / table).is_symlink():
+            folders += [Path(entry.path) for entry in _entries(root / table)
+                        if entry.is_dir(follow_symlinks=False)
+                        and _ROLLOUT_FOLDER.fullmatch(entry.name)]
     found = []
     for folder in folders:
         for entry in _entries(folder):
