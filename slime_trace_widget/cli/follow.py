@@ -122,6 +122,6 @@ def follow(args: argparse.Namespace) -> int:
     finally:
         stopping.set()
         # A dump still loading is abandoned: the exit hook ends its helpers and removes
-        # its scratch folder (sources/dumps/leftovers.py). Writes are atomic.
+        # its scratch folder (sources/dumps/exit_cleanup.py). Writes are atomic.
         poller.stop(wait=False)
     return 0

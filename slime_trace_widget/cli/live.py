@@ -90,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
     finally:
         # Not waiting for a look in progress: a step's dump still loading is abandoned,
         # its helpers ended and its scratch folder removed at exit
-        # (sources/dumps/leftovers.py), and the page it would show is served no more.
+        # (sources/dumps/exit_cleanup.py), and the page it would show is served no more.
         poller.stop(wait=False)
         server.server_close()
     return 0

@@ -22,8 +22,8 @@ from typing import Any
 
 from ..machine_memory import available_memory, memory_amount
 from .dumps.errors import DumpError, failure_line, one_line
+from .dumps.exit_cleanup import raise_if_exiting, scratch_folder
 from .dumps.files import LoadedDump, load_dump_bytes, load_trusted, read_header
-from .dumps.leftovers import raise_if_exiting, scratch_folder
 from .dumps.paths import PathLike, expand_paths
 from .dumps.pool import (
     SPARE_FLAG,

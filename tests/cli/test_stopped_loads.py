@@ -67,7 +67,7 @@ def test_a_signal_stops_a_load_as_ctrl_c_does(slow_dump: Path, tmp_path: Path,
 
 def test_a_killed_command_leaves_no_helper_running(slow_dump: Path, tmp_path: Path,
                                                    caught: list) -> None:
-    """SIGKILL runs no handler: the helper sees its caller's end of its stdin close."""
+    """SIGKILL runs no handler: the helper sees that nothing reads its answers any more."""
     caller = started(command("view", str(slow_dump), "--no-serve", "--out-dir",
                              str(tmp_path / "out")), tmp_path / "tmp")
     helper = frozen_job(caller)

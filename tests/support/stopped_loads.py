@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from slime_trace_widget.demo import write_demo_dump
+from slime_trace_widget.sources.dumps.exit_cleanup import SCRATCH_PREFIX
 from tests.support.processes import running_processes
 
 #: Generous: a busy 2-core machine may take long to start the command and its helper.
@@ -31,8 +32,6 @@ SAMPLES = 512
 HELPER_COMMAND = b"sources.dumps.worker import serve"
 #: Seconds between two looks at /proc.
 LOOK_EVERY_S = 0.01
-#: How the loader's scratch folders are named, in the temporary folder.
-SCRATCH_PREFIX = "slime-trace-"
 
 
 def write_slow_dump(path: Path) -> Path:

@@ -5,7 +5,7 @@ into a run dataset); :func:`run_jobs` runs jobs on idle helpers, as many at once
 as cores and memory allow, and gives each its verdict. Helpers outlive a call
 and are reused; a helper that misbehaves is stopped and replaced. The callers'
 side (what to load, what comes back) is :mod:`..loading`. Every helper still running
-when the process exits is ended then, busy or idle (:mod:`.leftovers`).
+when the process exits is ended then, busy or idle (:mod:`.exit_cleanup`).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from typing import Any
 
 from ...machine_memory import available_memory
 from .errors import DumpError
-from .leftovers import end_helper, helper_ended, raise_if_exiting, started_helper
+from .exit_cleanup import end_helper, helper_ended, raise_if_exiting, started_helper
 
 __all__ = ["SPARE_FLAG", "default_memory_limit", "default_time_limit", "default_workers",
            "expected_peak", "new_job", "run_jobs", "start_worker"]
@@ -257,7 +257,7 @@ def run_jobs(jobs: list[_Job], workers: int, progress: Any,
     start, jobs still running hear of the cores that idle (:func:`_tell_spare_cores`).
     A job starts only while the expected peaks of running jobs fit in available
     memory (one always runs). Ctrl-C stops every helper before it propagates; once the
-    process is exiting (a load on a daemon thread), SystemExit does (:mod:`.leftovers`).
+    process is exiting (a load on a daemon thread), SystemExit does (:mod:`.exit_cleanup`).
     """
     inbox: queue.Queue = queue.Queue()
     pool: list[_Worker] = []

@@ -13,8 +13,9 @@ ending helpers said: only a daemon thread can still run then (the others were jo
 before the hook), and SystemExit ends a thread without a word, as nothing of it is an
 error the load could report.
 
-A helper also ends by itself when this process dies without the hook (SIGKILL): it
-notices its stdin closing, even in the middle of a job (:mod:`.worker`).
+A helper also ends by itself when this process dies without the hook (SIGKILL): in
+the middle of a job, it notices that nothing reads the pipe its messages go back on
+any more; idle, that its stdin ended (:mod:`.worker`).
 """
 
 from __future__ import annotations
