@@ -76,11 +76,12 @@ def test_notebooks_are_valid_without_repair() -> None:
 def test_free_ports_are_bindable_outside_the_outgoing_range_and_never_repeat() -> None:
     import socket
 
-    from tests.support.browser import free_port
+    from tests.support.browser import free_port, outgoing_ports
 
-    low, high = map(int, Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+    outgoing = outgoing_ports()
     ports = [free_port() for _ in range(200)]
     assert len(set(ports)) == len(ports)
-    assert not any(low <= port <= high for port in ports)
+    if len(outgoing) < 60_000:  # a machine whose kernel gives out only some ports
+        assert not any(port in outgoing for port in ports)
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", ports[-1]))
