@@ -65,10 +65,11 @@ def signals_as_ctrl_c() -> Iterator[None]:
 @contextmanager
 def stop_on_signals(stop: threading.Event,
                     signals: tuple[signal.Signals, ...] = STOPPING_SIGNALS) -> Iterator[None]:
-    """Set ``stop`` when one of ``signals`` (but one the process ignores) arrives while
-    the block runs (from the main thread, as :func:`signal.signal` requires). The
-    handlers before are put back after, so a caller running the command in its own
-    process (a test, a notebook) keeps its own, and the pipe and its thread are gone."""
+    """Set ``stop`` when one of ``signals`` arrives while the block runs (from the main
+    thread, as :func:`signal.signal` requires); a signal the process ignores, or whose
+    handler was set outside Python, is left as it is. The handlers before are put back
+    after, so a caller running the command in its own process (a test, a notebook)
+    keeps its own, and the pipe and its thread are gone."""
     read_end, write_end = os.pipe()
     os.set_blocking(write_end, False)
 
@@ -82,16 +83,17 @@ def stop_on_signals(stop: threading.Event,
 
     relay_thread = threading.Thread(target=relay, name="signal-relay", daemon=True)
     relay_thread.start()
-    before: dict[signal.Signals, signal.Handlers | int | None] = {}
+    before: dict[signal.Signals, signal.Handlers | int] = {}
     try:
         for signum in signals:
-            if signal.getsignal(signum) != signal.SIG_IGN:
+            # Not over an ignored signal, nor over a handler set outside Python (None),
+            # which could not be put back: this handler would outlive its pipe.
+            if signal.getsignal(signum) not in (signal.SIG_IGN, None):
                 before[signum] = signal.signal(signum, on_signal)
         yield
     finally:
         for signum, handler in before.items():
-            if handler is not None:  # None: not installed from Python, nothing to put back
-                signal.signal(signum, handler)
+            signal.signal(signum, handler)
         os.close(write_end)
         relay_thread.join()
         os.close(read_end)
