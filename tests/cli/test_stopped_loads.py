@@ -86,14 +86,7 @@ def test_ctrl_c_while_following_ends_the_load_on_the_pollers_thread(
                      scratch_root)
     serving_line(caller)  # the first look found nothing: the next loads on the poller's thread
     os.link(slow_dump, folder / slow_dump.name)
-    helper = frozen_job(caller)
-    caught.append((caller, helper))
-    caller.send_signal(signal.SIGINT)
-    code, err = ended(caller)
-    assert code == 0, err
-    assert group_outlives(helper) == []
-    assert scratch_folders(scratch_root) == []
-    assert "Traceback" not in err
+    ctrl_c_ends_the_load(caller, scratch_root, caught)
 
 
 def test_ctrl_c_during_a_live_hand_over_ends_its_load(slow_dump: Path, tmp_path: Path,
@@ -105,6 +98,12 @@ def test_ctrl_c_during_a_live_hand_over_ends_its_load(slow_dump: Path, tmp_path:
                              str(free_port())), scratch_root)
     serving_line(caller)  # the dumps there now are earlier steps': only a new one loads
     os.link(slow_dump, dumps / slow_dump.name)
+    ctrl_c_ends_the_load(caller, scratch_root, caught)
+
+
+def ctrl_c_ends_the_load(caller: subprocess.Popen, scratch_root: Path, caught: list) -> None:
+    """Ctrl-C to a server whose load runs on a thread of its own, once that load's job
+    is frozen: the server stops cleanly, and neither the job nor its folder outlive it."""
     helper = frozen_job(caller)
     caught.append((caller, helper))
     caller.send_signal(signal.SIGINT)
