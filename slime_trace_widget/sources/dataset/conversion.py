@@ -47,7 +47,7 @@ from ..dumps.pool import default_workers, expected_peak, new_job, run_jobs
 from ..dumps.progress import progress_bar
 from ..follow import SETTLE_SECONDS, being_written
 from . import ENGINES
-from .leftovers import remove_stems, sweep
+from .leftovers import remove_file, remove_stems, sweep
 from .lock import exclusive_convert
 from .manifest import Manifest
 
@@ -380,13 +380,7 @@ def _same_kind(entry: dict[str, Any], path: str) -> bool:
 def _remove_inside(root: Path, relative: str | Path) -> int:
     """Delete a file of the dataset (never anything outside ``root``)."""
     target = (root / relative).resolve()
-    if root not in target.parents:
-        return 0
-    try:
-        target.unlink()
-    except FileNotFoundError:
-        return 0
-    return 1
+    return remove_file(target) if root in target.parents else 0
 
 
 # --------------------------------------------------------------------------- Ray

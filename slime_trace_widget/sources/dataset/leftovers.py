@@ -63,7 +63,7 @@ def data_files(root: Path) -> list[tuple[Path, str]]:
 def remove_stems(root: Path, stems: set[str]) -> int:
     """Remove every file the conversions under ``stems`` wrote or were writing, in any
     table and rollout id; how many there were."""
-    return sum(_remove(path) for path, stem in data_files(root) if stem in stems)
+    return sum(remove_file(path) for path, stem in data_files(root) if stem in stems)
 
 
 def sweep(root: Path, manifest: Manifest) -> int:
@@ -81,11 +81,11 @@ def sweep(root: Path, manifest: Manifest) -> int:
                  and (saved or path.name.endswith(TEMPORARY_SUFFIX))]
     leftovers += [Path(entry.path) for entry in _entries(root)
                   if _MANIFEST_TEMPORARY.fullmatch(entry.name) and not entry.is_dir()]
-    return sum(_remove(path) for path in leftovers)
+    return sum(remove_file(path) for path in leftovers)
 
 
-def _remove(path: Path) -> int:
-    """Delete ``path``: 1, or 0 when it is gone already."""
+def remove_file(path: Path) -> int:
+    """Delete ``path``: 1, or 0 when it is gone already (a count of files removed)."""
     try:
         path.unlink()
     except FileNotFoundError:
